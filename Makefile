@@ -1,0 +1,121 @@
+# terra_gpu — PGXS build with an nvcc part.
+#
+#   make                 build terra_gpu.so (CUDA kernels when nvcc is found)
+#   make install         install into the PostgreSQL that pg_config names
+#   make installcheck    pg_regress suites against a running server
+#   make check-core      core unit tests and the raster decoder fuzz test (no server)
+#
+# Variables: WITH_CUDA=0 builds without CUDA; NVCC_GENCODE picks the GPU
+# architectures (default sm_80 and sm_90 machine code plus sm_90 PTX).
+
+EXTENSION   = terra_gpu
+EXTVERSION  = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(EXTENSION).control)
+MODULE_big  = terra_gpu
+DATA_built  = sql/$(EXTENSION)--$(EXTVERSION).sql
+
+CORE_SRCS   = $(sort $(wildcard src/core/*.c))
+PG_SRCS     = $(sort $(wildcard src/pg/*.c))
+OBJS        = $(CORE_SRCS:.c=.o) $(PG_SRCS:.c=.o)
+PG_CPPFLAGS = -Isrc/core -Icuda
+PG_CFLAGS   = -std=gnu11 -Wextra -Wno-unused-parameter -Wno-sign-compare \
+              -Wno-missing-field-initializers $(EXTRA_CFLAGS)
+
+REGRESS      = $(sort $(basename $(notdir $(wildcard regress/*.sql))))
+REGRESS_OPTS = --inputdir=build/regress --outputdir=build/regress \
+               --load-extension=postgis --load-extension=postgis_raster \
+               --load-extension=$(EXTENSION)
+REGRESS_PREP = build/regress/sql build/regress/expected
+EXTRA_CLEAN  = build $(DATA_built) cuda/*.o $(CUDA_LIB)
+
+NVCC        ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+WITH_CUDA   ?= $(if $(NVCC),1,0)
+CUDA_HOME   ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+CUDA_SRCS    = $(sort $(wildcard cuda/*.cu))
+CUDA_HDRS    = $(wildcard cuda/*.cuh) cuda/tg_cuda.h $(wildcard src/core/*.h)
+CUDA_LIB     = cuda/libterra_gpu_cuda.a
+NVCC_GENCODE ?= -gencode arch=compute_80,code=sm_80 \
+                -gencode arch=compute_90,code=[sm_90,compute_90]
+NVCCFLAGS    = -O3 -std=c++17 --cudart=static -Xcompiler -fPIC \
+               -Xcompiler -fvisibility=hidden -lineinfo $(NVCC_GENCODE) \
+               -Isrc/core -Icuda $(EXTRA_NVCCFLAGS)
+CUDA_LINK    = $(CUDA_LIB) -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl -lpthread -lstdc++
+
+ifeq ($(WITH_CUDA),1)
+SHLIB_LINK  += $(CUDA_LINK)
+CORE_CUDA    = $(CUDA_LIB)
+else
+OBJS        += cuda/tg_cuda_stub.o
+CORE_CUDA    = cuda/tg_cuda_stub.c
+endif
+
+# The glue needs no JIT bitcode, and .cu objects have none to offer.
+override with_llvm = no
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+$(DATA_built): sql/$(EXTENSION).sql $(EXTENSION).control
+	cp $< $@
+
+$(OBJS): $(wildcard src/core/*.h) $(wildcard src/pg/*.h) cuda/tg_cuda.h
+
+ifeq ($(WITH_CUDA),1)
+$(shlib): $(CUDA_LIB)
+$(CUDA_LIB): $(CUDA_SRCS:.cu=.o)
+	rm -f $@ && $(AR) crs $@ $^
+cuda/%.o: cuda/%.cu $(CUDA_HDRS)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+endif
+
+build/regress/sql:
+	mkdir -p $(@D) && ln -sfn ../../regress $@
+build/regress/expected:
+	mkdir -p $(@D) && ln -sfn ../../expected $@
+
+# ---------------------------------------------------------------------------
+# Core tests: no server, plain C (+ the CUDA archive when built with CUDA)
+# ---------------------------------------------------------------------------
+CORE_TEST_CFLAGS = -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter \
+                   -Wno-sign-compare -Isrc/core -Icuda
+ifeq ($(WITH_CUDA),1)
+CORE_TEST_LIBS   = $(CUDA_LINK) -lm
+else
+CORE_TEST_LIBS   = -lm
+endif
+SANITIZE         = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_ITERATIONS ?= 200000
+
+build/test_core: src/core/test/test_core.c $(CORE_SRCS) $(wildcard src/core/*.h) $(CORE_CUDA)
+	mkdir -p build
+	$(CC) $(CORE_TEST_CFLAGS) -o $@ src/core/test/test_core.c $(CORE_SRCS) \
+		$(if $(filter 0,$(WITH_CUDA)),cuda/tg_cuda_stub.c) $(CORE_TEST_LIBS)
+
+FUZZ_SRCS = src/core/test/fuzz_raster.c src/core/tg_raster.c src/core/tg_error.c src/core/slope_cpu.c
+
+build/fuzz_raster: $(FUZZ_SRCS) $(wildcard src/core/*.h)
+	mkdir -p build
+	$(CC) $(CORE_TEST_CFLAGS) $(SANITIZE) -o $@ $(FUZZ_SRCS) -lm
+
+# coverage-guided variant (needs clang): build/fuzz_raster_libfuzzer -runs=N
+build/fuzz_raster_libfuzzer: $(FUZZ_SRCS) $(wildcard src/core/*.h)
+	mkdir -p build
+	clang -DTG_LIBFUZZER -g -O1 -Isrc/core -Icuda -fsanitize=fuzzer,address,undefined \
+		-o $@ $(FUZZ_SRCS) -lm
+
+fuzz-libfuzzer: build/fuzz_raster_libfuzzer
+	build/fuzz_raster_libfuzzer -runs=$(FUZZ_ITERATIONS) -max_len=4096
+
+check-core: build/test_core build/fuzz_raster
+	build/test_core
+	build/fuzz_raster $(FUZZ_ITERATIONS)
+
+.PHONY: check-core fuzz-libfuzzer
+
+# ---------------------------------------------------------------------------
+# Benchmark driver for the core (no server): see bench/run_bench.py
+# ---------------------------------------------------------------------------
+build/bench_core: bench/bench_core.c $(CORE_SRCS) $(wildcard src/core/*.h) $(CORE_CUDA)
+	mkdir -p build
+	$(CC) $(CORE_TEST_CFLAGS) -o $@ bench/bench_core.c $(CORE_SRCS) \
+		$(if $(filter 0,$(WITH_CUDA)),cuda/tg_cuda_stub.c) $(CORE_TEST_LIBS)

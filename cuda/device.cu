@@ -1,0 +1,202 @@
+/*
+ * device.cu — lazy CUDA start-up, device description, memory budget, errors.
+ *
+ * CUDA is initialised by the first tg_cuda_probe() in a process, never at
+ * library load: PostgreSQL backends are forked from the postmaster and CUDA
+ * does not survive fork().  The first probe's outcome is cached; a process
+ * forked after a successful probe is refused rather than crashed.
+ */
+#include <cstdio>
+#include <cstring>
+#include <unistd.h>
+
+#include "tg_cuda_common.cuh"
+
+/* Oldest architecture the fat binary carries machine code for (sm_80). */
+#define TG_MIN_CC_MAJOR 8
+
+namespace
+{
+enum probe_state { PROBE_UNKNOWN, PROBE_NONE, PROBE_READY };
+
+#define MAX_DEVICES 64
+
+/* What we keep of cudaDeviceProp: reading it costs about a millisecond. */
+struct device_desc
+{
+	bool		known;
+	char		name[256];
+	int			major;
+	int			minor;
+	int			multiprocessors;
+	size_t		total_memory;
+};
+
+probe_state state = PROBE_UNKNOWN;
+pid_t		probe_pid;
+int			device_count;
+tg_error	none_error;			/* why there is no device, when PROBE_NONE */
+device_desc devices[MAX_DEVICES];
+
+void
+fail_with_rc(tg_error *err, cudaError_t rc, const char *call)
+{
+	tg_error_set(err, TG_ENODEVICE, "no usable CUDA device");
+	tg_error_detail(err, "%s: %s (%s)", call, cudaGetErrorName(rc),
+					cudaGetErrorString(rc));
+}
+
+/* The first call in this process: count devices, with the reason if none. */
+void
+probe_once(void)
+{
+	cudaError_t rc;
+
+	tg_error_clear(&none_error);
+	rc = cudaGetDeviceCount(&device_count);
+	if (rc != cudaSuccess)
+	{
+		(void) cudaGetLastError();
+		device_count = 0;
+		fail_with_rc(&none_error, rc, "cudaGetDeviceCount");
+		state = PROBE_NONE;
+		return;
+	}
+	if (device_count == 0)
+	{
+		tg_error_set(&none_error, TG_ENODEVICE, "no usable CUDA device");
+		tg_error_detail(&none_error, "The CUDA runtime found no device.");
+		state = PROBE_NONE;
+		return;
+	}
+	probe_pid = getpid();
+	state = PROBE_READY;
+}
+}								/* namespace */
+
+void
+tg_cuda_fail(tg_error *err, cudaError_t rc, const char *what, const char *file,
+			 int line)
+{
+	if (rc == cudaErrorMemoryAllocation)
+	{
+		tg_error_set(err, TG_ENOMEM, "out of GPU memory while %s", what);
+		if (err)
+			err->on_device = true;
+	}
+	else
+		tg_error_set(err, TG_EDEVICE, "CUDA error while %s", what);
+	tg_error_detail(err, "%s: %s (%s:%d)", cudaGetErrorName(rc),
+					cudaGetErrorString(rc), file, line);
+}
+
+float
+tg_cuda_elapsed_ms(cudaEvent_t from, cudaEvent_t to)
+{
+	float		ms = 0;
+
+	if (cudaEventElapsedTime(&ms, from, to) != cudaSuccess)
+	{
+		(void) cudaGetLastError();
+		return 0;
+	}
+	return ms;
+}
+
+tg_status
+tg_cuda_memory_budget(const tg_ctx *ctx, size_t *budget, tg_error *err)
+{
+	size_t		free_b = 0;
+	size_t		total_b = 0;
+
+	TG_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b), "reading free device memory");
+	*budget = free_b / 10 * 9;
+	if (ctx->device_memory_limit > 0 && ctx->device_memory_limit < *budget)
+		*budget = ctx->device_memory_limit;
+	return TG_OK;
+cleanup:
+	return err->code;
+}
+
+extern "C" tg_status
+tg_cuda_probe(int device, tg_device_info *info, tg_error *err)
+{
+	device_desc *d;
+	cudaError_t rc;
+
+	if (state == PROBE_UNKNOWN)
+		probe_once();
+	if (state == PROBE_NONE)
+	{
+		if (err)
+			*err = none_error;
+		return TG_ENODEVICE;
+	}
+	if (getpid() != probe_pid)
+	{
+		tg_error_set(err, TG_ENODEVICE, "no usable CUDA device");
+		tg_error_detail(err, "CUDA was initialised in a parent process; a forked process cannot use it.");
+		return TG_ENODEVICE;
+	}
+	if (info)
+		info->device_count = device_count;
+	if (device < 0 || device >= device_count || device >= MAX_DEVICES)
+	{
+		tg_error_set(err, TG_ENODEVICE, "CUDA device %d does not exist", device);
+		tg_error_detail(err, "This process sees %d device%s (0 to %d).", device_count,
+						device_count == 1 ? "" : "s", device_count - 1);
+		return TG_ENODEVICE;
+	}
+
+	d = &devices[device];
+	rc = cudaSetDevice(device);
+	if (rc == cudaSuccess && !d->known)
+	{
+		cudaDeviceProp prop;
+
+		rc = cudaGetDeviceProperties(&prop, device);
+		if (rc == cudaSuccess)
+		{
+			snprintf(d->name, sizeof d->name, "%s", prop.name);
+			d->major = prop.major;
+			d->minor = prop.minor;
+			d->multiprocessors = prop.multiProcessorCount;
+			d->total_memory = prop.totalGlobalMem;
+			d->known = true;
+		}
+	}
+	if (rc != cudaSuccess)
+	{
+		(void) cudaGetLastError();
+		fail_with_rc(err, rc, "cudaSetDevice");
+		return TG_ENODEVICE;
+	}
+	if (d->major < TG_MIN_CC_MAJOR)
+	{
+		tg_error_set(err, TG_ENODEVICE, "CUDA device %d is too old", device);
+		tg_error_detail(err, "%s has compute capability %d.%d; this build needs %d.0 or newer.",
+						d->name, d->major, d->minor, TG_MIN_CC_MAJOR);
+		return TG_ENODEVICE;
+	}
+
+	if (info)
+	{
+		size_t		free_b = 0;
+		size_t		total_b = d->total_memory;
+
+		/* creates the context: the first call in a backend takes a while */
+		if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess)
+			(void) cudaGetLastError();
+		info->available = true;
+		info->device = device;
+		snprintf(info->name, sizeof info->name, "%s", d->name);
+		info->cc_major = d->major;
+		info->cc_minor = d->minor;
+		info->total_memory = total_b;
+		info->free_memory = free_b;
+		info->multiprocessors = d->multiprocessors;
+		cudaDriverGetVersion(&info->driver_version);
+		cudaRuntimeGetVersion(&info->runtime_version);
+	}
+	return TG_OK;
+}

@@ -1,0 +1,237 @@
+/*
+ * slope.cu — Horn slope on the GPU.
+ *
+ * The band travels in its stored pixel type (2 bytes a cell for the usual
+ * Int16 DEM) and is decoded on the device.  Each block stages a 34 x 34 tile
+ * of doubles (a 32 x 32 output tile plus a one-cell halo, nodata as NaN) in
+ * shared memory, then every thread evaluates tg_horn_slope() — the same
+ * function the CPU path uses — for 4 cells of a column.
+ *
+ * The raster is processed in horizontal strips sized to the device memory
+ * budget (one strip when it fits); each strip carries one halo row above and
+ * below, and cancellation is polled between strips.
+ */
+#include <algorithm>
+#include <type_traits>
+
+#include "tg_cuda_common.cuh"
+#include "tg_terrain.h"
+
+namespace
+{
+constexpr int TILE_W = 32;
+constexpr int TILE_H = 32;
+constexpr int BLOCK_ROWS = 8;
+
+struct band_desc
+{
+	int			width;
+	bool		has_nodata;
+	bool		all_nodata;
+	double		nodata;
+};
+
+/* Stored pixel -> double; sub-byte types (one byte a pixel) are masked. */
+template <typename T, unsigned MASK>
+__device__ __forceinline__ double
+load_pixel(const T *__restrict__ p, size_t i)
+{
+	if constexpr (MASK != 0)
+		return (double) (p[i] & MASK);
+	else
+		return (double) p[i];
+}
+
+/*
+ * in:  rows [in_row0, in_row0 + in_rows) of the band;
+ * out: rows [out_row0, out_row0 + out_rows) of the result.
+ * Rows outside the input strip are outside the raster (the strip carries the
+ * halo), so they read as missing.
+ */
+template <typename T, unsigned MASK>
+__global__ void __launch_bounds__(TILE_W * BLOCK_ROWS)
+tgk_slope(const T *__restrict__ in, int in_row0, int in_rows,
+		  int out_row0, int out_rows, band_desc b, tg_horn_factors f,
+		  float out_nodata, float *__restrict__ out)
+{
+	__shared__ double tile[TILE_H + 2][TILE_W + 2];
+	const int	x0 = blockIdx.x * TILE_W;
+	const int	y0 = out_row0 + blockIdx.y * TILE_H;
+	const int	tid = threadIdx.y * TILE_W + threadIdx.x;
+
+	for (int idx = tid; idx < (TILE_H + 2) * (TILE_W + 2); idx += TILE_W * BLOCK_ROWS)
+	{
+		const int	ty = idx / (TILE_W + 2);
+		const int	tx = idx % (TILE_W + 2);
+		const int	gx = x0 - 1 + tx;
+		const int	gy = y0 - 1 + ty;
+		double		v = NAN;
+
+		if (gx >= 0 && gx < b.width && gy >= in_row0 && gy < in_row0 + in_rows)
+		{
+			v = load_pixel<T, MASK>(in, (size_t) (gy - in_row0) * b.width + gx);
+			if (tg_is_nodata(v, b.has_nodata, b.all_nodata, std::is_floating_point<T>::value, b.nodata))
+				v = NAN;
+		}
+		tile[ty][tx] = v;
+	}
+	__syncthreads();
+
+	const int	tx = threadIdx.x;
+	const int	gx = x0 + tx;
+
+	if (gx >= b.width)
+		return;
+	for (int r = threadIdx.y; r < TILE_H; r += BLOCK_ROWS)
+	{
+		const int	gy = y0 + r;
+
+		if (gy >= out_row0 + out_rows)
+			break;
+
+		double		w[9] = {
+			tile[r][tx], tile[r][tx + 1], tile[r][tx + 2],
+			tile[r + 1][tx], tile[r + 1][tx + 1], tile[r + 1][tx + 2],
+			tile[r + 2][tx], tile[r + 2][tx + 1], tile[r + 2][tx + 2]
+		};
+
+		out[(size_t) (gy - out_row0) * b.width + gx] =
+			isnan(w[4]) ? out_nodata : tg_horn_slope(w, f);
+	}
+}
+
+template <typename T, unsigned MASK>
+void
+launch(const void *in, int in_row0, int in_rows, int out_row0, int out_rows,
+	   const band_desc &b, const tg_slope_params &p, float *out)
+{
+	dim3		block(TILE_W, BLOCK_ROWS);
+	dim3		grid(tg_div_up(b.width, TILE_W), tg_div_up(out_rows, TILE_H));
+
+	tgk_slope<T, MASK><<<grid, block>>>(static_cast<const T *>(in), in_row0, in_rows,
+										out_row0, out_rows, b, tg_horn_factors_for(p),
+										p.out_nodata, out);
+}
+
+void
+launch_for_pixtype(tg_pixtype pt, const void *in, int in_row0, int in_rows,
+				   int out_row0, int out_rows, const band_desc &b,
+				   const tg_slope_params &p, float *out)
+{
+	switch (pt)
+	{
+		case TG_PT_1BB:
+			launch<uint8_t, 0x01>(in, in_row0, in_rows, out_row0, out_rows, b, p, out);
+			break;
+		case TG_PT_2BUI:
+			launch<uint8_t, 0x03>(in, in_row0, in_rows, out_row0, out_rows, b, p, out);
+			break;
+		case TG_PT_4BUI:
+			launch<uint8_t, 0x0F>(in, in_row0, in_rows, out_row0, out_rows, b, p, out);
+			break;
+		case TG_PT_8BSI:
+			launch<int8_t, 0>(in, in_row0, in_rows, out_row0, out_rows, b, p, out);
+			break;
+		case TG_PT_8BUI:
+			launch<uint8_t, 0>(in, in_row0, in_rows, out_row0, out_rows, b, p, out);
+			break;
+		case TG_PT_16BSI:
+			launch<int16_t, 0>(in, in_row0, in_rows, out_row0, out_rows, b, p, out);
+			break;
+		case TG_PT_16BUI:
+			launch<uint16_t, 0>(in, in_row0, in_rows, out_row0, out_rows, b, p, out);
+			break;
+		case TG_PT_32BSI:
+			launch<int32_t, 0>(in, in_row0, in_rows, out_row0, out_rows, b, p, out);
+			break;
+		case TG_PT_32BUI:
+			launch<uint32_t, 0>(in, in_row0, in_rows, out_row0, out_rows, b, p, out);
+			break;
+		case TG_PT_32BF:
+			launch<float, 0>(in, in_row0, in_rows, out_row0, out_rows, b, p, out);
+			break;
+		case TG_PT_64BF:
+			launch<double, 0>(in, in_row0, in_rows, out_row0, out_rows, b, p, out);
+			break;
+	}
+}
+}								/* namespace */
+
+extern "C" tg_status
+tg_cuda_slope(const tg_ctx *ctx, const tg_band *dem, const tg_slope_params *params,
+			  float *out, tg_error *err)
+{
+	const size_t W = (size_t) dem->width;
+	const size_t H = (size_t) dem->height;
+	const size_t pix = (size_t) tg_pixtype_size(dem->pixtype);
+	const band_desc b = {dem->width, dem->has_nodata, dem->is_nodata, dem->nodata};
+	void	   *d_in = nullptr;
+	float	   *d_out = nullptr;
+	cudaEvent_t ev[4] = {nullptr, nullptr, nullptr, nullptr};
+	size_t		budget = 0;
+	size_t		strip_rows;
+
+	if (W == 0 || H == 0)
+		return TG_OK;
+	if (tg_cuda_memory_budget(ctx, &budget, err) != TG_OK)
+		return err->code;
+
+	/* a strip of n output rows holds n + 2 input rows and n output rows */
+	if (budget < 2 * W * pix + W * (pix + sizeof(float)))
+	{
+		tg_error_set(err, TG_ENOMEM, "slope of a %zu-pixel-wide raster needs at least %zu bytes of GPU memory, %zu are available",
+					 W, 2 * W * pix + W * (pix + sizeof(float)), budget);
+		err->on_device = true;
+		return TG_ENOMEM;
+	}
+	strip_rows = std::min(H, (budget - 2 * W * pix) / (W * (pix + sizeof(float))));
+
+	TG_CUDA_TRY(cudaMalloc(&d_in, (strip_rows + 2) * W * pix), "allocating the input strip");
+	TG_CUDA_TRY(cudaMalloc(&d_out, strip_rows * W * sizeof(float)), "allocating the output strip");
+	for (int i = 0; i < 4; i++)
+		TG_CUDA_TRY(cudaEventCreate(&ev[i]), "creating timing events");
+
+	for (size_t o0 = 0; o0 < H; o0 += strip_rows)
+	{
+		const size_t o1 = std::min(H, o0 + strip_rows);
+		const size_t s0 = o0 > 0 ? o0 - 1 : 0;
+		const size_t s1 = std::min(H, o1 + 1);
+
+		if (tg_canceled(ctx))
+		{
+			tg_error_set(err, TG_ECANCELED, "slope canceled");
+			goto cleanup;
+		}
+
+		TG_CUDA_TRY(cudaEventRecord(ev[0]), "recording an event");
+		TG_CUDA_TRY(cudaMemcpy(d_in, (const uint8_t *) dem->data + s0 * W * pix,
+							   (s1 - s0) * W * pix, cudaMemcpyHostToDevice),
+					"copying the DEM to the GPU");
+		TG_CUDA_TRY(cudaEventRecord(ev[1]), "recording an event");
+		launch_for_pixtype(dem->pixtype, d_in, (int) s0, (int) (s1 - s0),
+						   (int) o0, (int) (o1 - o0), b, *params, d_out);
+		TG_CUDA_CHECK_LAUNCH("launching the slope kernel");
+		TG_CUDA_TRY(cudaEventRecord(ev[2]), "recording an event");
+		TG_CUDA_TRY(cudaMemcpy(out + o0 * W, d_out, (o1 - o0) * W * sizeof(float),
+							   cudaMemcpyDeviceToHost),
+					"copying the slope back from the GPU");
+		TG_CUDA_TRY(cudaEventRecord(ev[3]), "recording an event");
+		TG_CUDA_TRY(cudaEventSynchronize(ev[3]), "running the slope kernel");
+
+		if (ctx->stats)
+		{
+			ctx->stats->transfer_ms += tg_cuda_elapsed_ms(ev[0], ev[1]) +
+				tg_cuda_elapsed_ms(ev[2], ev[3]);
+			ctx->stats->kernel_ms += tg_cuda_elapsed_ms(ev[1], ev[2]);
+			ctx->stats->chunks++;
+		}
+	}
+
+cleanup:
+	cudaFree(d_in);
+	cudaFree(d_out);
+	for (int i = 0; i < 4; i++)
+		if (ev[i])
+			cudaEventDestroy(ev[i]);
+	return err->code;
+}

@@ -1,0 +1,33 @@
+/*
+ * tg_cuda.h — the CUDA side of the core, as plain C declarations.
+ *
+ * Implemented by the extern "C" wrappers at the bottom of each .cu file in cuda/, or
+ * by tg_cuda_stub.c in a build without nvcc.  Wrappers never throw, never
+ * longjmp, free every device buffer on every path and report through
+ * tg_error; they may be called only from one thread at a time.
+ */
+#ifndef TG_CUDA_H
+#define TG_CUDA_H
+
+#include "tg_core.h"
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+/*
+ * Make `device` current, initialising CUDA in this process on first use.
+ * Fills info (may be NULL); returns TG_ENODEVICE with the reason when there
+ * is no usable device.  The outcome of the first probe is cached.
+ */
+tg_status	tg_cuda_probe(int device, tg_device_info *info, tg_error *err);
+
+tg_status	tg_cuda_slope(const tg_ctx *ctx, const tg_band *dem,
+						  const tg_slope_params *params, float *out, tg_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* TG_CUDA_H */

@@ -1,0 +1,32 @@
+/*
+ * tg_cuda_stub.c — the CUDA side of a build made without nvcc (WITH_CUDA=0):
+ * there is never a device, so `auto` runs on the CPU and `gpu` says why not.
+ */
+#include "tg_cuda.h"
+
+static tg_status
+no_cuda(tg_error *err)
+{
+	tg_error_set(err, TG_ENODEVICE, "no usable CUDA device");
+	tg_error_detail(err, "terra_gpu was built without CUDA support (nvcc was not found at build time).");
+	return TG_ENODEVICE;
+}
+
+tg_status
+tg_cuda_probe(int device, tg_device_info *info, tg_error *err)
+{
+	(void) device;
+	(void) info;
+	return no_cuda(err);
+}
+
+tg_status
+tg_cuda_slope(const tg_ctx *ctx, const tg_band *dem, const tg_slope_params *params,
+			  float *out, tg_error *err)
+{
+	(void) ctx;
+	(void) dem;
+	(void) params;
+	(void) out;
+	return no_cuda(err);
+}

@@ -1,0 +1,293 @@
+/*
+ * tg_core.h — the one public, device-neutral API of terra_gpu's core.
+ *
+ * Everything here is plain C: no PostgreSQL and no CUDA headers, so the core
+ * builds with a bare C compiler, runs in unit tests and benchmarks without a
+ * server, and is called by the fmgr glue in src/pg/.
+ *
+ * Conventions
+ *   - Functions return a tg_status; on failure the tg_error says what and why.
+ *     The core never longjmps, never prints, never exits.
+ *   - The caller allocates outputs.  Scratch memory goes through the
+ *     allocator in tg_ctx (palloc without OOM errors in a backend).
+ *   - Every operation has a CPU implementation (the reference) and, where a
+ *     GPU is ready, a CUDA one with the same signature; tg_ctx.backend picks.
+ */
+#ifndef TG_CORE_H
+#define TG_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+#define TG_VERSION "0.1.0"
+
+/* ------------------------------------------------------------------------
+ * Status and errors
+ * ------------------------------------------------------------------------ */
+typedef enum tg_status
+{
+	TG_OK = 0,
+	TG_EINVAL,					/* bad argument value */
+	TG_EDATA,					/* malformed or inconsistent raster data */
+	TG_ENOMEM,					/* out of host or device memory */
+	TG_ELIMIT,					/* a size limit would be exceeded */
+	TG_EUNSUPPORTED,			/* valid input we do not handle (out-db band) */
+	TG_ENODEVICE,				/* GPU requested but none is usable */
+	TG_EDEVICE,					/* the GPU or CUDA runtime failed */
+	TG_ECANCELED				/* the cancel callback asked us to stop */
+} tg_status;
+
+typedef struct tg_error
+{
+	tg_status	code;
+	bool		on_device;		/* TG_ENOMEM: device (true) or host memory */
+	char		message[256];	/* one line, lower case, no trailing period */
+	char		detail[512];	/* optional full sentence(s) */
+	char		hint[256];		/* optional full sentence */
+} tg_error;
+
+const char *tg_status_name(tg_status code);
+
+/* Record an error (the first one wins) and return its code. */
+tg_status	tg_error_set(tg_error *err, tg_status code, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+void		tg_error_detail(tg_error *err, const char *fmt,...)
+			__attribute__((format(printf, 2, 3)));
+void		tg_error_hint(tg_error *err, const char *fmt,...)
+			__attribute__((format(printf, 2, 3)));
+void		tg_error_clear(tg_error *err);
+
+/* ------------------------------------------------------------------------
+ * Execution context
+ * ------------------------------------------------------------------------ */
+typedef enum tg_backend
+{
+	TG_BACKEND_AUTO = 0,		/* GPU if ready and the input is large enough */
+	TG_BACKEND_CPU,
+	TG_BACKEND_GPU
+} tg_backend;
+
+const char *tg_backend_name(tg_backend b);
+
+/* Returns true when the running operation should stop (polled, never blocks). */
+typedef bool (*tg_cancel_fn) (void *arg);
+
+typedef struct tg_allocator
+{
+	void	   *(*alloc) (size_t size, void *arg);	/* NULL on failure, never throws */
+	void		(*free) (void *ptr, void *arg);
+	void	   *arg;
+} tg_allocator;
+
+/* What one call did: filled in by the dispatcher, read by tg_last_run(). */
+typedef struct tg_run_stats
+{
+	tg_backend	backend;		/* the backend that actually ran (CPU or GPU) */
+	int64_t		cells;
+	double		kernel_ms;		/* device time in kernels (events), GPU only */
+	double		transfer_ms;	/* host<->device copies (events), GPU only */
+	double		core_ms;		/* wall time inside the core, host clock */
+	int			chunks;			/* device passes (strips) the work was cut into */
+	char		note[320];		/* why auto chose the CPU, or empty */
+} tg_run_stats;
+
+typedef struct tg_ctx
+{
+	tg_backend	backend;
+	int64_t		min_cells_for_gpu;	/* auto: smaller inputs stay on the CPU */
+	int			device;			/* CUDA device ordinal */
+	size_t		device_memory_limit;	/* bytes this call may hold; 0 = no cap */
+	tg_cancel_fn cancel;		/* may be NULL */
+	void	   *cancel_arg;
+	tg_allocator allocator;
+	tg_run_stats *stats;		/* may be NULL */
+} tg_ctx;
+
+/* Defaults: auto backend, malloc allocator, no cancel callback, no cap. */
+void		tg_ctx_init(tg_ctx *ctx);
+
+/* Poll the cancel callback. */
+static inline bool
+tg_canceled(const tg_ctx *ctx)
+{
+	return ctx->cancel != NULL && ctx->cancel(ctx->cancel_arg);
+}
+
+void	   *tg_alloc(const tg_ctx *ctx, size_t size);
+void		tg_free(const tg_ctx *ctx, void *ptr);
+
+/* ------------------------------------------------------------------------
+ * GPU device information (probing initialises CUDA in the calling process)
+ * ------------------------------------------------------------------------ */
+typedef struct tg_device_info
+{
+	bool		available;
+	int			device;			/* ordinal that would be used */
+	int			device_count;
+	char		name[256];
+	int			cc_major;
+	int			cc_minor;
+	size_t		total_memory;
+	size_t		free_memory;
+	int			multiprocessors;
+	int			driver_version; /* CUDA encoding: 1000*major + 10*minor */
+	int			runtime_version;
+	char		reason[1024];	/* why no device is available, else empty */
+} tg_device_info;
+
+void		tg_device_query(int device, tg_device_info *info);
+
+/* ------------------------------------------------------------------------
+ * PostGIS raster values (serialized format RFC1, version 0)
+ * ------------------------------------------------------------------------ */
+typedef enum tg_pixtype
+{
+	TG_PT_1BB = 0,
+	TG_PT_2BUI = 1,
+	TG_PT_4BUI = 2,
+	TG_PT_8BSI = 3,
+	TG_PT_8BUI = 4,
+	TG_PT_16BSI = 5,
+	TG_PT_16BUI = 6,
+	TG_PT_32BSI = 7,
+	TG_PT_32BUI = 8,
+	/* 9 was a 16-bit float in early drafts; never valid */
+	TG_PT_32BF = 10,
+	TG_PT_64BF = 11
+} tg_pixtype;
+
+bool		tg_pixtype_valid(int code);
+int			tg_pixtype_size(tg_pixtype pt); /* bytes per stored pixel */
+const char *tg_pixtype_name(tg_pixtype pt);
+bool		tg_pixtype_is_float(tg_pixtype pt);
+double		tg_pixtype_min_value(tg_pixtype pt);
+
+#define TG_RASTER_HEADER_SIZE 64
+#define TG_RASTER_MAX_SIDE 65535
+
+typedef struct tg_georef
+{
+	double		scale_x;		/* pixel width (signed) */
+	double		scale_y;		/* pixel height (signed, usually negative) */
+	double		upperleft_x;
+	double		upperleft_y;
+	double		skew_x;
+	double		skew_y;
+	int32_t		srid;
+} tg_georef;
+
+typedef struct tg_raster_info
+{
+	uint16_t	num_bands;
+	uint16_t	width;
+	uint16_t	height;
+	tg_georef	geo;
+} tg_raster_info;
+
+/* One band, read in place: data points into the serialized buffer. */
+typedef struct tg_band
+{
+	tg_pixtype	pixtype;
+	bool		has_nodata;
+	bool		is_nodata;		/* flag: every pixel is nodata */
+	bool		offdb;
+	double		nodata;
+	int			width;
+	int			height;
+	const void *data;			/* row-major, host byte order, pixtype aligned */
+} tg_band;
+
+/* What a band of a raster to be written looks like. */
+typedef struct tg_band_spec
+{
+	tg_pixtype	pixtype;
+	bool		has_nodata;
+	double		nodata;
+} tg_band_spec;
+
+/* Geometric pixel size, as PostGIS' ST_PixelWidth / ST_PixelHeight. */
+double		tg_georef_pixel_width(const tg_georef *g);
+double		tg_georef_pixel_height(const tg_georef *g);
+
+/*
+ * Read the 64-byte header.  buf/len is the whole value (or at least its first
+ * 64 bytes), the 4-byte length word included; the length word is not read:
+ * len is authoritative.
+ */
+tg_status	tg_raster_read_info(const uint8_t *buf, size_t len,
+								tg_raster_info *info, tg_error *err);
+
+/*
+ * Locate band `index` (0-based), checking every offset of it and of the bands
+ * before it against len.  Out-db bands are described (offdb = true, data =
+ * NULL) but their pixels cannot be read.
+ */
+tg_status	tg_raster_read_band(const uint8_t *buf, size_t len, int index,
+								tg_band *band, tg_error *err);
+
+/* Bytes a serialized raster of this shape takes, or TG_ELIMIT on overflow. */
+tg_status	tg_raster_size(const tg_raster_info *info, const tg_band_spec *bands,
+						   size_t *size, tg_error *err);
+
+/*
+ * Write header and band headers into buf (len bytes, from tg_raster_size) and
+ * return in band_data[i] where band i's pixels go; the caller fills them.
+ * The 4-byte length word is written as a plain uint32 `len`: a PostgreSQL
+ * caller then sets its varlena header.  Padding bytes are zeroed.
+ */
+tg_status	tg_raster_write(uint8_t *buf, size_t len, const tg_raster_info *info,
+							const tg_band_spec *bands, void **band_data,
+							tg_error *err);
+
+/* Is this stored value nodata (flag, value match, or NaN)?  PostGIS matches
+ * float nodata within FLT_EPSILON; so do we. */
+bool		tg_band_value_is_nodata(const tg_band *band, double value);
+
+/* Value of pixel i (row-major index) as double; sub-byte types masked. */
+double		tg_band_get(const tg_band *band, size_t i);
+
+/* Decode one row into doubles, nodata (and NaN) as NaN. */
+void		tg_band_row_to_f64(const tg_band *band, int row, double *dst);
+
+/* ------------------------------------------------------------------------
+ * Terrain operations
+ * ------------------------------------------------------------------------ */
+typedef enum tg_slope_units
+{
+	TG_SLOPE_DEGREES = 0,
+	TG_SLOPE_RADIANS,
+	TG_SLOPE_PERCENT
+} tg_slope_units;
+
+typedef struct tg_slope_params
+{
+	double		pixel_width;	/* map units, > 0 */
+	double		pixel_height;	/* map units, > 0 */
+	double		scale;			/* vertical units per horizontal unit ratio, > 0 */
+	tg_slope_units units;
+	float		out_nodata;
+} tg_slope_params;
+
+/*
+ * Horn (1981) slope of `dem` into out (width*height floats).
+ *
+ * Same arithmetic as PostGIS' ST_Slope: a neighbour outside the raster or
+ * nodata takes the centre value; a nodata (or NaN) centre gives out_nodata.
+ * dz/dx = ((c+2f+i) - (a+2d+g)) / pixel_width,
+ * dz/dy = ((g+2h+i) - (a+2b+c)) / pixel_height,
+ * tan(slope) = sqrt(dzdx^2 + dzdy^2) / (8 * scale).
+ */
+tg_status	tg_slope(const tg_ctx *ctx, const tg_band *dem,
+					 const tg_slope_params *params, float *out, tg_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* TG_CORE_H */

@@ -1,0 +1,132 @@
+/*
+ * tg_error.c — status names, error recording, execution context defaults.
+ */
+#include "tg_core.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *
+tg_status_name(tg_status code)
+{
+	switch (code)
+	{
+		case TG_OK:
+			return "ok";
+		case TG_EINVAL:
+			return "invalid argument";
+		case TG_EDATA:
+			return "bad data";
+		case TG_ENOMEM:
+			return "out of memory";
+		case TG_ELIMIT:
+			return "size limit exceeded";
+		case TG_EUNSUPPORTED:
+			return "not supported";
+		case TG_ENODEVICE:
+			return "no GPU device";
+		case TG_EDEVICE:
+			return "GPU failure";
+		case TG_ECANCELED:
+			return "canceled";
+	}
+	return "unknown status";
+}
+
+const char *
+tg_backend_name(tg_backend b)
+{
+	switch (b)
+	{
+		case TG_BACKEND_AUTO:
+			return "auto";
+		case TG_BACKEND_CPU:
+			return "cpu";
+		case TG_BACKEND_GPU:
+			return "gpu";
+	}
+	return "unknown";
+}
+
+tg_status
+tg_error_set(tg_error *err, tg_status code, const char *fmt,...)
+{
+	va_list		ap;
+
+	if (err == NULL || err->code != TG_OK)
+		return code;			/* the first error wins */
+	err->code = code;
+	va_start(ap, fmt);
+	vsnprintf(err->message, sizeof err->message, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+void
+tg_error_detail(tg_error *err, const char *fmt,...)
+{
+	va_list		ap;
+
+	if (err == NULL || err->detail[0] != '\0')
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err->detail, sizeof err->detail, fmt, ap);
+	va_end(ap);
+}
+
+void
+tg_error_hint(tg_error *err, const char *fmt,...)
+{
+	va_list		ap;
+
+	if (err == NULL || err->hint[0] != '\0')
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err->hint, sizeof err->hint, fmt, ap);
+	va_end(ap);
+}
+
+void
+tg_error_clear(tg_error *err)
+{
+	memset(err, 0, sizeof *err);
+}
+
+static void *
+malloc_alloc(size_t size, void *arg)
+{
+	(void) arg;
+	return malloc(size);
+}
+
+static void
+malloc_free(void *ptr, void *arg)
+{
+	(void) arg;
+	free(ptr);
+}
+
+void
+tg_ctx_init(tg_ctx *ctx)
+{
+	memset(ctx, 0, sizeof *ctx);
+	ctx->backend = TG_BACKEND_AUTO;
+	ctx->min_cells_for_gpu = 0;
+	ctx->allocator.alloc = malloc_alloc;
+	ctx->allocator.free = malloc_free;
+}
+
+void *
+tg_alloc(const tg_ctx *ctx, size_t size)
+{
+	return ctx->allocator.alloc(size, ctx->allocator.arg);
+}
+
+void
+tg_free(const tg_ctx *ctx, void *ptr)
+{
+	if (ptr != NULL)
+		ctx->allocator.free(ptr, ctx->allocator.arg);
+}

@@ -1,0 +1,102 @@
+/*
+ * tgpg_raster.c — raster Datums in and out of the core codec.
+ *
+ * A serialized raster is a varlena whose 4-byte length word is the format's
+ * "size" field, so the detoasted pointer and VARSIZE are exactly what the
+ * core reader takes.
+ */
+#include "tgpg.h"
+
+#include "utils/memutils.h"
+
+/* Header only: a 64-byte slice, no full detoast of a large value. */
+void
+tgpg_raster_header(Datum datum, tg_raster_info *info)
+{
+	struct varlena *slice = PG_DETOAST_DATUM_SLICE(datum, 0, TG_RASTER_HEADER_SIZE - VARHDRSZ);
+	tg_error	err;
+
+	tg_error_clear(&err);
+	tgpg_check(tg_raster_read_info((const uint8_t *) slice, VARSIZE_ANY(slice), info, &err), &err);
+}
+
+void
+tgpg_raster_open(Datum datum, tgpg_raster *r)
+{
+	tg_error	err;
+
+	r->value = PG_DETOAST_DATUM(datum);
+	r->buf = (const uint8_t *) r->value;
+	r->len = VARSIZE_ANY(r->value);
+	tg_error_clear(&err);
+	tgpg_check(tg_raster_read_info(r->buf, r->len, &r->info, &err), &err);
+}
+
+/* Band `band` (1-based) of an open raster; out-db bands are refused. */
+void
+tgpg_raster_band(const tgpg_raster *r, int band, tg_band *out)
+{
+	tg_error	err;
+
+	tg_error_clear(&err);
+	tgpg_check(tg_raster_read_band(r->buf, r->len, band - 1, out, &err), &err);
+	if (out->offdb)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("band %d is an out-db band", band),
+				 errdetail("Its pixels live in a file outside the database, which terra_gpu does not read."),
+				 errhint("Load the raster in-db: raster2pgsql without -R.")));
+}
+
+void
+tgpg_raster_close(tgpg_raster *r, Datum datum)
+{
+	if ((Pointer) r->value != DatumGetPointer(datum))
+		pfree(r->value);
+	r->value = NULL;
+}
+
+/* Refuse, before any work, a result that could not be a raster value. */
+void
+tgpg_check_result_size(const tg_raster_info *info, const tg_band_spec *bands)
+{
+	tg_error	err;
+	size_t		size = 0;
+
+	tg_error_clear(&err);
+	if (tg_raster_size(info, bands, &size, &err) == TG_ELIMIT || size > MaxAllocSize)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("result raster of %u x %u pixels would exceed the 1 GB a raster value can hold",
+						info->width, info->height),
+				 errhint("Tile the raster (raster2pgsql -t 256x256) and process the tiles.")));
+	tgpg_check(err.code, &err);
+}
+
+/*
+ * A new raster value with this header and these band types; band_data[i]
+ * receives where band i's pixels are to be written.
+ */
+struct varlena *
+tgpg_raster_create(const tg_raster_info *info, const tg_band_spec *bands,
+				   void **band_data)
+{
+	struct varlena *result;
+	tg_error	err;
+	size_t		size = 0;
+
+	tgpg_check_result_size(info, bands);
+	tg_error_clear(&err);
+	tgpg_check(tg_raster_size(info, bands, &size, &err), &err);
+
+	result = palloc_extended(size, MCXT_ALLOC_NO_OOM);
+	if (result == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("out of memory"),
+				 errdetail("Failed on a request of size %zu for the result raster.", size)));
+
+	tgpg_check(tg_raster_write((uint8_t *) result, size, info, bands, band_data, &err), &err);
+	SET_VARSIZE(result, size);
+	return result;
+}
