@@ -1,0 +1,58 @@
+-- GPU against the CPU reference.  Without a usable GPU this file stops after
+-- the check below (expected/gpu_parity_1.out); on a GPU machine it runs whole
+-- (expected/gpu_parity.out).
+SELECT NOT available AS skip_test FROM tg_gpu_info() \gset
+\if :skip_test
+\quit
+\endif
+
+SET extra_float_digits = 0;
+
+-- the largest relative difference between two single-band rasters (NULL = nodata),
+-- and whether they agree on which cells are nodata
+CREATE FUNCTION pg_temp.compare(a raster, b raster, OUT max_rel_diff float8, OUT same_nodata boolean)
+LANGUAGE sql AS $$
+  SELECT coalesce(max(abs(x - y) / greatest(1.0, abs(y))), 0), bool_and((x IS NULL) = (y IS NULL))
+  FROM unnest((ST_DumpValues(a, 1)), (ST_DumpValues(b, 1))) AS u(x, y)
+$$;
+
+-- synthetic terrain of several sizes and pixel types, with nodata holes
+CREATE TEMP TABLE dems AS
+SELECT w, h, pt, ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(w, h, 0, 0, 30, -30, 0, 0, 32611), pt, 0, -9999),
+       1, 1, 1, (SELECT array_agg(r ORDER BY y) FROM
+                  (SELECT y, array_agg(CASE WHEN (x * 7 + y * 13) % 53 = 0 THEN -9999
+                                            ELSE 500 + 300 * sin(x / 17.0) * cos(y / 23.0) + (x * y) % 11 END
+                                       ORDER BY x) AS r
+                   FROM generate_series(0, w - 1) x, generate_series(0, h - 1) y GROUP BY y) rows)) AS rast
+FROM (VALUES (1, 1, '16BSI'), (1, 300, '16BSI'), (300, 1, '32BF'), (257, 129, '16BSI'),
+             (700, 600, '16BSI'), (700, 600, '32BF'), (700, 600, '64BF')) AS t(w, h, pt);
+
+SELECT w, h, pt, c.max_rel_diff <= 1e-5 AS within_1e5, c.same_nodata
+FROM dems, pg_temp.compare(tg_slope(rast, backend => 'gpu'), tg_slope(rast, backend => 'cpu')) AS c
+ORDER BY w, h, pt;
+
+SELECT tg_slope(rast, units => 'PERCENT', backend => 'gpu') IS NOT NULL FROM dems WHERE w = 700 AND pt = '32BF';
+SELECT function, backend, cells, kernel_ms > 0 AS kernel_timed, transfer_ms > 0 AS transfer_timed, chunks FROM tg_last_run();
+
+-- a device memory cap cuts the work into strips: same result
+SET terra_gpu.max_device_memory_mb = 1;
+CREATE TEMP TABLE strips AS
+SELECT tg_slope(rast, backend => 'gpu') AS gpu, tg_slope(rast, backend => 'cpu') AS cpu
+FROM dems WHERE w = 700 AND pt = '64BF';
+SELECT tg_slope(rast, backend => 'gpu') IS NOT NULL FROM dems WHERE w = 700 AND pt = '64BF';
+SELECT chunks > 1 AS in_strips FROM tg_last_run();
+SELECT c.max_rel_diff <= 1e-5 AS within_1e5, c.same_nodata FROM strips, pg_temp.compare(gpu, cpu) AS c;
+
+-- 53200 out_of_memory when not even one strip fits (a 40000-pixel-wide 64BF row needs > 1 MB) ...
+CREATE TEMP TABLE wide AS
+SELECT ST_AddBand(ST_MakeEmptyRaster(40000, 1, 0, 0, 1, -1, 0, 0, 0), '64BF'::text, 1, NULL) AS rast;
+DO $$
+BEGIN
+  PERFORM tg_slope(rast, backend => 'gpu') FROM wide;
+EXCEPTION WHEN out_of_memory THEN
+  RAISE NOTICE 'SQLSTATE %: %', SQLSTATE, SQLERRM;
+END $$;
+-- ... while auto falls back to the CPU and says why
+SET terra_gpu.min_cells_for_gpu = 0;
+SELECT tg_slope(rast, backend => 'auto') IS NOT NULL FROM wide;
+SELECT backend, note LIKE 'GPU out of memory, ran on the CPU%' AS fell_back FROM tg_last_run();
