@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Run every test on a fresh Debian 12 machine: install and build (setup.sh),
+# the core unit tests and the raster decoder fuzz test (no server), the
+# pg_regress suites against a throwaway cluster, the README's SQL examples,
+# and the agreement of tg_slope with ST_Slope and gdaldem on real DEMs.
+# Exit status 0 only if all pass.
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+cd "$REPO"
+
+"$REPO/tools/setup.sh"
+
+echo "== core unit tests and decoder fuzzing (no server)"
+make -s check-core
+
+echo "== pg_regress suites"
+"$REPO/tools/localpg.sh" start
+stop_cluster() { "$REPO/tools/localpg.sh" stop; }
+trap stop_cluster EXIT
+if ! make -s installcheck PG_CONFIG="$PG_BIN/pg_config"; then
+	cat build/regress/regression.diffs 2>/dev/null || true
+	exit 1
+fi
+
+echo "== README examples"
+python3 tools/run_doc_examples.py
+
+echo "== tg_slope against ST_Slope and gdaldem on real DEMs"
+dems=()
+for d in small_bigtujunga_srtm30_utm11 small_enoriver_ned10m medium_alps_n46e008_srtm3 medium_meghalaya_50m_utm46; do
+	f="$REPO/../shared/data/dem/$d.tif"
+	[ -f "$f" ] && dems+=("$f")
+done
+[ ${#dems[@]} -gt 0 ] || dems=("$REPO/tools/data/medium_alps_n46e008_srtm3.tif")
+python3 bench/check_slope_agreement.py "${dems[@]}"
+
+echo "== all tests passed"
