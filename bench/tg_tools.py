@@ -1,0 +1,120 @@
+"""Helpers shared by the benchmark and the real-DEM checks (standard library only,
+so they run wherever psql and the GDAL command-line tools are on PATH)."""
+
+import json
+import os
+import re
+import subprocess
+import tempfile
+from array import array
+
+# PostGIS-serialized raster with one 32BF band: 64-byte header (the 4-byte
+# length word included) + 1 type byte + 3 padding bytes + 4-byte nodata.
+SERIALIZED_32BF_PIXELS_AT = 64 + 8
+
+
+def run(cmd, **kw):
+    """Run a command, raise with its stderr on failure, return stdout."""
+    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if p.returncode != 0:
+        raise RuntimeError("%s failed (%d):\n%s" % (" ".join(cmd), p.returncode, p.stderr))
+    return p.stdout
+
+
+def psql(sql, db=None):
+    """Run SQL in psql (connection from PG* variables), return unaligned rows."""
+    cmd = ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"]
+    if db:
+        cmd += ["-d", db]
+    return run(cmd + ["-c", sql]).strip()
+
+
+def psql_script(script, db=None):
+    cmd = ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"]
+    if db:
+        cmd += ["-d", db]
+    return run(cmd, input=script)
+
+
+class Dem:
+    """What gdalinfo says about a single-band DEM file."""
+
+    def __init__(self, path):
+        info = json.loads(run(["gdalinfo", "-json", path]))
+        band = info["bands"][0]
+        self.path = path
+        self.name = os.path.splitext(os.path.basename(path))[0]
+        self.width, self.height = info["size"]
+        self.cells = self.width * self.height
+        self.gdal_type = band["type"]
+        self.nodata = band.get("noDataValue")
+        gt = info["geoTransform"]
+        self.pixel_width, self.pixel_height = abs(gt[1]), abs(gt[5])
+        wkt = info.get("coordinateSystem", {}).get("wkt", "")
+        self.geographic = wkt.startswith("GEOGCRS") or wkt.startswith("GEOGCS")
+        m = re.search(r'ID\["EPSG",(\d+)\]\]\s*$', wkt)
+        self.srid = int(m.group(1)) if m else 0
+        # vertical metres per horizontal unit, as ST_Slope / gdaldem -s expect
+        self.scale = 111120.0 if self.geographic else 1.0
+
+    @property
+    def pixtype(self):
+        return {"Int16": "16BSI", "UInt16": "16BUI", "Int32": "32BSI", "UInt32": "32BUI",
+                "Float32": "32BF", "Float64": "64BF", "Byte": "8BUI"}[self.gdal_type]
+
+
+def load_dem(dem, table, db=None, tile=None):
+    """Load a DEM with raster2pgsql (one raster value, or tiles of tile x tile)."""
+    cmd = ["raster2pgsql", "-q", "-s", str(dem.srid), "-Y"]
+    if tile:
+        cmd += ["-t", "%dx%d" % (tile, tile), "-I", "-C"]
+    sql = run(cmd + [dem.path, table])
+    psql_script("DROP TABLE IF EXISTS %s;\n%s\nANALYZE %s;\n" % (table, sql, table), db)
+
+
+def raw_pixels(path, typecode="d"):
+    """Read a raster file as an array of doubles ('d') or floats ('f') via ENVI."""
+    gdal_type = {"d": "Float64", "f": "Float32"}[typecode]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "r.bil")
+        run(["gdal_translate", "-q", "-of", "ENVI", "-ot", gdal_type, path, out])
+        a = array(typecode)
+        with open(out, "rb") as f:
+            a.frombytes(f.read())
+    return a
+
+
+def sql_raster_floats(expr, db=None):
+    """Pixels of a one-band 32BF raster expression, read from its serialized bytes."""
+    hexdata = psql("SELECT encode(terra_gpu_test_raster_bytes(%s), 'hex')" % expr, db)
+    data = bytes.fromhex(hexdata)
+    a = array("f")
+    a.frombytes(data[SERIALIZED_32BF_PIXELS_AT - 4:])
+    return a
+
+
+# A superuser-only helper: the serialized bytes of a raster value (byteasend copies
+# its varlena), used to read results without a client library.
+RASTER_BYTES_FUNCTION = """
+CREATE OR REPLACE FUNCTION terra_gpu_test_raster_bytes(raster) RETURNS bytea
+    LANGUAGE internal IMMUTABLE STRICT AS 'byteasend';
+"""
+
+
+def machine_description():
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem_gb = 0
+    try:
+        with open("/proc/meminfo") as f:
+            mem_gb = int(f.readline().split()[1]) / 1024 / 1024
+    except OSError:
+        pass
+    return "%s, %d cores, %.0f GB RAM" % (cpu, os.cpu_count() or 0, mem_gb)
