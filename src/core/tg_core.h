@@ -249,6 +249,13 @@ tg_status	tg_raster_write(uint8_t *buf, size_t len, const tg_raster_info *info,
  * float nodata within FLT_EPSILON; so do we. */
 bool		tg_band_value_is_nodata(const tg_band *band, double value);
 
+/*
+ * Pixel `index` of a row-major array of stored pixels, as double (sub-byte
+ * types masked to their bits), and the reverse (converted as C converts).
+ */
+double		tg_pixel_load(tg_pixtype pt, const void *pixels, size_t index);
+void		tg_pixel_store(tg_pixtype pt, void *pixels, size_t index, double value);
+
 /* Value of pixel i (row-major index) as double; sub-byte types masked. */
 double		tg_band_get(const tg_band *band, size_t i);
 

@@ -64,15 +64,26 @@ tg_error_set(tg_error *err, tg_status code, const char *fmt,...)
 	return code;
 }
 
+/* Fill an optional text field once; later calls keep the first text. */
+static void set_once(char *field, size_t size, const char *fmt, va_list ap)
+			__attribute__((format(printf, 3, 0)));
+
+static void
+set_once(char *field, size_t size, const char *fmt, va_list ap)
+{
+	if (field[0] == '\0')
+		vsnprintf(field, size, fmt, ap);
+}
+
 void
 tg_error_detail(tg_error *err, const char *fmt,...)
 {
 	va_list		ap;
 
-	if (err == NULL || err->detail[0] != '\0')
+	if (err == NULL)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(err->detail, sizeof err->detail, fmt, ap);
+	set_once(err->detail, sizeof err->detail, fmt, ap);
 	va_end(ap);
 }
 
@@ -81,10 +92,10 @@ tg_error_hint(tg_error *err, const char *fmt,...)
 {
 	va_list		ap;
 
-	if (err == NULL || err->hint[0] != '\0')
+	if (err == NULL)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(err->hint, sizeof err->hint, fmt, ap);
+	set_once(err->hint, sizeof err->hint, fmt, ap);
 	va_end(ap);
 }
 

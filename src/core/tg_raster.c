@@ -149,10 +149,11 @@ load_f64(const uint8_t *p)
 	return v;
 }
 
-/* One stored pixel of type pt at p, as double. */
-static double
-load_pixel(tg_pixtype pt, const uint8_t *p)
+double
+tg_pixel_load(tg_pixtype pt, const void *pixels, size_t index)
 {
+	const uint8_t *p = (const uint8_t *) pixels + index * (size_t) tg_pixtype_size(pt);
+
 	switch (pt)
 	{
 		case TG_PT_1BB:
@@ -276,7 +277,7 @@ parse_band(const uint8_t *buf, size_t len, const tg_raster_info *info,
 							"raster value is truncated in the header of band %d",
 							index + 1);
 	pos += pixbytes;
-	band->nodata = load_pixel(band->pixtype, buf + pos);
+	band->nodata = tg_pixel_load(band->pixtype, buf + pos, 0);
 	pos += pixbytes;
 
 	if (band->offdb)
@@ -352,9 +353,7 @@ tg_band_value_is_nodata(const tg_band *band, double value)
 double
 tg_band_get(const tg_band *band, size_t i)
 {
-	int			pixbytes = tg_pixtype_size(band->pixtype);
-
-	return load_pixel(band->pixtype, (const uint8_t *) band->data + i * pixbytes);
+	return tg_pixel_load(band->pixtype, band->data, i);
 }
 
 /*
@@ -463,9 +462,11 @@ tg_raster_size(const tg_raster_info *info, const tg_band_spec *bands,
 	return TG_OK;
 }
 
-static void
-store_pixel(tg_pixtype pt, uint8_t *p, double v)
+void
+tg_pixel_store(tg_pixtype pt, void *pixels, size_t index, double v)
 {
+	uint8_t    *p = (uint8_t *) pixels + index * (size_t) tg_pixtype_size(pt);
+
 	switch (pt)
 	{
 		case TG_PT_1BB:
@@ -562,8 +563,8 @@ tg_raster_write(uint8_t *buf, size_t len, const tg_raster_info *info,
 		if (spec->has_nodata)
 			flags |= FLAG_HASNODATA;
 		buf[pos] = flags;
-		store_pixel(spec->pixtype, buf + pos + pixbytes,
-					spec->has_nodata ? spec->nodata : 0.0);
+		tg_pixel_store(spec->pixtype, buf + pos + pixbytes, 0,
+					   spec->has_nodata ? spec->nodata : 0.0);
 		band_data[i] = buf + pos + 2 * pixbytes;
 		pos += band_bytes(info, spec);
 	}

@@ -519,36 +519,7 @@ random_dem(tg_pixtype pt, int W, int H, double nodata, double **values, bool **v
 			v = nodata;
 		(*values)[i] = v;
 		(*valid)[i] = v != nodata;
-		switch (pt)
-		{
-			case TG_PT_1BB:
-			case TG_PT_2BUI:
-			case TG_PT_4BUI:
-			case TG_PT_8BUI:
-				raw[i] = (uint8_t) v;
-				break;
-			case TG_PT_8BSI:
-				((int8_t *) raw)[i] = (int8_t) v;
-				break;
-			case TG_PT_16BSI:
-				((int16_t *) raw)[i] = (int16_t) v;
-				break;
-			case TG_PT_16BUI:
-				((uint16_t *) raw)[i] = (uint16_t) v;
-				break;
-			case TG_PT_32BSI:
-				((int32_t *) raw)[i] = (int32_t) v;
-				break;
-			case TG_PT_32BUI:
-				((uint32_t *) raw)[i] = (uint32_t) v;
-				break;
-			case TG_PT_32BF:
-				((float *) raw)[i] = (float) v;
-				break;
-			case TG_PT_64BF:
-				((double *) raw)[i] = v;
-				break;
-		}
+		tg_pixel_store(pt, raw, i, v);
 	}
 	return raw;
 }
@@ -566,6 +537,39 @@ nodata_for(tg_pixtype pt)
 		pt == TG_PT_32BUI ? 4294967295.0 : -9999;
 }
 
+/* A random DEM of one pixel type wrapped as a band, with its decoded values. */
+typedef struct random_case
+{
+	tg_band		band;
+	double	   *values;
+	bool	   *valid;
+	void	   *raw;
+} random_case;
+
+static random_case
+random_case_make(tg_pixtype pt, int W, int H)
+{
+	random_case c;
+
+	memset(&c, 0, sizeof c);
+	c.raw = random_dem(pt, W, H, nodata_for(pt), &c.values, &c.valid);
+	c.band.pixtype = pt;
+	c.band.width = W;
+	c.band.height = H;
+	c.band.data = c.raw;
+	c.band.has_nodata = true;
+	c.band.nodata = nodata_for(pt);
+	return c;
+}
+
+static void
+random_case_free(random_case *c)
+{
+	free(c->raw);
+	free(c->values);
+	free(c->valid);
+}
+
 static void
 test_slope_random_vs_reference(void)
 {
@@ -579,33 +583,21 @@ test_slope_random_vs_reference(void)
 			tg_pixtype	pt = all_pixtypes[t];
 			int			W = shapes[s][0],
 						H = shapes[s][1];
-			double	   *values;
-			bool	   *valid;
-			void	   *raw = random_dem(pt, W, H, nodata_for(pt), &values, &valid);
+			random_case c = random_case_make(pt, W, H);
 			float	   *got = malloc(sizeof(float) * W * H);
 			float	   *ref = malloc(sizeof(float) * W * H);
-			tg_band		b;
 			tg_slope_params p = params_deg(30, 25, 1.5);
 			double		worst = 0;
 			int			i;
 
-			memset(&b, 0, sizeof b);
-			b.pixtype = pt;
-			b.width = W;
-			b.height = H;
-			b.data = raw;
-			b.has_nodata = true;
-			b.nodata = nodata_for(pt);
-			check(run_slope(TG_BACKEND_CPU, &b, &p, got) == TG_OK, "random %s %dx%d: run",
+			check(run_slope(TG_BACKEND_CPU, &c.band, &p, got) == TG_OK, "random %s %dx%d: run",
 				  tg_pixtype_name(pt), W, H);
-			reference_slope(values, valid, W, H, 30, 25, 1.5, -9999.0f, ref);
+			reference_slope(c.values, c.valid, W, H, 30, 25, 1.5, -9999.0f, ref);
 			for (i = 0; i < W * H; i++)
 				worst = fmax(worst, fabs((double) got[i] - ref[i]));
 			check(worst <= 1e-5, "random %s %dx%d: max difference to the reference %g",
 				  tg_pixtype_name(pt), W, H, worst);
-			free(raw);
-			free(values);
-			free(valid);
+			random_case_free(&c);
 			free(got);
 			free(ref);
 		}
@@ -726,23 +718,13 @@ test_cuda_parity(void)
 			tg_pixtype	pt = all_pixtypes[t];
 			int			W = shapes[s][0],
 						H = shapes[s][1];
-			double	   *values;
-			bool	   *valid;
-			void	   *raw = random_dem(pt, W, H, nodata_for(pt), &values, &valid);
+			random_case c = random_case_make(pt, W, H);
 			float	   *cpu = malloc(sizeof(float) * W * H);
 			float	   *gpu = malloc(sizeof(float) * W * H);
-			tg_band		b;
 			tg_slope_params p = params_deg(30, 25, 1.5);
 			int			limit;
 
-			memset(&b, 0, sizeof b);
-			b.pixtype = pt;
-			b.width = W;
-			b.height = H;
-			b.data = raw;
-			b.has_nodata = true;
-			b.nodata = nodata_for(pt);
-			run_slope(TG_BACKEND_CPU, &b, &p, cpu);
+			run_slope(TG_BACKEND_CPU, &c.band, &p, cpu);
 
 			/* whole raster, then strips of ~3 rows (forced by a tiny memory cap) */
 			for (limit = 0; limit < 2; limit++)
@@ -759,7 +741,7 @@ test_cuda_parity(void)
 				ctx.device_memory_limit = limit ? (size_t) W * (5 * tg_pixtype_size(pt) + 12) : 0;
 				memset(gpu, 0xff, sizeof(float) * W * H);	/* poison */
 				tg_error_clear(&err);
-				check(tg_slope(&ctx, &b, &p, gpu, &err) == TG_OK,
+				check(tg_slope(&ctx, &c.band, &p, gpu, &err) == TG_OK,
 					  "cuda %s %dx%d: %s %s", tg_pixtype_name(pt), W, H, err.message, err.detail);
 				for (i = 0; i < W * H; i++)
 				{
@@ -772,9 +754,7 @@ test_cuda_parity(void)
 				check(!limit || H < 4 || stats.chunks > 1, "cuda %s %dx%d: %d strips",
 					  tg_pixtype_name(pt), W, H, stats.chunks);
 			}
-			free(raw);
-			free(values);
-			free(valid);
+			random_case_free(&c);
 			free(cpu);
 			free(gpu);
 		}
