@@ -27,8 +27,9 @@ as_root() {
 	if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
 }
 
+# (from /, which the owner can always enter, whatever the caller's directory)
 as_cluster_owner() {
-	if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+	if [ "$(id -u)" = 0 ]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
 }
 
 export PGHOST=$TG_PGSOCKET PGPORT=$TG_PGPORT PGUSER=$TG_PGUSER PGDATABASE=$TG_DATABASE
