@@ -86,9 +86,11 @@ endif
 SANITIZE         = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_ITERATIONS ?= 200000
 
-build/test_core: src/core/test/test_core.c $(CORE_SRCS) $(wildcard src/core/*.h) $(CORE_CUDA)
+CORE_TEST_SRCS = $(filter-out src/core/test/fuzz_raster.c,$(wildcard src/core/test/*.c))
+
+build/test_core: $(CORE_TEST_SRCS) src/core/test/test.h $(CORE_SRCS) $(wildcard src/core/*.h) $(CORE_CUDA)
 	mkdir -p build
-	$(CC) $(CORE_TEST_CFLAGS) -o $@ src/core/test/test_core.c $(CORE_SRCS) \
+	$(CC) $(CORE_TEST_CFLAGS) -o $@ $(CORE_TEST_SRCS) $(CORE_SRCS) \
 		$(if $(filter 0,$(WITH_CUDA)),cuda/tg_cuda_stub.c) $(CORE_TEST_LIBS)
 
 FUZZ_SRCS = src/core/test/fuzz_raster.c src/core/tg_raster.c src/core/tg_error.c src/core/slope_cpu.c

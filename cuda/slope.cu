@@ -12,9 +12,9 @@
  * below, and cancellation is polled between strips.
  */
 #include <algorithm>
-#include <type_traits>
 
 #include "tg_cuda_common.cuh"
+#include "tg_pixels.cuh"
 #include "tg_terrain.h"
 
 namespace
@@ -31,26 +31,15 @@ struct band_desc
 	double		nodata;
 };
 
-/* Stored pixel -> double; sub-byte types (one byte a pixel) are masked. */
-template <typename T, unsigned MASK>
-__device__ __forceinline__ double
-load_pixel(const T *__restrict__ p, size_t i)
-{
-	if constexpr (MASK != 0)
-		return (double) (p[i] & MASK);
-	else
-		return (double) p[i];
-}
-
 /*
  * in:  rows [in_row0, in_row0 + in_rows) of the band;
  * out: rows [out_row0, out_row0 + out_rows) of the result.
  * Rows outside the input strip are outside the raster (the strip carries the
  * halo), so they read as missing.
  */
-template <typename T, unsigned MASK>
+template <class PF>
 __global__ void __launch_bounds__(TILE_W * BLOCK_ROWS)
-tgk_slope(const T *__restrict__ in, int in_row0, int in_rows,
+tgk_slope(const typename PF::storage *__restrict__ in, int in_row0, int in_rows,
 		  int out_row0, int out_rows, band_desc b, tg_horn_factors f,
 		  float out_nodata, float *__restrict__ out)
 {
@@ -69,8 +58,8 @@ tgk_slope(const T *__restrict__ in, int in_row0, int in_rows,
 
 		if (gx >= 0 && gx < b.width && gy >= in_row0 && gy < in_row0 + in_rows)
 		{
-			v = load_pixel<T, MASK>(in, (size_t) (gy - in_row0) * b.width + gx);
-			if (tg_is_nodata(v, b.has_nodata, b.all_nodata, std::is_floating_point<T>::value, b.nodata))
+			v = PF::load(in, (size_t) (gy - in_row0) * b.width + gx);
+			if (tg_is_nodata(v, b.has_nodata, b.all_nodata, PF::is_float, b.nodata))
 				v = NAN;
 		}
 		tile[ty][tx] = v;
@@ -100,60 +89,19 @@ tgk_slope(const T *__restrict__ in, int in_row0, int in_rows,
 	}
 }
 
-template <typename T, unsigned MASK>
 void
-launch(const void *in, int in_row0, int in_rows, int out_row0, int out_rows,
+launch(tg_pixtype pt, const void *in, int in_row0, int in_rows, int out_row0, int out_rows,
 	   const band_desc &b, const tg_slope_params &p, float *out)
 {
 	dim3		block(TILE_W, BLOCK_ROWS);
 	dim3		grid(tg_div_up(b.width, TILE_W), tg_div_up(out_rows, TILE_H));
 
-	tgk_slope<T, MASK><<<grid, block>>>(static_cast<const T *>(in), in_row0, in_rows,
-										out_row0, out_rows, b, tg_horn_factors_for(p),
-										p.out_nodata, out);
-}
-
-void
-launch_for_pixtype(tg_pixtype pt, const void *in, int in_row0, int in_rows,
-				   int out_row0, int out_rows, const band_desc &b,
-				   const tg_slope_params &p, float *out)
-{
-	switch (pt)
-	{
-		case TG_PT_1BB:
-			launch<uint8_t, 0x01>(in, in_row0, in_rows, out_row0, out_rows, b, p, out);
-			break;
-		case TG_PT_2BUI:
-			launch<uint8_t, 0x03>(in, in_row0, in_rows, out_row0, out_rows, b, p, out);
-			break;
-		case TG_PT_4BUI:
-			launch<uint8_t, 0x0F>(in, in_row0, in_rows, out_row0, out_rows, b, p, out);
-			break;
-		case TG_PT_8BSI:
-			launch<int8_t, 0>(in, in_row0, in_rows, out_row0, out_rows, b, p, out);
-			break;
-		case TG_PT_8BUI:
-			launch<uint8_t, 0>(in, in_row0, in_rows, out_row0, out_rows, b, p, out);
-			break;
-		case TG_PT_16BSI:
-			launch<int16_t, 0>(in, in_row0, in_rows, out_row0, out_rows, b, p, out);
-			break;
-		case TG_PT_16BUI:
-			launch<uint16_t, 0>(in, in_row0, in_rows, out_row0, out_rows, b, p, out);
-			break;
-		case TG_PT_32BSI:
-			launch<int32_t, 0>(in, in_row0, in_rows, out_row0, out_rows, b, p, out);
-			break;
-		case TG_PT_32BUI:
-			launch<uint32_t, 0>(in, in_row0, in_rows, out_row0, out_rows, b, p, out);
-			break;
-		case TG_PT_32BF:
-			launch<float, 0>(in, in_row0, in_rows, out_row0, out_rows, b, p, out);
-			break;
-		case TG_PT_64BF:
-			launch<double, 0>(in, in_row0, in_rows, out_row0, out_rows, b, p, out);
-			break;
-	}
+	with_pixel_format(pt, [&](auto pf) {
+		using PF = decltype(pf);
+		tgk_slope<PF><<<grid, block>>>(static_cast<const typename PF::storage *>(in),
+									   in_row0, in_rows, out_row0, out_rows, b,
+									   tg_horn_factors_for(p), p.out_nodata, out);
+	});
 }
 }								/* namespace */
 
@@ -208,8 +156,8 @@ tg_cuda_slope(const tg_ctx *ctx, const tg_band *dem, const tg_slope_params *para
 							   (s1 - s0) * W * pix, cudaMemcpyHostToDevice),
 					"copying the DEM to the GPU");
 		TG_CUDA_TRY(cudaEventRecord(ev[1]), "recording an event");
-		launch_for_pixtype(dem->pixtype, d_in, (int) s0, (int) (s1 - s0),
-						   (int) o0, (int) (o1 - o0), b, *params, d_out);
+		launch(dem->pixtype, d_in, (int) s0, (int) (s1 - s0), (int) o0, (int) (o1 - o0), b,
+			   *params, d_out);
 		TG_CUDA_CHECK_LAUNCH("launching the slope kernel");
 		TG_CUDA_TRY(cudaEventRecord(ev[2]), "recording an event");
 		TG_CUDA_TRY(cudaMemcpy(out + o0 * W, d_out, (o1 - o0) * W * sizeof(float),

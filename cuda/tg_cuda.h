@@ -26,6 +26,18 @@ tg_status	tg_cuda_probe(int device, tg_device_info *info, tg_error *err);
 tg_status	tg_cuda_slope(const tg_ctx *ctx, const tg_band *dem,
 						  const tg_slope_params *params, float *out, tg_error *err);
 
+tg_status	tg_cuda_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
+						 double out_nodata, void *out, tg_error *err);
+
+/* weight: per-cell weights already multiplied by cell areas (n doubles). */
+tg_status	tg_cuda_flow_accumulation(const tg_ctx *ctx, const tg_band *dem,
+									  const double *weight, const tg_flow_params *params,
+									  tg_accum_method method, double *out, tg_error *err);
+
+tg_status	tg_cuda_flow_direction(const tg_ctx *ctx, const tg_band *dem,
+								   const tg_flow_params *params, uint8_t *d8, float *frac,
+								   tg_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -30,3 +30,41 @@ tg_cuda_slope(const tg_ctx *ctx, const tg_band *dem, const tg_slope_params *para
 	(void) out;
 	return no_cuda(err);
 }
+
+tg_status
+tg_cuda_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
+			 double out_nodata, void *out, tg_error *err)
+{
+	(void) ctx;
+	(void) dem;
+	(void) params;
+	(void) out_nodata;
+	(void) out;
+	return no_cuda(err);
+}
+
+tg_status
+tg_cuda_flow_accumulation(const tg_ctx *ctx, const tg_band *dem, const double *weight,
+						  const tg_flow_params *params, tg_accum_method method,
+						  double *out, tg_error *err)
+{
+	(void) ctx;
+	(void) dem;
+	(void) weight;
+	(void) params;
+	(void) method;
+	(void) out;
+	return no_cuda(err);
+}
+
+tg_status
+tg_cuda_flow_direction(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *params,
+					   uint8_t *d8, float *frac, tg_error *err)
+{
+	(void) ctx;
+	(void) dem;
+	(void) params;
+	(void) d8;
+	(void) frac;
+	return no_cuda(err);
+}

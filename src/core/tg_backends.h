@@ -15,4 +15,35 @@
 tg_status	tg_cpu_slope(const tg_ctx *ctx, const tg_band *dem,
 						 const tg_slope_params *params, float *out, tg_error *err);
 
+/* Hydrology on the CPU: the fill surface, the routing, accumulation. */
+tg_status	tg_cpu_decode(const tg_ctx *ctx, const tg_band *dem, double **z, tg_error *err);
+bool		tg_cpu_is_outlet(const double *z, int W, int H, int x, int y);
+tg_status	tg_cpu_fill_surface(const tg_ctx *ctx, const double *z, int W, int H,
+								tg_fill_method method, double eps, bool single,
+								double *w, tg_error *err);
+tg_status	tg_cpu_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
+						double out_nodata, void *out, tg_error *err);
+
+/*
+ * Where every cell's water goes.  z: the routing surface (NaN = nodata);
+ * d8: index 0..7 of the steepest receiver (TG_NO_DIRECTION for none);
+ * frac: for multiple-flow routings, 8 planes of n shares (frac[k * n + i]).
+ */
+typedef struct tg_route
+{
+	int			width;
+	int			height;
+	tg_routing	routing;
+	double	   *z;
+	uint8_t    *d8;
+	float	   *frac;
+} tg_route;
+
+tg_status	tg_cpu_route_build(const tg_ctx *ctx, const tg_band *dem,
+							   const tg_flow_params *p, tg_route *r, tg_error *err);
+void		tg_route_free(const tg_ctx *ctx, tg_route *r);
+tg_status	tg_cpu_accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
+							  const double *weight, tg_accum_method method, double *acc,
+							  tg_error *err);
+
 #endif							/* TG_BACKENDS_H */

@@ -91,9 +91,12 @@ typedef struct tg_run_stats
 	tg_backend	backend;		/* the backend that actually ran (CPU or GPU) */
 	int64_t		cells;
 	double		kernel_ms;		/* device time in kernels (events), GPU only */
+	double		prep_ms;		/* the part of kernel_ms spent preparing (fill, routing) */
 	double		transfer_ms;	/* host<->device copies (events), GPU only */
 	double		core_ms;		/* wall time inside the core, host clock */
-	int			chunks;			/* device passes (strips) the work was cut into */
+	int			chunks;			/* device passes (strips, sweeps, rounds) */
+	int			iterations;		/* fill sweeps or accumulation rounds, where it applies */
+	char		method[32];		/* the algorithm that ran, where there is a choice */
 	char		note[320];		/* why auto chose the CPU, or empty */
 } tg_run_stats;
 
@@ -292,6 +295,125 @@ typedef struct tg_slope_params
  */
 tg_status	tg_slope(const tg_ctx *ctx, const tg_band *dem,
 					 const tg_slope_params *params, float *out, tg_error *err);
+
+/* ------------------------------------------------------------------------
+ * Hydrology
+ *
+ * Neighbours are numbered 0..7 in ESRI order, clockwise from east:
+ *
+ *     5 6 7          32  64 128
+ *     4 . 0    code  16   .   1      code = 1 << index
+ *     3 2 1           8   4   2
+ *
+ * Outlets: valid cells on the raster edge or next to a nodata cell.  Water
+ * reaching an outlet leaves the raster; a depression fill never raises one.
+ * ------------------------------------------------------------------------ */
+#define TG_NO_DIRECTION 0xFF	/* internal D8 index: no receiver */
+
+/*
+ * Cell spacing in metres (or map units) per row.  Projected rasters have a
+ * constant spacing; geographic ones (degrees) get metric spacing from the
+ * WGS84 ellipsoid at each row's latitude.
+ */
+typedef struct tg_grid_geometry
+{
+	int			width;
+	int			height;
+	bool		geographic;
+	double		cell_x;			/* projected: pixel width, map units */
+	double		cell_y;			/* projected: pixel height, map units */
+	double		lat_top;		/* geographic: latitude of row 0's centre, degrees */
+	double		lat_step;		/* geographic: degrees per row (signed) */
+	double		lon_step;		/* geographic: degrees per column (> 0) */
+} tg_grid_geometry;
+
+/* East-west and north-south spacing of row `row`, and a cell's area. */
+void		tg_row_spacing(const tg_grid_geometry *g, int row, double *dx, double *dy);
+
+typedef enum tg_fill_method
+{
+	TG_FILL_PRIORITY_FLOOD = 0,
+	TG_FILL_PLANCHON_DARBOUX
+} tg_fill_method;
+
+typedef struct tg_fill_params
+{
+	tg_fill_method method;
+	double		epsilon;		/* >= 0: minimum rise per cell along drainage */
+	tg_pixtype	out_type;		/* TG_PT_32BF or TG_PT_64BF */
+} tg_fill_params;
+
+/*
+ * Depression filling: the minimal surface W >= Z in which every valid cell
+ * drains to an outlet, W(c) = max(Z(c), min over neighbours n of inc(W(n)))
+ * for non-outlet cells, W = Z at outlets, where inc(w) = w for epsilon = 0
+ * and otherwise the larger of w + epsilon and the next representable value
+ * above w in out_type.  This surface is unique, so every method and backend
+ * returns the same values bit for bit.  out receives width * height values of
+ * out_type; nodata cells (NaN or the band's nodata) get out_nodata.
+ */
+tg_status	tg_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
+					double out_nodata, void *out, tg_error *err);
+
+typedef enum tg_routing
+{
+	TG_ROUTE_D8 = 0,			/* O'Callaghan & Mark 1984: steepest descent */
+	TG_ROUTE_FD8,				/* Quinn 1991 / Freeman 1991: L_i tan(b_i)^p, fixed p */
+	TG_ROUTE_MFD_MD,			/* Qin 2007: p = 8.9 min(e, 1) + 1.1 */
+	TG_ROUTE_FDD8				/* FD8 on hillslopes, D8 from `threshold` cells upslope */
+} tg_routing;
+
+typedef struct tg_flow_params
+{
+	tg_routing	routing;
+	bool		fill;			/* route on the depression-filled surface */
+	double		exponent;		/* p of fd8 and fdd8 */
+	double		threshold;		/* fdd8: upslope cells at which flow turns D8 */
+	tg_grid_geometry geom;
+} tg_flow_params;
+
+/*
+ * Flow directions of a DEM.  D8: d8[i] = ESRI code (1..128) of the receiver,
+ * 0 for an outlet or an undrained cell, 255 for nodata.  Multiple-flow
+ * routings: frac[k * n + i] = the share of cell i's outflow that goes to
+ * neighbour k (0 where none; the shares of a draining cell sum to 1), NaN for
+ * nodata.  Exactly one of d8 / frac is used, by routing.
+ * Flats (after filling) are drained by Barnes et al. (2014)'s combined
+ * gradient towards lower and away from higher terrain.
+ */
+tg_status	tg_flow_direction(const tg_ctx *ctx, const tg_band *dem,
+							  const tg_flow_params *params, uint8_t *d8, float *frac,
+							  tg_error *err);
+
+typedef enum tg_accum_method
+{
+	TG_ACC_AUTO = 0,
+	TG_ACC_FLOW_TRANSFER,		/* Sten 2016: iterate, pass flow one cell per step */
+	TG_ACC_DEPENDENCY_TRANSFER, /* Sten 2016: a cell completes when its donors have */
+	TG_ACC_INDEGREE,			/* Kahn / graph: frontier of cells with no pending donor */
+	TG_ACC_TOPOLOGICAL			/* Sten 2016: cells sorted by level, level by level */
+} tg_accum_method;
+
+typedef enum tg_accum_units
+{
+	TG_UNITS_CELLS = 0,			/* weighted cell count (each cell counts itself) */
+	TG_UNITS_AREA,				/* map units squared (square metres if geographic) */
+	TG_UNITS_SCA				/* specific catchment area: area per unit contour width */
+} tg_accum_units;
+
+const char *tg_accum_method_name(tg_accum_method m);
+
+/*
+ * Flow accumulation of a DEM: every valid cell contributes its weight (1, or
+ * the weight band's value; nodata weights count 0) to itself and, split by
+ * the routing, to every cell downstream.  out: width * height doubles, NaN
+ * where the DEM is nodata.  All methods and backends agree: D8 exactly,
+ * multiple-flow routings within rounding (1e-6 relative).
+ */
+tg_status	tg_flow_accumulation(const tg_ctx *ctx, const tg_band *dem,
+								 const tg_band *weight, const tg_flow_params *params,
+								 tg_accum_method method, tg_accum_units units,
+								 double *out, tg_error *err);
 
 #ifdef __cplusplus
 }

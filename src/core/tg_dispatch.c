@@ -11,6 +11,7 @@
  */
 #include "tg_backends.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -176,4 +177,320 @@ tg_slope(const tg_ctx *ctx, const tg_band *dem, const tg_slope_params *params,
 
 	return run(ctx, (int64_t) dem->width * dem->height, slope_cpu, slope_gpu,
 			   &args, err);
+}
+
+/* ------------------------------------------------------------------------
+ * Depression filling
+ * ------------------------------------------------------------------------ */
+typedef struct fill_args
+{
+	const tg_band *dem;
+	const tg_fill_params *params;
+	double		out_nodata;
+	void	   *out;
+} fill_args;
+
+static tg_status
+fill_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
+{
+	const fill_args *f = a;
+
+	return tg_cpu_fill(ctx, f->dem, f->params, f->out_nodata, f->out, err);
+}
+
+static tg_status
+fill_gpu(const tg_ctx *ctx, const void *a, tg_error *err)
+{
+	const fill_args *f = a;
+
+	return tg_cuda_fill(ctx, f->dem, f->params, f->out_nodata, f->out, err);
+}
+
+static const char *
+fill_method_name(tg_fill_method m)
+{
+	return m == TG_FILL_PLANCHON_DARBOUX ? "planchon-darboux" : "priority-flood";
+}
+
+tg_status
+tg_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
+		double out_nodata, void *out, tg_error *err)
+{
+	fill_args	args = {dem, params, out_nodata, out};
+	tg_status	st;
+
+	if (dem->data == NULL)
+		return tg_error_set(err, TG_EUNSUPPORTED, "fill needs an in-db band");
+	if (!(params->epsilon >= 0) || isinf(params->epsilon))
+		return tg_error_set(err, TG_EINVAL, "epsilon must be zero or a positive number, got %g",
+							params->epsilon);
+	if (params->out_type != TG_PT_32BF && params->out_type != TG_PT_64BF)
+		return tg_error_set(err, TG_EINVAL, "fill output must be 32BF or 64BF");
+	st = run(ctx, (int64_t) dem->width * dem->height, fill_cpu, fill_gpu, &args, err);
+	if (ctx->stats)
+		snprintf(ctx->stats->method, sizeof ctx->stats->method, "%s",
+				 fill_method_name(params->method));
+	return st;
+}
+
+/* ------------------------------------------------------------------------
+ * Flow direction and accumulation
+ * ------------------------------------------------------------------------ */
+const char *
+tg_accum_method_name(tg_accum_method m)
+{
+	switch (m)
+	{
+		case TG_ACC_AUTO:
+			return "auto";
+		case TG_ACC_FLOW_TRANSFER:
+			return "flow-transfer";
+		case TG_ACC_DEPENDENCY_TRANSFER:
+			return "dependency-transfer";
+		case TG_ACC_INDEGREE:
+			return "indegree";
+		case TG_ACC_TOPOLOGICAL:
+			return "topological";
+	}
+	return "unknown";
+}
+
+static tg_status
+check_flow_params(const tg_band *dem, const tg_flow_params *p, tg_error *err)
+{
+	if (dem->data == NULL)
+		return tg_error_set(err, TG_EUNSUPPORTED, "flow routing needs an in-db band");
+	if (p->geom.width != dem->width || p->geom.height != dem->height)
+		return tg_error_set(err, TG_EINVAL, "grid geometry does not match the DEM");
+	if (p->routing != TG_ROUTE_D8 && p->routing != TG_ROUTE_MFD_MD &&
+		(!(p->exponent > 0) || isinf(p->exponent)))
+		return tg_error_set(err, TG_EINVAL, "exponent must be a positive number, got %g",
+							p->exponent);
+	if (p->routing == TG_ROUTE_FDD8 && !(p->threshold >= 0))
+		return tg_error_set(err, TG_EINVAL, "threshold must be zero or positive, got %g",
+							p->threshold);
+	if (!p->geom.geographic && (!(p->geom.cell_x > 0) || !(p->geom.cell_y > 0)))
+		return tg_error_set(err, TG_EINVAL, "pixel size must be positive, got %g x %g",
+							p->geom.cell_x, p->geom.cell_y);
+	return TG_OK;
+}
+
+/* Per-cell weights: the weight band (nodata counts 0) times the cell's area. */
+static tg_status
+cell_weights(const tg_ctx *ctx, const tg_band *weight, const tg_flow_params *p,
+			 tg_accum_units units, double **out, tg_error *err)
+{
+	const int	W = p->geom.width,
+				H = p->geom.height;
+	const size_t n = (size_t) W * H;
+	double	   *w = tg_alloc(ctx, (n > 0 ? n : 1) * sizeof(double));
+	int			x,
+				y;
+
+	if (w == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate cell weights");
+	for (y = 0; y < H; y++)
+	{
+		double	   *row = w + (size_t) y * W;
+		double		dx,
+					dy;
+
+		tg_row_spacing(&p->geom, y, &dx, &dy);
+		if (weight)
+		{
+			tg_band_row_to_f64(weight, y, row);
+			for (x = 0; x < W; x++)
+				if (isnan(row[x]))
+					row[x] = 0;
+		}
+		else
+			for (x = 0; x < W; x++)
+				row[x] = 1.0;
+		if (units != TG_UNITS_CELLS)
+			for (x = 0; x < W; x++)
+				row[x] *= dx * dy;
+	}
+	*out = w;
+	return TG_OK;
+}
+
+/* Specific catchment area: divide by the contour width sqrt(dx dy) per row. */
+static void
+to_sca(const tg_grid_geometry *g, double *acc)
+{
+	int			x,
+				y;
+
+	for (y = 0; y < g->height; y++)
+	{
+		double		dx,
+					dy,
+					width;
+
+		tg_row_spacing(g, y, &dx, &dy);
+		width = sqrt(dx * dy);
+		for (x = 0; x < g->width; x++)
+			acc[(size_t) y * g->width + x] /= width;
+	}
+}
+
+typedef struct accum_args
+{
+	const tg_band *dem;
+	const tg_band *weight;
+	const tg_flow_params *params;
+	tg_accum_method method;
+	tg_accum_units units;
+	double	   *out;
+} accum_args;
+
+static tg_status
+accum_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
+{
+	const accum_args *f = a;
+	tg_route	route;
+	double	   *w = NULL;
+	tg_status	st;
+
+	st = cell_weights(ctx, f->weight, f->params, f->units, &w, err);
+	if (st != TG_OK)
+		return st;
+	st = tg_cpu_route_build(ctx, f->dem, f->params, &route, err);
+	if (st == TG_OK)
+	{
+		st = tg_cpu_accumulate(ctx, &route, f->params, w,
+							   f->method == TG_ACC_AUTO ? TG_ACC_INDEGREE : f->method,
+							   f->out, err);
+		tg_route_free(ctx, &route);
+	}
+	tg_free(ctx, w);
+	if (ctx->stats)
+		snprintf(ctx->stats->method, sizeof ctx->stats->method, "%s",
+				 tg_accum_method_name(f->method == TG_ACC_AUTO ? TG_ACC_INDEGREE : f->method));
+	return st;
+}
+
+static tg_status
+accum_gpu(const tg_ctx *ctx, const void *a, tg_error *err)
+{
+	const accum_args *f = a;
+	double	   *w = NULL;
+	tg_status	st;
+
+	st = cell_weights(ctx, f->weight, f->params, f->units, &w, err);
+	if (st != TG_OK)
+		return st;
+	st = tg_cuda_flow_accumulation(ctx, f->dem, w, f->params, f->method, f->out, err);
+	tg_free(ctx, w);
+	return st;
+}
+
+tg_status
+tg_flow_accumulation(const tg_ctx *ctx, const tg_band *dem, const tg_band *weight,
+					 const tg_flow_params *params, tg_accum_method method,
+					 tg_accum_units units, double *out, tg_error *err)
+{
+	accum_args	args = {dem, weight, params, method, units, out};
+	tg_status	st;
+
+	st = check_flow_params(dem, params, err);
+	if (st != TG_OK)
+		return st;
+	if (weight && (weight->width != dem->width || weight->height != dem->height))
+		return tg_error_set(err, TG_EINVAL, "weight raster is %d x %d, the DEM %d x %d",
+							weight->width, weight->height, dem->width, dem->height);
+	if (weight && weight->data == NULL)
+		return tg_error_set(err, TG_EUNSUPPORTED, "weight needs an in-db band");
+	if (method == TG_ACC_FLOW_TRANSFER && params->routing == TG_ROUTE_FDD8)
+	{
+		tg_error_set(err, TG_EINVAL, "flow-transfer cannot route fdd8");
+		tg_error_detail(err, "fdd8 switches a cell to D8 once its own accumulation reaches the threshold, which flow transfer only knows at the end.");
+		tg_error_hint(err, "Use method => 'indegree', 'dependency-transfer' or 'topological'.");
+		return TG_EINVAL;
+	}
+	st = run(ctx, (int64_t) dem->width * dem->height, accum_cpu, accum_gpu, &args, err);
+	if (st == TG_OK && units == TG_UNITS_SCA)
+		to_sca(&params->geom, out);
+	return st;
+}
+
+typedef struct direction_args
+{
+	const tg_band *dem;
+	const tg_flow_params *params;
+	uint8_t    *d8;
+	float	   *frac;
+} direction_args;
+
+/* Codes and shares out of a routing; fdd8 resolved with the accumulation. */
+static void
+export_directions(const tg_route *r, const tg_flow_params *p, const double *acc,
+				  uint8_t *d8, float *frac)
+{
+	const size_t n = (size_t) r->width * r->height;
+	size_t		i;
+	int			k;
+
+	for (i = 0; i < n; i++)
+	{
+		bool		valid = !isnan(r->z[i]);
+		bool		as_d8 = r->routing == TG_ROUTE_FDD8 && acc && acc[i] >= p->threshold;
+
+		if (d8)
+			d8[i] = !valid ? 255 : r->d8[i] == TG_NO_DIRECTION ? 0 : (uint8_t) (1u << r->d8[i]);
+		if (frac)
+			for (k = 0; k < 8; k++)
+				frac[(size_t) k * n + i] = !valid ? NAN :
+					as_d8 ? (r->d8[i] == k ? 1.0f : 0.0f) : r->frac[(size_t) k * n + i];
+	}
+}
+
+static tg_status
+direction_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
+{
+	const direction_args *f = a;
+	const size_t n = (size_t) f->dem->width * f->dem->height;
+	double	   *acc = NULL;
+	double	   *w = NULL;
+	tg_route	route;
+	tg_status	st;
+
+	st = tg_cpu_route_build(ctx, f->dem, f->params, &route, err);
+	if (st != TG_OK)
+		return st;
+	if (f->params->routing == TG_ROUTE_FDD8)
+	{
+		acc = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
+		st = acc ? cell_weights(ctx, NULL, f->params, TG_UNITS_CELLS, &w, err)
+			: tg_error_set(err, TG_ENOMEM, "could not allocate the accumulation");
+		if (st == TG_OK)
+			st = tg_cpu_accumulate(ctx, &route, f->params, w, TG_ACC_INDEGREE, acc, err);
+	}
+	if (st == TG_OK)
+		export_directions(&route, f->params, acc, f->d8, f->frac);
+	tg_free(ctx, acc);
+	tg_free(ctx, w);
+	tg_route_free(ctx, &route);
+	return st;
+}
+
+static tg_status
+direction_gpu(const tg_ctx *ctx, const void *a, tg_error *err)
+{
+	const direction_args *f = a;
+
+	return tg_cuda_flow_direction(ctx, f->dem, f->params, f->d8, f->frac, err);
+}
+
+tg_status
+tg_flow_direction(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *params,
+				  uint8_t *d8, float *frac, tg_error *err)
+{
+	direction_args args = {dem, params, d8, frac};
+	tg_status	st;
+
+	st = check_flow_params(dem, params, err);
+	if (st != TG_OK)
+		return st;
+	return run(ctx, (int64_t) dem->width * dem->height, direction_cpu, direction_gpu, &args, err);
 }

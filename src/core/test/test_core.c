@@ -13,7 +13,7 @@
  *
  * Ends with "N passed, N failed"; exit status 1 on any failure.
  */
-#include "tg_backends.h"
+#include "test.h"
 
 #include <float.h>
 #include <math.h>
@@ -21,45 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int	n_pass;
-static int	n_fail;
-
-static void
-check(bool ok, const char *fmt,...)
-{
-	va_list		ap;
-
-	if (ok)
-	{
-		n_pass++;
-		return;
-	}
-	n_fail++;
-	fprintf(stderr, "FAIL: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-/* Deterministic pseudo-random numbers (xorshift64*). */
-static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
-
-static uint64_t
-rng_next(void)
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 2685821657736338717ull;
-}
-
-static double
-rng_uniform(void)
-{
-	return (rng_next() >> 11) * (1.0 / 9007199254740992.0);
-}
 
 /* ------------------------------------------------------------------------
  * Golden rasters: PostGIS 3.3's serialization minus the 4-byte length word.
@@ -760,6 +721,28 @@ test_cuda_parity(void)
 		}
 }
 
+int			n_pass;
+int			n_fail;
+uint64_t	rng_state = 0x9E3779B97F4A7C15ull;
+
+void
+check(bool ok, const char *fmt,...)
+{
+	va_list		ap;
+
+	if (ok)
+	{
+		n_pass++;
+		return;
+	}
+	n_fail++;
+	fprintf(stderr, "FAIL: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
 int
 main(void)
 {
@@ -774,6 +757,7 @@ main(void)
 	test_slope_nodata_cases();
 	test_cancel_and_dispatch();
 	test_cuda_parity();
+	test_hydro();
 
 	printf("core tests: %d passed, %d failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;

@@ -1,0 +1,685 @@
+/*
+ * accum.cu — flow accumulation on the GPU, by the four strategies of Sten et
+ * al. (2016), over the routing of route.cu.  Like the CPU (accum_cpu.c) every
+ * strategy but flow transfer computes a cell by pulling from its donors once
+ * they are final (tg_route_pull, the same expression), so results do not
+ * depend on thread timing and equal the CPU's.
+ *
+ *   indegree             frontier rounds (Kahn): the cells whose donors are
+ *                        all done are accumulated; each decrements its
+ *                        receivers' pending-donor counts and appends those
+ *                        that reach zero to the next frontier.
+ *   topological          the same rounds record the order only (cells grouped
+ *                        by level); the accumulation then replays it level by
+ *                        level.  The order depends only on the routing.
+ *   dependency-transfer  full sweeps: a cell whose donors all completed in
+ *                        earlier sweeps completes in this one.
+ *   flow-transfer        full sweeps: all water in transit moves one cell;
+ *                        each cell adds what arrives (pull of its donors'
+ *                        in-transit water) until none moves.
+ *
+ * Frontier rounds and level replays run in one cooperative kernel that
+ * stays resident on every multiprocessor and separates levels with a grid
+ * barrier: thousands of levels (the long narrow end of a drainage graph, main
+ * channels) cost a barrier each instead of a launch and a host round trip.
+ * Within such a kernel, values other blocks wrote (accumulations, the order,
+ * the frontier state) are read through L2 (TG_LOAD_SHARED / __ldcg): L1 is
+ * not coherent across multiprocessors.
+ */
+#include "route.cuh"
+
+#include <cooperative_groups.h>
+
+#include <cstdio>
+#include <vector>
+
+namespace
+{
+namespace cg = cooperative_groups;
+
+constexpr int COOP_THREADS = 256;
+constexpr uint32_t LEVELS_PER_LAUNCH = 1024;	/* cancellation is polled between launches */
+constexpr int SWEEP_BATCH = 16;		/* sweeps per convergence check */
+
+__global__ void
+tgk_count_donors(tg_route_view r, const uint8_t *__restrict__ kind, uint32_t *__restrict__ indeg)
+{
+	const int	W = r.width,
+				H = r.height;
+
+	TG_GRID_STRIDE(i, (size_t) W * H)
+	{
+		const int	x = (int) (i % W),
+					y = (int) (i / W);
+		uint32_t	c = 0;
+
+		if (kind[i] != KIND_NODATA)
+			for (int k = 0; k < 8; k++)
+			{
+				int			nx = x + tg_nbr_dx(k),
+							ny = y + tg_nbr_dy(k);
+
+				if (nx >= 0 && ny >= 0 && nx < W && ny < H &&
+					tg_route_drains_to(&r, (size_t) ny * W + nx, tg_nbr_opposite(k)))
+					c++;
+			}
+		indeg[i] = c;
+	}
+}
+
+/* Sources (cells without donors) appended to order[]; acc starts as NaN. */
+__global__ void
+tgk_sources(const uint8_t *__restrict__ kind, const uint32_t *__restrict__ indeg, size_t n,
+			uint32_t *__restrict__ order, uint32_t *__restrict__ tail, double *__restrict__ acc)
+{
+	TG_GRID_STRIDE(i, n)
+	{
+		acc[i] = NAN;
+		if (kind[i] != KIND_NODATA && indeg[i] == 0)
+			order[atomicAdd(tail, 1u)] = (uint32_t) i;
+	}
+}
+
+/* Finish cell c (accumulate when asked) and free the receivers it completes. */
+__device__ __forceinline__ void
+finish(const tg_route_view &r, const double *weight, double *acc, uint32_t *indeg,
+	   uint32_t c, uint32_t *order, uint32_t *tail)
+{
+	const int	W = r.width;
+	const int	x = (int) (c % W),
+				y = (int) (c / W);
+
+	if (acc)
+		acc[c] = tg_route_pull(&r, weight, acc, c);
+	for (int k = 0; k < 8; k++)
+	{
+		int			nx = x + tg_nbr_dx(k),
+					ny = y + tg_nbr_dy(k);
+
+		if (nx < 0 || ny < 0 || nx >= W || ny >= r.height || !tg_route_drains_to(&r, c, k))
+			continue;
+		uint32_t	ni = (uint32_t) ((size_t) ny * W + nx);
+
+		if (atomicSub(&indeg[ni], 1u) == 1u)
+			order[atomicAdd(tail, 1u)] = ni;
+	}
+}
+
+/*
+ * Kahn's frontier rounds, level after level, until the frontier is empty or
+ * max_levels have run.  state = {head, count, tail, level} in global memory;
+ * the frontier is order[head, head + count); level_start (may be NULL)
+ * records where each level begins.
+ */
+__global__ void __launch_bounds__(COOP_THREADS)
+tgk_frontier_coop(tg_route_view r, const double *__restrict__ weight, double *acc,
+				  uint32_t *indeg, uint32_t *order, uint32_t *state, uint32_t *level_start,
+				  uint32_t max_levels)
+{
+	cg::grid_group grid = cg::this_grid();
+
+	for (uint32_t done = 0; done < max_levels; done++)
+	{
+		const uint32_t head = __ldcg(&state[0]);
+		const uint32_t count = __ldcg(&state[1]);
+
+		if (count == 0)
+			break;
+		for (uint32_t j = grid.thread_rank(); j < count; j += grid.size())
+			finish(r, weight, acc, indeg, __ldcg(&order[head + j]), order, &state[2]);
+		grid.sync();
+		if (grid.thread_rank() == 0)
+		{
+			uint32_t	level = state[3];
+
+			if (level_start)
+				level_start[level] = head;
+			state[0] = head + count;
+			state[1] = __ldcg(&state[2]) - (head + count);
+			state[3] = level + 1;
+		}
+		grid.sync();
+	}
+}
+
+/* Accumulate levels [l0, l1) of a recorded order, a grid barrier between levels. */
+__global__ void __launch_bounds__(COOP_THREADS)
+tgk_replay_coop(tg_route_view r, const double *__restrict__ weight, double *acc,
+				const uint32_t *__restrict__ order, const uint32_t *__restrict__ level_start,
+				uint32_t l0, uint32_t l1)
+{
+	cg::grid_group grid = cg::this_grid();
+
+	for (uint32_t l = l0; l < l1; l++)
+	{
+		for (uint32_t j = level_start[l] + grid.thread_rank(); j < level_start[l + 1]; j += grid.size())
+			acc[order[j]] = tg_route_pull(&r, weight, acc, order[j]);
+		grid.sync();
+	}
+}
+
+__global__ void
+tgk_transfer_init(const uint8_t *__restrict__ kind, const double *__restrict__ weight, size_t n,
+				  double *__restrict__ acc, double *__restrict__ flow)
+{
+	TG_GRID_STRIDE(i, n)
+	{
+		acc[i] = kind[i] == KIND_NODATA ? NAN : weight[i];
+		flow[i] = kind[i] == KIND_NODATA ? 0.0 : weight[i];
+	}
+}
+
+/* One flow-transfer sweep: pull the donors' in-transit water one cell on. */
+__global__ void
+tgk_transfer_sweep(tg_route_view r, const uint8_t *__restrict__ kind,
+				   const double *__restrict__ flow_in, double *__restrict__ flow_out,
+				   double *__restrict__ acc, unsigned *moved)
+{
+	const int	W = r.width,
+				H = r.height;
+
+	TG_GRID_STRIDE(i, (size_t) W * H)
+	{
+		const int	x = (int) (i % W),
+					y = (int) (i / W);
+		double		in = 0;
+
+		if (kind[i] == KIND_NODATA)
+			continue;
+		for (int k = 0; k < 8; k++)
+		{
+			int			nx = x + tg_nbr_dx(k),
+						ny = y + tg_nbr_dy(k);
+			size_t		ni;
+			double		s;
+
+			if (nx < 0 || ny < 0 || nx >= W || ny >= H)
+				continue;
+			ni = (size_t) ny * W + nx;
+			if (flow_in[ni] == 0)
+				continue;
+			s = tg_route_share(&r, ni, tg_nbr_opposite(k), 0.0);
+			if (s > 0)
+				in = TG_DADD(in, TG_DMUL(flow_in[ni], s));
+		}
+		flow_out[i] = in;
+		if (in != 0)
+		{
+			acc[i] = TG_DADD(acc[i], in);
+			*moved = 1;
+		}
+	}
+}
+
+/* One dependency-transfer sweep: done[c] = sweep in which c completed, -1 if not yet. */
+__global__ void
+tgk_dependency_sweep(tg_route_view r, const uint8_t *__restrict__ kind,
+					 const double *__restrict__ weight, double *acc, int32_t *done, int32_t sweep,
+					 unsigned *pending)
+{
+	const int	W = r.width,
+				H = r.height;
+
+	TG_GRID_STRIDE(i, (size_t) W * H)
+	{
+		const int	x = (int) (i % W),
+					y = (int) (i / W);
+		bool		ready = true;
+
+		if (kind[i] == KIND_NODATA || done[i] >= 0)
+			continue;
+		for (int k = 0; k < 8 && ready; k++)
+		{
+			int			nx = x + tg_nbr_dx(k),
+						ny = y + tg_nbr_dy(k);
+			size_t		ni;
+			int32_t		d;
+
+			if (nx < 0 || ny < 0 || nx >= W || ny >= H)
+				continue;
+			ni = (size_t) ny * W + nx;
+			if (!tg_route_drains_to(&r, ni, tg_nbr_opposite(k)))
+				continue;
+			d = done[ni];
+			ready = d >= 0 && d < sweep;	/* completed in an earlier sweep */
+		}
+		if (ready)
+		{
+			acc[i] = tg_route_pull(&r, weight, acc, i);
+			done[i] = sweep;
+		}
+		else
+			*pending = 1;
+	}
+}
+
+__global__ void
+tgk_nodata_nan(const uint8_t *__restrict__ kind, size_t n, double *__restrict__ acc)
+{
+	TG_GRID_STRIDE(i, n)
+		if (kind[i] == KIND_NODATA)
+		acc[i] = NAN;
+}
+
+/* The largest grid of COOP_THREADS blocks that can all be resident at once. */
+template <typename K>
+tg_status
+coop_grid(K kernel, unsigned *blocks, tg_error *err)
+{
+	int			device = 0,
+				sms = 0,
+				per_sm = 0,
+				coop = 0;
+
+	TG_CUDA_RETURN_IF(cudaGetDevice(&device), "querying the device");
+	TG_CUDA_RETURN_IF(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, device),
+					  "querying the device");
+	if (!coop)
+		return tg_error_set(err, TG_EUNSUPPORTED, "this GPU cannot launch cooperative kernels");
+	TG_CUDA_RETURN_IF(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+					  "querying the device");
+	TG_CUDA_RETURN_IF(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, COOP_THREADS, 0),
+					  "querying occupancy");
+	*blocks = (unsigned) (sms * (per_sm > 0 ? per_sm : 1));
+	return TG_OK;
+}
+
+/*
+ * Kahn's frontier rounds; acc == nullptr records the order only.
+ * level_start (host) receives the level boundaries when asked.
+ */
+tg_status
+frontier_rounds(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind,
+				const double *weight, double *acc, uint32_t *indeg, uint32_t *order,
+				uint32_t *d_level_start, std::vector<uint32_t> *level_start, int *levels,
+				tg_error *err)
+{
+	const size_t n = (size_t) r.width * r.height;
+	dbuf<uint32_t> state;
+	dbuf<double> scratch;		/* the sources' NaN init when no acc is kept */
+	uint32_t	h[4] = {0, 0, 0, 0};
+	unsigned	blocks = 0;
+	tg_status	st;
+
+	st = coop_grid(tgk_frontier_coop, &blocks, err);
+	if (st != TG_OK)
+		return st;
+	TG_CUDA_RETURN_IF(state.alloc(4), "allocating frontier state");
+	TG_CUDA_RETURN_IF(cudaMemset(state.p, 0, 4 * sizeof(uint32_t)), "clearing frontier state");
+	if (acc == nullptr)
+		TG_CUDA_RETURN_IF(scratch.alloc(n), "allocating scratch");
+	tgk_count_donors<<<grid_for(n), 256>>>(r, kind, indeg);
+	TG_CUDA_RETURN_IF_LAUNCH("counting donors");
+	tgk_sources<<<grid_for(n), 256>>>(kind, indeg, n, order, state.p + 2, acc ? acc : scratch.p);
+	TG_CUDA_RETURN_IF_LAUNCH("finding sources");
+	TG_CUDA_RETURN_IF(cudaMemcpy(h, state.p, sizeof h, cudaMemcpyDeviceToHost), "finding sources");
+	h[1] = h[2];				/* the sources are the first frontier */
+	TG_CUDA_RETURN_IF(cudaMemcpy(state.p, h, sizeof h, cudaMemcpyHostToDevice), "finding sources");
+
+	while (h[1] > 0)
+	{
+		void	   *args[] = {(void *) &r, (void *) &weight, (void *) &acc, (void *) &indeg,
+			(void *) &order, (void *) &state.p, (void *) &d_level_start,
+		(void *) &LEVELS_PER_LAUNCH};
+
+		if (tg_canceled(ctx))
+			return tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
+		TG_CUDA_RETURN_IF(cudaLaunchCooperativeKernel((void *) tgk_frontier_coop, blocks, COOP_THREADS,
+													  args, 0, 0), "running frontier rounds");
+		TG_CUDA_RETURN_IF(cudaMemcpy(h, state.p, sizeof h, cudaMemcpyDeviceToHost),
+						  "running frontier rounds");
+	}
+	*levels = (int) h[3];
+	if (level_start)
+	{
+		level_start->resize((size_t) h[3] + 1);
+		if (h[3] > 0)
+			TG_CUDA_RETURN_IF(cudaMemcpy(level_start->data(), d_level_start, h[3] * sizeof(uint32_t),
+										 cudaMemcpyDeviceToHost), "reading levels");
+		(*level_start)[h[3]] = h[0];
+	}
+	return TG_OK;
+}
+
+tg_status
+replay_levels(const tg_ctx *ctx, const tg_route_view &r, const double *weight, double *acc,
+			  const uint32_t *order, uint32_t *d_level_start,
+			  const std::vector<uint32_t> &level_start, tg_error *err)
+{
+	const uint32_t levels = (uint32_t) level_start.size() - 1;
+	unsigned	blocks = 0;
+	tg_status	st;
+
+	st = coop_grid(tgk_replay_coop, &blocks, err);
+	if (st != TG_OK)
+		return st;
+	/* the device copy needs the final boundary too */
+	TG_CUDA_RETURN_IF(cudaMemcpy(d_level_start + levels, &level_start[levels], sizeof(uint32_t),
+								 cudaMemcpyHostToDevice), "recording levels");
+	for (uint32_t l0 = 0; l0 < levels; l0 += LEVELS_PER_LAUNCH)
+	{
+		uint32_t	l1 = l0 + LEVELS_PER_LAUNCH < levels ? l0 + LEVELS_PER_LAUNCH : levels;
+		void	   *args[] = {(void *) &r, (void *) &weight, (void *) &acc, (void *) &order,
+		(void *) &d_level_start, (void *) &l0, (void *) &l1};
+
+		if (tg_canceled(ctx))
+			return tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
+		TG_CUDA_RETURN_IF(cudaLaunchCooperativeKernel((void *) tgk_replay_coop, blocks, COOP_THREADS,
+													  args, 0, 0), "replaying levels");
+	}
+	return TG_OK;
+}
+
+tg_status
+flow_transfer(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind,
+			  const double *weight, double *acc, int *sweeps, tg_error *err)
+{
+	const size_t n = (size_t) r.width * r.height;
+	dbuf<double> a,
+				b;
+	dbuf<unsigned> flags;
+	unsigned	host[SWEEP_BATCH];
+
+	TG_CUDA_RETURN_IF(a.alloc(n), "allocating water in transit");
+	TG_CUDA_RETURN_IF(b.alloc(n), "allocating water in transit");
+	TG_CUDA_RETURN_IF(flags.alloc(SWEEP_BATCH), "allocating sweep flags");
+	TG_CUDA_RETURN_IF(cudaMemset(b.p, 0, n * sizeof(double)), "clearing water in transit");
+	tgk_transfer_init<<<grid_for(n), 256>>>(kind, weight, n, acc, a.p);
+	TG_CUDA_RETURN_IF_LAUNCH("starting flow transfer");
+	for (*sweeps = 0;;)
+	{
+		if (tg_canceled(ctx))
+			return tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
+		TG_CUDA_RETURN_IF(cudaMemsetAsync(flags.p, 0, sizeof host), "clearing flags");
+		for (int s = 0; s < SWEEP_BATCH; s++)
+		{
+			tgk_transfer_sweep<<<grid_for(n), 256>>>(r, kind, a.p, b.p, acc, flags.p + s);
+			std::swap(a.p, b.p);
+		}
+		TG_CUDA_RETURN_IF_LAUNCH("transferring flow");
+		TG_CUDA_RETURN_IF(cudaMemcpy(host, flags.p, sizeof host, cudaMemcpyDeviceToHost),
+						  "transferring flow");
+		for (int s = 0; s < SWEEP_BATCH; s++)
+		{
+			if (!host[s])
+				return TG_OK;	/* nothing in transit any more */
+			(*sweeps)++;
+		}
+	}
+}
+
+tg_status
+dependency_transfer(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind,
+					const double *weight, double *acc, int *sweeps, tg_error *err)
+{
+	const size_t n = (size_t) r.width * r.height;
+	dbuf<int32_t> done;
+	dbuf<unsigned> flags;
+	unsigned	host[SWEEP_BATCH];
+
+	TG_CUDA_RETURN_IF(done.alloc(n), "allocating completion sweeps");
+	TG_CUDA_RETURN_IF(flags.alloc(SWEEP_BATCH), "allocating sweep flags");
+	TG_CUDA_RETURN_IF(cudaMemset(done.p, 0xFF, n * sizeof(int32_t)), "clearing completion sweeps");
+	tgk_nodata_nan<<<grid_for(n), 256>>>(kind, n, acc);
+	for (*sweeps = 0;;)
+	{
+		if (tg_canceled(ctx))
+			return tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
+		TG_CUDA_RETURN_IF(cudaMemsetAsync(flags.p, 0, sizeof host), "clearing flags");
+		for (int s = 0; s < SWEEP_BATCH; s++)
+			tgk_dependency_sweep<<<grid_for(n), 256>>>(r, kind, weight, acc, done.p,
+														*sweeps + s, flags.p + s);
+		TG_CUDA_RETURN_IF_LAUNCH("transferring dependencies");
+		TG_CUDA_RETURN_IF(cudaMemcpy(host, flags.p, sizeof host, cudaMemcpyDeviceToHost),
+						  "transferring dependencies");
+		for (int s = 0; s < SWEEP_BATCH; s++)
+		{
+			(*sweeps)++;
+			if (!host[s])
+				return TG_OK;	/* nothing was left pending after this sweep */
+		}
+		if ((size_t) *sweeps > n + 1)
+			return tg_error_set(err, TG_EDATA, "flow routing has a cycle");
+	}
+}
+
+/* Accumulate on a routing already on the device. */
+template <typename V>
+tg_status
+accumulate(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_params *p,
+		   const double *weight, tg_accum_method method, double *acc, int *rounds, tg_error *err)
+{
+	const tg_route_view r = route.view(p->threshold);
+	const size_t n = route.n;
+
+	if (method == TG_ACC_FLOW_TRANSFER)
+		return flow_transfer(ctx, r, route.kind.p, weight, acc, rounds, err);
+	if (method == TG_ACC_DEPENDENCY_TRANSFER)
+		return dependency_transfer(ctx, r, route.kind.p, weight, acc, rounds, err);
+
+	dbuf<uint32_t> indeg,
+				order;
+	TG_CUDA_RETURN_IF(indeg.alloc(n), "allocating donor counts");
+	TG_CUDA_RETURN_IF(order.alloc(n), "allocating the order");
+	if (method == TG_ACC_TOPOLOGICAL)
+	{
+		dbuf<uint32_t> d_level_start;
+		std::vector<uint32_t> level_start;
+		tg_status	st;
+
+		TG_CUDA_RETURN_IF(d_level_start.alloc(n + 1), "allocating levels");
+		st = frontier_rounds(ctx, r, route.kind.p, weight, nullptr, indeg.p, order.p,
+							 d_level_start.p, &level_start, rounds, err);
+		if (st != TG_OK)
+			return st;
+		tgk_nodata_nan<<<grid_for(n), 256>>>(route.kind.p, n, acc);
+		TG_CUDA_RETURN_IF_LAUNCH("clearing nodata");
+		return replay_levels(ctx, r, weight, acc, order.p, d_level_start.p, level_start, err);
+	}
+	return frontier_rounds(ctx, r, route.kind.p, weight, acc, indeg.p, order.p, nullptr, nullptr,
+						   rounds, err);
+}
+
+size_t
+accumulation_bytes_per_cell(tg_accum_method method)
+{
+	/* weights and acc, plus the method's own buffers */
+	size_t		own = method == TG_ACC_FLOW_TRANSFER ? 16 : method == TG_ACC_DEPENDENCY_TRANSFER ? 4 :
+		method == TG_ACC_TOPOLOGICAL ? 12 : 8;
+
+	return 16 + own;
+}
+
+tg_status
+check_budget(const tg_ctx *ctx, size_t need, const char *what, tg_error *err)
+{
+	size_t		budget = 0;
+
+	if (tg_cuda_memory_budget(ctx, &budget, err) != TG_OK)
+		return err->code;
+	if (need <= budget)
+		return TG_OK;
+	tg_error_set(err, TG_ENOMEM, "%s needs about %zu MB of GPU memory, %zu MB are available",
+				 what, need >> 20, budget >> 20);
+	err->on_device = true;
+	return TG_ENOMEM;
+}
+
+template <typename V>
+tg_status
+accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
+				  const tg_flow_params *p, tg_accum_method method, double *out, tg_error *err)
+{
+	const size_t n = (size_t) dem->width * dem->height;
+	device_route<V> route;
+	dbuf<double> d_weight,
+				d_acc;
+	event_timer prep,
+				compute,
+				up,
+				down;
+	double		transfer_ms = 0;
+	int			route_rounds = 0,
+				rounds = 0;
+	tg_status	st;
+
+	if (method == TG_ACC_AUTO)
+		method = TG_ACC_INDEGREE;
+	st = check_budget(ctx, n * (route_bytes_per_cell(dem, p, sizeof(V)) +
+								accumulation_bytes_per_cell(method)),
+					  "flow accumulation", err);
+	if (st != TG_OK)
+		return st;
+	TG_CUDA_RETURN_IF(prep.init(), "creating timing events");
+	TG_CUDA_RETURN_IF(compute.init(), "creating timing events");
+	TG_CUDA_RETURN_IF(up.init(), "creating timing events");
+	TG_CUDA_RETURN_IF(down.init(), "creating timing events");
+
+	TG_CUDA_RETURN_IF(cudaEventRecord(prep.start), "recording an event");
+	st = build_route<V>(ctx, dem, p, route, &transfer_ms, &route_rounds, err);
+	if (st != TG_OK)
+		return st;
+	TG_CUDA_RETURN_IF(cudaEventRecord(prep.stop), "recording an event");
+	TG_CUDA_RETURN_IF(d_weight.alloc(n), "allocating weights");
+	TG_CUDA_RETURN_IF(d_acc.alloc(n), "allocating the accumulation");
+	TG_CUDA_RETURN_IF(cudaEventRecord(up.start), "recording an event");
+	TG_CUDA_RETURN_IF(cudaMemcpy(d_weight.p, weight, n * sizeof(double), cudaMemcpyHostToDevice),
+					  "copying weights to the GPU");
+	TG_CUDA_RETURN_IF(cudaEventRecord(up.stop), "recording an event");
+
+	TG_CUDA_RETURN_IF(cudaEventRecord(compute.start), "recording an event");
+	st = accumulate<V>(ctx, route, p, d_weight.p, method, d_acc.p, &rounds, err);
+	if (st != TG_OK)
+		return st;
+	TG_CUDA_RETURN_IF(cudaEventRecord(compute.stop), "recording an event");
+
+	TG_CUDA_RETURN_IF(cudaEventRecord(down.start), "recording an event");
+	TG_CUDA_RETURN_IF(cudaMemcpy(out, d_acc.p, n * sizeof(double), cudaMemcpyDeviceToHost),
+					  "copying the accumulation back from the GPU");
+	TG_CUDA_RETURN_IF(cudaEventRecord(down.stop), "recording an event");
+	TG_CUDA_RETURN_IF(cudaEventSynchronize(down.stop), "accumulating flow");
+
+	if (ctx->stats)
+	{
+		/* the routing's device time (fill, flats) includes the DEM's upload */
+		double		prep_ms = prep.elapsed() - transfer_ms;
+
+		ctx->stats->prep_ms += prep_ms;
+		ctx->stats->kernel_ms += prep_ms + compute.elapsed();
+		ctx->stats->transfer_ms += transfer_ms + up.elapsed() + down.elapsed();
+		ctx->stats->iterations = rounds;
+		ctx->stats->chunks = route_rounds;
+		snprintf(ctx->stats->method, sizeof ctx->stats->method, "%s", tg_accum_method_name(method));
+	}
+	return TG_OK;
+}
+
+__global__ void
+tgk_export_directions(tg_route_view r, const uint8_t *__restrict__ kind,
+					  const double *__restrict__ acc, uint8_t *__restrict__ codes,
+					  float *__restrict__ frac_out)
+{
+	const size_t n = (size_t) r.width * r.height;
+
+	TG_GRID_STRIDE(i, n)
+	{
+		bool		valid = kind[i] != KIND_NODATA;
+		uint8_t		d = r.d8[i];
+
+		if (codes)
+			codes[i] = !valid ? 255 : d == TG_NO_DIRECTION ? 0 : (uint8_t) (1u << d);
+		if (frac_out)
+			for (int k = 0; k < 8; k++)
+				frac_out[(size_t) k * n + i] = !valid ? NAN : (float) tg_route_share(&r, i, k, acc ? acc[i] : 0.0);
+	}
+}
+
+template <typename V>
+tg_status
+direction_impl(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, uint8_t *d8,
+			   float *frac, tg_error *err)
+{
+	const size_t n = (size_t) dem->width * dem->height;
+	const bool	fdd8 = p->routing == TG_ROUTE_FDD8;
+	device_route<V> route;
+	dbuf<uint8_t> d_codes;
+	dbuf<float> d_frac;
+	dbuf<double> d_weight,
+				d_acc;
+	event_timer compute,
+				down;
+	double		transfer_ms = 0;
+	int			rounds = 0,
+				acc_rounds = 0;
+	tg_status	st;
+
+	st = check_budget(ctx, n * (route_bytes_per_cell(dem, p, sizeof(V)) + (d8 ? 1 : 32) +
+								(fdd8 ? accumulation_bytes_per_cell(TG_ACC_INDEGREE) : 0)),
+					  "flow direction", err);
+	if (st != TG_OK)
+		return st;
+	TG_CUDA_RETURN_IF(compute.init(), "creating timing events");
+	TG_CUDA_RETURN_IF(down.init(), "creating timing events");
+	TG_CUDA_RETURN_IF(cudaEventRecord(compute.start), "recording an event");
+	st = build_route<V>(ctx, dem, p, route, &transfer_ms, &rounds, err);
+	if (st != TG_OK)
+		return st;
+	if (fdd8)
+	{
+		/* fdd8 turns D8 where the accumulation (in cells) reaches the threshold */
+		std::vector<double> ones(n, 1.0);
+
+		TG_CUDA_RETURN_IF(d_weight.alloc(n), "allocating weights");
+		TG_CUDA_RETURN_IF(d_acc.alloc(n), "allocating the accumulation");
+		TG_CUDA_RETURN_IF(cudaMemcpy(d_weight.p, ones.data(), n * sizeof(double),
+									 cudaMemcpyHostToDevice), "copying weights to the GPU");
+		st = accumulate<V>(ctx, route, p, d_weight.p, TG_ACC_INDEGREE, d_acc.p, &acc_rounds, err);
+		if (st != TG_OK)
+			return st;
+	}
+	if (d8)
+		TG_CUDA_RETURN_IF(d_codes.alloc(n), "allocating direction codes");
+	if (frac)
+		TG_CUDA_RETURN_IF(d_frac.alloc(8 * n), "allocating shares");
+	tgk_export_directions<<<grid_for(n), 256>>>(route.view(p->threshold), route.kind.p, d_acc.p,
+												 d8 ? d_codes.p : nullptr, frac ? d_frac.p : nullptr);
+	TG_CUDA_RETURN_IF_LAUNCH("exporting directions");
+	TG_CUDA_RETURN_IF(cudaEventRecord(compute.stop), "recording an event");
+	TG_CUDA_RETURN_IF(cudaEventRecord(down.start), "recording an event");
+	if (d8)
+		TG_CUDA_RETURN_IF(cudaMemcpy(d8, d_codes.p, n, cudaMemcpyDeviceToHost),
+						  "copying directions back from the GPU");
+	if (frac)
+		TG_CUDA_RETURN_IF(cudaMemcpy(frac, d_frac.p, 8 * n * sizeof(float), cudaMemcpyDeviceToHost),
+						  "copying shares back from the GPU");
+	TG_CUDA_RETURN_IF(cudaEventRecord(down.stop), "recording an event");
+	TG_CUDA_RETURN_IF(cudaEventSynchronize(down.stop), "computing flow directions");
+	if (ctx->stats)
+	{
+		ctx->stats->kernel_ms += compute.elapsed();
+		ctx->stats->transfer_ms += transfer_ms + down.elapsed();
+		ctx->stats->iterations = acc_rounds;
+		ctx->stats->chunks = rounds;
+	}
+	return TG_OK;
+}
+}								/* namespace */
+
+extern "C" tg_status
+tg_cuda_flow_accumulation(const tg_ctx *ctx, const tg_band *dem, const double *weight,
+						  const tg_flow_params *params, tg_accum_method method, double *out,
+						  tg_error *err)
+{
+	if (pixtype_fits_float(dem->pixtype))
+		return accumulation_impl<float>(ctx, dem, weight, params, method, out, err);
+	return accumulation_impl<double>(ctx, dem, weight, params, method, out, err);
+}
+
+extern "C" tg_status
+tg_cuda_flow_direction(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *params,
+					   uint8_t *d8, float *frac, tg_error *err)
+{
+	if (pixtype_fits_float(dem->pixtype))
+		return direction_impl<float>(ctx, dem, params, d8, frac, err);
+	return direction_impl<double>(ctx, dem, params, d8, frac, err);
+}

@@ -1,0 +1,357 @@
+/*
+ * hydro.cuh — what the hydrology .cu files share: device buffers freed on
+ * every path, the DEM on the device, and a tiled monotone relaxation used for
+ * the depression fill and for the breadth-first gradients and labels of flats.
+ */
+#ifndef TG_HYDRO_CUH
+#define TG_HYDRO_CUH
+
+#include <cstdint>
+#include <type_traits>
+
+#include "tg_cuda_common.cuh"
+#include "tg_hydro.h"
+#include "tg_pixels.cuh"
+
+/* Record a failed CUDA call and return its status (buffers free themselves). */
+#define TG_CUDA_RETURN_IF(call, what)									\
+	do {																\
+		cudaError_t tg_rc_ = (call);									\
+		if (tg_rc_ != cudaSuccess) {									\
+			(void) cudaGetLastError();									\
+			tg_cuda_fail(err, tg_rc_, (what), __FILE__, __LINE__);		\
+			return err->code;											\
+		}																\
+	} while (0)
+
+#define TG_CUDA_RETURN_IF_LAUNCH(what) TG_CUDA_RETURN_IF(cudaGetLastError(), (what))
+
+/* A device array that frees itself; nothing in here throws. */
+template <typename T>
+struct dbuf
+{
+	T		   *p = nullptr;
+	size_t		n = 0;
+
+	dbuf() = default;
+	dbuf(const dbuf &) = delete;
+	dbuf &operator=(const dbuf &) = delete;
+	~dbuf()
+	{
+		if (p)
+			cudaFree(p);
+	}
+	cudaError_t alloc(size_t count)
+	{
+		n = count;
+		return cudaMalloc(&p, (count ? count : 1) * sizeof(T));
+	}
+};
+
+/* Events around device work, summed into the run statistics. */
+struct event_timer
+{
+	cudaEvent_t start = nullptr,
+				stop = nullptr;
+
+	~event_timer()
+	{
+		if (start)
+			cudaEventDestroy(start);
+		if (stop)
+			cudaEventDestroy(stop);
+	}
+	cudaError_t init()
+	{
+		cudaError_t rc = cudaEventCreate(&start);
+
+		return rc == cudaSuccess ? cudaEventCreate(&stop) : rc;
+	}
+	/* milliseconds between the two records (after they completed) */
+	float elapsed() const
+	{
+		return tg_cuda_elapsed_ms(start, stop);
+	}
+};
+
+static inline unsigned
+grid_for(size_t n, unsigned block = 256)
+{
+	size_t		g = (n + block - 1) / block;
+
+	return (unsigned) (g < 1 ? 1 : g > 65535u * 32 ? 65535u * 32 : g);
+}
+
+#define TG_GRID_STRIDE(i, n) \
+	for (size_t i = (size_t) blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
+		 i += (size_t) gridDim.x * blockDim.x)
+
+/* Cell kinds: where nothing flows, where water leaves, where it is routed. */
+enum : uint8_t { KIND_NODATA = 0, KIND_OUTLET = 1, KIND_INTERIOR = 2 };
+
+/* Stored band -> V (NaN for nodata), on the device. */
+template <class PF, typename V>
+__global__ void
+tgk_decode(const typename PF::storage *__restrict__ in, size_t n, bool has_nodata,
+		   bool all_nodata, double nodata, V *__restrict__ out)
+{
+	TG_GRID_STRIDE(i, n)
+	{
+		double		v = PF::load(in, i);
+
+		out[i] = tg_is_nodata(v, has_nodata, all_nodata, PF::is_float, nodata) ? (V) NAN : (V) v;
+	}
+}
+
+template <typename V>
+__global__ void
+tgk_classify(const V *__restrict__ z, int W, int H, uint8_t *__restrict__ kind)
+{
+	TG_GRID_STRIDE(i, (size_t) W * H)
+	{
+		int			x = (int) (i % W),
+					y = (int) (i / W);
+		uint8_t		k = KIND_NODATA;
+
+		if (!isnan(z[i]))
+		{
+			k = (x == 0 || y == 0 || x == W - 1 || y == H - 1) ? KIND_OUTLET : KIND_INTERIOR;
+			for (int d = 0; d < 8 && k == KIND_INTERIOR; d++)
+				if (isnan(z[(size_t) (y + tg_nbr_dy(d)) * W + x + tg_nbr_dx(d)]))
+					k = KIND_OUTLET;
+		}
+		kind[i] = k;
+	}
+}
+
+/*
+ * Copy a band to the device and decode it into z (NaN = nodata).
+ */
+template <typename V>
+tg_status
+upload_dem(const tg_band *dem, dbuf<V> &z, double *transfer_ms, tg_error *err)
+{
+	const size_t n = (size_t) dem->width * dem->height;
+	const size_t bytes = n * (size_t) tg_pixtype_size(dem->pixtype);
+	dbuf<uint8_t> raw;
+	event_timer t;
+
+	TG_CUDA_RETURN_IF(raw.alloc(bytes), "allocating the DEM on the GPU");
+	TG_CUDA_RETURN_IF(z.alloc(n), "allocating the DEM on the GPU");
+	TG_CUDA_RETURN_IF(t.init(), "creating timing events");
+	TG_CUDA_RETURN_IF(cudaEventRecord(t.start), "recording an event");
+	TG_CUDA_RETURN_IF(cudaMemcpy(raw.p, dem->data, bytes, cudaMemcpyHostToDevice),
+					  "copying the DEM to the GPU");
+	TG_CUDA_RETURN_IF(cudaEventRecord(t.stop), "recording an event");
+	with_pixel_format(dem->pixtype, [&](auto pf) {
+		using PF = decltype(pf);
+		tgk_decode<PF, V><<<grid_for(n), 256>>>(reinterpret_cast<const typename PF::storage *>(raw.p),
+												 n, dem->has_nodata, dem->is_nodata, dem->nodata, z.p);
+	});
+	TG_CUDA_RETURN_IF_LAUNCH("decoding the DEM");
+	TG_CUDA_RETURN_IF(cudaEventSynchronize(t.stop), "copying the DEM to the GPU");
+	*transfer_ms += t.elapsed();
+	return TG_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Tiled monotone relaxation
+ *
+ * Repeats v(c) <- op.relax(c, v(c), v(neighbours)) for the cells op marks
+ * updatable, where relax never increases a value, until nothing changes: the
+ * greatest fixed point below the starting values, which is unique for our
+ * uses (fill surface, breadth-first distances, component labels), whatever
+ * the order of the updates.  Each block loads a 32 x 32 tile and its halo
+ * into shared memory and iterates in place until the tile is stable; a tile
+ * whose border changed re-activates its neighbours for the next round; the
+ * rounds end when no tile was re-activated.  Reads of a halo that another
+ * block is rewriting see an old or a new value, both upper bounds, and the
+ * re-activation then brings the new one in.
+ * ------------------------------------------------------------------------ */
+constexpr int RELAX_TILE = 32;
+constexpr int RELAX_ROWS = 8;	/* threads per column of a tile: 4 cells each */
+
+template <class Op>
+__global__ void __launch_bounds__(RELAX_TILE * RELAX_ROWS)
+tgk_relax_tiles(Op op, typename Op::value_t *__restrict__ vals, int W, int H, int tiles_x,
+				const uint8_t *__restrict__ active, uint8_t *__restrict__ next_active,
+				unsigned *__restrict__ activations)
+{
+	using V = typename Op::value_t;
+	constexpr int S = RELAX_TILE + 2;
+	constexpr int PER = RELAX_TILE / RELAX_ROWS;
+	__shared__ V tile[S][S];
+	const int	bx = blockIdx.x,
+				by = blockIdx.y;
+	const int	tid = threadIdx.y * RELAX_TILE + threadIdx.x;
+
+	if (!active[(size_t) by * tiles_x + bx])
+		return;
+
+	const int	x0 = bx * RELAX_TILE,
+				y0 = by * RELAX_TILE;
+
+	for (int idx = tid; idx < S * S; idx += RELAX_TILE * RELAX_ROWS)
+	{
+		int			sy = idx / S,
+					sx = idx % S;
+		int			gx = x0 - 1 + sx,
+					gy = y0 - 1 + sy;
+
+		tile[sy][sx] = (gx >= 0 && gy >= 0 && gx < W && gy < H) ? vals[(size_t) gy * W + gx]
+			: op.outside();
+	}
+	__syncthreads();
+
+	const int	lx = threadIdx.x;
+	size_t		gi[PER];
+	bool		upd[PER];
+	V			orig[PER];
+
+#pragma unroll
+	for (int j = 0; j < PER; j++)
+	{
+		int			ly = threadIdx.y + j * RELAX_ROWS;
+		int			gx = x0 + lx,
+					gy = y0 + ly;
+
+		gi[j] = (size_t) gy * W + gx;
+		upd[j] = gx < W && gy < H && op.updatable(gi[j]);
+		orig[j] = tile[ly + 1][lx + 1];
+	}
+
+	bool		changed;
+
+	do
+	{
+		changed = false;
+#pragma unroll
+		for (int j = 0; j < PER; j++)
+		{
+			const int	ly = threadIdx.y + j * RELAX_ROWS;
+			V			nb[8];
+			V			cur,
+						v;
+
+			if (!upd[j])
+				continue;
+			cur = tile[ly + 1][lx + 1];
+#pragma unroll
+			for (int k = 0; k < 8; k++)
+				nb[k] = tile[ly + 1 + tg_nbr_dy(k)][lx + 1 + tg_nbr_dx(k)];
+			v = op.relax(gi[j], cur, nb);
+			if (v < cur)
+			{
+				tile[ly + 1][lx + 1] = v;
+				changed = true;
+			}
+		}
+	} while (__syncthreads_or(changed));
+
+	bool		border = false;
+
+#pragma unroll
+	for (int j = 0; j < PER; j++)
+	{
+		const int	ly = threadIdx.y + j * RELAX_ROWS;
+		V			v = tile[ly + 1][lx + 1];
+
+		if (upd[j] && v != orig[j])
+		{
+			vals[gi[j]] = v;
+			border |= lx == 0 || ly == 0 || lx == RELAX_TILE - 1 || ly == RELAX_TILE - 1;
+		}
+	}
+	if (__syncthreads_or(border) && tid == 0)
+	{
+		const int	tiles_y = (H + RELAX_TILE - 1) / RELAX_TILE;
+
+		for (int k = 0; k < 8; k++)
+		{
+			int			nx = bx + tg_nbr_dx(k),
+						ny = by + tg_nbr_dy(k);
+
+			if (nx >= 0 && ny >= 0 && nx < tiles_x && ny < tiles_y)
+				next_active[(size_t) ny * tiles_x + nx] = 1;
+		}
+		atomicAdd(activations, 1u);
+	}
+}
+
+/*
+ * Run the relaxation to its fixed point.  rounds: how many passes it took.
+ */
+template <class Op>
+tg_status
+relax_tiles(const tg_ctx *ctx, const Op &op, typename Op::value_t *vals, int W, int H,
+			int *rounds, tg_error *err)
+{
+	const int	tiles_x = (W + RELAX_TILE - 1) / RELAX_TILE;
+	const int	tiles_y = (H + RELAX_TILE - 1) / RELAX_TILE;
+	const size_t ntiles = (size_t) tiles_x * tiles_y;
+	dbuf<uint8_t> cur,
+				next;
+	dbuf<unsigned> activations;
+	unsigned	count = 1;
+	dim3		block(RELAX_TILE, RELAX_ROWS);
+	dim3		grid(tiles_x, tiles_y);
+
+	TG_CUDA_RETURN_IF(cur.alloc(ntiles), "allocating tile flags");
+	TG_CUDA_RETURN_IF(next.alloc(ntiles), "allocating tile flags");
+	TG_CUDA_RETURN_IF(activations.alloc(1), "allocating a counter");
+	TG_CUDA_RETURN_IF(cudaMemset(cur.p, 1, ntiles), "clearing tile flags");
+
+	for (*rounds = 0; count > 0; (*rounds)++)
+	{
+		if (tg_canceled(ctx))
+			return tg_error_set(err, TG_ECANCELED, "canceled");
+		TG_CUDA_RETURN_IF(cudaMemsetAsync(next.p, 0, ntiles), "clearing tile flags");
+		TG_CUDA_RETURN_IF(cudaMemsetAsync(activations.p, 0, sizeof(unsigned)), "clearing a counter");
+		tgk_relax_tiles<Op><<<grid, block>>>(op, vals, W, H, tiles_x, cur.p, next.p, activations.p);
+		TG_CUDA_RETURN_IF_LAUNCH("relaxing tiles");
+		TG_CUDA_RETURN_IF(cudaMemcpy(&count, activations.p, sizeof count, cudaMemcpyDeviceToHost),
+						  "relaxing tiles");
+		std::swap(cur.p, next.p);
+	}
+	return TG_OK;
+}
+
+/* Depression fill: v(c) <- max(Z(c), min(v(c), min_n inc(v(n)))). */
+template <typename V>
+struct fill_op
+{
+	using value_t = V;
+	const V    *z;
+	const uint8_t *kind;
+	double		eps;
+
+	__device__ V outside() const
+	{
+		return (V) NAN;
+	}
+	__device__ bool updatable(size_t i) const
+	{
+		return kind[i] == KIND_INTERIOR;
+	}
+	__device__ V relax(size_t i, V cur, const V nb[8]) const
+	{
+		V			best = cur;
+
+#pragma unroll
+		for (int k = 0; k < 8; k++)
+		{
+			V			v = (V) tg_fill_inc((double) nb[k], eps, std::is_same<V, float>::value);
+
+			if (v < best)
+				best = v;
+		}
+		return best < z[i] ? z[i] : best;
+	}
+};
+
+/* Host-side entry points shared between the hydrology .cu files. */
+template <typename V>
+tg_status	fill_surface(const tg_ctx *ctx, const V *z, const uint8_t *kind, int W, int H,
+						 tg_fill_method method, double eps, V *w, int *iterations, tg_error *err);
+
+#endif							/* TG_HYDRO_CUH */

@@ -1,0 +1,351 @@
+/*
+ * route.cu — the routing of every cell on the GPU, as route_cpu.c computes it:
+ * the (filled) surface, D8 receivers and multiple-flow shares from its
+ * gradients, and flats drained by Barnes, Lehman & Mulla (2014)'s combined
+ * gradient.  The breadth-first distances towards lower and away from higher
+ * terrain, and the labels of flats, are the minimal fixed points of
+ *     d(c) <- min(d(c), d(n) + 1)   and   l(c) <- min(l(c), l(n))
+ * over neighbouring flat cells, so hydro.cuh's tiled relaxation computes
+ * exactly what the CPU's queues do.
+ */
+#include "hydro.cuh"
+#include "route.cuh"
+
+namespace
+{
+constexpr int32_t FAR = 1 << 30;		/* "not reached" distance */
+constexpr uint32_t NO_LABEL = 0xFFFFFFFFu;
+
+/* Distances over flat cells: d <- min(d, d(n) + 1). */
+struct distance_op
+{
+	using value_t = int32_t;
+	const uint8_t *flat;
+
+	__device__ int32_t outside() const
+	{
+		return FAR;
+	}
+	__device__ bool updatable(size_t i) const
+	{
+		return flat[i] != 0;
+	}
+	__device__ int32_t relax(size_t, int32_t cur, const int32_t nb[8]) const
+	{
+		int32_t		best = cur;
+
+#pragma unroll
+		for (int k = 0; k < 8; k++)
+			if (nb[k] < FAR && nb[k] + 1 < best)
+				best = nb[k] + 1;
+		return best;
+	}
+};
+
+/* Flat labels: the smallest cell index of each flat. */
+struct label_op
+{
+	using value_t = uint32_t;
+	const uint8_t *flat;
+
+	__device__ uint32_t outside() const
+	{
+		return NO_LABEL;
+	}
+	__device__ bool updatable(size_t i) const
+	{
+		return flat[i] != 0;
+	}
+	__device__ uint32_t relax(size_t, uint32_t cur, const uint32_t nb[8]) const
+	{
+		uint32_t	best = cur;
+
+#pragma unroll
+		for (int k = 0; k < 8; k++)
+			best = nb[k] < best ? nb[k] : best;
+		return best;
+	}
+};
+
+/* Receivers and shares from the surface's gradients; flags the flat cells. */
+template <typename V>
+__global__ void
+tgk_gradients(const V *__restrict__ z, const uint8_t *__restrict__ kind, int W, int H,
+			  const double *__restrict__ row_dist, tg_routing routing, double exponent,
+			  uint8_t *__restrict__ d8, float *__restrict__ frac, uint8_t *__restrict__ flat)
+{
+	const size_t n = (size_t) W * H;
+
+	TG_GRID_STRIDE(i, n)
+	{
+		const int	x = (int) (i % W),
+					y = (int) (i / W);
+		double		g[8];
+		bool		lower = false;
+
+		d8[i] = TG_NO_DIRECTION;
+		flat[i] = 0;
+		if (frac)
+			for (int k = 0; k < 8; k++)
+				frac[(size_t) k * n + i] = 0.0f;
+		if (kind[i] == KIND_NODATA)
+			continue;
+		for (int k = 0; k < 8; k++)
+		{
+			int			nx = x + tg_nbr_dx(k),
+						ny = y + tg_nbr_dy(k);
+			double		zn;
+
+			g[k] = 0.0;
+			if (nx < 0 || ny < 0 || nx >= W || ny >= H)
+				continue;
+			zn = (double) z[(size_t) ny * W + nx];
+			if (isnan(zn))
+				continue;
+			g[k] = ((double) z[i] - zn) / row_dist[(size_t) y * 8 + k];
+			lower |= g[k] > 0;
+		}
+		if (!lower)
+		{
+			flat[i] = kind[i] == KIND_INTERIOR;
+			continue;
+		}
+		d8[i] = (uint8_t) tg_d8_choose(g);
+		if (frac)
+		{
+			float		share[8];
+
+			tg_mfd_shares(g, routing == TG_ROUTE_MFD_MD, exponent, share);
+			for (int k = 0; k < 8; k++)
+				frac[(size_t) k * n + i] = share[k];
+		}
+	}
+}
+
+/* Seeds of the two gradients (1) and the starting labels of flat cells. */
+template <typename V>
+__global__ void
+tgk_flat_seeds(const V *__restrict__ z, const uint8_t *__restrict__ flat, int W, int H,
+			   int32_t *__restrict__ towards, int32_t *__restrict__ away,
+			   uint32_t *__restrict__ label)
+{
+	TG_GRID_STRIDE(i, (size_t) W * H)
+	{
+		const int	x = (int) (i % W),
+					y = (int) (i / W);
+		bool		to_lower = false,
+					from_higher = false;
+
+		towards[i] = FAR;
+		away[i] = FAR;
+		label[i] = NO_LABEL;
+		if (!flat[i])
+			continue;
+		for (int k = 0; k < 8; k++)
+		{
+			/* flat cells are interior: every neighbour is inside */
+			size_t		ni = (size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k);
+
+			to_lower |= !flat[ni] && z[ni] == z[i];
+			from_higher |= z[ni] > z[i];
+		}
+		towards[i] = to_lower ? 1 : FAR;
+		away[i] = from_higher ? 1 : FAR;
+		label[i] = (uint32_t) i;
+	}
+}
+
+__global__ void
+tgk_flat_height(const uint8_t *__restrict__ flat, size_t n, const int32_t *__restrict__ away,
+				const uint32_t *__restrict__ label, int32_t *__restrict__ height)
+{
+	TG_GRID_STRIDE(i, n)
+		if (flat[i] && away[i] < FAR)
+		atomicMax(&height[label[i]], away[i]);
+}
+
+/* M = 2 T + (H - A), in place of T; 0 for flats that do not drain. */
+__global__ void
+tgk_flat_mask(const uint8_t *__restrict__ flat, size_t n, int32_t *__restrict__ towards,
+			  const int32_t *__restrict__ away, const uint32_t *__restrict__ label,
+			  const int32_t *__restrict__ height)
+{
+	TG_GRID_STRIDE(i, n)
+	{
+		int32_t		t = towards[i];
+
+		if (!flat[i] || t >= FAR)
+			towards[i] = 0;
+		else
+			towards[i] = 2 * t + (away[i] < FAR ? height[label[i]] - away[i] : 0);
+	}
+}
+
+/* Receivers and shares of flat cells, down the mask. */
+template <typename V>
+__global__ void
+tgk_flat_route(const V *__restrict__ z, const uint8_t *__restrict__ flat,
+			   const int32_t *__restrict__ mask, int W, int H, tg_routing routing,
+			   double flat_exponent, uint8_t *__restrict__ d8, float *__restrict__ frac)
+{
+	const size_t n = (size_t) W * H;
+
+	TG_GRID_STRIDE(i, n)
+	{
+		const int	x = (int) (i % W),
+					y = (int) (i / W);
+		double		g[8];
+
+		if (!flat[i] || mask[i] == 0)
+			continue;
+		for (int k = 0; k < 8; k++)
+		{
+			size_t		ni = (size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k);
+			int32_t		m;
+
+			g[k] = 0;
+			if (z[ni] != z[i])
+				continue;
+			m = flat[ni] ? mask[ni] : 0;
+			if (flat[ni] && m == 0)
+				continue;
+			g[k] = (double) (mask[i] - m) / ((k & 1) ? M_SQRT2 : 1.0);
+		}
+		d8[i] = (uint8_t) tg_d8_choose(g);
+		if (frac)
+		{
+			float		share[8];
+
+			tg_mfd_shares(g, false, flat_exponent, share);
+			for (int k = 0; k < 8; k++)
+				frac[(size_t) k * n + i] = share[k];
+		}
+	}
+	(void) routing;
+}
+
+template <typename V>
+tg_status
+drain_flats(const tg_ctx *ctx, device_route<V> &r, double flat_exponent, int *rounds,
+			tg_error *err)
+{
+	const size_t n = r.n;
+	dbuf<int32_t> towards,
+				away,
+				height;
+	dbuf<uint32_t> label;
+	int			k;
+	tg_status	st;
+
+	TG_CUDA_RETURN_IF(towards.alloc(n), "allocating flat gradients");
+	TG_CUDA_RETURN_IF(away.alloc(n), "allocating flat gradients");
+	TG_CUDA_RETURN_IF(height.alloc(n), "allocating flat heights");
+	TG_CUDA_RETURN_IF(label.alloc(n), "allocating flat labels");
+	tgk_flat_seeds<V><<<grid_for(n), 256>>>(r.z.p, r.flat.p, r.width, r.height, towards.p, away.p,
+											 label.p);
+	TG_CUDA_RETURN_IF_LAUNCH("seeding flat gradients");
+	if ((st = relax_tiles(ctx, distance_op{r.flat.p}, towards.p, r.width, r.height, &k, err)) != TG_OK)
+		return st;
+	*rounds += k;
+	if ((st = relax_tiles(ctx, distance_op{r.flat.p}, away.p, r.width, r.height, &k, err)) != TG_OK)
+		return st;
+	*rounds += k;
+	if ((st = relax_tiles(ctx, label_op{r.flat.p}, label.p, r.width, r.height, &k, err)) != TG_OK)
+		return st;
+	*rounds += k;
+	TG_CUDA_RETURN_IF(cudaMemset(height.p, 0, n * sizeof(int32_t)), "clearing flat heights");
+	tgk_flat_height<<<grid_for(n), 256>>>(r.flat.p, n, away.p, label.p, height.p);
+	TG_CUDA_RETURN_IF_LAUNCH("measuring flats");
+	tgk_flat_mask<<<grid_for(n), 256>>>(r.flat.p, n, towards.p, away.p, label.p, height.p);
+	TG_CUDA_RETURN_IF_LAUNCH("combining flat gradients");
+	tgk_flat_route<V><<<grid_for(n), 256>>>(r.z.p, r.flat.p, towards.p, r.width, r.height,
+											 r.routing, flat_exponent, r.d8.p,
+											 r.routing == TG_ROUTE_D8 ? nullptr : r.frac.p);
+	TG_CUDA_RETURN_IF_LAUNCH("routing over flats");
+	return TG_OK;
+}
+}								/* namespace */
+
+size_t
+route_bytes_per_cell(const tg_band *dem, const tg_flow_params *p, size_t value_size)
+{
+	/* raw band, surface + fill copy, kinds, receivers, flat flags, shares,
+	 * and the flat-resolution scratch (4 x 4 bytes) */
+	return (size_t) tg_pixtype_size(dem->pixtype) + 2 * value_size + 3 +
+		(p->routing == TG_ROUTE_D8 ? 0 : 8 * sizeof(float)) + 16;
+}
+
+template <typename V>
+tg_status
+build_route(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, device_route<V> &r,
+			double *transfer_ms, int *rounds, tg_error *err)
+{
+	const int	W = dem->width,
+				H = dem->height;
+	const size_t n = (size_t) W * H;
+	double	   *host_dist = nullptr;
+	dbuf<double> row_dist;
+	tg_status	st;
+
+	r.width = W;
+	r.height = H;
+	r.n = n;
+	r.routing = p->routing;
+	*rounds = 0;
+	st = upload_dem<V>(dem, r.z, transfer_ms, err);
+	if (st != TG_OK)
+		return st;
+	TG_CUDA_RETURN_IF(r.kind.alloc(n), "allocating cell kinds");
+	tgk_classify<V><<<grid_for(n), 256>>>(r.z.p, W, H, r.kind.p);
+	TG_CUDA_RETURN_IF_LAUNCH("classifying cells");
+	if (p->fill)
+	{
+		dbuf<V>		w;
+		int			k = 0;
+
+		TG_CUDA_RETURN_IF(w.alloc(n), "allocating the filled DEM");
+		st = fill_surface<V>(ctx, r.z.p, r.kind.p, W, H, TG_FILL_PRIORITY_FLOOD, 0, w.p, &k, err);
+		if (st != TG_OK)
+			return st;
+		*rounds += k;
+		std::swap(r.z.p, w.p);	/* the old surface is freed with w */
+	}
+
+	/* per-row neighbour distances, as the CPU computes them */
+	host_dist = (double *) malloc((size_t) H * 8 * sizeof(double));
+	if (host_dist == nullptr)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate row distances");
+	for (int y = 0; y < H; y++)
+	{
+		double		dx,
+					dy;
+
+		tg_row_spacing(&p->geom, y, &dx, &dy);
+		tg_nbr_distances(dx, dy, host_dist + (size_t) y * 8);
+	}
+	{
+		cudaError_t rc = row_dist.alloc((size_t) H * 8);
+
+		if (rc == cudaSuccess)
+			rc = cudaMemcpy(row_dist.p, host_dist, (size_t) H * 8 * sizeof(double),
+							cudaMemcpyHostToDevice);
+		free(host_dist);
+		TG_CUDA_RETURN_IF(rc, "copying row distances to the GPU");
+	}
+
+	TG_CUDA_RETURN_IF(r.d8.alloc(n), "allocating receivers");
+	TG_CUDA_RETURN_IF(r.flat.alloc(n), "allocating flat flags");
+	if (p->routing != TG_ROUTE_D8)
+		TG_CUDA_RETURN_IF(r.frac.alloc(8 * n), "allocating flow shares");
+	tgk_gradients<V><<<grid_for(n), 256>>>(r.z.p, r.kind.p, W, H, row_dist.p, p->routing,
+											p->exponent, r.d8.p,
+											p->routing == TG_ROUTE_D8 ? nullptr : r.frac.p,
+											r.flat.p);
+	TG_CUDA_RETURN_IF_LAUNCH("computing flow directions");
+	return drain_flats<V>(ctx, r, p->routing == TG_ROUTE_MFD_MD ? 1.1 : p->exponent, rounds, err);
+}
+
+template tg_status build_route<float>(const tg_ctx *, const tg_band *, const tg_flow_params *,
+									  device_route<float> &, double *, int *, tg_error *);
+template tg_status build_route<double>(const tg_ctx *, const tg_band *, const tg_flow_params *,
+									   device_route<double> &, double *, int *, tg_error *);

@@ -1,0 +1,42 @@
+/*
+ * route.cuh — the routing on the device (route.cu), read by accum.cu.
+ */
+#ifndef TG_ROUTE_CUH
+#define TG_ROUTE_CUH
+
+#include "hydro.cuh"
+
+/* Device copy of tg_route plus what the GPU pipeline keeps beside it. */
+template <typename V>
+struct device_route
+{
+	int			width = 0;
+	int			height = 0;
+	size_t		n = 0;
+	tg_routing	routing = TG_ROUTE_D8;
+	dbuf<V>		z;				/* routing surface, NaN = nodata */
+	dbuf<uint8_t> kind;			/* KIND_* */
+	dbuf<uint8_t> d8;			/* steepest receiver index or TG_NO_DIRECTION */
+	dbuf<uint8_t> flat;
+	dbuf<float> frac;			/* 8 planes of shares; multiple-flow only */
+
+	tg_route_view view(double threshold) const
+	{
+		tg_route_view v = {width, height, routing, threshold, d8.p, frac.p};
+
+		return v;
+	}
+};
+
+/* Device bytes per cell that build_route holds at its peak. */
+size_t		route_bytes_per_cell(const tg_band *dem, const tg_flow_params *p, size_t value_size);
+
+/*
+ * Upload the DEM and compute its routing on the device (fill with
+ * p->fill).  rounds: relaxation rounds of the fill and the flats.
+ */
+template <typename V>
+tg_status	build_route(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p,
+						device_route<V> &r, double *transfer_ms, int *rounds, tg_error *err);
+
+#endif							/* TG_ROUTE_CUH */

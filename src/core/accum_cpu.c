@@ -1,0 +1,448 @@
+/*
+ * accum_cpu.c — flow accumulation on the CPU, by the four strategies of Sten
+ * et al. (2016), sequential here, over the routing of route_cpu.c.
+ *
+ * Every strategy but flow transfer computes a cell's value the same way, by
+ * pulling from its donors in neighbour order once they are final:
+ *     acc(c) = w(c) + sum over donors n (k = 0..7) of acc(n) share(n -> c)
+ * so they agree bit for bit; they differ in how they find an order in which
+ * donors come first.
+ *
+ *   indegree             Kahn's algorithm (Qin & Zhan 2012's graph strategy):
+ *                        a cell whose donors are all done is finished, which
+ *                        may free its receivers; followed depth-first.
+ *   topological          cells grouped by level (longest donor chain), found
+ *                        by frontier rounds, then accumulated level by level.
+ *   dependency-transfer  rounds over the pending cells; a cell whose donors
+ *                        were all done by the end of the previous round
+ *                        completes in this one (one level per round).
+ *   flow-transfer        every cell starts with its weight in transit; each
+ *                        round moves all water in transit one cell downstream
+ *                        and adds it where it arrives, until none is left.
+ *                        Sums in another order: multiple-flow results agree
+ *                        with the others to rounding (D8 exactly).
+ *
+ * fdd8's shares depend on the donor's own accumulation (D8 once it reaches the
+ * threshold), which the pull order provides; flow transfer moves water before
+ * a cell's total is known, so it cannot route fdd8.
+ */
+#include "tg_backends.h"
+#include "tg_hydro.h"
+
+#include <math.h>
+#include <string.h>
+
+#define CANCEL_EVERY 65536
+
+static inline tg_route_view
+view_of(const tg_route *r, const tg_flow_params *p)
+{
+	tg_route_view v = {r->width, r->height, r->routing, p->threshold, r->d8, r->frac};
+
+	return v;
+}
+
+static inline bool
+drains_to(const tg_route *r, size_t n_cells, size_t ni, int k)
+{
+	tg_route_view v = {r->width, r->height, r->routing, 0, r->d8, r->frac};
+
+	(void) n_cells;
+	return tg_route_drains_to(&v, ni, k);
+}
+
+static inline double
+pull(const tg_route *r, const tg_flow_params *p, const double *weight, const double *acc,
+	 size_t i)
+{
+	tg_route_view v = view_of(r, p);
+
+	return tg_route_pull(&v, weight, acc, i);
+}
+
+static inline double
+share_of(const tg_route *r, const tg_flow_params *p, size_t n_cells, size_t ni, int k,
+		 const double *acc)
+{
+	tg_route_view v = view_of(r, p);
+
+	(void) n_cells;
+	return tg_route_share(&v, ni, k, acc[ni]);
+}
+
+/* Number of donors of each valid cell. */
+static void
+count_donors(const tg_route *r, uint8_t *indeg)
+{
+	const int	W = r->width,
+				H = r->height;
+	const size_t n = (size_t) W * H;
+	int			x,
+				y,
+				k;
+
+	for (y = 0; y < H; y++)
+		for (x = 0; x < W; x++)
+		{
+			size_t		i = (size_t) y * W + x;
+			uint8_t		c = 0;
+
+			for (k = 0; k < 8; k++)
+			{
+				int			nx = x + tg_nbr_dx(k),
+							ny = y + tg_nbr_dy(k);
+
+				if (nx >= 0 && ny >= 0 && nx < W && ny < H &&
+					drains_to(r, n, (size_t) ny * W + nx, tg_nbr_opposite(k)))
+					c++;
+			}
+			indeg[i] = c;
+		}
+}
+
+/*
+ * Indegree (Kahn's algorithm): cells whose donors are all done are finished,
+ * which may free their receivers.  Sources are taken in raster order and each
+ * freed receiver is finished next (a stack), so the work follows flow paths
+ * downstream and stays in cache.
+ */
+static tg_status
+accumulate_indegree(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
+					const double *weight, double *acc, tg_error *err)
+{
+	const int	W = r->width,
+				H = r->height;
+	const size_t n = (size_t) W * H;
+	uint8_t    *indeg = tg_alloc(ctx, n ? n : 1);
+	uint32_t   *stack = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+	size_t		done = 0;
+	tg_status	st = TG_OK;
+	size_t		i;
+
+	if (indeg == NULL || stack == NULL)
+	{
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate accumulation buffers (%zu cells)", n);
+		goto out;
+	}
+	count_donors(r, indeg);
+	for (i = 0; i < n; i++)
+	{
+		size_t		top = 0;
+
+		if (isnan(r->z[i]) || indeg[i] != 0)
+			continue;
+		indeg[i] = 0xFF;		/* taken */
+		stack[top++] = (uint32_t) i;
+		while (top > 0)
+		{
+			uint32_t	c = stack[--top];
+			int			cx = (int) (c % W),
+						cy = (int) (c / W),
+						k;
+
+			acc[c] = pull(r, p, weight, acc, c);
+			for (k = 0; k < 8; k++)
+			{
+				int			nx = cx + tg_nbr_dx(k),
+							ny = cy + tg_nbr_dy(k);
+				size_t		ni;
+
+				if (nx < 0 || ny < 0 || nx >= W || ny >= H || !drains_to(r, n, c, k))
+					continue;
+				ni = (size_t) ny * W + nx;
+				if (--indeg[ni] == 0)
+				{
+					indeg[ni] = 0xFF;
+					stack[top++] = (uint32_t) ni;
+				}
+			}
+			if (++done % CANCEL_EVERY == 0 && tg_canceled(ctx))
+			{
+				st = tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
+				goto out;
+			}
+		}
+	}
+
+out:
+	tg_free(ctx, indeg);
+	tg_free(ctx, stack);
+	return st;
+}
+
+/*
+ * Topological: frontier rounds of Kahn's algorithm give every cell its level
+ * (round); the cells, in level order, are then accumulated in one pass.
+ */
+static tg_status
+accumulate_topological(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
+					   const double *weight, double *acc, int *levels, tg_error *err)
+{
+	const int	W = r->width;
+	const size_t n = (size_t) W * r->height;
+	uint8_t    *indeg = tg_alloc(ctx, n ? n : 1);
+	uint32_t   *order = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+	size_t		head = 0,
+				tail = 0,
+				level_end;
+	tg_status	st = TG_OK;
+	size_t		i;
+
+	if (indeg == NULL || order == NULL)
+	{
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate accumulation buffers (%zu cells)", n);
+		goto out;
+	}
+	count_donors(r, indeg);
+	for (i = 0; i < n; i++)
+		if (!isnan(r->z[i]) && indeg[i] == 0)
+			order[tail++] = (uint32_t) i;
+	*levels = 0;
+	level_end = tail;
+	while (head < tail)
+	{
+		uint32_t	c = order[head++];
+		int			cx = (int) (c % W),
+					cy = (int) (c / W),
+					k;
+
+		for (k = 0; k < 8; k++)
+		{
+			int			nx = cx + tg_nbr_dx(k),
+						ny = cy + tg_nbr_dy(k);
+			size_t		ni;
+
+			if (nx < 0 || ny < 0 || nx >= W || ny >= r->height || !drains_to(r, n, c, k))
+				continue;
+			ni = (size_t) ny * W + nx;
+			if (--indeg[ni] == 0)
+				order[tail++] = (uint32_t) ni;
+		}
+		if (head == level_end)
+		{
+			(*levels)++;
+			level_end = tail;
+			if (tg_canceled(ctx))
+			{
+				st = tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
+				goto out;
+			}
+		}
+	}
+	for (i = 0; i < tail; i++)
+		acc[order[i]] = pull(r, p, weight, acc, order[i]);
+
+out:
+	tg_free(ctx, indeg);
+	tg_free(ctx, order);
+	return st;
+}
+
+static tg_status
+accumulate_dependency_transfer(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
+							   const double *weight, double *acc, int *rounds, tg_error *err)
+{
+	const int	W = r->width,
+				H = r->height;
+	const size_t n = (size_t) W * H;
+	uint8_t    *done = tg_alloc(ctx, n ? n : 1);
+	uint32_t   *pending = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+	uint32_t   *completed = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+	size_t		npending = 0;
+	tg_status	st = TG_OK;
+	size_t		i;
+
+	if (done == NULL || pending == NULL || completed == NULL)
+	{
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate accumulation buffers (%zu cells)", n);
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+	{
+		done[i] = isnan(r->z[i]);
+		if (!done[i])
+			pending[npending++] = (uint32_t) i;
+	}
+	for (*rounds = 0; npending > 0; (*rounds)++)
+	{
+		size_t		kept = 0,
+					ncompleted = 0,
+					j;
+
+		if (tg_canceled(ctx))
+		{
+			st = tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
+			goto out;
+		}
+		for (j = 0; j < npending; j++)
+		{
+			uint32_t	c = pending[j];
+			int			cx = (int) (c % W),
+						cy = (int) (c / W),
+						k;
+			bool		ready = true;
+
+			for (k = 0; k < 8 && ready; k++)
+			{
+				int			nx = cx + tg_nbr_dx(k),
+							ny = cy + tg_nbr_dy(k);
+				size_t		ni;
+
+				if (nx < 0 || ny < 0 || nx >= W || ny >= H)
+					continue;
+				ni = (size_t) ny * W + nx;
+				if (!done[ni] && drains_to(r, n, ni, tg_nbr_opposite(k)))
+					ready = false;
+			}
+			if (ready)
+			{
+				acc[c] = pull(r, p, weight, acc, c);
+				completed[ncompleted++] = c;
+			}
+			else
+				pending[kept++] = c;
+		}
+		if (ncompleted == 0)
+		{
+			st = tg_error_set(err, TG_EDATA, "flow routing has a cycle");
+			goto out;
+		}
+		/* what completed in this round becomes visible to the next */
+		for (j = 0; j < ncompleted; j++)
+			done[completed[j]] = 1;
+		npending = kept;
+	}
+
+out:
+	tg_free(ctx, done);
+	tg_free(ctx, pending);
+	tg_free(ctx, completed);
+	return st;
+}
+
+static tg_status
+accumulate_flow_transfer(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
+						 const double *weight, double *acc, int *rounds, tg_error *err)
+{
+	const int	W = r->width,
+				H = r->height;
+	const size_t n = (size_t) W * H;
+	double	   *flow = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
+	double	   *next = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
+	uint32_t   *active = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+	uint32_t   *next_active = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+	uint8_t    *queued = tg_alloc(ctx, n ? n : 1);
+	size_t		nactive = 0;
+	tg_status	st = TG_OK;
+	size_t		i;
+
+	if (!flow || !next || !active || !next_active || !queued)
+	{
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate accumulation buffers (%zu cells)", n);
+		goto out;
+	}
+	memset(next, 0, n * sizeof(double));
+	memset(queued, 0, n);
+	for (i = 0; i < n; i++)
+	{
+		acc[i] = isnan(r->z[i]) ? NAN : weight[i];
+		flow[i] = isnan(r->z[i]) ? 0 : weight[i];
+		if (flow[i] != 0)
+			active[nactive++] = (uint32_t) i;
+	}
+	for (*rounds = 0; nactive > 0; (*rounds)++)
+	{
+		size_t		nnext = 0,
+					j;
+
+		if (tg_canceled(ctx))
+		{
+			st = tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
+			goto out;
+		}
+		/* move the water in transit one cell downstream */
+		for (j = 0; j < nactive; j++)
+		{
+			uint32_t	c = active[j];
+			int			cx = (int) (c % W),
+						cy = (int) (c / W),
+						k;
+
+			for (k = 0; k < 8; k++)
+			{
+				int			nx = cx + tg_nbr_dx(k),
+							ny = cy + tg_nbr_dy(k);
+				size_t		ni;
+				double		s;
+
+				if (nx < 0 || ny < 0 || nx >= W || ny >= H)
+					continue;
+				s = share_of(r, p, n, c, k, acc);
+				if (s <= 0)
+					continue;
+				ni = (size_t) ny * W + nx;
+				next[ni] += flow[c] * s;
+				if (!queued[ni])
+				{
+					queued[ni] = 1;
+					next_active[nnext++] = (uint32_t) ni;
+				}
+			}
+			flow[c] = 0;
+		}
+		/* and add it where it arrived */
+		for (j = 0; j < nnext; j++)
+		{
+			uint32_t	c = next_active[j];
+
+			acc[c] += next[c];
+			flow[c] = next[c];
+			next[c] = 0;
+			queued[c] = 0;
+		}
+		memcpy(active, next_active, nnext * sizeof(uint32_t));
+		nactive = nnext;
+	}
+
+out:
+	tg_free(ctx, flow);
+	tg_free(ctx, next);
+	tg_free(ctx, active);
+	tg_free(ctx, next_active);
+	tg_free(ctx, queued);
+	return st;
+}
+
+tg_status
+tg_cpu_accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
+				  const double *weight, tg_accum_method method, double *acc,
+				  tg_error *err)
+{
+	const size_t n = (size_t) r->width * r->height;
+	int			rounds = 0;
+	tg_status	st;
+	size_t		i;
+
+	for (i = 0; i < n; i++)
+		acc[i] = isnan(r->z[i]) ? NAN : 0.0;
+	switch (method)
+	{
+		case TG_ACC_FLOW_TRANSFER:
+			st = accumulate_flow_transfer(ctx, r, p, weight, acc, &rounds, err);
+			break;
+		case TG_ACC_DEPENDENCY_TRANSFER:
+			st = accumulate_dependency_transfer(ctx, r, p, weight, acc, &rounds, err);
+			break;
+		case TG_ACC_TOPOLOGICAL:
+			st = accumulate_topological(ctx, r, p, weight, acc, &rounds, err);
+			break;
+		case TG_ACC_INDEGREE:
+		case TG_ACC_AUTO:
+		default:
+			st = accumulate_indegree(ctx, r, p, weight, acc, err);
+			break;
+	}
+	if (ctx->stats)
+		ctx->stats->iterations = rounds;
+	return st;
+}

@@ -1,0 +1,36 @@
+/*
+ * geometry.c — metric cell spacing per row.
+ *
+ * Geographic rasters (degrees) get their spacing from the WGS84 ellipsoid at
+ * the latitude of the row's centre: east-west N(phi) cos(phi) dlon, north-south
+ * M(phi) dlat, with N and M the prime-vertical and meridional radii.  Other
+ * datums differ from WGS84 by well under 0.01 % in these radii.
+ */
+#include "tg_core.h"
+
+#include <math.h>
+
+#define WGS84_A 6378137.0
+#define WGS84_F (1.0 / 298.257223563)
+
+void
+tg_row_spacing(const tg_grid_geometry *g, int row, double *dx, double *dy)
+{
+	double		e2,
+				phi,
+				s,
+				w;
+
+	if (!g->geographic)
+	{
+		*dx = g->cell_x;
+		*dy = g->cell_y;
+		return;
+	}
+	e2 = WGS84_F * (2.0 - WGS84_F);
+	phi = (g->lat_top + row * g->lat_step) * (M_PI / 180.0);
+	s = sin(phi);
+	w = sqrt(1.0 - e2 * s * s);
+	*dx = (WGS84_A / w) * cos(phi) * fabs(g->lon_step) * (M_PI / 180.0);
+	*dy = (WGS84_A * (1.0 - e2) / (w * w * w)) * fabs(g->lat_step) * (M_PI / 180.0);
+}

@@ -1,0 +1,43 @@
+/*
+ * test.h — the core test programs' tiny framework: counted checks and a
+ * deterministic random number generator.  Each suite is a test_*() function.
+ */
+#ifndef TG_TEST_H
+#define TG_TEST_H
+
+#include "tg_backends.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern int	n_pass;
+extern int	n_fail;
+extern uint64_t rng_state;
+
+/* Count a check; print the formatted message when it fails. */
+void		check(bool ok, const char *fmt,...) __attribute__((format(printf, 2, 3)));
+
+/* xorshift64* */
+static inline uint64_t
+rng_next(void)
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 2685821657736338717ull;
+}
+
+static inline double
+rng_uniform(void)
+{
+	return (rng_next() >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* The suites of test_hydro.c */
+void		test_hydro(void);
+
+#endif							/* TG_TEST_H */

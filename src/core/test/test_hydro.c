@@ -1,0 +1,832 @@
+/*
+ * test_hydro.c — depression filling, flow directions and flow accumulation.
+ *
+ *   hand-checked grids (a pit with one spill point, epsilon gradients, a
+ *   plateau that must drain through one edge cell, a small valley, MFD shares);
+ *   an independent brute-force fixed point for the fill; invariants on random
+ *   DEMs with flats and nodata holes (filled >= input, every cell drains, D8
+ *   outlets add up to the valid count, multiple-flow routings conserve water);
+ *   every fill method and every accumulation method agree; CUDA against the
+ *   CPU where a GPU is usable.
+ */
+#include "test.h"
+#include "tg_hydro.h"
+
+#define ND (-9999.0)
+
+static tg_band
+band_f64(const double *z, int W, int H)
+{
+	tg_band		b;
+
+	memset(&b, 0, sizeof b);
+	b.pixtype = TG_PT_64BF;
+	b.width = W;
+	b.height = H;
+	b.data = z;
+	b.has_nodata = true;
+	b.nodata = ND;
+	return b;
+}
+
+static tg_flow_params
+flow_params(tg_routing routing, int W, int H, bool fill)
+{
+	tg_flow_params p;
+
+	memset(&p, 0, sizeof p);
+	p.routing = routing;
+	p.fill = fill;
+	p.exponent = 1.1;
+	p.threshold = 10;
+	p.geom.width = W;
+	p.geom.height = H;
+	p.geom.cell_x = 1;
+	p.geom.cell_y = 1;
+	return p;
+}
+
+static tg_ctx
+cpu_ctx(tg_run_stats *stats)
+{
+	tg_ctx		ctx;
+
+	tg_ctx_init(&ctx);
+	ctx.backend = TG_BACKEND_CPU;
+	ctx.stats = stats;
+	return ctx;
+}
+
+static tg_status
+fill64(tg_backend backend, const double *z, int W, int H, tg_fill_method m, double eps,
+	   double *out)
+{
+	tg_band		b = band_f64(z, W, H);
+	tg_fill_params fp = {m, eps, TG_PT_64BF};
+	tg_ctx		ctx = cpu_ctx(NULL);
+	tg_error	err;
+
+	ctx.backend = backend;
+	tg_error_clear(&err);
+	return tg_fill(&ctx, &b, &fp, ND, out, &err);
+}
+
+static tg_status
+accumulate(tg_backend backend, const double *z, int W, int H, const tg_flow_params *p,
+		   tg_accum_method method, double *acc)
+{
+	tg_band		b = band_f64(z, W, H);
+	tg_ctx		ctx = cpu_ctx(NULL);
+	tg_error	err;
+
+	ctx.backend = backend;
+	tg_error_clear(&err);
+	return tg_flow_accumulation(&ctx, &b, NULL, p, method, TG_UNITS_CELLS, acc, &err);
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void
+test_fill_hand(void)
+{
+	/* a pit whose only spill point is the 8 on the east edge */
+	const double z[25] = {
+		9, 9, 9, 9, 9,
+		9, 5, 5, 5, 9,
+		9, 5, 1, 5, 8,
+		9, 5, 5, 5, 9,
+		9, 9, 9, 9, 9};
+	const double eps0[25] = {
+		9, 9, 9, 9, 9,
+		9, 8, 8, 8, 9,
+		9, 8, 8, 8, 8,
+		9, 8, 8, 8, 9,
+		9, 9, 9, 9, 9};
+	/* epsilon 0.5: each cell half a metre above its way out */
+	const double eps5[25] = {
+		9, 9, 9, 9, 9,
+		9, 9.5, 9.0, 8.5, 9,
+		9, 9.5, 9.0, 8.5, 8,
+		9, 9.5, 9.0, 8.5, 9,
+		9, 9, 9, 9, 9};
+	double		w[25];
+	int			m,
+				i;
+
+	for (m = 0; m < 2; m++)
+	{
+		const char *name = m ? "planchon-darboux" : "priority-flood";
+		bool		same0 = true,
+					same5 = true;
+
+		check(fill64(TG_BACKEND_CPU, z, 5, 5, (tg_fill_method) m, 0, w) == TG_OK, "%s: run", name);
+		for (i = 0; i < 25; i++)
+			same0 &= w[i] == eps0[i];
+		check(same0, "%s: pit filled to its spill level 8", name);
+		fill64(TG_BACKEND_CPU, z, 5, 5, (tg_fill_method) m, 0.5, w);
+		for (i = 0; i < 25; i++)
+			same5 &= w[i] == eps5[i];
+		check(same5, "%s: epsilon 0.5 gradient towards the spill point", name);
+	}
+}
+
+/* Independent reference: Jacobi iteration of the defining equation from +inf. */
+static void
+reference_fill(const double *z, int W, int H, double eps, bool single, double *w)
+{
+	bool		changed = true;
+	int			x,
+				y,
+				k;
+
+	for (y = 0; y < H; y++)
+		for (x = 0; x < W; x++)
+		{
+			size_t		i = (size_t) y * W + x;
+			bool		outlet = x == 0 || y == 0 || x == W - 1 || y == H - 1;
+
+			for (k = 0; k < 8 && !outlet; k++)
+				outlet = z[(y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k)] == ND;
+			w[i] = z[i] == ND ? NAN : outlet ? z[i] : INFINITY;
+		}
+	while (changed)
+	{
+		double	   *next = malloc(sizeof(double) * W * H);
+
+		changed = false;
+		memcpy(next, w, sizeof(double) * W * H);
+		for (y = 1; y < H - 1; y++)
+			for (x = 1; x < W - 1; x++)
+			{
+				size_t		i = (size_t) y * W + x;
+				double		lo = INFINITY;
+
+				if (isnan(w[i]) || w[i] == z[i])
+					continue;
+				for (k = 0; k < 8; k++)
+				{
+					double		v = w[(y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k)];
+
+					if (!isnan(v))
+					{
+						v = tg_fill_inc(v, eps, single);
+						lo = v < lo ? v : lo;
+					}
+				}
+				lo = lo > z[i] ? lo : z[i];
+				if (lo < w[i])
+				{
+					next[i] = lo;
+					changed = true;
+				}
+			}
+		memcpy(w, next, sizeof(double) * W * H);
+		free(next);
+	}
+}
+
+/* Random DEM with plateaus (values quantized to `levels`) and ~4 % holes. */
+static double *
+random_terrain(int W, int H, int levels, double holes)
+{
+	double	   *z = malloc(sizeof(double) * (W * H > 0 ? W * H : 1));
+	int			i;
+
+	for (i = 0; i < W * H; i++)
+		z[i] = rng_uniform() < holes ? ND : (double) (rng_next() % (uint64_t) levels);
+	return z;
+}
+
+static void
+test_fill_random(void)
+{
+	static const int shapes[][2] = {{1, 1}, {1, 7}, {7, 1}, {3, 3}, {17, 9}, {40, 33}, {64, 64}};
+	static const double epsilons[] = {0, 0.01, 0.5};
+	size_t		s,
+				e;
+
+	for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+		for (e = 0; e < sizeof epsilons / sizeof epsilons[0]; e++)
+		{
+			int			W = shapes[s][0],
+						H = shapes[s][1];
+			double	   *z = random_terrain(W, H, 6, 0.04);
+			double	   *pf = malloc(sizeof(double) * W * H);
+			double	   *pd = malloc(sizeof(double) * W * H);
+			double	   *ref = malloc(sizeof(double) * W * H);
+			bool		same = true,
+						above = true,
+						drains = true;
+			int			x,
+						y,
+						k;
+
+			fill64(TG_BACKEND_CPU, z, W, H, TG_FILL_PRIORITY_FLOOD, epsilons[e], pf);
+			fill64(TG_BACKEND_CPU, z, W, H, TG_FILL_PLANCHON_DARBOUX, epsilons[e], pd);
+			reference_fill(z, W, H, epsilons[e], false, ref);
+			for (y = 0; y < H; y++)
+				for (x = 0; x < W; x++)
+				{
+					int			i = y * W + x;
+					bool		outlet = x == 0 || y == 0 || x == W - 1 || y == H - 1;
+					bool		lower = false;
+
+					if (z[i] == ND)
+					{
+						same &= pf[i] == ND && pd[i] == ND;
+						continue;
+					}
+					same &= pf[i] == pd[i] && pf[i] == ref[i];
+					above &= pf[i] >= z[i];
+					for (k = 0; k < 8 && !outlet; k++)
+					{
+						double		v = z[(y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k)];
+
+						outlet = v == ND;
+						lower |= v != ND && pf[(y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k)] < pf[i];
+					}
+					if (epsilons[e] > 0 && !outlet)
+						drains &= lower;
+					if (outlet)
+						above &= pf[i] == z[i];
+				}
+			check(same, "fill %dx%d eps %g: priority-flood, planchon-darboux and the reference agree",
+				  W, H, epsilons[e]);
+			check(above, "fill %dx%d eps %g: filled >= input, outlets unchanged", W, H, epsilons[e]);
+			check(drains, "fill %dx%d eps %g: every cell has a strictly lower neighbour",
+				  W, H, epsilons[e]);
+			free(z);
+			free(pf);
+			free(pd);
+			free(ref);
+		}
+}
+
+static void
+test_fill_float32(void)
+{
+	/* 32BF output: the epsilon rise is at least one float step at 2000 m */
+	double		z[25];
+	float		out[25];
+	tg_band		b;
+	tg_fill_params fp = {TG_FILL_PRIORITY_FLOOD, 1e-9, TG_PT_32BF};
+	tg_ctx		ctx = cpu_ctx(NULL);
+	tg_error	err;
+	int			i;
+
+	for (i = 0; i < 25; i++)
+		z[i] = 2000;
+	z[12] = 1990;
+	b = band_f64(z, 5, 5);
+	tg_error_clear(&err);
+	check(tg_fill(&ctx, &b, &fp, ND, out, &err) == TG_OK, "float32 fill: run");
+	check(out[6] == nextafterf(2000.0f, INFINITY) &&
+		  out[12] == nextafterf(nextafterf(2000.0f, INFINITY), INFINITY),
+		  "float32 fill: a tiny epsilon still rises one float step per cell (%.9g, %.9g)",
+		  out[6], out[12]);
+	check(out[0] == 2000.0f, "float32 fill: outlets unchanged");
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void
+directions(const double *z, int W, int H, tg_routing routing, bool fill, uint8_t *d8, float *frac)
+{
+	tg_band		b = band_f64(z, W, H);
+	tg_flow_params p = flow_params(routing, W, H, fill);
+	tg_ctx		ctx = cpu_ctx(NULL);
+	tg_error	err;
+
+	tg_error_clear(&err);
+	if (tg_flow_direction(&ctx, &b, &p, d8, frac, &err) != TG_OK)
+		check(false, "flow direction failed: %s", err.message);
+}
+
+static void
+test_d8_hand(void)
+{
+	const double z[9] = {3, 2, 1, 4, 3, 2, 5, 4, 3};
+	const double pit[9] = {5, 5, 5, 5, 1, 5, 5, 5, 5};
+	const double nodata[9] = {ND, ND, ND, ND, 4, ND, ND, ND, ND};
+	uint8_t		d8[9];
+
+	directions(z, 3, 3, TG_ROUTE_D8, false, d8, NULL);
+	check(d8[4] == 128, "d8: centre flows north-east (code %d)", d8[4]);
+	check(d8[0] == 1 && d8[2] == 0, "d8: an edge cell flows east (%d); the low corner is an outlet (%d)",
+		  d8[0], d8[2]);
+	directions(pit, 3, 3, TG_ROUTE_D8, false, d8, NULL);
+	check(d8[4] == 0, "d8: an unfilled pit has no direction");
+	directions(nodata, 3, 3, TG_ROUTE_D8, true, d8, NULL);
+	check(d8[0] == 255 && d8[4] == 0, "d8: nodata is 255, a lone cell an outlet");
+}
+
+/* Edge or next to nodata (the test grids mark nodata with ND). */
+static bool
+is_outlet(const double *z, int W, int H, int x, int y)
+{
+	int			k;
+
+	if (x == 0 || y == 0 || x == W - 1 || y == H - 1)
+		return true;
+	for (k = 0; k < 8; k++)
+		if (z[(y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k)] == ND)
+			return true;
+	return false;
+}
+
+/* Follow D8 codes from every cell; true if all end at an outlet. */
+static bool
+all_drain(const double *z, const uint8_t *d8, int W, int H)
+{
+	int			x,
+				y;
+
+	for (y = 0; y < H; y++)
+		for (x = 0; x < W; x++)
+		{
+			int			cx = x,
+						cy = y,
+						steps = 0;
+
+			if (z[y * W + x] == ND)
+				continue;
+			while (d8[cy * W + cx] != 0 && steps <= W * H)
+			{
+				int			k = __builtin_ctz(d8[cy * W + cx]);
+
+				cx += tg_nbr_dx(k);
+				cy += tg_nbr_dy(k);
+				steps++;
+			}
+			if (steps > W * H || !is_outlet(z, W, H, cx, cy))
+				return false;
+		}
+	return true;
+}
+
+static void
+test_flats(void)
+{
+	/* a plateau at 2 that drains only through the 1 on the east edge */
+	const double z[30] = {
+		5, 5, 5, 5, 5, 5,
+		5, 2, 2, 2, 2, 5,
+		5, 2, 2, 2, 2, 1,
+		5, 2, 2, 2, 2, 5,
+		5, 5, 5, 5, 5, 5};
+	double		acc[30];
+	uint8_t		d8[30];
+	tg_flow_params p = flow_params(TG_ROUTE_D8, 6, 5, true);
+	int			i,
+				defined = 0;
+
+	directions(z, 6, 5, TG_ROUTE_D8, true, d8, NULL);
+	for (i = 0; i < 30; i++)
+		defined += d8[i] != 0;
+	check(defined == 29 && d8[17] == 0, "flat: every cell but the spill point has a direction");
+	check(all_drain(z, d8, 6, 5), "flat: every cell drains to the spill point");
+	accumulate(TG_BACKEND_CPU, z, 6, 5, &p, TG_ACC_AUTO, acc);
+	check(acc[17] == 30, "flat: all 30 cells accumulate at the spill point (%g)", acc[17]);
+}
+
+static void
+test_mfd_shares(void)
+{
+	/* centre 10; east 9 (tan 1), south 8 (tan 2), the rest higher */
+	const double z[9] = {20, 20, 20, 20, 10, 9, 20, 8, 20};
+	float		frac[9 * 8];
+	double		fd8_e = 0.5,
+				fd8_s = 0.5 * pow(2.0, 1.1);
+
+	directions(z, 3, 3, TG_ROUTE_MFD_MD, false, NULL, frac);
+	/* mfd-md: e = 2, p = 8.9 + 1.1 = 10: shares 0.5 : 0.5 * 2^10 */
+	check(fabs(frac[0 * 9 + 4] - 0.5 / 512.5) < 1e-7 && fabs(frac[2 * 9 + 4] - 512.0 / 512.5) < 1e-7,
+		  "mfd-md: p = 10 for a gradient of 2 (E %.7f, S %.7f)", frac[4], frac[2 * 9 + 4]);
+	directions(z, 3, 3, TG_ROUTE_FD8, false, NULL, frac);
+	check(fabs(frac[0 * 9 + 4] - fd8_e / (fd8_e + fd8_s)) < 1e-7 &&
+		  fabs(frac[2 * 9 + 4] - fd8_s / (fd8_e + fd8_s)) < 1e-7 && frac[1 * 9 + 4] == 0,
+		  "fd8: shares L tan^1.1");
+	check(frac[1 * 9 + 0] == 1.0f, "fd8: the corner's only lower neighbour takes all its water");
+}
+
+static void
+test_accumulation_hand(void)
+{
+	const double strip[5] = {5, 4, 3, 2, 1};
+	const double valley[9] = {9, 8, 9, 8, 7, 8, 9, 6, 9};
+	double		acc[9];
+	tg_flow_params p = flow_params(TG_ROUTE_D8, 5, 1, true);
+	int			m;
+
+	for (m = TG_ACC_FLOW_TRANSFER; m <= TG_ACC_TOPOLOGICAL; m++)
+	{
+		accumulate(TG_BACKEND_CPU, strip, 5, 1, &p, (tg_accum_method) m, acc);
+		check(acc[0] == 1 && acc[2] == 3 && acc[4] == 5, "%s: 1x5 strip accumulates 1..5",
+			  tg_accum_method_name((tg_accum_method) m));
+	}
+	p = flow_params(TG_ROUTE_D8, 3, 3, true);
+	accumulate(TG_BACKEND_CPU, valley, 3, 3, &p, TG_ACC_AUTO, acc);
+	/* the middle-row sides reach the outlet diagonally, past the centre */
+	check(acc[4] == 4 && acc[7] == 9 && acc[0] == 1, "valley: centre 4, outlet 9 (%g, %g)", acc[4], acc[7]);
+}
+
+/* Outflow-free valid cells: where water leaves (D8 code 0 / no shares). */
+static void
+test_accumulation_random(void)
+{
+	static const tg_routing routings[] = {TG_ROUTE_D8, TG_ROUTE_FD8, TG_ROUTE_MFD_MD, TG_ROUTE_FDD8};
+	static const int shapes[][2] = {{1, 1}, {1, 9}, {9, 1}, {5, 5}, {31, 17}, {60, 45}};
+	size_t		r,
+				s;
+
+	for (r = 0; r < 4; r++)
+		for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+		{
+			const char *rn = routings[r] == TG_ROUTE_D8 ? "d8" : routings[r] == TG_ROUTE_FD8 ? "fd8" :
+				routings[r] == TG_ROUTE_MFD_MD ? "mfd-md" : "fdd8";
+			int			W = shapes[s][0],
+						H = shapes[s][1];
+			int			n = W * H;
+			double	   *z = random_terrain(W, H, 5, 0.05);
+			double	   *ref = malloc(sizeof(double) * n);
+			double	   *acc = malloc(sizeof(double) * n);
+			uint8_t    *d8 = malloc(n);
+			float	   *frac = malloc(sizeof(float) * 8 * n);
+			tg_flow_params p = flow_params(routings[r], W, H, true);
+			double		out_sum = 0,
+						valid = 0;
+			int			m,
+						i,
+						k;
+
+			check(accumulate(TG_BACKEND_CPU, z, W, H, &p, TG_ACC_INDEGREE, ref) == TG_OK,
+				  "%s %dx%d: accumulate", rn, W, H);
+			for (m = TG_ACC_FLOW_TRANSFER; m <= TG_ACC_TOPOLOGICAL; m++)
+			{
+				double		worst = 0;
+
+				if (m == TG_ACC_FLOW_TRANSFER && routings[r] == TG_ROUTE_FDD8)
+				{
+					check(accumulate(TG_BACKEND_CPU, z, W, H, &p, TG_ACC_FLOW_TRANSFER, acc) == TG_EINVAL,
+						  "fdd8: flow-transfer refused");
+					continue;
+				}
+				accumulate(TG_BACKEND_CPU, z, W, H, &p, (tg_accum_method) m, acc);
+				for (i = 0; i < n; i++)
+					worst = fmax(worst, isnan(ref[i]) != isnan(acc[i]) ? INFINITY :
+								 isnan(ref[i]) ? 0 : fabs(acc[i] - ref[i]) / fmax(1, fabs(ref[i])));
+				check(routings[r] == TG_ROUTE_D8 ? worst == 0 : worst <= 1e-12,
+					  "%s %dx%d: %s agrees with indegree (%g)", rn, W, H,
+					  tg_accum_method_name((tg_accum_method) m), worst);
+			}
+
+			/* water leaves only where a cell sends nothing on; all of it arrives */
+			if (routings[r] == TG_ROUTE_D8)
+				directions(z, W, H, TG_ROUTE_D8, true, d8, NULL);
+			else
+				directions(z, W, H, routings[r], true, NULL, frac);
+			for (i = 0; i < n; i++)
+			{
+				bool		sends = false;
+
+				if (z[i] == ND)
+					continue;
+				valid++;
+				if (routings[r] == TG_ROUTE_D8)
+					sends = d8[i] != 0;
+				else
+					for (k = 0; k < 8; k++)
+						sends |= frac[k * n + i] > 0;
+				if (!sends)
+					out_sum += ref[i];
+			}
+			/* exact for D8; multiple-flow shares are float32, so to ~1e-7 */
+			check(routings[r] == TG_ROUTE_D8 ? out_sum == valid : fabs(out_sum - valid) <= 1e-6 * valid,
+				  "%s %dx%d: outlets receive all %g cells (%.12g)", rn, W, H, valid, out_sum);
+			if (routings[r] == TG_ROUTE_D8)
+				check(all_drain(z, d8, W, H), "d8 %dx%d: every valid cell drains to an outlet", W, H);
+			free(z);
+			free(ref);
+			free(acc);
+			free(d8);
+			free(frac);
+		}
+}
+
+static void
+test_weights_units(void)
+{
+	const double valley[9] = {9, 8, 9, 8, 7, 8, 9, 6, 9};
+	double		w2[9],
+				acc[9];
+	tg_band		dem = band_f64(valley, 3, 3),
+				weight;
+	tg_flow_params p = flow_params(TG_ROUTE_D8, 3, 3, true);
+	tg_ctx		ctx = cpu_ctx(NULL);
+	tg_error	err;
+	int			i;
+
+	for (i = 0; i < 9; i++)
+		w2[i] = 2;
+	w2[0] = ND;					/* nodata weight counts 0 */
+	weight = band_f64(w2, 3, 3);
+	tg_error_clear(&err);
+	tg_flow_accumulation(&ctx, &dem, &weight, &p, TG_ACC_AUTO, TG_UNITS_CELLS, acc, &err);
+	check(acc[7] == 16 && acc[4] == 6, "weights: outlet 16, centre 6 (%g, %g)", acc[7], acc[4]);
+
+	p.geom.cell_x = 10;
+	p.geom.cell_y = 20;
+	tg_flow_accumulation(&ctx, &dem, NULL, &p, TG_ACC_AUTO, TG_UNITS_AREA, acc, &err);
+	check(acc[7] == 9 * 200.0, "area: 9 cells of 200 m2 (%g)", acc[7]);
+	tg_flow_accumulation(&ctx, &dem, NULL, &p, TG_ACC_AUTO, TG_UNITS_SCA, acc, &err);
+	check(fabs(acc[7] - 1800.0 / sqrt(200.0)) < 1e-9, "sca: area / sqrt(dx dy) (%g)", acc[7]);
+
+	weight.width = 2;
+	tg_error_clear(&err);
+	check(tg_flow_accumulation(&ctx, &dem, &weight, &p, TG_ACC_AUTO, TG_UNITS_CELLS, acc, &err) == TG_EINVAL,
+		  "weights: a misaligned weight raster is refused (%s)", err.message);
+}
+
+static void
+test_fdd8_limits(void)
+{
+	int			W = 40,
+				H = 30,
+				n = W * H,
+				i;
+	double	   *z = random_terrain(W, H, 50, 0.02);
+	double	   *a = malloc(sizeof(double) * n),
+			   *b = malloc(sizeof(double) * n);
+	tg_flow_params fdd8 = flow_params(TG_ROUTE_FDD8, W, H, true);
+	tg_flow_params other = flow_params(TG_ROUTE_FD8, W, H, true);
+	bool		same = true;
+
+	fdd8.threshold = INFINITY;
+	accumulate(TG_BACKEND_CPU, z, W, H, &fdd8, TG_ACC_AUTO, a);
+	accumulate(TG_BACKEND_CPU, z, W, H, &other, TG_ACC_AUTO, b);
+	for (i = 0; i < n; i++)
+		same &= (isnan(a[i]) && isnan(b[i])) || a[i] == b[i];
+	check(same, "fdd8 with an infinite threshold is fd8");
+	fdd8.threshold = 0;
+	other.routing = TG_ROUTE_D8;
+	accumulate(TG_BACKEND_CPU, z, W, H, &fdd8, TG_ACC_AUTO, a);
+	accumulate(TG_BACKEND_CPU, z, W, H, &other, TG_ACC_AUTO, b);
+	same = true;
+	for (i = 0; i < n; i++)
+		same &= (isnan(a[i]) && isnan(b[i])) || a[i] == b[i];
+	check(same, "fdd8 with threshold 0 is d8");
+	free(z);
+	free(a);
+	free(b);
+}
+
+static void
+test_geometry(void)
+{
+	tg_grid_geometry g;
+	double		dx,
+				dy;
+
+	memset(&g, 0, sizeof g);
+	g.geographic = true;
+	g.lon_step = 1;
+	g.lat_step = -1;
+	g.lat_top = 0;
+	tg_row_spacing(&g, 0, &dx, &dy);
+	check(fabs(dx - 111319.49) < 0.01 && fabs(dy - 110574.27) < 0.01,
+		  "WGS84: one degree at the equator is 111319.49 x 110574.27 m (%.2f x %.2f)", dx, dy);
+	tg_row_spacing(&g, -60, &dx, &dy);
+	check(fabs(dx - 55799.98) < 0.5 && fabs(dy - 111412.24) < 0.5,
+		  "WGS84: one degree at 60 N is 55800 x 111412 m (%.2f x %.2f)", dx, dy);
+}
+
+static void
+test_degenerate(void)
+{
+	const double one[1] = {7};
+	const double none[4] = {ND, ND, ND, ND};
+	double		flat[64],
+				out[64],
+				sum = 0;
+	tg_flow_params p = flow_params(TG_ROUTE_MFD_MD, 1, 1, true);
+	int			i;
+
+	check(fill64(TG_BACKEND_CPU, one, 1, 1, TG_FILL_PLANCHON_DARBOUX, 0.1, out) == TG_OK && out[0] == 7,
+		  "1x1: fill leaves the cell");
+	accumulate(TG_BACKEND_CPU, one, 1, 1, &p, TG_ACC_TOPOLOGICAL, out);
+	check(out[0] == 1, "1x1: accumulation 1");
+	p = flow_params(TG_ROUTE_D8, 2, 2, true);
+	fill64(TG_BACKEND_CPU, none, 2, 2, TG_FILL_PRIORITY_FLOOD, 0, out);
+	check(out[0] == ND && out[3] == ND, "all nodata: fill gives nodata");
+	accumulate(TG_BACKEND_CPU, none, 2, 2, &p, TG_ACC_INDEGREE, out);
+	check(isnan(out[0]) && isnan(out[3]), "all nodata: accumulation gives nodata");
+
+	/* a perfectly flat 8x8: the interior drains to the edges, every cell counted once */
+	for (i = 0; i < 64; i++)
+		flat[i] = 100;
+	p = flow_params(TG_ROUTE_MFD_MD, 8, 8, true);
+	accumulate(TG_BACKEND_CPU, flat, 8, 8, &p, TG_ACC_INDEGREE, out);
+	for (i = 0; i < 64; i++)
+	{
+		int			x = i % 8,
+					y = i / 8;
+
+		if (x == 0 || y == 0 || x == 7 || y == 7)
+			sum += out[i];
+	}
+	check(fabs(sum - 64) < 64e-6, "all flat: the edges receive all 64 cells (%g)", sum);
+}
+
+/* ------------------------------------------------------------------------
+ * CUDA against the CPU
+ * ------------------------------------------------------------------------ */
+
+/* A random terrain as Int16 (the float path on the device) or 64BF. */
+static tg_band
+terrain_band(bool int16, int W, int H, int levels, double **values, void **raw)
+{
+	double	   *z = random_terrain(W, H, levels, 0.03);
+	tg_band		b = band_f64(z, W, H);
+	int			i;
+
+	*values = z;
+	*raw = z;
+	if (int16)
+	{
+		int16_t    *v = malloc(sizeof(int16_t) * W * H);
+
+		for (i = 0; i < W * H; i++)
+			v[i] = (int16_t) z[i];
+		b.pixtype = TG_PT_16BSI;
+		b.data = v;
+		*raw = v;
+	}
+	return b;
+}
+
+static void
+test_cuda_hydro(void)
+{
+	static const int shapes[][2] = {{1, 1}, {1, 40}, {40, 1}, {33, 31}, {100, 77}, {257, 130}, {700, 500}};
+	static const tg_routing routings[] = {TG_ROUTE_D8, TG_ROUTE_FD8, TG_ROUTE_MFD_MD, TG_ROUTE_FDD8};
+	tg_device_info info;
+	size_t		s;
+	int			t;
+
+	tg_device_query(0, &info);
+	if (!info.available)
+	{
+		printf("skipped: CUDA hydrology parity tests (no GPU)\n");
+		return;
+	}
+	for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+		for (t = 0; t < 2; t++)
+		{
+			int			W = shapes[s][0],
+						H = shapes[s][1],
+						n = W * H;
+			double	   *z;
+			void	   *raw;
+			tg_band		b = terrain_band(t == 0, W, H, t == 0 ? 40 : 6, &z, &raw);
+			const char *ty = t == 0 ? "int16" : "64BF";
+			double	   *cpu = malloc(sizeof(double) * 8 * n);
+			double	   *gpu = malloc(sizeof(double) * 8 * n);
+			int			m,
+						r,
+						e,
+						i;
+
+			/* fill: every method, epsilon and output type, bit for bit */
+			for (m = 0; m < 2; m++)
+				for (e = 0; e < 2; e++)
+					for (r = 0; r < 2; r++)
+					{
+						tg_fill_params fp = {(tg_fill_method) m, e ? 0.01 : 0, r ? TG_PT_64BF : TG_PT_32BF};
+						size_t		bytes = (size_t) n * (r ? 8 : 4);
+						tg_ctx		ctx = cpu_ctx(NULL);
+						tg_error	err;
+
+						tg_error_clear(&err);
+						tg_fill(&ctx, &b, &fp, ND, cpu, &err);
+						ctx.backend = TG_BACKEND_GPU;
+						memset(gpu, 0xff, bytes);
+						check(tg_fill(&ctx, &b, &fp, ND, gpu, &err) == TG_OK, "cuda fill %s %dx%d: %s %s",
+							  ty, W, H, err.message, err.detail);
+						check(memcmp(cpu, gpu, bytes) == 0, "cuda fill %s %dx%d method %d eps %d out %s: equals the CPU",
+							  ty, W, H, m, e, r ? "64BF" : "32BF");
+					}
+
+			for (r = 0; r < 4; r++)
+			{
+				tg_flow_params p = flow_params(routings[r], W, H, true);
+				tg_ctx		ctx = cpu_ctx(NULL);
+				tg_error	err;
+				double		worst = 0;
+
+				/* directions */
+				tg_error_clear(&err);
+				if (routings[r] == TG_ROUTE_D8)
+				{
+					tg_flow_direction(&ctx, &b, &p, (uint8_t *) cpu, NULL, &err);
+					ctx.backend = TG_BACKEND_GPU;
+					memset(gpu, 0x77, n);
+					check(tg_flow_direction(&ctx, &b, &p, (uint8_t *) gpu, NULL, &err) == TG_OK &&
+						  memcmp(cpu, gpu, n) == 0, "cuda d8 directions %s %dx%d equal the CPU (%s)",
+						  ty, W, H, err.message);
+				}
+				else
+				{
+					float	   *fc = (float *) cpu,
+							   *fg = (float *) gpu;
+
+					tg_flow_direction(&ctx, &b, &p, NULL, fc, &err);
+					ctx.backend = TG_BACKEND_GPU;
+					memset(gpu, 0x77, sizeof(float) * 8 * n);
+					check(tg_flow_direction(&ctx, &b, &p, NULL, fg, &err) == TG_OK,
+						  "cuda shares %s %dx%d: %s", ty, W, H, err.message);
+					for (i = 0; i < 8 * n; i++)
+						worst = fmax(worst, isnan(fc[i]) != isnan(fg[i]) ? INFINITY :
+									 isnan(fc[i]) ? 0 : fabs(fc[i] - fg[i]));
+					check(worst <= 1e-6, "cuda shares routing %d %s %dx%d within 1e-6 of the CPU (%g)",
+						  r, ty, W, H, worst);
+				}
+
+				/* accumulation: every method against the CPU's indegree */
+				ctx.backend = TG_BACKEND_CPU;
+				tg_error_clear(&err);
+				tg_flow_accumulation(&ctx, &b, NULL, &p, TG_ACC_INDEGREE, TG_UNITS_CELLS, cpu, &err);
+				for (m = TG_ACC_FLOW_TRANSFER; m <= TG_ACC_TOPOLOGICAL; m++)
+				{
+					tg_run_stats stats;
+
+					if (m == TG_ACC_FLOW_TRANSFER && routings[r] == TG_ROUTE_FDD8)
+						continue;
+					ctx.backend = TG_BACKEND_GPU;
+					ctx.stats = &stats;
+					memset(gpu, 0xff, sizeof(double) * n);
+					tg_error_clear(&err);
+					check(tg_flow_accumulation(&ctx, &b, NULL, &p, (tg_accum_method) m, TG_UNITS_CELLS,
+											   gpu, &err) == TG_OK,
+						  "cuda accumulation %s: %s %s", tg_accum_method_name((tg_accum_method) m),
+						  err.message, err.detail);
+					worst = 0;
+					for (i = 0; i < n; i++)
+						worst = fmax(worst, isnan(cpu[i]) != isnan(gpu[i]) ? INFINITY :
+									 isnan(cpu[i]) ? 0 : fabs(cpu[i] - gpu[i]) / fmax(1, fabs(cpu[i])));
+					check(routings[r] == TG_ROUTE_D8 ? worst == 0 : worst <= 1e-6,
+						  "cuda %s routing %d %s %dx%d: %g from the CPU",
+						  tg_accum_method_name((tg_accum_method) m), r, ty, W, H, worst);
+					ctx.stats = NULL;
+				}
+			}
+			free(z);
+			if (raw != z)
+				free(raw);
+			free(cpu);
+			free(gpu);
+		}
+
+	/* a device memory cap too small for the routing: auto falls back to the CPU */
+	{
+		int			W = 300,
+					H = 200;
+		double	   *z = random_terrain(W, H, 30, 0.02);
+		double	   *acc = malloc(sizeof(double) * W * H);
+		tg_band		b = band_f64(z, W, H);
+		tg_flow_params p = flow_params(TG_ROUTE_D8, W, H, true);
+		tg_run_stats stats;
+		tg_ctx		ctx = cpu_ctx(&stats);
+		tg_error	err;
+
+		ctx.backend = TG_BACKEND_AUTO;
+		ctx.device_memory_limit = 100000;
+		tg_error_clear(&err);
+		check(tg_flow_accumulation(&ctx, &b, NULL, &p, TG_ACC_AUTO, TG_UNITS_CELLS, acc, &err) == TG_OK &&
+			  stats.backend == TG_BACKEND_CPU && strstr(stats.note, "out of memory") != NULL,
+			  "cuda: accumulation over the memory cap runs on the CPU under auto (%s)", stats.note);
+		ctx.backend = TG_BACKEND_GPU;
+		tg_error_clear(&err);
+		check(tg_flow_accumulation(&ctx, &b, NULL, &p, TG_ACC_AUTO, TG_UNITS_CELLS, acc, &err) == TG_ENOMEM &&
+			  err.on_device, "cuda: ... and fails with device ENOMEM under gpu");
+		free(z);
+		free(acc);
+	}
+}
+
+void
+test_hydro(void)
+{
+	test_fill_hand();
+	test_fill_random();
+	test_fill_float32();
+	test_d8_hand();
+	test_flats();
+	test_mfd_shares();
+	test_accumulation_hand();
+	test_accumulation_random();
+	test_weights_units();
+	test_fdd8_limits();
+	test_geometry();
+	test_degenerate();
+	test_cuda_hydro();
+}
