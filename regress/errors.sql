@@ -36,10 +36,30 @@ SELECT * FROM pg_temp.try($$SELECT tg_slope(rast, scale => 'NaN') FROM dem$$);
 SELECT * FROM pg_temp.try($$SELECT tg_slope(rast, backend => 'fpga') FROM dem$$);
 SELECT * FROM pg_temp.try($$SELECT tg_slope(ST_AddBand(ST_MakeEmptyRaster(3, 3, 0, 0, 0, 0, 0, 0, 0), '16BSI'::text, 1, NULL))$$);
 
+-- hydrology arguments
+SELECT * FROM pg_temp.try($$SELECT tg_fill(rast, method => 'breach') FROM dem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_fill(rast, epsilon => -1) FROM dem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_direction(rast, routing => 'dinf') FROM dem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_direction(rast, routing => 'mfd-md', output => 'codes') FROM dem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_direction(rast, output => 'arrows') FROM dem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, method => 'recursive') FROM dem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, units => 'hectares') FROM dem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, pixeltype => '16BUI') FROM dem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, routing => 'fd8', exponent => 0) FROM dem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, routing => 'fdd8', threshold => -1) FROM dem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, routing => 'fdd8', method => 'flow-transfer') FROM dem$$);
+-- a weight raster must lie on the DEM's grid
+SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, weight => ST_AddBand(ST_MakeEmptyRaster(4, 3, 0, 0, 1, -1, 0, 0, 0), '8BUI'::text, 1, NULL)) FROM dem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, weight => ST_AddBand(ST_MakeEmptyRaster(3, 3, 0, 0, 1, -1, 0, 0, 4326), '8BUI'::text, 1, NULL)) FROM dem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, weight => ST_AddBand(ST_MakeEmptyRaster(3, 3, 0, 0, 2, -2, 0, 0, 0), '8BUI'::text, 1, NULL)) FROM dem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, weight => ST_AddBand(ST_MakeEmptyRaster(3, 3, 0.5, 0, 1, -1, 0, 0, 0), '8BUI'::text, 1, NULL)) FROM dem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, weight => rast, weight_band => 2) FROM dem$$);
+
 -- 22004 null_value_not_allowed
 SELECT * FROM pg_temp.try('SELECT tg_slope(rast, band => NULL) FROM dem');
 SELECT * FROM pg_temp.try('SELECT tg_slope(rast, units => NULL) FROM dem');
 SELECT * FROM pg_temp.try('SELECT tg_slope(rast, scale => NULL) FROM dem');
+SELECT * FROM pg_temp.try('SELECT tg_flow_accumulation(rast, routing => NULL) FROM dem');
 
 -- 22000 data_exception: malformed or truncated raster values
 -- pixels cut short
@@ -60,6 +80,10 @@ SELECT * FROM pg_temp.try($$SELECT tg_slope(pg_temp.raster_from_bytes(overlay(pg
 -- 0A000 feature_not_supported: an out-db band (as raster2pgsql -R stores them)
 SELECT * FROM pg_temp.try($$SELECT tg_slope(pg_temp.raster_from_bytes(
   '\x00000100000000000000f03f000000000000f0bf00000000000000000000000000000000000000000000000000000000000000000000000003000300c5000080002f646174612f64656d2f74696c652e74696600000000'::bytea))$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_fill(pg_temp.raster_from_bytes(
+  '\x00000100000000000000f03f000000000000f0bf00000000000000000000000000000000000000000000000000000000000000000000000003000300c5000080002f646174612f64656d2f74696c652e74696600000000'::bytea))$$);
+-- 0A000: a skewed raster in a geographic SRID
+SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(ST_AddBand(ST_MakeEmptyRaster(3, 3, 8, 46, 0.001, -0.001, 0.0001, 0, 4326), '16BSI'::text, 1, NULL))$$);
 
 -- 0A000 feature_not_supported: backend gpu with no usable device (device 63 never
 -- exists; the detail differs between machines with and without a GPU)

@@ -34,6 +34,27 @@ ORDER BY w, h, pt;
 SELECT tg_slope(rast, units => 'PERCENT', backend => 'gpu') IS NOT NULL FROM dems WHERE w = 700 AND pt = '32BF';
 SELECT function, backend, cells, kernel_ms > 0 AS kernel_timed, transfer_ms > 0 AS transfer_timed, chunks FROM tg_last_run();
 
+-- hydrology: the filled surface bit for bit, D8 exactly, multiple-flow routings within 1e-6
+SELECT w, h, pt, m,
+       (SELECT ST_DumpValues(tg_fill(rast, method => m, backend => 'gpu')))
+     = (SELECT ST_DumpValues(tg_fill(rast, method => m, backend => 'cpu'))) AS fill_same,
+       (SELECT ST_DumpValues(tg_fill(rast, method => m, epsilon => 0.01, backend => 'gpu')))
+     = (SELECT ST_DumpValues(tg_fill(rast, method => m, epsilon => 0.01, backend => 'cpu'))) AS fill_eps_same
+FROM dems, unnest(ARRAY['priority-flood', 'planchon-darboux']) AS m
+WHERE w * h > 300 ORDER BY w, h, pt, m;
+SELECT (SELECT ST_DumpValues(tg_flow_direction(rast, backend => 'gpu')))
+     = (SELECT ST_DumpValues(tg_flow_direction(rast, backend => 'cpu'))) AS d8_codes_same
+FROM dems WHERE w = 700 AND pt = '16BSI';
+SELECT r, m, c.max_rel_diff = 0 AS exact, c.max_rel_diff <= 1e-6 AS within_1e6, c.same_nodata
+FROM dems, unnest(ARRAY['d8', 'mfd-md', 'fdd8']) AS r,
+     unnest(ARRAY['flow-transfer', 'dependency-transfer', 'indegree', 'topological']) AS m,
+     pg_temp.compare(tg_flow_accumulation(rast, routing => r, method => m, backend => 'gpu'),
+                     tg_flow_accumulation(rast, routing => r, method => 'indegree', backend => 'cpu')) AS c
+WHERE w = 700 AND pt = '16BSI' AND NOT (r = 'fdd8' AND m = 'flow-transfer')
+ORDER BY r, m;
+SELECT tg_flow_accumulation(rast, backend => 'gpu') IS NOT NULL FROM dems WHERE w = 700 AND pt = '32BF';
+SELECT function, backend, method, kernel_ms > 0 AS kernel_timed, prep_ms > 0 AS prep_timed, iterations > 0 AS rounds FROM tg_last_run();
+
 -- a device memory cap cuts the work into strips: same result
 SET terra_gpu.max_device_memory_mb = 1;
 CREATE TEMP TABLE strips AS

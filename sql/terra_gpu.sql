@@ -33,7 +33,10 @@ CREATE FUNCTION tg_last_run(
 	OUT transfer_ms double precision,
 	OUT core_ms double precision,
 	OUT chunks integer,
-	OUT note text)
+	OUT note text,
+	OUT method text,
+	OUT iterations integer,
+	OUT prep_ms double precision)
 	AS 'MODULE_PATHNAME', 'tgpg_last_run'
 	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
 COMMENT ON FUNCTION tg_last_run() IS
@@ -54,3 +57,54 @@ CREATE FUNCTION tg_slope(
 	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION tg_slope(raster, integer, text, double precision, double precision, text) IS
 'Horn slope of a DEM band as a 32BF raster (DEGREES, RADIANS or PERCENT), same conventions as ST_Slope; scale = vertical/horizontal unit ratio (111120 for degrees and metres)';
+
+-------------------------------------------------------------------------------
+-- Hydrology
+-------------------------------------------------------------------------------
+CREATE FUNCTION tg_fill(
+	rast raster,
+	band integer DEFAULT 1,
+	method text DEFAULT 'priority-flood',
+	epsilon double precision DEFAULT 0,
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_fill'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_fill(raster, integer, text, double precision, double precision, text) IS
+'Depression-filled DEM (priority-flood or planchon-darboux; the same surface): every cell drains to the raster edge or nodata; epsilon > 0 makes it strictly drainable';
+
+CREATE FUNCTION tg_flow_direction(
+	rast raster,
+	band integer DEFAULT 1,
+	routing text DEFAULT 'd8',
+	fill boolean DEFAULT true,
+	exponent double precision DEFAULT 1.1,
+	threshold double precision DEFAULT 1000,
+	output text DEFAULT 'auto',
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_flow_direction'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_flow_direction(raster, integer, text, boolean, double precision, double precision, text, text) IS
+'Flow directions of a DEM (d8, fd8, mfd-md, fdd8): D8 ESRI codes (8BUI), a receiver bit mask (16BUI) or 8 bands of flow shares (32BF, E SE S SW W NW N NE); flats resolved (Barnes 2014)';
+
+CREATE FUNCTION tg_flow_accumulation(
+	rast raster,
+	band integer DEFAULT 1,
+	routing text DEFAULT 'd8',
+	method text DEFAULT 'auto',
+	weight raster DEFAULT NULL,
+	units text DEFAULT 'cells',
+	fill boolean DEFAULT true,
+	exponent double precision DEFAULT 1.1,
+	threshold double precision DEFAULT 1000,
+	weight_band integer DEFAULT 1,
+	pixeltype text DEFAULT '64BF',
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_flow_accumulation'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_flow_accumulation(raster, integer, text, text, raster, text, boolean, double precision, double precision, integer, text, double precision, text) IS
+'Flow accumulation of a DEM (cells, area or sca), every cell counting itself; routings d8, fd8, mfd-md, fdd8; methods flow-transfer, dependency-transfer, indegree, topological (all give the same result)';

@@ -118,8 +118,8 @@ tgpg_last_run(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	const tg_run_stats *stats;
 	const char *function;
-	Datum		values[8];
-	bool		nulls[8];
+	Datum		values[11];
+	bool		nulls[11];
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -141,6 +141,11 @@ tgpg_last_run(PG_FUNCTION_ARGS)
 	values[6] = Int32GetDatum(stats->chunks);
 	nulls[6] = stats->backend != TG_BACKEND_GPU;
 	values[7] = text_or_null(stats->note, &nulls[7]);
+	values[8] = text_or_null(stats->method, &nulls[8]);
+	values[9] = Int32GetDatum(stats->iterations);
+	nulls[9] = stats->iterations == 0;
+	values[10] = Float8GetDatum(stats->prep_ms);
+	nulls[10] = stats->backend != TG_BACKEND_GPU || stats->prep_ms == 0;
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
