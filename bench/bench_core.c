@@ -1,10 +1,18 @@
 /*
- * bench_core.c — time the core's slope on a real DEM without a server: CPU
- * path, GPU path (device kernel time from CUDA events, transfers, wall time in
- * the core) and the GPU/CPU agreement.  bench/run_bench.py drives it; the DEM
- * comes as raw pixels (gdal_translate -of ENVI).
+ * bench_core.c — time the core's operations on a real DEM without a server:
+ * the CPU path, the GPU path (device kernel time from CUDA events, transfers,
+ * wall time in the core) and the GPU/CPU agreement.  bench/run_bench.py and
+ * bench/hydro_bench.py drive it; the DEM comes as raw pixels
+ * (gdal_translate -of ENVI).
  *
- *   bench_core FILE WIDTH HEIGHT PIXTYPE NODATA|none PIXEL_W PIXEL_H SCALE REPS
+ *   bench_core FILE WIDTH HEIGHT PIXTYPE NODATA|none OPTION=VALUE...
+ *
+ * options: op=slope|fill|direction|accumulation (slope), reps=N (3),
+ *   backends=cpu,gpu (both; gpu skipped without a device), geographic=0|1,
+ *   pixel_w=, pixel_h= (projected), lat_top=, lat_step=, lon_step= (geographic),
+ *   scale= (slope), method= (fill: priority-flood|planchon-darboux;
+ *   accumulation: indegree|topological|dependency-transfer|flow-transfer),
+ *   routing=d8|fd8|mfd-md|fdd8, eps= (fill), fill=0|1 (routing on the filled DEM)
  *
  * Prints one line of key=value pairs.
  */
@@ -15,6 +23,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+typedef struct options
+{
+	const char *op;
+	int			reps;
+	bool		cpu;
+	bool		gpu;
+	double		scale;
+	double		eps;
+	const char *method;
+	tg_flow_params flow;
+} options;
 
 static double
 now_ms(void)
@@ -52,31 +72,74 @@ parse_pixtype(const char *s)
 	return -1;
 }
 
-/* Run slope `reps` times on a backend; medians into *wall, *kernel, *transfer. */
-static int
-time_slope(tg_backend backend, const tg_band *b, const tg_slope_params *p, float *out,
-		   int reps, double *wall, double *kernel, double *transfer)
+static tg_routing
+parse_routing(const char *s)
 {
-	double	   *w = calloc(reps, sizeof(double));
-	double	   *k = calloc(reps, sizeof(double));
-	double	   *t = calloc(reps, sizeof(double));
+	return strcmp(s, "fd8") == 0 ? TG_ROUTE_FD8 : strcmp(s, "mfd-md") == 0 ? TG_ROUTE_MFD_MD :
+		strcmp(s, "fdd8") == 0 ? TG_ROUTE_FDD8 : TG_ROUTE_D8;
+}
+
+static tg_accum_method
+parse_accum(const char *s)
+{
+	return strcmp(s, "flow-transfer") == 0 ? TG_ACC_FLOW_TRANSFER :
+		strcmp(s, "dependency-transfer") == 0 ? TG_ACC_DEPENDENCY_TRANSFER :
+		strcmp(s, "topological") == 0 ? TG_ACC_TOPOLOGICAL :
+		strcmp(s, "indegree") == 0 ? TG_ACC_INDEGREE : TG_ACC_AUTO;
+}
+
+/* One run of the operation; results go to out (sized for the largest output). */
+static tg_status
+run_op(const options *o, tg_backend backend, const tg_band *b, void *out, tg_run_stats *stats,
+	   tg_error *err)
+{
+	tg_ctx		ctx;
+
+	tg_ctx_init(&ctx);
+	ctx.backend = backend;
+	ctx.stats = stats;
+	tg_error_clear(err);
+	if (strcmp(o->op, "fill") == 0)
+	{
+		tg_fill_params fp = {strcmp(o->method, "planchon-darboux") == 0 ? TG_FILL_PLANCHON_DARBOUX :
+		TG_FILL_PRIORITY_FLOOD, o->eps, TG_PT_64BF};
+
+		return tg_fill(&ctx, b, &fp, -9999, out, err);
+	}
+	if (strcmp(o->op, "direction") == 0)
+		return tg_flow_direction(&ctx, b, &o->flow, o->flow.routing == TG_ROUTE_D8 ? out : NULL,
+								 o->flow.routing == TG_ROUTE_D8 ? NULL : out, err);
+	if (strcmp(o->op, "accumulation") == 0)
+		return tg_flow_accumulation(&ctx, b, NULL, &o->flow, parse_accum(o->method),
+									TG_UNITS_CELLS, out, err);
+	{
+		tg_slope_params sp = {o->flow.geom.cell_x, o->flow.geom.cell_y, o->scale,
+		TG_SLOPE_DEGREES, -9999.0f};
+
+		return tg_slope(&ctx, b, &sp, out, err);
+	}
+}
+
+/* Medians over reps after one warm-up run. */
+static int
+time_op(const options *o, tg_backend backend, const tg_band *b, void *out,
+		double *wall, double *kernel, double *transfer, double *prep, int *iterations)
+{
+	double	   *w = calloc(o->reps, sizeof(double));
+	double	   *k = calloc(o->reps, sizeof(double));
+	double	   *t = calloc(o->reps, sizeof(double));
+	double	   *pr = calloc(o->reps, sizeof(double));
 	int			i;
 
-	for (i = -1; i < reps; i++)	/* one warm-up run (CUDA start, caches) */
+	for (i = -1; i < o->reps; i++)
 	{
-		tg_ctx		ctx;
-		tg_error	err;
 		tg_run_stats stats;
-		double		t0;
+		tg_error	err;
+		double		t0 = now_ms();
 
-		tg_ctx_init(&ctx);
-		ctx.backend = backend;
-		ctx.stats = &stats;
-		tg_error_clear(&err);
-		t0 = now_ms();
-		if (tg_slope(&ctx, b, p, out, &err) != TG_OK)
+		if (run_op(o, backend, b, out, &stats, &err) != TG_OK)
 		{
-			fprintf(stderr, "slope on %s failed: %s %s\n", tg_backend_name(backend),
+			fprintf(stderr, "%s on %s failed: %s %s\n", o->op, tg_backend_name(backend),
 					err.message, err.detail);
 			return 1;
 		}
@@ -85,46 +148,104 @@ time_slope(tg_backend backend, const tg_band *b, const tg_slope_params *p, float
 			w[i] = now_ms() - t0;
 			k[i] = stats.kernel_ms;
 			t[i] = stats.transfer_ms;
+			pr[i] = stats.prep_ms;
+			*iterations = stats.iterations;
 		}
 	}
-	*wall = median(w, reps);
-	*kernel = median(k, reps);
-	*transfer = median(t, reps);
+	*wall = median(w, o->reps);
+	*kernel = median(k, o->reps);
+	*transfer = median(t, o->reps);
+	*prep = median(pr, o->reps);
 	free(w);
 	free(k);
 	free(t);
+	free(pr);
 	return 0;
+}
+
+/* Largest relative difference between two outputs of the operation. */
+static void
+compare(const options *o, const void *a, const void *b, size_t n, double *worst, size_t *differing)
+{
+	size_t		i;
+
+	*worst = 0;
+	*differing = 0;
+	if (strcmp(o->op, "direction") == 0 && o->flow.routing == TG_ROUTE_D8)
+	{
+		for (i = 0; i < n; i++)
+			*differing += ((const uint8_t *) a)[i] != ((const uint8_t *) b)[i];
+		*worst = *differing ? 1 : 0;
+		return;
+	}
+	if (strcmp(o->op, "direction") == 0)
+		n *= 8;
+	for (i = 0; i < n; i++)
+	{
+		double		x,
+					y,
+					d;
+
+		if (strcmp(o->op, "slope") == 0 || strcmp(o->op, "direction") == 0)
+		{
+			x = ((const float *) a)[i];
+			y = ((const float *) b)[i];
+		}
+		else
+		{
+			x = ((const double *) a)[i];
+			y = ((const double *) b)[i];
+		}
+		if (isnan(x) && isnan(y))
+			continue;
+		d = fabs(x - y) / fmax(1.0, fabs(y));
+		if (isnan(d))
+			d = INFINITY;
+		if (d > *worst)
+			*worst = d;
+		*differing += x != y;
+	}
 }
 
 int
 main(int argc, char **argv)
 {
+	options		o;
 	tg_band		b;
-	tg_slope_params p;
 	tg_device_info info;
 	FILE	   *f;
 	size_t		n,
-				bytes;
-	void	   *data;
-	float	   *cpu,
+				bytes,
+				out_bytes;
+	void	   *data,
+			   *cpu,
 			   *gpu;
-	int			reps,
-				code;
-	double		cpu_wall,
-				k,
-				t,
-				gpu_wall,
-				gpu_kernel,
-				gpu_transfer;
+	int			i,
+				code,
+				iterations = 0;
+	double		wall,
+				kernel,
+				transfer,
+				prep;
 
-	if (argc != 10)
+	if (argc < 6)
 	{
-		fprintf(stderr, "usage: %s FILE WIDTH HEIGHT PIXTYPE NODATA|none PIXEL_W PIXEL_H SCALE REPS\n", argv[0]);
+		fprintf(stderr, "usage: %s FILE WIDTH HEIGHT PIXTYPE NODATA|none OPTION=VALUE...\n", argv[0]);
 		return 2;
 	}
+	memset(&o, 0, sizeof o);
 	memset(&b, 0, sizeof b);
-	b.width = atoi(argv[2]);
-	b.height = atoi(argv[3]);
+	o.op = "slope";
+	o.reps = 3;
+	o.cpu = o.gpu = true;
+	o.scale = 1;
+	o.method = "auto";
+	o.flow.exponent = 1.1;
+	o.flow.threshold = 1000;
+	o.flow.fill = true;
+	o.flow.geom.cell_x = o.flow.geom.cell_y = 1;
+	b.width = o.flow.geom.width = atoi(argv[2]);
+	b.height = o.flow.geom.height = atoi(argv[3]);
 	code = parse_pixtype(argv[4]);
 	if (code < 0)
 	{
@@ -134,15 +255,51 @@ main(int argc, char **argv)
 	b.pixtype = (tg_pixtype) code;
 	b.has_nodata = strcmp(argv[5], "none") != 0;
 	b.nodata = b.has_nodata ? atof(argv[5]) : 0;
-	p.pixel_width = atof(argv[6]);
-	p.pixel_height = atof(argv[7]);
-	p.scale = atof(argv[8]);
-	p.units = TG_SLOPE_DEGREES;
-	p.out_nodata = -9999.0f;
-	reps = atoi(argv[9]);
+	for (i = 6; i < argc; i++)
+	{
+		char	   *eq = strchr(argv[i], '=');
+		const char *v;
+
+		if (!eq)
+			continue;
+		*eq = '\0';
+		v = eq + 1;
+		if (!strcmp(argv[i], "op"))
+			o.op = v;
+		else if (!strcmp(argv[i], "reps"))
+			o.reps = atoi(v);
+		else if (!strcmp(argv[i], "backends"))
+		{
+			o.cpu = strstr(v, "cpu") != NULL;
+			o.gpu = strstr(v, "gpu") != NULL;
+		}
+		else if (!strcmp(argv[i], "scale"))
+			o.scale = atof(v);
+		else if (!strcmp(argv[i], "eps"))
+			o.eps = atof(v);
+		else if (!strcmp(argv[i], "method"))
+			o.method = v;
+		else if (!strcmp(argv[i], "routing"))
+			o.flow.routing = parse_routing(v);
+		else if (!strcmp(argv[i], "fill"))
+			o.flow.fill = atoi(v) != 0;
+		else if (!strcmp(argv[i], "geographic"))
+			o.flow.geom.geographic = atoi(v) != 0;
+		else if (!strcmp(argv[i], "pixel_w"))
+			o.flow.geom.cell_x = atof(v);
+		else if (!strcmp(argv[i], "pixel_h"))
+			o.flow.geom.cell_y = atof(v);
+		else if (!strcmp(argv[i], "lat_top"))
+			o.flow.geom.lat_top = atof(v);
+		else if (!strcmp(argv[i], "lat_step"))
+			o.flow.geom.lat_step = atof(v);
+		else if (!strcmp(argv[i], "lon_step"))
+			o.flow.geom.lon_step = atof(v);
+	}
 
 	n = (size_t) b.width * b.height;
 	bytes = n * tg_pixtype_size(b.pixtype);
+	out_bytes = n * 8 * sizeof(float) > n * sizeof(double) ? n * 8 * sizeof(float) : n * sizeof(double);
 	data = malloc(bytes);
 	f = fopen(argv[1], "rb");
 	if (!f || fread(data, 1, bytes, f) != bytes)
@@ -152,36 +309,37 @@ main(int argc, char **argv)
 	}
 	fclose(f);
 	b.data = data;
-	cpu = malloc(n * sizeof(float));
-	gpu = malloc(n * sizeof(float));
+	cpu = malloc(out_bytes);
+	gpu = malloc(out_bytes);
 
-	if (time_slope(TG_BACKEND_CPU, &b, &p, cpu, reps, &cpu_wall, &k, &t))
-		return 1;
-	printf("cells=%zu cpu_ms=%.3f cpu_gcells=%.4f", n, cpu_wall, n / cpu_wall / 1e6);
-
-	tg_device_query(0, &info);
-	if (info.available)
+	printf("op=%s cells=%zu", o.op, n);
+	if (o.cpu)
 	{
-		double		worst = 0;
-		size_t		i,
-					differing = 0;
-
-		if (time_slope(TG_BACKEND_GPU, &b, &p, gpu, reps, &gpu_wall, &gpu_kernel, &gpu_transfer))
+		if (time_op(&o, TG_BACKEND_CPU, &b, cpu, &wall, &kernel, &transfer, &prep, &iterations))
 			return 1;
-		for (i = 0; i < n; i++)
-		{
-			double		d = fabs((double) gpu[i] - cpu[i]) / fmax(1.0, fabs(cpu[i]));
-
-			if (isnan(d) || d > worst)
-				worst = isnan(d) ? INFINITY : d;
-			differing += gpu[i] != cpu[i];
-		}
-		printf(" gpu_ms=%.3f gpu_kernel_ms=%.4f gpu_transfer_ms=%.3f kernel_gcells=%.1f"
-			   " max_rel_diff=%.3g cells_differing=%zu device=\"%s\"",
-			   gpu_wall, gpu_kernel, gpu_transfer, n / gpu_kernel / 1e6, worst, differing,
-			   info.name);
+		printf(" cpu_ms=%.3f cpu_gcells=%.4f cpu_iterations=%d", wall, n / wall / 1e6, iterations);
 	}
-	else
+	tg_device_query(0, &info);
+	if (o.gpu && info.available)
+	{
+		double		worst;
+		size_t		differing;
+
+		if (time_op(&o, TG_BACKEND_GPU, &b, gpu, &wall, &kernel, &transfer, &prep, &iterations))
+			return 1;
+		printf(" gpu_ms=%.3f gpu_kernel_ms=%.4f gpu_transfer_ms=%.3f kernel_gcells=%.2f gpu_iterations=%d",
+			   wall, kernel, transfer, kernel > 0 ? n / kernel / 1e6 : 0.0, iterations);
+		if (prep > 0)
+			printf(" gpu_prep_ms=%.4f gpu_own_ms=%.4f own_gcells=%.2f", prep, kernel - prep,
+				   n / (kernel - prep) / 1e6);
+		if (o.cpu)
+		{
+			compare(&o, gpu, cpu, n, &worst, &differing);
+			printf(" max_rel_diff=%.3g cells_differing=%zu", worst, differing);
+		}
+		printf(" device=\"%s\"", info.name);
+	}
+	else if (o.gpu)
 		printf(" gpu=none");
 	printf("\n");
 	free(data);

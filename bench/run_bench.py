@@ -83,8 +83,9 @@ def bench_core(dem, reps):
         raw = os.path.join(tmp, "dem.bil")
         run(["gdal_translate", "-q", "-of", "ENVI", dem.path, raw])
         nodata = "none" if dem.nodata is None else repr(dem.nodata)
-        out = run([exe, raw, str(dem.width), str(dem.height), dem.pixtype, nodata,
-                   repr(dem.pixel_width), repr(dem.pixel_height), repr(dem.scale), str(reps)])
+        out = run([exe, raw, str(dem.width), str(dem.height), dem.pixtype, nodata, "op=slope",
+                   "pixel_w=%r" % dem.pixel_width, "pixel_h=%r" % dem.pixel_height,
+                   "scale=%r" % dem.scale, "reps=%d" % reps])
     return dict(re.findall(r'(\w+)=("[^"]*"|\S+)', out))
 
 
