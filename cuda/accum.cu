@@ -80,65 +80,70 @@ tgk_sources(const uint8_t *__restrict__ kind, const uint32_t *__restrict__ indeg
 	}
 }
 
-/* Finish cell c (accumulate when asked) and free the receivers it completes. */
-__device__ __forceinline__ void
-finish(const tg_route_view &r, const double *weight, double *acc, uint32_t *indeg,
-	   uint32_t c, uint32_t *order, uint32_t *tail)
-{
-	const int	W = r.width;
-	const int	x = (int) (c % W),
-				y = (int) (c / W);
-
-	if (acc)
-		acc[c] = tg_route_pull(&r, weight, acc, c);
-	for (int k = 0; k < 8; k++)
-	{
-		int			nx = x + tg_nbr_dx(k),
-					ny = y + tg_nbr_dy(k);
-
-		if (nx < 0 || ny < 0 || nx >= W || ny >= r.height || !tg_route_drains_to(&r, c, k))
-			continue;
-		uint32_t	ni = (uint32_t) ((size_t) ny * W + nx);
-
-		if (atomicSub(&indeg[ni], 1u) == 1u)
-			order[atomicAdd(tail, 1u)] = ni;
-	}
-}
-
 /*
  * Kahn's frontier rounds, level after level, until the frontier is empty or
- * max_levels have run.  state = {head, count, tail, level} in global memory;
- * the frontier is order[head, head + count); level_start (may be NULL)
- * records where each level begins.
+ * max_levels have run, one grid barrier per level.  The frontier is
+ * order[head, head + count); cells freed during a level are appended after it
+ * by counting in slot level % 3 of `appended`.  After the barrier every thread
+ * reads the count of the level just done; the slot of the next level, last
+ * read right after the barrier before the previous one, is cleared during
+ * this level, before the barrier that opens the next.
+ * state = {head, count, level}; level_start (may be NULL) records where each
+ * level begins.
  */
 __global__ void __launch_bounds__(COOP_THREADS)
 tgk_frontier_coop(tg_route_view r, const double *__restrict__ weight, double *acc,
-				  uint32_t *indeg, uint32_t *order, uint32_t *state, uint32_t *level_start,
-				  uint32_t max_levels)
+				  uint32_t *indeg, uint32_t *order, uint32_t *state, uint32_t *appended,
+				  uint32_t *level_start, uint32_t max_levels)
 {
 	cg::grid_group grid = cg::this_grid();
+	uint32_t	head = state[0],
+				count = state[1],
+				level = state[2];
 
-	for (uint32_t done = 0; done < max_levels; done++)
+	for (uint32_t done = 0; done < max_levels && count > 0; done++)
 	{
-		const uint32_t head = __ldcg(&state[0]);
-		const uint32_t count = __ldcg(&state[1]);
+		const uint32_t end = head + count;
+		uint32_t   *slot = &appended[level % 3];
 
-		if (count == 0)
-			break;
-		for (uint32_t j = grid.thread_rank(); j < count; j += grid.size())
-			finish(r, weight, acc, indeg, __ldcg(&order[head + j]), order, &state[2]);
-		grid.sync();
 		if (grid.thread_rank() == 0)
 		{
-			uint32_t	level = state[3];
-
+			appended[(level + 1) % 3] = 0;
 			if (level_start)
 				level_start[level] = head;
-			state[0] = head + count;
-			state[1] = __ldcg(&state[2]) - (head + count);
-			state[3] = level + 1;
+		}
+		for (uint32_t j = grid.thread_rank(); j < count; j += grid.size())
+		{
+			const uint32_t c = __ldcg(&order[head + j]);
+			const int	W = r.width;
+			const int	x = (int) (c % W),
+						y = (int) (c / W);
+
+			if (acc)
+				acc[c] = tg_route_pull(&r, weight, acc, c);
+			for (int k = 0; k < 8; k++)
+			{
+				int			nx = x + tg_nbr_dx(k),
+							ny = y + tg_nbr_dy(k);
+
+				if (nx < 0 || ny < 0 || nx >= W || ny >= r.height || !tg_route_drains_to(&r, c, k))
+					continue;
+				uint32_t	ni = (uint32_t) ((size_t) ny * W + nx);
+
+				if (atomicSub(&indeg[ni], 1u) == 1u)
+					order[end + atomicAdd(slot, 1u)] = ni;
+			}
 		}
 		grid.sync();
+		head = end;
+		count = __ldcg(slot);
+		level++;
+	}
+	if (grid.thread_rank() == 0)
+	{
+		state[0] = head;
+		state[1] = count;
+		state[2] = level;
 	}
 }
 
@@ -295,31 +300,36 @@ frontier_rounds(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind,
 				tg_error *err)
 {
 	const size_t n = (size_t) r.width * r.height;
-	dbuf<uint32_t> state;
+	dbuf<uint32_t> state,		/* {head, count, level} */
+				appended,		/* 3 rotating append counters */
+				sources;
 	dbuf<double> scratch;		/* the sources' NaN init when no acc is kept */
-	uint32_t	h[4] = {0, 0, 0, 0};
+	uint32_t	h[3] = {0, 0, 0};
 	unsigned	blocks = 0;
 	tg_status	st;
 
 	st = coop_grid(tgk_frontier_coop, &blocks, err);
 	if (st != TG_OK)
 		return st;
-	TG_CUDA_RETURN_IF(state.alloc(4), "allocating frontier state");
-	TG_CUDA_RETURN_IF(cudaMemset(state.p, 0, 4 * sizeof(uint32_t)), "clearing frontier state");
+	TG_CUDA_RETURN_IF(state.alloc(3), "allocating frontier state");
+	TG_CUDA_RETURN_IF(appended.alloc(3), "allocating frontier counters");
+	TG_CUDA_RETURN_IF(sources.alloc(1), "allocating a counter");
+	TG_CUDA_RETURN_IF(cudaMemset(appended.p, 0, 3 * sizeof(uint32_t)), "clearing frontier counters");
+	TG_CUDA_RETURN_IF(cudaMemset(sources.p, 0, sizeof(uint32_t)), "clearing a counter");
 	if (acc == nullptr)
 		TG_CUDA_RETURN_IF(scratch.alloc(n), "allocating scratch");
 	tgk_count_donors<<<grid_for(n), 256>>>(r, kind, indeg);
 	TG_CUDA_RETURN_IF_LAUNCH("counting donors");
-	tgk_sources<<<grid_for(n), 256>>>(kind, indeg, n, order, state.p + 2, acc ? acc : scratch.p);
+	tgk_sources<<<grid_for(n), 256>>>(kind, indeg, n, order, sources.p, acc ? acc : scratch.p);
 	TG_CUDA_RETURN_IF_LAUNCH("finding sources");
-	TG_CUDA_RETURN_IF(cudaMemcpy(h, state.p, sizeof h, cudaMemcpyDeviceToHost), "finding sources");
-	h[1] = h[2];				/* the sources are the first frontier */
+	TG_CUDA_RETURN_IF(cudaMemcpy(&h[1], sources.p, sizeof(uint32_t), cudaMemcpyDeviceToHost),
+					  "finding sources");
 	TG_CUDA_RETURN_IF(cudaMemcpy(state.p, h, sizeof h, cudaMemcpyHostToDevice), "finding sources");
 
 	while (h[1] > 0)
 	{
 		void	   *args[] = {(void *) &r, (void *) &weight, (void *) &acc, (void *) &indeg,
-			(void *) &order, (void *) &state.p, (void *) &d_level_start,
+			(void *) &order, (void *) &state.p, (void *) &appended.p, (void *) &d_level_start,
 		(void *) &LEVELS_PER_LAUNCH};
 
 		if (tg_canceled(ctx))
@@ -329,14 +339,14 @@ frontier_rounds(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind,
 		TG_CUDA_RETURN_IF(cudaMemcpy(h, state.p, sizeof h, cudaMemcpyDeviceToHost),
 						  "running frontier rounds");
 	}
-	*levels = (int) h[3];
+	*levels = (int) h[2];
 	if (level_start)
 	{
-		level_start->resize((size_t) h[3] + 1);
-		if (h[3] > 0)
-			TG_CUDA_RETURN_IF(cudaMemcpy(level_start->data(), d_level_start, h[3] * sizeof(uint32_t),
+		level_start->resize((size_t) h[2] + 1);
+		if (h[2] > 0)
+			TG_CUDA_RETURN_IF(cudaMemcpy(level_start->data(), d_level_start, h[2] * sizeof(uint32_t),
 										 cudaMemcpyDeviceToHost), "reading levels");
-		(*level_start)[h[3]] = h[0];
+		(*level_start)[h[2]] = h[0];
 	}
 	return TG_OK;
 }
@@ -443,14 +453,39 @@ dependency_transfer(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *ki
 	}
 }
 
-/* Accumulate on a routing already on the device. */
+/*
+ * Accumulate on a routing already on the device.  auto: D8 with integer-valued
+ * weights goes through the two-level tiled scheme (accum_tiled.cu), anything
+ * else through indegree; *used names what ran.
+ */
 template <typename V>
 tg_status
 accumulate(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_params *p,
-		   const double *weight, tg_accum_method method, double *acc, int *rounds, tg_error *err)
+		   const double *weight, tg_accum_method method, double *acc, int *rounds,
+		   const char **used, tg_error *err)
 {
 	const tg_route_view r = route.view(p->threshold);
 	const size_t n = route.n;
+
+	if (method == TG_ACC_AUTO)
+	{
+		bool		integral = false;
+		tg_status	st;
+
+		if (p->routing == TG_ROUTE_D8)
+		{
+			st = weights_are_integral(weight, route.kind.p, n, &integral, err);
+			if (st != TG_OK)
+				return st;
+		}
+		if (integral)
+		{
+			*used = "tiled (d8)";
+			return accumulate_d8_tiled(ctx, r, route.kind.p, weight, acc, rounds, err);
+		}
+		method = TG_ACC_INDEGREE;
+	}
+	*used = tg_accum_method_name(method);
 
 	if (method == TG_ACC_FLOW_TRANSFER)
 		return flow_transfer(ctx, r, route.kind.p, weight, acc, rounds, err);
@@ -485,7 +520,7 @@ accumulation_bytes_per_cell(tg_accum_method method)
 {
 	/* weights and acc, plus the method's own buffers */
 	size_t		own = method == TG_ACC_FLOW_TRANSFER ? 16 : method == TG_ACC_DEPENDENCY_TRANSFER ? 4 :
-		method == TG_ACC_TOPOLOGICAL ? 12 : 8;
+		method == TG_ACC_TOPOLOGICAL ? 12 : method == TG_ACC_AUTO ? tiled_bytes_per_cell() : 8;
 
 	return 16 + own;
 }
@@ -521,10 +556,9 @@ accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
 	double		transfer_ms = 0;
 	int			route_rounds = 0,
 				rounds = 0;
+	const char *used = "";
 	tg_status	st;
 
-	if (method == TG_ACC_AUTO)
-		method = TG_ACC_INDEGREE;
 	st = check_budget(ctx, n * (route_bytes_per_cell(dem, p, sizeof(V)) +
 								accumulation_bytes_per_cell(method)),
 					  "flow accumulation", err);
@@ -548,7 +582,7 @@ accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
 	TG_CUDA_RETURN_IF(cudaEventRecord(up.stop), "recording an event");
 
 	TG_CUDA_RETURN_IF(cudaEventRecord(compute.start), "recording an event");
-	st = accumulate<V>(ctx, route, p, d_weight.p, method, d_acc.p, &rounds, err);
+	st = accumulate<V>(ctx, route, p, d_weight.p, method, d_acc.p, &rounds, &used, err);
 	if (st != TG_OK)
 		return st;
 	TG_CUDA_RETURN_IF(cudaEventRecord(compute.stop), "recording an event");
@@ -569,7 +603,7 @@ accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
 		ctx->stats->transfer_ms += transfer_ms + up.elapsed() + down.elapsed();
 		ctx->stats->iterations = rounds;
 		ctx->stats->chunks = route_rounds;
-		snprintf(ctx->stats->method, sizeof ctx->stats->method, "%s", tg_accum_method_name(method));
+		snprintf(ctx->stats->method, sizeof ctx->stats->method, "%s", used);
 	}
 	return TG_OK;
 }
@@ -633,7 +667,9 @@ direction_impl(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, u
 		TG_CUDA_RETURN_IF(d_acc.alloc(n), "allocating the accumulation");
 		TG_CUDA_RETURN_IF(cudaMemcpy(d_weight.p, ones.data(), n * sizeof(double),
 									 cudaMemcpyHostToDevice), "copying weights to the GPU");
-		st = accumulate<V>(ctx, route, p, d_weight.p, TG_ACC_INDEGREE, d_acc.p, &acc_rounds, err);
+		const char *used;
+
+		st = accumulate<V>(ctx, route, p, d_weight.p, TG_ACC_INDEGREE, d_acc.p, &acc_rounds, &used, err);
 		if (st != TG_OK)
 			return st;
 	}

@@ -278,8 +278,12 @@ tgk_relax_tiles(Op op, typename Op::value_t *__restrict__ vals, int W, int H, in
 	}
 }
 
+/* Rounds launched between two reads of the activation counters. */
+constexpr int RELAX_ROUNDS_PER_CHECK = 4;
+
 /*
- * Run the relaxation to its fixed point.  rounds: how many passes it took.
+ * Run the relaxation to its fixed point.  rounds: how many passes it took
+ * (up to the first that re-activated no tile).
  */
 template <class Op>
 tg_status
@@ -292,28 +296,37 @@ relax_tiles(const tg_ctx *ctx, const Op &op, typename Op::value_t *vals, int W, 
 	dbuf<uint8_t> cur,
 				next;
 	dbuf<unsigned> activations;
-	unsigned	count = 1;
+	unsigned	counts[RELAX_ROUNDS_PER_CHECK];
 	dim3		block(RELAX_TILE, RELAX_ROWS);
 	dim3		grid(tiles_x, tiles_y);
 
 	TG_CUDA_RETURN_IF(cur.alloc(ntiles), "allocating tile flags");
 	TG_CUDA_RETURN_IF(next.alloc(ntiles), "allocating tile flags");
-	TG_CUDA_RETURN_IF(activations.alloc(1), "allocating a counter");
+	TG_CUDA_RETURN_IF(activations.alloc(RELAX_ROUNDS_PER_CHECK), "allocating counters");
 	TG_CUDA_RETURN_IF(cudaMemset(cur.p, 1, ntiles), "clearing tile flags");
 
-	for (*rounds = 0; count > 0; (*rounds)++)
+	for (*rounds = 0;;)
 	{
 		if (tg_canceled(ctx))
 			return tg_error_set(err, TG_ECANCELED, "canceled");
-		TG_CUDA_RETURN_IF(cudaMemsetAsync(next.p, 0, ntiles), "clearing tile flags");
-		TG_CUDA_RETURN_IF(cudaMemsetAsync(activations.p, 0, sizeof(unsigned)), "clearing a counter");
-		tgk_relax_tiles<Op><<<grid, block>>>(op, vals, W, H, tiles_x, cur.p, next.p, activations.p);
+		TG_CUDA_RETURN_IF(cudaMemsetAsync(activations.p, 0, sizeof counts), "clearing counters");
+		for (int r = 0; r < RELAX_ROUNDS_PER_CHECK; r++)
+		{
+			TG_CUDA_RETURN_IF(cudaMemsetAsync(next.p, 0, ntiles), "clearing tile flags");
+			tgk_relax_tiles<Op><<<grid, block>>>(op, vals, W, H, tiles_x, cur.p, next.p,
+												 activations.p + r);
+			std::swap(cur.p, next.p);
+		}
 		TG_CUDA_RETURN_IF_LAUNCH("relaxing tiles");
-		TG_CUDA_RETURN_IF(cudaMemcpy(&count, activations.p, sizeof count, cudaMemcpyDeviceToHost),
+		TG_CUDA_RETURN_IF(cudaMemcpy(counts, activations.p, sizeof counts, cudaMemcpyDeviceToHost),
 						  "relaxing tiles");
-		std::swap(cur.p, next.p);
+		for (int r = 0; r < RELAX_ROUNDS_PER_CHECK; r++)
+		{
+			(*rounds)++;
+			if (counts[r] == 0)
+				return TG_OK;	/* nothing changed at a tile border: converged */
+		}
 	}
-	return TG_OK;
 }
 
 /* Depression fill: v(c) <- max(Z(c), min(v(c), min_n inc(v(n)))). */

@@ -6,7 +6,7 @@
  * terrain, and the labels of flats, are the minimal fixed points of
  *     d(c) <- min(d(c), d(n) + 1)   and   l(c) <- min(l(c), l(n))
  * over neighbouring flat cells, so hydro.cuh's tiled relaxation computes
- * exactly what the CPU's queues do.
+ * exactly what the CPU's queues do (the two distances together, packed).
  */
 #include "hydro.cuh"
 #include "route.cuh"
@@ -16,29 +16,48 @@ namespace
 constexpr int32_t FAR = 1 << 30;		/* "not reached" distance */
 constexpr uint32_t NO_LABEL = 0xFFFFFFFFu;
 
-/* Distances over flat cells: d <- min(d, d(n) + 1). */
-struct distance_op
+/*
+ * Both breadth-first distances over flat cells at once, d <- min(d, d(n) + 1)
+ * for each: towards lower terrain in the high 32 bits, away from higher in the
+ * low 32.  Each half only decreases, so the packed value decreases exactly
+ * when a half does, as the relaxation requires.
+ */
+__device__ __forceinline__ uint64_t
+pack(int32_t towards, int32_t away)
 {
-	using value_t = int32_t;
+	return ((uint64_t) (uint32_t) towards << 32) | (uint32_t) away;
+}
+
+struct distances_op
+{
+	using value_t = uint64_t;
 	const uint8_t *flat;
 
-	__device__ int32_t outside() const
+	__device__ uint64_t outside() const
 	{
-		return FAR;
+		return pack(FAR, FAR);
 	}
 	__device__ bool updatable(size_t i) const
 	{
 		return flat[i] != 0;
 	}
-	__device__ int32_t relax(size_t, int32_t cur, const int32_t nb[8]) const
+	__device__ uint64_t relax(size_t, uint64_t cur, const uint64_t nb[8]) const
 	{
-		int32_t		best = cur;
+		int32_t		t = (int32_t) (cur >> 32),
+					a = (int32_t) (uint32_t) cur;
 
 #pragma unroll
 		for (int k = 0; k < 8; k++)
-			if (nb[k] < FAR && nb[k] + 1 < best)
-				best = nb[k] + 1;
-		return best;
+		{
+			int32_t		nt = (int32_t) (nb[k] >> 32),
+						na = (int32_t) (uint32_t) nb[k];
+
+			if (nt < FAR && nt + 1 < t)
+				t = nt + 1;
+			if (na < FAR && na + 1 < a)
+				a = na + 1;
+		}
+		return pack(t, a);
 	}
 };
 
@@ -126,8 +145,7 @@ tgk_gradients(const V *__restrict__ z, const uint8_t *__restrict__ kind, int W, 
 template <typename V>
 __global__ void
 tgk_flat_seeds(const V *__restrict__ z, const uint8_t *__restrict__ flat, int W, int H,
-			   int32_t *__restrict__ towards, int32_t *__restrict__ away,
-			   uint32_t *__restrict__ label)
+			   uint64_t *__restrict__ dist, uint32_t *__restrict__ label)
 {
 	TG_GRID_STRIDE(i, (size_t) W * H)
 	{
@@ -136,8 +154,7 @@ tgk_flat_seeds(const V *__restrict__ z, const uint8_t *__restrict__ flat, int W,
 		bool		to_lower = false,
 					from_higher = false;
 
-		towards[i] = FAR;
-		away[i] = FAR;
+		dist[i] = pack(FAR, FAR);
 		label[i] = NO_LABEL;
 		if (!flat[i])
 			continue;
@@ -149,35 +166,39 @@ tgk_flat_seeds(const V *__restrict__ z, const uint8_t *__restrict__ flat, int W,
 			to_lower |= !flat[ni] && z[ni] == z[i];
 			from_higher |= z[ni] > z[i];
 		}
-		towards[i] = to_lower ? 1 : FAR;
-		away[i] = from_higher ? 1 : FAR;
+		dist[i] = pack(to_lower ? 1 : FAR, from_higher ? 1 : FAR);
 		label[i] = (uint32_t) i;
 	}
 }
 
 __global__ void
-tgk_flat_height(const uint8_t *__restrict__ flat, size_t n, const int32_t *__restrict__ away,
+tgk_flat_height(const uint8_t *__restrict__ flat, size_t n, const uint64_t *__restrict__ dist,
 				const uint32_t *__restrict__ label, int32_t *__restrict__ height)
 {
 	TG_GRID_STRIDE(i, n)
-		if (flat[i] && away[i] < FAR)
-		atomicMax(&height[label[i]], away[i]);
+	{
+		int32_t		a = (int32_t) (uint32_t) dist[i];
+
+		if (flat[i] && a < FAR)
+			atomicMax(&height[label[i]], a);
+	}
 }
 
-/* M = 2 T + (H - A), in place of T; 0 for flats that do not drain. */
+/* M = 2 T + (H - A); 0 off flats and on flats that do not drain. */
 __global__ void
-tgk_flat_mask(const uint8_t *__restrict__ flat, size_t n, int32_t *__restrict__ towards,
-			  const int32_t *__restrict__ away, const uint32_t *__restrict__ label,
-			  const int32_t *__restrict__ height)
+tgk_flat_mask(const uint8_t *__restrict__ flat, size_t n, const uint64_t *__restrict__ dist,
+			  const uint32_t *__restrict__ label, const int32_t *__restrict__ height,
+			  int32_t *__restrict__ mask)
 {
 	TG_GRID_STRIDE(i, n)
 	{
-		int32_t		t = towards[i];
+		int32_t		t = (int32_t) (dist[i] >> 32),
+					a = (int32_t) (uint32_t) dist[i];
 
 		if (!flat[i] || t >= FAR)
-			towards[i] = 0;
+			mask[i] = 0;
 		else
-			towards[i] = 2 * t + (away[i] < FAR ? height[label[i]] - away[i] : 0);
+			mask[i] = 2 * t + (a < FAR ? height[label[i]] - a : 0);
 	}
 }
 
@@ -230,35 +251,31 @@ drain_flats(const tg_ctx *ctx, device_route<V> &r, double flat_exponent, int *ro
 			tg_error *err)
 {
 	const size_t n = r.n;
-	dbuf<int32_t> towards,
-				away,
-				height;
+	dbuf<uint64_t> dist;
 	dbuf<uint32_t> label;
+	dbuf<int32_t> height,
+				mask;
 	int			k;
 	tg_status	st;
 
-	TG_CUDA_RETURN_IF(towards.alloc(n), "allocating flat gradients");
-	TG_CUDA_RETURN_IF(away.alloc(n), "allocating flat gradients");
-	TG_CUDA_RETURN_IF(height.alloc(n), "allocating flat heights");
+	TG_CUDA_RETURN_IF(dist.alloc(n), "allocating flat gradients");
 	TG_CUDA_RETURN_IF(label.alloc(n), "allocating flat labels");
-	tgk_flat_seeds<V><<<grid_for(n), 256>>>(r.z.p, r.flat.p, r.width, r.height, towards.p, away.p,
-											 label.p);
+	TG_CUDA_RETURN_IF(height.alloc(n), "allocating flat heights");
+	TG_CUDA_RETURN_IF(mask.alloc(n), "allocating the flat mask");
+	tgk_flat_seeds<V><<<grid_for(n), 256>>>(r.z.p, r.flat.p, r.width, r.height, dist.p, label.p);
 	TG_CUDA_RETURN_IF_LAUNCH("seeding flat gradients");
-	if ((st = relax_tiles(ctx, distance_op{r.flat.p}, towards.p, r.width, r.height, &k, err)) != TG_OK)
-		return st;
-	*rounds += k;
-	if ((st = relax_tiles(ctx, distance_op{r.flat.p}, away.p, r.width, r.height, &k, err)) != TG_OK)
+	if ((st = relax_tiles(ctx, distances_op{r.flat.p}, dist.p, r.width, r.height, &k, err)) != TG_OK)
 		return st;
 	*rounds += k;
 	if ((st = relax_tiles(ctx, label_op{r.flat.p}, label.p, r.width, r.height, &k, err)) != TG_OK)
 		return st;
 	*rounds += k;
 	TG_CUDA_RETURN_IF(cudaMemset(height.p, 0, n * sizeof(int32_t)), "clearing flat heights");
-	tgk_flat_height<<<grid_for(n), 256>>>(r.flat.p, n, away.p, label.p, height.p);
+	tgk_flat_height<<<grid_for(n), 256>>>(r.flat.p, n, dist.p, label.p, height.p);
 	TG_CUDA_RETURN_IF_LAUNCH("measuring flats");
-	tgk_flat_mask<<<grid_for(n), 256>>>(r.flat.p, n, towards.p, away.p, label.p, height.p);
+	tgk_flat_mask<<<grid_for(n), 256>>>(r.flat.p, n, dist.p, label.p, height.p, mask.p);
 	TG_CUDA_RETURN_IF_LAUNCH("combining flat gradients");
-	tgk_flat_route<V><<<grid_for(n), 256>>>(r.z.p, r.flat.p, towards.p, r.width, r.height,
+	tgk_flat_route<V><<<grid_for(n), 256>>>(r.z.p, r.flat.p, mask.p, r.width, r.height,
 											 r.routing, flat_exponent, r.d8.p,
 											 r.routing == TG_ROUTE_D8 ? nullptr : r.frac.p);
 	TG_CUDA_RETURN_IF_LAUNCH("routing over flats");
@@ -270,9 +287,9 @@ size_t
 route_bytes_per_cell(const tg_band *dem, const tg_flow_params *p, size_t value_size)
 {
 	/* raw band, surface + fill copy, kinds, receivers, flat flags, shares,
-	 * and the flat-resolution scratch (4 x 4 bytes) */
+	 * and the flat-resolution scratch (distances, label, height, mask) */
 	return (size_t) tg_pixtype_size(dem->pixtype) + 2 * value_size + 3 +
-		(p->routing == TG_ROUTE_D8 ? 0 : 8 * sizeof(float)) + 16;
+		(p->routing == TG_ROUTE_D8 ? 0 : 8 * sizeof(float)) + 20;
 }
 
 template <typename V>

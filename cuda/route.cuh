@@ -39,4 +39,11 @@ template <typename V>
 tg_status	build_route(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p,
 						device_route<V> &r, double *transfer_ms, int *rounds, tg_error *err);
 
+/* accum_tiled.cu: D8 accumulation in two levels, for integer-valued weights */
+tg_status	weights_are_integral(const double *weight, const uint8_t *kind, size_t n,
+								 bool *integral, tg_error *err);
+tg_status	accumulate_d8_tiled(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind,
+								const double *weight, double *acc, int *rounds, tg_error *err);
+size_t		tiled_bytes_per_cell(void);
+
 #endif							/* TG_ROUTE_CUH */

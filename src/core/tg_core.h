@@ -91,7 +91,8 @@ typedef struct tg_run_stats
 	tg_backend	backend;		/* the backend that actually ran (CPU or GPU) */
 	int64_t		cells;
 	double		kernel_ms;		/* device time in kernels (events), GPU only */
-	double		prep_ms;		/* the part of kernel_ms spent preparing (fill, routing) */
+	double		prep_ms;		/* time spent preparing (fill, routing): device time of
+								 * kernel_ms on the GPU, host time on the CPU */
 	double		transfer_ms;	/* host<->device copies (events), GPU only */
 	double		core_ms;		/* wall time inside the core, host clock */
 	int			chunks;			/* device passes (strips, sweeps, rounds) */

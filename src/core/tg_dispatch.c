@@ -352,10 +352,15 @@ accum_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
 	double	   *w = NULL;
 	tg_status	st;
 
+	double		t0;
+
 	st = cell_weights(ctx, f->weight, f->params, f->units, &w, err);
 	if (st != TG_OK)
 		return st;
+	t0 = now_ms();
 	st = tg_cpu_route_build(ctx, f->dem, f->params, &route, err);
+	if (ctx->stats)
+		ctx->stats->prep_ms = now_ms() - t0;
 	if (st == TG_OK)
 	{
 		st = tg_cpu_accumulate(ctx, &route, f->params, w,

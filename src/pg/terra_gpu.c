@@ -145,7 +145,7 @@ tgpg_last_run(PG_FUNCTION_ARGS)
 	values[9] = Int32GetDatum(stats->iterations);
 	nulls[9] = stats->iterations == 0;
 	values[10] = Float8GetDatum(stats->prep_ms);
-	nulls[10] = stats->backend != TG_BACKEND_GPU || stats->prep_ms == 0;
+	nulls[10] = stats->prep_ms == 0;
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -751,11 +751,11 @@ test_cuda_hydro(void)
 						  r, ty, W, H, worst);
 				}
 
-				/* accumulation: every method against the CPU's indegree */
+				/* accumulation: every method (auto: the tiled D8 scheme) against the CPU */
 				ctx.backend = TG_BACKEND_CPU;
 				tg_error_clear(&err);
 				tg_flow_accumulation(&ctx, &b, NULL, &p, TG_ACC_INDEGREE, TG_UNITS_CELLS, cpu, &err);
-				for (m = TG_ACC_FLOW_TRANSFER; m <= TG_ACC_TOPOLOGICAL; m++)
+				for (m = TG_ACC_AUTO; m <= TG_ACC_TOPOLOGICAL; m++)
 				{
 					tg_run_stats stats;
 
@@ -774,9 +774,29 @@ test_cuda_hydro(void)
 						worst = fmax(worst, isnan(cpu[i]) != isnan(gpu[i]) ? INFINITY :
 									 isnan(cpu[i]) ? 0 : fabs(cpu[i] - gpu[i]) / fmax(1, fabs(cpu[i])));
 					check(routings[r] == TG_ROUTE_D8 ? worst == 0 : worst <= 1e-6,
-						  "cuda %s routing %d %s %dx%d: %g from the CPU",
-						  tg_accum_method_name((tg_accum_method) m), r, ty, W, H, worst);
+						  "cuda %s (%s) routing %d %s %dx%d: %g from the CPU",
+						  tg_accum_method_name((tg_accum_method) m), stats.method, r, ty, W, H, worst);
 					ctx.stats = NULL;
+				}
+				/* non-integer weights (areas): auto leaves the tiled scheme, still exact */
+				if (routings[r] == TG_ROUTE_D8)
+				{
+					tg_run_stats stats;
+
+					p.geom.cell_x = 0.3;
+					ctx.backend = TG_BACKEND_CPU;
+					tg_flow_accumulation(&ctx, &b, NULL, &p, TG_ACC_INDEGREE, TG_UNITS_AREA, cpu, &err);
+					ctx.backend = TG_BACKEND_GPU;
+					ctx.stats = &stats;
+					tg_flow_accumulation(&ctx, &b, NULL, &p, TG_ACC_AUTO, TG_UNITS_AREA, gpu, &err);
+					ctx.stats = NULL;
+					worst = 0;
+					for (i = 0; i < n; i++)
+						worst = fmax(worst, isnan(cpu[i]) != isnan(gpu[i]) ? INFINITY :
+									 isnan(cpu[i]) ? 0 : fabs(cpu[i] - gpu[i]));
+					check(worst == 0 && strcmp(stats.method, "indegree") == 0,
+						  "cuda d8 areas %s %dx%d: auto (%s) equals the CPU", ty, W, H, stats.method);
+					p.geom.cell_x = 1;
 				}
 			}
 			free(z);
