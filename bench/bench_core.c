@@ -12,7 +12,8 @@
  *   pixel_w=, pixel_h= (projected), lat_top=, lat_step=, lon_step= (geographic),
  *   scale= (slope), method= (fill: priority-flood|planchon-darboux;
  *   accumulation: indegree|topological|dependency-transfer|flow-transfer),
- *   routing=d8|fd8|mfd-md|fdd8, eps= (fill), fill=0|1 (routing on the filled DEM)
+ *   routing=d8|fd8|mfd-md|fdd8, eps= (fill), fill=0|1 (routing on the filled DEM),
+ *   save=FILE (the result's raw values: doubles for fill and accumulation)
  *
  * Prints one line of key=value pairs.
  */
@@ -33,6 +34,7 @@ typedef struct options
 	double		scale;
 	double		eps;
 	const char *method;
+	const char *save;			/* write the (CPU, else GPU) result here */
 	tg_flow_params flow;
 } options;
 
@@ -279,6 +281,8 @@ main(int argc, char **argv)
 			o.eps = atof(v);
 		else if (!strcmp(argv[i], "method"))
 			o.method = v;
+		else if (!strcmp(argv[i], "save"))
+			o.save = v;
 		else if (!strcmp(argv[i], "routing"))
 			o.flow.routing = parse_routing(v);
 		else if (!strcmp(argv[i], "fill"))
@@ -318,6 +322,8 @@ main(int argc, char **argv)
 		if (time_op(&o, TG_BACKEND_CPU, &b, cpu, &wall, &kernel, &transfer, &prep, &iterations))
 			return 1;
 		printf(" cpu_ms=%.3f cpu_gcells=%.4f cpu_iterations=%d", wall, n / wall / 1e6, iterations);
+		if (prep > 0)
+			printf(" cpu_prep_ms=%.3f cpu_own_ms=%.3f", prep, wall - prep);
 	}
 	tg_device_query(0, &info);
 	if (o.gpu && info.available)
@@ -342,6 +348,20 @@ main(int argc, char **argv)
 	else if (o.gpu)
 		printf(" gpu=none");
 	printf("\n");
+	if (o.save)
+	{
+		FILE	   *sf = fopen(o.save, "wb");
+		size_t		bytes_out = strcmp(o.op, "direction") == 0 ?
+			(o.flow.routing == TG_ROUTE_D8 ? n : n * 8 * sizeof(float)) :
+			strcmp(o.op, "slope") == 0 ? n * sizeof(float) : n * sizeof(double);
+
+		if (!sf || fwrite(o.cpu ? cpu : gpu, 1, bytes_out, sf) != bytes_out)
+		{
+			fprintf(stderr, "cannot write %s\n", o.save);
+			return 1;
+		}
+		fclose(sf);
+	}
 	free(data);
 	free(cpu);
 	free(gpu);
