@@ -2,7 +2,8 @@
 # Run every test on a fresh Debian 12 machine: install and build (setup.sh),
 # the core unit tests and the raster decoder fuzz test (no server), the
 # pg_regress suites against a throwaway cluster, the README's SQL examples,
-# and the agreement of tg_slope with ST_Slope and gdaldem on real DEMs.
+# the agreement of tg_slope with ST_Slope and gdaldem, and hydrology
+# invariants, on real DEMs.
 # Exit status 0 only if all pass.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
@@ -33,5 +34,14 @@ for d in small_bigtujunga_srtm30_utm11 small_enoriver_ned10m medium_alps_n46e008
 done
 [ ${#dems[@]} -gt 0 ] || dems=("$REPO/tools/data/medium_alps_n46e008_srtm3.tif")
 python3 bench/check_slope_agreement.py "${dems[@]}"
+
+echo "== hydrology invariants on real DEMs"
+dems=()
+for d in small_fortworth_srtm3 tiny_luxembourg_30s tiny_vinschgau_250m_utm32; do
+	f="$REPO/../shared/data/dem/$d.tif"
+	[ -f "$f" ] && dems+=("$f")
+done
+[ ${#dems[@]} -gt 0 ] || dems=("$REPO/tools/data/medium_alps_n46e008_srtm3.tif")
+python3 bench/check_hydrology.py "${dems[@]}"
 
 echo "== all tests passed"

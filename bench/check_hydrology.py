@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Hydrology invariants on real DEMs, through SQL.
+
+For each DEM (loaded as one raster value), with terra_gpu's functions:
+  - the filled DEM is >= the input on every valid cell, nodata stays nodata,
+    and both fill methods give the same surface;
+  - D8: every cell without a direction (code 0) is an outlet (raster edge or
+    next to nodata), and the accumulation summed over those cells equals the
+    number of valid cells: every valid cell drains to exactly one outlet;
+  - every accumulation method gives the same D8 result;
+  - multiple-flow routings (fd8, mfd-md) conserve water: what reaches the cells
+    that send nothing on equals the number of valid cells (to 1e-6).
+Fails (exit 1) when one does not hold.  Connection: PG* variables; needs a
+superuser (results are read through a byteasend-based helper).
+"""
+
+import argparse
+import math
+import os
+import sys
+from array import array
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tg_tools import RASTER_BYTES_FUNCTION, Dem, load_dem, psql  # noqa: E402
+
+
+def band_values(expr, typecode, db, band=1):
+    """Pixels of band `band` of a raster expression, from its serialized bytes.
+    The bands' pixel sizes must all be that of typecode (header: 64 bytes, each
+    band 2 x pixel size of type byte, padding and nodata, then the pixels)."""
+    hexdata = psql("SELECT encode(terra_gpu_test_raster_bytes(%s), 'hex')" % expr, db)
+    data = bytes.fromhex(hexdata)
+    a = array(typecode)
+    size = a.itemsize
+    width = int.from_bytes(data[56:58], "little")
+    height = int.from_bytes(data[58:60], "little")
+    n = width * height
+    at = 60
+    for _ in range(band - 1):
+        at += 2 * size + n * size
+        at = (at + 4 + 7) // 8 * 8 - 4      # bands are 8-aligned counting the length word
+    a.frombytes(data[at + 2 * size:at + 2 * size + n * size])
+    return a, width, height
+
+
+def check_dem(dem, db):
+    t = "hydro_dem"
+    load_dem(dem, t, db)
+    failures = []
+    nd = dem.nodata
+    z, W, H = band_values("(SELECT ST_MapAlgebra(rast, '64BF', '[rast]') FROM %s)" % t, "d", db)
+    valid = [not (v != v or (nd is not None and v == nd)) for v in z]
+    nvalid = sum(valid)
+
+    fill_type = "d" if dem.pixtype in ("64BF", "32BSI", "32BUI") else "f"
+    filled, _, _ = band_values("(SELECT tg_fill(rast) FROM %s)" % t, fill_type, db)
+    fnd = float(psql("SELECT ST_BandNoDataValue(tg_fill(rast)) FROM %s" % t, db))
+    same = psql("SELECT (SELECT ST_DumpValues(tg_fill(rast))) = (SELECT ST_DumpValues(tg_fill(rast, method => "
+                "'planchon-darboux'))) FROM %s" % t, db) == "t"
+    bad_fill = sum(1 for i in range(W * H)
+                   if (valid[i] and (filled[i] == fnd or filled[i] < z[i] - 1e-3)) or (not valid[i] and filled[i] != fnd))
+    if bad_fill or not same:
+        failures.append("fill: %d cells below the input or with the wrong nodata; methods agree: %s" % (bad_fill, same))
+
+    codes, _, _ = band_values("(SELECT tg_flow_direction(rast) FROM %s)" % t, "B", db)
+    acc, _, _ = band_values("(SELECT tg_flow_accumulation(rast) FROM %s)" % t, "d", db)
+    at_outlets = 0.0
+    inner_sinks = 0
+    for i in range(W * H):
+        if not valid[i] or codes[i] != 0:
+            continue
+        x, y = i % W, i // W
+        outlet = x == 0 or y == 0 or x == W - 1 or y == H - 1 or any(
+            not valid[(y + dy) * W + x + dx] for dy in (-1, 0, 1) for dx in (-1, 0, 1))
+        inner_sinks += not outlet
+        at_outlets += acc[i]
+    if inner_sinks or at_outlets != nvalid:
+        failures.append("d8: %d cells without a direction inside; outlets receive %g of %d cells"
+                        % (inner_sinks, at_outlets, nvalid))
+    methods = psql("SELECT string_agg(m, ',') FROM unnest(ARRAY['topological', 'dependency-transfer']) m, %s "
+                   "WHERE (SELECT ST_DumpValues(tg_flow_accumulation(rast, method => m))) "
+                   "<> (SELECT ST_DumpValues(tg_flow_accumulation(rast))) " % t, db)
+    if methods:
+        failures.append("d8: methods disagree with indegree: %s" % methods)
+
+    conserved = {}
+    for routing in ("fd8", "mfd-md"):
+        acc, _, _ = band_values("(SELECT tg_flow_accumulation(rast, routing => '%s') FROM %s)" % (routing, t), "d", db)
+        shares = [band_values("(SELECT tg_flow_direction(rast, routing => '%s') FROM %s)" % (routing, t), "f", db, b)[0]
+                  for b in range(1, 9)]
+        out = sum(acc[i] for i in range(W * H) if valid[i] and all(s[i] <= 0 for s in shares))
+        conserved[routing] = out
+        if abs(out - nvalid) > 1e-6 * nvalid:
+            failures.append("%s: outflow cells receive %.9g of %d cells" % (routing, out, nvalid))
+    psql("DROP TABLE %s" % t, db)
+    return nvalid, at_outlets, conserved, failures
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("dems", nargs="+")
+    ap.add_argument("--db")
+    args = ap.parse_args()
+    psql(RASTER_BYTES_FUNCTION, args.db)
+    psql("SET client_min_messages = warning", args.db)
+    failed = False
+    print("| DEM | valid cells | D8 outlets receive | fd8 outflow | mfd-md outflow | result |")
+    print("|---|---:|---:|---:|---:|---|")
+    for path in args.dems:
+        dem = Dem(path)
+        nvalid, d8, conserved, failures = check_dem(dem, args.db)
+        failed |= bool(failures)
+        print("| %s | %d | %d | %.6f | %.6f | %s |" % (dem.name, nvalid, d8, conserved["fd8"], conserved["mfd-md"],
+                                                      "ok" if not failures else "FAIL: " + "; ".join(failures)),
+              flush=True)
+    print("hydrology invariants: %s" % ("FAILED" if failed else "ok"))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
