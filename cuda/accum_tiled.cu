@@ -5,19 +5,21 @@
  * equals the other strategies' bit for bit; backend auto uses this one for
  * D8 on the GPU whenever the weights allow.
  *
- * 1. Per 64 x 64 tile, in shared memory: accumulate the tile on its own
- *    (Kahn's algorithm, level by level between block barriers), and find for
- *    every cell where its path leaves the tile (pointer jumping): its exit.
- * 2. The exits (cells whose receiver lies in another tile) form a forest:
- *    exit e drains to the exit of the cell it flows into.  Its total is its
- *    local accumulation plus the totals of the exits draining to it, found by
+ * 1. Per 64 x 64 tile, in shared memory: find for every cell where its path
+ *    leaves the tile (pointer jumping), and sum the weights of the cells whose
+ *    path leaves through each exit (cells whose receiver lies in another
+ *    tile).  That sum is the exit's accumulation within its tile.
+ * 2. The exits form a forest: exit e drains to the exit where the path of the
+ *    cell it flows into leaves that cell's tile.  An exit's total is its
+ *    in-tile sum plus the totals of the exits draining to it, found by
  *    frontier rounds over that forest, whose depth is the number of tile
- *    crossings along the longest path (hundreds, not thousands of levels).
- * 3. Per tile again: the water entering from other tiles (the totals of the
- *    exits that drain into the tile) is accumulated down the tile's paths and
- *    added to the local accumulation.
- * Every pass reads and writes tiles with coalesced accesses and keeps the
- * long dependency chains in shared memory, where a level costs a barrier.
+ *    crossings along the longest path (about a hundred, not thousands).
+ * 3. Per tile again: each cell starts with its weight plus the totals of the
+ *    exits of other tiles that drain into it, and Kahn's algorithm
+ *    accumulates that down the tile's paths in shared memory.
+ * Only tile boundaries and exits live in global memory between the phases;
+ * the long dependency chains stay in shared memory, where a level costs a
+ * block barrier.
  */
 #include "route.cuh"
 
@@ -27,28 +29,45 @@ namespace
 {
 namespace cg = cooperative_groups;
 
+#ifndef TG_TILE_THREADS
+#define TG_TILE_THREADS 512	/* measured best on an H100: 3 blocks per multiprocessor */
+#endif
+
 constexpr int TS = 64;			/* tile side */
 constexpr int TN = TS * TS;
-constexpr int THREADS = 1024;
+constexpr int TB = 4 * TS - 4;	/* boundary cells of a tile: the most exits it can have */
+constexpr int THREADS = TG_TILE_THREADS;
 constexpr int PER = TN / THREADS;
 constexpr int HS = TS + 2;		/* tile plus halo */
 constexpr int FOREST_THREADS = 256;
+constexpr int FOREST_BLOCK_THREADS = 1024;
+constexpr uint32_t FOREST_NARROW = 2048;	/* narrower forest levels run in one block */
+constexpr uint32_t FOREST_WIDE = 4096;	/* which hands over to the grid above this */
 constexpr uint32_t FOREST_LEVELS_PER_LAUNCH = 4096;
 
 struct tile_smem
 {
 	double		acc[TN];
-	uint32_t	pending[TN];	/* donors inside the tile not yet done */
-	uint16_t	frontier[2][TN];
-	uint16_t	next[TN];		/* pointer jumping */
+	uint32_t	pending[TN];	/* donors inside the tile not yet done; exit slots in phase 1 */
+	union
+	{
+		uint16_t	queue[TN];	/* Kahn's order, level after level (phase 3) */
+		uint16_t	next[TN];	/* pointer jumping (phase 1) */
+	};
 	uint8_t		dir[HS * HS];	/* D8 index of the tile and its halo */
-	uint32_t	count[2];
+	uint32_t	count[3];
 };
 
 __device__ __forceinline__ int
 halo_index(int lx, int ly)
 {
 	return (ly + 1) * HS + lx + 1;
+}
+
+__device__ __forceinline__ bool
+on_tile_boundary(int lx, int ly, int tw, int th)
+{
+	return lx == 0 || ly == 0 || lx == tw - 1 || ly == th - 1;
 }
 
 /* Load the D8 indices of a tile and its one-cell halo (outside: none). */
@@ -84,17 +103,21 @@ local_receiver(const tile_smem &s, int lx, int ly, int tw, int th)
 
 /*
  * Accumulate s.acc (holding each cell's own contribution) down the tile's
- * paths: Kahn's algorithm with the frontier in shared memory.  Integer-valued
- * sums, so the shared-memory atomics' order does not matter.
+ * paths: Kahn's algorithm, the order in shared memory, one block barrier per
+ * level.  Cells freed during level l are appended after it by counting in
+ * slot l % 3; the slot of level l + 1 is cleared during level l, two barriers
+ * after anyone last read it.  Integer-valued sums, so the shared-memory
+ * atomics' order does not matter.
  */
 __device__ void
 accumulate_tile(tile_smem &s, int tw, int th)
 {
-	int			cur = 0;
+	uint32_t	head = 0,
+				end;
 
 	for (int j = 0; j < PER; j++)
 		s.pending[threadIdx.x + j * THREADS] = 0;
-	if (threadIdx.x < 2)
+	if (threadIdx.x < 3)
 		s.count[threadIdx.x] = 0;
 	__syncthreads();
 	for (int j = 0; j < PER; j++)
@@ -116,39 +139,73 @@ accumulate_tile(tile_smem &s, int tw, int th)
 		int			c = threadIdx.x + j * THREADS;
 
 		if (c % TS < tw && c / TS < th && s.pending[c] == 0)
-			s.frontier[0][atomicAdd(&s.count[0], 1u)] = (uint16_t) c;
+			s.queue[atomicAdd(&s.count[2], 1u)] = (uint16_t) c;
 	}
 	__syncthreads();
-	while (s.count[cur] > 0)
+	end = s.count[2];
+	for (uint32_t level = 0; head < end; level++)
 	{
-		const uint32_t count = s.count[cur];
-
-		for (uint32_t j = threadIdx.x; j < count; j += THREADS)
+		if (threadIdx.x == 0)
+			s.count[(level + 1) % 3] = 0;
+		for (uint32_t j = head + threadIdx.x; j < end; j += THREADS)
 		{
-			int			c = s.frontier[cur][j];
+			int			c = s.queue[j];
 			int			r = local_receiver(s, c % TS, c / TS, tw, th);
 
 			if (r < 0)
 				continue;
 			atomicAdd(&s.acc[r], s.acc[c]);
 			if (atomicSub(&s.pending[r], 1u) == 1u)
-				s.frontier[cur ^ 1][atomicAdd(&s.count[cur ^ 1], 1u)] = (uint16_t) r;
+				s.queue[end + atomicAdd(&s.count[level % 3], 1u)] = (uint16_t) r;
 		}
 		__syncthreads();
-		if (threadIdx.x == 0)
-			s.count[cur] = 0;
-		cur ^= 1;
-		__syncthreads();
+		head = end;
+		end += s.count[level % 3];
 	}
 }
 
 /*
- * Phase 1: local accumulation and each cell's exit (global index of the last
- * cell of its path in the tile when that cell's receiver lies outside, else -1).
+ * Sum v over the lanes of the warp holding the same key, by a tree over each
+ * group's ranks; the group's lowest lane gets the sum and *first.  Phase 1
+ * adds whole paths' weights to a few exits, and adding each cell's weight
+ * with its own shared-memory atomic would queue thousands on one address.
+ * Every lane of the warp must call it.
+ */
+__device__ __forceinline__ double
+warp_sum_by_key(unsigned key, double v, bool *first)
+{
+	const unsigned lane = threadIdx.x & 31;
+	const unsigned peers = __match_any_sync(0xffffffffu, key);
+	const unsigned rank = __popc(peers & ((1u << lane) - 1));
+	const unsigned above = peers & ~((2u << lane) - 1);	/* lane 31: none */
+
+	for (unsigned s = 1; s < 32; s <<= 1)
+	{
+		unsigned	m = above;
+		int			src;
+		double		o;
+
+		for (unsigned i = 1; i < s && m; i++)
+			m &= m - 1;			/* drop the lowest: m's lowest is then the s-th above */
+		src = m ? __ffs(m) - 1 : (int) lane;
+		o = __shfl_sync(0xffffffffu, v, src);
+		if ((rank & (2 * s - 1)) == 0 && m)
+			v += o;
+	}
+	*first = rank == 0;
+	return v;
+}
+
+/*
+ * Phase 1: the exits of each tile, numbered in `exits` (global cell index)
+ * from a shared counter, with their in-tile sums in `total`; and for each
+ * boundary cell the slot of the exit its path leaves by (-1: it ends at an
+ * outlet inside the tile).  Interior cells' slots are never read.
  */
 __global__ void __launch_bounds__(THREADS)
-tgk_tile_local(const uint8_t *__restrict__ d8, const double *__restrict__ weight, int W, int H,
-			   double *__restrict__ local, int64_t *__restrict__ exit_of)
+tgk_tile_exits(const uint8_t *__restrict__ d8, const double *__restrict__ weight, int W, int H,
+			   int64_t *__restrict__ exits, double *__restrict__ total, uint32_t *__restrict__ nexits,
+			   int32_t *__restrict__ exit_slot)
 {
 	extern __shared__ __align__(16) unsigned char raw[];
 	tile_smem  &s = *reinterpret_cast<tile_smem *>(raw);
@@ -156,16 +213,11 @@ tgk_tile_local(const uint8_t *__restrict__ d8, const double *__restrict__ weight
 				y0 = blockIdx.y * TS;
 	const int	tw = min(TS, W - x0),
 				th = min(TS, H - y0);
+	__shared__ uint32_t base;
 
 	load_dirs(s, d8, W, H, x0, y0);
-	for (int j = 0; j < PER; j++)
-	{
-		int			c = threadIdx.x + j * THREADS,
-					lx = c % TS,
-					ly = c / TS;
-
-		s.acc[c] = (lx < tw && ly < th) ? weight[(size_t) (y0 + ly) * W + x0 + lx] : 0.0;
-	}
+	if (threadIdx.x == 0)
+		s.count[0] = 0;
 	__syncthreads();
 
 	/* pointer jumping to the end of each cell's path inside the tile */
@@ -177,89 +229,86 @@ tgk_tile_local(const uint8_t *__restrict__ d8, const double *__restrict__ weight
 		int			r = (lx < tw && ly < th) ? local_receiver(s, lx, ly, tw, th) : -2;
 
 		s.next[c] = (uint16_t) (r >= 0 ? r : c);
+		s.acc[c] = 0.0;
 	}
 	__syncthreads();
 	for (int step = 0; step < 12; step++)	/* 2^12 = TN */
 	{
 		uint16_t	jump[PER];
+		int			moved = 0;
 
 		for (int j = 0; j < PER; j++)
+		{
 			jump[j] = s.next[s.next[threadIdx.x + j * THREADS]];
-		__syncthreads();
+			moved |= jump[j] != s.next[threadIdx.x + j * THREADS];
+		}
+		if (!__syncthreads_or(moved))
+			break;
 		for (int j = 0; j < PER; j++)
 			s.next[threadIdx.x + j * THREADS] = jump[j];
 		__syncthreads();
 	}
+
+	/* number the exits, and sum the weights of the paths leaving by each */
+	for (int j = 0; j < PER; j++)
+	{
+		int			c = threadIdx.x + j * THREADS,
+					lx = c % TS,
+					ly = c / TS,
+					t = s.next[c];
+		bool		inside = lx < tw && ly < th,
+					leaves = inside && local_receiver(s, t % TS, t / TS, tw, th) == -1,
+					first;
+		double		v;
+
+		if (inside && local_receiver(s, lx, ly, tw, th) == -1)
+			s.pending[c] = atomicAdd(&s.count[0], 1u);
+		v = warp_sum_by_key(leaves ? (unsigned) t : 0xffffffffu,
+							leaves ? weight[(size_t) (y0 + ly) * W + x0 + lx] : 0.0, &first);
+		if (leaves && first)
+			atomicAdd(&s.acc[t], v);
+	}
+	__syncthreads();
+	if (threadIdx.x == 0)
+		base = atomicAdd(nexits, s.count[0]);
+	__syncthreads();
 	for (int j = 0; j < PER; j++)
 	{
 		int			c = threadIdx.x + j * THREADS,
 					lx = c % TS,
 					ly = c / TS,
 					t;
+		size_t		i = (size_t) (y0 + ly) * W + x0 + lx;
 
 		if (lx >= tw || ly >= th)
 			continue;
-		t = s.next[c];
-		exit_of[(size_t) (y0 + ly) * W + x0 + lx] =
-			local_receiver(s, t % TS, t / TS, tw, th) == -1 ? (int64_t) (y0 + t / TS) * W + x0 + t % TS : -1;
-	}
-
-	accumulate_tile(s, tw, th);
-	for (int j = 0; j < PER; j++)
-	{
-		int			c = threadIdx.x + j * THREADS,
-					lx = c % TS,
-					ly = c / TS;
-
-		if (lx < tw && ly < th)
-			local[(size_t) (y0 + ly) * W + x0 + lx] = s.acc[c];
-	}
-}
-
-/* Exits: cells whose receiver lies in another tile; slot_of maps cell -> slot. */
-__global__ void
-tgk_find_exits(const uint8_t *__restrict__ d8, int W, int H, int64_t *__restrict__ exits,
-			   uint32_t *__restrict__ nexits, int32_t *__restrict__ slot_of)
-{
-	TG_GRID_STRIDE(i, (size_t) W * H)
-	{
-		int			k = d8[i],
-					x = (int) (i % W),
-					y = (int) (i / W);
-		int			rx,
-					ry;
-
-		slot_of[i] = -1;
-		if (k == TG_NO_DIRECTION)
-			continue;
-		rx = x + tg_nbr_dx(k);
-		ry = y + tg_nbr_dy(k);
-		if (rx / TS != x / TS || ry / TS != y / TS)
+		if (local_receiver(s, lx, ly, tw, th) == -1)
 		{
-			uint32_t	s = atomicAdd(nexits, 1u);
-
-			exits[s] = (int64_t) i;
-			slot_of[i] = (int32_t) s;
+			exits[base + s.pending[c]] = (int64_t) i;
+			total[base + s.pending[c]] = s.acc[c];
+		}
+		if (on_tile_boundary(lx, ly, tw, th))
+		{
+			t = s.next[c];
+			exit_slot[i] = local_receiver(s, t % TS, t / TS, tw, th) == -1 ? (int32_t) (base + s.pending[t]) : -1;
 		}
 	}
 }
 
-/* The exit forest: successor slot, pending predecessors, starting totals. */
+/* The exit forest: each exit's successor slot, and pending predecessors. */
 __global__ void
 tgk_link_exits(const uint8_t *__restrict__ d8, int W, const int64_t *__restrict__ exits,
-			   uint32_t nexits, const int64_t *__restrict__ exit_of,
-			   const int32_t *__restrict__ slot_of, const double *__restrict__ local,
-			   int32_t *__restrict__ succ, uint32_t *__restrict__ pending, double *__restrict__ total)
+			   uint32_t nexits, const int32_t *__restrict__ exit_slot,
+			   int32_t *__restrict__ succ, uint32_t *__restrict__ pending)
 {
 	TG_GRID_STRIDE(s, (size_t) nexits)
 	{
 		int64_t		e = exits[s];
 		int			k = d8[e];
 		int64_t		r = (int64_t) (e / W + tg_nbr_dy(k)) * W + e % W + tg_nbr_dx(k);
-		int64_t		t = exit_of[r];
 
-		succ[s] = t >= 0 ? slot_of[t] : -1;
-		total[s] = local[e];
+		/* r lies on the boundary of its tile, so its slot was recorded */
+		succ[s] = exit_slot[r];
 		if (succ[s] >= 0)
 			atomicAdd(&pending[succ[s]], 1u);
 	}
@@ -278,6 +327,7 @@ tgk_forest_sources(const uint32_t *__restrict__ pending, uint32_t nexits, uint32
  * Frontier rounds over the exit forest: a finished exit adds its total to its
  * successor (integer-valued: order-free) and frees it when it was the last.
  * state = {head, count, level}; appended as in accum.cu's frontier kernel.
+ * Runs while the levels are at least FOREST_NARROW wide.
  */
 __global__ void __launch_bounds__(FOREST_THREADS)
 tgk_forest_coop(const int32_t *__restrict__ succ, uint32_t *pending, double *total,
@@ -288,7 +338,7 @@ tgk_forest_coop(const int32_t *__restrict__ succ, uint32_t *pending, double *tot
 				count = state[1],
 				level = state[2];
 
-	for (uint32_t done = 0; done < max_levels && count > 0; done++)
+	for (uint32_t done = 0; done < max_levels && count >= FOREST_NARROW; done++)
 	{
 		const uint32_t end = head + count;
 		uint32_t   *slot = &appended[level % 3];
@@ -319,15 +369,58 @@ tgk_forest_coop(const int32_t *__restrict__ succ, uint32_t *pending, double *tot
 	}
 }
 
+/* The same rounds for narrow levels, in one block (see accum.cu). */
+__global__ void __launch_bounds__(FOREST_BLOCK_THREADS)
+tgk_forest_block(const int32_t *__restrict__ succ, uint32_t *pending, double *total,
+				 uint32_t *order, uint32_t *state, uint32_t max_levels)
+{
+	__shared__ uint32_t appended;
+	uint32_t	head = state[0],
+				count = state[1],
+				level = state[2];
+
+	for (uint32_t done = 0; done < max_levels && count > 0 && count <= FOREST_WIDE; done++)
+	{
+		const uint32_t end = head + count;
+
+		if (threadIdx.x == 0)
+			appended = 0;
+		__syncthreads();
+		for (uint32_t j = threadIdx.x; j < count; j += FOREST_BLOCK_THREADS)
+		{
+			uint32_t	e = order[head + j];
+			int32_t		t = succ[e];
+
+			if (t < 0)
+				continue;
+			atomicAdd(&total[t], total[e]);
+			if (atomicSub(&pending[t], 1u) == 1u)
+				order[end + atomicAdd(&appended, 1u)] = (uint32_t) t;
+		}
+		__syncthreads();
+		head = end;
+		count = appended;
+		level++;
+		__syncthreads();
+	}
+	if (threadIdx.x == 0)
+	{
+		state[0] = head;
+		state[1] = count;
+		state[2] = level;
+	}
+}
+
 /*
- * Phase 3: each tile accumulates the water entering from other tiles (the
- * totals of exits whose receiver is in the tile) and adds its own local
- * accumulation; nodata becomes NaN.
+ * Phase 3: each cell starts with its weight plus the totals of the exits of
+ * other tiles that drain into it, accumulated down the tile's paths; nodata
+ * becomes NaN.
  */
 __global__ void __launch_bounds__(THREADS)
-tgk_tile_inflow(const uint8_t *__restrict__ d8, const uint8_t *__restrict__ kind, int W, int H,
-				const int32_t *__restrict__ slot_of, const double *__restrict__ total,
-				const double *__restrict__ local, double *__restrict__ acc)
+tgk_tile_accumulate(const uint8_t *__restrict__ d8, const uint8_t *__restrict__ kind,
+					const double *__restrict__ weight, int W, int H,
+					const int32_t *__restrict__ exit_slot, const double *__restrict__ total,
+					double *__restrict__ acc)
 {
 	extern __shared__ __align__(16) unsigned char raw[];
 	tile_smem  &s = *reinterpret_cast<tile_smem *>(raw);
@@ -343,20 +436,24 @@ tgk_tile_inflow(const uint8_t *__restrict__ d8, const uint8_t *__restrict__ kind
 		int			c = threadIdx.x + j * THREADS,
 					lx = c % TS,
 					ly = c / TS;
-		double		in = 0;
+		double		v = 0;
 
-		if (lx < tw && ly < th && (lx == 0 || ly == 0 || lx == tw - 1 || ly == th - 1))
-			for (int k = 0; k < 8; k++)
-			{
-				int			nx = lx + tg_nbr_dx(k),
-							ny = ly + tg_nbr_dy(k);
+		if (lx < tw && ly < th)
+		{
+			v = weight[(size_t) (y0 + ly) * W + x0 + lx];
+			if (on_tile_boundary(lx, ly, tw, th))
+				for (int k = 0; k < 8; k++)
+				{
+					int			nx = lx + tg_nbr_dx(k),
+								ny = ly + tg_nbr_dy(k);
 
-				/* a neighbour in another tile whose receiver is this cell */
-				if ((nx < 0 || ny < 0 || nx >= tw || ny >= th) &&
-					s.dir[halo_index(nx, ny)] == tg_nbr_opposite(k))
-					in += total[slot_of[(size_t) (y0 + ny) * W + x0 + nx]];
-			}
-		s.acc[c] = in;
+					/* a neighbour in another tile whose receiver is this cell: an exit */
+					if ((nx < 0 || ny < 0 || nx >= tw || ny >= th) &&
+						s.dir[halo_index(nx, ny)] == tg_nbr_opposite(k))
+						v += total[exit_slot[(size_t) (y0 + ny) * W + x0 + nx]];
+				}
+		}
+		s.acc[c] = v;
 	}
 	__syncthreads();
 	accumulate_tile(s, tw, th);
@@ -370,7 +467,7 @@ tgk_tile_inflow(const uint8_t *__restrict__ d8, const uint8_t *__restrict__ kind
 		if (lx >= tw || ly >= th)
 			continue;
 		i = (size_t) (y0 + ly) * W + x0 + lx;
-		acc[i] = kind[i] == KIND_NODATA ? NAN : local[i] + s.acc[c];
+		acc[i] = kind[i] == KIND_NODATA ? NAN : s.acc[c];
 	}
 }
 
@@ -406,10 +503,27 @@ weights_are_integral(const double *weight, const uint8_t *kind, size_t n, bool *
 size_t
 tiled_bytes_per_cell(void)
 {
-	/* local accumulation, exit of each cell, slot of each cell, and the exit
-	 * forest (bounded by n: index, successor, pending, total, order) */
-	return 8 + 8 + 4 + 8 + 4 + 4 + 8 + 4;
+	/* each cell's exit slot (boundary cells only, but indexed by cell), and
+	 * the exit forest, at most TB exits per tile: cell, total, successor,
+	 * pending, order */
+	return 4 + ((8 + 8 + 4 + 4 + 4) * TB + TN - 1) / TN;
 }
+
+/* Carves aligned arrays out of one device allocation. */
+struct arena
+{
+	dbuf<unsigned char> mem;
+	size_t		used = 0;
+
+	template <typename T>
+	T		   *take(size_t count)
+	{
+		T		   *p = reinterpret_cast<T *>(mem.p + used);
+
+		used += (count * sizeof(T) + 255) & ~(size_t) 255;
+		return p;
+	}
+};
 
 tg_status
 accumulate_d8_tiled(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind,
@@ -419,87 +533,88 @@ accumulate_d8_tiled(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *ki
 				H = r.height;
 	const size_t n = (size_t) W * H;
 	const dim3	tiles((W + TS - 1) / TS, (H + TS - 1) / TS);
+	const size_t bound = (size_t) tiles.x * tiles.y * TB;
 	const size_t smem = sizeof(tile_smem);
-	dbuf<double> local,
-				total;
-	dbuf<int64_t> exit_of,
-				exits;
-	dbuf<int32_t> slot_of,
-				succ;
-	dbuf<uint32_t> pending,
-				order,
-				nexits,
-				state,
-				appended;
+	arena		a;
 	uint32_t	m = 0,
 				h[3] = {0, 0, 0};
+	unsigned	blocks = 0;
 	int			device = 0,
 				sms = 0,
 				per_sm = 0;
 
-	TG_CUDA_RETURN_IF(cudaFuncSetAttribute(tgk_tile_local, cudaFuncAttributeMaxDynamicSharedMemorySize,
-										   (int) smem), "configuring shared memory");
-	TG_CUDA_RETURN_IF(cudaFuncSetAttribute(tgk_tile_inflow, cudaFuncAttributeMaxDynamicSharedMemorySize,
-										   (int) smem), "configuring shared memory");
-	TG_CUDA_RETURN_IF(local.alloc(n), "allocating local accumulation");
-	TG_CUDA_RETURN_IF(exit_of.alloc(n), "allocating exits");
-	TG_CUDA_RETURN_IF(slot_of.alloc(n), "allocating exits");
-	TG_CUDA_RETURN_IF(nexits.alloc(1), "allocating a counter");
-	TG_CUDA_RETURN_IF(cudaMemset(nexits.p, 0, sizeof(uint32_t)), "clearing a counter");
+	TG_CUDA_RETURN_IF(a.mem.alloc(n * sizeof(int32_t) + bound * (8 + 8 + 4 + 4 + 4) + 16 * 256),
+					  "allocating the exit forest");
+	int32_t    *exit_slot = a.take<int32_t>(n);
+	int64_t    *exits = a.take<int64_t>(bound);
+	double	   *total = a.take<double>(bound);
+	int32_t    *succ = a.take<int32_t>(bound);
+	uint32_t   *pending = a.take<uint32_t>(bound);
+	uint32_t   *order = a.take<uint32_t>(bound);
+	uint32_t   *counters = a.take<uint32_t>(8);	/* nexits, state[3], appended[3] */
+	uint32_t   *nexits = counters,
+			   *state = counters + 1,
+			   *appended = counters + 4;
 
-	/* 1: tiles on their own */
-	tgk_tile_local<<<tiles, THREADS, smem>>>(r.d8, weight, W, H, local.p, exit_of.p);
-	TG_CUDA_RETURN_IF_LAUNCH("accumulating tiles");
+	TG_CUDA_RETURN_IF(cudaFuncSetAttribute(tgk_tile_exits, cudaFuncAttributeMaxDynamicSharedMemorySize,
+										   (int) smem), "configuring shared memory");
+	TG_CUDA_RETURN_IF(cudaFuncSetAttribute(tgk_tile_accumulate, cudaFuncAttributeMaxDynamicSharedMemorySize,
+										   (int) smem), "configuring shared memory");
+	TG_CUDA_RETURN_IF(cudaMemsetAsync(counters, 0, 8 * sizeof(uint32_t)), "clearing counters");
+
+	/* 1: the exits of each tile and their in-tile sums */
+	tgk_tile_exits<<<tiles, THREADS, smem>>>(r.d8, weight, W, H, exits, total, nexits, exit_slot);
+	TG_CUDA_RETURN_IF_LAUNCH("finding tile exits");
+	TG_CUDA_RETURN_IF(cudaMemcpy(&m, nexits, sizeof m, cudaMemcpyDeviceToHost), "finding tile exits");
 
 	/* 2: the forest of exits */
-	TG_CUDA_RETURN_IF(exits.alloc(n), "allocating exits");
-	tgk_find_exits<<<grid_for(n), 256>>>(r.d8, W, H, exits.p, nexits.p, slot_of.p);
-	TG_CUDA_RETURN_IF_LAUNCH("finding exits");
-	TG_CUDA_RETURN_IF(cudaMemcpy(&m, nexits.p, sizeof m, cudaMemcpyDeviceToHost), "finding exits");
-	TG_CUDA_RETURN_IF(succ.alloc(m), "allocating the exit forest");
-	TG_CUDA_RETURN_IF(pending.alloc(m), "allocating the exit forest");
-	TG_CUDA_RETURN_IF(total.alloc(m), "allocating the exit forest");
-	TG_CUDA_RETURN_IF(order.alloc(m), "allocating the exit forest");
-	TG_CUDA_RETURN_IF(state.alloc(3), "allocating frontier state");
-	TG_CUDA_RETURN_IF(appended.alloc(3), "allocating frontier counters");
-	TG_CUDA_RETURN_IF(cudaMemset(pending.p, 0, (m ? m : 1) * sizeof(uint32_t)), "clearing the exit forest");
-	TG_CUDA_RETURN_IF(cudaMemset(appended.p, 0, 3 * sizeof(uint32_t)), "clearing frontier counters");
-	TG_CUDA_RETURN_IF(cudaMemset(nexits.p, 0, sizeof(uint32_t)), "clearing a counter");
 	if (m > 0)
 	{
-		tgk_link_exits<<<grid_for(m), 256>>>(r.d8, W, exits.p, m, exit_of.p, slot_of.p, local.p,
-											 succ.p, pending.p, total.p);
+		TG_CUDA_RETURN_IF(cudaMemsetAsync(pending, 0, m * sizeof(uint32_t)), "clearing the exit forest");
+		TG_CUDA_RETURN_IF(cudaMemsetAsync(nexits, 0, sizeof(uint32_t)), "clearing a counter");
+		tgk_link_exits<<<grid_for(m), 256>>>(r.d8, W, exits, m, exit_slot, succ, pending);
 		TG_CUDA_RETURN_IF_LAUNCH("linking exits");
-		tgk_forest_sources<<<grid_for(m), 256>>>(pending.p, m, order.p, nexits.p);
+		tgk_forest_sources<<<grid_for(m), 256>>>(pending, m, order, nexits);
 		TG_CUDA_RETURN_IF_LAUNCH("finding forest sources");
-		TG_CUDA_RETURN_IF(cudaMemcpy(&h[1], nexits.p, sizeof(uint32_t), cudaMemcpyDeviceToHost),
+		TG_CUDA_RETURN_IF(cudaMemcpy(&h[1], nexits, sizeof(uint32_t), cudaMemcpyDeviceToHost),
 						  "finding forest sources");
-		TG_CUDA_RETURN_IF(cudaMemcpy(state.p, h, sizeof h, cudaMemcpyHostToDevice), "starting the forest");
+		TG_CUDA_RETURN_IF(cudaMemcpy(state, h, sizeof h, cudaMemcpyHostToDevice), "starting the forest");
 		TG_CUDA_RETURN_IF(cudaGetDevice(&device), "querying the device");
 		TG_CUDA_RETURN_IF(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
 						  "querying the device");
 		TG_CUDA_RETURN_IF(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tgk_forest_coop,
 																	   FOREST_THREADS, 0),
 						  "querying occupancy");
+		blocks = (unsigned) (sms * (per_sm > 0 ? per_sm : 1));
 		while (h[1] > 0)
 		{
-			unsigned	blocks = (unsigned) (sms * (per_sm > 0 ? per_sm : 1));
-			void	   *args[] = {(void *) &succ.p, (void *) &pending.p, (void *) &total.p,
-				(void *) &order.p, (void *) &state.p, (void *) &appended.p,
-			(void *) &FOREST_LEVELS_PER_LAUNCH};
+			void	   *args[] = {(void *) &succ, (void *) &pending, (void *) &total, (void *) &order,
+				(void *) &state, (void *) &appended, (void *) &FOREST_LEVELS_PER_LAUNCH};
 
 			if (tg_canceled(ctx))
 				return tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
-			TG_CUDA_RETURN_IF(cudaLaunchCooperativeKernel((void *) tgk_forest_coop, blocks, FOREST_THREADS,
-														  args, 0, 0), "solving the exit forest");
-			TG_CUDA_RETURN_IF(cudaMemcpy(h, state.p, sizeof h, cudaMemcpyDeviceToHost),
+			if (h[1] >= FOREST_NARROW)
+			{
+				TG_CUDA_RETURN_IF(cudaMemsetAsync(appended, 0, 3 * sizeof(uint32_t)),
+								  "clearing frontier counters");
+				TG_CUDA_RETURN_IF(cudaLaunchCooperativeKernel((void *) tgk_forest_coop, blocks,
+															  FOREST_THREADS, args, 0, 0),
+								  "solving the exit forest");
+			}
+			else
+			{
+				tgk_forest_block<<<1, FOREST_BLOCK_THREADS>>>(succ, pending, total, order, state,
+															   FOREST_LEVELS_PER_LAUNCH);
+				TG_CUDA_RETURN_IF_LAUNCH("solving the exit forest");
+			}
+			TG_CUDA_RETURN_IF(cudaMemcpy(h, state, sizeof h, cudaMemcpyDeviceToHost),
 							  "solving the exit forest");
 		}
 	}
 	*rounds = (int) h[2];
 
-	/* 3: inflows down the tiles */
-	tgk_tile_inflow<<<tiles, THREADS, smem>>>(r.d8, kind, W, H, slot_of.p, total.p, local.p, acc);
-	TG_CUDA_RETURN_IF_LAUNCH("adding inflows");
+	/* 3: weights and inflows down the tiles */
+	tgk_tile_accumulate<<<tiles, THREADS, smem>>>(r.d8, kind, weight, W, H, exit_slot, total, acc);
+	TG_CUDA_RETURN_IF_LAUNCH("accumulating tiles");
 	return TG_OK;
 }
