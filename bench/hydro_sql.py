@@ -49,9 +49,8 @@ def main():
         for b in backends:
             sql = "SELECT ST_Width(%s) FROM %s" % (call % b, table)
             r = timed_statements([sql], args.reps, args.db)[0]
-            method = psql("SELECT coalesce(method, '') FROM tg_last_run()", args.db)
-            device = "%.1f (%.1f)" % (r["kernel_ms"], float(psql("SELECT coalesce(prep_ms, 0) FROM tg_last_run()",
-                                                                args.db))) if b == "gpu" else "–"
+            method = r["method"]
+            device = "%.1f (%.1f)" % (r["kernel_ms"], r["prep_ms"]) if b == "gpu" else "–"
             print("| %s | %s | %.0f | %.0f | %s | %s | %s |" % (
                 label, b.upper(), r["sql_ms"], r["core_ms"], device,
                 "%.1f" % r["transfer_ms"] if b == "gpu" else "–", method), flush=True)

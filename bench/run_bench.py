@@ -46,7 +46,8 @@ def timed_statements(statements, reps, db):
                 script.append(setup + ";")
             script += ["\\timing on", sql + ";", "\\timing off"]
             script.append("SELECT 'RUN', backend, coalesce(kernel_ms, -1), "
-                          "coalesce(transfer_ms, -1), coalesce(core_ms, -1), coalesce(chunks, 0) FROM tg_last_run();")
+                          "coalesce(transfer_ms, -1), coalesce(core_ms, -1), coalesce(chunks, 0), "
+                          "coalesce(prep_ms, 0), coalesce(method, '') FROM tg_last_run();")
     out = psql_script("\n".join(script) + "\n", db)
     times = [float(m) for m in re.findall(r"^Time: ([0-9.]+) ms", out, re.M)]
     runs = [line.split("|") for line in out.splitlines() if line.startswith("RUN|")]
@@ -62,6 +63,8 @@ def timed_statements(statements, reps, db):
             "transfer_ms": statistics.median(float(x[3]) for x in r),
             "core_ms": statistics.median(float(x[4]) for x in r),
             "chunks": int(r[-1][5]),
+            "prep_ms": statistics.median(float(x[6]) for x in r),
+            "method": r[-1][7],
         })
     return results
 

@@ -18,10 +18,12 @@
  *                        each cell adds what arrives (pull of its donors'
  *                        in-transit water) until none moves.
  *
- * Frontier rounds and level replays run in one cooperative kernel that
- * stays resident on every multiprocessor and separates levels with a grid
- * barrier: thousands of levels (the long narrow end of a drainage graph, main
- * channels) cost a barrier each instead of a launch and a host round trip.
+ * Frontier rounds and level replays run wide levels in one cooperative
+ * kernel that stays resident on every multiprocessor and separates levels
+ * with a grid barrier, and narrow levels (the thousands that make the long
+ * narrow end of a drainage graph, main channels) in a single block that
+ * separates them with a block barrier, a fraction of a grid barrier's cost.
+ * Either way a level costs no launch and no host round trip.
  * Within such a kernel, values other blocks wrote (accumulations, the order,
  * the frontier state) are read through L2 (TG_LOAD_SHARED / __ldcg): L1 is
  * not coherent across multiprocessors.
@@ -38,6 +40,9 @@ namespace
 namespace cg = cooperative_groups;
 
 constexpr int COOP_THREADS = 256;
+constexpr int BLOCK_THREADS = 1024;	/* the single block that runs narrow levels */
+constexpr uint32_t NARROW = 2048;	/* a level this small runs in the single block... */
+constexpr uint32_t WIDE = 4096;		/* ...which hands over to the grid above this */
 constexpr uint32_t LEVELS_PER_LAUNCH = 1024;	/* cancellation is polled between launches */
 constexpr int SWEEP_BATCH = 16;		/* sweeps per convergence check */
 
@@ -81,14 +86,44 @@ tgk_sources(const uint8_t *__restrict__ kind, const uint32_t *__restrict__ indeg
 }
 
 /*
- * Kahn's frontier rounds, level after level, until the frontier is empty or
- * max_levels have run, one grid barrier per level.  The frontier is
+ * Cell c is done: decrement its receivers' pending-donor counts and append
+ * those that reach zero at order[end + (*appended)++].  All the atomics are
+ * issued before any result is looked at, so their latencies overlap.
+ */
+__device__ __forceinline__ void
+release_receivers(const tg_route_view &r, uint32_t c, uint32_t *indeg, uint32_t *order,
+				  uint32_t end, uint32_t *appended)
+{
+	const int	W = r.width;
+	const int	x = (int) (c % W),
+				y = (int) (c / W);
+	uint32_t	left[8];
+
+#pragma unroll
+	for (int k = 0; k < 8; k++)
+	{
+		int			nx = x + tg_nbr_dx(k),
+					ny = y + tg_nbr_dy(k);
+
+		left[k] = 0;
+		if (nx >= 0 && ny >= 0 && nx < W && ny < r.height && tg_route_drains_to(&r, c, k))
+			left[k] = atomicSub(&indeg[(size_t) ny * W + nx], 1u);
+	}
+#pragma unroll
+	for (int k = 0; k < 8; k++)
+		if (left[k] == 1u)
+			order[end + atomicAdd(appended, 1u)] = (uint32_t) ((size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k));
+}
+
+/*
+ * Kahn's frontier rounds, level after level, until the frontier is narrower
+ * than NARROW or max_levels have run, one grid barrier per level.  The frontier is
  * order[head, head + count); cells freed during a level are appended after it
  * by counting in slot level % 3 of `appended`.  After the barrier every thread
  * reads the count of the level just done; the slot of the next level, last
  * read right after the barrier before the previous one, is cleared during
- * this level, before the barrier that opens the next.
- * state = {head, count, level}; level_start (may be NULL) records where each
+ * this level, before the barrier that opens the next (so all three start
+ * clear).  state = {head, count, level}; level_start (may be NULL) records where each
  * level begins.
  */
 __global__ void __launch_bounds__(COOP_THREADS)
@@ -101,7 +136,7 @@ tgk_frontier_coop(tg_route_view r, const double *__restrict__ weight, double *ac
 				count = state[1],
 				level = state[2];
 
-	for (uint32_t done = 0; done < max_levels && count > 0; done++)
+	for (uint32_t done = 0; done < max_levels && count >= NARROW; done++)
 	{
 		const uint32_t end = head + count;
 		uint32_t   *slot = &appended[level % 3];
@@ -115,24 +150,10 @@ tgk_frontier_coop(tg_route_view r, const double *__restrict__ weight, double *ac
 		for (uint32_t j = grid.thread_rank(); j < count; j += grid.size())
 		{
 			const uint32_t c = __ldcg(&order[head + j]);
-			const int	W = r.width;
-			const int	x = (int) (c % W),
-						y = (int) (c / W);
 
 			if (acc)
 				acc[c] = tg_route_pull(&r, weight, acc, c);
-			for (int k = 0; k < 8; k++)
-			{
-				int			nx = x + tg_nbr_dx(k),
-							ny = y + tg_nbr_dy(k);
-
-				if (nx < 0 || ny < 0 || nx >= W || ny >= r.height || !tg_route_drains_to(&r, c, k))
-					continue;
-				uint32_t	ni = (uint32_t) ((size_t) ny * W + nx);
-
-				if (atomicSub(&indeg[ni], 1u) == 1u)
-					order[end + atomicAdd(slot, 1u)] = ni;
-			}
+			release_receivers(r, c, indeg, order, end, slot);
 		}
 		grid.sync();
 		head = end;
@@ -140,6 +161,55 @@ tgk_frontier_coop(tg_route_view r, const double *__restrict__ weight, double *ac
 		level++;
 	}
 	if (grid.thread_rank() == 0)
+	{
+		state[0] = head;
+		state[1] = count;
+		state[2] = level;
+	}
+}
+
+/*
+ * The same rounds for narrow levels in one block, a block barrier between
+ * levels, until the frontier is empty, wider than WIDE, or max_levels have
+ * run.  One block on one multiprocessor: its own writes are visible to it
+ * after a barrier, and earlier kernels' writes at launch.
+ */
+__global__ void __launch_bounds__(BLOCK_THREADS)
+tgk_frontier_block(tg_route_view r, const double *__restrict__ weight, double *acc,
+				   uint32_t *indeg, uint32_t *order, uint32_t *state, uint32_t *level_start,
+				   uint32_t max_levels)
+{
+	__shared__ uint32_t appended;
+	uint32_t	head = state[0],
+				count = state[1],
+				level = state[2];
+
+	for (uint32_t done = 0; done < max_levels && count > 0 && count <= WIDE; done++)
+	{
+		const uint32_t end = head + count;
+
+		if (threadIdx.x == 0)
+		{
+			appended = 0;
+			if (level_start)
+				level_start[level] = head;
+		}
+		__syncthreads();
+		for (uint32_t j = threadIdx.x; j < count; j += BLOCK_THREADS)
+		{
+			const uint32_t c = order[head + j];
+
+			if (acc)
+				acc[c] = tg_route_pull(&r, weight, acc, c);
+			release_receivers(r, c, indeg, order, end, &appended);
+		}
+		__syncthreads();
+		head = end;
+		count = appended;
+		level++;
+		__syncthreads();		/* everyone has read the count before it is cleared */
+	}
+	if (threadIdx.x == 0)
 	{
 		state[0] = head;
 		state[1] = count;
@@ -160,6 +230,20 @@ tgk_replay_coop(tg_route_view r, const double *__restrict__ weight, double *acc,
 		for (uint32_t j = level_start[l] + grid.thread_rank(); j < level_start[l + 1]; j += grid.size())
 			acc[order[j]] = tg_route_pull(&r, weight, acc, order[j]);
 		grid.sync();
+	}
+}
+
+/* The same for narrow levels, in one block. */
+__global__ void __launch_bounds__(BLOCK_THREADS)
+tgk_replay_block(tg_route_view r, const double *__restrict__ weight, double *acc,
+				 const uint32_t *__restrict__ order, const uint32_t *__restrict__ level_start,
+				 uint32_t l0, uint32_t l1)
+{
+	for (uint32_t l = l0; l < l1; l++)
+	{
+		for (uint32_t j = level_start[l] + threadIdx.x; j < level_start[l + 1]; j += BLOCK_THREADS)
+			acc[order[j]] = tg_route_pull(&r, weight, acc, order[j]);
+		__syncthreads();
 	}
 }
 
@@ -334,8 +418,20 @@ frontier_rounds(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind,
 
 		if (tg_canceled(ctx))
 			return tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
-		TG_CUDA_RETURN_IF(cudaLaunchCooperativeKernel((void *) tgk_frontier_coop, blocks, COOP_THREADS,
-													  args, 0, 0), "running frontier rounds");
+		if (h[1] >= NARROW)
+		{
+			/* the grid kernel expects every append counter clear */
+			TG_CUDA_RETURN_IF(cudaMemsetAsync(appended.p, 0, 3 * sizeof(uint32_t)),
+							  "clearing frontier counters");
+			TG_CUDA_RETURN_IF(cudaLaunchCooperativeKernel((void *) tgk_frontier_coop, blocks, COOP_THREADS,
+														  args, 0, 0), "running frontier rounds");
+		}
+		else
+		{
+			tgk_frontier_block<<<1, BLOCK_THREADS>>>(r, weight, acc, indeg, order, state.p,
+													 d_level_start, LEVELS_PER_LAUNCH);
+			TG_CUDA_RETURN_IF_LAUNCH("running frontier rounds");
+		}
 		TG_CUDA_RETURN_IF(cudaMemcpy(h, state.p, sizeof h, cudaMemcpyDeviceToHost),
 						  "running frontier rounds");
 	}
@@ -366,16 +462,26 @@ replay_levels(const tg_ctx *ctx, const tg_route_view &r, const double *weight, d
 	/* the device copy needs the final boundary too */
 	TG_CUDA_RETURN_IF(cudaMemcpy(d_level_start + levels, &level_start[levels], sizeof(uint32_t),
 								 cudaMemcpyHostToDevice), "recording levels");
-	for (uint32_t l0 = 0; l0 < levels; l0 += LEVELS_PER_LAUNCH)
+	/* runs of wide levels on the grid, runs of narrow ones in one block */
+	for (uint32_t l0 = 0, l1; l0 < levels; l0 = l1)
 	{
-		uint32_t	l1 = l0 + LEVELS_PER_LAUNCH < levels ? l0 + LEVELS_PER_LAUNCH : levels;
+		const bool	narrow = level_start[l0 + 1] - level_start[l0] < NARROW;
 		void	   *args[] = {(void *) &r, (void *) &weight, (void *) &acc, (void *) &order,
 		(void *) &d_level_start, (void *) &l0, (void *) &l1};
 
+		for (l1 = l0 + 1; l1 < levels && l1 - l0 < LEVELS_PER_LAUNCH &&
+			 (level_start[l1 + 1] - level_start[l1] < NARROW) == narrow; l1++)
+			;
 		if (tg_canceled(ctx))
 			return tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
-		TG_CUDA_RETURN_IF(cudaLaunchCooperativeKernel((void *) tgk_replay_coop, blocks, COOP_THREADS,
-													  args, 0, 0), "replaying levels");
+		if (narrow)
+		{
+			tgk_replay_block<<<1, BLOCK_THREADS>>>(r, weight, acc, order, d_level_start, l0, l1);
+			TG_CUDA_RETURN_IF_LAUNCH("replaying levels");
+		}
+		else
+			TG_CUDA_RETURN_IF(cudaLaunchCooperativeKernel((void *) tgk_replay_coop, blocks, COOP_THREADS,
+														  args, 0, 0), "replaying levels");
 	}
 	return TG_OK;
 }

@@ -189,7 +189,9 @@ tg_route_drains_to(const tg_route_view *r, size_t i, int k)
 
 /*
  * acc(i) = w(i) + sum over donors n, in neighbour order k = 0..7, of
- * acc(n) share(n -> i).  Donors must be final.
+ * acc(n) share(n -> i).  Donors must be final.  Every load is issued before
+ * the sum uses any: on the GPU the eight neighbours' loads then overlap
+ * instead of following one another.
  */
 TG_HD double
 tg_route_pull(const tg_route_view *r, const double *weight, const double *acc, size_t i)
@@ -198,6 +200,8 @@ tg_route_pull(const tg_route_view *r, const double *weight, const double *acc, s
 				H = r->height;
 	const int	x = (int) (i % W),
 				y = (int) (i / W);
+	bool		donor[8];
+	double		a[8];
 	double		sum = weight[i];
 	int			k;
 
@@ -205,22 +209,21 @@ tg_route_pull(const tg_route_view *r, const double *weight, const double *acc, s
 	{
 		int			nx = x + tg_nbr_dx(k),
 					ny = y + tg_nbr_dy(k);
-		size_t		ni;
-		double		s;
 
-		if (nx < 0 || ny < 0 || nx >= W || ny >= H)
-			continue;
-		ni = (size_t) ny * W + nx;
-		if (!tg_route_drains_to(r, ni, tg_nbr_opposite(k)))
-			continue;
-		{
-			double		a = TG_LOAD_SHARED(&acc[ni]);	/* a donor: final */
-
-			s = tg_route_share(r, ni, tg_nbr_opposite(k), a);
-			if (s > 0)
-				sum = TG_DADD(sum, TG_DMUL(a, s));
-		}
+		donor[k] = nx >= 0 && ny >= 0 && nx < W && ny < H &&
+			tg_route_drains_to(r, (size_t) ny * W + nx, tg_nbr_opposite(k));
 	}
+	for (k = 0; k < 8; k++)
+		a[k] = donor[k] ? TG_LOAD_SHARED(&acc[(size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k)]) : 0.0;
+	for (k = 0; k < 8; k++)
+		if (donor[k])
+		{
+			size_t		ni = (size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k);
+			double		s = tg_route_share(r, ni, tg_nbr_opposite(k), a[k]);
+
+			if (s > 0)
+				sum = TG_DADD(sum, TG_DMUL(a[k], s));
+		}
 	return sum;
 }
 
