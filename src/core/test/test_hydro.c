@@ -773,7 +773,8 @@ test_cuda_hydro(void)
 					for (i = 0; i < n; i++)
 						worst = fmax(worst, isnan(cpu[i]) != isnan(gpu[i]) ? INFINITY :
 									 isnan(cpu[i]) ? 0 : fabs(cpu[i] - gpu[i]) / fmax(1, fabs(cpu[i])));
-					check(routings[r] == TG_ROUTE_D8 ? worst == 0 : worst <= 1e-6,
+					/* every method pulls in the CPU's order but flow transfer */
+					check(routings[r] == TG_ROUTE_D8 || m != TG_ACC_FLOW_TRANSFER ? worst == 0 : worst <= 1e-6,
 						  "cuda %s (%s) routing %d %s %dx%d: %g from the CPU",
 						  tg_accum_method_name((tg_accum_method) m), stats.method, r, ty, W, H, worst);
 					ctx.stats = NULL;
