@@ -41,6 +41,18 @@ def timed(cmd, **kw):
     return time.perf_counter() - t0
 
 
+def try_timed(cmd):
+    """timed(), or None when the command fails."""
+    try:
+        return timed(cmd)
+    except RuntimeError:
+        return None
+
+
+def fmt_s(t):
+    return "failed" if t is None else "%.2f" % t
+
+
 def read(path):
     ds = gdal.Open(path)
     band = ds.GetRasterBand(1)
@@ -74,7 +86,7 @@ def ours(dem_path, tmp, op, **opts):
     geo = (["geographic=1", "lat_top=%r" % (gt[3] + 0.5 * gt[5]), "lat_step=%r" % gt[5],
             "lon_step=%r" % abs(gt[1])] if wkt.startswith("GEOGCRS") or wkt.startswith("GEOGCS")
            else ["pixel_w=%r" % abs(gt[1]), "pixel_h=%r" % abs(gt[5])])
-    raw = os.path.join(tmp, "dem.bil")
+    raw = os.path.join(tmp, os.path.splitext(os.path.basename(dem_path))[0] + ".bil")
     if not os.path.exists(raw):
         subprocess.run(["gdal_translate", "-q", "-of", "ENVI", dem_path, raw], check=True)
     out = os.path.join(tmp, "out.raw")
@@ -113,6 +125,15 @@ def grass(dem_path, script, tmp):
     return timed(["grass", os.path.join(loc, "PERMANENT"), "--exec", "bash", path])
 
 
+EPSILON = 1e-3  # metres between a filled cell and its outlet-ward neighbour
+
+
+def saga_accumulation(dem_tif, out, method, *extra):
+    """SAGA's top-down flow accumulation, in cells (FLOW_UNIT 0) like terra_gpu's."""
+    return timed(["saga_cmd", "ta_hydrology", "0", "-ELEVATION", dem_tif, "-FLOW", out, "-METHOD", method,
+                  "-FLOW_UNIT", "0"] + list(extra))
+
+
 def main():
     fill_rows, acc_rows, time_rows = [], [], []
     for dem_path in sys.argv[1:]:
@@ -124,19 +145,27 @@ def main():
             filled_tif = os.path.join(tmp, "filled.tif")
             write_like(dem_path, filled, filled_tif)
 
-            # fills
+            # fills (a peer that fails, as SAGA's Planchon/Darboux does on large
+            # grids, is reported as such)
             pd = os.path.join(tmp, "pd.sdat")
             wl = os.path.join(tmp, "wl.sdat")
-            t_pd = timed(["saga_cmd", "ta_preprocessor", "3", "-DEM", dem_path, "-RESULT", pd, "-MINSLOPE", "0"])
-            t_wl = timed(["saga_cmd", "ta_preprocessor", "4", "-ELEV", dem_path, "-FILLED", wl, "-MINSLOPE", "0"])
+            xxl = os.path.join(tmp, "xxl.sdat")
+            t_pd = try_timed(["saga_cmd", "ta_preprocessor", "3", "-DEM", dem_path, "-RESULT", pd, "-MINSLOPE", "0"])
+            t_wl = try_timed(["saga_cmd", "ta_preprocessor", "4", "-ELEV", dem_path, "-FILLED", wl, "-MINSLOPE", "0"])
+            t_xxl = try_timed(["saga_cmd", "ta_preprocessor", "5", "-ELEV", dem_path, "-FILLED", xxl,
+                               "-MINSLOPE", "0"])
             t_rfd = grass(dem_path, "r.in.gdal -o input=%s output=dem --quiet --overwrite\n"
                           "g.region raster=dem\n"
                           "r.fill.dir input=dem output=rfd direction=rfd_dir --quiet --overwrite\n"
                           "r.out.gdal input=rfd output=%s/rfd.tif type=Float64 --quiet --overwrite\n"
                           % (dem_path, tmp), tmp)
             raised = np.nansum(filled > z)
-            for peer, path in [("SAGA Planchon/Darboux", pd), ("SAGA Wang & Liu", wl),
-                               ("GRASS r.fill.dir", os.path.join(tmp, "rfd.tif"))]:
+            for peer, path, t in [("SAGA Planchon/Darboux", pd, t_pd), ("SAGA Wang & Liu", wl, t_wl),
+                                  ("SAGA Wang & Liu XXL", xxl, t_xxl),
+                                  ("GRASS r.fill.dir", os.path.join(tmp, "rfd.tif"), t_rfd)]:
+                if t is None:
+                    fill_rows.append("| %s | %s | %d | failed | – |" % (name, peer, raised))
+                    continue
                 same, worst = agreement(filled, read(path))
                 fill_rows.append("| %s | %s | %d | %.3f | %.3g |" % (name, peer, raised, same, worst))
 
@@ -147,10 +176,11 @@ def main():
             sd8 = os.path.join(tmp, "sd8.sdat")
             smfd = os.path.join(tmp, "smfd.sdat")
             smd = os.path.join(tmp, "smd.sdat")
-            t_sd8 = timed(["saga_cmd", "ta_hydrology", "0", "-ELEVATION", filled_tif, "-FLOW", sd8, "-METHOD", "0"])
-            timed(["saga_cmd", "ta_hydrology", "0", "-ELEVATION", filled_tif, "-FLOW", smfd, "-METHOD", "4",
-                   "-CONVERGENCE", "1.1"])
-            t_smd = timed(["saga_cmd", "ta_hydrology", "0", "-ELEVATION", filled_tif, "-FLOW", smd, "-METHOD", "6"])
+            t_sd8 = saga_accumulation(filled_tif, sd8, "0")
+            # contour-length weighting on, as Quinn (1991) and Qin (2007) define
+            # the shares (SAGA leaves it off by default)
+            saga_accumulation(filled_tif, smfd, "4", "-CONVERGENCE", "1.1", "-MFD_CONTOUR", "1")
+            t_smd = saga_accumulation(filled_tif, smd, "6", "-MFD_CONTOUR", "1")
             t_rw = grass(filled_tif, "r.in.gdal -o input=%s output=f --quiet --overwrite\n"
                          "g.region raster=f\n"
                          "r.watershed -s elevation=f accumulation=acc --quiet --overwrite\n"
@@ -158,13 +188,30 @@ def main():
                          % (filled_tif, tmp), tmp)
             rw = np.abs(read(os.path.join(tmp, "rw.tif")))
             for label, a, peer, path in [("D8", d8, "SAGA D8", sd8), ("D8", d8, "GRASS r.watershed -s", None),
-                                         ("FD8 (p 1.1)", fd8, "SAGA MFD (convergence 1.1)", smfd),
-                                         ("MFD-md", md, "SAGA MMDGFD (MFD-md)", smd)]:
+                                         ("FD8 (p 1.1)", fd8, "SAGA MFD (convergence 1.1, contour lengths)", smfd),
+                                         ("MFD-md", md, "SAGA MMDGFD (MFD-md, contour lengths)", smd)]:
                 b = rw if path is None else read(path)
                 eq, within, med, p99 = relative(a, b)
                 acc_rows.append("| %s | %s | %s | %.2f | %.2f | %.2g | %.2g |" % (name, label, peer, eq, within, med, p99))
-            time_rows.append("| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |" % (
-                name, t_fill, t_pd, t_wl, t_rfd, t_d8, t_sd8, t_rw, t_md))
+
+            # the same on a strictly drainable surface (epsilon fill): no flats,
+            # so D8 differences can only come from ties and edge rules
+            eps_tif = os.path.join(tmp, "drainable.tif")
+            eps, _ = ours(dem_path, tmp, "fill", method="priority-flood", eps=EPSILON)
+            write_like(dem_path, eps, eps_tif)
+            d8e, _ = ours(eps_tif, tmp, "accumulation", routing="d8", method="indegree", fill=0)
+            saga_accumulation(eps_tif, sd8, "0")
+            grass(eps_tif, "r.in.gdal -o input=%s output=e --quiet --overwrite\n"
+                  "g.region raster=e\n"
+                  "r.watershed -s elevation=e accumulation=acc --quiet --overwrite\n"
+                  "r.out.gdal input=acc output=%s/rw.tif type=Float64 --quiet --overwrite\n"
+                  % (eps_tif, tmp), tmp)
+            for peer, b in [("SAGA D8", read(sd8)), ("GRASS r.watershed -s", np.abs(read(os.path.join(tmp, "rw.tif"))))]:
+                eq, within, med, p99 = relative(d8e, b)
+                acc_rows.append("| %s | D8, drainable surface (epsilon %g) | %s | %.2f | %.2f | %.2g | %.2g |"
+                                % (name, EPSILON, peer, eq, within, med, p99))
+            time_rows.append("| %s | %.2f | %s | %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f |" % (
+                name, t_fill, fmt_s(t_pd), fmt_s(t_wl), fmt_s(t_xxl), t_rfd, t_d8, t_sd8, t_rw, t_md))
 
     print("Fill: share of valid cells where terra_gpu's filled DEM equals the peer's (%), largest difference (m):")
     print("")
@@ -181,9 +228,9 @@ def main():
     print("Seconds on this machine (terra_gpu: the core on the CPU, fill and accumulation from the raw DEM; peers: "
           "whole commands, reading and writing files):")
     print("")
-    print("| DEM | terra_gpu fill | SAGA P/D | SAGA W&L | r.fill.dir | terra_gpu D8 acc | SAGA D8 | r.watershed -s | "
-          "terra_gpu MFD-md acc |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| DEM | terra_gpu fill | SAGA P/D | SAGA W&L | SAGA W&L XXL | r.fill.dir | terra_gpu D8 acc | SAGA D8 | "
+          "r.watershed -s | terra_gpu MFD-md acc |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     print("\n".join(time_rows))
 
 
