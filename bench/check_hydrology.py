@@ -47,7 +47,10 @@ def check_dem(dem, db):
     t = "hydro_dem"
     load_dem(dem, t, db)
     failures = []
-    nd = dem.nodata
+    # the nodata value as stored (raster2pgsql rounds a 32BF band's to single
+    # precision: GDAL's -3.4e+38 becomes -3.3999999521443642e+38)
+    stored = psql("SELECT ST_BandNoDataValue(rast) FROM %s LIMIT 1" % t, db)
+    nd = float(stored) if stored else None
     z, W, H = band_values("(SELECT ST_MapAlgebra(rast, '64BF', '[rast]') FROM %s)" % t, "d", db)
     valid = [not (v != v or (nd is not None and v == nd)) for v in z]
     nvalid = sum(valid)
