@@ -18,16 +18,12 @@
  *                        each cell adds what arrives (pull of its donors'
  *                        in-transit water) until none moves.
  *
- * Frontier rounds and level replays run wide levels in one cooperative
- * kernel that stays resident on every multiprocessor and separates levels
- * with a grid barrier, and narrow levels (the thousands that make the long
- * narrow end of a drainage graph, main channels) in a single block that
- * separates them with a block barrier, a fraction of a grid barrier's cost.
- * Either way a level costs no launch and no host round trip.
- * Within such a kernel, values other blocks wrote (accumulations, the order,
- * the frontier state) are read through L2 (TG_LOAD_SHARED / __ldcg): L1 is
+ * Frontier rounds run on the level engine of levels.cuh (wide levels on the
+ * grid, narrow ones in one block); level replays split the same way.  Values
+ * other blocks wrote are read through L2 (TG_LOAD_SHARED / __ldcg): L1 is
  * not coherent across multiprocessors.
  */
+#include "levels.cuh"
 #include "route.cuh"
 
 #include <cooperative_groups.h>
@@ -39,11 +35,6 @@ namespace
 {
 namespace cg = cooperative_groups;
 
-constexpr int COOP_THREADS = 256;
-constexpr int BLOCK_THREADS = 1024;	/* the single block that runs narrow levels */
-constexpr uint32_t NARROW = 2048;	/* a level this small runs in the single block... */
-constexpr uint32_t WIDE = 4096;		/* ...which hands over to the grid above this */
-constexpr uint32_t LEVELS_PER_LAUNCH = 1024;	/* cancellation is polled between launches */
 constexpr int SWEEP_BATCH = 16;		/* sweeps per convergence check */
 
 __global__ void
@@ -115,110 +106,24 @@ release_receivers(const tg_route_view &r, uint32_t c, uint32_t *indeg, uint32_t 
 			order[end + atomicAdd(appended, 1u)] = (uint32_t) ((size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k));
 }
 
-/*
- * Kahn's frontier rounds, level after level, until the frontier is narrower
- * than NARROW or max_levels have run, one grid barrier per level.  The frontier is
- * order[head, head + count); cells freed during a level are appended after it
- * by counting in slot level % 3 of `appended`.  After the barrier every thread
- * reads the count of the level just done; the slot of the next level, last
- * read right after the barrier before the previous one, is cleared during
- * this level, before the barrier that opens the next (so all three start
- * clear).  state = {head, count, level}; level_start (may be NULL) records where each
- * level begins.
- */
-__global__ void __launch_bounds__(COOP_THREADS)
-tgk_frontier_coop(tg_route_view r, const double *__restrict__ weight, double *acc,
-				  uint32_t *indeg, uint32_t *order, uint32_t *state, uint32_t *appended,
-				  uint32_t *level_start, uint32_t max_levels)
+/* A frontier item: accumulate cell c (unless only the order is wanted), free its receivers. */
+struct pull_step
 {
-	cg::grid_group grid = cg::this_grid();
-	uint32_t	head = state[0],
-				count = state[1],
-				level = state[2];
+	tg_route_view r;
+	const double *weight;
+	double	   *acc;
+	uint32_t   *indeg;
 
-	for (uint32_t done = 0; done < max_levels && count >= NARROW; done++)
+	__device__ void operator()(uint32_t c, uint32_t *order, uint32_t end, uint32_t *appended) const
 	{
-		const uint32_t end = head + count;
-		uint32_t   *slot = &appended[level % 3];
-
-		if (grid.thread_rank() == 0)
-		{
-			appended[(level + 1) % 3] = 0;
-			if (level_start)
-				level_start[level] = head;
-		}
-		for (uint32_t j = grid.thread_rank(); j < count; j += grid.size())
-		{
-			const uint32_t c = __ldcg(&order[head + j]);
-
-			if (acc)
-				acc[c] = tg_route_pull(&r, weight, acc, c);
-			release_receivers(r, c, indeg, order, end, slot);
-		}
-		grid.sync();
-		head = end;
-		count = __ldcg(slot);
-		level++;
+		if (acc)
+			acc[c] = tg_route_pull(&r, weight, acc, c);
+		release_receivers(r, c, indeg, order, end, appended);
 	}
-	if (grid.thread_rank() == 0)
-	{
-		state[0] = head;
-		state[1] = count;
-		state[2] = level;
-	}
-}
-
-/*
- * The same rounds for narrow levels in one block, a block barrier between
- * levels, until the frontier is empty, wider than WIDE, or max_levels have
- * run.  One block on one multiprocessor: its own writes are visible to it
- * after a barrier, and earlier kernels' writes at launch.
- */
-__global__ void __launch_bounds__(BLOCK_THREADS)
-tgk_frontier_block(tg_route_view r, const double *__restrict__ weight, double *acc,
-				   uint32_t *indeg, uint32_t *order, uint32_t *state, uint32_t *level_start,
-				   uint32_t max_levels)
-{
-	__shared__ uint32_t appended;
-	uint32_t	head = state[0],
-				count = state[1],
-				level = state[2];
-
-	for (uint32_t done = 0; done < max_levels && count > 0 && count <= WIDE; done++)
-	{
-		const uint32_t end = head + count;
-
-		if (threadIdx.x == 0)
-		{
-			appended = 0;
-			if (level_start)
-				level_start[level] = head;
-		}
-		__syncthreads();
-		for (uint32_t j = threadIdx.x; j < count; j += BLOCK_THREADS)
-		{
-			const uint32_t c = order[head + j];
-
-			if (acc)
-				acc[c] = tg_route_pull(&r, weight, acc, c);
-			release_receivers(r, c, indeg, order, end, &appended);
-		}
-		__syncthreads();
-		head = end;
-		count = appended;
-		level++;
-		__syncthreads();		/* everyone has read the count before it is cleared */
-	}
-	if (threadIdx.x == 0)
-	{
-		state[0] = head;
-		state[1] = count;
-		state[2] = level;
-	}
-}
+};
 
 /* Accumulate levels [l0, l1) of a recorded order, a grid barrier between levels. */
-__global__ void __launch_bounds__(COOP_THREADS)
+__global__ void __launch_bounds__(LEVELS_GRID_THREADS)
 tgk_replay_coop(tg_route_view r, const double *__restrict__ weight, double *acc,
 				const uint32_t *__restrict__ order, const uint32_t *__restrict__ level_start,
 				uint32_t l0, uint32_t l1)
@@ -234,14 +139,14 @@ tgk_replay_coop(tg_route_view r, const double *__restrict__ weight, double *acc,
 }
 
 /* The same for narrow levels, in one block. */
-__global__ void __launch_bounds__(BLOCK_THREADS)
+__global__ void __launch_bounds__(LEVELS_BLOCK_THREADS)
 tgk_replay_block(tg_route_view r, const double *__restrict__ weight, double *acc,
 				 const uint32_t *__restrict__ order, const uint32_t *__restrict__ level_start,
 				 uint32_t l0, uint32_t l1)
 {
 	for (uint32_t l = l0; l < l1; l++)
 	{
-		for (uint32_t j = level_start[l] + threadIdx.x; j < level_start[l + 1]; j += BLOCK_THREADS)
+		for (uint32_t j = level_start[l] + threadIdx.x; j < level_start[l + 1]; j += LEVELS_BLOCK_THREADS)
 			acc[order[j]] = tg_route_pull(&r, weight, acc, order[j]);
 		__syncthreads();
 	}
@@ -350,29 +255,6 @@ tgk_nodata_nan(const uint8_t *__restrict__ kind, size_t n, double *__restrict__ 
 		acc[i] = NAN;
 }
 
-/* The largest grid of COOP_THREADS blocks that can all be resident at once. */
-template <typename K>
-tg_status
-coop_grid(K kernel, unsigned *blocks, tg_error *err)
-{
-	int			device = 0,
-				sms = 0,
-				per_sm = 0,
-				coop = 0;
-
-	TG_CUDA_RETURN_IF(cudaGetDevice(&device), "querying the device");
-	TG_CUDA_RETURN_IF(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, device),
-					  "querying the device");
-	if (!coop)
-		return tg_error_set(err, TG_EUNSUPPORTED, "this GPU cannot launch cooperative kernels");
-	TG_CUDA_RETURN_IF(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
-					  "querying the device");
-	TG_CUDA_RETURN_IF(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, COOP_THREADS, 0),
-					  "querying occupancy");
-	*blocks = (unsigned) (sms * (per_sm > 0 ? per_sm : 1));
-	return TG_OK;
-}
-
 /*
  * Kahn's frontier rounds; acc == nullptr records the order only.
  * level_start (host) receives the level boundaries when asked.
@@ -389,16 +271,11 @@ frontier_rounds(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind,
 				sources;
 	dbuf<double> scratch;		/* the sources' NaN init when no acc is kept */
 	uint32_t	h[3] = {0, 0, 0};
-	unsigned	blocks = 0;
 	tg_status	st;
 
-	st = coop_grid(tgk_frontier_coop, &blocks, err);
-	if (st != TG_OK)
-		return st;
 	TG_CUDA_RETURN_IF(state.alloc(3), "allocating frontier state");
 	TG_CUDA_RETURN_IF(appended.alloc(3), "allocating frontier counters");
 	TG_CUDA_RETURN_IF(sources.alloc(1), "allocating a counter");
-	TG_CUDA_RETURN_IF(cudaMemset(appended.p, 0, 3 * sizeof(uint32_t)), "clearing frontier counters");
 	TG_CUDA_RETURN_IF(cudaMemset(sources.p, 0, sizeof(uint32_t)), "clearing a counter");
 	if (acc == nullptr)
 		TG_CUDA_RETURN_IF(scratch.alloc(n), "allocating scratch");
@@ -410,31 +287,10 @@ frontier_rounds(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind,
 					  "finding sources");
 	TG_CUDA_RETURN_IF(cudaMemcpy(state.p, h, sizeof h, cudaMemcpyHostToDevice), "finding sources");
 
-	while (h[1] > 0)
-	{
-		void	   *args[] = {(void *) &r, (void *) &weight, (void *) &acc, (void *) &indeg,
-			(void *) &order, (void *) &state.p, (void *) &appended.p, (void *) &d_level_start,
-		(void *) &LEVELS_PER_LAUNCH};
-
-		if (tg_canceled(ctx))
-			return tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
-		if (h[1] >= NARROW)
-		{
-			/* the grid kernel expects every append counter clear */
-			TG_CUDA_RETURN_IF(cudaMemsetAsync(appended.p, 0, 3 * sizeof(uint32_t)),
-							  "clearing frontier counters");
-			TG_CUDA_RETURN_IF(cudaLaunchCooperativeKernel((void *) tgk_frontier_coop, blocks, COOP_THREADS,
-														  args, 0, 0), "running frontier rounds");
-		}
-		else
-		{
-			tgk_frontier_block<<<1, BLOCK_THREADS>>>(r, weight, acc, indeg, order, state.p,
-													 d_level_start, LEVELS_PER_LAUNCH);
-			TG_CUDA_RETURN_IF_LAUNCH("running frontier rounds");
-		}
-		TG_CUDA_RETURN_IF(cudaMemcpy(h, state.p, sizeof h, cudaMemcpyDeviceToHost),
-						  "running frontier rounds");
-	}
+	st = run_levels(ctx, pull_step{r, weight, acc, indeg}, order, state.p, appended.p, d_level_start, h,
+					"running frontier rounds", err);
+	if (st != TG_OK)
+		return st;
 	*levels = (int) h[2];
 	if (level_start)
 	{
@@ -465,22 +321,22 @@ replay_levels(const tg_ctx *ctx, const tg_route_view &r, const double *weight, d
 	/* runs of wide levels on the grid, runs of narrow ones in one block */
 	for (uint32_t l0 = 0, l1; l0 < levels; l0 = l1)
 	{
-		const bool	narrow = level_start[l0 + 1] - level_start[l0] < NARROW;
+		const bool	narrow = level_start[l0 + 1] - level_start[l0] < LEVELS_NARROW;
 		void	   *args[] = {(void *) &r, (void *) &weight, (void *) &acc, (void *) &order,
 		(void *) &d_level_start, (void *) &l0, (void *) &l1};
 
 		for (l1 = l0 + 1; l1 < levels && l1 - l0 < LEVELS_PER_LAUNCH &&
-			 (level_start[l1 + 1] - level_start[l1] < NARROW) == narrow; l1++)
+			 (level_start[l1 + 1] - level_start[l1] < LEVELS_NARROW) == narrow; l1++)
 			;
 		if (tg_canceled(ctx))
 			return tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
 		if (narrow)
 		{
-			tgk_replay_block<<<1, BLOCK_THREADS>>>(r, weight, acc, order, d_level_start, l0, l1);
+			tgk_replay_block<<<1, LEVELS_BLOCK_THREADS>>>(r, weight, acc, order, d_level_start, l0, l1);
 			TG_CUDA_RETURN_IF_LAUNCH("replaying levels");
 		}
 		else
-			TG_CUDA_RETURN_IF(cudaLaunchCooperativeKernel((void *) tgk_replay_coop, blocks, COOP_THREADS,
+			TG_CUDA_RETURN_IF(cudaLaunchCooperativeKernel((void *) tgk_replay_coop, blocks, LEVELS_GRID_THREADS,
 														  args, 0, 0), "replaying levels");
 	}
 	return TG_OK;

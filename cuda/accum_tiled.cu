@@ -21,14 +21,11 @@
  * the long dependency chains stay in shared memory, where a level costs a
  * block barrier.
  */
+#include "levels.cuh"
 #include "route.cuh"
-
-#include <cooperative_groups.h>
 
 namespace
 {
-namespace cg = cooperative_groups;
-
 #ifndef TG_TILE_THREADS
 #define TG_TILE_THREADS 512	/* measured best on an H100: 3 blocks per multiprocessor */
 #endif
@@ -39,11 +36,6 @@ constexpr int TB = 4 * TS - 4;	/* boundary cells of a tile: the most exits it ca
 constexpr int THREADS = TG_TILE_THREADS;
 constexpr int PER = TN / THREADS;
 constexpr int HS = TS + 2;		/* tile plus halo */
-constexpr int FOREST_THREADS = 256;
-constexpr int FOREST_BLOCK_THREADS = 1024;
-constexpr uint32_t FOREST_NARROW = 2048;	/* narrower forest levels run in one block */
-constexpr uint32_t FOREST_WIDE = 4096;	/* which hands over to the grid above this */
-constexpr uint32_t FOREST_LEVELS_PER_LAUNCH = 4096;
 
 struct tile_smem
 {
@@ -324,92 +316,26 @@ tgk_forest_sources(const uint32_t *__restrict__ pending, uint32_t nexits, uint32
 }
 
 /*
- * Frontier rounds over the exit forest: a finished exit adds its total to its
- * successor (integer-valued: order-free) and frees it when it was the last.
- * state = {head, count, level}; appended as in accum.cu's frontier kernel.
- * Runs while the levels are at least FOREST_NARROW wide.
+ * A level of the exit forest (levels.cuh): a finished exit adds its total to
+ * its successor (integer-valued: order-free) and frees it when it was the last.
  */
-__global__ void __launch_bounds__(FOREST_THREADS)
-tgk_forest_coop(const int32_t *__restrict__ succ, uint32_t *pending, double *total,
-				uint32_t *order, uint32_t *state, uint32_t *appended, uint32_t max_levels)
+struct forest_step
 {
-	cg::grid_group grid = cg::this_grid();
-	uint32_t	head = state[0],
-				count = state[1],
-				level = state[2];
+	const int32_t *succ;
+	uint32_t   *pending;
+	double	   *total;
 
-	for (uint32_t done = 0; done < max_levels && count >= FOREST_NARROW; done++)
+	__device__ void operator()(uint32_t e, uint32_t *order, uint32_t end, uint32_t *appended) const
 	{
-		const uint32_t end = head + count;
-		uint32_t   *slot = &appended[level % 3];
+		int32_t		t = succ[e];
 
-		if (grid.thread_rank() == 0)
-			appended[(level + 1) % 3] = 0;
-		for (uint32_t j = grid.thread_rank(); j < count; j += grid.size())
-		{
-			uint32_t	e = __ldcg(&order[head + j]);
-			int32_t		t = succ[e];
-
-			if (t < 0)
-				continue;
-			atomicAdd(&total[t], __ldcg(&total[e]));
-			if (atomicSub(&pending[t], 1u) == 1u)
-				order[end + atomicAdd(slot, 1u)] = (uint32_t) t;
-		}
-		grid.sync();
-		head = end;
-		count = __ldcg(slot);
-		level++;
+		if (t < 0)
+			return;
+		atomicAdd(&total[t], __ldcg(&total[e]));
+		if (atomicSub(&pending[t], 1u) == 1u)
+			order[end + atomicAdd(appended, 1u)] = (uint32_t) t;
 	}
-	if (grid.thread_rank() == 0)
-	{
-		state[0] = head;
-		state[1] = count;
-		state[2] = level;
-	}
-}
-
-/* The same rounds for narrow levels, in one block (see accum.cu). */
-__global__ void __launch_bounds__(FOREST_BLOCK_THREADS)
-tgk_forest_block(const int32_t *__restrict__ succ, uint32_t *pending, double *total,
-				 uint32_t *order, uint32_t *state, uint32_t max_levels)
-{
-	__shared__ uint32_t appended;
-	uint32_t	head = state[0],
-				count = state[1],
-				level = state[2];
-
-	for (uint32_t done = 0; done < max_levels && count > 0 && count <= FOREST_WIDE; done++)
-	{
-		const uint32_t end = head + count;
-
-		if (threadIdx.x == 0)
-			appended = 0;
-		__syncthreads();
-		for (uint32_t j = threadIdx.x; j < count; j += FOREST_BLOCK_THREADS)
-		{
-			uint32_t	e = order[head + j];
-			int32_t		t = succ[e];
-
-			if (t < 0)
-				continue;
-			atomicAdd(&total[t], total[e]);
-			if (atomicSub(&pending[t], 1u) == 1u)
-				order[end + atomicAdd(&appended, 1u)] = (uint32_t) t;
-		}
-		__syncthreads();
-		head = end;
-		count = appended;
-		level++;
-		__syncthreads();
-	}
-	if (threadIdx.x == 0)
-	{
-		state[0] = head;
-		state[1] = count;
-		state[2] = level;
-	}
-}
+};
 
 /*
  * Phase 3: each cell starts with its weight plus the totals of the exits of
@@ -538,10 +464,7 @@ accumulate_d8_tiled(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *ki
 	arena		a;
 	uint32_t	m = 0,
 				h[3] = {0, 0, 0};
-	unsigned	blocks = 0;
-	int			device = 0,
-				sms = 0,
-				per_sm = 0;
+	tg_status	st;
 
 	TG_CUDA_RETURN_IF(a.mem.alloc(n * sizeof(int32_t) + bound * (8 + 8 + 4 + 4 + 4) + 16 * 256),
 					  "allocating the exit forest");
@@ -579,37 +502,10 @@ accumulate_d8_tiled(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *ki
 		TG_CUDA_RETURN_IF(cudaMemcpy(&h[1], nexits, sizeof(uint32_t), cudaMemcpyDeviceToHost),
 						  "finding forest sources");
 		TG_CUDA_RETURN_IF(cudaMemcpy(state, h, sizeof h, cudaMemcpyHostToDevice), "starting the forest");
-		TG_CUDA_RETURN_IF(cudaGetDevice(&device), "querying the device");
-		TG_CUDA_RETURN_IF(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
-						  "querying the device");
-		TG_CUDA_RETURN_IF(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tgk_forest_coop,
-																	   FOREST_THREADS, 0),
-						  "querying occupancy");
-		blocks = (unsigned) (sms * (per_sm > 0 ? per_sm : 1));
-		while (h[1] > 0)
-		{
-			void	   *args[] = {(void *) &succ, (void *) &pending, (void *) &total, (void *) &order,
-				(void *) &state, (void *) &appended, (void *) &FOREST_LEVELS_PER_LAUNCH};
-
-			if (tg_canceled(ctx))
-				return tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
-			if (h[1] >= FOREST_NARROW)
-			{
-				TG_CUDA_RETURN_IF(cudaMemsetAsync(appended, 0, 3 * sizeof(uint32_t)),
-								  "clearing frontier counters");
-				TG_CUDA_RETURN_IF(cudaLaunchCooperativeKernel((void *) tgk_forest_coop, blocks,
-															  FOREST_THREADS, args, 0, 0),
-								  "solving the exit forest");
-			}
-			else
-			{
-				tgk_forest_block<<<1, FOREST_BLOCK_THREADS>>>(succ, pending, total, order, state,
-															   FOREST_LEVELS_PER_LAUNCH);
-				TG_CUDA_RETURN_IF_LAUNCH("solving the exit forest");
-			}
-			TG_CUDA_RETURN_IF(cudaMemcpy(h, state, sizeof h, cudaMemcpyDeviceToHost),
-							  "solving the exit forest");
-		}
+		st = run_levels(ctx, forest_step{succ, pending, total}, order, state, appended, nullptr, h,
+						"solving the exit forest", err);
+		if (st != TG_OK)
+			return st;
 	}
 	*rounds = (int) h[2];
 
