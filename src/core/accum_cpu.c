@@ -43,11 +43,10 @@ view_of(const tg_route *r, const tg_flow_params *p)
 }
 
 static inline bool
-drains_to(const tg_route *r, size_t n_cells, size_t ni, int k)
+drains_to(const tg_route *r, size_t ni, int k)
 {
 	tg_route_view v = {r->width, r->height, r->routing, 0, r->d8, r->frac};
 
-	(void) n_cells;
 	return tg_route_drains_to(&v, ni, k);
 }
 
@@ -61,12 +60,10 @@ pull(const tg_route *r, const tg_flow_params *p, const double *weight, const dou
 }
 
 static inline double
-share_of(const tg_route *r, const tg_flow_params *p, size_t n_cells, size_t ni, int k,
-		 const double *acc)
+share_of(const tg_route *r, const tg_flow_params *p, size_t ni, int k, const double *acc)
 {
 	tg_route_view v = view_of(r, p);
 
-	(void) n_cells;
 	return tg_route_share(&v, ni, k, acc[ni]);
 }
 
@@ -76,7 +73,6 @@ count_donors(const tg_route *r, uint8_t *indeg)
 {
 	const int	W = r->width,
 				H = r->height;
-	const size_t n = (size_t) W * H;
 	int			x,
 				y,
 				k;
@@ -93,7 +89,7 @@ count_donors(const tg_route *r, uint8_t *indeg)
 							ny = y + tg_nbr_dy(k);
 
 				if (nx >= 0 && ny >= 0 && nx < W && ny < H &&
-					drains_to(r, n, (size_t) ny * W + nx, tg_nbr_opposite(k)))
+					drains_to(r, (size_t) ny * W + nx, tg_nbr_opposite(k)))
 					c++;
 			}
 			indeg[i] = c;
@@ -147,7 +143,7 @@ accumulate_indegree(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *
 							ny = cy + tg_nbr_dy(k);
 				size_t		ni;
 
-				if (nx < 0 || ny < 0 || nx >= W || ny >= H || !drains_to(r, n, c, k))
+				if (nx < 0 || ny < 0 || nx >= W || ny >= H || !drains_to(r, c, k))
 					continue;
 				ni = (size_t) ny * W + nx;
 				if (--indeg[ni] == 0)
@@ -212,7 +208,7 @@ accumulate_topological(const tg_ctx *ctx, const tg_route *r, const tg_flow_param
 						ny = cy + tg_nbr_dy(k);
 			size_t		ni;
 
-			if (nx < 0 || ny < 0 || nx >= W || ny >= r->height || !drains_to(r, n, c, k))
+			if (nx < 0 || ny < 0 || nx >= W || ny >= r->height || !drains_to(r, c, k))
 				continue;
 			ni = (size_t) ny * W + nx;
 			if (--indeg[ni] == 0)
@@ -291,7 +287,7 @@ accumulate_dependency_transfer(const tg_ctx *ctx, const tg_route *r, const tg_fl
 				if (nx < 0 || ny < 0 || nx >= W || ny >= H)
 					continue;
 				ni = (size_t) ny * W + nx;
-				if (!done[ni] && drains_to(r, n, ni, tg_nbr_opposite(k)))
+				if (!done[ni] && drains_to(r, ni, tg_nbr_opposite(k)))
 					ready = false;
 			}
 			if (ready)
@@ -377,7 +373,7 @@ accumulate_flow_transfer(const tg_ctx *ctx, const tg_route *r, const tg_flow_par
 
 				if (nx < 0 || ny < 0 || nx >= W || ny >= H)
 					continue;
-				s = share_of(r, p, n, c, k, acc);
+				s = share_of(r, p, c, k, acc);
 				if (s <= 0)
 					continue;
 				ni = (size_t) ny * W + nx;
