@@ -21,6 +21,22 @@ extern uint64_t rng_state;
 /* Count a check; print the formatted message when it fails. */
 void		check(bool ok, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 
+/* A band over caller memory. */
+static inline tg_band
+test_band(tg_pixtype pixtype, const void *data, int width, int height, bool has_nodata, double nodata)
+{
+	tg_band		b;
+
+	memset(&b, 0, sizeof b);
+	b.pixtype = pixtype;
+	b.width = width;
+	b.height = height;
+	b.data = data;
+	b.has_nodata = has_nodata;
+	b.nodata = nodata;
+	return b;
+}
+
 /* xorshift64* */
 static inline uint64_t
 rng_next(void)

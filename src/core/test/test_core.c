@@ -294,22 +294,6 @@ test_bad_headers(void)
  * Slope
  * ------------------------------------------------------------------------ */
 
-/* A 16BSI band over caller memory. */
-static tg_band
-band_16bsi(int16_t *data, int w, int h, bool has_nodata, double nodata)
-{
-	tg_band		b;
-
-	memset(&b, 0, sizeof b);
-	b.pixtype = TG_PT_16BSI;
-	b.width = w;
-	b.height = h;
-	b.data = data;
-	b.has_nodata = has_nodata;
-	b.nodata = nodata;
-	return b;
-}
-
 static tg_slope_params
 params_deg(double pw, double ph, double scale)
 {
@@ -339,7 +323,7 @@ test_slope_postgis_values(void)
 		45.86825180053711f, 43.590518951416016f, -9999.0f, 72.65393829345703f,
 		67.99828338623047f, 29.2059326171875f, 59.05202865600586f, 63.16221237182617f,
 	68.04888153076172f};
-	tg_band		b = band_16bsi(dem, 4, 3, true, -9999);
+	tg_band		b = test_band(TG_PT_16BSI, dem, 4, 3, true, -9999);
 	tg_slope_params p = params_deg(1, 1, 1);
 	float		out[12];
 	int			i;
@@ -367,11 +351,7 @@ test_slope_plane(void)
 	for (y = 0; y < H; y++)
 		for (x = 0; x < W; x++)
 			dem[y * W + x] = 0.6 * 5 * x + 0.8 * 5 * y + 100;
-	memset(&b, 0, sizeof b);
-	b.pixtype = TG_PT_64BF;
-	b.width = W;
-	b.height = H;
-	b.data = dem;
+	b = test_band(TG_PT_64BF, dem, W, H, false, 0);
 	check(run_slope(TG_BACKEND_CPU, &b, &p, out) == TG_OK, "plane: run");
 	for (y = 1; y < H - 1; y++)
 		for (x = 1; x < W - 1; x++)
@@ -574,21 +554,17 @@ test_slope_nodata_cases(void)
 	tg_slope_params p = params_deg(1, 1, 1);
 
 	/* NaN is nodata even without a nodata flag */
-	memset(&b, 0, sizeof b);
-	b.pixtype = TG_PT_32BF;
-	b.width = 3;
-	b.height = 3;
-	b.data = f;
+	b = test_band(TG_PT_32BF, f, 3, 3, false, 0);
 	run_slope(TG_BACKEND_CPU, &b, &p, out);
 	check(out[4] == -9999.0f && !isnan(out[0]), "NaN centre gives nodata, neighbours valid");
 
 	/* flat: zero everywhere, including the edges */
-	b = band_16bsi(d, 2, 2, false, 0);
+	b = test_band(TG_PT_16BSI, d, 2, 2, false, 0);
 	run_slope(TG_BACKEND_CPU, &b, &p, out);
 	check(out[0] == 0 && out[3] == 0, "flat raster has zero slope");
 
 	/* all-nodata flag: nodata everywhere */
-	b = band_16bsi(d, 2, 2, true, -1);
+	b = test_band(TG_PT_16BSI, d, 2, 2, true, -1);
 	b.is_nodata = true;
 	run_slope(TG_BACKEND_CPU, &b, &p, out);
 	check(out[0] == -9999.0f && out[3] == -9999.0f, "all-nodata band gives nodata everywhere");
@@ -615,7 +591,7 @@ test_cancel_and_dispatch(void)
 	W = 50, H = 300};
 	static int16_t dem[W * H];
 	static float out[W * H];
-	tg_band		b = band_16bsi(dem, W, H, false, 0);
+	tg_band		b = test_band(TG_PT_16BSI, dem, W, H, false, 0);
 	tg_slope_params p = params_deg(1, 1, 1);
 	tg_run_stats stats;
 	tg_ctx		ctx;

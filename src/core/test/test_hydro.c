@@ -17,16 +17,7 @@
 static tg_band
 band_f64(const double *z, int W, int H)
 {
-	tg_band		b;
-
-	memset(&b, 0, sizeof b);
-	b.pixtype = TG_PT_64BF;
-	b.width = W;
-	b.height = H;
-	b.data = z;
-	b.has_nodata = true;
-	b.nodata = ND;
-	return b;
+	return test_band(TG_PT_64BF, z, W, H, true, ND);
 }
 
 static tg_flow_params
