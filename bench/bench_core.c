@@ -7,13 +7,15 @@
  *
  *   bench_core FILE WIDTH HEIGHT PIXTYPE NODATA|none OPTION=VALUE...
  *
- * options: op=slope|fill|direction|accumulation (slope), reps=N (3),
+ * options: op=slope|fill|direction|accumulation|bmmq (slope), reps=N (3),
  *   backends=cpu,gpu (both; gpu skipped without a device), geographic=0|1,
  *   pixel_w=, pixel_h= (projected), lat_top=, lat_step=, lon_step= (geographic),
  *   scale= (slope), method= (fill: priority-flood|planchon-darboux;
  *   accumulation: indegree|topological|dependency-transfer|flow-transfer),
  *   routing=d8|fd8|mfd-md|fdd8, eps= (fill), fill=0|1 (routing on the filled DEM),
- *   save=FILE (the result's raw values: doubles for fill and accumulation)
+ *   save=FILE (the result's raw values: doubles for fill and accumulation),
+ *   tile=N (bmmq: cut the DEM into N x N tiles, edge tiles smaller; default one
+ *   tile), nbins=K (bmmq: K equal intervals over the valid values, 8)
  *
  * Prints one line of key=value pairs.
  */
@@ -35,6 +37,8 @@ typedef struct options
 	double		eps;
 	const char *method;
 	const char *save;			/* write the (CPU, else GPU) result here */
+	int			tile;			/* bmmq: tile side, 0 = the whole DEM */
+	int			nbins;			/* bmmq: equal-interval bins */
 	tg_flow_params flow;
 } options;
 
@@ -209,6 +213,125 @@ compare(const options *o, const void *a, const void *b, size_t n, double *worst,
 	}
 }
 
+/*
+ * BMMQ-tree build: the DEM cut into tiles (as raster2pgsql -t does) and built
+ * in one call per backend; prints node counts, timings and whether the GPU
+ * node arrays equal the CPU's.
+ */
+static int
+bench_bmmq(const options *o, const tg_band *dem)
+{
+	const int	side = o->tile > 0 ? o->tile : (dem->width > dem->height ? dem->width : dem->height);
+	const int	tx = (dem->width + side - 1) / side,
+				ty = (dem->height + side - 1) / side;
+	const int	nt = tx * ty;
+	const int	pix = tg_pixtype_size(dem->pixtype);
+	tg_band    *tiles = calloc(nt, sizeof *tiles);
+	tg_bmmq_tree *trees[2] = {calloc(nt, sizeof(tg_bmmq_tree)), calloc(nt, sizeof(tg_bmmq_tree))};
+	double		lo = INFINITY,
+				hi = -INFINITY,
+			   *bounds = calloc(o->nbins + 1, sizeof(double));
+	int64_t		cells = (int64_t) dem->width * dem->height,
+				nodes = 0;
+	tg_device_info info;
+
+	for (size_t i = 0; i < (size_t) cells; i++)
+	{
+		double		v = tg_band_get(dem, i);
+
+		if (!tg_band_value_is_nodata(dem, v))
+		{
+			lo = v < lo ? v : lo;
+			hi = v > hi ? v : hi;
+		}
+	}
+	/* K bins over [lo, hi]: K - 1 inner boundaries, the top one just above hi */
+	for (int k = 1; k < o->nbins; k++)
+		bounds[k - 1] = lo + (hi - lo) * k / o->nbins;
+	for (int t = 0; t < nt; t++)
+	{
+		int			x0 = (t % tx) * side,
+					y0 = (t / tx) * side;
+		int			w = dem->width - x0 < side ? dem->width - x0 : side;
+		int			h = dem->height - y0 < side ? dem->height - y0 : side;
+		uint8_t    *data = malloc((size_t) w * h * pix);
+
+		for (int y = 0; y < h; y++)
+			memcpy(data + (size_t) y * w * pix,
+				   (const uint8_t *) dem->data + ((size_t) (y0 + y) * dem->width + x0) * pix,
+				   (size_t) w * pix);
+		tiles[t] = *dem;
+		tiles[t].width = w;
+		tiles[t].height = h;
+		tiles[t].data = data;
+	}
+
+	printf("op=bmmq cells=%lld tiles=%d tile=%d nbins=%d", (long long) cells, nt, side, o->nbins);
+	tg_device_query(0, &info);
+	for (int be = 0; be < 2; be++)
+	{
+		tg_backend	backend = be == 0 ? TG_BACKEND_CPU : TG_BACKEND_GPU;
+		double	   *w = calloc(o->reps, sizeof(double)),
+				   *k = calloc(o->reps, sizeof(double)),
+				   *tr = calloc(o->reps, sizeof(double));
+
+		if ((be == 0 && !o->cpu) || (be == 1 && (!o->gpu || !info.available)))
+			continue;
+		for (int r = -1; r < o->reps; r++)
+		{
+			tg_ctx		ctx;
+			tg_run_stats stats;
+			tg_error	err;
+			double		t0;
+
+			tg_ctx_init(&ctx);
+			for (int t = 0; t < nt; t++)
+				tg_bmmq_tree_free(&ctx, &trees[be][t]);
+			ctx.backend = backend;
+			ctx.min_cells_for_gpu = 0;
+			ctx.stats = &stats;
+			tg_error_clear(&err);
+			t0 = now_ms();
+			if (tg_bmmq_build(&ctx, tiles, nt, bounds, o->nbins - 1, trees[be], &err) != TG_OK)
+			{
+				fprintf(stderr, "bmmq on %s failed: %s %s\n", tg_backend_name(backend), err.message,
+						err.detail);
+				return 1;
+			}
+			if (r >= 0)
+			{
+				w[r] = now_ms() - t0;
+				k[r] = stats.kernel_ms;
+				tr[r] = stats.transfer_ms;
+			}
+		}
+		if (be == 0)
+			printf(" cpu_ms=%.3f cpu_gcells=%.4f", median(w, o->reps), cells / median(w, o->reps) / 1e6);
+		else
+			printf(" gpu_ms=%.3f gpu_kernel_ms=%.4f gpu_transfer_ms=%.3f kernel_gcells=%.2f device=\"%s\"",
+				   median(w, o->reps), median(k, o->reps), median(tr, o->reps),
+				   cells / median(k, o->reps) / 1e6, info.name);
+		free(w);
+		free(k);
+		free(tr);
+	}
+	for (int t = 0; t < nt; t++)
+		nodes += trees[o->cpu ? 0 : 1][t].count;
+	printf(" nodes=%lld nodes_per_cell=%.4f", (long long) nodes, (double) nodes / cells);
+	if (o->cpu && o->gpu && info.available)
+	{
+		int64_t		differing = 0;
+
+		for (int t = 0; t < nt; t++)
+			differing += trees[0][t].count != trees[1][t].count ||
+				memcmp(trees[0][t].nodes, trees[1][t].nodes,
+					   trees[0][t].count * sizeof(tg_bmmq_node)) != 0;
+		printf(" tiles_differing=%lld", (long long) differing);
+	}
+	printf("\n");
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -242,6 +365,7 @@ main(int argc, char **argv)
 	o.cpu = o.gpu = true;
 	o.scale = 1;
 	o.method = "auto";
+	o.nbins = 8;
 	o.flow.exponent = 1.1;
 	o.flow.threshold = 1000;
 	o.flow.fill = true;
@@ -268,6 +392,10 @@ main(int argc, char **argv)
 		v = eq + 1;
 		if (!strcmp(argv[i], "op"))
 			o.op = v;
+		else if (!strcmp(argv[i], "tile"))
+			o.tile = atoi(v);
+		else if (!strcmp(argv[i], "nbins"))
+			o.nbins = atoi(v) < 2 ? 2 : atoi(v);
 		else if (!strcmp(argv[i], "reps"))
 			o.reps = atoi(v);
 		else if (!strcmp(argv[i], "backends"))
@@ -313,6 +441,8 @@ main(int argc, char **argv)
 	}
 	fclose(f);
 	b.data = data;
+	if (strcmp(o.op, "bmmq") == 0)
+		return bench_bmmq(&o, &b);
 	cpu = malloc(out_bytes);
 	gpu = malloc(out_bytes);
 

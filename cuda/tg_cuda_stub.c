@@ -68,3 +68,16 @@ tg_cuda_flow_direction(const tg_ctx *ctx, const tg_band *dem, const tg_flow_para
 	(void) frac;
 	return no_cuda(err);
 }
+
+tg_status
+tg_cuda_bmmq_build(const tg_ctx *ctx, const tg_band *tiles, int ntiles, const double *bounds,
+				   int nbounds, tg_bmmq_tree *trees, tg_error *err)
+{
+	(void) ctx;
+	(void) tiles;
+	(void) ntiles;
+	(void) bounds;
+	(void) nbounds;
+	(void) trees;
+	return no_cuda(err);
+}

@@ -46,4 +46,8 @@ tg_status	tg_cpu_accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_
 							  const double *weight, tg_accum_method method, double *acc,
 							  tg_error *err);
 
+tg_status	tg_cpu_bmmq_build(const tg_ctx *ctx, const tg_band *tiles, int ntiles,
+							  const double *bounds, int nbounds, tg_bmmq_tree *trees,
+							  tg_error *err);
+
 #endif							/* TG_BACKENDS_H */

@@ -416,6 +416,68 @@ tg_status	tg_flow_accumulation(const tg_ctx *ctx, const tg_band *dem,
 								 tg_accum_method method, tg_accum_units units,
 								 double *out, tg_error *err);
 
+
+/* ------------------------------------------------------------------------
+ * BMMQ-tree: binned min-max quadtree (Zhang & You 2013)
+ *
+ * Each cell gets a bin code from `nbounds` strictly increasing boundaries
+ * B[0] < ... < B[n-1]: the number of boundaries <= its value, so code 0 is
+ * below B[0], code k (1..n-1) is [B[k-1], B[k]) and code n is >= B[n-1].
+ * Nodata (and NaN) cells get TG_BMMQ_NODATA_CODE(n), the cells that pad a
+ * tile to the next power of two TG_BMMQ_PAD_CODE(n): both above every value
+ * code, so no value range ever matches them.
+ *
+ * The tree of a W x H tile covers S x S cells, S = 2^levels the smallest
+ * power of two >= max(W, H).  Level 0 is the root, level `levels` single
+ * cells; a quadrant at level l is S >> l cells on a side and its Morton key
+ * interleaves its column (even bits) and row (odd bits) at that level, so
+ * the four children of key m are 4m (north-west), 4m+1 (north-east), 4m+2
+ * (south-west), 4m+3 (south-east).  Nodes are stored breadth first, level by
+ * level in Morton order, and only those whose parent is not uniform are kept:
+ * node 0 is the root; first_child is the position of a node's first child
+ * (its four children are consecutive) or -1 for a leaf (a uniform quadrant
+ * or a single cell).
+ * ------------------------------------------------------------------------ */
+#define TG_BMMQ_MAX_BOUNDS 65533
+#define TG_BMMQ_NODATA_CODE(nbounds) ((nbounds) + 1)
+#define TG_BMMQ_PAD_CODE(nbounds) ((nbounds) + 2)
+#define TG_BMMQ_MAX_LEVELS 16
+
+typedef struct tg_bmmq_node
+{
+	uint16_t	min_bin;
+	uint16_t	max_bin;
+	int32_t		first_child;
+} tg_bmmq_node;
+
+typedef struct tg_bmmq_tree
+{
+	int			levels;			/* the tree covers 2^levels x 2^levels cells */
+	int64_t		count;			/* nodes */
+	tg_bmmq_node *nodes;		/* allocated by tg_bmmq_build with ctx's allocator */
+} tg_bmmq_tree;
+
+/* Smallest L with 2^L >= max(width, height). */
+int			tg_bmmq_levels(int width, int height);
+
+/* Bin code of a stored value (the band's nodata rules apply). */
+int			tg_bmmq_code(const tg_band *band, double value, const double *bounds, int nbounds);
+
+/*
+ * Build the trees of `ntiles` bands at once (a batch keeps the GPU busy on
+ * small tiles).  trees[i] receives tile i's tree; its node array is allocated
+ * here with ctx's allocator (its size is known only once built) and freed by
+ * tg_bmmq_tree_free.  CPU and GPU produce identical node arrays.
+ */
+tg_status	tg_bmmq_build(const tg_ctx *ctx, const tg_band *tiles, int ntiles,
+						  const double *bounds, int nbounds, tg_bmmq_tree *trees,
+						  tg_error *err);
+void		tg_bmmq_tree_free(const tg_ctx *ctx, tg_bmmq_tree *tree);
+
+/* Column and row (at its level) of a Morton key. */
+void		tg_morton_decode(uint64_t key, uint32_t *col, uint32_t *row);
+uint64_t	tg_morton_encode(uint32_t col, uint32_t row);
+
 #ifdef __cplusplus
 }
 #endif

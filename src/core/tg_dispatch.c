@@ -499,3 +499,60 @@ tg_flow_direction(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p
 		return st;
 	return run(ctx, (int64_t) dem->width * dem->height, direction_cpu, direction_gpu, &args, err);
 }
+
+/* ------------------------------------------------------------------------
+ * BMMQ-tree
+ * ------------------------------------------------------------------------ */
+typedef struct bmmq_args
+{
+	const tg_band *tiles;
+	int			ntiles;
+	const double *bounds;
+	int			nbounds;
+	tg_bmmq_tree *trees;
+} bmmq_args;
+
+static tg_status
+bmmq_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
+{
+	const bmmq_args *b = a;
+
+	return tg_cpu_bmmq_build(ctx, b->tiles, b->ntiles, b->bounds, b->nbounds, b->trees, err);
+}
+
+static tg_status
+bmmq_gpu(const tg_ctx *ctx, const void *a, tg_error *err)
+{
+	const bmmq_args *b = a;
+
+	return tg_cuda_bmmq_build(ctx, b->tiles, b->ntiles, b->bounds, b->nbounds, b->trees, err);
+}
+
+tg_status
+tg_bmmq_build(const tg_ctx *ctx, const tg_band *tiles, int ntiles, const double *bounds,
+			  int nbounds, tg_bmmq_tree *trees, tg_error *err)
+{
+	bmmq_args	args = {tiles, ntiles, bounds, nbounds, trees};
+	int64_t		cells = 0;
+
+	if (nbounds < 1 || nbounds > TG_BMMQ_MAX_BOUNDS)
+		return tg_error_set(err, TG_EINVAL, "a quadtree needs 1 to %d bin boundaries, got %d",
+							TG_BMMQ_MAX_BOUNDS, nbounds);
+	for (int i = 0; i < nbounds; i++)
+		if (!isfinite(bounds[i]) || (i > 0 && !(bounds[i] > bounds[i - 1])))
+			return tg_error_set(err, TG_EINVAL,
+								"bin boundaries must be finite and strictly increasing (boundary %d is %g)",
+								i + 1, bounds[i]);
+	for (int i = 0; i < ntiles; i++)
+	{
+		if (tiles[i].data == NULL && tiles[i].width > 0 && tiles[i].height > 0)
+			return tg_error_set(err, TG_EUNSUPPORTED, "a quadtree needs in-db bands");
+		if (tiles[i].width < 1 || tiles[i].height < 1)
+			return tg_error_set(err, TG_EINVAL, "tile %d is empty (%d x %d)", i + 1,
+								tiles[i].width, tiles[i].height);
+		trees[i].nodes = NULL;
+		trees[i].count = 0;
+		cells += (int64_t) tiles[i].width * tiles[i].height;
+	}
+	return run(ctx, cells, bmmq_cpu, bmmq_gpu, &args, err);
+}

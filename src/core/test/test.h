@@ -53,7 +53,8 @@ rng_uniform(void)
 	return (rng_next() >> 11) * (1.0 / 9007199254740992.0);
 }
 
-/* The suites of test_hydro.c */
+/* The suites of test_hydro.c and test_bmmq.c */
 void		test_hydro(void);
+void		test_bmmq(void);
 
 #endif							/* TG_TEST_H */

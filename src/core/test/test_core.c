@@ -734,6 +734,7 @@ main(void)
 	test_cancel_and_dispatch();
 	test_cuda_parity();
 	test_hydro();
+	test_bmmq();
 
 	printf("core tests: %d passed, %d failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;
