@@ -1,0 +1,531 @@
+/*
+ * tgpg_bmmq.c — BMMQ-tree glue: the build over a coverage (SPI cursor in,
+ * node rows out), the value form, and the small helpers the SQL query
+ * functions use (quadrant decompositions, Morton keys, exact cells).
+ * The catalog, triggers and queries themselves are SQL (sql/terra_gpu.sql).
+ */
+#include "tgpg.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "tg_bmmq.h"
+
+/* Tiles per build call: enough cells to keep a GPU busy, bounded host memory. */
+#define BATCH_CELLS (16 * 1024 * 1024)
+#define BATCH_TILES 4096
+#define PROGRESS_EVERY_MS 5000
+
+/* Bin boundaries from a float8[] argument (the core checks their order). */
+static double *
+bounds_arg(FunctionCallInfo fcinfo, int argno, int *n)
+{
+	ArrayType  *a;
+	Datum	   *elems;
+	bool	   *nulls;
+	double	   *out;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("bin boundaries must not be NULL")));
+	a = PG_GETARG_ARRAYTYPE_P(argno);
+	if (ARR_NDIM(a) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("bin boundaries must be a one-dimensional array")));
+	deconstruct_array(a, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &elems, &nulls, n);
+	out = palloc(sizeof(double) * Max(*n, 1));
+	for (int i = 0; i < *n; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("bin boundary %d is NULL", i + 1)));
+		out[i] = DatumGetFloat8(elems[i]);
+	}
+	if (*n > PG_INT16_MAX - 3)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("at most %d bin boundaries are supported, got %d", PG_INT16_MAX - 3, *n),
+				 errdetail("Bin codes are stored as smallint, with two codes for nodata and padding.")));
+	return out;
+}
+
+/*
+ * Level, Morton key and parent bins of every node of a tree, from the
+ * breadth-first layout: node i's children first_child..+3 sit one level down
+ * with keys 4 key(i) + c.  The root's parent bins are -1.
+ */
+typedef struct node_place
+{
+	int16		level;
+	int16		parent_min;
+	int16		parent_max;
+	uint64		key;
+} node_place;
+
+static node_place *
+place_nodes(const tg_bmmq_tree *t)
+{
+	node_place *p = palloc_extended(sizeof(node_place) * t->count, MCXT_ALLOC_HUGE);
+
+	p[0].level = 0;
+	p[0].key = 0;
+	p[0].parent_min = p[0].parent_max = -1;
+	for (int64 i = 0; i < t->count; i++)
+	{
+		const tg_bmmq_node *n = &t->nodes[i];
+
+		for (int c = 0; n->first_child >= 0 && c < 4; c++)
+		{
+			node_place *ch = &p[n->first_child + c];
+
+			ch->level = p[i].level + 1;
+			ch->key = 4 * p[i].key + c;
+			ch->parent_min = n->min_bin;
+			ch->parent_max = n->max_bin;
+		}
+	}
+	return p;
+}
+
+/* ------------------------------------------------------------------------
+ * Value form: the node array of one raster
+ * ------------------------------------------------------------------------ */
+PG_FUNCTION_INFO_V1(tgpg_bmmq_value);
+Datum
+tgpg_bmmq_value(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	tgpg_raster rast;
+	tg_band		band;
+	tg_bmmq_tree tree;
+	tg_ctx		ctx;
+	tg_error	err;
+	node_place *place;
+	double	   *bounds;
+	int			nbounds;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	bounds = bounds_arg(fcinfo, 2, &nbounds);
+	tgpg_raster_open(PG_GETARG_DATUM(0), &rast);
+	tgpg_raster_band(&rast, tgpg_arg_int32(fcinfo, 1, "band"), &band);
+	if (band.width < 1 || band.height < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot build a quadtree of an empty raster")));
+
+	tgpg_ctx_init(&ctx, "tg_bmmq", fcinfo, 3);
+	tg_error_clear(&err);
+	tgpg_check(tg_bmmq_build(&ctx, &band, 1, bounds, nbounds, &tree, &err), &err);
+
+	place = place_nodes(&tree);
+	for (int64 i = 0; i < tree.count; i++)
+	{
+		Datum		values[6];
+		bool		nulls[6] = {false};
+
+		values[0] = Int32GetDatum((int32) i);
+		values[1] = Int32GetDatum(place[i].level);
+		values[2] = Int64GetDatum((int64) place[i].key);
+		values[3] = Int32GetDatum(tree.nodes[i].min_bin);
+		values[4] = Int32GetDatum(tree.nodes[i].max_bin);
+		values[5] = Int32GetDatum(tree.nodes[i].first_child);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	tg_bmmq_tree_free(&ctx, &tree);
+	return (Datum) 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Coverage build: node rows of every tile
+ * ------------------------------------------------------------------------ */
+typedef struct build_batch
+{
+	int			n;
+	int64		cells;
+	int64		ids[BATCH_TILES];
+	tgpg_raster rasters[BATCH_TILES];
+	tg_band		bands[BATCH_TILES];
+} build_batch;
+
+typedef struct build_state
+{
+	ReturnSetInfo *rsinfo;
+	FunctionCallInfo fcinfo;
+	const double *bounds;
+	int			nbounds;
+	int			tiles_done;
+	int64		nodes;
+	tg_run_stats total;
+	TimestampTz last_progress;
+	int64		current_tile;	/* for the error context */
+	const char *coverage;
+} build_state;
+
+static void
+build_error_context(void *arg)
+{
+	build_state *s = arg;
+
+	if (s->current_tile != PG_INT64_MIN)
+		errcontext("tile %lld of %s", (long long) s->current_tile, s->coverage);
+}
+
+static void
+build_and_emit(build_state *s, build_batch *b)
+{
+	tg_bmmq_tree *trees = palloc0(sizeof(tg_bmmq_tree) * b->n);
+	tg_ctx		ctx;
+	tg_error	err;
+
+	tgpg_ctx_init(&ctx, "tg_bmmq_build", s->fcinfo, 5);
+	tg_error_clear(&err);
+	s->current_tile = PG_INT64_MIN;
+	tgpg_check(tg_bmmq_build(&ctx, b->bands, b->n, s->bounds, s->nbounds, trees, &err), &err);
+
+	s->total.backend = ctx.stats->backend;
+	s->total.cells += ctx.stats->cells;
+	s->total.kernel_ms += ctx.stats->kernel_ms;
+	s->total.transfer_ms += ctx.stats->transfer_ms;
+	s->total.core_ms += ctx.stats->core_ms;
+	s->total.chunks += Max(ctx.stats->chunks, 1);
+	if (ctx.stats->note[0])
+		memcpy(s->total.note, ctx.stats->note, sizeof s->total.note);
+
+	for (int t = 0; t < b->n; t++)
+	{
+		node_place *place = place_nodes(&trees[t]);
+
+		for (int64 i = 0; i < trees[t].count; i++)
+		{
+			const tg_bmmq_node *n = &trees[t].nodes[i];
+			Datum		values[9];
+			bool		nulls[9] = {false};
+
+			values[0] = Int64GetDatum(b->ids[t]);
+			values[1] = Int32GetDatum((int32) i);
+			values[2] = Int16GetDatum(place[i].level);
+			values[3] = Int64GetDatum((int64) place[i].key);
+			values[4] = Int16GetDatum((int16) n->min_bin);
+			values[5] = Int16GetDatum((int16) n->max_bin);
+			values[6] = Int32GetDatum(n->first_child);
+			values[7] = Int16GetDatum(place[i].parent_min);
+			values[8] = Int16GetDatum(place[i].parent_max);
+			tuplestore_putvalues(s->rsinfo->setResult, s->rsinfo->setDesc, values, nulls);
+		}
+		s->nodes += trees[t].count;
+		pfree(place);
+		tg_bmmq_tree_free(&ctx, &trees[t]);
+	}
+	s->tiles_done += b->n;
+	b->n = 0;
+	b->cells = 0;
+}
+
+PG_FUNCTION_INFO_V1(tgpg_bmmq_build_nodes);
+Datum
+tgpg_bmmq_build_nodes(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			coverage = PG_GETARG_OID(0);
+	const char *rast_col = NameStr(*PG_GETARG_NAME(1));
+	const char *id_col = NameStr(*PG_GETARG_NAME(2));
+	int			band_no = tgpg_arg_int32(fcinfo, 3, "band");
+	MemoryContext outer = CurrentMemoryContext;
+	MemoryContext batch_cxt;
+	ErrorContextCallback errcb;
+	build_state s;
+	build_batch *b;
+	char	   *relname;
+	char	   *query;
+	Portal		portal;
+	SPIPlanPtr	plan;
+	int64		total_tiles;
+
+	InitMaterializedSRF(fcinfo, 0);
+	memset(&s, 0, sizeof s);
+	s.rsinfo = rsinfo;
+	s.fcinfo = fcinfo;
+	s.bounds = bounds_arg(fcinfo, 4, &s.nbounds);
+	s.last_progress = GetCurrentTimestamp();
+	s.current_tile = PG_INT64_MIN;
+
+	relname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(coverage)),
+										 get_rel_name(coverage));
+	s.coverage = relname;
+	query = psprintf("SELECT %s::bigint, %s FROM %s WHERE %s IS NOT NULL",
+					 quote_identifier(id_col), quote_identifier(rast_col), relname,
+					 quote_identifier(rast_col));
+
+	batch_cxt = AllocSetContextCreate(outer, "tg_bmmq_build batch", ALLOCSET_DEFAULT_SIZES);
+	b = MemoryContextAllocZero(outer, sizeof(build_batch));
+
+	errcb.callback = build_error_context;
+	errcb.arg = &s;
+	errcb.previous = error_context_stack;
+	error_context_stack = &errcb;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "could not connect to SPI");
+	if (SPI_execute(psprintf("SELECT count(*) FROM %s WHERE %s IS NOT NULL", relname,
+							 quote_identifier(rast_col)), true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not count the tiles of %s", relname);
+	total_tiles = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+											  &(bool) {false}));
+	plan = SPI_prepare(query, 0, NULL);
+	if (plan == NULL)
+		elog(ERROR, "could not prepare \"%s\": %s", query, SPI_result_code_string(SPI_result));
+	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
+
+	for (;;)
+	{
+		bool		isnull;
+		Datum		d;
+		MemoryContext old;
+		tgpg_raster *r;
+
+		CHECK_FOR_INTERRUPTS();
+		SPI_cursor_fetch(portal, true, 1);
+		if (SPI_processed == 0)
+			break;
+
+		/* keep the tile beyond this fetch: a detoasted copy in the batch context */
+		s.current_tile = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		if (isnull)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("tile id column \"%s\" of %s is NULL for a tile", id_col, relname)));
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+		old = MemoryContextSwitchTo(batch_cxt);
+		r = &b->rasters[b->n];
+		tgpg_raster_open(PointerGetDatum(PG_DETOAST_DATUM_COPY(d)), r);
+		if (band_no < 1 || band_no > r->info.num_bands)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("band %d does not exist: the tile has %d band(s)", band_no,
+							r->info.num_bands)));
+		tgpg_raster_band(r, band_no, &b->bands[b->n]);
+		if (b->bands[b->n].width < 1 || b->bands[b->n].height < 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("cannot build a quadtree of an empty tile")));
+		MemoryContextSwitchTo(old);
+		b->ids[b->n] = s.current_tile;
+		b->cells += (int64) b->bands[b->n].width * b->bands[b->n].height;
+		b->n++;
+		SPI_freetuptable(SPI_tuptable);
+
+		if (b->n == BATCH_TILES || b->cells >= BATCH_CELLS)
+		{
+			old = MemoryContextSwitchTo(batch_cxt);
+			build_and_emit(&s, b);
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(batch_cxt);
+			if (TimestampDifferenceExceeds(s.last_progress, GetCurrentTimestamp(), PROGRESS_EVERY_MS))
+			{
+				ereport(NOTICE,
+						(errmsg("tg_bmmq_build: %d of %lld tiles, %lld nodes", s.tiles_done,
+								(long long) total_tiles, (long long) s.nodes)));
+				s.last_progress = GetCurrentTimestamp();
+			}
+		}
+	}
+	if (b->n > 0)
+	{
+		MemoryContext old = MemoryContextSwitchTo(batch_cxt);
+
+		build_and_emit(&s, b);
+		MemoryContextSwitchTo(old);
+	}
+	if (s.tiles_done == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NO_DATA_FOUND),
+				 errmsg("%s has no tiles in column \"%s\"", relname, rast_col)));
+	SPI_cursor_close(portal);
+	SPI_finish();
+	error_context_stack = errcb.previous;
+	MemoryContextDelete(batch_cxt);
+
+	/* tg_last_run() reports the whole build, not its last batch */
+	{
+		const char *fn;
+		tg_run_stats *last = (tg_run_stats *) tgpg_last_run_stats(&fn);
+
+		if (last)
+			*last = s.total;
+	}
+	return (Datum) 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Helpers of the SQL query functions
+ * ------------------------------------------------------------------------ */
+PG_FUNCTION_INFO_V1(tgpg_morton_col);
+Datum
+tgpg_morton_col(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32((int32) tg_morton_compact((uint64) PG_GETARG_INT64(0)));
+}
+
+PG_FUNCTION_INFO_V1(tgpg_morton_row);
+Datum
+tgpg_morton_row(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32((int32) tg_morton_compact((uint64) PG_GETARG_INT64(0) >> 1));
+}
+
+static void
+check_levels(int levels, int level)
+{
+	if (levels < 0 || levels > TG_BMMQ_MAX_LEVELS || level < 0 || level > levels)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("quadrant level %d outside a tree of %d levels", level, levels)));
+}
+
+static void
+put_quadrant(ReturnSetInfo *rsinfo, int level, uint64 key)
+{
+	Datum		values[2] = {Int32GetDatum(level), Int64GetDatum((int64) key)};
+	bool		nulls[2] = {false, false};
+
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/* Quadrant (level, key) of a 2^levels tree restricted to [c0,c1) x [r0,r1). */
+static void
+rect_quadrants(ReturnSetInfo *rsinfo, int levels, int level, uint64 key,
+			   int64 c0, int64 r0, int64 c1, int64 r1)
+{
+	const int64 side = (int64) 1 << (levels - level);
+	const int64 qc = (int64) tg_morton_compact(key) * side;
+	const int64 qr = (int64) tg_morton_compact(key >> 1) * side;
+
+	if (qc >= c1 || qc + side <= c0 || qr >= r1 || qr + side <= r0)
+		return;
+	if (qc >= c0 && qc + side <= c1 && qr >= r0 && qr + side <= r1)
+	{
+		put_quadrant(rsinfo, level, key);
+		return;
+	}
+	for (int c = 0; c < 4; c++)
+		rect_quadrants(rsinfo, levels, level + 1, 4 * key + c, c0, r0, c1, r1);
+}
+
+PG_FUNCTION_INFO_V1(tgpg_bmmq_rect_quadrants);
+Datum
+tgpg_bmmq_rect_quadrants(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			levels = PG_GETARG_INT32(0);
+	int			level = PG_GETARG_INT32(1);
+
+	InitMaterializedSRF(fcinfo, 0);
+	check_levels(levels, level);
+	rect_quadrants(rsinfo, levels, level, (uint64) PG_GETARG_INT64(2), PG_GETARG_INT32(3),
+				   PG_GETARG_INT32(4), PG_GETARG_INT32(5), PG_GETARG_INT32(6));
+	return (Datum) 0;
+}
+
+/* The Z-order cell interval [zlo, zhi) as maximal aligned quadrants. */
+PG_FUNCTION_INFO_V1(tgpg_bmmq_z_quadrants);
+Datum
+tgpg_bmmq_z_quadrants(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			levels = PG_GETARG_INT32(0);
+	uint64		lo = (uint64) PG_GETARG_INT64(1);
+	uint64		hi = (uint64) PG_GETARG_INT64(2);
+
+	InitMaterializedSRF(fcinfo, 0);
+	check_levels(levels, 0);
+	if (PG_GETARG_INT64(1) < 0 || hi > ((uint64) 1 << (2 * levels)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cell interval [%lld, %lld) outside a tree of %d levels",
+						(long long) PG_GETARG_INT64(1), (long long) PG_GETARG_INT64(2), levels)));
+	while (lo < hi)
+	{
+		int			k = 0;
+
+		/* the largest 4^k block starting at lo (aligned) that fits */
+		while (k < levels && (lo & (((uint64) 4 << (2 * k)) - 1)) == 0 &&
+			   lo + ((uint64) 4 << (2 * k)) <= hi)
+			k++;
+		put_quadrant(rsinfo, levels - k, lo >> (2 * k));
+		lo += (uint64) 1 << (2 * k);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * Cells of the given quadrants of one tile whose valid value lies in
+ * [lo, hi): the exact refinement of boundary quadrants.
+ */
+PG_FUNCTION_INFO_V1(tgpg_bmmq_cells_in_range);
+Datum
+tgpg_bmmq_cells_in_range(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			levels = PG_GETARG_INT32(2);
+	double		lo = PG_GETARG_FLOAT8(5);
+	double		hi = PG_GETARG_FLOAT8(6);
+	tgpg_raster rast;
+	tg_band		band;
+	Datum	   *lv,
+			   *keys;
+	bool	   *nulls;
+	int			n,
+				nk;
+
+	InitMaterializedSRF(fcinfo, 0);
+	tgpg_raster_open(PG_GETARG_DATUM(0), &rast);
+	tgpg_raster_band(&rast, tgpg_arg_int32(fcinfo, 1, "band"), &band);
+	if (tg_bmmq_levels(band.width, band.height) != levels)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the tile is %d x %d pixels, not what its quadtree was built on",
+						band.width, band.height),
+				 errhint("Rebuild the index with tg_bmmq_refresh().")));
+	deconstruct_array(PG_GETARG_ARRAYTYPE_P(3), INT4OID, 4, true, TYPALIGN_INT, &lv, &nulls, &n);
+	deconstruct_array(PG_GETARG_ARRAYTYPE_P(4), INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+					  &keys, &nulls, &nk);
+	if (n != nk)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("%d quadrant levels but %d keys", n, nk)));
+	for (int q = 0; q < n; q++)
+	{
+		const int	level = DatumGetInt32(lv[q]);
+		const uint64 key = (uint64) DatumGetInt64(keys[q]);
+		int64		side,
+					qc,
+					qr;
+
+		check_levels(levels, level);
+		side = (int64) 1 << (levels - level);
+		qc = (int64) tg_morton_compact(key) * side;
+		qr = (int64) tg_morton_compact(key >> 1) * side;
+		for (int64 y = qr; y < Min(qr + side, band.height); y++)
+			for (int64 x = qc; x < Min(qc + side, band.width); x++)
+			{
+				double		v = tg_band_get(&band, (size_t) y * band.width + x);
+
+				if (!tg_band_value_is_nodata(&band, v) && v >= lo && v < hi)
+					put_quadrant(rsinfo, levels, tg_morton_encode((uint32) x, (uint32) y));
+			}
+	}
+	return (Datum) 0;
+}
