@@ -36,6 +36,7 @@ namespace
 constexpr int BLOCK_SIDE_LEVELS = 5;	/* a leaves block covers 32 x 32 cells */
 constexpr int REDUCE_ENTRIES = 1 << (2 * BLOCK_SIDE_LEVELS);
 constexpr int THREADS = 256;
+constexpr int SHARED_BOUNDS = 256;	/* more boundaries are searched in global memory */
 constexpr int64_t MAX_BATCH_CELLS = (int64_t) 1 << 28;
 
 struct tile_desc
@@ -120,6 +121,7 @@ tgk_bmmq_leaves(const typename PF::storage *__restrict__ in, const tile_desc *__
 {
 	__shared__ uint16_t s_min[REDUCE_ENTRIES];
 	__shared__ uint16_t s_max[REDUCE_ENTRIES];
+	__shared__ double s_bounds[SHARED_BOUNDS];
 	const int	t = blockIdx.y;
 	const tile_desc td = tiles[t];
 	const int	side_levels = min(BLOCK_SIDE_LEVELS, shape.levels);
@@ -130,6 +132,15 @@ tgk_bmmq_leaves(const typename PF::storage *__restrict__ in, const tile_desc *__
 	const uint32_t y0 = tg_morton_compact((uint64_t) first >> 1);
 	const uint16_t pad = (uint16_t) TG_BMMQ_PAD_CODE(nbounds);
 	const uint16_t nodata = (uint16_t) TG_BMMQ_NODATA_CODE(nbounds);
+
+	/* the usual few boundaries are searched in shared memory */
+	if (nbounds <= SHARED_BOUNDS)
+	{
+		for (int i = threadIdx.x; i < nbounds; i += blockDim.x)
+			s_bounds[i] = bounds[i];
+		__syncthreads();
+		bounds = s_bounds;
+	}
 
 	/* row-major reads (coalesced), Z-order slots in shared memory */
 	for (int i = threadIdx.x; i < n; i += blockDim.x)
@@ -386,7 +397,7 @@ build_batch(const tg_ctx *ctx, const tg_band *bands, const int *idx, int n,
 
 		with_pixel_format(b0.pixtype, [&](auto pf) {
 			using PF = decltype(pf);
-			tgk_bmmq_leaves<PF><<<grid, REDUCE_ENTRIES>>>(static_cast<const typename PF::storage *>(d.in),
+			tgk_bmmq_leaves<PF><<<grid, THREADS>>>(static_cast<const typename PF::storage *>(d.in),
 														  d.tiles, d.bounds, nbounds, shape,
 														  d.zbin, d.mm);
 		});

@@ -77,3 +77,26 @@ END $$;
 SET terra_gpu.min_cells_for_gpu = 0;
 SELECT tg_slope(rast, backend => 'auto') IS NOT NULL FROM wide;
 SELECT backend, note LIKE 'GPU out of memory, ran on the CPU%' AS fell_back FROM tg_last_run();
+
+-- BMMQ-tree: a tiled coverage (tiles of several sizes and types) built on both
+-- backends gives the same node rows
+RESET terra_gpu.max_device_memory_mb;
+CREATE TABLE bmmq_parity AS
+SELECT row_number() OVER () AS rid, t.rast
+FROM dems, ST_Tile(dems.rast, 256, 256) AS t(rast) WHERE dems.w >= 257;
+SELECT tg_bmmq_build('parity_gpu', 'bmmq_parity', nbins => 12, backend => 'gpu') > 0 AS built,
+       (tg_last_run()).backend;
+SELECT tg_bmmq_build('parity_cpu', 'bmmq_parity', nbins => 12, backend => 'cpu') > 0 AS built,
+       (tg_last_run()).backend;
+SELECT count(*) AS gpu_nodes,
+       count(*) = (SELECT count(*) FROM terra_gpu.bmmq_node n JOIN terra_gpu.bmmq_index i ON i.id = n.index_id
+                   WHERE i.name = 'parity_cpu') AS same_count,
+       NOT EXISTS (SELECT tile_id, pos, level, morton, min_bin, max_bin, fc_pos, parent_min, parent_max
+                   FROM terra_gpu.bmmq_node WHERE index_id = (SELECT id FROM terra_gpu.bmmq_index WHERE name = 'parity_gpu')
+                   EXCEPT
+                   SELECT tile_id, pos, level, morton, min_bin, max_bin, fc_pos, parent_min, parent_max
+                   FROM terra_gpu.bmmq_node WHERE index_id = (SELECT id FROM terra_gpu.bmmq_index WHERE name = 'parity_cpu'))
+         AS same_nodes
+FROM terra_gpu.bmmq_node n JOIN terra_gpu.bmmq_index i ON i.id = n.index_id WHERE i.name = 'parity_gpu';
+SELECT tg_bmmq_drop('parity_gpu'), tg_bmmq_drop('parity_cpu');
+DROP TABLE bmmq_parity;

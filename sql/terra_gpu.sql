@@ -403,7 +403,7 @@ BEGIN
 	EXECUTE format('SELECT ST_SRID(%1$I) FROM %2$s WHERE %1$I IS NOT NULL LIMIT 1', rast_column, coverage)
 		INTO srid;
 	IF srid IS NULL THEN
-		RAISE EXCEPTION '% has no tiles in column "%"', coverage, rast_column USING ERRCODE = '02000';
+		RAISE EXCEPTION '% has no tiles in column "%"', coverage, rast_column USING ERRCODE = '22000';
 	END IF;
 
 	IF bins IS NOT NULL THEN

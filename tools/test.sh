@@ -44,4 +44,13 @@ done
 [ ${#dems[@]} -gt 0 ] || dems=("$REPO/tools/data/medium_alps_n46e008_srtm3.tif")
 python3 bench/check_hydrology.py "${dems[@]}"
 
+echo "== BMMQ-tree queries against brute force on real DEMs"
+dems=()
+for d in small_bigtujunga_srtm30_utm11 tiny_vinschgau_250m_utm32; do
+	f="$REPO/../shared/data/dem/$d.tif"
+	[ -f "$f" ] && dems+=("$f")
+done
+[ ${#dems[@]} -gt 0 ] || dems=("$REPO/tools/data/medium_alps_n46e008_srtm3.tif")
+python3 bench/check_bmmq.py "${dems[@]}"
+
 echo "== all tests passed"

@@ -351,7 +351,7 @@ tgpg_bmmq_build_nodes(PG_FUNCTION_ARGS)
 	}
 	if (s.tiles_done == 0)
 		ereport(ERROR,
-				(errcode(ERRCODE_NO_DATA_FOUND),
+				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("%s has no tiles in column \"%s\"", relname, rast_col)));
 	SPI_cursor_close(portal);
 	SPI_finish();

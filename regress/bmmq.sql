@@ -1,0 +1,73 @@
+-- BMMQ-tree: node arrays, an indexed coverage, range and region-of-interest queries
+SET terra_gpu.backend = 'cpu';
+SET extra_float_digits = 0;
+
+-- the hand-worked 4 x 4 tile: bins [2,3) [3,4) [4,5) and the codes below 2 (0) and >= 5 (4)
+CREATE TEMP TABLE t4 AS
+SELECT ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(4, 4, 0, 4, 1, -1, 0, 0, 0), '16BSI'::text, 0, -9999),
+       1, 1, 1, ARRAY[[1, 1, 2, 2],
+                      [1, 1, 2, 2],
+                      [3, 3, 4, 5],
+                      [3, 3, 4, 4]]::float8[]) AS rast;
+SELECT * FROM tg_bmmq((SELECT rast FROM t4), bins => ARRAY[2, 3, 4, 5]);
+-- 3 x 3 with a nodata cell, padded to 4 x 4: nodata is code 2, padding code 3 (one boundary)
+SELECT * FROM tg_bmmq(ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(3, 3, 0, 3, 1, -1, 0, 0, 0), '16BSI'::text, 0, -9),
+                      1, 1, 1, ARRAY[[1, 1, 7], [1, -9, 7], [7, 7, 7]]::float8[]), bins => ARRAY[5]) WHERE level <= 1;
+-- computed bins: nbins equal intervals over the band's values (here boundaries 2, 3, 4)
+SELECT count(*) AS nodes, max(max_bin) AS top_code FROM tg_bmmq((SELECT rast FROM t4), nbins => 4);
+
+-- a coverage of four 3 x 2 tiles (6 x 4 cells, 10 m, EPSG:32632): value = 10 * row + col
+CREATE TABLE bmmq_dem (rid integer PRIMARY KEY, rast raster);
+INSERT INTO bmmq_dem
+SELECT tx + 2 * ty + 1, ST_SetValues(
+         ST_AddBand(ST_MakeEmptyRaster(3, 2, 600000 + 30 * tx, 5000020 - 20 * ty, 10, -10, 0, 0, 32632), '16BSI'::text, 0, -9999),
+         1, 1, 1, ARRAY(SELECT ARRAY(SELECT 10 * (2 * ty + r) + 3 * tx + c FROM generate_series(0, 2) c)
+                        FROM generate_series(0, 1) r)::float8[])
+FROM generate_series(0, 1) tx, generate_series(0, 1) ty;
+SELECT tg_bmmq_build('demo', 'bmmq_dem', bins => ARRAY[10, 20, 30]) AS id;
+SELECT name, source, band, bounds, bin_method, srid, tile_count, node_count, cell_count, build_backend, stale
+FROM terra_gpu.bmmq_index;
+SELECT tile_id, levels, width, height FROM terra_gpu.bmmq_tile ORDER BY tile_id;
+
+-- range: the window's bounding box meets cells (1..3, 0..1) of the whole grid
+SELECT tile_id, level, morton, min_bin, max_bin, value_from, value_to, ST_AsText(geom)
+FROM tg_bmmq_range('demo', ST_MakeEnvelope(600015, 5000005, 600035, 5000015, 32632))
+ORDER BY tile_id, level, morton;
+
+-- ROI [10, 30): rows 1 and 2; bin-aligned, so no boundary quadrants
+SELECT tile_id, level, morton, min_bin, max_bin, boundary, ST_AsText(geom)
+FROM tg_bmmq_roi('demo', 10, 30) ORDER BY tile_id, level, morton;
+-- [15, 25): partly inside codes 1 and 2: boundary leaves, or the exact cells with refine
+SELECT count(*) FILTER (WHERE boundary) AS boundary_quadrants, count(*) FILTER (WHERE NOT boundary) AS inside
+FROM tg_bmmq_roi('demo', 15, 25);
+SELECT tile_id, ST_AsText(geom) FROM tg_bmmq_roi('demo', 15, 25, refine => true) ORDER BY 1, 2;
+
+-- compound: a second, co-registered coverage (value = col) and the two combined
+CREATE TABLE bmmq_col AS SELECT rid, ST_MapAlgebra(rast, '16BSI', '[rast]::integer % 10') AS rast FROM bmmq_dem;
+SELECT tg_bmmq_build('cols', 'bmmq_col', bins => ARRAY[2, 4]) > 0 AS built;
+-- rows 1..2 (value 10..29) and columns 2..3 (value 2..3)
+SELECT tile_id, level, morton, boundary, ST_AsText(geom)
+FROM tg_bmmq_roi(ARRAY['demo', 'cols'], ARRAY[10, 2], ARRAY[30, 4]) ORDER BY 1, 2, 3;
+SELECT count(*) AS quadrants, sum(ST_Area(geom)) / 100 AS cells
+FROM tg_bmmq_roi(ARRAY['demo', 'cols'], ARRAY[10, 2], ARRAY[30, 4], 'or');
+
+-- changing the source marks the index stale; queries refuse until refreshed
+UPDATE bmmq_dem SET rast = ST_SetValue(rast, 1, 1, 1, 99) WHERE rid = 1;
+SELECT name, stale FROM terra_gpu.bmmq_index ORDER BY name;
+DO $$
+BEGIN
+  PERFORM * FROM tg_bmmq_roi('demo', 10, 30);
+EXCEPTION WHEN object_not_in_prerequisite_state THEN
+  RAISE NOTICE 'SQLSTATE %: %', SQLSTATE, SQLERRM;
+END $$;
+SELECT tg_bmmq_refresh('demo') = (SELECT id FROM terra_gpu.bmmq_index WHERE name = 'demo') AS same_id;
+SELECT tile_id, level, morton, min_bin FROM tg_bmmq_roi('demo', 30, 'Infinity') ORDER BY 1, 2, 3;
+
+-- drop: the catalog, tiles and nodes go, and the trigger once no index uses the table
+SELECT tg_bmmq_drop('cols'), tg_bmmq_drop('cols', if_exists => true);
+SELECT tg_bmmq_drop('demo');
+SELECT count(*) AS indexes, (SELECT count(*) FROM terra_gpu.bmmq_node) AS nodes,
+       (SELECT count(*) FROM terra_gpu.bmmq_tile) AS tiles,
+       (SELECT count(*) FROM pg_trigger WHERE tgname = 'tg_bmmq_stale') AS triggers
+FROM terra_gpu.bmmq_index;
+DROP TABLE bmmq_dem, bmmq_col;
