@@ -46,22 +46,26 @@ def main():
     print("# %s: %d x %d = %d cells, %d tiles of %d x %d; %s" % (
         dem.name, dem.width, dem.height, dem.cells, ntiles, args.tile, args.tile, machine_description()))
     print()
-    print("| step | backend | SQL ms | device kernel ms | result |")
-    print("|---|---|---|---|---|")
-
+    ms_bins, _ = timed("SELECT (ST_SummaryStatsAgg(rast, 1, true)).min FROM %s" % table, db)
+    print("| step | backend | SQL ms | device kernel ms | core ms | nodes |")
+    print("|---|---|---|---|---|---|")
+    print("| equal-interval bins (ST_SummaryStatsAgg over the table) | - | %.0f | - | - | - |" % ms_bins)
     for backend in args.backends.split(","):
         psql("SELECT tg_bmmq_drop('bench', true)", db)
         ms, _ = timed("SELECT tg_bmmq_build('bench', '%s', nbins => %d, backend => '%s')"
                       % (table, args.nbins, backend), db)
         nodes = psql("SELECT node_count FROM terra_gpu.bmmq_index WHERE name = 'bench'", db)
-        psql("VACUUM ANALYZE terra_gpu.bmmq_node", db)
-        # the core's own time: a rebuild through the SRF alone, nodes counted not stored
         bounds = psql("SELECT bounds FROM terra_gpu.bmmq_index WHERE name = 'bench'", db)
-        core = psql("SELECT count(*) FROM terra_gpu._bmmq_build_nodes('%s', 'rast', 'rid', 1, '%s', '%s'); "
-                    "SELECT backend, round(kernel_ms::numeric, 3), round(core_ms::numeric, 1) FROM tg_last_run()"
-                    % (table, bounds, backend), db).splitlines()[-1].split("|")
-        print("| build (tg_bmmq_build, %d bins) | %s | %.0f | %s | %s nodes; core %s ms |"
-              % (args.nbins, core[0], ms, core[1] or "-", nodes, core[2]))
+        # the nodes alone (tiles read, built, rows produced but not stored), with what ran
+        out = psql_script("\\timing on\nSELECT count(*) FROM terra_gpu._bmmq_build_nodes('%s', 'rast', 'rid', 1, '%s', '%s');\n"
+                          "SELECT backend, round(kernel_ms::numeric, 3), round(core_ms::numeric, 1) FROM tg_last_run();\n"
+                          % (table, bounds, backend), db)
+        ms_srf = float(re.findall(r"^Time: ([0-9.]+) ms", out, re.M)[0])
+        run = [line for line in out.splitlines() if line.count("|") == 2][-1].split("|")
+        print("| whole build (tg_bmmq_build, %d bins: bins, checks, nodes, INSERT with indexes) | %s | %.0f | %s | %s | %s |"
+              % (args.nbins, run[0], ms, run[1] or "-", run[2], nodes))
+        print("| nodes only (tiles read via SPI, built, rows produced) | %s | %.0f | %s | %s | %s |"
+              % (run[0], ms_srf, run[1] or "-", run[2], nodes))
 
     psql("VACUUM FULL terra_gpu.bmmq_node", db)
     node_bytes = psql("SELECT pg_total_relation_size('terra_gpu.bmmq_node')", db)
