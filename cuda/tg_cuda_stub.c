@@ -81,3 +81,14 @@ tg_cuda_bmmq_build(const tg_ctx *ctx, const tg_band *tiles, int ntiles, const do
 	(void) trees;
 	return no_cuda(err);
 }
+
+tg_status
+tg_cuda_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *params,
+				 float *out, tg_error *err)
+{
+	(void) ctx;
+	(void) dem;
+	(void) params;
+	(void) out;
+	return no_cuda(err);
+}

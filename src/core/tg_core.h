@@ -417,6 +417,60 @@ tg_status	tg_flow_accumulation(const tg_ctx *ctx, const tg_band *dem,
 								 double *out, tg_error *err);
 
 
+
+/* ------------------------------------------------------------------------
+ * Viewshed (R2 ray casting, Franklin & Ray 1994 / Osterman et al. 2014)
+ *
+ * Rays run from the observer's cell to every cell on the edge of the
+ * analysis window (the raster, clipped to a square of max_distance around
+ * the observer).  Each ray steps one column (or row) at a time along its
+ * major axis; at each step the terrain is interpolated linearly between the
+ * two cells the ray passes between, and the horizon is the steepest such
+ * sample so far.  A cell is decided by exactly one ray, the one passing
+ * closest to its centre (the nearest-ray rule): visible when the slope from
+ * the observer's eye to its centre (plus target_height) is at least the
+ * horizon of the samples before it.  Elevations drop by the Earth's
+ * curvature, d^2 / (sqrt(d^2 + Re^2) + Re) with Re = earth_radius /
+ * (1 - refraction).  R3 (the reference) samples the line of sight to every
+ * cell centre at every grid line it crosses.
+ * ------------------------------------------------------------------------ */
+typedef enum tg_view_output
+{
+	TG_VIEW_VISIBLE = 0,		/* 1 visible, 0 hidden */
+	TG_VIEW_ANGLE,				/* elevation angle of the target, degrees */
+	TG_VIEW_HEIGHT				/* how much higher the target would have to be */
+} tg_view_output;
+
+typedef enum tg_view_algorithm
+{
+	TG_VIEW_R2 = 0,
+	TG_VIEW_R3					/* exact reference, CPU only */
+} tg_view_algorithm;
+
+typedef struct tg_viewshed_params
+{
+	int			observer_col;
+	int			observer_row;
+	double		observer_height;	/* above the ground at the observer, >= 0 */
+	double		target_height;	/* above the ground at each cell, >= 0 */
+	double		max_distance;	/* metres (map units); 0 = unlimited */
+	double		earth_radius;	/* 0 = a flat Earth */
+	double		refraction;		/* coefficient in [0, 1) */
+	double		cell_x;			/* metres (map units) per column, > 0 */
+	double		cell_y;			/* metres (map units) per row, > 0 */
+	tg_view_output output;
+	tg_view_algorithm algorithm;
+} tg_viewshed_params;
+
+/*
+ * out: width * height floats, NaN where the DEM is nodata or the cell is out
+ * of range.  The observer's own cell is visible, with angle NaN and height 0.
+ * Nodata cells neither block nor are seen.  CPU and GPU R2 give identical
+ * output.
+ */
+tg_status	tg_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *params,
+						float *out, tg_error *err);
+
 /* ------------------------------------------------------------------------
  * BMMQ-tree: binned min-max quadtree (Zhang & You 2013)
  *

@@ -556,3 +556,49 @@ tg_bmmq_build(const tg_ctx *ctx, const tg_band *tiles, int ntiles, const double 
 	}
 	return run(ctx, cells, bmmq_cpu, bmmq_gpu, &args, err);
 }
+
+/* ------------------------------------------------------------------------
+ * Viewshed
+ * ------------------------------------------------------------------------ */
+typedef struct viewshed_args
+{
+	const tg_band *dem;
+	const tg_viewshed_params *params;
+	float	   *out;
+} viewshed_args;
+
+static tg_status
+viewshed_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
+{
+	const viewshed_args *v = a;
+
+	return tg_cpu_viewshed(ctx, v->dem, v->params, v->out, err);
+}
+
+static tg_status
+viewshed_gpu(const tg_ctx *ctx, const void *a, tg_error *err)
+{
+	const viewshed_args *v = a;
+
+	return tg_cuda_viewshed(ctx, v->dem, v->params, v->out, err);
+}
+
+tg_status
+tg_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *params,
+			float *out, tg_error *err)
+{
+	viewshed_args args = {dem, params, out};
+	int64_t		cells = (int64_t) dem->width * dem->height;
+
+	if (dem->data == NULL)
+		return tg_error_set(err, TG_EUNSUPPORTED, "a viewshed needs an in-db band");
+	if (params->algorithm == TG_VIEW_R3)
+	{
+		/* the exact reference exists on the CPU only */
+		tg_ctx		cpu = *ctx;
+
+		cpu.backend = TG_BACKEND_CPU;
+		return run(&cpu, cells, viewshed_cpu, viewshed_gpu, &args, err);
+	}
+	return run(ctx, cells, viewshed_cpu, viewshed_gpu, &args, err);
+}

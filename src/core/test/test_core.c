@@ -735,6 +735,7 @@ main(void)
 	test_cuda_parity();
 	test_hydro();
 	test_bmmq();
+	test_viewshed();
 
 	printf("core tests: %d passed, %d failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;

@@ -1,0 +1,255 @@
+/*
+ * tg_viewshed.h — the R2 viewshed's geometry shared by the CPU walk and the
+ * CUDA kernel: the analysis window, its rays, the nearest-ray rule, the
+ * terrain samples and the per-cell decision, in the same arithmetic on both
+ * backends (exact integer tests, no fused multiply-add), so both decide
+ * every cell identically.  Internal to the core and cuda/.
+ */
+#ifndef TG_VIEWSHED_H
+#define TG_VIEWSHED_H
+
+#include "tg_hydro.h"
+
+typedef struct tg_view_setup
+{
+	int			width;
+	int			height;
+	int			ox;				/* observer cell */
+	int			oy;
+	int			x0;				/* analysis window, inclusive */
+	int			y0;
+	int			x1;
+	int			y1;
+	int			nrays;			/* window edge cells */
+	double		eye;			/* observer's eye elevation */
+	double		target;
+	double		cx;				/* spacing, metres (map units) */
+	double		cy;
+	double		re;				/* effective Earth radius, 0 = flat */
+	double		max_d2;			/* squared range, INFINITY = unlimited */
+	tg_view_output output;
+} tg_view_setup;
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+/*
+ * The window, rays and eye of a call (z: the decoded DEM, or NULL to read the
+ * observer's cell from the band), and the host-side finish both backends
+ * share: the observer's own cell, slopes to degrees for `angle`.
+ */
+tg_status	tg_view_prepare(const tg_band *dem, const tg_viewshed_params *p, const double *z,
+							tg_view_setup *s, tg_error *err);
+void		tg_view_finish(const tg_view_setup *s, float *out);
+#ifdef __cplusplus
+}
+#endif
+
+/* floor(n / d) for d > 0 */
+TG_HD int64_t
+tg_floor_div(int64_t n, int64_t d)
+{
+	int64_t		q = n / d;
+
+	return (n % d != 0 && n < 0) ? q - 1 : q;
+}
+
+/* Ray i's end cell, relative to the observer: the window's edge clockwise from its top-left corner. */
+TG_HD void
+tg_view_ray(const tg_view_setup *s, int i, int *dx, int *dy)
+{
+	const int	w = s->x1 - s->x0 + 1;
+	const int	h = s->y1 - s->y0 + 1;
+	int			x,
+				y;
+
+	if (i < w)
+	{
+		x = s->x0 + i;
+		y = s->y0;
+	}
+	else if ((i -= w) < h - 1)
+	{
+		x = s->x1;
+		y = s->y0 + 1 + i;
+	}
+	else if ((i -= h - 1) < w - 1)
+	{
+		x = s->x1 - 1 - i;
+		y = s->y1;
+	}
+	else
+	{
+		i -= w - 1;
+		x = s->x0;
+		y = s->y1 - 1 - i;
+	}
+	*dx = x - s->ox;
+	*dy = y - s->oy;
+}
+
+/* Is ray (i1, j1) closer to the cell at (m, n) than (i2, j2)?  Transformed
+ * coordinates (major axis positive); ties go to the longer ray, then the
+ * smaller minor offset. */
+TG_HD bool
+tg_view_closer(int64_t m, int64_t n, int64_t i1, int64_t j1, int64_t i2, int64_t j2)
+{
+	int64_t		e1 = m * j1 - n * i1,
+				e2 = m * j2 - n * i2;
+
+	e1 = (e1 < 0 ? -e1 : e1) * i2;
+	e2 = (e2 < 0 ? -e2 : e2) * i1;
+	if (e1 != e2)
+		return e1 < e2;
+	if (i1 != i2)
+		return i1 > i2;
+	return j1 < j2;
+}
+
+/*
+ * The ray deciding the cell at offset (a, b) from the observer (not both 0):
+ * among the rays of the cell's octant (x-major when |a| >= |b|), the one whose
+ * line passes closest to the cell's centre at its major coordinate.  The
+ * candidates are the nearest on the far edge and on each side edge.
+ */
+TG_HD void
+tg_view_owner(const tg_view_setup *s, int a, int b, int *dx, int *dy)
+{
+	const bool	xmajor = (a < 0 ? -a : a) >= (b < 0 ? -b : b);
+	const int	sgn = xmajor ? (a > 0 ? 1 : -1) : (b > 0 ? 1 : -1);
+	const int64_t m = xmajor ? (int64_t) a * sgn : (int64_t) b * sgn;	/* > 0 */
+	const int64_t n = xmajor ? b : a;
+	/* far edge along the major axis, side edges along the minor one */
+	const int64_t E = xmajor ? (sgn > 0 ? s->x1 - s->ox : s->ox - s->x0)
+		: (sgn > 0 ? s->y1 - s->oy : s->oy - s->y0);
+	const int64_t Lneg = xmajor ? s->oy - s->y0 : s->ox - s->x0;
+	const int64_t Lpos = xmajor ? s->y1 - s->oy : s->x1 - s->ox;
+	/* y-major rays keep |minor| < major: the diagonals are x-major */
+	const int64_t lim = xmajor ? E : E - 1;
+	const int64_t jmin = -(Lneg < lim ? Lneg : lim);
+	const int64_t jmax = Lpos < lim ? Lpos : lim;
+	int64_t		bi = E,
+				bj;
+	int64_t		j = tg_floor_div(n * E, m);
+
+	/* far edge: minor offsets j and j + 1 around n E / m */
+	bj = j < jmin ? jmin : j > jmax ? jmax : j;
+	if (j + 1 >= jmin && j + 1 <= jmax && tg_view_closer(m, n, E, j + 1, bi, bj))
+		bj = j + 1;
+
+	/* a side edge at minor distance L: rays (i, +-L) for i in [imin, E - 1] */
+	for (int side = -1; side <= 1; side += 2)
+	{
+		const int64_t L = side < 0 ? Lneg : Lpos;
+		const int64_t imin = (xmajor ? L : L + 1) > 1 ? (xmajor ? L : L + 1) : 1;
+		int64_t		i;
+
+		if ((side < 0 && n >= 0) || (side > 0 && n <= 0) || imin > E - 1)
+			continue;
+		/* ratio side L / i nearest n / m: i around L m / |n| */
+		i = tg_floor_div(L * m, side < 0 ? -n : n);
+		for (int64_t c = i; c <= i + 1; c++)
+		{
+			int64_t		ci = c < imin ? imin : c > E - 1 ? E - 1 : c;
+
+			if (tg_view_closer(m, n, ci, side * L, bi, bj))
+			{
+				bi = ci;
+				bj = side * L;
+			}
+		}
+	}
+	*dx = xmajor ? (int) (sgn * bi) : (int) bj;
+	*dy = xmajor ? (int) bj : (int) (sgn * bi);
+}
+
+/* Drop of the terrain at distance d below the observer's horizontal plane. */
+TG_HD double
+tg_view_curvature(double d2, double re)
+{
+	return re > 0 ? d2 / TG_DADD(sqrt(TG_DADD(d2, TG_DMUL(re, re))), re) : 0.0;
+}
+
+/* Slope from the eye to elevation z at squared distance d2. */
+TG_HD double
+tg_view_slope(const tg_view_setup *s, double z, double d2)
+{
+	return TG_DADD(TG_DADD(z, -tg_view_curvature(d2, s->re)), -s->eye) / sqrt(d2);
+}
+
+/*
+ * The terrain sample of ray (i steps along its major axis, minor offset j
+ * at the end) at step k: interpolated between the two cells the ray passes
+ * between; -INFINITY where one of them is nodata (nodata does not block).
+ * z: the DEM with NaN for nodata.
+ */
+TG_HD double
+tg_view_sample(const tg_view_setup *s, const double *z, bool xmajor, int sgn, int64_t i,
+			   int64_t j, int64_t k)
+{
+	const int64_t num = k * j;
+	const int64_t q = tg_floor_div(num, i);
+	const int64_t rem = num - q * i;
+	const int64_t maj = xmajor ? s->ox + sgn * k : s->oy + sgn * k;
+	const int64_t mn = (xmajor ? s->oy : s->ox) + q;
+	const double dmaj = TG_DMUL((double) k, xmajor ? s->cx : s->cy);
+	const double dmin = TG_DMUL((double) num / (double) i, xmajor ? s->cy : s->cx);
+	const double d2 = TG_DADD(TG_DMUL(dmaj, dmaj), TG_DMUL(dmin, dmin));
+	double		zv;
+
+	if (xmajor)
+		zv = z[mn * s->width + maj];
+	else
+		zv = z[maj * s->width + mn];
+	if (rem != 0)
+	{
+		const double z1 = xmajor ? z[(mn + 1) * s->width + maj] : z[maj * s->width + mn + 1];
+		const double f = (double) rem / (double) i;
+		const double g = (double) (i - rem) / (double) i;
+
+		zv = TG_DADD(TG_DMUL(zv, g), TG_DMUL(z1, f));
+	}
+	if (isnan(zv))
+		return -INFINITY;
+	return tg_view_slope(s, zv, d2);
+}
+
+/* Output value of cell (x, y) at offset (a, b), given the horizon before it. */
+TG_HD float
+tg_view_decide(const tg_view_setup *s, const double *z, int x, int y, int a, int b, double horizon)
+{
+	const double zc = z[(int64_t) y * s->width + x];
+	const double da = TG_DMUL((double) a, s->cx);
+	const double db = TG_DMUL((double) b, s->cy);
+	const double d2 = TG_DADD(TG_DMUL(da, da), TG_DMUL(db, db));
+	double		st;
+
+	if (isnan(zc) || d2 > s->max_d2)
+		return NAN;
+	st = tg_view_slope(s, TG_DADD(zc, s->target), d2);
+	switch (s->output)
+	{
+		case TG_VIEW_VISIBLE:
+			return st >= horizon ? 1.0f : 0.0f;
+		case TG_VIEW_ANGLE:
+			return (float) st;	/* slope; degrees on the host */
+		case TG_VIEW_HEIGHT:
+			return st >= horizon ? 0.0f
+				: (float) TG_DMUL(TG_DADD(horizon, -st), sqrt(d2));
+	}
+	return NAN;
+}
+
+/* Does ray (dx, dy) decide the cell at (a, b)? */
+TG_HD bool
+tg_view_owns(const tg_view_setup *s, int dx, int dy, int a, int b)
+{
+	int			ox,
+				oy;
+
+	tg_view_owner(s, a, b, &ox, &oy);
+	return ox == dx && oy == dy;
+}
+
+#endif							/* TG_VIEWSHED_H */

@@ -1,0 +1,197 @@
+/*
+ * viewshed_cpu.c — R2 viewshed on the CPU (each ray walked outward, the
+ * horizon carried along it) and the exact R3 reference (every cell's own
+ * line of sight, sampled at every grid line it crosses).
+ */
+#include "tg_backends.h"
+#include "tg_viewshed.h"
+
+#include <string.h>
+
+tg_status
+tg_view_prepare(const tg_band *dem, const tg_viewshed_params *p, const double *z,
+				tg_view_setup *s, tg_error *err)
+{
+	const int	W = dem->width,
+				H = dem->height;
+	double		zo;
+
+	if (p->observer_col < 0 || p->observer_col >= W || p->observer_row < 0 || p->observer_row >= H)
+		return tg_error_set(err, TG_EINVAL, "the observer (column %d, row %d) is outside the %d x %d raster",
+							p->observer_col, p->observer_row, W, H);
+	if (!(p->observer_height >= 0) || !(p->target_height >= 0) || !isfinite(p->observer_height) ||
+		!isfinite(p->target_height))
+		return tg_error_set(err, TG_EINVAL, "observer and target heights must be finite and >= 0, got %g and %g",
+							p->observer_height, p->target_height);
+	if (!(p->max_distance >= 0))
+		return tg_error_set(err, TG_EINVAL, "max_distance must be positive, got %g", p->max_distance);
+	if (!(p->earth_radius >= 0) || !(p->refraction >= 0 && p->refraction < 1))
+		return tg_error_set(err, TG_EINVAL, "earth_radius must be >= 0 and refraction in [0, 1), got %g and %g",
+							p->earth_radius, p->refraction);
+	if (!(p->cell_x > 0) || !(p->cell_y > 0) || !isfinite(p->cell_x) || !isfinite(p->cell_y))
+		return tg_error_set(err, TG_EINVAL, "cell size must be positive, got %g x %g", p->cell_x, p->cell_y);
+
+	memset(s, 0, sizeof *s);
+	s->width = W;
+	s->height = H;
+	s->ox = p->observer_col;
+	s->oy = p->observer_row;
+	s->x0 = 0;
+	s->y0 = 0;
+	s->x1 = W - 1;
+	s->y1 = H - 1;
+	s->max_d2 = INFINITY;
+	if (p->max_distance > 0 && isfinite(p->max_distance))
+	{
+		/* the square of cells within max_distance: rays end on its edge */
+		double		rx = ceil(p->max_distance / p->cell_x),
+					ry = ceil(p->max_distance / p->cell_y);
+
+		s->x0 = rx < s->ox ? s->ox - (int) rx : 0;
+		s->y0 = ry < s->oy ? s->oy - (int) ry : 0;
+		s->x1 = rx < W - 1 - s->ox ? s->ox + (int) rx : W - 1;
+		s->y1 = ry < H - 1 - s->oy ? s->oy + (int) ry : H - 1;
+		s->max_d2 = p->max_distance * p->max_distance;
+	}
+	{
+		int			w = s->x1 - s->x0 + 1,
+					h = s->y1 - s->y0 + 1;
+
+		s->nrays = (w == 1 || h == 1) ? w * h : 2 * w + 2 * h - 4;
+	}
+	zo = z ? z[(size_t) s->oy * W + s->ox] : tg_band_get(dem, (size_t) s->oy * W + s->ox);
+	if (isnan(zo) || tg_band_value_is_nodata(dem, zo))
+		return tg_error_set(err, TG_EINVAL, "the observer (column %d, row %d) stands on a nodata cell",
+							s->ox, s->oy);
+	s->eye = zo + p->observer_height;
+	s->target = p->target_height;
+	s->cx = p->cell_x;
+	s->cy = p->cell_y;
+	s->re = p->earth_radius > 0 ? p->earth_radius / (1.0 - p->refraction) : 0.0;
+	s->output = p->output;
+	return TG_OK;
+}
+
+void
+tg_view_finish(const tg_view_setup *s, float *out)
+{
+	const size_t n = (size_t) s->width * s->height;
+
+	out[(size_t) s->oy * s->width + s->ox] = s->output == TG_VIEW_VISIBLE ? 1.0f
+		: s->output == TG_VIEW_HEIGHT ? 0.0f : NAN;
+	if (s->output == TG_VIEW_ANGLE)
+		for (size_t i = 0; i < n; i++)
+			if (!isnan(out[i]))
+				out[i] = (float) (atan((double) out[i]) * TG_DEGREES_PER_RADIAN);
+}
+
+/* One ray of R2, from the observer to its edge cell (dx, dy). */
+static void
+walk_ray(const tg_view_setup *s, const double *z, int dx, int dy, float *out)
+{
+	const bool	xmajor = (dx < 0 ? -dx : dx) >= (dy < 0 ? -dy : dy);
+	const int	sgn = xmajor ? (dx > 0 ? 1 : -1) : (dy > 0 ? 1 : -1);
+	const int64_t i = xmajor ? (int64_t) dx * sgn : (int64_t) dy * sgn;
+	const int64_t j = xmajor ? dy : dx;
+	double		horizon = -INFINITY;
+
+	for (int64_t k = 1; k <= i; k++)
+	{
+		const int64_t num = k * j;
+		const int64_t q = tg_floor_div(num, i);
+
+		for (int64_t jj = q; jj <= q + 1; jj++)
+		{
+			int64_t		off = num - jj * i;
+			int			a = xmajor ? (int) (sgn * k) : (int) jj;
+			int			b = xmajor ? (int) jj : (int) (sgn * k);
+
+			if (2 * (off < 0 ? -off : off) <= i && tg_view_owns(s, dx, dy, a, b))
+				out[(size_t) (s->oy + b) * s->width + s->ox + a] =
+					tg_view_decide(s, z, s->ox + a, s->oy + b, a, b, horizon);
+		}
+		{
+			double		h = tg_view_sample(s, z, xmajor, sgn, i, j, k);
+
+			horizon = h > horizon ? h : horizon;
+		}
+	}
+}
+
+/* R3: the line of sight to cell (x, y), sampled at every grid line it crosses. */
+static float
+exact_cell(const tg_view_setup *s, const double *z, int x, int y)
+{
+	const int	a = x - s->ox,
+				b = y - s->oy;
+	const int64_t ia = a < 0 ? -a : a,
+				ib = b < 0 ? -b : b;
+	double		horizon = -INFINITY;
+
+	for (int64_t k = 1; k < ia; k++)
+	{
+		double		h = tg_view_sample(s, z, true, a > 0 ? 1 : -1, ia, b, k);
+
+		horizon = h > horizon ? h : horizon;
+	}
+	for (int64_t k = 1; k < ib; k++)
+	{
+		double		h = tg_view_sample(s, z, false, b > 0 ? 1 : -1, ib, a, k);
+
+		horizon = h > horizon ? h : horizon;
+	}
+	return tg_view_decide(s, z, x, y, a, b, horizon);
+}
+
+tg_status
+tg_cpu_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *p,
+				float *out, tg_error *err)
+{
+	const size_t n = (size_t) dem->width * dem->height;
+	tg_view_setup s;
+	double	   *z = NULL;
+	tg_status	st;
+
+	st = tg_cpu_decode(ctx, dem, &z, err);
+	if (st == TG_OK)
+		st = tg_view_prepare(dem, p, z, &s, err);
+	if (st != TG_OK)
+	{
+		tg_free(ctx, z);
+		return st;
+	}
+	for (size_t c = 0; c < n; c++)
+		out[c] = NAN;
+
+	if (p->algorithm == TG_VIEW_R3)
+	{
+		for (int y = s.y0; y <= s.y1 && st == TG_OK; y++)
+		{
+			if (tg_canceled(ctx))
+				st = tg_error_set(err, TG_ECANCELED, "viewshed canceled");
+			for (int x = s.x0; x <= s.x1; x++)
+				if (x != s.ox || y != s.oy)
+					out[(size_t) y * s.width + x] = exact_cell(&s, z, x, y);
+		}
+	}
+	else
+	{
+		for (int r = 0; r < s.nrays && st == TG_OK; r++)
+		{
+			int			dx,
+						dy;
+
+			if ((r & 1023) == 0 && tg_canceled(ctx))
+				st = tg_error_set(err, TG_ECANCELED, "viewshed canceled");
+			tg_view_ray(&s, r, &dx, &dy);
+			if (dx != 0 || dy != 0)
+				walk_ray(&s, z, dx, dy, out);
+		}
+	}
+	if (st == TG_OK)
+		tg_view_finish(&s, out);
+	if (ctx->stats)
+		ctx->stats->iterations = s.nrays;
+	tg_free(ctx, z);
+	return st;
+}
