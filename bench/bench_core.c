@@ -15,7 +15,10 @@
  *   routing=d8|fd8|mfd-md|fdd8, eps= (fill), fill=0|1 (routing on the filled DEM),
  *   save=FILE (the result's raw values: doubles for fill and accumulation),
  *   tile=N (bmmq: cut the DEM into N x N tiles, edge tiles smaller; default one
- *   tile), nbins=K (bmmq: K equal intervals over the valid values, 8)
+ *   tile), nbins=K (bmmq: K equal intervals over the valid values, 8),
+ *   obs_col=, obs_row= (viewshed observer; default the centre), obs_h= (1.75),
+ *   maxdist= (viewshed range in map units, 0 = unlimited), r3=1 (viewshed: also
+ *   the exact R3 and R2's agreement with it)
  *
  * Prints one line of key=value pairs.
  */
@@ -39,6 +42,11 @@ typedef struct options
 	const char *save;			/* write the (CPU, else GPU) result here */
 	int			tile;			/* bmmq: tile side, 0 = the whole DEM */
 	int			nbins;			/* bmmq: equal-interval bins */
+	int			obs_col;		/* viewshed observer, -1 = centre */
+	int			obs_row;
+	double		obs_h;
+	double		maxdist;
+	bool		r3;
 	tg_flow_params flow;
 } options;
 
@@ -332,6 +340,126 @@ bench_bmmq(const options *o, const tg_band *dem)
 	return 0;
 }
 
+/*
+ * Viewshed: R2 on the CPU and the GPU (timed, compared cell by cell) and,
+ * with r3=1, R2's agreement with the exact R3 on the valid cells in range.
+ */
+static int
+bench_viewshed(const options *o, const tg_band *dem)
+{
+	const size_t n = (size_t) dem->width * dem->height;
+	tg_viewshed_params p;
+	float	   *out[3] = {malloc(n * sizeof(float)), malloc(n * sizeof(float)), malloc(n * sizeof(float))};
+	bool		have[3] = {false, false, false};
+	tg_device_info info;
+	size_t		visible = 0,
+				decided = 0;
+
+	memset(&p, 0, sizeof p);
+	p.observer_col = o->obs_col >= 0 ? o->obs_col : dem->width / 2;
+	p.observer_row = o->obs_row >= 0 ? o->obs_row : dem->height / 2;
+	/* an observer on nodata (sea) moves to the nearest valid cell of its row */
+	for (int step = 0; step < dem->width; step++)
+	{
+		int			c = p.observer_col + ((step & 1) ? -(step + 1) / 2 : step / 2);
+
+		if (c >= 0 && c < dem->width &&
+			!tg_band_value_is_nodata(dem, tg_band_get(dem, (size_t) p.observer_row * dem->width + c)))
+		{
+			p.observer_col = c;
+			break;
+		}
+	}
+	p.observer_height = o->obs_h;
+	p.max_distance = o->maxdist;
+	p.earth_radius = 6370997;
+	p.refraction = 0.14286;
+	p.cell_x = o->flow.geom.cell_x;
+	p.cell_y = o->flow.geom.cell_y;
+	if (o->flow.geom.geographic)
+		tg_row_spacing(&o->flow.geom, p.observer_row, &p.cell_x, &p.cell_y);
+	printf("op=viewshed cells=%zu observer=%d,%d obs_h=%g maxdist=%g", n, p.observer_col,
+		   p.observer_row, p.observer_height, p.max_distance);
+	tg_device_query(0, &info);
+	for (int be = 0; be < 3; be++)
+	{
+		double	   *w = calloc(o->reps, sizeof(double)),
+				   *k = calloc(o->reps, sizeof(double));
+		int			reps = be == 2 ? 1 : o->reps;
+
+		if ((be == 0 && !o->cpu) || (be == 1 && (!o->gpu || !info.available)) || (be == 2 && !o->r3))
+			continue;
+		p.algorithm = be == 2 ? TG_VIEW_R3 : TG_VIEW_R2;
+		for (int r = be == 1 ? -1 : 0; r < reps; r++)
+		{
+			tg_ctx		ctx;
+			tg_run_stats stats;
+			tg_error	err;
+			double		t0;
+
+			tg_ctx_init(&ctx);
+			ctx.backend = be == 1 ? TG_BACKEND_GPU : TG_BACKEND_CPU;
+			ctx.stats = &stats;
+			tg_error_clear(&err);
+			t0 = now_ms();
+			if (tg_viewshed(&ctx, dem, &p, out[be], &err) != TG_OK)
+			{
+				fprintf(stderr, "viewshed failed: %s %s\n", err.message, err.detail);
+				return 1;
+			}
+			if (r >= 0)
+			{
+				w[r] = now_ms() - t0;
+				k[r] = stats.kernel_ms;
+			}
+		}
+		have[be] = true;
+		if (be == 0)
+			printf(" cpu_ms=%.3f cpu_gcells=%.4f", median(w, reps), n / median(w, reps) / 1e6);
+		else if (be == 1)
+			printf(" gpu_ms=%.3f gpu_kernel_ms=%.4f kernel_gcells=%.2f device=\"%s\"", median(w, reps),
+				   median(k, reps), n / median(k, reps) / 1e6, info.name);
+		else
+			printf(" r3_ms=%.1f", w[0]);
+		free(w);
+		free(k);
+	}
+	{
+		const float *r2 = have[0] ? out[0] : out[1];
+
+		for (size_t i = 0; i < n; i++)
+			if (!isnan(r2[i]))
+			{
+				decided++;
+				visible += r2[i] == 1.0f;
+			}
+		printf(" decided=%zu visible=%zu", decided, visible);
+		if (have[0] && have[1])
+		{
+			size_t		differ = 0;
+
+			for (size_t i = 0; i < n; i++)
+				differ += !(out[0][i] == out[1][i] || (isnan(out[0][i]) && isnan(out[1][i])));
+			printf(" gpu_cpu_cells_differing=%zu", differ);
+		}
+		if (have[2])
+		{
+			size_t		agree = 0,
+						total = 0;
+
+			for (size_t i = 0; i < n; i++)
+				if (!isnan(out[2][i]))
+				{
+					total++;
+					agree += out[2][i] == r2[i];
+				}
+			printf(" r3_cells=%zu r2_r3_agreement=%.3f%%", total, 100.0 * agree / total);
+		}
+	}
+	printf("\n");
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -366,6 +494,8 @@ main(int argc, char **argv)
 	o.scale = 1;
 	o.method = "auto";
 	o.nbins = 8;
+	o.obs_col = o.obs_row = -1;
+	o.obs_h = 1.75;
 	o.flow.exponent = 1.1;
 	o.flow.threshold = 1000;
 	o.flow.fill = true;
@@ -392,6 +522,16 @@ main(int argc, char **argv)
 		v = eq + 1;
 		if (!strcmp(argv[i], "op"))
 			o.op = v;
+		else if (!strcmp(argv[i], "obs_col"))
+			o.obs_col = atoi(v);
+		else if (!strcmp(argv[i], "obs_row"))
+			o.obs_row = atoi(v);
+		else if (!strcmp(argv[i], "obs_h"))
+			o.obs_h = atof(v);
+		else if (!strcmp(argv[i], "maxdist"))
+			o.maxdist = atof(v);
+		else if (!strcmp(argv[i], "r3"))
+			o.r3 = atoi(v) != 0;
 		else if (!strcmp(argv[i], "tile"))
 			o.tile = atoi(v);
 		else if (!strcmp(argv[i], "nbins"))
@@ -443,6 +583,8 @@ main(int argc, char **argv)
 	b.data = data;
 	if (strcmp(o.op, "bmmq") == 0)
 		return bench_bmmq(&o, &b);
+	if (strcmp(o.op, "viewshed") == 0)
+		return bench_viewshed(&o, &b);
 	cpu = malloc(out_bytes);
 	gpu = malloc(out_bytes);
 

@@ -41,6 +41,10 @@ tg_status	tg_cuda_flow_direction(const tg_ctx *ctx, const tg_band *dem,
 tg_status	tg_cuda_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *params,
 							 float *out, tg_error *err);
 
+tg_status	tg_cuda_viewshed_count(const tg_ctx *ctx, const tg_band *dem,
+								   const tg_viewshed_params *params, const int *cols,
+								   const int *rows, int n, uint32_t *count, tg_error *err);
+
 /* Node arrays allocated with ctx's allocator, as tg_bmmq_build documents. */
 tg_status	tg_cuda_bmmq_build(const tg_ctx *ctx, const tg_band *tiles, int ntiles,
 							   const double *bounds, int nbounds, tg_bmmq_tree *trees,

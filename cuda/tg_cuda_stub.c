@@ -92,3 +92,17 @@ tg_cuda_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params
 	(void) out;
 	return no_cuda(err);
 }
+
+tg_status
+tg_cuda_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *params,
+					   const int *cols, const int *rows, int n, uint32_t *count, tg_error *err)
+{
+	(void) ctx;
+	(void) dem;
+	(void) params;
+	(void) cols;
+	(void) rows;
+	(void) n;
+	(void) count;
+	return no_cuda(err);
+}

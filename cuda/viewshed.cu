@@ -11,6 +11,8 @@
  * use the same arithmetic as the CPU walk (tg_viewshed.h): the output is
  * identical.
  */
+#include <vector>
+
 #include <cub/block/block_scan.cuh>
 
 #include "hydro.cuh"
@@ -35,8 +37,14 @@ tgk_fill_nan(float *out, size_t n)
 		out[i] = NAN;
 }
 
+/*
+ * COUNT = false: write each decided cell's value to out;
+ * COUNT = true: add 1 to count for each cell seen (a cumulative viewshed).
+ */
+template <bool COUNT>
 __global__ void __launch_bounds__(RAY_THREADS)
-tgk_viewshed_r2(tg_view_setup s, const double *__restrict__ z, float *__restrict__ out)
+tgk_viewshed_r2(tg_view_setup s, const double *__restrict__ z, float *__restrict__ out,
+				uint32_t *__restrict__ count)
 {
 	using scan_t = cub::BlockScan<double, RAY_THREADS>;
 	__shared__ typename scan_t::TempStorage scan_tmp;
@@ -74,8 +82,15 @@ tgk_viewshed_r2(tg_view_setup s, const double *__restrict__ z, float *__restrict
 				const int	b = xmajor ? (int) jj : (int) (sgn * k);
 
 				if (2 * (off < 0 ? -off : off) <= i && tg_view_owns(&s, dx, dy, a, b))
-					out[(int64_t) (s.oy + b) * s.width + s.ox + a] =
-						tg_view_decide(&s, z, s.ox + a, s.oy + b, a, b, before);
+				{
+					const int64_t at = (int64_t) (s.oy + b) * s.width + s.ox + a;
+					const float v = tg_view_decide_on_ray(&s, z, xmajor, sgn, i, j, k, a, b, before);
+
+					if (!COUNT)
+						out[at] = v;
+					else if (v == 1.0f)
+						atomicAdd(&count[at], 1u);
+				}
 			}
 		}
 		carry = chunk_max > carry ? chunk_max : carry;
@@ -119,7 +134,7 @@ tg_cuda_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params
 	TG_CUDA_RETURN_IF(cudaEventRecord(t_kernel.start), "recording an event");
 	tgk_fill_nan<<<grid_for(n), 256>>>(d_out.p, n);
 	TG_CUDA_RETURN_IF_LAUNCH("launching the viewshed initialisation");
-	tgk_viewshed_r2<<<s.nrays, RAY_THREADS>>>(s, z.p, d_out.p);
+	tgk_viewshed_r2<false><<<s.nrays, RAY_THREADS>>>(s, z.p, d_out.p, nullptr);
 	TG_CUDA_RETURN_IF_LAUNCH("launching the viewshed kernel");
 	TG_CUDA_RETURN_IF(cudaEventRecord(t_kernel.stop), "recording an event");
 	TG_CUDA_RETURN_IF(cudaEventRecord(t_back.start), "recording an event");
@@ -135,6 +150,79 @@ tg_cuda_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params
 		ctx->stats->transfer_ms += up_ms + t_back.elapsed();
 		ctx->stats->chunks = 1;
 		ctx->stats->iterations = s.nrays;
+	}
+	return TG_OK;
+}
+
+extern "C" tg_status
+tg_cuda_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *params,
+					   const int *cols, const int *rows, int n, uint32_t *count, tg_error *err)
+{
+	const size_t cells = (size_t) dem->width * dem->height;
+	tg_viewshed_params one = *params;
+	dbuf<double> z;
+	dbuf<uint32_t> d_count;
+	event_timer t_kernel,
+				t_back;
+	size_t		budget = 0;
+	double		up_ms = 0;
+	std::vector<tg_view_setup> setups(n);
+
+	one.output = TG_VIEW_VISIBLE;
+	one.algorithm = TG_VIEW_R2;
+	for (int k = 0; k < n; k++)
+	{
+		one.observer_col = cols[k];
+		one.observer_row = rows[k];
+		if (tg_view_prepare(dem, &one, NULL, &setups[k], err) != TG_OK)
+		{
+			tg_error_detail(err, "Observer %d of the list.", k + 1);
+			return err->code;
+		}
+	}
+	if (tg_cuda_memory_budget(ctx, &budget, err) != TG_OK)
+		return err->code;
+	if (cells * (sizeof(double) + sizeof(uint32_t) + tg_pixtype_size(dem->pixtype)) > budget)
+	{
+		tg_error_set(err, TG_ENOMEM, "a viewshed of %zu cells needs %zu bytes of GPU memory, %zu are available",
+					 cells, cells * (sizeof(double) + sizeof(uint32_t) + tg_pixtype_size(dem->pixtype)), budget);
+		err->on_device = true;
+		return TG_ENOMEM;
+	}
+	if (upload_dem(dem, z, &up_ms, err) != TG_OK)
+		return err->code;
+	TG_CUDA_RETURN_IF(d_count.alloc(cells), "allocating the counts on the GPU");
+	TG_CUDA_RETURN_IF(t_kernel.init(), "creating timing events");
+	TG_CUDA_RETURN_IF(t_back.init(), "creating timing events");
+	TG_CUDA_RETURN_IF(cudaMemset(d_count.p, 0, cells * sizeof(uint32_t)), "clearing the counts");
+
+	/* the DEM stays resident; one launch per observer, cancellation between them */
+	TG_CUDA_RETURN_IF(cudaEventRecord(t_kernel.start), "recording an event");
+	for (int k = 0; k < n; k++)
+	{
+		if (tg_canceled(ctx))
+			return tg_error_set(err, TG_ECANCELED, "viewshed canceled");
+		tgk_viewshed_r2<true><<<setups[k].nrays, RAY_THREADS>>>(setups[k], z.p, nullptr, d_count.p);
+		TG_CUDA_RETURN_IF_LAUNCH("launching the viewshed kernel");
+		if ((k & 15) == 15)
+			TG_CUDA_RETURN_IF(cudaDeviceSynchronize(), "running the viewshed kernel");
+	}
+	TG_CUDA_RETURN_IF(cudaEventRecord(t_kernel.stop), "recording an event");
+	TG_CUDA_RETURN_IF(cudaEventRecord(t_back.start), "recording an event");
+	TG_CUDA_RETURN_IF(cudaMemcpy(count, d_count.p, cells * sizeof(uint32_t), cudaMemcpyDeviceToHost),
+					  "copying the counts back from the GPU");
+	TG_CUDA_RETURN_IF(cudaEventRecord(t_back.stop), "recording an event");
+	TG_CUDA_RETURN_IF(cudaEventSynchronize(t_back.stop), "running the viewshed kernel");
+
+	/* every observer sees its own cell (no ray decides it) */
+	for (int k = 0; k < n; k++)
+		count[(size_t) rows[k] * dem->width + cols[k]]++;
+	if (ctx->stats)
+	{
+		ctx->stats->kernel_ms += t_kernel.elapsed();
+		ctx->stats->transfer_ms += up_ms + t_back.elapsed();
+		ctx->stats->chunks = n;
+		ctx->stats->iterations = n;
 	}
 	return TG_OK;
 }

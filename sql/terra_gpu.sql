@@ -342,6 +342,7 @@ BEGIN
 	FROM terra_gpu._bmmq_build_nodes(ix.source, ix.rast_column, ix.id_column, ix.band, ix.bounds, backend) n;
 
 	run := tg_last_run();
+	ANALYZE terra_gpu.bmmq_node;	-- plans for the queries that follow: the bins index
 	UPDATE terra_gpu.bmmq_index SET
 		tile_count = (SELECT count(*) FROM terra_gpu.bmmq_tile WHERE index_id = ix.id),
 		node_count = (SELECT count(*) FROM terra_gpu.bmmq_node WHERE index_id = ix.id),

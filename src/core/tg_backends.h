@@ -50,4 +50,10 @@ tg_status	tg_cpu_bmmq_build(const tg_ctx *ctx, const tg_band *tiles, int ntiles,
 							  const double *bounds, int nbounds, tg_bmmq_tree *trees,
 							  tg_error *err);
 
+tg_status	tg_cpu_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *p,
+							float *out, tg_error *err);
+tg_status	tg_cpu_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *p,
+								  const int *cols, const int *rows, int n, uint32_t *count,
+								  tg_error *err);
+
 #endif							/* TG_BACKENDS_H */

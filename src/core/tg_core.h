@@ -471,6 +471,17 @@ typedef struct tg_viewshed_params
 tg_status	tg_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *params,
 						float *out, tg_error *err);
 
+/*
+ * Cumulative viewshed: count[i] = how many of the n observers (cells
+ * cols[k], rows[k]; params' own observer is ignored) see cell i under R2.
+ * The DEM stays on the device for the whole batch.  Nodata and out-of-range
+ * cells count 0; an observer outside the raster or on nodata is refused,
+ * named by its position in the list.
+ */
+tg_status	tg_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *params,
+							  const int *cols, const int *rows, int n, uint32_t *count,
+							  tg_error *err);
+
 /* ------------------------------------------------------------------------
  * BMMQ-tree: binned min-max quadtree (Zhang & You 2013)
  *

@@ -602,3 +602,43 @@ tg_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *par
 	}
 	return run(ctx, cells, viewshed_cpu, viewshed_gpu, &args, err);
 }
+
+typedef struct viewshed_count_args
+{
+	const tg_band *dem;
+	const tg_viewshed_params *params;
+	const int  *cols;
+	const int  *rows;
+	int			n;
+	uint32_t   *count;
+} viewshed_count_args;
+
+static tg_status
+viewshed_count_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
+{
+	const viewshed_count_args *v = a;
+
+	return tg_cpu_viewshed_count(ctx, v->dem, v->params, v->cols, v->rows, v->n, v->count, err);
+}
+
+static tg_status
+viewshed_count_gpu(const tg_ctx *ctx, const void *a, tg_error *err)
+{
+	const viewshed_count_args *v = a;
+
+	return tg_cuda_viewshed_count(ctx, v->dem, v->params, v->cols, v->rows, v->n, v->count, err);
+}
+
+tg_status
+tg_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *params,
+				  const int *cols, const int *rows, int n, uint32_t *count, tg_error *err)
+{
+	viewshed_count_args args = {dem, params, cols, rows, n, count};
+
+	if (dem->data == NULL)
+		return tg_error_set(err, TG_EUNSUPPORTED, "a viewshed needs an in-db band");
+	if (n < 1)
+		return tg_error_set(err, TG_EINVAL, "a cumulative viewshed needs at least one observer");
+	return run(ctx, (int64_t) dem->width * dem->height * n, viewshed_count_cpu, viewshed_count_gpu,
+			   &args, err);
+}

@@ -46,13 +46,20 @@ void		tg_view_finish(const tg_view_setup *s, float *out);
 }
 #endif
 
-/* floor(n / d) for d > 0 */
+/*
+ * floor(n / d) for d > 0 and |n| < 2^53: a double division, corrected to the
+ * exact integer (64-bit integer division is slow on the GPU).
+ */
 TG_HD int64_t
 tg_floor_div(int64_t n, int64_t d)
 {
-	int64_t		q = n / d;
+	int64_t		q = (int64_t) floor((double) n / (double) d);
 
-	return (n % d != 0 && n < 0) ? q - 1 : q;
+	if (q * d > n)
+		q--;
+	else if ((q + 1) * d <= n)
+		q++;
+	return q;
 }
 
 /* Ray i's end cell, relative to the observer: the window's edge clockwise from its top-left corner. */
@@ -179,14 +186,14 @@ tg_view_slope(const tg_view_setup *s, double z, double d2)
 }
 
 /*
- * The terrain sample of ray (i steps along its major axis, minor offset j
- * at the end) at step k: interpolated between the two cells the ray passes
- * between; -INFINITY where one of them is nodata (nodata does not block).
- * z: the DEM with NaN for nodata.
+ * The calculation point of ray (i steps along its major axis, minor offset j
+ * at the end) at step k: the terrain interpolated between the two cells the
+ * ray passes between, and its squared distance.  False where one of them is
+ * nodata.  z: the DEM with NaN for nodata.
  */
-TG_HD double
-tg_view_sample(const tg_view_setup *s, const double *z, bool xmajor, int sgn, int64_t i,
-			   int64_t j, int64_t k)
+TG_HD bool
+tg_view_point(const tg_view_setup *s, const double *z, bool xmajor, int sgn, int64_t i,
+			  int64_t j, int64_t k, double *zp, double *d2)
 {
 	const int64_t num = k * j;
 	const int64_t q = tg_floor_div(num, i);
@@ -195,13 +202,10 @@ tg_view_sample(const tg_view_setup *s, const double *z, bool xmajor, int sgn, in
 	const int64_t mn = (xmajor ? s->oy : s->ox) + q;
 	const double dmaj = TG_DMUL((double) k, xmajor ? s->cx : s->cy);
 	const double dmin = TG_DMUL((double) num / (double) i, xmajor ? s->cy : s->cx);
-	const double d2 = TG_DADD(TG_DMUL(dmaj, dmaj), TG_DMUL(dmin, dmin));
 	double		zv;
 
-	if (xmajor)
-		zv = z[mn * s->width + maj];
-	else
-		zv = z[maj * s->width + mn];
+	*d2 = TG_DADD(TG_DMUL(dmaj, dmaj), TG_DMUL(dmin, dmin));
+	zv = xmajor ? z[mn * s->width + maj] : z[maj * s->width + mn];
 	if (rem != 0)
 	{
 		const double z1 = xmajor ? z[(mn + 1) * s->width + maj] : z[maj * s->width + mn + 1];
@@ -210,24 +214,46 @@ tg_view_sample(const tg_view_setup *s, const double *z, bool xmajor, int sgn, in
 
 		zv = TG_DADD(TG_DMUL(zv, g), TG_DMUL(z1, f));
 	}
-	if (isnan(zv))
-		return -INFINITY;
-	return tg_view_slope(s, zv, d2);
+	*zp = zv;
+	return !isnan(zv);
 }
 
-/* Output value of cell (x, y) at offset (a, b), given the horizon before it. */
+/* The horizon contribution of a calculation point (-INFINITY: nodata does not block). */
+TG_HD double
+tg_view_sample(const tg_view_setup *s, const double *z, bool xmajor, int sgn, int64_t i,
+			   int64_t j, int64_t k)
+{
+	double		zp,
+				d2;
+
+	return tg_view_point(s, z, xmajor, sgn, i, j, k, &zp, &d2) ? tg_view_slope(s, zp, d2) : -INFINITY;
+}
+
+/*
+ * Output value of cell (x, y) at offset (a, b) seen at terrain zp and squared
+ * distance d2 (its calculation point on R2's ray, its centre for R3), given
+ * the horizon before it.  Nodata cells and cells whose centre is beyond
+ * range give NaN.
+ */
 TG_HD float
-tg_view_decide(const tg_view_setup *s, const double *z, int x, int y, int a, int b, double horizon)
+tg_view_decide(const tg_view_setup *s, const double *z, int x, int y, int a, int b,
+			   double zp, double d2, double horizon)
 {
 	const double zc = z[(int64_t) y * s->width + x];
 	const double da = TG_DMUL((double) a, s->cx);
 	const double db = TG_DMUL((double) b, s->cy);
-	const double d2 = TG_DADD(TG_DMUL(da, da), TG_DMUL(db, db));
+	const double dc2 = TG_DADD(TG_DMUL(da, da), TG_DMUL(db, db));
 	double		st;
 
-	if (isnan(zc) || d2 > s->max_d2)
+	if (isnan(zc) || dc2 > s->max_d2)
 		return NAN;
-	st = tg_view_slope(s, TG_DADD(zc, s->target), d2);
+	if (isnan(zp))
+	{
+		/* a calculation point next to nodata: the cell's own centre */
+		zp = zc;
+		d2 = dc2;
+	}
+	st = tg_view_slope(s, TG_DADD(zp, s->target), d2);
 	switch (s->output)
 	{
 		case TG_VIEW_VISIBLE:
@@ -239,6 +265,19 @@ tg_view_decide(const tg_view_setup *s, const double *z, int x, int y, int a, int
 				: (float) TG_DMUL(TG_DADD(horizon, -st), sqrt(d2));
 	}
 	return NAN;
+}
+
+/* R2's decision for the cell at (a, b) on ray (xmajor, sgn, i, j) at step k. */
+TG_HD float
+tg_view_decide_on_ray(const tg_view_setup *s, const double *z, bool xmajor, int sgn, int64_t i,
+					  int64_t j, int64_t k, int a, int b, double horizon)
+{
+	double		zp,
+				d2;
+
+	if (!tg_view_point(s, z, xmajor, sgn, i, j, k, &zp, &d2))
+		zp = NAN;
+	return tg_view_decide(s, z, s->ox + a, s->oy + b, a, b, zp, d2, horizon);
 }
 
 /* Does ray (dx, dy) decide the cell at (a, b)? */

@@ -108,7 +108,7 @@ walk_ray(const tg_view_setup *s, const double *z, int dx, int dy, float *out)
 
 			if (2 * (off < 0 ? -off : off) <= i && tg_view_owns(s, dx, dy, a, b))
 				out[(size_t) (s->oy + b) * s->width + s->ox + a] =
-					tg_view_decide(s, z, s->ox + a, s->oy + b, a, b, horizon);
+					tg_view_decide_on_ray(s, z, xmajor, sgn, i, j, k, a, b, horizon);
 		}
 		{
 			double		h = tg_view_sample(s, z, xmajor, sgn, i, j, k);
@@ -140,7 +140,67 @@ exact_cell(const tg_view_setup *s, const double *z, int x, int y)
 
 		horizon = h > horizon ? h : horizon;
 	}
-	return tg_view_decide(s, z, x, y, a, b, horizon);
+	return tg_view_decide(s, z, x, y, a, b, z[(size_t) y * s->width + x],
+						  TG_DADD(TG_DMUL(TG_DMUL((double) a, s->cx), TG_DMUL((double) a, s->cx)),
+								  TG_DMUL(TG_DMUL((double) b, s->cy), TG_DMUL((double) b, s->cy))),
+						  horizon);
+}
+
+/* R2 of every ray of a prepared setup into out (NaN-filled first). */
+static tg_status
+r2_all_rays(const tg_ctx *ctx, const tg_view_setup *s, const double *z, float *out, tg_error *err)
+{
+	for (size_t c = 0; c < (size_t) s->width * s->height; c++)
+		out[c] = NAN;
+	for (int r = 0; r < s->nrays; r++)
+	{
+		int			dx,
+					dy;
+
+		if ((r & 1023) == 0 && tg_canceled(ctx))
+			return tg_error_set(err, TG_ECANCELED, "viewshed canceled");
+		tg_view_ray(s, r, &dx, &dy);
+		if (dx != 0 || dy != 0)
+			walk_ray(s, z, dx, dy, out);
+	}
+	tg_view_finish(s, out);
+	return TG_OK;
+}
+
+tg_status
+tg_cpu_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *p,
+					  const int *cols, const int *rows, int n, uint32_t *count, tg_error *err)
+{
+	const size_t cells = (size_t) dem->width * dem->height;
+	tg_viewshed_params one = *p;
+	tg_view_setup s;
+	double	   *z = NULL;
+	float	   *vis = NULL;
+	tg_status	st;
+
+	memset(count, 0, cells * sizeof *count);
+	one.output = TG_VIEW_VISIBLE;
+	one.algorithm = TG_VIEW_R2;
+	st = tg_cpu_decode(ctx, dem, &z, err);
+	if (st == TG_OK && (vis = tg_alloc(ctx, (cells ? cells : 1) * sizeof(float))) == NULL)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate %zu bytes for a viewshed", cells * sizeof(float));
+	for (int k = 0; k < n && st == TG_OK; k++)
+	{
+		one.observer_col = cols[k];
+		one.observer_row = rows[k];
+		st = tg_view_prepare(dem, &one, z, &s, err);
+		if (st != TG_OK)
+			tg_error_detail(err, "Observer %d of the list.", k + 1);
+		else
+			st = r2_all_rays(ctx, &s, z, vis, err);
+		for (size_t c = 0; st == TG_OK && c < cells; c++)
+			count[c] += vis[c] == 1.0f;
+	}
+	if (ctx->stats)
+		ctx->stats->iterations = n;
+	tg_free(ctx, vis);
+	tg_free(ctx, z);
+	return st;
 }
 
 tg_status
@@ -160,11 +220,10 @@ tg_cpu_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params 
 		tg_free(ctx, z);
 		return st;
 	}
-	for (size_t c = 0; c < n; c++)
-		out[c] = NAN;
-
 	if (p->algorithm == TG_VIEW_R3)
 	{
+		for (size_t c = 0; c < n; c++)
+			out[c] = NAN;
 		for (int y = s.y0; y <= s.y1 && st == TG_OK; y++)
 		{
 			if (tg_canceled(ctx))
@@ -175,20 +234,8 @@ tg_cpu_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params 
 		}
 	}
 	else
-	{
-		for (int r = 0; r < s.nrays && st == TG_OK; r++)
-		{
-			int			dx,
-						dy;
-
-			if ((r & 1023) == 0 && tg_canceled(ctx))
-				st = tg_error_set(err, TG_ECANCELED, "viewshed canceled");
-			tg_view_ray(&s, r, &dx, &dy);
-			if (dx != 0 || dy != 0)
-				walk_ray(&s, z, dx, dy, out);
-		}
-	}
-	if (st == TG_OK)
+		st = r2_all_rays(ctx, &s, z, out, err);
+	if (st == TG_OK && p->algorithm == TG_VIEW_R3)
 		tg_view_finish(&s, out);
 	if (ctx->stats)
 		ctx->stats->iterations = s.nrays;

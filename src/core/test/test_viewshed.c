@@ -260,9 +260,80 @@ test_viewshed_cuda_parity(void)
 			}
 }
 
+/* The cumulative count equals the sum of single viewsheds; GPU = CPU. */
+static void
+test_viewshed_count(void)
+{
+	const int	W = 150,
+				H = 90,
+				n = 7;
+	double	   *z = terrain(W, H, true);
+	tg_band		b = test_band(TG_PT_64BF, z, W, H, true, -9999);
+	tg_viewshed_params p = view_params(0, 0, 2, TG_VIEW_VISIBLE);
+	int			cols[7],
+				rows[7];
+	uint32_t   *count = malloc(sizeof(uint32_t) * W * H);
+	uint32_t   *sum = calloc((size_t) W * H, sizeof(uint32_t));
+	float	   *one = malloc(sizeof(float) * W * H);
+	tg_ctx		ctx;
+	tg_error	err;
+	tg_device_info info;
+	bool		same = true;
+
+	p.cell_x = p.cell_y = 20;
+	p.earth_radius = RE_DEFAULT;
+	p.refraction = REFRACTION_DEFAULT;
+	p.max_distance = 1500;
+	for (int k = 0; k < n; k++)
+	{
+		cols[k] = (int) (rng_next() % W);
+		rows[k] = (int) (rng_next() % H);
+		z[(size_t) rows[k] * W + cols[k]] = 150;
+	}
+	for (int k = 0; k < n; k++)
+	{
+		p.observer_col = cols[k];
+		p.observer_row = rows[k];
+		run_view(TG_BACKEND_CPU, &b, &p, one);
+		for (size_t i = 0; i < (size_t) W * H; i++)
+			sum[i] += one[i] == 1.0f;
+	}
+	tg_ctx_init(&ctx);
+	ctx.backend = TG_BACKEND_CPU;
+	tg_error_clear(&err);
+	check(tg_viewshed_count(&ctx, &b, &p, cols, rows, n, count, &err) == TG_OK, "count: CPU run");
+	check(memcmp(count, sum, sizeof(uint32_t) * W * H) == 0, "count: CPU = sum of single viewsheds");
+
+	tg_device_query(0, &info);
+	if (info.available)
+	{
+		uint32_t   *gpu = malloc(sizeof(uint32_t) * W * H);
+
+		ctx.backend = TG_BACKEND_GPU;
+		ctx.min_cells_for_gpu = 0;
+		check(tg_viewshed_count(&ctx, &b, &p, cols, rows, n, gpu, &err) == TG_OK, "count: GPU run");
+		check(memcmp(count, gpu, sizeof(uint32_t) * W * H) == 0, "count: GPU = CPU");
+		free(gpu);
+	}
+	/* an observer on nodata is refused and named */
+	z[5] = -9999;
+	cols[3] = 5;
+	rows[3] = 0;
+	tg_error_clear(&err);
+	ctx.backend = TG_BACKEND_CPU;
+	same = tg_viewshed_count(&ctx, &b, &p, cols, rows, n, count, &err) == TG_EINVAL &&
+		strstr(err.detail, "Observer 4") != NULL;
+	check(same, "count: an observer on nodata refused, named (%s)", err.detail);
+	free(z);
+	free(count);
+	free(sum);
+	free(one);
+}
+
 void
 test_viewshed(void)
 {
+	test_viewshed_count();
 	test_viewshed_wall();
 	test_viewshed_curvature();
 	test_viewshed_coverage_and_r3();
