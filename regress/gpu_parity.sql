@@ -100,3 +100,24 @@ SELECT count(*) AS gpu_nodes,
 FROM terra_gpu.bmmq_node n JOIN terra_gpu.bmmq_index i ON i.id = n.index_id WHERE i.name = 'parity_gpu';
 SELECT tg_bmmq_drop('parity_gpu'), tg_bmmq_drop('parity_cpu');
 DROP TABLE bmmq_parity;
+
+-- Viewshed: R2 on the GPU equals the CPU (every output), and the cumulative count
+SELECT d.w, d.h, d.pt, o.output,
+       (SELECT bool_and(a IS NOT DISTINCT FROM b) FROM unnest(
+          (ST_DumpValues(tg_viewshed(d.rast, ST_SetSRID(ST_MakePoint(30 * d.w / 3 + 15, -30 * d.h / 2 - 15), 32611),
+                                     observer_height => 5, output => o.output, backend => 'gpu'), 1)),
+          (ST_DumpValues(tg_viewshed(d.rast, ST_SetSRID(ST_MakePoint(30 * d.w / 3 + 15, -30 * d.h / 2 - 15), 32611),
+                                     observer_height => 5, output => o.output, backend => 'cpu'), 1))) AS u(a, b)) AS identical
+FROM dems d, (VALUES ('visible'), ('angle'), ('height')) AS o(output)
+WHERE d.w = 700 AND ST_Value(d.rast, d.w / 3 + 1, d.h / 2 + 1) IS NOT NULL
+ORDER BY 1, 2, 3, 4;
+SELECT d.pt, (SELECT bool_and(a = b) FROM unnest(
+          (ST_DumpValues(tg_viewshed_count(d.rast, ARRAY(SELECT ST_SetSRID(ST_MakePoint(30 * x + 15, -30 * y - 15), 32611)
+                                                          FROM generate_series(100, 600, 100) x, generate_series(100, 500, 200) y
+                                                          WHERE ST_Value(d.rast, x + 1, y + 1) IS NOT NULL),
+                                            max_distance => 5000, backend => 'gpu'), 1)),
+          (ST_DumpValues(tg_viewshed_count(d.rast, ARRAY(SELECT ST_SetSRID(ST_MakePoint(30 * x + 15, -30 * y - 15), 32611)
+                                                          FROM generate_series(100, 600, 100) x, generate_series(100, 500, 200) y
+                                                          WHERE ST_Value(d.rast, x + 1, y + 1) IS NOT NULL),
+                                            max_distance => 5000, backend => 'cpu'), 1))) AS u(a, b)) AS identical_counts
+FROM dems d WHERE d.w = 700 ORDER BY 1;

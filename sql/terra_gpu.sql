@@ -711,3 +711,110 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION tg_bmmq_roi(text[], double precision[], double precision[], text, boolean) IS
 'Compound region-of-interest query over co-registered BMMQ indexes: names[i] in [lo[i], hi[i]) combined with and/or; quadrants (tile ids of the first index), boundary = may hold matching cells; refine => exact cells';
+
+-------------------------------------------------------------------------------
+-- Viewshed
+-------------------------------------------------------------------------------
+CREATE FUNCTION terra_gpu._viewshed(rast raster, band integer, col integer, "row" integer,
+	observer_height double precision, target_height double precision, max_distance double precision,
+	earth_radius double precision, refraction double precision, output text, backend text, exact boolean)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_viewshed'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+
+CREATE FUNCTION terra_gpu._viewshed_count(rast raster, band integer, cols integer[], "rows" integer[],
+	observer_height double precision, target_height double precision, max_distance double precision,
+	earth_radius double precision, refraction double precision, backend text)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_viewshed_count'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+
+-- The cell (0-based column, row) of an observer point, or an error saying what is wrong.
+CREATE FUNCTION terra_gpu._observer_cell(rast raster, observer geometry, what text,
+	OUT col integer, OUT "row" integer)
+	LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+	c record;
+BEGIN
+	IF observer IS NULL THEN
+		RAISE EXCEPTION '% is NULL', what USING ERRCODE = '22004';
+	END IF;
+	IF GeometryType(observer) <> 'POINT' THEN
+		RAISE EXCEPTION '% must be a point, got %', what, GeometryType(observer) USING ERRCODE = '22023';
+	END IF;
+	IF ST_SRID(observer) <> ST_SRID(rast) THEN
+		RAISE EXCEPTION '% has SRID %, the raster %', what, ST_SRID(observer), ST_SRID(rast)
+			USING ERRCODE = '22023', HINT = 'ST_Transform the observer to the raster''s SRID.';
+	END IF;
+	c := ST_WorldToRasterCoord(rast, observer);
+	IF c.columnx < 1 OR c.columnx > ST_Width(rast) OR c.rowy < 1 OR c.rowy > ST_Height(rast) THEN
+		RAISE EXCEPTION '% % is outside the raster', what, ST_AsText(observer) USING ERRCODE = '22023';
+	END IF;
+	col := c.columnx - 1;
+	"row" := c.rowy - 1;
+END $$;
+
+CREATE FUNCTION tg_viewshed(
+	rast raster,
+	observer geometry,
+	observer_height double precision DEFAULT 1.75,
+	target_height double precision DEFAULT 0,
+	max_distance double precision DEFAULT NULL,
+	earth_radius double precision DEFAULT 6370997,
+	refraction double precision DEFAULT 0.14286,
+	output text DEFAULT 'visible',
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL,
+	algorithm text DEFAULT 'r2')
+	RETURNS raster
+	LANGUAGE plpgsql IMMUTABLE PARALLEL RESTRICTED AS $$
+DECLARE
+	c record;
+BEGIN
+	IF rast IS NULL THEN
+		RETURN NULL;
+	END IF;
+	IF lower(algorithm) NOT IN ('r2', 'r3') THEN
+		RAISE EXCEPTION 'invalid algorithm "%"', algorithm USING ERRCODE = '22023',
+			DETAIL = 'Valid algorithms are r2 (ray casting, GPU or CPU) and r3 (exact, CPU).';
+	END IF;
+	c := terra_gpu._observer_cell(rast, observer, 'observer');
+	RETURN terra_gpu._viewshed(rast, band, c.col, c."row", observer_height, target_height, max_distance,
+							   earth_radius, refraction, output, backend, lower(algorithm) = 'r3');
+END $$;
+COMMENT ON FUNCTION tg_viewshed(raster, geometry, double precision, double precision, double precision, double precision, double precision, text, integer, text, text) IS
+'What an observer sees (R2 ray casting, Earth curvature and refraction): visible (8BUI 1/0), angle (elevation angle, degrees) or height (extra target height needed), nodata beyond max_distance';
+
+CREATE FUNCTION tg_viewshed_count(
+	rast raster,
+	observers geometry[],
+	observer_height double precision DEFAULT 1.75,
+	target_height double precision DEFAULT 0,
+	max_distance double precision DEFAULT NULL,
+	earth_radius double precision DEFAULT 6370997,
+	refraction double precision DEFAULT 0.14286,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	LANGUAGE plpgsql IMMUTABLE PARALLEL RESTRICTED AS $$
+DECLARE
+	cols integer[];
+	rws integer[];
+	c record;
+BEGIN
+	IF rast IS NULL THEN
+		RETURN NULL;
+	END IF;
+	IF cardinality(observers) IS NULL OR cardinality(observers) = 0 THEN
+		RAISE EXCEPTION 'observers must hold at least one point' USING ERRCODE = '22023';
+	END IF;
+	FOR i IN 1 .. cardinality(observers) LOOP
+		c := terra_gpu._observer_cell(rast, observers[i], format('observer %s', i));
+		cols := cols || c.col;
+		rws := rws || c."row";
+	END LOOP;
+	RETURN terra_gpu._viewshed_count(rast, band, cols, rws, observer_height, target_height, max_distance,
+									 earth_radius, refraction, backend);
+END $$;
+COMMENT ON FUNCTION tg_viewshed_count(raster, geometry[], double precision, double precision, double precision, double precision, double precision, integer, text) IS
+'Cumulative viewshed: for each cell, how many of the observers see it (32BUI), all observers in one call with the DEM kept on the GPU';

@@ -460,6 +460,12 @@ typedef struct tg_viewshed_params
 	double		cell_y;			/* metres (map units) per row, > 0 */
 	tg_view_output output;
 	tg_view_algorithm algorithm;
+	/*
+	 * Geographic rasters (geom.geographic): cell_x/cell_y are replaced by the
+	 * metric spacing at the observer's latitude (WGS84), a local
+	 * equirectangular approximation around each observer.
+	 */
+	tg_grid_geometry geom;
 } tg_viewshed_params;
 
 /*

@@ -14,11 +14,13 @@ tg_view_prepare(const tg_band *dem, const tg_viewshed_params *p, const double *z
 {
 	const int	W = dem->width,
 				H = dem->height;
-	double		zo;
+	double		zo,
+				cx = p->cell_x,
+				cy = p->cell_y;
 
 	if (p->observer_col < 0 || p->observer_col >= W || p->observer_row < 0 || p->observer_row >= H)
-		return tg_error_set(err, TG_EINVAL, "the observer (column %d, row %d) is outside the %d x %d raster",
-							p->observer_col, p->observer_row, W, H);
+		return tg_error_set(err, TG_EINVAL, "the observer (column %d, row %d, counting from 1) is outside the %d x %d raster",
+							p->observer_col + 1, p->observer_row + 1, W, H);
 	if (!(p->observer_height >= 0) || !(p->target_height >= 0) || !isfinite(p->observer_height) ||
 		!isfinite(p->target_height))
 		return tg_error_set(err, TG_EINVAL, "observer and target heights must be finite and >= 0, got %g and %g",
@@ -28,8 +30,10 @@ tg_view_prepare(const tg_band *dem, const tg_viewshed_params *p, const double *z
 	if (!(p->earth_radius >= 0) || !(p->refraction >= 0 && p->refraction < 1))
 		return tg_error_set(err, TG_EINVAL, "earth_radius must be >= 0 and refraction in [0, 1), got %g and %g",
 							p->earth_radius, p->refraction);
-	if (!(p->cell_x > 0) || !(p->cell_y > 0) || !isfinite(p->cell_x) || !isfinite(p->cell_y))
-		return tg_error_set(err, TG_EINVAL, "cell size must be positive, got %g x %g", p->cell_x, p->cell_y);
+	if (p->geom.geographic)
+		tg_row_spacing(&p->geom, p->observer_row, &cx, &cy);
+	if (!(cx > 0) || !(cy > 0) || !isfinite(cx) || !isfinite(cy))
+		return tg_error_set(err, TG_EINVAL, "cell size must be positive, got %g x %g", cx, cy);
 
 	memset(s, 0, sizeof *s);
 	s->width = W;
@@ -44,8 +48,8 @@ tg_view_prepare(const tg_band *dem, const tg_viewshed_params *p, const double *z
 	if (p->max_distance > 0 && isfinite(p->max_distance))
 	{
 		/* the square of cells within max_distance: rays end on its edge */
-		double		rx = ceil(p->max_distance / p->cell_x),
-					ry = ceil(p->max_distance / p->cell_y);
+		double		rx = ceil(p->max_distance / cx),
+					ry = ceil(p->max_distance / cy);
 
 		s->x0 = rx < s->ox ? s->ox - (int) rx : 0;
 		s->y0 = ry < s->oy ? s->oy - (int) ry : 0;
@@ -61,12 +65,12 @@ tg_view_prepare(const tg_band *dem, const tg_viewshed_params *p, const double *z
 	}
 	zo = z ? z[(size_t) s->oy * W + s->ox] : tg_band_get(dem, (size_t) s->oy * W + s->ox);
 	if (isnan(zo) || tg_band_value_is_nodata(dem, zo))
-		return tg_error_set(err, TG_EINVAL, "the observer (column %d, row %d) stands on a nodata cell",
-							s->ox, s->oy);
+		return tg_error_set(err, TG_EINVAL, "the observer stands on a nodata cell (column %d, row %d, counting from 1)",
+							s->ox + 1, s->oy + 1);
 	s->eye = zo + p->observer_height;
 	s->target = p->target_height;
-	s->cx = p->cell_x;
-	s->cy = p->cell_y;
+	s->cx = cx;
+	s->cy = cy;
 	s->re = p->earth_radius > 0 ? p->earth_radius / (1.0 - p->refraction) : 0.0;
 	s->output = p->output;
 	return TG_OK;

@@ -57,4 +57,7 @@ void		tgpg_check_result_size(const tg_raster_info *info, const tg_band_spec *ban
 struct varlena *tgpg_raster_create(const tg_raster_info *info,
 								   const tg_band_spec *bands, void **band_data);
 
+/* tgpg_hydro.c: metric spacing per row (geographic SRIDs) or the pixel size */
+tg_grid_geometry tgpg_grid_geometry(const tg_raster_info *info);
+
 #endif							/* TGPG_H */

@@ -111,8 +111,8 @@ srid_is_geographic(int32 srid)
  * The grid geometry of a raster: metric spacing per row for geographic
  * SRIDs (WGS84 ellipsoid), the pixel size otherwise.
  */
-static tg_grid_geometry
-grid_geometry(const tg_raster_info *info)
+tg_grid_geometry
+tgpg_grid_geometry(const tg_raster_info *info)
 {
 	tg_grid_geometry g;
 
@@ -253,7 +253,7 @@ flow_params_from_args(FunctionCallInfo fcinfo, int routing_arg, int fill_arg, in
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("threshold must be zero or positive, got %g", p->threshold)));
-	p->geom = grid_geometry(info);
+	p->geom = tgpg_grid_geometry(info);
 	check_pixel_size(&p->geom);
 }
 
