@@ -457,6 +457,24 @@ bench_viewshed(const options *o, const tg_band *dem)
 		}
 	}
 	printf("\n");
+	/* save=FILE: R2 (CPU, else GPU) as floats; FILE.r3 the exact R3 */
+	for (int be = 0; o->save && be < 3; be += 2)
+	{
+		const float *v = be == 0 ? (have[0] ? out[0] : out[1]) : out[2];
+		char		path[1024];
+		FILE	   *f;
+
+		if (be == 2 && !have[2])
+			break;
+		snprintf(path, sizeof path, "%s%s", o->save, be == 2 ? ".r3" : "");
+		f = fopen(path, "wb");
+		if (!f || fwrite(v, sizeof(float), n, f) != n)
+		{
+			fprintf(stderr, "cannot write %s\n", path);
+			return 1;
+		}
+		fclose(f);
+	}
 	return 0;
 }
 

@@ -59,18 +59,19 @@ tgk_viewshed_r2(tg_view_setup s, const double *__restrict__ z, float *__restrict
 	const int	sgn = xmajor ? (dx > 0 ? 1 : -1) : (dy > 0 ? 1 : -1);
 	const int64_t i = xmajor ? (int64_t) dx * sgn : (int64_t) dy * sgn;
 	const int64_t j = xmajor ? dy : dx;
+	const int64_t steps = i / s.density;	/* whole cells along the major axis */
 	double		carry = -INFINITY;
 
-	for (int64_t base = 0; base < i; base += RAY_THREADS)
+	for (int64_t base = 0; base < steps; base += RAY_THREADS)
 	{
 		const int64_t k = base + threadIdx.x + 1;
-		const double h = k <= i ? tg_view_sample(&s, z, xmajor, sgn, i, j, k) : -INFINITY;
+		const double h = k <= steps ? tg_view_sample(&s, z, xmajor, sgn, i, j, k) : -INFINITY;
 		double		before,
 					chunk_max;
 
 		scan_t(scan_tmp).ExclusiveScan(h, before, -INFINITY, dmax(), chunk_max);
 		before = before > carry ? before : carry;
-		if (k <= i)
+		if (k <= steps)
 		{
 			const int64_t num = k * j;
 			const int64_t q = tg_floor_div(num, i);

@@ -10,6 +10,16 @@
 
 #include "tg_hydro.h"
 
+/*
+ * Rays per edge cell.  Two rays a cell halve the gap between neighbouring
+ * rays (the nearest ray passes within a quarter cell of a cell's centre at
+ * its major coordinate) for twice the work; measured against R3 on hilltop
+ * observers, see bench/RESULTS.md.
+ */
+#ifndef TG_VIEW_RAY_DENSITY
+#define TG_VIEW_RAY_DENSITY 2
+#endif
+
 typedef struct tg_view_setup
 {
 	int			width;
@@ -20,7 +30,8 @@ typedef struct tg_view_setup
 	int			y0;
 	int			x1;
 	int			y1;
-	int			nrays;			/* window edge cells */
+	int			nrays;			/* points on the window's edge, f per cell */
+	int			density;		/* f: rays per edge cell */
 	double		eye;			/* observer's eye elevation */
 	double		target;
 	double		cx;				/* spacing, metres (map units) */
@@ -62,38 +73,46 @@ tg_floor_div(int64_t n, int64_t d)
 	return q;
 }
 
-/* Ray i's end cell, relative to the observer: the window's edge clockwise from its top-left corner. */
+/*
+ * Ray i's end point relative to the observer, in 1/f cells: the points of the
+ * window's edge f per cell, clockwise from its top-left corner.
+ */
 TG_HD void
 tg_view_ray(const tg_view_setup *s, int i, int *dx, int *dy)
 {
-	const int	w = s->x1 - s->x0 + 1;
-	const int	h = s->y1 - s->y0 + 1;
+	const int	f = s->density;
+	const int	X0 = f * (s->x0 - s->ox),
+				X1 = f * (s->x1 - s->ox);
+	const int	Y0 = f * (s->y0 - s->oy),
+				Y1 = f * (s->y1 - s->oy);
+	const int	w = X1 - X0 + 1;
+	const int	h = Y1 - Y0 + 1;
 	int			x,
 				y;
 
 	if (i < w)
 	{
-		x = s->x0 + i;
-		y = s->y0;
+		x = X0 + i;
+		y = Y0;
 	}
 	else if ((i -= w) < h - 1)
 	{
-		x = s->x1;
-		y = s->y0 + 1 + i;
+		x = X1;
+		y = Y0 + 1 + i;
 	}
 	else if ((i -= h - 1) < w - 1)
 	{
-		x = s->x1 - 1 - i;
-		y = s->y1;
+		x = X1 - 1 - i;
+		y = Y1;
 	}
 	else
 	{
 		i -= w - 1;
-		x = s->x0;
-		y = s->y1 - 1 - i;
+		x = X0;
+		y = Y1 - 1 - i;
 	}
-	*dx = x - s->ox;
-	*dy = y - s->oy;
+	*dx = x;
+	*dy = y;
 }
 
 /* Is ray (i1, j1) closer to the cell at (m, n) than (i2, j2)?  Transformed
@@ -115,7 +134,8 @@ tg_view_closer(int64_t m, int64_t n, int64_t i1, int64_t j1, int64_t i2, int64_t
 }
 
 /*
- * The ray deciding the cell at offset (a, b) from the observer (not both 0):
+ * The ray deciding the cell at offset (a, b) from the observer (not both 0),
+ * as its end point in 1/f cells:
  * among the rays of the cell's octant (x-major when |a| >= |b|), the one whose
  * line passes closest to the cell's centre at its major coordinate.  The
  * candidates are the nearest on the far edge and on each side edge.
@@ -127,11 +147,12 @@ tg_view_owner(const tg_view_setup *s, int a, int b, int *dx, int *dy)
 	const int	sgn = xmajor ? (a > 0 ? 1 : -1) : (b > 0 ? 1 : -1);
 	const int64_t m = xmajor ? (int64_t) a * sgn : (int64_t) b * sgn;	/* > 0 */
 	const int64_t n = xmajor ? b : a;
-	/* far edge along the major axis, side edges along the minor one */
-	const int64_t E = xmajor ? (sgn > 0 ? s->x1 - s->ox : s->ox - s->x0)
-		: (sgn > 0 ? s->y1 - s->oy : s->oy - s->y0);
-	const int64_t Lneg = xmajor ? s->oy - s->y0 : s->ox - s->x0;
-	const int64_t Lpos = xmajor ? s->y1 - s->oy : s->x1 - s->ox;
+	/* far edge along the major axis, side edges along the minor one, in 1/f cells */
+	const int64_t f = s->density;
+	const int64_t E = f * (xmajor ? (sgn > 0 ? s->x1 - s->ox : s->ox - s->x0)
+						   : (sgn > 0 ? s->y1 - s->oy : s->oy - s->y0));
+	const int64_t Lneg = f * (xmajor ? s->oy - s->y0 : s->ox - s->x0);
+	const int64_t Lpos = f * (xmajor ? s->y1 - s->oy : s->x1 - s->ox);
 	/* y-major rays keep |minor| < major: the diagonals are x-major */
 	const int64_t lim = xmajor ? E : E - 1;
 	const int64_t jmin = -(Lneg < lim ? Lneg : lim);
@@ -277,6 +298,7 @@ tg_view_decide_on_ray(const tg_view_setup *s, const double *z, bool xmajor, int 
 
 	if (!tg_view_point(s, z, xmajor, sgn, i, j, k, &zp, &d2))
 		zp = NAN;
+
 	return tg_view_decide(s, z, s->ox + a, s->oy + b, a, b, zp, d2, horizon);
 }
 

@@ -61,6 +61,9 @@ tg_view_prepare(const tg_band *dem, const tg_viewshed_params *p, const double *z
 		int			w = s->x1 - s->x0 + 1,
 					h = s->y1 - s->y0 + 1;
 
+		s->density = TG_VIEW_RAY_DENSITY;
+		w = s->density * (w - 1) + 1;
+		h = s->density * (h - 1) + 1;
 		s->nrays = (w == 1 || h == 1) ? w * h : 2 * w + 2 * h - 4;
 	}
 	zo = z ? z[(size_t) s->oy * W + s->ox] : tg_band_get(dem, (size_t) s->oy * W + s->ox);
@@ -97,9 +100,10 @@ walk_ray(const tg_view_setup *s, const double *z, int dx, int dy, float *out)
 	const int	sgn = xmajor ? (dx > 0 ? 1 : -1) : (dy > 0 ? 1 : -1);
 	const int64_t i = xmajor ? (int64_t) dx * sgn : (int64_t) dy * sgn;
 	const int64_t j = xmajor ? dy : dx;
+	const int64_t steps = i / s->density;	/* whole cells along the major axis */
 	double		horizon = -INFINITY;
 
-	for (int64_t k = 1; k <= i; k++)
+	for (int64_t k = 1; k <= steps; k++)
 	{
 		const int64_t num = k * j;
 		const int64_t q = tg_floor_div(num, i);
