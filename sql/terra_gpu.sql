@@ -730,11 +730,14 @@ CREATE FUNCTION terra_gpu._viewshed_count(rast raster, band integer, cols intege
 	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
 
 -- The cell (0-based column, row) of an observer point, or an error saying what is wrong.
-CREATE FUNCTION terra_gpu._observer_cell(rast raster, observer geometry, what text,
+-- m: the raster's ST_MetaData, read once (many observers need not touch the pixels).
+CREATE FUNCTION terra_gpu._observer_cell(m record, observer geometry, what text,
 	OUT col integer, OUT "row" integer)
 	LANGUAGE plpgsql IMMUTABLE AS $$
 DECLARE
-	c record;
+	det double precision := m.scalex * m.scaley - m.skewx * m.skewy;
+	dx double precision;
+	dy double precision;
 BEGIN
 	IF observer IS NULL THEN
 		RAISE EXCEPTION '% is NULL', what USING ERRCODE = '22004';
@@ -742,16 +745,18 @@ BEGIN
 	IF GeometryType(observer) <> 'POINT' THEN
 		RAISE EXCEPTION '% must be a point, got %', what, GeometryType(observer) USING ERRCODE = '22023';
 	END IF;
-	IF ST_SRID(observer) <> ST_SRID(rast) THEN
-		RAISE EXCEPTION '% has SRID %, the raster %', what, ST_SRID(observer), ST_SRID(rast)
+	IF ST_SRID(observer) <> m.srid THEN
+		RAISE EXCEPTION '% has SRID %, the raster %', what, ST_SRID(observer), m.srid
 			USING ERRCODE = '22023', HINT = 'ST_Transform the observer to the raster''s SRID.';
 	END IF;
-	c := ST_WorldToRasterCoord(rast, observer);
-	IF c.columnx < 1 OR c.columnx > ST_Width(rast) OR c.rowy < 1 OR c.rowy > ST_Height(rast) THEN
+	-- the inverse of the raster's affine georeference
+	dx := ST_X(observer) - m.upperleftx;
+	dy := ST_Y(observer) - m.upperlefty;
+	col := floor((dx * m.scaley - dy * m.skewx) / det);
+	"row" := floor((dy * m.scalex - dx * m.skewy) / det);
+	IF col < 0 OR col >= m.width OR "row" < 0 OR "row" >= m.height THEN
 		RAISE EXCEPTION '% % is outside the raster', what, ST_AsText(observer) USING ERRCODE = '22023';
 	END IF;
-	col := c.columnx - 1;
-	"row" := c.rowy - 1;
 END $$;
 
 CREATE FUNCTION tg_viewshed(
@@ -778,7 +783,7 @@ BEGIN
 		RAISE EXCEPTION 'invalid algorithm "%"', algorithm USING ERRCODE = '22023',
 			DETAIL = 'Valid algorithms are r2 (ray casting, GPU or CPU) and r3 (exact, CPU).';
 	END IF;
-	c := terra_gpu._observer_cell(rast, observer, 'observer');
+	c := terra_gpu._observer_cell(ST_MetaData(rast), observer, 'observer');
 	RETURN terra_gpu._viewshed(rast, band, c.col, c."row", observer_height, target_height, max_distance,
 							   earth_radius, refraction, output, backend, lower(algorithm) = 'r3');
 END $$;
@@ -801,6 +806,7 @@ DECLARE
 	cols integer[];
 	rws integer[];
 	c record;
+	m record;
 BEGIN
 	IF rast IS NULL THEN
 		RETURN NULL;
@@ -808,8 +814,9 @@ BEGIN
 	IF cardinality(observers) IS NULL OR cardinality(observers) = 0 THEN
 		RAISE EXCEPTION 'observers must hold at least one point' USING ERRCODE = '22023';
 	END IF;
+	m := ST_MetaData(rast);
 	FOR i IN 1 .. cardinality(observers) LOOP
-		c := terra_gpu._observer_cell(rast, observers[i], format('observer %s', i));
+		c := terra_gpu._observer_cell(m, observers[i], format('observer %s', i));
 		cols := cols || c.col;
 		rws := rws || c."row";
 	END LOOP;
