@@ -28,6 +28,11 @@ SELECT tg_bmmq_build('demo', 'bmmq_dem', bins => ARRAY[10, 20, 30]) AS id;
 SELECT name, source, band, bounds, bin_method, srid, tile_count, node_count, cell_count, build_backend, stale
 FROM terra_gpu.bmmq_index;
 SELECT tile_id, levels, width, height FROM terra_gpu.bmmq_tile ORDER BY tile_id;
+-- computed bins: quartiles of the 24 values 0..5, 10..15, 20..25, 30..35; equal intervals over 0..35
+SELECT tg_bmmq_build('quartiles', 'bmmq_dem', nbins => 4, bin_method => 'quantile') > 0 AS built;
+SELECT tg_bmmq_build('equal', 'bmmq_dem', nbins => 5) > 0 AS built;
+SELECT name, bounds, bin_method FROM terra_gpu.bmmq_index WHERE name IN ('quartiles', 'equal') ORDER BY name;
+SELECT tg_bmmq_drop('quartiles'), tg_bmmq_drop('equal');
 
 -- range: the window's bounding box meets cells (1..3, 0..1) of the whole grid
 SELECT tile_id, level, morton, min_bin, max_bin, value_from, value_to, ST_AsText(geom)

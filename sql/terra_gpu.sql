@@ -422,8 +422,11 @@ BEGIN
 			END IF;
 			bins := terra_gpu._bmmq_equal_bounds(s.min, s.max, nbins);
 		ELSIF bin_method = 'quantile' THEN
-			EXECUTE format('SELECT array_agg(DISTINCT q.value ORDER BY q.value) FROM ST_Quantile(%1$L, %2$L, $1, true, $2) q',
-						   coverage::text, rast_column)
+			-- exact quantiles of every valid value (PostGIS 3 has no table form of ST_Quantile)
+			EXECUTE format('SELECT array_agg(DISTINCT q ORDER BY q) FROM unnest((
+								SELECT percentile_disc($2) WITHIN GROUP (ORDER BY x)
+								FROM %2$s t, unnest(ST_DumpValues(t.%1$I, $1, true)) x WHERE x IS NOT NULL)) q',
+						   rast_column, coverage)
 				INTO bins USING band, ARRAY(SELECT k::double precision / nbins FROM generate_series(1, nbins - 1) k);
 			IF bins IS NULL THEN
 				RAISE EXCEPTION 'band % of % has no valid cells to compute bins from', band, coverage
