@@ -65,9 +65,11 @@ tgk_viewshed_r2(tg_view_setup s, const double *__restrict__ z, float *__restrict
 	for (int64_t base = 0; base < steps; base += RAY_THREADS)
 	{
 		const int64_t k = base + threadIdx.x + 1;
-		const double h = k <= steps ? tg_view_sample(&s, z, xmajor, sgn, i, j, k) : -INFINITY;
-		double		before,
+		double		zp = NAN,
+					d2 = 0,
+					before,
 					chunk_max;
+		const double h = k <= steps ? tg_view_step(&s, z, xmajor, sgn, i, j, k, &zp, &d2) : -INFINITY;
 
 		scan_t(scan_tmp).ExclusiveScan(h, before, -INFINITY, dmax(), chunk_max);
 		before = before > carry ? before : carry;
@@ -85,7 +87,7 @@ tgk_viewshed_r2(tg_view_setup s, const double *__restrict__ z, float *__restrict
 				if (2 * (off < 0 ? -off : off) <= i && tg_view_owns(&s, dx, dy, a, b))
 				{
 					const int64_t at = (int64_t) (s.oy + b) * s.width + s.ox + a;
-					const float v = tg_view_decide_on_ray(&s, z, xmajor, sgn, i, j, k, a, b, before);
+					const float v = tg_view_decide(&s, z, s.ox + a, s.oy + b, a, b, zp, d2, before);
 
 					if (!COUNT)
 						out[at] = v;

@@ -288,18 +288,20 @@ tg_view_decide(const tg_view_setup *s, const double *z, int x, int y, int a, int
 	return NAN;
 }
 
-/* R2's decision for the cell at (a, b) on ray (xmajor, sgn, i, j) at step k. */
-TG_HD float
-tg_view_decide_on_ray(const tg_view_setup *s, const double *z, bool xmajor, int sgn, int64_t i,
-					  int64_t j, int64_t k, int a, int b, double horizon)
+/*
+ * One step k of R2's ray (xmajor, sgn, i, j): its calculation point (zp, d2;
+ * zp NaN next to nodata) and the horizon contribution of that point.
+ */
+TG_HD double
+tg_view_step(const tg_view_setup *s, const double *z, bool xmajor, int sgn, int64_t i, int64_t j,
+			 int64_t k, double *zp, double *d2)
 {
-	double		zp,
-				d2;
-
-	if (!tg_view_point(s, z, xmajor, sgn, i, j, k, &zp, &d2))
-		zp = NAN;
-
-	return tg_view_decide(s, z, s->ox + a, s->oy + b, a, b, zp, d2, horizon);
+	if (!tg_view_point(s, z, xmajor, sgn, i, j, k, zp, d2))
+	{
+		*zp = NAN;
+		return -INFINITY;
+	}
+	return tg_view_slope(s, *zp, *d2);
 }
 
 /* Does ray (dx, dy) decide the cell at (a, b)? */

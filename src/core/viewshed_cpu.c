@@ -107,6 +107,9 @@ walk_ray(const tg_view_setup *s, const double *z, int dx, int dy, float *out)
 	{
 		const int64_t num = k * j;
 		const int64_t q = tg_floor_div(num, i);
+		double		zp,
+					d2;
+		const double h = tg_view_step(s, z, xmajor, sgn, i, j, k, &zp, &d2);
 
 		for (int64_t jj = q; jj <= q + 1; jj++)
 		{
@@ -115,14 +118,13 @@ walk_ray(const tg_view_setup *s, const double *z, int dx, int dy, float *out)
 			int			b = xmajor ? (int) jj : (int) (sgn * k);
 
 			if (2 * (off < 0 ? -off : off) <= i && tg_view_owns(s, dx, dy, a, b))
-				out[(size_t) (s->oy + b) * s->width + s->ox + a] =
-					tg_view_decide_on_ray(s, z, xmajor, sgn, i, j, k, a, b, horizon);
-		}
-		{
-			double		h = tg_view_sample(s, z, xmajor, sgn, i, j, k);
+			{
+				const size_t at = (size_t) (s->oy + b) * s->width + s->ox + a;
 
-			horizon = h > horizon ? h : horizon;
+				out[at] = tg_view_decide(s, z, s->ox + a, s->oy + b, a, b, zp, d2, horizon);
+			}
 		}
+		horizon = h > horizon ? h : horizon;
 	}
 }
 
