@@ -18,7 +18,8 @@
  *   tile), nbins=K (bmmq: K equal intervals over the valid values, 8),
  *   obs_col=, obs_row= (viewshed observer; default the centre), obs_h= (1.75),
  *   maxdist= (viewshed range in map units, 0 = unlimited), r3=1 (viewshed: also
- *   the exact R3 and R2's agreement with it)
+ *   the exact R3 and R2's agreement with it), mem_mb=N (GPU memory budget; a
+ *   viewshed beyond it runs in bands of rows)
  *
  * Prints one line of key=value pairs.
  */
@@ -47,6 +48,7 @@ typedef struct options
 	double		obs_h;
 	double		maxdist;
 	bool		r3;
+	size_t		mem_mb;
 	tg_flow_params flow;
 } options;
 
@@ -399,6 +401,7 @@ bench_viewshed(const options *o, const tg_band *dem)
 
 			tg_ctx_init(&ctx);
 			ctx.backend = be == 1 ? TG_BACKEND_GPU : TG_BACKEND_CPU;
+			ctx.device_memory_limit = o->mem_mb << 20;
 			ctx.stats = &stats;
 			tg_error_clear(&err);
 			t0 = now_ms();
@@ -417,8 +420,8 @@ bench_viewshed(const options *o, const tg_band *dem)
 		if (be == 0)
 			printf(" cpu_ms=%.3f cpu_gcells=%.4f", median(w, reps), n / median(w, reps) / 1e6);
 		else if (be == 1)
-			printf(" gpu_ms=%.3f gpu_kernel_ms=%.4f kernel_gcells=%.2f device=\"%s\"", median(w, reps),
-				   median(k, reps), n / median(k, reps) / 1e6, info.name);
+			printf(" gpu_ms=%.3f gpu_kernel_ms=%.4f kernel_gcells=%.2f gpu_mem_mb=%zu device=\"%s\"",
+				   median(w, reps), median(k, reps), n / median(k, reps) / 1e6, o->mem_mb, info.name);
 		else
 			printf(" r3_ms=%.1f", w[0]);
 		free(w);
@@ -550,6 +553,8 @@ main(int argc, char **argv)
 			o.maxdist = atof(v);
 		else if (!strcmp(argv[i], "r3"))
 			o.r3 = atoi(v) != 0;
+		else if (!strcmp(argv[i], "mem_mb"))
+			o.mem_mb = (size_t) atol(v);
 		else if (!strcmp(argv[i], "tile"))
 			o.tile = atoi(v);
 		else if (!strcmp(argv[i], "nbins"))

@@ -30,21 +30,22 @@ struct dmax
 	}
 };
 
-__global__ void
-tgk_fill_nan(float *out, size_t n)
-{
-	TG_GRID_STRIDE(i, n)
-		out[i] = NAN;
-}
-
 /*
  * COUNT = false: write each decided cell's value to out;
  * COUNT = true: add 1 to count for each cell seen (a cumulative viewshed).
+ *
+ * Rows lo..hi of z and out are on the device (the whole raster, or one
+ * segment of rows with a row of halo on each side); z and out point at where
+ * row 0 would be, so rows index them directly.  A ray goes as far as its
+ * steps stay within those rows; with `carry`/`next` (segments) it records
+ * its horizon and next step for the following segment, without them it
+ * starts at step 1 and must finish.
  */
 template <bool COUNT>
 __global__ void __launch_bounds__(RAY_THREADS)
 tgk_viewshed_r2(tg_view_setup s, const double *__restrict__ z, float *__restrict__ out,
-				uint32_t *__restrict__ count)
+				uint32_t *__restrict__ count, int lo, int hi, double *__restrict__ carry_state,
+				int64_t *__restrict__ next_state)
 {
 	using scan_t = cub::BlockScan<double, RAY_THREADS>;
 	__shared__ typename scan_t::TempStorage scan_tmp;
@@ -60,24 +61,28 @@ tgk_viewshed_r2(tg_view_setup s, const double *__restrict__ z, float *__restrict
 	const int64_t i = xmajor ? (int64_t) dx * sgn : (int64_t) dy * sgn;
 	const int64_t j = xmajor ? dy : dx;
 	const int64_t steps = i / s.density;	/* whole cells along the major axis */
-	double		carry = -INFINITY;
+	double		carry = carry_state ? carry_state[blockIdx.x] : -INFINITY;
+	int64_t		first = next_state ? next_state[blockIdx.x] : 1;
 
-	for (int64_t base = 0; base < steps; base += RAY_THREADS)
+	for (int64_t base = first - 1; base < steps; base += RAY_THREADS)
 	{
 		const int64_t k = base + threadIdx.x + 1;
+		const int64_t num = k * j;
+		const int64_t q = tg_floor_div(num, i);
+		/* the rows step k reads and may write */
+		const int64_t r_lo = xmajor ? s.oy + q : s.oy + sgn * k;
+		const int64_t r_hi = xmajor ? s.oy + q + (num != q * i) : r_lo;
+		const bool	ok = k <= steps && r_lo >= lo && r_hi <= hi;
 		double		zp = NAN,
 					d2 = 0,
 					before,
 					chunk_max;
-		const double h = k <= steps ? tg_view_step(&s, z, xmajor, sgn, i, j, k, &zp, &d2) : -INFINITY;
+		const double h = ok ? tg_view_step(&s, z, xmajor, sgn, i, j, k, &zp, &d2) : -INFINITY;
 
 		scan_t(scan_tmp).ExclusiveScan(h, before, -INFINITY, dmax(), chunk_max);
 		before = before > carry ? before : carry;
-		if (k <= steps)
+		if (ok)
 		{
-			const int64_t num = k * j;
-			const int64_t q = tg_floor_div(num, i);
-
 			for (int64_t jj = q; jj <= q + 1; jj++)
 			{
 				const int64_t off = num - jj * i;
@@ -97,8 +102,195 @@ tgk_viewshed_r2(tg_view_setup s, const double *__restrict__ z, float *__restrict
 			}
 		}
 		carry = chunk_max > carry ? chunk_max : carry;
-		__syncthreads();		/* scan_tmp is reused by the next chunk */
+		/* steps leave the rows monotonically: the processed ones are a prefix */
+		const int	done = __syncthreads_count(ok);
+
+		if (done < RAY_THREADS && base + done < steps)
+		{
+			if (next_state && threadIdx.x == 0)
+			{
+				next_state[blockIdx.x] = base + done + 1;
+				carry_state[blockIdx.x] = carry;
+			}
+			return;
+		}
 	}
+	if (next_state && threadIdx.x == 0)
+	{
+		next_state[blockIdx.x] = steps + 1;
+		carry_state[blockIdx.x] = carry;
+	}
+}
+
+/* Value no decision produces: marks the cells a segment left alone. */
+#define UNDECIDED (-INFINITY)
+
+__global__ void
+tgk_fill(float *out, size_t n, float v)
+{
+	TG_GRID_STRIDE(i, n)
+		out[i] = v;
+}
+
+/*
+ * Rasters beyond the device budget: bands of rows, the observer's first and
+ * then outward (each ray meets its rows in that order), with per-ray horizon
+ * and step carried from band to band.  Two buffers on two streams: while one
+ * band is on the GPU, the next is staged and the previous merged on the host.
+ */
+tg_status
+viewshed_segments(const tg_ctx *ctx, const tg_band *dem, const tg_view_setup &s, size_t budget,
+				  float *out, tg_error *err)
+{
+	const int	W = dem->width,
+				H = dem->height;
+	const size_t pix = tg_pixtype_size(dem->pixtype);
+	const size_t state = (size_t) s.nrays * (sizeof(double) + sizeof(int64_t));
+	const size_t per_row = 2 * (size_t) W * (pix + sizeof(double) + sizeof(float));
+	dbuf<double> carry;
+	dbuf<int64_t> next;
+	dbuf<uint8_t> raw[2];
+	dbuf<double> z[2];
+	dbuf<float> dout[2];
+	uint8_t    *in_h[2] = {nullptr, nullptr};
+	float	   *out_h[2] = {nullptr, nullptr};
+	cudaStream_t stream[2] = {nullptr, nullptr};
+	cudaEvent_t done[2] = {nullptr, nullptr},
+				kdone = nullptr;
+	int			pending_lo[2] = {-1, -1},
+				pending_rows[2] = {0, 0};
+	std::vector<int> order;
+	int64_t		rows;
+	tg_status	st = TG_OK;
+
+	rows = budget > state + 2 * per_row ? (int64_t) ((budget - state) / per_row) - 2 : 0;
+	if (rows < 1)
+	{
+		tg_error_set(err, TG_ENOMEM, "a viewshed of a %d-pixel-wide raster needs at least %zu bytes of GPU memory, %zu are available",
+					 W, state + 3 * per_row, budget);
+		err->on_device = true;
+		return TG_ENOMEM;
+	}
+	{
+		const int	nseg = (int) ((H + rows - 1) / rows);
+		const int	so = (int) (s.oy / rows);
+
+		order.push_back(so);
+		for (int d = 1; d < nseg; d++)
+		{
+			if (so - d >= 0)
+				order.push_back(so - d);
+			if (so + d < nseg)
+				order.push_back(so + d);
+		}
+	}
+
+#define SEG_TRY(call, what) do { cudaError_t rc_ = (call); if (rc_ != cudaSuccess) { (void) cudaGetLastError(); tg_cuda_fail(err, rc_, (what), __FILE__, __LINE__); st = err->code; goto cleanup; } } while (0)
+	SEG_TRY(carry.alloc(s.nrays), "allocating ray state");
+	SEG_TRY(next.alloc(s.nrays), "allocating ray state");
+	for (int b = 0; b < 2; b++)
+	{
+		SEG_TRY(raw[b].alloc((rows + 2) * W * pix), "allocating a segment");
+		SEG_TRY(z[b].alloc((rows + 2) * W), "allocating a segment");
+		SEG_TRY(dout[b].alloc((rows + 2) * W), "allocating a segment");
+		SEG_TRY(cudaMallocHost(&in_h[b], (rows + 2) * W * pix), "allocating pinned staging memory");
+		SEG_TRY(cudaMallocHost(&out_h[b], (rows + 2) * W * sizeof(float)), "allocating pinned staging memory");
+		SEG_TRY(cudaStreamCreateWithFlags(&stream[b], cudaStreamNonBlocking), "creating a stream");
+		SEG_TRY(cudaEventCreateWithFlags(&done[b], cudaEventDisableTiming), "creating an event");
+	}
+	SEG_TRY(cudaEventCreateWithFlags(&kdone, cudaEventDisableTiming), "creating an event");
+	/* every ray starts at step 1 under an empty horizon */
+	{
+		std::vector<double> c(s.nrays, -INFINITY);
+		std::vector<int64_t> nx(s.nrays, 1);
+
+		SEG_TRY(cudaMemcpy(carry.p, c.data(), s.nrays * sizeof(double), cudaMemcpyHostToDevice), "initialising ray state");
+		SEG_TRY(cudaMemcpy(next.p, nx.data(), s.nrays * sizeof(int64_t), cudaMemcpyHostToDevice), "initialising ray state");
+	}
+	for (size_t c = 0; c < (size_t) W * H; c++)
+		out[c] = NAN;
+
+	for (size_t n = 0; n <= order.size(); n++)
+	{
+		const int	b = (int) (n % 2);
+
+		/* the buffer's previous band: wait for it and merge what it decided */
+		if (pending_lo[b] >= 0)
+		{
+			SEG_TRY(cudaEventSynchronize(done[b]), "running the viewshed kernel");
+			for (size_t c = 0; c < (size_t) pending_rows[b] * W; c++)
+				if (out_h[b][c] != UNDECIDED)
+					out[(size_t) pending_lo[b] * W + c] = out_h[b][c];
+			pending_lo[b] = -1;
+		}
+		if (n == order.size())
+		{
+			/* drain the other buffer */
+			const int	o = 1 - b;
+
+			if (pending_lo[o] >= 0)
+			{
+				SEG_TRY(cudaEventSynchronize(done[o]), "running the viewshed kernel");
+				for (size_t c = 0; c < (size_t) pending_rows[o] * W; c++)
+					if (out_h[o][c] != UNDECIDED)
+						out[(size_t) pending_lo[o] * W + c] = out_h[o][c];
+			}
+			break;
+		}
+		if (tg_canceled(ctx))
+		{
+			st = tg_error_set(err, TG_ECANCELED, "viewshed canceled");
+			goto cleanup;
+		}
+		{
+			const int	r0 = order[n] * (int) rows;
+			const int	r1 = r0 + (int) rows < H ? r0 + (int) rows : H;
+			const int	lo = r0 > 0 ? r0 - 1 : 0;
+			const int	hi = r1 < H ? r1 : H - 1;	/* inclusive */
+			const size_t cells = (size_t) (hi - lo + 1) * W;
+
+			memcpy(in_h[b], (const uint8_t *) dem->data + (size_t) lo * W * pix, cells * pix);
+			SEG_TRY(cudaMemcpyAsync(raw[b].p, in_h[b], cells * pix, cudaMemcpyHostToDevice, stream[b]), "copying a segment to the GPU");
+			with_pixel_format(dem->pixtype, [&](auto pf) {
+				using PF = decltype(pf);
+				tgk_decode<PF, double><<<grid_for(cells), 256, 0, stream[b]>>>(
+					reinterpret_cast<const typename PF::storage *>(raw[b].p), cells, dem->has_nodata,
+					dem->is_nodata, dem->nodata, z[b].p);
+			});
+			tgk_fill<<<grid_for(cells), 256, 0, stream[b]>>>(dout[b].p, cells, UNDECIDED);
+			SEG_TRY(cudaStreamWaitEvent(stream[b], kdone, 0), "ordering the segments");
+			tgk_viewshed_r2<false><<<s.nrays, RAY_THREADS, 0, stream[b]>>>(
+				s, z[b].p - (int64_t) lo * W, dout[b].p - (int64_t) lo * W, nullptr, lo, hi,
+				carry.p, next.p);
+			SEG_TRY(cudaGetLastError(), "launching the viewshed kernel");
+			SEG_TRY(cudaEventRecord(kdone, stream[b]), "recording an event");
+			SEG_TRY(cudaMemcpyAsync(out_h[b], dout[b].p, cells * sizeof(float), cudaMemcpyDeviceToHost, stream[b]),
+					"copying a segment back");
+			SEG_TRY(cudaEventRecord(done[b], stream[b]), "recording an event");
+			pending_lo[b] = lo;
+			pending_rows[b] = hi - lo + 1;
+		}
+	}
+	if (ctx->stats)
+		ctx->stats->chunks = (int) order.size();
+#undef SEG_TRY
+
+cleanup:
+	for (int b = 0; b < 2; b++)
+	{
+		if (stream[b])
+		{
+			cudaStreamSynchronize(stream[b]);
+			cudaStreamDestroy(stream[b]);
+		}
+		if (done[b])
+			cudaEventDestroy(done[b]);
+		cudaFreeHost(in_h[b]);
+		cudaFreeHost(out_h[b]);
+	}
+	if (kdone)
+		cudaEventDestroy(kdone);
+	return st;
 }
 }								/* namespace */
 
@@ -121,10 +313,23 @@ tg_cuda_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params
 		return err->code;
 	if (n * (sizeof(double) + sizeof(float) + tg_pixtype_size(dem->pixtype)) > budget)
 	{
-		tg_error_set(err, TG_ENOMEM, "a viewshed of %zu cells needs %zu bytes of GPU memory, %zu are available",
-					 n, n * (sizeof(double) + sizeof(float) + tg_pixtype_size(dem->pixtype)), budget);
-		err->on_device = true;
-		return TG_ENOMEM;
+		/* beyond the budget: bands of rows streamed through the GPU */
+		event_timer t_all;
+
+		TG_CUDA_RETURN_IF(t_all.init(), "creating timing events");
+		TG_CUDA_RETURN_IF(cudaEventRecord(t_all.start), "recording an event");
+		if (viewshed_segments(ctx, dem, s, budget, out, err) != TG_OK)
+			return err->code;
+		TG_CUDA_RETURN_IF(cudaEventRecord(t_all.stop), "recording an event");
+		TG_CUDA_RETURN_IF(cudaEventSynchronize(t_all.stop), "running the viewshed kernel");
+		tg_view_finish(&s, out);
+		if (ctx->stats)
+		{
+			/* kernels and transfers overlap: the pipeline's device time */
+			ctx->stats->kernel_ms += t_all.elapsed();
+			ctx->stats->iterations = s.nrays;
+		}
+		return TG_OK;
 	}
 	if (upload_dem(dem, z, &up_ms, err) != TG_OK)
 		return err->code;
@@ -135,9 +340,10 @@ tg_cuda_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params
 		return tg_error_set(err, TG_ECANCELED, "viewshed canceled");
 
 	TG_CUDA_RETURN_IF(cudaEventRecord(t_kernel.start), "recording an event");
-	tgk_fill_nan<<<grid_for(n), 256>>>(d_out.p, n);
+	tgk_fill<<<grid_for(n), 256>>>(d_out.p, n, NAN);
 	TG_CUDA_RETURN_IF_LAUNCH("launching the viewshed initialisation");
-	tgk_viewshed_r2<false><<<s.nrays, RAY_THREADS>>>(s, z.p, d_out.p, nullptr);
+	tgk_viewshed_r2<false><<<s.nrays, RAY_THREADS>>>(s, z.p, d_out.p, nullptr, 0, dem->height - 1,
+													  nullptr, nullptr);
 	TG_CUDA_RETURN_IF_LAUNCH("launching the viewshed kernel");
 	TG_CUDA_RETURN_IF(cudaEventRecord(t_kernel.stop), "recording an event");
 	TG_CUDA_RETURN_IF(cudaEventRecord(t_back.start), "recording an event");
@@ -205,7 +411,8 @@ tg_cuda_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_
 	{
 		if (tg_canceled(ctx))
 			return tg_error_set(err, TG_ECANCELED, "viewshed canceled");
-		tgk_viewshed_r2<true><<<setups[k].nrays, RAY_THREADS>>>(setups[k], z.p, nullptr, d_count.p);
+		tgk_viewshed_r2<true><<<setups[k].nrays, RAY_THREADS>>>(setups[k], z.p, nullptr, d_count.p, 0,
+																 dem->height - 1, nullptr, nullptr);
 		TG_CUDA_RETURN_IF_LAUNCH("launching the viewshed kernel");
 		if ((k & 15) == 15)
 			TG_CUDA_RETURN_IF(cudaDeviceSynchronize(), "running the viewshed kernel");

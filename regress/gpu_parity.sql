@@ -121,3 +121,17 @@ SELECT d.pt, (SELECT bool_and(a = b) FROM unnest(
                                                           WHERE ST_Value(d.rast, x + 1, y + 1) IS NOT NULL),
                                             max_distance => 5000, backend => 'cpu'), 1))) AS u(a, b)) AS identical_counts
 FROM dems d WHERE d.w = 700 ORDER BY 1;
+-- beyond the device budget: bands of rows streamed through the GPU, same output
+SET terra_gpu.max_device_memory_mb = 4;
+SELECT d.pt,
+       (SELECT bool_and(a IS NOT DISTINCT FROM b) FROM unnest(
+          (ST_DumpValues(tg_viewshed(d.rast, ST_SetSRID(ST_MakePoint(30 * d.w / 3 + 15, -30 * d.h / 2 - 15), 32611),
+                                     observer_height => 5, output => 'height', backend => 'gpu'), 1)),
+          (ST_DumpValues(tg_viewshed(d.rast, ST_SetSRID(ST_MakePoint(30 * d.w / 3 + 15, -30 * d.h / 2 - 15), 32611),
+                                     observer_height => 5, output => 'height', backend => 'cpu'), 1))) AS u(a, b)) AS identical
+FROM dems d WHERE d.w = 700 AND d.pt = '64BF' AND ST_Value(d.rast, d.w / 3 + 1, d.h / 2 + 1) IS NOT NULL;
+SELECT ST_Width(tg_viewshed(d.rast, ST_SetSRID(ST_MakePoint(30 * d.w / 3 + 15, -30 * d.h / 2 - 15), 32611),
+                            backend => 'gpu')) AS width
+FROM dems d WHERE d.w = 700 AND d.pt = '64BF';
+SELECT backend, chunks > 1 AS in_segments FROM tg_last_run();
+RESET terra_gpu.max_device_memory_mb;
