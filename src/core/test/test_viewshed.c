@@ -4,6 +4,7 @@
  * decided by exactly one ray, R2 against the exact R3, GPU against CPU.
  */
 #include "test.h"
+#include "tg_viewshed.h"
 
 #define RE_DEFAULT 6370997.0
 #define REFRACTION_DEFAULT 0.14286
@@ -349,9 +350,69 @@ test_viewshed_count(void)
 	free(one);
 }
 
+/*
+ * The quick ownership test (neighbouring rays only) against the full search
+ * for the nearest ray, for every ray and every cell it passes, on windows of
+ * many shapes and observer positions (edges and corners included).
+ */
+static void
+test_viewshed_ownership(void)
+{
+	int64_t		checked = 0,
+				wrong = 0;
+
+	for (int trial = 0; trial < 60; trial++)
+	{
+		tg_view_setup s;
+		int			W = 1 + (int) (rng_next() % 40),
+					H = 1 + (int) (rng_next() % 40);
+
+		memset(&s, 0, sizeof s);
+		s.width = W;
+		s.height = H;
+		s.ox = trial % 5 == 0 ? 0 : trial % 5 == 1 ? W - 1 : (int) (rng_next() % W);
+		s.oy = trial % 3 == 0 ? 0 : trial % 3 == 1 ? H - 1 : (int) (rng_next() % H);
+		s.x0 = s.ox - (int) (rng_next() % (s.ox + 1));
+		s.y0 = s.oy - (int) (rng_next() % (s.oy + 1));
+		s.x1 = s.ox + (int) (rng_next() % (W - s.ox));
+		s.y1 = s.oy + (int) (rng_next() % (H - s.oy));
+		s.density = 1 + trial % 3;
+		{
+			int			w = s.density * (s.x1 - s.x0) + 1,
+						h = s.density * (s.y1 - s.y0) + 1;
+
+			s.nrays = (w == 1 || h == 1) ? w * h : 2 * w + 2 * h - 4;
+		}
+		for (int r = 0; r < s.nrays; r++)
+		{
+			int			dx,
+						dy;
+
+			tg_view_ray(&s, r, &dx, &dy);
+			for (int y = s.y0; y <= s.y1; y++)
+				for (int x = s.x0; x <= s.x1; x++)
+				{
+					int			a = x - s.ox,
+								b = y - s.oy,
+								wx,
+								wy;
+
+					if ((a == 0 && b == 0) || (dx == 0 && dy == 0))
+						continue;
+					tg_view_owner(&s, a, b, &wx, &wy);
+					checked++;
+					wrong += tg_view_owns(&s, dx, dy, a, b) != (wx == dx && wy == dy);
+				}
+		}
+	}
+	check(wrong == 0, "viewshed: quick ownership test = nearest-ray search on %lld (ray, cell) pairs, %lld differ",
+		  (long long) checked, (long long) wrong);
+}
+
 void
 test_viewshed(void)
 {
+	test_viewshed_ownership();
 	test_viewshed_count();
 	test_viewshed_wall();
 	test_viewshed_curvature();
