@@ -323,58 +323,60 @@ tg_view_owns(const tg_view_setup *s, int dx, int dy, int a, int b)
 	if (xmajor != ray_xmajor || sgn != ray_sgn)
 		return false;
 
-	const int64_t m = xmajor ? (int64_t) a * sgn : (int64_t) b * sgn;
-	const int64_t n = xmajor ? b : a;
-	const int64_t I = xmajor ? (int64_t) dx * sgn : (int64_t) dy * sgn;
-	const int64_t J = xmajor ? dy : dx;
-	const int64_t f = s->density;
-	const int64_t E = f * (xmajor ? (sgn > 0 ? s->x1 - s->ox : s->ox - s->x0)
-						   : (sgn > 0 ? s->y1 - s->oy : s->oy - s->y0));
-	const int64_t Lneg = f * (xmajor ? s->oy - s->y0 : s->ox - s->x0);
-	const int64_t Lpos = f * (xmajor ? s->y1 - s->oy : s->x1 - s->ox);
-	const int64_t lim = xmajor ? E : E - 1;
-	const int64_t jmin = -(Lneg < lim ? Lneg : lim);
-	const int64_t jmax = Lpos < lim ? Lpos : lim;
-	const int64_t imin_neg = (xmajor ? Lneg : Lneg + 1) > 1 ? (xmajor ? Lneg : Lneg + 1) : 1;
-	const int64_t imin_pos = (xmajor ? Lpos : Lpos + 1) > 1 ? (xmajor ? Lpos : Lpos + 1) : 1;
-	int64_t		pi = 0,
-				pj = 0,
-				ni = 0,
-				nj = 0;		/* neighbours by slope; i = 0: none */
+	{
+		const int64_t m = xmajor ? (int64_t) a * sgn : (int64_t) b * sgn;
+		const int64_t n = xmajor ? b : a;
+		const int64_t I = xmajor ? (int64_t) dx * sgn : (int64_t) dy * sgn;
+		const int64_t J = xmajor ? dy : dx;
+		const int64_t f = s->density;
+		const int64_t E = f * (xmajor ? (sgn > 0 ? s->x1 - s->ox : s->ox - s->x0)
+							   : (sgn > 0 ? s->y1 - s->oy : s->oy - s->y0));
+		const int64_t Lneg = f * (xmajor ? s->oy - s->y0 : s->ox - s->x0);
+		const int64_t Lpos = f * (xmajor ? s->y1 - s->oy : s->x1 - s->ox);
+		const int64_t lim = xmajor ? E : E - 1;
+		const int64_t jmin = -(Lneg < lim ? Lneg : lim);
+		const int64_t jmax = Lpos < lim ? Lpos : lim;
+		const int64_t imin_neg = (xmajor ? Lneg : Lneg + 1) > 1 ? (xmajor ? Lneg : Lneg + 1) : 1;
+		const int64_t imin_pos = (xmajor ? Lpos : Lpos + 1) > 1 ? (xmajor ? Lpos : Lpos + 1) : 1;
+		int64_t		pi = 0,
+					pj = 0,
+					ni = 0,
+					nj = 0;		/* neighbours by slope; i = 0: none */
 
-	if (I == E)
-	{
-		/* far edge; past its ends, the side edges' rays nearest the corners */
-		if (J > jmin)
-			pi = E, pj = J - 1;
-		else if (imin_neg <= E - 1)
-			pi = E - 1, pj = -Lneg;
-		if (J < jmax)
-			ni = E, nj = J + 1;
-		else if (imin_pos <= E - 1)
-			ni = E - 1, nj = Lpos;
+		if (I == E)
+		{
+			/* far edge; past its ends, the side edges' rays nearest the corners */
+			if (J > jmin)
+				pi = E, pj = J - 1;
+			else if (imin_neg <= E - 1)
+				pi = E - 1, pj = -Lneg;
+			if (J < jmax)
+				ni = E, nj = J + 1;
+			else if (imin_pos <= E - 1)
+				ni = E - 1, nj = Lpos;
+		}
+		else if (J == -Lneg && J < 0)
+		{
+			/* near side edge: slope -L / i rises with i */
+			if (I - 1 >= imin_neg)
+				pi = I - 1, pj = J;
+			ni = I + 1, nj = J;
+		}
+		else if (J == -Lneg && J == 0)
+		{
+			/* collinear with the far edge's ray (E, 0), which is longer */
+			return false;
+		}
+		else
+		{
+			/* far side edge: slope L / i falls with i */
+			pi = I + 1, pj = J;
+			if (I - 1 >= imin_pos)
+				ni = I - 1, nj = J;
+		}
+		return (pi == 0 || tg_view_closer(m, n, I, J, pi, pj)) &&
+			(ni == 0 || tg_view_closer(m, n, I, J, ni, nj));
 	}
-	else if (J == -Lneg && J < 0)
-	{
-		/* near side edge: slope -L / i rises with i */
-		if (I - 1 >= imin_neg)
-			pi = I - 1, pj = J;
-		ni = I + 1, nj = J;
-	}
-	else if (J == -Lneg && J == 0)
-	{
-		/* collinear with the far edge's ray (E, 0), which is longer */
-		return false;
-	}
-	else
-	{
-		/* far side edge: slope L / i falls with i */
-		pi = I + 1, pj = J;
-		if (I - 1 >= imin_pos)
-			ni = I - 1, nj = J;
-	}
-	return (pi == 0 || tg_view_closer(m, n, I, J, pi, pj)) &&
-		(ni == 0 || tg_view_closer(m, n, I, J, ni, nj));
 }
 
 #endif							/* TG_VIEWSHED_H */
