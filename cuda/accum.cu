@@ -502,11 +502,86 @@ check_budget(const tg_ctx *ctx, size_t need, const char *what, tg_error *err)
 	return TG_ENOMEM;
 }
 
+/* The products beside the accumulation: routing surface and receiver masks. */
+template <typename V, typename O>
+__global__ void
+tgk_export_surface(const V *__restrict__ z, size_t n, O nodata, O *__restrict__ out)
+{
+	TG_GRID_STRIDE(i, n)
+	{
+		V			v = z[i];
+
+		out[i] = isnan(v) ? nodata : (O) v;
+	}
+}
+
+__global__ void
+tgk_export_receivers(tg_route_view r, const uint8_t *__restrict__ kind,
+					 const double *__restrict__ acc, uint16_t *__restrict__ mask_out)
+{
+	const size_t n = (size_t) r.width * r.height;
+
+	TG_GRID_STRIDE(i, n)
+	{
+		uint16_t	mask = 0;
+
+		if (kind[i] == KIND_NODATA)
+			mask = TG_NODATA_RECEIVERS;
+		else
+			for (int k = 0; k < 8; k++)
+				if (tg_route_share(&r, i, k, acc[i]) > 0)
+					mask |= (uint16_t) (1u << k);
+		mask_out[i] = mask;
+	}
+}
+
+template <typename V>
+tg_status
+export_products(const device_route<V> &route, const tg_flow_params *p, const double *d_acc,
+				const tg_flow_products *out, tg_error *err)
+{
+	const size_t n = route.n;
+
+	if (out->surface)
+	{
+		const size_t size = out->surface_type == TG_PT_64BF ? sizeof(double) : sizeof(float);
+		dbuf<uint8_t> d_surface;
+
+		TG_CUDA_RETURN_IF(d_surface.alloc(n * size), "allocating the routing surface");
+		if (out->surface_type == TG_PT_64BF)
+			tgk_export_surface<V, double><<<grid_for(n), 256>>>(route.z.p, n, out->surface_nodata,
+																 (double *) d_surface.p);
+		else
+			tgk_export_surface<V, float><<<grid_for(n), 256>>>(route.z.p, n,
+																(float) out->surface_nodata,
+																(float *) d_surface.p);
+		TG_CUDA_RETURN_IF_LAUNCH("exporting the routing surface");
+		TG_CUDA_RETURN_IF(cudaMemcpy(out->surface, d_surface.p, n * size, cudaMemcpyDeviceToHost),
+						  "copying the routing surface back from the GPU");
+	}
+	if (out->receivers)
+	{
+		dbuf<uint16_t> d_mask;
+
+		TG_CUDA_RETURN_IF(d_mask.alloc(n), "allocating receiver masks");
+		tgk_export_receivers<<<grid_for(n), 256>>>(route.view(p->threshold), route.kind.p, d_acc,
+													d_mask.p);
+		TG_CUDA_RETURN_IF_LAUNCH("exporting receivers");
+		TG_CUDA_RETURN_IF(cudaMemcpy(out->receivers, d_mask.p, n * sizeof(uint16_t),
+									 cudaMemcpyDeviceToHost),
+						  "copying receivers back from the GPU");
+	}
+	return TG_OK;
+}
+
 template <typename V>
 tg_status
 accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
-				  const tg_flow_params *p, tg_accum_method method, double *out, tg_error *err)
+				  const tg_flow_params *p, tg_accum_method method,
+				  const tg_flow_products *products, tg_error *err)
 {
+	double	   *const out = products->acc;
+
 	const size_t n = (size_t) dem->width * dem->height;
 	device_route<V> route;
 	dbuf<double> d_weight,
@@ -522,7 +597,9 @@ accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
 	tg_status	st;
 
 	st = check_budget(ctx, n * (route_bytes_per_cell(dem, p, sizeof(V)) +
-								accumulation_bytes_per_cell(method)),
+								accumulation_bytes_per_cell(method) +
+								(products->surface ? sizeof(double) : 0) +
+								(products->receivers ? sizeof(uint16_t) : 0)),
 					  "flow accumulation", err);
 	if (st != TG_OK)
 		return st;
@@ -552,6 +629,9 @@ accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
 	TG_CUDA_RETURN_IF(cudaEventRecord(down.start), "recording an event");
 	TG_CUDA_RETURN_IF(cudaMemcpy(out, d_acc.p, n * sizeof(double), cudaMemcpyDeviceToHost),
 					  "copying the accumulation back from the GPU");
+	st = export_products<V>(route, p, d_acc.p, products, err);
+	if (st != TG_OK)
+		return st;
 	TG_CUDA_RETURN_IF(cudaEventRecord(down.stop), "recording an event");
 	TG_CUDA_RETURN_IF(cudaEventSynchronize(down.stop), "accumulating flow");
 
@@ -665,8 +745,8 @@ direction_impl(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, u
 
 extern "C" tg_status
 tg_cuda_flow_accumulation(const tg_ctx *ctx, const tg_band *dem, const double *weight,
-						  const tg_flow_params *params, tg_accum_method method, double *out,
-						  tg_error *err)
+						  const tg_flow_params *params, tg_accum_method method,
+						  const tg_flow_products *out, tg_error *err)
 {
 	if (pixtype_fits_float(dem->pixtype))
 		return accumulation_impl<float>(ctx, dem, weight, params, method, out, err);

@@ -32,7 +32,8 @@ tg_status	tg_cuda_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_para
 /* weight: per-cell weights already multiplied by cell areas (n doubles). */
 tg_status	tg_cuda_flow_accumulation(const tg_ctx *ctx, const tg_band *dem,
 									  const double *weight, const tg_flow_params *params,
-									  tg_accum_method method, double *out, tg_error *err);
+									  tg_accum_method method, const tg_flow_products *out,
+									  tg_error *err);
 
 tg_status	tg_cuda_flow_direction(const tg_ctx *ctx, const tg_band *dem,
 								   const tg_flow_params *params, uint8_t *d8, float *frac,

@@ -35,6 +35,8 @@ SELECT ST_NumBands(s) AS bands, ST_BandPixelType(s, 1) AS pixeltype,
        round((ST_Value(s, 1, 2, 3) + ST_Value(s, 2, 2, 3) + ST_Value(s, 3, 2, 3) + ST_Value(s, 4, 2, 3) +
               ST_Value(s, 5, 2, 3) + ST_Value(s, 6, 2, 3) + ST_Value(s, 7, 2, 3) + ST_Value(s, 8, 2, 3))::numeric, 6) AS shares_sum
 FROM pit, tg_flow_direction(rast, routing => 'fd8') AS s;
+-- D8 as shares: all of a cell's flow to its one receiver (the pit's centre drains east)
+SELECT ST_Value(s, 1, 3, 3) AS east, ST_Value(s, 2, 3, 3) AS southeast FROM pit, tg_flow_direction(rast, output => 'shares') AS s;
 
 -- accumulation: everything reaches the spill point, every cell counting itself
 SELECT ST_DumpValues(tg_flow_accumulation(rast)) FROM pit;

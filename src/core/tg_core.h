@@ -416,6 +416,31 @@ tg_status	tg_flow_accumulation(const tg_ctx *ctx, const tg_band *dem,
 								 tg_accum_method method, tg_accum_units units,
 								 double *out, tg_error *err);
 
+/*
+ * What the chain fill -> directions -> accumulation produces, for callers
+ * that want more than the accumulation (the chained call keeps the data on
+ * the device from DEM to accumulation).  acc is required, the rest optional.
+ */
+typedef struct tg_flow_products
+{
+	double	   *acc;			/* width * height, NaN where the DEM is nodata */
+	void	   *surface;		/* the routing surface (the filled DEM when params->fill) */
+	tg_pixtype	surface_type;	/* of surface: TG_PT_32BF or TG_PT_64BF */
+	double		surface_nodata;
+	uint16_t   *receivers;		/* OR of the ESRI codes of the neighbours receiving flow
+								 * (D8: one code); 0 none; TG_NODATA_RECEIVERS for nodata */
+} tg_flow_products;
+
+#define TG_NODATA_RECEIVERS 0xFFFF
+
+/*
+ * tg_flow_accumulation plus the routing surface and the receivers the
+ * accumulation used (fdd8: D8 where that accumulation reaches the threshold).
+ */
+tg_status	tg_hydrology(const tg_ctx *ctx, const tg_band *dem, const tg_band *weight,
+						 const tg_flow_params *params, tg_accum_method method,
+						 tg_accum_units units, const tg_flow_products *out, tg_error *err);
+
 
 
 /* ------------------------------------------------------------------------

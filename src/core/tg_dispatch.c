@@ -10,6 +10,7 @@
  * What ran, and how long it took, goes to ctx->stats.
  */
 #include "tg_backends.h"
+#include "tg_hydro.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -341,17 +342,48 @@ typedef struct accum_args
 	const tg_flow_params *params;
 	tg_accum_method method;
 	tg_accum_units units;
-	double	   *out;
+	const tg_flow_products *out;
 } accum_args;
+
+/* The routing surface and receiver masks of a CPU routing, as the GPU exports them. */
+static void
+export_products(const tg_route *r, const tg_flow_params *p, const tg_flow_products *out)
+{
+	const size_t n = (size_t) r->width * r->height;
+	tg_route_view v = {r->width, r->height, r->routing, p->threshold, r->d8, r->frac};
+	size_t		i;
+	int			k;
+
+	for (i = 0; i < n; i++)
+	{
+		bool		valid = !isnan(r->z[i]);
+
+		if (out->surface)
+			tg_pixel_store(out->surface_type, out->surface, i,
+						   valid ? r->z[i] : out->surface_nodata);
+		if (out->receivers)
+		{
+			uint16_t	mask = 0;
+
+			if (!valid)
+				mask = TG_NODATA_RECEIVERS;
+			else
+				for (k = 0; k < 8; k++)
+					if (tg_route_share(&v, i, k, out->acc[i]) > 0)
+						mask |= (uint16_t) (1u << k);
+			out->receivers[i] = mask;
+		}
+	}
+}
 
 static tg_status
 accum_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
 {
 	const accum_args *f = a;
+	const tg_accum_method method = f->method == TG_ACC_AUTO ? TG_ACC_INDEGREE : f->method;
 	tg_route	route;
 	double	   *w = NULL;
 	tg_status	st;
-
 	double		t0;
 
 	st = cell_weights(ctx, f->weight, f->params, f->units, &w, err);
@@ -363,15 +395,15 @@ accum_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
 		ctx->stats->prep_ms = now_ms() - t0;
 	if (st == TG_OK)
 	{
-		st = tg_cpu_accumulate(ctx, &route, f->params, w,
-							   f->method == TG_ACC_AUTO ? TG_ACC_INDEGREE : f->method,
-							   f->out, err);
+		st = tg_cpu_accumulate(ctx, &route, f->params, w, method, f->out->acc, err);
+		if (st == TG_OK && (f->out->surface || f->out->receivers))
+			export_products(&route, f->params, f->out);
 		tg_route_free(ctx, &route);
 	}
 	tg_free(ctx, w);
 	if (ctx->stats)
 		snprintf(ctx->stats->method, sizeof ctx->stats->method, "%s",
-				 tg_accum_method_name(f->method == TG_ACC_AUTO ? TG_ACC_INDEGREE : f->method));
+				 tg_accum_method_name(method));
 	return st;
 }
 
@@ -391,9 +423,9 @@ accum_gpu(const tg_ctx *ctx, const void *a, tg_error *err)
 }
 
 tg_status
-tg_flow_accumulation(const tg_ctx *ctx, const tg_band *dem, const tg_band *weight,
-					 const tg_flow_params *params, tg_accum_method method,
-					 tg_accum_units units, double *out, tg_error *err)
+tg_hydrology(const tg_ctx *ctx, const tg_band *dem, const tg_band *weight,
+			 const tg_flow_params *params, tg_accum_method method,
+			 tg_accum_units units, const tg_flow_products *out, tg_error *err)
 {
 	accum_args	args = {dem, weight, params, method, units, out};
 	tg_status	st;
@@ -401,6 +433,10 @@ tg_flow_accumulation(const tg_ctx *ctx, const tg_band *dem, const tg_band *weigh
 	st = check_flow_params(dem, params, err);
 	if (st != TG_OK)
 		return st;
+	if (out->acc == NULL)
+		return tg_error_set(err, TG_EINVAL, "the flow chain needs an accumulation buffer");
+	if (out->surface && out->surface_type != TG_PT_32BF && out->surface_type != TG_PT_64BF)
+		return tg_error_set(err, TG_EINVAL, "the routing surface must be 32BF or 64BF");
 	if (weight && (weight->width != dem->width || weight->height != dem->height))
 		return tg_error_set(err, TG_EINVAL, "weight raster is %d x %d, the DEM %d x %d",
 							weight->width, weight->height, dem->width, dem->height);
@@ -415,8 +451,18 @@ tg_flow_accumulation(const tg_ctx *ctx, const tg_band *dem, const tg_band *weigh
 	}
 	st = run(ctx, (int64_t) dem->width * dem->height, accum_cpu, accum_gpu, &args, err);
 	if (st == TG_OK && units == TG_UNITS_SCA)
-		to_sca(&params->geom, out);
+		to_sca(&params->geom, out->acc);
 	return st;
+}
+
+tg_status
+tg_flow_accumulation(const tg_ctx *ctx, const tg_band *dem, const tg_band *weight,
+					 const tg_flow_params *params, tg_accum_method method,
+					 tg_accum_units units, double *out, tg_error *err)
+{
+	tg_flow_products products = {out, NULL, TG_PT_64BF, 0, NULL};
+
+	return tg_hydrology(ctx, dem, weight, params, method, units, &products, err);
 }
 
 typedef struct direction_args
@@ -439,7 +485,8 @@ export_directions(const tg_route *r, const tg_flow_params *p, const double *acc,
 	for (i = 0; i < n; i++)
 	{
 		bool		valid = !isnan(r->z[i]);
-		bool		as_d8 = r->routing == TG_ROUTE_FDD8 && acc && acc[i] >= p->threshold;
+		bool		as_d8 = r->routing == TG_ROUTE_D8 ||
+			(r->routing == TG_ROUTE_FDD8 && acc && acc[i] >= p->threshold);
 
 		if (d8)
 			d8[i] = !valid ? 255 : r->d8[i] == TG_NO_DIRECTION ? 0 : (uint8_t) (1u << r->d8[i]);

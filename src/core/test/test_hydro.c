@@ -825,6 +825,113 @@ test_cuda_hydro(void)
 	}
 }
 
+/*
+ * The chained call: its surface is tg_fill's (priority-flood, epsilon 0), its
+ * receivers are tg_flow_direction's, its accumulation tg_flow_accumulation's,
+ * on each backend; and the GPU chain equals the CPU chain.
+ */
+static void
+check_chain(tg_backend backend, const tg_band *b, int W, int H, tg_routing routing,
+			const char *ty)
+{
+	const size_t n = (size_t) W * H;
+	const bool	single = b->pixtype == TG_PT_16BSI;
+	tg_flow_params p = flow_params(routing, W, H, true);
+	tg_fill_params fp = {TG_FILL_PRIORITY_FLOOD, 0, single ? TG_PT_32BF : TG_PT_64BF};
+	double	   *acc = malloc(sizeof(double) * n),
+			   *ref_acc = malloc(sizeof(double) * n);
+	double	   *surface = malloc(sizeof(double) * n),
+			   *ref_surface = malloc(sizeof(double) * n);
+	uint16_t   *recv = malloc(sizeof(uint16_t) * n);
+	float	   *frac = malloc(sizeof(float) * 8 * n);
+	tg_flow_products out = {acc, surface, fp.out_type, ND, recv};
+	tg_ctx		ctx = cpu_ctx(NULL);
+	tg_error	err;
+	size_t		i;
+	int			k,
+				bad_recv = 0;
+
+	ctx.backend = backend;
+	tg_error_clear(&err);
+	check(tg_hydrology(&ctx, b, NULL, &p, TG_ACC_AUTO, TG_UNITS_CELLS, &out, &err) == TG_OK,
+		  "%s chain %s %dx%d routing %d: %s", tg_backend_name(backend), ty, W, H, routing,
+		  err.message);
+	tg_flow_accumulation(&ctx, b, NULL, &p, TG_ACC_AUTO, TG_UNITS_CELLS, ref_acc, &err);
+	tg_fill(&ctx, b, &fp, ND, ref_surface, &err);
+	tg_flow_direction(&ctx, b, &p, NULL, frac, &err);
+	for (i = 0; i < n; i++)
+	{
+		uint16_t	mask = 0;
+
+		if (isnan(frac[i]))
+			mask = TG_NODATA_RECEIVERS;
+		else
+			for (k = 0; k < 8; k++)
+				if (frac[(size_t) k * n + i] > 0)
+					mask |= (uint16_t) (1u << k);
+		bad_recv += mask != recv[i];
+	}
+	check(memcmp(acc, ref_acc, sizeof(double) * n) == 0 &&
+		  memcmp(surface, ref_surface, n * (single ? 4 : 8)) == 0 && bad_recv == 0,
+		  "%s chain %s %dx%d routing %d: surface, receivers (%d differ) and accumulation equal the single calls",
+		  tg_backend_name(backend), ty, W, H, routing, bad_recv);
+
+	if (backend == TG_BACKEND_GPU)
+	{
+		double	   *cpu_surface = malloc(sizeof(double) * n);
+		uint16_t   *cpu_recv = malloc(sizeof(uint16_t) * n);
+		tg_flow_products cpu_out = {ref_acc, cpu_surface, fp.out_type, ND, cpu_recv};
+
+		ctx.backend = TG_BACKEND_CPU;
+		tg_hydrology(&ctx, b, NULL, &p, TG_ACC_AUTO, TG_UNITS_CELLS, &cpu_out, &err);
+		check(memcmp(surface, cpu_surface, n * (single ? 4 : 8)) == 0 &&
+			  memcmp(recv, cpu_recv, n * sizeof(uint16_t)) == 0,
+			  "cuda chain %s %dx%d routing %d: surface and receivers equal the CPU chain",
+			  ty, W, H, routing);
+		free(cpu_surface);
+		free(cpu_recv);
+	}
+	free(acc);
+	free(ref_acc);
+	free(surface);
+	free(ref_surface);
+	free(recv);
+	free(frac);
+}
+
+static void
+test_chain(void)
+{
+	static const int shapes[][2] = {{1, 1}, {40, 1}, {33, 31}, {257, 130}};
+	static const tg_routing routings[] = {TG_ROUTE_D8, TG_ROUTE_FD8, TG_ROUTE_MFD_MD, TG_ROUTE_FDD8};
+	tg_device_info info;
+	size_t		s;
+	int			t,
+				r,
+				be;
+
+	tg_device_query(0, &info);
+	for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+		for (t = 0; t < 2; t++)
+		{
+			int			W = shapes[s][0],
+						H = shapes[s][1];
+			double	   *z;
+			void	   *raw;
+			tg_band		b = terrain_band(t == 0, W, H, t == 0 ? 40 : 6, &z, &raw);
+
+			for (be = 0; be < (info.available ? 2 : 1); be++)
+				for (r = 0; r < 4; r++)
+					check_chain(be ? TG_BACKEND_GPU : TG_BACKEND_CPU, &b, W, H, routings[r],
+								t == 0 ? "int16" : "64BF");
+			free(z);
+			if (raw != z)
+				free(raw);
+		}
+	if (!info.available)
+		printf("skipped: CUDA chain parity tests (no GPU)\n");
+}
+
 void
 test_hydro(void)
 {
@@ -841,4 +948,5 @@ test_hydro(void)
 	test_geometry();
 	test_degenerate();
 	test_cuda_hydro();
+	test_chain();
 }
