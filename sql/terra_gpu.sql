@@ -58,6 +58,21 @@ CREATE FUNCTION tg_slope(
 COMMENT ON FUNCTION tg_slope(raster, integer, text, double precision, double precision, text) IS
 'Horn slope of a DEM band as a 32BF raster (DEGREES, RADIANS or PERCENT), same conventions as ST_Slope; scale = vertical/horizontal unit ratio (111120 for degrees and metres)';
 
+CREATE FUNCTION tg_slope(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	band integer DEFAULT 1,
+	units text DEFAULT 'DEGREES',
+	scale double precision DEFAULT 1.0,
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL)
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_slope_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_slope(regclass, name, name, integer, text, double precision, double precision, text) IS
+'Coverage form: the slope of a whole tiled raster table, computed as one grid (no tile-edge effects), one row per input tile with its extent';
+
 -------------------------------------------------------------------------------
 -- Hydrology
 -------------------------------------------------------------------------------
@@ -74,6 +89,21 @@ CREATE FUNCTION tg_fill(
 COMMENT ON FUNCTION tg_fill(raster, integer, text, double precision, double precision, text) IS
 'Depression-filled DEM (priority-flood or planchon-darboux; the same surface): every cell drains to the raster edge or nodata; epsilon > 0 makes it strictly drainable';
 
+CREATE FUNCTION tg_fill(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	band integer DEFAULT 1,
+	method text DEFAULT 'priority-flood',
+	epsilon double precision DEFAULT 0,
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL)
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_fill_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_fill(regclass, name, name, integer, text, double precision, double precision, text) IS
+'Coverage form: depression filling of a whole tiled raster table as one grid, one row per input tile with its extent (equal to the value form on the mosaic)';
+
 CREATE FUNCTION tg_flow_direction(
 	rast raster,
 	band integer DEFAULT 1,
@@ -88,6 +118,23 @@ CREATE FUNCTION tg_flow_direction(
 	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION tg_flow_direction(raster, integer, text, boolean, double precision, double precision, text, text) IS
 'Flow directions of a DEM (d8, fd8, mfd-md, fdd8): D8 ESRI codes (8BUI), a receiver bit mask (16BUI) or 8 bands of flow shares (32BF, E SE S SW W NW N NE); flats resolved (Barnes 2014)';
+
+CREATE FUNCTION tg_flow_direction(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	band integer DEFAULT 1,
+	routing text DEFAULT 'd8',
+	fill boolean DEFAULT true,
+	exponent double precision DEFAULT 1.1,
+	threshold double precision DEFAULT 1000,
+	output text DEFAULT 'auto',
+	backend text DEFAULT NULL)
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_flow_direction_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_flow_direction(regclass, name, name, integer, text, boolean, double precision, double precision, text, text) IS
+'Coverage form: flow directions of a whole tiled raster table as one grid, one row per input tile with its extent';
 
 CREATE FUNCTION tg_flow_accumulation(
 	rast raster,
@@ -108,6 +155,71 @@ CREATE FUNCTION tg_flow_accumulation(
 	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION tg_flow_accumulation(raster, integer, text, text, raster, text, boolean, double precision, double precision, integer, text, double precision, text) IS
 'Flow accumulation of a DEM (cells, area or sca), every cell counting itself; routings d8, fd8, mfd-md, fdd8; methods flow-transfer, dependency-transfer, indegree, topological (all give the same result)';
+
+CREATE FUNCTION tg_flow_accumulation(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	band integer DEFAULT 1,
+	routing text DEFAULT 'd8',
+	method text DEFAULT 'auto',
+	weight regclass DEFAULT NULL,
+	units text DEFAULT 'cells',
+	fill boolean DEFAULT true,
+	exponent double precision DEFAULT 1.1,
+	threshold double precision DEFAULT 1000,
+	weight_band integer DEFAULT 1,
+	pixeltype text DEFAULT '64BF',
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL,
+	weight_column name DEFAULT 'rast')
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_flow_accumulation_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_flow_accumulation(regclass, name, name, integer, text, text, regclass, text, boolean, double precision, double precision, integer, text, double precision, text, name) IS
+'Coverage form: flow accumulation over a whole tiled raster table as one grid (flow crosses tile edges), one row per input tile with its extent; weight is another coverage on the same grid';
+
+CREATE FUNCTION tg_hydrology(
+	rast raster,
+	band integer DEFAULT 1,
+	routing text DEFAULT 'd8',
+	method text DEFAULT 'auto',
+	weight raster DEFAULT NULL,
+	units text DEFAULT 'cells',
+	exponent double precision DEFAULT 1.1,
+	threshold double precision DEFAULT 1000,
+	weight_band integer DEFAULT 1,
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL,
+	OUT filled raster,
+	OUT direction raster,
+	OUT accumulation raster)
+	RETURNS record
+	AS 'MODULE_PATHNAME', 'tgpg_hydrology'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_hydrology(raster, integer, text, text, raster, text, double precision, double precision, integer, double precision, text) IS
+'Fill, flow direction and flow accumulation in one call (the DEM crosses to the GPU once): the filled DEM as tg_fill, the receivers (D8 codes, or the 16BUI mask for multiple-flow routings) and the accumulation (64BF)';
+
+CREATE FUNCTION tg_hydrology(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	band integer DEFAULT 1,
+	routing text DEFAULT 'd8',
+	method text DEFAULT 'auto',
+	weight regclass DEFAULT NULL,
+	units text DEFAULT 'cells',
+	exponent double precision DEFAULT 1.1,
+	threshold double precision DEFAULT 1000,
+	weight_band integer DEFAULT 1,
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL,
+	weight_column name DEFAULT 'rast')
+	RETURNS TABLE(rid bigint, filled raster, direction raster, accumulation raster)
+	AS 'MODULE_PATHNAME', 'tgpg_hydrology_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_hydrology(regclass, name, name, integer, text, text, regclass, text, double precision, double precision, integer, double precision, text, name) IS
+'Coverage form of the chained call: filled DEM, directions and accumulation of a whole tiled raster table as one grid, one row per input tile';
 
 -------------------------------------------------------------------------------
 -- BMMQ-tree: binned min-max quadtrees of tiled rasters (Zhang & You 2013)

@@ -19,6 +19,7 @@ int			tgpg_backend = TG_BACKEND_AUTO;
 int			tgpg_min_cells_for_gpu = 1000000;
 int			tgpg_device = 0;
 int			tgpg_max_device_memory_mb = 0;
+int			tgpg_max_memory_mb = 0;
 
 static const struct config_enum_entry backend_options[] = {
 	{"auto", TG_BACKEND_AUTO, false},
@@ -52,6 +53,12 @@ _PG_init(void)
 							"else it runs on the CPU (backend auto) or fails. The CUDA context of "
 							"each backend comes on top.",
 							&tgpg_max_device_memory_mb, 0, 0, INT_MAX,
+							PGC_SUSET, GUC_UNIT_MB, NULL, NULL, NULL);
+	DefineCustomIntVariable("terra_gpu.max_memory_mb",
+							"Host memory one coverage call may use, in megabytes (0 = half the RAM).",
+							"A coverage is processed as one grid; a call that would need more "
+							"fails before reading its tiles.",
+							&tgpg_max_memory_mb, 0, 0, INT_MAX,
 							PGC_SUSET, GUC_UNIT_MB, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("terra_gpu");
 }

@@ -10,6 +10,7 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "datatype/timestamp.h"
 
 #include "tg_core.h"
 
@@ -18,6 +19,7 @@ extern int	tgpg_backend;
 extern int	tgpg_min_cells_for_gpu;
 extern int	tgpg_device;
 extern int	tgpg_max_device_memory_mb;
+extern int	tgpg_max_memory_mb;
 
 /* tgpg_error.c: the one place a tg_error becomes an SQLSTATE */
 void		tgpg_raise(const tg_error *err) pg_attribute_noreturn();
@@ -57,7 +59,79 @@ void		tgpg_check_result_size(const tg_raster_info *info, const tg_band_spec *ban
 struct varlena *tgpg_raster_create(const tg_raster_info *info,
 								   const tg_band_spec *bands, void **band_data);
 
+/* A grid: one raster value, or a whole coverage read as one */
+typedef struct tgpg_grid
+{
+	int			width;
+	int			height;
+	tg_georef	geo;
+} tgpg_grid;
+
+tgpg_grid	tgpg_raster_grid(const tg_raster_info *info);
+
 /* tgpg_hydro.c: metric spacing per row (geographic SRIDs) or the pixel size */
-tg_grid_geometry tgpg_grid_geometry(const tg_raster_info *info);
+tg_grid_geometry tgpg_grid_geometry(const tgpg_grid *grid);
+
+/*
+ * A raster an operation produces over a whole grid: its bands' types and
+ * pixels.  The value form points data into the result value; the coverage
+ * form into whole-grid buffers that are then cut into tiles.
+ */
+#define TGPG_MAX_BANDS 8
+#define TGPG_MAX_OUTPUTS 3
+
+typedef struct tgpg_grid_raster
+{
+	int			nbands;
+	tg_band_spec specs[TGPG_MAX_BANDS];
+	void	   *data[TGPG_MAX_BANDS];
+} tgpg_grid_raster;
+
+/* tgpg_coverage.c: a tiled raster table read as one grid */
+typedef struct tgpg_tile
+{
+	int64		rid;
+	int64		col0;			/* place on the grid */
+	int64		row0;
+	int			width;
+	int			height;
+	tg_georef	geo;			/* the tile's own, given back to its result */
+} tgpg_tile;
+
+typedef struct tgpg_mosaic
+{
+	const char *function;
+	char	   *relname;
+	const char *rast_column;
+	int			band;
+	int			width;
+	int			height;
+	tg_georef	geo;			/* the grid: the first tile's, moved to the top-left */
+	int			ntiles;
+	tgpg_tile  *tiles;			/* in grid order (rows, then columns) */
+	tg_band		dem;			/* the band over the whole grid */
+	MemoryContext cxt;			/* the caller's: grid and tiles outlive SPI */
+	TimestampTz started;
+	TimestampTz last_progress;
+	bool		progress_shown;
+} tgpg_mosaic;
+
+/*
+ * Read the coverage named by arguments 0..3 (coverage, rast_column,
+ * id_column, band) into one grid.  bytes_per_cell: what the operation holds
+ * per cell, input and results included, checked against the memory budget.
+ */
+void		tgpg_mosaic_open(tgpg_mosaic *m, FunctionCallInfo fcinfo, const char *function,
+							 size_t bytes_per_cell);
+/* Another coverage's band (e.g. weights) onto m's grid; it must align. */
+void		tgpg_mosaic_read_aligned(tgpg_mosaic *m, Oid relid, const char *rast_col,
+									 const char *id_col, int band, const char *what,
+									 tg_band *out);
+tgpg_grid	tgpg_mosaic_grid(const tgpg_mosaic *m);
+void		tgpg_grid_raster_alloc(const tgpg_grid *g, tgpg_grid_raster *out);
+void		tgpg_mosaic_emit(tgpg_mosaic *m, FunctionCallInfo fcinfo,
+							 const tgpg_grid_raster *outs, int nout);
+void		tgpg_progress(tgpg_mosaic *m, const char *phase, int64 done, int64 total, bool last);
+void		tgpg_phase(tgpg_mosaic *m, const char *phase);
 
 #endif							/* TGPG_H */

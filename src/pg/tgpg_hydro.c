@@ -1,5 +1,12 @@
 /*
- * tgpg_hydro.c — tg_fill, tg_flow_direction, tg_flow_accumulation.
+ * tgpg_hydro.c — tg_fill, tg_flow_direction, tg_flow_accumulation and the
+ * chained tg_hydrology, each in a value form (one raster) and a coverage form
+ * (a tiled raster table read as one grid, rows of tiles back).
+ *
+ * Each operation is a plan (arguments to parameters and output band types)
+ * and a compute (the core call into the output bands), shared by both forms.
+ * Argument i of the value form is argument a + i of the coverage form, whose
+ * extra leading arguments are (coverage, rast_column, id_column): a = 2.
  */
 #include "tgpg.h"
 
@@ -8,6 +15,8 @@
 #include "executor/spi.h"
 #include "utils/builtins.h"
 #include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "access/htup_details.h"
 
 /* ------------------------------------------------------------------------
  * Argument vocabularies
@@ -112,26 +121,27 @@ srid_is_geographic(int32 srid)
  * SRIDs (WGS84 ellipsoid), the pixel size otherwise.
  */
 tg_grid_geometry
-tgpg_grid_geometry(const tg_raster_info *info)
+tgpg_grid_geometry(const tgpg_grid *grid)
 {
+	const tg_georef *geo = &grid->geo;
 	tg_grid_geometry g;
 
 	memset(&g, 0, sizeof g);
-	g.width = info->width;
-	g.height = info->height;
-	g.cell_x = tg_georef_pixel_width(&info->geo);
-	g.cell_y = tg_georef_pixel_height(&info->geo);
-	if (srid_is_geographic(info->geo.srid))
+	g.width = grid->width;
+	g.height = grid->height;
+	g.cell_x = tg_georef_pixel_width(geo);
+	g.cell_y = tg_georef_pixel_height(geo);
+	if (srid_is_geographic(geo->srid))
 	{
-		if (info->geo.skew_x != 0 || info->geo.skew_y != 0)
+		if (geo->skew_x != 0 || geo->skew_y != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("skewed rasters in a geographic SRID are not supported"),
 					 errhint("Warp the raster to a north-up grid (ST_Transform) or to a projected SRID.")));
 		g.geographic = true;
-		g.lat_top = info->geo.upperleft_y + 0.5 * info->geo.scale_y;
-		g.lat_step = info->geo.scale_y;
-		g.lon_step = fabs(info->geo.scale_x);
+		g.lat_top = geo->upperleft_y + 0.5 * geo->scale_y;
+		g.lat_step = geo->scale_y;
+		g.lon_step = fabs(geo->scale_x);
 	}
 	return g;
 }
@@ -182,67 +192,128 @@ check_pixel_size(const tg_grid_geometry *g)
 }
 
 /* ------------------------------------------------------------------------
+ * Shared by the value forms: the result value whose bands the compute fills
+ * ------------------------------------------------------------------------ */
+static struct varlena *
+value_result(const tg_raster_info *in, tgpg_grid_raster *out)
+{
+	tg_raster_info info = *in;
+
+	info.num_bands = out->nbands;
+	return tgpg_raster_create(&info, out->specs, out->data);
+}
+
+/* The DEM band of a value-form call: argument 0 (raster) and 1 (band). */
+static void
+value_dem(FunctionCallInfo fcinfo, tgpg_raster *rast, tg_band *dem, tgpg_grid *grid)
+{
+	tgpg_raster_open(PG_GETARG_DATUM(0), rast);
+	tgpg_raster_band(rast, tgpg_arg_int32(fcinfo, 1, "band"), dem);
+	*grid = tgpg_raster_grid(&rast->info);
+}
+
+/* ------------------------------------------------------------------------
  * tg_fill(rast, band, method, epsilon, nodata, backend)
  * ------------------------------------------------------------------------ */
+#define FILL_BYTES_PER_CELL 40
+
+/* values exact in float stay 32BF; 32-bit integers and 64BF need 64BF */
+static tg_pixtype
+fill_type(const tg_band *dem)
+{
+	return dem->pixtype == TG_PT_64BF || dem->pixtype == TG_PT_32BSI ||
+		dem->pixtype == TG_PT_32BUI ? TG_PT_64BF : TG_PT_32BF;
+}
+
+static double
+fill_nodata(FunctionCallInfo fcinfo, int argno, const tg_band *dem, tg_pixtype type)
+{
+	if (argno >= 0 && !PG_ARGISNULL(argno))
+		return PG_GETARG_FLOAT8(argno);
+	return dem->has_nodata ? dem->nodata : tg_pixtype_min_value(type);
+}
+
+static void
+fill_plan(FunctionCallInfo fcinfo, int a, const tg_band *dem, tg_fill_params *params,
+		  tgpg_grid_raster *out)
+{
+	params->method = (tg_fill_method) LOOKUP("method", fcinfo, a + 2, fill_methods);
+	params->epsilon = tgpg_arg_float8(fcinfo, a + 3, "epsilon");
+	if (!(params->epsilon >= 0) || isinf(params->epsilon))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("epsilon must be zero or a positive number, got %g", params->epsilon)));
+	params->out_type = fill_type(dem);
+	out->nbands = 1;
+	out->specs[0].pixtype = params->out_type;
+	out->specs[0].has_nodata = true;
+	out->specs[0].nodata = fill_nodata(fcinfo, a + 4, dem, params->out_type);
+}
+
+static void
+fill_compute(FunctionCallInfo fcinfo, int a, const tg_band *dem, const tg_fill_params *params,
+			 tgpg_grid_raster *out)
+{
+	tg_ctx		ctx;
+	tg_error	err;
+
+	tgpg_ctx_init(&ctx, "tg_fill", fcinfo, a + 5);
+	tg_error_clear(&err);
+	tgpg_check(tg_fill(&ctx, dem, params, out->specs[0].nodata, out->data[0], &err), &err);
+}
+
 PG_FUNCTION_INFO_V1(tgpg_fill);
 Datum
 tgpg_fill(PG_FUNCTION_ARGS)
 {
-	Datum		rast_datum;
 	tgpg_raster rast;
-	tg_raster_info out_info;
 	tg_band		dem;
-	tg_band_spec spec;
+	tgpg_grid	grid;
 	tg_fill_params params;
+	tgpg_grid_raster out;
 	struct varlena *result;
-	void	   *pixels;
-	tg_ctx		ctx;
-	tg_error	err;
-	int32		band;
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
-	rast_datum = PG_GETARG_DATUM(0);
-	band = tgpg_arg_int32(fcinfo, 1, "band");
-	params.method = (tg_fill_method) LOOKUP("method", fcinfo, 2, fill_methods);
-	params.epsilon = tgpg_arg_float8(fcinfo, 3, "epsilon");
-	if (!(params.epsilon >= 0) || isinf(params.epsilon))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("epsilon must be zero or a positive number, got %g", params.epsilon)));
-
-	tgpg_raster_open(rast_datum, &rast);
-	tgpg_raster_band(&rast, band, &dem);
-
-	/* values exact in float stay 32BF; 32-bit integers and 64BF need 64BF */
-	params.out_type = dem.pixtype == TG_PT_64BF || dem.pixtype == TG_PT_32BSI ||
-		dem.pixtype == TG_PT_32BUI ? TG_PT_64BF : TG_PT_32BF;
-	out_info = rast.info;
-	out_info.num_bands = 1;
-	spec.pixtype = params.out_type;
-	spec.has_nodata = true;
-	spec.nodata = !PG_ARGISNULL(4) ? PG_GETARG_FLOAT8(4) :
-		dem.has_nodata ? dem.nodata : tg_pixtype_min_value(params.out_type);
-	result = tgpg_raster_create(&out_info, &spec, &pixels);
-
-	tgpg_ctx_init(&ctx, "tg_fill", fcinfo, 5);
-	tg_error_clear(&err);
-	tgpg_check(tg_fill(&ctx, &dem, &params, spec.nodata, pixels, &err), &err);
-
-	tgpg_raster_close(&rast, rast_datum);
+	value_dem(fcinfo, &rast, &dem, &grid);
+	fill_plan(fcinfo, 0, &dem, &params, &out);
+	result = value_result(&rast.info, &out);
+	fill_compute(fcinfo, 0, &dem, &params, &out);
+	tgpg_raster_close(&rast, PG_GETARG_DATUM(0));
 	PG_RETURN_POINTER(result);
+}
+
+PG_FUNCTION_INFO_V1(tgpg_fill_coverage);
+Datum
+tgpg_fill_coverage(PG_FUNCTION_ARGS)
+{
+	tgpg_mosaic m;
+	tgpg_grid	grid;
+	tg_fill_params params;
+	tgpg_grid_raster out;
+
+	tgpg_mosaic_open(&m, fcinfo, "tg_fill", FILL_BYTES_PER_CELL);
+	grid = tgpg_mosaic_grid(&m);
+	fill_plan(fcinfo, 2, &m.dem, &params, &out);
+	tgpg_grid_raster_alloc(&grid, &out);
+	tgpg_phase(&m, "filling");
+	fill_compute(fcinfo, 2, &m.dem, &params, &out);
+	tgpg_mosaic_emit(&m, fcinfo, &out, 1);
+	return (Datum) 0;
 }
 
 /* ------------------------------------------------------------------------
  * tg_flow_direction(rast, band, routing, fill, exponent, threshold, output, backend)
  * ------------------------------------------------------------------------ */
+#define DIRECTION_BYTES_PER_CELL 96
+
 static void
 flow_params_from_args(FunctionCallInfo fcinfo, int routing_arg, int fill_arg, int exponent_arg,
-					  int threshold_arg, const tg_raster_info *info, tg_flow_params *p)
+					  int threshold_arg, const tgpg_grid *grid, tg_flow_params *p)
 {
 	memset(p, 0, sizeof *p);
 	p->routing = (tg_routing) LOOKUP("routing", fcinfo, routing_arg, routings);
-	p->fill = PG_ARGISNULL(fill_arg) ? true : PG_GETARG_BOOL(fill_arg);
+	p->fill = fill_arg < 0 || PG_ARGISNULL(fill_arg) ? true : PG_GETARG_BOOL(fill_arg);
 	p->exponent = tgpg_arg_float8(fcinfo, exponent_arg, "exponent");
 	p->threshold = tgpg_arg_float8(fcinfo, threshold_arg, "threshold");
 	if (!(p->exponent > 0) || isinf(p->exponent))
@@ -253,107 +324,90 @@ flow_params_from_args(FunctionCallInfo fcinfo, int routing_arg, int fill_arg, in
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("threshold must be zero or positive, got %g", p->threshold)));
-	p->geom = tgpg_grid_geometry(info);
+	p->geom = tgpg_grid_geometry(grid);
 	check_pixel_size(&p->geom);
 }
 
-PG_FUNCTION_INFO_V1(tgpg_flow_direction);
-Datum
-tgpg_flow_direction(PG_FUNCTION_ARGS)
+typedef struct direction_plan
 {
-	Datum		rast_datum;
-	tgpg_raster rast;
-	tg_raster_info out_info;
-	tg_band		dem;
-	tg_band_spec specs[8];
 	tg_flow_params p;
-	struct varlena *result;
-	void	   *pixels[8];
-	tg_ctx		ctx;
-	tg_error	err;
-	int32		band;
 	int			output;
-	size_t		n;
+} direction_plan;
+
+static void
+direction_plan_args(FunctionCallInfo fcinfo, int a, const tgpg_grid *grid, direction_plan *d,
+					tgpg_grid_raster *out)
+{
 	int			k;
 
-	if (PG_ARGISNULL(0))
-		PG_RETURN_NULL();
-	rast_datum = PG_GETARG_DATUM(0);
-	band = tgpg_arg_int32(fcinfo, 1, "band");
-	output = LOOKUP("output", fcinfo, 6, direction_outputs);
-	tgpg_raster_open(rast_datum, &rast);
-	tgpg_raster_band(&rast, band, &dem);
-	flow_params_from_args(fcinfo, 2, 3, 4, 5, &rast.info, &p);
-	if (output == OUT_AUTO)
-		output = p.routing == TG_ROUTE_D8 ? OUT_CODES : OUT_SHARES;
-	if (output == OUT_CODES && p.routing != TG_ROUTE_D8)
+	d->output = LOOKUP("output", fcinfo, a + 6, direction_outputs);
+	flow_params_from_args(fcinfo, a + 2, a + 3, a + 4, a + 5, grid, &d->p);
+	if (d->output == OUT_AUTO)
+		d->output = d->p.routing == TG_ROUTE_D8 ? OUT_CODES : OUT_SHARES;
+	if (d->output == OUT_CODES && d->p.routing != TG_ROUTE_D8)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("output 'codes' needs routing 'd8'"),
 				 errhint("A multiple-flow routing has several receivers: use output => 'mask' or 'shares'.")));
-
-	n = (size_t) rast.info.width * rast.info.height;
-	out_info = rast.info;
-	tgpg_ctx_init(&ctx, "tg_flow_direction", fcinfo, 7);
-	tg_error_clear(&err);
-
-	if (output == OUT_SHARES)
+	if (d->output == OUT_SHARES)
 	{
-		out_info.num_bands = 8;
+		out->nbands = 8;
 		for (k = 0; k < 8; k++)
 		{
-			specs[k].pixtype = TG_PT_32BF;
-			specs[k].has_nodata = true;
-			specs[k].nodata = -1;
+			out->specs[k].pixtype = TG_PT_32BF;
+			out->specs[k].has_nodata = true;
+			out->specs[k].nodata = -1;
 		}
-		result = tgpg_raster_create(&out_info, specs, pixels);
-		{
-			float	   *frac = palloc_extended(8 * n * sizeof(float) + 1, MCXT_ALLOC_HUGE);
-			size_t		i;
+	}
+	else
+	{
+		out->nbands = 1;
+		out->specs[0].pixtype = d->output == OUT_CODES ? TG_PT_8BUI : TG_PT_16BUI;
+		out->specs[0].has_nodata = true;
+		out->specs[0].nodata = d->output == OUT_CODES ? 255 : 65535;
+	}
+}
 
-			tgpg_check(tg_flow_direction(&ctx, &dem, &p, NULL, frac, &err), &err);
+static void
+direction_compute(FunctionCallInfo fcinfo, int a, const tg_band *dem, const direction_plan *d,
+				  tgpg_grid_raster *out)
+{
+	const size_t n = (size_t) dem->width * dem->height;
+	tg_ctx		ctx;
+	tg_error	err;
+	size_t		i;
+	int			k;
+
+	tgpg_ctx_init(&ctx, "tg_flow_direction", fcinfo, a + 7);
+	tg_error_clear(&err);
+	if (d->output == OUT_CODES)
+		tgpg_check(tg_flow_direction(&ctx, dem, &d->p, out->data[0], NULL, &err), &err);
+	else if (d->output == OUT_MASK && d->p.routing == TG_ROUTE_D8)
+	{
+		uint8_t    *codes = palloc_extended(n + 1, MCXT_ALLOC_HUGE);
+
+		tgpg_check(tg_flow_direction(&ctx, dem, &d->p, codes, NULL, &err), &err);
+		for (i = 0; i < n; i++)
+			((uint16_t *) out->data[0])[i] = codes[i] == 255 ? 65535 : codes[i];
+		pfree(codes);
+	}
+	else
+	{
+		float	   *frac = palloc_extended(8 * n * sizeof(float) + 1, MCXT_ALLOC_HUGE);
+
+		tgpg_check(tg_flow_direction(&ctx, dem, &d->p, NULL, frac, &err), &err);
+		if (d->output == OUT_SHARES)
 			for (k = 0; k < 8; k++)
 				for (i = 0; i < n; i++)
 				{
 					float		v = frac[(size_t) k * n + i];
 
-					((float *) pixels[k])[i] = isnan(v) ? -1.0f : v;
+					((float *) out->data[k])[i] = isnan(v) ? -1.0f : v;
 				}
-			pfree(frac);
-		}
-	}
-	else
-	{
-		uint8_t    *codes = palloc_extended(n + 1, MCXT_ALLOC_HUGE);
-		float	   *frac = NULL;
-		size_t		i;
-
-		out_info.num_bands = 1;
-		specs[0].pixtype = output == OUT_CODES ? TG_PT_8BUI : TG_PT_16BUI;
-		specs[0].has_nodata = true;
-		specs[0].nodata = output == OUT_CODES ? 255 : 65535;
-		result = tgpg_raster_create(&out_info, specs, pixels);
-		if (output == OUT_CODES)
-			tgpg_check(tg_flow_direction(&ctx, &dem, &p, codes, NULL, &err), &err);
 		else
-		{
-			/* mask: the receivers' ESRI codes or-ed together */
-			if (p.routing == TG_ROUTE_D8)
-				tgpg_check(tg_flow_direction(&ctx, &dem, &p, codes, NULL, &err), &err);
-			else
+			for (i = 0; i < n; i++)
 			{
-				frac = palloc_extended(8 * n * sizeof(float) + 1, MCXT_ALLOC_HUGE);
-				tgpg_check(tg_flow_direction(&ctx, &dem, &p, NULL, frac, &err), &err);
-			}
-		}
-		for (i = 0; i < n; i++)
-		{
-			if (output == OUT_CODES)
-				((uint8_t *) pixels[0])[i] = codes[i];
-			else if (frac == NULL)
-				((uint16_t *) pixels[0])[i] = codes[i] == 255 ? 65535 : codes[i];
-			else
-			{
+				/* mask: the receivers' ESRI codes or-ed together */
 				uint16_t	mask = 0;
 
 				if (isnan(frac[i]))
@@ -362,99 +416,318 @@ tgpg_flow_direction(PG_FUNCTION_ARGS)
 					for (k = 0; k < 8; k++)
 						if (frac[(size_t) k * n + i] > 0)
 							mask |= (uint16_t) (1u << k);
-				((uint16_t *) pixels[0])[i] = mask;
+				((uint16_t *) out->data[0])[i] = mask;
 			}
-		}
-		pfree(codes);
-		if (frac)
-			pfree(frac);
+		pfree(frac);
 	}
+}
 
-	tgpg_raster_close(&rast, rast_datum);
+PG_FUNCTION_INFO_V1(tgpg_flow_direction);
+Datum
+tgpg_flow_direction(PG_FUNCTION_ARGS)
+{
+	tgpg_raster rast;
+	tg_band		dem;
+	tgpg_grid	grid;
+	direction_plan d;
+	tgpg_grid_raster out;
+	struct varlena *result;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	value_dem(fcinfo, &rast, &dem, &grid);
+	direction_plan_args(fcinfo, 0, &grid, &d, &out);
+	result = value_result(&rast.info, &out);
+	direction_compute(fcinfo, 0, &dem, &d, &out);
+	tgpg_raster_close(&rast, PG_GETARG_DATUM(0));
 	PG_RETURN_POINTER(result);
+}
+
+PG_FUNCTION_INFO_V1(tgpg_flow_direction_coverage);
+Datum
+tgpg_flow_direction_coverage(PG_FUNCTION_ARGS)
+{
+	tgpg_mosaic m;
+	tgpg_grid	grid;
+	direction_plan d;
+	tgpg_grid_raster out;
+
+	tgpg_mosaic_open(&m, fcinfo, "tg_flow_direction", DIRECTION_BYTES_PER_CELL);
+	grid = tgpg_mosaic_grid(&m);
+	direction_plan_args(fcinfo, 2, &grid, &d, &out);
+	tgpg_grid_raster_alloc(&grid, &out);
+	tgpg_phase(&m, "routing");
+	direction_compute(fcinfo, 2, &m.dem, &d, &out);
+	tgpg_mosaic_emit(&m, fcinfo, &out, 1);
+	return (Datum) 0;
 }
 
 /* ------------------------------------------------------------------------
  * tg_flow_accumulation(rast, band, routing, method, weight, units, fill,
  *                      exponent, threshold, weight_band, pixeltype, nodata, backend)
+ * and the chained
+ * tg_hydrology(rast, band, routing, method, weight, units,
+ *              exponent, threshold, weight_band, nodata, backend)
  * ------------------------------------------------------------------------ */
-PG_FUNCTION_INFO_V1(tgpg_flow_accumulation);
-Datum
-tgpg_flow_accumulation(PG_FUNCTION_ARGS)
+#define ACCUMULATION_BYTES_PER_CELL 96
+#define HYDROLOGY_BYTES_PER_CELL 112
+
+typedef struct accum_plan
 {
-	Datum		rast_datum;
-	tgpg_raster rast,
-				wrast;
-	tg_raster_info out_info;
-	tg_band		dem,
-				weight;
-	tg_band_spec spec;
 	tg_flow_params p;
 	tg_accum_method method;
 	tg_accum_units units;
-	struct varlena *result;
-	void	   *pixels;
-	double	   *acc;
-	tg_ctx		ctx;
-	tg_error	err;
-	int32		band;
-	bool		has_weight = !PG_ARGISNULL(4);
-	char	   *pixeltype;
-	size_t		n,
-				i;
+	int			backend_arg;
+} accum_plan;
 
-	if (PG_ARGISNULL(0))
-		PG_RETURN_NULL();
-	rast_datum = PG_GETARG_DATUM(0);
-	band = tgpg_arg_int32(fcinfo, 1, "band");
-	method = (tg_accum_method) LOOKUP("method", fcinfo, 3, accum_methods);
-	units = (tg_accum_units) LOOKUP("units", fcinfo, 5, units_names);
-	pixeltype = tgpg_arg_cstring(fcinfo, 10, "pixeltype");
+/* Method and units at a+3 and a+5: the same places in both functions. */
+static void
+accum_plan_common(FunctionCallInfo fcinfo, int a, accum_plan *plan)
+{
+	plan->method = (tg_accum_method) LOOKUP("method", fcinfo, a + 3, accum_methods);
+	plan->units = (tg_accum_units) LOOKUP("units", fcinfo, a + 5, units_names);
+}
+
+static void
+accumulation_spec(FunctionCallInfo fcinfo, int pixeltype_arg, int nodata_arg, tg_band_spec *spec)
+{
+	char	   *pixeltype = pixeltype_arg < 0 ? "64BF" : tgpg_arg_cstring(fcinfo, pixeltype_arg, "pixeltype");
+
 	if (pg_strcasecmp(pixeltype, "64BF") != 0 && pg_strcasecmp(pixeltype, "32BF") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid pixeltype \"%s\"", pixeltype),
 				 errdetail("Valid values are 64BF and 32BF.")));
+	spec->pixtype = pg_strcasecmp(pixeltype, "32BF") == 0 ? TG_PT_32BF : TG_PT_64BF;
+	spec->has_nodata = true;
+	spec->nodata = PG_ARGISNULL(nodata_arg) ? -9999 : PG_GETARG_FLOAT8(nodata_arg);
+}
 
-	tgpg_raster_open(rast_datum, &rast);
-	tgpg_raster_band(&rast, band, &dem);
-	flow_params_from_args(fcinfo, 2, 6, 7, 8, &rast.info, &p);
-	if (has_weight)
-	{
-		tgpg_raster_open(PG_GETARG_DATUM(4), &wrast);
-		check_aligned(&rast.info, &wrast.info);
-		tgpg_raster_band(&wrast, tgpg_arg_int32(fcinfo, 9, "weight_band"), &weight);
-	}
+/*
+ * Run the chain; acc_spec/acc_data receive the accumulation (64BF in place,
+ * 32BF through a double buffer), products the other outputs.
+ */
+static void
+accum_compute(FunctionCallInfo fcinfo, const char *function, const tg_band *dem,
+			  const tg_band *weight, const accum_plan *plan, const tg_band_spec *acc_spec,
+			  void *acc_data, tg_flow_products *products)
+{
+	const size_t n = (size_t) dem->width * dem->height;
+	double	   *acc;
+	tg_ctx		ctx;
+	tg_error	err;
+	size_t		i;
 
-	n = (size_t) rast.info.width * rast.info.height;
-	out_info = rast.info;
-	out_info.num_bands = 1;
-	spec.pixtype = pg_strcasecmp(pixeltype, "32BF") == 0 ? TG_PT_32BF : TG_PT_64BF;
-	spec.has_nodata = true;
-	spec.nodata = PG_ARGISNULL(11) ? -9999 : PG_GETARG_FLOAT8(11);
-	result = tgpg_raster_create(&out_info, &spec, &pixels);
-
-	/* 64BF results are written in place; 32BF go through a double buffer */
-	acc = spec.pixtype == TG_PT_64BF ? (double *) pixels
+	acc = acc_spec->pixtype == TG_PT_64BF ? (double *) acc_data
 		: palloc_extended(n * sizeof(double) + 1, MCXT_ALLOC_HUGE);
-	tgpg_ctx_init(&ctx, "tg_flow_accumulation", fcinfo, 12);
+	products->acc = acc;
+	tgpg_ctx_init(&ctx, function, fcinfo, plan->backend_arg);
 	tg_error_clear(&err);
-	tgpg_check(tg_flow_accumulation(&ctx, &dem, has_weight ? &weight : NULL, &p, method, units,
-									acc, &err), &err);
+	tgpg_check(tg_hydrology(&ctx, dem, weight, &plan->p, plan->method, plan->units, products,
+							&err), &err);
 	for (i = 0; i < n; i++)
 	{
-		double		v = isnan(acc[i]) ? spec.nodata : acc[i];
+		double		v = isnan(acc[i]) ? acc_spec->nodata : acc[i];
 
-		if (spec.pixtype == TG_PT_64BF)
+		if (acc_spec->pixtype == TG_PT_64BF)
 			acc[i] = v;
 		else
-			((float *) pixels)[i] = (float) v;
+			((float *) acc_data)[i] = (float) v;
 	}
-	if (spec.pixtype != TG_PT_64BF)
+	if (acc_spec->pixtype != TG_PT_64BF)
 		pfree(acc);
+}
 
+/* The weight of a value-form call: a raster on the DEM's grid, or NULL. */
+static bool
+value_weight(FunctionCallInfo fcinfo, int arg, int band_arg, const tgpg_raster *rast,
+			 tgpg_raster *wrast, tg_band *weight)
+{
+	if (PG_ARGISNULL(arg))
+		return false;
+	tgpg_raster_open(PG_GETARG_DATUM(arg), wrast);
+	check_aligned(&rast->info, &wrast->info);
+	tgpg_raster_band(wrast, tgpg_arg_int32(fcinfo, band_arg, "weight_band"), weight);
+	return true;
+}
+
+/* The weight of a coverage-form call: another coverage, read onto the grid. */
+static bool
+coverage_weight(FunctionCallInfo fcinfo, int arg, int band_arg, int column_arg,
+				tgpg_mosaic *m, tg_band *weight)
+{
+	if (PG_ARGISNULL(arg))
+		return false;
+	tgpg_mosaic_read_aligned(m, PG_GETARG_OID(arg),
+							 PG_ARGISNULL(column_arg) ? "rast" : NameStr(*PG_GETARG_NAME(column_arg)),
+							 "rid", tgpg_arg_int32(fcinfo, band_arg, "weight_band"),
+							 "the weight coverage", weight);
+	return true;
+}
+
+PG_FUNCTION_INFO_V1(tgpg_flow_accumulation);
+Datum
+tgpg_flow_accumulation(PG_FUNCTION_ARGS)
+{
+	tgpg_raster rast,
+				wrast;
+	tg_band		dem,
+				weight;
+	tgpg_grid	grid;
+	accum_plan	plan;
+	tgpg_grid_raster out;
+	tg_flow_products products = {0};
+	struct varlena *result;
+	bool		has_weight;
+
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	value_dem(fcinfo, &rast, &dem, &grid);
+	accum_plan_common(fcinfo, 0, &plan);
+	accumulation_spec(fcinfo, 10, 11, &out.specs[0]);
+	flow_params_from_args(fcinfo, 2, 6, 7, 8, &grid, &plan.p);
+	plan.backend_arg = 12;
+	has_weight = value_weight(fcinfo, 4, 9, &rast, &wrast, &weight);
+	out.nbands = 1;
+	result = value_result(&rast.info, &out);
+	accum_compute(fcinfo, "tg_flow_accumulation", &dem, has_weight ? &weight : NULL, &plan,
+				  &out.specs[0], out.data[0], &products);
 	if (has_weight)
 		tgpg_raster_close(&wrast, PG_GETARG_DATUM(4));
-	tgpg_raster_close(&rast, rast_datum);
+	tgpg_raster_close(&rast, PG_GETARG_DATUM(0));
 	PG_RETURN_POINTER(result);
+}
+
+/* Coverage form: the weight is a coverage (arg 6) with its column last (arg 15). */
+PG_FUNCTION_INFO_V1(tgpg_flow_accumulation_coverage);
+Datum
+tgpg_flow_accumulation_coverage(PG_FUNCTION_ARGS)
+{
+	tgpg_mosaic m;
+	tgpg_grid	grid;
+	tg_band		weight;
+	accum_plan	plan;
+	tgpg_grid_raster out;
+	tg_flow_products products = {0};
+	bool		has_weight;
+
+	tgpg_mosaic_open(&m, fcinfo, "tg_flow_accumulation", ACCUMULATION_BYTES_PER_CELL);
+	grid = tgpg_mosaic_grid(&m);
+	accum_plan_common(fcinfo, 2, &plan);
+	accumulation_spec(fcinfo, 12, 13, &out.specs[0]);
+	flow_params_from_args(fcinfo, 4, 8, 9, 10, &grid, &plan.p);
+	plan.backend_arg = 14;
+	has_weight = coverage_weight(fcinfo, 6, 11, 15, &m, &weight);
+	out.nbands = 1;
+	tgpg_grid_raster_alloc(&grid, &out);
+	tgpg_phase(&m, "accumulating");
+	accum_compute(fcinfo, "tg_flow_accumulation", &m.dem, has_weight ? &weight : NULL, &plan,
+				  &out.specs[0], out.data[0], &products);
+	tgpg_mosaic_emit(&m, fcinfo, &out, 1);
+	return (Datum) 0;
+}
+
+/*
+ * The chain's three results: the filled DEM (as tg_fill), the receivers (D8:
+ * ESRI codes as 8BUI; multiple-flow: the 16BUI mask) and the accumulation.
+ */
+static void
+hydrology_plan(FunctionCallInfo fcinfo, int a, const tg_band *dem, const tgpg_grid *grid,
+			   accum_plan *plan, tgpg_grid_raster outs[3])
+{
+	accum_plan_common(fcinfo, a, plan);
+	flow_params_from_args(fcinfo, a + 2, -1, a + 6, a + 7, grid, &plan->p);
+	plan->backend_arg = a + 10;
+	memset(outs, 0, sizeof(tgpg_grid_raster) * 3);
+	outs[0].nbands = outs[1].nbands = outs[2].nbands = 1;
+	outs[0].specs[0].pixtype = fill_type(dem);
+	outs[0].specs[0].has_nodata = true;
+	outs[0].specs[0].nodata = fill_nodata(fcinfo, -1, dem, fill_type(dem));
+	outs[1].specs[0].pixtype = plan->p.routing == TG_ROUTE_D8 ? TG_PT_8BUI : TG_PT_16BUI;
+	outs[1].specs[0].has_nodata = true;
+	outs[1].specs[0].nodata = plan->p.routing == TG_ROUTE_D8 ? 255 : 65535;
+	accumulation_spec(fcinfo, -1, a + 9, &outs[2].specs[0]);
+}
+
+static void
+hydrology_compute(FunctionCallInfo fcinfo, const tg_band *dem, const tg_band *weight,
+				  const accum_plan *plan, tgpg_grid_raster outs[3])
+{
+	const size_t n = (size_t) dem->width * dem->height;
+	tg_flow_products products;
+	uint16_t   *receivers = (uint16_t *) outs[1].data[0];
+	size_t		i;
+
+	memset(&products, 0, sizeof products);
+	products.surface = outs[0].data[0];
+	products.surface_type = outs[0].specs[0].pixtype;
+	products.surface_nodata = outs[0].specs[0].nodata;
+	if (plan->p.routing == TG_ROUTE_D8)
+		receivers = palloc_extended(n * sizeof(uint16_t) + 1, MCXT_ALLOC_HUGE);
+	products.receivers = receivers;
+	accum_compute(fcinfo, "tg_hydrology", dem, weight, plan, &outs[2].specs[0], outs[2].data[0],
+				  &products);
+	if (plan->p.routing == TG_ROUTE_D8)
+	{
+		for (i = 0; i < n; i++)
+			((uint8_t *) outs[1].data[0])[i] =
+				receivers[i] == TG_NODATA_RECEIVERS ? 255 : (uint8_t) receivers[i];
+		pfree(receivers);
+	}
+}
+
+PG_FUNCTION_INFO_V1(tgpg_hydrology);
+Datum
+tgpg_hydrology(PG_FUNCTION_ARGS)
+{
+	tgpg_raster rast,
+				wrast;
+	tg_band		dem,
+				weight;
+	tgpg_grid	grid;
+	accum_plan	plan;
+	tgpg_grid_raster outs[3];
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+	TupleDesc	tupdesc;
+	bool		has_weight;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	value_dem(fcinfo, &rast, &dem, &grid);
+	hydrology_plan(fcinfo, 0, &dem, &grid, &plan, outs);
+	has_weight = value_weight(fcinfo, 4, 8, &rast, &wrast, &weight);
+	for (int k = 0; k < 3; k++)
+		values[k] = PointerGetDatum(value_result(&rast.info, &outs[k]));
+	hydrology_compute(fcinfo, &dem, has_weight ? &weight : NULL, &plan, outs);
+	if (has_weight)
+		tgpg_raster_close(&wrast, PG_GETARG_DATUM(4));
+	tgpg_raster_close(&rast, PG_GETARG_DATUM(0));
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+}
+
+/* Coverage form: the weight coverage at arg 6, its column last (arg 13). */
+PG_FUNCTION_INFO_V1(tgpg_hydrology_coverage);
+Datum
+tgpg_hydrology_coverage(PG_FUNCTION_ARGS)
+{
+	tgpg_mosaic m;
+	tgpg_grid	grid;
+	tg_band		weight;
+	accum_plan	plan;
+	tgpg_grid_raster outs[3];
+	bool		has_weight;
+
+	tgpg_mosaic_open(&m, fcinfo, "tg_hydrology", HYDROLOGY_BYTES_PER_CELL);
+	grid = tgpg_mosaic_grid(&m);
+	hydrology_plan(fcinfo, 2, &m.dem, &grid, &plan, outs);
+	has_weight = coverage_weight(fcinfo, 6, 10, 13, &m, &weight);
+	for (int k = 0; k < 3; k++)
+		tgpg_grid_raster_alloc(&grid, &outs[k]);
+	tgpg_phase(&m, "filling, routing and accumulating");
+	hydrology_compute(fcinfo, &m.dem, has_weight ? &weight : NULL, &plan, outs);
+	tgpg_mosaic_emit(&m, fcinfo, outs, 3);
+	return (Datum) 0;
 }

@@ -100,3 +100,11 @@ tgpg_raster_create(const tg_raster_info *info, const tg_band_spec *bands,
 	SET_VARSIZE(result, size);
 	return result;
 }
+
+tgpg_grid
+tgpg_raster_grid(const tg_raster_info *info)
+{
+	tgpg_grid	g = {info->width, info->height, info->geo};
+
+	return g;
+}

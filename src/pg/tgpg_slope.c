@@ -1,5 +1,6 @@
 /*
- * tgpg_slope.c — tg_slope(rast, band, units, scale, nodata, backend).
+ * tgpg_slope.c — tg_slope(rast, band, units, scale, nodata, backend), value
+ * and coverage form (see tgpg_hydro.c for the plan/compute split).
  */
 #include "tgpg.h"
 
@@ -60,55 +61,88 @@ output_nodata(FunctionCallInfo fcinfo, int argno, const tg_band *dem)
 	return TG_SLOPE_DEFAULT_NODATA;
 }
 
+static void
+slope_plan(FunctionCallInfo fcinfo, int a, const tg_band *dem, const tg_georef *geo,
+		   tg_slope_params *params, tgpg_grid_raster *out)
+{
+	params->units = parse_units(tgpg_arg_cstring(fcinfo, a + 2, "units"));
+	params->scale = tgpg_arg_float8(fcinfo, a + 3, "scale");
+	if (!(params->scale > 0) || isinf(params->scale))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("scale must be a positive number, got %g", params->scale),
+				 errhint("For a DEM in degrees with elevations in metres use scale => 111120.")));
+	params->pixel_width = tg_georef_pixel_width(geo);
+	params->pixel_height = tg_georef_pixel_height(geo);
+	params->out_nodata = output_nodata(fcinfo, a + 4, dem);
+	out->nbands = 1;
+	out->specs[0].pixtype = TG_PT_32BF;
+	out->specs[0].has_nodata = true;
+	out->specs[0].nodata = params->out_nodata;
+}
+
+static void
+slope_compute(FunctionCallInfo fcinfo, int a, const tg_band *dem, const tg_slope_params *params,
+			  tgpg_grid_raster *out)
+{
+	tg_ctx		ctx;
+	tg_error	err;
+
+	tgpg_ctx_init(&ctx, "tg_slope", fcinfo, a + 5);
+	tg_error_clear(&err);
+	tgpg_check(tg_slope(&ctx, dem, params, (float *) out->data[0], &err), &err);
+}
+
 PG_FUNCTION_INFO_V1(tgpg_slope);
 Datum
 tgpg_slope(PG_FUNCTION_ARGS)
 {
 	Datum		rast_datum;
-	int32		band;
 	tg_slope_params params;
-	tg_raster_info out_info;
-	tg_band_spec spec;
+	tg_raster_info info;
+	tg_band_spec spec = {TG_PT_32BF, true, TG_SLOPE_DEFAULT_NODATA};
+	tgpg_grid_raster out;
 	tgpg_raster rast;
 	tg_band		dem;
-	tg_ctx		ctx;
-	tg_error	err;
 	struct varlena *result;
-	void	   *pixels;
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
 	rast_datum = PG_GETARG_DATUM(0);
-	band = tgpg_arg_int32(fcinfo, 1, "band");
-	params.units = parse_units(tgpg_arg_cstring(fcinfo, 2, "units"));
-	params.scale = tgpg_arg_float8(fcinfo, 3, "scale");
-	if (!(params.scale > 0) || isinf(params.scale))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("scale must be a positive number, got %g", params.scale),
-				 errhint("For a DEM in degrees with elevations in metres use scale => 111120.")));
 
 	/* refuse an impossible result before detoasting a large input */
-	tgpg_raster_header(rast_datum, &out_info);
-	out_info.num_bands = 1;
-	spec.pixtype = TG_PT_32BF;
-	spec.has_nodata = true;
-	spec.nodata = TG_SLOPE_DEFAULT_NODATA;
-	tgpg_check_result_size(&out_info, &spec);
+	tgpg_raster_header(rast_datum, &info);
+	info.num_bands = 1;
+	tgpg_check_result_size(&info, &spec);
 
 	tgpg_raster_open(rast_datum, &rast);
-	tgpg_raster_band(&rast, band, &dem);
-	params.pixel_width = tg_georef_pixel_width(&rast.info.geo);
-	params.pixel_height = tg_georef_pixel_height(&rast.info.geo);
-	params.out_nodata = output_nodata(fcinfo, 4, &dem);
-	spec.nodata = params.out_nodata;
-
-	result = tgpg_raster_create(&out_info, &spec, &pixels);
-
-	tgpg_ctx_init(&ctx, "tg_slope", fcinfo, 5);
-	tg_error_clear(&err);
-	tgpg_check(tg_slope(&ctx, &dem, &params, (float *) pixels, &err), &err);
-
+	tgpg_raster_band(&rast, tgpg_arg_int32(fcinfo, 1, "band"), &dem);
+	slope_plan(fcinfo, 0, &dem, &rast.info.geo, &params, &out);
+	info = rast.info;
+	info.num_bands = 1;
+	result = tgpg_raster_create(&info, out.specs, out.data);
+	slope_compute(fcinfo, 0, &dem, &params, &out);
 	tgpg_raster_close(&rast, rast_datum);
 	PG_RETURN_POINTER(result);
+}
+
+#define SLOPE_BYTES_PER_CELL 16
+
+PG_FUNCTION_INFO_V1(tgpg_slope_coverage);
+Datum
+tgpg_slope_coverage(PG_FUNCTION_ARGS)
+{
+	tgpg_mosaic m;
+	tgpg_grid	grid;
+	tg_slope_params params;
+	tgpg_grid_raster out;
+
+	tgpg_mosaic_open(&m, fcinfo, "tg_slope", SLOPE_BYTES_PER_CELL);
+	grid = tgpg_mosaic_grid(&m);
+	slope_plan(fcinfo, 2, &m.dem, &m.geo, &params, &out);
+	tgpg_grid_raster_alloc(&grid, &out);
+	tgpg_phase(&m, "computing slopes of");
+	slope_compute(fcinfo, 2, &m.dem, &params, &out);
+	tgpg_mosaic_emit(&m, fcinfo, &out, 1);
+	return (Datum) 0;
 }

@@ -37,6 +37,8 @@ static void
 view_params(FunctionCallInfo fcinfo, int first_arg, const tg_raster_info *info,
 			tg_viewshed_params *p)
 {
+	tgpg_grid	grid;
+
 	memset(p, 0, sizeof *p);
 	p->observer_height = tgpg_arg_float8(fcinfo, first_arg, "observer_height");
 	p->target_height = tgpg_arg_float8(fcinfo, first_arg + 1, "target_height");
@@ -48,7 +50,8 @@ view_params(FunctionCallInfo fcinfo, int first_arg, const tg_raster_info *info,
 				 errhint("Pass NULL (the default) for an unlimited range.")));
 	p->earth_radius = tgpg_arg_float8(fcinfo, first_arg + 3, "earth_radius");
 	p->refraction = tgpg_arg_float8(fcinfo, first_arg + 4, "refraction");
-	p->geom = tgpg_grid_geometry(info);
+	grid = tgpg_raster_grid(info);
+	p->geom = tgpg_grid_geometry(&grid);
 	p->cell_x = p->geom.cell_x;
 	p->cell_y = p->geom.cell_y;
 	if (info->geo.skew_x != 0 || info->geo.skew_y != 0)

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""The coverage forms against the value forms, on real DEMs, through SQL.
+
+Each DEM is loaded twice with raster2pgsql: as one raster value and as a
+coverage of small tiles.  For every coverage function (tg_slope, tg_fill,
+tg_flow_direction, tg_flow_accumulation, tg_hydrology):
+  - one output row per input tile, each with the input tile's extent;
+  - its pixels, put back on the grid, equal the value form run on the whole
+    DEM, bit for bit (the same core runs on the same grid);
+a coverage with a tile removed equals the value form on ST_Union of what is
+left (the hole is nodata); and a result table with AddRasterConstraints reads
+back through GDAL's PostGISRaster driver (gdal_translate "PG:...") equal to
+the value form.  Fails (exit 1) when one does not hold.  Connection: PG*
+variables; needs a superuser (results are read through a byteasend helper).
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+from array import array
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tg_tools import RASTER_BYTES_FUNCTION, Dem, load_dem, psql, raw_pixels, run  # noqa: E402
+
+failures = 0
+
+
+def check(ok, what):
+    global failures
+    if not ok:
+        failures += 1
+    print("  %s %s" % ("ok  " if ok else "FAIL", what))
+
+
+def pixels_of(data, typecode, band=1):
+    """(width, height, ulx, uly, scale x, scale y, pixels) of band `band` of a serialized raster
+    whose bands all have typecode's pixel size."""
+    a = array(typecode)
+    size = a.itemsize
+    sx, sy = array("d", data[4:20])   # the bytes start after the 4-byte length word
+    ulx, uly = array("d", data[20:36])
+    width = int.from_bytes(data[56:58], "little")
+    height = int.from_bytes(data[58:60], "little")
+    n = width * height
+    at = 60
+    for _ in range(band - 1):
+        at += 2 * size + n * size
+        at = (at + 4 + 7) // 8 * 8 - 4
+    a.frombytes(data[at + 2 * size:at + 2 * size + n * size])
+    return width, height, ulx, uly, sx, sy, a
+
+
+def value_grid(expr, typecode, db, band=1):
+    hexdata = psql("SELECT encode(terra_gpu_test_raster_bytes(%s), 'hex')" % expr, db)
+    return pixels_of(bytes.fromhex(hexdata), typecode, band)
+
+
+def coverage_grid(query, column, typecode, db, whole):
+    """Tiles of a coverage query, pasted onto the grid of `whole`."""
+    W, H, ulx, uly, sx, sy, _ = whole
+    out = array(typecode, bytes(W * H * array(typecode).itemsize))
+    covered = bytearray(W * H)
+    rows = psql("SELECT rid, encode(terra_gpu_test_raster_bytes(%s), 'hex') FROM %s" % (column, query), db)
+    ntiles = 0
+    for line in rows.splitlines():
+        _, hexdata = line.split("|")
+        w, h, tx, ty, _, _, a = pixels_of(bytes.fromhex(hexdata), typecode)
+        c0 = round((tx - ulx) / sx)
+        r0 = round((ty - uly) / sy)
+        for y in range(h):
+            out[(r0 + y) * W + c0:(r0 + y) * W + c0 + w] = a[y * w:(y + 1) * w]
+            covered[(r0 + y) * W + c0:(r0 + y) * W + c0 + w] = b"\x01" * w
+        ntiles += 1
+    return out, ntiles, covered
+
+
+def same(a, b):
+    return a.tobytes() == b.tobytes()
+
+
+def run_dem(dem, tile, db):
+    print("%s (%d x %d, tiles of %d)" % (dem.name, dem.width, dem.height, tile))
+    load_dem(dem, "cov_whole", db)
+    load_dem(dem, "cov_dem", db, tile=tile)
+    ntiles = int(psql("SELECT count(*) FROM cov_dem", db))
+    fill_t = "d" if dem.pixtype in ("64BF", "32BSI", "32BUI") else "f"
+    s = dem.scale
+    cases = [
+        ("slope", "tg_slope(coverage => 'cov_dem', scale => %g)" % s, "tg_slope(rast, scale => %g)" % s, "f"),
+        ("fill", "tg_fill(coverage => 'cov_dem')", "tg_fill(rast)", fill_t),
+        ("fill epsilon 0.01", "tg_fill(coverage => 'cov_dem', epsilon => 0.01)", "tg_fill(rast, epsilon => 0.01)", fill_t),
+        ("d8 directions", "tg_flow_direction(coverage => 'cov_dem')", "tg_flow_direction(rast)", "B"),
+        ("mfd-md receivers", "tg_flow_direction(coverage => 'cov_dem', routing => 'mfd-md', output => 'mask')",
+         "tg_flow_direction(rast, routing => 'mfd-md', output => 'mask')", "H"),
+        ("d8 accumulation", "tg_flow_accumulation(coverage => 'cov_dem')", "tg_flow_accumulation(rast)", "d"),
+        ("mfd-md accumulation", "tg_flow_accumulation(coverage => 'cov_dem', routing => 'mfd-md')",
+         "tg_flow_accumulation(rast, routing => 'mfd-md')", "d"),
+    ]
+    for name, cov, val, tc in cases:
+        v = value_grid("(SELECT %s FROM cov_whole)" % val, tc, db)
+        g, n, full = coverage_grid("%s AS o" % cov, "o.rast", tc, db, v)
+        check(n == ntiles and all(full) and same(g, v[6]),
+              "%s: %d of %d tiles, grid covered, equal to the value form" % (name, n, ntiles))
+
+    # the chained call: each of its three results equals the single call
+    for col, val, tc in [("filled", "tg_fill(rast)", fill_t), ("direction", "tg_flow_direction(rast)", "B"),
+                         ("accumulation", "tg_flow_accumulation(rast)", "d")]:
+        v = value_grid("(SELECT %s FROM cov_whole)" % val, tc, db)
+        g, n, full = coverage_grid("tg_hydrology(coverage => 'cov_dem') AS o", "o." + col, tc, db, v)
+        check(n == ntiles and all(full) and same(g, v[6]), "tg_hydrology coverage %s equals %s" % (col, val))
+        h = value_grid("(SELECT (tg_hydrology(rast)).%s FROM cov_whole)" % col, tc, db)
+        check(same(h[6], v[6]), "tg_hydrology value form %s equals %s" % (col, val))
+
+    # every output tile has its input tile's extent and grid
+    bad = psql("SELECT count(*) FROM cov_dem d JOIN tg_flow_accumulation(coverage => 'cov_dem') o USING (rid) "
+               "WHERE ST_UpperLeftX(d.rast) <> ST_UpperLeftX(o.rast) OR ST_UpperLeftY(d.rast) <> ST_UpperLeftY(o.rast) "
+               "OR ST_Width(d.rast) <> ST_Width(o.rast) OR ST_Height(d.rast) <> ST_Height(o.rast) "
+               "OR ST_SRID(d.rast) <> ST_SRID(o.rast) OR ST_ScaleX(d.rast) <> ST_ScaleX(o.rast)", db)
+    check(bad == "0", "every output tile has its input tile's extent, pixel size and SRID")
+
+    # a missing tile is nodata: the same as the value form on what is left
+    psql("DELETE FROM cov_dem WHERE rid = (SELECT rid FROM cov_dem ORDER BY "
+         "abs(ST_UpperLeftX(rast) - (SELECT ST_UpperLeftX(rast) + ST_Width(rast) * ST_ScaleX(rast) / 2 FROM cov_whole)) + "
+         "abs(ST_UpperLeftY(rast) - (SELECT ST_UpperLeftY(rast) + ST_Height(rast) * ST_ScaleY(rast) / 2 FROM cov_whole)) LIMIT 1)", db)
+    v = value_grid("(SELECT tg_flow_accumulation(ST_Union(rast)) FROM cov_dem)", "d", db)
+    g, n, covered = coverage_grid("tg_flow_accumulation(coverage => 'cov_dem') AS o", "o.rast", "d", db, v)
+    hole = [i for i, c in enumerate(covered) if not c]
+    equal = all(g[i] == v[6][i] for i, c in enumerate(covered) if c)
+    check(n == ntiles - 1 and len(hole) == tile * tile and equal and all(v[6][i] == -9999.0 for i in hole),
+          "a tile removed: the other %d tiles equal the value form on ST_Union of the rest, "
+          "whose %d cells in the hole are nodata" % (n, len(hole)))
+
+    # a result table with constraints reads back through GDAL as one mosaic
+    load_dem(dem, "cov_dem", db, tile=tile)
+    psql("DROP TABLE IF EXISTS cov_acc; CREATE TABLE cov_acc AS SELECT * FROM tg_flow_accumulation(coverage => 'cov_dem');"
+         "SELECT AddRasterConstraints('cov_acc'::name, 'rast'::name);", db)
+    aligned = psql("SELECT same_alignment AND blocksize_x = %d AND blocksize_y = %d FROM raster_columns "
+                   "WHERE r_table_name = 'cov_acc'" % (tile, tile), db)
+    v = value_grid("(SELECT tg_flow_accumulation(rast) FROM cov_whole)", "d", db)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "acc.tif")
+        conn = "PG:dbname=%s table=cov_acc mode=2" % (db or os.environ.get("PGDATABASE", ""))
+        run(["gdal_translate", "-q", conn, out])
+        back = raw_pixels(out, "d")
+    check(aligned == "t" and same(back, v[6]),
+          "AddRasterConstraints: same alignment and block size; gdal_translate of the table equals the value form")
+    psql("DROP TABLE cov_acc, cov_dem, cov_whole", db)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("dems", nargs="+")
+    ap.add_argument("--tile", type=int, default=64)
+    ap.add_argument("--backend", default="cpu")
+    ap.add_argument("--db", default=None)
+    args = ap.parse_args()
+    os.environ["PGOPTIONS"] = "-c terra_gpu.backend=%s -c client_min_messages=warning" % args.backend
+    psql(RASTER_BYTES_FUNCTION, args.db)
+    for path in args.dems:
+        run_dem(Dem(path), args.tile, args.db)
+    print("coverage checks: %s" % ("all ok" if failures == 0 else "%d FAILED" % failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
