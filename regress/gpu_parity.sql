@@ -55,6 +55,25 @@ ORDER BY r, m;
 SELECT tg_flow_accumulation(rast, backend => 'gpu') IS NOT NULL FROM dems WHERE w = 700 AND pt = '32BF';
 SELECT function, backend, method, kernel_ms > 0 AS kernel_timed, prep_ms > 0 AS prep_timed, iterations > 0 AS rounds FROM tg_last_run();
 
+-- coverage form and chained call on the GPU: the tiles equal the CPU's
+CREATE TEMP TABLE cov AS SELECT (row_number() OVER ())::int AS rid, t AS rast
+FROM dems, ST_Tile(rast, 128, 128) AS t WHERE w = 700 AND pt = '16BSI';
+SELECT count(*) AS tiles,
+       bool_and(ST_DumpValues(g.filled, 1) = ST_DumpValues(c.filled, 1)) AS filled_same,
+       bool_and(ST_DumpValues(g.direction, 1) = ST_DumpValues(c.direction, 1)) AS direction_same,
+       bool_and(ST_DumpValues(g.accumulation, 1) = ST_DumpValues(c.accumulation, 1)) AS accumulation_same
+FROM tg_hydrology(coverage => 'cov', backend => 'gpu') g JOIN tg_hydrology(coverage => 'cov', backend => 'cpu') c USING (rid);
+SELECT function, backend FROM tg_last_run();
+SELECT r, bool_and(ST_DumpValues(g.direction, 1) = ST_DumpValues(c.direction, 1)) AS receivers_same,
+       max((pg_temp.compare(g.accumulation, c.accumulation)).max_rel_diff) <= 1e-6 AS within_1e6
+FROM unnest(ARRAY['mfd-md', 'fdd8']) AS r,
+     LATERAL tg_hydrology(coverage => 'cov', routing => r, backend => 'gpu') g
+     JOIN LATERAL tg_hydrology(coverage => 'cov', routing => r, backend => 'cpu') c USING (rid)
+GROUP BY r ORDER BY r;
+SELECT (SELECT ST_DumpValues(ST_Union(rast)) FROM tg_flow_accumulation(coverage => 'cov', backend => 'gpu'))
+     = (SELECT ST_DumpValues(tg_flow_accumulation(rast, backend => 'gpu')) FROM dems WHERE w = 700 AND pt = '16BSI')
+       AS coverage_equals_value_form;
+
 -- a device memory cap cuts the work into strips: same result
 SET terra_gpu.max_device_memory_mb = 1;
 CREATE TEMP TABLE strips AS

@@ -58,7 +58,7 @@ SELECT ST_DumpValues(tg_slope(ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(3, 3, 0
 SELECT ST_Count(tg_slope(ST_AddBand(ST_MakeEmptyRaster(3, 3, 0, 0, 1, -1, 0, 0, 0), '16BSI'::text, -9999, -9999)));
 
 -- NULL raster in, NULL out
-SELECT tg_slope(NULL) IS NULL AS null_in_null_out;
+SELECT tg_slope(NULL::raster) IS NULL AS null_in_null_out;
 
 -- skewed georeference: the pixel size is the length of the pixel's side, as ST_PixelWidth
 SELECT (SELECT ST_DumpValues(tg_slope(r))) = (SELECT ST_DumpValues(ST_Slope(r, 1))) AS skewed_same_as_st_slope

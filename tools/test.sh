@@ -2,8 +2,8 @@
 # Run every test on a fresh Debian 12 machine: install and build (setup.sh),
 # the core unit tests and the raster decoder fuzz test (no server), the
 # pg_regress suites against a throwaway cluster, the README's SQL examples,
-# the agreement of tg_slope with ST_Slope and gdaldem, and hydrology
-# invariants, on real DEMs.
+# the agreement of tg_slope with ST_Slope and gdaldem, hydrology
+# invariants, BMMQ-tree queries and the coverage forms, on real DEMs.
 # Exit status 0 only if all pass.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
@@ -52,5 +52,16 @@ for d in small_bigtujunga_srtm30_utm11 tiny_vinschgau_250m_utm32; do
 done
 [ ${#dems[@]} -gt 0 ] || dems=("$REPO/tools/data/medium_alps_n46e008_srtm3.tif")
 python3 bench/check_bmmq.py "${dems[@]}"
+
+echo "== coverage forms against the value forms on real DEMs"
+dems=()
+for d in small_fortworth_srtm3 tiny_vinschgau_250m_utm32 small_bigtujunga_srtm30_utm11; do
+	f="$REPO/../shared/data/dem/$d.tif"
+	[ -f "$f" ] && dems+=("$f")
+done
+jobs_dem="$REPO/../shared/data/dem/medium_alps_n46e008_srtm3.tif"
+[ -f "$jobs_dem" ] || jobs_dem="$REPO/tools/data/medium_alps_n46e008_srtm3.tif"
+[ ${#dems[@]} -gt 0 ] || dems=("$jobs_dem")
+python3 bench/check_coverage.py --jobs "$jobs_dem" "${dems[@]}"
 
 echo "== all tests passed"

@@ -80,16 +80,26 @@ tgpg_phase(tgpg_mosaic *m, const char *phase)
 	m->progress_shown = true;
 }
 
+/* The relation's name as regclass prints it: qualified only when not visible. */
 static char *
-qualified_name(Oid relid)
+relation_name(Oid relid)
 {
-	char	   *rel = get_rel_name(relid);
-
-	if (rel == NULL)
+	if (get_rel_name(relid) == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", relid)));
-	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)), rel);
+	return DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(relid)));
+}
+
+/* Refuse a column the table lacks before building a query on it. */
+static void
+check_column(Oid relid, const char *relname, const char *column, const char *argument)
+{
+	if (get_attnum(relid, column) == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of %s does not exist", column, relname),
+				 errhint("Name the column with %s =>.", argument)));
 }
 
 /* Grid position of a tile whose upper-left corner is (x, y), or false. */
@@ -198,7 +208,7 @@ static char *
 cursor_query(const char *relname, const char *id_col, const char *rast_col)
 {
 	return psprintf("SELECT %s::bigint, %s FROM %s WHERE %s IS NOT NULL",
-					quote_identifier(id_col), quote_identifier(rast_col), relname,
+					id_col ? quote_identifier(id_col) : "NULL", quote_identifier(rast_col), relname,
 					quote_identifier(rast_col));
 }
 
@@ -355,9 +365,9 @@ place_tile(const tg_band *grid, const tg_band *src, int64 col0, int64 row0, int 
  */
 static void
 read_band(tgpg_mosaic *m, Oid relid, const char *rast_col, const char *id_col, int band_no,
-		  const char *what, const char *phase, tg_band *out)
+		  const char *what, const char *grid_name, const char *phase, tg_band *out)
 {
-	char	   *relname = qualified_name(relid);
+	char	   *relname = relation_name(relid);
 	char	   *query = cursor_query(relname, id_col, rast_col);
 	read_context rc = {m, relname, 0, false};
 	ErrorContextCallback errcb = {error_context_stack, read_error_context, &rc};
@@ -403,14 +413,14 @@ read_band(tgpg_mosaic *m, Oid relid, const char *rast_col, const char *id_col, i
 			tgpg_raster_band(&r, band_no, &src);
 			if (r.info.width > 0 && r.info.height > 0)
 			{
-				check_on_grid(relname, rc.tile, &m->geo, &r.info.geo, what);
+				check_on_grid(relname, rc.tile, &m->geo, &r.info.geo, grid_name);
 				grid_offset(&m->geo, r.info.geo.upperleft_x, r.info.geo.upperleft_y, &col, &row);
 				if (col < 0 || row < 0 || rint(col) + r.info.width > m->width ||
 					rint(row) + r.info.height > m->height)
 					ereport(ERROR,
 							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 							 errmsg("tile %lld of %s reaches beyond %s", (long long) rc.tile,
-									relname, what)));
+									relname, grid_name)));
 				if (out->data == NULL)
 				{
 					/* the first tile sets the grid's type and nodata; all start nodata */
@@ -469,9 +479,11 @@ tgpg_mosaic_open(tgpg_mosaic *m, FunctionCallInfo fcinfo, const char *function,
 				 errmsg("coverage must not be NULL")));
 	relid = PG_GETARG_OID(0);
 	m->function = function;
-	m->relname = qualified_name(relid);
+	m->relname = relation_name(relid);
 	m->rast_column = PG_ARGISNULL(1) ? "rast" : pstrdup(NameStr(*PG_GETARG_NAME(1)));
 	id_col = PG_ARGISNULL(2) ? "rid" : pstrdup(NameStr(*PG_GETARG_NAME(2)));
+	check_column(relid, m->relname, m->rast_column, "rast_column");
+	check_column(relid, m->relname, id_col, "id_column");
 	m->band = tgpg_arg_int32(fcinfo, 3, "band");
 	m->started = m->last_progress = GetCurrentTimestamp();
 
@@ -490,7 +502,8 @@ tgpg_mosaic_open(tgpg_mosaic *m, FunctionCallInfo fcinfo, const char *function,
 				 errdetail("The coverage spans %d x %d cells and is processed as one grid.",
 						   m->width, m->height),
 				 errhint("Raise terra_gpu.max_memory_mb if the server has the memory.")));
-	read_band(m, relid, m->rast_column, id_col, m->band, "the coverage", "read", &m->dem);
+	read_band(m, relid, m->rast_column, id_col, m->band, "the coverage", "the first tile", "read",
+			  &m->dem);
 	SPI_finish();
 	tgpg_progress(m, "read", m->ntiles, m->ntiles, true);
 }
@@ -501,7 +514,9 @@ tgpg_mosaic_read_aligned(tgpg_mosaic *m, Oid relid, const char *rast_col, const 
 {
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "could not connect to SPI");
-	read_band(m, relid, rast_col, id_col, band, what, psprintf("read %s of", what), out);
+	check_column(relid, relation_name(relid), rast_col, "weight_column");
+	read_band(m, relid, rast_col, id_col, band, what, psprintf("the grid of %s", m->relname),
+			  psprintf("read %s of", what), out);
 	SPI_finish();
 }
 

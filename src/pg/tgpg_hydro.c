@@ -14,6 +14,7 @@
 
 #include "executor/spi.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "access/htup_details.h"
@@ -556,11 +557,16 @@ static bool
 coverage_weight(FunctionCallInfo fcinfo, int arg, int band_arg, int column_arg,
 				tgpg_mosaic *m, tg_band *weight)
 {
+	Oid			relid;
+
 	if (PG_ARGISNULL(arg))
 		return false;
-	tgpg_mosaic_read_aligned(m, PG_GETARG_OID(arg),
+	relid = PG_GETARG_OID(arg);
+	/* its tiles are named by rid in errors where it has one */
+	tgpg_mosaic_read_aligned(m, relid,
 							 PG_ARGISNULL(column_arg) ? "rast" : NameStr(*PG_GETARG_NAME(column_arg)),
-							 "rid", tgpg_arg_int32(fcinfo, band_arg, "weight_band"),
+							 get_attnum(relid, "rid") != InvalidAttrNumber ? "rid" : NULL,
+							 tgpg_arg_int32(fcinfo, band_arg, "weight_band"),
 							 "the weight coverage", weight);
 	return true;
 }

@@ -1,0 +1,89 @@
+-- Coverage forms: a tiled raster table processed as one grid, tiles back
+SET terra_gpu.backend = 'cpu';
+SET extra_float_digits = 0;
+
+-- a 10 x 7 DEM whose depressions straddle the 4 x 3 tiles cut from it
+CREATE TEMP TABLE dem AS
+SELECT ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(10, 7, 500000, 4000070, 10, -10, 0, 0, 32632), '16BSI'::text, 0, -9999),
+       1, 1, 1, ARRAY[[11, 8, 5, 13, 10, 7, 15, 12, 20, 17], [3, 11, 8, 16, 13, 10, 18, 15, 12, 20],
+                      [6, 14, 11, 8, 16, 13, 10, 18, 15, 23], [9, 6, 14, 11, 19, 16, 13, 21, 18, 15],
+                      [12, 9, 17, 14, 11, 19, 16, 13, 21, 18], [15, 12, 9, 17, 14, 22, 19, 16, 24, 21],
+                      [18, 15, 12, 20, 17, 14, 22, 19, 16, 24]]::float8[]) AS rast;
+CREATE TEMP TABLE tiles AS SELECT (row_number() OVER ())::int AS rid, t AS rast FROM dem, ST_Tile(rast, 4, 3) AS t;
+
+-- one row per input tile, each with the tile's extent
+SELECT o.rid, ST_Width(o.rast) AS width, ST_Height(o.rast) AS height,
+       ST_UpperLeftX(o.rast) = ST_UpperLeftX(t.rast) AND ST_UpperLeftY(o.rast) = ST_UpperLeftY(t.rast) AS same_corner
+FROM tg_fill(coverage => 'tiles') AS o JOIN tiles AS t USING (rid) ORDER BY o.rid;
+
+-- the tiles, put together, are the value form on the whole DEM
+SELECT (SELECT ST_DumpValues(ST_Union(rast)) FROM tg_fill(coverage => 'tiles'))
+     = (SELECT ST_DumpValues(tg_fill(rast)) FROM dem) AS fill,
+       (SELECT ST_DumpValues(ST_Union(rast)) FROM tg_slope(coverage => 'tiles'))
+     = (SELECT ST_DumpValues(tg_slope(rast)) FROM dem) AS slope,
+       (SELECT ST_DumpValues(ST_Union(rast)) FROM tg_flow_direction(coverage => 'tiles'))
+     = (SELECT ST_DumpValues(tg_flow_direction(rast)) FROM dem) AS d8,
+       (SELECT ST_DumpValues(ST_Union(rast)) FROM tg_flow_accumulation(coverage => 'tiles', routing => 'mfd-md'))
+     = (SELECT ST_DumpValues(tg_flow_accumulation(rast, routing => 'mfd-md')) FROM dem) AS mfd_accumulation;
+SELECT ST_DumpValues(ST_Union(rast)) AS accumulation FROM tg_flow_accumulation(coverage => 'tiles');
+-- tile by tile the answer would be wrong: flow stops at every tile edge
+SELECT sum(ST_Value(tg_flow_accumulation(rast), 1, 1)) AS per_tile_corners,
+       (SELECT sum(ST_Value(o.rast, 1, 1)) FROM tg_flow_accumulation(coverage => 'tiles') o) AS coverage_corners
+FROM tiles;
+
+-- the chained call: fill, directions and accumulation at once
+SELECT rid, ST_BandPixelType(filled) AS filled, ST_BandPixelType(direction) AS direction,
+       ST_BandPixelType(accumulation) AS accumulation
+FROM tg_hydrology(coverage => 'tiles') WHERE rid = 1;
+SELECT (SELECT ST_DumpValues(ST_Union(accumulation)) FROM tg_hydrology(coverage => 'tiles'))
+     = (SELECT ST_DumpValues(tg_flow_accumulation(rast)) FROM dem) AS accumulation,
+       (SELECT ST_DumpValues(ST_Union(direction)) FROM tg_hydrology(coverage => 'tiles', routing => 'mfd-md'))
+     = (SELECT ST_DumpValues(tg_flow_direction(rast, routing => 'mfd-md', output => 'mask')) FROM dem) AS mfd_mask,
+       (SELECT ST_DumpValues((tg_hydrology(rast)).filled) FROM dem)
+     = (SELECT ST_DumpValues(tg_fill(rast)) FROM dem) AS value_form_filled;
+
+-- a weight coverage on the same grid
+CREATE TEMP TABLE rain AS SELECT rid, ST_MapAlgebra(rast, '8BUI', '2') AS rast FROM tiles;
+SELECT (SELECT ST_DumpValues(ST_Union(rast)) FROM tg_flow_accumulation(coverage => 'tiles', weight => 'rain'))
+     = (SELECT ST_DumpValues(tg_flow_accumulation(rast, weight => ST_MapAlgebra(rast, '8BUI', '2'))) FROM dem) AS weighted;
+
+-- other column names, and a missing tile (its cells are nodata for the rest)
+CREATE TEMP TABLE renamed AS SELECT rid * 10 AS tile_id, rast AS dem FROM tiles WHERE rid <> 5;
+SELECT array_agg(tile_id ORDER BY tile_id) AS ids
+FROM tg_fill(coverage => 'renamed', rast_column => 'dem', id_column => 'tile_id') AS o(tile_id, rast);
+SELECT (SELECT ST_DumpValues(ST_Union(rast)) FROM tg_flow_accumulation(coverage => 'renamed', rast_column => 'dem', id_column => 'tile_id'))
+     = (SELECT ST_DumpValues(ST_MapAlgebra(tg_flow_accumulation(ST_Union(dem)), 1, ST_Union(dem), 1, '[rast1]', NULL,
+                                           'FIRST', NULL, NULL)) FROM renamed) AS hole_is_nodata;
+
+-- a CREATE TABLE AS gives a coverage that AddRasterConstraints accepts as aligned
+CREATE TEMP TABLE dem_acc AS SELECT * FROM tg_flow_accumulation(coverage => 'tiles');
+SELECT ST_SameAlignment(rast) AS same_alignment, count(*) AS tiles FROM dem_acc;
+
+-- bad coverages: each a clear error naming the offending tile
+\set VERBOSITY terse
+CREATE TEMP TABLE bad AS SELECT * FROM tiles;
+UPDATE bad SET rast = ST_SetUpperLeft(rast, ST_UpperLeftX(rast) + 5, ST_UpperLeftY(rast)) WHERE rid = 4;
+SELECT count(*) FROM tg_fill(coverage => 'bad');
+UPDATE bad SET rast = t.rast FROM tiles t WHERE bad.rid = t.rid AND t.rid = 4;
+UPDATE bad SET rast = ST_SetSRID(rast, 32633) WHERE rid = 4;
+SELECT count(*) FROM tg_fill(coverage => 'bad');
+UPDATE bad SET rast = ST_SetScale(ST_SetSRID(rast, 32632), 20, -20) WHERE rid = 4;
+SELECT count(*) FROM tg_fill(coverage => 'bad');
+UPDATE bad SET rast = t.rast FROM tiles t WHERE bad.rid = t.rid AND t.rid = 4;
+INSERT INTO bad SELECT 99, rast FROM tiles WHERE rid = 2;
+SELECT count(*) FROM tg_fill(coverage => 'bad');
+DELETE FROM bad WHERE rid = 99;
+UPDATE bad SET rast = ST_MapAlgebra(rast, '32BF', '[rast]') WHERE rid = 4;
+SELECT count(*) FROM tg_fill(coverage => 'bad');
+SELECT count(*) FROM tg_fill(coverage => 'tiles', band => 2);
+SELECT count(*) FROM tg_fill(coverage => 'tiles', rast_column => 'nope');
+SELECT count(*) FROM tg_fill(coverage => 'no_such_table');
+SELECT count(*) FROM tg_fill(coverage => NULL);
+CREATE TEMP TABLE empty (rid int, rast raster);
+SELECT count(*) FROM tg_fill(coverage => 'empty');
+CREATE TEMP TABLE shifted AS SELECT rid, ST_SetUpperLeft(rast, ST_UpperLeftX(rast) + 1, ST_UpperLeftY(rast)) AS rast FROM tiles;
+SELECT count(*) FROM tg_flow_accumulation(coverage => 'tiles', weight => 'shifted');
+CREATE TEMP TABLE big AS SELECT 1 AS rid, ST_AddBand(ST_MakeEmptyRaster(2000, 2000, 0, 0, 1, -1, 0, 0, 0), '16BSI'::text, 0, NULL) AS rast;
+SET terra_gpu.max_memory_mb = 1;
+SELECT count(*) FROM tg_flow_accumulation(coverage => 'big');
+RESET terra_gpu.max_memory_mb;
