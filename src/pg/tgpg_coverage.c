@@ -27,6 +27,13 @@
 
 #define PROGRESS_EVERY_MS 5000
 
+/*
+ * Grids this large announce every phase: the computing phase itself runs in
+ * the core, which cannot send messages, so its start and end are what a log
+ * shows of it.
+ */
+#define PHASE_NOTICE_CELLS (16 * 1024 * 1024)
+
 /* Offsets closer than this (in pixels) to a whole number are aligned. */
 #define ALIGN_TOLERANCE 1e-3
 
@@ -55,7 +62,7 @@ tgpg_progress(tgpg_mosaic *m, const char *phase, int64 done, int64 total, bool l
 
 	if (!last && !TimestampDifferenceExceeds(m->last_progress, now, PROGRESS_EVERY_MS))
 		return;
-	if (last && !m->progress_shown)
+	if (last && !m->progress_shown && (int64) m->width * m->height < PHASE_NOTICE_CELLS)
 		return;					/* a short job stays quiet */
 	ereport(NOTICE,
 			(errmsg("%s: %s %lld of %lld tiles (%.1f s)", m->function, phase,
@@ -71,7 +78,8 @@ tgpg_phase(tgpg_mosaic *m, const char *phase)
 {
 	TimestampTz now = GetCurrentTimestamp();
 
-	if (!m->progress_shown && !TimestampDifferenceExceeds(m->started, now, PROGRESS_EVERY_MS))
+	if (!m->progress_shown && (int64) m->width * m->height < PHASE_NOTICE_CELLS &&
+		!TimestampDifferenceExceeds(m->started, now, PROGRESS_EVERY_MS))
 		return;
 	ereport(NOTICE,
 			(errmsg("%s: %s %d x %d cells (%.1f s)", m->function, phase, m->width, m->height,
@@ -582,6 +590,7 @@ tgpg_mosaic_emit(tgpg_mosaic *m, FunctionCallInfo fcinfo, const tgpg_grid_raster
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	MemoryContext tile_cxt;
 
+	tgpg_phase(m, "computed; writing the tiles of");
 	InitMaterializedSRF(fcinfo, 0);
 	if (rsinfo->setDesc->natts != 1 + nout)
 		elog(ERROR, "%s: the result has %d columns, expected %d", m->function,
