@@ -39,9 +39,13 @@ neighbour(int W, int H, int x, int y, int k)
 	return (nx < 0 || ny < 0 || nx >= W || ny >= H) ? -1 : (int64_t) ny * W + nx;
 }
 
-/* Multi-source breadth-first distance over the flat cells of one elevation. */
-static void
-flat_bfs(const double *z, const uint8_t *flat, int W, int H, int32_t *dist,
+/* Cells visited between two polls of the cancel callback. */
+#define CANCEL_EVERY (1u << 20)
+
+/* Multi-source breadth-first distance over the flat cells of one elevation;
+ * false when canceled. */
+static bool
+flat_bfs(const tg_ctx *ctx, const double *z, const uint8_t *flat, int W, int H, int32_t *dist,
 		 uint32_t *queue, size_t head, size_t tail)
 {
 	while (head < tail)
@@ -50,6 +54,9 @@ flat_bfs(const double *z, const uint8_t *flat, int W, int H, int32_t *dist,
 		int			cx = (int) (c % W),
 					cy = (int) (c / W),
 					k;
+
+		if (head % CANCEL_EVERY == 0 && tg_canceled(ctx))
+			return false;
 
 		for (k = 0; k < 8; k++)
 		{
@@ -61,7 +68,17 @@ flat_bfs(const double *z, const uint8_t *flat, int W, int H, int32_t *dist,
 			queue[tail++] = (uint32_t) ni;
 		}
 	}
+	return true;
 }
+
+#define CHECK_CANCELED(ctx) \
+	do { \
+		if (tg_canceled(ctx)) \
+		{ \
+			st = tg_error_set(err, TG_ECANCELED, "flow routing canceled"); \
+			goto done; \
+		} \
+	} while (0)
 
 /*
  * The flat mask M (0 off flats).  flat[i]: i is a flat cell; a cell next to a
@@ -111,7 +128,9 @@ flat_mask(const tg_ctx *ctx, const double *z, const uint8_t *flat, int W, int H,
 			}
 		}
 	}
-	flat_bfs(z, flat, W, H, mask, queue, 0, tail);
+	if (!flat_bfs(ctx, z, flat, W, H, mask, queue, 0, tail))
+		CHECK_CANCELED(ctx);
+	CHECK_CANCELED(ctx);
 
 	/* away from higher terrain: seeds next to a strictly higher valid cell */
 	tail = 0;
@@ -134,19 +153,17 @@ flat_mask(const tg_ctx *ctx, const double *z, const uint8_t *flat, int W, int H,
 			}
 		}
 	}
-	flat_bfs(z, flat, W, H, away, queue, 0, tail);
-
-	if (tg_canceled(ctx))
-	{
-		st = tg_error_set(err, TG_ECANCELED, "flow routing canceled");
-		goto done;
-	}
+	if (!flat_bfs(ctx, z, flat, W, H, away, queue, 0, tail))
+		CHECK_CANCELED(ctx);
+	CHECK_CANCELED(ctx);
 
 	/* label the flats (connected flat cells of equal elevation) */
 	for (i = 0; i < n; i++)
 	{
 		size_t		head = 0;
 
+		if (i % CANCEL_EVERY == 0)
+			CHECK_CANCELED(ctx);
 		if (!flat[i] || label[i] != 0)
 			continue;
 		label[i] = ++nlabels;
@@ -253,6 +270,11 @@ tg_cpu_route_build(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *
 					dy,
 					dist[8];
 
+		if (y % 256 == 0 && tg_canceled(ctx))
+		{
+			st = tg_error_set(err, TG_ECANCELED, "flow routing canceled");
+			goto fail;
+		}
 		tg_row_spacing(&p->geom, y, &dx, &dy);
 		tg_nbr_distances(dx, dy, dist);
 		for (x = 0; x < W; x++)
