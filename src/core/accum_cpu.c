@@ -34,18 +34,10 @@
 
 #define CANCEL_EVERY 65536
 
-static inline tg_route_view
-view_of(const tg_route *r, const tg_flow_params *p)
-{
-	tg_route_view v = {r->width, r->height, r->routing, p->threshold, r->d8, r->frac};
-
-	return v;
-}
-
 static inline bool
 drains_to(const tg_route *r, size_t ni, int k)
 {
-	tg_route_view v = {r->width, r->height, r->routing, 0, r->d8, r->frac};
+	tg_route_view v = tg_cpu_route_view(r, 0);
 
 	return tg_route_drains_to(&v, ni, k);
 }
@@ -54,7 +46,7 @@ static inline double
 pull(const tg_route *r, const tg_flow_params *p, const double *weight, const double *acc,
 	 size_t i)
 {
-	tg_route_view v = view_of(r, p);
+	tg_route_view v = tg_cpu_route_view(r, p->threshold);
 
 	return tg_route_pull(&v, weight, acc, i);
 }
@@ -62,7 +54,7 @@ pull(const tg_route *r, const tg_flow_params *p, const double *weight, const dou
 static inline double
 share_of(const tg_route *r, const tg_flow_params *p, size_t ni, int k, const double *acc)
 {
-	tg_route_view v = view_of(r, p);
+	tg_route_view v = tg_cpu_route_view(r, p->threshold);
 
 	return tg_route_share(&v, ni, k, acc[ni]);
 }

@@ -11,6 +11,7 @@
 
 #include "tg_core.h"
 #include "tg_cuda.h"
+#include "tg_hydro.h"
 
 tg_status	tg_cpu_slope(const tg_ctx *ctx, const tg_band *dem,
 						 const tg_slope_params *params, float *out, tg_error *err);
@@ -38,6 +39,15 @@ typedef struct tg_route
 	uint8_t    *d8;
 	float	   *frac;
 } tg_route;
+
+/* The routing as the per-cell formulas of tg_hydro.h read it. */
+static inline tg_route_view
+tg_cpu_route_view(const tg_route *r, double threshold)
+{
+	tg_route_view v = {r->width, r->height, r->routing, threshold, r->d8, r->frac};
+
+	return v;
+}
 
 tg_status	tg_cpu_route_build(const tg_ctx *ctx, const tg_band *dem,
 							   const tg_flow_params *p, tg_route *r, tg_error *err);

@@ -10,7 +10,6 @@
  * What ran, and how long it took, goes to ctx->stats.
  */
 #include "tg_backends.h"
-#include "tg_hydro.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -350,7 +349,7 @@ static void
 export_products(const tg_route *r, const tg_flow_params *p, const tg_flow_products *out)
 {
 	const size_t n = (size_t) r->width * r->height;
-	tg_route_view v = {r->width, r->height, r->routing, p->threshold, r->d8, r->frac};
+	const tg_route_view v = tg_cpu_route_view(r, p->threshold);
 	size_t		i;
 	int			k;
 
@@ -473,27 +472,30 @@ typedef struct direction_args
 	float	   *frac;
 } direction_args;
 
-/* Codes and shares out of a routing; fdd8 resolved with the accumulation. */
+/*
+ * Codes and shares out of a routing, through the same share formula as the
+ * accumulation (fdd8 resolved with its accumulation; acc may be NULL for the
+ * other routings).
+ */
 static void
 export_directions(const tg_route *r, const tg_flow_params *p, const double *acc,
 				  uint8_t *d8, float *frac)
 {
 	const size_t n = (size_t) r->width * r->height;
+	const tg_route_view v = tg_cpu_route_view(r, p->threshold);
 	size_t		i;
 	int			k;
 
 	for (i = 0; i < n; i++)
 	{
 		bool		valid = !isnan(r->z[i]);
-		bool		as_d8 = r->routing == TG_ROUTE_D8 ||
-			(r->routing == TG_ROUTE_FDD8 && acc && acc[i] >= p->threshold);
 
 		if (d8)
 			d8[i] = !valid ? 255 : r->d8[i] == TG_NO_DIRECTION ? 0 : (uint8_t) (1u << r->d8[i]);
 		if (frac)
 			for (k = 0; k < 8; k++)
 				frac[(size_t) k * n + i] = !valid ? NAN :
-					as_d8 ? (r->d8[i] == k ? 1.0f : 0.0f) : r->frac[(size_t) k * n + i];
+					(float) tg_route_share(&v, i, k, acc ? acc[i] : 0.0);
 	}
 }
 
