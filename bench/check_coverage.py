@@ -23,7 +23,8 @@ import time
 from array import array
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tg_tools import RASTER_BYTES_FUNCTION, Dem, load_dem, psql, raw_pixels, run  # noqa: E402
+from tg_tools import (RASTER_BYTES_FUNCTION, Dem, load_dem, psql, raster_band, raw_pixels, run,  # noqa: E402
+                      sql_raster_band)
 
 failures = 0
 
@@ -35,43 +36,21 @@ def check(ok, what):
     print("  %s %s" % ("ok  " if ok else "FAIL", what))
 
 
-def pixels_of(data, typecode, band=1):
-    """(width, height, ulx, uly, scale x, scale y, pixels) of band `band` of a serialized raster
-    whose bands all have typecode's pixel size."""
-    a = array(typecode)
-    size = a.itemsize
-    sx, sy = array("d", data[4:20])   # the bytes start after the 4-byte length word
-    ulx, uly = array("d", data[20:36])
-    width = int.from_bytes(data[56:58], "little")
-    height = int.from_bytes(data[58:60], "little")
-    n = width * height
-    at = 60
-    for _ in range(band - 1):
-        at += 2 * size + n * size
-        at = (at + 4 + 7) // 8 * 8 - 4
-    a.frombytes(data[at + 2 * size:at + 2 * size + n * size])
-    return width, height, ulx, uly, sx, sy, a
-
-
-def value_grid(expr, typecode, db, band=1):
-    hexdata = psql("SELECT encode(terra_gpu_test_raster_bytes(%s), 'hex')" % expr, db)
-    return pixels_of(bytes.fromhex(hexdata), typecode, band)
-
-
 def coverage_grid(query, column, typecode, db, whole):
-    """Tiles of a coverage query, pasted onto the grid of `whole`."""
-    W, H, ulx, uly, sx, sy, _ = whole
+    """Tiles of a coverage query, pasted onto the grid of `whole` (a RasterBand)."""
+    W, H, ulx, uly, sx, sy = whole.width, whole.height, whole.ulx, whole.uly, whole.scale_x, whole.scale_y
     out = array(typecode, bytes(W * H * array(typecode).itemsize))
     covered = bytearray(W * H)
     rows = psql("SELECT rid, encode(terra_gpu_test_raster_bytes(%s), 'hex') FROM %s" % (column, query), db)
     ntiles = 0
     for line in rows.splitlines():
         _, hexdata = line.split("|")
-        w, h, tx, ty, _, _, a = pixels_of(bytes.fromhex(hexdata), typecode)
-        c0 = round((tx - ulx) / sx)
-        r0 = round((ty - uly) / sy)
+        t = raster_band(bytes.fromhex(hexdata), typecode)
+        w, h = t.width, t.height
+        c0 = round((t.ulx - ulx) / sx)
+        r0 = round((t.uly - uly) / sy)
         for y in range(h):
-            out[(r0 + y) * W + c0:(r0 + y) * W + c0 + w] = a[y * w:(y + 1) * w]
+            out[(r0 + y) * W + c0:(r0 + y) * W + c0 + w] = t.pixels[y * w:(y + 1) * w]
             covered[(r0 + y) * W + c0:(r0 + y) * W + c0 + w] = b"\x01" * w
         ntiles += 1
     return out, ntiles, covered
@@ -100,19 +79,19 @@ def run_dem(dem, tile, db):
          "tg_flow_accumulation(rast, routing => 'mfd-md')", "d"),
     ]
     for name, cov, val, tc in cases:
-        v = value_grid("(SELECT %s FROM cov_whole)" % val, tc, db)
+        v = sql_raster_band("(SELECT %s FROM cov_whole)" % val, tc, db)
         g, n, full = coverage_grid("%s AS o" % cov, "o.rast", tc, db, v)
-        check(n == ntiles and all(full) and same(g, v[6]),
+        check(n == ntiles and all(full) and same(g, v.pixels),
               "%s: %d of %d tiles, grid covered, equal to the value form" % (name, n, ntiles))
 
     # the chained call: each of its three results equals the single call
     for col, val, tc in [("filled", "tg_fill(rast)", fill_t), ("direction", "tg_flow_direction(rast)", "B"),
                          ("accumulation", "tg_flow_accumulation(rast)", "d")]:
-        v = value_grid("(SELECT %s FROM cov_whole)" % val, tc, db)
+        v = sql_raster_band("(SELECT %s FROM cov_whole)" % val, tc, db)
         g, n, full = coverage_grid("tg_hydrology(coverage => 'cov_dem') AS o", "o." + col, tc, db, v)
-        check(n == ntiles and all(full) and same(g, v[6]), "tg_hydrology coverage %s equals %s" % (col, val))
-        h = value_grid("(SELECT (tg_hydrology(rast)).%s FROM cov_whole)" % col, tc, db)
-        check(same(h[6], v[6]), "tg_hydrology value form %s equals %s" % (col, val))
+        check(n == ntiles and all(full) and same(g, v.pixels), "tg_hydrology coverage %s equals %s" % (col, val))
+        h = sql_raster_band("(SELECT (tg_hydrology(rast)).%s FROM cov_whole)" % col, tc, db)
+        check(same(h.pixels, v.pixels), "tg_hydrology value form %s equals %s" % (col, val))
 
     # every output tile has its input tile's extent and grid
     bad = psql("SELECT count(*) FROM cov_dem d JOIN tg_flow_accumulation(coverage => 'cov_dem') o USING (rid) "
@@ -125,11 +104,11 @@ def run_dem(dem, tile, db):
     psql("DELETE FROM cov_dem WHERE rid = (SELECT rid FROM cov_dem ORDER BY "
          "abs(ST_UpperLeftX(rast) - (SELECT ST_UpperLeftX(rast) + ST_Width(rast) * ST_ScaleX(rast) / 2 FROM cov_whole)) + "
          "abs(ST_UpperLeftY(rast) - (SELECT ST_UpperLeftY(rast) + ST_Height(rast) * ST_ScaleY(rast) / 2 FROM cov_whole)) LIMIT 1)", db)
-    v = value_grid("(SELECT tg_flow_accumulation(ST_Union(rast)) FROM cov_dem)", "d", db)
+    v = sql_raster_band("(SELECT tg_flow_accumulation(ST_Union(rast)) FROM cov_dem)", "d", db)
     g, n, covered = coverage_grid("tg_flow_accumulation(coverage => 'cov_dem') AS o", "o.rast", "d", db, v)
     hole = [i for i, c in enumerate(covered) if not c]
-    equal = all(g[i] == v[6][i] for i, c in enumerate(covered) if c)
-    check(n == ntiles - 1 and len(hole) == tile * tile and equal and all(v[6][i] == -9999.0 for i in hole),
+    equal = all(g[i] == v.pixels[i] for i, c in enumerate(covered) if c)
+    check(n == ntiles - 1 and len(hole) == tile * tile and equal and all(v.pixels[i] == -9999.0 for i in hole),
           "a tile removed: the other %d tiles equal the value form on ST_Union of the rest, "
           "whose %d cells in the hole are nodata" % (n, len(hole)))
 
@@ -139,13 +118,13 @@ def run_dem(dem, tile, db):
          "SELECT AddRasterConstraints('cov_acc'::name, 'rast'::name);", db)
     aligned = psql("SELECT same_alignment AND blocksize_x = %d AND blocksize_y = %d FROM raster_columns "
                    "WHERE r_table_name = 'cov_acc'" % (tile, tile), db)
-    v = value_grid("(SELECT tg_flow_accumulation(rast) FROM cov_whole)", "d", db)
+    v = sql_raster_band("(SELECT tg_flow_accumulation(rast) FROM cov_whole)", "d", db)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "acc.tif")
         conn = "PG:dbname=%s table=cov_acc mode=2" % (db or os.environ.get("PGDATABASE", ""))
         run(["gdal_translate", "-q", conn, out])
         back = raw_pixels(out, "d")
-    check(aligned == "t" and same(back, v[6]),
+    check(aligned == "t" and same(back, v.pixels),
           "AddRasterConstraints: same alignment and block size; gdal_translate of the table equals the value form")
     psql("DROP TABLE cov_acc, cov_dem, cov_whole", db)
 

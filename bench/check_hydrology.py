@@ -21,26 +21,13 @@ import sys
 from array import array
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tg_tools import RASTER_BYTES_FUNCTION, Dem, load_dem, psql  # noqa: E402
+from tg_tools import RASTER_BYTES_FUNCTION, Dem, load_dem, psql, sql_raster_band  # noqa: E402
 
 
 def band_values(expr, typecode, db, band=1):
-    """Pixels of band `band` of a raster expression, from its serialized bytes.
-    The bands' pixel sizes must all be that of typecode (header: 64 bytes, each
-    band 2 x pixel size of type byte, padding and nodata, then the pixels)."""
-    hexdata = psql("SELECT encode(terra_gpu_test_raster_bytes(%s), 'hex')" % expr, db)
-    data = bytes.fromhex(hexdata)
-    a = array(typecode)
-    size = a.itemsize
-    width = int.from_bytes(data[56:58], "little")
-    height = int.from_bytes(data[58:60], "little")
-    n = width * height
-    at = 60
-    for _ in range(band - 1):
-        at += 2 * size + n * size
-        at = (at + 4 + 7) // 8 * 8 - 4      # bands are 8-aligned counting the length word
-    a.frombytes(data[at + 2 * size:at + 2 * size + n * size])
-    return a, width, height
+    """Pixels, width and height of band `band` of a raster expression."""
+    b = sql_raster_band(expr, typecode, db, band)
+    return b.pixels, b.width, b.height
 
 
 def check_dem(dem, db):

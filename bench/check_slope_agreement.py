@@ -26,15 +26,16 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tg_tools import (RASTER_BYTES_FUNCTION, Dem, load_dem, psql, psql_script,  # noqa: E402
-                      raw_pixels, run, sql_raster_floats)
+                      raw_pixels, run, sql_raster_band)
 
 
 def compare(dem, db, backend, tolerance):
     table = "agree_dem"
     load_dem(dem, table, db)
     s = repr(dem.scale)
-    tg = sql_raster_floats("(SELECT tg_slope(rast, scale => %s, backend => '%s') FROM %s)" % (s, backend, table), db)
-    st = sql_raster_floats("(SELECT ST_Slope(rast, 1, '32BF', 'DEGREES', %s) FROM %s)" % (s, table), db)
+    tg = sql_raster_band("(SELECT tg_slope(rast, scale => %s, backend => '%s') FROM %s)" % (s, backend, table),
+                         "f", db).pixels
+    st = sql_raster_band("(SELECT ST_Slope(rast, 1, '32BF', 'DEGREES', %s) FROM %s)" % (s, table), "f", db).pixels
     tg_nodata = float(psql("SELECT ST_BandNoDataValue(tg_slope(rast, scale => %s)) FROM %s" % (s, table), db))
     st_nodata = float(psql("SELECT ST_BandNoDataValue(ST_Slope(rast, 1, '32BF', 'DEGREES', %s)) FROM %s"
                            % (s, table), db))

@@ -1,16 +1,13 @@
 """Helpers shared by the benchmark and the real-DEM checks (standard library only,
 so they run wherever psql and the GDAL command-line tools are on PATH)."""
 
+import collections
 import json
 import os
 import re
 import subprocess
 import tempfile
 from array import array
-
-# PostGIS-serialized raster with one 32BF band: 64-byte header (the 4-byte
-# length word included) + 1 type byte + 3 padding bytes + 4-byte nodata.
-SERIALIZED_32BF_PIXELS_AT = 64 + 8
 
 
 def run(cmd, **kw):
@@ -84,13 +81,32 @@ def raw_pixels(path, typecode="d"):
     return a
 
 
-def sql_raster_floats(expr, db=None):
-    """Pixels of a one-band 32BF raster expression, read from its serialized bytes."""
+RasterBand = collections.namedtuple("RasterBand", "width height ulx uly scale_x scale_y pixels")
+
+
+def raster_band(data, typecode, band=1):
+    """Band `band` of a serialized raster as byteasend sends it (without the
+    4-byte length word).  Every band up to `band` must have typecode's pixel
+    size: each band is a type byte and its nodata value (padded to the pixel
+    size), then the pixels, 8-aligned counting the length word."""
+    a = array(typecode)
+    size = a.itemsize
+    scale_x, scale_y, ulx, uly = array("d", data[4:36])
+    width = int.from_bytes(data[56:58], "little")
+    height = int.from_bytes(data[58:60], "little")
+    n = width * height
+    at = 60
+    for _ in range(band - 1):
+        at += 2 * size + n * size
+        at = (at + 4 + 7) // 8 * 8 - 4
+    a.frombytes(data[at + 2 * size:at + 2 * size + n * size])
+    return RasterBand(width, height, ulx, uly, scale_x, scale_y, a)
+
+
+def sql_raster_band(expr, typecode, db=None, band=1):
+    """Band `band` of a raster expression, read from its serialized bytes."""
     hexdata = psql("SELECT encode(terra_gpu_test_raster_bytes(%s), 'hex')" % expr, db)
-    data = bytes.fromhex(hexdata)
-    a = array("f")
-    a.frombytes(data[SERIALIZED_32BF_PIXELS_AT - 4:])
-    return a
+    return raster_band(bytes.fromhex(hexdata), typecode, band)
 
 
 # A superuser-only helper: the serialized bytes of a raster value (byteasend copies
