@@ -87,6 +87,9 @@ typedef struct tgpg_grid_raster
 	void	   *data[TGPG_MAX_BANDS];
 } tgpg_grid_raster;
 
+/* tgpg_raster.c: the result value of a value form, out->data set to its pixels */
+struct varlena *tgpg_raster_result(const tg_raster_info *in, tgpg_grid_raster *out);
+
 /* tgpg_coverage.c: a tiled raster table read as one grid */
 typedef struct tgpg_tile
 {

@@ -193,16 +193,8 @@ check_pixel_size(const tg_grid_geometry *g)
 }
 
 /* ------------------------------------------------------------------------
- * Shared by the value forms: the result value whose bands the compute fills
+ * Shared by the value forms
  * ------------------------------------------------------------------------ */
-static struct varlena *
-value_result(const tg_raster_info *in, tgpg_grid_raster *out)
-{
-	tg_raster_info info = *in;
-
-	info.num_bands = out->nbands;
-	return tgpg_raster_create(&info, out->specs, out->data);
-}
 
 /* The DEM band of a value-form call: argument 0 (raster) and 1 (band). */
 static void
@@ -278,7 +270,7 @@ tgpg_fill(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	value_dem(fcinfo, &rast, &dem, &grid);
 	fill_plan(fcinfo, 0, &dem, &params, &out);
-	result = value_result(&rast.info, &out);
+	result = tgpg_raster_result(&rast.info, &out);
 	fill_compute(fcinfo, 0, &dem, &params, &out);
 	tgpg_raster_close(&rast, PG_GETARG_DATUM(0));
 	PG_RETURN_POINTER(result);
@@ -438,7 +430,7 @@ tgpg_flow_direction(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	value_dem(fcinfo, &rast, &dem, &grid);
 	direction_plan_args(fcinfo, 0, &grid, &d, &out);
-	result = value_result(&rast.info, &out);
+	result = tgpg_raster_result(&rast.info, &out);
 	direction_compute(fcinfo, 0, &dem, &d, &out);
 	tgpg_raster_close(&rast, PG_GETARG_DATUM(0));
 	PG_RETURN_POINTER(result);
@@ -595,7 +587,7 @@ tgpg_flow_accumulation(PG_FUNCTION_ARGS)
 	plan.backend_arg = 12;
 	has_weight = value_weight(fcinfo, 4, 9, &rast, &wrast, &weight);
 	out.nbands = 1;
-	result = value_result(&rast.info, &out);
+	result = tgpg_raster_result(&rast.info, &out);
 	accum_compute(fcinfo, "tg_flow_accumulation", &dem, has_weight ? &weight : NULL, &plan,
 				  &out.specs[0], out.data[0], &products);
 	if (has_weight)
@@ -706,7 +698,7 @@ tgpg_hydrology(PG_FUNCTION_ARGS)
 	hydrology_plan(fcinfo, 0, &dem, &grid, &plan, outs);
 	has_weight = value_weight(fcinfo, 4, 8, &rast, &wrast, &weight);
 	for (int k = 0; k < 3; k++)
-		values[k] = PointerGetDatum(value_result(&rast.info, &outs[k]));
+		values[k] = PointerGetDatum(tgpg_raster_result(&rast.info, &outs[k]));
 	hydrology_compute(fcinfo, &dem, has_weight ? &weight : NULL, &plan, outs);
 	if (has_weight)
 		tgpg_raster_close(&wrast, PG_GETARG_DATUM(4));

@@ -108,3 +108,16 @@ tgpg_raster_grid(const tg_raster_info *info)
 
 	return g;
 }
+
+/*
+ * The result value of a value-form call: the input's header with out's
+ * bands; out->data then points at the value's pixels for the compute.
+ */
+struct varlena *
+tgpg_raster_result(const tg_raster_info *in, tgpg_grid_raster *out)
+{
+	tg_raster_info info = *in;
+
+	info.num_bands = out->nbands;
+	return tgpg_raster_create(&info, out->specs, out->data);
+}

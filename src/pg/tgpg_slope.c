@@ -118,9 +118,7 @@ tgpg_slope(PG_FUNCTION_ARGS)
 	tgpg_raster_open(rast_datum, &rast);
 	tgpg_raster_band(&rast, tgpg_arg_int32(fcinfo, 1, "band"), &dem);
 	slope_plan(fcinfo, 0, &dem, &rast.info.geo, &params, &out);
-	info = rast.info;
-	info.num_bands = 1;
-	result = tgpg_raster_create(&info, out.specs, out.data);
+	result = tgpg_raster_result(&rast.info, &out);
 	slope_compute(fcinfo, 0, &dem, &params, &out);
 	tgpg_raster_close(&rast, rast_datum);
 	PG_RETURN_POINTER(result);
