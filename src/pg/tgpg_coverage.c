@@ -220,11 +220,22 @@ cursor_query(const char *relname, const char *id_col, const char *rast_col)
 					quote_identifier(rast_col));
 }
 
+/* A read-only cursor over (id, raster) of every tile; the columns are checked before. */
+static Portal
+open_tile_cursor(const char *relname, const char *id_col, const char *rast_col)
+{
+	char	   *query = cursor_query(relname, id_col, rast_col);
+	SPIPlanPtr	plan = SPI_prepare(query, 0, NULL);
+
+	if (plan == NULL)
+		elog(ERROR, "could not prepare \"%s\": %s", query, SPI_result_code_string(SPI_result));
+	return SPI_cursor_open(NULL, plan, NULL, NULL, true);
+}
+
 /* Pass 1: every tile's place on one grid. */
 static void
 read_layout(tgpg_mosaic *m, const char *id_col)
 {
-	char	   *query = cursor_query(m->relname, id_col, m->rast_column);
 	read_context rc = {m, m->relname, 0, false};
 	ErrorContextCallback errcb = {error_context_stack, read_error_context, &rc};
 	int			capacity = 256;
@@ -234,18 +245,11 @@ read_layout(tgpg_mosaic *m, const char *id_col)
 				max_row = 0;
 	tg_georef	ref;
 	Portal		portal;
-	SPIPlanPtr	plan;
 
 	m->tiles = MemoryContextAlloc(m->cxt, sizeof(tgpg_tile) * capacity);
 	m->ntiles = 0;
 	error_context_stack = &errcb;
-	plan = SPI_prepare(query, 0, NULL);
-	if (plan == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("cannot read %s: %s", m->relname, SPI_result_code_string(SPI_result)),
-				 errhint("Name the raster and id columns with rast_column => and id_column =>.")));
-	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
+	portal = open_tile_cursor(m->relname, id_col, m->rast_column);
 	for (;;)
 	{
 		tg_raster_info info;
@@ -372,27 +376,18 @@ place_tile(const tg_band *grid, const tg_band *src, int64 col0, int64 row0, int 
  * value (its own, else the type's minimum); cells no tile covers are nodata.
  */
 static void
-read_band(tgpg_mosaic *m, Oid relid, const char *rast_col, const char *id_col, int band_no,
-		  const char *what, const char *grid_name, const char *phase, tg_band *out)
+read_band(tgpg_mosaic *m, const char *relname, const char *rast_col, const char *id_col,
+		  int band_no, const char *what, const char *grid_name, const char *phase, tg_band *out)
 {
-	char	   *relname = relation_name(relid);
-	char	   *query = cursor_query(relname, id_col, rast_col);
 	read_context rc = {m, relname, 0, false};
 	ErrorContextCallback errcb = {error_context_stack, read_error_context, &rc};
 	const size_t n = (size_t) m->width * m->height;
 	int64		done = 0;
 	Portal		portal;
-	SPIPlanPtr	plan;
 
 	memset(out, 0, sizeof *out);
 	error_context_stack = &errcb;
-	plan = SPI_prepare(query, 0, NULL);
-	if (plan == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("cannot read %s: %s", relname, SPI_result_code_string(SPI_result)),
-				 errhint("Name the raster and id columns with the %s_column => arguments.", what)));
-	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
+	portal = open_tile_cursor(relname, id_col, rast_col);
 	for (;;)
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -510,7 +505,7 @@ tgpg_mosaic_open(tgpg_mosaic *m, FunctionCallInfo fcinfo, const char *function,
 				 errdetail("The coverage spans %d x %d cells and is processed as one grid.",
 						   m->width, m->height),
 				 errhint("Raise terra_gpu.max_memory_mb if the server has the memory.")));
-	read_band(m, relid, m->rast_column, id_col, m->band, "the coverage", "the first tile", "read",
+	read_band(m, m->relname, m->rast_column, id_col, m->band, "the coverage", "the first tile", "read",
 			  &m->dem);
 	SPI_finish();
 	tgpg_progress(m, "read", m->ntiles, m->ntiles, true);
@@ -520,10 +515,12 @@ void
 tgpg_mosaic_read_aligned(tgpg_mosaic *m, Oid relid, const char *rast_col, const char *id_col,
 						 int band, const char *what, tg_band *out)
 {
+	char	   *relname = relation_name(relid);
+
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "could not connect to SPI");
-	check_column(relid, relation_name(relid), rast_col, "weight_column");
-	read_band(m, relid, rast_col, id_col, band, what, psprintf("the grid of %s", m->relname),
+	check_column(relid, relname, rast_col, "weight_column");
+	read_band(m, relname, rast_col, id_col, band, what, psprintf("the grid of %s", m->relname),
 			  psprintf("read %s of", what), out);
 	SPI_finish();
 }
