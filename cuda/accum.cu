@@ -415,6 +415,8 @@ dependency_transfer(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *ki
 	}
 }
 
+}								/* namespace */
+
 /*
  * Accumulate on a routing already on the device.  auto: D8 with integer-valued
  * weights goes through the two-level tiled scheme (accum_tiled.cu), anything
@@ -502,6 +504,8 @@ check_budget(const tg_ctx *ctx, size_t need, const char *what, tg_error *err)
 	return TG_ENOMEM;
 }
 
+namespace
+{
 /* The products beside the accumulation: routing surface and receiver masks. */
 template <typename V, typename O>
 __global__ void
@@ -761,3 +765,10 @@ tg_cuda_flow_direction(const tg_ctx *ctx, const tg_band *dem, const tg_flow_para
 		return direction_impl<float>(ctx, dem, params, d8, frac, err);
 	return direction_impl<double>(ctx, dem, params, d8, frac, err);
 }
+
+template tg_status accumulate<float>(const tg_ctx *, const device_route<float> &,
+									 const tg_flow_params *, const double *, tg_accum_method,
+									 double *, int *, const char **, tg_error *);
+template tg_status accumulate<double>(const tg_ctx *, const device_route<double> &,
+									  const tg_flow_params *, const double *, tg_accum_method,
+									  double *, int *, const char **, tg_error *);

@@ -39,6 +39,19 @@ template <typename V>
 tg_status	build_route(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p,
 						device_route<V> &r, double *transfer_ms, int *rounds, tg_error *err);
 
+/*
+ * accum.cu: accumulate on a routing already on the device (auto: the tiled
+ * D8 scheme for integer-valued weights, else indegree); *used names what ran.
+ */
+template <typename V>
+tg_status	accumulate(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_params *p,
+					   const double *weight, tg_accum_method method, double *acc, int *rounds,
+					   const char **used, tg_error *err);
+/* Device bytes per cell of an accumulation by `method`, weights and result included. */
+size_t		accumulation_bytes_per_cell(tg_accum_method method);
+/* TG_ENOMEM (on the device) when `need` bytes exceed what this call may hold. */
+tg_status	check_budget(const tg_ctx *ctx, size_t need, const char *what, tg_error *err);
+
 /* accum_tiled.cu: D8 accumulation in two levels, for integer-valued weights */
 tg_status	weights_are_integral(const double *weight, const uint8_t *kind, size_t n,
 								 bool *integral, tg_error *err);

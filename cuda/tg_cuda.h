@@ -10,6 +10,7 @@
 #define TG_CUDA_H
 
 #include "tg_core.h"
+#include "tg_hydro.h"
 
 #ifdef __cplusplus
 extern "C"
@@ -38,6 +39,16 @@ tg_status	tg_cuda_flow_accumulation(const tg_ctx *ctx, const tg_band *dem,
 tg_status	tg_cuda_flow_direction(const tg_ctx *ctx, const tg_band *dem,
 								   const tg_flow_params *params, uint8_t *d8, float *frac,
 								   tg_error *err);
+
+/* factors as tg_cpu_rusle's: host arrays (or constants) */
+tg_status	tg_cuda_rusle(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *params,
+						  const tg_cell_factor factors[4], float *ls, float *soil_loss,
+						  tg_error *err);
+
+tg_status	tg_cuda_travel_time(const tg_ctx *ctx, const tg_band *dem,
+								const tg_travel_params *params, const tg_cell_factor *roughness,
+								const tg_cell_factor *velocity, float *time, uint8_t *watershed,
+								tg_error *err);
 
 tg_status	tg_cuda_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *params,
 							 float *out, tg_error *err);

@@ -106,3 +106,31 @@ tg_cuda_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_
 	(void) count;
 	return no_cuda(err);
 }
+
+tg_status
+tg_cuda_rusle(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *params,
+			  const tg_cell_factor factors[4], float *ls, float *soil_loss, tg_error *err)
+{
+	(void) ctx;
+	(void) dem;
+	(void) params;
+	(void) factors;
+	(void) ls;
+	(void) soil_loss;
+	return no_cuda(err);
+}
+
+tg_status
+tg_cuda_travel_time(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params *params,
+					const tg_cell_factor *roughness, const tg_cell_factor *velocity, float *time,
+					uint8_t *watershed, tg_error *err)
+{
+	(void) ctx;
+	(void) dem;
+	(void) params;
+	(void) roughness;
+	(void) velocity;
+	(void) time;
+	(void) watershed;
+	return no_cuda(err);
+}

@@ -56,6 +56,14 @@ tg_status	tg_cpu_accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_
 							  const double *weight, tg_accum_method method, double *acc,
 							  tg_error *err);
 
+/* factors: R, K, C, P; weight: n ones (the accumulation counts cells) */
+tg_status	tg_cpu_rusle(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
+						 const tg_cell_factor factors[4], const double *weight, float *ls,
+						 float *soil_loss, tg_error *err);
+tg_status	tg_cpu_travel_time(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params *p,
+							   const tg_cell_factor *roughness, const tg_cell_factor *velocity,
+							   float *time, uint8_t *watershed, tg_error *err);
+
 tg_status	tg_cpu_bmmq_build(const tg_ctx *ctx, const tg_band *tiles, int ntiles,
 							  const double *bounds, int nbounds, tg_bmmq_tree *trees,
 							  tg_error *err);

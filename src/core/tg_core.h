@@ -441,6 +441,75 @@ tg_status	tg_hydrology(const tg_ctx *ctx, const tg_band *dem, const tg_band *wei
 						 const tg_flow_params *params, tg_accum_method method,
 						 tg_accum_units units, const tg_flow_products *out, tg_error *err);
 
+/* ------------------------------------------------------------------------
+ * Soil loss and travel time, on top of the flow chain
+ * ------------------------------------------------------------------------ */
+
+/* A per-cell factor: a band on the DEM's grid, or `value` where band is NULL. */
+typedef struct tg_factor
+{
+	const tg_band *band;		/* its nodata cells make the result nodata */
+	double		value;
+} tg_factor;
+
+typedef struct tg_rusle_params
+{
+	tg_flow_params flow;		/* routing, fill and geometry of the accumulation */
+	tg_accum_method method;
+	double		m;				/* exponent of the contributing area (0.4) */
+	double		n;				/* exponent of the slope (1.3) */
+	double		a0;				/* length of the unit plot, 22.1 m */
+	double		b0;				/* sine of the unit plot's slope, 0.0896 */
+	tg_factor	r;				/* rainfall erosivity */
+	tg_factor	k;				/* soil erodibility */
+	tg_factor	c;				/* cover management */
+	tg_factor	p;				/* support practice */
+} tg_rusle_params;
+
+/*
+ * LS factor after Mitasova et al. (1996) and RUSLE soil loss:
+ *     LS = (m + 1) (A s / a0)^m (sin b / b0)^n        A = R K LS C P
+ * with A the flow accumulation in cells under params->flow (each cell counts
+ * itself), s the cell width sqrt(dx dy) (metric per row on geographic
+ * rasters) and b the Horn slope of the routing surface (the filled DEM with
+ * flow.fill), neighbours outside the raster or nodata taking the centre's
+ * value as in ST_Slope.  ls and soil_loss: width * height floats, NaN where
+ * the DEM (for soil_loss also a factor) is nodata; either may be NULL.
+ * Backends agree within 1e-6 relative (pow rounds differently on the GPU).
+ */
+tg_status	tg_rusle(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *params,
+					 float *ls, float *soil_loss, tg_error *err);
+
+typedef struct tg_travel_params
+{
+	tg_flow_params flow;		/* routing must be D8 */
+	bool		has_outlet;
+	int			outlet_col;
+	int			outlet_row;
+	tg_factor	roughness;		/* n, > 0 */
+	tg_factor	velocity;		/* K, > 0 */
+	double		b;				/* exponent of the slope, >= 0 */
+	double		min_slope;		/* S below this (flats) counts as this, > 0 */
+} tg_travel_params;
+
+/*
+ * Travel time along D8 paths (Zhao et al. 2010).  A cell's step to its
+ * receiver takes t = n L / (K max(S, min_slope)^b), L the distance to the
+ * receiver and S the drop of the routing surface over L; a cell's time is
+ * the sum of the steps from it down to the end of its path, where the time
+ * is 0.  With an outlet, paths end there and cells whose path does not pass
+ * it get NaN; without, every path ends at its own outlet (a cell without a
+ * receiver).  time: width * height floats (NaN for nodata), may be NULL;
+ * watershed: 1 for cells draining through the outlet (itself included), 0
+ * for other cells, 255 for nodata; needs an outlet; may be NULL.
+ * Step times that meet a nodata factor are NaN, and so is every time
+ * upstream of them.  Times agree within 1e-6 relative across backends (the
+ * GPU sums each path by pointer jumping, in another order); watersheds
+ * exactly.
+ */
+tg_status	tg_travel_time(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params *params,
+						   float *time, uint8_t *watershed, tg_error *err);
+
 
 
 /* ------------------------------------------------------------------------

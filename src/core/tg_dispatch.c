@@ -691,3 +691,187 @@ tg_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_param
 	return run(ctx, (int64_t) dem->width * dem->height * n, viewshed_count_cpu, viewshed_count_gpu,
 			   &args, err);
 }
+
+/* ------------------------------------------------------------------------
+ * Soil loss and travel time
+ * ------------------------------------------------------------------------ */
+
+/*
+ * A factor decoded for the backends: a band becomes n doubles (NaN for
+ * nodata), a constant stays one.  positive: refuse values <= 0 (by name).
+ */
+static tg_status
+decode_factor(const tg_ctx *ctx, const tg_band *dem, const tg_factor *f, const char *name,
+			  bool positive, tg_cell_factor *out, tg_error *err)
+{
+	const size_t n = (size_t) dem->width * dem->height;
+	double	   *v;
+
+	out->values = NULL;
+	out->value = f->value;
+	if (f->band == NULL)
+	{
+		if (!isfinite(f->value) || (positive ? !(f->value > 0) : !(f->value >= 0)))
+			return tg_error_set(err, TG_EINVAL, "%s must be a %s number, got %g", name,
+								positive ? "positive" : "non-negative", f->value);
+		return TG_OK;
+	}
+	if (f->band->width != dem->width || f->band->height != dem->height)
+		return tg_error_set(err, TG_EINVAL, "the %s raster is %d x %d, the DEM %d x %d", name,
+							f->band->width, f->band->height, dem->width, dem->height);
+	if (f->band->data == NULL)
+		return tg_error_set(err, TG_EUNSUPPORTED, "the %s raster needs an in-db band", name);
+	v = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
+	if (v == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the %s factor", name);
+	for (int y = 0; y < dem->height; y++)
+	{
+		double	   *row = v + (size_t) y * dem->width;
+
+		tg_band_row_to_f64(f->band, y, row);
+		for (int x = 0; x < dem->width; x++)
+			if (!isnan(row[x]) && (positive ? !(row[x] > 0) : !(row[x] >= 0)))
+			{
+				tg_free(ctx, v);
+				return tg_error_set(err, TG_EINVAL,
+									"%s must be %s, got %g at column %d, row %d of its raster",
+									name, positive ? "positive" : "non-negative", row[x],
+									x + 1, y + 1);
+			}
+	}
+	out->values = v;
+	return TG_OK;
+}
+
+typedef struct rusle_args
+{
+	const tg_band *dem;
+	const tg_rusle_params *params;
+	tg_cell_factor factors[4];
+	float	   *ls;
+	float	   *soil_loss;
+} rusle_args;
+
+static tg_status
+rusle_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
+{
+	const rusle_args *r = a;
+	double	   *ones = NULL;
+	tg_status	st;
+
+	st = cell_weights(ctx, NULL, &r->params->flow, TG_UNITS_CELLS, &ones, err);
+	if (st != TG_OK)
+		return st;
+	st = tg_cpu_rusle(ctx, r->dem, r->params, r->factors, ones, r->ls, r->soil_loss, err);
+	tg_free(ctx, ones);
+	return st;
+}
+
+static tg_status
+rusle_gpu(const tg_ctx *ctx, const void *a, tg_error *err)
+{
+	const rusle_args *r = a;
+
+	return tg_cuda_rusle(ctx, r->dem, r->params, r->factors, r->ls, r->soil_loss, err);
+}
+
+tg_status
+tg_rusle(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *params, float *ls,
+		 float *soil_loss, tg_error *err)
+{
+	const tg_factor *given[4] = {&params->r, &params->k, &params->c, &params->p};
+	static const char *const names[4] = {"R", "K", "C", "P"};
+	rusle_args	args = {dem, params, {{0}}, ls, soil_loss};
+	tg_status	st;
+	int			f;
+
+	st = check_flow_params(dem, &params->flow, err);
+	if (st != TG_OK)
+		return st;
+	if (params->method == TG_ACC_FLOW_TRANSFER && params->flow.routing == TG_ROUTE_FDD8)
+		return tg_error_set(err, TG_EINVAL, "flow-transfer cannot route fdd8");
+	if (!(params->m >= 0) || !(params->n >= 0) || !isfinite(params->m) || !isfinite(params->n))
+		return tg_error_set(err, TG_EINVAL, "the LS exponents m and n must be non-negative numbers, got %g and %g",
+							params->m, params->n);
+	if (!(params->a0 > 0) || !(params->b0 > 0) || !isfinite(params->a0) || !isfinite(params->b0))
+		return tg_error_set(err, TG_EINVAL, "a0 and b0 must be positive numbers, got %g and %g",
+							params->a0, params->b0);
+	for (f = 0, st = TG_OK; f < 4 && st == TG_OK && soil_loss; f++)
+		st = decode_factor(ctx, dem, given[f], names[f], false, &args.factors[f], err);
+	if (st == TG_OK)
+		st = run(ctx, (int64_t) dem->width * dem->height, rusle_cpu, rusle_gpu, &args, err);
+	for (f = 0; f < 4; f++)
+		tg_free(ctx, (void *) args.factors[f].values);
+	return st;
+}
+
+typedef struct travel_args
+{
+	const tg_band *dem;
+	const tg_travel_params *params;
+	tg_cell_factor roughness;
+	tg_cell_factor velocity;
+	float	   *time;
+	uint8_t    *watershed;
+} travel_args;
+
+static tg_status
+travel_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
+{
+	const travel_args *t = a;
+
+	return tg_cpu_travel_time(ctx, t->dem, t->params, &t->roughness, &t->velocity, t->time,
+							  t->watershed, err);
+}
+
+static tg_status
+travel_gpu(const tg_ctx *ctx, const void *a, tg_error *err)
+{
+	const travel_args *t = a;
+
+	return tg_cuda_travel_time(ctx, t->dem, t->params, &t->roughness, &t->velocity, t->time,
+							   t->watershed, err);
+}
+
+tg_status
+tg_travel_time(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params *params,
+			   float *time, uint8_t *watershed, tg_error *err)
+{
+	travel_args args = {dem, params, {NULL, 1}, {NULL, 1}, time, watershed};
+	tg_status	st;
+
+	st = check_flow_params(dem, &params->flow, err);
+	if (st != TG_OK)
+		return st;
+	if (params->flow.routing != TG_ROUTE_D8)
+		return tg_error_set(err, TG_EINVAL, "travel times follow D8 paths");
+	if (params->has_outlet &&
+		(params->outlet_col < 0 || params->outlet_row < 0 ||
+		 params->outlet_col >= dem->width || params->outlet_row >= dem->height))
+		return tg_error_set(err, TG_EINVAL, "the outlet (column %d, row %d) is outside the %d x %d raster",
+							params->outlet_col + 1, params->outlet_row + 1, dem->width, dem->height);
+	if (params->has_outlet &&
+		tg_band_value_is_nodata(dem, tg_band_get(dem, (size_t) params->outlet_row * dem->width +
+												 params->outlet_col)))
+		return tg_error_set(err, TG_EDATA, "the outlet (column %d, row %d) is on a nodata cell",
+							params->outlet_col + 1, params->outlet_row + 1);
+	if (watershed && !params->has_outlet)
+		return tg_error_set(err, TG_EINVAL, "a watershed needs an outlet");
+	if (time)
+	{
+		if (!(params->b >= 0) || !isfinite(params->b))
+			return tg_error_set(err, TG_EINVAL, "the slope exponent b must be a non-negative number, got %g",
+								params->b);
+		if (!(params->min_slope > 0) || !isfinite(params->min_slope))
+			return tg_error_set(err, TG_EINVAL, "min_slope must be a positive number, got %g",
+								params->min_slope);
+		st = decode_factor(ctx, dem, &params->roughness, "n", true, &args.roughness, err);
+		if (st == TG_OK)
+			st = decode_factor(ctx, dem, &params->velocity, "K", true, &args.velocity, err);
+	}
+	if (st == TG_OK)
+		st = run(ctx, (int64_t) dem->width * dem->height, travel_cpu, travel_gpu, &args, err);
+	tg_free(ctx, (void *) args.roughness.values);
+	tg_free(ctx, (void *) args.velocity.values);
+	return st;
+}

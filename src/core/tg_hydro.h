@@ -227,4 +227,50 @@ tg_route_pull(const tg_route_view *r, const double *weight, const double *acc, s
 	return sum;
 }
 
+/* ------------------------------------------------------------------------
+ * Soil loss and travel time
+ * ------------------------------------------------------------------------ */
+
+/* A decoded per-cell factor: values (NaN = nodata), or `value` everywhere. */
+typedef struct tg_cell_factor
+{
+	const double *values;
+	double		value;
+} tg_cell_factor;
+
+TG_HD double
+tg_factor_at(const tg_cell_factor *f, size_t i)
+{
+	return f->values ? f->values[i] : f->value;
+}
+
+/*
+ * Mitasova et al. (1996) LS from the accumulation in cells, the cell width
+ * (metres) and tan of the slope: (m + 1) (A s / a0)^m (sin b / b0)^n.
+ */
+TG_HD double
+tg_ls_value(double acc_cells, double width, double tan_b, double m, double n,
+			double a0, double b0)
+{
+	double		sin_b = tan_b / sqrt(TG_DADD(1.0, TG_DMUL(tan_b, tan_b)));
+	double		area = pow(TG_DMUL(acc_cells, width) / a0, m);
+
+	return TG_DMUL(TG_DMUL(m + 1.0, area), pow(sin_b / b0, n));
+}
+
+/*
+ * Zhao et al. (2010)'s time of one D8 step: n L / (K S^b), S the drop over
+ * the step's length L, at least min_slope (flats and filled depressions).
+ */
+TG_HD double
+tg_step_time(double drop, double length, double roughness, double velocity, double b,
+			 double min_slope)
+{
+	double		s = drop / length;
+
+	if (!(s >= min_slope))
+		s = min_slope;
+	return TG_DMUL(roughness, length) / TG_DMUL(velocity, pow(s, b));
+}
+
 #endif							/* TG_HYDRO_H */

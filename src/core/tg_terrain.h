@@ -62,16 +62,17 @@ tg_horn_factors_for(const tg_slope_params p)
 }
 
 /*
- * Horn slope of a 3x3 window
+ * tan of the Horn slope of a 3x3 window
  *     a b c
  *     d e f
  *     g h i
  * given as w[0..8], NaN for a missing neighbour (outside the raster or
  * nodata), which takes the centre's value as in PostGIS' _st_slope4ma.
  * The centre must be valid.  Sums are formed in PostGIS' order.
+ * kx = 1 / (8 scale dx), ky = 1 / (8 scale dy).
  */
-TG_HD float
-tg_horn_slope(const double w[9], const tg_horn_factors f)
+TG_HD double
+tg_horn_tan(const double w[9], double kx, double ky)
 {
 	double		e = w[4];
 	double		a = isnan(w[0]) ? e : w[0];
@@ -82,9 +83,16 @@ tg_horn_slope(const double w[9], const tg_horn_factors f)
 	double		g = isnan(w[6]) ? e : w[6];
 	double		h = isnan(w[7]) ? e : w[7];
 	double		i = isnan(w[8]) ? e : w[8];
-	double		gy = ((g + h + h + i) - (a + b + b + c)) * f.ky;
-	double		gx = ((c + r + r + i) - (a + d + d + g)) * f.kx;
-	double		tan_slope = sqrt(gx * gx + gy * gy);
+	double		gy = ((g + h + h + i) - (a + b + b + c)) * ky;
+	double		gx = ((c + r + r + i) - (a + d + d + g)) * kx;
+
+	return sqrt(gx * gx + gy * gy);
+}
+
+TG_HD float
+tg_horn_slope(const double w[9], const tg_horn_factors f)
+{
+	double		tan_slope = tg_horn_tan(w, f.kx, f.ky);
 
 	switch (f.units)
 	{

@@ -53,9 +53,10 @@ rng_uniform(void)
 	return (rng_next() >> 11) * (1.0 / 9007199254740992.0);
 }
 
-/* The suites of test_hydro.c, test_bmmq.c and test_viewshed.c */
+/* The suites of test_hydro.c, test_bmmq.c, test_viewshed.c and test_catchment.c */
 void		test_hydro(void);
 void		test_bmmq(void);
 void		test_viewshed(void);
+void		test_catchment(void);
 
 #endif							/* TG_TEST_H */

@@ -736,6 +736,7 @@ main(void)
 	test_hydro();
 	test_bmmq();
 	test_viewshed();
+	test_catchment();
 
 	printf("core tests: %d passed, %d failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;

@@ -1,0 +1,569 @@
+/*
+ * test_catchment.c — RUSLE soil loss and D8 travel time.
+ *
+ *   a V-shaped catchment whose travel times are known in closed form (with
+ *   and without the min_slope floor, with and without an outlet);
+ *   random terrain against independent references: LS and soil loss from
+ *   the public fill/accumulation results and a Horn slope written out here,
+ *   travel times and watersheds by walking every cell's D8 path;
+ *   bad input; CUDA against the CPU where a GPU is usable.
+ */
+#include "test.h"
+#include "tg_hydro.h"
+
+#define ND (-9999.0)
+
+static tg_flow_params
+params_for(tg_routing routing, int W, int H, double cell, bool fill)
+{
+	tg_flow_params p;
+
+	memset(&p, 0, sizeof p);
+	p.routing = routing;
+	p.fill = fill;
+	p.exponent = 1.1;
+	p.threshold = 10;
+	p.geom.width = W;
+	p.geom.height = H;
+	p.geom.cell_x = cell;
+	p.geom.cell_y = cell;
+	return p;
+}
+
+static tg_ctx
+ctx_for(tg_backend backend)
+{
+	tg_ctx		ctx;
+
+	tg_ctx_init(&ctx);
+	ctx.backend = backend;
+	return ctx;
+}
+
+static bool
+close_rel(double a, double b, double tol)
+{
+	if (isnan(a) || isnan(b))
+		return isnan(a) && isnan(b);
+	return fabs(a - b) <= tol * fmax(fabs(a), fabs(b)) + 1e-300;
+}
+
+static tg_travel_params
+travel_params(int W, int H, double cell, int ocol, int orow)
+{
+	tg_travel_params tp;
+
+	memset(&tp, 0, sizeof tp);
+	tp.flow = params_for(TG_ROUTE_D8, W, H, cell, true);
+	tp.has_outlet = ocol >= 0;
+	tp.outlet_col = ocol;
+	tp.outlet_row = orow;
+	tp.roughness.value = 0.05;
+	tp.velocity.value = 2.0;
+	tp.b = 0.5;
+	tp.min_slope = 0.001;
+	return tp;
+}
+
+/*
+ * Hillsides falling at gx towards a channel in column c that falls at gy
+ * towards the bottom edge: cells flow across to the channel, then down it to
+ * its foot, the only cell without a receiver:
+ *     T(x, y) = |x - c| n d / (K gx^b) + (H - 1 - y) n d / (K max(gy, min_slope)^b)
+ */
+static void
+test_v_catchment(void)
+{
+	const int	W = 21,
+				H = 30,
+				c = 10;
+	const double d = 5.0;
+	const double gys[2] = {0.02, 0.0004};	/* the second is below min_slope */
+	double	   *z = malloc(sizeof(double) * W * H);
+	float	   *t = malloc(sizeof(float) * W * H);
+	uint8_t    *shed = malloc((size_t) W * H);
+
+	for (int g = 0; g < 2; g++)
+		for (int with_outlet = 0; with_outlet < 2; with_outlet++)
+		{
+			const double gx = 0.3,
+						gy = gys[g];
+			tg_band		b = test_band(TG_PT_64BF, z, W, H, true, ND);
+			tg_travel_params tp = travel_params(W, H, d, with_outlet ? c : -1, H - 1);
+			tg_ctx		ctx = ctx_for(TG_BACKEND_CPU);
+			tg_error	err;
+			double		n = tp.roughness.value,
+						K = tp.velocity.value;
+			double		t_across = n * d / (K * sqrt(gx));
+			double		t_down = n * d / (K * sqrt(fmax(gy, tp.min_slope)));
+			bool		ok = true,
+						shed_ok = true;
+			tg_status	st;
+
+			for (int y = 0; y < H; y++)
+				for (int x = 0; x < W; x++)
+					z[y * W + x] = 100 + gx * d * abs(x - c) + gy * d * (H - 1 - y);
+			tg_error_clear(&err);
+			st = tg_travel_time(&ctx, &b, &tp, t, with_outlet ? shed : NULL, &err);
+			check(st == TG_OK, "V catchment: %s", err.message);
+			for (int y = 0; y < H; y++)
+				for (int x = 0; x < W; x++)
+				{
+					/* edge cells drain inwards too; only the channel's foot has no receiver */
+					const bool	in = true;
+					double		expect = abs(x - c) * t_across + (H - 1 - y) * t_down;
+					if (!close_rel(t[y * W + x], expect, 1e-6))
+					{
+						if (ok)
+							printf("  V catchment (gy %g, outlet %d) at (%d, %d): %.9g, expected %.9g\n",
+								   gy, with_outlet, x, y, t[y * W + x], expect);
+						ok = false;
+					}
+					if (with_outlet && shed[y * W + x] != (in ? 1 : 0))
+						shed_ok = false;
+				}
+			check(ok, "V catchment travel times (gy %g, outlet %d) match the closed form", gy, with_outlet);
+			if (with_outlet)
+				check(shed_ok, "V catchment watershed is the whole raster (gy %g)", gy);
+		}
+	free(z);
+	free(t);
+	free(shed);
+}
+
+/* A random rough surface on a tilted plane (pits and flats included). */
+static double *
+rough_terrain(int W, int H, double holes)
+{
+	double	   *z = malloc(sizeof(double) * (W * H > 0 ? W * H : 1));
+
+	for (int y = 0; y < H; y++)
+		for (int x = 0; x < W; x++)
+			z[y * W + x] = rng_uniform() < holes ? ND :
+				floor(0.3 * x + 0.2 * y + 4 * rng_uniform());
+	return z;
+}
+
+/* Walk each cell's D8 path (codes of tg_flow_direction) and sum its steps. */
+static void
+travel_reference(const double *w, const uint8_t *codes, int W, int H, double cell,
+				 const tg_travel_params *tp, const double *rough, double *ref, uint8_t *shed)
+{
+	const size_t outlet = tp->has_outlet ? (size_t) tp->outlet_row * W + tp->outlet_col : (size_t) -1;
+
+	for (int y0 = 0; y0 < H; y0++)
+		for (int x0 = 0; x0 < W; x0++)
+		{
+			size_t		i = (size_t) y0 * W + x0;
+			double		sum = 0;
+			int			x = x0,
+						y = y0,
+						steps = 0;
+
+			if (codes[i] == 255)
+			{
+				ref[i] = NAN;
+				shed[i] = 255;
+				continue;
+			}
+			while (codes[(size_t) y * W + x] != 0 && (size_t) y * W + x != outlet && steps <= W * H)
+			{
+				size_t		c = (size_t) y * W + x;
+				int			k = __builtin_ctz(codes[c]);
+				int			nx = x + tg_nbr_dx(k),
+							ny = y + tg_nbr_dy(k);
+				double		len = (k & 1) ? cell * sqrt(2.0) : cell;
+				double		s = (w[c] - w[(size_t) ny * W + nx]) / len;
+
+				if (!(s >= tp->min_slope))
+					s = tp->min_slope;
+				sum += rough[c] * len / (tp->velocity.value * pow(s, tp->b));
+				x = nx;
+				y = ny;
+				steps++;
+			}
+			shed[i] = (size_t) y * W + x == outlet ? 1 : 0;
+			ref[i] = tp->has_outlet && !shed[i] ? NAN : sum;
+		}
+}
+
+static void
+test_travel_random(void)
+{
+	static const int shapes[][2] = {{1, 1}, {37, 1}, {33, 31}, {120, 90}};
+
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+	{
+		const int	W = shapes[s][0],
+					H = shapes[s][1];
+		const size_t n = (size_t) W * H;
+		const double cell = 10;
+		double	   *z = rough_terrain(W, H, 0.03);
+		double	   *w = malloc(sizeof(double) * n);
+		double	   *rough = malloc(sizeof(double) * n);
+		double	   *ref = malloc(sizeof(double) * n);
+		float	   *t = malloc(sizeof(float) * n);
+		uint8_t    *codes = malloc(n);
+		uint8_t    *shed = malloc(n);
+		uint8_t    *ref_shed = malloc(n);
+		tg_band		b = test_band(TG_PT_64BF, z, W, H, true, ND);
+		tg_band		rb = test_band(TG_PT_64BF, rough, W, H, false, 0);
+		tg_ctx		ctx = ctx_for(TG_BACKEND_CPU);
+		tg_fill_params fp = {TG_FILL_PRIORITY_FLOOD, 0, TG_PT_64BF};
+		tg_error	err;
+		int			ocol = -1,
+					orow = -1;
+
+		/* the outlet: the valid cell with the largest D8 accumulation */
+		{
+			double	   *acc = malloc(sizeof(double) * n);
+			tg_flow_params fpar = params_for(TG_ROUTE_D8, W, H, cell, true);
+			double		best = -1;
+
+			tg_error_clear(&err);
+			tg_flow_accumulation(&ctx, &b, NULL, &fpar, TG_ACC_AUTO, TG_UNITS_CELLS, acc, &err);
+			for (size_t i = 0; i < n; i++)
+				if (!isnan(acc[i]) && acc[i] > best)
+				{
+					best = acc[i];
+					ocol = (int) (i % W);
+					orow = (int) (i / W);
+				}
+			free(acc);
+		}
+		for (size_t i = 0; i < n; i++)
+			rough[i] = 0.02 + 0.01 * (double) (i % 7);
+		tg_error_clear(&err);
+		check(tg_fill(&ctx, &b, &fp, ND, w, &err) == TG_OK, "travel reference fill: %s", err.message);
+		for (size_t i = 0; i < n; i++)
+			if (w[i] == ND)
+				w[i] = NAN;
+		{
+			tg_flow_params fpar = params_for(TG_ROUTE_D8, W, H, cell, true);
+
+			check(tg_flow_direction(&ctx, &b, &fpar, codes, NULL, &err) == TG_OK,
+				  "travel reference directions: %s", err.message);
+		}
+		for (int with_outlet = 0; with_outlet < 2; with_outlet++)
+		{
+			tg_travel_params tp = travel_params(W, H, cell, with_outlet ? ocol : -1, orow);
+			bool		ok = true,
+						shed_ok = true;
+			size_t		members = 0;
+
+			tp.roughness.band = &rb;
+			travel_reference(w, codes, W, H, cell, &tp, rough, ref, ref_shed);
+			tg_error_clear(&err);
+			check(tg_travel_time(&ctx, &b, &tp, t, with_outlet ? shed : NULL, &err) == TG_OK,
+				  "travel time %dx%d: %s", W, H, err.message);
+			for (size_t i = 0; i < n; i++)
+			{
+				if (!close_rel(t[i], ref[i], 1e-6))
+				{
+					if (ok)
+						printf("  travel %dx%d cell %zu: %.9g, path walk %.9g\n", W, H, i, t[i], ref[i]);
+					ok = false;
+				}
+				if (with_outlet)
+				{
+					shed_ok &= shed[i] == ref_shed[i];
+					members += shed[i] == 1;
+				}
+			}
+			check(ok, "travel times %dx%d (outlet %d) equal the path walk", W, H, with_outlet);
+			if (with_outlet)
+				check(shed_ok && members >= 1, "watershed %dx%d equals the cells whose path reaches the outlet (%zu cells)",
+					  W, H, members);
+		}
+		free(z);
+		free(w);
+		free(rough);
+		free(ref);
+		free(t);
+		free(codes);
+		free(shed);
+		free(ref_shed);
+	}
+}
+
+/* LS and soil loss from the public accumulation and fill, slope written out. */
+static void
+test_rusle_reference(void)
+{
+	const int	W = 64,
+				H = 48;
+	const size_t n = (size_t) W * H;
+	const double cell = 30;
+	static const tg_routing routings[] = {TG_ROUTE_D8, TG_ROUTE_MFD_MD};
+
+	for (int r = 0; r < 2; r++)
+		for (int fill = 0; fill < 2; fill++)
+		{
+			double	   *z = rough_terrain(W, H, 0.02);
+			double	   *surface = malloc(sizeof(double) * n);
+			double	   *acc = malloc(sizeof(double) * n);
+			double	   *kf = malloc(sizeof(double) * n);
+			float	   *ls = malloc(sizeof(float) * n);
+			float	   *soil = malloc(sizeof(float) * n);
+			tg_band		b = test_band(TG_PT_64BF, z, W, H, true, ND);
+			tg_band		kb = test_band(TG_PT_64BF, kf, W, H, true, -1);
+			tg_ctx		ctx = ctx_for(TG_BACKEND_CPU);
+			tg_rusle_params rp;
+			tg_error	err;
+			bool		ls_ok = true,
+						soil_ok = true;
+
+			for (size_t i = 0; i < n; i++)
+				kf[i] = i % 97 == 5 ? -1 : 0.02 + 0.001 * (double) (i % 13);
+			memset(&rp, 0, sizeof rp);
+			rp.flow = params_for(routings[r], W, H, cell, fill);
+			rp.method = TG_ACC_AUTO;
+			rp.m = 0.4;
+			rp.n = 1.3;
+			rp.a0 = 22.1;
+			rp.b0 = 0.0896;
+			rp.r.value = 300;
+			rp.k.band = &kb;
+			rp.c.value = 0.2;
+			rp.p.value = 0.9;
+			tg_error_clear(&err);
+			check(tg_flow_accumulation(&ctx, &b, NULL, &rp.flow, TG_ACC_AUTO, TG_UNITS_CELLS, acc, &err) == TG_OK,
+				  "rusle reference accumulation: %s", err.message);
+			if (fill)
+			{
+				tg_fill_params fp = {TG_FILL_PRIORITY_FLOOD, 0, TG_PT_64BF};
+
+				tg_fill(&ctx, &b, &fp, ND, surface, &err);
+			}
+			else
+				memcpy(surface, z, sizeof(double) * n);
+			check(tg_rusle(&ctx, &b, &rp, ls, soil, &err) == TG_OK, "rusle: %s", err.message);
+			for (int y = 0; y < H; y++)
+				for (int x = 0; x < W; x++)
+				{
+					size_t		i = (size_t) y * W + x;
+					double		e = surface[i],
+								v[3][3],
+								expect_ls = NAN,
+								expect_soil;
+
+					if (z[i] != ND)
+					{
+						for (int dy = -1; dy <= 1; dy++)
+							for (int dx = -1; dx <= 1; dx++)
+							{
+								int			nx = x + dx,
+											ny = y + dy;
+								bool		in = nx >= 0 && ny >= 0 && nx < W && ny < H &&
+									z[(size_t) ny * W + nx] != ND;
+
+								v[dy + 1][dx + 1] = in ? surface[(size_t) ny * W + nx] : e;
+							}
+						double		dzdx = ((v[0][2] + 2 * v[1][2] + v[2][2]) - (v[0][0] + 2 * v[1][0] + v[2][0])) / (8 * cell);
+						double		dzdy = ((v[2][0] + 2 * v[2][1] + v[2][2]) - (v[0][0] + 2 * v[0][1] + v[0][2])) / (8 * cell);
+						double		beta = atan(sqrt(dzdx * dzdx + dzdy * dzdy));
+
+						expect_ls = 1.4 * pow(acc[i] * cell / 22.1, 0.4) * pow(sin(beta) / 0.0896, 1.3);
+					}
+					expect_soil = kf[i] < 0 ? NAN : expect_ls * 300 * kf[i] * 0.2 * 0.9;
+					if (!close_rel(ls[i], expect_ls, 1e-5))
+					{
+						if (ls_ok)
+							printf("  LS at (%d, %d): %.9g, expected %.9g\n", x, y, ls[i], expect_ls);
+						ls_ok = false;
+					}
+					if (!close_rel(soil[i], expect_soil, 1e-5))
+					{
+						if (soil_ok)
+							printf("  soil loss at (%d, %d): %.9g, expected %.9g\n", x, y, soil[i], expect_soil);
+						soil_ok = false;
+					}
+				}
+			check(ls_ok, "LS (%s, fill %d) equals the formula over the accumulation within 1e-5",
+				  r ? "mfd-md" : "d8", fill);
+			check(soil_ok, "soil loss (%s, fill %d) equals R K LS C P within 1e-5 (nodata K -> nodata)",
+				  r ? "mfd-md" : "d8", fill);
+			free(z);
+			free(surface);
+			free(acc);
+			free(kf);
+			free(ls);
+			free(soil);
+		}
+}
+
+static void
+test_catchment_errors(void)
+{
+	double		z[12] = {5, 4, 3, 5, 3, 2, 5, 2, 1, ND, ND, ND};
+	float		t[12];
+	uint8_t		shed[12];
+	tg_band		b = test_band(TG_PT_64BF, z, 3, 4, true, ND);
+	tg_ctx		ctx = ctx_for(TG_BACKEND_CPU);
+	tg_travel_params tp = travel_params(3, 4, 1, 1, 1);
+	tg_rusle_params rp;
+	tg_error	err;
+
+	tg_error_clear(&err);
+	tp.outlet_col = 3;
+	check(tg_travel_time(&ctx, &b, &tp, t, NULL, &err) == TG_EINVAL, "outlet outside is refused");
+	tg_error_clear(&err);
+	tp.outlet_col = 0;
+	tp.outlet_row = 3;
+	check(tg_travel_time(&ctx, &b, &tp, t, NULL, &err) == TG_EDATA, "outlet on nodata is refused: %s", err.message);
+	tp = travel_params(3, 4, 1, 1, 1);
+	tp.roughness.value = 0;
+	tg_error_clear(&err);
+	check(tg_travel_time(&ctx, &b, &tp, t, NULL, &err) == TG_EINVAL && strstr(err.message, "n must be"),
+		  "n = 0 is refused: %s", err.message);
+	tp = travel_params(3, 4, 1, 1, 1);
+	tp.velocity.value = -1;
+	tg_error_clear(&err);
+	check(tg_travel_time(&ctx, &b, &tp, t, NULL, &err) == TG_EINVAL, "K < 0 is refused");
+	tp = travel_params(3, 4, 1, -1, 0);
+	tg_error_clear(&err);
+	check(tg_travel_time(&ctx, &b, &tp, NULL, shed, &err) == TG_EINVAL, "a watershed without outlet is refused");
+	tp = travel_params(3, 4, 1, 1, 1);
+	tp.flow.routing = TG_ROUTE_MFD_MD;
+	tg_error_clear(&err);
+	check(tg_travel_time(&ctx, &b, &tp, t, NULL, &err) == TG_EINVAL, "travel time needs d8");
+
+	memset(&rp, 0, sizeof rp);
+	rp.flow = params_for(TG_ROUTE_D8, 3, 4, 1, false);
+	rp.m = 0.4;
+	rp.n = 1.3;
+	rp.a0 = 22.1;
+	rp.b0 = 0;
+	rp.r.value = rp.k.value = rp.c.value = rp.p.value = 1;
+	tg_error_clear(&err);
+	check(tg_rusle(&ctx, &b, &rp, t, NULL, &err) == TG_EINVAL, "b0 = 0 is refused");
+	rp.b0 = 0.0896;
+	rp.c.value = -0.1;
+	tg_error_clear(&err);
+	check(tg_rusle(&ctx, &b, &rp, NULL, t, &err) == TG_EINVAL && strstr(err.message, "C must"),
+		  "a negative C is refused: %s", err.message);
+}
+
+/* The GPU against the CPU: LS, soil loss and times within 1e-6, watersheds exactly. */
+static void
+test_cuda_catchment(void)
+{
+	static const int shapes[][2] = {{1, 1}, {40, 1}, {33, 31}, {257, 130}, {600, 450}};
+	tg_device_info info;
+
+	tg_device_query(0, &info);
+	if (!info.available)
+	{
+		printf("skipped: CUDA RUSLE and travel-time parity tests (no GPU)\n");
+		return;
+	}
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+		for (int ty = 0; ty < 2; ty++)
+		{
+			const int	W = shapes[s][0],
+						H = shapes[s][1];
+			const size_t n = (size_t) W * H;
+			double	   *z = rough_terrain(W, H, 0.02);
+			int16_t    *z16 = malloc(sizeof(int16_t) * n);
+			double	   *kf = malloc(sizeof(double) * n);
+			float	   *a[2],
+					   *b2[2];
+			uint8_t    *sh[2];
+			tg_band		b = test_band(TG_PT_64BF, z, W, H, true, ND);
+			tg_band		kb = test_band(TG_PT_64BF, kf, W, H, false, 0);
+			const char *tyname = ty ? "int16" : "64BF";
+
+			for (size_t i = 0; i < n; i++)
+			{
+				z16[i] = (int16_t) z[i];
+				kf[i] = 0.01 + 0.001 * (double) (i % 11) + 1e-9 * (double) (i % 3);	/* not float-exact */
+			}
+			if (ty)
+			{
+				b.pixtype = TG_PT_16BSI;
+				b.data = z16;
+			}
+			for (int k = 0; k < 2; k++)
+			{
+				a[k] = malloc(sizeof(float) * n);
+				b2[k] = malloc(sizeof(float) * n);
+				sh[k] = malloc(n);
+			}
+			for (int r = 0; r < 4; r++)
+			{
+				tg_rusle_params rp;
+				bool		ok = true;
+
+				memset(&rp, 0, sizeof rp);
+				rp.flow = params_for((tg_routing) r, W, H, 25, r % 2 == 0);
+				rp.method = TG_ACC_AUTO;
+				rp.m = 0.4;
+				rp.n = 1.3;
+				rp.a0 = 22.1;
+				rp.b0 = 0.0896;
+				rp.r.value = 250;
+				rp.k.band = &kb;
+				rp.c.value = 0.3;
+				rp.p.value = 1;
+				for (int be = 0; be < 2; be++)
+				{
+					tg_ctx		ctx = ctx_for(be ? TG_BACKEND_GPU : TG_BACKEND_CPU);
+					tg_error	err;
+
+					tg_error_clear(&err);
+					check(tg_rusle(&ctx, &b, &rp, a[be], b2[be], &err) == TG_OK, "rusle %s: %s",
+						  be ? "gpu" : "cpu", err.message);
+				}
+				for (size_t i = 0; i < n; i++)
+					ok &= close_rel(a[0][i], a[1][i], 1e-6) && close_rel(b2[0][i], b2[1][i], 1e-6);
+				check(ok, "GPU RUSLE = CPU (%dx%d %s, routing %d)", W, H, tyname, r);
+			}
+			for (int with_outlet = 0; with_outlet < 2; with_outlet++)
+			{
+				tg_travel_params tp = travel_params(W, H, 25, with_outlet ? W / 2 : -1, H / 2);
+				bool		ok = true,
+							same_shed = true;
+
+				if (with_outlet && z[(size_t) (H / 2) * W + W / 2] == ND)
+					z[(size_t) (H / 2) * W + W / 2] = z16[(size_t) (H / 2) * W + W / 2] = 1;
+				tp.velocity.band = &kb;
+				for (int be = 0; be < 2; be++)
+				{
+					tg_ctx		ctx = ctx_for(be ? TG_BACKEND_GPU : TG_BACKEND_CPU);
+					tg_error	err;
+
+					tg_error_clear(&err);
+					check(tg_travel_time(&ctx, &b, &tp, a[be], with_outlet ? sh[be] : NULL, &err) == TG_OK,
+						  "travel time %s: %s", be ? "gpu" : "cpu", err.message);
+				}
+				for (size_t i = 0; i < n; i++)
+				{
+					ok &= close_rel(a[0][i], a[1][i], 1e-6);
+					if (with_outlet)
+						same_shed &= sh[0][i] == sh[1][i];
+				}
+				check(ok, "GPU travel time = CPU within 1e-6 (%dx%d %s, outlet %d)", W, H, tyname, with_outlet);
+				if (with_outlet)
+					check(same_shed, "GPU watershed = CPU (%dx%d %s)", W, H, tyname);
+			}
+			for (int k = 0; k < 2; k++)
+			{
+				free(a[k]);
+				free(b2[k]);
+				free(sh[k]);
+			}
+			free(z);
+			free(z16);
+			free(kf);
+		}
+}
+
+void
+test_catchment(void)
+{
+	test_v_catchment();
+	test_travel_random();
+	test_rusle_reference();
+	test_catchment_errors();
+	test_cuda_catchment();
+}
