@@ -155,3 +155,24 @@ SELECT ST_Width(tg_viewshed(d.rast, ST_SetSRID(ST_MakePoint(30 * d.w / 3 + 15, -
 FROM dems d WHERE d.w = 700 AND d.pt = '64BF';
 SELECT backend, chunks > 1 AS in_segments FROM tg_last_run();
 RESET terra_gpu.max_device_memory_mb;
+
+-- RUSLE and travel time: GPU = CPU (floats within 1e-6, watersheds and bands exactly)
+SELECT d.pt, r,
+       (pg_temp.compare(tg_ls_factor(d.rast, routing => r, backend => 'gpu'),
+                        tg_ls_factor(d.rast, routing => r, backend => 'cpu'))).max_rel_diff <= 1e-6 AS ls_within_1e6,
+       (pg_temp.compare(tg_rusle(d.rast, 300, ST_MapAlgebra(d.rast, '32BF', '0.02 + [rast] / 1e5'), 0.2, routing => r, fill => true, backend => 'gpu'),
+                        tg_rusle(d.rast, 300, ST_MapAlgebra(d.rast, '32BF', '0.02 + [rast] / 1e5'), 0.2, routing => r, fill => true, backend => 'cpu'))).*
+FROM dems d, unnest(ARRAY['d8', 'mfd-md']) AS r WHERE d.w = 700 ORDER BY 1, 2;
+SELECT function, backend, kernel_ms > 0 AS kernel_timed FROM tg_last_run();
+SELECT d.pt,
+       (pg_temp.compare(tg_travel_time(d.rast, n => 0.05, k => ST_MapAlgebra(d.rast, '32BF', '1 + [rast] / 1000'), backend => 'gpu'),
+                        tg_travel_time(d.rast, n => 0.05, k => ST_MapAlgebra(d.rast, '32BF', '1 + [rast] / 1000'), backend => 'cpu'))).*,
+       (SELECT ST_DumpValues(tg_watershed(d.rast, o, backend => 'gpu')) = ST_DumpValues(tg_watershed(d.rast, o, backend => 'cpu'))) AS watershed_same,
+       (SELECT ST_DumpValues(tg_isochrone_bands(d.rast, o, 500, backend => 'gpu')) = ST_DumpValues(tg_isochrone_bands(d.rast, o, 500, backend => 'cpu'))) AS bands_same,
+       (SELECT count(*) FROM tg_isochrones(d.rast, o, 500, backend => 'gpu')) AS isochrones
+FROM dems d, LATERAL (SELECT ST_SetSRID(ST_MakePoint(30 * 80 + 15, -15), 32611) AS o) p
+WHERE d.w = 700 ORDER BY 1;
+SELECT function, backend, method, iterations > 0 AS jumped FROM tg_last_run();
+SELECT (SELECT ST_DumpValues(ST_Union(rast)) FROM tg_watershed(coverage => 'cov', outlet => ST_SetSRID(ST_MakePoint(30 * 80 + 15, -15), 32611), backend => 'gpu'))
+     = (SELECT ST_DumpValues(tg_watershed(rast, ST_SetSRID(ST_MakePoint(30 * 80 + 15, -15), 32611), backend => 'cpu')) FROM dems WHERE w = 700 AND pt = '16BSI')
+       AS coverage_watershed_same;

@@ -940,3 +940,265 @@ BEGIN
 END $$;
 COMMENT ON FUNCTION tg_viewshed_count(raster, geometry[], double precision, double precision, double precision, double precision, double precision, integer, text) IS
 'Cumulative viewshed: for each cell, how many of the observers see it (32BUI), all observers in one call with the DEM kept on the GPU';
+
+-------------------------------------------------------------------------------
+-- Soil loss (RUSLE) and travel time
+--
+-- Factors (r, k, c, p; n and k of the travel time) are "any": a number, or a
+-- raster on the DEM's grid (value forms; band 1) or a table of tiles on the
+-- same grid (coverage forms; column rast, band 1).  Coverage forms take
+-- (coverage, rast_column, id_column) in place of the raster and otherwise
+-- the same arguments; they return one row per input tile.
+-------------------------------------------------------------------------------
+CREATE FUNCTION tg_ls_factor(
+	dem raster,
+	routing text DEFAULT 'mfd-md',
+	m double precision DEFAULT 0.4,
+	n double precision DEFAULT 1.3,
+	a0 double precision DEFAULT 22.1,
+	b0 double precision DEFAULT 0.0896,
+	fill boolean DEFAULT false,
+	band integer DEFAULT 1,
+	method text DEFAULT 'auto',
+	exponent double precision DEFAULT 1.1,
+	threshold double precision DEFAULT 1000,
+	nodata double precision DEFAULT -9999,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_ls_factor'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_ls_factor(raster, text, double precision, double precision, double precision, double precision, boolean, integer, text, double precision, double precision, double precision, text) IS
+'RUSLE LS factor after Mitasova et al. 1996: (m+1) (A s / a0)^m (sin b / b0)^n, A the flow accumulation in cells, s the cell width, b the Horn slope (32BF)';
+
+CREATE FUNCTION tg_ls_factor(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	routing text DEFAULT 'mfd-md',
+	m double precision DEFAULT 0.4,
+	n double precision DEFAULT 1.3,
+	a0 double precision DEFAULT 22.1,
+	b0 double precision DEFAULT 0.0896,
+	fill boolean DEFAULT false,
+	band integer DEFAULT 1,
+	method text DEFAULT 'auto',
+	exponent double precision DEFAULT 1.1,
+	threshold double precision DEFAULT 1000,
+	nodata double precision DEFAULT -9999,
+	backend text DEFAULT NULL)
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_ls_factor_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_ls_factor(regclass, name, name, text, double precision, double precision, double precision, double precision, boolean, integer, text, double precision, double precision, double precision, text) IS
+'Coverage form of tg_ls_factor: a whole tiled raster table as one grid, one row per input tile';
+
+CREATE FUNCTION tg_rusle(
+	dem raster,
+	r "any",
+	k "any",
+	c "any" DEFAULT 1::double precision,
+	p "any" DEFAULT 1::double precision,
+	routing text DEFAULT 'mfd-md',
+	m double precision DEFAULT 0.4,
+	n double precision DEFAULT 1.3,
+	a0 double precision DEFAULT 22.1,
+	b0 double precision DEFAULT 0.0896,
+	fill boolean DEFAULT false,
+	band integer DEFAULT 1,
+	method text DEFAULT 'auto',
+	exponent double precision DEFAULT 1.1,
+	threshold double precision DEFAULT 1000,
+	nodata double precision DEFAULT -9999,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_rusle'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_rusle(raster, "any", "any", "any", "any", text, double precision, double precision, double precision, double precision, boolean, integer, text, double precision, double precision, double precision, text) IS
+'RUSLE soil loss A = R K LS C P in one call (slope, directions, accumulation, LS and product on the device); each factor a number or a raster aligned with the DEM (32BF)';
+
+CREATE FUNCTION tg_rusle(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	r "any" DEFAULT NULL::double precision,
+	k "any" DEFAULT NULL::double precision,
+	c "any" DEFAULT 1::double precision,
+	p "any" DEFAULT 1::double precision,
+	routing text DEFAULT 'mfd-md',
+	m double precision DEFAULT 0.4,
+	n double precision DEFAULT 1.3,
+	a0 double precision DEFAULT 22.1,
+	b0 double precision DEFAULT 0.0896,
+	fill boolean DEFAULT false,
+	band integer DEFAULT 1,
+	method text DEFAULT 'auto',
+	exponent double precision DEFAULT 1.1,
+	threshold double precision DEFAULT 1000,
+	nodata double precision DEFAULT -9999,
+	backend text DEFAULT NULL)
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_rusle_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_rusle(regclass, name, name, "any", "any", "any", "any", text, double precision, double precision, double precision, double precision, boolean, integer, text, double precision, double precision, double precision, text) IS
+'Coverage form of tg_rusle: each factor a number or a table of tiles on the same grid; one row per input tile';
+
+CREATE FUNCTION tg_travel_time(
+	dem raster,
+	outlet geometry DEFAULT NULL,
+	n "any" DEFAULT 1::double precision,
+	k "any" DEFAULT 1::double precision,
+	b double precision DEFAULT 0.5,
+	min_slope double precision DEFAULT 0.001,
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	nodata double precision DEFAULT -9999,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_travel_time'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_travel_time(raster, geometry, "any", "any", double precision, double precision, boolean, integer, double precision, text) IS
+'Travel time along D8 paths (Zhao et al. 2010): each step n L / (K max(S, min_slope)^b), summed to the outlet point (cells outside its watershed are nodata) or, without one, to each path''s end (32BF; seconds when L is in metres and K in m/s)';
+
+CREATE FUNCTION tg_travel_time(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	outlet geometry DEFAULT NULL,
+	n "any" DEFAULT 1::double precision,
+	k "any" DEFAULT 1::double precision,
+	b double precision DEFAULT 0.5,
+	min_slope double precision DEFAULT 0.001,
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	nodata double precision DEFAULT -9999,
+	backend text DEFAULT NULL)
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_travel_time_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_travel_time(regclass, name, name, geometry, "any", "any", double precision, double precision, boolean, integer, double precision, text) IS
+'Coverage form of tg_travel_time: a whole tiled raster table as one grid (paths cross tiles), one row per input tile';
+
+CREATE FUNCTION tg_isochrone_bands(
+	dem raster,
+	outlet geometry,
+	"interval" double precision,
+	n "any" DEFAULT 1::double precision,
+	k "any" DEFAULT 1::double precision,
+	b double precision DEFAULT 0.5,
+	min_slope double precision DEFAULT 0.001,
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_isochrone_bands'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_isochrone_bands(raster, geometry, double precision, "any", "any", double precision, double precision, boolean, integer, text) IS
+'Isochrone band of each cell of the outlet''s watershed (32BUI): band k holds travel times in [(k-1) interval, k interval); 0 (nodata) outside';
+
+CREATE FUNCTION tg_isochrone_bands(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	outlet geometry DEFAULT NULL,
+	"interval" double precision DEFAULT NULL,
+	n "any" DEFAULT 1::double precision,
+	k "any" DEFAULT 1::double precision,
+	b double precision DEFAULT 0.5,
+	min_slope double precision DEFAULT 0.001,
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL)
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_isochrone_bands_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_isochrone_bands(regclass, name, name, geometry, double precision, "any", "any", double precision, double precision, boolean, integer, text) IS
+'Coverage form of tg_isochrone_bands, one row per input tile';
+
+CREATE FUNCTION tg_isochrones(
+	dem raster,
+	outlet geometry,
+	"interval" double precision,
+	n "any" DEFAULT 1::double precision,
+	k "any" DEFAULT 1::double precision,
+	b double precision DEFAULT 0.5,
+	min_slope double precision DEFAULT 0.001,
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL)
+	RETURNS TABLE(time_from double precision, time_to double precision, geom geometry)
+	AS 'MODULE_PATHNAME', 'tgpg_isochrones'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED ROWS 20;
+COMMENT ON FUNCTION tg_isochrones(raster, geometry, double precision, "any", "any", double precision, double precision, boolean, integer, text) IS
+'Isochrone polygons of the outlet''s watershed: one multipolygon per travel-time band [time_from, time_to); together they tile the watershed';
+
+CREATE FUNCTION tg_isochrones(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	outlet geometry DEFAULT NULL,
+	"interval" double precision DEFAULT NULL,
+	n "any" DEFAULT 1::double precision,
+	k "any" DEFAULT 1::double precision,
+	b double precision DEFAULT 0.5,
+	min_slope double precision DEFAULT 0.001,
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL)
+	RETURNS TABLE(time_from double precision, time_to double precision, geom geometry)
+	AS 'MODULE_PATHNAME', 'tgpg_isochrones_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 20;
+COMMENT ON FUNCTION tg_isochrones(regclass, name, name, geometry, double precision, "any", "any", double precision, double precision, boolean, integer, text) IS
+'Coverage form of tg_isochrones: polygons merged across tiles';
+
+CREATE FUNCTION tg_watershed(
+	dem raster,
+	outlet geometry,
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_watershed'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_watershed(raster, geometry, boolean, integer, text) IS
+'Catchment of a pour point: 1 for every cell whose D8 path passes through the outlet''s cell, nodata (0) elsewhere (8BUI)';
+
+CREATE FUNCTION tg_watershed(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	outlet geometry DEFAULT NULL,
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL)
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_watershed_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_watershed(regclass, name, name, geometry, boolean, integer, text) IS
+'Coverage form of tg_watershed, one row per input tile';
+
+CREATE FUNCTION tg_watershed_polygon(
+	dem raster,
+	outlet geometry,
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL)
+	RETURNS geometry
+	LANGUAGE sql IMMUTABLE PARALLEL RESTRICTED
+	RETURN ST_Multi(ST_Polygon(tg_watershed(dem, outlet, fill, band, backend)));
+COMMENT ON FUNCTION tg_watershed_polygon(raster, geometry, boolean, integer, text) IS
+'Catchment of a pour point as a multipolygon (the cells of tg_watershed)';
+
+CREATE FUNCTION tg_watershed_polygon(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	outlet geometry DEFAULT NULL,
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL)
+	RETURNS geometry
+	LANGUAGE sql STABLE PARALLEL RESTRICTED
+	RETURN (SELECT ST_Multi(ST_Union(ST_Polygon(w.rast)))
+			FROM tg_watershed(coverage, rast_column, id_column, outlet, fill, band, backend) AS w);
+COMMENT ON FUNCTION tg_watershed_polygon(regclass, name, name, geometry, boolean, integer, text) IS
+'Coverage form of tg_watershed_polygon: the catchment across all tiles as one multipolygon';

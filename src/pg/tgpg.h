@@ -68,9 +68,18 @@ typedef struct tgpg_grid
 } tgpg_grid;
 
 tgpg_grid	tgpg_raster_grid(const tg_raster_info *info);
+/* 22023 unless `other` (named `what`) lies on exactly the DEM's grid */
+void		tgpg_check_aligned(const tg_raster_info *dem, const tg_raster_info *other,
+							   const char *what);
 
 /* tgpg_hydro.c: metric spacing per row (geographic SRIDs) or the pixel size */
 tg_grid_geometry tgpg_grid_geometry(const tgpg_grid *grid);
+/* routing, fill, exponent, threshold from their arguments; an argno < 0
+ * gives d8, true, 1.1 and 0 */
+void		tgpg_flow_params(FunctionCallInfo fcinfo, int routing_arg, int fill_arg,
+							 int exponent_arg, int threshold_arg, const tgpg_grid *grid,
+							 tg_flow_params *p);
+tg_accum_method tgpg_accum_method_arg(FunctionCallInfo fcinfo, int argno);
 
 /*
  * A raster an operation produces over a whole grid: its bands' types and
@@ -120,16 +129,19 @@ typedef struct tgpg_mosaic
 } tgpg_mosaic;
 
 /*
- * Read the coverage named by arguments 0..3 (coverage, rast_column,
- * id_column, band) into one grid.  bytes_per_cell: what the operation holds
- * per cell, input and results included, checked against the memory budget.
+ * Read the coverage named by arguments 0..2 (coverage, rast_column,
+ * id_column) and band_arg into one grid.  bytes_per_cell: what the operation
+ * holds per cell, input and results included, checked against the memory
+ * budget.
  */
 void		tgpg_mosaic_open(tgpg_mosaic *m, FunctionCallInfo fcinfo, const char *function,
-							 size_t bytes_per_cell);
-/* Another coverage's band (e.g. weights) onto m's grid; it must align. */
+							 int band_arg, size_t bytes_per_cell);
+/* Another coverage's band (weights, factors) onto m's grid; it must align. */
 void		tgpg_mosaic_read_aligned(tgpg_mosaic *m, Oid relid, const char *rast_col,
 									 const char *id_col, int band, const char *what,
-									 tg_band *out);
+									 const char *column_argument, tg_band *out);
+/* Tile `index` of a whole-grid result, as a raster value. */
+Datum		tgpg_mosaic_tile(const tgpg_mosaic *m, int index, const tgpg_grid_raster *out);
 tgpg_grid	tgpg_mosaic_grid(const tgpg_mosaic *m);
 void		tgpg_grid_raster_alloc(const tgpg_grid *g, tgpg_grid_raster *out);
 void		tgpg_mosaic_emit(tgpg_mosaic *m, FunctionCallInfo fcinfo,

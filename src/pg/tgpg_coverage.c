@@ -467,7 +467,7 @@ read_band(tgpg_mosaic *m, const char *relname, const char *rast_col, const char 
 
 void
 tgpg_mosaic_open(tgpg_mosaic *m, FunctionCallInfo fcinfo, const char *function,
-				 size_t bytes_per_cell)
+				 int band_arg, size_t bytes_per_cell)
 {
 	Oid			relid;
 	const char *id_col;
@@ -487,7 +487,7 @@ tgpg_mosaic_open(tgpg_mosaic *m, FunctionCallInfo fcinfo, const char *function,
 	id_col = PG_ARGISNULL(2) ? "rid" : pstrdup(NameStr(*PG_GETARG_NAME(2)));
 	check_column(relid, m->relname, m->rast_column, "rast_column");
 	check_column(relid, m->relname, id_col, "id_column");
-	m->band = tgpg_arg_int32(fcinfo, 3, "band");
+	m->band = tgpg_arg_int32(fcinfo, band_arg, "band");
 	m->started = m->last_progress = GetCurrentTimestamp();
 
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -513,13 +513,13 @@ tgpg_mosaic_open(tgpg_mosaic *m, FunctionCallInfo fcinfo, const char *function,
 
 void
 tgpg_mosaic_read_aligned(tgpg_mosaic *m, Oid relid, const char *rast_col, const char *id_col,
-						 int band, const char *what, tg_band *out)
+						 int band, const char *what, const char *column_argument, tg_band *out)
 {
 	char	   *relname = relation_name(relid);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "could not connect to SPI");
-	check_column(relid, relname, rast_col, "weight_column");
+	check_column(relid, relname, rast_col, column_argument);
 	read_band(m, relname, rast_col, id_col, band, what, psprintf("the grid of %s", m->relname),
 			  psprintf("read %s of", what), out);
 	SPI_finish();
@@ -552,9 +552,10 @@ tgpg_grid_raster_alloc(const tgpg_grid *g, tgpg_grid_raster *out)
 }
 
 /* One tile of a whole-grid result, with the tile's own georeference. */
-static Datum
-cut_tile(const tgpg_mosaic *m, const tgpg_tile *t, const tgpg_grid_raster *out)
+Datum
+tgpg_mosaic_tile(const tgpg_mosaic *m, int index, const tgpg_grid_raster *out)
 {
+	const tgpg_tile *t = &m->tiles[index];
 	tg_raster_info info;
 	void	   *data[TGPG_MAX_BANDS];
 	struct varlena *v;
@@ -604,7 +605,7 @@ tgpg_mosaic_emit(tgpg_mosaic *m, FunctionCallInfo fcinfo, const tgpg_grid_raster
 		old = MemoryContextSwitchTo(tile_cxt);
 		values[0] = Int64GetDatum(m->tiles[i].rid);
 		for (int k = 0; k < nout; k++)
-			values[1 + k] = cut_tile(m, &m->tiles[i], &outs[k]);
+			values[1 + k] = tgpg_mosaic_tile(m, i, &outs[k]);
 		MemoryContextSwitchTo(old);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		MemoryContextReset(tile_cxt);

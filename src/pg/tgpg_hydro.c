@@ -48,6 +48,9 @@ lookup(const char *what, const char *given, const name_value *names, int count)
 	pg_unreachable();
 }
 
+#define LOOKUP(what, fcinfo, argno, table) \
+	lookup(what, tgpg_arg_cstring(fcinfo, argno, what), table, lengthof(table))
+
 static const name_value fill_methods[] = {
 	{"priority-flood", TG_FILL_PRIORITY_FLOOD},
 	{"planchon-darboux", TG_FILL_PLANCHON_DARBOUX},
@@ -68,6 +71,12 @@ static const name_value accum_methods[] = {
 	{"topological", TG_ACC_TOPOLOGICAL},
 };
 
+tg_accum_method
+tgpg_accum_method_arg(FunctionCallInfo fcinfo, int argno)
+{
+	return (tg_accum_method) LOOKUP("method", fcinfo, argno, accum_methods);
+}
+
 static const name_value units_names[] = {
 	{"cells", TG_UNITS_CELLS},
 	{"area", TG_UNITS_AREA},
@@ -86,8 +95,6 @@ static const name_value direction_outputs[] = {
 	{"shares", OUT_SHARES},
 };
 
-#define LOOKUP(what, fcinfo, argno, table) \
-	lookup(what, tgpg_arg_cstring(fcinfo, argno, what), table, lengthof(table))
 
 /* ------------------------------------------------------------------------
  * Geometry
@@ -145,41 +152,6 @@ tgpg_grid_geometry(const tgpg_grid *grid)
 		g.lon_step = fabs(geo->scale_x);
 	}
 	return g;
-}
-
-/* Refuse a weight raster that is not on the DEM's grid, saying how. */
-static void
-check_aligned(const tg_raster_info *dem, const tg_raster_info *w)
-{
-	const tg_georef *a = &dem->geo,
-			   *b = &w->geo;
-	double		tol = 1e-9 * fmax(fabs(a->scale_x), fabs(a->scale_y));
-
-	if (w->width != dem->width || w->height != dem->height)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("weight raster is not aligned with the DEM"),
-				 errdetail("The weight raster is %u x %u pixels, the DEM %u x %u.",
-						   w->width, w->height, dem->width, dem->height)));
-	if (b->srid != a->srid)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("weight raster is not aligned with the DEM"),
-				 errdetail("The weight raster has SRID %d, the DEM %d.", b->srid, a->srid)));
-	if (fabs(b->scale_x - a->scale_x) > tol || fabs(b->scale_y - a->scale_y) > tol ||
-		fabs(b->skew_x - a->skew_x) > tol || fabs(b->skew_y - a->skew_y) > tol)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("weight raster is not aligned with the DEM"),
-				 errdetail("The weight raster's pixels are %g x %g (skew %g, %g), the DEM's %g x %g (skew %g, %g).",
-						   b->scale_x, b->scale_y, b->skew_x, b->skew_y,
-						   a->scale_x, a->scale_y, a->skew_x, a->skew_y)));
-	if (fabs(b->upperleft_x - a->upperleft_x) > tol || fabs(b->upperleft_y - a->upperleft_y) > tol)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("weight raster is not aligned with the DEM"),
-				 errdetail("The weight raster's upper-left corner is (%.10g, %.10g), the DEM's (%.10g, %.10g).",
-						   b->upperleft_x, b->upperleft_y, a->upperleft_x, a->upperleft_y)));
 }
 
 /* Pixel size must be usable: zero scale raises 22023 before any work. */
@@ -285,7 +257,7 @@ tgpg_fill_coverage(PG_FUNCTION_ARGS)
 	tg_fill_params params;
 	tgpg_grid_raster out;
 
-	tgpg_mosaic_open(&m, fcinfo, "tg_fill", FILL_BYTES_PER_CELL);
+	tgpg_mosaic_open(&m, fcinfo, "tg_fill", 3, FILL_BYTES_PER_CELL);
 	grid = tgpg_mosaic_grid(&m);
 	fill_plan(fcinfo, 2, &m.dem, &params, &out);
 	tgpg_grid_raster_alloc(&grid, &out);
@@ -300,15 +272,16 @@ tgpg_fill_coverage(PG_FUNCTION_ARGS)
  * ------------------------------------------------------------------------ */
 #define DIRECTION_BYTES_PER_CELL 96
 
-static void
-flow_params_from_args(FunctionCallInfo fcinfo, int routing_arg, int fill_arg, int exponent_arg,
-					  int threshold_arg, const tgpg_grid *grid, tg_flow_params *p)
+void
+tgpg_flow_params(FunctionCallInfo fcinfo, int routing_arg, int fill_arg, int exponent_arg,
+				 int threshold_arg, const tgpg_grid *grid, tg_flow_params *p)
 {
 	memset(p, 0, sizeof *p);
-	p->routing = (tg_routing) LOOKUP("routing", fcinfo, routing_arg, routings);
+	p->routing = routing_arg < 0 ? TG_ROUTE_D8 :
+		(tg_routing) LOOKUP("routing", fcinfo, routing_arg, routings);
 	p->fill = fill_arg < 0 || PG_ARGISNULL(fill_arg) ? true : PG_GETARG_BOOL(fill_arg);
-	p->exponent = tgpg_arg_float8(fcinfo, exponent_arg, "exponent");
-	p->threshold = tgpg_arg_float8(fcinfo, threshold_arg, "threshold");
+	p->exponent = exponent_arg < 0 ? 1.1 : tgpg_arg_float8(fcinfo, exponent_arg, "exponent");
+	p->threshold = threshold_arg < 0 ? 0 : tgpg_arg_float8(fcinfo, threshold_arg, "threshold");
 	if (!(p->exponent > 0) || isinf(p->exponent))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -334,7 +307,7 @@ direction_plan_args(FunctionCallInfo fcinfo, int a, const tgpg_grid *grid, direc
 	int			k;
 
 	d->output = LOOKUP("output", fcinfo, a + 6, direction_outputs);
-	flow_params_from_args(fcinfo, a + 2, a + 3, a + 4, a + 5, grid, &d->p);
+	tgpg_flow_params(fcinfo, a + 2, a + 3, a + 4, a + 5, grid, &d->p);
 	if (d->output == OUT_AUTO)
 		d->output = d->p.routing == TG_ROUTE_D8 ? OUT_CODES : OUT_SHARES;
 	if (d->output == OUT_CODES && d->p.routing != TG_ROUTE_D8)
@@ -445,7 +418,7 @@ tgpg_flow_direction_coverage(PG_FUNCTION_ARGS)
 	direction_plan d;
 	tgpg_grid_raster out;
 
-	tgpg_mosaic_open(&m, fcinfo, "tg_flow_direction", DIRECTION_BYTES_PER_CELL);
+	tgpg_mosaic_open(&m, fcinfo, "tg_flow_direction", 3, DIRECTION_BYTES_PER_CELL);
 	grid = tgpg_mosaic_grid(&m);
 	direction_plan_args(fcinfo, 2, &grid, &d, &out);
 	tgpg_grid_raster_alloc(&grid, &out);
@@ -477,7 +450,7 @@ typedef struct accum_plan
 static void
 accum_plan_common(FunctionCallInfo fcinfo, int a, accum_plan *plan)
 {
-	plan->method = (tg_accum_method) LOOKUP("method", fcinfo, a + 3, accum_methods);
+	plan->method = tgpg_accum_method_arg(fcinfo, a + 3);
 	plan->units = (tg_accum_units) LOOKUP("units", fcinfo, a + 5, units_names);
 }
 
@@ -539,7 +512,7 @@ value_weight(FunctionCallInfo fcinfo, int arg, int band_arg, const tgpg_raster *
 	if (PG_ARGISNULL(arg))
 		return false;
 	tgpg_raster_open(PG_GETARG_DATUM(arg), wrast);
-	check_aligned(&rast->info, &wrast->info);
+	tgpg_check_aligned(&rast->info, &wrast->info, "weight raster");
 	tgpg_raster_band(wrast, tgpg_arg_int32(fcinfo, band_arg, "weight_band"), weight);
 	return true;
 }
@@ -559,7 +532,7 @@ coverage_weight(FunctionCallInfo fcinfo, int arg, int band_arg, int column_arg,
 							 PG_ARGISNULL(column_arg) ? "rast" : NameStr(*PG_GETARG_NAME(column_arg)),
 							 get_attnum(relid, "rid") != InvalidAttrNumber ? "rid" : NULL,
 							 tgpg_arg_int32(fcinfo, band_arg, "weight_band"),
-							 "the weight coverage", weight);
+							 "the weight coverage", "weight_column", weight);
 	return true;
 }
 
@@ -583,7 +556,7 @@ tgpg_flow_accumulation(PG_FUNCTION_ARGS)
 	value_dem(fcinfo, &rast, &dem, &grid);
 	accum_plan_common(fcinfo, 0, &plan);
 	accumulation_spec(fcinfo, 10, 11, &out.specs[0]);
-	flow_params_from_args(fcinfo, 2, 6, 7, 8, &grid, &plan.p);
+	tgpg_flow_params(fcinfo, 2, 6, 7, 8, &grid, &plan.p);
 	plan.backend_arg = 12;
 	has_weight = value_weight(fcinfo, 4, 9, &rast, &wrast, &weight);
 	out.nbands = 1;
@@ -609,11 +582,11 @@ tgpg_flow_accumulation_coverage(PG_FUNCTION_ARGS)
 	tg_flow_products products = {0};
 	bool		has_weight;
 
-	tgpg_mosaic_open(&m, fcinfo, "tg_flow_accumulation", ACCUMULATION_BYTES_PER_CELL);
+	tgpg_mosaic_open(&m, fcinfo, "tg_flow_accumulation", 3, ACCUMULATION_BYTES_PER_CELL);
 	grid = tgpg_mosaic_grid(&m);
 	accum_plan_common(fcinfo, 2, &plan);
 	accumulation_spec(fcinfo, 12, 13, &out.specs[0]);
-	flow_params_from_args(fcinfo, 4, 8, 9, 10, &grid, &plan.p);
+	tgpg_flow_params(fcinfo, 4, 8, 9, 10, &grid, &plan.p);
 	plan.backend_arg = 14;
 	has_weight = coverage_weight(fcinfo, 6, 11, 15, &m, &weight);
 	out.nbands = 1;
@@ -634,7 +607,7 @@ hydrology_plan(FunctionCallInfo fcinfo, int a, const tg_band *dem, const tgpg_gr
 			   accum_plan *plan, tgpg_grid_raster outs[3])
 {
 	accum_plan_common(fcinfo, a, plan);
-	flow_params_from_args(fcinfo, a + 2, -1, a + 6, a + 7, grid, &plan->p);
+	tgpg_flow_params(fcinfo, a + 2, -1, a + 6, a + 7, grid, &plan->p);
 	plan->backend_arg = a + 10;
 	memset(outs, 0, sizeof(tgpg_grid_raster) * 3);
 	outs[0].nbands = outs[1].nbands = outs[2].nbands = 1;
@@ -718,7 +691,7 @@ tgpg_hydrology_coverage(PG_FUNCTION_ARGS)
 	tgpg_grid_raster outs[3];
 	bool		has_weight;
 
-	tgpg_mosaic_open(&m, fcinfo, "tg_hydrology", HYDROLOGY_BYTES_PER_CELL);
+	tgpg_mosaic_open(&m, fcinfo, "tg_hydrology", 3, HYDROLOGY_BYTES_PER_CELL);
 	grid = tgpg_mosaic_grid(&m);
 	hydrology_plan(fcinfo, 2, &m.dem, &grid, &plan, outs);
 	has_weight = coverage_weight(fcinfo, 6, 10, 13, &m, &weight);

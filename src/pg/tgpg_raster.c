@@ -7,6 +7,8 @@
  */
 #include "tgpg.h"
 
+#include <math.h>
+
 #include "utils/memutils.h"
 
 /* Header only: a 64-byte slice, no full detoast of a large value. */
@@ -120,4 +122,39 @@ tgpg_raster_result(const tg_raster_info *in, tgpg_grid_raster *out)
 
 	info.num_bands = out->nbands;
 	return tgpg_raster_create(&info, out->specs, out->data);
+}
+
+/* Refuse a raster (`what`, e.g. "weight raster") not on the DEM's grid, saying how. */
+void
+tgpg_check_aligned(const tg_raster_info *dem, const tg_raster_info *w, const char *what)
+{
+	const tg_georef *a = &dem->geo,
+			   *b = &w->geo;
+	double		tol = 1e-9 * fmax(fabs(a->scale_x), fabs(a->scale_y));
+
+	if (w->width != dem->width || w->height != dem->height)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s is not aligned with the DEM", what),
+				 errdetail("The %s is %u x %u pixels, the DEM %u x %u.", what,
+						   w->width, w->height, dem->width, dem->height)));
+	if (b->srid != a->srid)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s is not aligned with the DEM", what),
+				 errdetail("The %s has SRID %d, the DEM %d.", what, b->srid, a->srid)));
+	if (fabs(b->scale_x - a->scale_x) > tol || fabs(b->scale_y - a->scale_y) > tol ||
+		fabs(b->skew_x - a->skew_x) > tol || fabs(b->skew_y - a->skew_y) > tol)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s is not aligned with the DEM", what),
+				 errdetail("The %s's pixels are %g x %g (skew %g, %g), the DEM's %g x %g (skew %g, %g).",
+						   what, b->scale_x, b->scale_y, b->skew_x, b->skew_y,
+						   a->scale_x, a->scale_y, a->skew_x, a->skew_y)));
+	if (fabs(b->upperleft_x - a->upperleft_x) > tol || fabs(b->upperleft_y - a->upperleft_y) > tol)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s is not aligned with the DEM", what),
+				 errdetail("The %s's upper-left corner is (%.10g, %.10g), the DEM's (%.10g, %.10g).",
+						   what, b->upperleft_x, b->upperleft_y, a->upperleft_x, a->upperleft_y)));
 }

@@ -135,7 +135,7 @@ tgpg_slope_coverage(PG_FUNCTION_ARGS)
 	tg_slope_params params;
 	tgpg_grid_raster out;
 
-	tgpg_mosaic_open(&m, fcinfo, "tg_slope", SLOPE_BYTES_PER_CELL);
+	tgpg_mosaic_open(&m, fcinfo, "tg_slope", 3, SLOPE_BYTES_PER_CELL);
 	grid = tgpg_mosaic_grid(&m);
 	slope_plan(fcinfo, 2, &m.dem, &m.geo, &params, &out);
 	tgpg_grid_raster_alloc(&grid, &out);

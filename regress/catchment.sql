@@ -1,0 +1,105 @@
+-- RUSLE soil loss, travel time, isochrones and watersheds (value and coverage forms)
+SET terra_gpu.backend = 'cpu';
+SET extra_float_digits = 0;
+
+CREATE FUNCTION pg_temp.try(statement text, OUT state text, OUT message text)
+LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE statement;
+	state := '00000';
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
+END $$;
+
+-- A V-shaped catchment of 5 m cells: hillsides fall 0.3 towards the channel in
+-- column 11, which falls 0.02 towards the bottom edge; all water leaves through
+-- the channel's foot (column 11, row 30).  The travel time of cell (x, y) is
+--   |x - 11| n d / (K sqrt(0.3)) + (30 - y) n d / (K sqrt(0.02))
+CREATE TEMP TABLE v AS
+SELECT ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(21, 30, 500000, 4000000, 5, -5, 0, 0, 32633), '32BF'::text, 0, -9999),
+       1, 1, 1, (SELECT array_agg(r ORDER BY y) FROM
+                 (SELECT y, array_agg((100 + 1.5 * abs(x - 11) + 0.1 * (30 - y))::float8 ORDER BY x) AS r
+                  FROM generate_series(1, 30) y, generate_series(1, 21) x GROUP BY y) s)) AS rast,
+       ST_SetSRID(ST_MakePoint(500052.5, 3999852.5), 32633) AS foot;
+CREATE TEMP TABLE v_tiles AS SELECT (row_number() OVER ())::int AS rid, t AS rast FROM v, ST_Tile(rast, 8, 8) AS t;
+
+SELECT x, y, round(ST_Value(t, 1, x, y)::numeric, 4) AS travel_time,
+       round((abs(x - 11) * 0.05 * 5 / (2 * sqrt(0.3)) + (30 - y) * 0.05 * 5 / (2 * sqrt(0.02)))::numeric, 4) AS closed_form
+FROM (SELECT tg_travel_time(rast, n => 0.05, k => 2) AS t FROM v) s,
+     (VALUES (1, 1), (11, 1), (21, 15), (11, 30), (5, 29)) AS c(x, y) ORDER BY x, y;
+-- below min_slope the channel counts as min_slope
+SELECT round(ST_Value(tg_travel_time(rast, n => 0.05, k => 2, min_slope => 0.05), 1, 11, 1)::numeric, 4) AS floored,
+       round((29 * 0.05 * 5 / (2 * sqrt(0.05)))::numeric, 4) AS closed_form FROM v;
+-- factors may be rasters: n doubled everywhere doubles every time
+SELECT max(abs(a.val * 2 - b.val)) < 1e-4 AS n_raster_doubles
+FROM v, ST_PixelAsPoints(tg_travel_time(rast, n => 0.05, k => 2)) a
+JOIN ST_PixelAsPoints((SELECT tg_travel_time(rast, n => ST_MapAlgebra(rast, '32BF', '0.1'), k => 2) FROM v)) b USING (x, y);
+
+-- the watershed of the foot is everything; of a hillside cell, its path upstream
+SELECT (ST_SummaryStats(tg_watershed(rast, foot))).count AS foot_cells,
+       (ST_SummaryStats(tg_watershed(rast, ST_SetSRID(ST_MakePoint(500052.5, 3999902.5), 32633)))).count AS channel_row_11_cells,
+       ST_Area(tg_watershed_polygon(rast, foot)) AS foot_area
+FROM v;
+
+-- isochrones: bands of 20 time units; the polygons tile the watershed
+SELECT time_from, time_to, ST_Area(geom) AS area, ST_GeometryType(geom) AS type
+FROM v, tg_isochrones(rast, foot, 20, n => 0.05, k => 2);
+SELECT sum(ST_Area(geom)) AS band_area, ST_Area(ST_Union(geom)) AS union_area,
+       (SELECT ST_Area(tg_watershed_polygon(rast, foot)) FROM v) AS watershed_area
+FROM v, tg_isochrones(rast, foot, 20, n => 0.05, k => 2);
+SELECT ST_BandPixelType(b) AS type, ST_BandNoDataValue(b) AS nodata, ST_Value(b, 1, 1) AS band_of_corner,
+       ST_Value(b, 11, 30) AS band_of_foot
+FROM (SELECT tg_isochrone_bands(rast, foot, 20, n => 0.05, k => 2) AS b FROM v) s;
+
+-- LS: (m + 1) (A d / a0)^m (sin b / b0)^n over the accumulation and ST_Slope
+SELECT max(abs(ls.val - ref.val) / ref.val) < 1e-5 AS ls_matches_formula,
+       count(*) AS cells
+FROM v,
+     ST_PixelAsPoints(tg_ls_factor(rast)) AS ls
+JOIN ST_PixelAsPoints((SELECT ST_MapAlgebra(tg_flow_accumulation(rast, routing => 'mfd-md', fill => false), 1,
+                                            ST_Slope(rast, 1, '64BF', 'DEGREES'), 1,
+                                            '1.4 * power([rast1] * 5 / 22.1, 0.4) * power(sin(radians([rast2])) / 0.0896, 1.3)',
+                                            '64BF') FROM v)) AS ref USING (x, y);
+-- RUSLE with a K raster equals R K LS C P
+SELECT max(abs(a.val - ls.val * 300 * 0.025 * 0.2) / (ls.val * 300 * 0.025 * 0.2)) < 1e-5 AS rusle_matches
+FROM v,
+     ST_PixelAsPoints(tg_rusle(rast, r => 300, k => ST_MapAlgebra(rast, '32BF', '0.025'), c => 0.2)) a
+JOIN ST_PixelAsPoints((SELECT tg_ls_factor(rast) FROM v)) ls USING (x, y);
+-- a nodata K cell gives nodata soil loss
+SELECT ST_Value(tg_rusle(rast, 300, ST_SetValue(ST_SetBandNoDataValue(ST_MapAlgebra(rast, '32BF', '0.025'), -1), 3, 3, -1)), 3, 3) AS nodata_k,
+       ST_BandPixelType(tg_rusle(rast, 300, 0.025)) AS type FROM v;
+
+-- coverage forms equal the value forms on the whole raster
+SELECT (SELECT ST_DumpValues(ST_Union(rast)) FROM tg_travel_time(coverage => 'v_tiles', outlet => (SELECT foot FROM v), n => 0.05, k => 2))
+     = (SELECT ST_DumpValues(tg_travel_time(rast, foot, n => 0.05, k => 2)) FROM v) AS travel_time,
+       (SELECT ST_DumpValues(ST_Union(rast)) FROM tg_ls_factor(coverage => 'v_tiles'))
+     = (SELECT ST_DumpValues(tg_ls_factor(rast)) FROM v) AS ls,
+       (SELECT ST_DumpValues(ST_Union(rast)) FROM tg_watershed(coverage => 'v_tiles', outlet => (SELECT foot FROM v)))
+     = (SELECT ST_DumpValues(tg_watershed(rast, foot)) FROM v) AS watershed,
+       (SELECT ST_DumpValues(ST_Union(rast)) FROM tg_isochrone_bands(coverage => 'v_tiles', outlet => (SELECT foot FROM v), "interval" => 20))
+     = (SELECT ST_DumpValues(tg_isochrone_bands(rast, foot, 20)) FROM v) AS bands;
+CREATE TEMP TABLE k_tiles AS SELECT rid, ST_MapAlgebra(rast, '32BF', '0.025') AS rast FROM v_tiles;
+SELECT (SELECT ST_DumpValues(ST_Union(rast)) FROM tg_rusle(coverage => 'v_tiles', r => 300, k => 'k_tiles'::regclass, c => 0.2))
+     = (SELECT ST_DumpValues(tg_rusle(rast, 300, ST_MapAlgebra(rast, '32BF', '0.025'), 0.2)) FROM v) AS rusle_coverage_factor;
+SELECT count(*) AS bands, sum(ST_Area(geom)) AS area
+FROM tg_isochrones(coverage => 'v_tiles', outlet => (SELECT foot FROM v), "interval" => 20, n => 0.05, k => 2);
+SELECT ST_Area(tg_watershed_polygon(coverage => 'v_tiles', outlet => (SELECT foot FROM v))) AS coverage_watershed_area;
+
+-- bad input
+SELECT * FROM pg_temp.try($$SELECT tg_watershed(rast, ST_SetSRID(ST_MakePoint(0, 0), 32633)) FROM v$$);
+SELECT * FROM pg_temp.try($$SELECT tg_watershed(rast, ST_SetSRID(ST_MakePoint(500052.5, 3999852.5), 4326)) FROM v$$);
+SELECT * FROM pg_temp.try($$SELECT tg_watershed(rast, ST_Buffer(foot, 1)) FROM v$$);
+SELECT * FROM pg_temp.try($$SELECT tg_watershed(rast, NULL) FROM v$$);
+SELECT * FROM pg_temp.try($$SELECT tg_travel_time(rast, foot, n => 0) FROM v$$);
+SELECT * FROM pg_temp.try($$SELECT tg_travel_time(rast, foot, k => -2) FROM v$$);
+SELECT * FROM pg_temp.try($$SELECT tg_travel_time(rast, foot, n => ST_MapAlgebra(rast, '32BF', '-1')) FROM v$$);
+SELECT * FROM pg_temp.try($$SELECT tg_travel_time(rast, foot, n => now()) FROM v$$);
+SELECT * FROM pg_temp.try($$SELECT tg_isochrones(rast, foot, 0) FROM v$$);
+SELECT * FROM pg_temp.try($$SELECT tg_rusle(rast, 300, ST_Tile(rast, 8, 8)) FROM v$$);
+SELECT * FROM pg_temp.try($$SELECT tg_rusle(rast, 300, NULL::float8) FROM v$$);
+SELECT * FROM pg_temp.try($$SELECT tg_ls_factor(rast, b0 => 0) FROM v$$);
+SELECT * FROM pg_temp.try($$SELECT tg_ls_factor(rast, routing => 'dinf') FROM v$$);
+SELECT * FROM pg_temp.try($$SELECT * FROM tg_rusle(coverage => 'v_tiles', r => 300, k => 'v_tiles'::regclass, c => now())$$);
+-- a nodata outlet
+UPDATE v SET rast = ST_SetValue(rast, 11, 30, -9999);
+SELECT * FROM pg_temp.try($$SELECT tg_watershed(rast, foot) FROM v$$);
