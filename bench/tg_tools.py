@@ -51,6 +51,8 @@ class Dem:
         self.geographic = wkt.startswith("GEOGCRS") or wkt.startswith("GEOGCS")
         m = re.search(r'ID\["EPSG",(\d+)\]\]\s*$', wkt)
         self.srid = int(m.group(1)) if m else 0
+        if self.srid == 0 and self.geographic:
+            self.srid = 4326    # a GDAL without its PROJ database drops the EPSG code
         # vertical metres per horizontal unit, as ST_Slope / gdaldem -s expect
         self.scale = 111120.0 if self.geographic else 1.0
 

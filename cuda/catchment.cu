@@ -160,6 +160,7 @@ rusle_impl(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
 	device_factor df[4];
 	std::vector<double> rows((size_t) H * 3);
 	event_timer compute,
+				routed,
 				down;
 	double		transfer_ms = 0,	/* factors */
 				upload_ms = 0;	/* the DEM, inside the chain's events */
@@ -196,12 +197,14 @@ rusle_impl(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
 	if (st != TG_OK)
 		return st;
 	TG_CUDA_RETURN_IF(compute.init(), "creating timing events");
+	TG_CUDA_RETURN_IF(routed.init(), "creating timing events");
 	TG_CUDA_RETURN_IF(down.init(), "creating timing events");
 
 	TG_CUDA_RETURN_IF(cudaEventRecord(compute.start), "recording an event");
 	st = build_route<V>(ctx, dem, &p->flow, route, &upload_ms, &route_rounds, err);
 	if (st != TG_OK)
 		return st;
+	TG_CUDA_RETURN_IF(cudaEventRecord(routed.stop), "recording an event");
 	TG_CUDA_RETURN_IF(d_weight.alloc(n), "allocating weights");
 	TG_CUDA_RETURN_IF(d_acc.alloc(n), "allocating the accumulation");
 	tgk_ones<<<grid_for(n), 256>>>(d_weight.p, n);
@@ -231,6 +234,7 @@ rusle_impl(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
 	if (ctx->stats)
 	{
 		ctx->stats->kernel_ms += compute.elapsed() - upload_ms;
+		ctx->stats->prep_ms += tg_cuda_elapsed_ms(compute.start, routed.stop) - upload_ms;
 		ctx->stats->transfer_ms += transfer_ms + upload_ms + down.elapsed();
 		ctx->stats->iterations = rounds;
 		ctx->stats->chunks = route_rounds;
@@ -341,6 +345,7 @@ travel_impl(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params *p,
 				vel;
 	std::vector<double> dist((size_t) H * 8);
 	event_timer compute,
+				routed,
 				down;
 	double		transfer_ms = 0,	/* factors */
 				upload_ms = 0;	/* the DEM, inside the chain's events */
@@ -373,12 +378,14 @@ travel_impl(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params *p,
 	if (st != TG_OK)
 		return st;
 	TG_CUDA_RETURN_IF(compute.init(), "creating timing events");
+	TG_CUDA_RETURN_IF(routed.init(), "creating timing events");
 	TG_CUDA_RETURN_IF(down.init(), "creating timing events");
 
 	TG_CUDA_RETURN_IF(cudaEventRecord(compute.start), "recording an event");
 	st = build_route<V>(ctx, dem, &p->flow, route, &upload_ms, &route_rounds, err);
 	if (st != TG_OK)
 		return st;
+	TG_CUDA_RETURN_IF(cudaEventRecord(routed.stop), "recording an event");
 	for (int b = 0; b < 2; b++)
 	{
 		TG_CUDA_RETURN_IF(next[b].alloc(n), "allocating paths");
@@ -428,6 +435,7 @@ travel_impl(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params *p,
 	if (ctx->stats)
 	{
 		ctx->stats->kernel_ms += compute.elapsed() - upload_ms;
+		ctx->stats->prep_ms += tg_cuda_elapsed_ms(compute.start, routed.stop) - upload_ms;
 		ctx->stats->transfer_ms += transfer_ms + upload_ms + down.elapsed();
 		ctx->stats->iterations = passes;
 		ctx->stats->chunks = route_rounds;

@@ -163,7 +163,8 @@ SELECT d.pt, r,
        (pg_temp.compare(tg_rusle(d.rast, 300, ST_MapAlgebra(d.rast, '32BF', '0.02 + [rast] / 1e5'), 0.2, routing => r, fill => true, backend => 'gpu'),
                         tg_rusle(d.rast, 300, ST_MapAlgebra(d.rast, '32BF', '0.02 + [rast] / 1e5'), 0.2, routing => r, fill => true, backend => 'cpu'))).*
 FROM dems d, unnest(ARRAY['d8', 'mfd-md']) AS r WHERE d.w = 700 ORDER BY 1, 2;
-SELECT function, backend, kernel_ms > 0 AS kernel_timed FROM tg_last_run();
+SELECT tg_rusle(rast, 300, 0.03, backend => 'gpu') IS NOT NULL AS ran FROM dems WHERE w = 700 AND pt = '16BSI';
+SELECT function, backend, kernel_ms > 0 AS kernel_timed, prep_ms > 0 AS routing_timed FROM tg_last_run();
 SELECT d.pt,
        (pg_temp.compare(tg_travel_time(d.rast, n => 0.05, k => ST_MapAlgebra(d.rast, '32BF', '1 + [rast] / 1000'), backend => 'gpu'),
                         tg_travel_time(d.rast, n => 0.05, k => ST_MapAlgebra(d.rast, '32BF', '1 + [rast] / 1000'), backend => 'cpu'))).*,

@@ -192,6 +192,8 @@ tg_cpu_travel_time(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params
 			state[i] = state[j];
 		}
 	}
+	if (ctx->stats)
+		snprintf(ctx->stats->method, sizeof ctx->stats->method, "path unwinding");
 	for (size_t i = 0; i < n; i++)
 	{
 		const bool	valid = !isnan(route.z[i]);
