@@ -64,4 +64,11 @@ jobs_dem="$REPO/../shared/data/dem/medium_alps_n46e008_srtm3.tif"
 [ ${#dems[@]} -gt 0 ] || dems=("$jobs_dem")
 python3 bench/check_coverage.py --jobs "$jobs_dem" "${dems[@]}"
 
+echo "== RUSLE, travel time, watersheds and isochrones against references on real DEMs"
+for d in small_fortworth_srtm3 small_bigtujunga_srtm30_utm11; do
+	f="$REPO/../shared/data/dem/$d.tif"
+	[ -f "$f" ] || f="$REPO/tools/data/medium_alps_n46e008_srtm3.tif"
+	python3 bench/check_catchment.py "$f"
+done
+
 echo "== all tests passed"
