@@ -27,6 +27,7 @@
 #include "route.cuh"
 
 #include <cooperative_groups.h>
+#include <cooperative_groups/scan.h>
 
 #include <cstdio>
 #include <vector>
@@ -100,10 +101,24 @@ release_receivers(const tg_route_view &r, uint32_t c, uint32_t *indeg, uint32_t 
 		if (nx >= 0 && ny >= 0 && nx < W && ny < r.height && tg_route_drains_to(&r, c, k))
 			left[k] = atomicSub(&indeg[(size_t) ny * W + nx], 1u);
 	}
+	/* one append counter per level: the lanes of a warp reserve their slots together */
+	uint32_t	mine = 0;
+
+#pragma unroll
+	for (int k = 0; k < 8; k++)
+		mine += left[k] == 1u;
+
+	cg::coalesced_group lanes = cg::coalesced_threads();
+	const uint32_t upto = cg::inclusive_scan(lanes, mine);
+	uint32_t	base = 0;
+
+	if (lanes.thread_rank() == lanes.size() - 1 && upto > 0)
+		base = atomicAdd(appended, upto);
+	base = lanes.shfl(base, lanes.size() - 1) + upto - mine;
 #pragma unroll
 	for (int k = 0; k < 8; k++)
 		if (left[k] == 1u)
-			order[end + atomicAdd(appended, 1u)] = (uint32_t) ((size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k));
+			order[end + base++] = (uint32_t) ((size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k));
 }
 
 /* A frontier item: accumulate cell c (unless only the order is wanted), free its receivers. */

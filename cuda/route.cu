@@ -3,10 +3,10 @@
  * the (filled) surface, D8 receivers and multiple-flow shares from its
  * gradients, and flats drained by Barnes, Lehman & Mulla (2014)'s combined
  * gradient.  The breadth-first distances towards lower and away from higher
- * terrain, and the labels of flats, are the minimal fixed points of
- *     d(c) <- min(d(c), d(n) + 1)   and   l(c) <- min(l(c), l(n))
- * over neighbouring flat cells, so hydro.cuh's tiled relaxation computes
- * exactly what the CPU's queues do (the two distances together, packed).
+ * terrain are the minimal fixed points of d(c) <- min(d(c), d(n) + 1) over
+ * neighbouring flat cells, so hydro.cuh's tiled relaxation computes exactly
+ * what the CPU's queues do (the two distances together, packed); the flats
+ * themselves are labelled by union-find.
  */
 #include "hydro.cuh"
 #include "route.cuh"
@@ -61,30 +61,98 @@ struct distances_op
 	}
 };
 
-/* Flat labels: the smallest cell index of each flat. */
-struct label_op
+/*
+ * Flat labels: the smallest cell index of each flat (8-connected flat cells),
+ * by lock-free union-find.  Relaxing labels tile by tile would need as many
+ * rounds as a flat is wide (an ocean plateau: thousands of cells); a union
+ * links the larger root under the smaller, so roots only decrease, the root
+ * of a component is its smallest index, and every cell needs one merge pass
+ * and one find.
+ */
+__device__ __forceinline__ uint32_t
+flat_root(uint32_t *parent, uint32_t x)
 {
-	using value_t = uint32_t;
-	const uint8_t *flat;
+	uint32_t	root = x,
+				p;
 
-	__device__ uint32_t outside() const
+	while ((p = parent[root]) != root)
+		root = p;
+	/* point the path at the root: only ever lowers a non-root's parent */
+	while ((p = parent[x]) > root)
 	{
-		return NO_LABEL;
+		parent[x] = root;
+		x = p;
 	}
-	__device__ bool updatable(size_t i) const
-	{
-		return flat[i] != 0;
-	}
-	__device__ uint32_t relax(size_t, uint32_t cur, const uint32_t nb[8]) const
-	{
-		uint32_t	best = cur;
+	return root;
+}
 
-#pragma unroll
-		for (int k = 0; k < 8; k++)
-			best = nb[k] < best ? nb[k] : best;
-		return best;
+__device__ void
+flat_union(uint32_t *parent, uint32_t a, uint32_t b)
+{
+	for (;;)
+	{
+		uint32_t	old;
+
+		a = flat_root(parent, a);
+		b = flat_root(parent, b);
+		if (a == b)
+			return;
+		if (a < b)
+		{
+			uint32_t	t = a;
+
+			a = b;
+			b = t;
+		}
+		/* link root a under b, unless another thread linked a meanwhile */
+		old = atomicMin(&parent[a], b);
+		if (old == a)
+			return;
+		a = old;				/* a had been linked to old: merge old and b */
 	}
-};
+}
+
+/*
+ * Merge each flat cell with the flat neighbours it is not already joined to
+ * through another cell's merge: with the north neighbour flat, that one
+ * alone (its own merges take in north-west and north-east; west joins it
+ * through west's north-east); otherwise west, else north-west, and
+ * north-east.
+ */
+__global__ void
+tgk_flat_merge(const uint8_t *__restrict__ flat, int W, int H, uint32_t *parent)
+{
+	TG_GRID_STRIDE(i, (size_t) W * H)
+	{
+		if (!flat[i])
+			continue;
+		/* flat cells are interior: every neighbour is inside */
+		const size_t up = i - (size_t) W;
+
+		if (flat[up])
+			flat_union(parent, (uint32_t) i, (uint32_t) up);
+		else
+		{
+			if (flat[i - 1])
+				flat_union(parent, (uint32_t) i, (uint32_t) (i - 1));
+			else if (flat[up - 1])
+				flat_union(parent, (uint32_t) i, (uint32_t) (up - 1));
+			if (flat[up + 1])
+				flat_union(parent, (uint32_t) i, (uint32_t) (up + 1));
+		}
+	}
+}
+
+/* Every flat cell's label becomes its root. */
+__global__ void
+tgk_flat_resolve(const uint8_t *__restrict__ flat, size_t n, uint32_t *label)
+{
+	TG_GRID_STRIDE(i, n)
+	{
+		if (flat[i])
+			label[i] = flat_root(label, (uint32_t) i);
+	}
+}
 
 /* Receivers and shares from the surface's gradients; flags the flat cells. */
 template <typename V>
@@ -171,16 +239,34 @@ tgk_flat_seeds(const V *__restrict__ z, const uint8_t *__restrict__ flat, int W,
 	}
 }
 
+/*
+ * Height of each flat: the largest distance away from higher terrain.  A
+ * plateau is one label over millions of cells, so the lanes of a warp that
+ * share a label combine first and one of them updates it.
+ */
 __global__ void
 tgk_flat_height(const uint8_t *__restrict__ flat, size_t n, const uint64_t *__restrict__ dist,
 				const uint32_t *__restrict__ label, int32_t *__restrict__ height)
 {
-	TG_GRID_STRIDE(i, n)
-	{
-		int32_t		a = (int32_t) (uint32_t) dist[i];
+	const size_t stride = (size_t) gridDim.x * blockDim.x;
 
-		if (flat[i] && a < FAR)
-			atomicMax(&height[label[i]], a);
+	/* whole warps step together, lanes past n taking part with no label */
+	for (size_t i = (size_t) blockIdx.x * blockDim.x + threadIdx.x; i - threadIdx.x % 32 < n; i += stride)
+	{
+		uint32_t	lab = NO_LABEL;
+		int32_t		a = -1;
+
+		if (i < n && flat[i])
+		{
+			a = (int32_t) (uint32_t) dist[i];
+			if (a < FAR)
+				lab = label[i];
+		}
+		const unsigned same = __match_any_sync(0xFFFFFFFFu, lab);
+		const int32_t top = __reduce_max_sync(same, a);
+
+		if (lab != NO_LABEL && (threadIdx.x % 32) == __ffs(same) - 1)
+			atomicMax(&height[lab], top);
 	}
 }
 
@@ -267,9 +353,10 @@ drain_flats(const tg_ctx *ctx, device_route<V> &r, double flat_exponent, int *ro
 	if ((st = relax_tiles(ctx, distances_op{r.flat.p}, dist.p, r.width, r.height, &k, err)) != TG_OK)
 		return st;
 	*rounds += k;
-	if ((st = relax_tiles(ctx, label_op{r.flat.p}, label.p, r.width, r.height, &k, err)) != TG_OK)
-		return st;
-	*rounds += k;
+	tgk_flat_merge<<<grid_for(n), 256>>>(r.flat.p, r.width, r.height, label.p);
+	TG_CUDA_RETURN_IF_LAUNCH("joining flats");
+	tgk_flat_resolve<<<grid_for(n), 256>>>(r.flat.p, n, label.p);
+	TG_CUDA_RETURN_IF_LAUNCH("labelling flats");
 	TG_CUDA_RETURN_IF(cudaMemset(height.p, 0, n * sizeof(int32_t)), "clearing flat heights");
 	tgk_flat_height<<<grid_for(n), 256>>>(r.flat.p, n, dist.p, label.p, height.p);
 	TG_CUDA_RETURN_IF_LAUNCH("measuring flats");
