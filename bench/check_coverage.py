@@ -78,6 +78,26 @@ def run_dem(dem, tile, db):
         ("mfd-md accumulation", "tg_flow_accumulation(coverage => 'cov_dem', routing => 'mfd-md')",
          "tg_flow_accumulation(rast, routing => 'mfd-md')", "d"),
     ]
+    # viewsheds: sight lines cross the tiles; observers on valid cells near the middle
+    points = []
+    for fx, fy in [(0.5, 0.5), (0.3, 0.3), (0.7, 0.6), (0.45, 0.55), (0.6, 0.4)]:
+        x, y = int(dem.width * fx), int(dem.height * fy)
+        p = psql("SELECT ST_AsEWKT(ST_PixelAsCentroid(rast, %d, %d)) FROM cov_whole "
+                 "WHERE ST_Value(rast, %d, %d) IS NOT NULL" % (x + 1, y + 1, x + 1, y + 1), db)
+        if p:
+            points.append("'%s'::geometry" % p)
+    if len(points) >= 3:
+        o, many = points[0], "ARRAY[%s]" % ", ".join(points[:3])
+        cases += [
+            ("viewshed visible", "tg_viewshed(coverage => 'cov_dem', observer => %s, observer_height => 10)" % o,
+             "tg_viewshed(rast, %s, observer_height => 10)" % o, "B"),
+            ("viewshed angle", "tg_viewshed(coverage => 'cov_dem', observer => %s, output => 'angle')" % o,
+             "tg_viewshed(rast, %s, output => 'angle')" % o, "f"),
+            ("viewshed count of 3 observers", "tg_viewshed_count(coverage => 'cov_dem', observers => %s)" % many,
+             "tg_viewshed_count(rast, %s)" % many, "I"),
+        ]
+    else:
+        check(False, "viewshed: no valid observer cells found near the middle")
     for name, cov, val, tc in cases:
         v = sql_raster_band("(SELECT %s FROM cov_whole)" % val, tc, db)
         g, n, full = coverage_grid("%s AS o" % cov, "o.rast", tc, db, v)

@@ -42,3 +42,44 @@ FROM hill,
 SELECT ST_DumpValues(tg_viewshed_count(rast, ARRAY[ST_MakePoint(0.5, 0.5), ST_MakePoint(11.5, 0.5)],
                                        observer_height => 2, earth_radius => 0)) FROM wall;
 SELECT ST_BandPixelType(tg_viewshed_count(rast, ARRAY[ST_MakePoint(0.5, 0.5)])) FROM wall;
+
+-- coverage form: the hill cut into 16 x 16 tiles (one missing) gives the value form's
+-- result on the whole grid, tile by tile; sight lines cross the tile edges
+CREATE TEMP TABLE hill_tiles AS
+SELECT row_number() OVER () AS rid, t AS rast FROM hill, ST_Tile(rast, 16, 16) t;
+DELETE FROM hill_tiles WHERE rid = 5;
+CREATE TEMP TABLE hill_holed AS
+SELECT ST_MapAlgebra(ST_Union(h.rast), 1, NULL, '[rast]') AS rast FROM hill_tiles h;
+SELECT count(*) AS tiles,
+       bool_and(ST_MetaData(v.rast) = ST_MetaData(h.rast)) AS same_extents,
+       bool_and(ST_BandPixelType(v.rast) = '8BUI') AS byte_tiles
+FROM tg_viewshed(coverage => 'hill_tiles', observer => ST_MakePoint(105, 155)) v JOIN hill_tiles h USING (rid);
+SELECT o AS output, count(*) AS cells, count(*) FILTER (WHERE a IS NOT DISTINCT FROM b) AS equal
+FROM unnest(ARRAY['visible', 'angle', 'height']) o,
+     LATERAL (SELECT ST_Union(v.rast) AS r
+              FROM tg_viewshed(coverage => 'hill_tiles', observer => ST_MakePoint(105, 155), output => o) v) c,
+     LATERAL (SELECT tg_viewshed(rast, ST_MakePoint(105, 155), output => o) AS r FROM hill_holed) w,
+     unnest((ST_DumpValues(c.r, 1)), (ST_DumpValues(w.r, 1))) AS u(a, b)
+GROUP BY o ORDER BY o;
+SELECT count(*) AS cells, count(*) FILTER (WHERE a IS NOT DISTINCT FROM b) AS equal
+FROM (SELECT ST_Union(v.rast) AS r FROM tg_viewshed(coverage => 'hill_tiles', observer => ST_MakePoint(105, 155),
+                                                    algorithm => 'r3', max_distance => 150) v) c,
+     (SELECT tg_viewshed(rast, ST_MakePoint(105, 155), algorithm => 'r3', max_distance => 150) AS r FROM hill_holed) w,
+     unnest((ST_DumpValues(c.r, 1)), (ST_DumpValues(w.r, 1))) AS u(a, b);
+SELECT count(*) AS cells, count(*) FILTER (WHERE a IS NOT DISTINCT FROM b) AS equal, max(a) AS most
+FROM (SELECT ST_Union(v.rast) AS r
+      FROM tg_viewshed_count(coverage => 'hill_tiles', observers => ARRAY[ST_MakePoint(105, 155), ST_MakePoint(305, 255)]) v) c,
+     (SELECT tg_viewshed_count(rast, ARRAY[ST_MakePoint(105, 155), ST_MakePoint(305, 255)]) AS r FROM hill_holed) w,
+     unnest((ST_DumpValues(c.r, 1)), (ST_DumpValues(w.r, 1))) AS u(a, b);
+-- bad input (the observer at 250, 100 stands in the missing tile)
+SELECT count(*) FROM tg_viewshed(coverage => 'hill_tiles');
+SELECT count(*) FROM tg_viewshed(coverage => 'hill_tiles', observer => ST_MakePoint(1000, 155));
+SELECT count(*) FROM tg_viewshed(coverage => 'hill_tiles', observer => ST_SetSRID(ST_MakePoint(105, 155), 4326));
+SELECT count(*) FROM tg_viewshed(coverage => 'hill_tiles', observer => ST_MakeLine(ST_MakePoint(105, 155), ST_MakePoint(115, 155)));
+SELECT count(*) FROM tg_viewshed(coverage => 'hill_tiles', observer => ST_MakePoint(105, 155), output => 'colour');
+SELECT count(*) FROM tg_viewshed(coverage => 'hill_tiles', observer => ST_MakePoint(105, 155), algorithm => 'r5');
+SELECT count(*) FROM tg_viewshed(coverage => 'hill_tiles', observer => ST_MakePoint(105, 155), observer_height => -1);
+SELECT count(*) FROM tg_viewshed(coverage => 'hill_tiles', observer => ST_MakePoint(105, 155), band => 2);
+SELECT count(*) FROM tg_viewshed(coverage => 'hill_tiles', observer => ST_MakePoint(250, 100));
+SELECT count(*) FROM tg_viewshed_count(coverage => 'hill_tiles', observers => ARRAY[]::geometry[]);
+SELECT count(*) FROM tg_viewshed_count(coverage => 'hill_tiles', observers => ARRAY[ST_MakePoint(105, 155), ST_MakePoint(1000, 0)]);

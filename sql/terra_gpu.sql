@@ -941,6 +941,44 @@ END $$;
 COMMENT ON FUNCTION tg_viewshed_count(raster, geometry[], double precision, double precision, double precision, double precision, double precision, integer, text) IS
 'Cumulative viewshed: for each cell, how many of the observers see it (32BUI), all observers in one call with the DEM kept on the GPU';
 
+CREATE FUNCTION tg_viewshed(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	observer geometry DEFAULT NULL,
+	observer_height double precision DEFAULT 1.75,
+	target_height double precision DEFAULT 0,
+	max_distance double precision DEFAULT NULL,
+	earth_radius double precision DEFAULT 6370997,
+	refraction double precision DEFAULT 0.14286,
+	output text DEFAULT 'visible',
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL,
+	algorithm text DEFAULT 'r2')
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_viewshed_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_viewshed(regclass, name, name, geometry, double precision, double precision, double precision, double precision, double precision, text, integer, text, text) IS
+'Coverage form of tg_viewshed: the whole tiled raster table as one grid (sight lines cross tiles), one row per input tile';
+
+CREATE FUNCTION tg_viewshed_count(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	observers geometry[] DEFAULT NULL,
+	observer_height double precision DEFAULT 1.75,
+	target_height double precision DEFAULT 0,
+	max_distance double precision DEFAULT NULL,
+	earth_radius double precision DEFAULT 6370997,
+	refraction double precision DEFAULT 0.14286,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL)
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_viewshed_count_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_viewshed_count(regclass, name, name, geometry[], double precision, double precision, double precision, double precision, double precision, integer, text) IS
+'Coverage form of tg_viewshed_count, one row per input tile';
+
 -------------------------------------------------------------------------------
 -- Soil loss (RUSLE) and travel time
 --

@@ -72,6 +72,10 @@ tgpg_grid	tgpg_raster_grid(const tg_raster_info *info);
 void		tgpg_check_aligned(const tg_raster_info *dem, const tg_raster_info *other,
 							   const char *what);
 
+/* the cell of a point geometry on the grid (22023: not a point, other SRID, outside) */
+void		tgpg_point_cell(Datum point, Oid type, const tgpg_grid *grid, const char *what,
+							int *col, int *row);
+
 /* tgpg_hydro.c: metric spacing per row (geographic SRIDs) or the pixel size */
 tg_grid_geometry tgpg_grid_geometry(const tgpg_grid *grid);
 /* routing, fill, exponent, threshold from their arguments; an argno < 0

@@ -191,28 +191,12 @@ factor_arg(catchment_call *c, int value_arg, const char *name, tg_factor *f)
 					format_type_be(type))));
 }
 
-/*
- * The cell of a point argument (22004 NULL, 22023 not a point, other SRID or
- * outside the grid).  false when the argument is NULL and not required.
- */
+/* The cell of a point argument; false when it is NULL and not required. */
 static bool
 point_cell(catchment_call *c, int value_arg, const char *what, bool required, int *col, int *row)
 {
 	FunctionCallInfo fcinfo = c->fcinfo;
 	const int	a = arg(c, value_arg);
-	const tg_georef *g = &c->grid.geo;
-	Oid			types[1];
-	Datum		values[1];
-	char	   *gtype;
-	int32		srid;
-	double		x,
-				y,
-				det,
-				dx,
-				dy,
-				fc,
-				fr;
-	bool		isnull;
 
 	if (PG_ARGISNULL(a))
 	{
@@ -222,43 +206,8 @@ point_cell(catchment_call *c, int value_arg, const char *what, bool required, in
 					 errmsg("%s must not be NULL", what)));
 		return false;
 	}
-	types[0] = get_fn_expr_argtype(fcinfo->flinfo, a);
-	values[0] = PG_GETARG_DATUM(a);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "could not connect to SPI");
-	/* CASE, not WHERE: ST_X of a non-point raises even in a branch not taken */
-	if (SPI_execute_with_args("SELECT GeometryType($1), ST_SRID($1), "
-							  "CASE WHEN GeometryType($1) = 'POINT' AND NOT ST_IsEmpty($1) THEN ST_X($1) END, "
-							  "CASE WHEN GeometryType($1) = 'POINT' AND NOT ST_IsEmpty($1) THEN ST_Y($1) END",
-							  1, types, values, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not read the %s", what);
-	gtype = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	srid = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	x = DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
-	if (isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must be a point, got %s%s", what, gtype ? gtype : "NULL",
-						gtype && strcmp(gtype, "POINT") == 0 ? " EMPTY" : "")));
-	y = DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
-	SPI_finish();
-	if (srid != g->srid)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s has SRID %d, the raster %d", what, srid, g->srid),
-				 errhint("ST_Transform the %s to the raster's SRID.", what)));
-	/* the inverse of the affine georeference */
-	det = g->scale_x * g->scale_y - g->skew_x * g->skew_y;
-	dx = x - g->upperleft_x;
-	dy = y - g->upperleft_y;
-	fc = floor((dx * g->scale_y - dy * g->skew_x) / det);
-	fr = floor((dy * g->scale_x - dx * g->skew_y) / det);
-	if (!(fc >= 0 && fc < c->grid.width && fr >= 0 && fr < c->grid.height))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s POINT(%.10g %.10g) is outside the raster", what, x, y)));
-	*col = (int) fc;
-	*row = (int) fr;
+	tgpg_point_cell(PG_GETARG_DATUM(a), get_fn_expr_argtype(fcinfo->flinfo, a), &c->grid, what,
+					col, row);
 	return true;
 }
 

@@ -9,6 +9,7 @@
 
 #include <math.h>
 
+#include "executor/spi.h"
 #include "utils/memutils.h"
 
 /* Header only: a 64-byte slice, no full detoast of a large value. */
@@ -157,4 +158,62 @@ tgpg_check_aligned(const tg_raster_info *dem, const tg_raster_info *w, const cha
 				 errmsg("%s is not aligned with the DEM", what),
 				 errdetail("The %s's upper-left corner is (%.10g, %.10g), the DEM's (%.10g, %.10g).",
 						   what, b->upperleft_x, b->upperleft_y, a->upperleft_x, a->upperleft_y)));
+}
+
+/*
+ * The cell (0-based column, row) of a point on a grid: 22023 when it is not a
+ * point, has another SRID or lies outside the grid.  type: the geometry
+ * type's OID (PostGIS' types have no fixed OIDs).
+ */
+void
+tgpg_point_cell(Datum point, Oid type, const tgpg_grid *grid, const char *what, int *col, int *row)
+{
+	const tg_georef *g = &grid->geo;
+	Datum		values[1] = {point};
+	char	   *gtype;
+	int32		srid;
+	double		x,
+				y,
+				det,
+				dx,
+				dy,
+				fc,
+				fr;
+	bool		isnull;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "could not connect to SPI");
+	/* CASE, not WHERE: ST_X of a non-point raises even in a branch not taken */
+	if (SPI_execute_with_args("SELECT GeometryType($1), ST_SRID($1), "
+							  "CASE WHEN GeometryType($1) = 'POINT' AND NOT ST_IsEmpty($1) THEN ST_X($1) END, "
+							  "CASE WHEN GeometryType($1) = 'POINT' AND NOT ST_IsEmpty($1) THEN ST_Y($1) END",
+							  1, &type, values, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read the %s", what);
+	gtype = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	srid = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	x = DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be a point, got %s%s", what, gtype ? gtype : "NULL",
+						gtype && strcmp(gtype, "POINT") == 0 ? " EMPTY" : "")));
+	y = DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
+	SPI_finish();
+	if (srid != g->srid)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s has SRID %d, the raster %d", what, srid, g->srid),
+				 errhint("ST_Transform the %s to the raster's SRID.", what)));
+	/* the inverse of the affine georeference */
+	det = g->scale_x * g->scale_y - g->skew_x * g->skew_y;
+	dx = x - g->upperleft_x;
+	dy = y - g->upperleft_y;
+	fc = floor((dx * g->scale_y - dy * g->skew_x) / det);
+	fr = floor((dy * g->scale_x - dx * g->skew_y) / det);
+	if (!(fc >= 0 && fc < grid->width && fr >= 0 && fr < grid->height))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s POINT(%.10g %.10g) is outside the raster", what, x, y)));
+	*col = (int) fc;
+	*row = (int) fr;
 }
