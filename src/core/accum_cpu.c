@@ -59,9 +59,9 @@ share_of(const tg_route *r, const tg_flow_params *p, size_t ni, int k, const dou
 	return tg_route_share(&v, ni, k, acc[ni]);
 }
 
-/* Number of donors of each valid cell. */
-static void
-count_donors(const tg_route *r, uint8_t *indeg)
+/* Number of donors of each valid cell (polls for cancellation every 256 rows). */
+static tg_status
+count_donors(const tg_ctx *ctx, const tg_route *r, uint8_t *indeg, tg_error *err)
 {
 	const int	W = r->width,
 				H = r->height;
@@ -70,6 +70,9 @@ count_donors(const tg_route *r, uint8_t *indeg)
 				k;
 
 	for (y = 0; y < H; y++)
+	{
+		if (y % 256 == 0 && tg_canceled(ctx))
+			return tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
 		for (x = 0; x < W; x++)
 		{
 			size_t		i = (size_t) y * W + x;
@@ -86,6 +89,8 @@ count_donors(const tg_route *r, uint8_t *indeg)
 			}
 			indeg[i] = c;
 		}
+	}
+	return TG_OK;
 }
 
 /*
@@ -112,7 +117,8 @@ accumulate_indegree(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate accumulation buffers (%zu cells)", n);
 		goto out;
 	}
-	count_donors(r, indeg);
+	if ((st = count_donors(ctx, r, indeg, err)) != TG_OK)
+		goto out;
 	for (i = 0; i < n; i++)
 	{
 		size_t		top = 0;
@@ -181,7 +187,8 @@ accumulate_topological(const tg_ctx *ctx, const tg_route *r, const tg_flow_param
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate accumulation buffers (%zu cells)", n);
 		goto out;
 	}
-	count_donors(r, indeg);
+	if ((st = count_donors(ctx, r, indeg, err)) != TG_OK)
+		goto out;
 	for (i = 0; i < n; i++)
 		if (!isnan(r->z[i]) && indeg[i] == 0)
 			order[tail++] = (uint32_t) i;

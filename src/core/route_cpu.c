@@ -114,6 +114,8 @@ flat_mask(const tg_ctx *ctx, const double *z, const uint8_t *flat, int W, int H,
 		int			x = (int) (i % W),
 					y = (int) (i / W);
 
+		if (i % CANCEL_EVERY == 0)
+			CHECK_CANCELED(ctx);
 		if (!flat[i])
 			continue;
 		for (k = 0; k < 8; k++)
@@ -139,6 +141,8 @@ flat_mask(const tg_ctx *ctx, const double *z, const uint8_t *flat, int W, int H,
 		int			x = (int) (i % W),
 					y = (int) (i / W);
 
+		if (i % CANCEL_EVERY == 0)
+			CHECK_CANCELED(ctx);
 		if (!flat[i])
 			continue;
 		for (k = 0; k < 8; k++)
@@ -195,6 +199,7 @@ flat_mask(const tg_ctx *ctx, const double *z, const uint8_t *flat, int W, int H,
 	for (i = 0; i < n; i++)
 		if (flat[i] && away[i] > height[label[i]])
 			height[label[i]] = away[i];
+	CHECK_CANCELED(ctx);
 
 	/* combine: undrained flat cells (towards == 0) keep mask 0 */
 	for (i = 0; i < n; i++)
@@ -316,6 +321,12 @@ tg_cpu_route_build(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *
 	if (st != TG_OK)
 		goto fail;
 	for (y = 0; y < H; y++)
+	{
+		if (y % 256 == 0 && tg_canceled(ctx))
+		{
+			st = tg_error_set(err, TG_ECANCELED, "flow routing canceled");
+			goto fail;
+		}
 		for (x = 0; x < W; x++)
 		{
 			size_t		i = (size_t) y * W + x;
@@ -346,6 +357,7 @@ tg_cpu_route_build(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *
 					r->frac[(size_t) k * n + i] = share[k];
 			}
 		}
+	}
 
 	tg_free(ctx, flat);
 	tg_free(ctx, mask);
