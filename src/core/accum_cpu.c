@@ -164,9 +164,25 @@ out:
 	return st;
 }
 
+/* Accumulate cells in a topological order (donors first), polling for cancellation. */
+static tg_status
+replay_order(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p, const double *weight,
+			 double *acc, const uint32_t *order, size_t len, tg_error *err)
+{
+	for (size_t i = 0; i < len; i++)
+	{
+		if (i % CANCEL_EVERY == 0 && tg_canceled(ctx))
+			return tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
+		acc[order[i]] = pull(r, p, weight, acc, order[i]);
+	}
+	return TG_OK;
+}
+
 /*
  * Topological: frontier rounds of Kahn's algorithm give every cell its level
- * (round); the cells, in level order, are then accumulated in one pass.
+ * (round); the cells, in level order, are then accumulated in one pass.  The
+ * order depends only on the routing: when the routing was kept from an
+ * earlier call (route_cache.c), its order is kept beside it and replayed.
  */
 static tg_status
 accumulate_topological(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
@@ -174,14 +190,19 @@ accumulate_topological(const tg_ctx *ctx, const tg_route *r, const tg_flow_param
 {
 	const int	W = r->width;
 	const size_t n = (size_t) W * r->height;
-	uint8_t    *indeg = tg_alloc(ctx, n ? n : 1);
-	uint32_t   *order = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+	const uint32_t *kept;
+	uint8_t    *indeg;
+	uint32_t   *order;
 	size_t		head = 0,
 				tail = 0,
 				level_end;
 	tg_status	st = TG_OK;
 	size_t		i;
 
+	if ((kept = tg_cpu_route_order(r, &tail, levels)) != NULL)
+		return replay_order(ctx, r, p, weight, acc, kept, tail, err);
+	indeg = tg_alloc(ctx, n ? n : 1);
+	order = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
 	if (indeg == NULL || order == NULL)
 	{
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate accumulation buffers (%zu cells)", n);
@@ -224,8 +245,9 @@ accumulate_topological(const tg_ctx *ctx, const tg_route *r, const tg_flow_param
 			}
 		}
 	}
-	for (i = 0; i < tail; i++)
-		acc[order[i]] = pull(r, p, weight, acc, order[i]);
+	st = replay_order(ctx, r, p, weight, acc, order, tail, err);
+	if (st == TG_OK)
+		tg_cpu_route_keep_order(ctx, r, order, tail, *levels);
 
 out:
 	tg_free(ctx, indeg);

@@ -37,13 +37,14 @@ tg_cpu_rusle(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
 	const size_t n = (size_t) W * H;
 	const tg_accum_method method = p->method == TG_ACC_AUTO ? TG_ACC_INDEGREE : p->method;
 	tg_route	route;
+	bool		kept;
 	double	   *acc;
 	tg_status	st;
 
 	acc = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
 	if (acc == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate the accumulation");
-	st = tg_cpu_route_build(ctx, dem, &p->flow, &route, err);
+	st = tg_cpu_route_get(ctx, dem, &p->flow, &route, &kept, err);
 	if (st != TG_OK)
 	{
 		tg_free(ctx, acc);
@@ -89,7 +90,7 @@ tg_cpu_rusle(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
 	}
 	if (ctx->stats)
 		snprintf(ctx->stats->method, sizeof ctx->stats->method, "%s", tg_accum_method_name(method));
-	tg_route_free(ctx, &route);
+	tg_cpu_route_put(ctx, &route, kept);
 	tg_free(ctx, acc);
 	return st;
 }
@@ -115,9 +116,10 @@ tg_cpu_travel_time(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params
 	size_t		cap = 1u << 16,
 				depth;
 	tg_route	route;
+	bool		kept;
 	tg_status	st;
 
-	st = tg_cpu_route_build(ctx, dem, &p->flow, &route, err);
+	st = tg_cpu_route_get(ctx, dem, &p->flow, &route, &kept, err);
 	if (st != TG_OK)
 		return st;
 	t = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
@@ -209,6 +211,6 @@ done:
 	tg_free(ctx, row_dist);
 	tg_free(ctx, state);
 	tg_free(ctx, t);
-	tg_route_free(ctx, &route);
+	tg_cpu_route_put(ctx, &route, kept);
 	return st;
 }

@@ -52,6 +52,19 @@ tg_cpu_route_view(const tg_route *r, double threshold)
 tg_status	tg_cpu_route_build(const tg_ctx *ctx, const tg_band *dem,
 							   const tg_flow_params *p, tg_route *r, tg_error *err);
 void		tg_route_free(const tg_ctx *ctx, tg_route *r);
+
+/*
+ * route_cache.c: the routing of a DEM, built or (when ctx->route_cache_limit
+ * allows) kept from an earlier call on the same DEM and parameters.  kept:
+ * the cache owns it; give it back with tg_cpu_route_put either way.  The
+ * topological order of the kept routing can be kept beside it.
+ */
+tg_status	tg_cpu_route_get(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p,
+							 tg_route *r, bool *kept, tg_error *err);
+void		tg_cpu_route_put(const tg_ctx *ctx, tg_route *r, bool kept);
+const uint32_t *tg_cpu_route_order(const tg_route *r, size_t *len, int *levels);
+void		tg_cpu_route_keep_order(const tg_ctx *ctx, const tg_route *r, const uint32_t *order,
+									size_t len, int levels);
 tg_status	tg_cpu_accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
 							  const double *weight, tg_accum_method method, double *acc,
 							  tg_error *err);

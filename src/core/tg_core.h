@@ -107,6 +107,7 @@ typedef struct tg_ctx
 	int64_t		min_cells_for_gpu;	/* auto: smaller inputs stay on the CPU */
 	int			device;			/* CUDA device ordinal */
 	size_t		device_memory_limit;	/* bytes this call may hold; 0 = no cap */
+	size_t		route_cache_limit;	/* bytes of the last CPU routing kept for the next call; 0 = none */
 	tg_cancel_fn cancel;		/* may be NULL */
 	void	   *cancel_arg;
 	tg_allocator allocator;
@@ -115,6 +116,8 @@ typedef struct tg_ctx
 
 /* Defaults: auto backend, malloc allocator, no cancel callback, no cap. */
 void		tg_ctx_init(tg_ctx *ctx);
+/* Drop the routing the CPU kept from an earlier call (ctx->route_cache_limit). */
+void		tg_route_cache_clear(void);
 
 /* Poll the cancel callback. */
 static inline bool

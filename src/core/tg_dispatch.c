@@ -381,6 +381,7 @@ accum_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
 	const accum_args *f = a;
 	const tg_accum_method method = f->method == TG_ACC_AUTO ? TG_ACC_INDEGREE : f->method;
 	tg_route	route;
+	bool		kept;
 	double	   *w = NULL;
 	tg_status	st;
 	double		t0;
@@ -389,7 +390,7 @@ accum_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
 	if (st != TG_OK)
 		return st;
 	t0 = now_ms();
-	st = tg_cpu_route_build(ctx, f->dem, f->params, &route, err);
+	st = tg_cpu_route_get(ctx, f->dem, f->params, &route, &kept, err);
 	if (ctx->stats)
 		ctx->stats->prep_ms = now_ms() - t0;
 	if (st == TG_OK)
@@ -397,7 +398,7 @@ accum_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
 		st = tg_cpu_accumulate(ctx, &route, f->params, w, method, f->out->acc, err);
 		if (st == TG_OK && (f->out->surface || f->out->receivers))
 			export_products(&route, f->params, f->out);
-		tg_route_free(ctx, &route);
+		tg_cpu_route_put(ctx, &route, kept);
 	}
 	tg_free(ctx, w);
 	if (ctx->stats)
@@ -507,9 +508,10 @@ direction_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
 	double	   *acc = NULL;
 	double	   *w = NULL;
 	tg_route	route;
+	bool		kept;
 	tg_status	st;
 
-	st = tg_cpu_route_build(ctx, f->dem, f->params, &route, err);
+	st = tg_cpu_route_get(ctx, f->dem, f->params, &route, &kept, err);
 	if (st != TG_OK)
 		return st;
 	if (f->params->routing == TG_ROUTE_FDD8)
@@ -524,7 +526,7 @@ direction_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
 		export_directions(&route, f->params, acc, f->d8, f->frac);
 	tg_free(ctx, acc);
 	tg_free(ctx, w);
-	tg_route_free(ctx, &route);
+	tg_cpu_route_put(ctx, &route, kept);
 	return st;
 }
 

@@ -20,6 +20,7 @@ int			tgpg_min_cells_for_gpu = 1000000;
 int			tgpg_device = 0;
 int			tgpg_max_device_memory_mb = 0;
 int			tgpg_max_memory_mb = 0;
+int			tgpg_route_cache_mb = 256;
 
 static const struct config_enum_entry backend_options[] = {
 	{"auto", TG_BACKEND_AUTO, false},
@@ -29,6 +30,14 @@ static const struct config_enum_entry backend_options[] = {
 };
 
 void		_PG_init(void);
+
+/* A new limit takes effect at once: what was kept is dropped. */
+static void
+route_cache_assign(int newval, void *extra)
+{
+	if (newval != tgpg_route_cache_mb)
+		tg_route_cache_clear();
+}
 
 void
 _PG_init(void)
@@ -60,6 +69,13 @@ _PG_init(void)
 							"fails before reading its tiles.",
 							&tgpg_max_memory_mb, 0, 0, INT_MAX,
 							PGC_SUSET, GUC_UNIT_MB, NULL, NULL, NULL);
+	DefineCustomIntVariable("terra_gpu.route_cache_mb",
+							"Host memory each backend may keep of the last CPU flow routing, in megabytes (0 = none).",
+							"A later CPU call on the same DEM with the same routing parameters "
+							"(another weight, LS then RUSLE, directions then accumulation) starts "
+							"from the kept fill, flats and directions, and the topological order.",
+							&tgpg_route_cache_mb, 256, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MB, NULL, route_cache_assign, NULL);
 	MarkGUCPrefixReserved("terra_gpu");
 }
 

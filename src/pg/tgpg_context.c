@@ -65,6 +65,7 @@ tgpg_ctx_init(tg_ctx *ctx, const char *function, FunctionCallInfo fcinfo,
 	ctx->min_cells_for_gpu = tgpg_min_cells_for_gpu;
 	ctx->device = tgpg_device;
 	ctx->device_memory_limit = (size_t) tgpg_max_device_memory_mb * 1024 * 1024;
+	ctx->route_cache_limit = (size_t) tgpg_route_cache_mb * 1024 * 1024;
 	ctx->cancel = pg_interrupt_pending;
 	ctx->allocator.alloc = pg_alloc;
 	ctx->allocator.free = pg_free;

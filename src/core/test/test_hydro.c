@@ -932,6 +932,84 @@ test_chain(void)
 		printf("skipped: CUDA chain parity tests (no GPU)\n");
 }
 
+/*
+ * The routing kept between calls (route_cache.c): a second call on the same
+ * DEM gives the same accumulation from the kept routing (and order); a DEM
+ * differing in one cell, another routing or a zero limit does not reuse it.
+ */
+static void
+test_route_cache(void)
+{
+	const int	W = 57,
+				H = 41,
+				n = W * H;
+	double	   *z = random_terrain(W, H, 5, 0.05);
+	double	   *ref = malloc(sizeof(double) * n);
+	double	   *acc = malloc(sizeof(double) * n);
+	double	   *weight = malloc(sizeof(double) * n);
+	static const tg_routing routings[] = {TG_ROUTE_D8, TG_ROUTE_MFD_MD, TG_ROUTE_FDD8};
+	tg_run_stats stats;
+	tg_error	err;
+
+	for (int i = 0; i < n; i++)
+		weight[i] = 1 + i % 7;
+	for (size_t r = 0; r < sizeof routings / sizeof routings[0]; r++)
+		for (int m = TG_ACC_INDEGREE; m <= TG_ACC_TOPOLOGICAL; m++)
+		{
+			tg_flow_params p = flow_params(routings[r], W, H, true);
+			tg_band		b = band_f64(z, W, H);
+			tg_band		wb = band_f64(weight, W, H);
+			tg_ctx		ctx = cpu_ctx(NULL);
+			bool		same = true;
+
+			ctx.backend = TG_BACKEND_CPU;
+			ctx.stats = &stats;
+			tg_error_clear(&err);
+			tg_route_cache_clear();
+			check(tg_flow_accumulation(&ctx, &b, &wb, &p, (tg_accum_method) m, TG_UNITS_CELLS, ref, &err) == TG_OK,
+				  "route cache: uncached run");
+			ctx.route_cache_limit = 64 << 20;
+			for (int call = 0; call < 3; call++)
+			{
+				memset(&stats, 0, sizeof stats);
+				check(tg_flow_accumulation(&ctx, &b, &wb, &p, (tg_accum_method) m, TG_UNITS_CELLS, acc, &err) == TG_OK,
+					  "route cache: call %d", call);
+				for (int i = 0; i < n; i++)
+					same &= memcmp(&acc[i], &ref[i], sizeof(double)) == 0;
+				check((strstr(stats.note, "kept") != NULL) == (call > 0),
+					  "route cache: call %d %s the kept routing (note \"%s\")", call,
+					  call > 0 ? "uses" : "builds", stats.note);
+			}
+			check(same, "route cache, routing %d, method %s: kept routing gives the same accumulation",
+				  (int) routings[r], tg_accum_method_name((tg_accum_method) m));
+
+			/* one cell higher: rebuilt, and the result is that DEM's own */
+			z[n / 2] += 3;
+			memset(&stats, 0, sizeof stats);
+			tg_flow_accumulation(&ctx, &b, &wb, &p, (tg_accum_method) m, TG_UNITS_CELLS, acc, &err);
+			check(strstr(stats.note, "kept") == NULL, "route cache: a changed DEM is routed again");
+			ctx.route_cache_limit = 0;
+			tg_flow_accumulation(&ctx, &b, &wb, &p, (tg_accum_method) m, TG_UNITS_CELLS, ref, &err);
+			same = true;
+			for (int i = 0; i < n; i++)
+				same &= memcmp(&acc[i], &ref[i], sizeof(double)) == 0;
+			check(same, "route cache: the changed DEM's accumulation equals an uncached run");
+			z[n / 2] -= 3;
+
+			/* another routing on the same DEM is not the kept one */
+			ctx.route_cache_limit = 64 << 20;
+			p.routing = routings[(r + 1) % 3];
+			memset(&stats, 0, sizeof stats);
+			tg_flow_accumulation(&ctx, &b, &wb, &p, (tg_accum_method) m, TG_UNITS_CELLS, acc, &err);
+			check(strstr(stats.note, "kept") == NULL, "route cache: another routing is routed again");
+		}
+	tg_route_cache_clear();
+	free(z);
+	free(ref);
+	free(acc);
+	free(weight);
+}
+
 void
 test_hydro(void)
 {
@@ -947,6 +1025,7 @@ test_hydro(void)
 	test_fdd8_limits();
 	test_geometry();
 	test_degenerate();
+	test_route_cache();
 	test_cuda_hydro();
 	test_chain();
 }
