@@ -359,6 +359,28 @@ typedef struct tg_fill_params
 tg_status	tg_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
 					double out_nodata, void *out, tg_error *err);
 
+/*
+ * Depression filling (epsilon 0) of a grid larger than memory, in bands of
+ * rows (fill_blocks.c, CPU): the same surface as tg_fill's priority-flood.
+ * Scan every band, top to bottom, then solve, then finish each band (in any
+ * order) to get its filled rows.  z: the band's rows as doubles (NaN =
+ * nodata), preceded by the row above and followed by the row below where
+ * those exist; w: nrows * width filled values.  Memory: about
+ * tg_fill_blocks_bytes_per_cell() per cell of the band being processed, plus
+ * 8 bytes per column per band.
+ */
+typedef struct tg_fill_blocks tg_fill_blocks;
+
+size_t		tg_fill_blocks_bytes_per_cell(void);
+tg_status	tg_fill_blocks_begin(const tg_ctx *ctx, int width, int height, tg_fill_blocks **fb,
+								 tg_error *err);
+tg_status	tg_fill_blocks_scan(const tg_ctx *ctx, tg_fill_blocks *fb, int row0, int nrows,
+								const double *z, tg_error *err);
+tg_status	tg_fill_blocks_solve(const tg_ctx *ctx, tg_fill_blocks *fb, tg_error *err);
+tg_status	tg_fill_blocks_finish(const tg_ctx *ctx, tg_fill_blocks *fb, int row0, int nrows,
+								  const double *z, double *w, tg_error *err);
+void		tg_fill_blocks_end(const tg_ctx *ctx, tg_fill_blocks *fb);
+
 typedef enum tg_routing
 {
 	TG_ROUTE_D8 = 0,			/* O'Callaghan & Mark 1984: steepest descent */
