@@ -87,3 +87,28 @@ CREATE TEMP TABLE big AS SELECT 1 AS rid, ST_AddBand(ST_MakeEmptyRaster(2000, 20
 SET terra_gpu.max_memory_mb = 1;
 SELECT count(*) FROM tg_flow_accumulation(coverage => 'big');
 RESET terra_gpu.max_memory_mb;
+
+-- beyond terra_gpu.max_memory_mb, priority-flood fills in bands of rows: a 300 x 200 DEM of
+-- pits, plateaus and holes in 20 x 20 tiles (one missing) needs about 2.4 MB as one grid
+CREATE TEMP TABLE pits AS
+SELECT ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(300, 200, 0, 200, 1, -1, 0, 0, 0), '16BSI'::text, 0, -9999),
+       1, 1, 1, (SELECT array_agg(r ORDER BY y) FROM
+                  (SELECT y, array_agg(CASE WHEN (x * 7 + y * 13) % 97 = 0 THEN -9999
+                                            ELSE (100 + 40 * sin(x / 23.0) * cos(y / 17.0) + (x * 31 + y * 17) % 13)::int / 4 END
+                                       ORDER BY x) AS r
+                   FROM generate_series(0, 299) x, generate_series(0, 199) y GROUP BY y) rows)) AS rast;
+CREATE TEMP TABLE pit_tiles AS SELECT (row_number() OVER ())::int AS rid, t AS rast FROM pits, ST_Tile(rast, 20, 20) AS t;
+DELETE FROM pit_tiles WHERE rid = 77;
+CREATE TEMP TABLE pit_whole AS SELECT * FROM tg_fill(coverage => 'pit_tiles');
+SET client_min_messages = warning;		-- the banded run reports its bands with timings
+SET terra_gpu.max_memory_mb = 1;
+CREATE TEMP TABLE pit_banded AS SELECT * FROM tg_fill(coverage => 'pit_tiles');
+SELECT method, note FROM tg_last_run();
+SELECT count(*) AS tiles, count(*) FILTER (WHERE ST_AsBinary(w.rast) = ST_AsBinary(b.rast)) AS identical,
+       sum((ST_SummaryStats(b.rast)).sum - (ST_SummaryStats(t.rast)).sum) > 0 AS raised
+FROM pit_whole w JOIN pit_banded b USING (rid) JOIN pit_tiles t USING (rid);
+-- what cannot run in bands says so
+SELECT count(*) FROM tg_fill(coverage => 'pit_tiles', epsilon => 0.01);
+SELECT count(*) FROM tg_fill(coverage => 'pit_tiles', method => 'planchon-darboux');
+RESET terra_gpu.max_memory_mb;
+RESET client_min_messages;

@@ -120,6 +120,7 @@ typedef struct tgpg_mosaic
 	const char *function;
 	char	   *relname;
 	const char *rast_column;
+	const char *id_column;
 	int			band;
 	int			width;
 	int			height;
@@ -141,6 +142,18 @@ typedef struct tgpg_mosaic
  */
 void		tgpg_mosaic_open(tgpg_mosaic *m, FunctionCallInfo fcinfo, const char *function,
 							 int band_arg, size_t bytes_per_cell);
+/* The same in steps: arguments and tile layout; whether bytes_per_cell fits
+ * the budget; the band read into m->dem (54000 when it does not fit). */
+void		tgpg_mosaic_layout(tgpg_mosaic *m, FunctionCallInfo fcinfo, const char *function,
+							   int band_arg);
+bool		tgpg_mosaic_fits(const tgpg_mosaic *m, size_t bytes_per_cell);
+void		tgpg_mosaic_read(tgpg_mosaic *m, size_t bytes_per_cell);
+size_t		tgpg_memory_budget(void);
+/* Coverages beyond the budget, in bands of rows cut at tile boundaries */
+int			tgpg_mosaic_bands(const tgpg_mosaic *m, int max_rows, int **row0s, int **nrows);
+void		tgpg_mosaic_read_rows(tgpg_mosaic *m, int row0, int nrows, double *z);
+void		tgpg_mosaic_emit_rows(tgpg_mosaic *m, FunctionCallInfo fcinfo, const tg_band_spec *spec,
+								  int row0, int nrows, const double *w, int64 *written);
 /* Another coverage's band (weights, factors) onto m's grid; it must align. */
 void		tgpg_mosaic_read_aligned(tgpg_mosaic *m, Oid relid, const char *rast_col,
 									 const char *id_col, int band, const char *what,

@@ -469,10 +469,44 @@ void
 tgpg_mosaic_open(tgpg_mosaic *m, FunctionCallInfo fcinfo, const char *function,
 				 int band_arg, size_t bytes_per_cell)
 {
+	tgpg_mosaic_layout(m, fcinfo, function, band_arg);
+	tgpg_mosaic_read(m, bytes_per_cell);
+}
+
+bool
+tgpg_mosaic_fits(const tgpg_mosaic *m, size_t bytes_per_cell)
+{
+	return (size_t) m->width * m->height * bytes_per_cell <= memory_budget();
+}
+
+void
+tgpg_mosaic_read(tgpg_mosaic *m, size_t bytes_per_cell)
+{
+	size_t		need = (size_t) m->width * m->height * bytes_per_cell,
+				budget = memory_budget();
+
+	/* the whole grid and everything the operation keeps beside it */
+	if (need > budget)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("%s over %s needs about %zu MB, more than the %zu MB a coverage job may use",
+						m->function, m->relname, need >> 20, budget >> 20),
+				 errdetail("The coverage spans %d x %d cells and is processed as one grid.",
+						   m->width, m->height),
+				 errhint("Raise terra_gpu.max_memory_mb if the server has the memory.")));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "could not connect to SPI");
+	read_band(m, m->relname, m->rast_column, m->id_column, m->band, "the coverage", "the first tile",
+			  "read", &m->dem);
+	SPI_finish();
+	tgpg_progress(m, "read", m->ntiles, m->ntiles, true);
+}
+
+void
+tgpg_mosaic_layout(tgpg_mosaic *m, FunctionCallInfo fcinfo, const char *function, int band_arg)
+{
 	Oid			relid;
 	const char *id_col;
-	size_t		need,
-				budget;
 
 	memset(m, 0, sizeof *m);
 	m->cxt = CurrentMemoryContext;	/* what outlives SPI_finish goes here */
@@ -490,25 +524,11 @@ tgpg_mosaic_open(tgpg_mosaic *m, FunctionCallInfo fcinfo, const char *function,
 	m->band = tgpg_arg_int32(fcinfo, band_arg, "band");
 	m->started = m->last_progress = GetCurrentTimestamp();
 
+	m->id_column = id_col;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "could not connect to SPI");
 	read_layout(m, id_col);
-
-	/* the whole grid and everything the operation keeps beside it */
-	need = (size_t) m->width * m->height * bytes_per_cell;
-	budget = memory_budget();
-	if (need > budget)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("%s over %s needs about %zu MB, more than the %zu MB a coverage job may use",
-						function, m->relname, need >> 20, budget >> 20),
-				 errdetail("The coverage spans %d x %d cells and is processed as one grid.",
-						   m->width, m->height),
-				 errhint("Raise terra_gpu.max_memory_mb if the server has the memory.")));
-	read_band(m, m->relname, m->rast_column, id_col, m->band, "the coverage", "the first tile", "read",
-			  &m->dem);
 	SPI_finish();
-	tgpg_progress(m, "read", m->ntiles, m->ntiles, true);
 }
 
 void
@@ -613,4 +633,221 @@ tgpg_mosaic_emit(tgpg_mosaic *m, FunctionCallInfo fcinfo, const tgpg_grid_raster
 	}
 	MemoryContextDelete(tile_cxt);
 	tgpg_progress(m, "wrote", m->ntiles, m->ntiles, true);
+}
+
+/* ------------------------------------------------------------------------
+ * Coverages larger than the memory budget, in bands of rows
+ * ------------------------------------------------------------------------ */
+
+/*
+ * Bands of whole tile rows, each at most max_rows rows (2 rows of halo come
+ * on top): a band boundary may only fall where no tile straddles it.
+ * Returns the number of bands; *row0s and *nrows are palloc'd.
+ */
+int
+tgpg_mosaic_bands(const tgpg_mosaic *m, int max_rows, int **row0s, int **nrows)
+{
+	bool	   *cut = palloc_extended((size_t) m->height + 1, MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	int			nb = 0,
+				r0 = 0;
+
+	/* a boundary at row r is allowed unless some tile covers rows r - 1 and r */
+	for (int r = 0; r <= m->height; r++)
+		cut[r] = true;
+	for (int i = 0; i < m->ntiles; i++)
+		for (int64 r = m->tiles[i].row0 + 1; r < m->tiles[i].row0 + m->tiles[i].height; r++)
+			cut[r] = false;
+	*row0s = palloc(sizeof(int) * (m->height + 1));
+	*nrows = palloc(sizeof(int) * (m->height + 1));
+	while (r0 < m->height)
+	{
+		int			best = -1;
+
+		for (int r = r0 + 1; r <= m->height && r - r0 <= max_rows; r++)
+			if (cut[r])
+				best = r;
+		if (best < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("%s: %s cannot be cut into bands of at most %d rows at tile boundaries",
+							m->function, m->relname, max_rows),
+					 errhint("Raise terra_gpu.max_memory_mb.")));
+		(*row0s)[nb] = r0;
+		(*nrows)[nb++] = best - r0;
+		r0 = best;
+	}
+	pfree(cut);
+	return nb;
+}
+
+/*
+ * Rows [row0, row0 + nrows) of the coverage's band as doubles (NaN for
+ * nodata and for cells no tile covers).  The first tile read decides the
+ * pixel type, as for a whole grid; m->dem gets that type and nodata (no data).
+ */
+void
+tgpg_mosaic_read_rows(tgpg_mosaic *m, int row0, int nrows, double *z)
+{
+	read_context rc = {m, m->relname, 0, false};
+	ErrorContextCallback errcb = {error_context_stack, read_error_context, &rc};
+	const size_t n = (size_t) m->width * nrows;
+	Datum	   *ids;
+	int			nids = 0;
+	ArrayType  *idarr;
+	Oid			argtype = INT8ARRAYOID;
+	Datum		arg;
+	char	   *query;
+	double	   *row;
+
+	for (size_t i = 0; i < n; i++)
+		z[i] = NAN;
+	ids = palloc(sizeof(Datum) * Max(m->ntiles, 1));
+	for (int i = 0; i < m->ntiles; i++)
+		if (m->tiles[i].row0 < row0 + nrows && m->tiles[i].row0 + m->tiles[i].height > row0)
+			ids[nids++] = Int64GetDatum(m->tiles[i].rid);
+	if (nids == 0)
+		return;
+	idarr = construct_array(ids, nids, INT8OID, 8, true, TYPALIGN_DOUBLE);
+	arg = PointerGetDatum(idarr);
+	query = psprintf("SELECT %s::bigint, %s FROM %s WHERE %s = ANY($1) AND %s IS NOT NULL",
+					 quote_identifier(m->id_column), quote_identifier(m->rast_column), m->relname,
+					 quote_identifier(m->id_column), quote_identifier(m->rast_column));
+	row = palloc(sizeof(double) * Max(m->width, 1));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "could not connect to SPI");
+	error_context_stack = &errcb;
+	{
+		SPIPlanPtr	plan = SPI_prepare(query, 1, &argtype);
+		Portal		portal;
+
+		if (plan == NULL)
+			elog(ERROR, "could not prepare \"%s\": %s", query, SPI_result_code_string(SPI_result));
+		portal = SPI_cursor_open(NULL, plan, &arg, NULL, true);
+		for (;;)
+		{
+			CHECK_FOR_INTERRUPTS();
+			SPI_cursor_fetch(portal, true, 16);
+			if (SPI_processed == 0)
+				break;
+			for (uint64 i = 0; i < SPI_processed; i++)
+			{
+				HeapTuple	tup = SPI_tuptable->vals[i];
+				bool		isnull;
+				Datum		d;
+				tgpg_raster r;
+				tg_band		src;
+				double		col,
+							rowf;
+				int			c0,
+							t0;
+
+				rc.tile = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+				rc.have_tile = !isnull;
+				d = SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull);
+				tgpg_raster_open(d, &r);
+				if (m->band < 1 || m->band > r.info.num_bands)
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+							 errmsg("band %d does not exist: tile %lld of %s has %d band(s)", m->band,
+									(long long) rc.tile, m->relname, r.info.num_bands)));
+				tgpg_raster_band(&r, m->band, &src);
+				if (r.info.width > 0 && r.info.height > 0)
+				{
+					check_on_grid(m->relname, rc.tile, &m->geo, &r.info.geo, "the first tile");
+					grid_offset(&m->geo, r.info.geo.upperleft_x, r.info.geo.upperleft_y, &col, &rowf);
+					c0 = (int) rint(col);
+					t0 = (int) rint(rowf);
+					if (m->dem.width == 0)
+					{
+						m->dem.pixtype = src.pixtype;
+						m->dem.has_nodata = true;
+						m->dem.nodata = src.has_nodata ? src.nodata : tg_pixtype_min_value(src.pixtype);
+						m->dem.width = m->width;
+						m->dem.height = m->height;
+					}
+					else if (src.pixtype != m->dem.pixtype)
+						ereport(ERROR,
+								(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+								 errmsg("tile %lld of %s is %s, the first tile read is %s",
+										(long long) rc.tile, m->relname, tg_pixtype_name(src.pixtype),
+										tg_pixtype_name(m->dem.pixtype)),
+								 errhint("Every tile of a coverage must share the band's pixel type.")));
+					for (int y = Max(0, row0 - t0); y < src.height && t0 + y < row0 + nrows; y++)
+					{
+						double	   *dst = z + (size_t) (t0 + y - row0) * m->width + c0;
+
+						if (src.is_nodata)
+							continue;
+						tg_band_row_to_f64(&src, y, row);
+						memcpy(dst, row, sizeof(double) * src.width);
+					}
+				}
+				tgpg_raster_close(&r, d);
+			}
+			SPI_freetuptable(SPI_tuptable);
+		}
+		SPI_cursor_close(portal);
+	}
+	error_context_stack = errcb.previous;
+	SPI_finish();
+	pfree(row);
+	pfree(ids);
+	pfree(idarr);
+}
+
+/*
+ * Return the tiles that lie in rows [row0, row0 + nrows) (bands never cut a
+ * tile) from w, that band's values as doubles (NaN = nodata), converted to
+ * `spec`.  The first call sets up the result set.
+ */
+void
+tgpg_mosaic_emit_rows(tgpg_mosaic *m, FunctionCallInfo fcinfo, const tg_band_spec *spec,
+					  int row0, int nrows, const double *w, int64 *written)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	MemoryContext tile_cxt;
+
+	if (rsinfo->setResult == NULL)
+		InitMaterializedSRF(fcinfo, 0);
+	tile_cxt = AllocSetContextCreate(CurrentMemoryContext, "terra_gpu tile", ALLOCSET_DEFAULT_SIZES);
+	for (int i = 0; i < m->ntiles; i++)
+	{
+		const tgpg_tile *t = &m->tiles[i];
+		tg_raster_info info;
+		void	   *data[1];
+		Datum		values[2];
+		bool		nulls[2] = {false, false};
+		MemoryContext old;
+
+		if (t->row0 < row0 || t->row0 >= row0 + nrows)
+			continue;
+		CHECK_FOR_INTERRUPTS();
+		old = MemoryContextSwitchTo(tile_cxt);
+		info.num_bands = 1;
+		info.width = t->width;
+		info.height = t->height;
+		info.geo = t->geo;
+		values[0] = Int64GetDatum(t->rid);
+		values[1] = PointerGetDatum(tgpg_raster_create(&info, spec, data));
+		for (int y = 0; y < t->height; y++)
+			for (int x = 0; x < t->width; x++)
+			{
+				double		v = w[(size_t) (t->row0 - row0 + y) * m->width + t->col0 + x];
+
+				tg_pixel_store(spec->pixtype, data[0], (size_t) y * t->width + x,
+							   isnan(v) ? spec->nodata : v);
+			}
+		MemoryContextSwitchTo(old);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		MemoryContextReset(tile_cxt);
+		(*written)++;
+		tgpg_progress(m, "wrote", *written, m->ntiles, false);
+	}
+	MemoryContextDelete(tile_cxt);
+}
+
+size_t
+tgpg_memory_budget(void)
+{
+	return memory_budget();
 }

@@ -10,6 +10,8 @@
  */
 #include "tgpg.h"
 
+#include "utils/timestamp.h"
+
 #include <math.h>
 
 #include "executor/spi.h"
@@ -248,6 +250,95 @@ tgpg_fill(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(result);
 }
 
+/*
+ * A coverage beyond terra_gpu.max_memory_mb, filled in bands of rows on the
+ * CPU (fill_blocks.c): every band is read twice, once to scan it and once
+ * to finish it, and its tiles are returned as soon as it is finished.
+ */
+static void
+fill_coverage_in_bands(FunctionCallInfo fcinfo, tgpg_mosaic *m)
+{
+	const size_t per_cell = tg_fill_blocks_bytes_per_cell() + 2 * sizeof(double);
+	const size_t budget = tgpg_memory_budget();
+	const int	W = m->width;
+	size_t		max_rows = budget / ((size_t) W * per_cell);
+	int		   *row0s,
+			   *nrows,
+				nb;
+	int64		written = 0;
+	tg_fill_params params;
+	tgpg_grid_raster out;
+	tg_fill_blocks *fb = NULL;
+	tg_ctx		ctx;
+	tg_error	err;
+	TimestampTz t0 = GetCurrentTimestamp();
+
+	params.method = (tg_fill_method) LOOKUP("method", fcinfo, 4, fill_methods);
+	params.epsilon = tgpg_arg_float8(fcinfo, 5, "epsilon");
+	tgpg_ctx_init(&ctx, "tg_fill", fcinfo, 7);
+	if (params.method != TG_FILL_PRIORITY_FLOOD || params.epsilon != 0 || ctx.backend == TG_BACKEND_GPU)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("tg_fill over %s needs about %zu MB as one grid, more than the %zu MB a coverage job may use",
+						m->relname, ((size_t) W * m->height * FILL_BYTES_PER_CELL) >> 20, budget >> 20),
+				 errdetail("Beyond terra_gpu.max_memory_mb only method priority-flood with epsilon 0 "
+						   "runs, in bands of rows on the CPU."),
+				 errhint("Raise terra_gpu.max_memory_mb for epsilon > 0, planchon-darboux or backend gpu.")));
+	if (max_rows < 3)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("tg_fill over %s: not even 3 rows of %d cells fit in %zu MB", m->relname, W,
+						budget >> 20),
+				 errhint("Raise terra_gpu.max_memory_mb.")));
+	nb = tgpg_mosaic_bands(m, (int) Min(max_rows - 2, (size_t) INT_MAX), &row0s, &nrows);
+	ereport(NOTICE,
+			(errmsg("tg_fill: %s spans %d x %d cells, more than terra_gpu.max_memory_mb holds: "
+					"filling it in %d bands of rows", m->relname, W, m->height, nb)));
+	tg_error_clear(&err);
+	tgpg_check(tg_fill_blocks_begin(&ctx, W, m->height, &fb, &err), &err);
+	for (int pass = 0; pass < 2; pass++)
+	{
+		for (int k = 0; k < nb; k++)
+		{
+			const int	a = row0s[k] > 0 ? row0s[k] - 1 : 0,
+						b = Min(row0s[k] + nrows[k] + 1, m->height);
+			double	   *z = palloc_extended(sizeof(double) * (size_t) W * (b - a) + 1, MCXT_ALLOC_HUGE);
+
+			tgpg_mosaic_read_rows(m, a, b - a, z);
+			if (pass == 0)
+				tgpg_check(tg_fill_blocks_scan(&ctx, fb, row0s[k], nrows[k], z, &err), &err);
+			else
+			{
+				double	   *w = palloc_extended(sizeof(double) * (size_t) W * nrows[k] + 1, MCXT_ALLOC_HUGE);
+
+				tgpg_check(tg_fill_blocks_finish(&ctx, fb, row0s[k], nrows[k], z, w, &err), &err);
+				tgpg_mosaic_emit_rows(m, fcinfo, &out.specs[0], row0s[k], nrows[k], w, &written);
+				pfree(w);
+			}
+			pfree(z);
+			ereport(NOTICE,
+					(errmsg("tg_fill: %s band %d of %d (%.1f s)", pass == 0 ? "scanned" : "filled and wrote",
+							k + 1, nb, TimestampDifferenceMilliseconds(t0, GetCurrentTimestamp()) / 1000.0)));
+		}
+		if (pass == 0)
+		{
+			tgpg_check(tg_fill_blocks_solve(&ctx, fb, &err), &err);
+			fill_plan(fcinfo, 2, &m->dem, &params, &out);
+		}
+	}
+	tg_fill_blocks_end(&ctx, fb);
+	if (ctx.stats)
+	{
+		ctx.stats->backend = TG_BACKEND_CPU;
+		ctx.stats->cells = (int64) W * m->height;
+		ctx.stats->core_ms = TimestampDifferenceMilliseconds(t0, GetCurrentTimestamp());
+		ctx.stats->chunks = nb;
+		snprintf(ctx.stats->method, sizeof ctx.stats->method, "priority-flood in bands");
+		snprintf(ctx.stats->note, sizeof ctx.stats->note,
+				 "%d bands of at most %zu rows within terra_gpu.max_memory_mb", nb, max_rows - 2);
+	}
+}
+
 PG_FUNCTION_INFO_V1(tgpg_fill_coverage);
 Datum
 tgpg_fill_coverage(PG_FUNCTION_ARGS)
@@ -257,7 +348,13 @@ tgpg_fill_coverage(PG_FUNCTION_ARGS)
 	tg_fill_params params;
 	tgpg_grid_raster out;
 
-	tgpg_mosaic_open(&m, fcinfo, "tg_fill", 3, FILL_BYTES_PER_CELL);
+	tgpg_mosaic_layout(&m, fcinfo, "tg_fill", 3);
+	if (!tgpg_mosaic_fits(&m, FILL_BYTES_PER_CELL))
+	{
+		fill_coverage_in_bands(fcinfo, &m);
+		return (Datum) 0;
+	}
+	tgpg_mosaic_read(&m, FILL_BYTES_PER_CELL);
 	grid = tgpg_mosaic_grid(&m);
 	fill_plan(fcinfo, 2, &m.dem, &params, &out);
 	tgpg_grid_raster_alloc(&grid, &out);
