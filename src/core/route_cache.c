@@ -177,8 +177,14 @@ tg_cpu_route_get(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p,
 		*r = cache.route;
 		*kept = true;
 		if (ctx->stats)
-			snprintf(ctx->stats->note, sizeof ctx->stats->note, "%s",
+		{
+			/* after what the dispatcher said (a fallback to the CPU, say) */
+			char	   *note = ctx->stats->note;
+			size_t		len = strlen(note);
+
+			snprintf(note + len, sizeof ctx->stats->note - len, "%s%s", len ? "; " : "",
 					 "routing of this DEM kept from an earlier call");
+		}
 		return TG_OK;
 	}
 	drop_entry();
