@@ -24,6 +24,7 @@
  * the in-memory fill.
  */
 #include "tg_backends.h"
+#include "tg_heap.h"
 #include "tg_hydro.h"
 
 #include <math.h>
@@ -63,12 +64,7 @@ typedef struct band_work
 	uint32_t   *label;
 	uint8_t    *closed;
 	uint32_t   *pit;
-	struct
-	{
-		double		w;
-		uint32_t	i;
-	}		   *heap;
-	size_t		heap_len;
+	tg_heap		heap;
 } band_work;
 
 /* ------------------------------------------------------------------------ */
@@ -120,60 +116,6 @@ edge_add(const tg_ctx *ctx, tg_fill_blocks *fb, uint32_t a, uint32_t b, double h
 	}
 }
 
-/* Binary heap on (w, i), ties by cell: the flood is deterministic. */
-static inline bool
-item_less(double wa, uint32_t ia, double wb, uint32_t ib)
-{
-	return wa < wb || (wa == wb && ia < ib);
-}
-
-static void
-band_push(band_work *b, double w, uint32_t i)
-{
-	size_t		j = b->heap_len++;
-
-	while (j > 0)
-	{
-		size_t		p = (j - 1) / 2;
-
-		if (!item_less(w, i, b->heap[p].w, b->heap[p].i))
-			break;
-		b->heap[j] = b->heap[p];
-		j = p;
-	}
-	b->heap[j].w = w;
-	b->heap[j].i = i;
-}
-
-static uint32_t
-band_pop(band_work *b)
-{
-	uint32_t	top = b->heap[0].i;
-	double		lw = b->heap[b->heap_len - 1].w;
-	uint32_t	li = b->heap[--b->heap_len].i;
-	size_t		j = 0;
-
-	for (;;)
-	{
-		size_t		c = 2 * j + 1;
-
-		if (c >= b->heap_len)
-			break;
-		if (c + 1 < b->heap_len && item_less(b->heap[c + 1].w, b->heap[c + 1].i, b->heap[c].w, b->heap[c].i))
-			c++;
-		if (!item_less(b->heap[c].w, b->heap[c].i, lw, li))
-			break;
-		b->heap[j] = b->heap[c];
-		j = c;
-	}
-	if (b->heap_len > 0)
-	{
-		b->heap[j].w = lw;
-		b->heap[j].i = li;
-	}
-	return top;
-}
-
 static void
 band_free(const tg_ctx *ctx, band_work *b)
 {
@@ -181,7 +123,7 @@ band_free(const tg_ctx *ctx, band_work *b)
 	tg_free(ctx, b->label);
 	tg_free(ctx, b->closed);
 	tg_free(ctx, b->pit);
-	tg_free(ctx, b->heap);
+	tg_free(ctx, b->heap.a);
 	memset(b, 0, sizeof *b);
 }
 
@@ -219,8 +161,8 @@ band_flood(const tg_ctx *ctx, tg_fill_blocks *fb, int k, int row0, int nrows, co
 	b->label = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
 	b->closed = tg_alloc(ctx, n ? n : 1);
 	b->pit = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
-	b->heap = tg_alloc(ctx, (n ? n : 1) * sizeof(*b->heap));
-	if (!b->lf || !b->label || !b->closed || !b->pit || !b->heap)
+	b->heap.a = tg_alloc(ctx, (n ? n : 1) * sizeof(tg_heap_item));
+	if (!b->lf || !b->label || !b->closed || !b->pit || !b->heap.a)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a fill band of %d x %d cells", W, nrows);
 	memset(b->closed, 0, n);
 
@@ -246,7 +188,7 @@ band_flood(const tg_ctx *ctx, tg_fill_blocks *fb, int k, int row0, int nrows, co
 				continue;
 			b->label[i] = outlet ? 0 : top ? top_base + (uint32_t) x : bottom_base + (uint32_t) x;
 			b->closed[i] = 1;
-			band_push(b, zb[i], (uint32_t) i);
+			tg_heap_push(&b->heap, zb[i], (uint32_t) i);
 		}
 	}
 
@@ -271,9 +213,9 @@ band_flood(const tg_ctx *ctx, tg_fill_blocks *fb, int k, int row0, int nrows, co
 		}
 	}
 
-	while (st == TG_OK && (pit_head < pit_tail || b->heap_len > 0))
+	while (st == TG_OK && (pit_head < pit_tail || b->heap.len > 0))
 	{
-		const uint32_t c = pit_head < pit_tail ? b->pit[pit_head++] : band_pop(b);
+		const uint32_t c = pit_head < pit_tail ? b->pit[pit_head++] : tg_heap_pop(&b->heap).i;
 		const int	cx = (int) (c % W),
 					cy = (int) (c / W);
 		const double level = b->lf[c];
@@ -307,7 +249,7 @@ band_flood(const tg_ctx *ctx, tg_fill_blocks *fb, int k, int row0, int nrows, co
 			else
 			{
 				b->lf[ni] = zb[ni];
-				band_push(b, zb[ni], (uint32_t) ni);
+				tg_heap_push(&b->heap, zb[ni], (uint32_t) ni);
 			}
 		}
 	}
@@ -401,10 +343,9 @@ tg_fill_blocks_solve(const tg_ctx *ctx, tg_fill_blocks *fb, tg_error *err)
 	size_t	   *start = NULL;
 	uint32_t   *to = NULL;
 	double	   *height = NULL;
-	band_work	q;
+	tg_heap		q = {NULL, 0};
 	tg_status	st = TG_OK;
 
-	memset(&q, 0, sizeof q);
 	if (fb->next_row != fb->height)
 		return tg_error_set(err, TG_EINVAL, "blocked fill: bands cover %d of %d rows",
 							fb->next_row, fb->height);
@@ -412,8 +353,8 @@ tg_fill_blocks_solve(const tg_ctx *ctx, tg_fill_blocks *fb, tg_error *err)
 	start = tg_alloc(ctx, (L + 1) * sizeof(size_t));
 	to = tg_alloc(ctx, (2 * fb->nedges + 1) * sizeof(uint32_t));
 	height = tg_alloc(ctx, (2 * fb->nedges + 1) * sizeof(double));
-	q.heap = tg_alloc(ctx, (2 * fb->nedges + 1) * sizeof(*q.heap));
-	if (!fb->level || !start || !to || !height || !q.heap)
+	q.a = tg_alloc(ctx, (2 * fb->nedges + 1) * sizeof(tg_heap_item));
+	if (!fb->level || !start || !to || !height || !q.a)
 	{
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate the label graph (%zu labels, %zu edges)",
 						  L, fb->nedges);
@@ -459,11 +400,12 @@ tg_fill_blocks_solve(const tg_ctx *ctx, tg_fill_blocks *fb, tg_error *err)
 	for (size_t l = 0; l < L; l++)
 		fb->level[l] = INFINITY;
 	fb->level[0] = -INFINITY;
-	band_push(&q, -INFINITY, 0);
-	while (q.heap_len > 0)
+	tg_heap_push(&q, -INFINITY, 0);
+	while (q.len > 0)
 	{
-		const double lu = q.heap[0].w;
-		const uint32_t u = band_pop(&q);
+		const tg_heap_item top = tg_heap_pop(&q);
+		const double lu = top.w;
+		const uint32_t u = top.i;
 
 		if (lu > fb->level[u])
 			continue;			/* a stale entry */
@@ -474,7 +416,7 @@ tg_fill_blocks_solve(const tg_ctx *ctx, tg_fill_blocks *fb, tg_error *err)
 			if (cand < fb->level[to[e]])
 			{
 				fb->level[to[e]] = cand;
-				band_push(&q, cand, to[e]);
+				tg_heap_push(&q, cand, to[e]);
 			}
 		}
 	}
@@ -485,7 +427,7 @@ done:
 	tg_free(ctx, start);
 	tg_free(ctx, to);
 	tg_free(ctx, height);
-	tg_free(ctx, q.heap);
+	tg_free(ctx, q.a);
 	return st;
 }
 

@@ -15,6 +15,7 @@
  *                 alternating directions until a scan changes nothing.
  */
 #include "tg_backends.h"
+#include "tg_heap.h"
 #include "tg_hydro.h"
 
 #include <math.h>
@@ -60,76 +61,13 @@ tg_cpu_is_outlet(const double *z, int W, int H, int x, int y)
  * Priority-flood
  * ------------------------------------------------------------------------ */
 
-/* A binary min-heap of (elevation, cell); ties by cell index (deterministic). */
-typedef struct heap_item
-{
-	double		w;
-	uint32_t	i;
-} heap_item;
-
-typedef struct heap
-{
-	heap_item  *a;
-	size_t		len;
-} heap;
-
-static inline bool
-heap_less(const heap_item *x, const heap_item *y)
-{
-	return x->w < y->w || (x->w == y->w && x->i < y->i);
-}
-
-static void
-heap_push(heap *h, double w, uint32_t i)
-{
-	size_t		j = h->len++;
-
-	while (j > 0)
-	{
-		size_t		parent = (j - 1) / 2;
-		heap_item	it = {w, i};
-
-		if (!heap_less(&it, &h->a[parent]))
-			break;
-		h->a[j] = h->a[parent];
-		j = parent;
-	}
-	h->a[j].w = w;
-	h->a[j].i = i;
-}
-
-static heap_item
-heap_pop(heap *h)
-{
-	heap_item	top = h->a[0];
-	heap_item	last = h->a[--h->len];
-	size_t		j = 0;
-
-	for (;;)
-	{
-		size_t		c = 2 * j + 1;
-
-		if (c >= h->len)
-			break;
-		if (c + 1 < h->len && heap_less(&h->a[c + 1], &h->a[c]))
-			c++;
-		if (!heap_less(&h->a[c], &last))
-			break;
-		h->a[j] = h->a[c];
-		j = c;
-	}
-	if (h->len > 0)
-		h->a[j] = last;
-	return top;
-}
-
 static tg_status
 fill_priority_flood(const tg_ctx *ctx, const double *z, int W, int H, double eps,
 					bool single, double *w, tg_error *err)
 {
 	const size_t n = (size_t) W * H;
 	uint8_t    *closed = tg_alloc(ctx, n ? n : 1);
-	heap		pq = {tg_alloc(ctx, (n ? n : 1) * sizeof(heap_item)), 0};
+	tg_heap		pq = {tg_alloc(ctx, (n ? n : 1) * sizeof(tg_heap_item)), 0};
 	uint32_t   *pit = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
 	size_t		pit_head = 0,
 				pit_tail = 0;
@@ -154,7 +92,7 @@ fill_priority_flood(const tg_ctx *ctx, const double *z, int W, int H, double eps
 			if (!isnan(z[i]) && tg_cpu_is_outlet(z, W, H, x, y))
 			{
 				closed[i] = 1;
-				heap_push(&pq, w[i], (uint32_t) i);
+				tg_heap_push(&pq, w[i], (uint32_t) i);
 			}
 		}
 
@@ -169,7 +107,7 @@ fill_priority_flood(const tg_ctx *ctx, const double *z, int W, int H, double eps
 		if (pit_head < pit_tail)
 			c = pit[pit_head++];
 		else
-			c = heap_pop(&pq).i;
+			c = tg_heap_pop(&pq).i;
 		if (++processed % CANCEL_EVERY == 0 && tg_canceled(ctx))
 		{
 			st = tg_error_set(err, TG_ECANCELED, "fill canceled");
@@ -196,12 +134,12 @@ fill_priority_flood(const tg_ctx *ctx, const double *z, int W, int H, double eps
 				w[ni] = level;
 				/* same level as the heap's minimum only without epsilon */
 				if (eps > 0)
-					heap_push(&pq, level, (uint32_t) ni);
+					tg_heap_push(&pq, level, (uint32_t) ni);
 				else
 					pit[pit_tail++] = (uint32_t) ni;
 			}
 			else
-				heap_push(&pq, w[ni], (uint32_t) ni);
+				tg_heap_push(&pq, w[ni], (uint32_t) ni);
 		}
 	}
 
