@@ -150,8 +150,9 @@ bool		tgpg_mosaic_fits(const tgpg_mosaic *m, size_t bytes_per_cell);
 void		tgpg_mosaic_read(tgpg_mosaic *m, size_t bytes_per_cell);
 size_t		tgpg_memory_budget(void);
 /* Coverages beyond the budget, in bands of rows cut at tile boundaries */
-int			tgpg_mosaic_bands(const tgpg_mosaic *m, int max_rows, int **row0s, int **nrows);
-void		tgpg_mosaic_read_rows(tgpg_mosaic *m, int row0, int nrows, double *z);
+int			tgpg_mosaic_bands(const tgpg_mosaic *m, size_t bytes_per_cell, int **row0s, int **nrows,
+							  int *max_rows);
+double	   *tgpg_mosaic_read_halo(tgpg_mosaic *m, int row0, int nrows, int *first, int *count);
 void		tgpg_mosaic_emit_rows(tgpg_mosaic *m, FunctionCallInfo fcinfo, const tg_band_spec *spec,
 								  int row0, int nrows, const double *w, int64 *written);
 /* Another coverage's band (weights, factors) onto m's grid; it must align. */

@@ -370,24 +370,25 @@ place_tile(const tg_band *grid, const tg_band *src, int64 col0, int64 row0, int 
 	}
 }
 
+/* What read_tiles hands each non-empty tile to, with its place on m's grid. */
+typedef void (*tile_fn) (tgpg_mosaic *m, const tg_band *src, int64 col0, int64 row0, void *arg);
+
 /*
- * Pass 2: the band of every tile of `relid` into out, a band on m's grid.
- * The first tile decides the pixel type (all must share it) and the nodata
- * value (its own, else the type's minimum); cells no tile covers are nodata.
+ * Every tile the cursor returns, checked: band band_no exists, the tile lies
+ * on m's grid (called grid_name in errors) and within it, and its pixel type
+ * is the one of the first tile read.  `type` has width 0 until a first tile
+ * gives it its pixel type, nodata (its own, else the type's minimum) and the
+ * grid's size.  Progress under `phase` unless NULL.
  */
 static void
-read_band(tgpg_mosaic *m, const char *relname, const char *rast_col, const char *id_col,
-		  int band_no, const char *what, const char *grid_name, const char *phase, tg_band *out)
+read_tiles(tgpg_mosaic *m, Portal portal, const char *relname, int band_no,
+		   const char *grid_name, const char *phase, tg_band *type, tile_fn fn, void *arg)
 {
 	read_context rc = {m, relname, 0, false};
 	ErrorContextCallback errcb = {error_context_stack, read_error_context, &rc};
-	const size_t n = (size_t) m->width * m->height;
 	int64		done = 0;
-	Portal		portal;
 
-	memset(out, 0, sizeof *out);
 	error_context_stack = &errcb;
-	portal = open_tile_cursor(relname, id_col, rast_col);
 	for (;;)
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -424,41 +425,78 @@ read_band(tgpg_mosaic *m, const char *relname, const char *rast_col, const char 
 							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 							 errmsg("tile %lld of %s reaches beyond %s", (long long) rc.tile,
 									relname, grid_name)));
-				if (out->data == NULL)
+				if (type->width == 0)
 				{
-					/* the first tile sets the grid's type and nodata; all start nodata */
-					out->pixtype = src.pixtype;
-					out->has_nodata = true;
-					out->nodata = src.has_nodata ? src.nodata : tg_pixtype_min_value(src.pixtype);
-					out->width = m->width;
-					out->height = m->height;
-					out->data = MemoryContextAllocExtended(m->cxt, n * tg_pixtype_size(src.pixtype) + 1,
-														   MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
-					if (out->data == NULL)
-						ereport(ERROR,
-								(errcode(ERRCODE_OUT_OF_MEMORY),
-								 errmsg("out of memory reading %s into one grid of %d x %d cells",
-										relname, m->width, m->height)));
-					for (size_t c = 0; c < n; c++)
-						tg_pixel_store(out->pixtype, (void *) out->data, c, out->nodata);
+					type->pixtype = src.pixtype;
+					type->has_nodata = true;
+					type->nodata = src.has_nodata ? src.nodata : tg_pixtype_min_value(src.pixtype);
+					type->width = m->width;
+					type->height = m->height;
 				}
-				else if (src.pixtype != out->pixtype)
+				else if (src.pixtype != type->pixtype)
 					ereport(ERROR,
 							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 							 errmsg("tile %lld of %s is %s, the first tile read is %s",
 									(long long) rc.tile, relname, tg_pixtype_name(src.pixtype),
-									tg_pixtype_name(out->pixtype)),
+									tg_pixtype_name(type->pixtype)),
 							 errhint("Every tile of a coverage must share the band's pixel type.")));
-				place_tile(out, &src, (int64) rint(col), (int64) rint(row), m->width);
+				fn(m, &src, (int64) rint(col), (int64) rint(row), arg);
 			}
 			tgpg_raster_close(&r, d);
 			done++;
 		}
 		SPI_freetuptable(SPI_tuptable);
-		tgpg_progress(m, phase, done, m->ntiles, false);
+		if (phase)
+			tgpg_progress(m, phase, done, m->ntiles, false);
 	}
 	SPI_cursor_close(portal);
 	error_context_stack = errcb.previous;
+}
+
+/* read_band's tile_fn: the grid allocated (all nodata) at the first tile, then the tile placed */
+typedef struct grid_target
+{
+	tg_band    *out;
+	const char *relname;
+} grid_target;
+
+static void
+place_in_grid(tgpg_mosaic *m, const tg_band *src, int64 col0, int64 row0, void *arg)
+{
+	grid_target *g = arg;
+	tg_band    *out = g->out;
+
+	if (out->data == NULL)
+	{
+		const size_t n = (size_t) m->width * m->height;
+
+		out->data = MemoryContextAllocExtended(m->cxt, n * tg_pixtype_size(out->pixtype) + 1,
+											   MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+		if (out->data == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory reading %s into one grid of %d x %d cells",
+							g->relname, m->width, m->height)));
+		for (size_t c = 0; c < n; c++)
+			tg_pixel_store(out->pixtype, (void *) out->data, c, out->nodata);
+	}
+	place_tile(out, src, col0, row0, m->width);
+}
+
+/*
+ * Pass 2: the band of every tile of `relid` into out, a band on m's grid.
+ * The first tile decides the pixel type (all must share it) and the nodata
+ * value (its own, else the type's minimum); cells no tile covers are nodata.
+ */
+static void
+read_band(tgpg_mosaic *m, const char *relname, const char *rast_col, const char *id_col,
+		  int band_no, const char *what, const char *grid_name, const char *phase, tg_band *out)
+{
+	grid_target g = {out, relname};
+
+	memset(out, 0, sizeof *out);
+	read_tiles(m, open_tile_cursor(relname, id_col, rast_col), relname, band_no, grid_name, phase,
+			   out, place_in_grid, &g);
 	if (out->data == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
@@ -640,18 +678,39 @@ tgpg_mosaic_emit(tgpg_mosaic *m, FunctionCallInfo fcinfo, const tgpg_grid_raster
  * ------------------------------------------------------------------------ */
 
 /*
- * Bands of whole tile rows, each at most max_rows rows (2 rows of halo come
- * on top): a band boundary may only fall where no tile straddles it.
- * Returns the number of bands; *row0s and *nrows are palloc'd.
+ * Bands of whole tile rows for an operation holding bytes_per_cell per cell
+ * of a band and its two halo rows within terra_gpu.max_memory_mb: a band
+ * boundary may only fall where no tile straddles it.  Returns the number of
+ * bands; *row0s and *nrows are palloc'd; *max_rows (may be NULL) is the
+ * most rows a band could have had.
  */
-int
-tgpg_mosaic_bands(const tgpg_mosaic *m, int max_rows, int **row0s, int **nrows)
+size_t
+tgpg_memory_budget(void)
 {
-	bool	   *cut = palloc_extended((size_t) m->height + 1, MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	return memory_budget();
+}
+
+int
+tgpg_mosaic_bands(const tgpg_mosaic *m, size_t bytes_per_cell, int **row0s, int **nrows,
+				  int *max_rows)
+{
+	const size_t budget = memory_budget();
+	const size_t fit = budget / ((size_t) m->width * bytes_per_cell);
+	const int	most = (int) Min(fit > 2 ? fit - 2 : 0, (size_t) INT_MAX);
+	bool	   *cut;
 	int			nb = 0,
 				r0 = 0;
 
+	if (most < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("%s over %s: not even 3 rows of %d cells fit in %zu MB", m->function,
+						m->relname, m->width, budget >> 20),
+				 errhint("Raise terra_gpu.max_memory_mb.")));
+	if (max_rows)
+		*max_rows = most;
 	/* a boundary at row r is allowed unless some tile covers rows r - 1 and r */
+	cut = palloc_extended((size_t) m->height + 1, MCXT_ALLOC_HUGE);
 	for (int r = 0; r <= m->height; r++)
 		cut[r] = true;
 	for (int i = 0; i < m->ntiles; i++)
@@ -663,14 +722,14 @@ tgpg_mosaic_bands(const tgpg_mosaic *m, int max_rows, int **row0s, int **nrows)
 	{
 		int			best = -1;
 
-		for (int r = r0 + 1; r <= m->height && r - r0 <= max_rows; r++)
+		for (int r = r0 + 1; r <= m->height && r - r0 <= most; r++)
 			if (cut[r])
 				best = r;
 		if (best < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 					 errmsg("%s: %s cannot be cut into bands of at most %d rows at tile boundaries",
-							m->function, m->relname, max_rows),
+							m->function, m->relname, most),
 					 errhint("Raise terra_gpu.max_memory_mb.")));
 		(*row0s)[nb] = r0;
 		(*nrows)[nb++] = best - r0;
@@ -680,24 +739,46 @@ tgpg_mosaic_bands(const tgpg_mosaic *m, int max_rows, int **row0s, int **nrows)
 	return nb;
 }
 
+/* read_rows' tile_fn: the tile's rows that fall in the band, as doubles */
+typedef struct rows_target
+{
+	double	   *z;
+	int			row0;
+	int			nrows;
+	double	   *row;			/* one decoded tile row */
+} rows_target;
+
+static void
+copy_rows(tgpg_mosaic *m, const tg_band *src, int64 col0, int64 row0, void *arg)
+{
+	rows_target *t = arg;
+
+	if (src->is_nodata)
+		return;
+	for (int y = (int) Max(0, t->row0 - row0); y < src->height && row0 + y < t->row0 + t->nrows; y++)
+	{
+		tg_band_row_to_f64(src, y, t->row);
+		memcpy(t->z + (size_t) (row0 + y - t->row0) * m->width + col0, t->row,
+			   sizeof(double) * src->width);
+	}
+}
+
 /*
  * Rows [row0, row0 + nrows) of the coverage's band as doubles (NaN for
  * nodata and for cells no tile covers).  The first tile read decides the
  * pixel type, as for a whole grid; m->dem gets that type and nodata (no data).
  */
-void
-tgpg_mosaic_read_rows(tgpg_mosaic *m, int row0, int nrows, double *z)
+static void
+read_rows(tgpg_mosaic *m, int row0, int nrows, double *z)
 {
-	read_context rc = {m, m->relname, 0, false};
-	ErrorContextCallback errcb = {error_context_stack, read_error_context, &rc};
 	const size_t n = (size_t) m->width * nrows;
 	Datum	   *ids;
 	int			nids = 0;
-	ArrayType  *idarr;
 	Oid			argtype = INT8ARRAYOID;
 	Datum		arg;
 	char	   *query;
-	double	   *row;
+	SPIPlanPtr	plan;
+	rows_target t = {z, row0, nrows, NULL};
 
 	for (size_t i = 0; i < n; i++)
 		z[i] = NAN;
@@ -707,92 +788,39 @@ tgpg_mosaic_read_rows(tgpg_mosaic *m, int row0, int nrows, double *z)
 			ids[nids++] = Int64GetDatum(m->tiles[i].rid);
 	if (nids == 0)
 		return;
-	idarr = construct_array(ids, nids, INT8OID, 8, true, TYPALIGN_DOUBLE);
-	arg = PointerGetDatum(idarr);
+	arg = PointerGetDatum(construct_array(ids, nids, INT8OID, 8, true, TYPALIGN_DOUBLE));
 	query = psprintf("SELECT %s::bigint, %s FROM %s WHERE %s = ANY($1) AND %s IS NOT NULL",
 					 quote_identifier(m->id_column), quote_identifier(m->rast_column), m->relname,
 					 quote_identifier(m->id_column), quote_identifier(m->rast_column));
-	row = palloc(sizeof(double) * Max(m->width, 1));
+	t.row = palloc(sizeof(double) * Max(m->width, 1));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "could not connect to SPI");
-	error_context_stack = &errcb;
-	{
-		SPIPlanPtr	plan = SPI_prepare(query, 1, &argtype);
-		Portal		portal;
-
-		if (plan == NULL)
-			elog(ERROR, "could not prepare \"%s\": %s", query, SPI_result_code_string(SPI_result));
-		portal = SPI_cursor_open(NULL, plan, &arg, NULL, true);
-		for (;;)
-		{
-			CHECK_FOR_INTERRUPTS();
-			SPI_cursor_fetch(portal, true, 16);
-			if (SPI_processed == 0)
-				break;
-			for (uint64 i = 0; i < SPI_processed; i++)
-			{
-				HeapTuple	tup = SPI_tuptable->vals[i];
-				bool		isnull;
-				Datum		d;
-				tgpg_raster r;
-				tg_band		src;
-				double		col,
-							rowf;
-				int			c0,
-							t0;
-
-				rc.tile = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
-				rc.have_tile = !isnull;
-				d = SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull);
-				tgpg_raster_open(d, &r);
-				if (m->band < 1 || m->band > r.info.num_bands)
-					ereport(ERROR,
-							(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-							 errmsg("band %d does not exist: tile %lld of %s has %d band(s)", m->band,
-									(long long) rc.tile, m->relname, r.info.num_bands)));
-				tgpg_raster_band(&r, m->band, &src);
-				if (r.info.width > 0 && r.info.height > 0)
-				{
-					check_on_grid(m->relname, rc.tile, &m->geo, &r.info.geo, "the first tile");
-					grid_offset(&m->geo, r.info.geo.upperleft_x, r.info.geo.upperleft_y, &col, &rowf);
-					c0 = (int) rint(col);
-					t0 = (int) rint(rowf);
-					if (m->dem.width == 0)
-					{
-						m->dem.pixtype = src.pixtype;
-						m->dem.has_nodata = true;
-						m->dem.nodata = src.has_nodata ? src.nodata : tg_pixtype_min_value(src.pixtype);
-						m->dem.width = m->width;
-						m->dem.height = m->height;
-					}
-					else if (src.pixtype != m->dem.pixtype)
-						ereport(ERROR,
-								(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-								 errmsg("tile %lld of %s is %s, the first tile read is %s",
-										(long long) rc.tile, m->relname, tg_pixtype_name(src.pixtype),
-										tg_pixtype_name(m->dem.pixtype)),
-								 errhint("Every tile of a coverage must share the band's pixel type.")));
-					for (int y = Max(0, row0 - t0); y < src.height && t0 + y < row0 + nrows; y++)
-					{
-						double	   *dst = z + (size_t) (t0 + y - row0) * m->width + c0;
-
-						if (src.is_nodata)
-							continue;
-						tg_band_row_to_f64(&src, y, row);
-						memcpy(dst, row, sizeof(double) * src.width);
-					}
-				}
-				tgpg_raster_close(&r, d);
-			}
-			SPI_freetuptable(SPI_tuptable);
-		}
-		SPI_cursor_close(portal);
-	}
-	error_context_stack = errcb.previous;
+	plan = SPI_prepare(query, 1, &argtype);
+	if (plan == NULL)
+		elog(ERROR, "could not prepare \"%s\": %s", query, SPI_result_code_string(SPI_result));
+	read_tiles(m, SPI_cursor_open(NULL, plan, &arg, NULL, true), m->relname, m->band,
+			   "the first tile", NULL, &m->dem, copy_rows, &t);
 	SPI_finish();
-	pfree(row);
+	pfree(t.row);
 	pfree(ids);
-	pfree(idarr);
+	pfree(DatumGetPointer(arg));
+}
+
+/*
+ * A band's rows [row0, row0 + nrows) with the row above and below where the
+ * grid has them, as doubles (NaN = nodata): *first is the first row read,
+ * *count how many.
+ */
+double *
+tgpg_mosaic_read_halo(tgpg_mosaic *m, int row0, int nrows, int *first, int *count)
+{
+	double	   *z;
+
+	*first = row0 > 0 ? row0 - 1 : 0;
+	*count = Min(row0 + nrows + 1, m->height) - *first;
+	z = palloc_extended(sizeof(double) * (size_t) m->width * *count + 1, MCXT_ALLOC_HUGE);
+	read_rows(m, *first, *count, z);
+	return z;
 }
 
 /*
@@ -844,10 +872,4 @@ tgpg_mosaic_emit_rows(tgpg_mosaic *m, FunctionCallInfo fcinfo, const tg_band_spe
 		tgpg_progress(m, "wrote", *written, m->ntiles, false);
 	}
 	MemoryContextDelete(tile_cxt);
-}
-
-size_t
-tgpg_memory_budget(void)
-{
-	return memory_budget();
 }

@@ -258,13 +258,12 @@ tgpg_fill(PG_FUNCTION_ARGS)
 static void
 fill_coverage_in_bands(FunctionCallInfo fcinfo, tgpg_mosaic *m)
 {
-	const size_t per_cell = tg_fill_blocks_bytes_per_cell() + 2 * sizeof(double);
 	const size_t budget = tgpg_memory_budget();
 	const int	W = m->width;
-	size_t		max_rows = budget / ((size_t) W * per_cell);
 	int		   *row0s,
 			   *nrows,
-				nb;
+				nb,
+				max_rows;
 	int64		written = 0;
 	tg_fill_params params;
 	tgpg_grid_raster out;
@@ -284,13 +283,9 @@ fill_coverage_in_bands(FunctionCallInfo fcinfo, tgpg_mosaic *m)
 				 errdetail("Beyond terra_gpu.max_memory_mb only method priority-flood with epsilon 0 "
 						   "runs, in bands of rows on the CPU."),
 				 errhint("Raise terra_gpu.max_memory_mb for epsilon > 0, planchon-darboux or backend gpu.")));
-	if (max_rows < 3)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("tg_fill over %s: not even 3 rows of %d cells fit in %zu MB", m->relname, W,
-						budget >> 20),
-				 errhint("Raise terra_gpu.max_memory_mb.")));
-	nb = tgpg_mosaic_bands(m, (int) Min(max_rows - 2, (size_t) INT_MAX), &row0s, &nrows);
+	/* per cell of a band: the blocked fill's own, the rows read and the rows filled */
+	nb = tgpg_mosaic_bands(m, tg_fill_blocks_bytes_per_cell() + 2 * sizeof(double), &row0s, &nrows,
+						   &max_rows);
 	ereport(NOTICE,
 			(errmsg("tg_fill: %s spans %d x %d cells, more than terra_gpu.max_memory_mb holds: "
 					"filling it in %d bands of rows", m->relname, W, m->height, nb)));
@@ -300,11 +295,10 @@ fill_coverage_in_bands(FunctionCallInfo fcinfo, tgpg_mosaic *m)
 	{
 		for (int k = 0; k < nb; k++)
 		{
-			const int	a = row0s[k] > 0 ? row0s[k] - 1 : 0,
-						b = Min(row0s[k] + nrows[k] + 1, m->height);
-			double	   *z = palloc_extended(sizeof(double) * (size_t) W * (b - a) + 1, MCXT_ALLOC_HUGE);
+			int			first,
+						count;
+			double	   *z = tgpg_mosaic_read_halo(m, row0s[k], nrows[k], &first, &count);
 
-			tgpg_mosaic_read_rows(m, a, b - a, z);
 			if (pass == 0)
 				tgpg_check(tg_fill_blocks_scan(&ctx, fb, row0s[k], nrows[k], z, &err), &err);
 			else
@@ -335,7 +329,7 @@ fill_coverage_in_bands(FunctionCallInfo fcinfo, tgpg_mosaic *m)
 		ctx.stats->chunks = nb;
 		snprintf(ctx.stats->method, sizeof ctx.stats->method, "priority-flood in bands");
 		snprintf(ctx.stats->note, sizeof ctx.stats->note,
-				 "%d bands of at most %zu rows within terra_gpu.max_memory_mb", nb, max_rows - 2);
+				 "%d bands of at most %d rows within terra_gpu.max_memory_mb", nb, max_rows);
 	}
 }
 

@@ -5,7 +5,6 @@
 #include "tgpg.h"
 
 #include <ctype.h>
-#include <limits.h>
 #include <math.h>
 
 /* Default marker for "no slope here" when the input's own cannot serve. */
@@ -136,7 +135,6 @@ static void
 slope_coverage_in_bands(FunctionCallInfo fcinfo, tgpg_mosaic *m)
 {
 	const int	W = m->width;
-	const size_t max_rows = tgpg_memory_budget() / ((size_t) W * SLOPE_BYTES_PER_CELL);
 	int		   *row0s,
 			   *nrows,
 				nb;
@@ -146,13 +144,7 @@ slope_coverage_in_bands(FunctionCallInfo fcinfo, tgpg_mosaic *m)
 	tg_ctx		ctx;
 	tg_error	err;
 
-	if (max_rows < 3)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("tg_slope over %s: not even 3 rows of %d cells fit in terra_gpu.max_memory_mb",
-						m->relname, W),
-				 errhint("Raise terra_gpu.max_memory_mb.")));
-	nb = tgpg_mosaic_bands(m, (int) Min(max_rows - 2, (size_t) INT_MAX), &row0s, &nrows);
+	nb = tgpg_mosaic_bands(m, SLOPE_BYTES_PER_CELL, &row0s, &nrows, NULL);
 	ereport(NOTICE,
 			(errmsg("tg_slope: %s spans %d x %d cells, more than terra_gpu.max_memory_mb holds: "
 					"computing it in %d bands of rows", m->relname, W, m->height, nb)));
@@ -160,25 +152,23 @@ slope_coverage_in_bands(FunctionCallInfo fcinfo, tgpg_mosaic *m)
 	tg_error_clear(&err);
 	for (int k = 0; k < nb; k++)
 	{
-		const int	a = row0s[k] > 0 ? row0s[k] - 1 : 0,
-					b = Min(row0s[k] + nrows[k] + 1, m->height);
-		const size_t cells = (size_t) W * (b - a);
-		double	   *z = palloc_extended(sizeof(double) * cells + 1, MCXT_ALLOC_HUGE);
-		float	   *slope = palloc_extended(sizeof(float) * cells + 1, MCXT_ALLOC_HUGE);
+		int			first,
+					count;
+		double	   *z = tgpg_mosaic_read_halo(m, row0s[k], nrows[k], &first, &count);
+		float	   *slope = palloc_extended(sizeof(float) * (size_t) W * count + 1, MCXT_ALLOC_HUGE);
 		tg_band		band;
 
-		tgpg_mosaic_read_rows(m, a, b - a, z);
 		if (k == 0)
 			slope_plan(fcinfo, 2, &m->dem, &m->geo, &params, &out);
 		/* the rows as doubles, NaN for nodata, with the band's halo */
 		memset(&band, 0, sizeof band);
 		band.pixtype = TG_PT_64BF;
 		band.width = W;
-		band.height = b - a;
+		band.height = count;
 		band.data = z;
 		tgpg_check(tg_slope(&ctx, &band, &params, slope, &err), &err);
 		for (size_t i = 0; i < (size_t) W * nrows[k]; i++)
-			z[i] = slope[(size_t) (row0s[k] - a) * W + i];
+			z[i] = slope[(size_t) (row0s[k] - first) * W + i];
 		tgpg_mosaic_emit_rows(m, fcinfo, &out.specs[0], row0s[k], nrows[k], z, &written);
 		pfree(z);
 		pfree(slope);
