@@ -1,7 +1,7 @@
 /*
  * hydro.cuh — what the hydrology .cu files share: device buffers freed on
  * every path, the DEM on the device, and a tiled monotone relaxation used for
- * the depression fill and for the breadth-first gradients and labels of flats.
+ * the depression fill and for the breadth-first gradients of flats.
  */
 #ifndef TG_HYDRO_CUH
 #define TG_HYDRO_CUH
@@ -160,7 +160,7 @@ upload_dem(const tg_band *dem, dbuf<V> &z, double *transfer_ms, tg_error *err)
  * Repeats v(c) <- op.relax(c, v(c), v(neighbours)) for the cells op marks
  * updatable, where relax never increases a value, until nothing changes: the
  * greatest fixed point below the starting values, which is unique for our
- * uses (fill surface, breadth-first distances, component labels), whatever
+ * uses (fill surface, breadth-first distances), whatever
  * the order of the updates.  Each block loads a 32 x 32 tile and its halo
  * into shared memory and iterates in place until the tile is stable; a tile
  * whose border changed re-activates its neighbours for the next round; the
