@@ -5,13 +5,22 @@
  * they are final (tg_route_pull, the same expression), so results do not
  * depend on thread timing and equal the CPU's.
  *
- *   indegree             frontier rounds (Kahn): the cells whose donors are
- *                        all done are accumulated; each decrements its
- *                        receivers' pending-donor counts and appends those
- *                        that reach zero to the next frontier.
- *   topological          the same rounds record the order only (cells grouped
- *                        by level); the accumulation then replays it level by
- *                        level.  The order depends only on the routing.
+ *   indegree             D8: chains (Ortega & Rueda 2010, Sten's
+ *                        "indegree"): a thread starts at a cell without
+ *                        donors and follows the flow downstream, going on
+ *                        from each cell to its receiver when it was that
+ *                        receiver's last pending donor, so no barrier
+ *                        separates one cell of a long river from the next.
+ *                        Multiple-flow routings: frontier rounds (Kahn): the
+ *                        cells whose donors are all done are accumulated;
+ *                        each decrements its receivers' pending-donor counts
+ *                        and appends those that reach zero to the next
+ *                        frontier.  (Chains there leave the thread that
+ *                        finishes last the last donor of ever more cells: on
+ *                        57.6 M cells MFD-md took 0.2-9 s that way.)
+ *   topological          the same rounds record the order only (cells
+ *                        grouped by level), once per routing; the
+ *                        accumulation then replays it level by level.
  *   dependency-transfer  full sweeps: a cell whose donors all completed in
  *                        earlier sweeps completes in this one.
  *   flow-transfer        full sweeps: all water in transit moves one cell;
@@ -29,6 +38,7 @@
 #include <cooperative_groups.h>
 #include <cooperative_groups/scan.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -38,8 +48,14 @@ namespace cg = cooperative_groups;
 
 constexpr int SWEEP_BATCH = 16;		/* sweeps per convergence check */
 
+/*
+ * Per cell the donor mask (low byte, tg_route_donors) and the receiver mask
+ * (high byte: neighbours inside the grid it drains to), and the number of
+ * donors still pending.
+ */
 __global__ void
-tgk_count_donors(tg_route_view r, const uint8_t *__restrict__ kind, uint32_t *__restrict__ indeg)
+tgk_links(tg_route_view r, const uint8_t *__restrict__ kind, uint16_t *__restrict__ links,
+		  uint32_t *__restrict__ indeg)
 {
 	const int	W = r.width,
 				H = r.height;
@@ -48,30 +64,35 @@ tgk_count_donors(tg_route_view r, const uint8_t *__restrict__ kind, uint32_t *__
 	{
 		const int	x = (int) (i % W),
 					y = (int) (i / W);
-		uint32_t	c = 0;
+		unsigned	donors = 0,
+					out = 0;
 
 		if (kind[i] != KIND_NODATA)
+		{
+			donors = tg_route_donors(&r, i);
 			for (int k = 0; k < 8; k++)
 			{
 				int			nx = x + tg_nbr_dx(k),
 							ny = y + tg_nbr_dy(k);
 
-				if (nx >= 0 && ny >= 0 && nx < W && ny < H &&
-					tg_route_drains_to(&r, (size_t) ny * W + nx, tg_nbr_opposite(k)))
-					c++;
+				if (nx >= 0 && ny >= 0 && nx < W && ny < H && tg_route_drains_to(&r, i, k))
+					out |= 1u << k;
 			}
-		indeg[i] = c;
+		}
+		links[i] = (uint16_t) (donors | out << 8);
+		indeg[i] = (uint32_t) __popc(donors);
 	}
 }
 
-/* Sources (cells without donors) appended to order[]; acc starts as NaN. */
+/* Sources (cells without donors) appended to order[]; acc (if any) starts as NaN. */
 __global__ void
 tgk_sources(const uint8_t *__restrict__ kind, const uint32_t *__restrict__ indeg, size_t n,
 			uint32_t *__restrict__ order, uint32_t *__restrict__ tail, double *__restrict__ acc)
 {
 	TG_GRID_STRIDE(i, n)
 	{
-		acc[i] = NAN;
+		if (acc)
+			acc[i] = NAN;
 		if (kind[i] != KIND_NODATA && indeg[i] == 0)
 			order[atomicAdd(tail, 1u)] = (uint32_t) i;
 	}
@@ -83,24 +104,16 @@ tgk_sources(const uint8_t *__restrict__ kind, const uint32_t *__restrict__ indeg
  * issued before any result is looked at, so their latencies overlap.
  */
 __device__ __forceinline__ void
-release_receivers(const tg_route_view &r, uint32_t c, uint32_t *indeg, uint32_t *order,
+release_receivers(int W, uint32_t c, unsigned out, uint32_t *indeg, uint32_t *order,
 				  uint32_t end, uint32_t *appended)
 {
-	const int	W = r.width;
 	const int	x = (int) (c % W),
 				y = (int) (c / W);
 	uint32_t	left[8];
 
 #pragma unroll
 	for (int k = 0; k < 8; k++)
-	{
-		int			nx = x + tg_nbr_dx(k),
-					ny = y + tg_nbr_dy(k);
-
-		left[k] = 0;
-		if (nx >= 0 && ny >= 0 && nx < W && ny < r.height && tg_route_drains_to(&r, c, k))
-			left[k] = atomicSub(&indeg[(size_t) ny * W + nx], 1u);
-	}
+		left[k] = (out >> k) & 1u ? atomicSub(&indeg[(size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k)], 1u) : 0;
 	/* one append counter per level: the lanes of a warp reserve their slots together */
 	uint32_t	mine = 0;
 
@@ -127,15 +140,57 @@ struct pull_step
 	tg_route_view r;
 	const double *weight;
 	double	   *acc;
+	const uint16_t *links;
 	uint32_t   *indeg;
 
 	__device__ void operator()(uint32_t c, uint32_t *order, uint32_t end, uint32_t *appended) const
 	{
+		const unsigned l = links[c];
+
 		if (acc)
-			acc[c] = tg_route_pull(&r, weight, acc, c);
-		release_receivers(r, c, indeg, order, end, appended);
+			acc[c] = tg_route_pull_from(&r, weight, acc, c, l & 0xffu);
+		release_receivers(r.width, c, l >> 8, indeg, order, end, appended);
 	}
 };
+
+/*
+ * D8 chains from each source queue[j]: accumulate a cell, then its receiver
+ * if this was its last pending donor.  A cell's value is stored and fenced
+ * before the receiver's count drops, and the thread that takes the count to
+ * zero fences before it pulls: every donor value it reads (through L2) is
+ * final, as in the level-by-level schemes, so the sums are the CPU's.
+ */
+__global__ void __launch_bounds__(256)
+tgk_d8_chains(tg_route_view r, const double *__restrict__ weight, double *acc,
+			  const uint16_t *__restrict__ links, uint32_t *indeg, const uint32_t *__restrict__ queue,
+			  uint32_t count)
+{
+	const int	W = r.width;
+
+	for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < count; j += gridDim.x * blockDim.x)
+	{
+		uint32_t	c = queue[j];
+
+		for (;;)
+		{
+			const unsigned l = links[c];
+			const unsigned out = l >> 8;
+
+			acc[c] = tg_route_pull_from(&r, weight, acc, c, l & 0xffu);
+			if (out == 0)
+				break;
+
+			const int	k = __ffs(out) - 1;
+			const uint32_t next = (uint32_t) ((int64_t) c + (int64_t) tg_nbr_dy(k) * W + tg_nbr_dx(k));
+
+			__threadfence();
+			if (atomicSub(&indeg[next], 1u) != 1u)
+				break;
+			__threadfence();
+			c = next;
+		}
+	}
+}
 
 /* Accumulate levels [l0, l1) of a recorded order, a grid barrier between levels. */
 __global__ void __launch_bounds__(LEVELS_GRID_THREADS)
@@ -271,39 +326,52 @@ tgk_nodata_nan(const uint8_t *__restrict__ kind, size_t n, double *__restrict__ 
 }
 
 /*
- * Kahn's frontier rounds; acc == nullptr records the order only.
- * level_start (host) receives the level boundaries when asked.
+ * Donor and receiver masks, pending-donor counts, and the sources at
+ * order[0, *sources); acc (if any) starts as NaN.
+ */
+tg_status
+find_sources(const tg_route_view &r, const uint8_t *kind, double *acc, uint16_t *links,
+			 uint32_t *indeg, uint32_t *order, uint32_t *sources, tg_error *err)
+{
+	const size_t n = (size_t) r.width * r.height;
+	dbuf<uint32_t> count;
+
+	TG_CUDA_RETURN_IF(count.alloc(1), "allocating a counter");
+	TG_CUDA_RETURN_IF(cudaMemset(count.p, 0, sizeof(uint32_t)), "clearing a counter");
+	tgk_links<<<grid_for(n), 256>>>(r, kind, links, indeg);
+	TG_CUDA_RETURN_IF_LAUNCH("linking donors and receivers");
+	tgk_sources<<<grid_for(n), 256>>>(kind, indeg, n, order, count.p, acc);
+	TG_CUDA_RETURN_IF_LAUNCH("finding sources");
+	TG_CUDA_RETURN_IF(cudaMemcpy(sources, count.p, sizeof(uint32_t), cudaMemcpyDeviceToHost),
+					  "finding sources");
+	return TG_OK;
+}
+
+/*
+ * Kahn's frontier rounds from the sources, accumulating into acc (nullptr:
+ * the order only, cells grouped by level; level_start (host) then receives
+ * the level boundaries).
  */
 tg_status
 frontier_rounds(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind,
-				const double *weight, double *acc, uint32_t *indeg, uint32_t *order,
-				uint32_t *d_level_start, std::vector<uint32_t> *level_start, int *levels,
-				tg_error *err)
+				const double *weight, double *acc, uint16_t *links, uint32_t *indeg,
+				uint32_t *order, uint32_t *d_level_start, std::vector<uint32_t> *level_start,
+				int *levels, tg_error *err)
 {
-	const size_t n = (size_t) r.width * r.height;
 	dbuf<uint32_t> state,		/* {head, count, level} */
-				appended,		/* 3 rotating append counters */
-				sources;
-	dbuf<double> scratch;		/* the sources' NaN init when no acc is kept */
+				appended;		/* 3 rotating append counters */
 	uint32_t	h[3] = {0, 0, 0};
 	tg_status	st;
 
 	TG_CUDA_RETURN_IF(state.alloc(3), "allocating frontier state");
 	TG_CUDA_RETURN_IF(appended.alloc(3), "allocating frontier counters");
-	TG_CUDA_RETURN_IF(sources.alloc(1), "allocating a counter");
-	TG_CUDA_RETURN_IF(cudaMemset(sources.p, 0, sizeof(uint32_t)), "clearing a counter");
-	if (acc == nullptr)
-		TG_CUDA_RETURN_IF(scratch.alloc(n), "allocating scratch");
-	tgk_count_donors<<<grid_for(n), 256>>>(r, kind, indeg);
-	TG_CUDA_RETURN_IF_LAUNCH("counting donors");
-	tgk_sources<<<grid_for(n), 256>>>(kind, indeg, n, order, sources.p, acc ? acc : scratch.p);
-	TG_CUDA_RETURN_IF_LAUNCH("finding sources");
-	TG_CUDA_RETURN_IF(cudaMemcpy(&h[1], sources.p, sizeof(uint32_t), cudaMemcpyDeviceToHost),
-					  "finding sources");
+	st = find_sources(r, kind, acc, links, indeg, order, &h[1], err);
+	if (st != TG_OK)
+		return st;
 	TG_CUDA_RETURN_IF(cudaMemcpy(state.p, h, sizeof h, cudaMemcpyHostToDevice), "finding sources");
 
-	st = run_levels(ctx, pull_step{r, weight, acc, indeg}, order, state.p, appended.p, d_level_start, h,
-					"running frontier rounds", err);
+	st = run_levels(ctx, pull_step{r, weight, acc, links, indeg}, order, state.p, appended.p,
+					d_level_start, h, "running frontier rounds", err);
 	if (st != TG_OK)
 		return st;
 	*levels = (int) h[2];
@@ -315,6 +383,28 @@ frontier_rounds(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind,
 										 cudaMemcpyDeviceToHost), "reading levels");
 		(*level_start)[h[2]] = h[0];
 	}
+	return TG_OK;
+}
+
+/* Indegree on a D8 routing: one launch of chains from the sources. */
+tg_status
+d8_chains(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind, const double *weight,
+		  double *acc, uint16_t *links, uint32_t *indeg, uint32_t *order, int *launches,
+		  tg_error *err)
+{
+	uint32_t	sources = 0;
+	tg_status	st;
+
+	st = find_sources(r, kind, acc, links, indeg, order, &sources, err);
+	if (st != TG_OK)
+		return st;
+	if (tg_canceled(ctx))
+		return tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
+	*launches = 1;
+	if (sources == 0)
+		return TG_OK;
+	tgk_d8_chains<<<grid_for(sources), 256>>>(r, weight, acc, links, indeg, order, sources);
+	TG_CUDA_RETURN_IF_LAUNCH("following chains");
 	return TG_OK;
 }
 
@@ -473,8 +563,11 @@ accumulate(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_params
 
 	dbuf<uint32_t> indeg,
 				order;
+	dbuf<uint16_t> links;
+
 	TG_CUDA_RETURN_IF(indeg.alloc(n), "allocating donor counts");
 	TG_CUDA_RETURN_IF(order.alloc(n), "allocating the order");
+	TG_CUDA_RETURN_IF(links.alloc(n), "allocating donor masks");
 	if (method == TG_ACC_TOPOLOGICAL)
 	{
 		dbuf<uint32_t> d_level_start;
@@ -482,7 +575,7 @@ accumulate(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_params
 		tg_status	st;
 
 		TG_CUDA_RETURN_IF(d_level_start.alloc(n + 1), "allocating levels");
-		st = frontier_rounds(ctx, r, route.kind.p, weight, nullptr, indeg.p, order.p,
+		st = frontier_rounds(ctx, r, route.kind.p, weight, nullptr, links.p, indeg.p, order.p,
 							 d_level_start.p, &level_start, rounds, err);
 		if (st != TG_OK)
 			return st;
@@ -490,16 +583,20 @@ accumulate(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_params
 		TG_CUDA_RETURN_IF_LAUNCH("clearing nodata");
 		return replay_levels(ctx, r, weight, acc, order.p, d_level_start.p, level_start, err);
 	}
-	return frontier_rounds(ctx, r, route.kind.p, weight, acc, indeg.p, order.p, nullptr, nullptr,
-						   rounds, err);
+	if (p->routing == TG_ROUTE_D8)
+		return d8_chains(ctx, r, route.kind.p, weight, acc, links.p, indeg.p, order.p, rounds, err);
+	return frontier_rounds(ctx, r, route.kind.p, weight, acc, links.p, indeg.p, order.p, nullptr,
+						   nullptr, rounds, err);
 }
 
 size_t
 accumulation_bytes_per_cell(tg_accum_method method)
 {
 	/* weights and acc, plus the method's own buffers */
+	const size_t indegree = 10; /* donor count, queue, masks */
 	size_t		own = method == TG_ACC_FLOW_TRANSFER ? 16 : method == TG_ACC_DEPENDENCY_TRANSFER ? 4 :
-		method == TG_ACC_TOPOLOGICAL ? 12 : method == TG_ACC_AUTO ? tiled_bytes_per_cell() : 8;
+		method == TG_ACC_TOPOLOGICAL ? indegree + 4 :
+		method == TG_ACC_AUTO ? std::max(tiled_bytes_per_cell(), indegree) : indegree;
 
 	return 16 + own;
 }

@@ -187,22 +187,15 @@ tg_route_drains_to(const tg_route_view *r, size_t i, int k)
 	return r->frac[(size_t) k * n + i] > 0;
 }
 
-/*
- * acc(i) = w(i) + sum over donors n, in neighbour order k = 0..7, of
- * acc(n) share(n -> i).  Donors must be final.  Every load is issued before
- * the sum uses any: on the GPU the eight neighbours' loads then overlap
- * instead of following one another.
- */
-TG_HD double
-tg_route_pull(const tg_route_view *r, const double *weight, const double *acc, size_t i)
+/* Bit k set: neighbour k of cell i (inside the grid) drains into i. */
+TG_HD unsigned
+tg_route_donors(const tg_route_view *r, size_t i)
 {
 	const int	W = r->width,
 				H = r->height;
 	const int	x = (int) (i % W),
 				y = (int) (i / W);
-	bool		donor[8];
-	double		a[8];
-	double		sum = weight[i];
+	unsigned	mask = 0;
 	int			k;
 
 	for (k = 0; k < 8; k++)
@@ -210,13 +203,34 @@ tg_route_pull(const tg_route_view *r, const double *weight, const double *acc, s
 		int			nx = x + tg_nbr_dx(k),
 					ny = y + tg_nbr_dy(k);
 
-		donor[k] = nx >= 0 && ny >= 0 && nx < W && ny < H &&
-			tg_route_drains_to(r, (size_t) ny * W + nx, tg_nbr_opposite(k));
+		if (nx >= 0 && ny >= 0 && nx < W && ny < H &&
+			tg_route_drains_to(r, (size_t) ny * W + nx, tg_nbr_opposite(k)))
+			mask |= 1u << k;
 	}
+	return mask;
+}
+
+/*
+ * acc(i) = w(i) + sum over donors n (bits of `donors`, tg_route_donors), in
+ * neighbour order k = 0..7, of acc(n) share(n -> i).  Donors must be final.
+ * Every load is issued before the sum uses any: on the GPU the eight
+ * neighbours' loads then overlap instead of following one another.
+ */
+TG_HD double
+tg_route_pull_from(const tg_route_view *r, const double *weight, const double *acc, size_t i,
+				   unsigned donors)
+{
+	const int	W = r->width;
+	const int	x = (int) (i % W),
+				y = (int) (i / W);
+	double		a[8];
+	double		sum = weight[i];
+	int			k;
+
 	for (k = 0; k < 8; k++)
-		a[k] = donor[k] ? TG_LOAD_SHARED(&acc[(size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k)]) : 0.0;
+		a[k] = (donors >> k) & 1u ? TG_LOAD_SHARED(&acc[(size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k)]) : 0.0;
 	for (k = 0; k < 8; k++)
-		if (donor[k])
+		if ((donors >> k) & 1u)
 		{
 			size_t		ni = (size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k);
 			double		s = tg_route_share(r, ni, tg_nbr_opposite(k), a[k]);
@@ -225,6 +239,13 @@ tg_route_pull(const tg_route_view *r, const double *weight, const double *acc, s
 				sum = TG_DADD(sum, TG_DMUL(a[k], s));
 		}
 	return sum;
+}
+
+/* The same, finding the donors first. */
+TG_HD double
+tg_route_pull(const tg_route_view *r, const double *weight, const double *acc, size_t i)
+{
+	return tg_route_pull_from(r, weight, acc, i, tg_route_donors(r, i));
 }
 
 /* ------------------------------------------------------------------------
