@@ -22,6 +22,10 @@ namespace
 {
 constexpr int RAY_THREADS = 256;
 
+#ifndef TG_VIEW_MIN_BLOCKS
+#define TG_VIEW_MIN_BLOCKS 4		/* blocks per multiprocessor the registers must allow */
+#endif
+
 struct dmax
 {
 	__device__ __forceinline__ double operator() (double a, double b) const
@@ -39,11 +43,13 @@ struct dmax
  * row 0 would be, so rows index them directly.  A ray goes as far as its
  * steps stay within those rows; with `carry`/`next` (segments) it records
  * its horizon and next step for the following segment, without them it
- * starts at step 1 and must finish.
+ * starts at step 1 and must finish.  T: the elevations as stored on the
+ * device (float where the pixel type converts exactly, which halves the
+ * traffic); the arithmetic is double either way.
  */
-template <bool COUNT>
-__global__ void __launch_bounds__(RAY_THREADS)
-tgk_viewshed_r2(tg_view_setup s, const double *__restrict__ z, float *__restrict__ out,
+template <bool COUNT, typename T>
+__global__ void __launch_bounds__(RAY_THREADS, TG_VIEW_MIN_BLOCKS)
+tgk_viewshed_r2(tg_view_setup s, const T *__restrict__ z, float *__restrict__ out,
 				uint32_t *__restrict__ count, int lo, int hi, double *__restrict__ carry_state,
 				int64_t *__restrict__ next_state)
 {
@@ -61,38 +67,63 @@ tgk_viewshed_r2(tg_view_setup s, const double *__restrict__ z, float *__restrict
 	const int64_t i = xmajor ? (int64_t) dx * sgn : (int64_t) dy * sgn;
 	const int64_t j = xmajor ? dy : dx;
 	const int64_t steps = i / s.density;	/* whole cells along the major axis */
+	tg_view_rivals rivals;
 	double		carry = carry_state ? carry_state[blockIdx.x] : -INFINITY;
 	int64_t		first = next_state ? next_state[blockIdx.x] : 1;
 
-	for (int64_t base = first - 1; base < steps; base += RAY_THREADS)
+	__shared__ tg_view_advance chunk;	/* the ray's, kept out of registers */
+	tg_view_walk w;
+
+	tg_view_rivals_init(&s, dx, dy, &rivals);
+	if (threadIdx.x == 0)
+		tg_view_advance_init(&s, xmajor, sgn, i, j, RAY_THREADS, &chunk);
+	tg_view_walk_start(&s, xmajor, sgn, i, j, first + threadIdx.x, &w);
+	__syncthreads();
+	for (int64_t base = first - 1; base < steps; base += RAY_THREADS, tg_view_walk_next(&w, &chunk, i))
 	{
-		const int64_t k = base + threadIdx.x + 1;
-		const int64_t num = k * j;
-		const int64_t q = tg_floor_div(num, i);
-		/* the rows step k reads and may write */
-		const int64_t r_lo = xmajor ? s.oy + q : s.oy + sgn * k;
-		const int64_t r_hi = xmajor ? s.oy + q + (num != q * i) : r_lo;
-		const bool	ok = k <= steps && r_lo >= lo && r_hi <= hi;
-		double		zp = NAN,
-					d2 = 0,
+		const int64_t k = w.k;
+		tg_view_point p;
+		tg_view_sample e;
+		double		z0 = NAN,
+					z1 = NAN,
 					before,
 					chunk_max;
-		const double h = ok ? tg_view_step(&s, z, xmajor, sgn, i, j, k, &zp, &d2) : -INFINITY;
 
-		scan_t(scan_tmp).ExclusiveScan(h, before, -INFINITY, dmax(), chunk_max);
+		tg_view_locate(&s, xmajor, i, &w, &p);
+
+		/* the rows step k reads and may write */
+		const int64_t r_lo = xmajor ? s.oy + p.q : s.oy + sgn * k;
+		const int64_t r_hi = xmajor ? r_lo + (p.rem != 0) : r_lo;
+		const bool	ok = k <= steps && r_lo >= lo && r_hi <= hi;
+
+		e.h = -INFINITY;
+		if (ok)
+		{
+			z0 = (double) z[p.at0];
+			if (p.rem != 0)
+				z1 = (double) z[p.at1];
+			tg_view_eval(&s, &p, i, z0, z1, &e);
+		}
+		scan_t(scan_tmp).ExclusiveScan(e.h, before, -INFINITY, dmax(), chunk_max);
 		before = before > carry ? before : carry;
 		if (ok)
 		{
-			for (int64_t jj = q; jj <= q + 1; jj++)
-			{
-				const int64_t off = num - jj * i;
-				const int	a = xmajor ? (int) (sgn * k) : (int) jj;
-				const int	b = xmajor ? (int) jj : (int) (sgn * k);
+			/* the candidate cell within half a cell of the ray: q, else q + 1;
+			 * both only when the ray passes midway (kept out of the common
+			 * path, which a warp then runs once) */
+			const int	c0 = 2 * p.rem <= i ? 0 : 1;
 
-				if (2 * (off < 0 ? -off : off) <= i && tg_view_owns(&s, dx, dy, a, b))
+			for (int c = c0; c <= (2 * p.rem == i ? 1 : c0); c++)
+			{
+				/* the cell's distance to the ray at this step, in 1/i cells */
+				const int64_t off = c == 0 ? p.rem : i - p.rem;
+
+				if (tg_view_rivals_decide(&rivals, k, p.q + c, off))
 				{
+					const int	a = xmajor ? (int) (sgn * k) : (int) (p.q + c);
+					const int	b = xmajor ? (int) (p.q + c) : (int) (sgn * k);
 					const int64_t at = (int64_t) (s.oy + b) * s.width + s.ox + a;
-					const float v = tg_view_decide(&s, z, s.ox + a, s.oy + b, a, b, zp, d2, before);
+					const float v = tg_view_decide(&s, c == 0 ? z0 : z1, a, b, &e, before);
 
 					if (!COUNT)
 						out[at] = v;
@@ -138,6 +169,7 @@ tgk_fill(float *out, size_t n, float v)
  * and step carried from band to band.  Two buffers on two streams: while one
  * band is on the GPU, the next is staged and the previous merged on the host.
  */
+template <typename T>
 tg_status
 viewshed_segments(const tg_ctx *ctx, const tg_band *dem, const tg_view_setup &s, size_t budget,
 				  float *out, tg_error *err)
@@ -146,11 +178,11 @@ viewshed_segments(const tg_ctx *ctx, const tg_band *dem, const tg_view_setup &s,
 				H = dem->height;
 	const size_t pix = tg_pixtype_size(dem->pixtype);
 	const size_t state = (size_t) s.nrays * (sizeof(double) + sizeof(int64_t));
-	const size_t per_row = 2 * (size_t) W * (pix + sizeof(double) + sizeof(float));
+	const size_t per_row = 2 * (size_t) W * (pix + sizeof(T) + sizeof(float));
 	dbuf<double> carry;
 	dbuf<int64_t> next;
 	dbuf<uint8_t> raw[2];
-	dbuf<double> z[2];
+	dbuf<T>		z[2];
 	dbuf<float> dout[2];
 	uint8_t    *in_h[2] = {nullptr, nullptr};
 	float	   *out_h[2] = {nullptr, nullptr};
@@ -253,13 +285,13 @@ viewshed_segments(const tg_ctx *ctx, const tg_band *dem, const tg_view_setup &s,
 			SEG_TRY(cudaMemcpyAsync(raw[b].p, in_h[b], cells * pix, cudaMemcpyHostToDevice, stream[b]), "copying a segment to the GPU");
 			with_pixel_format(dem->pixtype, [&](auto pf) {
 				using PF = decltype(pf);
-				tgk_decode<PF, double><<<grid_for(cells), 256, 0, stream[b]>>>(
+				tgk_decode<PF, T><<<grid_for(cells), 256, 0, stream[b]>>>(
 					reinterpret_cast<const typename PF::storage *>(raw[b].p), cells, dem->has_nodata,
 					dem->is_nodata, dem->nodata, z[b].p);
 			});
 			tgk_fill<<<grid_for(cells), 256, 0, stream[b]>>>(dout[b].p, cells, UNDECIDED);
 			SEG_TRY(cudaStreamWaitEvent(stream[b], kdone, 0), "ordering the segments");
-			tgk_viewshed_r2<false><<<s.nrays, RAY_THREADS, 0, stream[b]>>>(
+			tgk_viewshed_r2<false, T><<<s.nrays, RAY_THREADS, 0, stream[b]>>>(
 				s, z[b].p - (int64_t) lo * W, dout[b].p - (int64_t) lo * W, nullptr, lo, hi,
 				carry.p, next.p);
 			SEG_TRY(cudaGetLastError(), "launching the viewshed kernel");
@@ -292,15 +324,14 @@ cleanup:
 		cudaEventDestroy(kdone);
 	return st;
 }
-}								/* namespace */
-
-extern "C" tg_status
-tg_cuda_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *params,
-				 float *out, tg_error *err)
+template <typename T>
+tg_status
+viewshed_impl(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *params,
+			  float *out, tg_error *err)
 {
 	const size_t n = (size_t) dem->width * dem->height;
 	tg_view_setup s;
-	dbuf<double> z;
+	dbuf<T>		z;
 	dbuf<float> d_out;
 	event_timer t_kernel,
 				t_back;
@@ -311,14 +342,14 @@ tg_cuda_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params
 		return err->code;
 	if (tg_cuda_memory_budget(ctx, &budget, err) != TG_OK)
 		return err->code;
-	if (n * (sizeof(double) + sizeof(float) + tg_pixtype_size(dem->pixtype)) > budget)
+	if (n * (sizeof(T) + sizeof(float) + tg_pixtype_size(dem->pixtype)) > budget)
 	{
 		/* beyond the budget: bands of rows streamed through the GPU */
 		event_timer t_all;
 
 		TG_CUDA_RETURN_IF(t_all.init(), "creating timing events");
 		TG_CUDA_RETURN_IF(cudaEventRecord(t_all.start), "recording an event");
-		if (viewshed_segments(ctx, dem, s, budget, out, err) != TG_OK)
+		if (viewshed_segments<T>(ctx, dem, s, budget, out, err) != TG_OK)
 			return err->code;
 		TG_CUDA_RETURN_IF(cudaEventRecord(t_all.stop), "recording an event");
 		TG_CUDA_RETURN_IF(cudaEventSynchronize(t_all.stop), "running the viewshed kernel");
@@ -342,8 +373,8 @@ tg_cuda_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params
 	TG_CUDA_RETURN_IF(cudaEventRecord(t_kernel.start), "recording an event");
 	tgk_fill<<<grid_for(n), 256>>>(d_out.p, n, NAN);
 	TG_CUDA_RETURN_IF_LAUNCH("launching the viewshed initialisation");
-	tgk_viewshed_r2<false><<<s.nrays, RAY_THREADS>>>(s, z.p, d_out.p, nullptr, 0, dem->height - 1,
-													  nullptr, nullptr);
+	tgk_viewshed_r2<false, T><<<s.nrays, RAY_THREADS>>>(s, z.p, d_out.p, nullptr, 0, dem->height - 1,
+														 nullptr, nullptr);
 	TG_CUDA_RETURN_IF_LAUNCH("launching the viewshed kernel");
 	TG_CUDA_RETURN_IF(cudaEventRecord(t_kernel.stop), "recording an event");
 	TG_CUDA_RETURN_IF(cudaEventRecord(t_back.start), "recording an event");
@@ -363,13 +394,14 @@ tg_cuda_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params
 	return TG_OK;
 }
 
-extern "C" tg_status
-tg_cuda_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *params,
-					   const int *cols, const int *rows, int n, uint32_t *count, tg_error *err)
+template <typename T>
+tg_status
+viewshed_count_impl(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *params,
+					const int *cols, const int *rows, int n, uint32_t *count, tg_error *err)
 {
 	const size_t cells = (size_t) dem->width * dem->height;
 	tg_viewshed_params one = *params;
-	dbuf<double> z;
+	dbuf<T>		z;
 	dbuf<uint32_t> d_count;
 	event_timer t_kernel,
 				t_back;
@@ -391,10 +423,10 @@ tg_cuda_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_
 	}
 	if (tg_cuda_memory_budget(ctx, &budget, err) != TG_OK)
 		return err->code;
-	if (cells * (sizeof(double) + sizeof(uint32_t) + tg_pixtype_size(dem->pixtype)) > budget)
+	if (cells * (sizeof(T) + sizeof(uint32_t) + tg_pixtype_size(dem->pixtype)) > budget)
 	{
 		tg_error_set(err, TG_ENOMEM, "a viewshed of %zu cells needs %zu bytes of GPU memory, %zu are available",
-					 cells, cells * (sizeof(double) + sizeof(uint32_t) + tg_pixtype_size(dem->pixtype)), budget);
+					 cells, cells * (sizeof(T) + sizeof(uint32_t) + tg_pixtype_size(dem->pixtype)), budget);
 		err->on_device = true;
 		return TG_ENOMEM;
 	}
@@ -411,7 +443,7 @@ tg_cuda_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_
 	{
 		if (tg_canceled(ctx))
 			return tg_error_set(err, TG_ECANCELED, "viewshed canceled");
-		tgk_viewshed_r2<true><<<setups[k].nrays, RAY_THREADS>>>(setups[k], z.p, nullptr, d_count.p, 0,
+		tgk_viewshed_r2<true, T><<<setups[k].nrays, RAY_THREADS>>>(setups[k], z.p, nullptr, d_count.p, 0,
 																 dem->height - 1, nullptr, nullptr);
 		TG_CUDA_RETURN_IF_LAUNCH("launching the viewshed kernel");
 		if ((k & 15) == 15)
@@ -435,4 +467,23 @@ tg_cuda_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_
 		ctx->stats->iterations = n;
 	}
 	return TG_OK;
+}
+}								/* namespace */
+
+extern "C" tg_status
+tg_cuda_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *params,
+				 float *out, tg_error *err)
+{
+	if (pixtype_fits_float(dem->pixtype))
+		return viewshed_impl<float>(ctx, dem, params, out, err);
+	return viewshed_impl<double>(ctx, dem, params, out, err);
+}
+
+extern "C" tg_status
+tg_cuda_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *params,
+					   const int *cols, const int *rows, int n, uint32_t *count, tg_error *err)
+{
+	if (pixtype_fits_float(dem->pixtype))
+		return viewshed_count_impl<float>(ctx, dem, params, cols, rows, n, count, err);
+	return viewshed_count_impl<double>(ctx, dem, params, cols, rows, n, count, err);
 }

@@ -199,82 +199,197 @@ tg_view_curvature(double d2, double re)
 	return re > 0 ? d2 / TG_DADD(sqrt(TG_DADD(d2, TG_DMUL(re, re))), re) : 0.0;
 }
 
-/* Slope from the eye to elevation z at squared distance d2. */
-TG_HD double
-tg_view_slope(const tg_view_setup *s, double z, double d2)
-{
-	return TG_DADD(TG_DADD(z, -tg_view_curvature(d2, s->re)), -s->eye) / sqrt(d2);
-}
-
 /*
- * The calculation point of ray (i steps along its major axis, minor offset j
- * at the end) at step k: the terrain interpolated between the two cells the
- * ray passes between, and its squared distance.  False where one of them is
- * nodata.  z: the DEM with NaN for nodata.
+ * Where step k of ray (i steps along its major axis, minor offset j at the
+ * end) samples the terrain: between the cell at minor offset q and the one
+ * at q + 1, rem / i of the way (rem = k j - q i; 0: through the first
+ * cell's centre, the second is not read).
  */
-TG_HD bool
-tg_view_point(const tg_view_setup *s, const double *z, bool xmajor, int sgn, int64_t i,
-			  int64_t j, int64_t k, double *zp, double *d2)
+typedef struct tg_view_point
 {
-	const int64_t num = k * j;
-	const int64_t q = tg_floor_div(num, i);
-	const int64_t rem = num - q * i;
-	const int64_t maj = xmajor ? s->ox + sgn * k : s->oy + sgn * k;
-	const int64_t mn = (xmajor ? s->oy : s->ox) + q;
-	const double dmaj = TG_DMUL((double) k, xmajor ? s->cx : s->cy);
-	const double dmin = TG_DMUL((double) num / (double) i, xmajor ? s->cy : s->cx);
-	double		zv;
+	int64_t		q;
+	int64_t		rem;
+	int64_t		at0;			/* the two cells' indices */
+	int64_t		at1;
+	double		d2;				/* squared distance from the observer */
+} tg_view_point;
 
-	*d2 = TG_DADD(TG_DMUL(dmaj, dmaj), TG_DMUL(dmin, dmin));
-	zv = xmajor ? z[mn * s->width + maj] : z[maj * s->width + mn];
-	if (rem != 0)
-	{
-		const double z1 = xmajor ? z[(mn + 1) * s->width + maj] : z[maj * s->width + mn + 1];
-		const double f = (double) rem / (double) i;
-		const double g = (double) (i - rem) / (double) i;
+/* A calculation point's terrain and the quantities its decisions share. */
+typedef struct tg_view_sample
+{
+	double		zp;				/* interpolated terrain, NaN next to nodata */
+	double		curv;			/* tg_view_curvature(d2) */
+	double		dist;			/* sqrt(d2) */
+	double		d2;
+	double		h;				/* horizon contribution, -INFINITY next to nodata */
+} tg_view_sample;
 
-		zv = TG_DADD(TG_DMUL(zv, g), TG_DMUL(z1, f));
-	}
-	*zp = zv;
-	return !isnan(zv);
+/*
+ * A ray's steps k, k + stride, k + 2 stride, ... in exact integer
+ * arithmetic: num = k j, q = floor(num / i), rem = num - q i and the index
+ * of the cell at minor offset q advance by additions only (the GPU walks a
+ * ray 256 steps apart per thread, the CPU one by one).  The advance is the
+ * ray's (the same for all its walkers), the position each walker's.
+ */
+typedef struct tg_view_advance
+{
+	int64_t		k,
+				num,
+				q,
+				rem,
+				at;
+	int64_t		minor_stride;	/* index step of one cell along the minor axis */
+} tg_view_advance;
+
+typedef struct tg_view_walk
+{
+	int64_t		k,
+				num,
+				q,
+				rem,
+				at0;
+} tg_view_walk;
+
+TG_HD void
+tg_view_advance_init(const tg_view_setup *s, bool xmajor, int sgn, int64_t i, int64_t j,
+					 int64_t stride, tg_view_advance *d)
+{
+	d->minor_stride = xmajor ? s->width : 1;
+	d->k = stride;
+	d->num = stride * j;
+	d->q = tg_floor_div(d->num, i);
+	d->rem = d->num - d->q * i;
+	d->at = stride * (xmajor ? sgn : sgn * (int64_t) s->width) + d->q * d->minor_stride;
 }
 
-/* The horizon contribution of a calculation point (-INFINITY: nodata does not block). */
-TG_HD double
-tg_view_sample(const tg_view_setup *s, const double *z, bool xmajor, int sgn, int64_t i,
-			   int64_t j, int64_t k)
+TG_HD void
+tg_view_walk_start(const tg_view_setup *s, bool xmajor, int sgn, int64_t i, int64_t j, int64_t k,
+				   tg_view_walk *w)
 {
-	double		zp,
-				d2;
+	const int64_t major = (xmajor ? s->ox : s->oy) + sgn * k;
 
-	return tg_view_point(s, z, xmajor, sgn, i, j, k, &zp, &d2) ? tg_view_slope(s, zp, d2) : -INFINITY;
+	w->k = k;
+	w->num = k * j;
+	w->q = tg_floor_div(w->num, i);
+	w->rem = w->num - w->q * i;
+	w->at0 = xmajor ? (s->oy + w->q) * s->width + major : major * s->width + s->ox + w->q;
+}
+
+TG_HD void
+tg_view_walk_next(tg_view_walk *w, const tg_view_advance *d, int64_t i)
+{
+	w->k += d->k;
+	w->num += d->num;
+	w->q += d->q;
+	w->rem += d->rem;
+	w->at0 += d->at;
+	if (w->rem >= i)
+	{
+		w->rem -= i;
+		w->q++;
+		w->at0 += d->minor_stride;
+	}
+}
+
+/* The calculation point at the walk's step. */
+TG_HD void
+tg_view_locate(const tg_view_setup *s, bool xmajor, int64_t i, const tg_view_walk *w,
+			   tg_view_point *p)
+{
+	const double dmaj = TG_DMUL((double) w->k, xmajor ? s->cx : s->cy);
+	/* times 1 / i rather than divided by i: a ray's walker computes the
+	 * reciprocal once, and a double division costs a dozen instructions */
+	const double dmin = TG_DMUL(TG_DMUL((double) w->num, 1.0 / (double) i), xmajor ? s->cy : s->cx);
+
+	p->q = w->q;
+	p->rem = w->rem;
+	p->at0 = w->at0;
+	p->at1 = w->at0 + (xmajor ? s->width : 1);
+	p->d2 = TG_DADD(TG_DMUL(dmaj, dmaj), TG_DMUL(dmin, dmin));
+}
+
+/* Slope from the eye to elevation z at a point of curvature drop curv and distance dist. */
+TG_HD double
+tg_view_slope(const tg_view_setup *s, double z, double curv, double dist)
+{
+	return TG_DADD(TG_DADD(z, -curv), -s->eye) / dist;
+}
+
+/* The sample of point p of a ray with i major steps, given its two cells' elevations. */
+TG_HD void
+tg_view_eval(const tg_view_setup *s, const tg_view_point *p, int64_t i, double z0, double z1,
+			 tg_view_sample *e)
+{
+	double		zv = z0;
+
+	if (p->rem != 0)
+	{
+		const double f = TG_DMUL((double) p->rem, 1.0 / (double) i);
+		const double g = TG_DMUL((double) (i - p->rem), 1.0 / (double) i);
+
+		zv = TG_DADD(TG_DMUL(z0, g), TG_DMUL(z1, f));
+	}
+	e->zp = zv;
+	e->d2 = p->d2;
+	if (isnan(zv))
+	{
+		e->curv = e->dist = 0;
+		e->h = -INFINITY;		/* nodata does not block */
+		return;
+	}
+	e->curv = tg_view_curvature(p->d2, s->re);
+	e->dist = sqrt(p->d2);
+	e->h = tg_view_slope(s, zv, e->curv, e->dist);
+}
+
+/* The horizon contribution of step k of a ray over z (NaN = nodata). */
+TG_HD double
+tg_view_horizon_at(const tg_view_setup *s, const double *z, bool xmajor, int sgn, int64_t i,
+				   int64_t j, int64_t k)
+{
+	tg_view_walk w;
+	tg_view_point p;
+	tg_view_sample e;
+
+	tg_view_walk_start(s, xmajor, sgn, i, j, k, &w);
+	tg_view_locate(s, xmajor, i, &w, &p);
+	tg_view_eval(s, &p, i, z[p.at0], p.rem != 0 ? z[p.at1] : 0.0, &e);
+	return e.h;
 }
 
 /*
- * Output value of cell (x, y) at offset (a, b) seen at terrain zp and squared
- * distance d2 (its calculation point on R2's ray, its centre for R3), given
- * the horizon before it.  Nodata cells and cells whose centre is beyond
- * range give NaN.
+ * Output value of the cell at offset (a, b) with elevation zc, seen at the
+ * calculation point e of R2's ray (NULL or next to nodata: at the cell's own
+ * centre, as R3 does), given the horizon before it.  Nodata cells and cells
+ * whose centre is beyond range give NaN.
  */
 TG_HD float
-tg_view_decide(const tg_view_setup *s, const double *z, int x, int y, int a, int b,
-			   double zp, double d2, double horizon)
+tg_view_decide(const tg_view_setup *s, double zc, int a, int b, const tg_view_sample *e,
+			   double horizon)
 {
-	const double zc = z[(int64_t) y * s->width + x];
 	const double da = TG_DMUL((double) a, s->cx);
 	const double db = TG_DMUL((double) b, s->cy);
 	const double dc2 = TG_DADD(TG_DMUL(da, da), TG_DMUL(db, db));
-	double		st;
+	double		zp,
+				curv,
+				dist,
+				st;
 
 	if (isnan(zc) || dc2 > s->max_d2)
 		return NAN;
-	if (isnan(zp))
+	if (e && !isnan(e->zp))
 	{
-		/* a calculation point next to nodata: the cell's own centre */
-		zp = zc;
-		d2 = dc2;
+		zp = e->zp;
+		curv = e->curv;
+		dist = e->dist;
 	}
-	st = tg_view_slope(s, TG_DADD(zp, s->target), d2);
+	else
+	{
+		zp = zc;
+		curv = tg_view_curvature(dc2, s->re);
+		dist = sqrt(dc2);
+	}
+	st = tg_view_slope(s, TG_DADD(zp, s->target), curv, dist);
 	switch (s->output)
 	{
 		case TG_VIEW_VISIBLE:
@@ -283,100 +398,140 @@ tg_view_decide(const tg_view_setup *s, const double *z, int x, int y, int a, int
 			return (float) st;	/* slope; degrees on the host */
 		case TG_VIEW_HEIGHT:
 			return st >= horizon ? 0.0f
-				: (float) TG_DMUL(TG_DADD(horizon, -st), sqrt(d2));
+				: (float) TG_DMUL(TG_DADD(horizon, -st), dist);
 	}
 	return NAN;
 }
 
 /*
- * One step k of R2's ray (xmajor, sgn, i, j): its calculation point (zp, d2;
- * zp NaN next to nodata) and the horizon contribution of that point.
+ * Which cells ray (dx, dy) decides (tg_view_rivals_init, once per ray;
+ * tg_view_rivals_owns, per cell): the same answer as comparing with
+ * tg_view_owner(), faster.  The rays of an octant, in order of their slope,
+ * are the near side edge's, the far edge's, the far side edge's, and a
+ * cell's distance to them falls then rises along that order (never equal for
+ * more than two, bar collinear rays that the tie rule orders by length), so
+ * the nearest is the one no farther than either neighbour.
  */
-TG_HD double
-tg_view_step(const tg_view_setup *s, const double *z, bool xmajor, int sgn, int64_t i, int64_t j,
-			 int64_t k, double *zp, double *d2)
+typedef struct tg_view_rivals
 {
-	if (!tg_view_point(s, z, xmajor, sgn, i, j, k, zp, d2))
+	bool		xmajor;			/* the ray's octant */
+	int			sgn;
+	bool		never;			/* collinear with a longer ray: decides nothing */
+	int64_t		I,				/* the ray, transformed to its octant */
+				J;
+	int64_t		pi,				/* its neighbours by slope; i = 0: none */
+				pj,
+				ni,
+				nj;
+} tg_view_rivals;
+
+TG_HD void
+tg_view_rivals_init(const tg_view_setup *s, int dx, int dy, tg_view_rivals *r)
+{
+	const bool	xmajor = (dx < 0 ? -dx : dx) >= (dy < 0 ? -dy : dy);
+	const int	sgn = xmajor ? (dx > 0 ? 1 : -1) : (dy > 0 ? 1 : -1);
+	const int64_t I = xmajor ? (int64_t) dx * sgn : (int64_t) dy * sgn;
+	const int64_t J = xmajor ? dy : dx;
+	const int64_t f = s->density;
+	const int64_t E = f * (xmajor ? (sgn > 0 ? s->x1 - s->ox : s->ox - s->x0)
+						   : (sgn > 0 ? s->y1 - s->oy : s->oy - s->y0));
+	const int64_t Lneg = f * (xmajor ? s->oy - s->y0 : s->ox - s->x0);
+	const int64_t Lpos = f * (xmajor ? s->y1 - s->oy : s->x1 - s->ox);
+	const int64_t lim = xmajor ? E : E - 1;
+	const int64_t jmin = -(Lneg < lim ? Lneg : lim);
+	const int64_t jmax = Lpos < lim ? Lpos : lim;
+	const int64_t imin_neg = (xmajor ? Lneg : Lneg + 1) > 1 ? (xmajor ? Lneg : Lneg + 1) : 1;
+	const int64_t imin_pos = (xmajor ? Lpos : Lpos + 1) > 1 ? (xmajor ? Lpos : Lpos + 1) : 1;
+
+	r->xmajor = xmajor;
+	r->sgn = sgn;
+	r->never = false;
+	r->I = I;
+	r->J = J;
+	r->pi = r->pj = r->ni = r->nj = 0;
+	if (I == E)
 	{
-		*zp = NAN;
-		return -INFINITY;
+		/* far edge; past its ends, the side edges' rays nearest the corners */
+		if (J > jmin)
+			r->pi = E, r->pj = J - 1;
+		else if (imin_neg <= E - 1)
+			r->pi = E - 1, r->pj = -Lneg;
+		if (J < jmax)
+			r->ni = E, r->nj = J + 1;
+		else if (imin_pos <= E - 1)
+			r->ni = E - 1, r->nj = Lpos;
 	}
-	return tg_view_slope(s, *zp, *d2);
+	else if (J == -Lneg && J < 0)
+	{
+		/* near side edge: slope -L / i rises with i */
+		if (I - 1 >= imin_neg)
+			r->pi = I - 1, r->pj = J;
+		r->ni = I + 1, r->nj = J;
+	}
+	else if (J == -Lneg && J == 0)
+	{
+		/* collinear with the far edge's ray (E, 0), which is longer */
+		r->never = true;
+	}
+	else
+	{
+		/* far side edge: slope L / i falls with i */
+		r->pi = I + 1, r->pj = J;
+		if (I - 1 >= imin_pos)
+			r->ni = I - 1, r->nj = J;
+	}
 }
 
 /*
- * Does ray (dx, dy) decide the cell at (a, b)?  The same answer as comparing
- * with tg_view_owner(), faster: the rays of an octant, in order of their
- * slope, are the near side edge's, the far edge's, the far side edge's, and
- * a cell's distance to them falls then rises along that order (never equal
- * for more than two, bar collinear rays that the tie rule orders by length),
- * so the nearest is the one no closer than neither neighbour.
+ * Does the ray of r decide the cell at (m, n) of its octant (m along the
+ * major axis, > 0), whose distance to it is off / I cells at major
+ * coordinate m (off = |m J - n I|)?  tg_view_closer() against the two
+ * neighbours, with the ray's own cross product given.
  */
 TG_HD bool
-tg_view_owns(const tg_view_setup *s, int dx, int dy, int a, int b)
+tg_view_rivals_decide(const tg_view_rivals *r, int64_t m, int64_t n, int64_t off)
+{
+	if (r->never || (r->xmajor ? (n < 0 ? -n : n) > m : (n < 0 ? -n : n) >= m))
+		return false;			/* another octant's cell */
+	for (int side = 0; side < 2; side++)
+	{
+		const int64_t ri = side ? r->ni : r->pi,
+					rj = side ? r->nj : r->pj;
+		int64_t		e2;
+
+		if (ri == 0)
+			continue;
+		e2 = m * rj - n * ri;
+		e2 = (e2 < 0 ? -e2 : e2) * r->I;
+		if (off * ri != e2 ? off * ri > e2 : r->I != ri ? r->I < ri : r->J > rj)
+			return false;		/* the neighbour is closer */
+	}
+	return true;
+}
+
+/* Does the ray of r decide the cell at (a, b)? */
+TG_HD bool
+tg_view_rivals_owns(const tg_view_rivals *r, int a, int b)
 {
 	const bool	xmajor = (a < 0 ? -a : a) >= (b < 0 ? -b : b);
 	const int	sgn = xmajor ? (a > 0 ? 1 : -1) : (b > 0 ? 1 : -1);
-	const bool	ray_xmajor = (dx < 0 ? -dx : dx) >= (dy < 0 ? -dy : dy);
-	const int	ray_sgn = ray_xmajor ? (dx > 0 ? 1 : -1) : (dy > 0 ? 1 : -1);
+	const int64_t m = xmajor ? (int64_t) a * sgn : (int64_t) b * sgn;
+	const int64_t n = xmajor ? b : a;
+	const int64_t off = m * r->J - n * r->I;
 
-	if (xmajor != ray_xmajor || sgn != ray_sgn)
+	if (xmajor != r->xmajor || sgn != r->sgn)
 		return false;
+	return tg_view_rivals_decide(r, m, n, off < 0 ? -off : off);
+}
 
-	{
-		const int64_t m = xmajor ? (int64_t) a * sgn : (int64_t) b * sgn;
-		const int64_t n = xmajor ? b : a;
-		const int64_t I = xmajor ? (int64_t) dx * sgn : (int64_t) dy * sgn;
-		const int64_t J = xmajor ? dy : dx;
-		const int64_t f = s->density;
-		const int64_t E = f * (xmajor ? (sgn > 0 ? s->x1 - s->ox : s->ox - s->x0)
-							   : (sgn > 0 ? s->y1 - s->oy : s->oy - s->y0));
-		const int64_t Lneg = f * (xmajor ? s->oy - s->y0 : s->ox - s->x0);
-		const int64_t Lpos = f * (xmajor ? s->y1 - s->oy : s->x1 - s->ox);
-		const int64_t lim = xmajor ? E : E - 1;
-		const int64_t jmin = -(Lneg < lim ? Lneg : lim);
-		const int64_t jmax = Lpos < lim ? Lpos : lim;
-		const int64_t imin_neg = (xmajor ? Lneg : Lneg + 1) > 1 ? (xmajor ? Lneg : Lneg + 1) : 1;
-		const int64_t imin_pos = (xmajor ? Lpos : Lpos + 1) > 1 ? (xmajor ? Lpos : Lpos + 1) : 1;
-		int64_t		pi = 0,
-					pj = 0,
-					ni = 0,
-					nj = 0;		/* neighbours by slope; i = 0: none */
+/* Does ray (dx, dy) decide the cell at (a, b)? */
+TG_HD bool
+tg_view_owns(const tg_view_setup *s, int dx, int dy, int a, int b)
+{
+	tg_view_rivals r;
 
-		if (I == E)
-		{
-			/* far edge; past its ends, the side edges' rays nearest the corners */
-			if (J > jmin)
-				pi = E, pj = J - 1;
-			else if (imin_neg <= E - 1)
-				pi = E - 1, pj = -Lneg;
-			if (J < jmax)
-				ni = E, nj = J + 1;
-			else if (imin_pos <= E - 1)
-				ni = E - 1, nj = Lpos;
-		}
-		else if (J == -Lneg && J < 0)
-		{
-			/* near side edge: slope -L / i rises with i */
-			if (I - 1 >= imin_neg)
-				pi = I - 1, pj = J;
-			ni = I + 1, nj = J;
-		}
-		else if (J == -Lneg && J == 0)
-		{
-			/* collinear with the far edge's ray (E, 0), which is longer */
-			return false;
-		}
-		else
-		{
-			/* far side edge: slope L / i falls with i */
-			pi = I + 1, pj = J;
-			if (I - 1 >= imin_pos)
-				ni = I - 1, nj = J;
-		}
-		return (pi == 0 || tg_view_closer(m, n, I, J, pi, pj)) &&
-			(ni == 0 || tg_view_closer(m, n, I, J, ni, nj));
-	}
+	tg_view_rivals_init(s, dx, dy, &r);
+	return tg_view_rivals_owns(&r, a, b);
 }
 
 #endif							/* TG_VIEWSHED_H */

@@ -92,7 +92,12 @@ tg_view_finish(const tg_view_setup *s, float *out)
 				out[i] = (float) (atan((double) out[i]) * TG_DEGREES_PER_RADIAN);
 }
 
-/* One ray of R2, from the observer to its edge cell (dx, dy). */
+/*
+ * One ray of R2, from the observer to its edge cell (dx, dy): at step k the
+ * cells beside the calculation point (minor offsets q and q + 1) within
+ * half a cell of the ray are candidates; the ray decides those it is the
+ * nearest to, under the horizon of the steps before.
+ */
 static void
 walk_ray(const tg_view_setup *s, const double *z, int dx, int dy, float *out)
 {
@@ -101,30 +106,38 @@ walk_ray(const tg_view_setup *s, const double *z, int dx, int dy, float *out)
 	const int64_t i = xmajor ? (int64_t) dx * sgn : (int64_t) dy * sgn;
 	const int64_t j = xmajor ? dy : dx;
 	const int64_t steps = i / s->density;	/* whole cells along the major axis */
+	tg_view_rivals rivals;
+	tg_view_advance one;
+	tg_view_walk w;
 	double		horizon = -INFINITY;
 
-	for (int64_t k = 1; k <= steps; k++)
+	tg_view_rivals_init(s, dx, dy, &rivals);
+	tg_view_advance_init(s, xmajor, sgn, i, j, 1, &one);
+	for (tg_view_walk_start(s, xmajor, sgn, i, j, 1, &w); w.k <= steps; tg_view_walk_next(&w, &one, i))
 	{
-		const int64_t num = k * j;
-		const int64_t q = tg_floor_div(num, i);
-		double		zp,
-					d2;
-		const double h = tg_view_step(s, z, xmajor, sgn, i, j, k, &zp, &d2);
+		tg_view_point p;
+		tg_view_sample e;
+		double		zc[2];
 
-		for (int64_t jj = q; jj <= q + 1; jj++)
+		tg_view_locate(s, xmajor, i, &w, &p);
+		zc[0] = z[p.at0];
+		zc[1] = p.rem != 0 ? z[p.at1] : NAN;
+		tg_view_eval(s, &p, i, zc[0], zc[1], &e);
+		for (int c = 0; c < 2; c++)
 		{
-			int64_t		off = num - jj * i;
-			int			a = xmajor ? (int) (sgn * k) : (int) jj;
-			int			b = xmajor ? (int) jj : (int) (sgn * k);
+			/* the cell's distance to the ray at this step, in 1/i cells */
+			const int64_t off = c == 0 ? p.rem : i - p.rem;
 
-			if (2 * (off < 0 ? -off : off) <= i && tg_view_owns(s, dx, dy, a, b))
+			if (2 * off <= i && tg_view_rivals_decide(&rivals, w.k, p.q + c, off))
 			{
-				const size_t at = (size_t) (s->oy + b) * s->width + s->ox + a;
+				const int	a = xmajor ? (int) (sgn * w.k) : (int) (p.q + c);
+				const int	b = xmajor ? (int) (p.q + c) : (int) (sgn * w.k);
 
-				out[at] = tg_view_decide(s, z, s->ox + a, s->oy + b, a, b, zp, d2, horizon);
+				out[(size_t) (s->oy + b) * s->width + s->ox + a] =
+					tg_view_decide(s, zc[c], a, b, &e, horizon);
 			}
 		}
-		horizon = h > horizon ? h : horizon;
+		horizon = e.h > horizon ? e.h : horizon;
 	}
 }
 
@@ -140,20 +153,17 @@ exact_cell(const tg_view_setup *s, const double *z, int x, int y)
 
 	for (int64_t k = 1; k < ia; k++)
 	{
-		double		h = tg_view_sample(s, z, true, a > 0 ? 1 : -1, ia, b, k);
+		double		h = tg_view_horizon_at(s, z, true, a > 0 ? 1 : -1, ia, b, k);
 
 		horizon = h > horizon ? h : horizon;
 	}
 	for (int64_t k = 1; k < ib; k++)
 	{
-		double		h = tg_view_sample(s, z, false, b > 0 ? 1 : -1, ib, a, k);
+		double		h = tg_view_horizon_at(s, z, false, b > 0 ? 1 : -1, ib, a, k);
 
 		horizon = h > horizon ? h : horizon;
 	}
-	return tg_view_decide(s, z, x, y, a, b, z[(size_t) y * s->width + x],
-						  TG_DADD(TG_DMUL(TG_DMUL((double) a, s->cx), TG_DMUL((double) a, s->cx)),
-								  TG_DMUL(TG_DMUL((double) b, s->cy), TG_DMUL((double) b, s->cy))),
-						  horizon);
+	return tg_view_decide(s, z[(size_t) y * s->width + x], a, b, NULL, horizon);
 }
 
 /* R2 of every ray of a prepared setup into out (NaN-filled first). */
