@@ -896,7 +896,7 @@ BEGIN
 	END IF;
 	IF lower(algorithm) NOT IN ('r2', 'r3') THEN
 		RAISE EXCEPTION 'invalid algorithm "%"', algorithm USING ERRCODE = '22023',
-			DETAIL = 'Valid algorithms are r2 (ray casting, GPU or CPU) and r3 (exact, CPU).';
+			DETAIL = 'Valid values are r2 and r3.';
 	END IF;
 	c := terra_gpu._observer_cell(ST_MetaData(rast), observer, 'observer');
 	RETURN terra_gpu._viewshed(rast, band, c.col, c."row", observer_height, target_height, max_distance,

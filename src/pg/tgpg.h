@@ -43,6 +43,18 @@ int32		tgpg_arg_int32(FunctionCallInfo fcinfo, int argno, const char *name);
 double		tgpg_arg_float8(FunctionCallInfo fcinfo, int argno, const char *name);
 char	   *tgpg_arg_cstring(FunctionCallInfo fcinfo, int argno, const char *name);
 
+/* A word argument's vocabulary; tgpg_lookup raises 22023 naming the valid words. */
+typedef struct tgpg_name
+{
+	const char *name;
+	int			value;
+} tgpg_name;
+
+int			tgpg_lookup(const char *what, const char *given, const tgpg_name *names, int count);
+
+#define TGPG_ARG_LOOKUP(what, fcinfo, argno, table) \
+	tgpg_lookup(what, tgpg_arg_cstring(fcinfo, argno, what), table, lengthof(table))
+
 /* tgpg_raster.c: raster values in and out */
 typedef struct tgpg_raster
 {

@@ -38,21 +38,11 @@ pg_interrupt_pending(void *arg)
 	return QueryCancelPending || ProcDiePending;
 }
 
-static tg_backend
-parse_backend(const char *s)
-{
-	if (pg_strcasecmp(s, "auto") == 0)
-		return TG_BACKEND_AUTO;
-	if (pg_strcasecmp(s, "cpu") == 0)
-		return TG_BACKEND_CPU;
-	if (pg_strcasecmp(s, "gpu") == 0)
-		return TG_BACKEND_GPU;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("invalid backend \"%s\"", s),
-			 errdetail("Valid backends are auto, cpu and gpu.")));
-	pg_unreachable();
-}
+static const tgpg_name backends[] = {
+	{"auto", TG_BACKEND_AUTO},
+	{"cpu", TG_BACKEND_CPU},
+	{"gpu", TG_BACKEND_GPU},
+};
 
 void
 tgpg_ctx_init(tg_ctx *ctx, const char *function, FunctionCallInfo fcinfo,
@@ -61,7 +51,7 @@ tgpg_ctx_init(tg_ctx *ctx, const char *function, FunctionCallInfo fcinfo,
 	tg_ctx_init(ctx);
 	ctx->backend = (tg_backend) tgpg_backend;
 	if (backend_argno >= 0 && backend_argno < PG_NARGS() && !PG_ARGISNULL(backend_argno))
-		ctx->backend = parse_backend(text_to_cstring(PG_GETARG_TEXT_PP(backend_argno)));
+		ctx->backend = (tg_backend) TGPG_ARG_LOOKUP("backend", fcinfo, backend_argno, backends);
 	ctx->min_cells_for_gpu = tgpg_min_cells_for_gpu;
 	ctx->device = tgpg_device;
 	ctx->device_memory_limit = (size_t) tgpg_max_device_memory_mb * 1024 * 1024;

@@ -24,48 +24,19 @@
 /* ------------------------------------------------------------------------
  * Argument vocabularies
  * ------------------------------------------------------------------------ */
-typedef struct name_value
-{
-	const char *name;
-	int			value;
-} name_value;
-
-/* Look a name up (case-insensitively) or raise 22023 listing the valid ones. */
-static int
-lookup(const char *what, const char *given, const name_value *names, int count)
-{
-	StringInfoData valid;
-	int			i;
-
-	for (i = 0; i < count; i++)
-		if (pg_strcasecmp(given, names[i].name) == 0)
-			return names[i].value;
-	initStringInfo(&valid);
-	for (i = 0; i < count; i++)
-		appendStringInfo(&valid, "%s%s", i == 0 ? "" : i == count - 1 ? " and " : ", ", names[i].name);
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("invalid %s \"%s\"", what, given),
-			 errdetail("Valid values are %s.", valid.data)));
-	pg_unreachable();
-}
-
-#define LOOKUP(what, fcinfo, argno, table) \
-	lookup(what, tgpg_arg_cstring(fcinfo, argno, what), table, lengthof(table))
-
-static const name_value fill_methods[] = {
+static const tgpg_name fill_methods[] = {
 	{"priority-flood", TG_FILL_PRIORITY_FLOOD},
 	{"planchon-darboux", TG_FILL_PLANCHON_DARBOUX},
 };
 
-static const name_value routings[] = {
+static const tgpg_name routings[] = {
 	{"d8", TG_ROUTE_D8},
 	{"fd8", TG_ROUTE_FD8},
 	{"mfd-md", TG_ROUTE_MFD_MD},
 	{"fdd8", TG_ROUTE_FDD8},
 };
 
-static const name_value accum_methods[] = {
+static const tgpg_name accum_methods[] = {
 	{"auto", TG_ACC_AUTO},
 	{"flow-transfer", TG_ACC_FLOW_TRANSFER},
 	{"dependency-transfer", TG_ACC_DEPENDENCY_TRANSFER},
@@ -76,10 +47,10 @@ static const name_value accum_methods[] = {
 tg_accum_method
 tgpg_accum_method_arg(FunctionCallInfo fcinfo, int argno)
 {
-	return (tg_accum_method) LOOKUP("method", fcinfo, argno, accum_methods);
+	return (tg_accum_method) TGPG_ARG_LOOKUP("method", fcinfo, argno, accum_methods);
 }
 
-static const name_value units_names[] = {
+static const tgpg_name units_names[] = {
 	{"cells", TG_UNITS_CELLS},
 	{"area", TG_UNITS_AREA},
 	{"sca", TG_UNITS_SCA},
@@ -90,7 +61,7 @@ enum direction_output
 	OUT_AUTO, OUT_CODES, OUT_MASK, OUT_SHARES
 };
 
-static const name_value direction_outputs[] = {
+static const tgpg_name direction_outputs[] = {
 	{"auto", OUT_AUTO},
 	{"codes", OUT_CODES},
 	{"mask", OUT_MASK},
@@ -204,7 +175,7 @@ static void
 fill_plan(FunctionCallInfo fcinfo, int a, const tg_band *dem, tg_fill_params *params,
 		  tgpg_grid_raster *out)
 {
-	params->method = (tg_fill_method) LOOKUP("method", fcinfo, a + 2, fill_methods);
+	params->method = (tg_fill_method) TGPG_ARG_LOOKUP("method", fcinfo, a + 2, fill_methods);
 	params->epsilon = tgpg_arg_float8(fcinfo, a + 3, "epsilon");
 	if (!(params->epsilon >= 0) || isinf(params->epsilon))
 		ereport(ERROR,
@@ -272,7 +243,7 @@ fill_coverage_in_bands(FunctionCallInfo fcinfo, tgpg_mosaic *m)
 	tg_error	err;
 	TimestampTz t0 = GetCurrentTimestamp();
 
-	params.method = (tg_fill_method) LOOKUP("method", fcinfo, 4, fill_methods);
+	params.method = (tg_fill_method) TGPG_ARG_LOOKUP("method", fcinfo, 4, fill_methods);
 	params.epsilon = tgpg_arg_float8(fcinfo, 5, "epsilon");
 	tgpg_ctx_init(&ctx, "tg_fill", fcinfo, 7);
 	if (params.method != TG_FILL_PRIORITY_FLOOD || params.epsilon != 0 || ctx.backend == TG_BACKEND_GPU)
@@ -369,7 +340,7 @@ tgpg_flow_params(FunctionCallInfo fcinfo, int routing_arg, int fill_arg, int exp
 {
 	memset(p, 0, sizeof *p);
 	p->routing = routing_arg < 0 ? TG_ROUTE_D8 :
-		(tg_routing) LOOKUP("routing", fcinfo, routing_arg, routings);
+		(tg_routing) TGPG_ARG_LOOKUP("routing", fcinfo, routing_arg, routings);
 	p->fill = fill_arg < 0 || PG_ARGISNULL(fill_arg) ? true : PG_GETARG_BOOL(fill_arg);
 	p->exponent = exponent_arg < 0 ? 1.1 : tgpg_arg_float8(fcinfo, exponent_arg, "exponent");
 	p->threshold = threshold_arg < 0 ? 0 : tgpg_arg_float8(fcinfo, threshold_arg, "threshold");
@@ -397,7 +368,7 @@ direction_plan_args(FunctionCallInfo fcinfo, int a, const tgpg_grid *grid, direc
 {
 	int			k;
 
-	d->output = LOOKUP("output", fcinfo, a + 6, direction_outputs);
+	d->output = TGPG_ARG_LOOKUP("output", fcinfo, a + 6, direction_outputs);
 	tgpg_flow_params(fcinfo, a + 2, a + 3, a + 4, a + 5, grid, &d->p);
 	if (d->output == OUT_AUTO)
 		d->output = d->p.routing == TG_ROUTE_D8 ? OUT_CODES : OUT_SHARES;
@@ -542,20 +513,16 @@ static void
 accum_plan_common(FunctionCallInfo fcinfo, int a, accum_plan *plan)
 {
 	plan->method = tgpg_accum_method_arg(fcinfo, a + 3);
-	plan->units = (tg_accum_units) LOOKUP("units", fcinfo, a + 5, units_names);
+	plan->units = (tg_accum_units) TGPG_ARG_LOOKUP("units", fcinfo, a + 5, units_names);
 }
 
 static void
 accumulation_spec(FunctionCallInfo fcinfo, int pixeltype_arg, int nodata_arg, tg_band_spec *spec)
 {
-	char	   *pixeltype = pixeltype_arg < 0 ? "64BF" : tgpg_arg_cstring(fcinfo, pixeltype_arg, "pixeltype");
+	static const tgpg_name pixeltypes[] = {{"64BF", TG_PT_64BF}, {"32BF", TG_PT_32BF}};
 
-	if (pg_strcasecmp(pixeltype, "64BF") != 0 && pg_strcasecmp(pixeltype, "32BF") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid pixeltype \"%s\"", pixeltype),
-				 errdetail("Valid values are 64BF and 32BF.")));
-	spec->pixtype = pg_strcasecmp(pixeltype, "32BF") == 0 ? TG_PT_32BF : TG_PT_64BF;
+	spec->pixtype = pixeltype_arg < 0 ? TG_PT_64BF :
+		(tg_pixtype) TGPG_ARG_LOOKUP("pixeltype", fcinfo, pixeltype_arg, pixeltypes);
 	spec->has_nodata = true;
 	spec->nodata = PG_ARGISNULL(nodata_arg) ? -9999 : PG_GETARG_FLOAT8(nodata_arg);
 }

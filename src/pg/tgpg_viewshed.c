@@ -20,21 +20,17 @@
 /* bytes per cell a coverage form holds besides the DEM: values and output */
 #define VIEW_BYTES_PER_CELL 8
 
-static tg_view_output
-parse_output(const char *s)
-{
-	if (pg_strcasecmp(s, "visible") == 0)
-		return TG_VIEW_VISIBLE;
-	if (pg_strcasecmp(s, "angle") == 0)
-		return TG_VIEW_ANGLE;
-	if (pg_strcasecmp(s, "height") == 0)
-		return TG_VIEW_HEIGHT;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("invalid output \"%s\"", s),
-			 errdetail("Valid outputs are visible, angle and height.")));
-	pg_unreachable();
-}
+static const tgpg_name view_outputs[] = {
+	{"visible", TG_VIEW_VISIBLE},
+	{"angle", TG_VIEW_ANGLE},
+	{"height", TG_VIEW_HEIGHT},
+};
+
+/* r2: ray casting, GPU or CPU; r3: exact, CPU */
+static const tgpg_name view_algorithms[] = {
+	{"r2", TG_VIEW_R2},
+	{"r3", TG_VIEW_R3},
+};
 
 /* Heights, range and Earth model from arguments first_arg .. first_arg + 4. */
 static void
@@ -105,20 +101,6 @@ count_nodata(const tg_band *dem, uint32 *count)
 			count[i] = (uint32) VIEW_COUNT_NODATA;
 }
 
-static tg_view_algorithm
-parse_algorithm(const char *s)
-{
-	if (pg_strcasecmp(s, "r2") == 0)
-		return TG_VIEW_R2;
-	if (pg_strcasecmp(s, "r3") == 0)
-		return TG_VIEW_R3;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("invalid algorithm \"%s\"", s),
-			 errdetail("Valid algorithms are r2 (ray casting, GPU or CPU) and r3 (exact, CPU).")));
-	pg_unreachable();
-}
-
 PG_FUNCTION_INFO_V1(tgpg_viewshed);
 Datum
 tgpg_viewshed(PG_FUNCTION_ARGS)
@@ -145,7 +127,7 @@ tgpg_viewshed(PG_FUNCTION_ARGS)
 	view_params(fcinfo, 4, &grid, &p);
 	p.observer_col = tgpg_arg_int32(fcinfo, 2, "column");
 	p.observer_row = tgpg_arg_int32(fcinfo, 3, "row");
-	p.output = parse_output(tgpg_arg_cstring(fcinfo, 9, "output"));
+	p.output = (tg_view_output) TGPG_ARG_LOOKUP("output", fcinfo, 9, view_outputs);
 	p.algorithm = TG_VIEW_R2;
 	if (!PG_ARGISNULL(11) && PG_GETARG_BOOL(11))
 		p.algorithm = TG_VIEW_R3;
@@ -256,8 +238,8 @@ tgpg_viewshed_coverage(PG_FUNCTION_ARGS)
 				 errmsg("observer must not be NULL")));
 	tgpg_point_cell(PG_GETARG_DATUM(3), get_fn_expr_argtype(fcinfo->flinfo, 3), &grid, "observer",
 					&p.observer_col, &p.observer_row);
-	p.output = parse_output(tgpg_arg_cstring(fcinfo, 9, "output"));
-	p.algorithm = parse_algorithm(tgpg_arg_cstring(fcinfo, 12, "algorithm"));
+	p.output = (tg_view_output) TGPG_ARG_LOOKUP("output", fcinfo, 9, view_outputs);
+	p.algorithm = (tg_view_algorithm) TGPG_ARG_LOOKUP("algorithm", fcinfo, 12, view_algorithms);
 
 	memset(&out, 0, sizeof out);
 	out.nbands = 1;
