@@ -134,6 +134,65 @@ release_receivers(int W, uint32_t c, unsigned out, uint32_t *indeg, uint32_t *or
 			order[end + base++] = (uint32_t) ((size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k));
 }
 
+/*
+ * Multiple-flow routings (shares fixed by the routing, not fdd8): for each
+ * cell the share each donor sends it, gathered next to each other
+ * (inflow[8 c + k], 0 for non-donors) so that a pull reads 32 contiguous
+ * bytes instead of one float from each of up to eight planes.
+ */
+__global__ void
+tgk_gather_inflow(tg_route_view r, const uint16_t *__restrict__ links, float *__restrict__ inflow)
+{
+	const int	W = r.width;
+	const size_t n = (size_t) W * r.height;
+
+	TG_GRID_STRIDE(i, n)
+	{
+		const int	x = (int) (i % W),
+					y = (int) (i / W);
+		const unsigned l = links[i];
+		float		s[8];
+
+#pragma unroll
+		for (int k = 0; k < 8; k++)
+			s[k] = (l >> k) & 1u ?
+				r.frac[(size_t) tg_nbr_opposite(k) * n + (size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k)] : 0.0f;
+		reinterpret_cast<float4 *>(inflow)[2 * i] = make_float4(s[0], s[1], s[2], s[3]);
+		reinterpret_cast<float4 *>(inflow)[2 * i + 1] = make_float4(s[4], s[5], s[6], s[7]);
+	}
+}
+
+/*
+ * tg_route_pull_from() with the donors' shares read from inflow (the same
+ * values, summed in the same order: the same result); without inflow, the
+ * shared expression itself.
+ */
+__device__ __forceinline__ double
+pull(const tg_route_view &r, const double *weight, const double *acc, const float *inflow,
+	 uint32_t c, unsigned donors)
+{
+	if (inflow == nullptr)
+		return tg_route_pull_from(&r, weight, acc, c, donors);
+
+	const int	W = r.width;
+	const int	x = (int) (c % W),
+				y = (int) (c / W);
+	const float4 s0 = __ldg(reinterpret_cast<const float4 *>(inflow) + 2 * (size_t) c);
+	const float4 s1 = __ldg(reinterpret_cast<const float4 *>(inflow) + 2 * (size_t) c + 1);
+	const float share[8] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
+	double		a[8];
+	double		sum = weight[c];
+
+#pragma unroll
+	for (int k = 0; k < 8; k++)
+		a[k] = (donors >> k) & 1u ? TG_LOAD_SHARED(&acc[(size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k)]) : 0.0;
+#pragma unroll
+	for (int k = 0; k < 8; k++)
+		if (((donors >> k) & 1u) && share[k] > 0)
+			sum = TG_DADD(sum, TG_DMUL(a[k], (double) share[k]));
+	return sum;
+}
+
 /* A frontier item: accumulate cell c (unless only the order is wanted), free its receivers. */
 struct pull_step
 {
@@ -142,13 +201,14 @@ struct pull_step
 	double	   *acc;
 	const uint16_t *links;
 	uint32_t   *indeg;
+	const float *inflow;		/* gathered shares, or nullptr */
 
 	__device__ void operator()(uint32_t c, uint32_t *order, uint32_t end, uint32_t *appended) const
 	{
 		const unsigned l = links[c];
 
 		if (acc)
-			acc[c] = tg_route_pull_from(&r, weight, acc, c, l & 0xffu);
+			acc[c] = pull(r, weight, acc, inflow, c, l & 0xffu);
 		release_receivers(r.width, c, l >> 8, indeg, order, end, appended);
 	}
 };
@@ -195,6 +255,7 @@ tgk_d8_chains(tg_route_view r, const double *__restrict__ weight, double *acc,
 /* Accumulate levels [l0, l1) of a recorded order, a grid barrier between levels. */
 __global__ void __launch_bounds__(LEVELS_GRID_THREADS)
 tgk_replay_coop(tg_route_view r, const double *__restrict__ weight, double *acc,
+				const uint16_t *__restrict__ links, const float *__restrict__ inflow,
 				const uint32_t *__restrict__ order, const uint32_t *__restrict__ level_start,
 				uint32_t l0, uint32_t l1)
 {
@@ -203,7 +264,11 @@ tgk_replay_coop(tg_route_view r, const double *__restrict__ weight, double *acc,
 	for (uint32_t l = l0; l < l1; l++)
 	{
 		for (uint32_t j = level_start[l] + grid.thread_rank(); j < level_start[l + 1]; j += grid.size())
-			acc[order[j]] = tg_route_pull(&r, weight, acc, order[j]);
+		{
+			const uint32_t c = order[j];
+
+			acc[c] = pull(r, weight, acc, inflow, c, links[c] & 0xffu);
+		}
 		grid.sync();
 	}
 }
@@ -211,13 +276,18 @@ tgk_replay_coop(tg_route_view r, const double *__restrict__ weight, double *acc,
 /* The same for narrow levels, in one block. */
 __global__ void __launch_bounds__(LEVELS_BLOCK_THREADS)
 tgk_replay_block(tg_route_view r, const double *__restrict__ weight, double *acc,
+				 const uint16_t *__restrict__ links, const float *__restrict__ inflow,
 				 const uint32_t *__restrict__ order, const uint32_t *__restrict__ level_start,
 				 uint32_t l0, uint32_t l1)
 {
 	for (uint32_t l = l0; l < l1; l++)
 	{
 		for (uint32_t j = level_start[l] + threadIdx.x; j < level_start[l + 1]; j += LEVELS_BLOCK_THREADS)
-			acc[order[j]] = tg_route_pull(&r, weight, acc, order[j]);
+		{
+			const uint32_t c = order[j];
+
+			acc[c] = pull(r, weight, acc, inflow, c, links[c] & 0xffu);
+		}
 		__syncthreads();
 	}
 }
@@ -350,11 +420,12 @@ find_sources(const tg_route_view &r, const uint8_t *kind, double *acc, uint16_t 
 /*
  * Kahn's frontier rounds from the sources, accumulating into acc (nullptr:
  * the order only, cells grouped by level; level_start (host) then receives
- * the level boundaries).
+ * the level boundaries).  inflow (8 floats a cell, or nullptr): where to
+ * gather the shares the accumulation reads.
  */
 tg_status
 frontier_rounds(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind,
-				const double *weight, double *acc, uint16_t *links, uint32_t *indeg,
+				const double *weight, double *acc, float *inflow, uint16_t *links, uint32_t *indeg,
 				uint32_t *order, uint32_t *d_level_start, std::vector<uint32_t> *level_start,
 				int *levels, tg_error *err)
 {
@@ -369,8 +440,12 @@ frontier_rounds(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind,
 	if (st != TG_OK)
 		return st;
 	TG_CUDA_RETURN_IF(cudaMemcpy(state.p, h, sizeof h, cudaMemcpyHostToDevice), "finding sources");
-
-	st = run_levels(ctx, pull_step{r, weight, acc, links, indeg}, order, state.p, appended.p,
+	if (acc && inflow)
+	{
+		tgk_gather_inflow<<<grid_for((size_t) r.width * r.height), 256>>>(r, links, inflow);
+		TG_CUDA_RETURN_IF_LAUNCH("gathering shares");
+	}
+	st = run_levels(ctx, pull_step{r, weight, acc, links, indeg, inflow}, order, state.p, appended.p,
 					d_level_start, h, "running frontier rounds", err);
 	if (st != TG_OK)
 		return st;
@@ -410,7 +485,7 @@ d8_chains(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind, const 
 
 tg_status
 replay_levels(const tg_ctx *ctx, const tg_route_view &r, const double *weight, double *acc,
-			  const uint32_t *order, uint32_t *d_level_start,
+			  const uint16_t *links, const float *inflow, const uint32_t *order, uint32_t *d_level_start,
 			  const std::vector<uint32_t> &level_start, tg_error *err)
 {
 	const uint32_t levels = (uint32_t) level_start.size() - 1;
@@ -427,8 +502,8 @@ replay_levels(const tg_ctx *ctx, const tg_route_view &r, const double *weight, d
 	for (uint32_t l0 = 0, l1; l0 < levels; l0 = l1)
 	{
 		const bool	narrow = level_start[l0 + 1] - level_start[l0] < LEVELS_NARROW;
-		void	   *args[] = {(void *) &r, (void *) &weight, (void *) &acc, (void *) &order,
-		(void *) &d_level_start, (void *) &l0, (void *) &l1};
+		void	   *args[] = {(void *) &r, (void *) &weight, (void *) &acc, (void *) &links, (void *) &inflow,
+		(void *) &order, (void *) &d_level_start, (void *) &l0, (void *) &l1};
 
 		for (l1 = l0 + 1; l1 < levels && l1 - l0 < LEVELS_PER_LAUNCH &&
 			 (level_start[l1 + 1] - level_start[l1] < LEVELS_NARROW) == narrow; l1++)
@@ -437,7 +512,8 @@ replay_levels(const tg_ctx *ctx, const tg_route_view &r, const double *weight, d
 			return tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
 		if (narrow)
 		{
-			tgk_replay_block<<<1, LEVELS_BLOCK_THREADS>>>(r, weight, acc, order, d_level_start, l0, l1);
+			tgk_replay_block<<<1, LEVELS_BLOCK_THREADS>>>(r, weight, acc, links, inflow, order, d_level_start,
+														   l0, l1);
 			TG_CUDA_RETURN_IF_LAUNCH("replaying levels");
 		}
 		else
@@ -522,6 +598,13 @@ dependency_transfer(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *ki
 
 }								/* namespace */
 
+/* Routings whose shares are fixed (not fdd8's, which depend on the flow): gathered per cell. */
+bool
+gathers_inflow(tg_routing routing)
+{
+	return routing == TG_ROUTE_MFD_MD || routing == TG_ROUTE_FD8;
+}
+
 /*
  * Accumulate on a routing already on the device.  auto: D8 with integer-valued
  * weights goes through the two-level tiled scheme (accum_tiled.cu), anything
@@ -564,10 +647,13 @@ accumulate(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_params
 	dbuf<uint32_t> indeg,
 				order;
 	dbuf<uint16_t> links;
+	dbuf<float> inflow;
 
 	TG_CUDA_RETURN_IF(indeg.alloc(n), "allocating donor counts");
 	TG_CUDA_RETURN_IF(order.alloc(n), "allocating the order");
 	TG_CUDA_RETURN_IF(links.alloc(n), "allocating donor masks");
+	if (gathers_inflow(p->routing))
+		TG_CUDA_RETURN_IF(inflow.alloc(8 * n), "allocating gathered shares");
 	if (method == TG_ACC_TOPOLOGICAL)
 	{
 		dbuf<uint32_t> d_level_start;
@@ -575,25 +661,31 @@ accumulate(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_params
 		tg_status	st;
 
 		TG_CUDA_RETURN_IF(d_level_start.alloc(n + 1), "allocating levels");
-		st = frontier_rounds(ctx, r, route.kind.p, weight, nullptr, links.p, indeg.p, order.p,
+		st = frontier_rounds(ctx, r, route.kind.p, weight, nullptr, nullptr, links.p, indeg.p, order.p,
 							 d_level_start.p, &level_start, rounds, err);
 		if (st != TG_OK)
 			return st;
+		if (inflow.p)
+		{
+			tgk_gather_inflow<<<grid_for(n), 256>>>(r, links.p, inflow.p);
+			TG_CUDA_RETURN_IF_LAUNCH("gathering shares");
+		}
 		tgk_nodata_nan<<<grid_for(n), 256>>>(route.kind.p, n, acc);
 		TG_CUDA_RETURN_IF_LAUNCH("clearing nodata");
-		return replay_levels(ctx, r, weight, acc, order.p, d_level_start.p, level_start, err);
+		return replay_levels(ctx, r, weight, acc, links.p, inflow.p, order.p, d_level_start.p,
+							 level_start, err);
 	}
 	if (p->routing == TG_ROUTE_D8)
 		return d8_chains(ctx, r, route.kind.p, weight, acc, links.p, indeg.p, order.p, rounds, err);
-	return frontier_rounds(ctx, r, route.kind.p, weight, acc, links.p, indeg.p, order.p, nullptr,
-						   nullptr, rounds, err);
+	return frontier_rounds(ctx, r, route.kind.p, weight, acc, inflow.p, links.p, indeg.p, order.p,
+						   nullptr, nullptr, rounds, err);
 }
 
 size_t
-accumulation_bytes_per_cell(tg_accum_method method)
+accumulation_bytes_per_cell(tg_accum_method method, tg_routing routing)
 {
 	/* weights and acc, plus the method's own buffers */
-	const size_t indegree = 10; /* donor count, queue, masks */
+	const size_t indegree = 10 + (gathers_inflow(routing) ? 32 : 0);	/* count, queue, masks, shares */
 	size_t		own = method == TG_ACC_FLOW_TRANSFER ? 16 : method == TG_ACC_DEPENDENCY_TRANSFER ? 4 :
 		method == TG_ACC_TOPOLOGICAL ? indegree + 4 :
 		method == TG_ACC_AUTO ? std::max(tiled_bytes_per_cell(), indegree) : indegree;
@@ -713,7 +805,7 @@ accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
 	tg_status	st;
 
 	st = check_budget(ctx, n * (route_bytes_per_cell(dem, p, sizeof(V)) +
-								accumulation_bytes_per_cell(method) +
+								accumulation_bytes_per_cell(method, p->routing) +
 								(products->surface ? sizeof(double) : 0) +
 								(products->receivers ? sizeof(uint16_t) : 0)),
 					  "flow accumulation", err);
@@ -806,7 +898,7 @@ direction_impl(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, u
 	tg_status	st;
 
 	st = check_budget(ctx, n * (route_bytes_per_cell(dem, p, sizeof(V)) + (d8 ? 1 : 32) +
-								(fdd8 ? accumulation_bytes_per_cell(TG_ACC_INDEGREE) : 0)),
+								(fdd8 ? accumulation_bytes_per_cell(TG_ACC_INDEGREE, TG_ROUTE_FDD8) : 0)),
 					  "flow direction", err);
 	if (st != TG_OK)
 		return st;

@@ -173,7 +173,7 @@ rusle_impl(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
 	for (int f = 0; f < 4; f++)
 		factor_bytes += factors[f].values ? sizeof(double) : 0;
 	st = check_budget(ctx, n * (route_bytes_per_cell(dem, &p->flow, sizeof(V)) +
-								accumulation_bytes_per_cell(p->method) + factor_bytes +
+								accumulation_bytes_per_cell(p->method, p->flow.routing) + factor_bytes +
 								(ls ? 4 : 0) + (soil ? 4 : 0)), "RUSLE", err);
 	if (st != TG_OK)
 		return st;
