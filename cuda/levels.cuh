@@ -25,8 +25,11 @@ namespace
 {
 constexpr int LEVELS_GRID_THREADS = 256;
 constexpr int LEVELS_BLOCK_THREADS = 1024;	/* the single block that runs narrow levels */
-constexpr uint32_t LEVELS_NARROW = 2048;	/* a level this small runs in the single block... */
-constexpr uint32_t LEVELS_WIDE = 4096;	/* ...which hands over to the grid above this */
+#ifndef TG_LEVELS_NARROW
+#define TG_LEVELS_NARROW 1024
+#endif
+constexpr uint32_t LEVELS_NARROW = TG_LEVELS_NARROW;	/* a level this small runs in the single block... */
+constexpr uint32_t LEVELS_WIDE = 2 * LEVELS_NARROW;	/* ...which hands over to the grid above this */
 constexpr uint32_t LEVELS_PER_LAUNCH = 1024;	/* cancellation is polled between launches */
 
 /*
