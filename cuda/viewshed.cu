@@ -108,17 +108,15 @@ tgk_viewshed_r2(tg_view_setup s, const T *__restrict__ z, float *__restrict__ ou
 		before = before > carry ? before : carry;
 		if (ok)
 		{
-			/* the candidate cell within half a cell of the ray: q, else q + 1;
-			 * both only when the ray passes midway (kept out of the common
-			 * path, which a warp then runs once) */
-			const int	c0 = 2 * p.rem <= i ? 0 : 1;
+			/* one candidate but where the ray passes midway: a warp runs
+			 * the decision once, not once per possible cell */
+			int			c0,
+						c1;
 
-			for (int c = c0; c <= (2 * p.rem == i ? 1 : c0); c++)
+			tg_view_candidates(&p, i, &c0, &c1);
+			for (int c = c0; c <= c1; c++)
 			{
-				/* the cell's distance to the ray at this step, in 1/i cells */
-				const int64_t off = c == 0 ? p.rem : i - p.rem;
-
-				if (tg_view_rivals_decide(&rivals, k, p.q + c, off))
+				if (tg_view_rivals_decide(&rivals, k, p.q + c, c == 0 ? p.rem : i - p.rem))
 				{
 					const int	a = xmajor ? (int) (sgn * k) : (int) (p.q + c);
 					const int	b = xmajor ? (int) (p.q + c) : (int) (sgn * k);

@@ -134,6 +134,43 @@ tg_view_closer(int64_t m, int64_t n, int64_t i1, int64_t j1, int64_t i2, int64_t
 }
 
 /*
+ * The window's edges as an octant (x-major or not, sign of the major axis)
+ * sees them, in 1/f cells: the far edge at major distance E, the side edges
+ * at minor distances Lneg and Lpos; the far edge's rays have minor offsets
+ * jmin..jmax, a side edge's rays major lengths imin..E - 1 (y-major rays
+ * keep |minor| < major: the diagonals are x-major).
+ */
+typedef struct tg_view_edges
+{
+	int64_t		E,
+				Lneg,
+				Lpos,
+				jmin,
+				jmax,
+				imin_neg,
+				imin_pos;
+} tg_view_edges;
+
+TG_HD void
+tg_view_octant_edges(const tg_view_setup *s, bool xmajor, int sgn, tg_view_edges *e)
+{
+	const int64_t f = s->density;
+	const int64_t E = f * (xmajor ? (sgn > 0 ? s->x1 - s->ox : s->ox - s->x0)
+						   : (sgn > 0 ? s->y1 - s->oy : s->oy - s->y0));
+	const int64_t Lneg = f * (xmajor ? s->oy - s->y0 : s->ox - s->x0);
+	const int64_t Lpos = f * (xmajor ? s->y1 - s->oy : s->x1 - s->ox);
+	const int64_t lim = xmajor ? E : E - 1;
+
+	e->E = E;
+	e->Lneg = Lneg;
+	e->Lpos = Lpos;
+	e->jmin = -(Lneg < lim ? Lneg : lim);
+	e->jmax = Lpos < lim ? Lpos : lim;
+	e->imin_neg = (xmajor ? Lneg : Lneg + 1) > 1 ? (xmajor ? Lneg : Lneg + 1) : 1;
+	e->imin_pos = (xmajor ? Lpos : Lpos + 1) > 1 ? (xmajor ? Lpos : Lpos + 1) : 1;
+}
+
+/*
  * The ray deciding the cell at offset (a, b) from the observer (not both 0),
  * as its end point in 1/f cells:
  * among the rays of the cell's octant (x-major when |a| >= |b|), the one whose
@@ -147,30 +184,27 @@ tg_view_owner(const tg_view_setup *s, int a, int b, int *dx, int *dy)
 	const int	sgn = xmajor ? (a > 0 ? 1 : -1) : (b > 0 ? 1 : -1);
 	const int64_t m = xmajor ? (int64_t) a * sgn : (int64_t) b * sgn;	/* > 0 */
 	const int64_t n = xmajor ? b : a;
-	/* far edge along the major axis, side edges along the minor one, in 1/f cells */
-	const int64_t f = s->density;
-	const int64_t E = f * (xmajor ? (sgn > 0 ? s->x1 - s->ox : s->ox - s->x0)
-						   : (sgn > 0 ? s->y1 - s->oy : s->oy - s->y0));
-	const int64_t Lneg = f * (xmajor ? s->oy - s->y0 : s->ox - s->x0);
-	const int64_t Lpos = f * (xmajor ? s->y1 - s->oy : s->x1 - s->ox);
-	/* y-major rays keep |minor| < major: the diagonals are x-major */
-	const int64_t lim = xmajor ? E : E - 1;
-	const int64_t jmin = -(Lneg < lim ? Lneg : lim);
-	const int64_t jmax = Lpos < lim ? Lpos : lim;
-	int64_t		bi = E,
-				bj;
-	int64_t		j = tg_floor_div(n * E, m);
+	tg_view_edges e;
+	int64_t		E,
+				bi,
+				bj,
+				j;
+
+	tg_view_octant_edges(s, xmajor, sgn, &e);
+	E = e.E;
 
 	/* far edge: minor offsets j and j + 1 around n E / m */
-	bj = j < jmin ? jmin : j > jmax ? jmax : j;
-	if (j + 1 >= jmin && j + 1 <= jmax && tg_view_closer(m, n, E, j + 1, bi, bj))
+	j = tg_floor_div(n * E, m);
+	bi = E;
+	bj = j < e.jmin ? e.jmin : j > e.jmax ? e.jmax : j;
+	if (j + 1 >= e.jmin && j + 1 <= e.jmax && tg_view_closer(m, n, E, j + 1, bi, bj))
 		bj = j + 1;
 
 	/* a side edge at minor distance L: rays (i, +-L) for i in [imin, E - 1] */
 	for (int side = -1; side <= 1; side += 2)
 	{
-		const int64_t L = side < 0 ? Lneg : Lpos;
-		const int64_t imin = (xmajor ? L : L + 1) > 1 ? (xmajor ? L : L + 1) : 1;
+		const int64_t L = side < 0 ? e.Lneg : e.Lpos;
+		const int64_t imin = side < 0 ? e.imin_neg : e.imin_pos;
 		int64_t		i;
 
 		if ((side < 0 && n >= 0) || (side > 0 && n <= 0) || imin > E - 1)
@@ -250,15 +284,22 @@ typedef struct tg_view_walk
 				at0;
 } tg_view_walk;
 
+/* num = k j, q = floor(num / i), rem = num - q i. */
+TG_HD void
+tg_view_split(int64_t k, int64_t j, int64_t i, int64_t *num, int64_t *q, int64_t *rem)
+{
+	*num = k * j;
+	*q = tg_floor_div(*num, i);
+	*rem = *num - *q * i;
+}
+
 TG_HD void
 tg_view_advance_init(const tg_view_setup *s, bool xmajor, int sgn, int64_t i, int64_t j,
 					 int64_t stride, tg_view_advance *d)
 {
 	d->minor_stride = xmajor ? s->width : 1;
 	d->k = stride;
-	d->num = stride * j;
-	d->q = tg_floor_div(d->num, i);
-	d->rem = d->num - d->q * i;
+	tg_view_split(stride, j, i, &d->num, &d->q, &d->rem);
 	d->at = stride * (xmajor ? sgn : sgn * (int64_t) s->width) + d->q * d->minor_stride;
 }
 
@@ -269,9 +310,7 @@ tg_view_walk_start(const tg_view_setup *s, bool xmajor, int sgn, int64_t i, int6
 	const int64_t major = (xmajor ? s->ox : s->oy) + sgn * k;
 
 	w->k = k;
-	w->num = k * j;
-	w->q = tg_floor_div(w->num, i);
-	w->rem = w->num - w->q * i;
+	tg_view_split(k, j, i, &w->num, &w->q, &w->rem);
 	w->at0 = xmajor ? (s->oy + w->q) * s->width + major : major * s->width + s->ox + w->q;
 }
 
@@ -306,6 +345,18 @@ tg_view_locate(const tg_view_setup *s, bool xmajor, int64_t i, const tg_view_wal
 	p->at0 = w->at0;
 	p->at1 = w->at0 + (xmajor ? s->width : 1);
 	p->d2 = TG_DADD(TG_DMUL(dmaj, dmaj), TG_DMUL(dmin, dmin));
+}
+
+/*
+ * The cells a step may decide, minor offsets q + c for c in [*c0, *c1]: the
+ * one within half a cell of the ray (its distance is rem / i for c = 0,
+ * (i - rem) / i for c = 1), both only where the ray passes midway.
+ */
+TG_HD void
+tg_view_candidates(const tg_view_point *p, int64_t i, int *c0, int *c1)
+{
+	*c0 = 2 * p->rem <= i ? 0 : 1;
+	*c1 = 2 * p->rem == i ? 1 : *c0;
 }
 
 /* Slope from the eye to elevation z at a point of curvature drop curv and distance dist. */
@@ -432,43 +483,35 @@ tg_view_rivals_init(const tg_view_setup *s, int dx, int dy, tg_view_rivals *r)
 	const int	sgn = xmajor ? (dx > 0 ? 1 : -1) : (dy > 0 ? 1 : -1);
 	const int64_t I = xmajor ? (int64_t) dx * sgn : (int64_t) dy * sgn;
 	const int64_t J = xmajor ? dy : dx;
-	const int64_t f = s->density;
-	const int64_t E = f * (xmajor ? (sgn > 0 ? s->x1 - s->ox : s->ox - s->x0)
-						   : (sgn > 0 ? s->y1 - s->oy : s->oy - s->y0));
-	const int64_t Lneg = f * (xmajor ? s->oy - s->y0 : s->ox - s->x0);
-	const int64_t Lpos = f * (xmajor ? s->y1 - s->oy : s->x1 - s->ox);
-	const int64_t lim = xmajor ? E : E - 1;
-	const int64_t jmin = -(Lneg < lim ? Lneg : lim);
-	const int64_t jmax = Lpos < lim ? Lpos : lim;
-	const int64_t imin_neg = (xmajor ? Lneg : Lneg + 1) > 1 ? (xmajor ? Lneg : Lneg + 1) : 1;
-	const int64_t imin_pos = (xmajor ? Lpos : Lpos + 1) > 1 ? (xmajor ? Lpos : Lpos + 1) : 1;
+	tg_view_edges e;
 
+	tg_view_octant_edges(s, xmajor, sgn, &e);
 	r->xmajor = xmajor;
 	r->sgn = sgn;
 	r->never = false;
 	r->I = I;
 	r->J = J;
 	r->pi = r->pj = r->ni = r->nj = 0;
-	if (I == E)
+	if (I == e.E)
 	{
 		/* far edge; past its ends, the side edges' rays nearest the corners */
-		if (J > jmin)
-			r->pi = E, r->pj = J - 1;
-		else if (imin_neg <= E - 1)
-			r->pi = E - 1, r->pj = -Lneg;
-		if (J < jmax)
-			r->ni = E, r->nj = J + 1;
-		else if (imin_pos <= E - 1)
-			r->ni = E - 1, r->nj = Lpos;
+		if (J > e.jmin)
+			r->pi = e.E, r->pj = J - 1;
+		else if (e.imin_neg <= e.E - 1)
+			r->pi = e.E - 1, r->pj = -e.Lneg;
+		if (J < e.jmax)
+			r->ni = e.E, r->nj = J + 1;
+		else if (e.imin_pos <= e.E - 1)
+			r->ni = e.E - 1, r->nj = e.Lpos;
 	}
-	else if (J == -Lneg && J < 0)
+	else if (J == -e.Lneg && J < 0)
 	{
 		/* near side edge: slope -L / i rises with i */
-		if (I - 1 >= imin_neg)
+		if (I - 1 >= e.imin_neg)
 			r->pi = I - 1, r->pj = J;
 		r->ni = I + 1, r->nj = J;
 	}
-	else if (J == -Lneg && J == 0)
+	else if (J == -e.Lneg && J == 0)
 	{
 		/* collinear with the far edge's ray (E, 0), which is longer */
 		r->never = true;
@@ -477,7 +520,7 @@ tg_view_rivals_init(const tg_view_setup *s, int dx, int dy, tg_view_rivals *r)
 	{
 		/* far side edge: slope L / i falls with i */
 		r->pi = I + 1, r->pj = J;
-		if (I - 1 >= imin_pos)
+		if (I - 1 >= e.imin_pos)
 			r->ni = I - 1, r->nj = J;
 	}
 }

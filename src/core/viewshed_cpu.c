@@ -118,17 +118,17 @@ walk_ray(const tg_view_setup *s, const double *z, int dx, int dy, float *out)
 		tg_view_point p;
 		tg_view_sample e;
 		double		zc[2];
+		int			c0,
+					c1;
 
 		tg_view_locate(s, xmajor, i, &w, &p);
 		zc[0] = z[p.at0];
 		zc[1] = p.rem != 0 ? z[p.at1] : NAN;
 		tg_view_eval(s, &p, i, zc[0], zc[1], &e);
-		for (int c = 0; c < 2; c++)
+		tg_view_candidates(&p, i, &c0, &c1);
+		for (int c = c0; c <= c1; c++)
 		{
-			/* the cell's distance to the ray at this step, in 1/i cells */
-			const int64_t off = c == 0 ? p.rem : i - p.rem;
-
-			if (2 * off <= i && tg_view_rivals_decide(&rivals, w.k, p.q + c, off))
+			if (tg_view_rivals_decide(&rivals, w.k, p.q + c, c == 0 ? p.rem : i - p.rem))
 			{
 				const int	a = xmajor ? (int) (sgn * w.k) : (int) (p.q + c);
 				const int	b = xmajor ? (int) (p.q + c) : (int) (sgn * w.k);
