@@ -46,7 +46,15 @@ namespace
 {
 namespace cg = cooperative_groups;
 
-constexpr int SWEEP_BATCH = 16;		/* sweeps per convergence check */
+constexpr int SWEEP_BATCH = 16;
+
+/* Routings whose shares are fixed (not fdd8's, which depend on the flow): gathered per cell. */
+bool
+gathers_inflow(tg_routing routing)
+{
+	return routing == TG_ROUTE_MFD_MD || routing == TG_ROUTE_FD8;
+}
+		/* sweeps per convergence check */
 
 /*
  * Per cell the donor mask (low byte, tg_route_donors) and the receiver mask
@@ -162,37 +170,6 @@ tgk_gather_inflow(tg_route_view r, const uint16_t *__restrict__ links, float *__
 	}
 }
 
-/*
- * tg_route_pull_from() with the donors' shares read from inflow (the same
- * values, summed in the same order: the same result); without inflow, the
- * shared expression itself.
- */
-__device__ __forceinline__ double
-pull(const tg_route_view &r, const double *weight, const double *acc, const float *inflow,
-	 uint32_t c, unsigned donors)
-{
-	if (inflow == nullptr)
-		return tg_route_pull_from(&r, weight, acc, c, donors);
-
-	const int	W = r.width;
-	const int	x = (int) (c % W),
-				y = (int) (c / W);
-	const float4 s0 = __ldg(reinterpret_cast<const float4 *>(inflow) + 2 * (size_t) c);
-	const float4 s1 = __ldg(reinterpret_cast<const float4 *>(inflow) + 2 * (size_t) c + 1);
-	const float share[8] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
-	double		a[8];
-	double		sum = weight[c];
-
-#pragma unroll
-	for (int k = 0; k < 8; k++)
-		a[k] = (donors >> k) & 1u ? TG_LOAD_SHARED(&acc[(size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k)]) : 0.0;
-#pragma unroll
-	for (int k = 0; k < 8; k++)
-		if (((donors >> k) & 1u) && share[k] > 0)
-			sum = TG_DADD(sum, TG_DMUL(a[k], (double) share[k]));
-	return sum;
-}
-
 /* A frontier item: accumulate cell c (unless only the order is wanted), free its receivers. */
 struct pull_step
 {
@@ -208,7 +185,7 @@ struct pull_step
 		const unsigned l = links[c];
 
 		if (acc)
-			acc[c] = pull(r, weight, acc, inflow, c, l & 0xffu);
+			acc[c] = tg_route_pull_from(&r, weight, acc, c, l & 0xffu, inflow);
 		release_receivers(r.width, c, l >> 8, indeg, order, end, appended);
 	}
 };
@@ -236,7 +213,7 @@ tgk_d8_chains(tg_route_view r, const double *__restrict__ weight, double *acc,
 			const unsigned l = links[c];
 			const unsigned out = l >> 8;
 
-			acc[c] = tg_route_pull_from(&r, weight, acc, c, l & 0xffu);
+			acc[c] = tg_route_pull_from(&r, weight, acc, c, l & 0xffu, nullptr);
 			if (out == 0)
 				break;
 
@@ -267,7 +244,7 @@ tgk_replay_coop(tg_route_view r, const double *__restrict__ weight, double *acc,
 		{
 			const uint32_t c = order[j];
 
-			acc[c] = pull(r, weight, acc, inflow, c, links[c] & 0xffu);
+			acc[c] = tg_route_pull_from(&r, weight, acc, c, links[c] & 0xffu, inflow);
 		}
 		grid.sync();
 	}
@@ -286,7 +263,7 @@ tgk_replay_block(tg_route_view r, const double *__restrict__ weight, double *acc
 		{
 			const uint32_t c = order[j];
 
-			acc[c] = pull(r, weight, acc, inflow, c, links[c] & 0xffu);
+			acc[c] = tg_route_pull_from(&r, weight, acc, c, links[c] & 0xffu, inflow);
 		}
 		__syncthreads();
 	}
@@ -597,13 +574,6 @@ dependency_transfer(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *ki
 }
 
 }								/* namespace */
-
-/* Routings whose shares are fixed (not fdd8's, which depend on the flow): gathered per cell. */
-bool
-gathers_inflow(tg_routing routing)
-{
-	return routing == TG_ROUTE_MFD_MD || routing == TG_ROUTE_FD8;
-}
 
 /*
  * Accumulate on a routing already on the device.  auto: D8 with integer-valued

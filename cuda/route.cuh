@@ -49,8 +49,6 @@ tg_status	accumulate(const tg_ctx *ctx, const device_route<V> &route, const tg_f
 					   const char **used, tg_error *err);
 /* Device bytes per cell of an accumulation by `method`, weights and result included. */
 size_t		accumulation_bytes_per_cell(tg_accum_method method, tg_routing routing);
-/* Does the accumulation gather each cell's inflow shares (fixed-share routings)? */
-bool		gathers_inflow(tg_routing routing);
 /* TG_ENOMEM (on the device) when `need` bytes exceed what this call may hold. */
 tg_status	check_budget(const tg_ctx *ctx, size_t need, const char *what, tg_error *err);
 

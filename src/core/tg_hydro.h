@@ -213,27 +213,46 @@ tg_route_donors(const tg_route_view *r, size_t i)
 /*
  * acc(i) = w(i) + sum over donors n (bits of `donors`, tg_route_donors), in
  * neighbour order k = 0..7, of acc(n) share(n -> i).  Donors must be final.
- * Every load is issued before the sum uses any: on the GPU the eight
- * neighbours' loads then overlap instead of following one another.
+ * gathered (NULL: read the routing's planes): the shares of fixed-share
+ * routings gathered per receiving cell, share(neighbour k -> i) at
+ * gathered[8 i + k], so a pull reads 32 contiguous bytes; the same values,
+ * hence the same sum.  Every load is issued before the sum uses any: on the
+ * GPU the eight neighbours' loads then overlap instead of following one
+ * another.
  */
 TG_HD double
 tg_route_pull_from(const tg_route_view *r, const double *weight, const double *acc, size_t i,
-				   unsigned donors)
+				   unsigned donors, const float *gathered)
 {
 	const int	W = r->width;
 	const int	x = (int) (i % W),
 				y = (int) (i / W);
 	double		a[8];
+	float		g[8] = {0, 0, 0, 0, 0, 0, 0, 0};
 	double		sum = weight[i];
 	int			k;
 
+	if (gathered)
+	{
+#ifdef __CUDA_ARCH__
+		/* two 16-byte loads (the gathering kernel writes them aligned) */
+		const float4 g0 = __ldg((const float4 *) gathered + 2 * i),
+					g1 = __ldg((const float4 *) gathered + 2 * i + 1);
+
+		g[0] = g0.x, g[1] = g0.y, g[2] = g0.z, g[3] = g0.w;
+		g[4] = g1.x, g[5] = g1.y, g[6] = g1.z, g[7] = g1.w;
+#else
+		for (k = 0; k < 8; k++)
+			g[k] = gathered[8 * i + k];
+#endif
+	}
 	for (k = 0; k < 8; k++)
 		a[k] = (donors >> k) & 1u ? TG_LOAD_SHARED(&acc[(size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k)]) : 0.0;
 	for (k = 0; k < 8; k++)
 		if ((donors >> k) & 1u)
 		{
 			size_t		ni = (size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k);
-			double		s = tg_route_share(r, ni, tg_nbr_opposite(k), a[k]);
+			double		s = gathered ? (double) g[k] : tg_route_share(r, ni, tg_nbr_opposite(k), a[k]);
 
 			if (s > 0)
 				sum = TG_DADD(sum, TG_DMUL(a[k], s));
@@ -245,7 +264,7 @@ tg_route_pull_from(const tg_route_view *r, const double *weight, const double *a
 TG_HD double
 tg_route_pull(const tg_route_view *r, const double *weight, const double *acc, size_t i)
 {
-	return tg_route_pull_from(r, weight, acc, i, tg_route_donors(r, i));
+	return tg_route_pull_from(r, weight, acc, i, tg_route_donors(r, i), NULL);
 }
 
 /* ------------------------------------------------------------------------
