@@ -832,7 +832,7 @@ COMMENT ON FUNCTION tg_bmmq_roi(text[], double precision[], double precision[], 
 -------------------------------------------------------------------------------
 CREATE FUNCTION terra_gpu._viewshed(rast raster, band integer, col integer, "row" integer,
 	observer_height double precision, target_height double precision, max_distance double precision,
-	earth_radius double precision, refraction double precision, output text, backend text, exact boolean)
+	earth_radius double precision, refraction double precision, output text, backend text, algorithm text)
 	RETURNS raster
 	AS 'MODULE_PATHNAME', 'tgpg_viewshed'
 	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
@@ -894,13 +894,9 @@ BEGIN
 	IF rast IS NULL THEN
 		RETURN NULL;
 	END IF;
-	IF lower(algorithm) NOT IN ('r2', 'r3') THEN
-		RAISE EXCEPTION 'invalid algorithm "%"', algorithm USING ERRCODE = '22023',
-			DETAIL = 'Valid values are r2 and r3.';
-	END IF;
 	c := terra_gpu._observer_cell(ST_MetaData(rast), observer, 'observer');
 	RETURN terra_gpu._viewshed(rast, band, c.col, c."row", observer_height, target_height, max_distance,
-							   earth_radius, refraction, output, backend, lower(algorithm) = 'r3');
+							   earth_radius, refraction, output, backend, coalesce(algorithm, 'r2'));
 END $$;
 COMMENT ON FUNCTION tg_viewshed(raster, geometry, double precision, double precision, double precision, double precision, double precision, text, integer, text, text) IS
 'What an observer sees (R2 ray casting, Earth curvature and refraction): visible (8BUI 1/0), angle (elevation angle, degrees) or height (extra target height needed), nodata beyond max_distance';

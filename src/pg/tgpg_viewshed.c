@@ -128,9 +128,7 @@ tgpg_viewshed(PG_FUNCTION_ARGS)
 	p.observer_col = tgpg_arg_int32(fcinfo, 2, "column");
 	p.observer_row = tgpg_arg_int32(fcinfo, 3, "row");
 	p.output = (tg_view_output) TGPG_ARG_LOOKUP("output", fcinfo, 9, view_outputs);
-	p.algorithm = TG_VIEW_R2;
-	if (!PG_ARGISNULL(11) && PG_GETARG_BOOL(11))
-		p.algorithm = TG_VIEW_R3;
+	p.algorithm = (tg_view_algorithm) TGPG_ARG_LOOKUP("algorithm", fcinfo, 11, view_algorithms);
 
 	spec = view_spec(p.output);
 	result = tgpg_raster_create(&out_info, &spec, &pixels);
