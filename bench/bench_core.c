@@ -7,13 +7,16 @@
  *
  *   bench_core FILE WIDTH HEIGHT PIXTYPE NODATA|none OPTION=VALUE...
  *
- * options: op=slope|fill|direction|accumulation|bmmq (slope), reps=N (3),
+ * options: op=slope|fill|direction|accumulation|routing|bmmq (slope), reps=N (3),
  *   backends=cpu,gpu (both; gpu skipped without a device), geographic=0|1,
  *   pixel_w=, pixel_h= (projected), lat_top=, lat_step=, lon_step= (geographic),
  *   scale= (slope), method= (fill: priority-flood|planchon-darboux;
  *   accumulation: indegree|topological|dependency-transfer|flow-transfer),
  *   routing=d8|fd8|mfd-md|fdd8, eps= (fill), fill=0|1 (routing on the filled DEM),
  *   save=FILE (the result's raw values: doubles for fill and accumulation),
+ *   repeat_check=1 (compare every run's output with the first run's, bit for bit,
+ *   and say where they differ; op=routing: the routing surface and receivers an
+ *   accumulation used, to tell a routing that changes from one that holds),
  *   tile=N (bmmq: cut the DEM into N x N tiles, edge tiles smaller; default one
  *   tile), nbins=K (bmmq: K equal intervals over the valid values, 8),
  *   obs_col=, obs_row= (viewshed observer; default the centre), obs_h= (1.75),
@@ -41,6 +44,7 @@ typedef struct options
 	double		eps;
 	const char *method;
 	const char *save;			/* write the (CPU, else GPU) result here */
+	bool		repeat_check;	/* compare every run's output with the first's */
 	int			tile;			/* bmmq: tile side, 0 = the whole DEM */
 	int			nbins;			/* bmmq: equal-interval bins */
 	int			obs_col;		/* viewshed observer, -1 = centre */
@@ -128,6 +132,18 @@ run_op(const options *o, tg_backend backend, const tg_band *b, void *out, tg_run
 	if (strcmp(o->op, "accumulation") == 0)
 		return tg_flow_accumulation(&ctx, b, NULL, &o->flow, parse_accum(o->method),
 									TG_UNITS_CELLS, out, err);
+	if (strcmp(o->op, "routing") == 0)
+	{
+		/* the surface and receivers an accumulation used: doubles, then 16-bit masks */
+		const size_t n = (size_t) b->width * b->height;
+		double	   *acc = malloc(n * sizeof(double));
+		tg_flow_products products = {acc, out, TG_PT_64BF, NAN, (uint16_t *) ((double *) out + n)};
+		tg_status	st = tg_hydrology(&ctx, b, NULL, &o->flow, parse_accum(o->method), TG_UNITS_CELLS,
+									  &products, err);
+
+		free(acc);
+		return st;
+	}
 	{
 		tg_slope_params sp = {o->flow.geom.cell_x, o->flow.geom.cell_y, o->scale,
 		TG_SLOPE_DEGREES, -9999.0f};
@@ -137,6 +153,52 @@ run_op(const options *o, tg_backend backend, const tg_band *b, void *out, tg_run
 }
 
 /* Medians over reps after one warm-up run. */
+/* Bytes of the operation's output for n cells. */
+static size_t
+output_bytes(const options *o, size_t n)
+{
+	if (strcmp(o->op, "direction") == 0)
+		return o->flow.routing == TG_ROUTE_D8 ? n : n * 8 * sizeof(float);
+	if (strcmp(o->op, "routing") == 0)
+		return n * (sizeof(double) + sizeof(uint16_t));
+	return strcmp(o->op, "slope") == 0 ? n * sizeof(float) : n * sizeof(double);
+}
+
+/* Where a repeated run's output differs from the first run's (stderr). */
+static void
+report_repeat(const options *o, int width, const void *first, const void *now, size_t bytes)
+{
+	const bool	doubles = strcmp(o->op, "direction") != 0 && strcmp(o->op, "slope") != 0;
+	const size_t size = doubles ? sizeof(double) : 1;
+	size_t		count = 0;
+
+	for (size_t i = 0; i < bytes / size; i++)
+		if (memcmp((const char *) first + i * size, (const char *) now + i * size, size) != 0)
+		{
+			if (count++ < 5 && doubles)
+				fprintf(stderr, "repeat differs at cell %zu (col %zu row %zu): %.17g then %.17g\n",
+						i, i % width, i / width, ((const double *) first)[i], ((const double *) now)[i]);
+		}
+	fprintf(stderr, "repeat differs in %zu cells\n", count);
+	if (strcmp(o->op, "routing") == 0)
+	{
+		const size_t n = bytes / (sizeof(double) + sizeof(uint16_t));
+		const uint16_t *r0 = (const uint16_t *) ((const double *) first + n),
+				   *r1 = (const uint16_t *) ((const double *) now + n);
+		size_t		surface = 0,
+					receivers = 0;
+
+		for (size_t i = 0; i < n; i++)
+		{
+			surface += memcmp((const double *) first + i, (const double *) now + i, sizeof(double)) != 0;
+			if (r0[i] != r1[i] && receivers++ < 5)
+				fprintf(stderr, "receivers differ at col %zu row %zu: %#x then %#x\n",
+						i % width, i / width, r0[i], r1[i]);
+		}
+		fprintf(stderr, "routing repeat: surface differs in %zu cells, receivers in %zu\n", surface, receivers);
+	}
+}
+
 static int
 time_op(const options *o, tg_backend backend, const tg_band *b, void *out,
 		double *wall, double *kernel, double *transfer, double *prep, int *iterations)
@@ -146,6 +208,10 @@ time_op(const options *o, tg_backend backend, const tg_band *b, void *out,
 	double	   *t = calloc(o->reps, sizeof(double));
 	double	   *pr = calloc(o->reps, sizeof(double));
 	int			i;
+
+	const size_t out_bytes = output_bytes(o, (size_t) b->width * b->height);
+	void	   *first = o->repeat_check ? malloc(out_bytes) : NULL;
+	int			repeats_differing = 0;
 
 	for (i = -1; i < o->reps; i++)
 	{
@@ -167,6 +233,18 @@ time_op(const options *o, tg_backend backend, const tg_band *b, void *out,
 			pr[i] = stats.prep_ms;
 			*iterations = stats.iterations;
 		}
+		if (first && i == -1)
+			memcpy(first, out, out_bytes);
+		else if (first && memcmp(first, out, out_bytes) != 0)
+		{
+			repeats_differing++;
+			report_repeat(o, b->width, first, out, out_bytes);
+		}
+	}
+	if (first)
+	{
+		printf(" %s_repeats_differing=%d", tg_backend_name(backend), repeats_differing);
+		free(first);
 	}
 	*wall = median(w, o->reps);
 	*kernel = median(k, o->reps);
@@ -574,6 +652,8 @@ main(int argc, char **argv)
 			o.method = v;
 		else if (!strcmp(argv[i], "save"))
 			o.save = v;
+		else if (!strcmp(argv[i], "repeat_check"))
+			o.repeat_check = atoi(v) != 0;
 		else if (!strcmp(argv[i], "routing"))
 			o.flow.routing = parse_routing(v);
 		else if (!strcmp(argv[i], "fill"))
@@ -646,9 +726,7 @@ main(int argc, char **argv)
 	if (o.save)
 	{
 		FILE	   *sf = fopen(o.save, "wb");
-		size_t		bytes_out = strcmp(o.op, "direction") == 0 ?
-			(o.flow.routing == TG_ROUTE_D8 ? n : n * 8 * sizeof(float)) :
-			strcmp(o.op, "slope") == 0 ? n * sizeof(float) : n * sizeof(double);
+		size_t		bytes_out = output_bytes(&o, n);
 
 		if (!sf || fwrite(o.cpu ? cpu : gpu, 1, bytes_out, sf) != bytes_out)
 		{
