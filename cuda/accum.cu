@@ -11,16 +11,19 @@
  *                        from each cell to its receiver when it was that
  *                        receiver's last pending donor, so no barrier
  *                        separates one cell of a long river from the next.
- *                        Multiple-flow routings: frontier rounds (Kahn): the
- *                        cells whose donors are all done are accumulated;
- *                        each decrements its receivers' pending-donor counts
- *                        and appends those that reach zero to the next
- *                        frontier.  (Chains there leave the thread that
- *                        finishes last the last donor of ever more cells: on
- *                        57.6 M cells MFD-md took 0.2-9 s that way.)
- *   topological          the same rounds record the order only (cells
- *                        grouped by level), once per routing; the
- *                        accumulation then replays it level by level.
+ *                        Multiple-flow routings: the same rule over a
+ *                        shared queue (tgk_async_pull): a thread carries
+ *                        on down one receiver it freed and queues the
+ *                        others for idle threads, so there is neither a
+ *                        barrier per level nor one thread per subtree.
+ *                        (Plain chains leave the thread that finishes last
+ *                        the last donor of ever more cells: 0.2-9 s on
+ *                        57.6 M cells; frontier rounds, a barrier per
+ *                        level: 50 ms; this: 46 ms.)
+ *   topological          frontier rounds (Kahn) record the order (cells
+ *                        grouped by level: a cell joins the next frontier
+ *                        when its last donor is placed), once per routing;
+ *                        the accumulation then replays it level by level.
  *   dependency-transfer  full sweeps: a cell whose donors all completed in
  *                        earlier sweeps completes in this one.
  *   flow-transfer        full sweeps: all water in transit moves one cell;
@@ -36,7 +39,9 @@
 #include "route.cuh"
 
 #include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
 #include <cooperative_groups/scan.h>
+#include <cuda/atomic>
 
 #include <algorithm>
 #include <cstdio>
@@ -106,6 +111,19 @@ tgk_sources(const uint8_t *__restrict__ kind, const uint32_t *__restrict__ indeg
 	}
 }
 
+/* Cells that are not nodata, added to *count. */
+__global__ void
+tgk_count_valid(const uint8_t *__restrict__ kind, size_t n, uint32_t *__restrict__ count)
+{
+	uint32_t	mine = 0;
+
+	TG_GRID_STRIDE(i, n)
+		mine += kind[i] != KIND_NODATA;
+	mine = __reduce_add_sync(0xffffffffu, mine);
+	if ((threadIdx.x & 31) == 0 && mine)
+		atomicAdd(count, mine);
+}
+
 /*
  * Cell c is done: decrement its receivers' pending-donor counts and append
  * those that reach zero at order[end + (*appended)++].  All the atomics are
@@ -170,23 +188,16 @@ tgk_gather_inflow(tg_route_view r, const uint16_t *__restrict__ links, float *__
 	}
 }
 
-/* A frontier item: accumulate cell c (unless only the order is wanted), free its receivers. */
-struct pull_step
+/* A frontier item of the order's rounds: cell c is placed, free its receivers. */
+struct order_step
 {
-	tg_route_view r;
-	const double *weight;
-	double	   *acc;
+	int			width;
 	const uint16_t *links;
 	uint32_t   *indeg;
-	const float *inflow;		/* gathered shares, or nullptr */
 
 	__device__ void operator()(uint32_t c, uint32_t *order, uint32_t end, uint32_t *appended) const
 	{
-		const unsigned l = links[c];
-
-		if (acc)
-			acc[c] = tg_route_pull_from(&r, weight, acc, c, l & 0xffu, inflow);
-		release_receivers(r.width, c, l >> 8, indeg, order, end, appended);
+		release_receivers(width, c, links[c] >> 8, indeg, order, end, appended);
 	}
 };
 
@@ -226,6 +237,210 @@ tgk_d8_chains(tg_route_view r, const double *__restrict__ weight, double *acc,
 			__threadfence();
 			c = next;
 		}
+	}
+}
+
+/*
+ * Multiple-flow indegree without levels.  A persistent grid shares one queue
+ * (order[]): a thread takes a cell, pulls it, and releases its receivers;
+ * of those it was the last pending donor of, it carries on with the first
+ * itself and queues the others for any idle thread.  A long flow path is then
+ * followed hop by hop by whichever thread finished the previous cell, with no
+ * barrier between one cell and the next, while the wide part of the graph is
+ * shared out through the queue.  Value and count use release/acquire as in
+ * the D8 chains, and a queued cell is published with a release store, so
+ * every donor value a pull reads is final: the sums are the CPU's.
+ *
+ * state = {head (next slot to claim), tail (next slot to fill), finished
+ * cells, stalled flag}.  Slots are claimed and filled per warp.  A thread
+ * that has waited on its slot while the finished count did not move for
+ * ASYNC_STALL_NS gives up and raises the flag (only a cycle in the routing
+ * can cause that).
+ */
+constexpr uint32_t QUEUE_EMPTY = 0xffffffffu;
+constexpr unsigned long long ASYNC_STALL_NS = 2000000000ull;
+#ifndef TG_ASYNC_BACKOFF_NS
+#define TG_ASYNC_BACKOFF_NS 256
+#endif
+#ifndef TG_ASYNC_BLOCKS_PER_SM
+#define TG_ASYNC_BLOCKS_PER_SM 1
+#endif
+constexpr unsigned ASYNC_BACKOFF_NS = TG_ASYNC_BACKOFF_NS;	/* longest sleep between polls of a slot */
+constexpr unsigned ASYNC_CHECK_EVERY = 32;	/* idle polls between looks at the shared counters */
+/*
+ * The persistent grid: one 256-thread block per multiprocessor.  On the H100
+ * and 57.6 M cells, MFD-md: 46 ms; 2 blocks 49, 4 blocks 66, 8 blocks 77 ms
+ * (idle lanes polling compete with the work).  Tried and dropped: polls and
+ * slot hand-out deferred by one step (52 ms), carrying on down the steepest
+ * receiver rather than the first (48 ms).
+ */
+constexpr int ASYNC_BLOCKS_PER_SM = TG_ASYNC_BLOCKS_PER_SM;
+
+__device__ __forceinline__ unsigned long long
+global_ns()
+{
+	unsigned long long t;
+
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
+__global__ void __launch_bounds__(256)
+tgk_async_pull(tg_route_view r, const double *__restrict__ weight, double *acc,
+			   const uint16_t *__restrict__ links, const float *__restrict__ inflow, uint32_t *indeg,
+			   uint32_t *queue, uint32_t *state, uint32_t valid)
+{
+	using counter = cuda::atomic_ref<uint32_t, cuda::thread_scope_device>;
+	constexpr unsigned ALL = 0xffffffffu;
+	const cg::thread_block_tile<32> warp = cg::tiled_partition<32>(cg::this_thread_block());
+	const unsigned lane = warp.thread_rank();
+	const int	W = r.width;
+	const uint32_t n = (uint32_t) ((size_t) W * r.height);
+	uint32_t	c = QUEUE_EMPTY,	/* the cell this lane works on */
+				slot = QUEUE_EMPTY, /* the queue slot it waits on */
+				finished = 0,
+				seen = 0;
+	unsigned	backoff = 0,
+				polls = 0;
+	unsigned long long since = 0;
+
+	/* the warp moves in step: lanes with a cell work, the others wait on their slots */
+	for (;;)
+	{
+		const unsigned needy = __ballot_sync(ALL, c == QUEUE_EMPTY && slot == QUEUE_EMPTY);
+
+		if (needy)
+		{
+			const int	leader = __ffs(needy) - 1;
+			uint32_t	base = 0;
+
+			if ((int) lane == leader)
+				base = atomicAdd(&state[0], (uint32_t) __popc(needy));
+			base = __shfl_sync(ALL, base, leader);
+			if ((needy >> lane) & 1u)
+				slot = base + (uint32_t) __popc(needy & ((1u << lane) - 1u));
+		}
+
+		/* a relaxed poll (an acquiring load would hold up the working lanes' loads) */
+		bool		took = false;
+
+		if (c == QUEUE_EMPTY && slot < n)
+		{
+			const uint32_t v = counter(queue[slot]).load(cuda::memory_order_relaxed);
+
+			if (v != QUEUE_EMPTY)
+			{
+				c = v;
+				slot = QUEUE_EMPTY;
+				took = true;
+			}
+		}
+
+		if (!__any_sync(ALL, c != QUEUE_EMPTY))
+		{
+			/* the whole warp is waiting: report what it finished, look at the shared counters now and then */
+			finished = cg::reduce(warp, finished, cg::plus<uint32_t>());
+			if (lane == 0 && finished)
+				atomicAdd(&state[2], finished);
+			finished = 0;
+			if (__all_sync(ALL, slot >= n))
+				return;			/* no slot of this warp can ever be filled */
+			if (++polls % ASYNC_CHECK_EVERY == 0)
+			{
+				uint32_t	now = 0,
+							stalled = 0;
+
+				if (lane == 0)
+				{
+					now = counter(state[2]).load(cuda::memory_order_relaxed);
+					stalled = counter(state[3]).load(cuda::memory_order_relaxed);
+					if (now != valid && !stalled)
+					{
+						if (now != seen || since == 0)
+						{
+							seen = now;
+							since = global_ns();
+						}
+						else if (global_ns() - since > ASYNC_STALL_NS)
+						{
+							counter(state[3]).store(1, cuda::memory_order_relaxed);
+							stalled = 1;
+						}
+					}
+				}
+				if (__shfl_sync(ALL, now == valid || stalled, 0))
+					return;
+			}
+			__nanosleep(backoff);
+			backoff = backoff ? min(2 * backoff, ASYNC_BACKOFF_NS) : 32;
+			continue;
+		}
+		backoff = 0;
+		polls = 0;
+
+		uint32_t	next = QUEUE_EMPTY,
+					queued = 0,
+					left[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+
+		if (c != QUEUE_EMPTY)
+		{
+			if (took)
+				cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
+
+			const unsigned l = links[c];
+			const unsigned out = l >> 8;
+
+			acc[c] = tg_route_pull_from(&r, weight, acc, c, l & 0xffu, inflow);
+			finished++;
+			if (out)
+			{
+				const int	x = (int) (c % W),
+							y = (int) (c / W);
+
+				cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device);
+#pragma unroll
+				for (int k = 0; k < 8; k++)
+					left[k] = (out >> k) & 1u ?
+						atomicSub(&indeg[(size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k)], 1u) : 0;
+#pragma unroll
+				for (int k = 0; k < 8; k++)
+					if (left[k] == 1u)
+					{
+						if (next == QUEUE_EMPTY)
+						{
+							next = (uint32_t) ((size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k));
+							left[k] = 0;
+						}
+						else
+							queued++;
+					}
+				if (next != QUEUE_EMPTY)
+					cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
+			}
+		}
+
+		/* the warp reserves the slots of the cells it queues with one atomic */
+		if (__any_sync(ALL, queued > 0))
+		{
+			const uint32_t upto = cg::inclusive_scan(warp, queued);
+			uint32_t	base = 0;
+
+			if (lane == 31)
+				base = atomicAdd(&state[1], upto);
+			base = warp.shfl(base, 31) + upto - queued;
+			if (queued)
+			{
+				const int	x = (int) (c % W),
+							y = (int) (c / W);
+
+#pragma unroll
+				for (int k = 0; k < 8; k++)
+					if (left[k] == 1u)
+						counter(queue[base++]).store((uint32_t) ((size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k)),
+													 cuda::memory_order_release);
+			}
+		}
+		c = next;
 	}
 }
 
@@ -395,16 +610,14 @@ find_sources(const tg_route_view &r, const uint8_t *kind, double *acc, uint16_t 
 }
 
 /*
- * Kahn's frontier rounds from the sources, accumulating into acc (nullptr:
- * the order only, cells grouped by level; level_start (host) then receives
- * the level boundaries).  inflow (8 floats a cell, or nullptr): where to
- * gather the shares the accumulation reads.
+ * The topological order: Kahn's frontier rounds from the sources, cells
+ * grouped by level in order[]; level_start (host) receives the level
+ * boundaries, d_level_start the device copy (less the final one).
  */
 tg_status
-frontier_rounds(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind,
-				const double *weight, double *acc, float *inflow, uint16_t *links, uint32_t *indeg,
-				uint32_t *order, uint32_t *d_level_start, std::vector<uint32_t> *level_start,
-				int *levels, tg_error *err)
+frontier_rounds(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind, uint16_t *links,
+				uint32_t *indeg, uint32_t *order, uint32_t *d_level_start,
+				std::vector<uint32_t> *level_start, int *levels, tg_error *err)
 {
 	dbuf<uint32_t> state,		/* {head, count, level} */
 				appended;		/* 3 rotating append counters */
@@ -413,28 +626,20 @@ frontier_rounds(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind,
 
 	TG_CUDA_RETURN_IF(state.alloc(3), "allocating frontier state");
 	TG_CUDA_RETURN_IF(appended.alloc(3), "allocating frontier counters");
-	st = find_sources(r, kind, acc, links, indeg, order, &h[1], err);
+	st = find_sources(r, kind, nullptr, links, indeg, order, &h[1], err);
 	if (st != TG_OK)
 		return st;
 	TG_CUDA_RETURN_IF(cudaMemcpy(state.p, h, sizeof h, cudaMemcpyHostToDevice), "finding sources");
-	if (acc && inflow)
-	{
-		tgk_gather_inflow<<<grid_for((size_t) r.width * r.height), 256>>>(r, links, inflow);
-		TG_CUDA_RETURN_IF_LAUNCH("gathering shares");
-	}
-	st = run_levels(ctx, pull_step{r, weight, acc, links, indeg, inflow}, order, state.p, appended.p,
-					d_level_start, h, "running frontier rounds", err);
+	st = run_levels(ctx, order_step{r.width, links, indeg}, order, state.p, appended.p, d_level_start, h,
+					"running frontier rounds", err);
 	if (st != TG_OK)
 		return st;
 	*levels = (int) h[2];
-	if (level_start)
-	{
-		level_start->resize((size_t) h[2] + 1);
-		if (h[2] > 0)
-			TG_CUDA_RETURN_IF(cudaMemcpy(level_start->data(), d_level_start, h[2] * sizeof(uint32_t),
-										 cudaMemcpyDeviceToHost), "reading levels");
-		(*level_start)[h[2]] = h[0];
-	}
+	level_start->resize((size_t) h[2] + 1);
+	if (h[2] > 0)
+		TG_CUDA_RETURN_IF(cudaMemcpy(level_start->data(), d_level_start, h[2] * sizeof(uint32_t),
+									 cudaMemcpyDeviceToHost), "reading levels");
+	(*level_start)[h[2]] = h[0];
 	return TG_OK;
 }
 
@@ -457,6 +662,54 @@ d8_chains(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind, const 
 		return TG_OK;
 	tgk_d8_chains<<<grid_for(sources), 256>>>(r, weight, acc, links, indeg, order, sources);
 	TG_CUDA_RETURN_IF_LAUNCH("following chains");
+	return TG_OK;
+}
+
+/* Indegree on a multiple-flow routing: one launch of tgk_async_pull's persistent grid. */
+tg_status
+async_pull(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind, const double *weight,
+		   double *acc, float *inflow, uint16_t *links, uint32_t *indeg, uint32_t *order,
+		   int *launches, tg_error *err)
+{
+	const size_t n = (size_t) r.width * r.height;
+	dbuf<uint32_t> state;
+	uint32_t	h[4] = {0, 0, 0, 0},
+				valid = 0;
+	int			device = 0,
+				sms = 0,
+				per_sm = 0;
+	tg_status	st;
+
+	TG_CUDA_RETURN_IF(state.alloc(4), "allocating queue state");
+	TG_CUDA_RETURN_IF(cudaMemset(state.p, 0, 4 * sizeof(uint32_t)), "clearing queue state");
+	TG_CUDA_RETURN_IF(cudaMemset(order, 0xff, n * sizeof(uint32_t)), "clearing the queue");
+	tgk_count_valid<<<grid_for(n), 256>>>(kind, n, state.p + 2);
+	TG_CUDA_RETURN_IF_LAUNCH("counting cells");
+	TG_CUDA_RETURN_IF(cudaMemcpy(&valid, state.p + 2, sizeof valid, cudaMemcpyDeviceToHost), "counting cells");
+	st = find_sources(r, kind, acc, links, indeg, order, &h[1], err);
+	if (st != TG_OK)
+		return st;
+	if (inflow)
+	{
+		tgk_gather_inflow<<<grid_for(n), 256>>>(r, links, inflow);
+		TG_CUDA_RETURN_IF_LAUNCH("gathering shares");
+	}
+	*launches = 1;
+	if (valid == 0)
+		return TG_OK;
+	if (tg_canceled(ctx))
+		return tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
+	TG_CUDA_RETURN_IF(cudaMemcpy(state.p, h, sizeof h, cudaMemcpyHostToDevice), "starting the queue");
+	TG_CUDA_RETURN_IF(cudaGetDevice(&device), "querying the device");
+	TG_CUDA_RETURN_IF(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "querying the device");
+	TG_CUDA_RETURN_IF(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tgk_async_pull, 256, 0),
+					  "querying occupancy");
+	tgk_async_pull<<<(unsigned) (sms * std::max(1, std::min(per_sm, ASYNC_BLOCKS_PER_SM))), 256>>>(
+		r, weight, acc, links, inflow, indeg, order, state.p, valid);
+	TG_CUDA_RETURN_IF_LAUNCH("accumulating from the queue");
+	TG_CUDA_RETURN_IF(cudaMemcpy(h, state.p, sizeof h, cudaMemcpyDeviceToHost), "accumulating from the queue");
+	if (h[3] || h[2] != valid)
+		return tg_error_set(err, TG_EDATA, "flow routing has a cycle");
 	return TG_OK;
 }
 
@@ -631,8 +884,8 @@ accumulate(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_params
 		tg_status	st;
 
 		TG_CUDA_RETURN_IF(d_level_start.alloc(n + 1), "allocating levels");
-		st = frontier_rounds(ctx, r, route.kind.p, weight, nullptr, nullptr, links.p, indeg.p, order.p,
-							 d_level_start.p, &level_start, rounds, err);
+		st = frontier_rounds(ctx, r, route.kind.p, links.p, indeg.p, order.p, d_level_start.p,
+							 &level_start, rounds, err);
 		if (st != TG_OK)
 			return st;
 		if (inflow.p)
@@ -647,8 +900,7 @@ accumulate(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_params
 	}
 	if (p->routing == TG_ROUTE_D8)
 		return d8_chains(ctx, r, route.kind.p, weight, acc, links.p, indeg.p, order.p, rounds, err);
-	return frontier_rounds(ctx, r, route.kind.p, weight, acc, inflow.p, links.p, indeg.p, order.p,
-						   nullptr, nullptr, rounds, err);
+	return async_pull(ctx, r, route.kind.p, weight, acc, inflow.p, links.p, indeg.p, order.p, rounds, err);
 }
 
 size_t
