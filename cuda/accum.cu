@@ -124,22 +124,35 @@ tgk_count_valid(const uint8_t *__restrict__ kind, size_t n, uint32_t *__restrict
 		atomicAdd(count, mine);
 }
 
+/* Index of neighbour k of cell c (inside the grid). */
+__device__ __forceinline__ uint32_t
+neighbour(int W, uint32_t c, int k)
+{
+	return (uint32_t) ((int64_t) c + (int64_t) tg_nbr_dy(k) * W + tg_nbr_dx(k));
+}
+
 /*
- * Cell c is done: decrement its receivers' pending-donor counts and append
- * those that reach zero at order[end + (*appended)++].  All the atomics are
- * issued before any result is looked at, so their latencies overlap.
+ * Cell c is done: decrement the pending-donor counts of its receivers (mask
+ * out); left[k] is receiver k's count before (1: c was its last donor), 0
+ * for other neighbours.  All the atomics are issued before any result is
+ * looked at, so their latencies overlap.
  */
+__device__ __forceinline__ void
+decrement_receivers(int W, uint32_t c, unsigned out, uint32_t *indeg, uint32_t left[8])
+{
+#pragma unroll
+	for (int k = 0; k < 8; k++)
+		left[k] = (out >> k) & 1u ? atomicSub(&indeg[neighbour(W, c, k)], 1u) : 0;
+}
+
+/* ... and append the receivers that reach zero at order[end + (*appended)++]. */
 __device__ __forceinline__ void
 release_receivers(int W, uint32_t c, unsigned out, uint32_t *indeg, uint32_t *order,
 				  uint32_t end, uint32_t *appended)
 {
-	const int	x = (int) (c % W),
-				y = (int) (c / W);
 	uint32_t	left[8];
 
-#pragma unroll
-	for (int k = 0; k < 8; k++)
-		left[k] = (out >> k) & 1u ? atomicSub(&indeg[(size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k)], 1u) : 0;
+	decrement_receivers(W, c, out, indeg, left);
 	/* one append counter per level: the lanes of a warp reserve their slots together */
 	uint32_t	mine = 0;
 
@@ -157,7 +170,7 @@ release_receivers(int W, uint32_t c, unsigned out, uint32_t *indeg, uint32_t *or
 #pragma unroll
 	for (int k = 0; k < 8; k++)
 		if (left[k] == 1u)
-			order[end + base++] = (uint32_t) ((size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k));
+			order[end + base++] = neighbour(W, c, k);
 }
 
 /*
@@ -228,8 +241,7 @@ tgk_d8_chains(tg_route_view r, const double *__restrict__ weight, double *acc,
 			if (out == 0)
 				break;
 
-			const int	k = __ffs(out) - 1;
-			const uint32_t next = (uint32_t) ((int64_t) c + (int64_t) tg_nbr_dy(k) * W + tg_nbr_dx(k));
+			const uint32_t next = neighbour(W, c, __ffs(out) - 1);
 
 			__threadfence();
 			if (atomicSub(&indeg[next], 1u) != 1u)
@@ -394,21 +406,15 @@ tgk_async_pull(tg_route_view r, const double *__restrict__ weight, double *acc,
 			finished++;
 			if (out)
 			{
-				const int	x = (int) (c % W),
-							y = (int) (c / W);
-
 				cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device);
-#pragma unroll
-				for (int k = 0; k < 8; k++)
-					left[k] = (out >> k) & 1u ?
-						atomicSub(&indeg[(size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k)], 1u) : 0;
+				decrement_receivers(W, c, out, indeg, left);
 #pragma unroll
 				for (int k = 0; k < 8; k++)
 					if (left[k] == 1u)
 					{
 						if (next == QUEUE_EMPTY)
 						{
-							next = (uint32_t) ((size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k));
+							next = neighbour(W, c, k);
 							left[k] = 0;
 						}
 						else
@@ -430,14 +436,10 @@ tgk_async_pull(tg_route_view r, const double *__restrict__ weight, double *acc,
 			base = warp.shfl(base, 31) + upto - queued;
 			if (queued)
 			{
-				const int	x = (int) (c % W),
-							y = (int) (c / W);
-
 #pragma unroll
 				for (int k = 0; k < 8; k++)
 					if (left[k] == 1u)
-						counter(queue[base++]).store((uint32_t) ((size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k)),
-													 cuda::memory_order_release);
+						counter(queue[base++]).store(neighbour(W, c, k), cuda::memory_order_release);
 			}
 		}
 		c = next;
@@ -675,9 +677,7 @@ async_pull(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind, const
 	dbuf<uint32_t> state;
 	uint32_t	h[4] = {0, 0, 0, 0},
 				valid = 0;
-	int			device = 0,
-				sms = 0,
-				per_sm = 0;
+	unsigned	blocks = 0;
 	tg_status	st;
 
 	TG_CUDA_RETURN_IF(state.alloc(4), "allocating queue state");
@@ -700,12 +700,10 @@ async_pull(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind, const
 	if (tg_canceled(ctx))
 		return tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
 	TG_CUDA_RETURN_IF(cudaMemcpy(state.p, h, sizeof h, cudaMemcpyHostToDevice), "starting the queue");
-	TG_CUDA_RETURN_IF(cudaGetDevice(&device), "querying the device");
-	TG_CUDA_RETURN_IF(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "querying the device");
-	TG_CUDA_RETURN_IF(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, tgk_async_pull, 256, 0),
-					  "querying occupancy");
-	tgk_async_pull<<<(unsigned) (sms * std::max(1, std::min(per_sm, ASYNC_BLOCKS_PER_SM))), 256>>>(
-		r, weight, acc, links, inflow, indeg, order, state.p, valid);
+	st = resident_grid(tgk_async_pull, 256, ASYNC_BLOCKS_PER_SM, &blocks, err);
+	if (st != TG_OK)
+		return st;
+	tgk_async_pull<<<blocks, 256>>>(r, weight, acc, links, inflow, indeg, order, state.p, valid);
 	TG_CUDA_RETURN_IF_LAUNCH("accumulating from the queue");
 	TG_CUDA_RETURN_IF(cudaMemcpy(h, state.p, sizeof h, cudaMemcpyDeviceToHost), "accumulating from the queue");
 	if (h[3] || h[2] != valid)

@@ -21,6 +21,9 @@
 
 #include <cooperative_groups.h>
 
+#include <algorithm>
+#include <climits>
+
 namespace
 {
 constexpr int LEVELS_GRID_THREADS = 256;
@@ -117,14 +120,33 @@ tgk_levels_block(Step step, uint32_t *order, uint32_t *state, uint32_t *level_st
 	}
 }
 
+/*
+ * Blocks of `threads` threads that can all be resident at once, at most
+ * max_per_sm on each multiprocessor (a persistent grid).
+ */
+template <typename K>
+tg_status
+resident_grid(K kernel, int threads, int max_per_sm, unsigned *blocks, tg_error *err)
+{
+	int			device = 0,
+				sms = 0,
+				per_sm = 0;
+
+	TG_CUDA_RETURN_IF(cudaGetDevice(&device), "querying the device");
+	TG_CUDA_RETURN_IF(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+					  "querying the device");
+	TG_CUDA_RETURN_IF(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0),
+					  "querying occupancy");
+	*blocks = (unsigned) (sms * std::max(1, std::min(per_sm, max_per_sm)));
+	return TG_OK;
+}
+
 /* The largest grid of LEVELS_GRID_THREADS blocks that can all be resident at once. */
 template <typename K>
 tg_status
 coop_grid(K kernel, unsigned *blocks, tg_error *err)
 {
 	int			device = 0,
-				sms = 0,
-				per_sm = 0,
 				coop = 0;
 
 	TG_CUDA_RETURN_IF(cudaGetDevice(&device), "querying the device");
@@ -132,12 +154,7 @@ coop_grid(K kernel, unsigned *blocks, tg_error *err)
 					  "querying the device");
 	if (!coop)
 		return tg_error_set(err, TG_EUNSUPPORTED, "this GPU cannot launch cooperative kernels");
-	TG_CUDA_RETURN_IF(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
-					  "querying the device");
-	TG_CUDA_RETURN_IF(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, LEVELS_GRID_THREADS, 0),
-					  "querying occupancy");
-	*blocks = (unsigned) (sms * (per_sm > 0 ? per_sm : 1));
-	return TG_OK;
+	return resident_grid(kernel, LEVELS_GRID_THREADS, INT_MAX, blocks, err);
 }
 
 /*
