@@ -176,6 +176,17 @@ reference_fill(const double *z, int W, int H, double eps, bool single, double *w
 	}
 }
 
+/* Largest |a - b| over n floats; infinite where only one of the two is NaN. */
+static double
+max_abs_diff_f32(const float *a, const float *b, size_t n)
+{
+	double		worst = 0;
+
+	for (size_t i = 0; i < n; i++)
+		worst = fmax(worst, isnan(a[i]) != isnan(b[i]) ? INFINITY : isnan(a[i]) ? 0 : fabs(a[i] - b[i]));
+	return worst;
+}
+
 /* Random DEM with plateaus (values quantized to `levels`) and ~4 % holes. */
 static double *
 random_terrain(int W, int H, int levels, double holes)
@@ -735,9 +746,7 @@ test_cuda_hydro(void)
 					memset(gpu, 0x77, sizeof(float) * 8 * n);
 					check(tg_flow_direction(&ctx, &b, &p, NULL, fg, &err) == TG_OK,
 						  "cuda shares %s %dx%d: %s", ty, W, H, err.message);
-					for (i = 0; i < 8 * n; i++)
-						worst = fmax(worst, isnan(fc[i]) != isnan(fg[i]) ? INFINITY :
-									 isnan(fc[i]) ? 0 : fabs(fc[i] - fg[i]));
+					worst = max_abs_diff_f32(fc, fg, 8 * (size_t) n);
 					check(worst <= 1e-6, "cuda shares routing %d %s %dx%d within 1e-6 of the CPU (%g)",
 						  r, ty, W, H, worst);
 				}
@@ -865,7 +874,7 @@ test_cuda_flat_labels(void)
 		void	   *cpu = malloc(bytes),
 				   *first = malloc(bytes),
 				   *gpu = malloc(bytes);
-		double		worst = 0;
+		double		worst;
 		int			differing = 0;
 
 		tg_error_clear(&err);
@@ -883,16 +892,7 @@ test_cuda_flat_labels(void)
 				differing += memcmp(first, gpu, bytes) != 0;
 		}
 		/* shares: pow may round differently on the GPU (1e-6, as everywhere) */
-		if (d8)
-			worst = memcmp(cpu, first, bytes) != 0;
-		else
-			for (size_t i = 0; i < 8 * n; i++)
-			{
-				float		c = ((float *) cpu)[i],
-							g = ((float *) first)[i];
-
-				worst = fmax(worst, isnan(c) != isnan(g) ? INFINITY : isnan(c) ? 0 : fabs(c - g));
-			}
+		worst = d8 ? memcmp(cpu, first, bytes) != 0 : max_abs_diff_f32(cpu, first, 8 * n);
 		check(worst <= (d8 ? 0 : 1e-6) && differing == 0,
 			  "cuda %s directions over a %d x %d island-strewn flat: equal the CPU (%g), and 8 runs each other (%d differ)",
 			  d8 ? "d8" : "mfd-md", W, H, worst, differing);
