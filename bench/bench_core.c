@@ -164,38 +164,37 @@ output_bytes(const options *o, size_t n)
 	return strcmp(o->op, "slope") == 0 ? n * sizeof(float) : n * sizeof(double);
 }
 
-/* Where a repeated run's output differs from the first run's (stderr). */
+/*
+ * Where a repeated run's output differs from the first run's (stderr).  The
+ * output is n values (8 n for multiple-flow shares) of one size; op=routing
+ * adds n 16-bit receiver masks after its n surface values.
+ */
 static void
-report_repeat(const options *o, int width, const void *first, const void *now, size_t bytes)
+report_repeat(const options *o, int width, const void *first, const void *now, size_t n)
 {
-	const bool	doubles = strcmp(o->op, "direction") != 0 && strcmp(o->op, "slope") != 0;
-	const size_t size = doubles ? sizeof(double) : 1;
+	const bool	direction = strcmp(o->op, "direction") == 0;
+	const bool	d8 = direction && o->flow.routing == TG_ROUTE_D8;
+	const size_t size = d8 ? 1 : direction || strcmp(o->op, "slope") == 0 ? sizeof(float) : sizeof(double);
+	const size_t values = direction && !d8 ? 8 * n : n;
 	size_t		count = 0;
 
-	for (size_t i = 0; i < bytes / size; i++)
-		if (memcmp((const char *) first + i * size, (const char *) now + i * size, size) != 0)
-		{
-			if (count++ < 5 && doubles)
-				fprintf(stderr, "repeat differs at cell %zu (col %zu row %zu): %.17g then %.17g\n",
-						i, i % width, i / width, ((const double *) first)[i], ((const double *) now)[i]);
-		}
-	fprintf(stderr, "repeat differs in %zu cells\n", count);
+	for (size_t i = 0; i < values; i++)
+		if (memcmp((const char *) first + i * size, (const char *) now + i * size, size) != 0 &&
+			count++ < 5 && size == sizeof(double))
+			fprintf(stderr, "repeat differs at cell %zu (col %zu row %zu): %.17g then %.17g\n",
+					i, i % width, i / width, ((const double *) first)[i], ((const double *) now)[i]);
+	fprintf(stderr, "repeat differs in %zu values\n", count);
 	if (strcmp(o->op, "routing") == 0)
 	{
-		const size_t n = bytes / (sizeof(double) + sizeof(uint16_t));
 		const uint16_t *r0 = (const uint16_t *) ((const double *) first + n),
 				   *r1 = (const uint16_t *) ((const double *) now + n);
-		size_t		surface = 0,
-					receivers = 0;
+		size_t		receivers = 0;
 
 		for (size_t i = 0; i < n; i++)
-		{
-			surface += memcmp((const double *) first + i, (const double *) now + i, sizeof(double)) != 0;
 			if (r0[i] != r1[i] && receivers++ < 5)
 				fprintf(stderr, "receivers differ at col %zu row %zu: %#x then %#x\n",
 						i % width, i / width, r0[i], r1[i]);
-		}
-		fprintf(stderr, "routing repeat: surface differs in %zu cells, receivers in %zu\n", surface, receivers);
+		fprintf(stderr, "routing repeat: surface differs in %zu cells, receivers in %zu\n", count, receivers);
 	}
 }
 
@@ -238,7 +237,7 @@ time_op(const options *o, tg_backend backend, const tg_band *b, void *out,
 		else if (first && memcmp(first, out, out_bytes) != 0)
 		{
 			repeats_differing++;
-			report_repeat(o, b->width, first, out, out_bytes);
+			report_repeat(o, b->width, first, out, (size_t) b->width * b->height);
 		}
 	}
 	if (first)
