@@ -28,7 +28,7 @@ tg_row_spacing(const tg_grid_geometry *g, int row, double *dx, double *dy)
 		return;
 	}
 	e2 = WGS84_F * (2.0 - WGS84_F);
-	phi = (g->lat_top + row * g->lat_step) * (M_PI / 180.0);
+	phi = (g->lat_top + (g->row0 + row) * g->lat_step) * (M_PI / 180.0);
 	s = sin(phi);
 	w = sqrt(1.0 - e2 * s * s);
 	*dx = (WGS84_A / w) * cos(phi) * fabs(g->lon_step) * (M_PI / 180.0);

@@ -107,6 +107,7 @@ key_of(const tg_band *dem, const tg_flow_params *p)
 			  (uint64_t) dem->is_nodata << 9 | (uint64_t) p->routing << 16 |
 			  (uint64_t) p->fill << 24 | (uint64_t) g->geographic << 25);
 	hash_word(&h, (uint64_t) (uint32_t) dem->width << 32 | (uint32_t) dem->height);
+	hash_word(&h, (uint64_t) (uint32_t) g->row0);
 	hash_double(&h, dem->has_nodata ? dem->nodata : 0);
 	hash_double(&h, p->exponent);
 	hash_double(&h, g->cell_x);

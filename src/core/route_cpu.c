@@ -214,12 +214,74 @@ done:
 	return st;
 }
 
+/*
+ * Flat cells: valid, no valid neighbour strictly lower, not an outlet (the
+ * edge or next to nodata).  Computed for every cell of the grid given.
+ */
+void
+tg_cpu_flat_cells(const double *z, int W, int H, uint8_t *flat)
+{
+	int			x,
+				y,
+				k;
+
+	for (y = 0; y < H; y++)
+		for (x = 0; x < W; x++)
+		{
+			size_t		i = (size_t) y * W + x;
+			bool		lower = false;
+
+			flat[i] = 0;
+			if (isnan(z[i]))
+				continue;
+			for (k = 0; k < 8 && !lower; k++)
+			{
+				int64_t		ni = neighbour(W, H, x, y, k);
+
+				lower = ni >= 0 && z[ni] < z[i];
+			}
+			flat[i] = !lower && !tg_cpu_is_outlet(z, W, H, x, y);
+		}
+}
+
 tg_status
 tg_cpu_route_build(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p,
 				   tg_route *r, tg_error *err)
 {
-	const int	W = dem->width,
-				H = dem->height;
+	const size_t n = (size_t) dem->width * dem->height;
+	double	   *z;
+	tg_status	st;
+
+	st = tg_cpu_decode(ctx, dem, &z, err);
+	if (st != TG_OK)
+		return st;
+	if (p->fill)
+	{
+		double	   *w = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
+
+		if (w == NULL)
+		{
+			tg_free(ctx, z);
+			return tg_error_set(err, TG_ENOMEM, "could not allocate %zu bytes for the filled DEM",
+								n * sizeof(double));
+		}
+		st = tg_cpu_fill_surface(ctx, z, dem->width, dem->height, TG_FILL_PRIORITY_FLOOD, 0,
+								 false, w, err);
+		tg_free(ctx, z);
+		if (st != TG_OK)
+		{
+			tg_free(ctx, w);
+			return st;
+		}
+		z = w;
+	}
+	return tg_cpu_route_surface(ctx, z, dem->width, dem->height, p, NULL, r, err);
+}
+
+tg_status
+tg_cpu_route_surface(const tg_ctx *ctx, double *z, int W, int H, const tg_flow_params *p,
+					 const tg_flat_masks *given, tg_route *r, tg_error *err)
+{
 	const size_t n = (size_t) W * H;
 	const bool	multiple = p->routing != TG_ROUTE_D8;
 	const double flat_exponent = p->routing == TG_ROUTE_MFD_MD ? 1.1 : p->exponent;
@@ -234,26 +296,7 @@ tg_cpu_route_build(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *
 	r->width = W;
 	r->height = H;
 	r->routing = p->routing;
-
-	st = tg_cpu_decode(ctx, dem, &r->z, err);
-	if (st != TG_OK)
-		return st;
-	if (p->fill)
-	{
-		double	   *w = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
-
-		if (w == NULL)
-		{
-			st = tg_error_set(err, TG_ENOMEM, "could not allocate %zu bytes for the filled DEM",
-							  n * sizeof(double));
-			goto fail;
-		}
-		st = tg_cpu_fill_surface(ctx, r->z, W, H, TG_FILL_PRIORITY_FLOOD, 0, false, w, err);
-		tg_free(ctx, r->z);
-		r->z = w;
-		if (st != TG_OK)
-			goto fail;
-	}
+	r->z = z;
 
 	r->d8 = tg_alloc(ctx, n ? n : 1);
 	flat = tg_alloc(ctx, n ? n : 1);
@@ -269,6 +312,7 @@ tg_cpu_route_build(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *
 		memset(r->frac, 0, 8 * n * sizeof(float));
 
 	/* slopes on the surface */
+	tg_cpu_flat_cells(r->z, W, H, flat);
 	for (y = 0; y < H; y++)
 	{
 		double		dx,
@@ -288,9 +332,8 @@ tg_cpu_route_build(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *
 			double		g[8];
 			int			lower = 0;
 
-			flat[i] = 0;
 			r->d8[i] = TG_NO_DIRECTION;
-			if (isnan(r->z[i]))
+			if (isnan(r->z[i]) || flat[i])
 				continue;
 			for (k = 0; k < 8; k++)
 			{
@@ -300,10 +343,7 @@ tg_cpu_route_build(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *
 				lower |= g[k] > 0;
 			}
 			if (!lower)
-			{
-				flat[i] = !tg_cpu_is_outlet(r->z, W, H, x, y);
-				continue;
-			}
+				continue;		/* an outlet: its water leaves the raster */
 			r->d8[i] = (uint8_t) tg_d8_choose(g);
 			if (multiple)
 			{
@@ -320,6 +360,9 @@ tg_cpu_route_build(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *
 	st = flat_mask(ctx, r->z, flat, W, H, mask, err);
 	if (st != TG_OK)
 		goto fail;
+	if (given)
+		for (size_t j = 0; j < given->count; j++)
+			mask[given->cell[j]] = given->mask[j];
 	for (y = 0; y < H; y++)
 	{
 		if (y % 256 == 0 && tg_canceled(ctx))

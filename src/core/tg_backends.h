@@ -51,6 +51,28 @@ tg_cpu_route_view(const tg_route *r, double threshold)
 
 tg_status	tg_cpu_route_build(const tg_ctx *ctx, const tg_band *dem,
 							   const tg_flow_params *p, tg_route *r, tg_error *err);
+
+/*
+ * Flat-mask values decided elsewhere (route_blocks.c: flats that extend
+ * beyond a band): mask[j] replaces the local value of cell cell[j].
+ */
+typedef struct tg_flat_masks
+{
+	size_t		count;
+	const size_t *cell;
+	const int32_t *mask;
+} tg_flat_masks;
+
+/* Flat cells (no valid neighbour lower, not an outlet) of a surface. */
+void		tg_cpu_flat_cells(const double *z, int W, int H, uint8_t *flat);
+
+/*
+ * The routing of a surface as it is (tg_cpu_route_build does the decoding
+ * and filling): takes z (r->z; freed with the route, or on failure).
+ */
+tg_status	tg_cpu_route_surface(const tg_ctx *ctx, double *z, int W, int H,
+								 const tg_flow_params *p, const tg_flat_masks *given,
+								 tg_route *r, tg_error *err);
 void		tg_route_free(const tg_ctx *ctx, tg_route *r);
 
 /*
@@ -65,6 +87,21 @@ void		tg_cpu_route_put(const tg_ctx *ctx, tg_route *r, bool kept);
 const uint32_t *tg_cpu_route_order(const tg_route *r, size_t *len, int *levels);
 void		tg_cpu_route_keep_order(const tg_ctx *ctx, const tg_route *r, const uint32_t *order,
 									size_t len, int levels);
+/*
+ * ESRI codes (d8) and shares (frac, 8 planes) of a routing, through the
+ * accumulation's share formula (fdd8 needs acc; NULL for the others).
+ */
+void		tg_cpu_export_directions(const tg_route *r, const tg_flow_params *p, const double *acc,
+									 uint8_t *d8, float *frac);
+
+/*
+ * Accumulation weights of a grid (geometry g): the weight band (nodata counts
+ * 0, NULL for 1) times the cell area unless units are cells; and the division
+ * of an accumulated area by the contour width that makes it specific.
+ */
+tg_status	tg_cell_weights(const tg_ctx *ctx, const tg_band *weight, const tg_grid_geometry *g,
+							tg_accum_units units, double **out, tg_error *err);
+void		tg_to_sca(const tg_grid_geometry *g, double *acc);
 tg_status	tg_cpu_accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
 							  const double *weight, tg_accum_method method, double *acc,
 							  tg_error *err);

@@ -329,6 +329,8 @@ typedef struct tg_grid_geometry
 	double		lat_top;		/* geographic: latitude of row 0's centre, degrees */
 	double		lat_step;		/* geographic: degrees per row (signed) */
 	double		lon_step;		/* geographic: degrees per column (> 0) */
+	int			row0;			/* row 0 of this grid is row `row0` of the raster
+								 * (a band of a larger grid); 0 otherwise */
 } tg_grid_geometry;
 
 /* East-west and north-south spacing of row `row`, and a cell's area. */
@@ -426,6 +428,40 @@ typedef enum tg_accum_units
 	TG_UNITS_AREA,				/* map units squared (square metres if geographic) */
 	TG_UNITS_SCA				/* specific catchment area: area per unit contour width */
 } tg_accum_units;
+
+/*
+ * Flow directions and D8 accumulation of a grid larger than memory, in bands
+ * of rows (route_blocks.c, CPU): the same directions as tg_flow_direction and
+ * the same accumulation as tg_flow_accumulation (D8 in cells exactly, weighted
+ * sums to rounding).  Every call gives z, the routing surface (filled or not,
+ * as p->fill says the caller prepared it; NaN = nodata) of rows
+ * [row0 - 2, row0 + nrows + 2) clipped to the grid.
+ *   1. scan every band, top to bottom; solve_flats;
+ *   2. directions: tg_route_blocks_directions of any band (d8: ESRI codes,
+ *      frac: 8 planes of shares, either NULL);
+ *   3. D8 accumulation: link every band (any order), solve_flow, then
+ *      accumulate any band (acc: nrows * width, in `units`).
+ * fdd8 is not available.  Memory: about tg_route_blocks_bytes_per_cell()
+ * per cell of the band being processed, plus 17 bytes per cell of flats
+ * that cross band boundaries (33 while solving them) and 24 per exit.
+ */
+typedef struct tg_route_blocks tg_route_blocks;
+
+size_t		tg_route_blocks_bytes_per_cell(tg_routing routing, bool accumulate);
+tg_status	tg_route_blocks_begin(const tg_ctx *ctx, const tg_flow_params *p, tg_accum_units units,
+								  tg_route_blocks **rb, tg_error *err);
+tg_status	tg_route_blocks_scan(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows,
+								 const double *z, tg_error *err);
+tg_status	tg_route_blocks_solve_flats(const tg_ctx *ctx, tg_route_blocks *rb, tg_error *err);
+size_t		tg_route_blocks_flat_cells(const tg_route_blocks *rb);
+tg_status	tg_route_blocks_directions(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows,
+									   const double *z, uint8_t *d8, float *frac, tg_error *err);
+tg_status	tg_route_blocks_link(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows,
+								 const double *z, tg_error *err);
+tg_status	tg_route_blocks_solve_flow(const tg_ctx *ctx, tg_route_blocks *rb, tg_error *err);
+tg_status	tg_route_blocks_accumulate(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows,
+									   const double *z, double *acc, tg_error *err);
+void		tg_route_blocks_end(const tg_ctx *ctx, tg_route_blocks *rb);
 
 const char *tg_accum_method_name(tg_accum_method m);
 

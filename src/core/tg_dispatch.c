@@ -276,12 +276,12 @@ check_flow_params(const tg_band *dem, const tg_flow_params *p, tg_error *err)
 }
 
 /* Per-cell weights: the weight band (nodata counts 0) times the cell's area. */
-static tg_status
-cell_weights(const tg_ctx *ctx, const tg_band *weight, const tg_flow_params *p,
-			 tg_accum_units units, double **out, tg_error *err)
+tg_status
+tg_cell_weights(const tg_ctx *ctx, const tg_band *weight, const tg_grid_geometry *g,
+				tg_accum_units units, double **out, tg_error *err)
 {
-	const int	W = p->geom.width,
-				H = p->geom.height;
+	const int	W = g->width,
+				H = g->height;
 	const size_t n = (size_t) W * H;
 	double	   *w = tg_alloc(ctx, (n > 0 ? n : 1) * sizeof(double));
 	int			x,
@@ -295,7 +295,7 @@ cell_weights(const tg_ctx *ctx, const tg_band *weight, const tg_flow_params *p,
 		double		dx,
 					dy;
 
-		tg_row_spacing(&p->geom, y, &dx, &dy);
+		tg_row_spacing(g, y, &dx, &dy);
 		if (weight)
 		{
 			tg_band_row_to_f64(weight, y, row);
@@ -315,8 +315,8 @@ cell_weights(const tg_ctx *ctx, const tg_band *weight, const tg_flow_params *p,
 }
 
 /* Specific catchment area: divide by the contour width sqrt(dx dy) per row. */
-static void
-to_sca(const tg_grid_geometry *g, double *acc)
+void
+tg_to_sca(const tg_grid_geometry *g, double *acc)
 {
 	int			x,
 				y;
@@ -386,7 +386,7 @@ accum_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
 	tg_status	st;
 	double		t0;
 
-	st = cell_weights(ctx, f->weight, f->params, f->units, &w, err);
+	st = tg_cell_weights(ctx, f->weight, &f->params->geom, f->units, &w, err);
 	if (st != TG_OK)
 		return st;
 	t0 = now_ms();
@@ -414,7 +414,7 @@ accum_gpu(const tg_ctx *ctx, const void *a, tg_error *err)
 	double	   *w = NULL;
 	tg_status	st;
 
-	st = cell_weights(ctx, f->weight, f->params, f->units, &w, err);
+	st = tg_cell_weights(ctx, f->weight, &f->params->geom, f->units, &w, err);
 	if (st != TG_OK)
 		return st;
 	st = tg_cuda_flow_accumulation(ctx, f->dem, w, f->params, f->method, f->out, err);
@@ -451,7 +451,7 @@ tg_hydrology(const tg_ctx *ctx, const tg_band *dem, const tg_band *weight,
 	}
 	st = run(ctx, (int64_t) dem->width * dem->height, accum_cpu, accum_gpu, &args, err);
 	if (st == TG_OK && units == TG_UNITS_SCA)
-		to_sca(&params->geom, out->acc);
+		tg_to_sca(&params->geom, out->acc);
 	return st;
 }
 
@@ -478,8 +478,8 @@ typedef struct direction_args
  * accumulation (fdd8 resolved with its accumulation; acc may be NULL for the
  * other routings).
  */
-static void
-export_directions(const tg_route *r, const tg_flow_params *p, const double *acc,
+void
+tg_cpu_export_directions(const tg_route *r, const tg_flow_params *p, const double *acc,
 				  uint8_t *d8, float *frac)
 {
 	const size_t n = (size_t) r->width * r->height;
@@ -517,13 +517,13 @@ direction_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
 	if (f->params->routing == TG_ROUTE_FDD8)
 	{
 		acc = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
-		st = acc ? cell_weights(ctx, NULL, f->params, TG_UNITS_CELLS, &w, err)
+		st = acc ? tg_cell_weights(ctx, NULL, &f->params->geom, TG_UNITS_CELLS, &w, err)
 			: tg_error_set(err, TG_ENOMEM, "could not allocate the accumulation");
 		if (st == TG_OK)
 			st = tg_cpu_accumulate(ctx, &route, f->params, w, TG_ACC_INDEGREE, acc, err);
 	}
 	if (st == TG_OK)
-		export_directions(&route, f->params, acc, f->d8, f->frac);
+		tg_cpu_export_directions(&route, f->params, acc, f->d8, f->frac);
 	tg_free(ctx, acc);
 	tg_free(ctx, w);
 	tg_cpu_route_put(ctx, &route, kept);
@@ -761,7 +761,7 @@ rusle_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
 	double	   *ones = NULL;
 	tg_status	st;
 
-	st = cell_weights(ctx, NULL, &r->params->flow, TG_UNITS_CELLS, &ones, err);
+	st = tg_cell_weights(ctx, NULL, &r->params->flow.geom, TG_UNITS_CELLS, &ones, err);
 	if (st != TG_OK)
 		return st;
 	st = tg_cpu_rusle(ctx, r->dem, r->params, r->factors, ones, r->ls, r->soil_loss, err);

@@ -1189,6 +1189,207 @@ test_fill_blocks(void)
 		}
 }
 
+/*
+ * Directions and D8 accumulation in bands (route_blocks.c) of surface `surf`
+ * (NaN = nodata), with the band sizes `rows`.  d8: ESRI codes, frac: 8
+ * planes of the whole grid, acc: D8 only (else untouched).
+ */
+static bool
+route_in_bands(const double *surf, const tg_flow_params *p, tg_accum_units units,
+			   const int *rows, int nb, uint8_t *d8, float *frac, double *acc, size_t *flat_cells)
+{
+	const int	W = p->geom.width,
+				H = p->geom.height;
+	const size_t n = (size_t) W * H;
+	tg_ctx		ctx = cpu_ctx(NULL);
+	tg_error	err;
+	tg_route_blocks *rb = NULL;
+	float	   *bfrac = malloc(sizeof(float) * 8 * n + 1);
+	bool		ok;
+
+	tg_error_clear(&err);
+	ok = tg_route_blocks_begin(&ctx, p, units, &rb, &err) == TG_OK;
+	for (int pass = 0; pass < 4 && ok; pass++)
+	{
+		int			r0 = 0;
+
+		if (pass == 3 && p->routing != TG_ROUTE_D8)
+			break;
+		for (int k = 0; k < nb && ok; k++)
+		{
+			/* the band with two halo rows each side, as a reader hands it over */
+			const double *z = surf + (size_t) (r0 >= 2 ? r0 - 2 : 0) * W;
+
+			if (pass == 0)
+				ok = tg_route_blocks_scan(&ctx, rb, r0, rows[k], z, &err) == TG_OK;
+			else if (pass == 1)
+			{
+				ok = tg_route_blocks_directions(&ctx, rb, r0, rows[k], z, d8 + (size_t) r0 * W,
+												bfrac, &err) == TG_OK;
+				for (int j = 0; j < 8 && ok; j++)
+					memcpy(frac + (size_t) j * n + (size_t) r0 * W, bfrac + (size_t) j * rows[k] * W,
+						   sizeof(float) * rows[k] * W);
+			}
+			else if (pass == 2 && p->routing == TG_ROUTE_D8)
+				ok = tg_route_blocks_link(&ctx, rb, r0, rows[k], z, &err) == TG_OK;
+			else if (pass == 3)
+				ok = tg_route_blocks_accumulate(&ctx, rb, r0, rows[k], z, acc + (size_t) r0 * W,
+												&err) == TG_OK;
+			r0 += rows[k];
+		}
+		if (pass == 0 && ok)
+			ok = tg_route_blocks_solve_flats(&ctx, rb, &err) == TG_OK;
+		if (pass == 2 && ok && p->routing == TG_ROUTE_D8)
+			ok = tg_route_blocks_solve_flow(&ctx, rb, &err) == TG_OK;
+	}
+	if (!ok)
+		printf("routing in bands: %s\n", err.message);
+	*flat_cells = rb ? tg_route_blocks_flat_cells(rb) : 0;
+	tg_route_blocks_end(&ctx, rb);
+	free(bfrac);
+	return ok;
+}
+
+/* Terraces: long flats of a few levels that cross any band boundary. */
+static double *
+terraced_terrain(int W, int H)
+{
+	double	   *z = malloc(sizeof(double) * (W * H > 0 ? W * H : 1));
+
+	for (int y = 0; y < H; y++)
+		for (int x = 0; x < W; x++)
+			z[(size_t) y * W + x] = rng_uniform() < 0.01 ? ND :
+				floor(((3 * x + 2 * y) % 61) / 12.0) + (rng_uniform() < 0.02 ? 1 : 0);
+	return z;
+}
+
+static void
+test_route_blocks(void)
+{
+	static const int shapes[][2] = {{1, 1}, {7, 1}, {1, 9}, {12, 10}, {40, 33}, {160, 97}};
+	size_t		crossing = 0;
+
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+		for (int terrain = 0; terrain < 3; terrain++)
+		{
+			const int	W = shapes[s][0],
+						H = shapes[s][1];
+			const size_t n = (size_t) W * H;
+			double	   *z = terrain == 0 ? random_terrain(W, H, 4, 0.03)
+				: terrain == 1 ? terraced_terrain(W, H) : random_terrain(W, H, 40, 0.0);
+			double	   *filled = malloc(sizeof(double) * n + 1),
+					   *surf = malloc(sizeof(double) * n + 1),
+					   *ref_acc = malloc(sizeof(double) * n + 1),
+					   *acc = malloc(sizeof(double) * n + 1);
+			uint8_t    *ref_d8 = malloc(n + 1),
+					   *d8 = malloc(n + 1);
+			float	   *ref_frac = malloc(sizeof(float) * 8 * n + 1),
+					   *frac = malloc(sizeof(float) * 8 * n + 1);
+			int		   *rows = malloc(sizeof(int) * H);
+
+			fill64(TG_BACKEND_CPU, z, W, H, TG_FILL_PRIORITY_FLOOD, 0, filled);
+			for (int c = 0; c < 6; c++)
+			{
+				/* D8 filled / raw, MFD-md filled / raw, D8 geographic in area and sca */
+				const tg_routing routing = c == 2 || c == 3 ? TG_ROUTE_MFD_MD : TG_ROUTE_D8;
+				const bool	fill = c != 1 && c != 3;
+				const tg_accum_units units = c == 4 ? TG_UNITS_AREA : c == 5 ? TG_UNITS_SCA : TG_UNITS_CELLS;
+				tg_flow_params p = flow_params(routing, W, H, fill);
+				tg_band		b = band_f64(z, W, H);
+				tg_ctx		ctx = cpu_ctx(NULL);
+				tg_error	err;
+
+				if (c >= 4)
+				{
+					p.geom.geographic = true;
+					p.geom.lat_top = 47.25;
+					p.geom.lat_step = -0.01;
+					p.geom.lon_step = 0.01;
+				}
+				for (size_t i = 0; i < n; i++)
+				{
+					double		v = fill ? filled[i] : z[i];
+
+					surf[i] = v == ND ? NAN : v;
+				}
+				tg_error_clear(&err);
+				check(tg_flow_direction(&ctx, &b, &p, routing == TG_ROUTE_D8 ? ref_d8 : NULL,
+										routing == TG_ROUTE_D8 ? NULL : ref_frac, &err) == TG_OK,
+					  "banded routing %dx%d: reference directions", W, H);
+				if (routing == TG_ROUTE_D8)
+					check(tg_flow_accumulation(&ctx, &b, NULL, &p, TG_ACC_INDEGREE, units, ref_acc,
+											   &err) == TG_OK,
+						  "banded routing %dx%d: reference accumulation", W, H);
+				for (int split = 0; split < 4; split++)
+				{
+					int			nb = 0,
+								left = H;
+					size_t		flats = 0,
+								d8_diff = 0,
+								frac_diff = 0;
+					double		acc_diff = 0;
+
+					while (left > 0)
+					{
+						int			r = split == 0 ? 1 : split == 1 ? H : split == 2 ? 3 : 1 + (int) (rng_uniform() * 9);
+
+						r = r > left ? left : r;
+						rows[nb++] = r;
+						left -= r;
+					}
+					if (!route_in_bands(surf, &p, units, rows, nb, d8, frac, acc, &flats))
+					{
+						check(false, "banded routing %dx%d in %d bands ran", W, H, nb);
+						continue;
+					}
+					crossing += flats;
+					for (size_t i = 0; i < n; i++)
+					{
+						if (routing == TG_ROUTE_D8)
+						{
+							double		r = ref_acc[i],
+										g = acc[i];
+
+							d8_diff += d8[i] != ref_d8[i];
+							if (isnan(r) != isnan(g))
+								acc_diff = INFINITY;
+							else if (!isnan(r))
+								acc_diff = fmax(acc_diff, fabs(r - g) / fmax(fabs(r), 1e-300));
+						}
+						else
+							for (int k = 0; k < 8; k++)
+							{
+								float		r = ref_frac[(size_t) k * n + i],
+											g = frac[(size_t) k * n + i];
+
+								frac_diff += !((isnan(r) && isnan(g)) || r == g);
+							}
+					}
+					check(d8_diff == 0 && frac_diff == 0,
+						  "banded routing %dx%d (terrain %d, case %d) in %d bands: directions equal the "
+						  "in-memory ones (%zu codes, %zu shares differ)", W, H, terrain, c, nb,
+						  d8_diff, frac_diff);
+					if (routing == TG_ROUTE_D8)
+						check(units == TG_UNITS_CELLS ? acc_diff == 0 : acc_diff < 1e-12,
+							  "banded D8 accumulation %dx%d (terrain %d, case %d) in %d bands: "
+							  "equals the in-memory one (max relative difference %g)",
+							  W, H, terrain, c, nb, acc_diff);
+				}
+			}
+			free(z);
+			free(filled);
+			free(surf);
+			free(ref_acc);
+			free(acc);
+			free(ref_d8);
+			free(d8);
+			free(ref_frac);
+			free(frac);
+			free(rows);
+		}
+	check(crossing > 1000, "banded routing: the tests had flats across bands (%zu cells)", crossing);
+}
+
 void
 test_hydro(void)
 {
@@ -1196,6 +1397,7 @@ test_hydro(void)
 	test_fill_random();
 	test_fill_float32();
 	test_fill_blocks();
+	test_route_blocks();
 	test_d8_hand();
 	test_flats();
 	test_mfd_shares();

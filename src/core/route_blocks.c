@@ -1,0 +1,943 @@
+/*
+ * route_blocks.c — flow directions and D8 accumulation of a grid too large
+ * for memory, band by band, with the same values as route_cpu.c and
+ * accum_cpu.c on the whole grid.
+ *
+ * Directions.  A cell's direction depends on its 3 x 3 window, except on
+ * flats, which route_cpu.c drains down a mask built from breadth-first
+ * distances over the whole flat (Barnes et al. 2014).  A band is routed on
+ * its own rows plus two rows of halo on each side (the outer one decides
+ * whether the inner one is flat); flats that lie inside the band get the same
+ * mask there as on the whole grid.  Flats that cross a band boundary are
+ * collected while scanning the bands (their cells only, with the seeds each
+ * cell is), their distances solved over those cells, and their mask values
+ * handed to every band that touches them.
+ *
+ * D8 accumulation, after Barnes (2017), "Parallel non-divergent flow
+ * accumulation for trillion cell digital elevation models".  Each band is
+ * accumulated on its own; a cell whose receiver lies in another band is an
+ * exit, and each cell of a band's first and last row knows the exit its own
+ * flow path leaves by (or none).  Water leaving by an exit enters the other
+ * band at the receiver and follows that cell's path to its exit: over the
+ * exits this is a small acyclic graph, whose totals give every entry cell
+ * the water arriving from outside.  A second accumulation of each band with
+ * those inflows added is the final result.  In cells (integers below 2^53)
+ * this is exact; weighted and area sums are added in another order, so they
+ * agree to rounding.
+ *
+ * Use: begin; scan every band top to bottom; solve_flats; then route any
+ * band (directions), or link every band, solve_flow and accumulate any band.
+ * z is always the routing surface of rows [row0 - 2, row0 + nrows + 2)
+ * clipped to the grid.
+ */
+#include "tg_backends.h"
+#include "tg_hydro.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NO_CELL (-1)
+#define SEED_DRAINS 1			/* next to a draining cell of equal elevation */
+#define SEED_HIGHER 2			/* next to a strictly higher cell */
+
+/* One band's links (after tg_route_blocks_link). */
+typedef struct band_links
+{
+	int			row0;
+	int			nrows;
+	int64_t    *dest;			/* first row's W cells, then the last row's: their exit */
+} band_links;
+
+/* An exit: a cell whose receiver lies in another band. */
+typedef struct exit_cell
+{
+	int64_t		cell;
+	int64_t		receiver;
+	double		acc;			/* local accumulation, then the total leaving */
+} exit_cell;
+
+/* Water entering a band at a cell, from exits of other bands. */
+typedef struct inflow
+{
+	int64_t		cell;
+	double		amount;
+} inflow;
+
+struct tg_route_blocks
+{
+	tg_flow_params p;			/* of the whole grid */
+	tg_accum_units units;
+	int			W;
+	int			H;
+	int			next_row;		/* scan order check */
+	bool		flats_solved;
+
+	/* cells of flats that cross a band boundary, in raster order */
+	size_t		nflat;
+	size_t		flat_cap;
+	int64_t    *flat_cell;
+	double	   *flat_z;
+	uint8_t    *flat_seed;
+	int32_t    *flat_mask;		/* after solve_flats */
+	int64_t    *row_start;		/* H + 1: first flat cell of each row */
+
+	/* accumulation */
+	band_links *bands;
+	int			nbands;
+	size_t		band_cap;
+	exit_cell  *exits;
+	size_t		nexits;
+	size_t		exit_cap;
+	inflow	   *inflows;		/* after solve_flow, by cell */
+	size_t		ninflows;
+	bool		flow_solved;
+};
+
+#define CHECK_CANCELED(ctx, what) \
+	do { \
+		if (tg_canceled(ctx)) \
+		{ \
+			st = tg_error_set(err, TG_ECANCELED, "%s canceled", what); \
+			goto done; \
+		} \
+	} while (0)
+
+size_t
+tg_route_blocks_bytes_per_cell(tg_routing routing, bool accumulate)
+{
+	/*
+	 * Routing a band: the surface in and its copy (16), flat flags, mask and
+	 * the flat resolution's distances, labels and queue (21), codes (2),
+	 * shares of multiple-flow routings (64, twice for the band's copy).
+	 * Accumulating: weights, two accumulations, donor counts, a stack and the
+	 * exits' memo (29).
+	 */
+	size_t		n = 16 + 21 + 2;
+
+	if (routing != TG_ROUTE_D8)
+		n += 64;
+	if (accumulate)
+		n += 29;
+	return n;
+}
+
+tg_status
+tg_route_blocks_begin(const tg_ctx *ctx, const tg_flow_params *p, tg_accum_units units,
+					  tg_route_blocks **out, tg_error *err)
+{
+	tg_route_blocks *rb = tg_alloc(ctx, sizeof *rb);
+
+	*out = NULL;
+	if (p->routing == TG_ROUTE_FDD8)
+	{
+		tg_free(ctx, rb);
+		return tg_error_set(err, TG_EUNSUPPORTED, "fdd8 cannot be routed in bands");
+	}
+	if (rb == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the band routing");
+	memset(rb, 0, sizeof *rb);
+	rb->p = *p;
+	rb->units = units;
+	rb->W = p->geom.width;
+	rb->H = p->geom.height;
+	rb->row_start = tg_alloc(ctx, ((size_t) rb->H + 1) * sizeof(int64_t));
+	if (rb->row_start == NULL)
+	{
+		tg_free(ctx, rb);
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the band routing");
+	}
+	memset(rb->row_start, 0, ((size_t) rb->H + 1) * sizeof(int64_t));
+	*out = rb;
+	return TG_OK;
+}
+
+void
+tg_route_blocks_end(const tg_ctx *ctx, tg_route_blocks *rb)
+{
+	if (rb == NULL)
+		return;
+	tg_free(ctx, rb->flat_cell);
+	tg_free(ctx, rb->flat_z);
+	tg_free(ctx, rb->flat_seed);
+	tg_free(ctx, rb->flat_mask);
+	tg_free(ctx, rb->row_start);
+	for (int b = 0; b < rb->nbands; b++)
+		tg_free(ctx, rb->bands[b].dest);
+	tg_free(ctx, rb->bands);
+	tg_free(ctx, rb->exits);
+	tg_free(ctx, rb->inflows);
+	tg_free(ctx, rb);
+}
+
+/* The rows given with a band: [*first, *first + *count). */
+static void
+halo_rows(const tg_route_blocks *rb, int row0, int nrows, int *first, int *count)
+{
+	*first = row0 >= 2 ? row0 - 2 : 0;
+	*count = (row0 + nrows + 2 <= rb->H ? row0 + nrows + 2 : rb->H) - *first;
+}
+
+static bool
+grow(const tg_ctx *ctx, void **p, size_t *cap, size_t need, size_t size)
+{
+	size_t		cap2;
+	void	   *q;
+
+	if (need <= *cap)
+		return true;
+	cap2 = *cap ? *cap : 4096;
+	while (cap2 < need)
+		cap2 *= 2;
+	q = tg_alloc(ctx, cap2 * size);
+	if (q == NULL)
+		return false;
+	if (*p)
+		memcpy(q, *p, *cap * size);
+	tg_free(ctx, *p);
+	*p = q;
+	*cap = cap2;
+	return true;
+}
+
+/* ------------------------------------------------------------------------
+ * Flats across bands
+ * ------------------------------------------------------------------------ */
+
+static inline bool
+inside(int W, int H, int x, int y)
+{
+	return x >= 0 && y >= 0 && x < W && y < H;
+}
+
+/* Append a cell of a crossing flat (the three arrays share one capacity). */
+static bool
+keep_flat_cell(const tg_ctx *ctx, tg_route_blocks *rb, int64_t cell, double z, uint8_t seed)
+{
+	if (rb->nflat == rb->flat_cap)
+	{
+		size_t		cap = rb->flat_cap,
+					cap_z = cap,
+					cap_seed = cap;
+
+		if (!grow(ctx, (void **) &rb->flat_cell, &cap, rb->nflat + 1, sizeof(int64_t)) ||
+			!grow(ctx, (void **) &rb->flat_z, &cap_z, rb->nflat + 1, sizeof(double)) ||
+			!grow(ctx, (void **) &rb->flat_seed, &cap_seed, rb->nflat + 1, 1))
+			return false;
+		rb->flat_cap = cap;
+	}
+	rb->flat_cell[rb->nflat] = cell;
+	rb->flat_z[rb->nflat] = z;
+	rb->flat_seed[rb->nflat] = seed;
+	rb->nflat++;
+	return true;
+}
+
+tg_status
+tg_route_blocks_scan(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows,
+					 const double *z, tg_error *err)
+{
+	const int	W = rb->W;
+	int			first,
+				count;
+	size_t		n;
+	uint8_t    *flat = NULL;
+	int32_t    *label = NULL;
+	uint32_t   *queue = NULL;
+	uint8_t    *crossing = NULL;
+	int32_t		nlabels = 0;
+	size_t		crossing_cap = 0;
+	tg_status	st = TG_OK;
+
+	if (row0 != rb->next_row || nrows < 1 || row0 + nrows > rb->H || rb->flats_solved)
+		return tg_error_set(err, TG_EINVAL, "bands must be scanned top to bottom (row %d, expected %d)",
+							row0, rb->next_row);
+	halo_rows(rb, row0, nrows, &first, &count);
+	n = (size_t) W * count;
+	flat = tg_alloc(ctx, n ? n : 1);
+	label = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
+	queue = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+	if (flat == NULL || label == NULL || queue == NULL)
+	{
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate a band's flat labels (%zu cells)", n);
+		goto done;
+	}
+	tg_cpu_flat_cells(z, W, count, flat);
+	memset(label, 0, n * sizeof(int32_t));
+	CHECK_CANCELED(ctx, "flow routing");
+
+	/* label the band's own flats; note those that reach over its edges */
+	for (int y = row0 - first; y < row0 - first + nrows; y++)
+		for (int x = 0; x < W; x++)
+		{
+			size_t		i = (size_t) y * W + x,
+						head = 0,
+						tail = 0;
+			bool		crosses = false;
+
+			if (!flat[i] || label[i] != 0)
+				continue;
+			label[i] = ++nlabels;
+			queue[tail++] = (uint32_t) i;
+			while (head < tail)
+			{
+				uint32_t	c = queue[head++];
+				int			cx = (int) (c % W),
+							cy = (int) (c / W);
+
+				for (int k = 0; k < 8; k++)
+				{
+					int			nx = cx + tg_nbr_dx(k),
+								ny = cy + tg_nbr_dy(k);
+					size_t		ni;
+
+					if (!inside(W, count, nx, ny))
+						continue;
+					ni = (size_t) ny * W + nx;
+					if (!flat[ni] || z[ni] != z[c])
+						continue;
+					if (ny < row0 - first || ny >= row0 - first + nrows)
+						crosses = true;
+					else if (label[ni] == 0)
+					{
+						label[ni] = nlabels;
+						queue[tail++] = (uint32_t) ni;
+					}
+				}
+			}
+			if (!grow(ctx, (void **) &crossing, &crossing_cap, (size_t) nlabels + 1, 1))
+			{
+				st = tg_error_set(err, TG_ENOMEM, "could not allocate flat labels");
+				goto done;
+			}
+			crossing[nlabels] = crosses;
+			if (tg_canceled(ctx))
+				CHECK_CANCELED(ctx, "flow routing");
+		}
+
+	/* keep the cells of crossing flats, in raster order, with their seeds */
+	for (int y = row0 - first; y < row0 - first + nrows; y++)
+	{
+		rb->row_start[first + y] = (int64_t) rb->nflat;
+		for (int x = 0; x < W; x++)
+		{
+			size_t		i = (size_t) y * W + x;
+			uint8_t		seed = 0;
+
+			if (!flat[i] || !crossing[label[i]])
+				continue;
+			for (int k = 0; k < 8; k++)
+			{
+				int			nx = x + tg_nbr_dx(k),
+							ny = y + tg_nbr_dy(k);
+				size_t		ni = (size_t) ny * W + nx;
+
+				if (!inside(W, count, nx, ny))
+					continue;
+				if (!flat[ni] && z[ni] == z[i])
+					seed |= SEED_DRAINS;
+				if (z[ni] > z[i])
+					seed |= SEED_HIGHER;
+			}
+			if (!keep_flat_cell(ctx, rb, (int64_t) (first + y) * W + x, z[i], seed))
+			{
+				st = tg_error_set(err, TG_ENOMEM, "could not keep the %zu cells of flats across bands",
+								  rb->nflat);
+				goto done;
+			}
+		}
+	}
+	rb->row_start[row0 + nrows] = (int64_t) rb->nflat;
+	rb->next_row = row0 + nrows;
+
+done:
+	tg_free(ctx, flat);
+	tg_free(ctx, label);
+	tg_free(ctx, queue);
+	tg_free(ctx, crossing);
+	return st;
+}
+
+/* Index of the crossing-flat cell at (x, y), or -1. */
+static int64_t
+flat_index(const tg_route_blocks *rb, int x, int y)
+{
+	int64_t		lo,
+				hi,
+				cell;
+
+	if (!inside(rb->W, rb->H, x, y))
+		return -1;
+	lo = rb->row_start[y];
+	hi = rb->row_start[y + 1];
+	cell = (int64_t) y * rb->W + x;
+	while (lo < hi)
+	{
+		int64_t		mid = lo + (hi - lo) / 2;
+
+		if (rb->flat_cell[mid] < cell)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < rb->row_start[y + 1] && rb->flat_cell[lo] == cell ? lo : -1;
+}
+
+/* Breadth-first from the queued cells: what each reaches gets step(c). */
+static bool
+flats_spread(const tg_ctx *ctx, const tg_route_blocks *rb, int32_t *value, bool count_steps,
+			 uint32_t *queue, size_t head, size_t tail)
+{
+	while (head < tail)
+	{
+		uint32_t	c = queue[head++];
+		int			cx = (int) (rb->flat_cell[c] % rb->W),
+					cy = (int) (rb->flat_cell[c] / rb->W);
+
+		if (head % 65536 == 0 && tg_canceled(ctx))
+			return false;
+		for (int k = 0; k < 8; k++)
+		{
+			int64_t		j = flat_index(rb, cx + tg_nbr_dx(k), cy + tg_nbr_dy(k));
+
+			if (j < 0 || value[j] != 0 || rb->flat_z[j] != rb->flat_z[c])
+				continue;
+			value[j] = count_steps ? value[c] + 1 : value[c];
+			queue[tail++] = (uint32_t) j;
+		}
+	}
+	return true;
+}
+
+/*
+ * Over the crossing flats' cells of equal elevation, as route_cpu.c's
+ * flat_bfs over the whole grid: the breadth-first distance from the cells
+ * with `seed` (1 there).  False when canceled.
+ */
+static bool
+flats_distance(const tg_ctx *ctx, const tg_route_blocks *rb, uint8_t seed, int32_t *dist,
+			   uint32_t *queue)
+{
+	size_t		tail = 0;
+
+	memset(dist, 0, rb->nflat * sizeof(int32_t));
+	for (size_t s = 0; s < rb->nflat; s++)
+		if (rb->flat_seed[s] & seed)
+		{
+			dist[s] = 1;
+			queue[tail++] = (uint32_t) s;
+		}
+	return flats_spread(ctx, rb, dist, true, queue, 0, tail);
+}
+
+/* The flats themselves: component labels 1, 2, ...  False when canceled. */
+static bool
+flats_label(const tg_ctx *ctx, const tg_route_blocks *rb, int32_t *label, uint32_t *queue,
+			int32_t *nlabels)
+{
+	memset(label, 0, rb->nflat * sizeof(int32_t));
+	*nlabels = 0;
+	for (size_t s = 0; s < rb->nflat; s++)
+	{
+		if (label[s] != 0)
+			continue;
+		label[s] = ++*nlabels;
+		queue[0] = (uint32_t) s;
+		if (!flats_spread(ctx, rb, label, false, queue, 0, 1))
+			return false;
+	}
+	return true;
+}
+
+tg_status
+tg_route_blocks_solve_flats(const tg_ctx *ctx, tg_route_blocks *rb, tg_error *err)
+{
+	const size_t n = rb->nflat;
+	int32_t    *towards = NULL,
+			   *away = NULL,
+			   *label = NULL,
+			   *height = NULL;
+	uint32_t   *queue = NULL;
+	int32_t		nlabels = 0;
+	tg_status	st = TG_OK;
+
+	if (rb->next_row != rb->H || rb->flats_solved)
+		return tg_error_set(err, TG_EINVAL, "solve the flats once, after scanning every band");
+	if (n >= UINT32_MAX)
+		return tg_error_set(err, TG_ELIMIT, "%zu cells of flats cross band boundaries", n);
+	rb->flat_mask = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
+	towards = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
+	away = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
+	label = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
+	queue = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+	if (rb->flat_mask == NULL || towards == NULL || away == NULL || label == NULL || queue == NULL)
+	{
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate the flats across bands (%zu cells)", n);
+		goto done;
+	}
+	if (!flats_distance(ctx, rb, SEED_DRAINS, towards, queue) ||
+		!flats_distance(ctx, rb, SEED_HIGHER, away, queue) ||
+		!flats_label(ctx, rb, label, queue, &nlabels))
+		CHECK_CANCELED(ctx, "flow routing");
+	height = tg_alloc(ctx, ((size_t) nlabels + 1) * sizeof(int32_t));
+	if (height == NULL)
+	{
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate flat heights (%d flats)", nlabels);
+		goto done;
+	}
+	memset(height, 0, ((size_t) nlabels + 1) * sizeof(int32_t));
+	for (size_t s = 0; s < n; s++)
+		if (away[s] > height[label[s]])
+			height[label[s]] = away[s];
+	/* route_cpu.c's flat_mask: M = 2 T + (H - A), 0 where undrained */
+	for (size_t s = 0; s < n; s++)
+		rb->flat_mask[s] = towards[s] > 0 ?
+			2 * towards[s] + (away[s] > 0 ? height[label[s]] - away[s] : 0) : 0;
+	rb->flats_solved = true;
+
+done:
+	tg_free(ctx, towards);
+	tg_free(ctx, away);
+	tg_free(ctx, label);
+	tg_free(ctx, height);
+	tg_free(ctx, queue);
+	return st;
+}
+
+size_t
+tg_route_blocks_flat_cells(const tg_route_blocks *rb)
+{
+	return rb->nflat;
+}
+
+/* ------------------------------------------------------------------------
+ * Routing a band
+ * ------------------------------------------------------------------------ */
+
+/* The geometry of rows [row0, row0 + nrows) of the grid. */
+static tg_grid_geometry
+band_geometry(const tg_route_blocks *rb, int row0, int nrows)
+{
+	tg_grid_geometry g = rb->p.geom;
+
+	g.height = nrows;
+	g.row0 += row0;
+	return g;
+}
+
+/* The routing of the band's own rows (band->z, d8, frac: nrows * W). */
+static tg_status
+route_band(const tg_ctx *ctx, const tg_route_blocks *rb, int row0, int nrows, const double *z,
+		   tg_route *band, tg_error *err)
+{
+	const int	W = rb->W;
+	int			first,
+				count,
+				lo,
+				hi;
+	size_t		n,
+				nb = (size_t) W * nrows,
+				off;
+	double	   *sub_z;
+	size_t	   *cells = NULL;
+	tg_flow_params p = rb->p;
+	tg_flat_masks given = {0, NULL, NULL};
+	tg_route	sub;
+	tg_status	st;
+
+	memset(band, 0, sizeof *band);
+	if (!rb->flats_solved || nrows < 1 || row0 < 0 || row0 + nrows > rb->H)
+		return tg_error_set(err, TG_EINVAL, "route a band of the grid after solving the flats");
+	halo_rows(rb, row0, nrows, &first, &count);
+	n = (size_t) W * count;
+	off = (size_t) (row0 - first) * W;
+	sub_z = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
+	if (sub_z == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a band's surface (%zu cells)", n);
+	memcpy(sub_z, z, n * sizeof(double));
+
+	/* the crossing flats' cells in the band and its inner halo rows */
+	lo = row0 - 1 > first ? row0 - 1 : first;
+	hi = row0 + nrows + 1 < first + count ? row0 + nrows + 1 : first + count;
+	given.count = (size_t) (rb->row_start[hi] - rb->row_start[lo]);
+	given.mask = rb->flat_mask + rb->row_start[lo];
+	if (given.count > 0)
+	{
+		cells = tg_alloc(ctx, given.count * sizeof(size_t));
+		if (cells == NULL)
+		{
+			tg_free(ctx, sub_z);
+			return tg_error_set(err, TG_ENOMEM, "could not allocate a band's flat cells");
+		}
+		for (size_t j = 0; j < given.count; j++)
+			cells[j] = (size_t) (rb->flat_cell[rb->row_start[lo] + j] - (int64_t) first * W);
+		given.cell = cells;
+	}
+	p.geom = band_geometry(rb, first, count);
+	st = tg_cpu_route_surface(ctx, sub_z, W, count, &p, &given, &sub, err);
+	tg_free(ctx, cells);
+	if (st != TG_OK)
+		return st;
+
+	/* keep the band's own rows */
+	band->width = W;
+	band->height = nrows;
+	band->routing = sub.routing;
+	band->z = tg_alloc(ctx, (nb ? nb : 1) * sizeof(double));
+	band->d8 = tg_alloc(ctx, nb ? nb : 1);
+	if (sub.frac)
+		band->frac = tg_alloc(ctx, (nb ? 8 * nb : 1) * sizeof(float));
+	if (band->z == NULL || band->d8 == NULL || (sub.frac && band->frac == NULL))
+	{
+		tg_route_free(ctx, &sub);
+		tg_route_free(ctx, band);
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a band's routing (%zu cells)", nb);
+	}
+	memcpy(band->z, sub.z + off, nb * sizeof(double));
+	memcpy(band->d8, sub.d8 + off, nb);
+	if (sub.frac)
+		for (int k = 0; k < 8; k++)
+			memcpy(band->frac + (size_t) k * nb, sub.frac + (size_t) k * n + off, nb * sizeof(float));
+	tg_route_free(ctx, &sub);
+	return TG_OK;
+}
+
+tg_status
+tg_route_blocks_directions(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows,
+						   const double *z, uint8_t *d8, float *frac, tg_error *err)
+{
+	tg_route	band;
+	tg_status	st;
+
+	st = route_band(ctx, rb, row0, nrows, z, &band, err);
+	if (st != TG_OK)
+		return st;
+	tg_cpu_export_directions(&band, &rb->p, NULL, d8, frac);
+	tg_route_free(ctx, &band);
+	return TG_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * D8 accumulation across bands
+ * ------------------------------------------------------------------------ */
+
+/* The band's routing, weights and (inflows added where given) accumulation. */
+static tg_status
+accumulate_band(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows, const double *z,
+				bool with_inflows, tg_route *band, double *acc, tg_error *err)
+{
+	tg_grid_geometry g = band_geometry(rb, row0, nrows);
+	double	   *w = NULL;
+	tg_status	st;
+
+	if (rb->p.routing != TG_ROUTE_D8)
+		return tg_error_set(err, TG_EUNSUPPORTED, "accumulation in bands routes D8 only");
+	st = route_band(ctx, rb, row0, nrows, z, band, err);
+	if (st == TG_OK)
+		st = tg_cell_weights(ctx, NULL, &g, rb->units, &w, err);
+	if (st == TG_OK && with_inflows)
+	{
+		const int64_t begin = (int64_t) row0 * rb->W,
+					end = (int64_t) (row0 + nrows) * rb->W;
+		size_t		lo = 0,
+					hi = rb->ninflows;
+
+		while (lo < hi)
+		{
+			size_t		mid = lo + (hi - lo) / 2;
+
+			if (rb->inflows[mid].cell < begin)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (; lo < rb->ninflows && rb->inflows[lo].cell < end; lo++)
+			w[rb->inflows[lo].cell - begin] += rb->inflows[lo].amount;
+	}
+	if (st == TG_OK)
+		st = tg_cpu_accumulate(ctx, band, &rb->p, w, TG_ACC_INDEGREE, acc, err);
+	tg_free(ctx, w);
+	if (st != TG_OK)
+		tg_route_free(ctx, band);
+	return st;
+}
+
+tg_status
+tg_route_blocks_link(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows,
+					 const double *z, tg_error *err)
+{
+	const int	W = rb->W;
+	const size_t nb = (size_t) W * nrows;
+	tg_route	band;
+	double	   *acc = tg_alloc(ctx, (nb ? nb : 1) * sizeof(double));
+	uint32_t   *memo = tg_alloc(ctx, (nb ? nb : 1) * sizeof(uint32_t));
+	uint32_t   *path = tg_alloc(ctx, (nb ? nb : 1) * sizeof(uint32_t));
+	int64_t    *dest = tg_alloc(ctx, 2 * (size_t) W * sizeof(int64_t));
+	bool		routed = false;
+	tg_status	st = TG_OK;
+	const uint32_t unknown = UINT32_MAX,
+				none = UINT32_MAX - 1;
+
+	if (acc == NULL || memo == NULL || path == NULL || dest == NULL)
+	{
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate a band's links (%zu cells)", nb);
+		goto done;
+	}
+	if (rb->flow_solved || nb >= none)
+	{
+		st = tg_error_set(err, TG_EINVAL, "link bands of fewer than 2^32 cells before solving the flow");
+		goto done;
+	}
+	st = accumulate_band(ctx, rb, row0, nrows, z, false, &band, acc, err);
+	if (st != TG_OK)
+		goto done;
+	routed = true;
+
+	/* the exits, in raster order */
+	for (int y = 0; y < nrows; y += (nrows > 1 ? nrows - 1 : 1))
+		for (int x = 0; x < W; x++)
+		{
+			size_t		i = (size_t) y * W + x;
+			int			k = band.d8[i],
+						ny;
+
+			if (k == TG_NO_DIRECTION)
+				continue;
+			ny = y + tg_nbr_dy(k);
+			if (ny >= 0 && ny < nrows)
+				continue;
+			if (!grow(ctx, (void **) &rb->exits, &rb->exit_cap, rb->nexits + 1, sizeof(exit_cell)))
+			{
+				st = tg_error_set(err, TG_ENOMEM, "could not keep the band exits");
+				goto done;
+			}
+			rb->exits[rb->nexits].cell = (int64_t) (row0 + y) * W + x;
+			rb->exits[rb->nexits].receiver = (int64_t) (row0 + ny) * W + x + tg_nbr_dx(k);
+			rb->exits[rb->nexits].acc = acc[i];
+			rb->nexits++;
+		}
+
+	/* the exit each first- and last-row cell's path leaves by */
+	for (size_t i = 0; i < nb; i++)
+		memo[i] = unknown;
+	for (int side = 0; side < 2; side++)
+		for (int x = 0; x < W; x++)
+		{
+			uint32_t	c = (uint32_t) ((side == 0 ? 0 : (size_t) (nrows - 1) * W) + x),
+						result;
+			size_t		len = 0;
+
+			while (memo[c] == unknown)
+			{
+				int			k = band.d8[c],
+							ny;
+
+				path[len++] = c;
+				if (k == TG_NO_DIRECTION)
+				{
+					memo[c] = none;
+					break;
+				}
+				ny = (int) (c / W) + tg_nbr_dy(k);
+				if (ny < 0 || ny >= nrows)
+				{
+					memo[c] = c;
+					break;
+				}
+				c = (uint32_t) ((size_t) ny * W + (int) (c % W) + tg_nbr_dx(k));
+			}
+			result = memo[c];
+			while (len > 0)
+				memo[path[--len]] = result;
+			dest[(size_t) side * W + x] = result == none ? NO_CELL : (int64_t) row0 * W + result;
+		}
+
+	if (!grow(ctx, (void **) &rb->bands, &rb->band_cap, (size_t) rb->nbands + 1, sizeof(band_links)))
+	{
+		st = tg_error_set(err, TG_ENOMEM, "could not keep the band links");
+		goto done;
+	}
+	rb->bands[rb->nbands].row0 = row0;
+	rb->bands[rb->nbands].nrows = nrows;
+	rb->bands[rb->nbands].dest = dest;
+	rb->nbands++;
+	dest = NULL;
+
+done:
+	if (routed)
+		tg_route_free(ctx, &band);
+	tg_free(ctx, acc);
+	tg_free(ctx, memo);
+	tg_free(ctx, path);
+	tg_free(ctx, dest);
+	return st;
+}
+
+static int
+cmp_exit(const void *a, const void *b)
+{
+	int64_t		x = ((const exit_cell *) a)->cell,
+				y = ((const exit_cell *) b)->cell;
+
+	return (x > y) - (x < y);
+}
+
+static int
+cmp_band(const void *a, const void *b)
+{
+	return ((const band_links *) a)->row0 - ((const band_links *) b)->row0;
+}
+
+static int
+cmp_inflow(const void *a, const void *b)
+{
+	int64_t		x = ((const inflow *) a)->cell,
+				y = ((const inflow *) b)->cell;
+
+	return (x > y) - (x < y);
+}
+
+/* The exit a cell of a band's first or last row leaves by, or NO_CELL. */
+static int64_t
+path_exit(const tg_route_blocks *rb, int64_t cell)
+{
+	const int	y = (int) (cell / rb->W),
+				x = (int) (cell % rb->W);
+	int			lo = 0,
+				hi = rb->nbands - 1;
+
+	while (lo < hi)				/* the last band starting at or above y */
+	{
+		int			mid = (lo + hi + 1) / 2;
+
+		if (rb->bands[mid].row0 <= y)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	if (y == rb->bands[lo].row0)
+		return rb->bands[lo].dest[x];
+	if (y == rb->bands[lo].row0 + rb->bands[lo].nrows - 1)
+		return rb->bands[lo].dest[rb->W + x];
+	return NO_CELL;				/* receivers of exits lie on band edges */
+}
+
+static int64_t
+exit_index(const tg_route_blocks *rb, int64_t cell)
+{
+	size_t		lo = 0,
+				hi = rb->nexits;
+
+	while (lo < hi)
+	{
+		size_t		mid = lo + (hi - lo) / 2;
+
+		if (rb->exits[mid].cell < cell)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < rb->nexits && rb->exits[lo].cell == cell ? (int64_t) lo : -1;
+}
+
+tg_status
+tg_route_blocks_solve_flow(const tg_ctx *ctx, tg_route_blocks *rb, tg_error *err)
+{
+	const size_t n = rb->nexits;
+	int64_t    *next = NULL;
+	uint32_t   *indeg = NULL,
+			   *queue = NULL;
+	size_t		head = 0,
+				tail = 0,
+				rows = 0;
+	tg_status	st = TG_OK;
+
+	for (int b = 0; b < rb->nbands; b++)
+		rows += (size_t) rb->bands[b].nrows;
+	if (rb->flow_solved || rows != (size_t) rb->H)
+		return tg_error_set(err, TG_EINVAL, "solve the flow once, after linking every band");
+	qsort(rb->exits, n, sizeof(exit_cell), cmp_exit);
+	qsort(rb->bands, (size_t) rb->nbands, sizeof(band_links), cmp_band);
+	next = tg_alloc(ctx, (n ? n : 1) * sizeof(int64_t));
+	indeg = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+	queue = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+	rb->inflows = tg_alloc(ctx, (n ? n : 1) * sizeof(inflow));
+	if (next == NULL || indeg == NULL || queue == NULL || rb->inflows == NULL)
+	{
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate the flow between bands (%zu exits)", n);
+		goto done;
+	}
+
+	/* exit -> the exit its water leaves the next band by */
+	memset(indeg, 0, n * sizeof(uint32_t));
+	for (size_t i = 0; i < n; i++)
+	{
+		int64_t		e = path_exit(rb, rb->exits[i].receiver);
+
+		next[i] = e == NO_CELL ? -1 : exit_index(rb, e);
+		if (next[i] >= 0)
+			indeg[next[i]]++;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (indeg[i] == 0)
+			queue[tail++] = (uint32_t) i;
+	while (head < tail)
+	{
+		uint32_t	i = queue[head++];
+
+		if (next[i] >= 0)
+		{
+			rb->exits[next[i]].acc += rb->exits[i].acc;
+			if (--indeg[next[i]] == 0)
+				queue[tail++] = (uint32_t) next[i];
+		}
+	}
+	if (tail != n)
+	{
+		st = tg_error_set(err, TG_EDATA, "the flow between bands has a cycle");
+		goto done;
+	}
+
+	/* what each receiver gets, summed by cell */
+	for (size_t i = 0; i < n; i++)
+	{
+		rb->inflows[i].cell = rb->exits[i].receiver;
+		rb->inflows[i].amount = rb->exits[i].acc;
+	}
+	qsort(rb->inflows, n, sizeof(inflow), cmp_inflow);
+	rb->ninflows = 0;
+	for (size_t i = 0; i < n; i++)
+		if (rb->ninflows > 0 && rb->inflows[rb->ninflows - 1].cell == rb->inflows[i].cell)
+			rb->inflows[rb->ninflows - 1].amount += rb->inflows[i].amount;
+		else
+			rb->inflows[rb->ninflows++] = rb->inflows[i];
+	rb->flow_solved = true;
+
+done:
+	tg_free(ctx, next);
+	tg_free(ctx, indeg);
+	tg_free(ctx, queue);
+	return st;
+}
+
+tg_status
+tg_route_blocks_accumulate(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows,
+						   const double *z, double *acc, tg_error *err)
+{
+	tg_route	band;
+	tg_status	st;
+
+	if (!rb->flow_solved)
+		return tg_error_set(err, TG_EINVAL, "accumulate a band after solving the flow");
+	st = accumulate_band(ctx, rb, row0, nrows, z, true, &band, acc, err);
+	if (st != TG_OK)
+		return st;
+	tg_route_free(ctx, &band);
+	if (rb->units == TG_UNITS_SCA)
+	{
+		tg_grid_geometry g = band_geometry(rb, row0, nrows);
+
+		tg_to_sca(&g, acc);
+	}
+	return TG_OK;
+}
