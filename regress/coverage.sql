@@ -110,6 +110,30 @@ FROM pit_whole w JOIN pit_banded b USING (rid) JOIN pit_tiles t USING (rid);
 -- what cannot run in bands says so
 SELECT count(*) FROM tg_fill(coverage => 'pit_tiles', epsilon => 0.01);
 SELECT count(*) FROM tg_fill(coverage => 'pit_tiles', method => 'planchon-darboux');
+-- directions and D8 accumulation run in bands too: flats that cross band boundaries are resolved
+-- on their own cells and the flow between bands is stitched (Barnes 2017): the same tiles
+RESET terra_gpu.max_memory_mb;
+CREATE TEMP TABLE pit_acc_whole AS SELECT * FROM tg_flow_accumulation(coverage => 'pit_tiles');
+CREATE TEMP TABLE pit_mask_whole AS
+SELECT * FROM tg_flow_direction(coverage => 'pit_tiles', routing => 'mfd-md', output => 'mask');
+SET terra_gpu.max_memory_mb = 1;
+CREATE TEMP TABLE pit_acc_banded AS SELECT * FROM tg_flow_accumulation(coverage => 'pit_tiles');
+SELECT method, note FROM tg_last_run();
+SET terra_gpu.max_memory_mb = 2;
+CREATE TEMP TABLE pit_mask_banded AS
+SELECT * FROM tg_flow_direction(coverage => 'pit_tiles', routing => 'mfd-md', output => 'mask');
+SELECT method, note FROM tg_last_run();
+SELECT 'accumulation' AS output, count(*) AS tiles,
+       count(*) FILTER (WHERE ST_AsBinary(w.rast) = ST_AsBinary(b.rast)) AS identical,
+       max((ST_SummaryStats(b.rast)).max) AS largest
+FROM pit_acc_whole w JOIN pit_acc_banded b USING (rid)
+UNION ALL
+SELECT 'mfd-md mask', count(*), count(*) FILTER (WHERE ST_AsBinary(w.rast) = ST_AsBinary(b.rast)), NULL
+FROM pit_mask_whole w JOIN pit_mask_banded b USING (rid);
+-- multiple-flow accumulation and weights do not run in bands
+SET terra_gpu.max_memory_mb = 1;
+SELECT count(*) FROM tg_flow_accumulation(coverage => 'pit_tiles', routing => 'mfd-md');
+SELECT count(*) FROM tg_flow_accumulation(coverage => 'pit_tiles', weight => 'pit_tiles');
 -- slope needs only its 3 x 3 window: bands with a row of halo give the same tiles
 CREATE TEMP TABLE hills_tiles AS
 SELECT (row_number() OVER ())::int AS rid, t AS rast

@@ -10,6 +10,7 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "storage/fd.h"
 #include "datatype/timestamp.h"
 
 #include "tg_core.h"
@@ -165,8 +166,23 @@ size_t		tgpg_memory_budget(void);
 int			tgpg_mosaic_bands(const tgpg_mosaic *m, size_t bytes_per_cell, int **row0s, int **nrows,
 							  int *max_rows);
 double	   *tgpg_mosaic_read_halo(tgpg_mosaic *m, int row0, int nrows, int *first, int *count);
-void		tgpg_mosaic_emit_rows(tgpg_mosaic *m, FunctionCallInfo fcinfo, const tg_band_spec *spec,
-								  int row0, int nrows, const double *w, int64 *written);
+void		tgpg_mosaic_emit_rows(tgpg_mosaic *m, FunctionCallInfo fcinfo, const tg_band_spec *specs,
+								  int nbands, int row0, int nrows, const double *const *planes,
+								  int64 *written);
+
+/* Rows of doubles kept in a temporary file (removed at transaction end) */
+typedef struct tgpg_rows_file
+{
+	File		file;
+	int			width;
+	int			height;
+} tgpg_rows_file;
+
+void		tgpg_rows_file_open(tgpg_rows_file *f, int width, int height);
+void		tgpg_rows_file_write(tgpg_rows_file *f, int row0, int nrows, const double *rows);
+double	   *tgpg_rows_file_read(tgpg_rows_file *f, int row0, int nrows, int halo, int *first,
+								int *count);
+void		tgpg_rows_file_close(tgpg_rows_file *f);
 /* Another coverage's band (weights, factors) onto m's grid; it must align. */
 void		tgpg_mosaic_read_aligned(tgpg_mosaic *m, Oid relid, const char *rast_col,
 									 const char *id_col, int band, const char *what,

@@ -23,6 +23,8 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "storage/fd.h"
+#include "utils/wait_event.h"
 #include "utils/timestamp.h"
 
 #define PROGRESS_EVERY_MS 5000
@@ -825,12 +827,13 @@ tgpg_mosaic_read_halo(tgpg_mosaic *m, int row0, int nrows, int *first, int *coun
 
 /*
  * Return the tiles that lie in rows [row0, row0 + nrows) (bands never cut a
- * tile) from w, that band's values as doubles (NaN = nodata), converted to
- * `spec`.  The first call sets up the result set.
+ * tile) from planes[b], that band's values of output band b as doubles
+ * (NaN = nodata), converted to specs[b].  The first call sets up the result
+ * set.
  */
 void
-tgpg_mosaic_emit_rows(tgpg_mosaic *m, FunctionCallInfo fcinfo, const tg_band_spec *spec,
-					  int row0, int nrows, const double *w, int64 *written)
+tgpg_mosaic_emit_rows(tgpg_mosaic *m, FunctionCallInfo fcinfo, const tg_band_spec *specs,
+					  int nbands, int row0, int nrows, const double *const *planes, int64 *written)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	MemoryContext tile_cxt;
@@ -842,7 +845,7 @@ tgpg_mosaic_emit_rows(tgpg_mosaic *m, FunctionCallInfo fcinfo, const tg_band_spe
 	{
 		const tgpg_tile *t = &m->tiles[i];
 		tg_raster_info info;
-		void	   *data[1];
+		void	   *data[TGPG_MAX_BANDS];
 		Datum		values[2];
 		bool		nulls[2] = {false, false};
 		MemoryContext old;
@@ -851,20 +854,21 @@ tgpg_mosaic_emit_rows(tgpg_mosaic *m, FunctionCallInfo fcinfo, const tg_band_spe
 			continue;
 		CHECK_FOR_INTERRUPTS();
 		old = MemoryContextSwitchTo(tile_cxt);
-		info.num_bands = 1;
+		info.num_bands = nbands;
 		info.width = t->width;
 		info.height = t->height;
 		info.geo = t->geo;
 		values[0] = Int64GetDatum(t->rid);
-		values[1] = PointerGetDatum(tgpg_raster_create(&info, spec, data));
-		for (int y = 0; y < t->height; y++)
-			for (int x = 0; x < t->width; x++)
-			{
-				double		v = w[(size_t) (t->row0 - row0 + y) * m->width + t->col0 + x];
+		values[1] = PointerGetDatum(tgpg_raster_create(&info, specs, data));
+		for (int b = 0; b < nbands; b++)
+			for (int y = 0; y < t->height; y++)
+				for (int x = 0; x < t->width; x++)
+				{
+					double		v = planes[b][(size_t) (t->row0 - row0 + y) * m->width + t->col0 + x];
 
-				tg_pixel_store(spec->pixtype, data[0], (size_t) y * t->width + x,
-							   isnan(v) ? spec->nodata : v);
-			}
+					tg_pixel_store(specs[b].pixtype, data[b], (size_t) y * t->width + x,
+								   isnan(v) ? specs[b].nodata : v);
+				}
 		MemoryContextSwitchTo(old);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		MemoryContextReset(tile_cxt);
@@ -872,4 +876,76 @@ tgpg_mosaic_emit_rows(tgpg_mosaic *m, FunctionCallInfo fcinfo, const tg_band_spe
 		tgpg_progress(m, "wrote", *written, m->ntiles, false);
 	}
 	MemoryContextDelete(tile_cxt);
+}
+
+/*
+ * Rows of doubles in a temporary file, for grids that do not fit the budget
+ * and must be read more than once (the filled surface of a banded routing).
+ * The file is removed when closed or at the end of the transaction.
+ */
+#define ROWS_FILE_CHUNK (1 << 30)
+
+void
+tgpg_rows_file_open(tgpg_rows_file *f, int width, int height)
+{
+	f->width = width;
+	f->height = height;
+	f->file = OpenTemporaryFile(false);
+}
+
+static void
+rows_file_io(tgpg_rows_file *f, bool write, int row0, int nrows, double *rows)
+{
+	size_t		bytes = sizeof(double) * (size_t) f->width * nrows;
+	off_t		offset = (off_t) sizeof(double) * f->width * row0;
+	char	   *p = (char *) rows;
+
+	while (bytes > 0)
+	{
+		int			amount = (int) Min(bytes, (size_t) ROWS_FILE_CHUNK);
+		int			done;
+
+		CHECK_FOR_INTERRUPTS();
+		done = write ? FileWrite(f->file, p, amount, offset, WAIT_EVENT_BUFFILE_WRITE)
+			: FileRead(f->file, p, amount, offset, WAIT_EVENT_BUFFILE_READ);
+		if (done < 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not %s temporary file \"%s\": %m", write ? "write" : "read",
+							FilePathName(f->file))));
+		if (done != amount)
+			ereport(ERROR,
+					(errcode(write ? ERRCODE_DISK_FULL : ERRCODE_DATA_CORRUPTED),
+					 errmsg("could not %s temporary file \"%s\": %d of %d bytes",
+							write ? "write" : "read", FilePathName(f->file), done, amount),
+					 write ? errhint("Check free disk space.") : 0));
+		bytes -= (size_t) amount;
+		offset += amount;
+		p += amount;
+	}
+}
+
+void
+tgpg_rows_file_write(tgpg_rows_file *f, int row0, int nrows, const double *rows)
+{
+	rows_file_io(f, true, row0, nrows, (double *) rows);
+}
+
+/* Rows [row0 - halo, row0 + nrows + halo) clipped to the grid, palloc'd. */
+double *
+tgpg_rows_file_read(tgpg_rows_file *f, int row0, int nrows, int halo, int *first, int *count)
+{
+	double	   *rows;
+
+	*first = Max(row0 - halo, 0);
+	*count = Min(row0 + nrows + halo, f->height) - *first;
+	rows = palloc_extended(sizeof(double) * (size_t) f->width * *count + 1, MCXT_ALLOC_HUGE);
+	rows_file_io(f, false, *first, *count, rows);
+	return rows;
+}
+
+void
+tgpg_rows_file_close(tgpg_rows_file *f)
+{
+	FileClose(f->file);
 }

@@ -277,7 +277,8 @@ fill_coverage_in_bands(FunctionCallInfo fcinfo, tgpg_mosaic *m)
 				double	   *w = palloc_extended(sizeof(double) * (size_t) W * nrows[k] + 1, MCXT_ALLOC_HUGE);
 
 				tgpg_check(tg_fill_blocks_finish(&ctx, fb, row0s[k], nrows[k], z, w, &err), &err);
-				tgpg_mosaic_emit_rows(m, fcinfo, &out.specs[0], row0s[k], nrows[k], w, &written);
+				tgpg_mosaic_emit_rows(m, fcinfo, out.specs, 1, row0s[k], nrows[k], (const double *const *) &w,
+									  &written);
 				pfree(w);
 			}
 			pfree(z);
@@ -302,6 +303,147 @@ fill_coverage_in_bands(FunctionCallInfo fcinfo, tgpg_mosaic *m)
 		snprintf(ctx.stats->note, sizeof ctx.stats->note,
 				 "%d bands of at most %d rows within terra_gpu.max_memory_mb", nb, max_rows);
 	}
+}
+
+/*
+ * Routing coverages beyond terra_gpu.max_memory_mb, on the CPU in bands of
+ * rows (route_blocks.c).  The routing surface is made band by band (filled
+ * in bands as above unless fill => false) into a temporary file, which each
+ * later pass reads back with two rows of halo.
+ */
+typedef struct banded_surface
+{
+	const char *function;
+	int			nb;
+	int		   *row0s;
+	int		   *nrows;
+	int			max_rows;
+	tgpg_rows_file file;
+	TimestampTz t0;
+} banded_surface;
+
+static double
+seconds_since(TimestampTz t0)
+{
+	return TimestampDifferenceMilliseconds(t0, GetCurrentTimestamp()) / 1000.0;
+}
+
+/* bytes_per_cell: what the operation holds per cell of a band afterwards */
+static void
+surface_in_bands(tgpg_mosaic *m, const tg_ctx *ctx, const char *function, bool fill,
+				 size_t bytes_per_cell, banded_surface *s)
+{
+	const int	W = m->width;
+	const size_t fill_bytes = tg_fill_blocks_bytes_per_cell() + 2 * sizeof(double);
+	tg_fill_blocks *fb = NULL;
+	tg_error	err;
+
+	s->function = function;
+	s->t0 = GetCurrentTimestamp();
+	s->nb = tgpg_mosaic_bands(m, Max(bytes_per_cell, fill ? fill_bytes : 0), &s->row0s, &s->nrows,
+							  &s->max_rows);
+	ereport(NOTICE,
+			(errmsg("%s: %s spans %d x %d cells, more than terra_gpu.max_memory_mb holds: "
+					"routing it in %d bands of rows", function, m->relname, W, m->height, s->nb)));
+	tg_error_clear(&err);
+	tgpg_rows_file_open(&s->file, W, m->height);
+	if (fill)
+		tgpg_check(tg_fill_blocks_begin(ctx, W, m->height, &fb, &err), &err);
+	for (int pass = fill ? 0 : 1; pass < 2; pass++)
+	{
+		for (int k = 0; k < s->nb; k++)
+		{
+			const int	row0 = s->row0s[k],
+						nrows = s->nrows[k];
+			int			first,
+						count;
+			double	   *z = tgpg_mosaic_read_halo(m, row0, nrows, &first, &count);
+
+			if (pass == 0)
+				tgpg_check(tg_fill_blocks_scan(ctx, fb, row0, nrows, z, &err), &err);
+			else if (fill)
+			{
+				double	   *w = palloc_extended(sizeof(double) * (size_t) W * nrows + 1, MCXT_ALLOC_HUGE);
+
+				tgpg_check(tg_fill_blocks_finish(ctx, fb, row0, nrows, z, w, &err), &err);
+				tgpg_rows_file_write(&s->file, row0, nrows, w);
+				pfree(w);
+			}
+			else
+				tgpg_rows_file_write(&s->file, row0, nrows, z + (size_t) (row0 - first) * W);
+			pfree(z);
+			ereport(NOTICE,
+					(errmsg("%s: %s band %d of %d (%.1f s)", function,
+							pass == 0 ? "scanned for filling" : fill ? "filled" : "read",
+							k + 1, s->nb, seconds_since(s->t0))));
+		}
+		if (pass == 0)
+			tgpg_check(tg_fill_blocks_solve(ctx, fb, &err), &err);
+	}
+	if (fb)
+		tg_fill_blocks_end(ctx, fb);
+}
+
+/* A band of the surface with two rows of halo, as route_blocks.c takes it. */
+static double *
+surface_band(banded_surface *s, int k)
+{
+	int			first,
+				count;
+
+	return tgpg_rows_file_read(&s->file, s->row0s[k], s->nrows[k], 2, &first, &count);
+}
+
+/* Scan every band for flats that cross band boundaries and solve them. */
+static tg_route_blocks *
+flats_in_bands(banded_surface *s, const tg_ctx *ctx, const tg_flow_params *p,
+			   tg_accum_units units)
+{
+	tg_route_blocks *rb;
+	tg_error	err;
+
+	tg_error_clear(&err);
+	tgpg_check(tg_route_blocks_begin(ctx, p, units, &rb, &err), &err);
+	for (int k = 0; k < s->nb; k++)
+	{
+		double	   *z = surface_band(s, k);
+
+		tgpg_check(tg_route_blocks_scan(ctx, rb, s->row0s[k], s->nrows[k], z, &err), &err);
+		pfree(z);
+	}
+	tgpg_check(tg_route_blocks_solve_flats(ctx, rb, &err), &err);
+	ereport(NOTICE,
+			(errmsg("%s: flats across bands resolved (%zu cells) (%.1f s)", s->function,
+					tg_route_blocks_flat_cells(rb), seconds_since(s->t0))));
+	return rb;
+}
+
+static void
+banded_stats(const tg_ctx *ctx, const tgpg_mosaic *m, const banded_surface *s, const char *method)
+{
+	if (ctx->stats == NULL)
+		return;
+	ctx->stats->backend = TG_BACKEND_CPU;
+	ctx->stats->cells = (int64) m->width * m->height;
+	ctx->stats->core_ms = TimestampDifferenceMilliseconds(s->t0, GetCurrentTimestamp());
+	ctx->stats->chunks = s->nb;
+	snprintf(ctx->stats->method, sizeof ctx->stats->method, "%s", method);
+	snprintf(ctx->stats->note, sizeof ctx->stats->note,
+			 "%d bands of at most %d rows within terra_gpu.max_memory_mb", s->nb, s->max_rows);
+}
+
+/* 54000 for what the banded routing cannot do */
+static void
+beyond_budget_error(const tgpg_mosaic *m, size_t bytes_per_cell, const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("%s over %s needs about %zu MB as one grid, more than the %zu MB a coverage job may use",
+					m->function, m->relname, ((size_t) m->width * m->height * bytes_per_cell) >> 20,
+					tgpg_memory_budget() >> 20),
+			 errdetail("Beyond terra_gpu.max_memory_mb %s runs in bands of rows on the CPU only with %s.",
+					   m->function, what),
+			 errhint("Raise terra_gpu.max_memory_mb, or call it as the detail says.")));
 }
 
 PG_FUNCTION_INFO_V1(tgpg_fill_coverage);
@@ -396,58 +538,63 @@ direction_plan_args(FunctionCallInfo fcinfo, int a, const tgpg_grid *grid, direc
 	}
 }
 
+/*
+ * Output band b of cell i from the routing's codes (D8) or shares (8 planes
+ * of n cells): NaN for nodata.
+ */
+static double
+direction_value(const direction_plan *d, const uint8_t *codes, const float *frac, size_t n,
+				int b, size_t i)
+{
+	uint16_t	mask = 0;
+
+	if (codes)					/* codes and the D8 mask are the same bits */
+		return codes[i] == 255 ? NAN : codes[i];
+	if (isnan(frac[i]))
+		return NAN;
+	if (d->output == OUT_SHARES)
+		return frac[(size_t) b * n + i];
+	for (int k = 0; k < 8; k++)	/* mask: the receivers' ESRI codes or-ed together */
+		if (frac[(size_t) k * n + i] > 0)
+			mask |= (uint16_t) (1u << k);
+	return mask;
+}
+
+/* Routing computed as codes (D8) or shares? */
+static bool
+direction_as_codes(const direction_plan *d)
+{
+	return d->output == OUT_CODES || (d->output == OUT_MASK && d->p.routing == TG_ROUTE_D8);
+}
+
 static void
 direction_compute(FunctionCallInfo fcinfo, int a, const tg_band *dem, const direction_plan *d,
 				  tgpg_grid_raster *out)
 {
 	const size_t n = (size_t) dem->width * dem->height;
+	uint8_t    *codes = NULL;
+	float	   *frac = NULL;
 	tg_ctx		ctx;
 	tg_error	err;
-	size_t		i;
-	int			k;
 
 	tgpg_ctx_init(&ctx, "tg_flow_direction", fcinfo, a + 7);
 	tg_error_clear(&err);
-	if (d->output == OUT_CODES)
-		tgpg_check(tg_flow_direction(&ctx, dem, &d->p, out->data[0], NULL, &err), &err);
-	else if (d->output == OUT_MASK && d->p.routing == TG_ROUTE_D8)
-	{
-		uint8_t    *codes = palloc_extended(n + 1, MCXT_ALLOC_HUGE);
-
-		tgpg_check(tg_flow_direction(&ctx, dem, &d->p, codes, NULL, &err), &err);
-		for (i = 0; i < n; i++)
-			((uint16_t *) out->data[0])[i] = codes[i] == 255 ? 65535 : codes[i];
-		pfree(codes);
-	}
+	if (direction_as_codes(d))
+		codes = palloc_extended(n + 1, MCXT_ALLOC_HUGE);
 	else
-	{
-		float	   *frac = palloc_extended(8 * n * sizeof(float) + 1, MCXT_ALLOC_HUGE);
+		frac = palloc_extended(8 * n * sizeof(float) + 1, MCXT_ALLOC_HUGE);
+	tgpg_check(tg_flow_direction(&ctx, dem, &d->p, codes, frac, &err), &err);
+	for (int b = 0; b < out->nbands; b++)
+		for (size_t i = 0; i < n; i++)
+		{
+			double		v = direction_value(d, codes, frac, n, b, i);
 
-		tgpg_check(tg_flow_direction(&ctx, dem, &d->p, NULL, frac, &err), &err);
-		if (d->output == OUT_SHARES)
-			for (k = 0; k < 8; k++)
-				for (i = 0; i < n; i++)
-				{
-					float		v = frac[(size_t) k * n + i];
-
-					((float *) out->data[k])[i] = isnan(v) ? -1.0f : v;
-				}
-		else
-			for (i = 0; i < n; i++)
-			{
-				/* mask: the receivers' ESRI codes or-ed together */
-				uint16_t	mask = 0;
-
-				if (isnan(frac[i]))
-					mask = 65535;
-				else
-					for (k = 0; k < 8; k++)
-						if (frac[(size_t) k * n + i] > 0)
-							mask |= (uint16_t) (1u << k);
-				((uint16_t *) out->data[0])[i] = mask;
-			}
+			tg_pixel_store(out->specs[b].pixtype, out->data[b], i, isnan(v) ? out->specs[b].nodata : v);
+		}
+	if (codes)
+		pfree(codes);
+	if (frac)
 		pfree(frac);
-	}
 }
 
 PG_FUNCTION_INFO_V1(tgpg_flow_direction);
@@ -471,6 +618,61 @@ tgpg_flow_direction(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(result);
 }
 
+/* A coverage beyond the budget: directions band by band (fdd8 excluded). */
+static void
+direction_coverage_in_bands(FunctionCallInfo fcinfo, tgpg_mosaic *m, const direction_plan *d,
+							const tgpg_grid_raster *out)
+{
+	const int	W = m->width;
+	const bool	codes = direction_as_codes(d);
+	const size_t bytes = tg_route_blocks_bytes_per_cell(d->p.routing, false) + sizeof(double) +
+		(codes ? 1 : 8 * sizeof(float)) + (size_t) out->nbands * sizeof(double);
+	banded_surface s;
+	tg_route_blocks *rb;
+	int64		written = 0;
+	tg_ctx		ctx;
+	tg_error	err;
+
+	tgpg_ctx_init(&ctx, "tg_flow_direction", fcinfo, 9);
+	if (ctx.backend == TG_BACKEND_GPU || d->p.routing == TG_ROUTE_FDD8)
+		beyond_budget_error(m, DIRECTION_BYTES_PER_CELL, "routing d8, fd8 or mfd-md and backend auto or cpu");
+	surface_in_bands(m, &ctx, "tg_flow_direction", d->p.fill, bytes, &s);
+	rb = flats_in_bands(&s, &ctx, &d->p, TG_UNITS_CELLS);
+	tg_error_clear(&err);
+	for (int k = 0; k < s.nb; k++)
+	{
+		const size_t n = (size_t) W * s.nrows[k];
+		double	   *z = surface_band(&s, k);
+		uint8_t    *d8 = codes ? palloc_extended(n + 1, MCXT_ALLOC_HUGE) : NULL;
+		float	   *frac = codes ? NULL : palloc_extended(8 * n * sizeof(float) + 1, MCXT_ALLOC_HUGE);
+		double	   *planes[TGPG_MAX_BANDS];
+
+		tgpg_check(tg_route_blocks_directions(&ctx, rb, s.row0s[k], s.nrows[k], z, d8, frac, &err),
+				   &err);
+		pfree(z);
+		for (int b = 0; b < out->nbands; b++)
+		{
+			planes[b] = palloc_extended(n * sizeof(double) + 1, MCXT_ALLOC_HUGE);
+			for (size_t i = 0; i < n; i++)
+				planes[b][i] = direction_value(d, d8, frac, n, b, i);
+		}
+		if (d8)
+			pfree(d8);
+		if (frac)
+			pfree(frac);
+		tgpg_mosaic_emit_rows(m, fcinfo, out->specs, out->nbands, s.row0s[k], s.nrows[k],
+							  (const double *const *) planes, &written);
+		for (int b = 0; b < out->nbands; b++)
+			pfree(planes[b]);
+		ereport(NOTICE,
+				(errmsg("tg_flow_direction: routed and wrote band %d of %d (%.1f s)", k + 1, s.nb,
+						seconds_since(s.t0))));
+	}
+	tg_route_blocks_end(&ctx, rb);
+	tgpg_rows_file_close(&s.file);
+	banded_stats(&ctx, m, &s, "directions in bands");
+}
+
 PG_FUNCTION_INFO_V1(tgpg_flow_direction_coverage);
 Datum
 tgpg_flow_direction_coverage(PG_FUNCTION_ARGS)
@@ -480,9 +682,15 @@ tgpg_flow_direction_coverage(PG_FUNCTION_ARGS)
 	direction_plan d;
 	tgpg_grid_raster out;
 
-	tgpg_mosaic_open(&m, fcinfo, "tg_flow_direction", 3, DIRECTION_BYTES_PER_CELL);
+	tgpg_mosaic_layout(&m, fcinfo, "tg_flow_direction", 3);
 	grid = tgpg_mosaic_grid(&m);
 	direction_plan_args(fcinfo, 2, &grid, &d, &out);
+	if (!tgpg_mosaic_fits(&m, DIRECTION_BYTES_PER_CELL))
+	{
+		direction_coverage_in_bands(fcinfo, &m, &d, &out);
+		return (Datum) 0;
+	}
+	tgpg_mosaic_read(&m, DIRECTION_BYTES_PER_CELL);
 	tgpg_grid_raster_alloc(&grid, &out);
 	tgpg_phase(&m, "routing");
 	direction_compute(fcinfo, 2, &m.dem, &d, &out);
@@ -627,6 +835,58 @@ tgpg_flow_accumulation(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(result);
 }
 
+/*
+ * A coverage beyond the budget: D8 accumulation band by band (Barnes 2017),
+ * without a weight coverage.
+ */
+static void
+accumulation_coverage_in_bands(FunctionCallInfo fcinfo, tgpg_mosaic *m, const accum_plan *plan,
+							   const tg_band_spec *spec)
+{
+	const int	W = m->width;
+	const size_t bytes = tg_route_blocks_bytes_per_cell(TG_ROUTE_D8, true) + 2 * sizeof(double);
+	banded_surface s;
+	tg_route_blocks *rb;
+	int64		written = 0;
+	tg_ctx		ctx;
+	tg_error	err;
+
+	tgpg_ctx_init(&ctx, "tg_flow_accumulation", fcinfo, plan->backend_arg);
+	if (ctx.backend == TG_BACKEND_GPU || plan->p.routing != TG_ROUTE_D8 || !PG_ARGISNULL(6))
+		beyond_budget_error(m, ACCUMULATION_BYTES_PER_CELL,
+							"routing d8, no weight and backend auto or cpu");
+	surface_in_bands(m, &ctx, "tg_flow_accumulation", plan->p.fill, bytes, &s);
+	rb = flats_in_bands(&s, &ctx, &plan->p, plan->units);
+	tg_error_clear(&err);
+	for (int k = 0; k < s.nb; k++)
+	{
+		double	   *z = surface_band(&s, k);
+
+		tgpg_check(tg_route_blocks_link(&ctx, rb, s.row0s[k], s.nrows[k], z, &err), &err);
+		pfree(z);
+	}
+	tgpg_check(tg_route_blocks_solve_flow(&ctx, rb, &err), &err);
+	ereport(NOTICE,
+			(errmsg("tg_flow_accumulation: linked the flow between bands (%.1f s)", seconds_since(s.t0))));
+	for (int k = 0; k < s.nb; k++)
+	{
+		double	   *z = surface_band(&s, k);
+		double	   *acc = palloc_extended(sizeof(double) * (size_t) W * s.nrows[k] + 1, MCXT_ALLOC_HUGE);
+
+		tgpg_check(tg_route_blocks_accumulate(&ctx, rb, s.row0s[k], s.nrows[k], z, acc, &err), &err);
+		pfree(z);
+		tgpg_mosaic_emit_rows(m, fcinfo, spec, 1, s.row0s[k], s.nrows[k], (const double *const *) &acc,
+							  &written);
+		pfree(acc);
+		ereport(NOTICE,
+				(errmsg("tg_flow_accumulation: accumulated and wrote band %d of %d (%.1f s)", k + 1, s.nb,
+						seconds_since(s.t0))));
+	}
+	tg_route_blocks_end(&ctx, rb);
+	tgpg_rows_file_close(&s.file);
+	banded_stats(&ctx, m, &s, "d8 in bands");
+}
+
 /* Coverage form: the weight is a coverage (arg 6) with its column last (arg 15). */
 PG_FUNCTION_INFO_V1(tgpg_flow_accumulation_coverage);
 Datum
@@ -640,12 +900,18 @@ tgpg_flow_accumulation_coverage(PG_FUNCTION_ARGS)
 	tg_flow_products products = {0};
 	bool		has_weight;
 
-	tgpg_mosaic_open(&m, fcinfo, "tg_flow_accumulation", 3, ACCUMULATION_BYTES_PER_CELL);
+	tgpg_mosaic_layout(&m, fcinfo, "tg_flow_accumulation", 3);
 	grid = tgpg_mosaic_grid(&m);
 	accum_plan_common(fcinfo, 2, &plan);
 	accumulation_spec(fcinfo, 12, 13, &out.specs[0]);
 	tgpg_flow_params(fcinfo, 4, 8, 9, 10, &grid, &plan.p);
 	plan.backend_arg = 14;
+	if (!tgpg_mosaic_fits(&m, ACCUMULATION_BYTES_PER_CELL))
+	{
+		accumulation_coverage_in_bands(fcinfo, &m, &plan, &out.specs[0]);
+		return (Datum) 0;
+	}
+	tgpg_mosaic_read(&m, ACCUMULATION_BYTES_PER_CELL);
 	has_weight = coverage_weight(fcinfo, 6, 11, 15, &m, &weight);
 	out.nbands = 1;
 	tgpg_grid_raster_alloc(&grid, &out);

@@ -169,7 +169,8 @@ slope_coverage_in_bands(FunctionCallInfo fcinfo, tgpg_mosaic *m)
 		tgpg_check(tg_slope(&ctx, &band, &params, slope, &err), &err);
 		for (size_t i = 0; i < (size_t) W * nrows[k]; i++)
 			z[i] = slope[(size_t) (row0s[k] - first) * W + i];
-		tgpg_mosaic_emit_rows(m, fcinfo, &out.specs[0], row0s[k], nrows[k], z, &written);
+		tgpg_mosaic_emit_rows(m, fcinfo, out.specs, 1, row0s[k], nrows[k], (const double *const *) &z,
+							  &written);
 		pfree(z);
 		pfree(slope);
 	}
