@@ -494,6 +494,11 @@ tg_route_blocks_solve_flats(const tg_ctx *ctx, tg_route_blocks *rb, tg_error *er
 		rb->flat_mask[s] = towards[s] > 0 ?
 			2 * towards[s] + (away[s] > 0 ? height[label[s]] - away[s] : 0) : 0;
 	rb->flats_solved = true;
+	/* routing needs each cell's mask only */
+	tg_free(ctx, rb->flat_z);
+	tg_free(ctx, rb->flat_seed);
+	rb->flat_z = NULL;
+	rb->flat_seed = NULL;
 
 done:
 	tg_free(ctx, towards);
@@ -508,6 +513,14 @@ size_t
 tg_route_blocks_flat_cells(const tg_route_blocks *rb)
 {
 	return rb->nflat;
+}
+
+size_t
+tg_route_blocks_flat_bytes(const tg_route_blocks *rb, bool solving)
+{
+	/* cell, elevation, seeds; solving adds two distances, a label and a queue
+	 * slot; afterwards cell and mask remain */
+	return rb->nflat * (solving ? 8 + 8 + 1 + 16 : 8 + 4);
 }
 
 /* ------------------------------------------------------------------------

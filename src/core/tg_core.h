@@ -442,8 +442,8 @@ typedef enum tg_accum_units
  *   3. D8 accumulation: link every band (any order), solve_flow, then
  *      accumulate any band (acc: nrows * width, in `units`).
  * fdd8 is not available.  Memory: about tg_route_blocks_bytes_per_cell()
- * per cell of the band being processed, plus 17 bytes per cell of flats
- * that cross band boundaries (33 while solving them) and 24 per exit.
+ * per cell of the band being processed, plus what the flats that cross
+ * band boundaries take (tg_route_blocks_flat_bytes) and 24 bytes per exit.
  */
 typedef struct tg_route_blocks tg_route_blocks;
 
@@ -454,6 +454,8 @@ tg_status	tg_route_blocks_scan(const tg_ctx *ctx, tg_route_blocks *rb, int row0,
 								 const double *z, tg_error *err);
 tg_status	tg_route_blocks_solve_flats(const tg_ctx *ctx, tg_route_blocks *rb, tg_error *err);
 size_t		tg_route_blocks_flat_cells(const tg_route_blocks *rb);
+/* Memory the crossing flats take while solving them (solving) or after. */
+size_t		tg_route_blocks_flat_bytes(const tg_route_blocks *rb, bool solving);
 tg_status	tg_route_blocks_directions(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows,
 									   const double *z, uint8_t *d8, float *frac, tg_error *err);
 tg_status	tg_route_blocks_link(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows,

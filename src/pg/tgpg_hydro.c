@@ -328,7 +328,13 @@ seconds_since(TimestampTz t0)
 	return TimestampDifferenceMilliseconds(t0, GetCurrentTimestamp()) / 1000.0;
 }
 
-/* bytes_per_cell: what the operation holds per cell of a band afterwards */
+/* Per cell of a band: the surface read back and the scan's flat flags, labels and queue. */
+#define FLAT_SCAN_BYTES_PER_CELL 17
+
+/*
+ * The surface into the temporary file, in bands sized for filling (or
+ * reading), the flats' scan and bytes_per_cell of the passes that follow.
+ */
 static void
 surface_in_bands(tgpg_mosaic *m, const tg_ctx *ctx, const char *function, bool fill,
 				 size_t bytes_per_cell, banded_surface *s)
@@ -340,8 +346,8 @@ surface_in_bands(tgpg_mosaic *m, const tg_ctx *ctx, const char *function, bool f
 
 	s->function = function;
 	s->t0 = GetCurrentTimestamp();
-	s->nb = tgpg_mosaic_bands(m, Max(bytes_per_cell, fill ? fill_bytes : 0), &s->row0s, &s->nrows,
-							  &s->max_rows);
+	s->nb = tgpg_mosaic_bands(m, Max(Max(FLAT_SCAN_BYTES_PER_CELL, bytes_per_cell), fill ? fill_bytes : 0),
+							  &s->row0s, &s->nrows, &s->max_rows);
 	ereport(NOTICE,
 			(errmsg("%s: %s spans %d x %d cells, more than terra_gpu.max_memory_mb holds: "
 					"routing it in %d bands of rows", function, m->relname, W, m->height, s->nb)));
@@ -394,13 +400,18 @@ surface_band(banded_surface *s, int k)
 	return tgpg_rows_file_read(&s->file, s->row0s[k], s->nrows[k], 2, &first, &count);
 }
 
-/* Scan every band for flats that cross band boundaries and solve them. */
+/*
+ * Scan every band for flats that cross band boundaries and solve them.  The
+ * passes that follow keep to the same bands: the flats found are those that
+ * cross their boundaries.
+ */
 static tg_route_blocks *
-flats_in_bands(banded_surface *s, const tg_ctx *ctx, const tg_flow_params *p,
+flats_in_bands(tgpg_mosaic *m, banded_surface *s, const tg_ctx *ctx, const tg_flow_params *p,
 			   tg_accum_units units)
 {
 	tg_route_blocks *rb;
 	tg_error	err;
+	size_t		need;
 
 	tg_error_clear(&err);
 	tgpg_check(tg_route_blocks_begin(ctx, p, units, &rb, &err), &err);
@@ -411,10 +422,21 @@ flats_in_bands(banded_surface *s, const tg_ctx *ctx, const tg_flow_params *p,
 		tgpg_check(tg_route_blocks_scan(ctx, rb, s->row0s[k], s->nrows[k], z, &err), &err);
 		pfree(z);
 	}
+	need = tg_route_blocks_flat_bytes(rb, true);
+	if (need > tgpg_memory_budget())
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("%s over %s: %zu cells of flats cross band boundaries, and resolving them "
+						"needs %zu MB, more than terra_gpu.max_memory_mb (%zu MB)", m->function,
+						m->relname, tg_route_blocks_flat_cells(rb), need >> 20,
+						tgpg_memory_budget() >> 20),
+				 errdetail("A flat that crosses bands is drained as a whole: a sea or lake held at one "
+						   "elevation across the grid is such a flat."),
+				 errhint("Raise terra_gpu.max_memory_mb, or set the sea to nodata.")));
 	tgpg_check(tg_route_blocks_solve_flats(ctx, rb, &err), &err);
 	ereport(NOTICE,
-			(errmsg("%s: flats across bands resolved (%zu cells) (%.1f s)", s->function,
-					tg_route_blocks_flat_cells(rb), seconds_since(s->t0))));
+			(errmsg("%s: flats across bands resolved (%zu cells) (%.1f s)",
+					s->function, tg_route_blocks_flat_cells(rb), seconds_since(s->t0))));
 	return rb;
 }
 
@@ -637,7 +659,7 @@ direction_coverage_in_bands(FunctionCallInfo fcinfo, tgpg_mosaic *m, const direc
 	if (ctx.backend == TG_BACKEND_GPU || d->p.routing == TG_ROUTE_FDD8)
 		beyond_budget_error(m, DIRECTION_BYTES_PER_CELL, "routing d8, fd8 or mfd-md and backend auto or cpu");
 	surface_in_bands(m, &ctx, "tg_flow_direction", d->p.fill, bytes, &s);
-	rb = flats_in_bands(&s, &ctx, &d->p, TG_UNITS_CELLS);
+	rb = flats_in_bands(m, &s, &ctx, &d->p, TG_UNITS_CELLS);
 	tg_error_clear(&err);
 	for (int k = 0; k < s.nb; k++)
 	{
@@ -856,7 +878,7 @@ accumulation_coverage_in_bands(FunctionCallInfo fcinfo, tgpg_mosaic *m, const ac
 		beyond_budget_error(m, ACCUMULATION_BYTES_PER_CELL,
 							"routing d8, no weight and backend auto or cpu");
 	surface_in_bands(m, &ctx, "tg_flow_accumulation", plan->p.fill, bytes, &s);
-	rb = flats_in_bands(&s, &ctx, &plan->p, plan->units);
+	rb = flats_in_bands(m, &s, &ctx, &plan->p, plan->units);
 	tg_error_clear(&err);
 	for (int k = 0; k < s.nb; k++)
 	{

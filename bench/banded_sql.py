@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Coverages larger than terra_gpu.max_memory_mb: the fill -> D8 accumulation
+pipeline as one coverage call (tg_flow_accumulation fills the DEM itself),
+run in bands of rows under a memory budget, timed, with the backend's peak
+resident memory; optionally the same call in memory and a tile-by-tile
+comparison.
+
+    bench/banded_sql.py TABLE --budget-mb 4096 [--compare] [--keep]
+    bench/banded_sql.py DEM.tif --budget-mb 512 --compare     (loads DEM.tif at 256 x 256)
+
+The peak is the backend's VmHWM (/proc/PID/status, read through
+pg_read_file, so the role must be a superuser) in a fresh session that runs
+only this statement.  The NOTICEs give the time of each phase.
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tg_tools import Dem, load_dem, machine_description, psql  # noqa: E402
+
+
+def run_statement(sql, budget_mb, db):
+    """Run sql in a fresh session under the budget; wall s, peak MB, NOTICEs."""
+    script = ("SET terra_gpu.max_memory_mb = %d;\n"
+              "SET default_toast_compression = lz4;\n"
+              "%s;\n"
+              "SELECT method, note FROM tg_last_run();\n"
+              "SELECT pg_read_file('/proc/' || pg_backend_pid() || '/status');\n" % (budget_mb, sql))
+    cmd = ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"] + (["-d", db] if db else [])
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, input=script, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise RuntimeError("psql failed:\n" + p.stderr)
+    peak = re.search(r"VmHWM:\s+(\d+) kB", p.stdout)
+    method = p.stdout.strip().splitlines()[0]
+    notices = [l for l in p.stderr.splitlines() if l.startswith("NOTICE")]
+    return wall, int(peak.group(1)) / 1024 if peak else float("nan"), method, notices
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("source", help="a tiled raster table, or a DEM file to load at 256 x 256")
+    ap.add_argument("--budget-mb", type=int, required=True)
+    ap.add_argument("--compare", action="store_true",
+                    help="also run in memory (budget 1 TB) and compare the tiles")
+    ap.add_argument("--keep", action="store_true", help="keep the result tables")
+    ap.add_argument("--db")
+    a = ap.parse_args()
+
+    table = a.source
+    if a.source.endswith((".tif", ".tiff")):
+        dem = Dem(a.source)
+        table = re.sub(r"\W", "_", dem.name) + "_tiles"
+        t0 = time.perf_counter()
+        load_dem(dem, table, a.db, tile=256)
+        print("loaded %s (%d x %d) as %s in %.1f s" % (dem.name, dem.width, dem.height, table,
+                                                       time.perf_counter() - t0))
+    size = psql("SELECT count(*), max(ST_UpperLeftX(rast)) IS NOT NULL FROM %s" % table, a.db)
+    print("# %s" % machine_description())
+    print("# %s: %s tiles" % (table, size.split("|")[0]))
+
+    def pipeline(result):
+        return ("CREATE TABLE %s AS SELECT * FROM tg_flow_accumulation(coverage => '%s', backend => 'cpu')"
+                % (result, table))
+
+    psql("DROP TABLE IF EXISTS banded_acc, memory_acc", a.db)
+    wall, peak, method, notices = run_statement(pipeline("banded_acc"), a.budget_mb, a.db)
+    for n in notices:
+        print("  " + n)
+    print("in bands (budget %d MB): %.1f s, peak backend memory %.0f MB, %s"
+          % (a.budget_mb, wall, peak, method.replace("|", ": ")))
+    if a.compare:
+        wall, peak, method, _ = run_statement(pipeline("memory_acc"), 1 << 20, a.db)
+        print("in memory: %.1f s, peak backend memory %.0f MB, %s" % (wall, peak, method.replace("|", ": ")))
+        same = psql("SELECT count(*), count(*) FILTER (WHERE ST_AsBinary(m.rast) = ST_AsBinary(b.rast)) "
+                    "FROM memory_acc m JOIN banded_acc b USING (rid)", a.db)
+        print("tiles compared, identical: %s" % same.replace("|", ", "))
+    if not a.keep:
+        psql("DROP TABLE IF EXISTS banded_acc, memory_acc", a.db)
+
+
+if __name__ == "__main__":
+    main()
