@@ -6,7 +6,8 @@ resident memory; optionally the same call in memory and a tile-by-tile
 comparison.
 
     bench/banded_sql.py TABLE --budget-mb 4096 [--compare] [--keep]
-    bench/banded_sql.py DEM.tif --budget-mb 512 --compare     (loads DEM.tif at 256 x 256)
+    bench/banded_sql.py DEM.tif --budget-mb 512 --compare [--memory-backend gpu]
+                                              (loads DEM.tif at 256 x 256)
 
 The peak is the backend's VmHWM (/proc/PID/status, read through
 pg_read_file, so the role must be a superuser) in a fresh session that runs
@@ -49,6 +50,7 @@ def main():
     ap.add_argument("--budget-mb", type=int, required=True)
     ap.add_argument("--compare", action="store_true",
                     help="also run in memory (budget 1 TB) and compare the tiles")
+    ap.add_argument("--memory-backend", default="cpu", help="backend of the in-memory run (cpu, gpu)")
     ap.add_argument("--keep", action="store_true", help="keep the result tables")
     ap.add_argument("--db")
     a = ap.parse_args()
@@ -65,9 +67,9 @@ def main():
     print("# %s" % machine_description())
     print("# %s: %s tiles" % (table, size.split("|")[0]))
 
-    def pipeline(result):
-        return ("CREATE TABLE %s AS SELECT * FROM tg_flow_accumulation(coverage => '%s', backend => 'cpu')"
-                % (result, table))
+    def pipeline(result, backend="cpu"):
+        return ("CREATE TABLE %s AS SELECT * FROM tg_flow_accumulation(coverage => '%s', backend => '%s')"
+                % (result, table, backend))
 
     psql("DROP TABLE IF EXISTS banded_acc, memory_acc", a.db)
     wall, peak, method, notices = run_statement(pipeline("banded_acc"), a.budget_mb, a.db)
@@ -76,7 +78,7 @@ def main():
     print("in bands (budget %d MB): %.1f s, peak backend memory %.0f MB, %s"
           % (a.budget_mb, wall, peak, method.replace("|", ": ")))
     if a.compare:
-        wall, peak, method, _ = run_statement(pipeline("memory_acc"), 1 << 20, a.db)
+        wall, peak, method, _ = run_statement(pipeline("memory_acc", a.memory_backend), 1 << 20, a.db)
         print("in memory: %.1f s, peak backend memory %.0f MB, %s" % (wall, peak, method.replace("|", ": ")))
         same = psql("SELECT count(*), count(*) FILTER (WHERE ST_AsBinary(m.rast) = ST_AsBinary(b.rast)) "
                     "FROM memory_acc m JOIN banded_acc b USING (rid)", a.db)

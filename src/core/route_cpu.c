@@ -216,7 +216,8 @@ done:
 
 /*
  * Flat cells: valid, no valid neighbour strictly lower, not an outlet (the
- * edge or next to nodata).  Computed for every cell of the grid given.
+ * edge or next to nodata).  tg_cpu_route_surface finds them in its gradient
+ * pass by the same rule; the banded routing's tests hold the two together.
  */
 void
 tg_cpu_flat_cells(const double *z, int W, int H, uint8_t *flat)
@@ -311,8 +312,7 @@ tg_cpu_route_surface(const tg_ctx *ctx, double *z, int W, int H, const tg_flow_p
 	if (multiple)
 		memset(r->frac, 0, 8 * n * sizeof(float));
 
-	/* slopes on the surface */
-	tg_cpu_flat_cells(r->z, W, H, flat);
+	/* slopes on the surface; flat cells as tg_cpu_flat_cells finds them */
 	for (y = 0; y < H; y++)
 	{
 		double		dx,
@@ -332,8 +332,9 @@ tg_cpu_route_surface(const tg_ctx *ctx, double *z, int W, int H, const tg_flow_p
 			double		g[8];
 			int			lower = 0;
 
+			flat[i] = 0;
 			r->d8[i] = TG_NO_DIRECTION;
-			if (isnan(r->z[i]) || flat[i])
+			if (isnan(r->z[i]))
 				continue;
 			for (k = 0; k < 8; k++)
 			{
@@ -343,7 +344,11 @@ tg_cpu_route_surface(const tg_ctx *ctx, double *z, int W, int H, const tg_flow_p
 				lower |= g[k] > 0;
 			}
 			if (!lower)
-				continue;		/* an outlet: its water leaves the raster */
+			{
+				/* outlets pass their water off the raster */
+				flat[i] = !tg_cpu_is_outlet(r->z, W, H, x, y);
+				continue;
+			}
 			r->d8[i] = (uint8_t) tg_d8_choose(g);
 			if (multiple)
 			{
