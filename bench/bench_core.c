@@ -7,11 +7,13 @@
  *
  *   bench_core FILE WIDTH HEIGHT PIXTYPE NODATA|none OPTION=VALUE...
  *
- * options: op=slope|fill|direction|accumulation|routing|bmmq (slope), reps=N (3),
+ * options: op=slope|fill|direction|accumulation|routing|rusle|bmmq (slope), reps=N (3),
  *   backends=cpu,gpu (both; gpu skipped without a device), geographic=0|1,
  *   pixel_w=, pixel_h= (projected), lat_top=, lat_step=, lon_step= (geographic),
  *   scale= (slope), method= (fill: priority-flood|planchon-darboux;
  *   accumulation: indegree|topological|dependency-transfer|flow-transfer),
+ *   op=rusle: soil loss with R 300, K 0.03, C 0.2, P 1 and the default LS
+ *   (m 0.4, n 1.3), as floats,
  *   routing=d8|fd8|mfd-md|fdd8, eps= (fill), fill=0|1 (routing on the filled DEM),
  *   save=FILE (the result's raw values: doubles for fill and accumulation),
  *   repeat_check=1 (compare every run's output with the first run's, bit for bit,
@@ -132,6 +134,23 @@ run_op(const options *o, tg_backend backend, const tg_band *b, void *out, tg_run
 	if (strcmp(o->op, "accumulation") == 0)
 		return tg_flow_accumulation(&ctx, b, NULL, &o->flow, parse_accum(o->method),
 									TG_UNITS_CELLS, out, err);
+	if (strcmp(o->op, "rusle") == 0)
+	{
+		tg_rusle_params rp;
+
+		memset(&rp, 0, sizeof rp);
+		rp.flow = o->flow;
+		rp.method = parse_accum(o->method);
+		rp.m = 0.4;
+		rp.n = 1.3;
+		rp.a0 = 22.1;
+		rp.b0 = 0.0896;
+		rp.r.value = 300;
+		rp.k.value = 0.03;
+		rp.c.value = 0.2;
+		rp.p.value = 1;
+		return tg_rusle(&ctx, b, &rp, NULL, out, err);
+	}
 	if (strcmp(o->op, "routing") == 0)
 	{
 		/* the surface and receivers an accumulation used: doubles, then 16-bit masks */
@@ -154,6 +173,13 @@ run_op(const options *o, tg_backend backend, const tg_band *b, void *out, tg_run
 
 /* Medians over reps after one warm-up run. */
 /* Bytes of the operation's output for n cells. */
+/* Operations whose output is one float per cell. */
+static bool
+single_output(const options *o)
+{
+	return strcmp(o->op, "slope") == 0 || strcmp(o->op, "rusle") == 0;
+}
+
 static size_t
 output_bytes(const options *o, size_t n)
 {
@@ -161,7 +187,7 @@ output_bytes(const options *o, size_t n)
 		return o->flow.routing == TG_ROUTE_D8 ? n : n * 8 * sizeof(float);
 	if (strcmp(o->op, "routing") == 0)
 		return n * (sizeof(double) + sizeof(uint16_t));
-	return strcmp(o->op, "slope") == 0 ? n * sizeof(float) : n * sizeof(double);
+	return single_output(o) ? n * sizeof(float) : n * sizeof(double);
 }
 
 /*
@@ -174,7 +200,7 @@ report_repeat(const options *o, int width, const void *first, const void *now, s
 {
 	const bool	direction = strcmp(o->op, "direction") == 0;
 	const bool	d8 = direction && o->flow.routing == TG_ROUTE_D8;
-	const size_t size = d8 ? 1 : direction || strcmp(o->op, "slope") == 0 ? sizeof(float) : sizeof(double);
+	const size_t size = d8 ? 1 : direction || single_output(o) ? sizeof(float) : sizeof(double);
 	const size_t values = direction && !d8 ? 8 * n : n;
 	size_t		count = 0;
 
@@ -279,7 +305,7 @@ compare(const options *o, const void *a, const void *b, size_t n, double *worst,
 					y,
 					d;
 
-		if (strcmp(o->op, "slope") == 0 || strcmp(o->op, "direction") == 0)
+		if (single_output(o) || strcmp(o->op, "direction") == 0)
 		{
 			x = ((const float *) a)[i];
 			y = ((const float *) b)[i];

@@ -5,6 +5,7 @@ import collections
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 from array import array
@@ -16,6 +17,10 @@ def run(cmd, **kw):
     if p.returncode != 0:
         raise RuntimeError("%s failed (%d):\n%s" % (" ".join(cmd), p.returncode, p.stderr))
     return p.stdout
+
+
+def sql_literal(text):
+    return "'" + text.replace("'", "''") + "'"
 
 
 def psql(sql, db=None):
@@ -63,7 +68,17 @@ class Dem:
 
 
 def load_dem(dem, table, db=None, tile=None):
-    """Load a DEM with raster2pgsql (one raster value, or tiles of tile x tile)."""
+    """Load a DEM with raster2pgsql (one raster value, or tiles of tile x tile);
+    where raster2pgsql is missing, the server reads the file itself
+    (ST_FromGDALRaster: a superuser on the same machine, files under 1 GB)."""
+    if shutil.which("raster2pgsql") is None:
+        src = ("ST_SetSRID(ST_FromGDALRaster(pg_read_binary_file(%s)), %d)"
+               % (sql_literal(os.path.abspath(dem.path)), dem.srid))
+        rows = ("SELECT (row_number() OVER ())::int AS rid, t AS rast FROM (SELECT %s AS r) s, "
+                "ST_Tile(s.r, %d, %d) AS t" % (src, tile, tile)) if tile else "SELECT 1 AS rid, %s AS rast" % src
+        psql_script("SET postgis.gdal_enabled_drivers = 'ENABLE_ALL';\nDROP TABLE IF EXISTS %s;\n"
+                    "CREATE TABLE %s AS %s;\nANALYZE %s;\n" % (table, table, rows, table), db)
+        return
     cmd = ["raster2pgsql", "-q", "-s", str(dem.srid), "-Y"]
     if tile:
         cmd += ["-t", "%dx%d" % (tile, tile), "-I", "-C"]

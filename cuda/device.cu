@@ -118,6 +118,36 @@ cleanup:
 	return err->code;
 }
 
+/*
+ * The stream-ordered pool (hydro.cuh's dbuf) would give memory back to the
+ * system at every synchronisation; it keeps it instead until the call is
+ * over and tg_cuda_release trims it, so a call's later allocations reuse
+ * its earlier ones and an idle backend holds no device memory.
+ */
+static void
+keep_pool_during_calls(int device)
+{
+	cudaMemPool_t pool;
+	uint64_t	keep = UINT64_MAX;
+
+	if (cudaDeviceGetDefaultMemPool(&pool, device) != cudaSuccess ||
+		cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) != cudaSuccess)
+		(void) cudaGetLastError();
+}
+
+extern "C" void
+tg_cuda_release(void)
+{
+	cudaMemPool_t pool;
+	int			device;
+
+	if (cudaGetDevice(&device) != cudaSuccess ||
+		cudaDeviceSynchronize() != cudaSuccess ||
+		cudaDeviceGetDefaultMemPool(&pool, device) != cudaSuccess ||
+		cudaMemPoolTrimTo(pool, 0) != cudaSuccess)
+		(void) cudaGetLastError();
+}
+
 extern "C" tg_status
 tg_cuda_probe(int device, tg_device_info *info, tg_error *err)
 {
@@ -163,6 +193,7 @@ tg_cuda_probe(int device, tg_device_info *info, tg_error *err)
 			d->multiprocessors = prop.multiProcessorCount;
 			d->total_memory = prop.totalGlobalMem;
 			d->known = true;
+			keep_pool_during_calls(device);
 		}
 	}
 	if (rc != cudaSuccess)

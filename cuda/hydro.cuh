@@ -26,7 +26,14 @@
 
 #define TG_CUDA_RETURN_IF_LAUNCH(what) TG_CUDA_RETURN_IF(cudaGetLastError(), (what))
 
-/* A device array that frees itself; nothing in here throws. */
+/*
+ * A device array that frees itself; nothing in here throws.  It comes from
+ * the device's stream-ordered pool, in the order of the legacy default
+ * stream: neither allocating nor freeing waits for the device, and a call
+ * that frees and allocates again reuses the pool's memory (device.cu keeps
+ * the pool during a call and gives it back after, tg_cuda_release).  Work on
+ * other streams must be finished before its buffers are freed.
+ */
 template <typename T>
 struct dbuf
 {
@@ -39,12 +46,12 @@ struct dbuf
 	~dbuf()
 	{
 		if (p)
-			cudaFree(p);
+			cudaFreeAsync(p, 0);
 	}
 	cudaError_t alloc(size_t count)
 	{
 		n = count;
-		return cudaMalloc(&p, (count ? count : 1) * sizeof(T));
+		return cudaMallocAsync((void **) &p, (count ? count : 1) * sizeof(T), 0);
 	}
 };
 

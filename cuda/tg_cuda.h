@@ -24,6 +24,9 @@ extern "C"
  */
 tg_status	tg_cuda_probe(int device, tg_device_info *info, tg_error *err);
 
+/* After a call that ran on the device: give the memory its buffers took back. */
+void		tg_cuda_release(void);
+
 tg_status	tg_cuda_slope(const tg_ctx *ctx, const tg_band *dem,
 						  const tg_slope_params *params, float *out, tg_error *err);
 

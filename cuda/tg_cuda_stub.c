@@ -20,6 +20,11 @@ tg_cuda_probe(int device, tg_device_info *info, tg_error *err)
 	return no_cuda(err);
 }
 
+void
+tg_cuda_release(void)
+{
+}
+
 tg_status
 tg_cuda_slope(const tg_ctx *ctx, const tg_band *dem, const tg_slope_params *params,
 			  float *out, tg_error *err)

@@ -96,6 +96,7 @@ run(const tg_ctx *ctx, int64_t cells, op_fn cpu, op_fn gpu, const void *args,
 
 		tg_error_clear(&gpu_err);
 		st = gpu(ctx, args, &gpu_err);
+		tg_cuda_release();
 		if (st == TG_ENOMEM && gpu_err.on_device && ctx->backend == TG_BACKEND_AUTO)
 		{
 			note(ctx, "GPU out of memory, ran on the CPU: %s", gpu_err.message);
