@@ -173,8 +173,10 @@ def run_jobs(dem, tile, db):
     check(ra == 0 and rb == 0 and same_a == "t" and same_b == "t",
           "two connections at once: both finish, both equal the value form")
 
-    c = psql_async("CREATE TABLE job_c AS SELECT * FROM tg_flow_accumulation(coverage => 'cov_dem', routing => 'mfd-md')",
-                   db, "tg_job_c")
+    # a job that surely outlasts the second before the cancel (mfd-md by indegree
+    # finishes within it on a fast machine): flow transfer, one round per cell of the longest path
+    c = psql_async("CREATE TABLE job_c AS SELECT * FROM tg_flow_accumulation(coverage => 'cov_dem', routing => 'mfd-md', "
+                   "method => 'flow-transfer', backend => 'cpu')", db, "tg_job_c")
     time.sleep(1.0)
     t0 = time.time()
     canceled = psql("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'tg_job_c'", db)

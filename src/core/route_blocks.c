@@ -358,19 +358,14 @@ done:
 	return st;
 }
 
-/* Index of the crossing-flat cell at (x, y), or -1. */
+/* First crossing-flat cell of row y at or after column x (row_start[y + 1] if none). */
 static int64_t
-flat_index(const tg_route_blocks *rb, int x, int y)
+flat_lower_bound(const tg_route_blocks *rb, int x, int y)
 {
-	int64_t		lo,
-				hi,
-				cell;
+	int64_t		lo = rb->row_start[y],
+				hi = rb->row_start[y + 1],
+				cell = (int64_t) y * rb->W + x;
 
-	if (!inside(rb->W, rb->H, x, y))
-		return -1;
-	lo = rb->row_start[y];
-	hi = rb->row_start[y + 1];
-	cell = (int64_t) y * rb->W + x;
 	while (lo < hi)
 	{
 		int64_t		mid = lo + (hi - lo) / 2;
@@ -380,27 +375,49 @@ flat_index(const tg_route_blocks *rb, int x, int y)
 		else
 			hi = mid;
 	}
-	return lo < rb->row_start[y + 1] && rb->flat_cell[lo] == cell ? lo : -1;
+	return lo;
 }
 
-/* Breadth-first from the queued cells: what each reaches gets step(c). */
+/*
+ * Breadth-first from the queued cells: each cell of equal elevation reached
+ * gets value(c) + 1 (count_steps) or value(c).  A cell's neighbours are found
+ * in raster order: beside it in its row, and by one search in each of the
+ * rows above and below.
+ */
 static bool
 flats_spread(const tg_ctx *ctx, const tg_route_blocks *rb, int32_t *value, bool count_steps,
 			 uint32_t *queue, size_t head, size_t tail)
 {
 	while (head < tail)
 	{
-		uint32_t	c = queue[head++];
-		int			cx = (int) (rb->flat_cell[c] % rb->W),
-					cy = (int) (rb->flat_cell[c] / rb->W);
+		const uint32_t c = queue[head++];
+		const int64_t cell = rb->flat_cell[c];
+		const int	cx = (int) (cell % rb->W),
+					cy = (int) (cell / rb->W),
+					x0 = cx > 0 ? cx - 1 : 0,
+					x1 = cx + 1 < rb->W ? cx + 1 : cx;
+		int64_t		near[8];
+		int			count = 0;
 
 		if (head % 65536 == 0 && tg_canceled(ctx))
 			return false;
-		for (int k = 0; k < 8; k++)
+		if ((int64_t) c > rb->row_start[cy] && rb->flat_cell[c - 1] == cell - 1 && cx > 0)
+			near[count++] = (int64_t) c - 1;
+		if ((int64_t) c + 1 < rb->row_start[cy + 1] && rb->flat_cell[c + 1] == cell + 1 && cx + 1 < rb->W)
+			near[count++] = (int64_t) c + 1;
+		for (int y = cy - 1; y <= cy + 1; y += 2)
 		{
-			int64_t		j = flat_index(rb, cx + tg_nbr_dx(k), cy + tg_nbr_dy(k));
+			if (y < 0 || y >= rb->H)
+				continue;
+			for (int64_t j = flat_lower_bound(rb, x0, y);
+				 j < rb->row_start[y + 1] && rb->flat_cell[j] <= (int64_t) y * rb->W + x1; j++)
+				near[count++] = j;
+		}
+		for (int q = 0; q < count; q++)
+		{
+			const int64_t j = near[q];
 
-			if (j < 0 || value[j] != 0 || rb->flat_z[j] != rb->flat_z[c])
+			if (value[j] != 0 || rb->flat_z[j] != rb->flat_z[c])
 				continue;
 			value[j] = count_steps ? value[c] + 1 : value[c];
 			queue[tail++] = (uint32_t) j;

@@ -170,15 +170,19 @@ void		tgpg_mosaic_emit_rows(tgpg_mosaic *m, FunctionCallInfo fcinfo, const tg_ba
 								  int nbands, int row0, int nrows, const double *const *planes,
 								  int64 *written);
 
-/* Rows of doubles kept in a temporary file (removed at transaction end) */
+/*
+ * Rows of doubles kept in a temporary file (removed at transaction end), as
+ * floats where the values are exact in them (single).
+ */
 typedef struct tgpg_rows_file
 {
 	File		file;
 	int			width;
 	int			height;
+	bool		single;
 } tgpg_rows_file;
 
-void		tgpg_rows_file_open(tgpg_rows_file *f, int width, int height);
+void		tgpg_rows_file_open(tgpg_rows_file *f, int width, int height, bool single);
 void		tgpg_rows_file_write(tgpg_rows_file *f, int row0, int nrows, const double *rows);
 double	   *tgpg_rows_file_read(tgpg_rows_file *f, int row0, int nrows, int halo, int *first,
 								int *count);

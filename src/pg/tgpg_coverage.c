@@ -880,26 +880,24 @@ tgpg_mosaic_emit_rows(tgpg_mosaic *m, FunctionCallInfo fcinfo, const tg_band_spe
 
 /*
  * Rows of doubles in a temporary file, for grids that do not fit the budget
- * and must be read more than once (the filled surface of a banded routing).
- * The file is removed when closed or at the end of the transaction.
+ * and must be read more than once (the filled surface of a banded routing),
+ * stored as floats where every value is exact in one (single).  The file is
+ * removed when closed or at the end of the transaction.
  */
 #define ROWS_FILE_CHUNK (1 << 30)
 
 void
-tgpg_rows_file_open(tgpg_rows_file *f, int width, int height)
+tgpg_rows_file_open(tgpg_rows_file *f, int width, int height, bool single)
 {
 	f->width = width;
 	f->height = height;
+	f->single = single;
 	f->file = OpenTemporaryFile(false);
 }
 
 static void
-rows_file_io(tgpg_rows_file *f, bool write, int row0, int nrows, double *rows)
+rows_file_io(tgpg_rows_file *f, bool write, off_t offset, size_t bytes, char *p)
 {
-	size_t		bytes = sizeof(double) * (size_t) f->width * nrows;
-	off_t		offset = (off_t) sizeof(double) * f->width * row0;
-	char	   *p = (char *) rows;
-
 	while (bytes > 0)
 	{
 		int			amount = (int) Min(bytes, (size_t) ROWS_FILE_CHUNK);
@@ -928,19 +926,50 @@ rows_file_io(tgpg_rows_file *f, bool write, int row0, int nrows, double *rows)
 void
 tgpg_rows_file_write(tgpg_rows_file *f, int row0, int nrows, const double *rows)
 {
-	rows_file_io(f, true, row0, nrows, (double *) rows);
+	const size_t n = (size_t) f->width * nrows;
+	const size_t size = f->single ? sizeof(float) : sizeof(double);
+	float	   *chunk;
+
+	if (!f->single)
+	{
+		rows_file_io(f, true, (off_t) size * f->width * row0, n * size, (char *) rows);
+		return;
+	}
+	chunk = palloc(sizeof(float) * (1 << 20));
+	for (size_t i = 0; i < n; i += 1 << 20)
+	{
+		size_t		m = Min(n - i, (size_t) 1 << 20);
+
+		for (size_t j = 0; j < m; j++)
+			chunk[j] = (float) rows[i + j];
+		rows_file_io(f, true, (off_t) size * ((size_t) f->width * row0 + i), m * size, (char *) chunk);
+	}
+	pfree(chunk);
 }
 
 /* Rows [row0 - halo, row0 + nrows + halo) clipped to the grid, palloc'd. */
 double *
 tgpg_rows_file_read(tgpg_rows_file *f, int row0, int nrows, int halo, int *first, int *count)
 {
+	const size_t size = f->single ? sizeof(float) : sizeof(double);
 	double	   *rows;
+	size_t		n;
 
 	*first = Max(row0 - halo, 0);
 	*count = Min(row0 + nrows + halo, f->height) - *first;
-	rows = palloc_extended(sizeof(double) * (size_t) f->width * *count + 1, MCXT_ALLOC_HUGE);
-	rows_file_io(f, false, *first, *count, rows);
+	n = (size_t) f->width * *count;
+	rows = palloc_extended(sizeof(double) * n + 1, MCXT_ALLOC_HUGE);
+	if (!f->single)
+		rows_file_io(f, false, (off_t) size * f->width * *first, n * size, (char *) rows);
+	else
+	{
+		/* the floats into the buffer's upper half, widened in place from the front */
+		float	   *in = (float *) (rows + n) - n;
+
+		rows_file_io(f, false, (off_t) size * f->width * *first, n * size, (char *) in);
+		for (size_t i = 0; i < n; i++)
+			rows[i] = in[i];
+	}
 	return rows;
 }
 

@@ -308,8 +308,9 @@ fill_coverage_in_bands(FunctionCallInfo fcinfo, tgpg_mosaic *m)
 /*
  * Routing coverages beyond terra_gpu.max_memory_mb, on the CPU in bands of
  * rows (route_blocks.c).  The routing surface is made band by band (filled
- * in bands as above unless fill => false) into a temporary file, which each
- * later pass reads back with two rows of halo.
+ * in bands as above unless fill => false) into a temporary file (floats
+ * where the DEM's values are exact in them), which each later pass reads
+ * back with two rows of halo.
  */
 typedef struct banded_surface
 {
@@ -326,6 +327,13 @@ static double
 seconds_since(TimestampTz t0)
 {
 	return TimestampDifferenceMilliseconds(t0, GetCurrentTimestamp()) / 1000.0;
+}
+
+/* Is every value of this pixel type (and NaN) exact as a float? */
+static bool
+exact_in_float(tg_pixtype t)
+{
+	return t != TG_PT_32BSI && t != TG_PT_32BUI && t != TG_PT_64BF;
 }
 
 /* Per cell of a band: the surface read back and the scan's flat flags, labels and queue. */
@@ -352,7 +360,6 @@ surface_in_bands(tgpg_mosaic *m, const tg_ctx *ctx, const char *function, bool f
 			(errmsg("%s: %s spans %d x %d cells, more than terra_gpu.max_memory_mb holds: "
 					"routing it in %d bands of rows", function, m->relname, W, m->height, s->nb)));
 	tg_error_clear(&err);
-	tgpg_rows_file_open(&s->file, W, m->height);
 	if (fill)
 		tgpg_check(tg_fill_blocks_begin(ctx, W, m->height, &fb, &err), &err);
 	for (int pass = fill ? 0 : 1; pass < 2; pass++)
@@ -365,6 +372,9 @@ surface_in_bands(tgpg_mosaic *m, const tg_ctx *ctx, const char *function, bool f
 						count;
 			double	   *z = tgpg_mosaic_read_halo(m, row0, nrows, &first, &count);
 
+			/* the first tile read gave the pixel type: fill only moves its values */
+			if (pass == 1 && k == 0)
+				tgpg_rows_file_open(&s->file, W, m->height, exact_in_float(m->dem.pixtype));
 			if (pass == 0)
 				tgpg_check(tg_fill_blocks_scan(ctx, fb, row0, nrows, z, &err), &err);
 			else if (fill)
