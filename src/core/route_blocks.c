@@ -654,7 +654,7 @@ tg_route_blocks_directions(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int
 /* The band's routing, weights and (inflows added where given) accumulation. */
 static tg_status
 accumulate_band(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows, const double *z,
-				bool with_inflows, tg_route *band, double *acc, tg_error *err)
+				const tg_band *weight, bool with_inflows, tg_route *band, double *acc, tg_error *err)
 {
 	tg_grid_geometry g = band_geometry(rb, row0, nrows);
 	double	   *w = NULL;
@@ -664,7 +664,7 @@ accumulate_band(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows, con
 		return tg_error_set(err, TG_EUNSUPPORTED, "accumulation in bands routes D8 only");
 	st = route_band(ctx, rb, row0, nrows, z, band, err);
 	if (st == TG_OK)
-		st = tg_cell_weights(ctx, NULL, &g, rb->units, &w, err);
+		st = tg_cell_weights(ctx, weight, &g, rb->units, &w, err);
 	if (st == TG_OK && with_inflows)
 	{
 		const int64_t begin = (int64_t) row0 * rb->W,
@@ -694,7 +694,7 @@ accumulate_band(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows, con
 
 tg_status
 tg_route_blocks_link(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows,
-					 const double *z, tg_error *err)
+					 const double *z, const tg_band *weight, tg_error *err)
 {
 	const int	W = rb->W;
 	const size_t nb = (size_t) W * nrows;
@@ -718,7 +718,7 @@ tg_route_blocks_link(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows
 		st = tg_error_set(err, TG_EINVAL, "link bands of fewer than 2^32 cells before solving the flow");
 		goto done;
 	}
-	st = accumulate_band(ctx, rb, row0, nrows, z, false, &band, acc, err);
+	st = accumulate_band(ctx, rb, row0, nrows, z, weight, false, &band, acc, err);
 	if (st != TG_OK)
 		goto done;
 	routed = true;
@@ -952,14 +952,14 @@ done:
 
 tg_status
 tg_route_blocks_accumulate(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows,
-						   const double *z, double *acc, tg_error *err)
+						   const double *z, const tg_band *weight, double *acc, tg_error *err)
 {
 	tg_route	band;
 	tg_status	st;
 
 	if (!rb->flow_solved)
 		return tg_error_set(err, TG_EINVAL, "accumulate a band after solving the flow");
-	st = accumulate_band(ctx, rb, row0, nrows, z, true, &band, acc, err);
+	st = accumulate_band(ctx, rb, row0, nrows, z, weight, true, &band, acc, err);
 	if (st != TG_OK)
 		return st;
 	tg_route_free(ctx, &band);

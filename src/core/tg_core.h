@@ -440,7 +440,8 @@ typedef enum tg_accum_units
  *   2. directions: tg_route_blocks_directions of any band (d8: ESRI codes,
  *      frac: 8 planes of shares, either NULL);
  *   3. D8 accumulation: link every band (any order), solve_flow, then
- *      accumulate any band (acc: nrows * width, in `units`).
+ *      accumulate any band (acc: nrows * width, in `units`; weight: the
+ *      band's own rows of the weight band, nodata counting 0, or NULL).
  * fdd8 is not available.  Memory: about tg_route_blocks_bytes_per_cell()
  * per cell of the band being processed, plus what the flats that cross
  * band boundaries take (tg_route_blocks_flat_bytes) and 24 bytes per exit.
@@ -459,10 +460,11 @@ size_t		tg_route_blocks_flat_bytes(const tg_route_blocks *rb, bool solving);
 tg_status	tg_route_blocks_directions(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows,
 									   const double *z, uint8_t *d8, float *frac, tg_error *err);
 tg_status	tg_route_blocks_link(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows,
-								 const double *z, tg_error *err);
+								 const double *z, const tg_band *weight, tg_error *err);
 tg_status	tg_route_blocks_solve_flow(const tg_ctx *ctx, tg_route_blocks *rb, tg_error *err);
 tg_status	tg_route_blocks_accumulate(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows,
-									   const double *z, double *acc, tg_error *err);
+									   const double *z, const tg_band *weight, double *acc,
+									   tg_error *err);
 void		tg_route_blocks_end(const tg_ctx *ctx, tg_route_blocks *rb);
 
 const char *tg_accum_method_name(tg_accum_method m);

@@ -191,6 +191,10 @@ void		tgpg_rows_file_close(tgpg_rows_file *f);
 void		tgpg_mosaic_read_aligned(tgpg_mosaic *m, Oid relid, const char *rast_col,
 									 const char *id_col, int band, const char *what,
 									 const char *column_argument, tg_band *out);
+/* The same laid out only (no pixels), for reading in rows like m itself. */
+void		tgpg_mosaic_layout_aligned(const tgpg_mosaic *m, Oid relid, const char *rast_col,
+									   const char *id_col, int band, const char *column_argument,
+									   tgpg_mosaic *w);
 /* Tile `index` of a whole-grid result, as a raster value. */
 Datum		tgpg_mosaic_tile(const tgpg_mosaic *m, int index, const tgpg_grid_raster *out);
 tgpg_grid	tgpg_mosaic_grid(const tgpg_mosaic *m);

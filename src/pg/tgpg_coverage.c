@@ -585,6 +585,51 @@ tgpg_mosaic_read_aligned(tgpg_mosaic *m, Oid relid, const char *rast_col, const 
 	SPI_finish();
 }
 
+/*
+ * Another coverage on m's grid, laid out but not read (its bands are read
+ * in rows with tgpg_mosaic_read_halo): its tiles must lie on m's grid and
+ * within it.
+ */
+void
+tgpg_mosaic_layout_aligned(const tgpg_mosaic *m, Oid relid, const char *rast_col,
+						   const char *id_col, int band, const char *column_argument,
+						   tgpg_mosaic *w)
+{
+	double		col,
+				row;
+
+	memset(w, 0, sizeof *w);
+	w->cxt = CurrentMemoryContext;
+	w->function = m->function;
+	w->relname = relation_name(relid);
+	w->rast_column = rast_col;
+	w->id_column = id_col;
+	w->band = band;
+	w->started = w->last_progress = GetCurrentTimestamp();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "could not connect to SPI");
+	check_column(relid, w->relname, rast_col, column_argument);
+	read_layout(w, id_col);
+	SPI_finish();
+	check_on_grid(w->relname, w->tiles[0].rid, &m->geo, &w->tiles[0].geo, psprintf("the grid of %s", m->relname));
+	grid_offset(&m->geo, w->geo.upperleft_x, w->geo.upperleft_y, &col, &row);
+	for (int i = 0; i < w->ntiles; i++)
+	{
+		tgpg_tile  *t = &w->tiles[i];
+
+		t->col0 += (int64) rint(col);
+		t->row0 += (int64) rint(row);
+		if (t->col0 < 0 || t->row0 < 0 || t->col0 + t->width > m->width || t->row0 + t->height > m->height)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("tile %lld of %s reaches beyond the grid of %s", (long long) t->rid,
+							w->relname, m->relname)));
+	}
+	w->width = m->width;
+	w->height = m->height;
+	w->geo = m->geo;
+}
+
 tgpg_grid
 tgpg_mosaic_grid(const tgpg_mosaic *m)
 {

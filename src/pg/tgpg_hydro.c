@@ -868,51 +868,93 @@ tgpg_flow_accumulation(PG_FUNCTION_ARGS)
 }
 
 /*
- * A coverage beyond the budget: D8 accumulation band by band (Barnes 2017),
- * without a weight coverage.
+ * A coverage beyond the budget: D8 accumulation band by band (Barnes 2017);
+ * a weight coverage (arg 6, column arg 15) is read band by band as well.
  */
 static void
 accumulation_coverage_in_bands(FunctionCallInfo fcinfo, tgpg_mosaic *m, const accum_plan *plan,
 							   const tg_band_spec *spec)
 {
 	const int	W = m->width;
-	const size_t bytes = tg_route_blocks_bytes_per_cell(TG_ROUTE_D8, true) + 2 * sizeof(double);
+	const bool	has_weight = !PG_ARGISNULL(6);
+	const size_t bytes = tg_route_blocks_bytes_per_cell(TG_ROUTE_D8, true) +
+		(has_weight ? 4 : 2) * sizeof(double);
 	banded_surface s;
+	tgpg_mosaic wm;
 	tg_route_blocks *rb;
 	int64		written = 0;
 	tg_ctx		ctx;
 	tg_error	err;
 
 	tgpg_ctx_init(&ctx, "tg_flow_accumulation", fcinfo, plan->backend_arg);
-	if (ctx.backend == TG_BACKEND_GPU || plan->p.routing != TG_ROUTE_D8 || !PG_ARGISNULL(6))
-		beyond_budget_error(m, ACCUMULATION_BYTES_PER_CELL,
-							"routing d8, no weight and backend auto or cpu");
+	if (ctx.backend == TG_BACKEND_GPU || plan->p.routing != TG_ROUTE_D8)
+		beyond_budget_error(m, ACCUMULATION_BYTES_PER_CELL, "routing d8 and backend auto or cpu");
+	if (has_weight)
+	{
+		Oid			relid = PG_GETARG_OID(6);
+
+		if (get_attnum(relid, "rid") == InvalidAttrNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("the weight coverage %s has no rid column to read it in bands by",
+							get_rel_name(relid)),
+					 errhint("Add one (raster2pgsql makes it), or raise terra_gpu.max_memory_mb.")));
+		tgpg_mosaic_layout_aligned(m, relid, PG_ARGISNULL(15) ? "rast" : NameStr(*PG_GETARG_NAME(15)),
+								   "rid", tgpg_arg_int32(fcinfo, 11, "weight_band"), "weight_column", &wm);
+	}
 	surface_in_bands(m, &ctx, "tg_flow_accumulation", plan->p.fill, bytes, &s);
 	rb = flats_in_bands(m, &s, &ctx, &plan->p, plan->units);
 	tg_error_clear(&err);
-	for (int k = 0; k < s.nb; k++)
+	for (int pass = 0; pass < 2; pass++)
 	{
-		double	   *z = surface_band(&s, k);
+		for (int k = 0; k < s.nb; k++)
+		{
+			const int	row0 = s.row0s[k],
+						nrows = s.nrows[k];
+			double	   *z = surface_band(&s, k);
+			double	   *wrows = NULL;
+			tg_band		weight;
 
-		tgpg_check(tg_route_blocks_link(&ctx, rb, s.row0s[k], s.nrows[k], z, &err), &err);
-		pfree(z);
-	}
-	tgpg_check(tg_route_blocks_solve_flow(&ctx, rb, &err), &err);
-	ereport(NOTICE,
-			(errmsg("tg_flow_accumulation: linked the flow between bands (%.1f s)", seconds_since(s.t0))));
-	for (int k = 0; k < s.nb; k++)
-	{
-		double	   *z = surface_band(&s, k);
-		double	   *acc = palloc_extended(sizeof(double) * (size_t) W * s.nrows[k] + 1, MCXT_ALLOC_HUGE);
+			if (has_weight)
+			{
+				int			first,
+							count;
 
-		tgpg_check(tg_route_blocks_accumulate(&ctx, rb, s.row0s[k], s.nrows[k], z, acc, &err), &err);
-		pfree(z);
-		tgpg_mosaic_emit_rows(m, fcinfo, spec, 1, s.row0s[k], s.nrows[k], (const double *const *) &acc,
-							  &written);
-		pfree(acc);
-		ereport(NOTICE,
-				(errmsg("tg_flow_accumulation: accumulated and wrote band %d of %d (%.1f s)", k + 1, s.nb,
-						seconds_since(s.t0))));
+				/* the band's rows of the weights as doubles, nodata NaN */
+				wrows = tgpg_mosaic_read_halo(&wm, row0, nrows, &first, &count);
+				memset(&weight, 0, sizeof weight);
+				weight.pixtype = TG_PT_64BF;
+				weight.width = W;
+				weight.height = nrows;
+				weight.data = wrows + (size_t) (row0 - first) * W;
+			}
+			if (pass == 0)
+				tgpg_check(tg_route_blocks_link(&ctx, rb, row0, nrows, z, has_weight ? &weight : NULL,
+												&err), &err);
+			else
+			{
+				double	   *acc = palloc_extended(sizeof(double) * (size_t) W * nrows + 1, MCXT_ALLOC_HUGE);
+
+				tgpg_check(tg_route_blocks_accumulate(&ctx, rb, row0, nrows, z, has_weight ? &weight : NULL,
+													  acc, &err), &err);
+				tgpg_mosaic_emit_rows(m, fcinfo, spec, 1, row0, nrows, (const double *const *) &acc,
+									  &written);
+				pfree(acc);
+				ereport(NOTICE,
+						(errmsg("tg_flow_accumulation: accumulated and wrote band %d of %d (%.1f s)", k + 1,
+								s.nb, seconds_since(s.t0))));
+			}
+			pfree(z);
+			if (wrows)
+				pfree(wrows);
+		}
+		if (pass == 0)
+		{
+			tgpg_check(tg_route_blocks_solve_flow(&ctx, rb, &err), &err);
+			ereport(NOTICE,
+					(errmsg("tg_flow_accumulation: linked the flow between bands (%.1f s)",
+							seconds_since(s.t0))));
+		}
 	}
 	tg_route_blocks_end(&ctx, rb);
 	tgpg_rows_file_close(&s.file);
