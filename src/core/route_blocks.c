@@ -34,6 +34,7 @@
 #include "tg_hydro.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -200,6 +201,33 @@ grow(const tg_ctx *ctx, void **p, size_t *cap, size_t need, size_t size)
 	return true;
 }
 
+/*
+ * Of `count` records `stride` bytes apart, sorted by the cell number each
+ * begins with, the first whose cell is not below `cell` (count if none).
+ */
+static size_t
+first_cell_at(const void *records, size_t count, size_t stride, int64_t cell)
+{
+	size_t		lo = 0,
+				hi = count;
+
+	while (lo < hi)
+	{
+		size_t		mid = lo + (hi - lo) / 2;
+		int64_t		c;
+
+		memcpy(&c, (const char *) records + mid * stride, sizeof c);
+		if (c < cell)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+_Static_assert(offsetof(exit_cell, cell) == 0 && offsetof(inflow, cell) == 0,
+			   "exits and inflows begin with their cell");
+
 /* ------------------------------------------------------------------------
  * Flats across bands
  * ------------------------------------------------------------------------ */
@@ -362,20 +390,10 @@ done:
 static int64_t
 flat_lower_bound(const tg_route_blocks *rb, int x, int y)
 {
-	int64_t		lo = rb->row_start[y],
-				hi = rb->row_start[y + 1],
-				cell = (int64_t) y * rb->W + x;
+	const int64_t first = rb->row_start[y];
 
-	while (lo < hi)
-	{
-		int64_t		mid = lo + (hi - lo) / 2;
-
-		if (rb->flat_cell[mid] < cell)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return first + (int64_t) first_cell_at(rb->flat_cell + first, (size_t) (rb->row_start[y + 1] - first),
+										   sizeof(int64_t), (int64_t) y * rb->W + x);
 }
 
 /*
@@ -669,20 +687,10 @@ accumulate_band(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows, con
 	{
 		const int64_t begin = (int64_t) row0 * rb->W,
 					end = (int64_t) (row0 + nrows) * rb->W;
-		size_t		lo = 0,
-					hi = rb->ninflows;
 
-		while (lo < hi)
-		{
-			size_t		mid = lo + (hi - lo) / 2;
-
-			if (rb->inflows[mid].cell < begin)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		for (; lo < rb->ninflows && rb->inflows[lo].cell < end; lo++)
-			w[rb->inflows[lo].cell - begin] += rb->inflows[lo].amount;
+		for (size_t j = first_cell_at(rb->inflows, rb->ninflows, sizeof(inflow), begin);
+			 j < rb->ninflows && rb->inflows[j].cell < end; j++)
+			w[rb->inflows[j].cell - begin] += rb->inflows[j].amount;
 	}
 	if (st == TG_OK)
 		st = tg_cpu_accumulate(ctx, band, &rb->p, w, TG_ACC_INDEGREE, acc, err);
@@ -855,19 +863,9 @@ path_exit(const tg_route_blocks *rb, int64_t cell)
 static int64_t
 exit_index(const tg_route_blocks *rb, int64_t cell)
 {
-	size_t		lo = 0,
-				hi = rb->nexits;
+	size_t		j = first_cell_at(rb->exits, rb->nexits, sizeof(exit_cell), cell);
 
-	while (lo < hi)
-	{
-		size_t		mid = lo + (hi - lo) / 2;
-
-		if (rb->exits[mid].cell < cell)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < rb->nexits && rb->exits[lo].cell == cell ? (int64_t) lo : -1;
+	return j < rb->nexits && rb->exits[j].cell == cell ? (int64_t) j : -1;
 }
 
 tg_status

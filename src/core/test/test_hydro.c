@@ -1088,6 +1088,27 @@ test_route_cache(void)
 	free(weight);
 }
 
+/*
+ * H rows cut into bands for the banded tests: split 0 one row each, 1 one
+ * band, 2 three rows each, 3 random heights of 1 to 9; returns the count.
+ */
+static int
+split_rows(int H, int split, int *rows)
+{
+	int			nb = 0,
+				left = H;
+
+	while (left > 0)
+	{
+		int			r = split == 0 ? 1 : split == 1 ? H : split == 2 ? 3 : 1 + (int) (rng_uniform() * 9);
+
+		r = r > left ? left : r;
+		rows[nb++] = r;
+		left -= r;
+	}
+	return nb;
+}
+
 /* Fill in bands (fill_blocks.c) against the in-memory priority-flood. */
 static bool
 fill_in_bands(const double *z, int W, int H, const int *rows, int nb, double *out)
@@ -1156,18 +1177,9 @@ test_fill_blocks(void)
 				  "blocked fill %dx%d: reference", W, H);
 			for (int split = 0; split < 4; split++)
 			{
-				int			nb = 0,
-							left = H;
+				int			nb = split_rows(H, split, rows);
 				bool		same = true;
 
-				while (left > 0)
-				{
-					int			r = split == 0 ? 1 : split == 1 ? H : split == 2 ? 3 : 1 + (int) (rng_uniform() * 9);
-
-					r = r > left ? left : r;
-					rows[nb++] = r;
-					left -= r;
-				}
 				if (!fill_in_bands(z, W, H, rows, nb, got))
 				{
 					check(false, "blocked fill %dx%d in %d bands ran", W, H, nb);
@@ -1329,21 +1341,12 @@ test_route_blocks(void)
 						  "banded routing %dx%d: reference accumulation", W, H);
 				for (int split = 0; split < 4; split++)
 				{
-					int			nb = 0,
-								left = H;
+					int			nb = split_rows(H, split, rows);
 					size_t		flats = 0,
 								d8_diff = 0,
 								frac_diff = 0;
 					double		acc_diff = 0;
 
-					while (left > 0)
-					{
-						int			r = split == 0 ? 1 : split == 1 ? H : split == 2 ? 3 : 1 + (int) (rng_uniform() * 9);
-
-						r = r > left ? left : r;
-						rows[nb++] = r;
-						left -= r;
-					}
 					if (!route_in_bands(surf, &p, units, c == 6 ? weight : NULL, rows, nb, d8, frac, acc,
 										&flats))
 					{
