@@ -221,11 +221,85 @@ tgpg_fill(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(result);
 }
 
+static double
+seconds_since(TimestampTz t0)
+{
+	return TimestampDifferenceMilliseconds(t0, GetCurrentTimestamp()) / 1000.0;
+}
+
+/* What receives each band's rows (width * nrows doubles, NaN = nodata). */
+typedef void (*band_rows_fn) (tgpg_mosaic *m, int k, int row0, int nrows, double *rows, void *arg);
+
 /*
- * A coverage beyond terra_gpu.max_memory_mb, filled in bands of rows on the
- * CPU (fill_blocks.c): every band is read twice, once to scan it and once
- * to finish it, and its tiles are returned as soon as it is finished.
+ * The coverage's rows band by band, in order, to `done`: filled in bands
+ * (fill_blocks.c: every band read twice, once to scan it and once to finish
+ * it) or, without fill, as read.  NOTICEs name `function` and each band.
  */
+static void
+rows_in_bands(tgpg_mosaic *m, const tg_ctx *ctx, const char *function, bool fill, int nb,
+			  const int *row0s, const int *nrows, TimestampTz t0, band_rows_fn done, void *arg)
+{
+	const int	W = m->width;
+	tg_fill_blocks *fb = NULL;
+	tg_error	err;
+
+	tg_error_clear(&err);
+	if (fill)
+		tgpg_check(tg_fill_blocks_begin(ctx, W, m->height, &fb, &err), &err);
+	for (int pass = fill ? 0 : 1; pass < 2; pass++)
+	{
+		for (int k = 0; k < nb; k++)
+		{
+			int			first,
+						count;
+			double	   *z = tgpg_mosaic_read_halo(m, row0s[k], nrows[k], &first, &count);
+
+			if (pass == 0)
+				tgpg_check(tg_fill_blocks_scan(ctx, fb, row0s[k], nrows[k], z, &err), &err);
+			else if (fill)
+			{
+				double	   *w = palloc_extended(sizeof(double) * (size_t) W * nrows[k] + 1, MCXT_ALLOC_HUGE);
+
+				tgpg_check(tg_fill_blocks_finish(ctx, fb, row0s[k], nrows[k], z, w, &err), &err);
+				done(m, k, row0s[k], nrows[k], w, arg);
+				pfree(w);
+			}
+			else
+				done(m, k, row0s[k], nrows[k], z + (size_t) (row0s[k] - first) * W, arg);
+			pfree(z);
+			ereport(NOTICE,
+					(errmsg("%s: %s band %d of %d (%.1f s)", function,
+							pass == 0 ? "scanned for filling" : fill ? "filled" : "read",
+							k + 1, nb, seconds_since(t0))));
+		}
+		if (pass == 0)
+			tgpg_check(tg_fill_blocks_solve(ctx, fb, &err), &err);
+	}
+	if (fb)
+		tg_fill_blocks_end(ctx, fb);
+}
+
+/* tg_fill in bands: each band's tiles are returned as soon as it is filled. */
+typedef struct fill_output
+{
+	FunctionCallInfo fcinfo;
+	tg_fill_params params;
+	tgpg_grid_raster out;
+	int64		written;
+} fill_output;
+
+static void
+emit_filled_rows(tgpg_mosaic *m, int k, int row0, int nrows, double *rows, void *arg)
+{
+	fill_output *f = arg;
+
+	if (k == 0)					/* the scan read every band: the pixel type is known */
+		fill_plan(f->fcinfo, 2, &m->dem, &f->params, &f->out);
+	tgpg_mosaic_emit_rows(m, f->fcinfo, f->out.specs, 1, row0, nrows, (const double *const *) &rows,
+						  &f->written);
+}
+
+/* A coverage beyond terra_gpu.max_memory_mb, filled in bands of rows on the CPU. */
 static void
 fill_coverage_in_bands(FunctionCallInfo fcinfo, tgpg_mosaic *m)
 {
@@ -235,18 +309,16 @@ fill_coverage_in_bands(FunctionCallInfo fcinfo, tgpg_mosaic *m)
 			   *nrows,
 				nb,
 				max_rows;
-	int64		written = 0;
-	tg_fill_params params;
-	tgpg_grid_raster out;
-	tg_fill_blocks *fb = NULL;
+	fill_output f;
 	tg_ctx		ctx;
-	tg_error	err;
 	TimestampTz t0 = GetCurrentTimestamp();
 
-	params.method = (tg_fill_method) TGPG_ARG_LOOKUP("method", fcinfo, 4, fill_methods);
-	params.epsilon = tgpg_arg_float8(fcinfo, 5, "epsilon");
+	memset(&f, 0, sizeof f);
+	f.fcinfo = fcinfo;
+	f.params.method = (tg_fill_method) TGPG_ARG_LOOKUP("method", fcinfo, 4, fill_methods);
+	f.params.epsilon = tgpg_arg_float8(fcinfo, 5, "epsilon");
 	tgpg_ctx_init(&ctx, "tg_fill", fcinfo, 7);
-	if (params.method != TG_FILL_PRIORITY_FLOOD || params.epsilon != 0 || ctx.backend == TG_BACKEND_GPU)
+	if (f.params.method != TG_FILL_PRIORITY_FLOOD || f.params.epsilon != 0 || ctx.backend == TG_BACKEND_GPU)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("tg_fill over %s needs about %zu MB as one grid, more than the %zu MB a coverage job may use",
@@ -260,39 +332,7 @@ fill_coverage_in_bands(FunctionCallInfo fcinfo, tgpg_mosaic *m)
 	ereport(NOTICE,
 			(errmsg("tg_fill: %s spans %d x %d cells, more than terra_gpu.max_memory_mb holds: "
 					"filling it in %d bands of rows", m->relname, W, m->height, nb)));
-	tg_error_clear(&err);
-	tgpg_check(tg_fill_blocks_begin(&ctx, W, m->height, &fb, &err), &err);
-	for (int pass = 0; pass < 2; pass++)
-	{
-		for (int k = 0; k < nb; k++)
-		{
-			int			first,
-						count;
-			double	   *z = tgpg_mosaic_read_halo(m, row0s[k], nrows[k], &first, &count);
-
-			if (pass == 0)
-				tgpg_check(tg_fill_blocks_scan(&ctx, fb, row0s[k], nrows[k], z, &err), &err);
-			else
-			{
-				double	   *w = palloc_extended(sizeof(double) * (size_t) W * nrows[k] + 1, MCXT_ALLOC_HUGE);
-
-				tgpg_check(tg_fill_blocks_finish(&ctx, fb, row0s[k], nrows[k], z, w, &err), &err);
-				tgpg_mosaic_emit_rows(m, fcinfo, out.specs, 1, row0s[k], nrows[k], (const double *const *) &w,
-									  &written);
-				pfree(w);
-			}
-			pfree(z);
-			ereport(NOTICE,
-					(errmsg("tg_fill: %s band %d of %d (%.1f s)", pass == 0 ? "scanned" : "filled and wrote",
-							k + 1, nb, TimestampDifferenceMilliseconds(t0, GetCurrentTimestamp()) / 1000.0)));
-		}
-		if (pass == 0)
-		{
-			tgpg_check(tg_fill_blocks_solve(&ctx, fb, &err), &err);
-			fill_plan(fcinfo, 2, &m->dem, &params, &out);
-		}
-	}
-	tg_fill_blocks_end(&ctx, fb);
+	rows_in_bands(m, &ctx, "tg_fill", true, nb, row0s, nrows, t0, emit_filled_rows, &f);
 	if (ctx.stats)
 	{
 		ctx.stats->backend = TG_BACKEND_CPU;
@@ -323,12 +363,6 @@ typedef struct banded_surface
 	TimestampTz t0;
 } banded_surface;
 
-static double
-seconds_since(TimestampTz t0)
-{
-	return TimestampDifferenceMilliseconds(t0, GetCurrentTimestamp()) / 1000.0;
-}
-
 /* Is every value of this pixel type (and NaN) exact as a float? */
 static bool
 exact_in_float(tg_pixtype t)
@@ -339,6 +373,18 @@ exact_in_float(tg_pixtype t)
 /* Per cell of a band: the surface read back and the scan's flat flags, labels and queue. */
 #define FLAT_SCAN_BYTES_PER_CELL 17
 
+/* rows_in_bands' receiver: the surface file, opened once the pixel type is known. */
+static void
+write_surface_rows(tgpg_mosaic *m, int k, int row0, int nrows, double *rows, void *arg)
+{
+	banded_surface *s = arg;
+
+	/* the first tile read gave the pixel type: fill only moves its values */
+	if (k == 0)
+		tgpg_rows_file_open(&s->file, m->width, m->height, exact_in_float(m->dem.pixtype));
+	tgpg_rows_file_write(&s->file, row0, nrows, rows);
+}
+
 /*
  * The surface into the temporary file, in bands sized for filling (or
  * reading), the flats' scan and bytes_per_cell of the passes that follow.
@@ -347,10 +393,7 @@ static void
 surface_in_bands(tgpg_mosaic *m, const tg_ctx *ctx, const char *function, bool fill,
 				 size_t bytes_per_cell, banded_surface *s)
 {
-	const int	W = m->width;
 	const size_t fill_bytes = tg_fill_blocks_bytes_per_cell() + 2 * sizeof(double);
-	tg_fill_blocks *fb = NULL;
-	tg_error	err;
 
 	s->function = function;
 	s->t0 = GetCurrentTimestamp();
@@ -358,46 +401,8 @@ surface_in_bands(tgpg_mosaic *m, const tg_ctx *ctx, const char *function, bool f
 							  &s->row0s, &s->nrows, &s->max_rows);
 	ereport(NOTICE,
 			(errmsg("%s: %s spans %d x %d cells, more than terra_gpu.max_memory_mb holds: "
-					"routing it in %d bands of rows", function, m->relname, W, m->height, s->nb)));
-	tg_error_clear(&err);
-	if (fill)
-		tgpg_check(tg_fill_blocks_begin(ctx, W, m->height, &fb, &err), &err);
-	for (int pass = fill ? 0 : 1; pass < 2; pass++)
-	{
-		for (int k = 0; k < s->nb; k++)
-		{
-			const int	row0 = s->row0s[k],
-						nrows = s->nrows[k];
-			int			first,
-						count;
-			double	   *z = tgpg_mosaic_read_halo(m, row0, nrows, &first, &count);
-
-			/* the first tile read gave the pixel type: fill only moves its values */
-			if (pass == 1 && k == 0)
-				tgpg_rows_file_open(&s->file, W, m->height, exact_in_float(m->dem.pixtype));
-			if (pass == 0)
-				tgpg_check(tg_fill_blocks_scan(ctx, fb, row0, nrows, z, &err), &err);
-			else if (fill)
-			{
-				double	   *w = palloc_extended(sizeof(double) * (size_t) W * nrows + 1, MCXT_ALLOC_HUGE);
-
-				tgpg_check(tg_fill_blocks_finish(ctx, fb, row0, nrows, z, w, &err), &err);
-				tgpg_rows_file_write(&s->file, row0, nrows, w);
-				pfree(w);
-			}
-			else
-				tgpg_rows_file_write(&s->file, row0, nrows, z + (size_t) (row0 - first) * W);
-			pfree(z);
-			ereport(NOTICE,
-					(errmsg("%s: %s band %d of %d (%.1f s)", function,
-							pass == 0 ? "scanned for filling" : fill ? "filled" : "read",
-							k + 1, s->nb, seconds_since(s->t0))));
-		}
-		if (pass == 0)
-			tgpg_check(tg_fill_blocks_solve(ctx, fb, &err), &err);
-	}
-	if (fb)
-		tg_fill_blocks_end(ctx, fb);
+					"routing it in %d bands of rows", function, m->relname, m->width, m->height, s->nb)));
+	rows_in_bands(m, ctx, function, fill, s->nb, s->row0s, s->nrows, s->t0, write_surface_rows, s);
 }
 
 /* A band of the surface with two rows of halo, as route_blocks.c takes it. */
