@@ -237,6 +237,7 @@ time_op(const options *o, tg_backend backend, const tg_band *b, void *out,
 	const size_t out_bytes = output_bytes(o, (size_t) b->width * b->height);
 	void	   *first = o->repeat_check ? malloc(out_bytes) : NULL;
 	int			repeats_differing = 0;
+	char		method[sizeof ((tg_run_stats *) 0)->method] = "";
 
 	for (i = -1; i < o->reps; i++)
 	{
@@ -257,6 +258,7 @@ time_op(const options *o, tg_backend backend, const tg_band *b, void *out,
 			t[i] = stats.transfer_ms;
 			pr[i] = stats.prep_ms;
 			*iterations = stats.iterations;
+			memcpy(method, stats.method, sizeof method);
 		}
 		if (first && i == -1)
 			memcpy(first, out, out_bytes);
@@ -271,6 +273,8 @@ time_op(const options *o, tg_backend backend, const tg_band *b, void *out,
 		printf(" %s_repeats_differing=%d", tg_backend_name(backend), repeats_differing);
 		free(first);
 	}
+	if (method[0])
+		printf(" %s_method=\"%s\"", tg_backend_name(backend), method);
 	*wall = median(w, o->reps);
 	*kernel = median(k, o->reps);
 	*transfer = median(t, o->reps);
