@@ -289,7 +289,9 @@ constexpr unsigned ASYNC_CHECK_EVERY = 32;	/* idle polls between looks at the sh
  * warps with working lanes taking only cells already queued (56 vs 50 ms),
  * and a push in fixed point (value and pending count in one 64-bit word, one
  * atomic per edge and no fences: exact run to run, 4e-10 from the CPU, but
- * 51 vs 50 ms — the queue's steps, not the fences, set the pace).
+ * 51 vs 50 ms).  With the hand-over (40 ms): the receivers' records
+ * prefetched into L1 (43), 2 blocks per multiprocessor (44).  bench/RESULTS.md
+ * has the queue's counters behind these figures and the fence variants.
  */
 constexpr int ASYNC_BLOCKS_PER_SM = TG_ASYNC_BLOCKS_PER_SM;
 
