@@ -7,7 +7,7 @@
  *
  *   bench_core FILE WIDTH HEIGHT PIXTYPE NODATA|none OPTION=VALUE...
  *
- * options: op=slope|fill|direction|accumulation|routing|rusle|bmmq (slope), reps=N (3),
+ * options: op=slope|fill|direction|accumulation|routing|rusle|bmmq|viewshed|levels (slope), reps=N (3),
  *   backends=cpu,gpu (both; gpu skipped without a device), geographic=0|1,
  *   pixel_w=, pixel_h= (projected), lat_top=, lat_step=, lon_step= (geographic),
  *   scale= (slope), method= (fill: priority-flood|planchon-darboux;
@@ -29,6 +29,8 @@
  * Prints one line of key=value pairs.
  */
 #include "tg_core.h"
+#include "tg_backends.h"
+#include "tg_hydro.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -450,6 +452,128 @@ bench_bmmq(const options *o, const tg_band *dem)
 }
 
 /*
+ * The flow graph's depth, which bounds every dependency-driven accumulation:
+ * levels (longest path in cells from a cell without donors), the share of
+ * the cells in levels narrower than a GPU's resident threads (132 x 256 on
+ * an H100), and what the cells of one longest path are like (donors,
+ * receivers, steps between cells of equal filled height, i.e. across flats).
+ * CPU routing only; prints one line.
+ */
+static int
+bench_levels(const options *o, const tg_band *dem)
+{
+	const int	W = dem->width,
+				H = dem->height;
+	const size_t n = (size_t) W * H;
+	const int	resident = 132 * 256;
+	tg_ctx		ctx;
+	tg_route	r;
+	tg_route_view v;
+	tg_error	err;
+	uint8_t    *pending = calloc(n, 1);
+	int32_t    *level = calloc(n, sizeof(int32_t));
+	uint32_t   *queue = malloc(n * sizeof(uint32_t));
+	size_t		head = 0,
+				tail = 0,
+				valid = 0,
+				deepest = 0,
+				narrow_cells = 0;
+	int			levels = 0,
+				narrow = 0,
+				path = 0,
+				one_donor = 0,
+				one_receiver = 0,
+				flat_steps = 0;
+	int		   *width;
+
+	tg_ctx_init(&ctx);
+	ctx.backend = TG_BACKEND_CPU;
+	if (tg_cpu_route_build(&ctx, dem, &o->flow, &r, &err) != TG_OK)
+	{
+		fprintf(stderr, "routing failed: %s %s\n", err.message, err.detail);
+		return 1;
+	}
+	v = tg_cpu_route_view(&r, o->flow.threshold);
+	for (size_t i = 0; i < n; i++)
+		if (!isnan(r.z[i]))
+		{
+			valid++;
+			pending[i] = (uint8_t) __builtin_popcount(tg_route_donors(&v, i));
+			if (pending[i] == 0)
+				queue[tail++] = (uint32_t) i;
+		}
+	while (head < tail)
+	{
+		const uint32_t c = queue[head++];
+
+		for (int k = 0; k < 8; k++)
+		{
+			const int	x = (int) (c % W) + tg_nbr_dx(k),
+						y = (int) (c / W) + tg_nbr_dy(k);
+			size_t		rc;
+
+			if (x < 0 || y < 0 || x >= W || y >= H || !tg_route_drains_to(&v, c, k))
+				continue;
+			rc = (size_t) y * W + x;
+			if (level[c] + 1 > level[rc])
+				level[rc] = level[c] + 1;
+			if (--pending[rc] == 0)
+				queue[tail++] = (uint32_t) rc;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!isnan(r.z[i]) && level[i] >= level[deepest])
+			deepest = i;
+	levels = valid ? level[deepest] + 1 : 0;
+	width = calloc(levels + 1, sizeof(int));
+	for (size_t i = 0; i < n; i++)
+		if (!isnan(r.z[i]))
+			width[level[i]]++;
+	for (int l = 0; l < levels; l++)
+		if (width[l] < resident)
+		{
+			narrow++;
+			narrow_cells += width[l];
+		}
+	/* one longest path, walked back from its end through donors one level up */
+	for (size_t c = deepest; valid;)
+	{
+		size_t		prev = n;
+		int			receivers = 0;
+
+		for (int k = 0; k < 8; k++)
+		{
+			const int	x = (int) (c % W) + tg_nbr_dx(k),
+						y = (int) (c / W) + tg_nbr_dy(k);
+
+			if (x < 0 || y < 0 || x >= W || y >= H)
+				continue;
+			receivers += tg_route_drains_to(&v, c, k);
+			if (prev == n && (tg_route_donors(&v, c) >> k & 1u) && level[(size_t) y * W + x] == level[c] - 1)
+				prev = (size_t) y * W + x;
+		}
+		path++;
+		one_donor += __builtin_popcount(tg_route_donors(&v, c)) == 1;
+		one_receiver += receivers == 1;
+		if (prev == n)
+			break;
+		flat_steps += r.z[prev] == r.z[c];
+		c = prev;
+	}
+	printf("op=levels cells=%zu valid=%zu processed=%zu levels=%d levels_under_%d_cells=%d holding_cells=%zu "
+		   "path_one_donor_pct=%.1f path_one_receiver_pct=%.1f path_flat_steps_pct=%.1f\n",
+		   n, valid, tail, levels, resident, narrow, narrow_cells,
+		   path ? 100.0 * one_donor / path : 0.0, path ? 100.0 * one_receiver / path : 0.0,
+		   path > 1 ? 100.0 * flat_steps / (path - 1) : 0.0);
+	free(width);
+	free(pending);
+	free(level);
+	free(queue);
+	tg_route_free(&ctx, &r);
+	return 0;
+}
+
+/*
  * Viewshed: R2 on the CPU and the GPU (timed, compared cell by cell) and,
  * with r3=1, R2's agreement with the exact R3 on the valid cells in range.
  */
@@ -717,6 +841,8 @@ main(int argc, char **argv)
 		return bench_bmmq(&o, &b);
 	if (strcmp(o.op, "viewshed") == 0)
 		return bench_viewshed(&o, &b);
+	if (strcmp(o.op, "levels") == 0)
+		return bench_levels(&o, &b);
 	cpu = malloc(out_bytes);
 	gpu = malloc(out_bytes);
 
