@@ -465,18 +465,15 @@ bench_levels(const options *o, const tg_band *dem)
 	const int	W = dem->width,
 				H = dem->height;
 	const size_t n = (size_t) W * H;
-	const int	resident = 132 * 256;
+	const uint32_t resident = 132 * 256;
 	tg_ctx		ctx;
 	tg_route	r;
 	tg_route_view v;
 	tg_error	err;
-	uint8_t    *pending = calloc(n, 1);
-	int32_t    *level = calloc(n, sizeof(int32_t));
-	uint32_t   *queue = malloc(n * sizeof(uint32_t));
-	size_t		head = 0,
-				tail = 0,
-				valid = 0,
-				deepest = 0,
+	int32_t    *level = malloc((n ? n : 1) * sizeof(int32_t));
+	uint32_t   *order = malloc((n ? n : 1) * sizeof(uint32_t));
+	uint32_t   *level_start = malloc((n + 1) * sizeof(uint32_t));
+	size_t		count = 0,
 				narrow_cells = 0;
 	int			levels = 0,
 				narrow = 0,
@@ -484,60 +481,30 @@ bench_levels(const options *o, const tg_band *dem)
 				one_donor = 0,
 				one_receiver = 0,
 				flat_steps = 0;
-	int		   *width;
 
 	tg_ctx_init(&ctx);
 	ctx.backend = TG_BACKEND_CPU;
-	if (tg_cpu_route_build(&ctx, dem, &o->flow, &r, &err) != TG_OK)
+	if (tg_cpu_route_build(&ctx, dem, &o->flow, &r, &err) != TG_OK ||
+		tg_cpu_route_levels(&ctx, &r, order, &count, level_start, &levels, &err) != TG_OK)
 	{
-		fprintf(stderr, "routing failed: %s %s\n", err.message, err.detail);
+		fprintf(stderr, "levels failed: %s %s\n", err.message, err.detail);
 		return 1;
 	}
 	v = tg_cpu_route_view(&r, o->flow.threshold);
-	for (size_t i = 0; i < n; i++)
-		if (!isnan(r.z[i]))
-		{
-			valid++;
-			pending[i] = (uint8_t) __builtin_popcount(tg_route_donors(&v, i));
-			if (pending[i] == 0)
-				queue[tail++] = (uint32_t) i;
-		}
-	while (head < tail)
-	{
-		const uint32_t c = queue[head++];
-
-		for (int k = 0; k < 8; k++)
-		{
-			const int	x = (int) (c % W) + tg_nbr_dx(k),
-						y = (int) (c / W) + tg_nbr_dy(k);
-			size_t		rc;
-
-			if (x < 0 || y < 0 || x >= W || y >= H || !tg_route_drains_to(&v, c, k))
-				continue;
-			rc = (size_t) y * W + x;
-			if (level[c] + 1 > level[rc])
-				level[rc] = level[c] + 1;
-			if (--pending[rc] == 0)
-				queue[tail++] = (uint32_t) rc;
-		}
-	}
-	for (size_t i = 0; i < n; i++)
-		if (!isnan(r.z[i]) && level[i] >= level[deepest])
-			deepest = i;
-	levels = valid ? level[deepest] + 1 : 0;
-	width = calloc(levels + 1, sizeof(int));
-	for (size_t i = 0; i < n; i++)
-		if (!isnan(r.z[i]))
-			width[level[i]]++;
 	for (int l = 0; l < levels; l++)
-		if (width[l] < resident)
+	{
+		for (uint32_t j = level_start[l]; j < level_start[l + 1]; j++)
+			level[order[j]] = l;
+		if (level_start[l + 1] - level_start[l] < resident)
 		{
 			narrow++;
-			narrow_cells += width[l];
+			narrow_cells += level_start[l + 1] - level_start[l];
 		}
-	/* one longest path, walked back from its end through donors one level up */
-	for (size_t c = deepest; valid;)
+	}
+	/* one longest path, walked back from its end (the order's last cell) through donors one level up */
+	for (size_t c = count ? order[count - 1] : 0; count;)
 	{
+		const unsigned donors = tg_route_donors(&v, c);
 		size_t		prev = n;
 		int			receivers = 0;
 
@@ -549,26 +516,25 @@ bench_levels(const options *o, const tg_band *dem)
 			if (x < 0 || y < 0 || x >= W || y >= H)
 				continue;
 			receivers += tg_route_drains_to(&v, c, k);
-			if (prev == n && (tg_route_donors(&v, c) >> k & 1u) && level[(size_t) y * W + x] == level[c] - 1)
+			if (prev == n && (donors >> k & 1u) && level[(size_t) y * W + x] == level[c] - 1)
 				prev = (size_t) y * W + x;
 		}
 		path++;
-		one_donor += __builtin_popcount(tg_route_donors(&v, c)) == 1;
+		one_donor += __builtin_popcount(donors) == 1;
 		one_receiver += receivers == 1;
 		if (prev == n)
 			break;
 		flat_steps += r.z[prev] == r.z[c];
 		c = prev;
 	}
-	printf("op=levels cells=%zu valid=%zu processed=%zu levels=%d levels_under_%d_cells=%d holding_cells=%zu "
+	printf("op=levels cells=%zu valid=%zu levels=%d levels_under_%u_cells=%d holding_cells=%zu "
 		   "path_one_donor_pct=%.1f path_one_receiver_pct=%.1f path_flat_steps_pct=%.1f\n",
-		   n, valid, tail, levels, resident, narrow, narrow_cells,
+		   n, count, levels, resident, narrow, narrow_cells,
 		   path ? 100.0 * one_donor / path : 0.0, path ? 100.0 * one_receiver / path : 0.0,
 		   path > 1 ? 100.0 * flat_steps / (path - 1) : 0.0);
-	free(width);
-	free(pending);
 	free(level);
-	free(queue);
+	free(order);
+	free(level_start);
 	tg_route_free(&ctx, &r);
 	return 0;
 }

@@ -179,42 +179,36 @@ replay_order(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p, cons
 }
 
 /*
- * Topological: frontier rounds of Kahn's algorithm give every cell its level
- * (round); the cells, in level order, are then accumulated in one pass.  The
- * order depends only on the routing: when the routing was kept from an
- * earlier call (route_cache.c), its order is kept beside it and replayed.
+ * Kahn's frontier rounds: order[0, *count) gets the valid cells level by
+ * level (a cell's level is the longest path to it from a cell without
+ * donors), level_start (if not NULL, room for cells + 1) where each level
+ * begins, ending with *count.
  */
-static tg_status
-accumulate_topological(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
-					   const double *weight, double *acc, int *levels, tg_error *err)
+tg_status
+tg_cpu_route_levels(const tg_ctx *ctx, const tg_route *r, uint32_t *order, size_t *count,
+					uint32_t *level_start, int *levels, tg_error *err)
 {
 	const int	W = r->width;
 	const size_t n = (size_t) W * r->height;
-	const uint32_t *kept;
-	uint8_t    *indeg;
-	uint32_t   *order;
+	uint8_t    *indeg = tg_alloc(ctx, n ? n : 1);
 	size_t		head = 0,
 				tail = 0,
 				level_end;
 	tg_status	st = TG_OK;
 	size_t		i;
 
-	if ((kept = tg_cpu_route_order(r, &tail, levels)) != NULL)
-		return replay_order(ctx, r, p, weight, acc, kept, tail, err);
-	indeg = tg_alloc(ctx, n ? n : 1);
-	order = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
-	if (indeg == NULL || order == NULL)
-	{
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate accumulation buffers (%zu cells)", n);
-		goto out;
-	}
+	*count = 0;
+	*levels = 0;
+	if (indeg == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate donor counts (%zu cells)", n);
 	if ((st = count_donors(ctx, r, indeg, err)) != TG_OK)
 		goto out;
 	for (i = 0; i < n; i++)
 		if (!isnan(r->z[i]) && indeg[i] == 0)
 			order[tail++] = (uint32_t) i;
-	*levels = 0;
 	level_end = tail;
+	if (level_start && tail > 0)
+		level_start[0] = 0;
 	while (head < tail)
 	{
 		uint32_t	c = order[head++];
@@ -237,6 +231,8 @@ accumulate_topological(const tg_ctx *ctx, const tg_route *r, const tg_flow_param
 		if (head == level_end)
 		{
 			(*levels)++;
+			if (level_start)
+				level_start[*levels] = (uint32_t) head;
 			level_end = tail;
 			if (tg_canceled(ctx))
 			{
@@ -245,12 +241,41 @@ accumulate_topological(const tg_ctx *ctx, const tg_route *r, const tg_flow_param
 			}
 		}
 	}
+	*count = tail;
+
+out:
+	tg_free(ctx, indeg);
+	return st;
+}
+
+/*
+ * Topological: frontier rounds of Kahn's algorithm give every cell its level
+ * (round); the cells, in level order, are then accumulated in one pass.  The
+ * order depends only on the routing: when the routing was kept from an
+ * earlier call (route_cache.c), its order is kept beside it and replayed.
+ */
+static tg_status
+accumulate_topological(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
+					   const double *weight, double *acc, int *levels, tg_error *err)
+{
+	const size_t n = (size_t) r->width * r->height;
+	const uint32_t *kept;
+	uint32_t   *order;
+	size_t		tail = 0;
+	tg_status	st;
+
+	if ((kept = tg_cpu_route_order(r, &tail, levels)) != NULL)
+		return replay_order(ctx, r, p, weight, acc, kept, tail, err);
+	order = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+	if (order == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate accumulation buffers (%zu cells)", n);
+	if ((st = tg_cpu_route_levels(ctx, r, order, &tail, NULL, levels, err)) != TG_OK)
+		goto out;
 	st = replay_order(ctx, r, p, weight, acc, order, tail, err);
 	if (st == TG_OK)
 		tg_cpu_route_keep_order(ctx, r, order, tail, *levels);
 
 out:
-	tg_free(ctx, indeg);
 	tg_free(ctx, order);
 	return st;
 }

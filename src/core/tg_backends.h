@@ -85,6 +85,9 @@ tg_status	tg_cpu_route_get(const tg_ctx *ctx, const tg_band *dem, const tg_flow_
 							 tg_route *r, bool *kept, tg_error *err);
 void		tg_cpu_route_put(const tg_ctx *ctx, tg_route *r, bool kept);
 const uint32_t *tg_cpu_route_order(const tg_route *r, size_t *len, int *levels);
+/* accum_cpu.c: the valid cells in level order (Kahn's frontier rounds), level_start optional. */
+tg_status	tg_cpu_route_levels(const tg_ctx *ctx, const tg_route *r, uint32_t *order, size_t *count,
+								uint32_t *level_start, int *levels, tg_error *err);
 void		tg_cpu_route_keep_order(const tg_ctx *ctx, const tg_route *r, const uint32_t *order,
 									size_t len, int levels);
 /*
