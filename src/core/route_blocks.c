@@ -228,6 +228,18 @@ first_cell_at(const void *records, size_t count, size_t stride, int64_t cell)
 _Static_assert(offsetof(exit_cell, cell) == 0 && offsetof(inflow, cell) == 0,
 			   "exits and inflows begin with their cell");
 
+/* qsort order of records that begin with their cell number, for first_cell_at. */
+static int
+cmp_leading_cell(const void *a, const void *b)
+{
+	int64_t		x,
+				y;
+
+	memcpy(&x, a, sizeof x);
+	memcpy(&y, b, sizeof y);
+	return (x > y) - (x < y);
+}
+
 /* ------------------------------------------------------------------------
  * Flats across bands
  * ------------------------------------------------------------------------ */
@@ -812,27 +824,9 @@ done:
 }
 
 static int
-cmp_exit(const void *a, const void *b)
-{
-	int64_t		x = ((const exit_cell *) a)->cell,
-				y = ((const exit_cell *) b)->cell;
-
-	return (x > y) - (x < y);
-}
-
-static int
 cmp_band(const void *a, const void *b)
 {
 	return ((const band_links *) a)->row0 - ((const band_links *) b)->row0;
-}
-
-static int
-cmp_inflow(const void *a, const void *b)
-{
-	int64_t		x = ((const inflow *) a)->cell,
-				y = ((const inflow *) b)->cell;
-
-	return (x > y) - (x < y);
 }
 
 /* The exit a cell of a band's first or last row leaves by, or NO_CELL. */
@@ -884,7 +878,7 @@ tg_route_blocks_solve_flow(const tg_ctx *ctx, tg_route_blocks *rb, tg_error *err
 		rows += (size_t) rb->bands[b].nrows;
 	if (rb->flow_solved || rows != (size_t) rb->H)
 		return tg_error_set(err, TG_EINVAL, "solve the flow once, after linking every band");
-	qsort(rb->exits, n, sizeof(exit_cell), cmp_exit);
+	qsort(rb->exits, n, sizeof(exit_cell), cmp_leading_cell);
 	qsort(rb->bands, (size_t) rb->nbands, sizeof(band_links), cmp_band);
 	next = tg_alloc(ctx, (n ? n : 1) * sizeof(int64_t));
 	indeg = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
@@ -932,7 +926,7 @@ tg_route_blocks_solve_flow(const tg_ctx *ctx, tg_route_blocks *rb, tg_error *err
 		rb->inflows[i].cell = rb->exits[i].receiver;
 		rb->inflows[i].amount = rb->exits[i].acc;
 	}
-	qsort(rb->inflows, n, sizeof(inflow), cmp_inflow);
+	qsort(rb->inflows, n, sizeof(inflow), cmp_leading_cell);
 	rb->ninflows = 0;
 	for (size_t i = 0; i < n; i++)
 		if (rb->ninflows > 0 && rb->inflows[rb->ninflows - 1].cell == rb->inflows[i].cell)
