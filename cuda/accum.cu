@@ -20,7 +20,7 @@
  *                        (Plain chains leave the thread that finishes last
  *                        the last donor of ever more cells: 0.2-9 s on
  *                        57.6 M cells; frontier rounds, a barrier per
- *                        level: 50 ms; this: 44 ms.)
+ *                        level: 50 ms; this: 31 ms.)
  *   topological          frontier rounds (Kahn) record the order (cells
  *                        grouped by level: a cell joins the next frontier
  *                        when its last donor is placed), once per routing;
@@ -257,12 +257,15 @@ tgk_d8_chains(tg_route_view r, const double *__restrict__ weight, double *acc,
  * Multiple-flow indegree without levels.  A persistent grid shares one queue
  * (order[]): a thread takes a cell, pulls it, and releases its receivers;
  * of those it was the last pending donor of, it carries on with the first
- * itself and queues the others for any idle thread.  A long flow path is then
- * followed hop by hop by whichever thread finished the previous cell, with no
- * barrier between one cell and the next, while the wide part of the graph is
- * shared out through the queue.  Value and count use release/acquire as in
- * the D8 chains, and a queued cell is published with a release store, so
- * every donor value a pull reads is final: the sums are the CPU's.
+ * itself, hands the others to lanes of its warp whose path ended and queues
+ * the rest for any idle thread.  A long flow path is then followed hop by hop
+ * by whichever thread finished the previous cell, with no barrier between
+ * one cell and the next, while the wide part of the graph is shared out
+ * through the queue.  A donor stores its value and fences (release) before
+ * its receivers' counts drop; each step ends with one acq_rel fence of the
+ * warp after the counts and the polls, before the next cells' pulls and the
+ * queue stores, so every donor value a pull reads is final: the sums are the
+ * CPU's.
  *
  * state = {head (next slot to claim), tail (next slot to fill), finished
  * cells, stalled flag}.  Slots are claimed and filled per warp.  A thread
@@ -272,28 +275,23 @@ tgk_d8_chains(tg_route_view r, const double *__restrict__ weight, double *acc,
  */
 constexpr uint32_t QUEUE_EMPTY = 0xffffffffu;
 constexpr unsigned long long ASYNC_STALL_NS = 2000000000ull;
-#ifndef TG_ASYNC_BACKOFF_NS
-#define TG_ASYNC_BACKOFF_NS 256
-#endif
-#ifndef TG_ASYNC_BLOCKS_PER_SM
-#define TG_ASYNC_BLOCKS_PER_SM 1
-#endif
-constexpr unsigned ASYNC_BACKOFF_NS = TG_ASYNC_BACKOFF_NS;	/* longest sleep between polls of a slot */
+constexpr unsigned ASYNC_BACKOFF_NS = 256;	/* longest sleep between polls of a slot */
 constexpr unsigned ASYNC_CHECK_EVERY = 32;	/* idle polls between looks at the shared counters */
 /*
  * The persistent grid: one 256-thread block per multiprocessor.  On the H100
  * and 57.6 M cells, MFD-md (before the hand-over within the warp): 46 ms; 2
  * blocks 49, 4 blocks 66, 8 blocks 77 ms (idle lanes polling compete with the
  * work).  Tried and dropped: polls and slot hand-out deferred by one step (52
- * ms), carrying on down the steepest receiver rather than the first (48 ms),
- * warps with working lanes taking only cells already queued (56 vs 50 ms),
- * and a push in fixed point (value and pending count in one 64-bit word, one
- * atomic per edge and no fences: exact run to run, 4e-10 from the CPU, but
- * 51 vs 50 ms).  With the hand-over (40 ms): the receivers' records
- * prefetched into L1 (43), 2 blocks per multiprocessor (44).  bench/RESULTS.md
- * has the queue's counters behind these figures and the fence variants.
+ * ms; again with the step below, 36 vs 33), carrying on down the steepest
+ * receiver rather than the first (48 ms), warps with working lanes taking
+ * only cells already queued (56 vs 50 ms), and a push in fixed point (value
+ * and pending count in one 64-bit word, one atomic per edge and no fences:
+ * exact run to run, 4e-10 from the CPU, but 51 vs 50 ms).  With the hand-over
+ * (40 ms): the receivers' records prefetched into L1 (43), 2 blocks per
+ * multiprocessor (44); with the step below, into L2 (34.5 vs 31.5).
+ * bench/RESULTS.md has the queue's counters behind these figures.
  */
-constexpr int ASYNC_BLOCKS_PER_SM = TG_ASYNC_BLOCKS_PER_SM;
+constexpr int ASYNC_BLOCKS_PER_SM = 1;
 
 __device__ __forceinline__ unsigned long long
 global_ns()
@@ -304,6 +302,52 @@ global_ns()
 	return t;
 }
 
+/*
+ * tg_route_pull_from for gathered shares with every load issued at once: the
+ * cell's links, its shares, its weight and all eight neighbours' values
+ * (non-donors' are read and dropped), so one round trip precedes the sum
+ * where waiting for the donors mask made it two.  Same terms in the same
+ * order: the same sum.  *out: the cell's receivers.
+ */
+__device__ __forceinline__ double
+pull_eager(int W, int H, const double *__restrict__ weight, const double *acc,
+		   const uint16_t *__restrict__ links, const float *__restrict__ inflow, uint32_t c,
+		   unsigned *out)
+{
+	const unsigned l = links[c];
+	const int	x = (int) (c % (uint32_t) W),
+				y = (int) (c / (uint32_t) W);
+	const float4 g0 = __ldg((const float4 *) inflow + 2 * (size_t) c),
+				g1 = __ldg((const float4 *) inflow + 2 * (size_t) c + 1);
+	const float g[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
+	double		a[8];
+	double		sum = weight[c];
+
+#pragma unroll
+	for (int k = 0; k < 8; k++)
+		a[k] = (unsigned) (x + tg_nbr_dx(k)) < (unsigned) W && (unsigned) (y + tg_nbr_dy(k)) < (unsigned) H
+			? __ldcg(&acc[neighbour(W, c, k)]) : 0.0;
+#pragma unroll
+	for (int k = 0; k < 8; k++)
+		if (((l >> k) & 1u) && g[k] > 0)
+			sum = TG_DADD(sum, TG_DMUL(a[k], (double) g[k]));
+	*out = l >> 8;
+	return sum;
+}
+
+/*
+ * One step of a warp: lanes with a cell pull it and release its receivers;
+ * freed receivers are carried on, handed over within the warp or queued;
+ * lanes left without a cell claim a slot or poll theirs; one fence; the
+ * queued cells are stored.  Every global round trip of a step sits on the
+ * longest flow path (5,874 hops on the 57.6 M-cell DEM), so the step is
+ * arranged to have few: the pull's loads all at once (pull_eager), the
+ * queue's slot reservation issued beside the claim, one fence where there
+ * were up to three (an acquire for a polled cell, another after the counts,
+ * a release per queued cell).  H100, MFD-md: 39.6 → 34.4 (one fence after
+ * the counts) → 33.1 (eager pull) → 31.7 (this step) → 31.1 ms (reservation
+ * beside the claim).
+ */
 __global__ void __launch_bounds__(256)
 tgk_async_pull(tg_route_view r, const double *__restrict__ weight, double *acc,
 			   const uint16_t *__restrict__ links, const float *__restrict__ inflow, uint32_t *indeg,
@@ -315,19 +359,95 @@ tgk_async_pull(tg_route_view r, const double *__restrict__ weight, double *acc,
 	const unsigned lane = warp.thread_rank();
 	const int	W = r.width;
 	const uint32_t n = (uint32_t) ((size_t) W * r.height);
-	uint32_t	c = QUEUE_EMPTY,	/* the cell this lane works on */
+	uint32_t	c = QUEUE_EMPTY,	/* the cell this lane works on (fenced) */
 				slot = QUEUE_EMPTY, /* the queue slot it waits on */
 				finished = 0,
 				seen = 0;
-	bool		handed = false; /* c was freed by another lane of the warp */
 	unsigned	backoff = 0,
 				polls = 0;
 	unsigned long long since = 0;
 
-	/* the warp moves in step: lanes with a cell work, the others wait on their slots */
 	for (;;)
 	{
-		const unsigned needy = __ballot_sync(ALL, c == QUEUE_EMPTY && slot == QUEUE_EMPTY);
+		uint32_t	next = QUEUE_EMPTY;
+		unsigned	freed = 0;	/* directions of the other receivers freed */
+
+		if (__any_sync(ALL, c != QUEUE_EMPTY))
+		{
+			backoff = 0;
+			polls = 0;
+			if (c != QUEUE_EMPTY)
+			{
+				uint32_t	left[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+				unsigned	out;
+
+				if (inflow)
+					acc[c] = pull_eager(W, r.height, weight, acc, links, inflow, c, &out);
+				else
+				{
+					const unsigned l = links[c];
+
+					out = l >> 8;
+					acc[c] = tg_route_pull_from(&r, weight, acc, c, l & 0xffu, nullptr);
+				}
+				finished++;
+				if (out)
+				{
+					cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device);
+					decrement_receivers(W, c, out, indeg, left);
+#pragma unroll
+					for (int k = 0; k < 8; k++)
+						if (left[k] == 1u)
+						{
+							if (next == QUEUE_EMPTY)
+								next = neighbour(W, c, k);
+							else
+								freed |= 1u << k;
+						}
+				}
+			}
+
+			/*
+			 * Lanes whose path ended take the other receivers freed in this warp:
+			 * no queue atomics, no wait of a step or more on a slot.  On the H100
+			 * and 57.6 M cells it cut the queued cells from 11.1 to 4.3 million
+			 * and MFD-md from 49.8 to 44.2 ms.
+			 */
+			for (;;)
+			{
+				const unsigned givers = __ballot_sync(ALL, freed != 0),
+							takers = __ballot_sync(ALL, next == QUEUE_EMPTY && slot == QUEUE_EMPTY);
+
+				if (!givers || !takers)
+					break;
+
+				const int	g = __ffs(givers) - 1,
+							t = __ffs(takers) - 1;
+				const int	k = __shfl_sync(ALL, __ffs(freed) - 1, g);
+				const uint32_t from = __shfl_sync(ALL, c, g);
+
+				if ((int) lane == g)
+					freed &= freed - 1;
+				if ((int) lane == t)
+					next = neighbour(W, from, k);
+			}
+		}
+
+		/* the warp reserves the slots of the cells it queues with one atomic, looked at after the fence */
+		const uint32_t queued = (uint32_t) __popc(freed);
+		const bool	any_queued = __any_sync(ALL, queued > 0);
+		uint32_t	upto = 0,
+					reserved = 0;
+
+		if (any_queued)
+		{
+			upto = cg::inclusive_scan(warp, queued);
+			if (lane == 31)
+				reserved = atomicAdd(&state[1], upto);
+		}
+
+		/* lanes without a next cell claim a slot (one atomic for the warp) or poll theirs, relaxed */
+		const unsigned needy = __ballot_sync(ALL, next == QUEUE_EMPTY && slot == QUEUE_EMPTY);
 
 		if (needy)
 		{
@@ -340,31 +460,25 @@ tgk_async_pull(tg_route_view r, const double *__restrict__ weight, double *acc,
 			if ((needy >> lane) & 1u)
 				slot = base + (uint32_t) __popc(needy & ((1u << lane) - 1u));
 		}
-
-		/* a relaxed poll (an acquiring load would hold up the working lanes' loads) */
-		bool		took = handed;
-
-		handed = false;
-
-		if (c == QUEUE_EMPTY && slot < n)
+		if (next == QUEUE_EMPTY && slot < n)
 		{
 			const uint32_t v = counter(queue[slot]).load(cuda::memory_order_relaxed);
 
 			if (v != QUEUE_EMPTY)
 			{
-				c = v;
+				next = v;
 				slot = QUEUE_EMPTY;
-				took = true;
 			}
 		}
 
-		if (!__any_sync(ALL, c != QUEUE_EMPTY))
+		if (!__any_sync(ALL, next != QUEUE_EMPTY) && !any_queued)
 		{
 			/* the whole warp is waiting: report what it finished, look at the shared counters now and then */
 			finished = cg::reduce(warp, finished, cg::plus<uint32_t>());
 			if (lane == 0 && finished)
 				atomicAdd(&state[2], finished);
 			finished = 0;
+			c = QUEUE_EMPTY;
 			if (__all_sync(ALL, slot >= n))
 				return;			/* no slot of this warp can ever be filled */
 			if (++polls % ASYNC_CHECK_EVERY == 0)
@@ -397,85 +511,21 @@ tgk_async_pull(tg_route_view r, const double *__restrict__ weight, double *acc,
 			backoff = backoff ? min(2 * backoff, ASYNC_BACKOFF_NS) : 32;
 			continue;
 		}
-		backoff = 0;
-		polls = 0;
-
-		uint32_t	next = QUEUE_EMPTY,
-					left[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-		unsigned	freed = 0;	/* directions of the other receivers freed */
-
-		if (c != QUEUE_EMPTY)
-		{
-			if (took)
-				cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
-
-			const unsigned l = links[c];
-			const unsigned out = l >> 8;
-
-			acc[c] = tg_route_pull_from(&r, weight, acc, c, l & 0xffu, inflow);
-			finished++;
-			if (out)
-			{
-				cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_device);
-				decrement_receivers(W, c, out, indeg, left);
-#pragma unroll
-				for (int k = 0; k < 8; k++)
-					if (left[k] == 1u)
-					{
-						if (next == QUEUE_EMPTY)
-							next = neighbour(W, c, k);
-						else
-							freed |= 1u << k;
-					}
-				if (next != QUEUE_EMPTY)
-					cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
-			}
-		}
 
 		/*
-		 * Lanes whose path ended take the other receivers freed in this warp: no
-		 * queue atomics, no wait of a step or more on a slot (the rest is queued).
-		 * On the H100 and 57.6 M cells it cuts the queued cells from 11.1 to 4.3
-		 * million and MFD-md from 49.8 to 44.2 ms.  The taker fences as one that
-		 * polled the cell from the queue does.
+		 * One fence for the warp: acquire for every lane's next cell (carried
+		 * on, handed over or polled: their donors' values), release for the
+		 * cells queued below (the counts this lane saw drop to zero).
 		 */
-		for (;;)
+		cuda::atomic_thread_fence(cuda::memory_order_acq_rel, cuda::thread_scope_device);
+		if (any_queued)
 		{
-			const unsigned givers = __ballot_sync(ALL, freed != 0),
-						takers = __ballot_sync(ALL, next == QUEUE_EMPTY && slot == QUEUE_EMPTY);
+			uint32_t	at = warp.shfl(reserved, 31) + upto - queued;
 
-			if (!givers || !takers)
-				break;
-
-			const int	g = __ffs(givers) - 1,
-						t = __ffs(takers) - 1;
-			const int	k = __shfl_sync(ALL, __ffs(freed) - 1, g);
-			const uint32_t from = __shfl_sync(ALL, c, g);
-
-			if ((int) lane == g)
-				freed &= freed - 1;
-			if ((int) lane == t)
-			{
-				next = neighbour(W, from, k);
-				handed = true;
-			}
-		}
-
-		/* the warp reserves the slots of the cells it queues with one atomic */
-		const uint32_t queued = (uint32_t) __popc(freed);
-
-		if (__any_sync(ALL, queued > 0))
-		{
-			const uint32_t upto = cg::inclusive_scan(warp, queued);
-			uint32_t	base = 0;
-
-			if (lane == 31)
-				base = atomicAdd(&state[1], upto);
-			base = warp.shfl(base, 31) + upto - queued;
 #pragma unroll
 			for (int k = 0; k < 8; k++)
 				if ((freed >> k) & 1u)
-					counter(queue[base++]).store(neighbour(W, c, k), cuda::memory_order_release);
+					counter(queue[at++]).store(neighbour(W, c, k), cuda::memory_order_relaxed);
 		}
 		c = next;
 	}
