@@ -289,7 +289,9 @@ constexpr unsigned ASYNC_CHECK_EVERY = 32;	/* idle polls between looks at the sh
  * exact run to run, 4e-10 from the CPU, but 51 vs 50 ms).  With the hand-over
  * (40 ms): the receivers' records prefetched into L1 (43), 2 blocks per
  * multiprocessor (44); with the step below, into L2 (34.5 vs 31.5), and the
- * next cell's links, weight and shares loaded before the fence (34.1 vs 33.0).
+ * next cell's links, weight and shares loaded before the fence (34.1 vs 33.0),
+ * held slots polled at the start of the step (32.9 vs 31.7: a poll issued
+ * before the work misses cells queued during it).
  * bench/RESULTS.md has the queue's counters behind these figures.
  */
 constexpr int ASYNC_BLOCKS_PER_SM = 1;
