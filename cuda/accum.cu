@@ -281,7 +281,8 @@ constexpr unsigned ASYNC_CHECK_EVERY = 32;	/* idle polls between looks at the sh
  * The persistent grid: one 256-thread block per multiprocessor.  On the H100
  * and 57.6 M cells, MFD-md (before the hand-over within the warp): 46 ms; 2
  * blocks 49, 4 blocks 66, 8 blocks 77 ms (idle lanes polling compete with the
- * work).  Tried and dropped: polls and slot hand-out deferred by one step (52
+ * work); with the step below, 128-thread blocks 33.0, 64-thread 36.5 against
+ * 31.2 ms (fewer lanes to carry the wide levels).  Tried and dropped: polls and slot hand-out deferred by one step (52
  * ms; again with the step below, 36 vs 33), carrying on down the steepest
  * receiver rather than the first (48 ms), warps with working lanes taking
  * only cells already queued (56 vs 50 ms), and a push in fixed point (value
@@ -346,8 +347,8 @@ pull_eager(int W, int H, const double *__restrict__ weight, const double *acc,
  * longest flow path (5,874 hops on the 57.6 M-cell DEM), so the step is
  * arranged to have few: the pull's loads all at once (pull_eager), the
  * queue's slot reservation issued beside the claim, one fence where there
- * were up to three (an acquire for a polled cell, another after the counts,
- * a release per queued cell).  H100, MFD-md: 39.6 → 34.4 (one fence after
+ * were up to three besides the release before the counts (an acquire for a
+ * polled cell, another after the counts, a release per queued cell).  H100, MFD-md: 39.6 → 34.4 (one fence after
  * the counts) → 33.1 (eager pull) → 31.7 (this step) → 31.1 ms (reservation
  * beside the claim).
  */
