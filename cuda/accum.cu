@@ -346,11 +346,11 @@ pull_eager(int W, int H, const double *__restrict__ weight, const double *acc,
  * queued cells are stored.  Every global round trip of a step sits on the
  * longest flow path (5,874 hops on the 57.6 M-cell DEM), so the step is
  * arranged to have few: the pull's loads all at once (pull_eager), the
- * queue's slot reservation issued beside the claim, one fence where there
- * were up to three besides the release before the counts (an acquire for a
- * polled cell, another after the counts, a release per queued cell).  H100, MFD-md: 39.6 → 34.4 (one fence after
- * the counts) → 33.1 (eager pull) → 31.7 (this step) → 31.1 ms (reservation
- * beside the claim).
+ * queue's slot reservation issued beside the claim, and besides the release
+ * before the counts one fence where there were up to three (an acquire for
+ * a polled cell, another after the counts, a release per queued cell).
+ * H100, MFD-md: 39.6 → 34.4 (one fence after the counts) → 33.1 (eager
+ * pull) → 31.7 (this step) → 31.1 ms (reservation beside the claim).
  */
 __global__ void __launch_bounds__(256)
 tgk_async_pull(tg_route_view r, const double *__restrict__ weight, double *acc,
