@@ -457,7 +457,9 @@ bench_bmmq(const options *o, const tg_band *dem)
  * the cells in levels narrower than a GPU's resident threads (132 x 256 on
  * an H100), and what the cells of one longest path are like (donors,
  * receivers, steps between cells of equal filled height, i.e. across flats).
- * CPU routing only; prints one line.
+ * A second line: the flats that path crosses (8-connected cells of equal
+ * filled height), the three it spends most steps in, and how many cells it
+ * would have if each flat were one cell.  CPU routing only.
  */
 static int
 bench_levels(const options *o, const tg_band *dem)
@@ -471,6 +473,14 @@ bench_levels(const options *o, const tg_band *dem)
 	tg_route_view v;
 	tg_error	err;
 	int32_t    *level = malloc((n ? n : 1) * sizeof(int32_t));
+	uint32_t   *flat = malloc((n ? n : 1) * sizeof(uint32_t));
+	uint32_t   *flat_cells = malloc((n ? n : 1) * sizeof(uint32_t));
+	uint32_t   *stack = malloc((n ? n : 1) * sizeof(uint32_t));
+	uint32_t	flats = 0,
+				runs = 0,
+				flat_runs = 0,
+				run = 1,
+				top[3][2] = {{0, 0}, {0, 0}, {0, 0}};	/* steps in a flat, its label */
 	uint32_t   *order = malloc((n ? n : 1) * sizeof(uint32_t));
 	uint32_t   *level_start = malloc((n + 1) * sizeof(uint32_t));
 	size_t		count = 0,
@@ -491,6 +501,11 @@ bench_levels(const options *o, const tg_band *dem)
 		return 1;
 	}
 	v = tg_cpu_route_view(&r, o->flow.threshold);
+	for (size_t c = 0; c < n; c++)
+	{
+		level[c] = -1;
+		flat[c] = UINT32_MAX;
+	}
 	for (int l = 0; l < levels; l++)
 	{
 		for (uint32_t j = level_start[l]; j < level_start[l + 1]; j++)
@@ -500,6 +515,37 @@ bench_levels(const options *o, const tg_band *dem)
 			narrow++;
 			narrow_cells += level_start[l + 1] - level_start[l];
 		}
+	}
+	/* flats: components of valid cells (those with a level) of equal filled height, by depth-first search */
+	for (size_t s0 = 0; s0 < n; s0++)
+	{
+		uint32_t	depth = 0;
+
+		if (level[s0] < 0 || flat[s0] != UINT32_MAX)
+			continue;
+		flat[s0] = flats;
+		flat_cells[flats] = 0;
+		stack[depth++] = (uint32_t) s0;
+		while (depth)
+		{
+			const size_t c = stack[--depth];
+
+			flat_cells[flats]++;
+			for (int k = 0; k < 8; k++)
+			{
+				const int	x = (int) (c % W) + tg_nbr_dx(k),
+							y = (int) (c / W) + tg_nbr_dy(k);
+				const size_t m = (size_t) y * W + x;
+
+				if (x >= 0 && y >= 0 && x < W && y < H && level[m] >= 0 && flat[m] == UINT32_MAX &&
+					r.z[m] == r.z[c])
+				{
+					flat[m] = flats;
+					stack[depth++] = (uint32_t) m;
+				}
+			}
+		}
+		flats++;
 	}
 	/* one longest path, walked back from its end (the order's last cell) through donors one level up */
 	for (size_t c = count ? order[count - 1] : 0; count;)
@@ -522,6 +568,27 @@ bench_levels(const options *o, const tg_band *dem)
 		path++;
 		one_donor += __builtin_popcount(donors) == 1;
 		one_receiver += receivers == 1;
+		if (prev == n || flat[prev] != flat[c])
+		{
+			/* a run of the path in one flat ends: keep the three longest */
+			for (int t = 0; t < 3; t++)
+				if (run - 1 > top[t][0])
+				{
+					for (int u = 2; u > t; u--)
+					{
+						top[u][0] = top[u - 1][0];
+						top[u][1] = top[u - 1][1];
+					}
+					top[t][0] = run - 1;
+					top[t][1] = flat[c];
+					break;
+				}
+			runs++;
+			flat_runs += run > 1;
+			run = 1;
+		}
+		else
+			run++;
 		if (prev == n)
 			break;
 		flat_steps += r.z[prev] == r.z[c];
@@ -532,6 +599,13 @@ bench_levels(const options *o, const tg_band *dem)
 		   n, count, levels, resident, narrow, narrow_cells,
 		   path ? 100.0 * one_donor / path : 0.0, path ? 100.0 * one_receiver / path : 0.0,
 		   path > 1 ? 100.0 * flat_steps / (path - 1) : 0.0);
+	printf("op=levels path_cells=%d path_flats=%u path_cells_if_each_flat_were_one=%u", path, flat_runs, runs);
+	for (int t = 0; t < 3 && top[t][0]; t++)
+		printf(" flat%d_steps=%u flat%d_cells=%u", t + 1, top[t][0], t + 1, flat_cells[top[t][1]]);
+	printf("\n");
+	free(flat);
+	free(flat_cells);
+	free(stack);
 	free(level);
 	free(order);
 	free(level_start);
