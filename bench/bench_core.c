@@ -458,8 +458,8 @@ bench_bmmq(const options *o, const tg_band *dem)
  * an H100), and what the cells of one longest path are like (donors,
  * receivers, steps between cells of equal filled height, i.e. across flats).
  * A second line: the flats that path crosses (8-connected cells of equal
- * filled height), the three it spends most steps in, and how many cells it
- * would have if each flat were one cell.  CPU routing only.
+ * filled height), the three it spends most steps in, the two largest, and
+ * how many cells it would have if each flat were one cell.  CPU routing only.
  */
 static int
 bench_levels(const options *o, const tg_band *dem)
@@ -480,7 +480,8 @@ bench_levels(const options *o, const tg_band *dem)
 				runs = 0,
 				flat_runs = 0,
 				run = 1,
-				top[3][2] = {{0, 0}, {0, 0}, {0, 0}};	/* steps in a flat, its label */
+				top[3][2] = {{0, 0}, {0, 0}, {0, 0}},	/* steps in a flat, its label */
+				big[2] = {0, 0};	/* the two largest flats on the path, in cells */
 	uint32_t   *order = malloc((n ? n : 1) * sizeof(uint32_t));
 	uint32_t   *level_start = malloc((n + 1) * sizeof(uint32_t));
 	size_t		count = 0,
@@ -583,6 +584,13 @@ bench_levels(const options *o, const tg_band *dem)
 					top[t][1] = flat[c];
 					break;
 				}
+			if (flat_cells[flat[c]] > big[0])
+			{
+				big[1] = big[0];
+				big[0] = flat_cells[flat[c]];
+			}
+			else if (flat_cells[flat[c]] > big[1])
+				big[1] = flat_cells[flat[c]];
 			runs++;
 			flat_runs += run > 1;
 			run = 1;
@@ -602,7 +610,7 @@ bench_levels(const options *o, const tg_band *dem)
 	printf("op=levels path_cells=%d path_flats=%u path_cells_if_each_flat_were_one=%u", path, flat_runs, runs);
 	for (int t = 0; t < 3 && top[t][0]; t++)
 		printf(" flat%d_steps=%u flat%d_cells=%u", t + 1, top[t][0], t + 1, flat_cells[top[t][1]]);
-	printf("\n");
+	printf(" largest_cells=%u second_largest_cells=%u\n", big[0], big[1]);
 	free(flat);
 	free(flat_cells);
 	free(stack);
