@@ -459,7 +459,9 @@ bench_bmmq(const options *o, const tg_band *dem)
  * receivers, steps between cells of equal filled height, i.e. across flats).
  * A second line: the flats that path crosses (8-connected cells of equal
  * filled height), the three it spends most steps in, the two largest, and
- * how many cells it would have if each flat were one cell.  CPU routing only.
+ * how many cells it would have if each flat were one cell.  A third: the
+ * whole graph's depth with flats of up to 4,096 cells, then all flats, each
+ * made one node.  CPU routing only.
  */
 static int
 bench_levels(const options *o, const tg_band *dem)
@@ -611,6 +613,102 @@ bench_levels(const options *o, const tg_band *dem)
 	for (int t = 0; t < 3 && top[t][0]; t++)
 		printf(" flat%d_steps=%u flat%d_cells=%u", t + 1, top[t][0], t + 1, flat_cells[top[t][1]]);
 	printf(" largest_cells=%u second_largest_cells=%u\n", big[0], big[1]);
+
+	/*
+	 * The whole graph's depth were every flat of 2..limit cells one node
+	 * (crossed in one step): Kahn's rounds over the condensed graph, a flat's
+	 * cells listed by a counting sort of the labels.
+	 */
+	{
+		uint32_t   *first = calloc((size_t) flats + 1, sizeof(uint32_t));	/* a flat's cells: members[first[f] .. first[f + 1]) */
+		uint32_t   *members = malloc((count ? count : 1) * sizeof(uint32_t));
+		uint32_t   *pending = malloc((n ? n : 1) * sizeof(uint32_t)); /* per node: external donor edges left */
+		uint32_t   *frontier = malloc((count ? count : 1) * sizeof(uint32_t));
+		uint32_t   *after = malloc((count ? count : 1) * sizeof(uint32_t));
+		const uint32_t limits[2] = {4096, UINT32_MAX};
+
+		for (size_t c = 0; c < n; c++)
+			if (level[c] >= 0)
+				first[flat[c] + 1]++;
+		for (uint32_t f = 0; f < flats; f++)
+			first[f + 1] += first[f];
+		memcpy(after, first, (size_t) flats * sizeof(uint32_t));	/* where each flat's next member goes */
+		for (size_t c = 0; c < n; c++)
+			if (level[c] >= 0)
+				members[after[flat[c]]++] = (uint32_t) c;
+		printf("op=levels");
+		for (int li = 0; li < 2; li++)
+		{
+			const uint32_t limit = limits[li];
+			size_t		width = 0,
+						next = 0;
+			uint32_t	depth = 0;
+
+			/* a node is named by a cell: a condensed flat by its first member, any other cell by itself */
+#define CONDENSED(c) (flat_cells[flat[c]] > 1 && flat_cells[flat[c]] <= limit)
+#define NODE(c) (CONDENSED(c) ? members[first[flat[c]]] : (uint32_t) (c))
+			for (size_t j = 0; j < count; j++)
+				pending[order[j]] = 0;
+			for (size_t j = 0; j < count; j++)
+			{
+				const size_t c = order[j];
+				const unsigned donors = tg_route_donors(&v, c);
+
+				for (int k = 0; k < 8; k++)
+					if ((donors >> k) & 1u &&
+						NODE((size_t) ((int64_t) c + (int64_t) tg_nbr_dy(k) * W + tg_nbr_dx(k))) != NODE(c))
+						pending[NODE(c)]++;
+			}
+			for (size_t j = 0; j < count; j++)
+			{
+				const size_t c = order[j];
+
+				if (NODE(c) == c && pending[c] == 0)
+					frontier[width++] = (uint32_t) c;
+			}
+			while (width)
+			{
+				depth++;
+				next = 0;
+				for (size_t i = 0; i < width; i++)
+				{
+					const uint32_t node = frontier[i];
+					const bool	flat_node = CONDENSED(node);
+					const uint32_t from = flat_node ? first[flat[node]] : 0,
+								to = flat_node ? first[flat[node] + 1] : 1;
+
+					for (uint32_t m = from; m < to; m++)
+					{
+						const size_t c = flat_node ? members[m] : node;
+
+						for (int k = 0; k < 8; k++)
+						{
+							const int	x = (int) (c % W) + tg_nbr_dx(k),
+										y = (int) (c / W) + tg_nbr_dy(k);
+							size_t		rc;
+
+							if (x < 0 || y < 0 || x >= W || y >= H || !tg_route_drains_to(&v, c, k))
+								continue;
+							rc = (size_t) y * W + x;
+							if (NODE(rc) != node && --pending[NODE(rc)] == 0)
+								after[next++] = NODE(rc);
+						}
+					}
+				}
+				memcpy(frontier, after, next * sizeof(uint32_t));
+				width = next;
+			}
+#undef NODE
+#undef CONDENSED
+			printf(" levels_if_flats_up_to_%u_cells_were_one=%u", limit, depth);
+		}
+		printf("\n");
+		free(first);
+		free(members);
+		free(pending);
+		free(frontier);
+		free(after);
+	}
 	free(flat);
 	free(flat_cells);
 	free(stack);
