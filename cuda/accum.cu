@@ -281,19 +281,20 @@ constexpr unsigned ASYNC_CHECK_EVERY = 32;	/* idle polls between looks at the sh
  * The persistent grid: one 256-thread block per multiprocessor.  On the H100
  * and 57.6 M cells, MFD-md (before the hand-over within the warp): 46 ms; 2
  * blocks 49, 4 blocks 66, 8 blocks 77 ms (idle lanes polling compete with the
- * work); with the step below, 128-thread blocks 33.0, 64-thread 36.5 against
- * 31.2 ms (fewer lanes to carry the wide levels).  Tried and dropped: polls and slot hand-out deferred by one step (52
- * ms; again with the step below, 36 vs 33), carrying on down the steepest
- * receiver rather than the first (48 ms), warps with working lanes taking
- * only cells already queued (56 vs 50 ms), and a push in fixed point (value
- * and pending count in one 64-bit word, one atomic per edge and no fences:
- * exact run to run, 4e-10 from the CPU, but 51 vs 50 ms).  With the hand-over
- * (40 ms): the receivers' records prefetched into L1 (43), 2 blocks per
- * multiprocessor (44); with the step below, into L2 (34.5 vs 31.5), and the
- * next cell's links, weight and shares loaded before the fence (34.1 vs 33.0),
+ * work); with the step below, 128-thread blocks 33.0 and 64-thread ones 36.5
+ * against 31.2 ms (fewer lanes to carry the wide levels).  Tried and
+ * dropped: polls and slot hand-out deferred by one step (52 ms; again with
+ * the step below, 36 vs 33), carrying on down the steepest receiver rather
+ * than the first (48 ms), warps with working lanes taking only cells already
+ * queued (56 vs 50 ms), and a push in fixed point (value and pending count in
+ * one 64-bit word, one atomic per edge and no fences: exact run to run, 4e-10
+ * from the CPU, but 51 vs 50 ms).  With the hand-over (40 ms): the
+ * receivers' records prefetched into L1 (43), 2 blocks per multiprocessor
+ * (44); with the step below, prefetched into L2 (34.5 vs 31.5), the next
+ * cell's links, weight and shares loaded before the fence (34.1 vs 33.0),
  * held slots polled at the start of the step (32.9 vs 31.7: a poll issued
- * before the work misses cells queued during it).
- * bench/RESULTS.md has the queue's counters behind these figures.
+ * before the work misses cells queued during it).  bench/RESULTS.md has the
+ * queue's counters behind these figures.
  */
 constexpr int ASYNC_BLOCKS_PER_SM = 1;
 
