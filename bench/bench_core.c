@@ -451,17 +451,169 @@ bench_bmmq(const options *o, const tg_band *dem)
 	return 0;
 }
 
+/* Flats: 8-connected components of valid cells (those with a level) of equal filled height. */
+typedef struct flat_index
+{
+	uint32_t	count;
+	uint32_t   *label;			/* per cell (UINT32_MAX off the valid cells) */
+	uint32_t   *cells;			/* per flat: its size */
+	uint32_t   *first;			/* per flat: its cells are members[first[f] .. first[f + 1]) */
+	uint32_t   *members;
+} flat_index;
+
+static void
+flat_index_build(flat_index *fi, const tg_route *r, const int32_t *level, int W, int H)
+{
+	const size_t n = (size_t) W * H;
+	uint32_t   *stack = malloc((n ? n : 1) * sizeof(uint32_t));
+	uint32_t   *at;
+	size_t		valid = 0;
+
+	fi->count = 0;
+	fi->label = malloc((n ? n : 1) * sizeof(uint32_t));
+	fi->cells = malloc((n ? n : 1) * sizeof(uint32_t));
+	for (size_t c = 0; c < n; c++)
+		fi->label[c] = UINT32_MAX;
+	/* depth-first search from each cell not labelled yet */
+	for (size_t s0 = 0; s0 < n; s0++)
+	{
+		uint32_t	depth = 0;
+
+		if (level[s0] < 0 || fi->label[s0] != UINT32_MAX)
+			continue;
+		fi->label[s0] = fi->count;
+		fi->cells[fi->count] = 0;
+		stack[depth++] = (uint32_t) s0;
+		while (depth)
+		{
+			const size_t c = stack[--depth];
+
+			fi->cells[fi->count]++;
+			for (int k = 0; k < 8; k++)
+			{
+				const int	x = (int) (c % W) + tg_nbr_dx(k),
+							y = (int) (c / W) + tg_nbr_dy(k);
+				const size_t m = (size_t) y * W + x;
+
+				if (x >= 0 && y >= 0 && x < W && y < H && level[m] >= 0 &&
+					fi->label[m] == UINT32_MAX && r->z[m] == r->z[c])
+				{
+					fi->label[m] = fi->count;
+					stack[depth++] = (uint32_t) m;
+				}
+			}
+		}
+		valid += fi->cells[fi->count];
+		fi->count++;
+	}
+	/* members grouped by flat: a counting sort of the labels */
+	fi->first = calloc((size_t) fi->count + 1, sizeof(uint32_t));
+	fi->members = malloc((valid ? valid : 1) * sizeof(uint32_t));
+	for (uint32_t f = 0; f < fi->count; f++)
+		fi->first[f + 1] = fi->first[f] + fi->cells[f];
+	at = stack;					/* reused: where each flat's next member goes */
+	memcpy(at, fi->first, (size_t) fi->count * sizeof(uint32_t));
+	for (size_t c = 0; c < n; c++)
+		if (fi->label[c] != UINT32_MAX)
+			fi->members[at[fi->label[c]]++] = (uint32_t) c;
+	free(stack);
+}
+
+static void
+flat_index_free(flat_index *fi)
+{
+	free(fi->label);
+	free(fi->cells);
+	free(fi->first);
+	free(fi->members);
+}
+
+/*
+ * The graph's depth were every flat of 2..limit cells one node (crossed in
+ * one step): Kahn's rounds over the condensed graph.  A node is named by a
+ * cell: a condensed flat by its first member, any other cell by itself.
+ */
+static uint32_t
+condensed_depth(const flat_index *fi, const tg_route_view *v, const uint32_t *order, size_t count,
+				uint32_t limit)
+{
+	const int	W = v->width,
+				H = v->height;
+	const size_t n = (size_t) W * H;
+	uint32_t   *pending = malloc((n ? n : 1) * sizeof(uint32_t)); /* per node: donor edges from other nodes left */
+	uint32_t   *frontier = malloc((count ? count : 1) * sizeof(uint32_t));
+	uint32_t   *after = malloc((count ? count : 1) * sizeof(uint32_t));
+	size_t		width = 0;
+	uint32_t	depth = 0;
+
+#define CONDENSED(c) (fi->cells[fi->label[c]] > 1 && fi->cells[fi->label[c]] <= limit)
+#define NODE(c) (CONDENSED(c) ? fi->members[fi->first[fi->label[c]]] : (uint32_t) (c))
+	for (size_t j = 0; j < count; j++)
+		pending[order[j]] = 0;
+	for (size_t j = 0; j < count; j++)
+	{
+		const size_t c = order[j];
+		const unsigned donors = tg_route_donors(v, c);
+
+		for (int k = 0; k < 8; k++)
+			if ((donors >> k) & 1u &&
+				NODE((size_t) ((int64_t) c + (int64_t) tg_nbr_dy(k) * W + tg_nbr_dx(k))) != NODE(c))
+				pending[NODE(c)]++;
+	}
+	for (size_t j = 0; j < count; j++)
+		if (NODE(order[j]) == order[j] && pending[order[j]] == 0)
+			frontier[width++] = order[j];
+	while (width)
+	{
+		size_t		next = 0;
+
+		depth++;
+		for (size_t i = 0; i < width; i++)
+		{
+			const uint32_t node = frontier[i];
+			const bool	flat_node = CONDENSED(node);
+			const uint32_t from = flat_node ? fi->first[fi->label[node]] : 0,
+						to = flat_node ? fi->first[fi->label[node] + 1] : 1;
+
+			for (uint32_t m = from; m < to; m++)
+			{
+				const size_t c = flat_node ? fi->members[m] : node;
+
+				for (int k = 0; k < 8; k++)
+				{
+					const int	x = (int) (c % W) + tg_nbr_dx(k),
+								y = (int) (c / W) + tg_nbr_dy(k);
+					size_t		rc;
+
+					if (x < 0 || y < 0 || x >= W || y >= H || !tg_route_drains_to(v, c, k))
+						continue;
+					rc = (size_t) y * W + x;
+					if (NODE(rc) != node && --pending[NODE(rc)] == 0)
+						after[next++] = NODE(rc);
+				}
+			}
+		}
+		memcpy(frontier, after, next * sizeof(uint32_t));
+		width = next;
+	}
+#undef NODE
+#undef CONDENSED
+	free(pending);
+	free(frontier);
+	free(after);
+	return depth;
+}
+
 /*
  * The flow graph's depth, which bounds every dependency-driven accumulation:
  * levels (longest path in cells from a cell without donors), the share of
  * the cells in levels narrower than a GPU's resident threads (132 x 256 on
  * an H100), and what the cells of one longest path are like (donors,
  * receivers, steps between cells of equal filled height, i.e. across flats).
- * A second line: the flats that path crosses (8-connected cells of equal
- * filled height), the three it spends most steps in, the two largest, and
- * how many cells it would have if each flat were one cell.  A third: the
- * whole graph's depth with flats of up to 4,096 cells, then all flats, each
- * made one node.  CPU routing only.
+ * A second line: the flats that path crosses, the three it spends most
+ * steps in, the two largest, and how many cells it would have if each flat
+ * were one cell.  A third: the whole graph's depth with flats of up to 4,096
+ * cells, then all flats, each made one node.  CPU routing only.
  */
 static int
 bench_levels(const options *o, const tg_band *dem)
@@ -474,18 +626,15 @@ bench_levels(const options *o, const tg_band *dem)
 	tg_route	r;
 	tg_route_view v;
 	tg_error	err;
+	flat_index	fi;
 	int32_t    *level = malloc((n ? n : 1) * sizeof(int32_t));
-	uint32_t   *flat = malloc((n ? n : 1) * sizeof(uint32_t));
-	uint32_t   *flat_cells = malloc((n ? n : 1) * sizeof(uint32_t));
-	uint32_t   *stack = malloc((n ? n : 1) * sizeof(uint32_t));
-	uint32_t	flats = 0,
-				runs = 0,
+	uint32_t   *order = malloc((n ? n : 1) * sizeof(uint32_t));
+	uint32_t   *level_start = malloc((n + 1) * sizeof(uint32_t));
+	uint32_t	runs = 0,
 				flat_runs = 0,
 				run = 1,
 				top[3][2] = {{0, 0}, {0, 0}, {0, 0}},	/* steps in a flat, its label */
 				big[2] = {0, 0};	/* the two largest flats on the path, in cells */
-	uint32_t   *order = malloc((n ? n : 1) * sizeof(uint32_t));
-	uint32_t   *level_start = malloc((n + 1) * sizeof(uint32_t));
 	size_t		count = 0,
 				narrow_cells = 0;
 	int			levels = 0,
@@ -505,10 +654,7 @@ bench_levels(const options *o, const tg_band *dem)
 	}
 	v = tg_cpu_route_view(&r, o->flow.threshold);
 	for (size_t c = 0; c < n; c++)
-	{
 		level[c] = -1;
-		flat[c] = UINT32_MAX;
-	}
 	for (int l = 0; l < levels; l++)
 	{
 		for (uint32_t j = level_start[l]; j < level_start[l + 1]; j++)
@@ -519,41 +665,12 @@ bench_levels(const options *o, const tg_band *dem)
 			narrow_cells += level_start[l + 1] - level_start[l];
 		}
 	}
-	/* flats: components of valid cells (those with a level) of equal filled height, by depth-first search */
-	for (size_t s0 = 0; s0 < n; s0++)
-	{
-		uint32_t	depth = 0;
-
-		if (level[s0] < 0 || flat[s0] != UINT32_MAX)
-			continue;
-		flat[s0] = flats;
-		flat_cells[flats] = 0;
-		stack[depth++] = (uint32_t) s0;
-		while (depth)
-		{
-			const size_t c = stack[--depth];
-
-			flat_cells[flats]++;
-			for (int k = 0; k < 8; k++)
-			{
-				const int	x = (int) (c % W) + tg_nbr_dx(k),
-							y = (int) (c / W) + tg_nbr_dy(k);
-				const size_t m = (size_t) y * W + x;
-
-				if (x >= 0 && y >= 0 && x < W && y < H && level[m] >= 0 && flat[m] == UINT32_MAX &&
-					r.z[m] == r.z[c])
-				{
-					flat[m] = flats;
-					stack[depth++] = (uint32_t) m;
-				}
-			}
-		}
-		flats++;
-	}
+	flat_index_build(&fi, &r, level, W, H);
 	/* one longest path, walked back from its end (the order's last cell) through donors one level up */
 	for (size_t c = count ? order[count - 1] : 0; count;)
 	{
 		const unsigned donors = tg_route_donors(&v, c);
+		const uint32_t f = fi.label[c];
 		size_t		prev = n;
 		int			receivers = 0;
 
@@ -571,9 +688,9 @@ bench_levels(const options *o, const tg_band *dem)
 		path++;
 		one_donor += __builtin_popcount(donors) == 1;
 		one_receiver += receivers == 1;
-		if (prev == n || flat[prev] != flat[c])
+		if (prev == n || fi.label[prev] != f)
 		{
-			/* a run of the path in one flat ends: keep the three longest */
+			/* a run of the path in one flat ends: keep the three longest and the two largest flats */
 			for (int t = 0; t < 3; t++)
 				if (run - 1 > top[t][0])
 				{
@@ -583,16 +700,16 @@ bench_levels(const options *o, const tg_band *dem)
 						top[u][1] = top[u - 1][1];
 					}
 					top[t][0] = run - 1;
-					top[t][1] = flat[c];
+					top[t][1] = f;
 					break;
 				}
-			if (flat_cells[flat[c]] > big[0])
+			if (fi.cells[f] > big[0])
 			{
 				big[1] = big[0];
-				big[0] = flat_cells[flat[c]];
+				big[0] = fi.cells[f];
 			}
-			else if (flat_cells[flat[c]] > big[1])
-				big[1] = flat_cells[flat[c]];
+			else if (fi.cells[f] > big[1])
+				big[1] = fi.cells[f];
 			runs++;
 			flat_runs += run > 1;
 			run = 1;
@@ -611,107 +728,11 @@ bench_levels(const options *o, const tg_band *dem)
 		   path > 1 ? 100.0 * flat_steps / (path - 1) : 0.0);
 	printf("op=levels path_cells=%d path_flats=%u path_cells_if_each_flat_were_one=%u", path, flat_runs, runs);
 	for (int t = 0; t < 3 && top[t][0]; t++)
-		printf(" flat%d_steps=%u flat%d_cells=%u", t + 1, top[t][0], t + 1, flat_cells[top[t][1]]);
+		printf(" flat%d_steps=%u flat%d_cells=%u", t + 1, top[t][0], t + 1, fi.cells[top[t][1]]);
 	printf(" largest_cells=%u second_largest_cells=%u\n", big[0], big[1]);
-
-	/*
-	 * The whole graph's depth were every flat of 2..limit cells one node
-	 * (crossed in one step): Kahn's rounds over the condensed graph, a flat's
-	 * cells listed by a counting sort of the labels.
-	 */
-	{
-		uint32_t   *first = calloc((size_t) flats + 1, sizeof(uint32_t));	/* a flat's cells: members[first[f] .. first[f + 1]) */
-		uint32_t   *members = malloc((count ? count : 1) * sizeof(uint32_t));
-		uint32_t   *pending = malloc((n ? n : 1) * sizeof(uint32_t)); /* per node: external donor edges left */
-		uint32_t   *frontier = malloc((count ? count : 1) * sizeof(uint32_t));
-		uint32_t   *after = malloc((count ? count : 1) * sizeof(uint32_t));
-		const uint32_t limits[2] = {4096, UINT32_MAX};
-
-		for (size_t c = 0; c < n; c++)
-			if (level[c] >= 0)
-				first[flat[c] + 1]++;
-		for (uint32_t f = 0; f < flats; f++)
-			first[f + 1] += first[f];
-		memcpy(after, first, (size_t) flats * sizeof(uint32_t));	/* where each flat's next member goes */
-		for (size_t c = 0; c < n; c++)
-			if (level[c] >= 0)
-				members[after[flat[c]]++] = (uint32_t) c;
-		printf("op=levels");
-		for (int li = 0; li < 2; li++)
-		{
-			const uint32_t limit = limits[li];
-			size_t		width = 0,
-						next = 0;
-			uint32_t	depth = 0;
-
-			/* a node is named by a cell: a condensed flat by its first member, any other cell by itself */
-#define CONDENSED(c) (flat_cells[flat[c]] > 1 && flat_cells[flat[c]] <= limit)
-#define NODE(c) (CONDENSED(c) ? members[first[flat[c]]] : (uint32_t) (c))
-			for (size_t j = 0; j < count; j++)
-				pending[order[j]] = 0;
-			for (size_t j = 0; j < count; j++)
-			{
-				const size_t c = order[j];
-				const unsigned donors = tg_route_donors(&v, c);
-
-				for (int k = 0; k < 8; k++)
-					if ((donors >> k) & 1u &&
-						NODE((size_t) ((int64_t) c + (int64_t) tg_nbr_dy(k) * W + tg_nbr_dx(k))) != NODE(c))
-						pending[NODE(c)]++;
-			}
-			for (size_t j = 0; j < count; j++)
-			{
-				const size_t c = order[j];
-
-				if (NODE(c) == c && pending[c] == 0)
-					frontier[width++] = (uint32_t) c;
-			}
-			while (width)
-			{
-				depth++;
-				next = 0;
-				for (size_t i = 0; i < width; i++)
-				{
-					const uint32_t node = frontier[i];
-					const bool	flat_node = CONDENSED(node);
-					const uint32_t from = flat_node ? first[flat[node]] : 0,
-								to = flat_node ? first[flat[node] + 1] : 1;
-
-					for (uint32_t m = from; m < to; m++)
-					{
-						const size_t c = flat_node ? members[m] : node;
-
-						for (int k = 0; k < 8; k++)
-						{
-							const int	x = (int) (c % W) + tg_nbr_dx(k),
-										y = (int) (c / W) + tg_nbr_dy(k);
-							size_t		rc;
-
-							if (x < 0 || y < 0 || x >= W || y >= H || !tg_route_drains_to(&v, c, k))
-								continue;
-							rc = (size_t) y * W + x;
-							if (NODE(rc) != node && --pending[NODE(rc)] == 0)
-								after[next++] = NODE(rc);
-						}
-					}
-				}
-				memcpy(frontier, after, next * sizeof(uint32_t));
-				width = next;
-			}
-#undef NODE
-#undef CONDENSED
-			printf(" levels_if_flats_up_to_%u_cells_were_one=%u", limit, depth);
-		}
-		printf("\n");
-		free(first);
-		free(members);
-		free(pending);
-		free(frontier);
-		free(after);
-	}
-	free(flat);
-	free(flat_cells);
-	free(stack);
+	printf("op=levels levels_if_flats_up_to_4096_cells_were_one=%u levels_if_all_flats_were_one=%u\n",
+		   condensed_depth(&fi, &v, order, count, 4096), condensed_depth(&fi, &v, order, count, UINT32_MAX));
+	flat_index_free(&fi);
 	free(level);
 	free(order);
 	free(level_start);
