@@ -553,12 +553,13 @@ condensed_depth(const flat_index *fi, const tg_route_view *v, const uint32_t *or
 	for (size_t j = 0; j < count; j++)
 	{
 		const size_t c = order[j];
+		const uint32_t node = NODE(c);
 		const unsigned donors = tg_route_donors(v, c);
 
 		for (int k = 0; k < 8; k++)
 			if ((donors >> k) & 1u &&
-				NODE((size_t) ((int64_t) c + (int64_t) tg_nbr_dy(k) * W + tg_nbr_dx(k))) != NODE(c))
-				pending[NODE(c)]++;
+				NODE((size_t) ((int64_t) c + (int64_t) tg_nbr_dy(k) * W + tg_nbr_dx(k))) != node)
+				pending[node]++;
 	}
 	for (size_t j = 0; j < count; j++)
 		if (NODE(order[j]) == order[j] && pending[order[j]] == 0)
@@ -583,13 +584,13 @@ condensed_depth(const flat_index *fi, const tg_route_view *v, const uint32_t *or
 				{
 					const int	x = (int) (c % W) + tg_nbr_dx(k),
 								y = (int) (c / W) + tg_nbr_dy(k);
-					size_t		rc;
+					uint32_t	to;
 
 					if (x < 0 || y < 0 || x >= W || y >= H || !tg_route_drains_to(v, c, k))
 						continue;
-					rc = (size_t) y * W + x;
-					if (NODE(rc) != node && --pending[NODE(rc)] == 0)
-						after[next++] = NODE(rc);
+					to = NODE((size_t) y * W + x);
+					if (to != node && --pending[to] == 0)
+						after[next++] = to;
 				}
 			}
 		}
