@@ -20,7 +20,7 @@
  *                        (Plain chains leave the thread that finishes last
  *                        the last donor of ever more cells: 0.2-9 s on
  *                        57.6 M cells; frontier rounds, a barrier per
- *                        level: 50 ms; this: 31 ms.)
+ *                        level: 50 ms; this: 28 ms.)
  *   topological          frontier rounds (Kahn) record the order (cells
  *                        grouped by level: a cell joins the next frontier
  *                        when its last donor is placed), once per routing;
@@ -267,6 +267,11 @@ tgk_d8_chains(tg_route_view r, const double *__restrict__ weight, double *acc,
  * queue stores, so every donor value a pull reads is final: the sums are the
  * CPU's.
  *
+ * A lane keeps the slot it claimed while it works on cells handed to it and
+ * polls it every step; a cell that arrives there meanwhile is its spare,
+ * handed on, queued again or taken when the lane's path ends (its fence
+ * already made the spare's donors visible).
+ *
  * state = {head (next slot to claim), tail (next slot to fill), finished
  * cells, stalled flag}.  Slots are claimed and filled per warp.  A thread
  * that has waited on its slot while the finished count did not move for
@@ -293,10 +298,20 @@ constexpr unsigned ASYNC_CHECK_EVERY = 32;	/* idle polls between looks at the sh
  * (44); with the step below, prefetched into L2 (34.5 vs 31.5), the next
  * cell's links, weight and shares loaded before the fence (34.1 vs 33.0),
  * held slots polled at the start of the step (32.9 vs 31.7: a poll issued
- * before the work misses cells queued during it).  bench/RESULTS.md has the
- * queue's counters behind these figures.
+ * before the work misses cells queued during it).  With spares (28.9 ms):
+ * spares always kept by their lane, never queued again (29.1; FDD8 53.5
+ * against 45.2, kept spares waiting behind long D8 paths).  Before them
+ * (32.0 ms): sources ordered by height (32.1: the longest path's source
+ * starts at once but waits on its tributaries), the least steep receiver
+ * carried on (37.0), sources dealt out to lanes in fixed lists (56.6: the
+ * path's source waited 48 ms at the end of one list), 2-4 blocks per
+ * multiprocessor whose extra warps claim slots only while cells wait (33.7,
+ * 35.5, 37.0: the wide levels are bound by memory, not by lanes; a cell's
+ * work grew from 4.7 to 17.7 µs with 3 blocks).  bench/RESULTS.md has the
+ * queue's counters and the longest path's timeline behind these figures.
  */
 constexpr int ASYNC_BLOCKS_PER_SM = 1;
+constexpr uint32_t ASYNC_REQUEUES = 64;	/* spares a lane may queue again, at most */
 
 __device__ __forceinline__ unsigned long long
 global_ns()
@@ -351,25 +366,27 @@ pull_eager(int W, int H, const double *__restrict__ weight, const double *acc,
  * before the counts one fence where there were up to three (an acquire for
  * a polled cell, another after the counts, a release per queued cell).
  * H100, MFD-md: 39.6 → 34.4 (one fence after the counts) → 33.1 (eager
- * pull) → 31.7 (this step) → 31.1 ms (reservation beside the claim).
+ * pull) → 31.7 (this step) → 31.1 ms (reservation beside the claim) → 28.5
+ * (lanes holding a slot take hand-overs, spares).
  */
 __global__ void __launch_bounds__(256)
 tgk_async_pull(tg_route_view r, const double *__restrict__ weight, double *acc,
 			   const uint16_t *__restrict__ links, const float *__restrict__ inflow, uint32_t *indeg,
-			   uint32_t *queue, uint32_t *state, uint32_t valid)
+			   uint32_t *queue, uint32_t capacity, uint32_t requeues, uint32_t *state, uint32_t valid)
 {
 	using counter = cuda::atomic_ref<uint32_t, cuda::thread_scope_device>;
 	constexpr unsigned ALL = 0xffffffffu;
 	const cg::thread_block_tile<32> warp = cg::tiled_partition<32>(cg::this_thread_block());
 	const unsigned lane = warp.thread_rank();
 	const int	W = r.width;
-	const uint32_t n = (uint32_t) ((size_t) W * r.height);
 	uint32_t	c = QUEUE_EMPTY,	/* the cell this lane works on (fenced) */
 				slot = QUEUE_EMPTY, /* the queue slot it waits on */
+				spare = QUEUE_EMPTY,	/* a cell its slot gave while it had one (fenced) */
 				finished = 0,
 				seen = 0;
 	unsigned	backoff = 0,
-				polls = 0;
+				polls = 0,
+				requeued = 0;
 	unsigned long long since = 0;
 
 	for (;;)
@@ -413,33 +430,48 @@ tgk_async_pull(tg_route_view r, const double *__restrict__ weight, double *acc,
 			}
 
 			/*
-			 * Lanes whose path ended take the other receivers freed in this warp:
-			 * no queue atomics, no wait of a step or more on a slot.  On the H100
-			 * and 57.6 M cells it cut the queued cells from 11.1 to 4.3 million
-			 * and MFD-md from 49.8 to 44.2 ms.
+			 * Lanes whose path ended take the other receivers freed in this warp
+			 * and the spares: no queue atomics, no wait of a step or more on a
+			 * slot.  On the H100 and 57.6 M cells it cut the queued cells from
+			 * 11.1 to 4.3 million and MFD-md from 49.8 to 44.2 ms.  Lanes that
+			 * hold a slot take too (their slot's cell, should it come while they
+			 * work, becomes a spare): the longest path's cells then seldom wait
+			 * in the queue (1,588 of its 5,830 hops did, 5.5 µs each) and MFD-md
+			 * went from 32.0 to 28.5 ms.
 			 */
 			for (;;)
 			{
-				const unsigned givers = __ballot_sync(ALL, freed != 0),
-							takers = __ballot_sync(ALL, next == QUEUE_EMPTY && slot == QUEUE_EMPTY);
+				const unsigned givers = __ballot_sync(ALL, freed != 0 || spare != QUEUE_EMPTY),
+							takers = __ballot_sync(ALL, next == QUEUE_EMPTY);
 
 				if (!givers || !takers)
 					break;
 
 				const int	g = __ffs(givers) - 1,
 							t = __ffs(takers) - 1;
-				const int	k = __shfl_sync(ALL, __ffs(freed) - 1, g);
-				const uint32_t from = __shfl_sync(ALL, c, g);
+				const uint32_t gift = __shfl_sync(ALL, spare != QUEUE_EMPTY ? spare :
+												  freed ? neighbour(W, c, __ffs(freed) - 1) : QUEUE_EMPTY, g);
 
 				if ((int) lane == g)
-					freed &= freed - 1;
+				{
+					if (spare != QUEUE_EMPTY)
+						spare = QUEUE_EMPTY;
+					else
+						freed &= freed - 1;
+				}
 				if ((int) lane == t)
-					next = neighbour(W, from, k);
+					next = gift;
 			}
 		}
 
-		/* the warp reserves the slots of the cells it queues with one atomic, looked at after the fence */
-		const uint32_t queued = (uint32_t) __popc(freed);
+		/*
+		 * A spare no lane could take is queued again, at most `requeues` times
+		 * per lane (the queue has that many slots per lane beyond one per
+		 * cell), else kept until this lane's path ends.  The warp reserves the
+		 * slots of the cells it queues with one atomic, looked at after the fence.
+		 */
+		const bool	requeue = spare != QUEUE_EMPTY && requeued < requeues;
+		const uint32_t queued = (uint32_t) __popc(freed) + requeue;
 		const bool	any_queued = __any_sync(ALL, queued > 0);
 		uint32_t	upto = 0,
 					reserved = 0;
@@ -465,13 +497,19 @@ tgk_async_pull(tg_route_view r, const double *__restrict__ weight, double *acc,
 			if ((needy >> lane) & 1u)
 				slot = base + (uint32_t) __popc(needy & ((1u << lane) - 1u));
 		}
-		if (next == QUEUE_EMPTY && slot < n)
+		uint32_t	polled_spare = QUEUE_EMPTY;
+
+		if (slot < capacity)
 		{
+			/* polled every step, working or not: a cell that comes while this lane works is a spare */
 			const uint32_t v = counter(queue[slot]).load(cuda::memory_order_relaxed);
 
 			if (v != QUEUE_EMPTY)
 			{
-				next = v;
+				if (next == QUEUE_EMPTY)
+					next = v;
+				else
+					polled_spare = v;
 				slot = QUEUE_EMPTY;
 			}
 		}
@@ -484,7 +522,7 @@ tgk_async_pull(tg_route_view r, const double *__restrict__ weight, double *acc,
 				atomicAdd(&state[2], finished);
 			finished = 0;
 			c = QUEUE_EMPTY;
-			if (__all_sync(ALL, slot >= n))
+			if (__all_sync(ALL, slot >= capacity))
 				return;			/* no slot of this warp can ever be filled */
 			if (++polls % ASYNC_CHECK_EVERY == 0)
 			{
@@ -531,7 +569,16 @@ tgk_async_pull(tg_route_view r, const double *__restrict__ weight, double *acc,
 			for (int k = 0; k < 8; k++)
 				if ((freed >> k) & 1u)
 					counter(queue[at++]).store(neighbour(W, c, k), cuda::memory_order_relaxed);
+			if (requeue)
+				counter(queue[at++]).store(spare, cuda::memory_order_relaxed);
 		}
+		if (requeue)
+		{
+			spare = QUEUE_EMPTY;
+			requeued++;
+		}
+		if (polled_spare != QUEUE_EMPTY)
+			spare = polled_spare;
 		c = next;
 	}
 }
@@ -760,23 +807,33 @@ d8_chains(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind, const 
 /* Indegree on a multiple-flow routing: one launch of tgk_async_pull's persistent grid. */
 tg_status
 async_pull(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind, const double *weight,
-		   double *acc, float *inflow, uint16_t *links, uint32_t *indeg, uint32_t *order,
-		   int *launches, tg_error *err)
+		   double *acc, float *inflow, uint16_t *links, uint32_t *indeg, int *launches, tg_error *err)
 {
 	const size_t n = (size_t) r.width * r.height;
-	dbuf<uint32_t> state;
+	dbuf<uint32_t> state,
+				queue;			/* the sources, then the queued cells */
 	uint32_t	h[4] = {0, 0, 0, 0},
 				valid = 0;
 	unsigned	blocks = 0;
 	tg_status	st;
 
+	st = resident_grid(tgk_async_pull, 256, ASYNC_BLOCKS_PER_SM, &blocks, err);
+	if (st != TG_OK)
+		return st;
+
+	/* a slot per cell, ASYNC_REQUEUES more per lane for spares (fewer if the indices run out) */
+	const size_t lanes = (size_t) blocks * 256,
+				capacity = std::min<size_t>(n + lanes * ASYNC_REQUEUES, QUEUE_EMPTY - 1);
+	const uint32_t requeues = (uint32_t) ((capacity - n) / lanes);
+
 	TG_CUDA_RETURN_IF(state.alloc(4), "allocating queue state");
+	TG_CUDA_RETURN_IF(queue.alloc(capacity), "allocating the queue");
 	TG_CUDA_RETURN_IF(cudaMemset(state.p, 0, 4 * sizeof(uint32_t)), "clearing queue state");
-	TG_CUDA_RETURN_IF(cudaMemset(order, 0xff, n * sizeof(uint32_t)), "clearing the queue");
+	TG_CUDA_RETURN_IF(cudaMemset(queue.p, 0xff, capacity * sizeof(uint32_t)), "clearing the queue");
 	tgk_count_valid<<<grid_for(n), 256>>>(kind, n, state.p + 2);
 	TG_CUDA_RETURN_IF_LAUNCH("counting cells");
 	TG_CUDA_RETURN_IF(cudaMemcpy(&valid, state.p + 2, sizeof valid, cudaMemcpyDeviceToHost), "counting cells");
-	st = find_sources(r, kind, acc, links, indeg, order, &h[1], err);
+	st = find_sources(r, kind, acc, links, indeg, queue.p, &h[1], err);
 	if (st != TG_OK)
 		return st;
 	if (inflow)
@@ -790,10 +847,8 @@ async_pull(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind, const
 	if (tg_canceled(ctx))
 		return tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
 	TG_CUDA_RETURN_IF(cudaMemcpy(state.p, h, sizeof h, cudaMemcpyHostToDevice), "starting the queue");
-	st = resident_grid(tgk_async_pull, 256, ASYNC_BLOCKS_PER_SM, &blocks, err);
-	if (st != TG_OK)
-		return st;
-	tgk_async_pull<<<blocks, 256>>>(r, weight, acc, links, inflow, indeg, order, state.p, valid);
+	tgk_async_pull<<<blocks, 256>>>(r, weight, acc, links, inflow, indeg, queue.p, (uint32_t) capacity,
+									requeues, state.p, valid);
 	TG_CUDA_RETURN_IF_LAUNCH("accumulating from the queue");
 	TG_CUDA_RETURN_IF(cudaMemcpy(h, state.p, sizeof h, cudaMemcpyDeviceToHost), "accumulating from the queue");
 	if (h[3] || h[2] != valid)
@@ -961,7 +1016,8 @@ accumulate(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_params
 	dbuf<float> inflow;
 
 	TG_CUDA_RETURN_IF(indeg.alloc(n), "allocating donor counts");
-	TG_CUDA_RETURN_IF(order.alloc(n), "allocating the order");
+	if (method == TG_ACC_TOPOLOGICAL || p->routing == TG_ROUTE_D8)
+		TG_CUDA_RETURN_IF(order.alloc(n), "allocating the order");
 	TG_CUDA_RETURN_IF(links.alloc(n), "allocating donor masks");
 	if (gathers_inflow(p->routing))
 		TG_CUDA_RETURN_IF(inflow.alloc(8 * n), "allocating gathered shares");
@@ -988,7 +1044,7 @@ accumulate(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_params
 	}
 	if (p->routing == TG_ROUTE_D8)
 		return d8_chains(ctx, r, route.kind.p, weight, acc, links.p, indeg.p, order.p, rounds, err);
-	return async_pull(ctx, r, route.kind.p, weight, acc, inflow.p, links.p, indeg.p, order.p, rounds, err);
+	return async_pull(ctx, r, route.kind.p, weight, acc, inflow.p, links.p, indeg.p, rounds, err);
 }
 
 size_t
