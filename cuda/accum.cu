@@ -300,7 +300,8 @@ constexpr unsigned ASYNC_CHECK_EVERY = 32;	/* idle polls between looks at the sh
  * held slots polled at the start of the step (32.9 vs 31.7: a poll issued
  * before the work misses cells queued during it).  With spares (28.9 ms):
  * spares always kept by their lane, never queued again (29.1; FDD8 53.5
- * against 45.2, kept spares waiting behind long D8 paths).  Before them
+ * against 45.2, kept spares waiting behind long D8 paths); the sources
+ * finished by one pass before the queue (28.07 against 28.09).  Before them
  * (32.0 ms): sources ordered by height (32.1: the longest path's source
  * starts at once but waits on its tributaries), the least steep receiver
  * carried on (37.0), sources dealt out to lanes in fixed lists (56.6: the
@@ -436,7 +437,7 @@ tgk_async_pull(tg_route_view r, const double *__restrict__ weight, double *acc,
 			 * 11.1 to 4.3 million and MFD-md from 49.8 to 44.2 ms.  Lanes that
 			 * hold a slot take too (their slot's cell, should it come while they
 			 * work, becomes a spare): the longest path's cells then seldom wait
-			 * in the queue (1,588 of its 5,830 hops did, 5.5 µs each) and MFD-md
+			 * in the queue (1,565 of its 5,808 hops did, 5.6 µs each) and MFD-md
 			 * went from 32.0 to 28.5 ms.
 			 */
 			for (;;)
