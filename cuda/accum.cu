@@ -255,17 +255,17 @@ tgk_d8_chains(tg_route_view r, const double *__restrict__ weight, double *acc,
 
 /*
  * Multiple-flow indegree without levels.  A persistent grid shares one queue
- * (order[]): a thread takes a cell, pulls it, and releases its receivers;
- * of those it was the last pending donor of, it carries on with the first
- * itself, hands the others to lanes of its warp whose path ended and queues
- * the rest for any idle thread.  A long flow path is then followed hop by hop
- * by whichever thread finished the previous cell, with no barrier between
- * one cell and the next, while the wide part of the graph is shared out
- * through the queue.  A donor stores its value and fences (release) before
- * its receivers' counts drop; each step ends with one acq_rel fence of the
- * warp after the counts and the polls, before the next cells' pulls and the
- * queue stores, so every donor value a pull reads is final: the sums are the
- * CPU's.
+ * (the sources, then each cell queued): a thread takes a cell, pulls it, and
+ * releases its receivers; of those it was the last pending donor of, it
+ * carries on with the first itself, hands the others to lanes of its warp
+ * whose path ended and queues the rest for any idle thread.  A long flow
+ * path is then followed hop by hop by whichever thread finished the previous
+ * cell, with no barrier between one cell and the next, while the wide part
+ * of the graph is shared out through the queue.  A donor stores its value
+ * and fences (release) before its receivers' counts drop; each step ends
+ * with one acq_rel fence of the warp after the counts and the polls, before
+ * the next cells' pulls and the queue stores, so every donor value a pull
+ * reads is final: the sums are the CPU's.
  *
  * A lane keeps the slot it claimed while it works on cells handed to it and
  * polls it every step; a cell that arrives there meanwhile is its spare,
@@ -1017,6 +1017,7 @@ accumulate(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_params
 	dbuf<float> inflow;
 
 	TG_CUDA_RETURN_IF(indeg.alloc(n), "allocating donor counts");
+	/* the multiple-flow indegree (async_pull) allocates its own, larger queue */
 	if (method == TG_ACC_TOPOLOGICAL || p->routing == TG_ROUTE_D8)
 		TG_CUDA_RETURN_IF(order.alloc(n), "allocating the order");
 	TG_CUDA_RETURN_IF(links.alloc(n), "allocating donor masks");
