@@ -16,7 +16,7 @@ DATA_built  = sql/$(EXTENSION)--$(EXTVERSION).sql
 CORE_SRCS   = $(sort $(wildcard src/core/*.c))
 PG_SRCS     = $(sort $(wildcard src/pg/*.c))
 OBJS        = $(CORE_SRCS:.c=.o) $(PG_SRCS:.c=.o)
-PG_CPPFLAGS = -Isrc/core -Icuda
+PG_CPPFLAGS = -Isrc/core
 PG_CFLAGS   = -std=gnu11 -Wextra -Wno-unused-parameter -Wno-sign-compare \
               -Wno-missing-field-initializers $(EXTRA_CFLAGS)
 
@@ -31,7 +31,7 @@ NVCC        ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvc
 WITH_CUDA   ?= $(if $(NVCC),1,0)
 CUDA_HOME   ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_SRCS    = $(sort $(wildcard cuda/*.cu))
-CUDA_HDRS    = $(wildcard cuda/*.cuh) cuda/tg_cuda.h $(wildcard src/core/*.h)
+CUDA_HDRS    = $(wildcard cuda/*.cuh) $(wildcard src/core/*.h)
 CUDA_LIB     = cuda/libterra_gpu_cuda.a
 NVCC_GENCODE ?= -gencode arch=compute_80,code=sm_80 \
                 -gencode arch=compute_90,code=[sm_90,compute_90]
@@ -58,7 +58,7 @@ include $(PGXS)
 $(DATA_built): sql/$(EXTENSION).sql $(EXTENSION).control
 	cp $< $@
 
-$(OBJS): $(wildcard src/core/*.h) $(wildcard src/pg/*.h) cuda/tg_cuda.h
+$(OBJS): $(wildcard src/core/*.h) $(wildcard src/pg/*.h)
 
 ifeq ($(WITH_CUDA),1)
 $(shlib): $(CUDA_LIB)
@@ -77,7 +77,7 @@ build/regress/expected:
 # Core tests: no server, plain C (+ the CUDA archive when built with CUDA)
 # ---------------------------------------------------------------------------
 CORE_TEST_CFLAGS = -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter \
-                   -Wno-sign-compare -Isrc/core -Icuda
+                   -Wno-sign-compare -Isrc/core
 ifeq ($(WITH_CUDA),1)
 CORE_TEST_LIBS   = $(CUDA_LINK) -lm
 else
@@ -102,7 +102,7 @@ build/fuzz_raster: $(FUZZ_SRCS) $(wildcard src/core/*.h)
 # coverage-guided variant (needs clang): build/fuzz_raster_libfuzzer -runs=N
 build/fuzz_raster_libfuzzer: $(FUZZ_SRCS) $(wildcard src/core/*.h)
 	mkdir -p build
-	clang -DTG_LIBFUZZER -g -O1 -Isrc/core -Icuda -fsanitize=fuzzer,address,undefined \
+	clang -DTG_LIBFUZZER -g -O1 -Isrc/core -fsanitize=fuzzer,address,undefined \
 		-o $@ $(FUZZ_SRCS) -lm
 
 fuzz-libfuzzer: build/fuzz_raster_libfuzzer

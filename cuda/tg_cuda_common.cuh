@@ -6,7 +6,7 @@
 
 #include <cuda_runtime.h>
 
-#include "tg_cuda.h"
+#include "tg_backends.h"
 
 /*
  * Record a failed CUDA call in err and jump to the wrapper's cleanup label.

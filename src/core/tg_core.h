@@ -85,6 +85,21 @@ typedef struct tg_allocator
 	void	   *arg;
 } tg_allocator;
 
+/*
+ * Progress of a long call, reported on the calling thread only: the phase
+ * running and the part of it done (0 to 1).
+ */
+typedef void (*tg_progress_fn) (void *arg, const char *phase, double fraction);
+
+#define TG_MAX_PHASES 12
+
+/* One phase of a call and its wall time. */
+typedef struct tg_phase_time
+{
+	char		name[32];
+	double		ms;
+} tg_phase_time;
+
 /* What one call did: filled in by the dispatcher, read by tg_last_run(). */
 typedef struct tg_run_stats
 {
@@ -99,6 +114,9 @@ typedef struct tg_run_stats
 	int			iterations;		/* fill sweeps or accumulation rounds, where it applies */
 	char		method[32];		/* the algorithm that ran, where there is a choice */
 	char		note[320];		/* why auto chose the CPU, or empty */
+	int			threads;		/* the most threads that ran at once (1: the calling thread) */
+	int			nphases;
+	tg_phase_time phases[TG_MAX_PHASES];	/* in the order they ran */
 } tg_run_stats;
 
 typedef struct tg_ctx
@@ -112,10 +130,24 @@ typedef struct tg_ctx
 	void	   *cancel_arg;
 	tg_allocator allocator;
 	tg_run_stats *stats;		/* may be NULL */
+	int			threads;		/* threads a call may use; 0 = every core it may run on */
+	tg_progress_fn progress;	/* may be NULL; called on the calling thread only */
+	void	   *progress_arg;
+	/* set by the core (tg_pool.h): the call's threads, and which one this is */
+	struct tg_pool *pool;
+	int			worker;			/* 0: the calling thread; k > 0: worker k */
 } tg_ctx;
 
-/* Defaults: auto backend, malloc allocator, no cancel callback, no cap. */
+/* Defaults: auto backend, malloc allocator, no cancel callback, no cap, every core. */
 void		tg_ctx_init(tg_ctx *ctx);
+
+/*
+ * Start a named phase of the running call: the previous one's time goes to
+ * ctx->stats, and the progress callback hears of it.  tg_phase_end closes
+ * the last.  Calling thread only.
+ */
+void		tg_phase(const tg_ctx *ctx, const char *name);
+void		tg_phase_end(const tg_ctx *ctx);
 /* Drop the routing the CPU kept from an earlier call (ctx->route_cache_limit). */
 void		tg_route_cache_clear(void);
 

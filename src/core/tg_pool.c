@@ -1,0 +1,522 @@
+/*
+ * tg_pool.c — worker threads for one core call.
+ *
+ * POSIX threads rather than OpenMP: the threads must start and stop inside
+ * one call (OpenMP keeps an idle team alive in the process after a parallel
+ * region, which a database backend must not have), must not take signals
+ * meant for the backend, and must be steered by a calling thread that polls
+ * for cancellation while they work.  The pool is small: one job at a time,
+ * tasks handed out by an atomic counter.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE				/* sched_getaffinity, CPU_COUNT */
+#endif
+#include "tg_pool.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_THREADS 256
+
+/* How often the calling thread looks at cancellation and progress. */
+#define POLL_MS 20
+
+typedef struct job
+{
+	const tg_ctx *ctx;			/* the region's context, as the workers copy it */
+	tg_task_fn	fn;
+	void	   *arg;
+	int64_t		ntasks;
+	atomic_int_fast64_t next;	/* next task to hand out */
+	atomic_int_fast64_t done;	/* tasks finished */
+	atomic_int_fast64_t limit;	/* tasks at or above the lowest failed one are skipped */
+	atomic_bool stop;			/* canceled: every task should return soon */
+	int			workers;		/* workers taking part */
+	int			finished;		/* workers that left the job (under the lock) */
+	tg_error	error;			/* of the lowest failed task (under the lock) */
+	int64_t		error_task;
+} job;
+
+struct tg_pool
+{
+	const tg_ctx *owner;		/* the scope that opened the pool and closes it */
+	pthread_mutex_t lock;
+	pthread_cond_t work;		/* a job or the end was posted */
+	pthread_cond_t idle;		/* a worker left the job */
+	pthread_t	threads[MAX_THREADS];
+	int			started;
+	int			most_busy;		/* the most workers one job used */
+	uint64_t	generation;		/* bumped for every job */
+	job		   *current;
+	bool		closing;
+	/* phases of the call (tg_phase) */
+	char		phase[32];
+	double		phase_start;
+};
+
+typedef struct worker_start
+{
+	tg_pool    *pool;
+	int			index;			/* 1-based */
+} worker_start;
+
+static double
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+int
+tg_cores_available(void)
+{
+	cpu_set_t	set;
+	int			n = 0;
+
+	if (sched_getaffinity(0, sizeof set, &set) == 0)
+		n = CPU_COUNT(&set);
+	if (n < 1)
+		n = (int) sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : n;
+}
+
+int
+tg_threads_wanted(const tg_ctx *ctx)
+{
+	int			n = ctx->threads > 0 ? ctx->threads : tg_cores_available();
+
+	return n > MAX_THREADS ? MAX_THREADS : n;
+}
+
+/* ------------------------------------------------------------------------
+ * Workers
+ * ------------------------------------------------------------------------ */
+static void *
+worker_alloc(size_t size, void *arg)
+{
+	(void) arg;
+	return malloc(size);
+}
+
+static void
+worker_free(void *ptr, void *arg)
+{
+	(void) arg;
+	free(ptr);
+}
+
+static bool
+worker_stop_requested(void *arg)
+{
+	return atomic_load_explicit(&((job *) arg)->stop, memory_order_relaxed);
+}
+
+/* Take tasks of the job until none is left (or the job stops). */
+static void
+run_tasks(tg_pool *pool, job *j, int index)
+{
+	tg_ctx		wctx = *j->ctx;
+	tg_error	err;
+
+	wctx.allocator.alloc = worker_alloc;
+	wctx.allocator.free = worker_free;
+	wctx.allocator.arg = NULL;
+	wctx.cancel = worker_stop_requested;
+	wctx.cancel_arg = j;
+	wctx.stats = NULL;
+	wctx.progress = NULL;
+	wctx.progress_arg = NULL;
+	wctx.pool = NULL;
+	wctx.worker = index;
+	for (;;)
+	{
+		int64_t		t;
+		tg_status	st;
+
+		if (atomic_load_explicit(&j->stop, memory_order_relaxed))
+			break;
+		t = atomic_fetch_add(&j->next, 1);
+		if (t >= j->ntasks || t >= atomic_load(&j->limit))
+			break;
+		tg_error_clear(&err);
+		st = j->fn(&wctx, j->arg, t, &err);
+		if (st != TG_OK)
+		{
+			pthread_mutex_lock(&pool->lock);
+			if (t < j->error_task)
+			{
+				j->error_task = t;
+				j->error = err;
+				j->error.code = st;
+			}
+			pthread_mutex_unlock(&pool->lock);
+			/* tasks below t were handed out already and still finish */
+			for (int64_t lim = atomic_load(&j->limit); t < lim;)
+				if (atomic_compare_exchange_weak(&j->limit, &lim, t))
+					break;
+		}
+		atomic_fetch_add(&j->done, 1);
+	}
+}
+
+static void *
+worker_main(void *arg)
+{
+	worker_start *ws = arg;
+	tg_pool    *pool = ws->pool;
+	const int	index = ws->index;
+	uint64_t	seen = 0;
+
+	free(ws);
+	pthread_mutex_lock(&pool->lock);
+	for (;;)
+	{
+		job		   *j;
+
+		while (!pool->closing && (pool->current == NULL || pool->generation == seen))
+			pthread_cond_wait(&pool->work, &pool->lock);
+		if (pool->closing)
+			break;
+		seen = pool->generation;
+		j = pool->current;
+		if (index > j->workers)
+			continue;			/* this job wants fewer workers */
+		pthread_mutex_unlock(&pool->lock);
+		run_tasks(pool, j, index);
+		pthread_mutex_lock(&pool->lock);
+		j->finished++;
+		pthread_cond_signal(&pool->idle);
+	}
+	pthread_mutex_unlock(&pool->lock);
+	return NULL;
+}
+
+/* Start workers up to `want`; returns how many run.  Workers take no signals. */
+static int
+start_workers(tg_pool *pool, int want)
+{
+	sigset_t	all,
+				old;
+
+	if (want > MAX_THREADS)
+		want = MAX_THREADS;
+	if (pool->started >= want)
+		return pool->started;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	while (pool->started < want)
+	{
+		worker_start *ws = malloc(sizeof *ws);
+
+		if (ws == NULL)
+			break;
+		ws->pool = pool;
+		ws->index = pool->started + 1;
+		if (pthread_create(&pool->threads[pool->started], NULL, worker_main, ws) != 0)
+		{
+			free(ws);
+			break;				/* run with the threads we have */
+		}
+		pool->started++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return pool->started;
+}
+
+/* ------------------------------------------------------------------------
+ * Call scopes
+ * ------------------------------------------------------------------------ */
+static tg_pool *
+pool_create(const tg_ctx *owner)
+{
+	tg_pool    *pool = calloc(1, sizeof *pool);
+
+	if (pool == NULL)
+		return NULL;
+	pool->owner = owner;
+	pthread_mutex_init(&pool->lock, NULL);
+	pthread_cond_init(&pool->work, NULL);
+	pthread_cond_init(&pool->idle, NULL);
+	return pool;
+}
+
+static void
+pool_destroy(tg_pool *pool)
+{
+	if (pool == NULL)
+		return;
+	pthread_mutex_lock(&pool->lock);
+	pool->closing = true;
+	pthread_cond_broadcast(&pool->work);
+	pthread_mutex_unlock(&pool->lock);
+	for (int i = 0; i < pool->started; i++)
+		pthread_join(pool->threads[i], NULL);
+	pthread_mutex_destroy(&pool->lock);
+	pthread_cond_destroy(&pool->work);
+	pthread_cond_destroy(&pool->idle);
+	free(pool);
+}
+
+static void
+record_threads(const tg_ctx *ctx, int threads)
+{
+	if (ctx->stats && threads > ctx->stats->threads)
+		ctx->stats->threads = threads;
+}
+
+/*
+ * A scope opened inside another (a core entry point calling another) shares
+ * the outer one's pool.  Without a pool (no memory, or inside a task),
+ * regions run inline.
+ */
+void
+tg_call_open(const tg_ctx *ctx, tg_ctx *call)
+{
+	*call = *ctx;
+	if (ctx->pool == NULL && ctx->worker == 0)
+		call->pool = pool_create(call);
+	record_threads(call, 1);
+}
+
+void
+tg_call_close(tg_ctx *call)
+{
+	if (call->pool && call->pool->owner == call)
+	{
+		tg_phase_end(call);
+		record_threads(call, call->pool->most_busy);
+		pool_destroy(call->pool);
+	}
+	call->pool = NULL;
+}
+
+/* ------------------------------------------------------------------------
+ * Phases and progress
+ * ------------------------------------------------------------------------ */
+void
+tg_phase_end(const tg_ctx *ctx)
+{
+	tg_pool    *pool = ctx->pool;
+	tg_run_stats *s = ctx->stats;
+
+	if (pool == NULL || pool->phase[0] == '\0')
+		return;
+	if (s)
+	{
+		double		ms = now_ms() - pool->phase_start;
+		int			k;
+
+		/* a phase met again adds to its time */
+		for (k = 0; k < s->nphases && strcmp(s->phases[k].name, pool->phase) != 0; k++)
+			;
+		if (k == s->nphases && k < TG_MAX_PHASES)
+		{
+			snprintf(s->phases[k].name, sizeof s->phases[k].name, "%s", pool->phase);
+			s->phases[k].ms = 0;
+			s->nphases++;
+		}
+		if (k < s->nphases)
+			s->phases[k].ms += ms;
+	}
+	pool->phase[0] = '\0';
+}
+
+void
+tg_phase(const tg_ctx *ctx, const char *name)
+{
+	tg_pool    *pool = ctx->pool;
+
+	if (ctx->worker != 0)
+		return;
+	if (pool)
+	{
+		tg_phase_end(ctx);
+		snprintf(pool->phase, sizeof pool->phase, "%s", name);
+		pool->phase_start = now_ms();
+	}
+	if (ctx->progress)
+		ctx->progress(ctx->progress_arg, name, 0.0);
+}
+
+static void
+report(const tg_ctx *ctx, double fraction)
+{
+	if (ctx->progress && ctx->pool && ctx->pool->phase[0])
+		ctx->progress(ctx->progress_arg, ctx->pool->phase, fraction);
+}
+
+/* ------------------------------------------------------------------------
+ * Parallel regions
+ * ------------------------------------------------------------------------ */
+static tg_status
+run_inline(const tg_ctx *ctx, int64_t ntasks, tg_task_fn fn, void *arg, tg_error *err)
+{
+	for (int64_t t = 0; t < ntasks; t++)
+	{
+		tg_status	st;
+
+		if (tg_canceled(ctx))
+			return tg_error_set(err, TG_ECANCELED, "canceled");
+		st = fn(ctx, arg, t, err);
+		if (st != TG_OK)
+			return st;
+		if (ctx->worker == 0)
+			report(ctx, (double) (t + 1) / ntasks);
+	}
+	return TG_OK;
+}
+
+tg_status
+tg_parallel(const tg_ctx *ctx, int64_t ntasks, tg_task_fn fn, void *arg, tg_error *err)
+{
+	tg_pool    *pool = ctx->pool;
+	job			j;
+	int			want,
+				workers;
+	bool		canceled = false;
+
+	if (ntasks <= 0)
+		return TG_OK;
+	want = tg_threads_wanted(ctx);
+	if (want > ntasks)
+		want = (int) ntasks;
+	if (ctx->worker != 0 || pool == NULL || want <= 1)
+		return run_inline(ctx, ntasks, fn, arg, err);
+	workers = start_workers(pool, want);
+	if (workers > want)
+		workers = want;
+	if (workers <= 1)
+		return run_inline(ctx, ntasks, fn, arg, err);
+
+	memset(&j, 0, sizeof j);
+	j.ctx = ctx;
+	j.fn = fn;
+	j.arg = arg;
+	j.ntasks = ntasks;
+	atomic_init(&j.next, 0);
+	atomic_init(&j.done, 0);
+	atomic_init(&j.limit, ntasks);
+	atomic_init(&j.stop, false);
+	j.workers = workers;
+	j.error_task = ntasks;
+
+	pthread_mutex_lock(&pool->lock);
+	pool->current = &j;
+	pool->generation++;
+	pthread_cond_broadcast(&pool->work);
+	while (j.finished < workers)
+	{
+		struct timespec until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += POLL_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L)
+		{
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&pool->idle, &pool->lock, &until);
+		if (j.finished >= workers)
+			break;
+		/* the callbacks may take a while: not under the lock */
+		pthread_mutex_unlock(&pool->lock);
+		if (!canceled && tg_canceled(ctx))
+		{
+			canceled = true;
+			atomic_store(&j.stop, true);
+		}
+		report(ctx, (double) atomic_load(&j.done) / ntasks);
+		pthread_mutex_lock(&pool->lock);
+	}
+	pool->current = NULL;
+	pthread_mutex_unlock(&pool->lock);
+	if (workers > pool->most_busy)
+		pool->most_busy = workers;
+
+	if (canceled)
+		return tg_error_set(err, TG_ECANCELED, "canceled");
+	if (j.error_task < ntasks)
+	{
+		if (err)
+			*err = j.error;
+		return j.error.code;
+	}
+	report(ctx, 1.0);
+	return TG_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Helpers
+ * ------------------------------------------------------------------------ */
+typedef struct rows_job
+{
+	tg_rows_fn	fn;
+	void	   *arg;
+	int			height;
+	int			rows;			/* per task */
+} rows_job;
+
+static tg_status
+rows_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	const rows_job *r = arg;
+	int			y0 = (int) (task * r->rows);
+	int			y1 = y0 + r->rows < r->height ? y0 + r->rows : r->height;
+
+	return r->fn(ctx, r->arg, y0, y1, err);
+}
+
+tg_status
+tg_parallel_rows(const tg_ctx *ctx, int width, int height, tg_rows_fn fn, void *arg, tg_error *err)
+{
+	rows_job	r = {fn, arg, height, 1};
+
+	if (height <= 0)
+		return TG_OK;
+	if (width > 0 && width < TG_TASK_CELLS)
+		r.rows = TG_TASK_CELLS / width;
+	return tg_parallel(ctx, (height + r.rows - 1) / r.rows, rows_task, &r, err);
+}
+
+#define MEMCPY_PART (8u << 20)
+
+typedef struct memcpy_job
+{
+	char	   *dst;
+	const char *src;
+	size_t		bytes;
+} memcpy_job;
+
+static tg_status
+memcpy_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	const memcpy_job *m = arg;
+	size_t		off = (size_t) task * MEMCPY_PART;
+	size_t		len = m->bytes - off < MEMCPY_PART ? m->bytes - off : MEMCPY_PART;
+
+	memcpy(m->dst + off, m->src + off, len);
+	return TG_OK;
+}
+
+void
+tg_parallel_memcpy(const tg_ctx *ctx, void *dst, const void *src, size_t bytes)
+{
+	memcpy_job	m = {dst, src, bytes};
+	tg_ctx		quiet = *ctx;
+
+	/* a copy is not canceled half-way */
+	quiet.cancel = NULL;
+	quiet.progress = NULL;
+	if (bytes < 2 * MEMCPY_PART || tg_parallel(&quiet, (int64_t) ((bytes + MEMCPY_PART - 1) / MEMCPY_PART),
+											 memcpy_task, &m, NULL) != TG_OK)
+		memcpy(dst, src, bytes);
+}

@@ -1,0 +1,78 @@
+/*
+ * tg_pool.h — the threads of one core call (internal to the core and cuda/).
+ *
+ * A core entry point opens a call scope (tg_call_open): worker threads are
+ * started on the first parallel region that needs them and joined when the
+ * scope closes, so no thread outlives the call, whatever path it returns by.
+ * Inside a region (tg_parallel), the calling thread only coordinates: it polls
+ * ctx->cancel, tells the workers to stop, and reports progress; the workers
+ * run the tasks.  Workers see a context of their own (tg_parallel passes it
+ * to each task): a malloc allocator (the caller's may not be thread-safe:
+ * palloc in a backend), a cancel flag the coordinator raises, no statistics
+ * and no progress callback.  A region inside a task runs inline.
+ *
+ * Determinism: each task index runs exactly once, on some thread; tasks must
+ * write disjoint outputs or reduce in task order afterwards, so that results
+ * do not depend on the number of threads.
+ */
+#ifndef TG_POOL_H
+#define TG_POOL_H
+
+#include "tg_core.h"
+
+typedef tg_status (*tg_task_fn) (const tg_ctx *ctx, void *arg, int64_t task, tg_error *err);
+
+/* Cores this process may run on (its CPU affinity), at least 1. */
+int			tg_cores_available(void);
+
+/* Threads a parallel region of this context may use: ctx->threads, 0 = every core. */
+int			tg_threads_wanted(const tg_ctx *ctx);
+
+/*
+ * Open a call scope: *call is ctx with a pool of its own (no thread started
+ * yet).  tg_call_close joins every thread the scope started and records in
+ * ctx->stats how many ran.
+ */
+typedef struct tg_pool tg_pool;
+
+void		tg_call_open(const tg_ctx *ctx, tg_ctx *call);
+void		tg_call_close(tg_ctx *call);
+
+/*
+ * Run fn(task) for every task in [0, ntasks), on up to tg_threads_wanted()
+ * workers (inline when one suffices or when called from a task).  On failure
+ * returns the error of the lowest-numbered failing task (tasks after it may
+ * not run); TG_ECANCELED when ctx->cancel asked to stop.
+ */
+tg_status	tg_parallel(const tg_ctx *ctx, int64_t ntasks, tg_task_fn fn, void *arg, tg_error *err);
+
+/*
+ * Rows of a grid in tasks of whole rows, about TG_TASK_CELLS cells each (the
+ * partition depends on the grid only, never on the thread count).
+ */
+#define TG_TASK_CELLS 65536
+
+typedef tg_status (*tg_rows_fn) (const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err);
+
+tg_status	tg_parallel_rows(const tg_ctx *ctx, int width, int height, tg_rows_fn fn, void *arg,
+							 tg_error *err);
+
+/* [*lo, *hi) of part `t` of `parts` equal parts of [0, n). */
+static inline void
+tg_part_range(int64_t n, int64_t parts, int64_t t, int64_t *lo, int64_t *hi)
+{
+	*lo = n * t / parts;
+	*hi = n * (t + 1) / parts;
+}
+
+/* memcpy on the call's threads (large copies only are split). */
+void		tg_parallel_memcpy(const tg_ctx *ctx, void *dst, const void *src, size_t bytes);
+
+/* Index of the thread running a task (0 .. threads - 1); 0 on the calling thread. */
+static inline int
+tg_worker_index(const tg_ctx *ctx)
+{
+	return ctx->worker > 0 ? ctx->worker - 1 : 0;
+}
+
+#endif							/* TG_POOL_H */
