@@ -22,7 +22,8 @@
  *   tile=N (bmmq: cut the DEM into N x N tiles, edge tiles smaller; default one
  *   tile), nbins=K (bmmq: K equal intervals over the valid values, 8),
  *   obs_col=, obs_row= (viewshed observer; default the centre), obs_h= (1.75),
- *   maxdist= (viewshed range in map units, 0 = unlimited), r3=1 (viewshed: also
+ *   maxdist= (viewshed range in map units, 0 = unlimited), threads=N (threads a call
+ *   may use, 0 = every core; default 0), r3=1 (viewshed: also
  *   the exact R3 and R2's agreement with it), mem_mb=N (GPU memory budget; a
  *   viewshed beyond it runs in bands of rows)
  *
@@ -57,6 +58,7 @@ typedef struct options
 	double		maxdist;
 	bool		r3;
 	size_t		mem_mb;
+	int			threads;		/* 0 = every core */
 	tg_flow_params flow;
 } options;
 
@@ -122,6 +124,7 @@ run_op(const options *o, tg_backend backend, const tg_band *b, void *out, tg_run
 	tg_ctx_init(&ctx);
 	ctx.backend = backend;
 	ctx.stats = stats;
+	ctx.threads = o->threads;
 	tg_error_clear(err);
 	if (strcmp(o->op, "fill") == 0)
 	{
@@ -240,6 +243,7 @@ time_op(const options *o, tg_backend backend, const tg_band *b, void *out,
 	void	   *first = o->repeat_check ? malloc(out_bytes) : NULL;
 	int			repeats_differing = 0;
 	char		method[sizeof ((tg_run_stats *) 0)->method] = "";
+	int			threads = 0;
 
 	for (i = -1; i < o->reps; i++)
 	{
@@ -260,6 +264,7 @@ time_op(const options *o, tg_backend backend, const tg_band *b, void *out,
 			t[i] = stats.transfer_ms;
 			pr[i] = stats.prep_ms;
 			*iterations = stats.iterations;
+			threads = stats.threads;
 			memcpy(method, stats.method, sizeof method);
 		}
 		if (first && i == -1)
@@ -277,6 +282,7 @@ time_op(const options *o, tg_backend backend, const tg_band *b, void *out,
 	}
 	if (method[0])
 		printf(" %s_method=\"%s\"", tg_backend_name(backend), method);
+	printf(" %s_threads=%d", tg_backend_name(backend), threads);
 	*wall = median(w, o->reps);
 	*kernel = median(k, o->reps);
 	*transfer = median(t, o->reps);
@@ -960,6 +966,8 @@ main(int argc, char **argv)
 			o.nbins = atoi(v) < 2 ? 2 : atoi(v);
 		else if (!strcmp(argv[i], "reps"))
 			o.reps = atoi(v);
+		else if (!strcmp(argv[i], "threads"))
+			o.threads = atoi(v);
 		else if (!strcmp(argv[i], "backends"))
 		{
 			o.cpu = strstr(v, "cpu") != NULL;

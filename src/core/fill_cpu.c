@@ -4,43 +4,71 @@
  * Both methods compute the same surface (tg_core.h, tg_fill):
  *   W(c) = max(Z(c), min_n inc(W(n)))  for valid non-outlet cells, W = Z at outlets.
  *
- * priority-flood  Barnes, Lehman & Mulla (2014): grow inwards from the outlets
- *                 in order of W; a neighbour first reached from c gets
- *                 max(Z, inc(W(c))).  Without epsilon, cells raised to the
- *                 current level go through a plain FIFO queue instead of the
- *                 heap (their "improved" variant), which keeps most cells off
- *                 the heap.
+ * priority-flood  Without epsilon: the flood of fill_flood.c, over the whole
+ *                 grid on one thread or, with more, in bands of rows flooded
+ *                 at once and joined by their label graph (Barnes 2016, in
+ *                 memory).  With epsilon: Barnes, Lehman & Mulla (2014)'s
+ *                 priority-flood with the rise added at each step (one
+ *                 thread: the rise depends on the order cells are reached).
  * planchon-darboux  Planchon & Darboux (2001): start from W = +inf off the
  *                 outlets and lower cells in place, scanning the grid in
- *                 alternating directions until a scan changes nothing.
+ *                 alternating directions until a scan changes nothing (one
+ *                 thread: each scan reads the values it has just written).
  */
 #include "tg_backends.h"
+#include "fill_flood.h"
 #include "tg_heap.h"
 #include "tg_hydro.h"
+#include "tg_pool.h"
 
 #include <math.h>
 #include <string.h>
 
 #define CANCEL_EVERY 65536
 
+/* A band holds at least this many rows: thinner ones add more label graph than they save. */
+#define MIN_BAND_ROWS 64
+
 /* ------------------------------------------------------------------------
  * Shared helpers
  * ------------------------------------------------------------------------ */
+
+typedef struct decode_job
+{
+	const tg_band *dem;
+	double	   *z;
+} decode_job;
+
+static tg_status
+decode_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const decode_job *d = arg;
+
+	for (int y = y0; y < y1; y++)
+		tg_band_row_to_f64(d->dem, y, d->z + (size_t) y * d->dem->width);
+	return TG_OK;
+}
 
 /* Decode the band into doubles, nodata as NaN. */
 tg_status
 tg_cpu_decode(const tg_ctx *ctx, const tg_band *dem, double **z, tg_error *err)
 {
 	size_t		n = (size_t) dem->width * dem->height;
-	int			y;
+	decode_job	d = {dem, NULL};
+	tg_status	st;
 
 	*z = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
 	if (*z == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate %zu bytes for the DEM",
 							n * sizeof(double));
-	for (y = 0; y < dem->height; y++)
-		tg_band_row_to_f64(dem, y, *z + (size_t) y * dem->width);
-	return TG_OK;
+	d.z = *z;
+	st = tg_parallel_rows(ctx, dem->width, dem->height, decode_rows, &d, err);
+	if (st != TG_OK)
+	{
+		tg_free(ctx, *z);
+		*z = NULL;
+	}
+	return st;
 }
 
 /* A valid cell on the edge or next to a nodata cell: water leaves here. */
@@ -58,7 +86,134 @@ tg_cpu_is_outlet(const double *z, int W, int H, int x, int y)
 }
 
 /* ------------------------------------------------------------------------
- * Priority-flood
+ * Priority-flood without epsilon, in bands on the call's threads
+ * ------------------------------------------------------------------------ */
+typedef struct band_fill
+{
+	const double *z;
+	int			width;
+	int			height;
+	int			nbands;
+	double	   *w;
+	uint32_t   *label;			/* NULL with one band */
+	tg_label_graph **graphs;	/* one per band */
+	const double *level;		/* per label, once solved */
+} band_fill;
+
+static void
+band_rows(const band_fill *b, int64_t k, int *r0, int *r1)
+{
+	*r0 = (int) ((int64_t) b->height * k / b->nbands);
+	*r1 = (int) ((int64_t) b->height * (k + 1) / b->nbands);
+}
+
+static tg_status
+flood_band(const tg_ctx *ctx, void *arg, int64_t k, tg_error *err)
+{
+	const band_fill *b = arg;
+	const size_t W = (size_t) b->width;
+	int			r0,
+				r1;
+	tg_flood	f;
+
+	band_rows(b, k, &r0, &r1);
+	memset(&f, 0, sizeof f);
+	f.width = b->width;
+	f.nrows = r1 - r0;
+	f.z = b->z + r0 * W;
+	f.above = r0 > 0;
+	f.below = r1 < b->height;
+	f.lf = b->w + r0 * W;
+	if (b->label)
+	{
+		f.label = b->label + r0 * W;
+		f.top_base = r0 > 0 ? (uint32_t) (1 + 2 * k * W) : 0;
+		f.bottom_base = r1 < b->height ? (uint32_t) (1 + 2 * k * W + W) : 0;
+		f.graph = b->graphs[k];
+	}
+	return tg_flood_run(ctx, &f, err);
+}
+
+/* W = max(lf, level(label)) */
+static tg_status
+finish_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const band_fill *b = arg;
+
+	for (size_t i = (size_t) y0 * b->width; i < (size_t) y1 * b->width; i++)
+		if (!isnan(b->w[i]) && b->w[i] < b->level[b->label[i]])
+			b->w[i] = b->level[b->label[i]];
+	return TG_OK;
+}
+
+/*
+ * Bands of one flood each: a few per thread, so that threads done with
+ * easy bands take more (the surface is unique: the number of bands changes
+ * no value); one with one thread; none thinner than MIN_BAND_ROWS.
+ */
+#define BANDS_PER_THREAD 4
+
+static int
+fill_bands(const tg_ctx *ctx, int W, int H)
+{
+	const int	threads = tg_threads_wanted(ctx);
+	int64_t		nb = threads > 1 ? (int64_t) BANDS_PER_THREAD * threads : 1;
+
+	if (nb > H / MIN_BAND_ROWS)
+		nb = H / MIN_BAND_ROWS;
+	if ((uint64_t) (2 * nb + 1) * (uint64_t) W >= UINT32_MAX)
+		nb = 1;
+	return nb < 1 ? 1 : (int) nb;
+}
+
+static tg_status
+fill_flooded(const tg_ctx *ctx, const double *z, int W, int H, double *w, tg_error *err)
+{
+	const size_t n = (size_t) W * H;
+	band_fill	b = {z, W, H, fill_bands(ctx, W, H), w, NULL, NULL, NULL};
+	double	   *level = NULL;
+	tg_status	st = TG_OK;
+
+	if (b.nbands == 1)
+		return flood_band(ctx, &b, 0, err);
+	b.label = tg_alloc(ctx, n * sizeof(uint32_t));
+	b.graphs = tg_alloc(ctx, b.nbands * sizeof(tg_label_graph *));
+	if (b.label == NULL || b.graphs == NULL)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate the fill's labels (%zu cells)", n);
+	else
+		memset(b.graphs, 0, b.nbands * sizeof(tg_label_graph *));
+	for (int k = 0; st == TG_OK && k < b.nbands; k++)
+		st = tg_label_graph_create(ctx, &b.graphs[k], err);
+	if (st == TG_OK)
+		st = tg_parallel(ctx, b.nbands, flood_band, &b, err);
+	/* join the bands' facing rows, then solve over every band's edges */
+	for (int k = 1; st == TG_OK && k < b.nbands; k++)
+	{
+		int			r0,
+					r1;
+
+		band_rows(&b, k, &r0, &r1);
+		st = tg_label_graph_join_rows(ctx, b.graphs[k], W, b.label + (size_t) (r0 - 1) * W,
+									  z + (size_t) (r0 - 1) * W, b.label + (size_t) r0 * W,
+									  z + (size_t) r0 * W, err);
+	}
+	if (st == TG_OK)
+		st = tg_label_graph_solve(ctx, b.graphs, b.nbands, 1 + (size_t) 2 * b.nbands * W, &level, err);
+	if (st == TG_OK)
+	{
+		b.level = level;
+		st = tg_parallel_rows(ctx, W, H, finish_rows, &b, err);
+	}
+	for (int k = 0; b.graphs && k < b.nbands; k++)
+		tg_label_graph_free(ctx, b.graphs[k]);
+	tg_free(ctx, b.graphs);
+	tg_free(ctx, b.label);
+	tg_free(ctx, level);
+	return st;
+}
+
+/* ------------------------------------------------------------------------
+ * Priority-flood with epsilon
  * ------------------------------------------------------------------------ */
 
 static tg_status
@@ -68,17 +223,14 @@ fill_priority_flood(const tg_ctx *ctx, const double *z, int W, int H, double eps
 	const size_t n = (size_t) W * H;
 	uint8_t    *closed = tg_alloc(ctx, n ? n : 1);
 	tg_heap		pq = {tg_alloc(ctx, (n ? n : 1) * sizeof(tg_heap_item)), 0};
-	uint32_t   *pit = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
-	size_t		pit_head = 0,
-				pit_tail = 0;
 	size_t		processed = 0;
 	tg_status	st = TG_OK;
 	int			x,
 				y;
 
-	if (closed == NULL || pq.a == NULL || pit == NULL)
+	if (closed == NULL || pq.a == NULL)
 	{
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate the priority-flood queues (%zu cells)", n);
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate the priority-flood queue (%zu cells)", n);
 		goto done;
 	}
 	memset(closed, 0, n);
@@ -96,18 +248,14 @@ fill_priority_flood(const tg_ctx *ctx, const double *z, int W, int H, double eps
 			}
 		}
 
-	while (pit_head < pit_tail || pq.len > 0)
+	while (pq.len > 0)
 	{
-		uint32_t	c;
+		const uint32_t c = tg_heap_pop(&pq).i;
 		double		level;
 		int			cx,
 					cy,
 					k;
 
-		if (pit_head < pit_tail)
-			c = pit[pit_head++];
-		else
-			c = tg_heap_pop(&pq).i;
 		if (++processed % CANCEL_EVERY == 0 && tg_canceled(ctx))
 		{
 			st = tg_error_set(err, TG_ECANCELED, "fill canceled");
@@ -130,23 +278,14 @@ fill_priority_flood(const tg_ctx *ctx, const double *z, int W, int H, double eps
 				continue;
 			closed[ni] = 1;
 			if (z[ni] <= level)
-			{
 				w[ni] = level;
-				/* same level as the heap's minimum only without epsilon */
-				if (eps > 0)
-					tg_heap_push(&pq, level, (uint32_t) ni);
-				else
-					pit[pit_tail++] = (uint32_t) ni;
-			}
-			else
-				tg_heap_push(&pq, w[ni], (uint32_t) ni);
+			tg_heap_push(&pq, w[ni], (uint32_t) ni);
 		}
 	}
 
 done:
 	tg_free(ctx, closed);
 	tg_free(ctx, pq.a);
-	tg_free(ctx, pit);
 	return st;
 }
 
@@ -242,8 +381,10 @@ tg_cpu_fill_surface(const tg_ctx *ctx, const double *z, int W, int H,
 		if (ctx->stats)
 			ctx->stats->iterations = sweeps;
 	}
-	else
+	else if (eps > 0)
 		st = fill_priority_flood(ctx, z, W, H, eps, single, w, err);
+	else
+		st = fill_flooded(ctx, z, W, H, w, err);
 	return st;
 }
 

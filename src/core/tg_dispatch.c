@@ -10,6 +10,7 @@
  * What ran, and how long it took, goes to ctx->stats.
  */
 #include "tg_backends.h"
+#include "tg_pool.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -72,6 +73,10 @@ choose_backend(const tg_ctx *ctx, int64_t cells, tg_backend *use, tg_error *err)
 	return TG_OK;
 }
 
+/*
+ * Run an operation on the backend chosen, inside a call scope: the worker
+ * threads either backend uses are joined before this returns.
+ */
 static tg_status
 run(const tg_ctx *ctx, int64_t cells, op_fn cpu, op_fn gpu, const void *args,
 	tg_error *err)
@@ -79,6 +84,7 @@ run(const tg_ctx *ctx, int64_t cells, op_fn cpu, op_fn gpu, const void *args,
 	double		t0 = now_ms();
 	tg_backend	use;
 	tg_status	st;
+	tg_ctx		call;
 
 	if (ctx->stats)
 	{
@@ -90,12 +96,13 @@ run(const tg_ctx *ctx, int64_t cells, op_fn cpu, op_fn gpu, const void *args,
 	if (st != TG_OK)
 		return st;
 
+	tg_call_open(ctx, &call);
 	if (use == TG_BACKEND_GPU)
 	{
 		tg_error	gpu_err;
 
 		tg_error_clear(&gpu_err);
-		st = gpu(ctx, args, &gpu_err);
+		st = gpu(&call, args, &gpu_err);
 		tg_cuda_release();
 		if (st == TG_ENOMEM && gpu_err.on_device && ctx->backend == TG_BACKEND_AUTO)
 		{
@@ -103,13 +110,11 @@ run(const tg_ctx *ctx, int64_t cells, op_fn cpu, op_fn gpu, const void *args,
 			use = TG_BACKEND_CPU;
 		}
 		else if (st != TG_OK)
-		{
 			*err = gpu_err;
-			return st;
-		}
 	}
 	if (use == TG_BACKEND_CPU)
-		st = cpu(ctx, args, err);
+		st = cpu(&call, args, err);
+	tg_call_close(&call);
 
 	if (ctx->stats)
 	{

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 
 const char *
@@ -129,10 +130,34 @@ tg_ctx_init(tg_ctx *ctx)
 	ctx->allocator.free = malloc_free;
 }
 
+/*
+ * Grids are touched once each, in full: with 4 kB pages most of a pass's
+ * time can go to the kernel faulting pages in.  Large buffers ask for huge
+ * pages where the system leaves it to the program (transparent huge pages
+ * in "madvise" mode); the advice covers whole huge pages inside the buffer.
+ */
+#define HUGE_PAGE ((size_t) 2 << 20)
+
+static void
+advise_huge_pages(void *p, size_t size)
+{
+#ifdef MADV_HUGEPAGE
+	uintptr_t	start = ((uintptr_t) p + HUGE_PAGE - 1) & ~(uintptr_t) (HUGE_PAGE - 1);
+	uintptr_t	end = ((uintptr_t) p + size) & ~(uintptr_t) (HUGE_PAGE - 1);
+
+	if (end > start)
+		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
+#endif
+}
+
 void *
 tg_alloc(const tg_ctx *ctx, size_t size)
 {
-	return ctx->allocator.alloc(size, ctx->allocator.arg);
+	void	   *p = ctx->allocator.alloc(size, ctx->allocator.arg);
+
+	if (p != NULL && size >= 2 * HUGE_PAGE)
+		advise_huge_pages(p, size);
+	return p;
 }
 
 void

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 extern int	n_pass;
 extern int	n_fail;
@@ -53,10 +54,11 @@ rng_uniform(void)
 	return (rng_next() >> 11) * (1.0 / 9007199254740992.0);
 }
 
-/* The suites of test_hydro.c, test_bmmq.c, test_viewshed.c and test_catchment.c */
+/* The suites of test_hydro.c, test_bmmq.c, test_viewshed.c, test_catchment.c, test_threads.c */
 void		test_hydro(void);
 void		test_bmmq(void);
 void		test_viewshed(void);
 void		test_catchment(void);
+void		test_threads(void);
 
 #endif							/* TG_TEST_H */

@@ -737,6 +737,7 @@ main(void)
 	test_bmmq();
 	test_viewshed();
 	test_catchment();
+	test_threads();
 
 	printf("core tests: %d passed, %d failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;

@@ -1,0 +1,67 @@
+/*
+ * fill_flood.h — the priority-flood every CPU fill without epsilon runs
+ * (fill_cpu.c whole or in bands on threads, fill_blocks.c beyond memory).
+ * Internal to the core.
+ *
+ * A region of rows is flooded inwards from its seeds: its outlets (valid
+ * cells on the grid's edge or next to nodata) and, for a band of a larger
+ * grid (Barnes 2016), its top and bottom rows, each seeded cell with a label
+ * of its own.  The flood gives every valid cell lf, the lowest possible
+ * highest elevation on a path from it to a seed (the filled DEM when the
+ * seeds are the outlets alone), and with labels the seed that path reaches;
+ * where two labels meet, the height at which water crosses between them
+ * goes to a label graph, whose solution (minimax distance of every label to
+ * label 0, the outlets) completes the fill:  W = max(lf, level(label)).
+ */
+#ifndef TG_FILL_FLOOD_H
+#define TG_FILL_FLOOD_H
+
+#include "tg_core.h"
+
+/* Label pairs and the lowest height at which water crosses between them. */
+typedef struct tg_label_graph tg_label_graph;
+
+typedef struct tg_flood
+{
+	int			width;
+	int			nrows;
+	const double *z;			/* nrows * width, NaN = nodata */
+	bool		above;			/* z[-width .. -1] is the row above, else the grid's top edge */
+	bool		below;			/* z[nrows * width ..] is the row below, else the bottom edge */
+	double	   *lf;				/* out: nrows * width (NaN where z is) */
+	/* A band of a larger grid: labels for its cells, seeds in its top and
+	 * bottom rows (labels top_base + x and bottom_base + x; the row is not
+	 * seeded where its base is 0), edges where labels meet.  All NULL / 0
+	 * for a plain fill. */
+	uint32_t   *label;
+	uint32_t	top_base;
+	uint32_t	bottom_base;
+	tg_label_graph *graph;
+} tg_flood;
+
+tg_status	tg_flood_run(const tg_ctx *ctx, const tg_flood *f, tg_error *err);
+
+tg_status	tg_label_graph_create(const tg_ctx *ctx, tg_label_graph **g, tg_error *err);
+void		tg_label_graph_free(const tg_ctx *ctx, tg_label_graph *g);
+tg_status	tg_label_graph_add(const tg_ctx *ctx, tg_label_graph *g, uint32_t a, uint32_t b,
+							   double height, tg_error *err);
+
+/*
+ * Join the facing rows of two bands: `upper_labels`/`upper_z` are the last
+ * row of the band above, `lower_labels`/`lower_z` the first row of the band
+ * below; water crosses at the higher of two adjacent cells.
+ */
+tg_status	tg_label_graph_join_rows(const tg_ctx *ctx, tg_label_graph *g, int width,
+									 const uint32_t *upper_labels, const double *upper_z,
+									 const uint32_t *lower_labels, const double *lower_z,
+									 tg_error *err);
+
+/*
+ * level[0 .. nlabels) (allocated with ctx): minimax distance of each label
+ * to label 0 over the edges of all the graphs.
+ */
+tg_status	tg_label_graph_solve(const tg_ctx *ctx, tg_label_graph *const *graphs, int ngraphs,
+								 size_t nlabels, double **level, tg_error *err);
+size_t		tg_label_graph_edges(const tg_label_graph *g);
+
+#endif							/* TG_FILL_FLOOD_H */

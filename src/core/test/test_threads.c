@@ -1,0 +1,473 @@
+/*
+ * test_threads.c — every CPU operation gives the same bits for 1, 2, 3 and 7
+ * threads, on inputs large enough to be cut into many tasks and bands: a
+ * terrain with pits, plateaus, a flat sea at 0 touching the edge, nodata
+ * holes and a nodata frame piece (integer, float and wide-range DEMs, so
+ * that both priority queues of the fill run); and the pool itself: tasks run
+ * once each, the lowest failing task's error wins, a cancel stops a region,
+ * and the threads asked for are the threads that ran.
+ */
+#include "test.h"
+#include "tg_pool.h"
+
+#define TW 300
+#define TH 1200
+#define ND (-9999.0)
+
+static const int thread_counts[] = {2, 3, 7};
+
+/* A rough terrain: ridges, random pits and plateaus, a sea, nodata holes. */
+static void
+make_terrain(double *z, int W, int H, double scale, bool integer)
+{
+	rng_state = 0x5EED5EEDull;
+	for (int y = 0; y < H; y++)
+		for (int x = 0; x < W; x++)
+		{
+			double		v = 200 + 80 * sin(x / 23.0) * cos(y / 31.0) + 0.15 * (H - y) +
+				40 * rng_uniform();
+
+			if (x < W / 4 && y > H - H / 5)
+				v = 0;			/* a sea touching the west and south edges */
+			if ((x / 37 + y / 41) % 5 == 0 && x % 37 < 12 && y % 41 < 9)
+				v = 150;		/* plateaus */
+			if ((x * 7 + y * 13) % 997 == 0)
+				v = NAN;		/* scattered voids */
+			if (x > W / 2 && x < W / 2 + 20 && y > H / 3 && y < H / 3 + 25)
+				v = NAN;		/* a hole */
+			z[(size_t) y * W + x] = isnan(v) ? ND : integer ? rint(v * scale) : v * scale;
+		}
+}
+
+static tg_ctx
+ctx_with(int threads, tg_run_stats *stats)
+{
+	tg_ctx		ctx;
+
+	tg_ctx_init(&ctx);
+	ctx.backend = TG_BACKEND_CPU;
+	ctx.threads = threads;
+	ctx.stats = stats;
+	return ctx;
+}
+
+static tg_flow_params
+flow(tg_routing routing, bool fill, bool geographic)
+{
+	tg_flow_params p;
+
+	memset(&p, 0, sizeof p);
+	p.routing = routing;
+	p.fill = fill;
+	p.exponent = 1.1;
+	p.threshold = 50;
+	p.geom.width = TW;
+	p.geom.height = TH;
+	p.geom.cell_x = 30;
+	p.geom.cell_y = 30;
+	if (geographic)
+	{
+		p.geom.geographic = true;
+		p.geom.lat_top = 47.0;
+		p.geom.lat_step = -1.0 / 1200;
+		p.geom.lon_step = 1.0 / 1200;
+	}
+	return p;
+}
+
+/* One operation over a DEM into out (bytes), with the threads given. */
+typedef tg_status (*op_fn) (const tg_ctx *ctx, const tg_band *dem, const void *arg, void *out,
+							tg_error *err);
+
+typedef struct op_case
+{
+	const char *name;
+	op_fn		fn;
+	const void *arg;
+	size_t		bytes_per_cell;
+} op_case;
+
+static void
+check_threads(const op_case *c, const tg_band *dem)
+{
+	const size_t n = (size_t) dem->width * dem->height;
+	const size_t bytes = n * c->bytes_per_cell;
+	uint8_t    *one = malloc(bytes),
+			   *many = malloc(bytes);
+	tg_run_stats stats;
+	tg_ctx		ctx = ctx_with(1, &stats);
+	tg_error	err;
+
+	memset(one, 0xA5, bytes);	/* bytes an output leaves alone compare equal */
+	tg_error_clear(&err);
+	check(c->fn(&ctx, dem, c->arg, one, &err) == TG_OK, "%s, 1 thread: %s", c->name, err.message);
+	check(stats.threads == 1, "%s, 1 thread: %d ran", c->name, stats.threads);
+	for (size_t k = 0; k < sizeof thread_counts / sizeof *thread_counts; k++)
+	{
+		const int	t = thread_counts[k];
+
+		ctx = ctx_with(t, &stats);
+		memset(many, 0xA5, bytes);
+		tg_error_clear(&err);
+		check(c->fn(&ctx, dem, c->arg, many, &err) == TG_OK, "%s, %d threads: %s", c->name, t,
+			  err.message);
+		check(memcmp(one, many, bytes) == 0, "%s: %d threads differ from 1", c->name, t);
+		check(stats.threads > 1 && stats.threads <= t, "%s: %d threads asked, %d ran", c->name, t,
+			  stats.threads);
+	}
+	free(one);
+	free(many);
+}
+
+/* ------------------------------------------------------------------------
+ * The operations
+ * ------------------------------------------------------------------------ */
+static tg_status
+op_slope(const tg_ctx *ctx, const tg_band *dem, const void *arg, void *out, tg_error *err)
+{
+	tg_slope_params p = {30, 30, 1, TG_SLOPE_DEGREES, -9999.0f};
+
+	return tg_slope(ctx, dem, &p, out, err);
+}
+
+static tg_status
+op_fill(const tg_ctx *ctx, const tg_band *dem, const void *arg, void *out, tg_error *err)
+{
+	return tg_fill(ctx, dem, arg, ND, out, err);
+}
+
+static tg_status
+op_direction(const tg_ctx *ctx, const tg_band *dem, const void *arg, void *out, tg_error *err)
+{
+	const tg_flow_params *p = arg;
+
+	return tg_flow_direction(ctx, dem, p, p->routing == TG_ROUTE_D8 ? out : NULL,
+							 p->routing == TG_ROUTE_D8 ? NULL : out, err);
+}
+
+typedef struct accum_arg
+{
+	tg_flow_params p;
+	tg_accum_method method;
+	tg_accum_units units;
+} accum_arg;
+
+static tg_status
+op_accumulation(const tg_ctx *ctx, const tg_band *dem, const void *arg, void *out, tg_error *err)
+{
+	const accum_arg *a = arg;
+
+	return tg_flow_accumulation(ctx, dem, NULL, &a->p, a->method, a->units, out, err);
+}
+
+/* the chain's three products side by side: accumulation, surface, receivers */
+static tg_status
+op_hydrology(const tg_ctx *ctx, const tg_band *dem, const void *arg, void *out, tg_error *err)
+{
+	const accum_arg *a = arg;
+	const size_t n = (size_t) dem->width * dem->height;
+	tg_flow_products pr = {out, (double *) out + n, TG_PT_64BF, ND, (uint16_t *) ((double *) out + 2 * n)};
+
+	return tg_hydrology(ctx, dem, NULL, &a->p, a->method, a->units, &pr, err);
+}
+
+static tg_status
+op_rusle(const tg_ctx *ctx, const tg_band *dem, const void *arg, void *out, tg_error *err)
+{
+	tg_rusle_params rp;
+	const size_t n = (size_t) dem->width * dem->height;
+
+	memset(&rp, 0, sizeof rp);
+	rp.flow = *(const tg_flow_params *) arg;
+	rp.method = TG_ACC_AUTO;
+	rp.m = 0.4;
+	rp.n = 1.3;
+	rp.a0 = 22.1;
+	rp.b0 = 0.0896;
+	rp.r.value = 300;
+	rp.k.value = 0.03;
+	rp.c.value = 0.2;
+	rp.p.value = 1;
+	return tg_rusle(ctx, dem, &rp, out, (float *) out + n, err);
+}
+
+static tg_status
+op_travel(const tg_ctx *ctx, const tg_band *dem, const void *arg, void *out, tg_error *err)
+{
+	tg_travel_params tp;
+	const size_t n = (size_t) dem->width * dem->height;
+	tg_status	st;
+
+	memset(&tp, 0, sizeof tp);
+	tp.flow = *(const tg_flow_params *) arg;
+	tp.roughness.value = 0.05;
+	tp.velocity.value = 2;
+	tp.b = 0.5;
+	tp.min_slope = 0.001;
+	st = tg_travel_time(ctx, dem, &tp, out, NULL, err);
+	if (st != TG_OK)
+		return st;
+	/* and a watershed (with its times) through a cell in the sea's shore */
+	tp.has_outlet = true;
+	tp.outlet_col = TW / 4;
+	tp.outlet_row = TH - TH / 5 - 1;
+	return tg_travel_time(ctx, dem, &tp, (float *) out + n, (uint8_t *) ((float *) out + 2 * n), err);
+}
+
+static tg_status
+op_viewshed(const tg_ctx *ctx, const tg_band *dem, const void *arg, void *out, tg_error *err)
+{
+	tg_viewshed_params p;
+
+	memset(&p, 0, sizeof p);
+	p.observer_col = TW / 3;
+	p.observer_row = TH / 2;
+	p.observer_height = 10;
+	p.earth_radius = 6370997;
+	p.refraction = 1.0 / 7;
+	p.cell_x = p.cell_y = 30;
+	p.output = TG_VIEW_ANGLE;
+	p.algorithm = *(const tg_view_algorithm *) arg;
+	if (p.algorithm == TG_VIEW_R3)
+		p.max_distance = 3000;	/* the exact reference is slow */
+	p.geom.width = dem->width;
+	p.geom.height = dem->height;
+	return tg_viewshed(ctx, dem, &p, out, err);
+}
+
+static tg_status
+op_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const void *arg, void *out, tg_error *err)
+{
+	static const int cols[5] = {10, 100, 200, 290, 150},
+				rows[5] = {10, 300, 700, 1100, 600};
+	tg_viewshed_params p;
+
+	memset(&p, 0, sizeof p);
+	p.observer_height = 5;
+	p.max_distance = 9000;
+	p.earth_radius = 6370997;
+	p.refraction = 1.0 / 7;
+	p.cell_x = p.cell_y = 30;
+	p.geom.width = dem->width;
+	p.geom.height = dem->height;
+	return tg_viewshed_count(ctx, dem, &p, cols, rows, 5, out, err);
+}
+
+/* BMMQ over the DEM cut into 64 x 64 tiles: the node arrays, concatenated */
+static tg_status
+op_bmmq(const tg_ctx *ctx, const tg_band *dem, const void *arg, void *out, tg_error *err)
+{
+	const int	side = 64,
+				tx = (dem->width + side - 1) / side,
+				ty = (dem->height + side - 1) / side;
+	const double bounds[4] = {100, 180, 240, 300};
+	tg_band    *tiles = calloc((size_t) tx * ty, sizeof(tg_band));
+	tg_bmmq_tree *trees = calloc((size_t) tx * ty, sizeof(tg_bmmq_tree));
+	double	   *pix = malloc((size_t) dem->width * dem->height * sizeof(double));
+	double	   *next = pix;
+	uint8_t    *o = out;
+	size_t		room = (size_t) dem->width * dem->height * 24;
+	tg_status	st;
+
+	memset(out, 0, room);
+	for (int j = 0; j < ty; j++)
+		for (int i = 0; i < tx; i++)
+		{
+			const int	w = i == tx - 1 ? dem->width - i * side : side,
+						h = j == ty - 1 ? dem->height - j * side : side;
+
+			for (int y = 0; y < h; y++)
+				for (int x = 0; x < w; x++)
+					next[(size_t) y * w + x] = tg_band_get(dem, (size_t) (j * side + y) * dem->width + i * side + x);
+			tiles[j * tx + i] = test_band(TG_PT_64BF, next, w, h, true, ND);
+			next += (size_t) w * h;
+		}
+	st = tg_bmmq_build(ctx, tiles, tx * ty, bounds, 4, trees, err);
+	for (int k = 0; st == TG_OK && k < tx * ty; k++)
+	{
+		size_t		b = (size_t) trees[k].count * sizeof(tg_bmmq_node);
+
+		if (b + sizeof(int64_t) <= room)
+		{
+			memcpy(o, &trees[k].count, sizeof(int64_t));
+			memcpy(o + sizeof(int64_t), trees[k].nodes, b);
+			o += b + sizeof(int64_t);
+			room -= b + sizeof(int64_t);
+		}
+	}
+	for (int k = 0; k < tx * ty; k++)
+		tg_bmmq_tree_free(ctx, &trees[k]);
+	free(tiles);
+	free(trees);
+	free(pix);
+	return st;
+}
+
+/* ------------------------------------------------------------------------
+ * The pool
+ * ------------------------------------------------------------------------ */
+typedef struct count_job
+{
+	int			runs[1000];
+	int			fail_from;		/* tasks at or above this fail */
+} count_job;
+
+static tg_status
+count_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	count_job  *j = arg;
+
+	__atomic_add_fetch(&j->runs[task], 1, __ATOMIC_RELAXED);
+	if (task >= j->fail_from)
+		return tg_error_set(err, TG_EDATA, "task %lld failed", (long long) task);
+	return TG_OK;
+}
+
+static bool
+cancel_after_first(void *arg)
+{
+	return __atomic_load_n((int *) arg, __ATOMIC_RELAXED) > 0;
+}
+
+static tg_status
+slow_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	int		   *started = arg;
+
+	__atomic_add_fetch(started, 1, __ATOMIC_RELAXED);
+	/* a long task that polls, as the algorithms do */
+	for (int i = 0; i < 2000; i++)
+	{
+		struct timespec ms = {0, 1000000};
+
+		if (tg_canceled(ctx))
+			return tg_error_set(err, TG_ECANCELED, "canceled");
+		nanosleep(&ms, NULL);
+	}
+	return TG_OK;
+}
+
+static void
+test_pool(void)
+{
+	count_job  *j = calloc(1, sizeof *j);
+	tg_run_stats stats;
+	tg_ctx		ctx = ctx_with(4, &stats),
+				call;
+	tg_error	err;
+	tg_status	st;
+	int			started = 0;
+	bool		once = true;
+
+	memset(&stats, 0, sizeof stats);
+	tg_call_open(&ctx, &call);
+	j->fail_from = 1000;
+	tg_error_clear(&err);
+	check(tg_parallel(&call, 1000, count_task, j, &err) == TG_OK, "pool: 1000 tasks run");
+	for (int t = 0; t < 1000; t++)
+		once = once && j->runs[t] == 1;
+	check(once, "pool: every task runs exactly once");
+
+	memset(j, 0, sizeof *j);
+	j->fail_from = 600;
+	tg_error_clear(&err);
+	st = tg_parallel(&call, 1000, count_task, j, &err);
+	check(st == TG_EDATA && strcmp(err.message, "task 600 failed") == 0,
+		  "pool: the lowest failing task's error wins (got \"%s\")", err.message);
+	once = true;
+	for (int t = 0; t < 600; t++)
+		once = once && j->runs[t] == 1;
+	check(once, "pool: every task below the failing one ran");
+
+	/* a cancel raised while tasks run stops them all */
+	call.cancel = cancel_after_first;
+	call.cancel_arg = &started;
+	tg_error_clear(&err);
+	{
+		struct timespec a,
+					b;
+
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		st = tg_parallel(&call, 8, slow_task, &started, &err);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		check(st == TG_ECANCELED, "pool: canceled region returns TG_ECANCELED (%d)", st);
+		check((b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9 < 1.0,
+			  "pool: a cancel stops 2-second tasks within a second");
+	}
+	call.cancel = NULL;
+	tg_call_close(&call);
+	check(stats.threads == 4, "pool: 4 threads asked, %d ran", stats.threads);
+	free(j);
+}
+
+/* ------------------------------------------------------------------------ */
+void
+test_threads(void)
+{
+	const size_t n = (size_t) TW * TH;
+	double	   *zi = malloc(n * sizeof(double)),
+			   *zf = malloc(n * sizeof(double)),
+			   *zw = malloc(n * sizeof(double));
+	tg_band		bi = test_band(TG_PT_64BF, zi, TW, TH, true, ND),
+				bf = test_band(TG_PT_64BF, zf, TW, TH, true, ND),
+				bw = test_band(TG_PT_64BF, zw, TW, TH, true, ND);
+	static const tg_routing routings[] = {TG_ROUTE_D8, TG_ROUTE_FD8, TG_ROUTE_MFD_MD, TG_ROUTE_FDD8};
+	static const char *const routing_names[] = {"d8", "fd8", "mfd-md", "fdd8"};
+	static const tg_accum_method methods[] = {TG_ACC_INDEGREE, TG_ACC_TOPOLOGICAL,
+	TG_ACC_DEPENDENCY_TRANSFER, TG_ACC_FLOW_TRANSFER};
+	const tg_fill_params pf = {TG_FILL_PRIORITY_FLOOD, 0, TG_PT_64BF},
+				pd = {TG_FILL_PLANCHON_DARBOUX, 0, TG_PT_64BF},
+				pe = {TG_FILL_PRIORITY_FLOOD, 0.01, TG_PT_64BF};
+	const tg_view_algorithm r2 = TG_VIEW_R2,
+				r3 = TG_VIEW_R3;
+	char		name[96];
+
+	test_pool();
+	make_terrain(zi, TW, TH, 1, true);
+	make_terrain(zf, TW, TH, 1.37, false);
+	make_terrain(zw, TW, TH, 30000, true);	/* integer, beyond the fill's buckets */
+
+	check_threads(&(op_case) {"slope", op_slope, NULL, sizeof(float)}, &bi);
+	check_threads(&(op_case) {"fill, integer DEM", op_fill, &pf, sizeof(double)}, &bi);
+	check_threads(&(op_case) {"fill, float DEM", op_fill, &pf, sizeof(double)}, &bf);
+	check_threads(&(op_case) {"fill, wide integer DEM", op_fill, &pf, sizeof(double)}, &bw);
+	check_threads(&(op_case) {"fill, planchon-darboux", op_fill, &pd, sizeof(double)}, &bf);
+	check_threads(&(op_case) {"fill, epsilon", op_fill, &pe, sizeof(double)}, &bf);
+	for (int r = 0; r < 4; r++)
+	{
+		tg_flow_params p = flow(routings[r], true, r == 2);
+
+		snprintf(name, sizeof name, "directions %s", routing_names[r]);
+		check_threads(&(op_case) {name, op_direction, &p, 8 * sizeof(float)}, &bf);
+		for (int m = 0; m < 4; m++)
+		{
+			accum_arg	a = {flow(routings[r], m != 1, r == 1), methods[m], (tg_accum_units) (m % 3)};
+
+			if (methods[m] == TG_ACC_FLOW_TRANSFER && routings[r] == TG_ROUTE_FDD8)
+				continue;
+			snprintf(name, sizeof name, "accumulation %s %s", routing_names[r],
+					 tg_accum_method_name(methods[m]));
+			check_threads(&(op_case) {name, op_accumulation, &a, sizeof(double)}, &bi);
+		}
+		{
+			accum_arg	a = {flow(routings[r], true, false), TG_ACC_AUTO, TG_UNITS_AREA};
+
+			snprintf(name, sizeof name, "hydrology chain %s", routing_names[r]);
+			check_threads(&(op_case) {name, op_hydrology, &a, 2 * sizeof(double) + sizeof(uint16_t)}, &bf);
+		}
+	}
+	{
+		tg_flow_params p = flow(TG_ROUTE_MFD_MD, true, true);
+		tg_flow_params d8 = flow(TG_ROUTE_D8, true, true);
+
+		check_threads(&(op_case) {"rusle mfd-md", op_rusle, &p, 2 * sizeof(float)}, &bi);
+		check_threads(&(op_case) {"travel time and watershed", op_travel, &d8, 2 * sizeof(float) + 1}, &bi);
+	}
+	check_threads(&(op_case) {"viewshed r2", op_viewshed, &r2, sizeof(float)}, &bi);
+	check_threads(&(op_case) {"viewshed r3", op_viewshed, &r3, sizeof(float)}, &bi);
+	check_threads(&(op_case) {"cumulative viewshed", op_viewshed_count, NULL, sizeof(uint32_t)}, &bi);
+	check_threads(&(op_case) {"bmmq build", op_bmmq, NULL, 24}, &bi);
+	free(zi);
+	free(zf);
+	free(zw);
+}
