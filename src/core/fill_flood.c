@@ -238,7 +238,7 @@ meet(flood_state *s, uint32_t c, uint32_t m)
 	double		h;
 	unsigned	slot;
 
-	if (f->label == NULL || (a = f->label[c]) == (b = f->label[m]))
+	if (f->graph == NULL || (a = f->label[c]) == (b = f->label[m]))
 		return;
 	key = (uint64_t) (a < b ? a : b) << 32 | (a < b ? b : a);
 	h = f->lf[c] > f->lf[m] ? f->lf[c] : f->lf[m];
@@ -351,22 +351,22 @@ spread(flood_state *s, uint32_t c, double level)
 	}
 }
 
+static inline bool
+nodata_near(const double *row, int width, int x)
+{
+	for (int dx = -1; dx <= 1; dx++)
+		if (x + dx >= 0 && x + dx < width && isnan(row[x + dx]))
+			return true;
+	return false;
+}
+
 /* Is row y's cell x next to a nodata cell of the halo rows? */
 static inline bool
 halo_nodata(const tg_flood *f, int x, int y)
 {
-	const double *row;
-
-	if (y == 0 && f->above)
-		row = f->z - f->width;
-	else if (y == f->nrows - 1 && f->below)
-		row = f->z + (size_t) f->nrows * f->width;
-	else
-		return false;
-	for (int dx = -1; dx <= 1; dx++)
-		if (x + dx >= 0 && x + dx < f->width && isnan(row[x + dx]))
-			return true;
-	return false;
+	return (y == 0 && f->above && nodata_near(f->z - f->width, f->width, x)) ||
+		(y == f->nrows - 1 && f->below &&
+		 nodata_near(f->z + (size_t) f->nrows * f->width, f->width, x));
 }
 
 /* Seeds: outlets (label 0), then a band's top and bottom rows, queued in raster order. */

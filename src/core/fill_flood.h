@@ -31,8 +31,8 @@ typedef struct tg_flood
 	double	   *lf;				/* out: nrows * width (NaN where z is) */
 	/* A band of a larger grid: labels for its cells, seeds in its top and
 	 * bottom rows (labels top_base + x and bottom_base + x; the row is not
-	 * seeded where its base is 0), edges where labels meet.  All NULL / 0
-	 * for a plain fill. */
+	 * seeded where its base is 0), edges where labels meet (graph NULL: not
+	 * recorded).  All NULL / 0 for a plain fill. */
 	uint32_t   *label;
 	uint32_t	top_base;
 	uint32_t	bottom_base;
