@@ -28,6 +28,7 @@
  */
 #include "tg_backends.h"
 #include "tg_hydro.h"
+#include "tg_pool.h"
 
 #include <math.h>
 #include <string.h>
@@ -59,26 +60,26 @@ share_of(const tg_route *r, const tg_flow_params *p, size_t ni, int k, const dou
 	return tg_route_share(&v, ni, k, acc[ni]);
 }
 
-/* Number of donors of each valid cell (polls for cancellation every 256 rows). */
-static tg_status
-count_donors(const tg_ctx *ctx, const tg_route *r, uint8_t *indeg, tg_error *err)
+typedef struct donors_job
 {
+	const tg_route *r;
+	uint8_t    *indeg;
+} donors_job;
+
+static tg_status
+donor_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const donors_job *d = arg;
+	const tg_route *r = d->r;
 	const int	W = r->width,
 				H = r->height;
-	int			x,
-				y,
-				k;
 
-	for (y = 0; y < H; y++)
-	{
-		if (y % 256 == 0 && tg_canceled(ctx))
-			return tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
-		for (x = 0; x < W; x++)
+	for (int y = y0; y < y1; y++)
+		for (int x = 0; x < W; x++)
 		{
-			size_t		i = (size_t) y * W + x;
 			uint8_t		c = 0;
 
-			for (k = 0; k < 8; k++)
+			for (int k = 0; k < 8; k++)
 			{
 				int			nx = x + tg_nbr_dx(k),
 							ny = y + tg_nbr_dy(k);
@@ -87,55 +88,76 @@ count_donors(const tg_ctx *ctx, const tg_route *r, uint8_t *indeg, tg_error *err
 					drains_to(r, (size_t) ny * W + nx, tg_nbr_opposite(k)))
 					c++;
 			}
-			indeg[i] = c;
+			d->indeg[(size_t) y * W + x] = c;
 		}
-	}
 	return TG_OK;
 }
 
-/*
- * Indegree (Kahn's algorithm): cells whose donors are all done are finished,
- * which may free their receivers.  Sources are taken in raster order and each
- * freed receiver is finished next (a stack), so the work follows flow paths
- * downstream and stays in cache.
- */
+/* Number of donors of each cell. */
 static tg_status
-accumulate_indegree(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
-					const double *weight, double *acc, tg_error *err)
+count_donors(const tg_ctx *ctx, const tg_route *r, uint8_t *indeg, tg_error *err)
 {
+	donors_job	d = {r, indeg};
+
+	return tg_parallel_rows(ctx, r->width, r->height, donor_rows, &d, err);
+}
+
+/*
+ * Indegree (Kahn's algorithm): a cell whose donors are all done is
+ * finished, which may free its receivers.  Each task takes the sources
+ * (valid cells without donors) of its rows in raster order and follows what
+ * they free downstream depth-first (a stack), so the work follows flow paths
+ * and stays in cache.  Tasks run at once: a receiver's count of pending
+ * donors is decremented atomically (acquire-release, so the donors' values
+ * are visible), and the task that frees it finishes it.  Every cell pulls
+ * from its donors in neighbour order once they are final, so the sums do not
+ * depend on which task finished what.
+ */
+#define SOURCE 0xFE				/* a source no task has taken yet */
+#define TAKEN 0xFF
+
+typedef struct indegree_job
+{
+	const tg_route *r;
+	const tg_flow_params *p;
+	const double *weight;
+	double	   *acc;
+	uint8_t    *indeg;
+	int			rows;			/* per task */
+} indegree_job;
+
+static tg_status
+indegree_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	const indegree_job *j = arg;
+	const tg_route *r = j->r;
 	const int	W = r->width,
 				H = r->height;
-	const size_t n = (size_t) W * H;
-	uint8_t    *indeg = tg_alloc(ctx, n ? n : 1);
-	uint32_t   *stack = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
-	size_t		done = 0;
+	const size_t first = (size_t) task * j->rows * W;
+	const size_t end = (size_t) ((task + 1) * j->rows < H ? (task + 1) * j->rows : H) * W;
+	size_t		cap = 1024,
+				done = 0;
+	uint32_t   *stack = tg_alloc(ctx, cap * sizeof(uint32_t));
 	tg_status	st = TG_OK;
-	size_t		i;
 
-	if (indeg == NULL || stack == NULL)
-	{
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate accumulation buffers (%zu cells)", n);
-		goto out;
-	}
-	if ((st = count_donors(ctx, r, indeg, err)) != TG_OK)
-		goto out;
-	for (i = 0; i < n; i++)
+	if (stack == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate an accumulation stack");
+	for (size_t i = first; i < end && st == TG_OK; i++)
 	{
 		size_t		top = 0;
 
-		if (isnan(r->z[i]) || indeg[i] != 0)
+		if (j->indeg[i] != SOURCE)
 			continue;
-		indeg[i] = 0xFF;		/* taken */
+		j->indeg[i] = TAKEN;
 		stack[top++] = (uint32_t) i;
 		while (top > 0)
 		{
-			uint32_t	c = stack[--top];
-			int			cx = (int) (c % W),
-						cy = (int) (c / W),
-						k;
+			const uint32_t c = stack[--top];
+			const int	cx = (int) (c % W),
+						cy = (int) (c / W);
 
-			acc[c] = pull(r, p, weight, acc, c);
-			for (k = 0; k < 8; k++)
+			j->acc[c] = pull(r, j->p, j->weight, j->acc, c);
+			for (int k = 0; k < 8; k++)
 			{
 				int			nx = cx + tg_nbr_dx(k),
 							ny = cy + tg_nbr_dy(k);
@@ -144,23 +166,69 @@ accumulate_indegree(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *
 				if (nx < 0 || ny < 0 || nx >= W || ny >= H || !drains_to(r, c, k))
 					continue;
 				ni = (size_t) ny * W + nx;
-				if (--indeg[ni] == 0)
+				if (__atomic_sub_fetch(&j->indeg[ni], 1, __ATOMIC_ACQ_REL) != 0)
+					continue;
+				if (top == cap)
 				{
-					indeg[ni] = 0xFF;
-					stack[top++] = (uint32_t) ni;
+					uint32_t   *bigger = tg_alloc(ctx, 2 * cap * sizeof(uint32_t));
+
+					if (bigger == NULL)
+					{
+						st = tg_error_set(err, TG_ENOMEM, "could not grow an accumulation stack");
+						break;
+					}
+					memcpy(bigger, stack, cap * sizeof(uint32_t));
+					tg_free(ctx, stack);
+					stack = bigger;
+					cap *= 2;
 				}
+				stack[top++] = (uint32_t) ni;
 			}
+			if (st != TG_OK)
+				break;
 			if (++done % CANCEL_EVERY == 0 && tg_canceled(ctx))
 			{
 				st = tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
-				goto out;
+				break;
 			}
 		}
 	}
-
-out:
-	tg_free(ctx, indeg);
 	tg_free(ctx, stack);
+	return st;
+}
+
+/* Sources (valid cells without donors) marked for the tasks to take. */
+static tg_status
+mark_source_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const indegree_job *j = arg;
+
+	for (size_t i = (size_t) y0 * j->r->width; i < (size_t) y1 * j->r->width; i++)
+		if (j->indeg[i] == 0)
+			j->indeg[i] = isnan(j->r->z[i]) ? TAKEN : SOURCE;
+	return TG_OK;
+}
+
+static tg_status
+accumulate_indegree(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
+					const double *weight, double *acc, tg_error *err)
+{
+	const int	W = r->width,
+				H = r->height;
+	const size_t n = (size_t) W * H;
+	indegree_job j = {r, p, weight, acc, tg_alloc(ctx, n ? n : 1), 1};
+	tg_status	st;
+
+	if (j.indeg == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate accumulation buffers (%zu cells)", n);
+	if (W > 0 && W < TG_TASK_CELLS)
+		j.rows = TG_TASK_CELLS / W;
+	st = count_donors(ctx, r, j.indeg, err);
+	if (st == TG_OK)
+		st = tg_parallel_rows(ctx, W, H, mark_source_rows, &j, err);
+	if (st == TG_OK)
+		st = tg_parallel(ctx, (H + j.rows - 1) / j.rows, indegree_task, &j, err);
+	tg_free(ctx, j.indeg);
 	return st;
 }
 

@@ -16,6 +16,7 @@
  */
 #include "tg_backends.h"
 #include "tg_hydro.h"
+#include "tg_pool.h"
 
 #include <math.h>
 #include <string.h>
@@ -39,46 +40,262 @@ neighbour(int W, int H, int x, int y, int k)
 	return (nx < 0 || ny < 0 || nx >= W || ny >= H) ? -1 : (int64_t) ny * W + nx;
 }
 
-/* Cells visited between two polls of the cancel callback. */
-#define CANCEL_EVERY (1u << 20)
+/* ------------------------------------------------------------------------
+ * Flats, on the call's threads.  Both breadth-first distances grow a level
+ * at a time, every task of a level claiming the cells it reaches with an
+ * atomic compare-and-swap: a cell's distance is the level it is first
+ * reached at, whichever task reaches it.  Flats are labelled by a union-find
+ * that links the larger root under the smaller, so a flat's label is its
+ * smallest cell, whatever the order of the unions.
+ * ------------------------------------------------------------------------ */
+#define FRONTIER_TASK 8192		/* frontier cells per task */
+#define BATCH 512				/* cells a task gathers before reserving room for them */
 
-/* Multi-source breadth-first distance over the flat cells of one elevation;
- * false when canceled. */
-static bool
-flat_bfs(const tg_ctx *ctx, const double *z, const uint8_t *flat, int W, int H, int32_t *dist,
-		 uint32_t *queue, size_t head, size_t tail)
+typedef struct flat_job
 {
-	while (head < tail)
-	{
-		uint32_t	c = queue[head++];
-		int			cx = (int) (c % W),
-					cy = (int) (c / W),
-					k;
+	const tg_ctx *ctx;
+	const double *z;
+	const uint8_t *flat;
+	int			W,
+				H;
+	int32_t    *dist;			/* the distance being grown (towards or away) */
+	int32_t    *parent;			/* union-find */
+	int32_t    *height;			/* per root: the largest distance away from higher ground */
+	const int32_t *away;
+	int32_t    *mask;
+	/* the frontier of the level being grown, and the next one */
+	uint32_t   *cur;
+	size_t		ncur;
+	uint32_t   *next;
+	size_t		nnext;			/* atomic */
+	int32_t		level;
+	bool		seed_lower;		/* seeds: next to lower (equal, draining) ground, else higher */
+} flat_job;
 
-		if (head % CANCEL_EVERY == 0 && tg_canceled(ctx))
-			return false;
+/* Append a task's batch to the next frontier. */
+static void
+flush_batch(flat_job *j, const uint32_t *batch, size_t count)
+{
+	size_t		at;
 
-		for (k = 0; k < 8; k++)
-		{
-			int64_t		ni = neighbour(W, H, cx, cy, k);
-
-			if (ni < 0 || !flat[ni] || dist[ni] != 0 || z[ni] != z[c])
-				continue;
-			dist[ni] = dist[c] + 1;
-			queue[tail++] = (uint32_t) ni;
-		}
-	}
-	return true;
+	if (count == 0)
+		return;
+	at = __atomic_fetch_add(&j->nnext, count, __ATOMIC_RELAXED);
+	memcpy(j->next + at, batch, count * sizeof(uint32_t));
 }
 
-#define CHECK_CANCELED(ctx) \
-	do { \
-		if (tg_canceled(ctx)) \
-		{ \
-			st = tg_error_set(err, TG_ECANCELED, "flow routing canceled"); \
-			goto done; \
-		} \
-	} while (0)
+/* Seeds of a distance: flat cells next to a draining cell of equal elevation
+ * (towards lower ground) or next to a higher cell (away from higher ground). */
+static tg_status
+seed_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	flat_job   *j = arg;
+	uint32_t	batch[BATCH];
+	size_t		nb = 0;
+
+	for (int y = y0; y < y1; y++)
+		for (int x = 0; x < j->W; x++)
+		{
+			const size_t i = (size_t) y * j->W + x;
+
+			if (!j->flat[i])
+				continue;
+			for (int k = 0; k < 8; k++)
+			{
+				const int64_t ni = neighbour(j->W, j->H, x, y, k);
+
+				if (ni >= 0 && (j->seed_lower ? !j->flat[ni] && j->z[ni] == j->z[i]
+								: j->z[ni] > j->z[i]))
+				{
+					j->dist[i] = 1;
+					batch[nb++] = (uint32_t) i;
+					break;
+				}
+			}
+			if (nb == BATCH)
+			{
+				flush_batch(j, batch, nb);
+				nb = 0;
+			}
+		}
+	flush_batch(j, batch, nb);
+	return TG_OK;
+}
+
+/* One level: the unreached flat cells of equal elevation next to the frontier. */
+static tg_status
+grow_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	flat_job   *j = arg;
+	const size_t lo = (size_t) task * FRONTIER_TASK;
+	const size_t hi = lo + FRONTIER_TASK < j->ncur ? lo + FRONTIER_TASK : j->ncur;
+	uint32_t	batch[BATCH];
+	size_t		nb = 0;
+
+	for (size_t f = lo; f < hi; f++)
+	{
+		const uint32_t c = j->cur[f];
+		const int	cx = (int) (c % j->W),
+					cy = (int) (c / j->W);
+
+		for (int k = 0; k < 8; k++)
+		{
+			const int64_t ni = neighbour(j->W, j->H, cx, cy, k);
+			int32_t		unreached = 0;
+
+			if (ni < 0 || !j->flat[ni] || j->z[ni] != j->z[c] ||
+				__atomic_load_n(&j->dist[ni], __ATOMIC_RELAXED) != 0)
+				continue;
+			/* on the calling thread alone, nobody else claims cells */
+			if (ctx->worker == 0)
+				j->dist[ni] = j->level + 1;
+			else if (!__atomic_compare_exchange_n(&j->dist[ni], &unreached, j->level + 1, false,
+												  __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+				continue;
+			batch[nb++] = (uint32_t) ni;
+			if (nb == BATCH)
+			{
+				flush_batch(j, batch, nb);
+				nb = 0;
+			}
+		}
+	}
+	flush_batch(j, batch, nb);
+	return TG_OK;
+}
+
+/* Breadth-first distances over the flats from their seeds (dist: 0 = unreached). */
+static tg_status
+flat_distance(const tg_ctx *ctx, flat_job *j, int32_t *dist, bool seed_lower, tg_error *err)
+{
+	tg_status	st;
+
+	memset(dist, 0, (size_t) j->W * j->H * sizeof(int32_t));
+	j->dist = dist;
+	j->seed_lower = seed_lower;
+	j->nnext = 0;
+	st = tg_parallel_rows(ctx, j->W, j->H, seed_rows, j, err);
+	for (j->level = 1; st == TG_OK && j->nnext > 0; j->level++)
+	{
+		uint32_t   *t = j->cur;
+
+		j->cur = j->next;
+		j->ncur = j->nnext;
+		j->next = t;
+		j->nnext = 0;
+		st = tg_parallel(ctx, (int64_t) ((j->ncur + FRONTIER_TASK - 1) / FRONTIER_TASK), grow_task, j, err);
+	}
+	return st;
+}
+
+static inline int32_t
+find_root(int32_t *parent, int32_t i)
+{
+	int32_t		p;
+
+	while ((p = __atomic_load_n(&parent[i], __ATOMIC_RELAXED)) != i)
+	{
+		const int32_t gp = __atomic_load_n(&parent[p], __ATOMIC_RELAXED);
+
+		/* path halving: a stale write only lengthens a path back to a valid one */
+		__atomic_compare_exchange_n(&parent[i], &p, gp, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+		i = gp;
+	}
+	return i;
+}
+
+static void
+unite(int32_t *parent, int32_t a, int32_t b)
+{
+	for (;;)
+	{
+		int32_t		ra = find_root(parent, a),
+					rb = find_root(parent, b),
+					lo,
+					hi;
+
+		if (ra == rb)
+			return;
+		lo = ra < rb ? ra : rb;
+		hi = ra < rb ? rb : ra;
+		/* hi is still a root: put it under lo, else someone moved it: retry */
+		if (__atomic_compare_exchange_n(&parent[hi], &hi, lo, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			return;
+	}
+}
+
+/* Union the flat cells of equal elevation with their later neighbours. */
+static tg_status
+label_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	flat_job   *j = arg;
+
+	for (int y = y0; y < y1; y++)
+		for (int x = 0; x < j->W; x++)
+		{
+			const size_t i = (size_t) y * j->W + x;
+
+			if (!j->flat[i])
+				continue;
+			for (int k = 0; k < 4; k++)		/* east, south-east, south, south-west */
+			{
+				const int64_t ni = neighbour(j->W, j->H, x, y, k);
+
+				if (ni >= 0 && j->flat[ni] && j->z[ni] == j->z[i])
+					unite(j->parent, (int32_t) i, (int32_t) ni);
+			}
+		}
+	return TG_OK;
+}
+
+/* Each flat's largest distance from higher ground, kept at its root. */
+static tg_status
+height_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	flat_job   *j = arg;
+
+	for (size_t i = (size_t) y0 * j->W; i < (size_t) y1 * j->W; i++)
+	{
+		int32_t		root,
+					old;
+
+		if (!j->flat[i])
+			continue;
+		root = find_root(j->parent, (int32_t) i);
+		old = __atomic_load_n(&j->height[root], __ATOMIC_RELAXED);
+		while (j->away[i] > old &&
+			   !__atomic_compare_exchange_n(&j->height[root], &old, j->away[i], true,
+											__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			;
+	}
+	return TG_OK;
+}
+
+/* M = 2 T + (H - A); undrained flat cells (T = 0) keep 0 */
+static tg_status
+combine_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	flat_job   *j = arg;
+
+	for (size_t i = (size_t) y0 * j->W; i < (size_t) y1 * j->W; i++)
+		if (j->flat[i] && j->mask[i] > 0)
+			j->mask[i] = 2 * j->mask[i] +
+				(j->away[i] > 0 ? j->height[find_root(j->parent, (int32_t) i)] - j->away[i] : 0);
+	return TG_OK;
+}
+
+static tg_status
+parent_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	flat_job   *j = arg;
+
+	for (size_t i = (size_t) y0 * j->W; i < (size_t) y1 * j->W; i++)
+	{
+		j->parent[i] = (int32_t) i;
+		j->height[i] = 0;
+	}
+	return TG_OK;
+}
 
 /*
  * The flat mask M (0 off flats).  flat[i]: i is a flat cell; a cell next to a
@@ -89,128 +306,45 @@ flat_mask(const tg_ctx *ctx, const double *z, const uint8_t *flat, int W, int H,
 		  int32_t *mask, tg_error *err)
 {
 	const size_t n = (size_t) W * H;
+	flat_job	j;
 	int32_t    *away = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
-	int32_t    *label = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
-	uint32_t   *queue = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
-	int32_t    *height = NULL;
-	size_t		tail = 0;
-	int32_t		nlabels = 0;
 	tg_status	st = TG_OK;
-	size_t		i;
-	int			k;
 
-	if (away == NULL || label == NULL || queue == NULL)
-	{
+	memset(&j, 0, sizeof j);
+	j.ctx = ctx;
+	j.z = z;
+	j.flat = flat;
+	j.W = W;
+	j.H = H;
+	j.mask = mask;
+	j.away = away;
+	j.parent = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
+	j.height = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
+	j.cur = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+	j.next = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+	if (!away || !j.parent || !j.height || !j.cur || !j.next)
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate flat-resolution buffers (%zu cells)", n);
-		goto done;
-	}
-	memset(mask, 0, n * sizeof(int32_t));
-	memset(away, 0, n * sizeof(int32_t));
-	memset(label, 0, n * sizeof(int32_t));
-
+	if (n > INT32_MAX)
+		st = tg_error_set(err, TG_ELIMIT, "flat resolution handles at most %d cells", INT32_MAX);
 	/* towards lower terrain: seeds next to a draining cell of equal elevation */
-	for (i = 0; i < n; i++)
-	{
-		int			x = (int) (i % W),
-					y = (int) (i / W);
-
-		if (i % CANCEL_EVERY == 0)
-			CHECK_CANCELED(ctx);
-		if (!flat[i])
-			continue;
-		for (k = 0; k < 8; k++)
-		{
-			int64_t		ni = neighbour(W, H, x, y, k);
-
-			if (ni >= 0 && !flat[ni] && z[ni] == z[i])
-			{
-				mask[i] = 1;
-				queue[tail++] = (uint32_t) i;
-				break;
-			}
-		}
-	}
-	if (!flat_bfs(ctx, z, flat, W, H, mask, queue, 0, tail))
-		CHECK_CANCELED(ctx);
-	CHECK_CANCELED(ctx);
-
+	if (st == TG_OK)
+		st = flat_distance(ctx, &j, mask, true, err);
 	/* away from higher terrain: seeds next to a strictly higher valid cell */
-	tail = 0;
-	for (i = 0; i < n; i++)
-	{
-		int			x = (int) (i % W),
-					y = (int) (i / W);
-
-		if (i % CANCEL_EVERY == 0)
-			CHECK_CANCELED(ctx);
-		if (!flat[i])
-			continue;
-		for (k = 0; k < 8; k++)
-		{
-			int64_t		ni = neighbour(W, H, x, y, k);
-
-			if (ni >= 0 && z[ni] > z[i])
-			{
-				away[i] = 1;
-				queue[tail++] = (uint32_t) i;
-				break;
-			}
-		}
-	}
-	if (!flat_bfs(ctx, z, flat, W, H, away, queue, 0, tail))
-		CHECK_CANCELED(ctx);
-	CHECK_CANCELED(ctx);
-
-	/* label the flats (connected flat cells of equal elevation) */
-	for (i = 0; i < n; i++)
-	{
-		size_t		head = 0;
-
-		if (i % CANCEL_EVERY == 0)
-			CHECK_CANCELED(ctx);
-		if (!flat[i] || label[i] != 0)
-			continue;
-		label[i] = ++nlabels;
-		tail = 0;
-		queue[tail++] = (uint32_t) i;
-		while (head < tail)
-		{
-			uint32_t	c = queue[head++];
-
-			for (k = 0; k < 8; k++)
-			{
-				int64_t		ni = neighbour(W, H, (int) (c % W), (int) (c / W), k);
-
-				if (ni >= 0 && flat[ni] && label[ni] == 0 && z[ni] == z[c])
-				{
-					label[ni] = nlabels;
-					queue[tail++] = (uint32_t) ni;
-				}
-			}
-		}
-	}
-	height = tg_alloc(ctx, ((size_t) nlabels + 1) * sizeof(int32_t));
-	if (height == NULL)
-	{
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate flat heights (%d flats)", nlabels);
-		goto done;
-	}
-	memset(height, 0, ((size_t) nlabels + 1) * sizeof(int32_t));
-	for (i = 0; i < n; i++)
-		if (flat[i] && away[i] > height[label[i]])
-			height[label[i]] = away[i];
-	CHECK_CANCELED(ctx);
-
-	/* combine: undrained flat cells (towards == 0) keep mask 0 */
-	for (i = 0; i < n; i++)
-		if (flat[i] && mask[i] > 0)
-			mask[i] = 2 * mask[i] + (away[i] > 0 ? height[label[i]] - away[i] : 0);
-
-done:
+	if (st == TG_OK)
+		st = flat_distance(ctx, &j, away, false, err);
+	if (st == TG_OK)
+		st = tg_parallel_rows(ctx, W, H, parent_rows, &j, err);
+	if (st == TG_OK)
+		st = tg_parallel_rows(ctx, W, H, label_rows, &j, err);
+	if (st == TG_OK)
+		st = tg_parallel_rows(ctx, W, H, height_rows, &j, err);
+	if (st == TG_OK)
+		st = tg_parallel_rows(ctx, W, H, combine_rows, &j, err);
 	tg_free(ctx, away);
-	tg_free(ctx, label);
-	tg_free(ctx, queue);
-	tg_free(ctx, height);
+	tg_free(ctx, j.parent);
+	tg_free(ctx, j.height);
+	tg_free(ctx, j.cur);
+	tg_free(ctx, j.next);
 	return st;
 }
 
@@ -279,19 +413,122 @@ tg_cpu_route_build(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *
 	return tg_cpu_route_surface(ctx, z, dem->width, dem->height, p, NULL, r, err);
 }
 
+/* The two per-cell passes of tg_cpu_route_surface, on row tasks. */
+typedef struct surface_job
+{
+	const tg_flow_params *p;
+	tg_route   *r;
+	uint8_t    *flat;
+	const int32_t *mask;
+} surface_job;
+
+static void
+set_shares(tg_route *r, size_t i, const double g[8], bool adaptive, double exponent)
+{
+	const size_t n = (size_t) r->width * r->height;
+	float		share[8];
+
+	tg_mfd_shares(g, adaptive, exponent, share);
+	for (int k = 0; k < 8; k++)
+		r->frac[(size_t) k * n + i] = share[k];
+}
+
+/* Slopes on the surface; flat cells as tg_cpu_flat_cells finds them. */
+static tg_status
+gradient_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const surface_job *j = arg;
+	tg_route   *r = j->r;
+	const int	W = r->width,
+				H = r->height;
+
+	for (int y = y0; y < y1; y++)
+	{
+		double		dx,
+					dy,
+					dist[8];
+
+		tg_row_spacing(&j->p->geom, y, &dx, &dy);
+		tg_nbr_distances(dx, dy, dist);
+		for (int x = 0; x < W; x++)
+		{
+			size_t		i = (size_t) y * W + x;
+			double		g[8];
+			int			lower = 0;
+
+			j->flat[i] = 0;
+			r->d8[i] = TG_NO_DIRECTION;
+			if (isnan(r->z[i]))
+				continue;
+			for (int k = 0; k < 8; k++)
+			{
+				int64_t		ni = neighbour(W, H, x, y, k);
+
+				g[k] = (ni < 0 || isnan(r->z[ni])) ? 0.0 : (r->z[i] - r->z[ni]) / dist[k];
+				lower |= g[k] > 0;
+			}
+			if (!lower)
+			{
+				/* outlets pass their water off the raster */
+				j->flat[i] = !tg_cpu_is_outlet(r->z, W, H, x, y);
+				continue;
+			}
+			r->d8[i] = (uint8_t) tg_d8_choose(g);
+			if (r->frac)
+				set_shares(r, i, g, j->p->routing == TG_ROUTE_MFD_MD, j->p->exponent);
+		}
+	}
+	return TG_OK;
+}
+
+/* Flat cells drain down the mask, in cell units. */
+static tg_status
+flat_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const surface_job *j = arg;
+	tg_route   *r = j->r;
+	const int	W = r->width,
+				H = r->height;
+	const double flat_exponent = j->p->routing == TG_ROUTE_MFD_MD ? 1.1 : j->p->exponent;
+
+	for (int y = y0; y < y1; y++)
+		for (int x = 0; x < W; x++)
+		{
+			size_t		i = (size_t) y * W + x;
+			double		g[8];
+
+			if (!j->flat[i] || j->mask[i] == 0)
+				continue;
+			for (int k = 0; k < 8; k++)
+			{
+				int64_t		ni = neighbour(W, H, x, y, k);
+				int32_t		m;
+
+				g[k] = 0;
+				if (ni < 0 || r->z[ni] != r->z[i])
+					continue;
+				m = j->flat[ni] ? j->mask[ni] : 0;
+				if (j->flat[ni] && m == 0)
+					continue;	/* an undrained flat cannot receive */
+				g[k] = (double) (j->mask[i] - m) / ((k & 1) ? M_SQRT2 : 1.0);
+			}
+			r->d8[i] = (uint8_t) tg_d8_choose(g);
+			if (r->frac)
+				set_shares(r, i, g, false, flat_exponent);
+		}
+	return TG_OK;
+}
+
 tg_status
 tg_cpu_route_surface(const tg_ctx *ctx, double *z, int W, int H, const tg_flow_params *p,
 					 const tg_flat_masks *given, tg_route *r, tg_error *err)
 {
 	const size_t n = (size_t) W * H;
 	const bool	multiple = p->routing != TG_ROUTE_D8;
-	const double flat_exponent = p->routing == TG_ROUTE_MFD_MD ? 1.1 : p->exponent;
 	uint8_t    *flat = NULL;
 	int32_t    *mask = NULL;
+	surface_job j;
 	tg_status	st;
-	int			x,
-				y,
-				k;
 
 	memset(r, 0, sizeof *r);
 	r->width = W;
@@ -311,102 +548,21 @@ tg_cpu_route_surface(const tg_ctx *ctx, double *z, int W, int H, const tg_flow_p
 	}
 	if (multiple)
 		memset(r->frac, 0, 8 * n * sizeof(float));
-
-	/* slopes on the surface; flat cells as tg_cpu_flat_cells finds them */
-	for (y = 0; y < H; y++)
-	{
-		double		dx,
-					dy,
-					dist[8];
-
-		if (y % 256 == 0 && tg_canceled(ctx))
-		{
-			st = tg_error_set(err, TG_ECANCELED, "flow routing canceled");
-			goto fail;
-		}
-		tg_row_spacing(&p->geom, y, &dx, &dy);
-		tg_nbr_distances(dx, dy, dist);
-		for (x = 0; x < W; x++)
-		{
-			size_t		i = (size_t) y * W + x;
-			double		g[8];
-			int			lower = 0;
-
-			flat[i] = 0;
-			r->d8[i] = TG_NO_DIRECTION;
-			if (isnan(r->z[i]))
-				continue;
-			for (k = 0; k < 8; k++)
-			{
-				int64_t		ni = neighbour(W, H, x, y, k);
-
-				g[k] = (ni < 0 || isnan(r->z[ni])) ? 0.0 : (r->z[i] - r->z[ni]) / dist[k];
-				lower |= g[k] > 0;
-			}
-			if (!lower)
-			{
-				/* outlets pass their water off the raster */
-				flat[i] = !tg_cpu_is_outlet(r->z, W, H, x, y);
-				continue;
-			}
-			r->d8[i] = (uint8_t) tg_d8_choose(g);
-			if (multiple)
-			{
-				float		share[8];
-
-				tg_mfd_shares(g, p->routing == TG_ROUTE_MFD_MD, p->exponent, share);
-				for (k = 0; k < 8; k++)
-					r->frac[(size_t) k * n + i] = share[k];
-			}
-		}
-	}
-
-	/* flats: drain down the mask, in cell units */
-	st = flat_mask(ctx, r->z, flat, W, H, mask, err);
+	j.p = p;
+	j.r = r;
+	j.flat = flat;
+	j.mask = mask;
+	st = tg_parallel_rows(ctx, W, H, gradient_rows, &j, err);
+	if (st == TG_OK)
+		st = flat_mask(ctx, r->z, flat, W, H, mask, err);
 	if (st != TG_OK)
 		goto fail;
 	if (given)
-		for (size_t j = 0; j < given->count; j++)
-			mask[given->cell[j]] = given->mask[j];
-	for (y = 0; y < H; y++)
-	{
-		if (y % 256 == 0 && tg_canceled(ctx))
-		{
-			st = tg_error_set(err, TG_ECANCELED, "flow routing canceled");
-			goto fail;
-		}
-		for (x = 0; x < W; x++)
-		{
-			size_t		i = (size_t) y * W + x;
-			double		g[8];
-
-			if (!flat[i] || mask[i] == 0)
-				continue;
-			for (k = 0; k < 8; k++)
-			{
-				int64_t		ni = neighbour(W, H, x, y, k);
-				int32_t		m;
-
-				g[k] = 0;
-				if (ni < 0 || r->z[ni] != r->z[i])
-					continue;
-				m = flat[ni] ? mask[ni] : 0;
-				if (flat[ni] && m == 0)
-					continue;	/* an undrained flat cannot receive */
-				g[k] = (double) (mask[i] - m) / ((k & 1) ? M_SQRT2 : 1.0);
-			}
-			r->d8[i] = (uint8_t) tg_d8_choose(g);
-			if (multiple)
-			{
-				float		share[8];
-
-				tg_mfd_shares(g, false, flat_exponent, share);
-				for (k = 0; k < 8; k++)
-					r->frac[(size_t) k * n + i] = share[k];
-			}
-		}
-	}
-
+		for (size_t g = 0; g < given->count; g++)
+			mask[given->cell[g]] = given->mask[g];
+	st = tg_parallel_rows(ctx, W, H, flat_rows, &j, err);
+	if (st != TG_OK)
+		goto fail;
 	tg_free(ctx, flat);
 	tg_free(ctx, mask);
 	return TG_OK;
