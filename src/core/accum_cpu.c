@@ -1,6 +1,6 @@
 /*
  * accum_cpu.c — flow accumulation on the CPU, by the four strategies of Sten
- * et al. (2016), sequential here, over the routing of route_cpu.c.
+ * et al. (2016), on the call's threads, over the routing of route_cpu.c.
  *
  * Every strategy but flow transfer computes a cell's value the same way, by
  * pulling from its donors in neighbour order once they are final:
@@ -18,9 +18,10 @@
  *                        completes in this one (one level per round).
  *   flow-transfer        every cell starts with its weight in transit; each
  *                        round moves all water in transit one cell downstream
- *                        and adds it where it arrives, until none is left.
- *                        Sums in another order: multiple-flow results agree
- *                        with the others to rounding (D8 exactly).
+ *                        (each receiver pulls it from its donors in neighbour
+ *                        order) and adds it where it arrives, until none is
+ *                        left.  Sums in another order: multiple-flow results
+ *                        agree with the others to rounding (D8 exactly).
  *
  * fdd8's shares depend on the donor's own accumulation (D8 once it reaches the
  * threshold), which the pull order provides; flow transfer moves water before
@@ -31,7 +32,9 @@
 #include "tg_pool.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #define CANCEL_EVERY 65536
 
@@ -232,295 +235,549 @@ accumulate_indegree(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *
 	return st;
 }
 
-/* Accumulate cells in a topological order (donors first), polling for cancellation. */
-static tg_status
-replay_order(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p, const double *weight,
-			 double *acc, const uint32_t *order, size_t len, tg_error *err)
+/* ------------------------------------------------------------------------
+ * Lists of cells grown by many tasks at once: a task gathers cells in a
+ * batch and reserves room for the whole batch with one atomic addition.
+ * The order of a list depends on the threads; what is computed from it
+ * never does.
+ * ------------------------------------------------------------------------ */
+#define LIST_TASK 16384			/* list cells per task */
+#define BATCH 512
+
+typedef struct cell_batch
 {
-	for (size_t i = 0; i < len; i++)
-	{
-		if (i % CANCEL_EVERY == 0 && tg_canceled(ctx))
-			return tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
-		acc[order[i]] = pull(r, p, weight, acc, order[i]);
-	}
+	uint32_t	cell[BATCH];
+	size_t		count;
+	uint32_t   *list;
+	size_t	   *len;			/* atomic */
+} cell_batch;
+
+static void
+batch_flush(cell_batch *b)
+{
+	size_t		at;
+
+	if (b->count == 0)
+		return;
+	at = __atomic_fetch_add(b->len, b->count, __ATOMIC_RELAXED);
+	memcpy(b->list + at, b->cell, b->count * sizeof(uint32_t));
+	b->count = 0;
+}
+
+static inline void
+batch_add(cell_batch *b, uint32_t c)
+{
+	b->cell[b->count++] = c;
+	if (b->count == BATCH)
+		batch_flush(b);
+}
+
+static int64_t
+list_tasks(size_t len)
+{
+	return (int64_t) ((len + LIST_TASK - 1) / LIST_TASK);
+}
+
+static void
+list_range(size_t len, int64_t task, size_t *lo, size_t *hi)
+{
+	*lo = (size_t) task * LIST_TASK;
+	*hi = *lo + LIST_TASK < len ? *lo + LIST_TASK : len;
+}
+
+/* ------------------------------------------------------------------------
+ * Topological: levels, then level by level
+ * ------------------------------------------------------------------------ */
+typedef struct levels_job
+{
+	const tg_route *r;
+	uint8_t    *indeg;
+	uint32_t   *order;
+	size_t		tail;			/* atomic: cells placed in order[] */
+	size_t		from,
+				to;				/* the level being expanded: order[from .. to) */
+} levels_job;
+
+static tg_status
+source_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	levels_job *j = arg;
+	cell_batch	b = {.list = j->order, .len = &j->tail};
+
+	for (size_t i = (size_t) y0 * j->r->width; i < (size_t) y1 * j->r->width; i++)
+		if (!isnan(j->r->z[i]) && j->indeg[i] == 0)
+			batch_add(&b, (uint32_t) i);
+	batch_flush(&b);
 	return TG_OK;
 }
 
-/*
- * Kahn's frontier rounds: order[0, *count) gets the valid cells level by
- * level (a cell's level is the longest path to it from a cell without
- * donors), level_start (if not NULL, room for cells + 1) where each level
- * begins, ending with *count.
- */
-tg_status
-tg_cpu_route_levels(const tg_ctx *ctx, const tg_route *r, uint32_t *order, size_t *count,
-					uint32_t *level_start, int *levels, tg_error *err)
+/* The receivers a level frees make the next level. */
+static tg_status
+expand_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 {
+	levels_job *j = arg;
+	const tg_route *r = j->r;
 	const int	W = r->width;
-	const size_t n = (size_t) W * r->height;
-	uint8_t    *indeg = tg_alloc(ctx, n ? n : 1);
-	size_t		head = 0,
-				tail = 0,
-				level_end;
-	tg_status	st = TG_OK;
-	size_t		i;
+	cell_batch	b = {.list = j->order, .len = &j->tail};
+	size_t		lo,
+				hi;
 
-	*count = 0;
-	*levels = 0;
-	if (indeg == NULL)
-		return tg_error_set(err, TG_ENOMEM, "could not allocate donor counts (%zu cells)", n);
-	if ((st = count_donors(ctx, r, indeg, err)) != TG_OK)
-		goto out;
-	for (i = 0; i < n; i++)
-		if (!isnan(r->z[i]) && indeg[i] == 0)
-			order[tail++] = (uint32_t) i;
-	level_end = tail;
-	if (level_start && tail > 0)
-		level_start[0] = 0;
-	while (head < tail)
+	list_range(j->to - j->from, task, &lo, &hi);
+	for (size_t f = j->from + lo; f < j->from + hi; f++)
 	{
-		uint32_t	c = order[head++];
-		int			cx = (int) (c % W),
-					cy = (int) (c / W),
-					k;
+		const uint32_t c = j->order[f];
+		const int	cx = (int) (c % W),
+					cy = (int) (c / W);
 
-		for (k = 0; k < 8; k++)
+		for (int k = 0; k < 8; k++)
 		{
-			int			nx = cx + tg_nbr_dx(k),
+			const int	nx = cx + tg_nbr_dx(k),
 						ny = cy + tg_nbr_dy(k);
 			size_t		ni;
 
 			if (nx < 0 || ny < 0 || nx >= W || ny >= r->height || !drains_to(r, c, k))
 				continue;
 			ni = (size_t) ny * W + nx;
-			if (--indeg[ni] == 0)
-				order[tail++] = (uint32_t) ni;
-		}
-		if (head == level_end)
-		{
-			(*levels)++;
-			if (level_start)
-				level_start[*levels] = (uint32_t) head;
-			level_end = tail;
-			if (tg_canceled(ctx))
-			{
-				st = tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
-				goto out;
-			}
+			if (__atomic_sub_fetch(&j->indeg[ni], 1, __ATOMIC_RELAXED) == 0)
+				batch_add(&b, (uint32_t) ni);
 		}
 	}
-	*count = tail;
-
-out:
-	tg_free(ctx, indeg);
-	return st;
+	batch_flush(&b);
+	return TG_OK;
 }
 
 /*
- * Topological: frontier rounds of Kahn's algorithm give every cell its level
- * (round); the cells, in level order, are then accumulated in one pass.  The
- * order depends only on the routing: when the routing was kept from an
- * earlier call (route_cache.c), its order is kept beside it and replayed.
+ * Kahn's frontier rounds: order[0, *count) gets the valid cells level by
+ * level (a cell's level is the longest path to it from a cell without
+ * donors), level_start (room for cells + 1) where each level begins, ending
+ * with *count.  Within a level the order depends on the threads.
+ */
+tg_status
+tg_cpu_route_levels(const tg_ctx *ctx, const tg_route *r, uint32_t *order, size_t *count,
+					uint32_t *level_start, int *levels, tg_error *err)
+{
+	const size_t n = (size_t) r->width * r->height;
+	levels_job	j = {r, tg_alloc(ctx, n ? n : 1), order, 0, 0, 0};
+	tg_status	st;
+
+	*count = 0;
+	*levels = 0;
+	if (j.indeg == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate donor counts (%zu cells)", n);
+	st = count_donors(ctx, r, j.indeg, err);
+	if (st == TG_OK)
+		st = tg_parallel_rows(ctx, r->width, r->height, source_rows, &j, err);
+	level_start[0] = 0;
+	while (st == TG_OK && j.tail > j.to)
+	{
+		j.from = j.to;
+		j.to = j.tail;
+		level_start[++*levels] = (uint32_t) j.to;
+		st = tg_parallel(ctx, list_tasks(j.to - j.from), expand_task, &j, err);
+	}
+	*count = j.tail;
+	tg_free(ctx, j.indeg);
+	return st;
+}
+
+typedef struct replay_job
+{
+	const tg_route *r;
+	const tg_flow_params *p;
+	const double *weight;
+	double	   *acc;
+	const uint32_t *cells;
+	size_t		len;
+} replay_job;
+
+static tg_status
+replay_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	const replay_job *j = arg;
+	size_t		lo,
+				hi;
+
+	list_range(j->len, task, &lo, &hi);
+	for (size_t f = lo; f < hi; f++)
+		j->acc[j->cells[f]] = pull(j->r, j->p, j->weight, j->acc, j->cells[f]);
+	return TG_OK;
+}
+
+/*
+ * Topological: frontier rounds of Kahn's algorithm give every cell its level;
+ * the cells of each level, whose donors are all in earlier levels, are then
+ * accumulated at once, a level after the other.  The order depends only on
+ * the routing: when the routing was kept from an earlier call
+ * (route_cache.c), its order is kept beside it and replayed.
  */
 static tg_status
 accumulate_topological(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
 					   const double *weight, double *acc, int *levels, tg_error *err)
 {
 	const size_t n = (size_t) r->width * r->height;
-	const uint32_t *kept;
-	uint32_t   *order;
-	size_t		tail = 0;
-	tg_status	st;
+	const uint32_t *order,
+			   *level_start;
+	uint32_t   *own_order = NULL,
+			   *own_start = NULL;
+	replay_job	j = {r, p, weight, acc, NULL, 0};
+	size_t		count;
+	tg_status	st = TG_OK;
 
-	if ((kept = tg_cpu_route_order(r, &tail, levels)) != NULL)
-		return replay_order(ctx, r, p, weight, acc, kept, tail, err);
-	order = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+	order = tg_cpu_route_order(r, &count, levels, &level_start);
 	if (order == NULL)
-		return tg_error_set(err, TG_ENOMEM, "could not allocate accumulation buffers (%zu cells)", n);
-	if ((st = tg_cpu_route_levels(ctx, r, order, &tail, NULL, levels, err)) != TG_OK)
-		goto out;
-	st = replay_order(ctx, r, p, weight, acc, order, tail, err);
-	if (st == TG_OK)
-		tg_cpu_route_keep_order(ctx, r, order, tail, *levels);
-
-out:
-	tg_free(ctx, order);
+	{
+		own_order = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+		own_start = tg_alloc(ctx, (n + 1) * sizeof(uint32_t));
+		if (own_order == NULL || own_start == NULL)
+			st = tg_error_set(err, TG_ENOMEM, "could not allocate accumulation buffers (%zu cells)", n);
+		else
+			st = tg_cpu_route_levels(ctx, r, own_order, &count, own_start, levels, err);
+		order = own_order;
+		level_start = own_start;
+	}
+	for (int l = 0; st == TG_OK && l < *levels; l++)
+	{
+		j.cells = order + level_start[l];
+		j.len = level_start[l + 1] - level_start[l];
+		st = tg_parallel(ctx, list_tasks(j.len), replay_task, &j, err);
+	}
+	if (st == TG_OK && own_order)
+		tg_cpu_route_keep_order(ctx, r, own_order, own_start, count, *levels);
+	tg_free(ctx, own_order);
+	tg_free(ctx, own_start);
 	return st;
+}
+
+/* ------------------------------------------------------------------------
+ * Dependency transfer: rounds over the pending cells
+ * ------------------------------------------------------------------------ */
+typedef struct dependency_job
+{
+	const tg_route *r;
+	const tg_flow_params *p;
+	const double *weight;
+	double	   *acc;
+	uint8_t    *done;
+	const uint32_t *pending;
+	size_t		npending;
+	uint32_t   *kept;			/* per task: its still pending cells, from its first slot */
+	uint32_t   *completed;		/* per task: the cells it completed, likewise */
+	size_t	   *nkept;			/* per task */
+	size_t	   *ncompleted;		/* per task */
+} dependency_job;
+
+/* A cell whose donors were all done before this round completes in it. */
+static tg_status
+dependency_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	const dependency_job *j = arg;
+	const tg_route *r = j->r;
+	const int	W = r->width,
+				H = r->height;
+	size_t		lo,
+				hi,
+				kept = 0,
+				completed = 0;
+
+	list_range(j->npending, task, &lo, &hi);
+	for (size_t f = lo; f < hi; f++)
+	{
+		const uint32_t c = j->pending[f];
+		const int	cx = (int) (c % W),
+					cy = (int) (c / W);
+		bool		ready = true;
+
+		for (int k = 0; k < 8 && ready; k++)
+		{
+			const int	nx = cx + tg_nbr_dx(k),
+						ny = cy + tg_nbr_dy(k);
+			size_t		ni;
+
+			if (nx < 0 || ny < 0 || nx >= W || ny >= H)
+				continue;
+			ni = (size_t) ny * W + nx;
+			if (!j->done[ni] && drains_to(r, ni, tg_nbr_opposite(k)))
+				ready = false;
+		}
+		if (ready)
+		{
+			j->acc[c] = pull(r, j->p, j->weight, j->acc, c);
+			j->completed[lo + completed++] = c;
+		}
+		else
+			j->kept[lo + kept++] = c;
+	}
+	j->nkept[task] = kept;
+	j->ncompleted[task] = completed;
+	return TG_OK;
+}
+
+/* What completed in a round becomes visible to the next. */
+static tg_status
+mark_done_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	const dependency_job *j = arg;
+	size_t		lo,
+				hi;
+
+	list_range(j->npending, task, &lo, &hi);
+	for (size_t f = 0; f < j->ncompleted[task]; f++)
+		j->done[j->completed[lo + f]] = 1;
+	return TG_OK;
 }
 
 static tg_status
 accumulate_dependency_transfer(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
 							   const double *weight, double *acc, int *rounds, tg_error *err)
 {
-	const int	W = r->width,
-				H = r->height;
-	const size_t n = (size_t) W * H;
-	uint8_t    *done = tg_alloc(ctx, n ? n : 1);
+	const size_t n = (size_t) r->width * r->height;
+	const int64_t most_tasks = list_tasks(n);
 	uint32_t   *pending = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
-	uint32_t   *completed = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
-	size_t		npending = 0;
+	dependency_job j = {r, p, weight, acc, tg_alloc(ctx, n ? n : 1), pending, 0,
+		tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t)), tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t)),
+		tg_alloc(ctx, (most_tasks + 1) * sizeof(size_t)), tg_alloc(ctx, (most_tasks + 1) * sizeof(size_t))};
 	tg_status	st = TG_OK;
-	size_t		i;
 
-	if (done == NULL || pending == NULL || completed == NULL)
+	if (!pending || !j.done || !j.kept || !j.completed || !j.nkept || !j.ncompleted)
 	{
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate accumulation buffers (%zu cells)", n);
 		goto out;
 	}
-	for (i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++)
 	{
-		done[i] = isnan(r->z[i]);
-		if (!done[i])
-			pending[npending++] = (uint32_t) i;
+		j.done[i] = isnan(r->z[i]);
+		if (!j.done[i])
+			pending[j.npending++] = (uint32_t) i;
 	}
-	for (*rounds = 0; npending > 0; (*rounds)++)
+	for (*rounds = 0; j.npending > 0; (*rounds)++)
 	{
-		size_t		kept = 0,
-					ncompleted = 0,
-					j;
+		const int64_t tasks = list_tasks(j.npending);
+		size_t		still = 0,
+					completed = 0;
 
-		if (tg_canceled(ctx))
-		{
-			st = tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
+		st = tg_parallel(ctx, tasks, dependency_task, &j, err);
+		if (st == TG_OK)
+			st = tg_parallel(ctx, tasks, mark_done_task, &j, err);
+		if (st != TG_OK)
 			goto out;
-		}
-		for (j = 0; j < npending; j++)
+		/* the cells still pending, in the order they were */
+		for (int64_t t = 0; t < tasks; t++)
 		{
-			uint32_t	c = pending[j];
-			int			cx = (int) (c % W),
-						cy = (int) (c / W),
-						k;
-			bool		ready = true;
-
-			for (k = 0; k < 8 && ready; k++)
-			{
-				int			nx = cx + tg_nbr_dx(k),
-							ny = cy + tg_nbr_dy(k);
-				size_t		ni;
-
-				if (nx < 0 || ny < 0 || nx >= W || ny >= H)
-					continue;
-				ni = (size_t) ny * W + nx;
-				if (!done[ni] && drains_to(r, ni, tg_nbr_opposite(k)))
-					ready = false;
-			}
-			if (ready)
-			{
-				acc[c] = pull(r, p, weight, acc, c);
-				completed[ncompleted++] = c;
-			}
-			else
-				pending[kept++] = c;
+			memmove(pending + still, j.kept + (size_t) t * LIST_TASK, j.nkept[t] * sizeof(uint32_t));
+			still += j.nkept[t];
+			completed += j.ncompleted[t];
 		}
-		if (ncompleted == 0)
+		if (completed == 0)
 		{
 			st = tg_error_set(err, TG_EDATA, "flow routing has a cycle");
 			goto out;
 		}
-		/* what completed in this round becomes visible to the next */
-		for (j = 0; j < ncompleted; j++)
-			done[completed[j]] = 1;
-		npending = kept;
+		j.npending = still;
 	}
 
 out:
-	tg_free(ctx, done);
 	tg_free(ctx, pending);
-	tg_free(ctx, completed);
+	tg_free(ctx, j.done);
+	tg_free(ctx, j.kept);
+	tg_free(ctx, j.completed);
+	tg_free(ctx, j.nkept);
+	tg_free(ctx, j.ncompleted);
 	return st;
+}
+
+/* ------------------------------------------------------------------------
+ * Flow transfer: the water in transit moves one cell a round
+ * ------------------------------------------------------------------------ */
+typedef struct transfer_job
+{
+	const tg_route *r;
+	const tg_flow_params *p;
+	double	   *acc;
+	double	   *flow;			/* water in transit at each cell */
+	double	   *arriving;		/* what reaches each cell of `next` this round */
+	uint8_t    *queued;
+	const uint32_t *active;		/* cells with water in transit */
+	size_t		nactive;
+	uint32_t   *next;			/* the cells it reaches */
+	size_t		nnext;			/* atomic */
+} transfer_job;
+
+/* The receivers of the water in transit, each once. */
+static tg_status
+receivers_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	transfer_job *j = arg;
+	const tg_route *r = j->r;
+	const int	W = r->width,
+				H = r->height;
+	cell_batch	b = {.list = j->next, .len = &j->nnext};
+	size_t		lo,
+				hi;
+
+	list_range(j->nactive, task, &lo, &hi);
+	for (size_t f = lo; f < hi; f++)
+	{
+		const uint32_t c = j->active[f];
+		const int	cx = (int) (c % W),
+					cy = (int) (c / W);
+
+		for (int k = 0; k < 8; k++)
+		{
+			const int	nx = cx + tg_nbr_dx(k),
+						ny = cy + tg_nbr_dy(k);
+			size_t		ni;
+
+			if (nx < 0 || ny < 0 || nx >= W || ny >= H || !(share_of(r, j->p, c, k, j->acc) > 0))
+				continue;
+			ni = (size_t) ny * W + nx;
+			if (__atomic_exchange_n(&j->queued[ni], 1, __ATOMIC_RELAXED) == 0)
+				batch_add(&b, (uint32_t) ni);
+		}
+	}
+	batch_flush(&b);
+	return TG_OK;
+}
+
+/* Each receiving cell pulls this round's water from its donors, in neighbour order. */
+static tg_status
+arrive_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	transfer_job *j = arg;
+	const tg_route *r = j->r;
+	const int	W = r->width,
+				H = r->height;
+	size_t		lo,
+				hi;
+
+	list_range(j->nnext, task, &lo, &hi);
+	for (size_t f = lo; f < hi; f++)
+	{
+		const uint32_t c = j->next[f];
+		const int	cx = (int) (c % W),
+					cy = (int) (c / W);
+		double		in = 0;
+
+		for (int k = 0; k < 8; k++)
+		{
+			const int	nx = cx + tg_nbr_dx(k),
+						ny = cy + tg_nbr_dy(k);
+			size_t		ni;
+			double		s;
+
+			if (nx < 0 || ny < 0 || nx >= W || ny >= H)
+				continue;
+			ni = (size_t) ny * W + nx;
+			s = share_of(r, j->p, ni, tg_nbr_opposite(k), j->acc);
+			if (s > 0 && j->flow[ni] != 0)
+				in = TG_DADD(in, TG_DMUL(j->flow[ni], s));
+		}
+		j->arriving[c] = in;
+	}
+	return TG_OK;
+}
+
+/* The water moved on: the senders keep none, the receivers add what arrived. */
+static tg_status
+sent_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	transfer_job *j = arg;
+	size_t		lo,
+				hi;
+
+	list_range(j->nactive, task, &lo, &hi);
+	for (size_t f = lo; f < hi; f++)
+		j->flow[j->active[f]] = 0;
+	return TG_OK;
+}
+
+static tg_status
+received_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	transfer_job *j = arg;
+	size_t		lo,
+				hi;
+
+	list_range(j->nnext, task, &lo, &hi);
+	for (size_t f = lo; f < hi; f++)
+	{
+		const uint32_t c = j->next[f];
+
+		j->acc[c] += j->arriving[c];
+		j->flow[c] = j->arriving[c];
+		j->queued[c] = 0;
+	}
+	return TG_OK;
 }
 
 static tg_status
 accumulate_flow_transfer(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
 						 const double *weight, double *acc, int *rounds, tg_error *err)
 {
-	const int	W = r->width,
-				H = r->height;
-	const size_t n = (size_t) W * H;
-	double	   *flow = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
-	double	   *next = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
+	const size_t n = (size_t) r->width * r->height;
 	uint32_t   *active = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
-	uint32_t   *next_active = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
-	uint8_t    *queued = tg_alloc(ctx, n ? n : 1);
-	size_t		nactive = 0;
+	transfer_job j = {r, p, acc, tg_alloc(ctx, (n ? n : 1) * sizeof(double)),
+		tg_alloc(ctx, (n ? n : 1) * sizeof(double)), tg_alloc(ctx, n ? n : 1), active, 0,
+		tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t)), 0};
 	tg_status	st = TG_OK;
-	size_t		i;
 
-	if (!flow || !next || !active || !next_active || !queued)
+	if (!active || !j.flow || !j.arriving || !j.queued || !j.next)
 	{
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate accumulation buffers (%zu cells)", n);
 		goto out;
 	}
-	memset(next, 0, n * sizeof(double));
-	memset(queued, 0, n);
-	for (i = 0; i < n; i++)
+	memset(j.queued, 0, n);
+	for (size_t i = 0; i < n; i++)
 	{
-		acc[i] = isnan(r->z[i]) ? NAN : weight[i];
-		flow[i] = isnan(r->z[i]) ? 0 : weight[i];
-		if (flow[i] != 0)
-			active[nactive++] = (uint32_t) i;
+		const double w = isnan(r->z[i]) ? 0 : weight ? weight[i] : 1.0;
+
+		acc[i] = isnan(r->z[i]) ? NAN : w;
+		j.flow[i] = w;
+		if (w != 0)
+			active[j.nactive++] = (uint32_t) i;
 	}
-	for (*rounds = 0; nactive > 0; (*rounds)++)
+	for (*rounds = 0; j.nactive > 0; (*rounds)++)
 	{
-		size_t		nnext = 0,
-					j;
+		uint32_t   *t;
 
-		if (tg_canceled(ctx))
-		{
-			st = tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
+		j.nnext = 0;
+		st = tg_parallel(ctx, list_tasks(j.nactive), receivers_task, &j, err);
+		if (st == TG_OK)
+			st = tg_parallel(ctx, list_tasks(j.nnext), arrive_task, &j, err);
+		if (st == TG_OK)
+			st = tg_parallel(ctx, list_tasks(j.nactive), sent_task, &j, err);
+		if (st == TG_OK)
+			st = tg_parallel(ctx, list_tasks(j.nnext), received_task, &j, err);
+		if (st != TG_OK)
 			goto out;
-		}
-		/* move the water in transit one cell downstream */
-		for (j = 0; j < nactive; j++)
-		{
-			uint32_t	c = active[j];
-			int			cx = (int) (c % W),
-						cy = (int) (c / W),
-						k;
-
-			for (k = 0; k < 8; k++)
-			{
-				int			nx = cx + tg_nbr_dx(k),
-							ny = cy + tg_nbr_dy(k);
-				size_t		ni;
-				double		s;
-
-				if (nx < 0 || ny < 0 || nx >= W || ny >= H)
-					continue;
-				s = share_of(r, p, c, k, acc);
-				if (s <= 0)
-					continue;
-				ni = (size_t) ny * W + nx;
-				next[ni] += flow[c] * s;
-				if (!queued[ni])
-				{
-					queued[ni] = 1;
-					next_active[nnext++] = (uint32_t) ni;
-				}
-			}
-			flow[c] = 0;
-		}
-		/* and add it where it arrived */
-		for (j = 0; j < nnext; j++)
-		{
-			uint32_t	c = next_active[j];
-
-			acc[c] += next[c];
-			flow[c] = next[c];
-			next[c] = 0;
-			queued[c] = 0;
-		}
-		memcpy(active, next_active, nnext * sizeof(uint32_t));
-		nactive = nnext;
+		t = (uint32_t *) j.active;
+		j.active = j.next;
+		j.nactive = j.nnext;
+		j.next = t;
 	}
 
 out:
-	tg_free(ctx, flow);
-	tg_free(ctx, next);
-	tg_free(ctx, active);
-	tg_free(ctx, next_active);
-	tg_free(ctx, queued);
+	tg_free(ctx, (void *) j.active);
+	tg_free(ctx, j.next);
+	tg_free(ctx, j.flow);
+	tg_free(ctx, j.arriving);
+	tg_free(ctx, j.queued);
 	return st;
+}
+
+typedef struct clear_job
+{
+	const tg_route *r;
+	double	   *acc;
+} clear_job;
+
+static tg_status
+clear_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const clear_job *j = arg;
+
+	for (size_t i = (size_t) y0 * j->r->width; i < (size_t) y1 * j->r->width; i++)
+		j->acc[i] = isnan(j->r->z[i]) ? NAN : 0.0;
+	return TG_OK;
 }
 
 tg_status
@@ -528,13 +785,13 @@ tg_cpu_accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
 				  const double *weight, tg_accum_method method, double *acc,
 				  tg_error *err)
 {
-	const size_t n = (size_t) r->width * r->height;
+	clear_job	c = {r, acc};
 	int			rounds = 0;
 	tg_status	st;
-	size_t		i;
 
-	for (i = 0; i < n; i++)
-		acc[i] = isnan(r->z[i]) ? NAN : 0.0;
+	st = tg_parallel_rows(ctx, r->width, r->height, clear_rows, &c, err);
+	if (st != TG_OK)
+		return st;
 	switch (method)
 	{
 		case TG_ACC_FLOW_TRANSFER:
@@ -554,5 +811,87 @@ tg_cpu_accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
 	}
 	if (ctx->stats)
 		ctx->stats->iterations = rounds;
+	return st;
+}
+
+/* ------------------------------------------------------------------------
+ * The chain: weights, routing, accumulation, and what the caller asked of
+ * the routing
+ * ------------------------------------------------------------------------ */
+typedef struct export_job
+{
+	const tg_route *r;
+	const tg_flow_params *p;
+	const tg_flow_products *out;
+} export_job;
+
+/* The routing surface and receiver masks of a routing, as the GPU exports them. */
+static tg_status
+export_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const export_job *j = arg;
+	const tg_route *r = j->r;
+	const tg_flow_products *out = j->out;
+	const tg_route_view v = tg_cpu_route_view(r, j->p->threshold);
+
+	for (size_t i = (size_t) y0 * r->width; i < (size_t) y1 * r->width; i++)
+	{
+		const bool	valid = !isnan(r->z[i]);
+
+		if (out->surface)
+			tg_pixel_store(out->surface_type, out->surface, i, valid ? r->z[i] : out->surface_nodata);
+		if (out->receivers)
+		{
+			uint16_t	mask = 0;
+
+			if (!valid)
+				mask = TG_NODATA_RECEIVERS;
+			else
+				for (int k = 0; k < 8; k++)
+					if (tg_route_share(&v, i, k, out->acc[i]) > 0)
+						mask |= (uint16_t) (1u << k);
+			out->receivers[i] = mask;
+		}
+	}
+	return TG_OK;
+}
+
+tg_status
+tg_cpu_hydrology(const tg_ctx *ctx, const tg_band *dem, const tg_band *weight,
+				 const tg_flow_params *p, tg_accum_method method, tg_accum_units units,
+				 const tg_flow_products *out, tg_error *err)
+{
+	const tg_accum_method m = method == TG_ACC_AUTO ? TG_ACC_INDEGREE : method;
+	tg_route	route;
+	bool		kept;
+	double	   *w = NULL;
+	tg_status	st = TG_OK;
+	struct timespec t0,
+				t1;
+
+	/* unit weights need no array */
+	if (weight || units != TG_UNITS_CELLS)
+		st = tg_cell_weights(ctx, weight, &p->geom, units, &w, err);
+	if (st != TG_OK)
+		return st;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	st = tg_cpu_route_get(ctx, dem, p, &route, &kept, err);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (ctx->stats)
+		ctx->stats->prep_ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+	if (st == TG_OK)
+	{
+		export_job	j = {&route, p, out};
+
+		st = tg_cpu_accumulate(ctx, &route, p, w, m, out->acc, err);
+		if (st == TG_OK && (out->surface || out->receivers))
+			st = tg_parallel_rows(ctx, route.width, route.height, export_rows, &j, err);
+		tg_cpu_route_put(ctx, &route, kept);
+	}
+	tg_free(ctx, w);
+	if (st == TG_OK && units == TG_UNITS_SCA)
+		st = tg_to_sca(ctx, &p->geom, out->acc, err);
+	if (ctx->stats)
+		snprintf(ctx->stats->method, sizeof ctx->stats->method, "%s", tg_accum_method_name(m));
 	return st;
 }

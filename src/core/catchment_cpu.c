@@ -4,6 +4,7 @@
  * with cuda/catchment.cu.
  */
 #include "tg_backends.h"
+#include "tg_pool.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -27,14 +28,68 @@ window(const double *z, int W, int H, int x, int y, double w[9])
 		}
 }
 
+typedef struct rusle_job
+{
+	const tg_rusle_params *p;
+	const tg_cell_factor *factors;
+	const tg_route *route;
+	const double *acc;
+	float	   *ls;
+	float	   *soil_loss;
+} rusle_job;
+
+static tg_status
+rusle_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const rusle_job *j = arg;
+	const tg_rusle_params *p = j->p;
+	const int	W = j->route->width,
+				H = j->route->height;
+	const double *z = j->route->z;
+
+	for (int y = y0; y < y1; y++)
+	{
+		double		dx,
+					dy,
+					width,
+					kx,
+					ky;
+
+		tg_row_spacing(&p->flow.geom, y, &dx, &dy);
+		width = sqrt(dx * dy);
+		kx = 1.0 / (8.0 * dx);
+		ky = 1.0 / (8.0 * dy);
+		for (int x = 0; x < W; x++)
+		{
+			const size_t i = (size_t) y * W + x;
+			double		w[9],
+						value = NAN;
+
+			if (!isnan(z[i]))
+			{
+				window(z, W, H, x, y, w);
+				value = tg_ls_value(j->acc[i], width, tg_horn_tan(w, kx, ky), p->m, p->n, p->a0, p->b0);
+			}
+			if (j->ls)
+				j->ls[i] = (float) value;
+			if (j->soil_loss)
+			{
+				double		a = value;
+
+				for (int f = 0; f < 4; f++)
+					a = TG_DMUL(a, tg_factor_at(&j->factors[f], i));
+				j->soil_loss[i] = (float) a;
+			}
+		}
+	}
+	return TG_OK;
+}
+
 tg_status
 tg_cpu_rusle(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
-			 const tg_cell_factor factors[4], const double *weight, float *ls,
-			 float *soil_loss, tg_error *err)
+			 const tg_cell_factor factors[4], float *ls, float *soil_loss, tg_error *err)
 {
-	const int	W = dem->width,
-				H = dem->height;
-	const size_t n = (size_t) W * H;
+	const size_t n = (size_t) dem->width * dem->height;
 	const tg_accum_method method = p->method == TG_ACC_AUTO ? TG_ACC_INDEGREE : p->method;
 	tg_route	route;
 	bool		kept;
@@ -50,43 +105,13 @@ tg_cpu_rusle(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
 		tg_free(ctx, acc);
 		return st;
 	}
-	st = tg_cpu_accumulate(ctx, &route, &p->flow, weight, method, acc, err);
-	for (int y = 0; st == TG_OK && y < H; y++)
+	/* the accumulation in cells: every cell weighs 1 */
+	st = tg_cpu_accumulate(ctx, &route, &p->flow, NULL, method, acc, err);
+	if (st == TG_OK)
 	{
-		double		dx,
-					dy,
-					width,
-					kx,
-					ky;
+		rusle_job	j = {p, factors, &route, acc, ls, soil_loss};
 
-		if ((y & 255) == 0 && tg_canceled(ctx))
-			st = tg_error_set(err, TG_ECANCELED, "canceled");
-		tg_row_spacing(&p->flow.geom, y, &dx, &dy);
-		width = sqrt(dx * dy);
-		kx = 1.0 / (8.0 * dx);
-		ky = 1.0 / (8.0 * dy);
-		for (int x = 0; x < W; x++)
-		{
-			const size_t i = (size_t) y * W + x;
-			double		w[9],
-						value = NAN;
-
-			if (!isnan(route.z[i]))
-			{
-				window(route.z, W, H, x, y, w);
-				value = tg_ls_value(acc[i], width, tg_horn_tan(w, kx, ky), p->m, p->n, p->a0, p->b0);
-			}
-			if (ls)
-				ls[i] = (float) value;
-			if (soil_loss)
-			{
-				double		a = value;
-
-				for (int f = 0; f < 4; f++)
-					a = TG_DMUL(a, tg_factor_at(&factors[f], i));
-				soil_loss[i] = (float) a;
-			}
-		}
+		st = tg_parallel_rows(ctx, dem->width, dem->height, rusle_rows, &j, err);
 	}
 	if (ctx->stats)
 		snprintf(ctx->stats->method, sizeof ctx->stats->method, "%s", tg_accum_method_name(method));

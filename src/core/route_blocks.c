@@ -672,9 +672,9 @@ tg_route_blocks_directions(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int
 	st = route_band(ctx, rb, row0, nrows, z, &band, err);
 	if (st != TG_OK)
 		return st;
-	tg_cpu_export_directions(&band, &rb->p, NULL, d8, frac);
+	st = tg_cpu_export_directions(ctx, &band, &rb->p, NULL, d8, frac, err);
 	tg_route_free(ctx, &band);
-	return TG_OK;
+	return st;
 }
 
 /* ------------------------------------------------------------------------
@@ -959,7 +959,7 @@ tg_route_blocks_accumulate(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int
 	{
 		tg_grid_geometry g = band_geometry(rb, row0, nrows);
 
-		tg_to_sca(&g, acc);
+		st = tg_to_sca(ctx, &g, acc, err);
 	}
-	return TG_OK;
+	return st;
 }

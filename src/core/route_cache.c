@@ -29,6 +29,7 @@ static struct
 	tg_route	route;
 	size_t		route_bytes;
 	uint32_t   *order;			/* NULL until a topological accumulation asks */
+	uint32_t   *level_start;	/* levels + 1 */
 	size_t		order_len;
 	int			levels;
 } cache;
@@ -145,6 +146,7 @@ drop_entry(void)
 	tg_ctx_init(&plain);
 	tg_route_free(&plain, &cache.route);
 	tg_free(&plain, cache.order);
+	tg_free(&plain, cache.level_start);
 	memset(&cache, 0, sizeof cache);
 }
 
@@ -210,31 +212,42 @@ tg_cpu_route_put(const tg_ctx *ctx, tg_route *r, bool kept)
 }
 
 const uint32_t *
-tg_cpu_route_order(const tg_route *r, size_t *len, int *levels)
+tg_cpu_route_order(const tg_route *r, size_t *len, int *levels, const uint32_t **level_start)
 {
 	if (!cache.valid || cache.order == NULL || r->d8 != cache.route.d8)
 		return NULL;
 	*len = cache.order_len;
 	*levels = cache.levels;
+	*level_start = cache.level_start;
 	return cache.order;
 }
 
 void
-tg_cpu_route_keep_order(const tg_ctx *ctx, const tg_route *r, const uint32_t *order, size_t len,
-						int levels)
+tg_cpu_route_keep_order(const tg_ctx *ctx, const tg_route *r, const uint32_t *order,
+						const uint32_t *level_start, size_t len, int levels)
 {
+	const size_t bytes = (len + levels + 1) * sizeof(uint32_t);
 	tg_ctx		plain;
-	uint32_t   *copy;
+	uint32_t   *copy,
+			   *starts;
 
 	if (!cache.valid || r->d8 != cache.route.d8 || cache.order != NULL ||
-		cache.route_bytes + len * sizeof(uint32_t) > ctx->route_cache_limit)
+		cache.route_bytes + bytes > ctx->route_cache_limit)
 		return;
 	tg_ctx_init(&plain);
 	copy = tg_alloc(&plain, (len ? len : 1) * sizeof(uint32_t));
-	if (copy == NULL)
-		return;					/* keeping it is an optimisation only */
+	starts = tg_alloc(&plain, ((size_t) levels + 1) * sizeof(uint32_t));
+	if (copy == NULL || starts == NULL)
+	{
+		/* keeping it is an optimisation only */
+		tg_free(&plain, copy);
+		tg_free(&plain, starts);
+		return;
+	}
 	memcpy(copy, order, len * sizeof(uint32_t));
+	memcpy(starts, level_start, ((size_t) levels + 1) * sizeof(uint32_t));
 	cache.order = copy;
+	cache.level_start = starts;
 	cache.order_len = len;
 	cache.levels = levels;
 }

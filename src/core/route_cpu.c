@@ -573,3 +573,78 @@ fail:
 	tg_route_free(ctx, r);
 	return st;
 }
+
+/* ------------------------------------------------------------------------
+ * Codes and shares out of a routing
+ * ------------------------------------------------------------------------ */
+typedef struct directions_job
+{
+	const tg_route *r;
+	const tg_flow_params *p;
+	const double *acc;
+	uint8_t    *d8;
+	float	   *frac;
+} directions_job;
+
+static tg_status
+direction_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const directions_job *j = arg;
+	const tg_route *r = j->r;
+	const size_t n = (size_t) r->width * r->height;
+	const tg_route_view v = tg_cpu_route_view(r, j->p->threshold);
+
+	for (size_t i = (size_t) y0 * r->width; i < (size_t) y1 * r->width; i++)
+	{
+		const bool	valid = !isnan(r->z[i]);
+
+		if (j->d8)
+			j->d8[i] = !valid ? 255 : r->d8[i] == TG_NO_DIRECTION ? 0 : (uint8_t) (1u << r->d8[i]);
+		if (j->frac)
+			for (int k = 0; k < 8; k++)
+				j->frac[(size_t) k * n + i] = !valid ? NAN :
+					(float) tg_route_share(&v, i, k, j->acc ? j->acc[i] : 0.0);
+	}
+	return TG_OK;
+}
+
+/*
+ * Codes and shares out of a routing, through the same share formula as the
+ * accumulation (fdd8 resolved with its accumulation; acc may be NULL for the
+ * other routings).
+ */
+tg_status
+tg_cpu_export_directions(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
+						 const double *acc, uint8_t *d8, float *frac, tg_error *err)
+{
+	directions_job j = {r, p, acc, d8, frac};
+
+	return tg_parallel_rows(ctx, r->width, r->height, direction_rows, &j, err);
+}
+
+tg_status
+tg_cpu_flow_direction(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p,
+					  uint8_t *d8, float *frac, tg_error *err)
+{
+	const size_t n = (size_t) dem->width * dem->height;
+	double	   *acc = NULL;
+	tg_route	route;
+	bool		kept;
+	tg_status	st;
+
+	st = tg_cpu_route_get(ctx, dem, p, &route, &kept, err);
+	if (st != TG_OK)
+		return st;
+	/* fdd8 turns to d8 where its accumulation (in cells) reaches the threshold */
+	if (p->routing == TG_ROUTE_FDD8)
+	{
+		acc = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
+		st = acc ? tg_cpu_accumulate(ctx, &route, p, NULL, TG_ACC_INDEGREE, acc, err)
+			: tg_error_set(err, TG_ENOMEM, "could not allocate the accumulation");
+	}
+	if (st == TG_OK)
+		st = tg_cpu_export_directions(ctx, &route, p, acc, d8, frac, err);
+	tg_free(ctx, acc);
+	tg_cpu_route_put(ctx, &route, kept);
+	return st;
+}

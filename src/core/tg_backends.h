@@ -146,35 +146,55 @@ void		tg_route_free(const tg_ctx *ctx, tg_route *r);
 tg_status	tg_cpu_route_get(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p,
 							 tg_route *r, bool *kept, tg_error *err);
 void		tg_cpu_route_put(const tg_ctx *ctx, tg_route *r, bool kept);
-const uint32_t *tg_cpu_route_order(const tg_route *r, size_t *len, int *levels);
-/* accum_cpu.c: the valid cells in level order (Kahn's frontier rounds), level_start optional. */
+const uint32_t *tg_cpu_route_order(const tg_route *r, size_t *len, int *levels,
+								   const uint32_t **level_start);
+/*
+ * accum_cpu.c: the valid cells in level order (Kahn's frontier rounds), with
+ * level_start (room for cells + 1) where each level begins; within a level
+ * the order depends on the threads.
+ */
 tg_status	tg_cpu_route_levels(const tg_ctx *ctx, const tg_route *r, uint32_t *order, size_t *count,
 								uint32_t *level_start, int *levels, tg_error *err);
 void		tg_cpu_route_keep_order(const tg_ctx *ctx, const tg_route *r, const uint32_t *order,
-									size_t len, int levels);
+									const uint32_t *level_start, size_t len, int levels);
 /*
  * ESRI codes (d8) and shares (frac, 8 planes) of a routing, through the
  * accumulation's share formula (fdd8 needs acc; NULL for the others).
  */
-void		tg_cpu_export_directions(const tg_route *r, const tg_flow_params *p, const double *acc,
-									 uint8_t *d8, float *frac);
+tg_status	tg_cpu_export_directions(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
+									 const double *acc, uint8_t *d8, float *frac, tg_error *err);
+/* The CPU side of tg_flow_direction and tg_hydrology (tg_core.h). */
+tg_status	tg_cpu_flow_direction(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p,
+								  uint8_t *d8, float *frac, tg_error *err);
+tg_status	tg_cpu_hydrology(const tg_ctx *ctx, const tg_band *dem, const tg_band *weight,
+							 const tg_flow_params *p, tg_accum_method method, tg_accum_units units,
+							 const tg_flow_products *out, tg_error *err);
 
 /*
- * Accumulation weights of a grid (geometry g): the weight band (nodata counts
- * 0, NULL for 1) times the cell area unless units are cells; and the division
- * of an accumulated area by the contour width that makes it specific.
+ * cell_weights.c: accumulation weights of a grid (geometry g): the weight
+ * band (nodata counts 0, NULL for 1) times the cell area unless units are
+ * cells; and the division of an accumulated area by the contour width that
+ * makes it specific.
  */
 tg_status	tg_cell_weights(const tg_ctx *ctx, const tg_band *weight, const tg_grid_geometry *g,
 							tg_accum_units units, double **out, tg_error *err);
-void		tg_to_sca(const tg_grid_geometry *g, double *acc);
+tg_status	tg_to_sca(const tg_ctx *ctx, const tg_grid_geometry *g, double *acc, tg_error *err);
+/* weight: per-cell weights (tg_cell_weights), NULL for 1 each */
 tg_status	tg_cpu_accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
 							  const double *weight, tg_accum_method method, double *acc,
 							  tg_error *err);
 
-/* factors: R, K, C, P; weight: n ones (the accumulation counts cells) */
+/*
+ * factors.c: a factor decoded for the backends: a band becomes n doubles
+ * (NaN for nodata), a constant stays one; positive: values <= 0 are refused
+ * (else values < 0), naming the factor and the first such cell.
+ */
+tg_status	tg_factor_decode(const tg_ctx *ctx, const tg_band *dem, const tg_factor *f,
+							 const char *name, bool positive, tg_cell_factor *out, tg_error *err);
+
+/* factors: R, K, C, P */
 tg_status	tg_cpu_rusle(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
-						 const tg_cell_factor factors[4], const double *weight, float *ls,
-						 float *soil_loss, tg_error *err);
+						 const tg_cell_factor factors[4], float *ls, float *soil_loss, tg_error *err);
 tg_status	tg_cpu_travel_time(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params *p,
 							   const tg_cell_factor *roughness, const tg_cell_factor *velocity,
 							   float *time, uint8_t *watershed, tg_error *err);

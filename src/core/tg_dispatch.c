@@ -281,65 +281,6 @@ check_flow_params(const tg_band *dem, const tg_flow_params *p, tg_error *err)
 	return TG_OK;
 }
 
-/* Per-cell weights: the weight band (nodata counts 0) times the cell's area. */
-tg_status
-tg_cell_weights(const tg_ctx *ctx, const tg_band *weight, const tg_grid_geometry *g,
-				tg_accum_units units, double **out, tg_error *err)
-{
-	const int	W = g->width,
-				H = g->height;
-	const size_t n = (size_t) W * H;
-	double	   *w = tg_alloc(ctx, (n > 0 ? n : 1) * sizeof(double));
-	int			x,
-				y;
-
-	if (w == NULL)
-		return tg_error_set(err, TG_ENOMEM, "could not allocate cell weights");
-	for (y = 0; y < H; y++)
-	{
-		double	   *row = w + (size_t) y * W;
-		double		dx,
-					dy;
-
-		tg_row_spacing(g, y, &dx, &dy);
-		if (weight)
-		{
-			tg_band_row_to_f64(weight, y, row);
-			for (x = 0; x < W; x++)
-				if (isnan(row[x]))
-					row[x] = 0;
-		}
-		else
-			for (x = 0; x < W; x++)
-				row[x] = 1.0;
-		if (units != TG_UNITS_CELLS)
-			for (x = 0; x < W; x++)
-				row[x] *= dx * dy;
-	}
-	*out = w;
-	return TG_OK;
-}
-
-/* Specific catchment area: divide by the contour width sqrt(dx dy) per row. */
-void
-tg_to_sca(const tg_grid_geometry *g, double *acc)
-{
-	int			x,
-				y;
-
-	for (y = 0; y < g->height; y++)
-	{
-		double		dx,
-					dy,
-					width;
-
-		tg_row_spacing(g, y, &dx, &dy);
-		width = sqrt(dx * dy);
-		for (x = 0; x < g->width; x++)
-			acc[(size_t) y * g->width + x] /= width;
-	}
-}
-
 typedef struct accum_args
 {
 	const tg_band *dem;
@@ -350,67 +291,12 @@ typedef struct accum_args
 	const tg_flow_products *out;
 } accum_args;
 
-/* The routing surface and receiver masks of a CPU routing, as the GPU exports them. */
-static void
-export_products(const tg_route *r, const tg_flow_params *p, const tg_flow_products *out)
-{
-	const size_t n = (size_t) r->width * r->height;
-	const tg_route_view v = tg_cpu_route_view(r, p->threshold);
-	size_t		i;
-	int			k;
-
-	for (i = 0; i < n; i++)
-	{
-		bool		valid = !isnan(r->z[i]);
-
-		if (out->surface)
-			tg_pixel_store(out->surface_type, out->surface, i,
-						   valid ? r->z[i] : out->surface_nodata);
-		if (out->receivers)
-		{
-			uint16_t	mask = 0;
-
-			if (!valid)
-				mask = TG_NODATA_RECEIVERS;
-			else
-				for (k = 0; k < 8; k++)
-					if (tg_route_share(&v, i, k, out->acc[i]) > 0)
-						mask |= (uint16_t) (1u << k);
-			out->receivers[i] = mask;
-		}
-	}
-}
-
 static tg_status
 accum_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
 {
 	const accum_args *f = a;
-	const tg_accum_method method = f->method == TG_ACC_AUTO ? TG_ACC_INDEGREE : f->method;
-	tg_route	route;
-	bool		kept;
-	double	   *w = NULL;
-	tg_status	st;
-	double		t0;
 
-	st = tg_cell_weights(ctx, f->weight, &f->params->geom, f->units, &w, err);
-	if (st != TG_OK)
-		return st;
-	t0 = now_ms();
-	st = tg_cpu_route_get(ctx, f->dem, f->params, &route, &kept, err);
-	if (ctx->stats)
-		ctx->stats->prep_ms = now_ms() - t0;
-	if (st == TG_OK)
-	{
-		st = tg_cpu_accumulate(ctx, &route, f->params, w, method, f->out->acc, err);
-		if (st == TG_OK && (f->out->surface || f->out->receivers))
-			export_products(&route, f->params, f->out);
-		tg_cpu_route_put(ctx, &route, kept);
-	}
-	tg_free(ctx, w);
-	if (ctx->stats)
-		snprintf(ctx->stats->method, sizeof ctx->stats->method, "%s",
-				 tg_accum_method_name(method));
-	return st;
+	return tg_cpu_hydrology(ctx, f->dem, f->weight, f->params, f->method, f->units, f->out, err);
 }
 
 static tg_status
@@ -425,6 +311,8 @@ accum_gpu(const tg_ctx *ctx, const void *a, tg_error *err)
 		return st;
 	st = tg_cuda_flow_accumulation(ctx, f->dem, w, f->params, f->method, f->out, err);
 	tg_free(ctx, w);
+	if (st == TG_OK && f->units == TG_UNITS_SCA)
+		st = tg_to_sca(ctx, &f->params->geom, f->out->acc, err);
 	return st;
 }
 
@@ -434,9 +322,8 @@ tg_hydrology(const tg_ctx *ctx, const tg_band *dem, const tg_band *weight,
 			 tg_accum_units units, const tg_flow_products *out, tg_error *err)
 {
 	accum_args	args = {dem, weight, params, method, units, out};
-	tg_status	st;
+	tg_status	st = check_flow_params(dem, params, err);
 
-	st = check_flow_params(dem, params, err);
 	if (st != TG_OK)
 		return st;
 	if (out->acc == NULL)
@@ -455,10 +342,7 @@ tg_hydrology(const tg_ctx *ctx, const tg_band *dem, const tg_band *weight,
 		tg_error_hint(err, "Use method => 'indegree', 'dependency-transfer' or 'topological'.");
 		return TG_EINVAL;
 	}
-	st = run(ctx, (int64_t) dem->width * dem->height, accum_cpu, accum_gpu, &args, err);
-	if (st == TG_OK && units == TG_UNITS_SCA)
-		tg_to_sca(&params->geom, out->acc);
-	return st;
+	return run(ctx, (int64_t) dem->width * dem->height, accum_cpu, accum_gpu, &args, err);
 }
 
 tg_status
@@ -479,61 +363,12 @@ typedef struct direction_args
 	float	   *frac;
 } direction_args;
 
-/*
- * Codes and shares out of a routing, through the same share formula as the
- * accumulation (fdd8 resolved with its accumulation; acc may be NULL for the
- * other routings).
- */
-void
-tg_cpu_export_directions(const tg_route *r, const tg_flow_params *p, const double *acc,
-				  uint8_t *d8, float *frac)
-{
-	const size_t n = (size_t) r->width * r->height;
-	const tg_route_view v = tg_cpu_route_view(r, p->threshold);
-	size_t		i;
-	int			k;
-
-	for (i = 0; i < n; i++)
-	{
-		bool		valid = !isnan(r->z[i]);
-
-		if (d8)
-			d8[i] = !valid ? 255 : r->d8[i] == TG_NO_DIRECTION ? 0 : (uint8_t) (1u << r->d8[i]);
-		if (frac)
-			for (k = 0; k < 8; k++)
-				frac[(size_t) k * n + i] = !valid ? NAN :
-					(float) tg_route_share(&v, i, k, acc ? acc[i] : 0.0);
-	}
-}
-
 static tg_status
 direction_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
 {
 	const direction_args *f = a;
-	const size_t n = (size_t) f->dem->width * f->dem->height;
-	double	   *acc = NULL;
-	double	   *w = NULL;
-	tg_route	route;
-	bool		kept;
-	tg_status	st;
 
-	st = tg_cpu_route_get(ctx, f->dem, f->params, &route, &kept, err);
-	if (st != TG_OK)
-		return st;
-	if (f->params->routing == TG_ROUTE_FDD8)
-	{
-		acc = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
-		st = acc ? tg_cell_weights(ctx, NULL, &f->params->geom, TG_UNITS_CELLS, &w, err)
-			: tg_error_set(err, TG_ENOMEM, "could not allocate the accumulation");
-		if (st == TG_OK)
-			st = tg_cpu_accumulate(ctx, &route, f->params, w, TG_ACC_INDEGREE, acc, err);
-	}
-	if (st == TG_OK)
-		tg_cpu_export_directions(&route, f->params, acc, f->d8, f->frac);
-	tg_free(ctx, acc);
-	tg_free(ctx, w);
-	tg_cpu_route_put(ctx, &route, kept);
-	return st;
+	return tg_cpu_flow_direction(ctx, f->dem, f->params, f->d8, f->frac, err);
 }
 
 static tg_status
@@ -705,93 +540,56 @@ tg_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_param
  * ------------------------------------------------------------------------ */
 
 /*
- * A factor decoded for the backends: a band becomes n doubles (NaN for
- * nodata), a constant stays one.  positive: refuse values <= 0 (by name).
+ * RUSLE and travel time take per-cell factors; they are decoded inside the
+ * call's scope (on its threads) by whichever backend runs, and freed by the
+ * entry point.
  */
-static tg_status
-decode_factor(const tg_ctx *ctx, const tg_band *dem, const tg_factor *f, const char *name,
-			  bool positive, tg_cell_factor *out, tg_error *err)
-{
-	const size_t n = (size_t) dem->width * dem->height;
-	double	   *v;
-
-	out->values = NULL;
-	out->value = f->value;
-	if (f->band == NULL)
-	{
-		if (!isfinite(f->value) || (positive ? !(f->value > 0) : !(f->value >= 0)))
-			return tg_error_set(err, TG_EINVAL, "%s must be a %s number, got %g", name,
-								positive ? "positive" : "non-negative", f->value);
-		return TG_OK;
-	}
-	if (f->band->width != dem->width || f->band->height != dem->height)
-		return tg_error_set(err, TG_EINVAL, "the %s raster is %d x %d, the DEM %d x %d", name,
-							f->band->width, f->band->height, dem->width, dem->height);
-	if (f->band->data == NULL)
-		return tg_error_set(err, TG_EUNSUPPORTED, "the %s raster needs an in-db band", name);
-	v = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
-	if (v == NULL)
-		return tg_error_set(err, TG_ENOMEM, "could not allocate the %s factor", name);
-	for (int y = 0; y < dem->height; y++)
-	{
-		double	   *row = v + (size_t) y * dem->width;
-
-		tg_band_row_to_f64(f->band, y, row);
-		for (int x = 0; x < dem->width; x++)
-			if (!isnan(row[x]) && (positive ? !(row[x] > 0) : !(row[x] >= 0)))
-			{
-				tg_free(ctx, v);
-				return tg_error_set(err, TG_EINVAL,
-									"%s must be %s, got %g at column %d, row %d of its raster",
-									name, positive ? "positive" : "non-negative", row[x],
-									x + 1, y + 1);
-			}
-	}
-	out->values = v;
-	return TG_OK;
-}
-
 typedef struct rusle_args
 {
 	const tg_band *dem;
 	const tg_rusle_params *params;
-	tg_cell_factor factors[4];
+	tg_cell_factor factors[4];	/* R, K, C, P */
 	float	   *ls;
 	float	   *soil_loss;
 } rusle_args;
 
 static tg_status
+rusle_factors(const tg_ctx *ctx, rusle_args *r, tg_error *err)
+{
+	const tg_rusle_params *p = r->params;
+	const tg_factor *given[4] = {&p->r, &p->k, &p->c, &p->p};
+	static const char *const names[4] = {"R", "K", "C", "P"};
+	tg_status	st = TG_OK;
+
+	for (int f = 0; f < 4 && st == TG_OK && r->soil_loss; f++)
+		st = tg_factor_decode(ctx, r->dem, given[f], names[f], false, &r->factors[f], err);
+	return st;
+}
+
+static tg_status
 rusle_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
 {
-	const rusle_args *r = a;
-	double	   *ones = NULL;
-	tg_status	st;
+	rusle_args *r = (rusle_args *) a;
+	tg_status	st = rusle_factors(ctx, r, err);
 
-	st = tg_cell_weights(ctx, NULL, &r->params->flow.geom, TG_UNITS_CELLS, &ones, err);
-	if (st != TG_OK)
-		return st;
-	st = tg_cpu_rusle(ctx, r->dem, r->params, r->factors, ones, r->ls, r->soil_loss, err);
-	tg_free(ctx, ones);
-	return st;
+	return st != TG_OK ? st : tg_cpu_rusle(ctx, r->dem, r->params, r->factors, r->ls, r->soil_loss, err);
 }
 
 static tg_status
 rusle_gpu(const tg_ctx *ctx, const void *a, tg_error *err)
 {
-	const rusle_args *r = a;
+	rusle_args *r = (rusle_args *) a;
+	tg_status	st = rusle_factors(ctx, r, err);
 
-	return tg_cuda_rusle(ctx, r->dem, r->params, r->factors, r->ls, r->soil_loss, err);
+	return st != TG_OK ? st : tg_cuda_rusle(ctx, r->dem, r->params, r->factors, r->ls, r->soil_loss, err);
 }
 
 tg_status
 tg_rusle(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *params, float *ls,
 		 float *soil_loss, tg_error *err)
 {
-	const tg_factor *given[4] = {&params->r, &params->k, &params->c, &params->p};
-	static const char *const names[4] = {"R", "K", "C", "P"};
-	rusle_args	args = {dem, params, {{0}}, ls, soil_loss};
+	rusle_args	args = {dem, params, {{NULL, 1}, {NULL, 1}, {NULL, 1}, {NULL, 1}}, ls, soil_loss};
 	tg_status	st;
-	int			f;
 
 	st = check_flow_params(dem, &params->flow, err);
 	if (st != TG_OK)
@@ -804,11 +602,8 @@ tg_rusle(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *params, f
 	if (!(params->a0 > 0) || !(params->b0 > 0) || !isfinite(params->a0) || !isfinite(params->b0))
 		return tg_error_set(err, TG_EINVAL, "a0 and b0 must be positive numbers, got %g and %g",
 							params->a0, params->b0);
-	for (f = 0, st = TG_OK; f < 4 && st == TG_OK && soil_loss; f++)
-		st = decode_factor(ctx, dem, given[f], names[f], false, &args.factors[f], err);
-	if (st == TG_OK)
-		st = run(ctx, (int64_t) dem->width * dem->height, rusle_cpu, rusle_gpu, &args, err);
-	for (f = 0; f < 4; f++)
+	st = run(ctx, (int64_t) dem->width * dem->height, rusle_cpu, rusle_gpu, &args, err);
+	for (int f = 0; f < 4; f++)
 		tg_free(ctx, (void *) args.factors[f].values);
 	return st;
 }
@@ -824,21 +619,37 @@ typedef struct travel_args
 } travel_args;
 
 static tg_status
+travel_factors(const tg_ctx *ctx, travel_args *t, tg_error *err)
+{
+	tg_status	st = TG_OK;
+
+	if (t->time)
+	{
+		st = tg_factor_decode(ctx, t->dem, &t->params->roughness, "n", true, &t->roughness, err);
+		if (st == TG_OK)
+			st = tg_factor_decode(ctx, t->dem, &t->params->velocity, "K", true, &t->velocity, err);
+	}
+	return st;
+}
+
+static tg_status
 travel_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
 {
-	const travel_args *t = a;
+	travel_args *t = (travel_args *) a;
+	tg_status	st = travel_factors(ctx, t, err);
 
-	return tg_cpu_travel_time(ctx, t->dem, t->params, &t->roughness, &t->velocity, t->time,
-							  t->watershed, err);
+	return st != TG_OK ? st : tg_cpu_travel_time(ctx, t->dem, t->params, &t->roughness, &t->velocity,
+												 t->time, t->watershed, err);
 }
 
 static tg_status
 travel_gpu(const tg_ctx *ctx, const void *a, tg_error *err)
 {
-	const travel_args *t = a;
+	travel_args *t = (travel_args *) a;
+	tg_status	st = travel_factors(ctx, t, err);
 
-	return tg_cuda_travel_time(ctx, t->dem, t->params, &t->roughness, &t->velocity, t->time,
-							   t->watershed, err);
+	return st != TG_OK ? st : tg_cuda_travel_time(ctx, t->dem, t->params, &t->roughness, &t->velocity,
+												  t->time, t->watershed, err);
 }
 
 tg_status
@@ -873,12 +684,8 @@ tg_travel_time(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params *pa
 		if (!(params->min_slope > 0) || !isfinite(params->min_slope))
 			return tg_error_set(err, TG_EINVAL, "min_slope must be a positive number, got %g",
 								params->min_slope);
-		st = decode_factor(ctx, dem, &params->roughness, "n", true, &args.roughness, err);
-		if (st == TG_OK)
-			st = decode_factor(ctx, dem, &params->velocity, "K", true, &args.velocity, err);
 	}
-	if (st == TG_OK)
-		st = run(ctx, (int64_t) dem->width * dem->height, travel_cpu, travel_gpu, &args, err);
+	st = run(ctx, (int64_t) dem->width * dem->height, travel_cpu, travel_gpu, &args, err);
 	tg_free(ctx, (void *) args.roughness.values);
 	tg_free(ctx, (void *) args.velocity.values);
 	return st;

@@ -213,6 +213,7 @@ tg_route_donors(const tg_route_view *r, size_t i)
 /*
  * acc(i) = w(i) + sum over donors n (bits of `donors`, tg_route_donors), in
  * neighbour order k = 0..7, of acc(n) share(n -> i).  Donors must be final.
+ * weight NULL: every cell weighs 1.
  * gathered (NULL: read the routing's planes): the shares of fixed-share
  * routings gathered per receiving cell, share(neighbour k -> i) at
  * gathered[8 i + k], so a pull reads 32 contiguous bytes; the same values,
@@ -229,7 +230,7 @@ tg_route_pull_from(const tg_route_view *r, const double *weight, const double *a
 				y = (int) (i / W);
 	double		a[8];
 	float		g[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-	double		sum = weight[i];
+	double		sum = weight ? weight[i] : 1.0;
 	int			k;
 
 	if (gathered)

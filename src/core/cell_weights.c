@@ -1,0 +1,100 @@
+/*
+ * cell_weights.c — what each cell puts into a flow accumulation, and the
+ * conversion of accumulated area into specific catchment area, on row tasks.
+ */
+#include "tg_backends.h"
+#include "tg_pool.h"
+
+#include <math.h>
+
+typedef struct weights_job
+{
+	const tg_band *weight;
+	const tg_grid_geometry *g;
+	tg_accum_units units;
+	double	   *w;
+} weights_job;
+
+static tg_status
+weight_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const weights_job *j = arg;
+	const int	W = j->g->width;
+
+	for (int y = y0; y < y1; y++)
+	{
+		double	   *row = j->w + (size_t) y * W;
+		double		dx,
+					dy;
+
+		tg_row_spacing(j->g, y, &dx, &dy);
+		if (j->weight)
+		{
+			tg_band_row_to_f64(j->weight, y, row);
+			for (int x = 0; x < W; x++)
+				if (isnan(row[x]))
+					row[x] = 0;
+		}
+		else
+			for (int x = 0; x < W; x++)
+				row[x] = 1.0;
+		if (j->units != TG_UNITS_CELLS)
+			for (int x = 0; x < W; x++)
+				row[x] *= dx * dy;
+	}
+	return TG_OK;
+}
+
+/* Per-cell weights: the weight band (nodata counts 0) times the cell's area. */
+tg_status
+tg_cell_weights(const tg_ctx *ctx, const tg_band *weight, const tg_grid_geometry *g,
+				tg_accum_units units, double **out, tg_error *err)
+{
+	const size_t n = (size_t) g->width * g->height;
+	weights_job j = {weight, g, units, tg_alloc(ctx, (n > 0 ? n : 1) * sizeof(double))};
+	tg_status	st;
+
+	*out = NULL;
+	if (j.w == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate cell weights");
+	st = tg_parallel_rows(ctx, g->width, g->height, weight_rows, &j, err);
+	if (st != TG_OK)
+		tg_free(ctx, j.w);
+	else
+		*out = j.w;
+	return st;
+}
+
+typedef struct sca_job
+{
+	const tg_grid_geometry *g;
+	double	   *acc;
+} sca_job;
+
+static tg_status
+sca_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const sca_job *j = arg;
+
+	for (int y = y0; y < y1; y++)
+	{
+		double		dx,
+					dy,
+					width;
+
+		tg_row_spacing(j->g, y, &dx, &dy);
+		width = sqrt(dx * dy);
+		for (int x = 0; x < j->g->width; x++)
+			j->acc[(size_t) y * j->g->width + x] /= width;
+	}
+	return TG_OK;
+}
+
+/* Specific catchment area: divide by the contour width sqrt(dx dy) per row. */
+tg_status
+tg_to_sca(const tg_ctx *ctx, const tg_grid_geometry *g, double *acc, tg_error *err)
+{
+	sca_job		j = {g, acc};
+
+	return tg_parallel_rows(ctx, g->width, g->height, sca_rows, &j, err);
+}
