@@ -28,6 +28,7 @@
  * a cell's total is known, so it cannot route fdd8.
  */
 #include "tg_backends.h"
+#include "cell_list.h"
 #include "tg_hydro.h"
 #include "tg_pool.h"
 
@@ -236,56 +237,6 @@ accumulate_indegree(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *
 }
 
 /* ------------------------------------------------------------------------
- * Lists of cells grown by many tasks at once: a task gathers cells in a
- * batch and reserves room for the whole batch with one atomic addition.
- * The order of a list depends on the threads; what is computed from it
- * never does.
- * ------------------------------------------------------------------------ */
-#define LIST_TASK 16384			/* list cells per task */
-#define BATCH 512
-
-typedef struct cell_batch
-{
-	uint32_t	cell[BATCH];
-	size_t		count;
-	uint32_t   *list;
-	size_t	   *len;			/* atomic */
-} cell_batch;
-
-static void
-batch_flush(cell_batch *b)
-{
-	size_t		at;
-
-	if (b->count == 0)
-		return;
-	at = __atomic_fetch_add(b->len, b->count, __ATOMIC_RELAXED);
-	memcpy(b->list + at, b->cell, b->count * sizeof(uint32_t));
-	b->count = 0;
-}
-
-static inline void
-batch_add(cell_batch *b, uint32_t c)
-{
-	b->cell[b->count++] = c;
-	if (b->count == BATCH)
-		batch_flush(b);
-}
-
-static int64_t
-list_tasks(size_t len)
-{
-	return (int64_t) ((len + LIST_TASK - 1) / LIST_TASK);
-}
-
-static void
-list_range(size_t len, int64_t task, size_t *lo, size_t *hi)
-{
-	*lo = (size_t) task * LIST_TASK;
-	*hi = *lo + LIST_TASK < len ? *lo + LIST_TASK : len;
-}
-
-/* ------------------------------------------------------------------------
  * Topological: levels, then level by level
  * ------------------------------------------------------------------------ */
 typedef struct levels_job
@@ -302,12 +253,14 @@ static tg_status
 source_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 {
 	levels_job *j = arg;
-	cell_batch	b = {.list = j->order, .len = &j->tail};
+	tg_cell_batch b;
+
+	tg_batch_init(&b, j->order, &j->tail);
 
 	for (size_t i = (size_t) y0 * j->r->width; i < (size_t) y1 * j->r->width; i++)
 		if (!isnan(j->r->z[i]) && j->indeg[i] == 0)
-			batch_add(&b, (uint32_t) i);
-	batch_flush(&b);
+			tg_batch_add(&b, (uint32_t) i);
+	tg_batch_flush(&b);
 	return TG_OK;
 }
 
@@ -318,11 +271,13 @@ expand_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 	levels_job *j = arg;
 	const tg_route *r = j->r;
 	const int	W = r->width;
-	cell_batch	b = {.list = j->order, .len = &j->tail};
+	tg_cell_batch b;
+
+	tg_batch_init(&b, j->order, &j->tail);
 	size_t		lo,
 				hi;
 
-	list_range(j->to - j->from, task, &lo, &hi);
+	tg_list_range(j->to - j->from, task, &lo, &hi);
 	for (size_t f = j->from + lo; f < j->from + hi; f++)
 	{
 		const uint32_t c = j->order[f];
@@ -339,10 +294,10 @@ expand_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 				continue;
 			ni = (size_t) ny * W + nx;
 			if (__atomic_sub_fetch(&j->indeg[ni], 1, __ATOMIC_RELAXED) == 0)
-				batch_add(&b, (uint32_t) ni);
+				tg_batch_add(&b, (uint32_t) ni);
 		}
 	}
-	batch_flush(&b);
+	tg_batch_flush(&b);
 	return TG_OK;
 }
 
@@ -373,7 +328,7 @@ tg_cpu_route_levels(const tg_ctx *ctx, const tg_route *r, uint32_t *order, size_
 		j.from = j.to;
 		j.to = j.tail;
 		level_start[++*levels] = (uint32_t) j.to;
-		st = tg_parallel(ctx, list_tasks(j.to - j.from), expand_task, &j, err);
+		st = tg_parallel(ctx, tg_list_tasks(j.to - j.from), expand_task, &j, err);
 	}
 	*count = j.tail;
 	tg_free(ctx, j.indeg);
@@ -397,7 +352,7 @@ replay_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 	size_t		lo,
 				hi;
 
-	list_range(j->len, task, &lo, &hi);
+	tg_list_range(j->len, task, &lo, &hi);
 	for (size_t f = lo; f < hi; f++)
 		j->acc[j->cells[f]] = pull(j->r, j->p, j->weight, j->acc, j->cells[f]);
 	return TG_OK;
@@ -439,7 +394,7 @@ accumulate_topological(const tg_ctx *ctx, const tg_route *r, const tg_flow_param
 	{
 		j.cells = order + level_start[l];
 		j.len = level_start[l + 1] - level_start[l];
-		st = tg_parallel(ctx, list_tasks(j.len), replay_task, &j, err);
+		st = tg_parallel(ctx, tg_list_tasks(j.len), replay_task, &j, err);
 	}
 	if (st == TG_OK && own_order)
 		tg_cpu_route_keep_order(ctx, r, own_order, own_start, count, *levels);
@@ -479,7 +434,7 @@ dependency_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 				kept = 0,
 				completed = 0;
 
-	list_range(j->npending, task, &lo, &hi);
+	tg_list_range(j->npending, task, &lo, &hi);
 	for (size_t f = lo; f < hi; f++)
 	{
 		const uint32_t c = j->pending[f];
@@ -520,7 +475,7 @@ mark_done_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 	size_t		lo,
 				hi;
 
-	list_range(j->npending, task, &lo, &hi);
+	tg_list_range(j->npending, task, &lo, &hi);
 	for (size_t f = 0; f < j->ncompleted[task]; f++)
 		j->done[j->completed[lo + f]] = 1;
 	return TG_OK;
@@ -531,7 +486,7 @@ accumulate_dependency_transfer(const tg_ctx *ctx, const tg_route *r, const tg_fl
 							   const double *weight, double *acc, int *rounds, tg_error *err)
 {
 	const size_t n = (size_t) r->width * r->height;
-	const int64_t most_tasks = list_tasks(n);
+	const int64_t most_tasks = tg_list_tasks(n);
 	uint32_t   *pending = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
 	dependency_job j = {r, p, weight, acc, tg_alloc(ctx, n ? n : 1), pending, 0,
 		tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t)), tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t)),
@@ -551,7 +506,7 @@ accumulate_dependency_transfer(const tg_ctx *ctx, const tg_route *r, const tg_fl
 	}
 	for (*rounds = 0; j.npending > 0; (*rounds)++)
 	{
-		const int64_t tasks = list_tasks(j.npending);
+		const int64_t tasks = tg_list_tasks(j.npending);
 		size_t		still = 0,
 					completed = 0;
 
@@ -563,7 +518,7 @@ accumulate_dependency_transfer(const tg_ctx *ctx, const tg_route *r, const tg_fl
 		/* the cells still pending, in the order they were */
 		for (int64_t t = 0; t < tasks; t++)
 		{
-			memmove(pending + still, j.kept + (size_t) t * LIST_TASK, j.nkept[t] * sizeof(uint32_t));
+			memmove(pending + still, j.kept + (size_t) t * TG_LIST_TASK, j.nkept[t] * sizeof(uint32_t));
 			still += j.nkept[t];
 			completed += j.ncompleted[t];
 		}
@@ -610,11 +565,13 @@ receivers_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 	const tg_route *r = j->r;
 	const int	W = r->width,
 				H = r->height;
-	cell_batch	b = {.list = j->next, .len = &j->nnext};
+	tg_cell_batch b;
+
+	tg_batch_init(&b, j->next, &j->nnext);
 	size_t		lo,
 				hi;
 
-	list_range(j->nactive, task, &lo, &hi);
+	tg_list_range(j->nactive, task, &lo, &hi);
 	for (size_t f = lo; f < hi; f++)
 	{
 		const uint32_t c = j->active[f];
@@ -631,10 +588,10 @@ receivers_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 				continue;
 			ni = (size_t) ny * W + nx;
 			if (__atomic_exchange_n(&j->queued[ni], 1, __ATOMIC_RELAXED) == 0)
-				batch_add(&b, (uint32_t) ni);
+				tg_batch_add(&b, (uint32_t) ni);
 		}
 	}
-	batch_flush(&b);
+	tg_batch_flush(&b);
 	return TG_OK;
 }
 
@@ -649,7 +606,7 @@ arrive_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 	size_t		lo,
 				hi;
 
-	list_range(j->nnext, task, &lo, &hi);
+	tg_list_range(j->nnext, task, &lo, &hi);
 	for (size_t f = lo; f < hi; f++)
 	{
 		const uint32_t c = j->next[f];
@@ -684,7 +641,7 @@ sent_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 	size_t		lo,
 				hi;
 
-	list_range(j->nactive, task, &lo, &hi);
+	tg_list_range(j->nactive, task, &lo, &hi);
 	for (size_t f = lo; f < hi; f++)
 		j->flow[j->active[f]] = 0;
 	return TG_OK;
@@ -697,7 +654,7 @@ received_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 	size_t		lo,
 				hi;
 
-	list_range(j->nnext, task, &lo, &hi);
+	tg_list_range(j->nnext, task, &lo, &hi);
 	for (size_t f = lo; f < hi; f++)
 	{
 		const uint32_t c = j->next[f];
@@ -740,13 +697,13 @@ accumulate_flow_transfer(const tg_ctx *ctx, const tg_route *r, const tg_flow_par
 		uint32_t   *t;
 
 		j.nnext = 0;
-		st = tg_parallel(ctx, list_tasks(j.nactive), receivers_task, &j, err);
+		st = tg_parallel(ctx, tg_list_tasks(j.nactive), receivers_task, &j, err);
 		if (st == TG_OK)
-			st = tg_parallel(ctx, list_tasks(j.nnext), arrive_task, &j, err);
+			st = tg_parallel(ctx, tg_list_tasks(j.nnext), arrive_task, &j, err);
 		if (st == TG_OK)
-			st = tg_parallel(ctx, list_tasks(j.nactive), sent_task, &j, err);
+			st = tg_parallel(ctx, tg_list_tasks(j.nactive), sent_task, &j, err);
 		if (st == TG_OK)
-			st = tg_parallel(ctx, list_tasks(j.nnext), received_task, &j, err);
+			st = tg_parallel(ctx, tg_list_tasks(j.nnext), received_task, &j, err);
 		if (st != TG_OK)
 			goto out;
 		t = (uint32_t *) j.active;

@@ -4,13 +4,13 @@
  * with cuda/catchment.cu.
  */
 #include "tg_backends.h"
+#include "cell_list.h"
 #include "tg_pool.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#define CANCEL_EVERY (1u << 20)
 
 /* The 3x3 window of the routing surface around (x, y), NaN outside. */
 static void
@@ -121,10 +121,113 @@ tg_cpu_rusle(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
 }
 
 /*
- * Travel time: each cell's time is its step time plus its receiver's, so
- * cells are finished from the ends of their paths upstream: follow a path
- * down to a finished cell (or its end) on a stack, then unwind it.
+ * Travel time: a cell's time is its step time plus its receiver's, summed
+ * in that order, so cells are finished from the ends of their paths upward:
+ * level 0 are the ends (cells without a receiver, and the outlet), level
+ * k + 1 the donors of level k, each level's cells at once.
  */
+typedef struct travel_job
+{
+	const tg_travel_params *p;
+	const tg_cell_factor *roughness;
+	const tg_cell_factor *velocity;
+	const tg_route *route;
+	size_t		outlet;			/* n without one */
+	const double *row_dist;		/* 8 neighbour distances per row */
+	double	   *t;
+	uint8_t    *state;			/* 1 done, 2 done and reaches the outlet */
+	uint32_t   *cur;
+	size_t		ncur;
+	uint32_t   *next;
+	size_t		nnext;			/* atomic */
+	float	   *time;
+	uint8_t    *watershed;
+} travel_job;
+
+static tg_status
+travel_ends(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	travel_job *j = arg;
+	const tg_route *r = j->route;
+	tg_cell_batch b;
+
+	tg_batch_init(&b, j->next, &j->nnext);
+	for (size_t i = (size_t) y0 * r->width; i < (size_t) y1 * r->width; i++)
+	{
+		j->state[i] = 0;
+		if (isnan(r->z[i]) || (r->d8[i] != TG_NO_DIRECTION && i != j->outlet))
+			continue;
+		j->t[i] = 0;
+		j->state[i] = i == j->outlet ? 2 : 1;
+		tg_batch_add(&b, (uint32_t) i);
+	}
+	tg_batch_flush(&b);
+	return TG_OK;
+}
+
+/* The donors of a level: each one step further from its path's end. */
+static tg_status
+travel_up(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	travel_job *j = arg;
+	const tg_route *r = j->route;
+	const int	W = r->width,
+				H = r->height;
+	tg_cell_batch b;
+	size_t		lo,
+				hi;
+
+	tg_batch_init(&b, j->next, &j->nnext);
+	tg_list_range(j->ncur, task, &lo, &hi);
+	for (size_t f = lo; f < hi; f++)
+	{
+		const uint32_t c = j->cur[f];
+		const int	cx = (int) (c % W),
+					cy = (int) (c / W);
+
+		for (int k = 0; k < 8; k++)
+		{
+			const int	nx = cx + tg_nbr_dx(k),
+						ny = cy + tg_nbr_dy(k);
+			size_t		i;
+			int			back;
+
+			if (nx < 0 || ny < 0 || nx >= W || ny >= H)
+				continue;
+			i = (size_t) ny * W + nx;
+			back = tg_nbr_opposite(k);
+			if (r->d8[i] != back || i == j->outlet)
+				continue;
+			j->t[i] = TG_DADD(tg_step_time(r->z[i] - r->z[c], j->row_dist[(size_t) ny * 8 + back],
+										   tg_factor_at(j->roughness, i), tg_factor_at(j->velocity, i),
+										   j->p->b, j->p->min_slope),
+							  j->t[c]);
+			j->state[i] = j->state[c];
+			tg_batch_add(&b, (uint32_t) i);
+		}
+	}
+	tg_batch_flush(&b);
+	return TG_OK;
+}
+
+static tg_status
+travel_out(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const travel_job *j = arg;
+	const tg_route *r = j->route;
+
+	for (size_t i = (size_t) y0 * r->width; i < (size_t) y1 * r->width; i++)
+	{
+		const bool	valid = !isnan(r->z[i]);
+
+		if (j->time)
+			j->time[i] = !valid || (j->p->has_outlet && j->state[i] != 2) ? NAN : (float) j->t[i];
+		if (j->watershed)
+			j->watershed[i] = !valid ? 255 : j->state[i] == 2 ? 1 : 0;
+	}
+	return TG_OK;
+}
+
 tg_status
 tg_cpu_travel_time(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params *p,
 				   const tg_cell_factor *roughness, const tg_cell_factor *velocity,
@@ -133,13 +236,8 @@ tg_cpu_travel_time(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params
 	const int	W = dem->width,
 				H = dem->height;
 	const size_t n = (size_t) W * H;
-	const size_t outlet = p->has_outlet ? (size_t) p->outlet_row * W + p->outlet_col : n;
-	double	   *t = NULL,
-			   *row_dist = NULL;
-	uint8_t    *state = NULL;	/* 0 pending, 1 done, 2 done and reaches the outlet */
-	size_t	   *stack = NULL;
-	size_t		cap = 1u << 16,
-				depth;
+	travel_job	j;
+	double	   *row_dist = NULL;
 	tg_route	route;
 	bool		kept;
 	tg_status	st;
@@ -147,16 +245,24 @@ tg_cpu_travel_time(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params
 	st = tg_cpu_route_get(ctx, dem, &p->flow, &route, &kept, err);
 	if (st != TG_OK)
 		return st;
-	t = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
-	state = tg_alloc(ctx, n ? n : 1);
-	row_dist = tg_alloc(ctx, (size_t) H * 8 * sizeof(double));
-	stack = tg_alloc(ctx, cap * sizeof(size_t));
-	if (!t || !state || !row_dist || !stack)
+	memset(&j, 0, sizeof j);
+	j.p = p;
+	j.roughness = roughness;
+	j.velocity = velocity;
+	j.route = &route;
+	j.outlet = p->has_outlet ? (size_t) p->outlet_row * W + p->outlet_col : n;
+	j.time = time;
+	j.watershed = watershed;
+	j.t = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
+	j.state = tg_alloc(ctx, n ? n : 1);
+	j.cur = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+	j.next = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+	row_dist = tg_alloc(ctx, ((size_t) H * 8 + 1) * sizeof(double));
+	if (!j.t || !j.state || !j.cur || !j.next || !row_dist)
 	{
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate travel times");
 		goto done;
 	}
-	memset(state, 0, n);
 	for (int y = 0; y < H; y++)
 	{
 		double		dx,
@@ -165,77 +271,29 @@ tg_cpu_travel_time(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params
 		tg_row_spacing(&p->flow.geom, y, &dx, &dy);
 		tg_nbr_distances(dx, dy, row_dist + (size_t) y * 8);
 	}
-
-	for (size_t start = 0; start < n; start++)
+	j.row_dist = row_dist;
+	st = tg_parallel_rows(ctx, W, H, travel_ends, &j, err);
+	while (st == TG_OK && j.nnext > 0)
 	{
-		size_t		c = start;
+		uint32_t   *swap = j.cur;
 
-		if (state[start] || isnan(route.z[start]))
-			continue;
-		if ((start & (CANCEL_EVERY - 1)) == 0 && tg_canceled(ctx))
-		{
-			st = tg_error_set(err, TG_ECANCELED, "canceled");
-			goto done;
-		}
-		/* down the path to a finished cell or the path's end */
-		depth = 0;
-		while (!state[c] && c != outlet && route.d8[c] != TG_NO_DIRECTION)
-		{
-			const int	k = route.d8[c];
-
-			if (depth == cap)
-			{
-				size_t	   *bigger = tg_alloc(ctx, 2 * cap * sizeof(size_t));
-
-				if (bigger == NULL)
-				{
-					st = tg_error_set(err, TG_ENOMEM, "could not allocate a flow path");
-					goto done;
-				}
-				memcpy(bigger, stack, cap * sizeof(size_t));
-				tg_free(ctx, stack);
-				stack = bigger;
-				cap *= 2;
-			}
-			stack[depth++] = c;
-			c = (size_t) ((long) (c / W) + tg_nbr_dy(k)) * W + (size_t) ((long) (c % W) + tg_nbr_dx(k));
-		}
-		if (!state[c])
-		{
-			t[c] = 0;
-			state[c] = c == outlet ? 2 : 1;
-		}
-		while (depth > 0)
-		{
-			const size_t i = stack[--depth];
-			const int	k = route.d8[i];
-			const size_t j = (size_t) ((long) (i / W) + tg_nbr_dy(k)) * W + (size_t) ((long) (i % W) + tg_nbr_dx(k));
-			const double length = row_dist[(i / W) * 8 + k];
-			double		step = tg_step_time(route.z[i] - route.z[j], length,
-											tg_factor_at(roughness, i), tg_factor_at(velocity, i),
-											p->b, p->min_slope);
-
-			t[i] = TG_DADD(step, t[j]);
-			state[i] = state[j];
-		}
+		j.cur = j.next;
+		j.ncur = j.nnext;
+		j.next = swap;
+		j.nnext = 0;
+		st = tg_parallel(ctx, tg_list_tasks(j.ncur), travel_up, &j, err);
 	}
+	if (st == TG_OK)
+		st = tg_parallel_rows(ctx, W, H, travel_out, &j, err);
 	if (ctx->stats)
 		snprintf(ctx->stats->method, sizeof ctx->stats->method, "path unwinding");
-	for (size_t i = 0; i < n; i++)
-	{
-		const bool	valid = !isnan(route.z[i]);
-
-		if (time)
-			time[i] = !valid || (p->has_outlet && state[i] != 2) ? NAN : (float) t[i];
-		if (watershed)
-			watershed[i] = !valid ? 255 : state[i] == 2 ? 1 : 0;
-	}
 
 done:
-	tg_free(ctx, stack);
 	tg_free(ctx, row_dist);
-	tg_free(ctx, state);
-	tg_free(ctx, t);
+	tg_free(ctx, j.t);
+	tg_free(ctx, j.state);
+	tg_free(ctx, j.cur);
+	tg_free(ctx, j.next);
 	tg_cpu_route_put(ctx, &route, kept);
 	return st;
 }

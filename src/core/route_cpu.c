@@ -15,6 +15,7 @@
  *    unfilled DEM) keep no direction.
  */
 #include "tg_backends.h"
+#include "cell_list.h"
 #include "tg_hydro.h"
 #include "tg_pool.h"
 
@@ -48,8 +49,6 @@ neighbour(int W, int H, int x, int y, int k)
  * that links the larger root under the smaller, so a flat's label is its
  * smallest cell, whatever the order of the unions.
  * ------------------------------------------------------------------------ */
-#define FRONTIER_TASK 8192		/* frontier cells per task */
-#define BATCH 512				/* cells a task gathers before reserving room for them */
 
 typedef struct flat_job
 {
@@ -72,27 +71,15 @@ typedef struct flat_job
 	bool		seed_lower;		/* seeds: next to lower (equal, draining) ground, else higher */
 } flat_job;
 
-/* Append a task's batch to the next frontier. */
-static void
-flush_batch(flat_job *j, const uint32_t *batch, size_t count)
-{
-	size_t		at;
-
-	if (count == 0)
-		return;
-	at = __atomic_fetch_add(&j->nnext, count, __ATOMIC_RELAXED);
-	memcpy(j->next + at, batch, count * sizeof(uint32_t));
-}
-
 /* Seeds of a distance: flat cells next to a draining cell of equal elevation
  * (towards lower ground) or next to a higher cell (away from higher ground). */
 static tg_status
 seed_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 {
 	flat_job   *j = arg;
-	uint32_t	batch[BATCH];
-	size_t		nb = 0;
+	tg_cell_batch b;
 
+	tg_batch_init(&b, j->next, &j->nnext);
 	for (int y = y0; y < y1; y++)
 		for (int x = 0; x < j->W; x++)
 		{
@@ -108,17 +95,12 @@ seed_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 								: j->z[ni] > j->z[i]))
 				{
 					j->dist[i] = 1;
-					batch[nb++] = (uint32_t) i;
+					tg_batch_add(&b, (uint32_t) i);
 					break;
 				}
 			}
-			if (nb == BATCH)
-			{
-				flush_batch(j, batch, nb);
-				nb = 0;
-			}
 		}
-	flush_batch(j, batch, nb);
+	tg_batch_flush(&b);
 	return TG_OK;
 }
 
@@ -127,11 +109,12 @@ static tg_status
 grow_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 {
 	flat_job   *j = arg;
-	const size_t lo = (size_t) task * FRONTIER_TASK;
-	const size_t hi = lo + FRONTIER_TASK < j->ncur ? lo + FRONTIER_TASK : j->ncur;
-	uint32_t	batch[BATCH];
-	size_t		nb = 0;
+	tg_cell_batch b;
+	size_t		lo,
+				hi;
 
+	tg_batch_init(&b, j->next, &j->nnext);
+	tg_list_range(j->ncur, task, &lo, &hi);
 	for (size_t f = lo; f < hi; f++)
 	{
 		const uint32_t c = j->cur[f];
@@ -152,15 +135,10 @@ grow_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 			else if (!__atomic_compare_exchange_n(&j->dist[ni], &unreached, j->level + 1, false,
 												  __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 				continue;
-			batch[nb++] = (uint32_t) ni;
-			if (nb == BATCH)
-			{
-				flush_batch(j, batch, nb);
-				nb = 0;
-			}
+			tg_batch_add(&b, (uint32_t) ni);
 		}
 	}
-	flush_batch(j, batch, nb);
+	tg_batch_flush(&b);
 	return TG_OK;
 }
 
@@ -183,7 +161,7 @@ flat_distance(const tg_ctx *ctx, flat_job *j, int32_t *dist, bool seed_lower, tg
 		j->ncur = j->nnext;
 		j->next = t;
 		j->nnext = 0;
-		st = tg_parallel(ctx, (int64_t) ((j->ncur + FRONTIER_TASK - 1) / FRONTIER_TASK), grow_task, j, err);
+		st = tg_parallel(ctx, tg_list_tasks(j->ncur), grow_task, j, err);
 	}
 	return st;
 }

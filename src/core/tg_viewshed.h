@@ -53,6 +53,8 @@ extern "C"
 tg_status	tg_view_prepare(const tg_band *dem, const tg_viewshed_params *p, const double *z,
 							tg_view_setup *s, tg_error *err);
 void		tg_view_finish(const tg_view_setup *s, float *out);
+/* The same over rows [y0, y1) only. */
+void		tg_view_finish_rows(const tg_view_setup *s, float *out, int y0, int y1);
 #ifdef __cplusplus
 }
 #endif

@@ -4,6 +4,7 @@
  * line of sight, sampled at every grid line it crosses).
  */
 #include "tg_backends.h"
+#include "tg_pool.h"
 #include "tg_viewshed.h"
 
 #include <string.h>
@@ -82,12 +83,17 @@ tg_view_prepare(const tg_band *dem, const tg_viewshed_params *p, const double *z
 void
 tg_view_finish(const tg_view_setup *s, float *out)
 {
-	const size_t n = (size_t) s->width * s->height;
+	tg_view_finish_rows(s, out, 0, s->height);
+}
 
-	out[(size_t) s->oy * s->width + s->ox] = s->output == TG_VIEW_VISIBLE ? 1.0f
-		: s->output == TG_VIEW_HEIGHT ? 0.0f : NAN;
+void
+tg_view_finish_rows(const tg_view_setup *s, float *out, int y0, int y1)
+{
+	if (s->oy >= y0 && s->oy < y1)
+		out[(size_t) s->oy * s->width + s->ox] = s->output == TG_VIEW_VISIBLE ? 1.0f
+			: s->output == TG_VIEW_HEIGHT ? 0.0f : NAN;
 	if (s->output == TG_VIEW_ANGLE)
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = (size_t) y0 * s->width; i < (size_t) y1 * s->width; i++)
 			if (!isnan(out[i]))
 				out[i] = (float) (atan((double) out[i]) * TG_DEGREES_PER_RADIAN);
 }
@@ -166,25 +172,97 @@ exact_cell(const tg_view_setup *s, const double *z, int x, int y)
 	return tg_view_decide(s, z[(size_t) y * s->width + x], a, b, NULL, horizon);
 }
 
-/* R2 of every ray of a prepared setup into out (NaN-filled first). */
-static tg_status
-r2_all_rays(const tg_ctx *ctx, const tg_view_setup *s, const double *z, float *out, tg_error *err)
+/* ------------------------------------------------------------------------
+ * On the call's threads: each cell is decided by exactly one ray (R2) or by
+ * its own line of sight (R3), so rays and rows write disjoint cells.
+ * ------------------------------------------------------------------------ */
+#define RAYS_PER_TASK 256
+
+typedef struct view_job
 {
-	for (size_t c = 0; c < (size_t) s->width * s->height; c++)
-		out[c] = NAN;
-	for (int r = 0; r < s->nrays; r++)
+	const tg_view_setup *s;
+	const double *z;
+	float	   *out;
+	uint32_t   *count;			/* cumulative: observers seeing each cell */
+} view_job;
+
+static tg_status
+nan_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const view_job *j = arg;
+
+	for (size_t c = (size_t) y0 * j->s->width; c < (size_t) y1 * j->s->width; c++)
+		j->out[c] = NAN;
+	return TG_OK;
+}
+
+static tg_status
+ray_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	const view_job *j = arg;
+	const int	end = (int) ((task + 1) * RAYS_PER_TASK < j->s->nrays ? (task + 1) * RAYS_PER_TASK
+							 : j->s->nrays);
+
+	for (int r = (int) task * RAYS_PER_TASK; r < end; r++)
 	{
 		int			dx,
 					dy;
 
-		if ((r & 1023) == 0 && tg_canceled(ctx))
-			return tg_error_set(err, TG_ECANCELED, "viewshed canceled");
-		tg_view_ray(s, r, &dx, &dy);
+		tg_view_ray(j->s, r, &dx, &dy);
 		if (dx != 0 || dy != 0)
-			walk_ray(s, z, dx, dy, out);
+			walk_ray(j->s, j->z, dx, dy, j->out);
 	}
-	tg_view_finish(s, out);
 	return TG_OK;
+}
+
+static tg_status
+r3_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const view_job *j = arg;
+	const tg_view_setup *s = j->s;
+
+	for (int y = y0 > s->y0 ? y0 : s->y0; y < y1 && y <= s->y1; y++)
+		for (int x = s->x0; x <= s->x1; x++)
+			if (x != s->ox || y != s->oy)
+				j->out[(size_t) y * s->width + x] = exact_cell(s, j->z, x, y);
+	return TG_OK;
+}
+
+static tg_status
+finish_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const view_job *j = arg;
+
+	tg_view_finish_rows(j->s, j->out, y0, y1);
+	return TG_OK;
+}
+
+static tg_status
+count_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const view_job *j = arg;
+
+	for (size_t c = (size_t) y0 * j->s->width; c < (size_t) y1 * j->s->width; c++)
+		j->count[c] += j->out[c] == 1.0f;
+	return TG_OK;
+}
+
+/* R2 or R3 of a prepared setup into out. */
+static tg_status
+view_all(const tg_ctx *ctx, const tg_view_setup *s, const double *z, tg_view_algorithm algorithm,
+		 float *out, tg_error *err)
+{
+	view_job	j = {s, z, out, NULL};
+	tg_status	st;
+
+	st = tg_parallel_rows(ctx, s->width, s->height, nan_rows, &j, err);
+	if (st == TG_OK && algorithm == TG_VIEW_R3)
+		st = tg_parallel_rows(ctx, s->width, s->height, r3_rows, &j, err);
+	else if (st == TG_OK)
+		st = tg_parallel(ctx, (s->nrays + RAYS_PER_TASK - 1) / RAYS_PER_TASK, ray_task, &j, err);
+	if (st == TG_OK)
+		st = tg_parallel_rows(ctx, s->width, s->height, finish_rows, &j, err);
+	return st;
 }
 
 tg_status
@@ -206,15 +284,17 @@ tg_cpu_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_p
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate %zu bytes for a viewshed", cells * sizeof(float));
 	for (int k = 0; k < n && st == TG_OK; k++)
 	{
+		view_job	j = {&s, z, vis, count};
+
 		one.observer_col = cols[k];
 		one.observer_row = rows[k];
 		st = tg_view_prepare(dem, &one, z, &s, err);
 		if (st != TG_OK)
 			tg_error_detail(err, "Observer %d of the list.", k + 1);
 		else
-			st = r2_all_rays(ctx, &s, z, vis, err);
-		for (size_t c = 0; st == TG_OK && c < cells; c++)
-			count[c] += vis[c] == 1.0f;
+			st = view_all(ctx, &s, z, TG_VIEW_R2, vis, err);
+		if (st == TG_OK)
+			st = tg_parallel_rows(ctx, dem->width, dem->height, count_rows, &j, err);
 	}
 	if (ctx->stats)
 		ctx->stats->iterations = n;
@@ -227,7 +307,6 @@ tg_status
 tg_cpu_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *p,
 				float *out, tg_error *err)
 {
-	const size_t n = (size_t) dem->width * dem->height;
 	tg_view_setup s;
 	double	   *z = NULL;
 	tg_status	st;
@@ -235,29 +314,9 @@ tg_cpu_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params 
 	st = tg_cpu_decode(ctx, dem, &z, err);
 	if (st == TG_OK)
 		st = tg_view_prepare(dem, p, z, &s, err);
-	if (st != TG_OK)
-	{
-		tg_free(ctx, z);
-		return st;
-	}
-	if (p->algorithm == TG_VIEW_R3)
-	{
-		for (size_t c = 0; c < n; c++)
-			out[c] = NAN;
-		for (int y = s.y0; y <= s.y1 && st == TG_OK; y++)
-		{
-			if (tg_canceled(ctx))
-				st = tg_error_set(err, TG_ECANCELED, "viewshed canceled");
-			for (int x = s.x0; x <= s.x1; x++)
-				if (x != s.ox || y != s.oy)
-					out[(size_t) y * s.width + x] = exact_cell(&s, z, x, y);
-		}
-	}
-	else
-		st = r2_all_rays(ctx, &s, z, out, err);
-	if (st == TG_OK && p->algorithm == TG_VIEW_R3)
-		tg_view_finish(&s, out);
-	if (ctx->stats)
+	if (st == TG_OK)
+		st = view_all(ctx, &s, z, p->algorithm, out, err);
+	if (st == TG_OK && ctx->stats)
 		ctx->stats->iterations = s.nrays;
 	tg_free(ctx, z);
 	return st;
