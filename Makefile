@@ -77,7 +77,7 @@ build/regress/expected:
 # Core tests: no server, plain C (+ the CUDA archive when built with CUDA)
 # ---------------------------------------------------------------------------
 CORE_TEST_CFLAGS = -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter \
-                   -Wno-sign-compare -Isrc/core
+                   -Wno-sign-compare -Wdeclaration-after-statement -Isrc/core
 ifeq ($(WITH_CUDA),1)
 CORE_TEST_LIBS   = $(CUDA_LINK) -lm
 else

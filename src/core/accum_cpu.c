@@ -272,11 +272,10 @@ expand_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 	const tg_route *r = j->r;
 	const int	W = r->width;
 	tg_cell_batch b;
-
-	tg_batch_init(&b, j->order, &j->tail);
 	size_t		lo,
 				hi;
 
+	tg_batch_init(&b, j->order, &j->tail);
 	tg_list_range(j->to - j->from, task, &lo, &hi);
 	for (size_t f = j->from + lo; f < j->from + hi; f++)
 	{
@@ -566,11 +565,10 @@ receivers_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 	const int	W = r->width,
 				H = r->height;
 	tg_cell_batch b;
-
-	tg_batch_init(&b, j->next, &j->nnext);
 	size_t		lo,
 				hi;
 
+	tg_batch_init(&b, j->next, &j->nnext);
 	tg_list_range(j->nactive, task, &lo, &hi);
 	for (size_t f = lo; f < hi; f++)
 	{

@@ -25,6 +25,7 @@
  */
 #include "tg_backends.h"
 #include "fill_flood.h"
+#include "tg_heap.h"
 
 #include <math.h>
 #include <string.h>
@@ -104,8 +105,11 @@ band_flood(const tg_ctx *ctx, tg_fill_blocks *fb, int k, int row0, int nrows, co
 size_t
 tg_fill_blocks_bytes_per_cell(void)
 {
-	/* input doubles, local level, label, the flood's state, pit, climb and queue */
-	return sizeof(double) * 2 + sizeof(uint32_t) * 4 + 2;
+	/*
+	 * input doubles, local level; label, pit and climb; the flood's state;
+	 * its queue at worst (a heap, for float DEMs)
+	 */
+	return sizeof(double) * 2 + sizeof(uint32_t) * 3 + 1 + sizeof(tg_heap_item);
 }
 
 tg_status

@@ -349,6 +349,10 @@ test_rusle_reference(void)
 
 					if (z[i] != ND)
 					{
+						double		dzdx,
+									dzdy,
+									beta;
+
 						for (int dy = -1; dy <= 1; dy++)
 							for (int dx = -1; dx <= 1; dx++)
 							{
@@ -359,9 +363,9 @@ test_rusle_reference(void)
 
 								v[dy + 1][dx + 1] = in ? surface[(size_t) ny * W + nx] : e;
 							}
-						double		dzdx = ((v[0][2] + 2 * v[1][2] + v[2][2]) - (v[0][0] + 2 * v[1][0] + v[2][0])) / (8 * cell);
-						double		dzdy = ((v[2][0] + 2 * v[2][1] + v[2][2]) - (v[0][0] + 2 * v[0][1] + v[0][2])) / (8 * cell);
-						double		beta = atan(sqrt(dzdx * dzdx + dzdy * dzdy));
+						dzdx = ((v[0][2] + 2 * v[1][2] + v[2][2]) - (v[0][0] + 2 * v[1][0] + v[2][0])) / (8 * cell);
+						dzdy = ((v[2][0] + 2 * v[2][1] + v[2][2]) - (v[0][0] + 2 * v[0][1] + v[0][2])) / (8 * cell);
+						beta = atan(sqrt(dzdx * dzdx + dzdy * dzdy));
 
 						expect_ls = 1.4 * pow(acc[i] * cell / 22.1, 0.4) * pow(sin(beta) / 0.0896, 1.3);
 					}
