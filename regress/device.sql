@@ -5,6 +5,7 @@ SHOW terra_gpu.backend;
 SHOW terra_gpu.min_cells_for_gpu;
 SHOW terra_gpu.device;
 SHOW terra_gpu.max_device_memory_mb;
+SHOW terra_gpu.threads;
 
 -- the backend setting accepts only its three values
 SET terra_gpu.backend = 'gpu';
@@ -29,5 +30,20 @@ SELECT function, backend, cells, kernel_ms, transfer_ms, core_ms >= 0 AS timed, 
 SET terra_gpu.backend = 'auto';
 SELECT tg_slope(ST_AddBand(ST_MakeEmptyRaster(20, 10, 0, 0, 1, -1, 0, 0, 0), '16BSI'::text, 1, NULL)) IS NOT NULL;
 SELECT backend, note FROM tg_last_run();
+
+-- terra_gpu.threads caps the threads of a call (0, the default, is every core); what ran is reported,
+-- and the result does not depend on it
+SHOW terra_gpu.threads;
+SET terra_gpu.threads = -1;
+CREATE TEMP TABLE slopes AS
+SELECT t, md5(ST_AsBinary(tg_slope(ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(600, 400, 0, 0, 10, -10, 0, 0, 0), '32BF'::text, 0, NULL),
+                                                1, 1, 1, (SELECT array_agg(r ORDER BY y) FROM
+                                                           (SELECT y, array_agg(sin(x / 17.0) * 50 + y ORDER BY x) AS r
+                                                            FROM generate_series(1, 600) x, generate_series(1, 400) y GROUP BY y) rows)),
+                                   backend => 'cpu'))) AS digest,
+       (tg_last_run()).threads
+FROM (SELECT set_config('terra_gpu.threads', t::text, false), t FROM generate_series(1, 3) t) s;
+SELECT t, threads, digest = first_value(digest) OVER (ORDER BY t) AS same_as_one_thread FROM slopes ORDER BY t;
+RESET terra_gpu.threads;
 
 SELECT tg_version() = (SELECT extversion FROM pg_extension WHERE extname = 'terra_gpu') AS version_matches;

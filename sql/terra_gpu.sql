@@ -36,11 +36,13 @@ CREATE FUNCTION tg_last_run(
 	OUT note text,
 	OUT method text,
 	OUT iterations integer,
-	OUT prep_ms double precision)
+	OUT prep_ms double precision,
+	OUT threads integer,
+	OUT phases text)
 	AS 'MODULE_PATHNAME', 'tgpg_last_run'
 	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
 COMMENT ON FUNCTION tg_last_run() IS
-'What the last terra_gpu call of this backend ran on (cpu or gpu), its device kernel and transfer times and its time in the library';
+'What the last terra_gpu call of this backend ran on (cpu or gpu), its device kernel and transfer times, its time in the library, the threads it used and the time of each phase';
 
 -------------------------------------------------------------------------------
 -- Terrain

@@ -744,6 +744,7 @@ tg_cpu_accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
 	int			rounds = 0;
 	tg_status	st;
 
+	tg_phase(ctx, "accumulation");
 	st = tg_parallel_rows(ctx, r->width, r->height, clear_rows, &c, err);
 	if (st != TG_OK)
 		return st;
@@ -840,7 +841,10 @@ tg_cpu_hydrology(const tg_ctx *ctx, const tg_band *dem, const tg_band *weight,
 
 		st = tg_cpu_accumulate(ctx, &route, p, w, m, out->acc, err);
 		if (st == TG_OK && (out->surface || out->receivers))
+		{
+			tg_phase(ctx, "export");
 			st = tg_parallel_rows(ctx, route.width, route.height, export_rows, &j, err);
+		}
 		tg_cpu_route_put(ctx, &route, kept);
 	}
 	tg_free(ctx, w);

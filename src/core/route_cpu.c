@@ -365,6 +365,7 @@ tg_cpu_route_build(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *
 	double	   *z;
 	tg_status	st;
 
+	tg_phase(ctx, "decode");
 	st = tg_cpu_decode(ctx, dem, &z, err);
 	if (st != TG_OK)
 		return st;
@@ -372,6 +373,7 @@ tg_cpu_route_build(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *
 	{
 		double	   *w = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
 
+		tg_phase(ctx, "fill");
 		if (w == NULL)
 		{
 			tg_free(ctx, z);
@@ -388,6 +390,7 @@ tg_cpu_route_build(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *
 		}
 		z = w;
 	}
+	tg_phase(ctx, "directions");
 	return tg_cpu_route_surface(ctx, z, dem->width, dem->height, p, NULL, r, err);
 }
 

@@ -10,6 +10,7 @@
 
 #include "access/htup_details.h"
 #include "funcapi.h"
+#include "lib/stringinfo.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 
@@ -21,6 +22,7 @@ int			tgpg_device = 0;
 int			tgpg_max_device_memory_mb = 0;
 int			tgpg_max_memory_mb = 0;
 int			tgpg_route_cache_mb = 256;
+int			tgpg_threads = 0;
 
 static const struct config_enum_entry backend_options[] = {
 	{"auto", TG_BACKEND_AUTO, false},
@@ -76,6 +78,12 @@ _PG_init(void)
 							"from the kept fill, flats and directions, and the topological order.",
 							&tgpg_route_cache_mb, 256, 0, INT_MAX,
 							PGC_USERSET, GUC_UNIT_MB, NULL, route_cache_assign, NULL);
+	DefineCustomIntVariable("terra_gpu.threads",
+							"Threads one terra_gpu call may use (0 = every core this server process may run on).",
+							"The threads live only during a call.  With many concurrent sessions, "
+							"a lower value keeps them from competing for the same cores.",
+							&tgpg_threads, 0, 0, 256,
+							PGC_USERSET, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("terra_gpu");
 }
 
@@ -141,8 +149,9 @@ tgpg_last_run(PG_FUNCTION_ARGS)
 	TupleDesc	tupdesc;
 	const tg_run_stats *stats;
 	const char *function;
-	Datum		values[11];
-	bool		nulls[11];
+	StringInfoData phases;
+	Datum		values[13];
+	bool		nulls[13];
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -169,6 +178,12 @@ tgpg_last_run(PG_FUNCTION_ARGS)
 	nulls[9] = stats->iterations == 0;
 	values[10] = Float8GetDatum(stats->prep_ms);
 	nulls[10] = stats->prep_ms == 0;
+	values[11] = Int32GetDatum(stats->threads > 0 ? stats->threads : 1);
+	initStringInfo(&phases);
+	for (int k = 0; k < stats->nphases; k++)
+		appendStringInfo(&phases, "%s%s %.1f ms", k ? ", " : "", stats->phases[k].name,
+						 stats->phases[k].ms);
+	values[12] = text_or_null(phases.data, &nulls[12]);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

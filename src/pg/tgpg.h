@@ -22,6 +22,7 @@ extern int	tgpg_device;
 extern int	tgpg_max_device_memory_mb;
 extern int	tgpg_max_memory_mb;
 extern int	tgpg_route_cache_mb;
+extern int	tgpg_threads;
 
 /* tgpg_error.c: the one place a tg_error becomes an SQLSTATE */
 void		tgpg_raise(const tg_error *err) pg_attribute_noreturn();

@@ -56,6 +56,7 @@ tgpg_ctx_init(tg_ctx *ctx, const char *function, FunctionCallInfo fcinfo,
 	ctx->device = tgpg_device;
 	ctx->device_memory_limit = (size_t) tgpg_max_device_memory_mb * 1024 * 1024;
 	ctx->route_cache_limit = (size_t) tgpg_route_cache_mb * 1024 * 1024;
+	ctx->threads = tgpg_threads;
 	ctx->cancel = pg_interrupt_pending;
 	ctx->allocator.alloc = pg_alloc;
 	ctx->allocator.free = pg_free;
