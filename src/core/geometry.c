@@ -34,3 +34,20 @@ tg_row_spacing(const tg_grid_geometry *g, int row, double *dx, double *dy)
 	*dx = (WGS84_A / w) * cos(phi) * fabs(g->lon_step) * (M_PI / 180.0);
 	*dy = (WGS84_A * (1.0 - e2) / (w * w * w)) * fabs(g->lat_step) * (M_PI / 180.0);
 }
+
+/*
+ * Where a tile whose upper-left corner is (x, y) starts on grid g, in
+ * columns and rows; whether that is a whole cell within
+ * TG_ALIGN_TOLERANCE of a pixel (tiles of one coverage share a grid).
+ */
+bool
+tg_georef_offset(const tg_georef *g, double x, double y, double *col, double *row)
+{
+	const double dx = x - g->upperleft_x,
+				dy = y - g->upperleft_y,
+				det = g->scale_x * g->scale_y - g->skew_x * g->skew_y;
+
+	*col = (dx * g->scale_y - dy * g->skew_x) / det;
+	*row = (dy * g->scale_x - dx * g->skew_y) / det;
+	return fabs(*col - rint(*col)) <= TG_ALIGN_TOLERANCE && fabs(*row - rint(*row)) <= TG_ALIGN_TOLERANCE;
+}

@@ -254,6 +254,16 @@ typedef struct tg_band_spec
 double		tg_georef_pixel_width(const tg_georef *g);
 double		tg_georef_pixel_height(const tg_georef *g);
 
+/* Offsets closer than this (in pixels) to a whole number are aligned. */
+#define TG_ALIGN_TOLERANCE 1e-3
+
+/*
+ * Where a tile whose upper-left corner is (x, y) starts on grid g, in
+ * (fractional) columns and rows; true when both are whole numbers within
+ * TG_ALIGN_TOLERANCE.
+ */
+bool		tg_georef_offset(const tg_georef *g, double x, double y, double *col, double *row);
+
 /*
  * Read the 64-byte header.  buf/len is the whole value (or at least its first
  * 64 bytes), the 4-byte length word included; the length word is not read:
@@ -739,6 +749,207 @@ void		tg_bmmq_tree_free(const tg_ctx *ctx, tg_bmmq_tree *tree);
 /* Column and row (at its level) of a Morton key. */
 void		tg_morton_decode(uint64_t key, uint32_t *col, uint32_t *row);
 uint64_t	tg_morton_encode(uint32_t col, uint32_t row);
+
+/* ------------------------------------------------------------------------
+ * Operations over tiles: one raster (a single tile) or a whole tiled
+ * coverage, read as one grid and written back tile by tile
+ *
+ * The caller lays the tiles out on one grid (their headers are enough),
+ * supplies readers of their bytes and a writer of the result tiles, and
+ * describes the operation; tg_run reads the tiles into the grid (decoding
+ * and decompressing them on the call's threads), computes on the backend
+ * the dispatcher chooses, and encodes each result tile with exactly its
+ * input tile's extent.  A grid larger than the memory budget runs in strips
+ * of whole tile rows where the operation allows it (slope, fill, directions
+ * and D8 accumulation), else fails with TG_ELIMIT before reading a pixel.
+ * Every callback is called on the calling thread only, never while it
+ * could be left unanswered: after one fails, none is called again.
+ * ------------------------------------------------------------------------ */
+typedef enum tg_op_kind
+{
+	TG_OP_SLOPE = 0,
+	TG_OP_FILL,
+	TG_OP_DIRECTIONS,
+	TG_OP_ACCUMULATION,
+	TG_OP_HYDROLOGY,			/* filled DEM, receivers, accumulation */
+	TG_OP_LS_FACTOR,
+	TG_OP_RUSLE,
+	TG_OP_TRAVEL_TIME,
+	TG_OP_ISOCHRONE_BANDS,
+	TG_OP_WATERSHED,
+	TG_OP_VIEWSHED,
+	TG_OP_VIEWSHED_COUNT
+} tg_op_kind;
+
+typedef enum tg_direction_output
+{
+	TG_DIRECTIONS_CODES = 0,	/* 8BUI ESRI codes (d8) */
+	TG_DIRECTIONS_MASK,			/* 16BUI: the receivers' codes or-ed */
+	TG_DIRECTIONS_SHARES		/* 8 x 32BF: the share going to each neighbour */
+} tg_direction_output;
+
+/* A per-cell factor of an operation: a constant, or band 1 of input `input` (> 0). */
+typedef struct tg_op_factor
+{
+	int			input;			/* 0: the constant */
+	double		value;
+} tg_op_factor;
+
+typedef struct tg_op
+{
+	tg_op_kind	kind;
+	int			band;			/* of the DEM (input 0), 1-based */
+	/* the output's nodata: `nodata` where has_nodata, else the operation's own */
+	bool		has_nodata;
+	double		nodata;
+
+	/* slope: pixel size is the grid's */
+	tg_slope_units slope_units;
+	double		slope_scale;
+	/* fill */
+	tg_fill_method fill_method;
+	double		epsilon;
+	/* directions, accumulation, hydrology, LS, RUSLE, travel times (geometry: the caller's) */
+	tg_flow_params flow;
+	tg_direction_output directions;
+	tg_accum_method method;
+	tg_accum_units units;
+	tg_pixtype	accumulation_type;	/* TG_PT_64BF or TG_PT_32BF */
+	int			weight_input;	/* > 0: a weight coverage, its band weight_band */
+	int			weight_band;
+	/* LS and RUSLE */
+	double		m,
+				n,
+				a0,
+				b0;
+	tg_op_factor rusle[4];		/* R, K, C, P */
+	/* travel time, isochrone bands, watershed */
+	bool		has_outlet;
+	int			outlet_col;
+	int			outlet_row;
+	tg_op_factor roughness;
+	tg_op_factor velocity;
+	double		b;
+	double		min_slope;
+	double		interval;		/* isochrone bands */
+	/* viewshed: params' observer for one; cols and rows for a cumulative one */
+	tg_viewshed_params view;
+	int			nobservers;
+	const int  *observer_cols;
+	const int  *observer_rows;
+} tg_op;
+
+/* A tile's place on the grid and its own georeference (given back to its result). */
+typedef struct tg_tile_place
+{
+	int64_t		id;				/* the caller's, for messages */
+	int64_t		col0;
+	int64_t		row0;
+	int			width;
+	int			height;
+	tg_georef	geo;
+} tg_tile_place;
+
+/* Tiles on one grid (of the DEM, and of the auxiliary inputs: in the DEM's places). */
+typedef struct tg_layout
+{
+	const char *name;			/* for messages: the table, or "the raster" */
+	int			width;
+	int			height;
+	tg_georef	geo;			/* of the grid's upper-left cell */
+	int			ntiles;
+	const tg_tile_place *tiles;	/* in grid order */
+} tg_layout;
+
+typedef enum tg_tile_compression
+{
+	TG_TILE_PLAIN = 0,
+	TG_TILE_PGLZ,				/* PostgreSQL's own compression, as stored */
+	TG_TILE_LZ4
+} tg_tile_compression;
+
+/* The bytes of one input tile: a serialized raster, or its compressed form. */
+typedef struct tg_tile_bytes
+{
+	int			tile;			/* index in the layout */
+	const uint8_t *data;
+	size_t		size;
+	tg_tile_compression compression;
+	size_t		raw_size;		/* the raster's size, when compressed */
+	void	   *handle;			/* the reader's own, given back by release */
+} tg_tile_bytes;
+
+typedef struct tg_tile_reader
+{
+	/* Start on the tiles meeting rows [row0, row0 + nrows). */
+	tg_status	(*start) (void *arg, int row0, int nrows, tg_error *err);
+	/* The next tile (t->tile = -1 after the last). */
+	tg_status	(*next) (void *arg, tg_tile_bytes *t, tg_error *err);
+	/* The core is done with a tile's bytes. */
+	void		(*release) (void *arg, tg_tile_bytes *t);
+	void	   *arg;
+} tg_tile_reader;
+
+/* An input: the DEM (input 0) or an auxiliary coverage on its grid. */
+typedef struct tg_input
+{
+	const char *what;			/* for messages: "the weight coverage" */
+	const tg_layout *layout;	/* tiles placed on the DEM's grid */
+	tg_tile_reader reader;
+	int			band;			/* 1-based */
+} tg_input;
+
+/* One result raster of a tile, serialized (4-byte length word first). */
+typedef struct tg_tile_value
+{
+	uint8_t    *data;			/* compressed: header_room bytes, then the LZ4 block */
+	size_t		size;			/* of data */
+	bool		compressed;
+	size_t		raw_size;		/* the raster's size, when compressed */
+} tg_tile_value;
+
+typedef struct tg_tile_writer
+{
+	/*
+	 * The results of tile `tile` (one per output of the operation), in tile
+	 * order.  *kept: the writer keeps values[0]'s memory (allocated with the
+	 * call's allocator); otherwise it copies what it needs.
+	 */
+	tg_status	(*write) (void *arg, int tile, tg_tile_value *values, int nvalues, bool *kept,
+						  tg_error *err);
+	void	   *arg;
+	bool		compress;		/* LZ4-compress the tiles (on the call's threads) */
+	size_t		header_room;	/* bytes before compressed data the writer fills in */
+	size_t		max_value_size;	/* a result raster larger than this is refused (TG_ELIMIT) */
+} tg_tile_writer;
+
+/* Temporary storage for surfaces read more than once beyond memory. */
+typedef struct tg_spill
+{
+	tg_status	(*write) (void *arg, size_t offset, const void *data, size_t bytes, tg_error *err);
+	tg_status	(*read) (void *arg, size_t offset, void *data, size_t bytes, tg_error *err);
+	void	   *arg;
+} tg_spill;
+
+typedef struct tg_job
+{
+	const char *function;		/* for messages: the SQL function */
+	const char *budget_name;	/* for messages: what sets memory_budget */
+	const tg_layout *layout;	/* the DEM's */
+	const tg_input *inputs;		/* [0] the DEM, then auxiliary coverages */
+	int			ninputs;
+	tg_tile_writer writer;
+	tg_spill	spill;			/* may be empty: strips that need one are then refused */
+	size_t		memory_budget;	/* bytes of host memory the job may hold */
+	/* say why a call runs as it does (strips), on the calling thread */
+	void		(*notice) (void *arg, const char *message);
+	void	   *notice_arg;
+} tg_job;
+
+/* Outputs (result rasters per tile) an operation writes, and the bands of each. */
+int			tg_op_outputs(const tg_op *op);
+
+tg_status	tg_run(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err);
 
 #ifdef __cplusplus
 }

@@ -82,11 +82,12 @@ run(const tg_ctx *ctx, int64_t cells, op_fn cpu, op_fn gpu, const void *args,
 	tg_error *err)
 {
 	double		t0 = now_ms();
+	const bool	top = ctx->pool == NULL;	/* not inside tg_run's call */
 	tg_backend	use;
 	tg_status	st;
 	tg_ctx		call;
 
-	if (ctx->stats)
+	if (ctx->stats && top)
 	{
 		memset(ctx->stats, 0, sizeof *ctx->stats);
 		ctx->stats->cells = cells;
@@ -119,7 +120,8 @@ run(const tg_ctx *ctx, int64_t cells, op_fn cpu, op_fn gpu, const void *args,
 	if (ctx->stats)
 	{
 		ctx->stats->backend = use;
-		ctx->stats->core_ms = now_ms() - t0;
+		if (top)
+			ctx->stats->core_ms = now_ms() - t0;
 	}
 	return st;
 }

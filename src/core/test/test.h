@@ -60,5 +60,6 @@ void		test_bmmq(void);
 void		test_viewshed(void);
 void		test_catchment(void);
 void		test_threads(void);
+void		test_run(void);
 
 #endif							/* TG_TEST_H */

@@ -738,6 +738,7 @@ main(void)
 	test_viewshed();
 	test_catchment();
 	test_threads();
+	test_run();
 
 	printf("core tests: %d passed, %d failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;

@@ -1,0 +1,496 @@
+/*
+ * ops.c — what each operation of tg_run writes (its output rasters and
+ * their bands) and how it computes them on a grid in memory, through the
+ * dispatcher's entry points (so each runs on the backend chosen for it).
+ */
+#include "tg_tiles.h"
+#include "tg_pool.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Output nodata markers where the caller gives none */
+#define FLOAT_NODATA (-9999.0)
+#define SHARES_NODATA (-1.0)
+#define CODES_NODATA 255
+#define MASK_NODATA 65535
+#define COUNT_NODATA 4294967295.0
+
+int
+tg_op_outputs(const tg_op *op)
+{
+	return op->kind == TG_OP_HYDROLOGY ? 3 : 1;
+}
+
+/* Values exact in float stay 32BF; 32-bit integers and 64BF need 64BF. */
+static tg_pixtype
+fill_type(const tg_band *dem)
+{
+	return dem->pixtype == TG_PT_64BF || dem->pixtype == TG_PT_32BSI ||
+		dem->pixtype == TG_PT_32BUI ? TG_PT_64BF : TG_PT_32BF;
+}
+
+static double
+fill_nodata(const tg_op *op, const tg_band *dem)
+{
+	if (op->has_nodata && op->kind == TG_OP_FILL)
+		return op->nodata;
+	return dem->has_nodata ? dem->nodata : tg_pixtype_min_value(fill_type(dem));
+}
+
+/*
+ * A slope's nodata: the caller's, else the input band's when negative (a
+ * slope never is), else -9999: a marker such as 0 would turn flats into
+ * nodata.
+ */
+static double
+slope_nodata(const tg_op *op, const tg_band *dem)
+{
+	if (op->has_nodata)
+		return (float) op->nodata;
+	if (dem->has_nodata && (float) dem->nodata < 0)
+		return (float) dem->nodata;
+	return FLOAT_NODATA;
+}
+
+static void
+one_band(tg_output *o, tg_pixtype type, bool has_nodata, double nodata)
+{
+	memset(o, 0, sizeof *o);
+	o->nbands = 1;
+	o->specs[0].pixtype = type;
+	o->specs[0].has_nodata = has_nodata;
+	o->specs[0].nodata = nodata;
+}
+
+static double
+op_nodata(const tg_op *op, double otherwise)
+{
+	return op->has_nodata ? op->nodata : otherwise;
+}
+
+tg_status
+tg_op_plan(const tg_op *op, const tg_band *dem, tg_output *outs, tg_error *err)
+{
+	switch (op->kind)
+	{
+		case TG_OP_SLOPE:
+			one_band(&outs[0], TG_PT_32BF, true, slope_nodata(op, dem));
+			break;
+		case TG_OP_FILL:
+			one_band(&outs[0], fill_type(dem), true, fill_nodata(op, dem));
+			break;
+		case TG_OP_DIRECTIONS:
+			if (op->directions == TG_DIRECTIONS_SHARES)
+			{
+				one_band(&outs[0], TG_PT_32BF, true, SHARES_NODATA);
+				outs[0].nbands = 8;
+				for (int k = 1; k < 8; k++)
+					outs[0].specs[k] = outs[0].specs[0];
+			}
+			else if (op->directions == TG_DIRECTIONS_CODES)
+				one_band(&outs[0], TG_PT_8BUI, true, CODES_NODATA);
+			else
+				one_band(&outs[0], TG_PT_16BUI, true, MASK_NODATA);
+			break;
+		case TG_OP_ACCUMULATION:
+			one_band(&outs[0], op->accumulation_type, true, op_nodata(op, FLOAT_NODATA));
+			break;
+		case TG_OP_HYDROLOGY:
+			one_band(&outs[0], fill_type(dem), true, fill_nodata(op, dem));
+			if (op->flow.routing == TG_ROUTE_D8)
+				one_band(&outs[1], TG_PT_8BUI, true, CODES_NODATA);
+			else
+				one_band(&outs[1], TG_PT_16BUI, true, MASK_NODATA);
+			one_band(&outs[2], TG_PT_64BF, true, op_nodata(op, FLOAT_NODATA));
+			break;
+		case TG_OP_LS_FACTOR:
+		case TG_OP_RUSLE:
+		case TG_OP_TRAVEL_TIME:
+			one_band(&outs[0], TG_PT_32BF, true, op_nodata(op, FLOAT_NODATA));
+			break;
+		case TG_OP_ISOCHRONE_BANDS:
+			one_band(&outs[0], TG_PT_32BUI, true, 0);
+			break;
+		case TG_OP_WATERSHED:
+			one_band(&outs[0], TG_PT_8BUI, true, 0);
+			break;
+		case TG_OP_VIEWSHED:
+			if (op->view.output == TG_VIEW_VISIBLE)
+				one_band(&outs[0], TG_PT_8BUI, true, CODES_NODATA);
+			else
+				one_band(&outs[0], TG_PT_32BF, true, FLOAT_NODATA);
+			break;
+		case TG_OP_VIEWSHED_COUNT:
+			one_band(&outs[0], TG_PT_32BUI, dem->has_nodata, COUNT_NODATA);
+			break;
+		default:
+			return tg_error_set(err, TG_EINVAL, "unknown operation %d", (int) op->kind);
+	}
+	return TG_OK;
+}
+
+size_t
+tg_op_bytes_per_cell(const tg_op *op)
+{
+	switch (op->kind)
+	{
+		case TG_OP_SLOPE:
+			return 16;
+		case TG_OP_FILL:
+			return 40;
+		case TG_OP_DIRECTIONS:
+		case TG_OP_ACCUMULATION:
+		case TG_OP_TRAVEL_TIME:
+		case TG_OP_ISOCHRONE_BANDS:
+		case TG_OP_WATERSHED:
+			return 96;
+		case TG_OP_HYDROLOGY:
+			return 112;
+		case TG_OP_LS_FACTOR:
+		case TG_OP_RUSLE:
+			return 160;
+		case TG_OP_VIEWSHED:
+		case TG_OP_VIEWSHED_COUNT:
+			return 16;
+	}
+	return 160;
+}
+
+/* ------------------------------------------------------------------------
+ * In memory
+ * ------------------------------------------------------------------------ */
+
+/* A plane of n cells for output o, band b, freed with the result. */
+static void *
+new_plane(const tg_ctx *ctx, tg_op_result *r, int o, int b, tg_pixtype type, size_t n)
+{
+	void	   *p = tg_alloc(ctx, (n ? n : 1) * tg_pixtype_size(type));
+
+	if (p == NULL)
+		return NULL;
+	r->buffers[r->nbuffers++] = p;
+	r->outs[o].planes[b].data = p;
+	r->outs[o].planes[b].type = type;
+	return p;
+}
+
+static tg_factor
+factor_of(const tg_op_factor *f, const tg_grid_band *grids)
+{
+	tg_factor	out = {f->input > 0 ? &grids[f->input].band : NULL, f->value};
+
+	return out;
+}
+
+static tg_rusle_params
+rusle_params(const tg_op *op, const tg_grid_band *grids)
+{
+	tg_rusle_params rp;
+
+	memset(&rp, 0, sizeof rp);
+	rp.flow = op->flow;
+	rp.method = op->method;
+	rp.m = op->m;
+	rp.n = op->n;
+	rp.a0 = op->a0;
+	rp.b0 = op->b0;
+	rp.r = factor_of(&op->rusle[0], grids);
+	rp.k = factor_of(&op->rusle[1], grids);
+	rp.c = factor_of(&op->rusle[2], grids);
+	rp.p = factor_of(&op->rusle[3], grids);
+	return rp;
+}
+
+static tg_travel_params
+travel_params(const tg_op *op, const tg_grid_band *grids)
+{
+	tg_travel_params tp;
+
+	memset(&tp, 0, sizeof tp);
+	tp.flow = op->flow;
+	tp.has_outlet = op->has_outlet;
+	tp.outlet_col = op->outlet_col;
+	tp.outlet_row = op->outlet_row;
+	tp.roughness = factor_of(&op->roughness, grids);
+	tp.velocity = factor_of(&op->velocity, grids);
+	tp.b = op->b;
+	tp.min_slope = op->min_slope;
+	return tp;
+}
+
+/* Per-cell passes that turn a computed plane into the output's */
+typedef struct derive_job
+{
+	const tg_op *op;
+	const tg_band *dem;
+	size_t		n;
+	int			width;
+	const float *frac;			/* directions: 8 planes of shares */
+	uint16_t   *mask;
+	const float *time;			/* isochrone bands */
+	uint32_t   *bands;
+	uint8_t    *watershed;
+	uint32_t   *count;			/* cumulative viewshed */
+	bool		overflow;		/* a band number beyond 32 bits (written by any task) */
+} derive_job;
+
+/* The receivers' codes or-ed (D8 codes are that already) */
+static tg_status
+mask_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const derive_job *j = arg;
+
+	for (size_t i = (size_t) y0 * j->width; i < (size_t) y1 * j->width; i++)
+	{
+		uint16_t	m = 0;
+
+		if (isnan(j->frac[i]))
+			m = MASK_NODATA;
+		else
+			for (int k = 0; k < 8; k++)
+				if (j->frac[(size_t) k * j->n + i] > 0)
+					m |= (uint16_t) (1u << k);
+		j->mask[i] = m;
+	}
+	return TG_OK;
+}
+
+/* band k holds times in [(k - 1) interval, k interval); 0 outside the watershed */
+static tg_status
+isochrone_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	derive_job *j = arg;
+
+	for (size_t i = (size_t) y0 * j->width; i < (size_t) y1 * j->width; i++)
+	{
+		const double k = isnan(j->time[i]) ? 0 : floor((double) j->time[i] / j->op->interval) + 1;
+
+		if (k > (double) UINT32_MAX)
+			j->overflow = true;
+		else
+			j->bands[i] = (uint32_t) k;
+	}
+	return TG_OK;
+}
+
+/* 1 inside, 0 (the output's nodata) outside and on nodata */
+static tg_status
+watershed_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const derive_job *j = arg;
+
+	for (size_t i = (size_t) y0 * j->width; i < (size_t) y1 * j->width; i++)
+		j->watershed[i] = j->watershed[i] == 1 ? 1 : 0;
+	return TG_OK;
+}
+
+/* counts are nodata where the DEM is */
+static tg_status
+count_nodata_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const derive_job *j = arg;
+
+	for (size_t i = (size_t) y0 * j->width; i < (size_t) y1 * j->width; i++)
+		if (tg_band_value_is_nodata(j->dem, tg_band_get(j->dem, i)))
+			j->count[i] = UINT32_MAX;
+	return TG_OK;
+}
+
+static tg_status
+compute_directions(const tg_ctx *ctx, const tg_op *op, const tg_band *dem, tg_op_result *r,
+				   tg_error *err)
+{
+	const size_t n = (size_t) dem->width * dem->height;
+	tg_output  *o = &r->outs[0];
+	derive_job	j = {.op = op, .dem = dem, .n = n, .width = dem->width};
+	tg_status	st;
+
+	/* D8 codes serve as its mask as well: the same bits */
+	if (op->flow.routing == TG_ROUTE_D8)
+	{
+		uint8_t    *codes = new_plane(ctx, r, 0, 0, TG_PT_8BUI, n);
+
+		if (codes == NULL)
+			return tg_error_set(err, TG_ENOMEM, "could not allocate flow directions");
+		o->planes[0].has_marker = true;
+		o->planes[0].marker = CODES_NODATA;
+		return tg_flow_direction(ctx, dem, &op->flow, codes, NULL, err);
+	}
+	j.frac = tg_alloc(ctx, (n ? 8 * n : 1) * sizeof(float));
+	if (j.frac == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate flow shares");
+	r->buffers[r->nbuffers++] = (void *) j.frac;
+	st = tg_flow_direction(ctx, dem, &op->flow, NULL, (float *) j.frac, err);
+	if (st != TG_OK || op->directions == TG_DIRECTIONS_SHARES)
+	{
+		for (int k = 0; k < 8; k++)
+		{
+			o->planes[k].data = j.frac + (size_t) k * n;
+			o->planes[k].type = TG_PT_32BF;
+		}
+		return st;
+	}
+	j.mask = new_plane(ctx, r, 0, 0, TG_PT_16BUI, n);
+	if (j.mask == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate receiver masks");
+	o->planes[0].has_marker = true;
+	o->planes[0].marker = MASK_NODATA;
+	return tg_parallel_rows(ctx, dem->width, dem->height, mask_rows, &j, err);
+}
+
+static tg_status
+compute_hydrology(const tg_ctx *ctx, const tg_op *op, const tg_grid_band *grids, tg_op_result *r,
+				  tg_error *err)
+{
+	const tg_band *dem = &grids[0].band;
+	const size_t n = (size_t) dem->width * dem->height;
+	const tg_band *weight = op->weight_input > 0 ? &grids[op->weight_input].band : NULL;
+	tg_flow_products pr;
+
+	memset(&pr, 0, sizeof pr);
+	pr.surface_type = r->outs[0].specs[0].pixtype;
+	pr.surface_nodata = r->outs[0].specs[0].nodata;
+	pr.surface = new_plane(ctx, r, 0, 0, pr.surface_type, n);
+	pr.receivers = new_plane(ctx, r, 1, 0, TG_PT_16BUI, n);
+	pr.acc = new_plane(ctx, r, 2, 0, TG_PT_64BF, n);
+	if (pr.surface == NULL || pr.receivers == NULL || pr.acc == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the flow chain's products");
+	r->outs[0].planes[0].has_marker = true;
+	r->outs[0].planes[0].marker = pr.surface_nodata;
+	r->outs[1].planes[0].has_marker = true;
+	r->outs[1].planes[0].marker = TG_NODATA_RECEIVERS;
+	return tg_hydrology(ctx, dem, weight, &op->flow, op->method, op->units, &pr, err);
+}
+
+tg_status
+tg_op_compute(const tg_ctx *ctx, const tg_op *op, const tg_layout *layout, const tg_grid_band *grids,
+			  tg_op_result *r, tg_error *err)
+{
+	const tg_band *dem = &grids[0].band;
+	const size_t n = (size_t) dem->width * dem->height;
+	tg_status	st;
+
+	memset(r, 0, sizeof *r);
+	r->nout = tg_op_outputs(op);
+	st = tg_op_plan(op, dem, r->outs, err);
+	if (st != TG_OK)
+		return st;
+	switch (op->kind)
+	{
+		case TG_OP_SLOPE:
+			{
+				tg_slope_params p = {tg_georef_pixel_width(&layout->geo),
+					tg_georef_pixel_height(&layout->geo), op->slope_scale, op->slope_units,
+				(float) r->outs[0].specs[0].nodata};
+				float	   *out = new_plane(ctx, r, 0, 0, TG_PT_32BF, n);
+
+				return out ? tg_slope(ctx, dem, &p, out, err)
+					: tg_error_set(err, TG_ENOMEM, "could not allocate slopes");
+			}
+		case TG_OP_FILL:
+			{
+				tg_fill_params p = {op->fill_method, op->epsilon, r->outs[0].specs[0].pixtype};
+				void	   *out = new_plane(ctx, r, 0, 0, p.out_type, n);
+
+				if (out == NULL)
+					return tg_error_set(err, TG_ENOMEM, "could not allocate the filled DEM");
+				r->outs[0].planes[0].has_marker = true;
+				r->outs[0].planes[0].marker = r->outs[0].specs[0].nodata;
+				return tg_fill(ctx, dem, &p, r->outs[0].specs[0].nodata, out, err);
+			}
+		case TG_OP_DIRECTIONS:
+			return compute_directions(ctx, op, dem, r, err);
+		case TG_OP_ACCUMULATION:
+			{
+				double	   *acc = new_plane(ctx, r, 0, 0, TG_PT_64BF, n);
+
+				return acc ? tg_flow_accumulation(ctx, dem, op->weight_input > 0 ?
+												  &grids[op->weight_input].band : NULL,
+												  &op->flow, op->method, op->units, acc, err)
+					: tg_error_set(err, TG_ENOMEM, "could not allocate the accumulation");
+			}
+		case TG_OP_HYDROLOGY:
+			return compute_hydrology(ctx, op, grids, r, err);
+		case TG_OP_LS_FACTOR:
+		case TG_OP_RUSLE:
+			{
+				tg_rusle_params rp = rusle_params(op, grids);
+				float	   *out = new_plane(ctx, r, 0, 0, TG_PT_32BF, n);
+
+				if (out == NULL)
+					return tg_error_set(err, TG_ENOMEM, "could not allocate the LS factor");
+				return op->kind == TG_OP_RUSLE ? tg_rusle(ctx, dem, &rp, NULL, out, err)
+					: tg_rusle(ctx, dem, &rp, out, NULL, err);
+			}
+		case TG_OP_TRAVEL_TIME:
+			{
+				tg_travel_params tp = travel_params(op, grids);
+				float	   *time = new_plane(ctx, r, 0, 0, TG_PT_32BF, n);
+
+				return time ? tg_travel_time(ctx, dem, &tp, time, NULL, err)
+					: tg_error_set(err, TG_ENOMEM, "could not allocate travel times");
+			}
+		case TG_OP_ISOCHRONE_BANDS:
+			{
+				tg_travel_params tp = travel_params(op, grids);
+				derive_job	j = {.op = op, .dem = dem, .n = n, .width = dem->width};
+
+				j.time = tg_alloc(ctx, (n ? n : 1) * sizeof(float));
+				j.bands = new_plane(ctx, r, 0, 0, TG_PT_32BUI, n);
+				if (j.time == NULL || j.bands == NULL)
+					st = tg_error_set(err, TG_ENOMEM, "could not allocate travel times");
+				else
+					st = tg_travel_time(ctx, dem, &tp, (float *) j.time, NULL, err);
+				if (st == TG_OK)
+					st = tg_parallel_rows(ctx, dem->width, dem->height, isochrone_rows, &j, err);
+				if (st == TG_OK && j.overflow)
+					st = tg_error_set(err, TG_ELIMIT, "interval %g makes more than %u bands",
+									  op->interval, UINT32_MAX);
+				tg_free(ctx, (void *) j.time);
+				return st;
+			}
+		case TG_OP_WATERSHED:
+			{
+				tg_travel_params tp = travel_params(op, grids);
+				derive_job	j = {.op = op, .dem = dem, .n = n, .width = dem->width};
+
+				j.watershed = new_plane(ctx, r, 0, 0, TG_PT_8BUI, n);
+				if (j.watershed == NULL)
+					return tg_error_set(err, TG_ENOMEM, "could not allocate the watershed");
+				st = tg_travel_time(ctx, dem, &tp, NULL, j.watershed, err);
+				return st != TG_OK ? st : tg_parallel_rows(ctx, dem->width, dem->height, watershed_rows, &j, err);
+			}
+		case TG_OP_VIEWSHED:
+			{
+				float	   *out = new_plane(ctx, r, 0, 0, TG_PT_32BF, n);
+
+				return out ? tg_viewshed(ctx, dem, &op->view, out, err)
+					: tg_error_set(err, TG_ENOMEM, "could not allocate the viewshed");
+			}
+		case TG_OP_VIEWSHED_COUNT:
+			{
+				derive_job	j = {.op = op, .dem = dem, .n = n, .width = dem->width};
+
+				j.count = new_plane(ctx, r, 0, 0, TG_PT_32BUI, n);
+				if (j.count == NULL)
+					return tg_error_set(err, TG_ENOMEM, "could not allocate the counts");
+				r->outs[0].planes[0].has_marker = dem->has_nodata;
+				r->outs[0].planes[0].marker = UINT32_MAX;
+				st = tg_viewshed_count(ctx, dem, &op->view, op->observer_cols, op->observer_rows,
+									   op->nobservers, j.count, err);
+				if (st == TG_OK && dem->has_nodata)
+					st = tg_parallel_rows(ctx, dem->width, dem->height, count_nodata_rows, &j, err);
+				return st;
+			}
+	}
+	return tg_error_set(err, TG_EINVAL, "unknown operation %d", (int) op->kind);
+}
+
+void
+tg_op_free(const tg_ctx *ctx, tg_op_result *r)
+{
+	for (int k = 0; k < r->nbuffers; k++)
+		tg_free(ctx, r->buffers[k]);
+	r->nbuffers = 0;
+}

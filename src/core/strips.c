@@ -1,0 +1,665 @@
+/*
+ * strips.c — operations on grids larger than the memory budget, in strips
+ * of whole tile rows (a strip boundary never cuts a tile), CPU only.
+ *
+ *   slope        each strip read with a row of halo above and below: the
+ *                3 x 3 window needs no more.
+ *   fill         priority-flood without epsilon after Barnes (2016)
+ *                (fill_blocks.c): every strip is read twice, once to scan
+ *                it and once to finish it, with a row of halo.
+ *   directions   the routing surface (filled as above, or read as it is) is
+ *   and D8       written to the spill, from which later passes read strips
+ *   accumulation with two rows of halo: flats that cross strip boundaries
+ *                are collected and drained over their own cells
+ *                (route_blocks.c), then each strip gets its directions, or
+ *                is accumulated after Barnes (2017): alone, the water
+ *                leaving it carried along the flow paths of the next, then
+ *                again with its inflows.
+ * Results equal the in-memory runs (the fill and D8 counts bit for bit,
+ * weighted sums to rounding).
+ */
+#include "tg_tiles.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Per cell of a strip: the surface read back, and the scan's flat flags, labels and queue. */
+#define FLAT_SCAN_BYTES_PER_CELL 17
+
+typedef struct strips
+{
+	const tg_job *job;
+	int			width;
+	int			height;
+	int			n;				/* strips */
+	int		   *row0;
+	int		   *nrows;
+	int			max_rows;		/* the most rows a strip could have had */
+	tg_grid_band dem;			/* the DEM's type (typed by the first tile read) */
+	bool		spill_single;	/* the spill holds floats: every value is exact in one */
+} strips;
+
+static void
+strips_free(const tg_ctx *ctx, strips *s)
+{
+	tg_free(ctx, s->row0);
+	tg_free(ctx, s->nrows);
+}
+
+/*
+ * Strips of whole tile rows, each holding bytes_per_cell per cell with two
+ * rows of halo within the budget: a boundary may fall at row r only where
+ * no tile covers both r - 1 and r.
+ */
+static tg_status
+plan_strips(const tg_ctx *ctx, const tg_job *job, size_t bytes_per_cell, strips *s, tg_error *err)
+{
+	const tg_layout *l = job->layout;
+	const size_t fit = job->memory_budget / ((size_t) l->width * bytes_per_cell);
+	const int	most = (int) (fit > 2 ? (fit - 2 < INT32_MAX ? fit - 2 : INT32_MAX) : 0);
+	uint8_t    *cut;
+	int			r0 = 0;
+
+	memset(s, 0, sizeof *s);
+	s->job = job;
+	s->width = l->width;
+	s->height = l->height;
+	s->max_rows = most;
+	if (most < 1)
+		return tg_error_set(err, TG_ELIMIT, "%s over %s: not even 3 rows of %d cells fit in %zu MB",
+							job->function, l->name, l->width, job->memory_budget >> 20);
+	cut = tg_alloc(ctx, (size_t) l->height + 1);
+	s->row0 = tg_alloc(ctx, ((size_t) l->height + 1) * sizeof(int));
+	s->nrows = tg_alloc(ctx, ((size_t) l->height + 1) * sizeof(int));
+	if (cut == NULL || s->row0 == NULL || s->nrows == NULL)
+	{
+		tg_free(ctx, cut);
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the strips of %d rows", l->height);
+	}
+	memset(cut, 1, (size_t) l->height + 1);
+	for (int i = 0; i < l->ntiles; i++)
+		for (int64_t r = l->tiles[i].row0 + 1; r < l->tiles[i].row0 + l->tiles[i].height; r++)
+			cut[r] = 0;
+	while (r0 < l->height)
+	{
+		int			best = -1;
+
+		for (int r = r0 + 1; r <= l->height && r - r0 <= most; r++)
+			if (cut[r])
+				best = r;
+		if (best < 0)
+		{
+			tg_free(ctx, cut);
+			tg_error_set(err, TG_ELIMIT, "%s: %s cannot be cut into strips of at most %d rows at tile boundaries",
+						 job->function, l->name, most);
+			tg_error_hint(err, "Raise %s.", job->budget_name);
+			return TG_ELIMIT;
+		}
+		s->row0[s->n] = r0;
+		s->nrows[s->n++] = best - r0;
+		r0 = best;
+	}
+	tg_free(ctx, cut);
+	return TG_OK;
+}
+
+/* Rows [row0 - halo, row0 + nrows + halo) of the DEM, clipped, as doubles (NaN = nodata). */
+static tg_status
+read_rows(const tg_ctx *ctx, strips *s, const tg_input *in, tg_grid_band *g, int row0, int nrows,
+		  int halo, double **rows, int *first, int *count, tg_error *err)
+{
+	tg_status	st;
+
+	*first = row0 - halo > 0 ? row0 - halo : 0;
+	*count = (row0 + nrows + halo < s->height ? row0 + nrows + halo : s->height) - *first;
+	*rows = tg_alloc(ctx, sizeof(double) * (size_t) s->width * *count + 1);
+	if (*rows == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a strip of %d rows", *count);
+	g->as_rows = true;
+	g->rows = *rows;
+	g->row0 = *first;
+	g->nrows = *count;
+	st = tg_read_input(ctx, s->job->layout, in, g, *first, *count, err);
+	if (st != TG_OK)
+	{
+		tg_free(ctx, *rows);
+		*rows = NULL;
+	}
+	return st;
+}
+
+/* Write the tiles of strip k from one plane of doubles over its rows. */
+static tg_status
+write_strip(const tg_ctx *ctx, strips *s, const tg_output *outs, int k, tg_error *err)
+{
+	return tg_write_tiles(ctx, s->job, outs, 1, s->row0[k], s->nrows[k], err);
+}
+
+static void
+strip_stats(const tg_ctx *ctx, const strips *s, const char *method)
+{
+	if (ctx->stats == NULL)
+		return;
+	ctx->stats->backend = TG_BACKEND_CPU;
+	ctx->stats->chunks = s->n;
+	snprintf(ctx->stats->method, sizeof ctx->stats->method, "%s", method);
+	snprintf(ctx->stats->note, sizeof ctx->stats->note, "%d strips of at most %d rows within %s",
+			 s->n, s->max_rows, s->job->budget_name);
+}
+
+static void
+progress(const tg_ctx *ctx, const char *phase, int done, int total)
+{
+	if (ctx->progress)
+		ctx->progress(ctx->progress_arg, phase, (double) done / total);
+}
+
+/* ------------------------------------------------------------------------
+ * Slope
+ * ------------------------------------------------------------------------ */
+static tg_status
+slope_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *err)
+{
+	const int	W = s->width;
+	tg_status	st = TG_OK;
+
+	tg_phase(ctx, "slope in strips");
+	for (int k = 0; k < s->n && st == TG_OK; k++)
+	{
+		double	   *z;
+		int			first,
+					count;
+		float	   *slope;
+
+		st = read_rows(ctx, s, &s->job->inputs[0], &s->dem, s->row0[k], s->nrows[k], 1, &z, &first,
+					   &count, err);
+		if (st != TG_OK)
+			break;
+		slope = tg_alloc(ctx, sizeof(float) * (size_t) W * count + 1);
+		if (slope == NULL)
+			st = tg_error_set(err, TG_ENOMEM, "could not allocate a strip of slopes");
+		else
+		{
+			tg_output	out;
+			tg_band		rows;
+			tg_slope_params p;
+
+			/* the rows as a 64BF band, nodata NaN, with the strip's halo */
+			memset(&rows, 0, sizeof rows);
+			rows.pixtype = TG_PT_64BF;
+			rows.width = W;
+			rows.height = count;
+			rows.data = z;
+			st = tg_op_plan(op, &s->dem.band, &out, err);
+			p.pixel_width = tg_georef_pixel_width(&s->job->layout->geo);
+			p.pixel_height = tg_georef_pixel_height(&s->job->layout->geo);
+			p.scale = op->slope_scale;
+			p.units = op->slope_units;
+			p.out_nodata = (float) out.specs[0].nodata;
+			if (st == TG_OK)
+				st = tg_slope(ctx, &rows, &p, slope, err);
+			out.planes[0].data = slope + (size_t) (s->row0[k] - first) * W;
+			out.planes[0].type = TG_PT_32BF;
+			out.planes[0].has_marker = false;
+			if (st == TG_OK)
+				st = write_strip(ctx, s, &out, k, err);
+		}
+		tg_free(ctx, slope);
+		tg_free(ctx, z);
+		progress(ctx, "slope in strips", k + 1, s->n);
+	}
+	strip_stats(ctx, s, "slope in strips");
+	return st;
+}
+
+/* ------------------------------------------------------------------------
+ * The filled surface, strip by strip
+ * ------------------------------------------------------------------------ */
+
+/* What receives each strip's rows (width * nrows doubles, NaN = nodata). */
+typedef tg_status (*strip_rows_fn) (const tg_ctx *ctx, strips *s, int k, double *rows, void *arg,
+									tg_error *err);
+
+/*
+ * The DEM's rows strip by strip, in order, to `done`: filled (every strip
+ * read twice, once to scan it and once to finish it) or, without fill, as
+ * read.
+ */
+static tg_status
+surface_strips(const tg_ctx *ctx, strips *s, bool fill, strip_rows_fn done, void *arg, tg_error *err)
+{
+	const int	W = s->width;
+	tg_fill_blocks *fb = NULL;
+	tg_status	st = TG_OK;
+
+	if (fill)
+		st = tg_fill_blocks_begin(ctx, W, s->height, &fb, err);
+	for (int pass = fill ? 0 : 1; pass < 2 && st == TG_OK; pass++)
+	{
+		const char *phase = pass == 0 ? "fill scan in strips" : fill ? "fill in strips" : "read in strips";
+
+		tg_phase(ctx, phase);
+		for (int k = 0; k < s->n && st == TG_OK; k++)
+		{
+			double	   *z,
+					   *w = NULL;
+			int			first,
+						count;
+
+			st = read_rows(ctx, s, &s->job->inputs[0], &s->dem, s->row0[k], s->nrows[k], 1, &z, &first,
+						   &count, err);
+			if (st != TG_OK)
+				break;
+			if (pass == 0)
+				st = tg_fill_blocks_scan(ctx, fb, s->row0[k], s->nrows[k], z, err);
+			else if (fill)
+			{
+				w = tg_alloc(ctx, sizeof(double) * (size_t) W * s->nrows[k] + 1);
+				st = w ? tg_fill_blocks_finish(ctx, fb, s->row0[k], s->nrows[k], z, w, err)
+					: tg_error_set(err, TG_ENOMEM, "could not allocate a filled strip");
+				if (st == TG_OK)
+					st = done(ctx, s, k, w, arg, err);
+			}
+			else
+				st = done(ctx, s, k, z + (size_t) (s->row0[k] - first) * W, arg, err);
+			tg_free(ctx, w);
+			tg_free(ctx, z);
+			progress(ctx, phase, k + 1, s->n);
+		}
+		if (pass == 0 && st == TG_OK)
+			st = tg_fill_blocks_solve(ctx, fb, err);
+	}
+	tg_fill_blocks_end(ctx, fb);
+	return st;
+}
+
+/* tg_fill in strips: each strip's tiles are written as soon as it is filled. */
+static tg_status
+write_filled(const tg_ctx *ctx, strips *s, int k, double *rows, void *arg, tg_error *err)
+{
+	const tg_op *op = arg;
+	tg_output	out;
+	tg_status	st;
+
+	/* the scan read every strip: the first tile read gave the output's type */
+	st = tg_op_plan(op, &s->dem.band, &out, err);
+	out.planes[0].data = rows;
+	out.planes[0].type = TG_PT_64BF;
+	out.planes[0].has_marker = false;
+	return st != TG_OK ? st : write_strip(ctx, s, &out, k, err);
+}
+
+static tg_status
+fill_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *err)
+{
+	tg_status	st;
+
+	tg_job_notice(s->job, "%s spans %d x %d cells, more than %s holds: filling it in %d strips of rows",
+				  s->job->layout->name, s->width, s->height, s->job->budget_name, s->n);
+	st = surface_strips(ctx, s, true, write_filled, (void *) op, err);
+	strip_stats(ctx, s, "priority-flood in strips");
+	return st;
+}
+
+/* ------------------------------------------------------------------------
+ * Directions and D8 accumulation: the surface spilled once, read in strips
+ * ------------------------------------------------------------------------ */
+/* Is every value of this pixel type (and NaN) exact as a float? */
+static bool
+exact_in_float(tg_pixtype t)
+{
+	return t != TG_PT_32BSI && t != TG_PT_32BUI && t != TG_PT_64BF;
+}
+
+static size_t
+spill_bytes(const strips *s)
+{
+	return s->spill_single ? sizeof(float) : sizeof(double);
+}
+
+static tg_status
+spill_rows(const tg_ctx *ctx, strips *s, int k, double *rows, void *arg, tg_error *err)
+{
+	const tg_spill *sp = &s->job->spill;
+	const size_t n = (size_t) s->width * s->nrows[k];
+	const size_t offset = (size_t) s->width * s->row0[k] * spill_bytes(s);
+	float	   *chunk;
+	tg_status	st = TG_OK;
+
+	if (k == 0)					/* the first tile read gave the pixel type */
+		s->spill_single = exact_in_float(s->dem.band.pixtype);
+	if (!s->spill_single)
+		return sp->write(sp->arg, offset, rows, n * sizeof(double), err);
+	chunk = tg_alloc(ctx, sizeof(float) * (1 << 20));
+	if (chunk == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a spill buffer");
+	for (size_t i = 0; i < n && st == TG_OK; i += 1 << 20)
+	{
+		const size_t m = n - i < (1 << 20) ? n - i : (1 << 20);
+
+		for (size_t j = 0; j < m; j++)
+			chunk[j] = (float) rows[i + j];
+		st = sp->write(sp->arg, offset + i * sizeof(float), chunk, m * sizeof(float), err);
+	}
+	tg_free(ctx, chunk);
+	return st;
+}
+
+/* Strip k of the spilled surface with two rows of halo, as route_blocks.c takes it. */
+static tg_status
+surface_strip(const tg_ctx *ctx, strips *s, int k, double **rows, tg_error *err)
+{
+	const tg_spill *sp = &s->job->spill;
+	const int	first = s->row0[k] - 2 > 0 ? s->row0[k] - 2 : 0;
+	const int	end = s->row0[k] + s->nrows[k] + 2 < s->height ? s->row0[k] + s->nrows[k] + 2 : s->height;
+	const size_t n = (size_t) s->width * (end - first);
+	tg_status	st;
+
+	*rows = tg_alloc(ctx, sizeof(double) * n + 1);
+	if (*rows == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a strip of the surface");
+	if (!s->spill_single)
+		st = sp->read(sp->arg, (size_t) s->width * first * sizeof(double), *rows, n * sizeof(double), err);
+	else
+	{
+		/* the floats into the buffer's upper half, widened in place from the front */
+		float	   *in = (float *) (*rows + n) - n;
+
+		st = sp->read(sp->arg, (size_t) s->width * first * sizeof(float), in, n * sizeof(float), err);
+		for (size_t i = 0; st == TG_OK && i < n; i++)
+			(*rows)[i] = in[i];
+	}
+	if (st != TG_OK)
+	{
+		tg_free(ctx, *rows);
+		*rows = NULL;
+	}
+	return st;
+}
+
+/*
+ * The surface into the spill, then every strip scanned for flats that
+ * cross strip boundaries, and those solved.
+ */
+static tg_status
+route_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_accum_units units,
+			 tg_route_blocks **rb, tg_error *err)
+{
+	const tg_job *job = s->job;
+	tg_status	st;
+	size_t		need;
+
+	*rb = NULL;
+	tg_job_notice(job, "%s spans %d x %d cells, more than %s holds: routing it in %d strips of rows",
+				  job->layout->name, s->width, s->height, job->budget_name, s->n);
+	st = surface_strips(ctx, s, op->flow.fill, spill_rows, NULL, err);
+	if (st == TG_OK)
+		st = tg_route_blocks_begin(ctx, &op->flow, units, rb, err);
+	tg_phase(ctx, "flats in strips");
+	for (int k = 0; k < s->n && st == TG_OK; k++)
+	{
+		double	   *z;
+
+		st = surface_strip(ctx, s, k, &z, err);
+		if (st == TG_OK)
+			st = tg_route_blocks_scan(ctx, *rb, s->row0[k], s->nrows[k], z, err);
+		tg_free(ctx, z);
+		progress(ctx, "flats in strips", k + 1, s->n);
+	}
+	if (st != TG_OK)
+		return st;
+	need = tg_route_blocks_flat_bytes(*rb, true);
+	if (need > job->memory_budget)
+	{
+		tg_error_set(err, TG_ELIMIT, "%s over %s: %zu cells of flats cross strip boundaries, and resolving them "
+					 "needs %zu MB, more than %s (%zu MB)", job->function, job->layout->name,
+					 tg_route_blocks_flat_cells(*rb), need >> 20, job->budget_name, job->memory_budget >> 20);
+		tg_error_detail(err, "A flat that crosses strips is drained as a whole: a sea or lake held at one "
+						"elevation across the grid is such a flat.");
+		tg_error_hint(err, "Raise %s, or set the sea to nodata.", job->budget_name);
+		return TG_ELIMIT;
+	}
+	st = tg_route_blocks_solve_flats(ctx, *rb, err);
+	if (st == TG_OK)
+		tg_job_notice(job, "flats across strips resolved (%zu cells)", tg_route_blocks_flat_cells(*rb));
+	return st;
+}
+
+static tg_status
+directions_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *err)
+{
+	const int	W = s->width;
+	const bool	codes = op->flow.routing == TG_ROUTE_D8;
+	tg_route_blocks *rb;
+	tg_status	st = route_strips(ctx, op, s, TG_UNITS_CELLS, &rb, err);
+
+	tg_phase(ctx, "directions in strips");
+	for (int k = 0; k < s->n && st == TG_OK; k++)
+	{
+		const size_t n = (size_t) W * s->nrows[k];
+		double	   *z = NULL;
+		uint8_t    *d8 = NULL;
+		float	   *frac = NULL;
+		uint16_t   *mask = NULL;
+		tg_output	out;
+
+		st = surface_strip(ctx, s, k, &z, err);
+		if (st == TG_OK)
+		{
+			d8 = codes ? tg_alloc(ctx, n + 1) : NULL;
+			frac = codes ? NULL : tg_alloc(ctx, 8 * n * sizeof(float) + 1);
+			mask = !codes && op->directions == TG_DIRECTIONS_MASK ? tg_alloc(ctx, n * sizeof(uint16_t) + 1) : NULL;
+			if ((codes && !d8) || (!codes && !frac) || (op->directions == TG_DIRECTIONS_MASK && !codes && !mask))
+				st = tg_error_set(err, TG_ENOMEM, "could not allocate a strip of directions");
+		}
+		if (st == TG_OK)
+			st = tg_route_blocks_directions(ctx, rb, s->row0[k], s->nrows[k], z, d8, frac, err);
+		if (st == TG_OK)
+			st = tg_op_plan(op, &s->dem.band, &out, err);
+		if (st == TG_OK)
+		{
+			if (codes)
+			{
+				out.planes[0].data = d8;
+				out.planes[0].type = TG_PT_8BUI;
+				out.planes[0].has_marker = true;
+				out.planes[0].marker = 255;
+			}
+			else if (mask)
+			{
+				for (size_t i = 0; i < n; i++)
+				{
+					uint16_t	m = 0;
+
+					if (isnan(frac[i]))
+						m = 65535;
+					else
+						for (int b = 0; b < 8; b++)
+							if (frac[(size_t) b * n + i] > 0)
+								m |= (uint16_t) (1u << b);
+					mask[i] = m;
+				}
+				out.planes[0].data = mask;
+				out.planes[0].type = TG_PT_16BUI;
+				out.planes[0].has_marker = true;
+				out.planes[0].marker = 65535;
+			}
+			else
+				for (int b = 0; b < 8; b++)
+				{
+					out.planes[b].data = frac + (size_t) b * n;
+					out.planes[b].type = TG_PT_32BF;
+					out.planes[b].has_marker = false;
+				}
+			st = write_strip(ctx, s, &out, k, err);
+		}
+		tg_free(ctx, z);
+		tg_free(ctx, d8);
+		tg_free(ctx, frac);
+		tg_free(ctx, mask);
+		progress(ctx, "directions in strips", k + 1, s->n);
+	}
+	tg_route_blocks_end(ctx, rb);
+	strip_stats(ctx, s, "directions in strips");
+	return st;
+}
+
+/* A strip's weights as a 64BF band over its own rows (nodata NaN). */
+static tg_status
+weight_strip(const tg_ctx *ctx, strips *s, const tg_op *op, int k, tg_grid_band *wg, double **rows,
+			 tg_band *weight, tg_error *err)
+{
+	int			first,
+				count;
+	tg_status	st = read_rows(ctx, s, &s->job->inputs[op->weight_input], wg, s->row0[k], s->nrows[k], 0,
+							   rows, &first, &count, err);
+
+	memset(weight, 0, sizeof *weight);
+	weight->pixtype = TG_PT_64BF;
+	weight->width = s->width;
+	weight->height = s->nrows[k];
+	weight->data = *rows;
+	return st;
+}
+
+static tg_status
+accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *err)
+{
+	const int	W = s->width;
+	tg_route_blocks *rb;
+	tg_grid_band wg;
+	tg_status	st = route_strips(ctx, op, s, op->units, &rb, err);
+
+	memset(&wg, 0, sizeof wg);
+	for (int pass = 0; pass < 2 && st == TG_OK; pass++)
+	{
+		const char *phase = pass == 0 ? "linking strips" : "accumulation in strips";
+
+		tg_phase(ctx, phase);
+		for (int k = 0; k < s->n && st == TG_OK; k++)
+		{
+			double	   *z = NULL,
+					   *wrows = NULL,
+					   *acc = NULL;
+			tg_band		weight;
+
+			st = surface_strip(ctx, s, k, &z, err);
+			if (st == TG_OK && op->weight_input > 0)
+				st = weight_strip(ctx, s, op, k, &wg, &wrows, &weight, err);
+			if (st == TG_OK && pass == 0)
+				st = tg_route_blocks_link(ctx, rb, s->row0[k], s->nrows[k], z,
+										  op->weight_input > 0 ? &weight : NULL, err);
+			else if (st == TG_OK)
+			{
+				tg_output	out;
+
+				acc = tg_alloc(ctx, sizeof(double) * (size_t) W * s->nrows[k] + 1);
+				st = acc ? tg_route_blocks_accumulate(ctx, rb, s->row0[k], s->nrows[k], z,
+													  op->weight_input > 0 ? &weight : NULL, acc, err)
+					: tg_error_set(err, TG_ENOMEM, "could not allocate a strip of the accumulation");
+				if (st == TG_OK)
+					st = tg_op_plan(op, &s->dem.band, &out, err);
+				if (st == TG_OK)
+				{
+					out.planes[0].data = acc;
+					out.planes[0].type = TG_PT_64BF;
+					out.planes[0].has_marker = false;
+					st = write_strip(ctx, s, &out, k, err);
+				}
+			}
+			tg_free(ctx, z);
+			tg_free(ctx, wrows);
+			tg_free(ctx, acc);
+			progress(ctx, phase, k + 1, s->n);
+		}
+		if (pass == 0 && st == TG_OK)
+			st = tg_route_blocks_solve_flow(ctx, rb, err);
+	}
+	tg_route_blocks_end(ctx, rb);
+	strip_stats(ctx, s, "d8 in strips");
+	return st;
+}
+
+/* ------------------------------------------------------------------------ */
+
+bool
+tg_op_in_strips(const tg_op *op, const tg_ctx *ctx, const char **why_not)
+{
+	*why_not = NULL;
+	if (ctx->backend == TG_BACKEND_GPU)
+		*why_not = "backend auto or cpu";
+	else if (op->kind == TG_OP_SLOPE)
+		return true;
+	else if (op->kind == TG_OP_FILL && (op->fill_method != TG_FILL_PRIORITY_FLOOD || op->epsilon != 0))
+		*why_not = "method priority-flood with epsilon 0";
+	else if (op->kind == TG_OP_FILL)
+		return true;
+	else if (op->kind == TG_OP_DIRECTIONS && op->flow.routing == TG_ROUTE_FDD8)
+		*why_not = "routing d8, fd8 or mfd-md";
+	else if (op->kind == TG_OP_DIRECTIONS)
+		return true;
+	else if (op->kind == TG_OP_ACCUMULATION && op->flow.routing != TG_ROUTE_D8)
+		*why_not = "routing d8";
+	else if (op->kind == TG_OP_ACCUMULATION)
+		return true;
+	return false;
+}
+
+/* Bytes per cell of a strip, every pass counted: the most any pass holds. */
+static size_t
+strip_bytes_per_cell(const tg_op *op)
+{
+	const size_t fill = tg_fill_blocks_bytes_per_cell() + 2 * sizeof(double);
+	size_t		most = 0;
+
+	switch (op->kind)
+	{
+		case TG_OP_SLOPE:
+			return tg_op_bytes_per_cell(op);
+		case TG_OP_FILL:
+			return fill;
+		case TG_OP_DIRECTIONS:
+			most = tg_route_blocks_bytes_per_cell(op->flow.routing, false) + sizeof(double) +
+				(op->flow.routing == TG_ROUTE_D8 ? 1 : 8 * sizeof(float) + sizeof(uint16_t));
+			break;
+		default:
+			most = tg_route_blocks_bytes_per_cell(TG_ROUTE_D8, true) +
+				(op->weight_input > 0 ? 4 : 2) * sizeof(double);
+			break;
+	}
+	most = most > FLAT_SCAN_BYTES_PER_CELL ? most : FLAT_SCAN_BYTES_PER_CELL;
+	return op->flow.fill && fill > most ? fill : most;
+}
+
+tg_status
+tg_run_strips(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err)
+{
+	strips		s;
+	tg_status	st;
+
+	if ((op->kind == TG_OP_DIRECTIONS || op->kind == TG_OP_ACCUMULATION) && job->spill.write == NULL)
+		return tg_error_set(err, TG_EUNSUPPORTED, "%s in strips needs somewhere to spill its surface",
+							job->function);
+	st = plan_strips(ctx, job, strip_bytes_per_cell(op), &s, err);
+	if (st == TG_OK)
+		switch (op->kind)
+		{
+			case TG_OP_SLOPE:
+				tg_job_notice(job, "%s spans %d x %d cells, more than %s holds: computing it in %d strips of rows",
+							  job->layout->name, s.width, s.height, job->budget_name, s.n);
+				st = slope_in_strips(ctx, op, &s, err);
+				break;
+			case TG_OP_FILL:
+				st = fill_in_strips(ctx, op, &s, err);
+				break;
+			case TG_OP_DIRECTIONS:
+				st = directions_in_strips(ctx, op, &s, err);
+				break;
+			default:
+				st = accumulation_in_strips(ctx, op, &s, err);
+				break;
+		}
+	strips_free(ctx, &s);
+	return st;
+}

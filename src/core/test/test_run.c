@@ -1,0 +1,554 @@
+/*
+ * test_run.c — tg_run over tiles: a DEM cut into tiles (edge tiles smaller,
+ * one missing, some arriving LZ4- or pglz-compressed) gives, for every
+ * operation, the tiles of the same operation over the one-tile mosaic;
+ * strips (a small memory budget) give the tiles of the run in memory; LZ4
+ * result tiles decompress to the plain ones; 1 and 4 threads agree; the
+ * codecs refuse corrupt input.
+ */
+#include "test.h"
+#include "tg_codec.h"
+#include "tg_tiles.h"
+
+#define GW 230
+#define GH 190
+#define TILE_W 48
+#define TILE_H 16
+#define ND (-32768.0)
+#define MISSING 7				/* a tile the table lacks: row 1, column 2 */
+
+/* ------------------------------------------------------------------------
+ * Serialized tiles and the callbacks over them
+ * ------------------------------------------------------------------------ */
+typedef struct stored
+{
+	uint8_t    *bytes;			/* as the reader hands it */
+	size_t		size;
+	tg_tile_compression compression;
+	size_t		raw_size;
+} stored;
+
+typedef struct coverage
+{
+	tg_layout	layout;
+	tg_tile_place places[128];
+	stored		tiles[128];		/* by place */
+	int			next;
+	int			row0,
+				nrows;
+} coverage;
+
+/* A raster of w x h int16 cells (rows y0.., columns x0.. of dem) georeferenced at its corner. */
+static uint8_t *
+serialize(const int16_t *dem, int x0, int y0, int w, int h, size_t *size)
+{
+	tg_raster_info info = {1, (uint16_t) w, (uint16_t) h,
+	{30, -30, 500000 + 30.0 * x0, 4000000 - 30.0 * y0, 0, 0, 32611}};
+	tg_band_spec spec = {TG_PT_16BSI, true, ND};
+	void	   *data;
+	uint8_t    *buf;
+	tg_error	err;
+
+	tg_error_clear(&err);
+	tg_raster_size(&info, &spec, size, &err);
+	buf = malloc(*size);
+	tg_raster_write(buf, *size, &info, &spec, &data, &err);
+	for (int y = 0; y < h; y++)
+		memcpy((int16_t *) data + (size_t) y * w, dem + (size_t) (y0 + y) * GW + x0, w * sizeof(int16_t));
+	return buf;
+}
+
+/* pglz of only literals: control byte 0, then eight bytes (valid, if no smaller) */
+static uint8_t *
+pglz_literals(const uint8_t *src, size_t n, size_t *size)
+{
+	uint8_t    *out = malloc(n + n / 8 + 2),
+			   *p = out;
+
+	for (size_t i = 0; i < n; i += 8)
+	{
+		*p++ = 0;
+		for (size_t k = i; k < i + 8 && k < n; k++)
+			*p++ = src[k];
+	}
+	*size = (size_t) (p - out);
+	return out;
+}
+
+static void
+make_coverage(coverage *c, const int16_t *dem, bool tiled)
+{
+	int			n = 0;
+
+	memset(c, 0, sizeof *c);
+	c->layout.name = tiled ? "tiles" : "the raster";
+	c->layout.width = GW;
+	c->layout.height = GH;
+	c->layout.geo = (tg_georef) {30, -30, 500000, 4000000, 0, 0, 32611};
+	for (int y0 = 0; y0 < GH; y0 += tiled ? TILE_H : GH)
+		for (int x0 = 0; x0 < GW; x0 += tiled ? TILE_W : GW)
+		{
+			const int	w = tiled && x0 + TILE_W < GW ? TILE_W : GW - x0,
+						h = tiled && y0 + TILE_H < GH ? TILE_H : GH - y0;
+			tg_tile_place *p = &c->places[n];
+			stored	   *s = &c->tiles[n];
+			uint8_t    *raw;
+			size_t		size;
+
+			p->id = 100 + n;
+			p->col0 = x0;
+			p->row0 = y0;
+			p->width = w;
+			p->height = h;
+			p->geo = (tg_georef) {30, -30, 500000 + 30.0 * x0, 4000000 - 30.0 * y0, 0, 0, 32611};
+			raw = serialize(dem, x0, y0, w, h, &size);
+			s->compression = n % 3 == 1 ? TG_TILE_LZ4 : n % 3 == 2 ? TG_TILE_PGLZ : TG_TILE_PLAIN;
+			if (!tiled)
+				s->compression = TG_TILE_PLAIN;
+			if (s->compression == TG_TILE_PLAIN)
+			{
+				s->bytes = raw;
+				s->size = size;
+			}
+			else if (s->compression == TG_TILE_LZ4)
+			{
+				s->bytes = malloc(tg_lz4_bound(size));
+				s->size = tg_lz4_compress(raw + 4, size - 4, s->bytes, tg_lz4_bound(size));
+				s->raw_size = size - 4;
+				free(raw);
+			}
+			else
+			{
+				s->bytes = pglz_literals(raw + 4, size - 4, &s->size);
+				s->raw_size = size - 4;
+				free(raw);
+			}
+			n++;
+		}
+	/* tile MISSING is not in the table: its cells are nodata */
+	if (tiled)
+	{
+		free(c->tiles[MISSING].bytes);
+		memmove(&c->places[MISSING], &c->places[MISSING + 1], (n - MISSING - 1) * sizeof c->places[0]);
+		memmove(&c->tiles[MISSING], &c->tiles[MISSING + 1], (n - MISSING - 1) * sizeof c->tiles[0]);
+		n--;
+	}
+	c->layout.ntiles = n;
+	c->layout.tiles = c->places;
+}
+
+static tg_status
+cov_start(void *arg, int row0, int nrows, tg_error *err)
+{
+	coverage   *c = arg;
+
+	c->next = 0;
+	c->row0 = row0;
+	c->nrows = nrows;
+	return TG_OK;
+}
+
+static tg_status
+cov_next(void *arg, tg_tile_bytes *t, tg_error *err)
+{
+	coverage   *c = arg;
+
+	memset(t, 0, sizeof *t);
+	while (c->next < c->layout.ntiles)
+	{
+		const int	k = c->next++;
+		const tg_tile_place *p = &c->places[k];
+
+		if (p->row0 < c->row0 + c->nrows && p->row0 + p->height > c->row0)
+		{
+			t->data = c->tiles[k].bytes;
+			t->size = c->tiles[k].size;
+			t->compression = c->tiles[k].compression;
+			t->raw_size = c->tiles[k].raw_size;
+			return TG_OK;
+		}
+	}
+	return TG_OK;
+}
+
+static void
+cov_release(void *arg, tg_tile_bytes *t)
+{
+}
+
+/* The written tiles, decompressed, by tile index and output. */
+typedef struct results
+{
+	uint8_t    *tile[128][3];
+	size_t		size[128][3];
+	int			written;
+	bool		saw_compressed;
+	bool		in_order;
+	int			last;
+} results;
+
+static tg_status
+res_write(void *arg, int tile, tg_tile_value *v, int n, bool *kept, tg_error *err)
+{
+	results    *r = arg;
+
+	r->in_order = r->in_order && tile > r->last;
+	r->last = tile;
+	for (int o = 0; o < n; o++)
+	{
+		size_t		size = v[o].compressed ? v[o].raw_size + 4 : v[o].size;
+		uint8_t    *copy = malloc(size);
+
+		if (v[o].compressed)
+		{
+			r->saw_compressed = true;
+			memset(copy, 0, 4);
+			if (!tg_lz4_decompress(v[o].data + 8, v[o].size - 8, copy + 4, v[o].raw_size))
+				return tg_error_set(err, TG_EDATA, "a result tile does not decompress");
+			/* the length word of the plain form, as tg_raster_write leaves it */
+			*(uint32_t *) copy = (uint32_t) size;
+		}
+		else
+			memcpy(copy, v[o].data, size);
+		r->tile[tile][o] = copy;
+		r->size[tile][o] = size;
+	}
+	r->written++;
+	return TG_OK;
+}
+
+static void
+res_free(results *r)
+{
+	for (int t = 0; t < 128; t++)
+		for (int o = 0; o < 3; o++)
+			free(r->tile[t][o]);
+	memset(r, 0, sizeof *r);
+}
+
+static uint8_t spill_space[GW * GH * 8];
+
+static tg_status
+spill_write(void *arg, size_t offset, const void *data, size_t bytes, tg_error *err)
+{
+	memcpy(spill_space + offset, data, bytes);
+	return TG_OK;
+}
+
+static tg_status
+spill_read(void *arg, size_t offset, void *data, size_t bytes, tg_error *err)
+{
+	memcpy(data, spill_space + offset, bytes);
+	return TG_OK;
+}
+
+static tg_status
+run_on(coverage *c, coverage *weights, const tg_op *op, int threads, size_t budget, bool compress,
+	   results *r, tg_run_stats *stats, tg_error *err)
+{
+	tg_input	in[2] = {{"the DEM", &c->layout, {cov_start, cov_next, cov_release, c}, 1},
+	{"the weights", weights ? &weights->layout : NULL, {cov_start, cov_next, cov_release, weights}, 1}};
+	tg_job		job;
+	tg_ctx		ctx;
+
+	memset(&job, 0, sizeof job);
+	job.function = "tg_test";
+	job.budget_name = "the budget";
+	job.layout = &c->layout;
+	job.inputs = in;
+	job.ninputs = weights ? 2 : 1;
+	job.writer.write = res_write;
+	job.writer.arg = r;
+	job.writer.compress = compress;
+	job.writer.header_room = 8;
+	job.spill.write = spill_write;
+	job.spill.read = spill_read;
+	job.memory_budget = budget;
+	tg_ctx_init(&ctx);
+	ctx.backend = TG_BACKEND_CPU;
+	ctx.threads = threads;
+	ctx.stats = stats;
+	memset(r, 0, sizeof *r);
+	r->in_order = true;
+	r->last = -1;
+	tg_error_clear(err);
+	return tg_run(&ctx, op, &job, err);
+}
+
+/* Cell (x, y) of output o, band b, as double, from the written tiles of a coverage. */
+static double
+cell_of(const coverage *c, const results *r, int o, int b, int x, int y, bool *found)
+{
+	for (int t = 0; t < c->layout.ntiles; t++)
+	{
+		const tg_tile_place *p = &c->places[t];
+		tg_band		band;
+		tg_error	err;
+
+		if (x < p->col0 || y < p->row0 || x >= p->col0 + p->width || y >= p->row0 + p->height)
+			continue;
+		tg_error_clear(&err);
+		*found = r->tile[t][o] != NULL &&
+			tg_raster_read_band(r->tile[t][o], r->size[t][o], b, &band, &err) == TG_OK;
+		return *found ? tg_band_get(&band, (size_t) (y - p->row0) * p->width + (x - p->col0)) : NAN;
+	}
+	*found = false;
+	return NAN;
+}
+
+/* The tiles' cells equal the mosaic's, bit for bit (NaN = NaN). */
+static bool
+same_cells(const coverage *tiles, const results *rt, const coverage *whole, const results *rw,
+		   int nout, int nbands)
+{
+	for (int o = 0; o < nout; o++)
+		for (int b = 0; b < nbands; b++)
+			for (int y = 0; y < GH; y++)
+				for (int x = 0; x < GW; x++)
+				{
+					bool		f1,
+								f2;
+					double		a = cell_of(tiles, rt, o, b, x, y, &f1),
+								w = cell_of(whole, rw, o, b, x, y, &f2);
+
+					if (!f1)
+						continue;	/* where the tiles lack one */
+					if (!f2 || (a != w && !(isnan(a) && isnan(w))))
+						return false;
+				}
+	return true;
+}
+
+static bool
+same_tiles(const coverage *c, const results *a, const results *b, int nout)
+{
+	for (int t = 0; t < c->layout.ntiles; t++)
+		for (int o = 0; o < nout; o++)
+			if (a->size[t][o] != b->size[t][o] ||
+				memcmp(a->tile[t][o] + 4, b->tile[t][o] + 4, a->size[t][o] - 4) != 0)
+				return false;
+	return true;
+}
+
+static void
+check_op(const char *name, const tg_op *op, coverage *tiles, coverage *whole, coverage *weights,
+		 bool strips)
+{
+	results		rt,
+				rw,
+				r4,
+				rs;
+	tg_run_stats stats;
+	tg_error	err;
+	const int	nout = tg_op_outputs(op);
+	const int	nbands = op->kind == TG_OP_DIRECTIONS && op->directions == TG_DIRECTIONS_SHARES ? 8 : 1;
+	check(run_on(tiles, weights, op, 1, SIZE_MAX, false, &rt, &stats, &err) == TG_OK,
+		  "%s over tiles: %s", name, err.message);
+	check(rt.written == tiles->layout.ntiles && rt.in_order, "%s: %d tiles written in order", name,
+		  rt.written);
+	/* the weights are a coverage on the same grid for both */
+	check(run_on(whole, weights, op, 1, SIZE_MAX, false, &rw, &stats, &err) == TG_OK,
+		  "%s over the mosaic: %s", name, err.message);
+	check(same_cells(tiles, &rt, whole, &rw, nout, nbands), "%s: the tiles hold the mosaic's cells", name);
+	check(run_on(tiles, weights, op, 4, SIZE_MAX, true, &r4, &stats, &err) == TG_OK,
+		  "%s on 4 threads: %s", name, err.message);
+	check(same_tiles(tiles, &rt, &r4, nout) && r4.saw_compressed,
+		  "%s: 4 threads and LZ4 tiles give the same tiles", name);
+	check(stats.threads > 1, "%s: 4 threads asked, %d ran", name, stats.threads);
+	if (strips)
+	{
+		/* a third of the grid in memory */
+		const size_t budget = (size_t) GW * GH * tg_op_bytes_per_cell(op) / 3;
+
+		check(run_on(tiles, weights, op, 3, budget, false, &rs, &stats, &err) == TG_OK,
+			  "%s in strips: %s", name, err.message);
+		check(stats.chunks > 1 && same_tiles(tiles, &rt, &rs, nout),
+			  "%s: %d strips give the tiles of the run in memory", name, stats.chunks);
+		res_free(&rs);
+	}
+	res_free(&rt);
+	res_free(&rw);
+	res_free(&r4);
+}
+
+static tg_op
+base_op(tg_op_kind kind)
+{
+	tg_op		op;
+
+	memset(&op, 0, sizeof op);
+	op.kind = kind;
+	op.band = 1;
+	op.slope_scale = 1;
+	op.flow.routing = TG_ROUTE_D8;
+	op.flow.fill = true;
+	op.flow.exponent = 1.1;
+	op.flow.threshold = 30;
+	op.flow.geom.width = GW;
+	op.flow.geom.height = GH;
+	op.flow.geom.cell_x = 30;
+	op.flow.geom.cell_y = 30;
+	op.accumulation_type = TG_PT_64BF;
+	op.m = 0.4;
+	op.n = 1.3;
+	op.a0 = 22.1;
+	op.b0 = 0.0896;
+	for (int f = 0; f < 4; f++)
+		op.rusle[f].value = 1;
+	op.roughness.value = 0.05;
+	op.velocity.value = 2;
+	op.b = 0.5;
+	op.min_slope = 0.001;
+	op.interval = 600;
+	op.view.observer_height = 10;
+	op.view.earth_radius = 6370997;
+	op.view.refraction = 1.0 / 7;
+	op.view.cell_x = op.view.cell_y = 30;
+	op.view.geom = op.flow.geom;
+	return op;
+}
+
+static void
+test_codecs(void)
+{
+	uint8_t		src[4096],
+				packed[8192],
+				back[4096];
+	size_t		n;
+	bool		refused = true;
+
+	for (int i = 0; i < 4096; i++)
+		src[i] = (uint8_t) (i % 17 == 0 ? i : i / 64);
+	n = tg_lz4_compress(src, sizeof src, packed, sizeof packed);
+	check(n > 0 && n < sizeof src && tg_lz4_decompress(packed, n, back, sizeof back) &&
+		  memcmp(src, back, sizeof src) == 0, "lz4 round trip");
+	/* a pglz stream with a back-reference: "abcabcabc" = 3 literals + copy of 6 at offset 3 */
+	{
+		const uint8_t z[] = {0x08, 'a', 'b', 'c', 0x03, 0x03};
+		uint8_t		out[9];
+
+		check(tg_pglz_decompress(z, sizeof z, out, 9) && memcmp(out, "abcabcabc", 9) == 0,
+			  "pglz back-reference");
+	}
+	/* corrupt input is refused, never read or written beyond its buffers */
+	rng_state = 77;
+	for (int trial = 0; trial < 20000; trial++)
+	{
+		uint8_t		junk[64],
+					out[128];
+		const size_t len = 1 + rng_next() % sizeof junk;
+
+		for (size_t i = 0; i < len; i++)
+			junk[i] = (uint8_t) rng_next();
+		(void) tg_pglz_decompress(junk, len, out, 1 + rng_next() % sizeof out);
+		(void) tg_lz4_decompress(junk, len, out, 1 + rng_next() % sizeof out);
+	}
+	{
+		const uint8_t bad[] = {0x01, 0x0f, 0xff};	/* a copy from before the start */
+		uint8_t		out[32];
+
+		refused = !tg_pglz_decompress(bad, sizeof bad, out, sizeof out);
+	}
+	check(refused, "pglz refuses a reference before the output's start");
+}
+
+void
+test_run(void)
+{
+	int16_t    *dem = malloc(sizeof(int16_t) * GW * GH);
+	coverage   *tiles = malloc(sizeof *tiles),
+			   *whole = malloc(sizeof *whole),
+			   *weights = malloc(sizeof *weights);
+	tg_op		op;
+	static const int obs_cols[2] = {40, 180},
+				obs_rows[2] = {30, 150};
+
+	test_codecs();
+	rng_state = 4242;
+	for (int y = 0; y < GH; y++)
+		for (int x = 0; x < GW; x++)
+		{
+			double		v = 500 + 120 * sin(x / 19.0) * cos(y / 23.0) + 0.3 * y + 30 * rng_uniform();
+
+			if (x < 40 && y > 150)
+				v = 100;		/* a lake: a flat crossing strips */
+			if ((x * 13 + y * 7) % 211 == 0)
+				v = ND;
+			dem[(size_t) y * GW + x] = (int16_t) v;
+		}
+	make_coverage(tiles, dem, true);
+	/* the mosaic holds nodata where the tiles lack one */
+	for (int y = TILE_H; y < 2 * TILE_H; y++)
+		for (int x = 2 * TILE_W; x < 3 * TILE_W; x++)
+			dem[(size_t) y * GW + x] = (int16_t) ND;
+	make_coverage(whole, dem, false);
+	/* the weights: the DEM's own tiles (another coverage on the same grid) */
+	make_coverage(weights, dem, true);
+
+	op = base_op(TG_OP_SLOPE);
+	check_op("slope", &op, tiles, whole, NULL, true);
+	op = base_op(TG_OP_FILL);
+	check_op("fill", &op, tiles, whole, NULL, true);
+	op = base_op(TG_OP_DIRECTIONS);
+	op.directions = TG_DIRECTIONS_CODES;
+	check_op("directions d8", &op, tiles, whole, NULL, true);
+	op.flow.routing = TG_ROUTE_MFD_MD;
+	op.directions = TG_DIRECTIONS_MASK;
+	check_op("directions mfd-md mask", &op, tiles, whole, NULL, true);
+	op.directions = TG_DIRECTIONS_SHARES;
+	check_op("directions mfd-md shares", &op, tiles, whole, NULL, true);
+	op = base_op(TG_OP_ACCUMULATION);
+	check_op("accumulation d8", &op, tiles, whole, NULL, true);
+	op.weight_input = 1;
+	op.weight_band = 1;
+	op.units = TG_UNITS_AREA;
+	check_op("accumulation d8 weighted", &op, tiles, whole, weights, false);
+	op = base_op(TG_OP_HYDROLOGY);
+	op.flow.routing = TG_ROUTE_MFD_MD;
+	check_op("hydrology mfd-md", &op, tiles, whole, NULL, false);
+	op = base_op(TG_OP_RUSLE);
+	op.flow.routing = TG_ROUTE_MFD_MD;
+	check_op("rusle", &op, tiles, whole, NULL, false);
+	op = base_op(TG_OP_TRAVEL_TIME);
+	check_op("travel time", &op, tiles, whole, NULL, false);
+	op = base_op(TG_OP_ISOCHRONE_BANDS);
+	op.has_outlet = true;
+	op.outlet_col = 5;
+	op.outlet_row = 100;
+	check_op("isochrone bands", &op, tiles, whole, NULL, false);
+	op.kind = TG_OP_WATERSHED;
+	check_op("watershed", &op, tiles, whole, NULL, false);
+	op = base_op(TG_OP_VIEWSHED);
+	op.view.observer_col = 60;
+	op.view.observer_row = 130;
+	op.view.output = TG_VIEW_ANGLE;
+	check_op("viewshed", &op, tiles, whole, NULL, false);
+	op = base_op(TG_OP_VIEWSHED_COUNT);
+	op.nobservers = 2;
+	op.observer_cols = obs_cols;
+	op.observer_rows = obs_rows;
+	check_op("cumulative viewshed", &op, tiles, whole, NULL, false);
+
+	/* what cannot run in strips says so, before reading a pixel */
+	{
+		results		r;
+		tg_error	err;
+
+		op = base_op(TG_OP_ACCUMULATION);
+		op.flow.routing = TG_ROUTE_MFD_MD;
+		check(run_on(tiles, NULL, &op, 1, 1 << 20, false, &r, NULL, &err) == TG_ELIMIT &&
+			  strstr(err.detail, "routing d8") != NULL && r.written == 0,
+			  "mfd-md accumulation beyond the budget: %s / %s", err.message, err.detail);
+		res_free(&r);
+	}
+	for (int t = 0; t < tiles->layout.ntiles; t++)
+	{
+		free(tiles->tiles[t].bytes);
+		free(weights->tiles[t].bytes);
+	}
+	free(whole->tiles[0].bytes);
+	free(tiles);
+	free(whole);
+	free(weights);
+	free(dem);
+}
