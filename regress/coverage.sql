@@ -88,7 +88,7 @@ SET terra_gpu.max_memory_mb = 1;
 SELECT count(*) FROM tg_flow_accumulation(coverage => 'big');
 RESET terra_gpu.max_memory_mb;
 
--- beyond terra_gpu.max_memory_mb, priority-flood fills in bands of rows: a 300 x 200 DEM of
+-- beyond terra_gpu.max_memory_mb, priority-flood fills in strips of rows: a 300 x 200 DEM of
 -- pits, plateaus and holes in 20 x 20 tiles (one missing) needs about 2.4 MB as one grid
 CREATE TEMP TABLE pits AS
 SELECT ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(300, 200, 0, 200, 1, -1, 0, 0, 0), '16BSI'::text, 0, -9999),
@@ -100,51 +100,51 @@ SELECT ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(300, 200, 0, 200, 1, -1, 0, 0,
 CREATE TEMP TABLE pit_tiles AS SELECT (row_number() OVER ())::int AS rid, t AS rast FROM pits, ST_Tile(rast, 20, 20) AS t;
 DELETE FROM pit_tiles WHERE rid = 77;
 CREATE TEMP TABLE pit_whole AS SELECT * FROM tg_fill(coverage => 'pit_tiles');
-SET client_min_messages = warning;		-- the banded run reports its bands with timings
+SET client_min_messages = warning;		-- the run in strips says so
 SET terra_gpu.max_memory_mb = 1;
-CREATE TEMP TABLE pit_banded AS SELECT * FROM tg_fill(coverage => 'pit_tiles');
+CREATE TEMP TABLE pit_strips AS SELECT * FROM tg_fill(coverage => 'pit_tiles');
 SELECT method, note FROM tg_last_run();
 SELECT count(*) AS tiles, count(*) FILTER (WHERE ST_AsBinary(w.rast) = ST_AsBinary(b.rast)) AS identical,
        sum((ST_SummaryStats(b.rast)).sum - (ST_SummaryStats(t.rast)).sum) > 0 AS raised
-FROM pit_whole w JOIN pit_banded b USING (rid) JOIN pit_tiles t USING (rid);
--- what cannot run in bands says so
+FROM pit_whole w JOIN pit_strips b USING (rid) JOIN pit_tiles t USING (rid);
+-- what cannot run in strips says so
 SELECT count(*) FROM tg_fill(coverage => 'pit_tiles', epsilon => 0.01);
 SELECT count(*) FROM tg_fill(coverage => 'pit_tiles', method => 'planchon-darboux');
--- directions and D8 accumulation run in bands too: flats that cross band boundaries are resolved
--- on their own cells and the flow between bands is stitched (Barnes 2017): the same tiles
+-- directions and D8 accumulation run in strips too: flats that cross strip boundaries are resolved
+-- on their own cells and the flow between strips is stitched (Barnes 2017): the same tiles
 RESET terra_gpu.max_memory_mb;
 CREATE TEMP TABLE pit_acc_whole AS SELECT * FROM tg_flow_accumulation(coverage => 'pit_tiles');
 CREATE TEMP TABLE pit_mask_whole AS
 SELECT * FROM tg_flow_direction(coverage => 'pit_tiles', routing => 'mfd-md', output => 'mask');
 SET terra_gpu.max_memory_mb = 1;
-CREATE TEMP TABLE pit_acc_banded AS SELECT * FROM tg_flow_accumulation(coverage => 'pit_tiles');
+CREATE TEMP TABLE pit_acc_strips AS SELECT * FROM tg_flow_accumulation(coverage => 'pit_tiles');
 SELECT method, note FROM tg_last_run();
 SET terra_gpu.max_memory_mb = 2;
-CREATE TEMP TABLE pit_mask_banded AS
+CREATE TEMP TABLE pit_mask_strips AS
 SELECT * FROM tg_flow_direction(coverage => 'pit_tiles', routing => 'mfd-md', output => 'mask');
 SELECT method, note FROM tg_last_run();
 SELECT 'accumulation' AS output, count(*) AS tiles,
        count(*) FILTER (WHERE ST_AsBinary(w.rast) = ST_AsBinary(b.rast)) AS identical,
        max((ST_SummaryStats(b.rast)).max) AS largest
-FROM pit_acc_whole w JOIN pit_acc_banded b USING (rid)
+FROM pit_acc_whole w JOIN pit_acc_strips b USING (rid)
 UNION ALL
 SELECT 'mfd-md mask', count(*), count(*) FILTER (WHERE ST_AsBinary(w.rast) = ST_AsBinary(b.rast)), NULL
-FROM pit_mask_whole w JOIN pit_mask_banded b USING (rid);
--- a weight coverage (one tile missing) is read band by band as well
+FROM pit_mask_whole w JOIN pit_mask_strips b USING (rid);
+-- a weight coverage (one tile missing) is read strip by strip as well
 CREATE TEMP TABLE pit_weights AS
 SELECT rid, ST_MapAlgebra(rast, '32BF', '[rast] / 7.0') AS rast FROM pit_tiles WHERE rid <> 5;
 RESET terra_gpu.max_memory_mb;
 CREATE TEMP TABLE pit_wacc_whole AS
 SELECT * FROM tg_flow_accumulation(coverage => 'pit_tiles', weight => 'pit_weights', units => 'area');
 SET terra_gpu.max_memory_mb = 1;
-CREATE TEMP TABLE pit_wacc_banded AS
+CREATE TEMP TABLE pit_wacc_strips AS
 SELECT * FROM tg_flow_accumulation(coverage => 'pit_tiles', weight => 'pit_weights', units => 'area');
 SELECT count(*) AS tiles,
        count(*) FILTER (WHERE abs((ST_SummaryStats(w.rast)).sum / (ST_SummaryStats(b.rast)).sum - 1) < 1e-12) AS equal
-FROM pit_wacc_whole w JOIN pit_wacc_banded b USING (rid);
--- multiple-flow accumulation does not run in bands
+FROM pit_wacc_whole w JOIN pit_wacc_strips b USING (rid);
+-- multiple-flow accumulation does not run in strips
 SELECT count(*) FROM tg_flow_accumulation(coverage => 'pit_tiles', routing => 'mfd-md');
--- slope needs only its 3 x 3 window: bands with a row of halo give the same tiles
+-- slope needs only its 3 x 3 window: strips with a row of halo give the same tiles
 CREATE TEMP TABLE hills_tiles AS
 SELECT (row_number() OVER ())::int AS rid, t AS rast
 FROM (SELECT ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(400, 300, 0, 300, 10, -10, 0, 0, 0), '32BF'::text, 0, -9999),
@@ -156,10 +156,10 @@ FROM (SELECT ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(400, 300, 0, 300, 10, -1
 RESET terra_gpu.max_memory_mb;
 CREATE TEMP TABLE hills_whole AS SELECT * FROM tg_slope(coverage => 'hills_tiles', units => 'percent');
 SET terra_gpu.max_memory_mb = 1;
-CREATE TEMP TABLE hills_banded AS SELECT * FROM tg_slope(coverage => 'hills_tiles', units => 'percent');
+CREATE TEMP TABLE hills_strips AS SELECT * FROM tg_slope(coverage => 'hills_tiles', units => 'percent');
 SELECT count(*) AS tiles, count(*) FILTER (WHERE ST_AsBinary(w.rast) = ST_AsBinary(b.rast)) AS identical
-FROM hills_whole w JOIN hills_banded b USING (rid);
--- one tile taller than the budget's band cannot be cut
+FROM hills_whole w JOIN hills_strips b USING (rid);
+-- one tile taller than the budget's strip cannot be cut
 SELECT count(*) FROM tg_slope(coverage => 'big');
 RESET terra_gpu.max_memory_mb;
 RESET client_min_messages;

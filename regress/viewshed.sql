@@ -72,7 +72,7 @@ FROM (SELECT ST_Union(v.rast) AS r
      (SELECT tg_viewshed_count(rast, ARRAY[ST_MakePoint(105, 155), ST_MakePoint(305, 255)]) AS r FROM hill_holed) w,
      unnest((ST_DumpValues(c.r, 1)), (ST_DumpValues(w.r, 1))) AS u(a, b);
 -- bad input (the observer at 250, 100 stands in the missing tile)
-SELECT count(*) FROM tg_viewshed(coverage => 'hill_tiles');
+SELECT count(*) FROM tg_viewshed(coverage => 'hill_tiles', observer => NULL);
 SELECT count(*) FROM tg_viewshed(coverage => 'hill_tiles', observer => ST_MakePoint(1000, 155));
 SELECT count(*) FROM tg_viewshed(coverage => 'hill_tiles', observer => ST_SetSRID(ST_MakePoint(105, 155), 4326));
 SELECT count(*) FROM tg_viewshed(coverage => 'hill_tiles', observer => ST_MakeLine(ST_MakePoint(105, 155), ST_MakePoint(115, 155)));

@@ -46,6 +46,12 @@ COMMENT ON FUNCTION tg_last_run() IS
 
 -------------------------------------------------------------------------------
 -- Terrain
+--
+-- Every terrain function has two forms with the same arguments, in the same
+-- order and with the same defaults: the raster form takes a raster first
+-- and returns a raster; the coverage form takes a table of tiles first
+-- (coverage), its column names last (rast_column, id_column, weight_column),
+-- and returns one row per input tile.  One C function serves both.
 -------------------------------------------------------------------------------
 CREATE FUNCTION tg_slope(
 	rast raster,
@@ -62,17 +68,17 @@ COMMENT ON FUNCTION tg_slope(raster, integer, text, double precision, double pre
 
 CREATE FUNCTION tg_slope(
 	coverage regclass,
-	rast_column name DEFAULT 'rast',
-	id_column name DEFAULT 'rid',
 	band integer DEFAULT 1,
 	units text DEFAULT 'DEGREES',
 	scale double precision DEFAULT 1.0,
 	nodata double precision DEFAULT NULL,
-	backend text DEFAULT NULL)
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
 	RETURNS TABLE(rid bigint, rast raster)
-	AS 'MODULE_PATHNAME', 'tgpg_slope_coverage'
+	AS 'MODULE_PATHNAME', 'tgpg_slope'
 	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
-COMMENT ON FUNCTION tg_slope(regclass, name, name, integer, text, double precision, double precision, text) IS
+COMMENT ON FUNCTION tg_slope(regclass, integer, text, double precision, double precision, text, name, name) IS
 'Coverage form: the slope of a whole tiled raster table, computed as one grid (no tile-edge effects), one row per input tile with its extent';
 
 -------------------------------------------------------------------------------
@@ -93,18 +99,18 @@ COMMENT ON FUNCTION tg_fill(raster, integer, text, double precision, double prec
 
 CREATE FUNCTION tg_fill(
 	coverage regclass,
-	rast_column name DEFAULT 'rast',
-	id_column name DEFAULT 'rid',
 	band integer DEFAULT 1,
 	method text DEFAULT 'priority-flood',
 	epsilon double precision DEFAULT 0,
 	nodata double precision DEFAULT NULL,
-	backend text DEFAULT NULL)
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
 	RETURNS TABLE(rid bigint, rast raster)
-	AS 'MODULE_PATHNAME', 'tgpg_fill_coverage'
+	AS 'MODULE_PATHNAME', 'tgpg_fill'
 	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
-COMMENT ON FUNCTION tg_fill(regclass, name, name, integer, text, double precision, double precision, text) IS
-'Coverage form: depression filling of a whole tiled raster table as one grid, one row per input tile with its extent (equal to the value form on the mosaic)';
+COMMENT ON FUNCTION tg_fill(regclass, integer, text, double precision, double precision, text, name, name) IS
+'Coverage form: depression filling of a whole tiled raster table as one grid, one row per input tile with its extent (equal to the raster form on the mosaic)';
 
 CREATE FUNCTION tg_flow_direction(
 	rast raster,
@@ -123,19 +129,19 @@ COMMENT ON FUNCTION tg_flow_direction(raster, integer, text, boolean, double pre
 
 CREATE FUNCTION tg_flow_direction(
 	coverage regclass,
-	rast_column name DEFAULT 'rast',
-	id_column name DEFAULT 'rid',
 	band integer DEFAULT 1,
 	routing text DEFAULT 'd8',
 	fill boolean DEFAULT true,
 	exponent double precision DEFAULT 1.1,
 	threshold double precision DEFAULT 1000,
 	output text DEFAULT 'auto',
-	backend text DEFAULT NULL)
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
 	RETURNS TABLE(rid bigint, rast raster)
-	AS 'MODULE_PATHNAME', 'tgpg_flow_direction_coverage'
+	AS 'MODULE_PATHNAME', 'tgpg_flow_direction'
 	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
-COMMENT ON FUNCTION tg_flow_direction(regclass, name, name, integer, text, boolean, double precision, double precision, text, text) IS
+COMMENT ON FUNCTION tg_flow_direction(regclass, integer, text, boolean, double precision, double precision, text, text, name, name) IS
 'Coverage form: flow directions of a whole tiled raster table as one grid, one row per input tile with its extent';
 
 CREATE FUNCTION tg_flow_accumulation(
@@ -160,8 +166,6 @@ COMMENT ON FUNCTION tg_flow_accumulation(raster, integer, text, text, raster, te
 
 CREATE FUNCTION tg_flow_accumulation(
 	coverage regclass,
-	rast_column name DEFAULT 'rast',
-	id_column name DEFAULT 'rid',
 	band integer DEFAULT 1,
 	routing text DEFAULT 'd8',
 	method text DEFAULT 'auto',
@@ -174,11 +178,13 @@ CREATE FUNCTION tg_flow_accumulation(
 	pixeltype text DEFAULT '64BF',
 	nodata double precision DEFAULT NULL,
 	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
 	weight_column name DEFAULT 'rast')
 	RETURNS TABLE(rid bigint, rast raster)
-	AS 'MODULE_PATHNAME', 'tgpg_flow_accumulation_coverage'
+	AS 'MODULE_PATHNAME', 'tgpg_flow_accumulation'
 	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
-COMMENT ON FUNCTION tg_flow_accumulation(regclass, name, name, integer, text, text, regclass, text, boolean, double precision, double precision, integer, text, double precision, text, name) IS
+COMMENT ON FUNCTION tg_flow_accumulation(regclass, integer, text, text, regclass, text, boolean, double precision, double precision, integer, text, double precision, text, name, name, name) IS
 'Coverage form: flow accumulation over a whole tiled raster table as one grid (flow crosses tile edges), one row per input tile with its extent; weight is another coverage on the same grid';
 
 CREATE FUNCTION tg_hydrology(
@@ -204,8 +210,6 @@ COMMENT ON FUNCTION tg_hydrology(raster, integer, text, text, raster, text, doub
 
 CREATE FUNCTION tg_hydrology(
 	coverage regclass,
-	rast_column name DEFAULT 'rast',
-	id_column name DEFAULT 'rid',
 	band integer DEFAULT 1,
 	routing text DEFAULT 'd8',
 	method text DEFAULT 'auto',
@@ -216,11 +220,13 @@ CREATE FUNCTION tg_hydrology(
 	weight_band integer DEFAULT 1,
 	nodata double precision DEFAULT NULL,
 	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
 	weight_column name DEFAULT 'rast')
 	RETURNS TABLE(rid bigint, filled raster, direction raster, accumulation raster)
-	AS 'MODULE_PATHNAME', 'tgpg_hydrology_coverage'
+	AS 'MODULE_PATHNAME', 'tgpg_hydrology'
 	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
-COMMENT ON FUNCTION tg_hydrology(regclass, name, name, integer, text, text, regclass, text, double precision, double precision, integer, double precision, text, name) IS
+COMMENT ON FUNCTION tg_hydrology(regclass, integer, text, text, regclass, text, double precision, double precision, integer, double precision, text, name, name, name) IS
 'Coverage form of the chained call: filled DEM, directions and accumulation of a whole tiled raster table as one grid, one row per input tile';
 
 -------------------------------------------------------------------------------
@@ -832,50 +838,6 @@ COMMENT ON FUNCTION tg_bmmq_roi(text[], double precision[], double precision[], 
 -------------------------------------------------------------------------------
 -- Viewshed
 -------------------------------------------------------------------------------
-CREATE FUNCTION terra_gpu._viewshed(rast raster, band integer, col integer, "row" integer,
-	observer_height double precision, target_height double precision, max_distance double precision,
-	earth_radius double precision, refraction double precision, output text, backend text, algorithm text)
-	RETURNS raster
-	AS 'MODULE_PATHNAME', 'tgpg_viewshed'
-	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
-
-CREATE FUNCTION terra_gpu._viewshed_count(rast raster, band integer, cols integer[], "rows" integer[],
-	observer_height double precision, target_height double precision, max_distance double precision,
-	earth_radius double precision, refraction double precision, backend text)
-	RETURNS raster
-	AS 'MODULE_PATHNAME', 'tgpg_viewshed_count'
-	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
-
--- The cell (0-based column, row) of an observer point, or an error saying what is wrong.
--- m: the raster's ST_MetaData, read once (many observers need not touch the pixels).
-CREATE FUNCTION terra_gpu._observer_cell(m record, observer geometry, what text,
-	OUT col integer, OUT "row" integer)
-	LANGUAGE plpgsql IMMUTABLE AS $$
-DECLARE
-	det double precision := m.scalex * m.scaley - m.skewx * m.skewy;
-	dx double precision;
-	dy double precision;
-BEGIN
-	IF observer IS NULL THEN
-		RAISE EXCEPTION '% is NULL', what USING ERRCODE = '22004';
-	END IF;
-	IF GeometryType(observer) <> 'POINT' THEN
-		RAISE EXCEPTION '% must be a point, got %', what, GeometryType(observer) USING ERRCODE = '22023';
-	END IF;
-	IF ST_SRID(observer) <> m.srid THEN
-		RAISE EXCEPTION '% has SRID %, the raster %', what, ST_SRID(observer), m.srid
-			USING ERRCODE = '22023', HINT = 'ST_Transform the observer to the raster''s SRID.';
-	END IF;
-	-- the inverse of the raster's affine georeference
-	dx := ST_X(observer) - m.upperleftx;
-	dy := ST_Y(observer) - m.upperlefty;
-	col := floor((dx * m.scaley - dy * m.skewx) / det);
-	"row" := floor((dy * m.scalex - dx * m.skewy) / det);
-	IF col < 0 OR col >= m.width OR "row" < 0 OR "row" >= m.height THEN
-		RAISE EXCEPTION '% % is outside the raster', what, ST_AsText(observer) USING ERRCODE = '22023';
-	END IF;
-END $$;
-
 CREATE FUNCTION tg_viewshed(
 	rast raster,
 	observer geometry,
@@ -889,19 +851,30 @@ CREATE FUNCTION tg_viewshed(
 	backend text DEFAULT NULL,
 	algorithm text DEFAULT 'r2')
 	RETURNS raster
-	LANGUAGE plpgsql IMMUTABLE PARALLEL RESTRICTED AS $$
-DECLARE
-	c record;
-BEGIN
-	IF rast IS NULL THEN
-		RETURN NULL;
-	END IF;
-	c := terra_gpu._observer_cell(ST_MetaData(rast), observer, 'observer');
-	RETURN terra_gpu._viewshed(rast, band, c.col, c."row", observer_height, target_height, max_distance,
-							   earth_radius, refraction, output, backend, coalesce(algorithm, 'r2'));
-END $$;
+	AS 'MODULE_PATHNAME', 'tgpg_viewshed'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION tg_viewshed(raster, geometry, double precision, double precision, double precision, double precision, double precision, text, integer, text, text) IS
 'What an observer sees (R2 ray casting, Earth curvature and refraction): visible (8BUI 1/0), angle (elevation angle, degrees) or height (extra target height needed), nodata beyond max_distance';
+
+CREATE FUNCTION tg_viewshed(
+	coverage regclass,
+	observer geometry,
+	observer_height double precision DEFAULT 1.75,
+	target_height double precision DEFAULT 0,
+	max_distance double precision DEFAULT NULL,
+	earth_radius double precision DEFAULT 6370997,
+	refraction double precision DEFAULT 0.14286,
+	output text DEFAULT 'visible',
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL,
+	algorithm text DEFAULT 'r2',
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_viewshed'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_viewshed(regclass, geometry, double precision, double precision, double precision, double precision, double precision, text, integer, text, text, name, name) IS
+'Coverage form of tg_viewshed: the whole tiled raster table as one grid (sight lines cross tiles), one row per input tile';
 
 CREATE FUNCTION tg_viewshed_count(
 	rast raster,
@@ -914,77 +887,35 @@ CREATE FUNCTION tg_viewshed_count(
 	band integer DEFAULT 1,
 	backend text DEFAULT NULL)
 	RETURNS raster
-	LANGUAGE plpgsql IMMUTABLE PARALLEL RESTRICTED AS $$
-DECLARE
-	cols integer[];
-	rws integer[];
-	c record;
-	m record;
-BEGIN
-	IF rast IS NULL THEN
-		RETURN NULL;
-	END IF;
-	IF cardinality(observers) IS NULL OR cardinality(observers) = 0 THEN
-		RAISE EXCEPTION 'observers must hold at least one point' USING ERRCODE = '22023';
-	END IF;
-	m := ST_MetaData(rast);
-	FOR i IN 1 .. cardinality(observers) LOOP
-		c := terra_gpu._observer_cell(m, observers[i], format('observer %s', i));
-		cols := cols || c.col;
-		rws := rws || c."row";
-	END LOOP;
-	RETURN terra_gpu._viewshed_count(rast, band, cols, rws, observer_height, target_height, max_distance,
-									 earth_radius, refraction, backend);
-END $$;
+	AS 'MODULE_PATHNAME', 'tgpg_viewshed_count'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION tg_viewshed_count(raster, geometry[], double precision, double precision, double precision, double precision, double precision, integer, text) IS
 'Cumulative viewshed: for each cell, how many of the observers see it (32BUI), all observers in one call with the DEM kept on the GPU';
 
-CREATE FUNCTION tg_viewshed(
-	coverage regclass,
-	rast_column name DEFAULT 'rast',
-	id_column name DEFAULT 'rid',
-	observer geometry DEFAULT NULL,
-	observer_height double precision DEFAULT 1.75,
-	target_height double precision DEFAULT 0,
-	max_distance double precision DEFAULT NULL,
-	earth_radius double precision DEFAULT 6370997,
-	refraction double precision DEFAULT 0.14286,
-	output text DEFAULT 'visible',
-	band integer DEFAULT 1,
-	backend text DEFAULT NULL,
-	algorithm text DEFAULT 'r2')
-	RETURNS TABLE(rid bigint, rast raster)
-	AS 'MODULE_PATHNAME', 'tgpg_viewshed_coverage'
-	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
-COMMENT ON FUNCTION tg_viewshed(regclass, name, name, geometry, double precision, double precision, double precision, double precision, double precision, text, integer, text, text) IS
-'Coverage form of tg_viewshed: the whole tiled raster table as one grid (sight lines cross tiles), one row per input tile';
-
 CREATE FUNCTION tg_viewshed_count(
 	coverage regclass,
-	rast_column name DEFAULT 'rast',
-	id_column name DEFAULT 'rid',
-	observers geometry[] DEFAULT NULL,
+	observers geometry[],
 	observer_height double precision DEFAULT 1.75,
 	target_height double precision DEFAULT 0,
 	max_distance double precision DEFAULT NULL,
 	earth_radius double precision DEFAULT 6370997,
 	refraction double precision DEFAULT 0.14286,
 	band integer DEFAULT 1,
-	backend text DEFAULT NULL)
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
 	RETURNS TABLE(rid bigint, rast raster)
-	AS 'MODULE_PATHNAME', 'tgpg_viewshed_count_coverage'
+	AS 'MODULE_PATHNAME', 'tgpg_viewshed_count'
 	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
-COMMENT ON FUNCTION tg_viewshed_count(regclass, name, name, geometry[], double precision, double precision, double precision, double precision, double precision, integer, text) IS
+COMMENT ON FUNCTION tg_viewshed_count(regclass, geometry[], double precision, double precision, double precision, double precision, double precision, integer, text, name, name) IS
 'Coverage form of tg_viewshed_count, one row per input tile';
 
 -------------------------------------------------------------------------------
 -- Soil loss (RUSLE) and travel time
 --
 -- Factors (r, k, c, p; n and k of the travel time) are "any": a number, or a
--- raster on the DEM's grid (value forms; band 1) or a table of tiles on the
--- same grid (coverage forms; column rast, band 1).  Coverage forms take
--- (coverage, rast_column, id_column) in place of the raster and otherwise
--- the same arguments; they return one row per input tile.
+-- raster on the DEM's grid (raster forms; band 1) or a table of tiles on the
+-- same grid (coverage forms; column rast, band 1).
 -------------------------------------------------------------------------------
 CREATE FUNCTION tg_ls_factor(
 	dem raster,
@@ -1008,8 +939,6 @@ COMMENT ON FUNCTION tg_ls_factor(raster, text, double precision, double precisio
 
 CREATE FUNCTION tg_ls_factor(
 	coverage regclass,
-	rast_column name DEFAULT 'rast',
-	id_column name DEFAULT 'rid',
 	routing text DEFAULT 'mfd-md',
 	m double precision DEFAULT 0.4,
 	n double precision DEFAULT 1.3,
@@ -1021,11 +950,13 @@ CREATE FUNCTION tg_ls_factor(
 	exponent double precision DEFAULT 1.1,
 	threshold double precision DEFAULT 1000,
 	nodata double precision DEFAULT -9999,
-	backend text DEFAULT NULL)
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
 	RETURNS TABLE(rid bigint, rast raster)
-	AS 'MODULE_PATHNAME', 'tgpg_ls_factor_coverage'
+	AS 'MODULE_PATHNAME', 'tgpg_ls_factor'
 	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
-COMMENT ON FUNCTION tg_ls_factor(regclass, name, name, text, double precision, double precision, double precision, double precision, boolean, integer, text, double precision, double precision, double precision, text) IS
+COMMENT ON FUNCTION tg_ls_factor(regclass, text, double precision, double precision, double precision, double precision, boolean, integer, text, double precision, double precision, double precision, text, name, name) IS
 'Coverage form of tg_ls_factor: a whole tiled raster table as one grid, one row per input tile';
 
 CREATE FUNCTION tg_rusle(
@@ -1054,10 +985,8 @@ COMMENT ON FUNCTION tg_rusle(raster, "any", "any", "any", "any", text, double pr
 
 CREATE FUNCTION tg_rusle(
 	coverage regclass,
-	rast_column name DEFAULT 'rast',
-	id_column name DEFAULT 'rid',
-	r "any" DEFAULT NULL::double precision,
-	k "any" DEFAULT NULL::double precision,
+	r "any",
+	k "any",
 	c "any" DEFAULT 1::double precision,
 	p "any" DEFAULT 1::double precision,
 	routing text DEFAULT 'mfd-md',
@@ -1071,11 +1000,13 @@ CREATE FUNCTION tg_rusle(
 	exponent double precision DEFAULT 1.1,
 	threshold double precision DEFAULT 1000,
 	nodata double precision DEFAULT -9999,
-	backend text DEFAULT NULL)
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
 	RETURNS TABLE(rid bigint, rast raster)
-	AS 'MODULE_PATHNAME', 'tgpg_rusle_coverage'
+	AS 'MODULE_PATHNAME', 'tgpg_rusle'
 	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
-COMMENT ON FUNCTION tg_rusle(regclass, name, name, "any", "any", "any", "any", text, double precision, double precision, double precision, double precision, boolean, integer, text, double precision, double precision, double precision, text) IS
+COMMENT ON FUNCTION tg_rusle(regclass, "any", "any", "any", "any", text, double precision, double precision, double precision, double precision, boolean, integer, text, double precision, double precision, double precision, text, name, name) IS
 'Coverage form of tg_rusle: each factor a number or a table of tiles on the same grid; one row per input tile';
 
 CREATE FUNCTION tg_travel_time(
@@ -1097,8 +1028,6 @@ COMMENT ON FUNCTION tg_travel_time(raster, geometry, "any", "any", double precis
 
 CREATE FUNCTION tg_travel_time(
 	coverage regclass,
-	rast_column name DEFAULT 'rast',
-	id_column name DEFAULT 'rid',
 	outlet geometry DEFAULT NULL,
 	n "any" DEFAULT 1::double precision,
 	k "any" DEFAULT 1::double precision,
@@ -1107,11 +1036,13 @@ CREATE FUNCTION tg_travel_time(
 	fill boolean DEFAULT true,
 	band integer DEFAULT 1,
 	nodata double precision DEFAULT -9999,
-	backend text DEFAULT NULL)
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
 	RETURNS TABLE(rid bigint, rast raster)
-	AS 'MODULE_PATHNAME', 'tgpg_travel_time_coverage'
+	AS 'MODULE_PATHNAME', 'tgpg_travel_time'
 	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
-COMMENT ON FUNCTION tg_travel_time(regclass, name, name, geometry, "any", "any", double precision, double precision, boolean, integer, double precision, text) IS
+COMMENT ON FUNCTION tg_travel_time(regclass, geometry, "any", "any", double precision, double precision, boolean, integer, double precision, text, name, name) IS
 'Coverage form of tg_travel_time: a whole tiled raster table as one grid (paths cross tiles), one row per input tile';
 
 CREATE FUNCTION tg_isochrone_bands(
@@ -1133,21 +1064,21 @@ COMMENT ON FUNCTION tg_isochrone_bands(raster, geometry, double precision, "any"
 
 CREATE FUNCTION tg_isochrone_bands(
 	coverage regclass,
-	rast_column name DEFAULT 'rast',
-	id_column name DEFAULT 'rid',
-	outlet geometry DEFAULT NULL,
-	"interval" double precision DEFAULT NULL,
+	outlet geometry,
+	"interval" double precision,
 	n "any" DEFAULT 1::double precision,
 	k "any" DEFAULT 1::double precision,
 	b double precision DEFAULT 0.5,
 	min_slope double precision DEFAULT 0.001,
 	fill boolean DEFAULT true,
 	band integer DEFAULT 1,
-	backend text DEFAULT NULL)
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
 	RETURNS TABLE(rid bigint, rast raster)
-	AS 'MODULE_PATHNAME', 'tgpg_isochrone_bands_coverage'
+	AS 'MODULE_PATHNAME', 'tgpg_isochrone_bands'
 	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
-COMMENT ON FUNCTION tg_isochrone_bands(regclass, name, name, geometry, double precision, "any", "any", double precision, double precision, boolean, integer, text) IS
+COMMENT ON FUNCTION tg_isochrone_bands(regclass, geometry, double precision, "any", "any", double precision, double precision, boolean, integer, text, name, name) IS
 'Coverage form of tg_isochrone_bands, one row per input tile';
 
 CREATE FUNCTION tg_isochrones(
@@ -1169,21 +1100,21 @@ COMMENT ON FUNCTION tg_isochrones(raster, geometry, double precision, "any", "an
 
 CREATE FUNCTION tg_isochrones(
 	coverage regclass,
-	rast_column name DEFAULT 'rast',
-	id_column name DEFAULT 'rid',
-	outlet geometry DEFAULT NULL,
-	"interval" double precision DEFAULT NULL,
+	outlet geometry,
+	"interval" double precision,
 	n "any" DEFAULT 1::double precision,
 	k "any" DEFAULT 1::double precision,
 	b double precision DEFAULT 0.5,
 	min_slope double precision DEFAULT 0.001,
 	fill boolean DEFAULT true,
 	band integer DEFAULT 1,
-	backend text DEFAULT NULL)
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
 	RETURNS TABLE(time_from double precision, time_to double precision, geom geometry)
-	AS 'MODULE_PATHNAME', 'tgpg_isochrones_coverage'
+	AS 'MODULE_PATHNAME', 'tgpg_isochrones'
 	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 20;
-COMMENT ON FUNCTION tg_isochrones(regclass, name, name, geometry, double precision, "any", "any", double precision, double precision, boolean, integer, text) IS
+COMMENT ON FUNCTION tg_isochrones(regclass, geometry, double precision, "any", "any", double precision, double precision, boolean, integer, text, name, name) IS
 'Coverage form of tg_isochrones: polygons merged across tiles';
 
 CREATE FUNCTION tg_watershed(
@@ -1200,16 +1131,16 @@ COMMENT ON FUNCTION tg_watershed(raster, geometry, boolean, integer, text) IS
 
 CREATE FUNCTION tg_watershed(
 	coverage regclass,
-	rast_column name DEFAULT 'rast',
-	id_column name DEFAULT 'rid',
-	outlet geometry DEFAULT NULL,
+	outlet geometry,
 	fill boolean DEFAULT true,
 	band integer DEFAULT 1,
-	backend text DEFAULT NULL)
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
 	RETURNS TABLE(rid bigint, rast raster)
-	AS 'MODULE_PATHNAME', 'tgpg_watershed_coverage'
+	AS 'MODULE_PATHNAME', 'tgpg_watershed'
 	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
-COMMENT ON FUNCTION tg_watershed(regclass, name, name, geometry, boolean, integer, text) IS
+COMMENT ON FUNCTION tg_watershed(regclass, geometry, boolean, integer, text, name, name) IS
 'Coverage form of tg_watershed, one row per input tile';
 
 CREATE FUNCTION tg_watershed_polygon(
@@ -1219,22 +1150,21 @@ CREATE FUNCTION tg_watershed_polygon(
 	band integer DEFAULT 1,
 	backend text DEFAULT NULL)
 	RETURNS geometry
-	LANGUAGE sql IMMUTABLE PARALLEL RESTRICTED
-	RETURN ST_Multi(ST_Polygon(tg_watershed(dem, outlet, fill, band, backend)));
+	AS 'MODULE_PATHNAME', 'tgpg_watershed_polygon'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION tg_watershed_polygon(raster, geometry, boolean, integer, text) IS
 'Catchment of a pour point as a multipolygon (the cells of tg_watershed)';
 
 CREATE FUNCTION tg_watershed_polygon(
 	coverage regclass,
-	rast_column name DEFAULT 'rast',
-	id_column name DEFAULT 'rid',
-	outlet geometry DEFAULT NULL,
+	outlet geometry,
 	fill boolean DEFAULT true,
 	band integer DEFAULT 1,
-	backend text DEFAULT NULL)
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
 	RETURNS geometry
-	LANGUAGE sql STABLE PARALLEL RESTRICTED
-	RETURN (SELECT ST_Multi(ST_Union(ST_Polygon(w.rast)))
-			FROM tg_watershed(coverage, rast_column, id_column, outlet, fill, band, backend) AS w);
-COMMENT ON FUNCTION tg_watershed_polygon(regclass, name, name, geometry, boolean, integer, text) IS
+	AS 'MODULE_PATHNAME', 'tgpg_watershed_polygon'
+	LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_watershed_polygon(regclass, geometry, boolean, integer, text, name, name) IS
 'Coverage form of tg_watershed_polygon: the catchment across all tiles as one multipolygon';

@@ -307,7 +307,7 @@ compute_directions(const tg_ctx *ctx, const tg_op *op, const tg_band *dem, tg_op
 	tg_status	st;
 
 	/* D8 codes serve as its mask as well: the same bits */
-	if (op->flow.routing == TG_ROUTE_D8)
+	if (op->flow.routing == TG_ROUTE_D8 && op->directions != TG_DIRECTIONS_SHARES)
 	{
 		uint8_t    *codes = new_plane(ctx, r, 0, 0, TG_PT_8BUI, n);
 

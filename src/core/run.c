@@ -62,8 +62,8 @@ check_results(const tg_op *op, const tg_job *job, const tg_band *dem, tg_error *
 			if (st == TG_ELIMIT || (st == TG_OK && size > job->writer.max_value_size))
 			{
 				tg_error_clear(err);
-				tg_error_set(err, TG_ELIMIT, "result raster of %u x %u pixels would exceed the %zu MB a raster value can hold",
-							 p->width, p->height, job->writer.max_value_size >> 20);
+				tg_error_set(err, TG_ELIMIT, "result raster of %u x %u pixels would exceed the %g GB a raster value can hold",
+							 p->width, p->height, (job->writer.max_value_size + 1) / 1073741824.0);
 				tg_error_hint(err, "Tile the raster (raster2pgsql -t 256x256) and process the tiles.");
 				st = TG_ELIMIT;
 			}
@@ -82,6 +82,14 @@ run_in_memory(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *e
 	memset(&r, 0, sizeof r);
 	if (job->ninputs < 1 || job->ninputs > 8)
 		return tg_error_set(err, TG_EINVAL, "an operation takes 1 to 8 inputs, got %d", job->ninputs);
+	/* refused from the tiles' sizes alone, whatever the DEM's type, before any pixel is read */
+	{
+		const tg_band smallest = {.pixtype = TG_PT_8BUI};
+
+		st = check_results(op, job, &smallest, err);
+		if (st != TG_OK)
+			return st;
+	}
 	tg_phase(ctx, "read");
 	for (int k = 0; k < job->ninputs && st == TG_OK; k++)
 		st = tg_read_input(ctx, job->layout, &job->inputs[k], &grids[k], 0, job->layout->height, err);

@@ -430,7 +430,7 @@ static tg_status
 directions_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *err)
 {
 	const int	W = s->width;
-	const bool	codes = op->flow.routing == TG_ROUTE_D8;
+	const bool	codes = op->flow.routing == TG_ROUTE_D8 && op->directions != TG_DIRECTIONS_SHARES;
 	tg_route_blocks *rb;
 	tg_status	st = route_strips(ctx, op, s, TG_UNITS_CELLS, &rb, err);
 

@@ -40,7 +40,8 @@ typedef enum tg_status
 	TG_EUNSUPPORTED,			/* valid input we do not handle (out-db band) */
 	TG_ENODEVICE,				/* GPU requested but none is usable */
 	TG_EDEVICE,					/* the GPU or CUDA runtime failed */
-	TG_ECANCELED				/* the cancel callback asked us to stop */
+	TG_ECANCELED,				/* the cancel callback asked us to stop */
+	TG_ECALLBACK				/* a caller's callback failed; its own error stands */
 } tg_status;
 
 typedef struct tg_error

@@ -32,6 +32,8 @@ tg_status_name(tg_status code)
 			return "GPU failure";
 		case TG_ECANCELED:
 			return "canceled";
+		case TG_ECALLBACK:
+			return "the caller's callback failed";
 	}
 	return "unknown status";
 }

@@ -131,6 +131,17 @@ find_tile(const tg_layout *l, int64_t col0, int64_t row0)
 	return -1;
 }
 
+/* How messages name a tile: "the raster" for a raster form, else "tile N of table". */
+static const char *
+tile_name(const tg_layout *l, const tg_tile_place *t, char *buf, size_t size)
+{
+	if (l->ntiles == 1 && t->id == 0)
+		snprintf(buf, size, "%s", l->name);
+	else
+		snprintf(buf, size, "tile %lld of %s", (long long) t->id, l->name);
+	return buf;
+}
+
 /* Band `in->band` of a tile, its place on the grid, every check made. */
 static tg_status
 open_tile(const tg_layout *grid, const tg_input *in, const uint8_t *raster, size_t len,
@@ -141,6 +152,7 @@ open_tile(const tg_layout *grid, const tg_input *in, const uint8_t *raster, size
 	double		col,
 				row;
 	int			k;
+	char		name[160];
 	tg_status	st;
 
 	*place = NULL;
@@ -153,13 +165,14 @@ open_tile(const tg_layout *grid, const tg_input *in, const uint8_t *raster, size
 		return tg_error_set(err, TG_EDATA, "a tile of %s is not where its header was read", l->name);
 	*place = &l->tiles[k];
 	if (in->band < 1 || in->band > info.num_bands)
-		return tg_error_set(err, TG_EINVAL, "band %d does not exist: tile %lld of %s has %d band(s)",
-							in->band, (long long) (*place)->id, l->name, info.num_bands);
+		return tg_error_set(err, TG_EINVAL, "band %d does not exist: %s has %d band%s", in->band,
+							tile_name(l, *place, name, sizeof name), info.num_bands,
+							info.num_bands == 1 ? "" : "s");
 	st = tg_raster_read_band(raster, len, in->band - 1, band, err);
 	if (st == TG_OK && band->offdb)
 	{
-		tg_error_set(err, TG_EUNSUPPORTED, "band %d of tile %lld of %s is an out-db band", in->band,
-					 (long long) (*place)->id, l->name);
+		tg_error_set(err, TG_EUNSUPPORTED, "band %d of %s is an out-db band", in->band,
+					 tile_name(l, *place, name, sizeof name));
 		tg_error_detail(err, "Its pixels live in a file outside the database, which terra_gpu does not read.");
 		tg_error_hint(err, "Load the raster in-db: raster2pgsql without -R.");
 		return TG_EUNSUPPORTED;
@@ -167,12 +180,16 @@ open_tile(const tg_layout *grid, const tg_input *in, const uint8_t *raster, size
 	return st;
 }
 
-/* The first tile read gives the grid its pixel type and nodata (its own, else the type's minimum). */
+/*
+ * The first tile read gives the grid its pixel type and nodata: its own,
+ * else the type's minimum where other tiles (or cells no tile covers) may
+ * need a marker; a single tile without one stays without.
+ */
 static void
-set_type(tg_grid_band *g, const tg_band *src, const tg_layout *grid)
+set_type(tg_grid_band *g, const tg_band *src, const tg_layout *grid, bool marker_needed)
 {
 	g->band.pixtype = src->pixtype;
-	g->band.has_nodata = true;
+	g->band.has_nodata = src->has_nodata || marker_needed;
 	g->band.nodata = src->has_nodata ? src->nodata : tg_pixtype_min_value(src->pixtype);
 	g->band.width = grid->width;
 	g->band.height = grid->height;
@@ -254,8 +271,10 @@ decode_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 		return st;
 	if (src.pixtype != j->g->band.pixtype)
 	{
-		tg_error_set(err, TG_EINVAL, "tile %lld of %s is %s, the first tile read is %s",
-					 (long long) t->id, j->in->layout->name, tg_pixtype_name(src.pixtype),
+		char		name[160];
+
+		tg_error_set(err, TG_EINVAL, "%s is %s, the first tile read is %s",
+					 tile_name(j->in->layout, t, name, sizeof name), tg_pixtype_name(src.pixtype),
 					 tg_pixtype_name(j->g->band.pixtype));
 		tg_error_hint(err, "Every tile of a coverage must share the band's pixel type.");
 		return TG_EINVAL;
@@ -295,7 +314,7 @@ first_tile(const tg_ctx *ctx, const tg_layout *grid, const tg_input *in, tg_grid
 		st = open_tile(grid, in, raster, len, &src, &t, err);
 	if (st != TG_OK || t == NULL)
 		return st;
-	set_type(g, &src, grid);
+	set_type(g, &src, grid, in->layout->ntiles > 1 || has_gaps(grid, in->layout));
 	if (g->as_rows)
 		return TG_OK;
 	g->band.data = tg_alloc(ctx, (size_t) grid->width * grid->height * tg_pixtype_size(src.pixtype) + 1);
@@ -501,8 +520,8 @@ prepare_tile(const tg_ctx *ctx, const write_job *j, encoded *e, int tile, tg_err
 
 		if (st == TG_OK && w->max_value_size && e->raw_size[o] > w->max_value_size)
 		{
-			tg_error_set(err, TG_ELIMIT, "a result raster of %d x %d pixels would exceed the %zu MB a raster value can hold",
-						 t->width, t->height, w->max_value_size >> 20);
+			tg_error_set(err, TG_ELIMIT, "result raster of %d x %d pixels would exceed the %g GB a raster value can hold",
+						 t->width, t->height, (w->max_value_size + 1) / 1073741824.0);
 			tg_error_hint(err, "Tile the raster (raster2pgsql -t 256x256) and process the tiles.");
 			return TG_ELIMIT;
 		}

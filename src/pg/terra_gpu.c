@@ -23,11 +23,24 @@ int			tgpg_max_device_memory_mb = 0;
 int			tgpg_max_memory_mb = 0;
 int			tgpg_route_cache_mb = 256;
 int			tgpg_threads = 0;
+#ifdef USE_LZ4
+int			tgpg_tile_compression = TGPG_COMPRESSION_LZ4;
+#else
+int			tgpg_tile_compression = TGPG_COMPRESSION_NONE;
+#endif
 
 static const struct config_enum_entry backend_options[] = {
 	{"auto", TG_BACKEND_AUTO, false},
 	{"cpu", TG_BACKEND_CPU, false},
 	{"gpu", TG_BACKEND_GPU, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry compression_options[] = {
+	{"none", TGPG_COMPRESSION_NONE, false},
+#ifdef USE_LZ4
+	{"lz4", TGPG_COMPRESSION_LZ4, false},
+#endif
 	{NULL, 0, false}
 };
 
@@ -84,6 +97,12 @@ _PG_init(void)
 							"a lower value keeps them from competing for the same cores.",
 							&tgpg_threads, 0, 0, 256,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomEnumVariable("terra_gpu.tile_compression",
+							 "How the coverage forms hand back their result tiles: lz4 or none.",
+							 "lz4 compresses each tile on the call's threads as PostgreSQL would when "
+							 "storing it; a table then stores it without compressing it again.",
+							 &tgpg_tile_compression, tgpg_tile_compression, compression_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("terra_gpu");
 }
 

@@ -1,8 +1,10 @@
 /*
  * tgpg.h — shared declarations of the fmgr glue (src/pg).
  *
- * Only this layer includes PostgreSQL headers or calls ereport, and only
- * after the core has returned: no longjmp ever crosses core or CUDA frames.
+ * Only this layer includes PostgreSQL headers or calls ereport, and never
+ * while the core runs: what the core calls back is guarded (an error there
+ * is kept and raised once the core has returned), so no longjmp ever
+ * crosses core, CUDA or worker-thread frames.
  */
 #ifndef TGPG_H
 #define TGPG_H
@@ -10,8 +12,8 @@
 #include "postgres.h"
 
 #include "fmgr.h"
-#include "storage/fd.h"
-#include "datatype/timestamp.h"
+#include "nodes/pg_list.h"
+#include "utils/elog.h"
 
 #include "tg_core.h"
 
@@ -23,6 +25,13 @@ extern int	tgpg_max_device_memory_mb;
 extern int	tgpg_max_memory_mb;
 extern int	tgpg_route_cache_mb;
 extern int	tgpg_threads;
+extern int	tgpg_tile_compression;
+
+enum tgpg_compression
+{
+	TGPG_COMPRESSION_NONE = 0,
+	TGPG_COMPRESSION_LZ4
+};
 
 /* tgpg_error.c: the one place a tg_error becomes an SQLSTATE */
 void		tgpg_raise(const tg_error *err) pg_attribute_noreturn();
@@ -34,30 +43,162 @@ tgpg_check(tg_status st, const tg_error *err)
 		tgpg_raise(err);
 }
 
-/* tgpg_context.c: a core context from the settings and per-call options */
-void		tgpg_ctx_init(tg_ctx *ctx, const char *function, FunctionCallInfo fcinfo,
-						  int backend_argno);
+/*
+ * tgpg_context.c: what guards a call.  Code the core calls back runs inside
+ * TGPG_GUARDED: an error there is kept (and makes the core stop) instead of
+ * unwinding through the core; tgpg_finish raises it, or the core's own
+ * error, once the core has returned.
+ */
+typedef struct tgpg_guard
+{
+	const char *function;
+	ErrorData  *error;			/* a callback's error, raised by tgpg_finish */
+	MemoryContext cxt;			/* where it is kept */
+	int64		started;		/* TimestampTz */
+	int64		last_notice;
+} tgpg_guard;
 
+void		tgpg_guard_init(tgpg_guard *g, const char *function);
+/* In PG_CATCH: keep the error (the first one) and clear the error state. */
+void		tgpg_guard_catch(tgpg_guard *g);
+void		tgpg_finish(tgpg_guard *g, tg_status st, const tg_error *err);
+
+#define TGPG_GUARDED(g, code) \
+	do { \
+		PG_TRY(); \
+		{ \
+			code; \
+		} \
+		PG_CATCH(); \
+		{ \
+			tgpg_guard_catch(g); \
+		} \
+		PG_END_TRY(); \
+	} while (0)
+
+/*
+ * A core context from the settings and the call's backend: palloc as the
+ * allocator, cancellation from PostgreSQL's interrupt flags (and the
+ * guard), NOTICEs of progress, the statistics tg_last_run() reports.
+ */
+void		tgpg_ctx_init(tg_ctx *ctx, tgpg_guard *g, int backend);
 const tg_run_stats *tgpg_last_run_stats(const char **function);
+/* Host memory one coverage call may hold: terra_gpu.max_memory_mb, else half the RAM. */
+size_t		tgpg_memory_budget(void);
 
-/* tgpg_args.c: argument helpers with proper SQLSTATEs */
-int32		tgpg_arg_int32(FunctionCallInfo fcinfo, int argno, const char *name);
-double		tgpg_arg_float8(FunctionCallInfo fcinfo, int argno, const char *name);
-char	   *tgpg_arg_cstring(FunctionCallInfo fcinfo, int argno, const char *name);
-
-/* A word argument's vocabulary; tgpg_lookup raises 22023 naming the valid words. */
-typedef struct tgpg_name
+/*
+ * tgpg_args.c: the arguments of a terra_gpu function, by name.  Each SQL
+ * function has one description of its arguments (name, kind, check),
+ * shared by its raster and coverage forms: both declare the same arguments
+ * in the same order with the same defaults, the coverage form with its
+ * table first (coverage) and its columns last (rast_column, id_column,
+ * weight_column).  Arguments are found by the names the function declares,
+ * never by position.
+ */
+typedef struct tgpg_word
 {
 	const char *name;
 	int			value;
-} tgpg_name;
+} tgpg_word;
 
-int			tgpg_lookup(const char *what, const char *given, const tgpg_name *names, int count);
+typedef enum tgpg_kind
+{
+	TGPG_INT,
+	TGPG_FLOAT,
+	TGPG_BOOL,
+	TGPG_WORD,					/* text from a vocabulary (case-insensitive) */
+	TGPG_POINT,					/* geometry: a point in the raster's SRID */
+	TGPG_POINTS,				/* geometry[] */
+	TGPG_FACTOR,				/* "any": a number, or a raster / table on the DEM's grid */
+	TGPG_WEIGHT					/* a raster / table on the DEM's grid */
+} tgpg_kind;
 
-#define TGPG_ARG_LOOKUP(what, fcinfo, argno, table) \
-	tgpg_lookup(what, tgpg_arg_cstring(fcinfo, argno, what), table, lengthof(table))
+/* checks */
+#define TGPG_OPTIONAL	0x01	/* NULL means "not given" */
+#define TGPG_POSITIVE	0x02	/* > 0 and finite */
+#define TGPG_NONNEGATIVE 0x04	/* >= 0 and finite */
+#define TGPG_FRACTION	0x08	/* in [0, 1) */
+#define TGPG_PREFIX		0x10	/* words match by three or more leading letters too (as ST_Slope's units) */
 
-/* tgpg_raster.c: raster values in and out */
+typedef struct tgpg_param
+{
+	const char *name;
+	tgpg_kind	kind;
+	int			checks;
+	const tgpg_word *words;		/* TGPG_WORD */
+	int			nwords;
+	const char *hint;			/* for a value a check refuses */
+} tgpg_param;
+
+#define TGPG_WORDS(w) (w), lengthof(w)
+
+typedef struct tgpg_args
+{
+	FunctionCallInfo fcinfo;
+	const char *function;
+	const tgpg_param *params;	/* ends with a NULL name */
+	bool		coverage;		/* the table form */
+	int			nargs;
+	char	  **names;			/* as the SQL function declares them */
+} tgpg_args;
+
+void		tgpg_args_open(tgpg_args *a, FunctionCallInfo fcinfo, const char *function,
+						   const tgpg_param *params);
+int			tgpg_arg_index(const tgpg_args *a, const char *name);	/* -1: not declared */
+bool		tgpg_given(const tgpg_args *a, const char *name);
+int32		tgpg_int(const tgpg_args *a, const char *name);
+double		tgpg_float(const tgpg_args *a, const char *name);
+bool		tgpg_bool(const tgpg_args *a, const char *name);
+int			tgpg_word_value(const tgpg_args *a, const char *name);
+char	   *tgpg_text(const tgpg_args *a, const char *name);
+Datum		tgpg_datum(const tgpg_args *a, const char *name);
+Oid			tgpg_type(const tgpg_args *a, const char *name);
+/* The backend argument (auto, cpu, gpu), or the setting where NULL. */
+extern const tgpg_word tgpg_backends[3];
+int			tgpg_backend_arg(const tgpg_args *a);
+int			tgpg_backend_word(const char *given);
+/* Raise 22023 naming the valid words unless `given` is one of them. */
+int			tgpg_lookup(const char *what, const char *given, const tgpg_word *words, int count);
+
+/*
+ * tgpg_tiles.c: a call over tiles.  The DEM (and auxiliary inputs) are a
+ * raster value (one tile) or a table of tiles read through SPI; results go
+ * back as the raster value, or as rows (rid, raster...), or into a list of
+ * tiles for more SQL (polygons).  Every callback the core calls is guarded.
+ */
+typedef struct tgpg_source tgpg_source;
+
+typedef enum tgpg_result
+{
+	TGPG_RESULT_VALUE,			/* the raster value a raster form returns */
+	TGPG_RESULT_ROWS,			/* one row (rid, raster...) per input tile */
+	TGPG_RESULT_TILES			/* the tiles, kept for the caller */
+} tgpg_result;
+
+typedef struct tgpg_call
+{
+	const tgpg_args *args;
+	const char *function;
+	MemoryContext cxt;			/* the function's: what outlives the run lives here */
+	tgpg_source *inputs[8];		/* [0] the DEM */
+	int			ninputs;
+	tg_layout  *layout;			/* the DEM's */
+	/* TGPG_RESULT_TILES: the result rasters of each tile (Datums, in tile order) */
+	List	   *tiles;
+} tgpg_call;
+
+/* The DEM: the first argument, a raster (one tile) or a table (coverage, rast_column, id_column). */
+void		tgpg_call_open(tgpg_call *c, const tgpg_args *args, const char *function);
+/* An auxiliary input on the DEM's grid: a raster aligned with it, or a table of tiles on its grid. */
+int			tgpg_call_input(tgpg_call *c, Datum value, Oid type, const char *what, int band,
+							const char *column_argument, const char *rast_column);
+/* The grid's cell spacing: metric per row for geographic SRIDs (WGS84), else the pixel size. */
+tg_grid_geometry tgpg_call_geometry(const tgpg_call *c);
+/* The cell of a point on the grid (22023: not a point, another SRID, outside). */
+void		tgpg_call_point(const tgpg_call *c, Datum point, Oid type, const char *what, int *col, int *row);
+Datum		tgpg_call_run(tgpg_call *c, const tg_op *op, tgpg_result result);
+
+/* tgpg_raster.c: a raster value opened for the core codec (BMMQ reads tiles this way) */
 typedef struct tgpg_raster
 {
 	struct varlena *value;		/* detoasted */
@@ -66,143 +207,8 @@ typedef struct tgpg_raster
 	tg_raster_info info;
 } tgpg_raster;
 
-void		tgpg_raster_header(Datum datum, tg_raster_info *info);
 void		tgpg_raster_open(Datum datum, tgpg_raster *r);
 void		tgpg_raster_band(const tgpg_raster *r, int band, tg_band *out);
 void		tgpg_raster_close(tgpg_raster *r, Datum datum);
-void		tgpg_check_result_size(const tg_raster_info *info, const tg_band_spec *bands);
-struct varlena *tgpg_raster_create(const tg_raster_info *info,
-								   const tg_band_spec *bands, void **band_data);
-
-/* A grid: one raster value, or a whole coverage read as one */
-typedef struct tgpg_grid
-{
-	int			width;
-	int			height;
-	tg_georef	geo;
-} tgpg_grid;
-
-tgpg_grid	tgpg_raster_grid(const tg_raster_info *info);
-/* 22023 unless `other` (named `what`) lies on exactly the DEM's grid */
-void		tgpg_check_aligned(const tg_raster_info *dem, const tg_raster_info *other,
-							   const char *what);
-
-/* the cell of a point geometry on the grid (22023: not a point, other SRID, outside) */
-void		tgpg_point_cell(Datum point, Oid type, const tgpg_grid *grid, const char *what,
-							int *col, int *row);
-
-/* tgpg_hydro.c: metric spacing per row (geographic SRIDs) or the pixel size */
-tg_grid_geometry tgpg_grid_geometry(const tgpg_grid *grid);
-/* routing, fill, exponent, threshold from their arguments; an argno < 0
- * gives d8, true, 1.1 and 0 */
-void		tgpg_flow_params(FunctionCallInfo fcinfo, int routing_arg, int fill_arg,
-							 int exponent_arg, int threshold_arg, const tgpg_grid *grid,
-							 tg_flow_params *p);
-tg_accum_method tgpg_accum_method_arg(FunctionCallInfo fcinfo, int argno);
-
-/*
- * A raster an operation produces over a whole grid: its bands' types and
- * pixels.  The value form points data into the result value; the coverage
- * form into whole-grid buffers that are then cut into tiles.
- */
-#define TGPG_MAX_BANDS 8
-#define TGPG_MAX_OUTPUTS 3
-
-typedef struct tgpg_grid_raster
-{
-	int			nbands;
-	tg_band_spec specs[TGPG_MAX_BANDS];
-	void	   *data[TGPG_MAX_BANDS];
-} tgpg_grid_raster;
-
-/* tgpg_raster.c: the result value of a value form, out->data set to its pixels */
-struct varlena *tgpg_raster_result(const tg_raster_info *in, tgpg_grid_raster *out);
-
-/* tgpg_coverage.c: a tiled raster table read as one grid */
-typedef struct tgpg_tile
-{
-	int64		rid;
-	int64		col0;			/* place on the grid */
-	int64		row0;
-	int			width;
-	int			height;
-	tg_georef	geo;			/* the tile's own, given back to its result */
-} tgpg_tile;
-
-typedef struct tgpg_mosaic
-{
-	const char *function;
-	char	   *relname;
-	const char *rast_column;
-	const char *id_column;
-	int			band;
-	int			width;
-	int			height;
-	tg_georef	geo;			/* the grid: the first tile's, moved to the top-left */
-	int			ntiles;
-	tgpg_tile  *tiles;			/* in grid order (rows, then columns) */
-	tg_band		dem;			/* the band over the whole grid */
-	MemoryContext cxt;			/* the caller's: grid and tiles outlive SPI */
-	TimestampTz started;
-	TimestampTz last_progress;
-	bool		progress_shown;
-} tgpg_mosaic;
-
-/*
- * Read the coverage named by arguments 0..2 (coverage, rast_column,
- * id_column) and band_arg into one grid.  bytes_per_cell: what the operation
- * holds per cell, input and results included, checked against the memory
- * budget.
- */
-void		tgpg_mosaic_open(tgpg_mosaic *m, FunctionCallInfo fcinfo, const char *function,
-							 int band_arg, size_t bytes_per_cell);
-/* The same in steps: arguments and tile layout; whether bytes_per_cell fits
- * the budget; the band read into m->dem (54000 when it does not fit). */
-void		tgpg_mosaic_layout(tgpg_mosaic *m, FunctionCallInfo fcinfo, const char *function,
-							   int band_arg);
-bool		tgpg_mosaic_fits(const tgpg_mosaic *m, size_t bytes_per_cell);
-void		tgpg_mosaic_read(tgpg_mosaic *m, size_t bytes_per_cell);
-size_t		tgpg_memory_budget(void);
-/* Coverages beyond the budget, in bands of rows cut at tile boundaries */
-int			tgpg_mosaic_bands(const tgpg_mosaic *m, size_t bytes_per_cell, int **row0s, int **nrows,
-							  int *max_rows);
-double	   *tgpg_mosaic_read_halo(tgpg_mosaic *m, int row0, int nrows, int *first, int *count);
-void		tgpg_mosaic_emit_rows(tgpg_mosaic *m, FunctionCallInfo fcinfo, const tg_band_spec *specs,
-								  int nbands, int row0, int nrows, const double *const *planes,
-								  int64 *written);
-
-/*
- * Rows of doubles kept in a temporary file (removed at transaction end), as
- * floats where the values are exact in them (single).
- */
-typedef struct tgpg_rows_file
-{
-	File		file;
-	int			width;
-	int			height;
-	bool		single;
-} tgpg_rows_file;
-
-void		tgpg_rows_file_open(tgpg_rows_file *f, int width, int height, bool single);
-void		tgpg_rows_file_write(tgpg_rows_file *f, int row0, int nrows, const double *rows);
-double	   *tgpg_rows_file_read(tgpg_rows_file *f, int row0, int nrows, int halo, int *first,
-								int *count);
-void		tgpg_rows_file_close(tgpg_rows_file *f);
-/* Another coverage's band (weights, factors) onto m's grid; it must align. */
-void		tgpg_mosaic_read_aligned(tgpg_mosaic *m, Oid relid, const char *rast_col,
-									 const char *id_col, int band, const char *what,
-									 const char *column_argument, tg_band *out);
-/* The same laid out only (no pixels), for reading in rows like m itself. */
-void		tgpg_mosaic_layout_aligned(const tgpg_mosaic *m, Oid relid, const char *rast_col,
-									   const char *id_col, int band, const char *column_argument,
-									   tgpg_mosaic *w);
-/* Tile `index` of a whole-grid result, as a raster value. */
-Datum		tgpg_mosaic_tile(const tgpg_mosaic *m, int index, const tgpg_grid_raster *out);
-tgpg_grid	tgpg_mosaic_grid(const tgpg_mosaic *m);
-void		tgpg_grid_raster_alloc(const tgpg_grid *g, tgpg_grid_raster *out);
-void		tgpg_mosaic_emit(tgpg_mosaic *m, FunctionCallInfo fcinfo,
-							 const tgpg_grid_raster *outs, int nout);
-void		tgpg_progress(tgpg_mosaic *m, const char *phase, int64 done, int64 total, bool last);
-void		tgpg_phase(tgpg_mosaic *m, const char *phase);
 
 #endif							/* TGPG_H */

@@ -1,58 +1,278 @@
 /*
- * tgpg_args.c — read scalar arguments of non-strict functions.  A NULL where
- * a value is required is 22004 (null_value_not_allowed), naming the argument.
+ * tgpg_args.c — the arguments of a terra_gpu function, by name.
+ *
+ * The names come from the function's own declaration (pg_proc), read once
+ * per call site; every declared argument must have a description, and each
+ * is checked against it (NULL where a value is needed: 22004; a word not in
+ * its vocabulary, a number out of range: 22023) before any work.
  */
 #include "tgpg.h"
 
+#include <ctype.h>
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
+#include "utils/syscache.h"
 
-static void
-require(FunctionCallInfo fcinfo, int argno, const char *name)
+/* What a call site keeps of the function's declaration. */
+typedef struct declared
 {
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be NULL", name)));
+	Oid			fn_oid;
+	int			nargs;
+	char	  **names;
+} declared;
+
+/* Arguments a form has besides the shared ones: its input, and a table's columns. */
+static bool
+own_argument(int index, const char *name)
+{
+	return index == 0 || strcmp(name, "rast_column") == 0 || strcmp(name, "id_column") == 0 ||
+		strcmp(name, "weight_column") == 0;
 }
 
-int32
-tgpg_arg_int32(FunctionCallInfo fcinfo, int argno, const char *name)
+static const declared *
+declaration(FunctionCallInfo fcinfo)
 {
-	require(fcinfo, argno, name);
-	return PG_GETARG_INT32(argno);
+	FmgrInfo   *flinfo = fcinfo->flinfo;
+	declared   *d = flinfo->fn_extra;
+	HeapTuple	tup;
+	Oid		   *types;
+	char	  **names;
+	char	   *modes;
+	int			n;
+
+	if (d != NULL && d->fn_oid == flinfo->fn_oid)
+		return d;
+	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(flinfo->fn_oid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for function %u", flinfo->fn_oid);
+	n = get_func_arg_info(tup, &types, &names, &modes);
+	d = MemoryContextAllocZero(flinfo->fn_mcxt, sizeof *d);
+	d->fn_oid = flinfo->fn_oid;
+	d->nargs = 0;
+	d->names = MemoryContextAlloc(flinfo->fn_mcxt, sizeof(char *) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		if (modes == NULL || modes[i] == PROARGMODE_IN || modes[i] == PROARGMODE_INOUT ||
+			modes[i] == PROARGMODE_VARIADIC)
+			d->names[d->nargs++] = MemoryContextStrdup(flinfo->fn_mcxt, names ? names[i] : "");
+	ReleaseSysCache(tup);
+	flinfo->fn_extra = d;
+	return d;
 }
 
-double
-tgpg_arg_float8(FunctionCallInfo fcinfo, int argno, const char *name)
+static const tgpg_param *
+describe(const tgpg_args *a, const char *name)
 {
-	require(fcinfo, argno, name);
-	return PG_GETARG_FLOAT8(argno);
+	for (const tgpg_param *p = a->params; p->name; p++)
+		if (strcmp(p->name, name) == 0)
+			return p;
+	return NULL;
 }
 
-char *
-tgpg_arg_cstring(FunctionCallInfo fcinfo, int argno, const char *name)
-{
-	require(fcinfo, argno, name);
-	return text_to_cstring(PG_GETARG_TEXT_PP(argno));
-}
-
-/* Look a name up (case-insensitively) or raise 22023 listing the valid ones. */
 int
-tgpg_lookup(const char *what, const char *given, const tgpg_name *names, int count)
+tgpg_arg_index(const tgpg_args *a, const char *name)
+{
+	for (int i = 0; i < a->nargs && i < a->fcinfo->nargs; i++)
+		if (strcmp(a->names[i], name) == 0)
+			return i;
+	return -1;
+}
+
+/* Whitespace-trimmed, case-insensitive; with `prefix`, three or more leading letters match too. */
+static int
+find_word(const char *given, const tgpg_word *words, int count, bool prefix)
+{
+	size_t		n;
+
+	while (isspace((unsigned char) *given))
+		given++;
+	n = strlen(given);
+	while (n > 0 && isspace((unsigned char) given[n - 1]))
+		n--;
+	for (int i = 0; i < count; i++)
+		if ((n == strlen(words[i].name) || (prefix && n >= 3 && n < strlen(words[i].name))) &&
+			pg_strncasecmp(given, words[i].name, n) == 0)
+			return i;
+	return -1;
+}
+
+int
+tgpg_lookup(const char *what, const char *given, const tgpg_word *words, int count)
 {
 	StringInfoData valid;
-	int			i;
+	int			i = find_word(given, words, count, false);
 
-	for (i = 0; i < count; i++)
-		if (pg_strcasecmp(given, names[i].name) == 0)
-			return names[i].value;
+	if (i >= 0)
+		return words[i].value;
 	initStringInfo(&valid);
 	for (i = 0; i < count; i++)
-		appendStringInfo(&valid, "%s%s", i == 0 ? "" : i == count - 1 ? " and " : ", ", names[i].name);
+		appendStringInfo(&valid, "%s%s", i == 0 ? "" : i == count - 1 ? " and " : ", ", words[i].name);
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("invalid %s \"%s\"", what, given),
 			 errdetail("Valid values are %s.", valid.data)));
 	pg_unreachable();
+}
+
+static void
+check_number(const tgpg_param *p, double v)
+{
+	const char *need = NULL;
+
+	if ((p->checks & TGPG_POSITIVE) && (!(v > 0) || isinf(v)))
+		need = "a positive number";
+	else if ((p->checks & TGPG_NONNEGATIVE) && (!(v >= 0) || isinf(v)))
+		need = "zero or a positive number";
+	else if ((p->checks & TGPG_FRACTION) && !(v >= 0 && v < 1))
+		need = "in [0, 1)";
+	if (need)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must be %s, got %g", p->name, need, v),
+				 p->hint ? errhint("%s", p->hint) : 0));
+}
+
+/* The checks of one argument against its description. */
+static void
+check_argument(const tgpg_args *a, int i, const tgpg_param *p)
+{
+	FunctionCallInfo fcinfo = a->fcinfo;
+
+	if (PG_ARGISNULL(i))
+	{
+		if (!(p->checks & TGPG_OPTIONAL))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("%s must not be NULL", p->name)));
+		return;
+	}
+	switch (p->kind)
+	{
+		case TGPG_FLOAT:
+			check_number(p, PG_GETARG_FLOAT8(i));
+			break;
+		case TGPG_WORD:
+			if (find_word(TextDatumGetCString(PG_GETARG_DATUM(i)), p->words, p->nwords,
+						  (p->checks & TGPG_PREFIX) != 0) < 0)
+				(void) tgpg_lookup(p->name, TextDatumGetCString(PG_GETARG_DATUM(i)), p->words, p->nwords);
+			break;
+		default:
+			break;
+	}
+}
+
+void
+tgpg_args_open(tgpg_args *a, FunctionCallInfo fcinfo, const char *function, const tgpg_param *params)
+{
+	const declared *d = declaration(fcinfo);
+
+	a->fcinfo = fcinfo;
+	a->function = function;
+	a->params = params;
+	a->nargs = d->nargs;
+	a->names = d->names;
+	a->coverage = get_fn_expr_argtype(fcinfo->flinfo, 0) == REGCLASSOID;
+	for (int i = 0; i < a->nargs && i < PG_NARGS(); i++)
+	{
+		const tgpg_param *p;
+
+		if (own_argument(i, a->names[i]))
+			continue;
+		p = describe(a, a->names[i]);
+		if (p == NULL)
+			elog(ERROR, "%s: argument \"%s\" has no description", function, a->names[i]);
+		check_argument(a, i, p);
+	}
+}
+
+/* The index of a described argument the function declares (an error otherwise). */
+static int
+index_of(const tgpg_args *a, const char *name)
+{
+	const int	i = tgpg_arg_index(a, name);
+
+	if (i < 0)
+		elog(ERROR, "%s: no argument \"%s\"", a->function, name);
+	return i;
+}
+
+bool
+tgpg_given(const tgpg_args *a, const char *name)
+{
+	const int	i = tgpg_arg_index(a, name);
+
+	return i >= 0 && !a->fcinfo->args[i].isnull;
+}
+
+int32
+tgpg_int(const tgpg_args *a, const char *name)
+{
+	return DatumGetInt32(tgpg_datum(a, name));
+}
+
+double
+tgpg_float(const tgpg_args *a, const char *name)
+{
+	return DatumGetFloat8(tgpg_datum(a, name));
+}
+
+bool
+tgpg_bool(const tgpg_args *a, const char *name)
+{
+	return DatumGetBool(tgpg_datum(a, name));
+}
+
+char *
+tgpg_text(const tgpg_args *a, const char *name)
+{
+	return TextDatumGetCString(tgpg_datum(a, name));
+}
+
+int
+tgpg_word_value(const tgpg_args *a, const char *name)
+{
+	const tgpg_param *p = describe(a, name);
+	const char *given = tgpg_text(a, name);
+	int			i = find_word(given, p->words, p->nwords, (p->checks & TGPG_PREFIX) != 0);
+
+	return i >= 0 ? p->words[i].value : tgpg_lookup(name, given, p->words, p->nwords);
+}
+
+Datum
+tgpg_datum(const tgpg_args *a, const char *name)
+{
+	const int	i = index_of(a, name);
+
+	if (a->fcinfo->args[i].isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be NULL", name)));
+	return a->fcinfo->args[i].value;
+}
+
+Oid
+tgpg_type(const tgpg_args *a, const char *name)
+{
+	return get_fn_expr_argtype(a->fcinfo->flinfo, index_of(a, name));
+}
+
+const tgpg_word tgpg_backends[3] = {
+	{"auto", TG_BACKEND_AUTO}, {"cpu", TG_BACKEND_CPU}, {"gpu", TG_BACKEND_GPU},
+};
+
+int
+tgpg_backend_arg(const tgpg_args *a)
+{
+	return tgpg_given(a, "backend") ? tgpg_word_value(a, "backend") : tgpg_backend;
+}
+
+int
+tgpg_backend_word(const char *given)
+{
+	return given ? tgpg_lookup("backend", given, tgpg_backends, lengthof(tgpg_backends)) : tgpg_backend;
 }

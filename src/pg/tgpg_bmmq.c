@@ -98,6 +98,17 @@ place_nodes(const tg_bmmq_tree *t)
 	return p;
 }
 
+/* An integer argument that must not be NULL (22004). */
+static int32
+int_arg(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be NULL", name)));
+	return PG_GETARG_INT32(argno);
+}
+
 /* ------------------------------------------------------------------------
  * Value form: the node array of one raster
  * ------------------------------------------------------------------------ */
@@ -109,6 +120,7 @@ tgpg_bmmq_value(PG_FUNCTION_ARGS)
 	tgpg_raster rast;
 	tg_band		band;
 	tg_bmmq_tree tree;
+	tgpg_guard	guard;
 	tg_ctx		ctx;
 	tg_error	err;
 	node_place *place;
@@ -120,13 +132,14 @@ tgpg_bmmq_value(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();
 	bounds = bounds_arg(fcinfo, 2, &nbounds);
 	tgpg_raster_open(PG_GETARG_DATUM(0), &rast);
-	tgpg_raster_band(&rast, tgpg_arg_int32(fcinfo, 1, "band"), &band);
+	tgpg_raster_band(&rast, int_arg(fcinfo, 1, "band"), &band);
 	if (band.width < 1 || band.height < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("cannot build a quadtree of an empty raster")));
 
-	tgpg_ctx_init(&ctx, "tg_bmmq", fcinfo, 3);
+	tgpg_guard_init(&guard, "tg_bmmq");
+	tgpg_ctx_init(&ctx, &guard, tgpg_backend_word(PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3))));
 	tg_error_clear(&err);
 	tgpg_check(tg_bmmq_build(&ctx, &band, 1, bounds, nbounds, &tree, &err), &err);
 
@@ -187,10 +200,13 @@ static void
 build_and_emit(build_state *s, build_batch *b)
 {
 	tg_bmmq_tree *trees = palloc0(sizeof(tg_bmmq_tree) * b->n);
+	tgpg_guard	guard;
 	tg_ctx		ctx;
 	tg_error	err;
 
-	tgpg_ctx_init(&ctx, "tg_bmmq_build", s->fcinfo, 5);
+	tgpg_guard_init(&guard, "tg_bmmq_build");
+	tgpg_ctx_init(&ctx, &guard, tgpg_backend_word(s->fcinfo->args[5].isnull ? NULL
+												  : text_to_cstring(DatumGetTextPP(s->fcinfo->args[5].value))));
 	tg_error_clear(&err);
 	s->current_tile = PG_INT64_MIN;
 	tgpg_check(tg_bmmq_build(&ctx, b->bands, b->n, s->bounds, s->nbounds, trees, &err), &err);
@@ -242,7 +258,7 @@ tgpg_bmmq_build_nodes(PG_FUNCTION_ARGS)
 	Oid			coverage = PG_GETARG_OID(0);
 	const char *rast_col = NameStr(*PG_GETARG_NAME(1));
 	const char *id_col = NameStr(*PG_GETARG_NAME(2));
-	int			band_no = tgpg_arg_int32(fcinfo, 3, "band");
+	int			band_no = int_arg(fcinfo, 3, "band");
 	MemoryContext outer = CurrentMemoryContext;
 	MemoryContext batch_cxt;
 	ErrorContextCallback errcb;
@@ -492,7 +508,7 @@ tgpg_bmmq_cells_in_range(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	tgpg_raster_open(PG_GETARG_DATUM(0), &rast);
-	tgpg_raster_band(&rast, tgpg_arg_int32(fcinfo, 1, "band"), &band);
+	tgpg_raster_band(&rast, int_arg(fcinfo, 1, "band"), &band);
 	if (tg_bmmq_levels(band.width, band.height) != levels)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

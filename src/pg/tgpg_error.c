@@ -34,6 +34,7 @@ sqlstate_for(tg_status code)
 			return ERRCODE_QUERY_CANCELED;
 		case TG_OK:
 		case TG_EDEVICE:
+		case TG_ECALLBACK:		/* raised as the callback's own error, never here */
 			break;
 	}
 	return ERRCODE_INTERNAL_ERROR;

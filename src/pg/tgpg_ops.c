@@ -1,0 +1,725 @@
+/*
+ * tgpg_ops.c — the terrain functions: for each, the one description of its
+ * arguments (shared by the raster form and the coverage form, which take
+ * the same arguments), and the tg_op it makes of them.  One C function
+ * serves both forms; tgpg_tiles.c tells them apart by their first argument.
+ */
+#include "tgpg.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+
+/* ------------------------------------------------------------------------
+ * Vocabularies
+ * ------------------------------------------------------------------------ */
+static const tgpg_word slope_units[] = {
+	{"DEGREES", TG_SLOPE_DEGREES}, {"RADIANS", TG_SLOPE_RADIANS}, {"PERCENT", TG_SLOPE_PERCENT},
+};
+static const tgpg_word fill_methods[] = {
+	{"priority-flood", TG_FILL_PRIORITY_FLOOD}, {"planchon-darboux", TG_FILL_PLANCHON_DARBOUX},
+};
+static const tgpg_word routings[] = {
+	{"d8", TG_ROUTE_D8}, {"fd8", TG_ROUTE_FD8}, {"mfd-md", TG_ROUTE_MFD_MD}, {"fdd8", TG_ROUTE_FDD8},
+};
+static const tgpg_word accum_methods[] = {
+	{"auto", TG_ACC_AUTO}, {"flow-transfer", TG_ACC_FLOW_TRANSFER},
+	{"dependency-transfer", TG_ACC_DEPENDENCY_TRANSFER}, {"indegree", TG_ACC_INDEGREE},
+	{"topological", TG_ACC_TOPOLOGICAL},
+};
+static const tgpg_word units_names[] = {
+	{"cells", TG_UNITS_CELLS}, {"area", TG_UNITS_AREA}, {"sca", TG_UNITS_SCA},
+};
+
+#define OUTPUT_AUTO (-1)
+static const tgpg_word direction_outputs[] = {
+	{"auto", OUTPUT_AUTO}, {"codes", TG_DIRECTIONS_CODES}, {"mask", TG_DIRECTIONS_MASK},
+	{"shares", TG_DIRECTIONS_SHARES},
+};
+static const tgpg_word pixeltypes[] = {
+	{"64BF", TG_PT_64BF}, {"32BF", TG_PT_32BF},
+};
+static const tgpg_word view_outputs[] = {
+	{"visible", TG_VIEW_VISIBLE}, {"angle", TG_VIEW_ANGLE}, {"height", TG_VIEW_HEIGHT},
+};
+/* r2: ray casting, GPU or CPU; r3: exact, CPU */
+static const tgpg_word view_algorithms[] = {
+	{"r2", TG_VIEW_R2}, {"r3", TG_VIEW_R3},
+};
+
+/* ------------------------------------------------------------------------
+ * Argument descriptions, one per SQL function
+ * ------------------------------------------------------------------------ */
+#define BAND			{"band", TGPG_INT}
+#define BACKEND			{"backend", TGPG_WORD, TGPG_OPTIONAL, TGPG_WORDS(tgpg_backends)}
+#define NODATA			{"nodata", TGPG_FLOAT, TGPG_OPTIONAL}
+#define ROUTING			{"routing", TGPG_WORD, 0, TGPG_WORDS(routings)}
+#define FILL			{"fill", TGPG_BOOL}
+#define EXPONENT		{"exponent", TGPG_FLOAT, TGPG_POSITIVE}
+#define THRESHOLD		{"threshold", TGPG_FLOAT, TGPG_NONNEGATIVE}
+#define ACCUM_METHOD	{"method", TGPG_WORD, 0, TGPG_WORDS(accum_methods)}
+#define UNITS			{"units", TGPG_WORD, 0, TGPG_WORDS(units_names)}
+#define WEIGHT			{"weight", TGPG_WEIGHT, TGPG_OPTIONAL}, {"weight_band", TGPG_INT}
+#define LS_ARGS			{"m", TGPG_FLOAT, TGPG_NONNEGATIVE}, {"n", TGPG_FLOAT, TGPG_NONNEGATIVE}, \
+						{"a0", TGPG_FLOAT, TGPG_POSITIVE}, {"b0", TGPG_FLOAT, TGPG_POSITIVE}
+#define TRAVEL_ARGS		{"n", TGPG_FACTOR}, {"k", TGPG_FACTOR}, {"b", TGPG_FLOAT, TGPG_NONNEGATIVE}, \
+						{"min_slope", TGPG_FLOAT, TGPG_POSITIVE}
+#define VIEW_ARGS		{"observer_height", TGPG_FLOAT, TGPG_NONNEGATIVE}, \
+						{"target_height", TGPG_FLOAT, TGPG_NONNEGATIVE}, \
+						{"max_distance", TGPG_FLOAT, TGPG_OPTIONAL | TGPG_POSITIVE, NULL, 0, \
+						 "Pass NULL (the default) for an unlimited range."}, \
+						{"earth_radius", TGPG_FLOAT, TGPG_NONNEGATIVE}, \
+						{"refraction", TGPG_FLOAT, TGPG_FRACTION}
+
+static const tgpg_param slope_args[] = {
+	BAND,
+	{"units", TGPG_WORD, TGPG_PREFIX, TGPG_WORDS(slope_units)},
+	{"scale", TGPG_FLOAT, TGPG_POSITIVE, NULL, 0,
+	"For a DEM in degrees with elevations in metres use scale => 111120."},
+	NODATA, BACKEND, {NULL}
+};
+static const tgpg_param fill_args[] = {
+	BAND, {"method", TGPG_WORD, 0, TGPG_WORDS(fill_methods)},
+	{"epsilon", TGPG_FLOAT, TGPG_NONNEGATIVE}, NODATA, BACKEND, {NULL}
+};
+static const tgpg_param direction_args[] = {
+	BAND, ROUTING, FILL, EXPONENT, THRESHOLD,
+	{"output", TGPG_WORD, 0, TGPG_WORDS(direction_outputs)}, BACKEND, {NULL}
+};
+static const tgpg_param accumulation_args[] = {
+	BAND, ROUTING, ACCUM_METHOD, WEIGHT, UNITS, FILL, EXPONENT, THRESHOLD,
+	{"pixeltype", TGPG_WORD, 0, TGPG_WORDS(pixeltypes)}, NODATA, BACKEND, {NULL}
+};
+static const tgpg_param hydrology_args[] = {
+	BAND, ROUTING, ACCUM_METHOD, WEIGHT, UNITS, EXPONENT, THRESHOLD, NODATA, BACKEND, {NULL}
+};
+static const tgpg_param ls_args[] = {
+	ROUTING, LS_ARGS, FILL, BAND, ACCUM_METHOD, EXPONENT, THRESHOLD, NODATA, BACKEND, {NULL}
+};
+static const tgpg_param rusle_args[] = {
+	{"r", TGPG_FACTOR}, {"k", TGPG_FACTOR}, {"c", TGPG_FACTOR}, {"p", TGPG_FACTOR},
+	ROUTING, LS_ARGS, FILL, BAND, ACCUM_METHOD, EXPONENT, THRESHOLD, NODATA, BACKEND, {NULL}
+};
+static const tgpg_param travel_args[] = {
+	{"outlet", TGPG_POINT, TGPG_OPTIONAL}, TRAVEL_ARGS, FILL, BAND, NODATA, BACKEND, {NULL}
+};
+static const tgpg_param isochrone_args[] = {
+	{"outlet", TGPG_POINT}, {"interval", TGPG_FLOAT, TGPG_POSITIVE}, TRAVEL_ARGS, FILL, BAND,
+	BACKEND, {NULL}
+};
+static const tgpg_param watershed_args[] = {
+	{"outlet", TGPG_POINT}, FILL, BAND, BACKEND, {NULL}
+};
+static const tgpg_param viewshed_args[] = {
+	{"observer", TGPG_POINT}, VIEW_ARGS, {"output", TGPG_WORD, 0, TGPG_WORDS(view_outputs)}, BAND,
+	BACKEND, {"algorithm", TGPG_WORD, 0, TGPG_WORDS(view_algorithms)}, {NULL}
+};
+static const tgpg_param viewshed_count_args[] = {
+	{"observers", TGPG_POINTS}, VIEW_ARGS, BAND, BACKEND, {NULL}
+};
+
+/* ------------------------------------------------------------------------
+ * Shared pieces
+ * ------------------------------------------------------------------------ */
+static void
+op_init(tg_op *op, const tgpg_args *a)
+{
+	memset(op, 0, sizeof *op);
+	op->band = tgpg_int(a, "band");
+	op->accumulation_type = TG_PT_64BF;
+	if (tgpg_arg_index(a, "nodata") >= 0 && tgpg_given(a, "nodata"))
+	{
+		op->has_nodata = true;
+		op->nodata = tgpg_float(a, "nodata");
+	}
+}
+
+/* Routing, fill, exponent and threshold where the function takes them (d8, filled, otherwise). */
+static void
+flow_args(const tgpg_args *a, const tgpg_call *c, tg_op *op)
+{
+	op->flow.routing = tgpg_arg_index(a, "routing") >= 0 ? tgpg_word_value(a, "routing") : TG_ROUTE_D8;
+	op->flow.fill = tgpg_arg_index(a, "fill") >= 0 ? tgpg_bool(a, "fill") : true;
+	op->flow.exponent = tgpg_arg_index(a, "exponent") >= 0 ? tgpg_float(a, "exponent") : 1.1;
+	op->flow.threshold = tgpg_arg_index(a, "threshold") >= 0 ? tgpg_float(a, "threshold") : 0;
+	op->flow.geom = tgpg_call_geometry(c);
+	if (tgpg_arg_index(a, "method") >= 0)
+		op->method = tgpg_word_value(a, "method");
+	if (tgpg_arg_index(a, "units") >= 0)
+		op->units = tgpg_word_value(a, "units");
+}
+
+/* The weight: a raster on the DEM's grid, or a table of tiles on it. */
+static void
+weight_arg(const tgpg_args *a, tgpg_call *c, tg_op *op)
+{
+	if (!tgpg_given(a, "weight"))
+		return;
+	op->weight_band = tgpg_int(a, "weight_band");
+	op->weight_input = tgpg_call_input(c, tgpg_datum(a, "weight"), tgpg_type(a, "weight"),
+									   a->coverage ? "the weight coverage" : "weight raster",
+									   op->weight_band, "weight_column",
+									   a->coverage && tgpg_given(a, "weight_column")
+									   ? pstrdup(NameStr(*DatumGetName(tgpg_datum(a, "weight_column"))))
+									   : "rast");
+}
+
+/*
+ * A factor: a number (any numeric type, or text holding one), a raster on
+ * the DEM's grid (raster form, band 1) or a table on the same grid
+ * (coverage form, column rast, band 1).
+ */
+static tg_op_factor
+factor_arg(const tgpg_args *a, tgpg_call *c, const char *name, const char *label)
+{
+	const Oid	type = tgpg_type(a, name);
+	const Datum d = tgpg_datum(a, name);
+	tg_op_factor f = {0, 0};
+
+	switch (type)
+	{
+		case INT2OID:
+			f.value = DatumGetInt16(d);
+			return f;
+		case INT4OID:
+			f.value = DatumGetInt32(d);
+			return f;
+		case INT8OID:
+			f.value = (double) DatumGetInt64(d);
+			return f;
+		case FLOAT4OID:
+			f.value = DatumGetFloat4(d);
+			return f;
+		case FLOAT8OID:
+			f.value = DatumGetFloat8(d);
+			return f;
+		case NUMERICOID:
+			f.value = DatumGetFloat8(DirectFunctionCall1(numeric_float8, d));
+			return f;
+		case TEXTOID:
+			f.value = DatumGetFloat8(DirectFunctionCall1(float8in, CStringGetDatum(TextDatumGetCString(d))));
+			return f;
+		case UNKNOWNOID:
+			f.value = DatumGetFloat8(DirectFunctionCall1(float8in, d));
+			return f;
+		default:
+			break;
+	}
+	if ((a->coverage && (type == REGCLASSOID || type == OIDOID)) ||
+		(!a->coverage && type == get_fn_expr_argtype(a->fcinfo->flinfo, 0)))
+	{
+		f.input = tgpg_call_input(c, d, type, psprintf(a->coverage ? "the %s coverage" : "the %s raster", label),
+								  1, label, "rast");
+		return f;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_DATATYPE_MISMATCH),
+			 errmsg("factor %s must be a number or %s, got %s", label,
+					a->coverage ? "a coverage table on the DEM's grid" : "a raster aligned with the DEM",
+					format_type_be(type))));
+	pg_unreachable();
+}
+
+static void
+outlet_arg(const tgpg_args *a, const tgpg_call *c, tg_op *op)
+{
+	if (!tgpg_given(a, "outlet"))
+		return;
+	op->has_outlet = true;
+	tgpg_call_point(c, tgpg_datum(a, "outlet"), tgpg_type(a, "outlet"), "outlet", &op->outlet_col,
+					&op->outlet_row);
+}
+
+static void
+travel_args_to_op(const tgpg_args *a, tgpg_call *c, tg_op *op)
+{
+	flow_args(a, c, op);
+	op->flow.routing = TG_ROUTE_D8;
+	outlet_arg(a, c, op);
+	op->roughness = factor_arg(a, c, "n", "n");
+	op->velocity = factor_arg(a, c, "k", "K");
+	op->b = tgpg_float(a, "b");
+	op->min_slope = tgpg_float(a, "min_slope");
+}
+
+static void
+ls_args_to_op(const tgpg_args *a, tgpg_call *c, tg_op *op)
+{
+	flow_args(a, c, op);
+	op->m = tgpg_float(a, "m");
+	op->n = tgpg_float(a, "n");
+	op->a0 = tgpg_float(a, "a0");
+	op->b0 = tgpg_float(a, "b0");
+	for (int f = 0; f < 4; f++)
+		op->rusle[f].value = 1;
+}
+
+/* A raster form with a NULL raster returns NULL (the coverage form refuses a NULL table). */
+#define NULL_RASTER_GIVES_NULL(a) \
+	do { \
+		if (!(a)->coverage && PG_ARGISNULL(0)) \
+			PG_RETURN_NULL(); \
+	} while (0)
+
+static Datum
+run_op(tgpg_call *c, const tg_op *op)
+{
+	return tgpg_call_run(c, op, c->args->coverage ? TGPG_RESULT_ROWS : TGPG_RESULT_VALUE);
+}
+
+/* ------------------------------------------------------------------------
+ * The functions
+ * ------------------------------------------------------------------------ */
+PG_FUNCTION_INFO_V1(tgpg_slope);
+Datum
+tgpg_slope(PG_FUNCTION_ARGS)
+{
+	tgpg_args	a;
+	tgpg_call	c;
+	tg_op		op;
+
+	tgpg_args_open(&a, fcinfo, "tg_slope", slope_args);
+	NULL_RASTER_GIVES_NULL(&a);
+	tgpg_call_open(&c, &a, "tg_slope");
+	op_init(&op, &a);
+	op.kind = TG_OP_SLOPE;
+	op.slope_units = tgpg_word_value(&a, "units");
+	op.slope_scale = tgpg_float(&a, "scale");
+	return run_op(&c, &op);
+}
+
+PG_FUNCTION_INFO_V1(tgpg_fill);
+Datum
+tgpg_fill(PG_FUNCTION_ARGS)
+{
+	tgpg_args	a;
+	tgpg_call	c;
+	tg_op		op;
+
+	tgpg_args_open(&a, fcinfo, "tg_fill", fill_args);
+	NULL_RASTER_GIVES_NULL(&a);
+	tgpg_call_open(&c, &a, "tg_fill");
+	op_init(&op, &a);
+	op.kind = TG_OP_FILL;
+	op.fill_method = tgpg_word_value(&a, "method");
+	op.epsilon = tgpg_float(&a, "epsilon");
+	return run_op(&c, &op);
+}
+
+PG_FUNCTION_INFO_V1(tgpg_flow_direction);
+Datum
+tgpg_flow_direction(PG_FUNCTION_ARGS)
+{
+	tgpg_args	a;
+	tgpg_call	c;
+	tg_op		op;
+	int			output;
+
+	tgpg_args_open(&a, fcinfo, "tg_flow_direction", direction_args);
+	NULL_RASTER_GIVES_NULL(&a);
+	tgpg_call_open(&c, &a, "tg_flow_direction");
+	op_init(&op, &a);
+	op.kind = TG_OP_DIRECTIONS;
+	flow_args(&a, &c, &op);
+	output = tgpg_word_value(&a, "output");
+	if (output == OUTPUT_AUTO)
+		output = op.flow.routing == TG_ROUTE_D8 ? TG_DIRECTIONS_CODES : TG_DIRECTIONS_SHARES;
+	if (output == TG_DIRECTIONS_CODES && op.flow.routing != TG_ROUTE_D8)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("output 'codes' needs routing 'd8'"),
+				 errhint("A multiple-flow routing has several receivers: use output => 'mask' or 'shares'.")));
+	op.directions = output;
+	return run_op(&c, &op);
+}
+
+PG_FUNCTION_INFO_V1(tgpg_flow_accumulation);
+Datum
+tgpg_flow_accumulation(PG_FUNCTION_ARGS)
+{
+	tgpg_args	a;
+	tgpg_call	c;
+	tg_op		op;
+
+	tgpg_args_open(&a, fcinfo, "tg_flow_accumulation", accumulation_args);
+	NULL_RASTER_GIVES_NULL(&a);
+	tgpg_call_open(&c, &a, "tg_flow_accumulation");
+	op_init(&op, &a);
+	op.kind = TG_OP_ACCUMULATION;
+	flow_args(&a, &c, &op);
+	op.accumulation_type = tgpg_word_value(&a, "pixeltype");
+	weight_arg(&a, &c, &op);
+	return run_op(&c, &op);
+}
+
+PG_FUNCTION_INFO_V1(tgpg_hydrology);
+Datum
+tgpg_hydrology(PG_FUNCTION_ARGS)
+{
+	tgpg_args	a;
+	tgpg_call	c;
+	tg_op		op;
+
+	tgpg_args_open(&a, fcinfo, "tg_hydrology", hydrology_args);
+	NULL_RASTER_GIVES_NULL(&a);
+	tgpg_call_open(&c, &a, "tg_hydrology");
+	op_init(&op, &a);
+	op.kind = TG_OP_HYDROLOGY;
+	flow_args(&a, &c, &op);
+	weight_arg(&a, &c, &op);
+	if (a.coverage)
+		return run_op(&c, &op);
+	/* the raster form returns (filled, direction, accumulation) */
+	{
+		TupleDesc	tupdesc;
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
+		ListCell   *lc;
+		int			k = 0;
+
+		if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+			elog(ERROR, "return type must be a row type");
+		(void) tgpg_call_run(&c, &op, TGPG_RESULT_TILES);
+		foreach(lc, c.tiles)
+			values[k++] = PointerGetDatum(lfirst(lc));
+		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+	}
+}
+
+PG_FUNCTION_INFO_V1(tgpg_ls_factor);
+Datum
+tgpg_ls_factor(PG_FUNCTION_ARGS)
+{
+	tgpg_args	a;
+	tgpg_call	c;
+	tg_op		op;
+
+	tgpg_args_open(&a, fcinfo, "tg_ls_factor", ls_args);
+	NULL_RASTER_GIVES_NULL(&a);
+	tgpg_call_open(&c, &a, "tg_ls_factor");
+	op_init(&op, &a);
+	op.kind = TG_OP_LS_FACTOR;
+	ls_args_to_op(&a, &c, &op);
+	return run_op(&c, &op);
+}
+
+PG_FUNCTION_INFO_V1(tgpg_rusle);
+Datum
+tgpg_rusle(PG_FUNCTION_ARGS)
+{
+	static const char *const factors[4][2] = {{"r", "R"}, {"k", "K"}, {"c", "C"}, {"p", "P"}};
+	tgpg_args	a;
+	tgpg_call	c;
+	tg_op		op;
+
+	tgpg_args_open(&a, fcinfo, "tg_rusle", rusle_args);
+	NULL_RASTER_GIVES_NULL(&a);
+	tgpg_call_open(&c, &a, "tg_rusle");
+	op_init(&op, &a);
+	op.kind = TG_OP_RUSLE;
+	ls_args_to_op(&a, &c, &op);
+	for (int f = 0; f < 4; f++)
+		op.rusle[f] = factor_arg(&a, &c, factors[f][0], factors[f][1]);
+	return run_op(&c, &op);
+}
+
+PG_FUNCTION_INFO_V1(tgpg_travel_time);
+Datum
+tgpg_travel_time(PG_FUNCTION_ARGS)
+{
+	tgpg_args	a;
+	tgpg_call	c;
+	tg_op		op;
+
+	tgpg_args_open(&a, fcinfo, "tg_travel_time", travel_args);
+	NULL_RASTER_GIVES_NULL(&a);
+	tgpg_call_open(&c, &a, "tg_travel_time");
+	op_init(&op, &a);
+	op.kind = TG_OP_TRAVEL_TIME;
+	travel_args_to_op(&a, &c, &op);
+	return run_op(&c, &op);
+}
+
+PG_FUNCTION_INFO_V1(tgpg_isochrone_bands);
+Datum
+tgpg_isochrone_bands(PG_FUNCTION_ARGS)
+{
+	tgpg_args	a;
+	tgpg_call	c;
+	tg_op		op;
+
+	tgpg_args_open(&a, fcinfo, "tg_isochrone_bands", isochrone_args);
+	NULL_RASTER_GIVES_NULL(&a);
+	tgpg_call_open(&c, &a, "tg_isochrone_bands");
+	op_init(&op, &a);
+	op.kind = TG_OP_ISOCHRONE_BANDS;
+	travel_args_to_op(&a, &c, &op);
+	op.interval = tgpg_float(&a, "interval");
+	return run_op(&c, &op);
+}
+
+PG_FUNCTION_INFO_V1(tgpg_watershed);
+Datum
+tgpg_watershed(PG_FUNCTION_ARGS)
+{
+	tgpg_args	a;
+	tgpg_call	c;
+	tg_op		op;
+
+	tgpg_args_open(&a, fcinfo, "tg_watershed", watershed_args);
+	NULL_RASTER_GIVES_NULL(&a);
+	tgpg_call_open(&c, &a, "tg_watershed");
+	op_init(&op, &a);
+	op.kind = TG_OP_WATERSHED;
+	flow_args(&a, &c, &op);
+	outlet_arg(&a, &c, &op);
+	return run_op(&c, &op);
+}
+
+/* ------------------------------------------------------------------------
+ * Polygons: the band rasters' tiles polygonized, merged across tiles
+ * ------------------------------------------------------------------------ */
+
+/* Does a result tile hold any cell other than its nodata (0)? */
+static bool
+tile_has_cells(struct varlena *v)
+{
+	tg_band		b;
+	tg_error	err;
+
+	tg_error_clear(&err);
+	if (tg_raster_read_band((const uint8_t *) v, VARSIZE(v), 0, &b, &err) != TG_OK || b.is_nodata)
+		return false;
+	for (size_t i = 0; i < (size_t) b.width * b.height; i++)
+		if (tg_band_get(&b, i) != 0)
+			return true;
+	return false;
+}
+
+/* The tiles (as a raster[] of the DEM's raster type) that hold any cell. */
+static Datum
+tiles_array(const tgpg_call *c, Oid raster_type, int *n)
+{
+	Datum	   *items = palloc(sizeof(Datum) * Max(list_length(c->tiles), 1));
+	ListCell   *lc;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+
+	*n = 0;
+	foreach(lc, c->tiles)
+		if (tile_has_cells(lfirst(lc)))
+			items[(*n)++] = PointerGetDatum(lfirst(lc));
+	get_typlenbyvalalign(raster_type, &typlen, &typbyval, &typalign);
+	return PointerGetDatum(construct_array(items, *n, raster_type, typlen, typbyval, typalign));
+}
+
+/* The raster type: the DEM argument's, or the coverage column's. */
+static Oid
+raster_type(const tgpg_args *a)
+{
+	FunctionCallInfo fcinfo = a->fcinfo;
+
+	if (!a->coverage)
+		return get_fn_expr_argtype(fcinfo->flinfo, 0);
+	return get_atttype(PG_GETARG_OID(0), get_attnum(PG_GETARG_OID(0), tgpg_arg_index(a, "rast_column") >= 0 &&
+													 tgpg_given(a, "rast_column")
+													 ? NameStr(*DatumGetName(tgpg_datum(a, "rast_column")))
+													 : "rast"));
+}
+
+/*
+ * Isochrones: each band of times [(k - 1) interval, k interval) as one
+ * multipolygon, from every tile's band raster (ST_DumpAsPolygons), merged
+ * per band across tiles.
+ */
+PG_FUNCTION_INFO_V1(tgpg_isochrones);
+Datum
+tgpg_isochrones(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	tgpg_args	a;
+	tgpg_call	c;
+	tg_op		op;
+	Oid			types[1];
+	Datum		args[1];
+	int			n;
+
+	tgpg_args_open(&a, fcinfo, "tg_isochrones", isochrone_args);
+	InitMaterializedSRF(fcinfo, 0);
+	if (!a.coverage && PG_ARGISNULL(0))
+		return (Datum) 0;
+	tgpg_call_open(&c, &a, "tg_isochrones");
+	op_init(&op, &a);
+	op.kind = TG_OP_ISOCHRONE_BANDS;
+	travel_args_to_op(&a, &c, &op);
+	op.interval = tgpg_float(&a, "interval");
+	(void) tgpg_call_run(&c, &op, TGPG_RESULT_TILES);
+
+	types[0] = get_array_type(raster_type(&a));
+	args[0] = tiles_array(&c, raster_type(&a), &n);
+	if (n == 0)
+		return (Datum) 0;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "could not connect to SPI");
+	if (SPI_execute_with_args("SELECT d.val::int8, ST_Multi(ST_Union(d.geom)) "
+							  "FROM unnest($1) AS t(r), ST_DumpAsPolygons(t.r, 1, true) AS d "
+							  "GROUP BY d.val ORDER BY d.val", 1, types, args, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not polygonize isochrone bands");
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		bool		isnull;
+		int64		band = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull));
+		Datum		geom = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 2, &isnull);
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
+
+		values[0] = Float8GetDatum((double) (band - 1) * op.interval);
+		values[1] = Float8GetDatum((double) band * op.interval);
+		values[2] = geom;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/* The catchment of a pour point as one multipolygon, merged across tiles. */
+PG_FUNCTION_INFO_V1(tgpg_watershed_polygon);
+Datum
+tgpg_watershed_polygon(PG_FUNCTION_ARGS)
+{
+	tgpg_args	a;
+	tgpg_call	c;
+	tg_op		op;
+	Oid			types[1];
+	Datum		args[1];
+	Datum		result;
+	bool		isnull;
+	int			n;
+
+	tgpg_args_open(&a, fcinfo, "tg_watershed_polygon", watershed_args);
+	NULL_RASTER_GIVES_NULL(&a);
+	tgpg_call_open(&c, &a, "tg_watershed_polygon");
+	op_init(&op, &a);
+	op.kind = TG_OP_WATERSHED;
+	flow_args(&a, &c, &op);
+	outlet_arg(&a, &c, &op);
+	(void) tgpg_call_run(&c, &op, TGPG_RESULT_TILES);
+
+	types[0] = get_array_type(raster_type(&a));
+	args[0] = tiles_array(&c, raster_type(&a), &n);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "could not connect to SPI");
+	if (SPI_execute_with_args("SELECT ST_Multi(ST_Union(ST_Polygon(t.r))) FROM unnest($1) AS t(r)",
+							  1, types, args, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not polygonize the watershed");
+	result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (!isnull)
+		result = SPI_datumTransfer(result, false, -1);
+	SPI_finish();
+	if (isnull)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(result);
+}
+
+/* ------------------------------------------------------------------------
+ * Viewsheds
+ * ------------------------------------------------------------------------ */
+static void
+view_args_to_op(const tgpg_args *a, const tgpg_call *c, tg_op *op)
+{
+	const tg_georef *geo = &c->layout->geo;
+
+	op->view.observer_height = tgpg_float(a, "observer_height");
+	op->view.target_height = tgpg_float(a, "target_height");
+	op->view.max_distance = tgpg_given(a, "max_distance") ? tgpg_float(a, "max_distance") : 0;
+	op->view.earth_radius = tgpg_float(a, "earth_radius");
+	op->view.refraction = tgpg_float(a, "refraction");
+	if (geo->skew_x != 0 || geo->skew_y != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("viewsheds of skewed rasters are not supported"),
+				 errhint("Warp the raster to a north-up grid first.")));
+	op->view.geom = tgpg_call_geometry(c);
+	op->view.cell_x = op->view.geom.cell_x;
+	op->view.cell_y = op->view.geom.cell_y;
+}
+
+PG_FUNCTION_INFO_V1(tgpg_viewshed);
+Datum
+tgpg_viewshed(PG_FUNCTION_ARGS)
+{
+	tgpg_args	a;
+	tgpg_call	c;
+	tg_op		op;
+
+	tgpg_args_open(&a, fcinfo, "tg_viewshed", viewshed_args);
+	NULL_RASTER_GIVES_NULL(&a);
+	tgpg_call_open(&c, &a, "tg_viewshed");
+	op_init(&op, &a);
+	op.kind = TG_OP_VIEWSHED;
+	view_args_to_op(&a, &c, &op);
+	tgpg_call_point(&c, tgpg_datum(&a, "observer"), tgpg_type(&a, "observer"), "observer",
+					&op.view.observer_col, &op.view.observer_row);
+	op.view.output = tgpg_word_value(&a, "output");
+	op.view.algorithm = tgpg_word_value(&a, "algorithm");
+	return run_op(&c, &op);
+}
+
+PG_FUNCTION_INFO_V1(tgpg_viewshed_count);
+Datum
+tgpg_viewshed_count(PG_FUNCTION_ARGS)
+{
+	tgpg_args	a;
+	tgpg_call	c;
+	tg_op		op;
+	ArrayType  *observers;
+	Oid			elem_type;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *od;
+	bool	   *on;
+	int			nobs;
+	int		   *cols,
+			   *rows;
+
+	tgpg_args_open(&a, fcinfo, "tg_viewshed_count", viewshed_count_args);
+	NULL_RASTER_GIVES_NULL(&a);
+	tgpg_call_open(&c, &a, "tg_viewshed_count");
+	op_init(&op, &a);
+	op.kind = TG_OP_VIEWSHED_COUNT;
+	view_args_to_op(&a, &c, &op);
+	observers = DatumGetArrayTypeP(tgpg_datum(&a, "observers"));
+	elem_type = ARR_ELEMTYPE(observers);
+	get_typlenbyvalalign(elem_type, &typlen, &typbyval, &typalign);
+	deconstruct_array(observers, elem_type, typlen, typbyval, typalign, &od, &on, &nobs);
+	if (nobs == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("observers must hold at least one point")));
+	cols = palloc(sizeof(int) * nobs);
+	rows = palloc(sizeof(int) * nobs);
+	for (int k = 0; k < nobs; k++)
+	{
+		char	   *what = psprintf("observer %d", k + 1);
+
+		if (on[k])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("%s is NULL", what)));
+		tgpg_call_point(&c, od[k], elem_type, what, &cols[k], &rows[k]);
+	}
+	op.nobservers = nobs;
+	op.observer_cols = cols;
+	op.observer_rows = rows;
+	return run_op(&c, &op);
+}
