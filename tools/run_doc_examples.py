@@ -15,11 +15,11 @@ DB = "terra_gpu_doc_examples"
 FIXTURE = """
 CREATE TABLE dem AS
 SELECT row_number() OVER () AS rid, t.rast
-FROM (SELECT ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(600, 400, 8.0, 47.0, 1.0 / 1200, -1.0 / 1200, 0, 0, 4326),
+FROM (SELECT ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(600, 800, 8.0, 47.0, 1.0 / 1200, -1.0 / 1200, 0, 0, 4326),
                                      '16BSI'::text, 0, -32768),
                           1, 1, 1, (SELECT array_agg(r ORDER BY y) FROM
                                      (SELECT y, array_agg(1000 + 400 * sin(x / 50.0) * cos(y / 40.0) ORDER BY x) AS r
-                                      FROM generate_series(0, 599) x, generate_series(0, 399) y GROUP BY y) rows))
+                                      FROM generate_series(0, 599) x, generate_series(0, 799) y GROUP BY y) rows))
       AS rast) AS src, ST_Tile(src.rast, 256, 256) AS t(rast);
 """
 

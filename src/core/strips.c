@@ -90,10 +90,16 @@ plan_strips(const tg_ctx *ctx, const tg_job *job, size_t bytes_per_cell, strips 
 				best = r;
 		if (best < 0)
 		{
+			int			next = r0 + 1;
+			size_t		need_mb;
+
+			while (next < l->height && !cut[next])
+				next++;
+			need_mb = (((size_t) (next - r0 + 2) * l->width * bytes_per_cell) >> 20) + 1;
 			tg_free(ctx, cut);
-			tg_error_set(err, TG_ELIMIT, "%s: %s cannot be cut into strips of at most %d rows at tile boundaries",
-						 job->function, l->name, most);
-			tg_error_hint(err, "Raise %s.", job->budget_name);
+			tg_error_set(err, TG_ELIMIT, "%s: a strip of %s must hold whole rows of tiles, and rows %d to %d of %d cells need %zu MB",
+						 job->function, l->name, r0, next - 1, l->width, need_mb);
+			tg_error_hint(err, "Raise %s to at least %zu.", job->budget_name, need_mb);
 			return TG_ELIMIT;
 		}
 		s->row0[s->n] = r0;
