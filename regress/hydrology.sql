@@ -44,6 +44,13 @@ SELECT ST_DumpValues(tg_flow_accumulation(rast)) FROM pit;
 SELECT m, (SELECT ST_DumpValues(tg_flow_accumulation(rast, method => m)))
         = (SELECT ST_DumpValues(tg_flow_accumulation(rast))) AS same
 FROM pit, unnest(ARRAY['flow-transfer', 'dependency-transfer', 'indegree', 'topological']) AS m ORDER BY m;
+-- tg_hydrology: the three results of one call, equal to the separate calls
+SELECT ST_DumpValues(h.filled) = ST_DumpValues(tg_fill(rast)) AS filled,
+       ST_DumpValues(h.direction) = ST_DumpValues(tg_flow_direction(rast)) AS direction,
+       ST_DumpValues(h.accumulation) = ST_DumpValues(tg_flow_accumulation(rast)) AS accumulation,
+       ST_DumpValues((tg_hydrology(rast, routing => 'mfd-md')).accumulation)
+         = ST_DumpValues(tg_flow_accumulation(rast, routing => 'mfd-md')) AS mfd_accumulation
+FROM pit, tg_hydrology(rast) AS h;
 -- multiple-flow routings conserve water: the outlet receives all 25 cells
 SELECT r, round(ST_Value(tg_flow_accumulation(rast, routing => r), 5, 3)::numeric, 4) AS at_outlet
 FROM pit, unnest(ARRAY['d8', 'fd8', 'mfd-md', 'fdd8']) AS r ORDER BY r;

@@ -9,16 +9,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 /* TG_ELIMIT for a grid beyond the budget that cannot run in strips. */
 static tg_status
@@ -90,7 +80,7 @@ run_in_memory(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *e
 		if (st != TG_OK)
 			return st;
 	}
-	tg_phase(ctx, "read");
+	tg_phase(ctx, "decode");
 	for (int k = 0; k < job->ninputs && st == TG_OK; k++)
 		st = tg_read_input(ctx, job->layout, &job->inputs[k], &grids[k], 0, job->layout->height, err);
 	if (st == TG_OK)
@@ -101,7 +91,7 @@ run_in_memory(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *e
 		tg_grid_band_free(ctx, &grids[k]);
 	if (st == TG_OK)
 	{
-		tg_phase(ctx, "write");
+		tg_phase(ctx, "encode");
 		st = tg_write_tiles(ctx, job, r.outs, r.nout, 0, job->layout->height, err);
 	}
 	tg_op_free(ctx, &r);
@@ -112,7 +102,7 @@ tg_status
 tg_run(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err)
 {
 	const tg_layout *l = job->layout;
-	const double t0 = now_ms();
+	const double t0 = tg_clock_ms();
 	const char *why_not = NULL;
 	tg_ctx		call;
 	tg_status	st;
@@ -133,6 +123,6 @@ tg_run(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err)
 		st = beyond_budget(ctx, op, job, why_not, err);
 	tg_call_close(&call);
 	if (ctx->stats)
-		ctx->stats->core_ms = now_ms() - t0;
+		ctx->stats->core_ms = tg_clock_ms() - t0;
 	return st;
 }

@@ -913,8 +913,8 @@ typedef struct tg_tile_writer
 {
 	/*
 	 * The results of tile `tile` (one per output of the operation), in tile
-	 * order.  *kept: the writer keeps values[0]'s memory (allocated with the
-	 * call's allocator); otherwise it copies what it needs.
+	 * order.  *kept: the writer keeps the memory of every value (allocated
+	 * with the call's allocator); otherwise it copies what it needs.
 	 */
 	tg_status	(*write) (void *arg, int tile, tg_tile_value *values, int nvalues, bool *kept,
 						  tg_error *err);

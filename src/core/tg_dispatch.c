@@ -15,18 +15,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 typedef tg_status (*op_fn) (const tg_ctx *ctx, const void *args, tg_error *err);
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static void
 note(const tg_ctx *ctx, const char *fmt, const char *arg)
@@ -81,7 +71,7 @@ static tg_status
 run(const tg_ctx *ctx, int64_t cells, op_fn cpu, op_fn gpu, const void *args,
 	tg_error *err)
 {
-	double		t0 = now_ms();
+	double		t0 = tg_clock_ms();
 	const bool	top = ctx->pool == NULL;	/* not inside tg_run's call */
 	tg_backend	use;
 	tg_status	st;
@@ -121,7 +111,7 @@ run(const tg_ctx *ctx, int64_t cells, op_fn cpu, op_fn gpu, const void *args,
 	{
 		ctx->stats->backend = use;
 		if (top)
-			ctx->stats->core_ms = now_ms() - t0;
+			ctx->stats->core_ms = tg_clock_ms() - t0;
 	}
 	return st;
 }

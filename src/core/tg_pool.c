@@ -67,8 +67,8 @@ typedef struct worker_start
 	int			index;			/* 1-based */
 } worker_start;
 
-static double
-now_ms(void)
+double
+tg_clock_ms(void)
 {
 	struct timespec ts;
 
@@ -302,32 +302,46 @@ tg_call_close(tg_ctx *call)
 /* ------------------------------------------------------------------------
  * Phases and progress
  * ------------------------------------------------------------------------ */
+/* A phase met again adds to its time. */
+static void
+add_phase_time(tg_run_stats *s, const char *name, double ms)
+{
+	int			k;
+
+	for (k = 0; k < s->nphases && strcmp(s->phases[k].name, name) != 0; k++)
+		;
+	if (k == s->nphases && k < TG_MAX_PHASES)
+	{
+		snprintf(s->phases[k].name, sizeof s->phases[k].name, "%s", name);
+		s->phases[k].ms = 0;
+		s->nphases++;
+	}
+	if (k < s->nphases)
+		s->phases[k].ms += ms;
+}
+
 void
 tg_phase_end(const tg_ctx *ctx)
 {
 	tg_pool    *pool = ctx->pool;
-	tg_run_stats *s = ctx->stats;
 
 	if (pool == NULL || pool->phase[0] == '\0')
 		return;
-	if (s)
-	{
-		double		ms = now_ms() - pool->phase_start;
-		int			k;
-
-		/* a phase met again adds to its time */
-		for (k = 0; k < s->nphases && strcmp(s->phases[k].name, pool->phase) != 0; k++)
-			;
-		if (k == s->nphases && k < TG_MAX_PHASES)
-		{
-			snprintf(s->phases[k].name, sizeof s->phases[k].name, "%s", pool->phase);
-			s->phases[k].ms = 0;
-			s->nphases++;
-		}
-		if (k < s->nphases)
-			s->phases[k].ms += ms;
-	}
+	if (ctx->stats)
+		add_phase_time(ctx->stats, pool->phase, tg_clock_ms() - pool->phase_start);
 	pool->phase[0] = '\0';
+}
+
+void
+tg_phase_charge(const tg_ctx *ctx, const char *name, double ms)
+{
+	tg_pool    *pool = ctx->pool;
+
+	if (ctx->worker != 0 || pool == NULL || pool->phase[0] == '\0' || ctx->stats == NULL)
+		return;
+	add_phase_time(ctx->stats, pool->phase, 0);	/* listed before what it hands on */
+	add_phase_time(ctx->stats, name, ms);
+	pool->phase_start += ms;
 }
 
 void
@@ -341,7 +355,7 @@ tg_phase(const tg_ctx *ctx, const char *name)
 	{
 		tg_phase_end(ctx);
 		snprintf(pool->phase, sizeof pool->phase, "%s", name);
-		pool->phase_start = now_ms();
+		pool->phase_start = tg_clock_ms();
 	}
 	if (ctx->progress)
 		ctx->progress(ctx->progress_arg, name, 0.0);

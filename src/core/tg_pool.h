@@ -22,6 +22,15 @@
 
 typedef tg_status (*tg_task_fn) (const tg_ctx *ctx, void *arg, int64_t task, tg_error *err);
 
+/* A monotonic clock, in milliseconds. */
+double		tg_clock_ms(void);
+
+/*
+ * Move ms of the running phase's time to the phase called name (the time
+ * spent in a caller's callback, say), so that phases stay disjoint.
+ */
+void		tg_phase_charge(const tg_ctx *ctx, const char *name, double ms);
+
 /* Cores this process may run on (its CPU affinity), at least 1. */
 int			tg_cores_available(void);
 

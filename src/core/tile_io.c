@@ -336,6 +336,7 @@ tg_read_input(const tg_ctx *ctx, const tg_layout *grid, const tg_input *in, tg_g
 	read_job	j = {grid, in, g, batch, row0, nrows};
 	int64_t		done = 0;
 	bool		end = false;
+	double		t0;
 	tg_status	st;
 
 	if (batch == NULL)
@@ -343,7 +344,9 @@ tg_read_input(const tg_ctx *ctx, const tg_layout *grid, const tg_input *in, tg_g
 	if (g->as_rows)
 		for (size_t i = 0; i < (size_t) grid->width * nrows; i++)
 			g->rows[i] = NAN;
+	t0 = tg_clock_ms();
 	st = in->reader.start(in->reader.arg, row0, nrows, err);
+	tg_phase_charge(ctx, "fetch", tg_clock_ms() - t0);
 	while (st == TG_OK && !end)
 	{
 		int			n = 0;
@@ -355,7 +358,9 @@ tg_read_input(const tg_ctx *ctx, const tg_layout *grid, const tg_input *in, tg_g
 			fetched    *f = &batch[n];
 
 			memset(f, 0, sizeof *f);
+			t0 = tg_clock_ms();
 			st = in->reader.next(in->reader.arg, &f->bytes, err);
+			tg_phase_charge(ctx, "fetch", tg_clock_ms() - t0);
 			if (st != TG_OK)
 			{
 				callback_failed = true;
@@ -540,15 +545,15 @@ prepare_tile(const tg_ctx *ctx, const write_job *j, encoded *e, int tile, tg_err
 	return TG_OK;
 }
 
-/* Free what the writer did not keep (kept: it took values[0]'s buffer). */
+/* Free what the writer did not keep (kept: it took every value's buffer). */
 static void
 finish_tile(const tg_ctx *ctx, encoded *e, int nout, bool kept)
 {
 	for (int o = 0; o < nout; o++)
 	{
-		if (!(kept && o == 0 && e->values[0].data == e->raw[0]))
+		if (!(kept && e->values[o].data == e->raw[o]))
 			tg_free(ctx, e->raw[o]);
-		if (!(kept && o == 0 && e->values[0].data == e->packed[0]))
+		if (!(kept && e->values[o].data == e->packed[o]))
 			tg_free(ctx, e->packed[o]);
 	}
 }
@@ -586,9 +591,11 @@ tg_write_tiles(const tg_ctx *ctx, const tg_job *job, const tg_output *outs, int 
 		for (; st == TG_OK && written < n; written++)
 		{
 			bool		kept = false;
+			const double t0 = tg_clock_ms();
 
 			st = job->writer.write(job->writer.arg, batch[written].tile, batch[written].values, nout,
 								   &kept, err);
+			tg_phase_charge(ctx, "store", tg_clock_ms() - t0);
 			finish_tile(ctx, &batch[written], nout, st == TG_OK && kept);
 		}
 		for (; written < n; written++)

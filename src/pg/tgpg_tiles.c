@@ -809,7 +809,8 @@ put_tile(writer_state *w, int tile, tg_tile_value *values, int nvalues, bool *ke
 			{
 				MemoryContext old = MemoryContextSwitchTo(w->call->cxt);
 
-				w->call->tiles = lappend(w->call->tiles, DatumGetPointer(tile_datum(&values[0])));
+				for (int k = 0; k < nvalues; k++)
+					w->call->tiles = lappend(w->call->tiles, DatumGetPointer(tile_datum(&values[k])));
 				MemoryContextSwitchTo(old);
 				*kept = true;
 				break;

@@ -185,7 +185,32 @@ typedef struct results
 	bool		saw_compressed;
 	bool		in_order;
 	int			last;
+	bool		keep;			/* the writer keeps every value, as a raster form does */
+	tg_tile_value kept[128][3];
 } results;
+
+/* A result tile's plain bytes (malloc'ed; NULL if it does not decompress). */
+static uint8_t *
+plain_copy(const tg_tile_value *v, size_t *size)
+{
+	uint8_t    *copy;
+
+	*size = v->compressed ? v->raw_size + 4 : v->size;
+	copy = malloc(*size);
+	if (!v->compressed)
+	{
+		memcpy(copy, v->data, *size);
+		return copy;
+	}
+	if (!tg_lz4_decompress(v->data + 8, v->size - 8, copy + 4, v->raw_size))
+	{
+		free(copy);
+		return NULL;
+	}
+	/* the length word of the plain form, as tg_raster_write leaves it */
+	*(uint32_t *) copy = (uint32_t) *size;
+	return copy;
+}
 
 static tg_status
 res_write(void *arg, int tile, tg_tile_value *v, int n, bool *kept, tg_error *err)
@@ -196,23 +221,18 @@ res_write(void *arg, int tile, tg_tile_value *v, int n, bool *kept, tg_error *er
 	r->last = tile;
 	for (int o = 0; o < n; o++)
 	{
-		size_t		size = v[o].compressed ? v[o].raw_size + 4 : v[o].size;
-		uint8_t    *copy = malloc(size);
+		size_t		size;
+		uint8_t    *copy = plain_copy(&v[o], &size);
 
-		if (v[o].compressed)
-		{
-			r->saw_compressed = true;
-			memset(copy, 0, 4);
-			if (!tg_lz4_decompress(v[o].data + 8, v[o].size - 8, copy + 4, v[o].raw_size))
-				return tg_error_set(err, TG_EDATA, "a result tile does not decompress");
-			/* the length word of the plain form, as tg_raster_write leaves it */
-			*(uint32_t *) copy = (uint32_t) size;
-		}
-		else
-			memcpy(copy, v[o].data, size);
+		if (copy == NULL)
+			return tg_error_set(err, TG_EDATA, "a result tile does not decompress");
+		r->saw_compressed |= v[o].compressed;
 		r->tile[tile][o] = copy;
 		r->size[tile][o] = size;
+		if (r->keep)
+			r->kept[tile][o] = v[o];
 	}
+	*kept = r->keep;
 	r->written++;
 	return TG_OK;
 }
@@ -222,7 +242,20 @@ res_free(results *r)
 {
 	for (int t = 0; t < 128; t++)
 		for (int o = 0; o < 3; o++)
+		{
+			/* what the writer kept is intact: the run freed none of it */
+			if (r->kept[t][o].data)
+			{
+				size_t		size;
+				uint8_t    *again = plain_copy(&r->kept[t][o], &size);
+
+				check(again && size == r->size[t][o] && memcmp(again + 4, r->tile[t][o] + 4, size - 4) == 0,
+					  "tile %d output %d kept by the writer is intact", t, o);
+				free(again);
+				free((void *) r->kept[t][o].data);
+			}
 			free(r->tile[t][o]);
+		}
 	memset(r, 0, sizeof *r);
 }
 
@@ -244,7 +277,7 @@ spill_read(void *arg, size_t offset, void *data, size_t bytes, tg_error *err)
 
 static tg_status
 run_on(coverage *c, coverage *weights, const tg_op *op, int threads, size_t budget, bool compress,
-	   results *r, tg_run_stats *stats, tg_error *err)
+	   bool keep, results *r, tg_run_stats *stats, tg_error *err)
 {
 	tg_input	in[2] = {{"the DEM", &c->layout, {cov_start, cov_next, cov_release, c}, 1},
 	{"the weights", weights ? &weights->layout : NULL, {cov_start, cov_next, cov_release, weights}, 1}};
@@ -269,6 +302,7 @@ run_on(coverage *c, coverage *weights, const tg_op *op, int threads, size_t budg
 	ctx.threads = threads;
 	ctx.stats = stats;
 	memset(r, 0, sizeof *r);
+	r->keep = keep;
 	r->in_order = true;
 	r->last = -1;
 	tg_error_clear(err);
@@ -342,15 +376,15 @@ check_op(const char *name, const tg_op *op, coverage *tiles, coverage *whole, co
 	tg_error	err;
 	const int	nout = tg_op_outputs(op);
 	const int	nbands = op->kind == TG_OP_DIRECTIONS && op->directions == TG_DIRECTIONS_SHARES ? 8 : 1;
-	check(run_on(tiles, weights, op, 1, SIZE_MAX, false, &rt, &stats, &err) == TG_OK,
+	check(run_on(tiles, weights, op, 1, SIZE_MAX, false, false, &rt, &stats, &err) == TG_OK,
 		  "%s over tiles: %s", name, err.message);
 	check(rt.written == tiles->layout.ntiles && rt.in_order, "%s: %d tiles written in order", name,
 		  rt.written);
 	/* the weights are a coverage on the same grid for both */
-	check(run_on(whole, weights, op, 1, SIZE_MAX, false, &rw, &stats, &err) == TG_OK,
+	check(run_on(whole, weights, op, 1, SIZE_MAX, false, true, &rw, &stats, &err) == TG_OK,
 		  "%s over the mosaic: %s", name, err.message);
 	check(same_cells(tiles, &rt, whole, &rw, nout, nbands), "%s: the tiles hold the mosaic's cells", name);
-	check(run_on(tiles, weights, op, 4, SIZE_MAX, true, &r4, &stats, &err) == TG_OK,
+	check(run_on(tiles, weights, op, 4, SIZE_MAX, true, true, &r4, &stats, &err) == TG_OK,
 		  "%s on 4 threads: %s", name, err.message);
 	check(same_tiles(tiles, &rt, &r4, nout) && r4.saw_compressed,
 		  "%s: 4 threads and LZ4 tiles give the same tiles", name);
@@ -360,7 +394,7 @@ check_op(const char *name, const tg_op *op, coverage *tiles, coverage *whole, co
 		/* a third of the grid in memory */
 		const size_t budget = (size_t) GW * GH * tg_op_bytes_per_cell(op) / 3;
 
-		check(run_on(tiles, weights, op, 3, budget, false, &rs, &stats, &err) == TG_OK,
+		check(run_on(tiles, weights, op, 3, budget, false, false, &rs, &stats, &err) == TG_OK,
 			  "%s in strips: %s", name, err.message);
 		check(stats.chunks > 1 && same_tiles(tiles, &rt, &rs, nout),
 			  "%s: %d strips give the tiles of the run in memory", name, stats.chunks);
@@ -536,7 +570,7 @@ test_run(void)
 
 		op = base_op(TG_OP_ACCUMULATION);
 		op.flow.routing = TG_ROUTE_MFD_MD;
-		check(run_on(tiles, NULL, &op, 1, 1 << 20, false, &r, NULL, &err) == TG_ELIMIT &&
+		check(run_on(tiles, NULL, &op, 1, 1 << 20, false, false, &r, NULL, &err) == TG_ELIMIT &&
 			  strstr(err.detail, "routing d8") != NULL && r.written == 0,
 			  "mfd-md accumulation beyond the budget: %s / %s", err.message, err.detail);
 		res_free(&r);
