@@ -3,7 +3,8 @@
 #   make                 build terra_gpu.so (CUDA kernels when nvcc is found)
 #   make install         install into the PostgreSQL that pg_config names
 #   make installcheck    pg_regress suites against a running server
-#   make check-core      core unit tests and the raster decoder fuzz test (no server)
+#   make check-core      core unit tests (also under ASan/UBSan) and the raster decoder
+#                        fuzz test (no server)
 #
 # Variables: WITH_CUDA=0 builds without CUDA; NVCC_GENCODE picks the GPU
 # architectures (default sm_80 and sm_90 machine code plus sm_90 PTX).
@@ -97,6 +98,13 @@ build/test_core: $(CORE_TEST_SRCS) src/core/test/test.h $(CORE_SRCS) $(wildcard 
 	$(CC) $(CORE_TEST_CFLAGS) -o $@ $(CORE_TEST_SRCS) $(CORE_SRCS) \
 		$(if $(filter 0,$(WITH_CUDA)),cuda/tg_cuda_stub.c) $(CORE_TEST_LIBS)
 
+# the same tests under AddressSanitizer (leaks included: LeakSanitizer runs
+# at exit) and UBSan, on the CPU path: the CUDA runtime does not run under ASan
+build/test_core_asan: $(CORE_TEST_SRCS) src/core/test/test.h $(CORE_SRCS) $(wildcard src/core/*.h)
+	mkdir -p build
+	$(CC) $(CORE_TEST_CFLAGS) $(SANITIZE) -o $@ $(CORE_TEST_SRCS) $(CORE_SRCS) cuda/tg_cuda_stub.c \
+		$(LZ4_LINK) -lpthread -lm
+
 FUZZ_SRCS = src/core/test/fuzz_raster.c src/core/tg_raster.c src/core/tg_error.c src/core/slope_cpu.c \
             src/core/tg_pool.c src/core/tile_codec.c
 
@@ -113,8 +121,9 @@ build/fuzz_raster_libfuzzer: $(FUZZ_SRCS) $(wildcard src/core/*.h)
 fuzz-libfuzzer: build/fuzz_raster_libfuzzer
 	build/fuzz_raster_libfuzzer -runs=$(FUZZ_ITERATIONS) -max_len=4096
 
-check-core: build/test_core build/fuzz_raster
+check-core: build/test_core build/test_core_asan build/fuzz_raster
 	build/test_core
+	ASAN_OPTIONS=detect_leaks=1 build/test_core_asan
 	build/fuzz_raster $(FUZZ_ITERATIONS)
 
 .PHONY: check-core fuzz-libfuzzer

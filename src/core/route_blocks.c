@@ -878,7 +878,8 @@ tg_route_blocks_solve_flow(const tg_ctx *ctx, tg_route_blocks *rb, tg_error *err
 		rows += (size_t) rb->bands[b].nrows;
 	if (rb->flow_solved || rows != (size_t) rb->H)
 		return tg_error_set(err, TG_EINVAL, "solve the flow once, after linking every band");
-	qsort(rb->exits, n, sizeof(exit_cell), cmp_leading_cell);
+	if (n > 0)
+		qsort(rb->exits, n, sizeof(exit_cell), cmp_leading_cell);
 	qsort(rb->bands, (size_t) rb->nbands, sizeof(band_links), cmp_band);
 	next = tg_alloc(ctx, (n ? n : 1) * sizeof(int64_t));
 	indeg = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
