@@ -15,7 +15,8 @@
  *   op=rusle: soil loss with R 300, K 0.03, C 0.2, P 1 and the default LS
  *   (m 0.4, n 1.3), as floats,
  *   routing=d8|fd8|mfd-md|fdd8, eps= (fill), fill=0|1 (routing on the filled DEM),
- *   save=FILE (the result's raw values: doubles for fill and accumulation),
+ *   save=FILE (the result's raw values: doubles for fill and accumulation, floats for
+ *   viewsheds, the trees' nodes for bmmq),
  *   repeat_check=1 (compare every run's output with the first run's, bit for bit,
  *   and say where they differ; op=routing: the routing surface and receivers an
  *   accumulation used, to tell a routing that changes from one that holds),
@@ -454,6 +455,24 @@ bench_bmmq(const options *o, const tg_band *dem)
 		printf(" tiles_differing=%lld", (long long) differing);
 	}
 	printf("\n");
+	/* save=FILE: every tree's nodes, tile after tile (CPU, else GPU) */
+	if (o->save)
+	{
+		FILE	   *f = fopen(o->save, "wb");
+
+		for (int t = 0; f && t < nt; t++)
+		{
+			const tg_bmmq_tree *tree = &trees[o->cpu ? 0 : 1][t];
+
+			if (fwrite(tree->nodes, sizeof(tg_bmmq_node), tree->count, f) != (size_t) tree->count)
+				break;
+		}
+		if (!f || ferror(f) || fclose(f) != 0)
+		{
+			fprintf(stderr, "cannot write %s\n", o->save);
+			return 1;
+		}
+	}
 	return 0;
 }
 
@@ -653,6 +672,7 @@ bench_levels(const options *o, const tg_band *dem)
 
 	tg_ctx_init(&ctx);
 	ctx.backend = TG_BACKEND_CPU;
+	ctx.threads = o->threads;
 	if (tg_cpu_route_build(&ctx, dem, &o->flow, &r, &err) != TG_OK ||
 		tg_cpu_route_levels(&ctx, &r, order, &count, level_start, &levels, &err) != TG_OK)
 	{
@@ -806,6 +826,7 @@ bench_viewshed(const options *o, const tg_band *dem)
 
 			tg_ctx_init(&ctx);
 			ctx.backend = be == 1 ? TG_BACKEND_GPU : TG_BACKEND_CPU;
+			ctx.threads = o->threads;
 			ctx.device_memory_limit = o->mem_mb << 20;
 			ctx.stats = &stats;
 			tg_error_clear(&err);
