@@ -119,9 +119,9 @@ cleanup:
 }
 
 /*
- * The stream-ordered pool (hydro.cuh's dbuf) would give memory back to the
- * system at every synchronisation; it keeps it instead until the call is
- * over and tg_cuda_release trims it, so a call's later allocations reuse
+ * The stream-ordered pool (tg_cuda_common.cuh's dbuf) would give memory back
+ * to the system at every synchronisation; it keeps it instead until the call
+ * is over and tg_cuda_release trims it, so a call's later allocations reuse
  * its earlier ones and an idle backend holds no device memory.
  */
 static void

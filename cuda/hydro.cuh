@@ -1,7 +1,7 @@
 /*
- * hydro.cuh — what the hydrology .cu files share: device buffers freed on
- * every path, the DEM on the device, and a tiled monotone relaxation used for
- * the depression fill and for the breadth-first gradients of flats.
+ * hydro.cuh — what the hydrology .cu files share: the DEM on the device, and
+ * a tiled monotone relaxation used for the depression fill and for the
+ * breadth-first gradients of flats.
  */
 #ifndef TG_HYDRO_CUH
 #define TG_HYDRO_CUH
@@ -25,61 +25,6 @@
 	} while (0)
 
 #define TG_CUDA_RETURN_IF_LAUNCH(what) TG_CUDA_RETURN_IF(cudaGetLastError(), (what))
-
-/*
- * A device array that frees itself; nothing in here throws.  It comes from
- * the device's stream-ordered pool, in the order of the legacy default
- * stream: neither allocating nor freeing waits for the device, and a call
- * that frees and allocates again reuses the pool's memory (device.cu keeps
- * the pool during a call and gives it back after, tg_cuda_release).  Work on
- * other streams must be finished before its buffers are freed.
- */
-template <typename T>
-struct dbuf
-{
-	T		   *p = nullptr;
-	size_t		n = 0;
-
-	dbuf() = default;
-	dbuf(const dbuf &) = delete;
-	dbuf &operator=(const dbuf &) = delete;
-	~dbuf()
-	{
-		if (p)
-			cudaFreeAsync(p, 0);
-	}
-	cudaError_t alloc(size_t count)
-	{
-		n = count;
-		return cudaMallocAsync((void **) &p, (count ? count : 1) * sizeof(T), 0);
-	}
-};
-
-/* Events around device work, summed into the run statistics. */
-struct event_timer
-{
-	cudaEvent_t start = nullptr,
-				stop = nullptr;
-
-	~event_timer()
-	{
-		if (start)
-			cudaEventDestroy(start);
-		if (stop)
-			cudaEventDestroy(stop);
-	}
-	cudaError_t init()
-	{
-		cudaError_t rc = cudaEventCreate(&start);
-
-		return rc == cudaSuccess ? cudaEventCreate(&stop) : rc;
-	}
-	/* milliseconds between the two records (after they completed) */
-	float elapsed() const
-	{
-		return tg_cuda_elapsed_ms(start, stop);
-	}
-};
 
 static inline unsigned
 grid_for(size_t n, unsigned block = 256)

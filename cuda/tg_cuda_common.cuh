@@ -38,6 +38,61 @@ tg_status	tg_cuda_memory_budget(const tg_ctx *ctx, size_t *budget, tg_error *err
 /* Accumulate event-timed milliseconds into the run statistics. */
 float		tg_cuda_elapsed_ms(cudaEvent_t from, cudaEvent_t to);
 
+/*
+ * A device array that frees itself; nothing in here throws.  It comes from
+ * the device's stream-ordered pool, in the order of the legacy default
+ * stream: neither allocating nor freeing waits for the device, and a call
+ * that frees and allocates again reuses the pool's memory (device.cu keeps
+ * the pool during a call and gives it back after, tg_cuda_release).  Work on
+ * other streams must be finished before its buffers are freed.
+ */
+template <typename T>
+struct dbuf
+{
+	T		   *p = nullptr;
+	size_t		n = 0;
+
+	dbuf() = default;
+	dbuf(const dbuf &) = delete;
+	dbuf &operator=(const dbuf &) = delete;
+	~dbuf()
+	{
+		if (p)
+			cudaFreeAsync(p, 0);
+	}
+	cudaError_t alloc(size_t count)
+	{
+		n = count;
+		return cudaMallocAsync((void **) &p, (count ? count : 1) * sizeof(T), 0);
+	}
+};
+
+/* Events around device work, summed into the run statistics. */
+struct event_timer
+{
+	cudaEvent_t start = nullptr,
+				stop = nullptr;
+
+	~event_timer()
+	{
+		if (start)
+			cudaEventDestroy(start);
+		if (stop)
+			cudaEventDestroy(stop);
+	}
+	cudaError_t init()
+	{
+		cudaError_t rc = cudaEventCreate(&start);
+
+		return rc == cudaSuccess ? cudaEventCreate(&stop) : rc;
+	}
+	/* milliseconds between the two records (after they completed) */
+	float elapsed() const
+	{
+		return tg_cuda_elapsed_ms(start, stop);
+	}
+};
+
 static inline unsigned
 tg_div_up(size_t a, unsigned b)
 {
