@@ -109,13 +109,11 @@ tg_cuda_memory_budget(const tg_ctx *ctx, size_t *budget, tg_error *err)
 	size_t		free_b = 0;
 	size_t		total_b = 0;
 
-	TG_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b), "reading free device memory");
+	TG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b), "reading free device memory");
 	*budget = free_b / 10 * 9;
 	if (ctx->device_memory_limit > 0 && ctx->device_memory_limit < *budget)
 		*budget = ctx->device_memory_limit;
 	return TG_OK;
-cleanup:
-	return err->code;
 }
 
 /*

@@ -13,19 +13,6 @@
 #include "tg_hydro.h"
 #include "tg_pixels.cuh"
 
-/* Record a failed CUDA call and return its status (buffers free themselves). */
-#define TG_CUDA_RETURN_IF(call, what)									\
-	do {																\
-		cudaError_t tg_rc_ = (call);									\
-		if (tg_rc_ != cudaSuccess) {									\
-			(void) cudaGetLastError();									\
-			tg_cuda_fail(err, tg_rc_, (what), __FILE__, __LINE__);		\
-			return err->code;											\
-		}																\
-	} while (0)
-
-#define TG_CUDA_RETURN_IF_LAUNCH(what) TG_CUDA_RETURN_IF(cudaGetLastError(), (what))
-
 static inline unsigned
 grid_for(size_t n, unsigned block = 256)
 {
@@ -88,20 +75,20 @@ upload_dem(const tg_band *dem, dbuf<V> &z, double *transfer_ms, tg_error *err)
 	dbuf<uint8_t> raw;
 	event_timer t;
 
-	TG_CUDA_RETURN_IF(raw.alloc(bytes), "allocating the DEM on the GPU");
-	TG_CUDA_RETURN_IF(z.alloc(n), "allocating the DEM on the GPU");
-	TG_CUDA_RETURN_IF(t.init(), "creating timing events");
-	TG_CUDA_RETURN_IF(cudaEventRecord(t.start), "recording an event");
-	TG_CUDA_RETURN_IF(cudaMemcpy(raw.p, dem->data, bytes, cudaMemcpyHostToDevice),
-					  "copying the DEM to the GPU");
-	TG_CUDA_RETURN_IF(cudaEventRecord(t.stop), "recording an event");
+	TG_CUDA_CHECK(raw.alloc(bytes), "allocating the DEM on the GPU");
+	TG_CUDA_CHECK(z.alloc(n), "allocating the DEM on the GPU");
+	TG_CUDA_CHECK(t.init(), "creating timing events");
+	TG_CUDA_CHECK(cudaEventRecord(t.start), "recording an event");
+	TG_CUDA_CHECK(cudaMemcpy(raw.p, dem->data, bytes, cudaMemcpyHostToDevice),
+				  "copying the DEM to the GPU");
+	TG_CUDA_CHECK(cudaEventRecord(t.stop), "recording an event");
 	with_pixel_format(dem->pixtype, [&](auto pf) {
 		using PF = decltype(pf);
 		tgk_decode<PF, V><<<grid_for(n), 256>>>(reinterpret_cast<const typename PF::storage *>(raw.p),
 												 n, dem->has_nodata, dem->is_nodata, dem->nodata, z.p);
 	});
-	TG_CUDA_RETURN_IF_LAUNCH("decoding the DEM");
-	TG_CUDA_RETURN_IF(cudaEventSynchronize(t.stop), "copying the DEM to the GPU");
+	TG_CUDA_CHECK(cudaGetLastError(), "decoding the DEM");
+	TG_CUDA_CHECK(cudaEventSynchronize(t.stop), "copying the DEM to the GPU");
 	*transfer_ms += t.elapsed();
 	return TG_OK;
 }
@@ -252,26 +239,26 @@ relax_tiles(const tg_ctx *ctx, const Op &op, typename Op::value_t *vals, int W, 
 	dim3		block(RELAX_TILE, RELAX_ROWS);
 	dim3		grid(tiles_x, tiles_y);
 
-	TG_CUDA_RETURN_IF(cur.alloc(ntiles), "allocating tile flags");
-	TG_CUDA_RETURN_IF(next.alloc(ntiles), "allocating tile flags");
-	TG_CUDA_RETURN_IF(activations.alloc(RELAX_ROUNDS_PER_CHECK), "allocating counters");
-	TG_CUDA_RETURN_IF(cudaMemset(cur.p, 1, ntiles), "clearing tile flags");
+	TG_CUDA_CHECK(cur.alloc(ntiles), "allocating tile flags");
+	TG_CUDA_CHECK(next.alloc(ntiles), "allocating tile flags");
+	TG_CUDA_CHECK(activations.alloc(RELAX_ROUNDS_PER_CHECK), "allocating counters");
+	TG_CUDA_CHECK(cudaMemset(cur.p, 1, ntiles), "clearing tile flags");
 
 	for (*rounds = 0;;)
 	{
 		if (tg_canceled(ctx))
 			return tg_error_set(err, TG_ECANCELED, "canceled");
-		TG_CUDA_RETURN_IF(cudaMemsetAsync(activations.p, 0, sizeof counts), "clearing counters");
+		TG_CUDA_CHECK(cudaMemsetAsync(activations.p, 0, sizeof counts), "clearing counters");
 		for (int r = 0; r < RELAX_ROUNDS_PER_CHECK; r++)
 		{
-			TG_CUDA_RETURN_IF(cudaMemsetAsync(next.p, 0, ntiles), "clearing tile flags");
+			TG_CUDA_CHECK(cudaMemsetAsync(next.p, 0, ntiles), "clearing tile flags");
 			tgk_relax_tiles<Op><<<grid, block>>>(op, vals, W, H, tiles_x, cur.p, next.p,
 												 activations.p + r);
 			std::swap(cur.p, next.p);
 		}
-		TG_CUDA_RETURN_IF_LAUNCH("relaxing tiles");
-		TG_CUDA_RETURN_IF(cudaMemcpy(counts, activations.p, sizeof counts, cudaMemcpyDeviceToHost),
-						  "relaxing tiles");
+		TG_CUDA_CHECK(cudaGetLastError(), "relaxing tiles");
+		TG_CUDA_CHECK(cudaMemcpy(counts, activations.p, sizeof counts, cudaMemcpyDeviceToHost),
+					  "relaxing tiles");
 		for (int r = 0; r < RELAX_ROUNDS_PER_CHECK; r++)
 		{
 			(*rounds)++;

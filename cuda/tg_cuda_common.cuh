@@ -9,10 +9,24 @@
 #include "tg_backends.h"
 
 /*
- * Record a failed CUDA call in err and jump to the wrapper's cleanup label.
+ * Record a failed CUDA call in err and return its status from the calling
+ * function; buffers and events are RAII types below, so they free themselves.
  * The sticky error is cleared so the next call in this process starts clean.
  * Allocation failures become TG_ENOMEM on the device, the rest TG_EDEVICE.
+ * After a kernel launch, check cudaGetLastError(): launch-configuration
+ * errors surface there.
  */
+#define TG_CUDA_CHECK(call, what)										\
+	do {																\
+		cudaError_t tg_rc_ = (call);									\
+		if (tg_rc_ != cudaSuccess) {									\
+			(void) cudaGetLastError();									\
+			tg_cuda_fail(err, tg_rc_, (what), __FILE__, __LINE__);		\
+			return err->code;											\
+		}																\
+	} while (0)
+
+/* Being replaced by TG_CUDA_CHECK: jumps to the wrapper's cleanup label. */
 #define TG_CUDA_TRY(call, what)											\
 	do {																\
 		cudaError_t tg_rc_ = (call);									\
@@ -23,7 +37,6 @@
 		}																\
 	} while (0)
 
-/* After a kernel launch: launch-configuration errors surface here. */
 #define TG_CUDA_CHECK_LAUNCH(what) TG_CUDA_TRY(cudaGetLastError(), (what))
 
 void		tg_cuda_fail(tg_error *err, cudaError_t rc, const char *what,

@@ -345,12 +345,12 @@ viewshed_impl(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *p
 		/* beyond the budget: bands of rows streamed through the GPU */
 		event_timer t_all;
 
-		TG_CUDA_RETURN_IF(t_all.init(), "creating timing events");
-		TG_CUDA_RETURN_IF(cudaEventRecord(t_all.start), "recording an event");
+		TG_CUDA_CHECK(t_all.init(), "creating timing events");
+		TG_CUDA_CHECK(cudaEventRecord(t_all.start), "recording an event");
 		if (viewshed_segments<T>(ctx, dem, s, budget, out, err) != TG_OK)
 			return err->code;
-		TG_CUDA_RETURN_IF(cudaEventRecord(t_all.stop), "recording an event");
-		TG_CUDA_RETURN_IF(cudaEventSynchronize(t_all.stop), "running the viewshed kernel");
+		TG_CUDA_CHECK(cudaEventRecord(t_all.stop), "recording an event");
+		TG_CUDA_CHECK(cudaEventSynchronize(t_all.stop), "running the viewshed kernel");
 		tg_view_finish(&s, out);
 		if (ctx->stats)
 		{
@@ -362,24 +362,24 @@ viewshed_impl(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *p
 	}
 	if (upload_dem(dem, z, &up_ms, err) != TG_OK)
 		return err->code;
-	TG_CUDA_RETURN_IF(d_out.alloc(n), "allocating the viewshed on the GPU");
-	TG_CUDA_RETURN_IF(t_kernel.init(), "creating timing events");
-	TG_CUDA_RETURN_IF(t_back.init(), "creating timing events");
+	TG_CUDA_CHECK(d_out.alloc(n), "allocating the viewshed on the GPU");
+	TG_CUDA_CHECK(t_kernel.init(), "creating timing events");
+	TG_CUDA_CHECK(t_back.init(), "creating timing events");
 	if (tg_canceled(ctx))
 		return tg_error_set(err, TG_ECANCELED, "viewshed canceled");
 
-	TG_CUDA_RETURN_IF(cudaEventRecord(t_kernel.start), "recording an event");
+	TG_CUDA_CHECK(cudaEventRecord(t_kernel.start), "recording an event");
 	tgk_fill<<<grid_for(n), 256>>>(d_out.p, n, NAN);
-	TG_CUDA_RETURN_IF_LAUNCH("launching the viewshed initialisation");
+	TG_CUDA_CHECK(cudaGetLastError(), "launching the viewshed initialisation");
 	tgk_viewshed_r2<false, T><<<s.nrays, RAY_THREADS>>>(s, z.p, d_out.p, nullptr, 0, dem->height - 1,
 														 nullptr, nullptr);
-	TG_CUDA_RETURN_IF_LAUNCH("launching the viewshed kernel");
-	TG_CUDA_RETURN_IF(cudaEventRecord(t_kernel.stop), "recording an event");
-	TG_CUDA_RETURN_IF(cudaEventRecord(t_back.start), "recording an event");
-	TG_CUDA_RETURN_IF(cudaMemcpy(out, d_out.p, n * sizeof(float), cudaMemcpyDeviceToHost),
-					  "copying the viewshed back from the GPU");
-	TG_CUDA_RETURN_IF(cudaEventRecord(t_back.stop), "recording an event");
-	TG_CUDA_RETURN_IF(cudaEventSynchronize(t_back.stop), "running the viewshed kernel");
+	TG_CUDA_CHECK(cudaGetLastError(), "launching the viewshed kernel");
+	TG_CUDA_CHECK(cudaEventRecord(t_kernel.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventRecord(t_back.start), "recording an event");
+	TG_CUDA_CHECK(cudaMemcpy(out, d_out.p, n * sizeof(float), cudaMemcpyDeviceToHost),
+				  "copying the viewshed back from the GPU");
+	TG_CUDA_CHECK(cudaEventRecord(t_back.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventSynchronize(t_back.stop), "running the viewshed kernel");
 
 	tg_view_finish(&s, out);
 	if (ctx->stats)
@@ -430,29 +430,29 @@ viewshed_count_impl(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_par
 	}
 	if (upload_dem(dem, z, &up_ms, err) != TG_OK)
 		return err->code;
-	TG_CUDA_RETURN_IF(d_count.alloc(cells), "allocating the counts on the GPU");
-	TG_CUDA_RETURN_IF(t_kernel.init(), "creating timing events");
-	TG_CUDA_RETURN_IF(t_back.init(), "creating timing events");
-	TG_CUDA_RETURN_IF(cudaMemset(d_count.p, 0, cells * sizeof(uint32_t)), "clearing the counts");
+	TG_CUDA_CHECK(d_count.alloc(cells), "allocating the counts on the GPU");
+	TG_CUDA_CHECK(t_kernel.init(), "creating timing events");
+	TG_CUDA_CHECK(t_back.init(), "creating timing events");
+	TG_CUDA_CHECK(cudaMemset(d_count.p, 0, cells * sizeof(uint32_t)), "clearing the counts");
 
 	/* the DEM stays resident; one launch per observer, cancellation between them */
-	TG_CUDA_RETURN_IF(cudaEventRecord(t_kernel.start), "recording an event");
+	TG_CUDA_CHECK(cudaEventRecord(t_kernel.start), "recording an event");
 	for (int k = 0; k < n; k++)
 	{
 		if (tg_canceled(ctx))
 			return tg_error_set(err, TG_ECANCELED, "viewshed canceled");
 		tgk_viewshed_r2<true, T><<<setups[k].nrays, RAY_THREADS>>>(setups[k], z.p, nullptr, d_count.p, 0,
 																 dem->height - 1, nullptr, nullptr);
-		TG_CUDA_RETURN_IF_LAUNCH("launching the viewshed kernel");
+		TG_CUDA_CHECK(cudaGetLastError(), "launching the viewshed kernel");
 		if ((k & 15) == 15)
-			TG_CUDA_RETURN_IF(cudaDeviceSynchronize(), "running the viewshed kernel");
+			TG_CUDA_CHECK(cudaDeviceSynchronize(), "running the viewshed kernel");
 	}
-	TG_CUDA_RETURN_IF(cudaEventRecord(t_kernel.stop), "recording an event");
-	TG_CUDA_RETURN_IF(cudaEventRecord(t_back.start), "recording an event");
-	TG_CUDA_RETURN_IF(cudaMemcpy(count, d_count.p, cells * sizeof(uint32_t), cudaMemcpyDeviceToHost),
-					  "copying the counts back from the GPU");
-	TG_CUDA_RETURN_IF(cudaEventRecord(t_back.stop), "recording an event");
-	TG_CUDA_RETURN_IF(cudaEventSynchronize(t_back.stop), "running the viewshed kernel");
+	TG_CUDA_CHECK(cudaEventRecord(t_kernel.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventRecord(t_back.start), "recording an event");
+	TG_CUDA_CHECK(cudaMemcpy(count, d_count.p, cells * sizeof(uint32_t), cudaMemcpyDeviceToHost),
+				  "copying the counts back from the GPU");
+	TG_CUDA_CHECK(cudaEventRecord(t_back.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventSynchronize(t_back.stop), "running the viewshed kernel");
 
 	/* every observer sees its own cell (no ray decides it) */
 	for (int k = 0; k < n; k++)
