@@ -1279,13 +1279,12 @@ direction_impl(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, u
 	if (fdd8)
 	{
 		/* fdd8 turns D8 where the accumulation (in cells) reaches the threshold */
-		std::vector<double> ones(n, 1.0);
+		const char *used;
 
 		TG_CUDA_CHECK(d_weight.alloc(n), "allocating weights");
 		TG_CUDA_CHECK(d_acc.alloc(n), "allocating the accumulation");
-		TG_CUDA_CHECK(cudaMemcpy(d_weight.p, ones.data(), n * sizeof(double),
-								 cudaMemcpyHostToDevice), "copying weights to the GPU");
-		const char *used;
+		tgk_fill<double><<<grid_for(n), 256>>>(d_weight.p, n, 1.0);
+		TG_CUDA_CHECK(cudaGetLastError(), "setting weights");
 
 		st = accumulate<V>(ctx, route, p, d_weight.p, TG_ACC_INDEGREE, d_acc.p, &acc_rounds, &used, err);
 		if (st != TG_OK)

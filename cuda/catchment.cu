@@ -91,13 +91,6 @@ upload_rows(const std::vector<double> &host, dbuf<double> &d, tg_error *err)
 /* ------------------------------------------------------------------------
  * RUSLE
  * ------------------------------------------------------------------------ */
-__global__ void
-tgk_ones(double *__restrict__ w, size_t n)
-{
-	TG_GRID_STRIDE(i, n)
-		w[i] = 1.0;
-}
-
 struct ls_params
 {
 	double		m,
@@ -207,7 +200,7 @@ rusle_impl(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
 	TG_CUDA_CHECK(cudaEventRecord(routed.stop), "recording an event");
 	TG_CUDA_CHECK(d_weight.alloc(n), "allocating weights");
 	TG_CUDA_CHECK(d_acc.alloc(n), "allocating the accumulation");
-	tgk_ones<<<grid_for(n), 256>>>(d_weight.p, n);
+	tgk_fill<double><<<grid_for(n), 256>>>(d_weight.p, n, 1.0);
 	TG_CUDA_CHECK(cudaGetLastError(), "setting weights");
 	st = accumulate<V>(ctx, route, &p->flow, d_weight.p, p->method, d_acc.p, &rounds, &used, err);
 	if (st != TG_OK)

@@ -25,6 +25,15 @@ grid_for(size_t n, unsigned block = 256)
 	for (size_t i = (size_t) blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
 		 i += (size_t) gridDim.x * blockDim.x)
 
+/* out[i] = v for every cell: buffers start on the device, nothing crosses PCIe. */
+template <typename T>
+__global__ void
+tgk_fill(T *__restrict__ out, size_t n, T v)
+{
+	TG_GRID_STRIDE(i, n)
+		out[i] = v;
+}
+
 /* Cell kinds: where nothing flows, where water leaves, where it is routed. */
 enum : uint8_t { KIND_NODATA = 0, KIND_OUTLET = 1, KIND_INTERIOR = 2 };
 

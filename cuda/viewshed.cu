@@ -154,13 +154,6 @@ tgk_viewshed_r2(tg_view_setup s, const T *__restrict__ z, float *__restrict__ ou
 /* Value no decision produces: marks the cells a segment left alone. */
 #define UNDECIDED (-INFINITY)
 
-__global__ void
-tgk_fill(float *out, size_t n, float v)
-{
-	TG_GRID_STRIDE(i, n)
-		out[i] = v;
-}
-
 /*
  * Rasters beyond the device budget: bands of rows, the observer's first and
  * then outward (each ray meets its rows in that order), with per-ray horizon
@@ -287,7 +280,7 @@ viewshed_segments(const tg_ctx *ctx, const tg_band *dem, const tg_view_setup &s,
 					reinterpret_cast<const typename PF::storage *>(raw[b].p), cells, dem->has_nodata,
 					dem->is_nodata, dem->nodata, z[b].p);
 			});
-			tgk_fill<<<grid_for(cells), 256, 0, stream[b]>>>(dout[b].p, cells, UNDECIDED);
+			tgk_fill<float><<<grid_for(cells), 256, 0, stream[b]>>>(dout[b].p, cells, UNDECIDED);
 			SEG_TRY(cudaStreamWaitEvent(stream[b], kdone, 0), "ordering the segments");
 			tgk_viewshed_r2<false, T><<<s.nrays, RAY_THREADS, 0, stream[b]>>>(
 				s, z[b].p - (int64_t) lo * W, dout[b].p - (int64_t) lo * W, nullptr, lo, hi,
@@ -369,7 +362,7 @@ viewshed_impl(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *p
 		return tg_error_set(err, TG_ECANCELED, "viewshed canceled");
 
 	TG_CUDA_CHECK(cudaEventRecord(t_kernel.start), "recording an event");
-	tgk_fill<<<grid_for(n), 256>>>(d_out.p, n, NAN);
+	tgk_fill<float><<<grid_for(n), 256>>>(d_out.p, n, NAN);
 	TG_CUDA_CHECK(cudaGetLastError(), "launching the viewshed initialisation");
 	tgk_viewshed_r2<false, T><<<s.nrays, RAY_THREADS>>>(s, z.p, d_out.p, nullptr, 0, dem->height - 1,
 														 nullptr, nullptr);
