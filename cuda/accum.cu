@@ -46,7 +46,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <vector>
 
 namespace
 {
@@ -757,7 +756,7 @@ find_sources(const tg_route_view &r, const uint8_t *kind, double *acc, uint16_t 
 tg_status
 frontier_rounds(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind, uint16_t *links,
 				uint32_t *indeg, uint32_t *order, uint32_t *d_level_start,
-				std::vector<uint32_t> *level_start, int *levels, tg_error *err)
+				hbuf<uint32_t> *level_start, int *levels, tg_error *err)
 {
 	dbuf<uint32_t> state,		/* {head, count, level} */
 				appended;		/* 3 rotating append counters */
@@ -775,9 +774,10 @@ frontier_rounds(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind, 
 	if (st != TG_OK)
 		return st;
 	*levels = (int) h[2];
-	level_start->resize((size_t) h[2] + 1);
+	if (!level_start->alloc((size_t) h[2] + 1))
+		return tg_cuda_host_oom(err, "level starts");
 	if (h[2] > 0)
-		TG_CUDA_CHECK(cudaMemcpy(level_start->data(), d_level_start, h[2] * sizeof(uint32_t),
+		TG_CUDA_CHECK(cudaMemcpy(level_start->p, d_level_start, h[2] * sizeof(uint32_t),
 								 cudaMemcpyDeviceToHost), "reading levels");
 	(*level_start)[h[2]] = h[0];
 	return TG_OK;
@@ -860,9 +860,9 @@ async_pull(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind, const
 tg_status
 replay_levels(const tg_ctx *ctx, const tg_route_view &r, const double *weight, double *acc,
 			  const uint16_t *links, const float *inflow, const uint32_t *order, uint32_t *d_level_start,
-			  const std::vector<uint32_t> &level_start, tg_error *err)
+			  const hbuf<uint32_t> &level_start, tg_error *err)
 {
-	const uint32_t levels = (uint32_t) level_start.size() - 1;
+	const uint32_t levels = (uint32_t) level_start.n - 1;
 	unsigned	blocks = 0;
 	tg_status	st;
 
@@ -1026,7 +1026,7 @@ accumulate(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_params
 	if (method == TG_ACC_TOPOLOGICAL)
 	{
 		dbuf<uint32_t> d_level_start;
-		std::vector<uint32_t> level_start;
+		hbuf<uint32_t> level_start(ctx);
 		tg_status	st;
 
 		TG_CUDA_CHECK(d_level_start.alloc(n + 1), "allocating levels");

@@ -14,7 +14,6 @@
 #include "route.cuh"
 
 #include <cstdio>
-#include <vector>
 
 namespace
 {
@@ -40,8 +39,8 @@ struct factor_upload
 };
 
 tg_status
-upload_factor(const tg_cell_factor *f, size_t n, factor_upload &buf, device_factor *out,
-			  double *transfer_ms, tg_error *err)
+upload_factor(const tg_ctx *ctx, const tg_cell_factor *f, size_t n, factor_upload &buf,
+			  device_factor *out, double *transfer_ms, tg_error *err)
 {
 	event_timer t;
 	bool		exact = true;
@@ -54,13 +53,15 @@ upload_factor(const tg_cell_factor *f, size_t n, factor_upload &buf, device_fact
 	TG_CUDA_CHECK(t.init(), "creating timing events");
 	if (exact)
 	{
-		std::vector<float> host(n);
+		hbuf<float> host(ctx);
 
+		if (!host.alloc(n))
+			return tg_cuda_host_oom(err, "a factor in single precision");
 		for (size_t i = 0; i < n; i++)
 			host[i] = (float) f->values[i];
 		TG_CUDA_CHECK(buf.f32.alloc(n), "allocating a factor");
 		TG_CUDA_CHECK(cudaEventRecord(t.start), "recording an event");
-		TG_CUDA_CHECK(cudaMemcpy(buf.f32.p, host.data(), n * sizeof(float),
+		TG_CUDA_CHECK(cudaMemcpy(buf.f32.p, host.p, n * sizeof(float),
 								 cudaMemcpyHostToDevice), "copying a factor to the GPU");
 		out->f32 = buf.f32.p;
 	}
@@ -80,10 +81,10 @@ upload_factor(const tg_cell_factor *f, size_t n, factor_upload &buf, device_fact
 
 /* Per-row constants uploaded once: Horn factors and cell width, or distances. */
 tg_status
-upload_rows(const std::vector<double> &host, dbuf<double> &d, tg_error *err)
+upload_rows(const hbuf<double> &host, dbuf<double> &d, tg_error *err)
 {
-	TG_CUDA_CHECK(d.alloc(host.size()), "allocating row constants");
-	TG_CUDA_CHECK(cudaMemcpy(d.p, host.data(), host.size() * sizeof(double),
+	TG_CUDA_CHECK(d.alloc(host.n), "allocating row constants");
+	TG_CUDA_CHECK(cudaMemcpy(d.p, host.p, host.n * sizeof(double),
 							 cudaMemcpyHostToDevice), "copying row constants to the GPU");
 	return TG_OK;
 }
@@ -151,7 +152,7 @@ rusle_impl(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
 				d_soil;
 	factor_upload bufs[4];
 	device_factor df[4];
-	std::vector<double> rows((size_t) H * 3);
+	hbuf<double> rows(ctx);
 	event_timer compute,
 				routed,
 				down;
@@ -170,6 +171,8 @@ rusle_impl(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
 								(ls ? 4 : 0) + (soil ? 4 : 0)), "RUSLE", err);
 	if (st != TG_OK)
 		return st;
+	if (!rows.alloc((size_t) H * 3))
+		return tg_cuda_host_oom(err, "row constants");
 	for (int y = 0; y < H; y++)
 	{
 		double		dx,
@@ -182,7 +185,7 @@ rusle_impl(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
 	}
 	for (int f = 0; f < 4; f++)
 	{
-		st = upload_factor(&factors[f], n, bufs[f], &df[f], &transfer_ms, err);
+		st = upload_factor(ctx, &factors[f], n, bufs[f], &df[f], &transfer_ms, err);
 		if (st != TG_OK)
 			return st;
 	}
@@ -336,7 +339,7 @@ travel_impl(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params *p,
 	factor_upload bufs[2];
 	device_factor rough,
 				vel;
-	std::vector<double> dist((size_t) H * 8);
+	hbuf<double> dist(ctx);
 	event_timer compute,
 				routed,
 				down;
@@ -355,17 +358,19 @@ travel_impl(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params *p,
 								(time ? 4 : 0) + (watershed ? 1 : 0)), "travel time", err);
 	if (st != TG_OK)
 		return st;
+	if (!dist.alloc((size_t) H * 8))
+		return tg_cuda_host_oom(err, "row distances");
 	for (int y = 0; y < H; y++)
 	{
 		double		dx,
 					dy;
 
 		tg_row_spacing(&p->flow.geom, y, &dx, &dy);
-		tg_nbr_distances(dx, dy, dist.data() + (size_t) y * 8);
+		tg_nbr_distances(dx, dy, dist.p + (size_t) y * 8);
 	}
-	st = upload_factor(roughness, n, bufs[0], &rough, &transfer_ms, err);
+	st = upload_factor(ctx, roughness, n, bufs[0], &rough, &transfer_ms, err);
 	if (st == TG_OK)
-		st = upload_factor(velocity, n, bufs[1], &vel, &transfer_ms, err);
+		st = upload_factor(ctx, velocity, n, bufs[1], &vel, &transfer_ms, err);
 	if (st == TG_OK)
 		st = upload_rows(dist, d_dist, err);
 	if (st != TG_OK)

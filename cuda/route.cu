@@ -384,7 +384,6 @@ build_route(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, devi
 	const int	W = dem->width,
 				H = dem->height;
 	const size_t n = (size_t) W * H;
-	double	   *host_dist = nullptr;
 	dbuf<double> row_dist;
 	tg_status	st;
 
@@ -413,25 +412,22 @@ build_route(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, devi
 	}
 
 	/* per-row neighbour distances, as the CPU computes them */
-	host_dist = (double *) malloc((size_t) H * 8 * sizeof(double));
-	if (host_dist == nullptr)
-		return tg_error_set(err, TG_ENOMEM, "could not allocate row distances");
-	for (int y = 0; y < H; y++)
 	{
-		double		dx,
-					dy;
+		hbuf<double> host_dist(ctx);
 
-		tg_row_spacing(&p->geom, y, &dx, &dy);
-		tg_nbr_distances(dx, dy, host_dist + (size_t) y * 8);
-	}
-	{
-		cudaError_t rc = row_dist.alloc((size_t) H * 8);
+		if (!host_dist.alloc((size_t) H * 8))
+			return tg_error_set(err, TG_ENOMEM, "could not allocate row distances");
+		for (int y = 0; y < H; y++)
+		{
+			double		dx,
+						dy;
 
-		if (rc == cudaSuccess)
-			rc = cudaMemcpy(row_dist.p, host_dist, (size_t) H * 8 * sizeof(double),
-							cudaMemcpyHostToDevice);
-		free(host_dist);
-		TG_CUDA_CHECK(rc, "copying row distances to the GPU");
+			tg_row_spacing(&p->geom, y, &dx, &dy);
+			tg_nbr_distances(dx, dy, host_dist.p + (size_t) y * 8);
+		}
+		TG_CUDA_CHECK(row_dist.alloc((size_t) H * 8), "copying row distances to the GPU");
+		TG_CUDA_CHECK(cudaMemcpy(row_dist.p, host_dist.p, (size_t) H * 8 * sizeof(double),
+								 cudaMemcpyHostToDevice), "copying row distances to the GPU");
 	}
 
 	TG_CUDA_CHECK(r.d8.alloc(n), "allocating receivers");

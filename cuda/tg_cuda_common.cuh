@@ -4,6 +4,9 @@
 #ifndef TG_CUDA_COMMON_CUH
 #define TG_CUDA_COMMON_CUH
 
+#include <cstdint>
+#include <type_traits>
+
 #include <cuda_runtime.h>
 
 #include "tg_backends.h"
@@ -105,6 +108,58 @@ struct event_timer
 		return tg_cuda_elapsed_ms(start, stop);
 	}
 };
+
+/*
+ * Host scratch from the call's allocator (tg_alloc: palloc without OOM
+ * errors in a backend), freed with tg_free.  alloc returns false when there
+ * is no memory; nothing throws.  Plain data only: nothing is constructed.
+ */
+template <typename T>
+struct hbuf
+{
+	static_assert(std::is_trivially_copyable<T>::value && std::is_trivially_destructible<T>::value,
+				  "hbuf holds plain data");
+
+	const tg_ctx *ctx;
+	T		   *p = nullptr;
+	size_t		n = 0;
+
+	explicit hbuf(const tg_ctx *owner) : ctx(owner) {}
+	hbuf(const hbuf &) = delete;
+	hbuf &operator=(const hbuf &) = delete;
+	~hbuf()
+	{
+		tg_free(ctx, p);
+	}
+	bool alloc(size_t count)
+	{
+		tg_free(ctx, p);
+		p = nullptr;
+		n = 0;
+		if (count > SIZE_MAX / sizeof(T))
+			return false;
+		p = static_cast<T *>(tg_alloc(ctx, (count ? count : 1) * sizeof(T)));
+		if (p)
+			n = count;
+		return p != nullptr;
+	}
+	T &operator[](size_t i)
+	{
+		return p[i];
+	}
+	const T &operator[](size_t i) const
+	{
+		return p[i];
+	}
+};
+
+/* A host allocation failed: TG_ENOMEM in host memory (on_device stays false). */
+static inline tg_status
+tg_cuda_host_oom(tg_error *err, const char *what)
+{
+	tg_error_set(err, TG_ENOMEM, "out of memory for %s", what);
+	return err->code;
+}
 
 static inline unsigned
 tg_div_up(size_t a, unsigned b)

@@ -398,8 +398,10 @@ viewshed_count_impl(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_par
 				t_back;
 	size_t		budget = 0;
 	double		up_ms = 0;
-	std::vector<tg_view_setup> setups(n);
+	hbuf<tg_view_setup> setups(ctx);
 
+	if (!setups.alloc((size_t) n))
+		return tg_cuda_host_oom(err, "observer setups");
 	one.output = TG_VIEW_VISIBLE;
 	one.algorithm = TG_VIEW_R2;
 	for (int k = 0; k < n; k++)
