@@ -109,6 +109,29 @@ struct event_timer
 	}
 };
 
+/* An event destroyed with its holder; it converts to the handle it holds. */
+struct cuda_event
+{
+	cudaEvent_t e = nullptr;
+
+	cuda_event() = default;
+	cuda_event(const cuda_event &) = delete;
+	cuda_event &operator=(const cuda_event &) = delete;
+	~cuda_event()
+	{
+		if (e)
+			cudaEventDestroy(e);
+	}
+	cudaError_t create(unsigned flags = cudaEventDefault)
+	{
+		return cudaEventCreateWithFlags(&e, flags);
+	}
+	operator cudaEvent_t() const
+	{
+		return e;
+	}
+};
+
 /*
  * Host scratch from the call's allocator (tg_alloc: palloc without OOM
  * errors in a backend), freed with tg_free.  alloc returns false when there
