@@ -29,19 +29,6 @@
 		}																\
 	} while (0)
 
-/* Being replaced by TG_CUDA_CHECK: jumps to the wrapper's cleanup label. */
-#define TG_CUDA_TRY(call, what)											\
-	do {																\
-		cudaError_t tg_rc_ = (call);									\
-		if (tg_rc_ != cudaSuccess) {									\
-			(void) cudaGetLastError();									\
-			tg_cuda_fail(err, tg_rc_, (what), __FILE__, __LINE__);		\
-			goto cleanup;												\
-		}																\
-	} while (0)
-
-#define TG_CUDA_CHECK_LAUNCH(what) TG_CUDA_TRY(cudaGetLastError(), (what))
-
 void		tg_cuda_fail(tg_error *err, cudaError_t rc, const char *what,
 						 const char *file, int line);
 
@@ -129,6 +116,69 @@ struct cuda_event
 	operator cudaEvent_t() const
 	{
 		return e;
+	}
+};
+
+/*
+ * A stream of its own.  Destroying it first waits for the work queued on it,
+ * so declared after the buffers that work uses, it goes before they do.
+ */
+struct cuda_stream
+{
+	cudaStream_t s = nullptr;
+
+	cuda_stream() = default;
+	cuda_stream(const cuda_stream &) = delete;
+	cuda_stream &operator=(const cuda_stream &) = delete;
+	~cuda_stream()
+	{
+		if (s)
+		{
+			cudaStreamSynchronize(s);
+			cudaStreamDestroy(s);
+		}
+	}
+	cudaError_t create(unsigned flags)
+	{
+		return cudaStreamCreateWithFlags(&s, flags);
+	}
+	operator cudaStream_t() const
+	{
+		return s;
+	}
+};
+
+/*
+ * Page-locked host memory (cudaMallocHost) that frees itself, for copies
+ * that overlap other work.  The copies using it must be over before it is
+ * destroyed (declare the stream that runs them after it).
+ */
+template <typename T>
+struct pinned_buf
+{
+	T		   *p = nullptr;
+	size_t		n = 0;
+
+	pinned_buf() = default;
+	pinned_buf(const pinned_buf &) = delete;
+	pinned_buf &operator=(const pinned_buf &) = delete;
+	~pinned_buf()
+	{
+		if (p)
+			cudaFreeHost(p);
+	}
+	cudaError_t alloc(size_t count)
+	{
+		n = count;
+		return cudaMallocHost((void **) &p, (count ? count : 1) * sizeof(T));
+	}
+	T &operator[](size_t i)
+	{
+		return p[i];
+	}
+	const T &operator[](size_t i) const
+	{
+		return p[i];
 	}
 };
 
