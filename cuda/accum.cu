@@ -1323,18 +1323,22 @@ tg_cuda_flow_accumulation(const tg_ctx *ctx, const tg_band *dem, const double *w
 						  const tg_flow_params *params, tg_accum_method method,
 						  const tg_flow_products *out, tg_error *err)
 {
-	if (pixtype_fits_float(dem->pixtype))
-		return accumulation_impl<float>(ctx, dem, weight, params, method, out, err);
-	return accumulation_impl<double>(ctx, dem, weight, params, method, out, err);
+	return tg_cuda_catch_all(err, [&] {
+		if (pixtype_fits_float(dem->pixtype))
+			return accumulation_impl<float>(ctx, dem, weight, params, method, out, err);
+		return accumulation_impl<double>(ctx, dem, weight, params, method, out, err);
+	});
 }
 
 extern "C" tg_status
 tg_cuda_flow_direction(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *params,
 					   uint8_t *d8, float *frac, tg_error *err)
 {
-	if (pixtype_fits_float(dem->pixtype))
-		return direction_impl<float>(ctx, dem, params, d8, frac, err);
-	return direction_impl<double>(ctx, dem, params, d8, frac, err);
+	return tg_cuda_catch_all(err, [&] {
+		if (pixtype_fits_float(dem->pixtype))
+			return direction_impl<float>(ctx, dem, params, d8, frac, err);
+		return direction_impl<double>(ctx, dem, params, d8, frac, err);
+	});
 }
 
 template tg_status accumulate<float>(const tg_ctx *, const device_route<float> &,

@@ -449,9 +449,9 @@ build_batch(const tg_ctx *ctx, const tg_band *bands, const int *idx, int n,
 }
 }								/* namespace */
 
-extern "C" tg_status
-tg_cuda_bmmq_build(const tg_ctx *ctx, const tg_band *tiles, int ntiles, const double *bounds,
-				   int nbounds, tg_bmmq_tree *trees, tg_error *err)
+static tg_status
+build_trees(const tg_ctx *ctx, const tg_band *tiles, int ntiles, const double *bounds, int nbounds,
+			tg_bmmq_tree *trees, tg_error *err)
 {
 	hbuf<int>	order(ctx);
 	size_t		budget = 0;
@@ -507,4 +507,13 @@ tg_cuda_bmmq_build(const tg_ctx *ctx, const tg_band *tiles, int ntiles, const do
 		for (int i = 0; i < ntiles; i++)
 			tg_bmmq_tree_free(ctx, &trees[i]);
 	return err->code;
+}
+
+extern "C" tg_status
+tg_cuda_bmmq_build(const tg_ctx *ctx, const tg_band *tiles, int ntiles, const double *bounds,
+				   int nbounds, tg_bmmq_tree *trees, tg_error *err)
+{
+	return tg_cuda_catch_all(err, [&] {
+		return build_trees(ctx, tiles, ntiles, bounds, nbounds, trees, err);
+	});
 }

@@ -447,9 +447,11 @@ extern "C" tg_status
 tg_cuda_rusle(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *params,
 			  const tg_cell_factor factors[4], float *ls, float *soil_loss, tg_error *err)
 {
-	if (pixtype_fits_float(dem->pixtype))
-		return rusle_impl<float>(ctx, dem, params, factors, ls, soil_loss, err);
-	return rusle_impl<double>(ctx, dem, params, factors, ls, soil_loss, err);
+	return tg_cuda_catch_all(err, [&] {
+		if (pixtype_fits_float(dem->pixtype))
+			return rusle_impl<float>(ctx, dem, params, factors, ls, soil_loss, err);
+		return rusle_impl<double>(ctx, dem, params, factors, ls, soil_loss, err);
+	});
 }
 
 extern "C" tg_status
@@ -457,7 +459,9 @@ tg_cuda_travel_time(const tg_ctx *ctx, const tg_band *dem, const tg_travel_param
 					const tg_cell_factor *roughness, const tg_cell_factor *velocity, float *time,
 					uint8_t *watershed, tg_error *err)
 {
-	if (pixtype_fits_float(dem->pixtype))
-		return travel_impl<float>(ctx, dem, params, roughness, velocity, time, watershed, err);
-	return travel_impl<double>(ctx, dem, params, roughness, velocity, time, watershed, err);
+	return tg_cuda_catch_all(err, [&] {
+		if (pixtype_fits_float(dem->pixtype))
+			return travel_impl<float>(ctx, dem, params, roughness, velocity, time, watershed, err);
+		return travel_impl<double>(ctx, dem, params, roughness, velocity, time, watershed, err);
+	});
 }

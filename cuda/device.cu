@@ -133,8 +133,9 @@ keep_pool_during_calls(int device)
 		(void) cudaGetLastError();
 }
 
-extern "C" void
-tg_cuda_release(void)
+/* The current device's pool gives back every byte it holds. */
+static void
+trim_pool(void)
 {
 	cudaMemPool_t pool;
 	int			device;
@@ -146,8 +147,17 @@ tg_cuda_release(void)
 		(void) cudaGetLastError();
 }
 
-extern "C" tg_status
-tg_cuda_probe(int device, tg_device_info *info, tg_error *err)
+extern "C" void
+tg_cuda_release(void)
+{
+	(void) tg_cuda_catch_all(nullptr, [] {
+		trim_pool();
+		return TG_OK;
+	});
+}
+
+static tg_status
+probe(int device, tg_device_info *info, tg_error *err)
 {
 	device_desc *d;
 	cudaError_t rc;
@@ -228,4 +238,12 @@ tg_cuda_probe(int device, tg_device_info *info, tg_error *err)
 		cudaRuntimeGetVersion(&info->runtime_version);
 	}
 	return TG_OK;
+}
+
+extern "C" tg_status
+tg_cuda_probe(int device, tg_device_info *info, tg_error *err)
+{
+	return tg_cuda_catch_all(err, [&] {
+		return probe(device, info, err);
+	});
 }

@@ -189,7 +189,9 @@ extern "C" tg_status
 tg_cuda_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
 			 double out_nodata, void *out, tg_error *err)
 {
-	if (params->out_type == TG_PT_32BF)
-		return fill_impl<float>(ctx, dem, params, out_nodata, out, err);
-	return fill_impl<double>(ctx, dem, params, out_nodata, out, err);
+	return tg_cuda_catch_all(err, [&] {
+		if (params->out_type == TG_PT_32BF)
+			return fill_impl<float>(ctx, dem, params, out_nodata, out, err);
+		return fill_impl<double>(ctx, dem, params, out_nodata, out, err);
+	});
 }

@@ -105,9 +105,9 @@ launch(tg_pixtype pt, const void *in, int in_row0, int in_rows, int out_row0, in
 }
 }								/* namespace */
 
-extern "C" tg_status
-tg_cuda_slope(const tg_ctx *ctx, const tg_band *dem, const tg_slope_params *params,
-			  float *out, tg_error *err)
+static tg_status
+slope_impl(const tg_ctx *ctx, const tg_band *dem, const tg_slope_params *params, float *out,
+		   tg_error *err)
 {
 	const size_t W = (size_t) dem->width;
 	const size_t H = (size_t) dem->height;
@@ -172,4 +172,13 @@ tg_cuda_slope(const tg_ctx *ctx, const tg_band *dem, const tg_slope_params *para
 		}
 	}
 	return TG_OK;
+}
+
+extern "C" tg_status
+tg_cuda_slope(const tg_ctx *ctx, const tg_band *dem, const tg_slope_params *params,
+			  float *out, tg_error *err)
+{
+	return tg_cuda_catch_all(err, [&] {
+		return slope_impl(ctx, dem, params, out, err);
+	});
 }

@@ -5,6 +5,8 @@
 #define TG_CUDA_COMMON_CUH
 
 #include <cstdint>
+#include <exception>
+#include <new>
 #include <type_traits>
 
 #include <cuda_runtime.h>
@@ -232,6 +234,45 @@ tg_cuda_host_oom(tg_error *err, const char *what)
 {
 	tg_error_set(err, TG_ENOMEM, "out of memory for %s", what);
 	return err->code;
+}
+
+/*
+ * The body of every extern "C" entry point runs inside this, so that no C++
+ * exception reaches the C caller: std::bad_alloc becomes TG_ENOMEM in host
+ * memory, anything else TG_EDEVICE.  An error recorded before the throw
+ * stays (the first one wins).  err may be NULL.
+ */
+template <typename Body>
+tg_status
+tg_cuda_catch_all(tg_error *err, Body &&body) noexcept
+{
+	try
+	{
+		return body();
+	}
+	catch (const std::bad_alloc &)
+	{
+		if (err && err->code == TG_OK)
+		{
+			tg_error_set(err, TG_ENOMEM, "out of memory in the CUDA backend");
+			err->on_device = false;
+		}
+		return err ? err->code : TG_ENOMEM;
+	}
+	catch (const std::exception &e)
+	{
+		if (err && err->code == TG_OK)
+		{
+			tg_error_set(err, TG_EDEVICE, "unexpected C++ exception in the CUDA backend");
+			tg_error_detail(err, "%s", e.what());
+		}
+		return err ? err->code : TG_EDEVICE;
+	}
+	catch (...)
+	{
+		tg_error_set(err, TG_EDEVICE, "unexpected C++ exception in the CUDA backend");
+		return err ? err->code : TG_EDEVICE;
+	}
 }
 
 static inline unsigned

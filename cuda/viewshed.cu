@@ -458,16 +458,20 @@ extern "C" tg_status
 tg_cuda_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *params,
 				 float *out, tg_error *err)
 {
-	if (pixtype_fits_float(dem->pixtype))
-		return viewshed_impl<float>(ctx, dem, params, out, err);
-	return viewshed_impl<double>(ctx, dem, params, out, err);
+	return tg_cuda_catch_all(err, [&] {
+		if (pixtype_fits_float(dem->pixtype))
+			return viewshed_impl<float>(ctx, dem, params, out, err);
+		return viewshed_impl<double>(ctx, dem, params, out, err);
+	});
 }
 
 extern "C" tg_status
 tg_cuda_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *params,
 					   const int *cols, const int *rows, int n, uint32_t *count, tg_error *err)
 {
-	if (pixtype_fits_float(dem->pixtype))
-		return viewshed_count_impl<float>(ctx, dem, params, cols, rows, n, count, err);
-	return viewshed_count_impl<double>(ctx, dem, params, cols, rows, n, count, err);
+	return tg_cuda_catch_all(err, [&] {
+		if (pixtype_fits_float(dem->pixtype))
+			return viewshed_count_impl<float>(ctx, dem, params, cols, rows, n, count, err);
+		return viewshed_count_impl<double>(ctx, dem, params, cols, rows, n, count, err);
+	});
 }
