@@ -44,6 +44,21 @@ tg_status	tg_cuda_memory_budget(const tg_ctx *ctx, size_t *budget, tg_error *err
 float		tg_cuda_elapsed_ms(cudaEvent_t from, cudaEvent_t to);
 
 /*
+ * Copies of grid-sized data between pageable host memory and the device,
+ * staged through a small ring of pinned buffers (device.cu): the call's
+ * threads copy one chunk between the caller's memory and a pinned slot
+ * (tg_parallel_memcpy) while the DMA of the chunks before or after it runs.
+ * They come after the work already queued on the legacy default stream and
+ * return once the bytes are in place, as cudaMemcpy does, so the events
+ * callers record on the legacy stream before and after them time the whole
+ * staged copy, host memcpy included: that is what ctx->stats->transfer_ms
+ * receives.  Copies under a megabyte, and every copy where pinned memory
+ * cannot be had, are a plain cudaMemcpy.
+ */
+cudaError_t tg_cuda_copy_to_device(const tg_ctx *ctx, void *dst, const void *src, size_t bytes);
+cudaError_t tg_cuda_copy_to_host(const tg_ctx *ctx, void *dst, const void *src, size_t bytes);
+
+/*
  * A device array that frees itself; nothing in here throws.  It comes from
  * the device's stream-ordered pool, in the order of the legacy default
  * stream: neither allocating nor freeing waits for the device, and a call
