@@ -1113,8 +1113,8 @@ tgk_export_receivers(tg_route_view r, const uint8_t *__restrict__ kind,
 
 template <typename V>
 tg_status
-export_products(const device_route<V> &route, const tg_flow_params *p, const double *d_acc,
-				const tg_flow_products *out, tg_error *err)
+export_products(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_params *p,
+				const double *d_acc, const tg_flow_products *out, tg_error *err)
 {
 	const size_t n = route.n;
 
@@ -1132,7 +1132,7 @@ export_products(const device_route<V> &route, const tg_flow_params *p, const dou
 																(float) out->surface_nodata,
 																(float *) d_surface.p);
 		TG_CUDA_CHECK(cudaGetLastError(), "exporting the routing surface");
-		TG_CUDA_CHECK(cudaMemcpy(out->surface, d_surface.p, n * size, cudaMemcpyDeviceToHost),
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out->surface, d_surface.p, n * size),
 					  "copying the routing surface back from the GPU");
 	}
 	if (out->receivers)
@@ -1143,8 +1143,7 @@ export_products(const device_route<V> &route, const tg_flow_params *p, const dou
 		tgk_export_receivers<<<grid_for(n), 256>>>(route.view(p->threshold), route.kind.p, d_acc,
 													d_mask.p);
 		TG_CUDA_CHECK(cudaGetLastError(), "exporting receivers");
-		TG_CUDA_CHECK(cudaMemcpy(out->receivers, d_mask.p, n * sizeof(uint16_t),
-								 cudaMemcpyDeviceToHost),
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out->receivers, d_mask.p, n * sizeof(uint16_t)),
 					  "copying receivers back from the GPU");
 	}
 	return TG_OK;
@@ -1192,7 +1191,7 @@ accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
 	TG_CUDA_CHECK(d_weight.alloc(n), "allocating weights");
 	TG_CUDA_CHECK(d_acc.alloc(n), "allocating the accumulation");
 	TG_CUDA_CHECK(cudaEventRecord(up.start), "recording an event");
-	TG_CUDA_CHECK(cudaMemcpy(d_weight.p, weight, n * sizeof(double), cudaMemcpyHostToDevice),
+	TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, d_weight.p, weight, n * sizeof(double)),
 				  "copying weights to the GPU");
 	TG_CUDA_CHECK(cudaEventRecord(up.stop), "recording an event");
 
@@ -1203,9 +1202,9 @@ accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
 	TG_CUDA_CHECK(cudaEventRecord(compute.stop), "recording an event");
 
 	TG_CUDA_CHECK(cudaEventRecord(down.start), "recording an event");
-	TG_CUDA_CHECK(cudaMemcpy(out, d_acc.p, n * sizeof(double), cudaMemcpyDeviceToHost),
+	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out, d_acc.p, n * sizeof(double)),
 				  "copying the accumulation back from the GPU");
-	st = export_products<V>(route, p, d_acc.p, products, err);
+	st = export_products<V>(ctx, route, p, d_acc.p, products, err);
 	if (st != TG_OK)
 		return st;
 	TG_CUDA_CHECK(cudaEventRecord(down.stop), "recording an event");
@@ -1300,10 +1299,10 @@ direction_impl(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, u
 	TG_CUDA_CHECK(cudaEventRecord(compute.stop), "recording an event");
 	TG_CUDA_CHECK(cudaEventRecord(down.start), "recording an event");
 	if (d8)
-		TG_CUDA_CHECK(cudaMemcpy(d8, d_codes.p, n, cudaMemcpyDeviceToHost),
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, d8, d_codes.p, n),
 					  "copying directions back from the GPU");
 	if (frac)
-		TG_CUDA_CHECK(cudaMemcpy(frac, d_frac.p, 8 * n * sizeof(float), cudaMemcpyDeviceToHost),
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, frac, d_frac.p, 8 * n * sizeof(float)),
 					  "copying shares back from the GPU");
 	TG_CUDA_CHECK(cudaEventRecord(down.stop), "recording an event");
 	TG_CUDA_CHECK(cudaEventSynchronize(down.stop), "computing flow directions");

@@ -374,7 +374,7 @@ build_batch(const tg_ctx *ctx, const tg_band *bands, const int *idx, int n,
 	TG_CUDA_CHECK(d.scan_tmp.alloc(scan_bytes), "allocating scan space");
 
 	TG_CUDA_CHECK(cudaEventRecord(ev[0]), "recording an event");
-	TG_CUDA_CHECK(cudaMemcpy(d.in.p, staged.p, in_elems * pix, cudaMemcpyHostToDevice),
+	TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, d.in.p, staged.p, in_elems * pix),
 				  "copying tiles to the GPU");
 	TG_CUDA_CHECK(cudaMemcpy(d.tiles.p, desc.p, n * sizeof(tile_desc), cudaMemcpyHostToDevice),
 				  "copying tile descriptors");
@@ -424,7 +424,7 @@ build_batch(const tg_ctx *ctx, const tg_band *bands, const int *idx, int n,
 
 	if (!host_nodes.alloc(base[n]))
 		return tg_error_set(err, TG_ENOMEM, "out of memory for %lld quadtree nodes", (long long) base[n]);
-	TG_CUDA_CHECK(cudaMemcpy(host_nodes.p, d.nodes.p, base[n] * sizeof(tg_bmmq_node), cudaMemcpyDeviceToHost),
+	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, host_nodes.p, d.nodes.p, base[n] * sizeof(tg_bmmq_node)),
 				  "copying quadtree nodes back");
 	TG_CUDA_CHECK(cudaEventRecord(ev[5]), "recording an event");
 	TG_CUDA_CHECK(cudaEventSynchronize(ev[5]), "building quadtrees");

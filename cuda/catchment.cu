@@ -61,16 +61,16 @@ upload_factor(const tg_ctx *ctx, const tg_cell_factor *f, size_t n, factor_uploa
 			host[i] = (float) f->values[i];
 		TG_CUDA_CHECK(buf.f32.alloc(n), "allocating a factor");
 		TG_CUDA_CHECK(cudaEventRecord(t.start), "recording an event");
-		TG_CUDA_CHECK(cudaMemcpy(buf.f32.p, host.p, n * sizeof(float),
-								 cudaMemcpyHostToDevice), "copying a factor to the GPU");
+		TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, buf.f32.p, host.p, n * sizeof(float)),
+					  "copying a factor to the GPU");
 		out->f32 = buf.f32.p;
 	}
 	else
 	{
 		TG_CUDA_CHECK(buf.f64.alloc(n), "allocating a factor");
 		TG_CUDA_CHECK(cudaEventRecord(t.start), "recording an event");
-		TG_CUDA_CHECK(cudaMemcpy(buf.f64.p, f->values, n * sizeof(double),
-								 cudaMemcpyHostToDevice), "copying a factor to the GPU");
+		TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, buf.f64.p, f->values, n * sizeof(double)),
+					  "copying a factor to the GPU");
 		out->f64 = buf.f64.p;
 	}
 	TG_CUDA_CHECK(cudaEventRecord(t.stop), "recording an event");
@@ -220,10 +220,10 @@ rusle_impl(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
 
 	TG_CUDA_CHECK(cudaEventRecord(down.start), "recording an event");
 	if (ls)
-		TG_CUDA_CHECK(cudaMemcpy(ls, d_ls.p, n * sizeof(float), cudaMemcpyDeviceToHost),
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, ls, d_ls.p, n * sizeof(float)),
 					  "copying the LS factor back from the GPU");
 	if (soil)
-		TG_CUDA_CHECK(cudaMemcpy(soil, d_soil.p, n * sizeof(float), cudaMemcpyDeviceToHost),
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, soil, d_soil.p, n * sizeof(float)),
 					  "copying the soil loss back from the GPU");
 	TG_CUDA_CHECK(cudaEventRecord(down.stop), "recording an event");
 	TG_CUDA_CHECK(cudaEventSynchronize(down.stop), "computing RUSLE");
@@ -423,10 +423,10 @@ travel_impl(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params *p,
 
 	TG_CUDA_CHECK(cudaEventRecord(down.start), "recording an event");
 	if (time)
-		TG_CUDA_CHECK(cudaMemcpy(time, d_time.p, n * sizeof(float), cudaMemcpyDeviceToHost),
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, time, d_time.p, n * sizeof(float)),
 					  "copying travel times back from the GPU");
 	if (watershed)
-		TG_CUDA_CHECK(cudaMemcpy(watershed, d_shed.p, n, cudaMemcpyDeviceToHost),
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, watershed, d_shed.p, n),
 					  "copying the watershed back from the GPU");
 	TG_CUDA_CHECK(cudaEventRecord(down.stop), "recording an event");
 	TG_CUDA_CHECK(cudaEventSynchronize(down.stop), "computing travel times");

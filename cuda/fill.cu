@@ -129,7 +129,7 @@ fill_impl(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params, d
 		err->on_device = true;
 		return TG_ENOMEM;
 	}
-	st = upload_dem<V>(dem, z, &transfer_ms, err);
+	st = upload_dem<V>(ctx, dem, z, &transfer_ms, err);
 	if (st != TG_OK)
 		return st;
 	TG_CUDA_CHECK(kind.alloc(n), "allocating cell kinds");
@@ -150,7 +150,7 @@ fill_impl(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params, d
 	TG_CUDA_CHECK(cudaEventRecord(compute.stop), "recording an event");
 
 	TG_CUDA_CHECK(cudaEventRecord(down.start), "recording an event");
-	TG_CUDA_CHECK(cudaMemcpy(out, z.p, n * sizeof(V), cudaMemcpyDeviceToHost),
+	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out, z.p, n * sizeof(V)),
 				  "copying the filled DEM back from the GPU");
 	TG_CUDA_CHECK(cudaEventRecord(down.stop), "recording an event");
 	TG_CUDA_CHECK(cudaEventSynchronize(down.stop), "filling depressions");

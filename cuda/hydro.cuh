@@ -77,7 +77,7 @@ tgk_classify(const V *__restrict__ z, int W, int H, uint8_t *__restrict__ kind)
  */
 template <typename V>
 tg_status
-upload_dem(const tg_band *dem, dbuf<V> &z, double *transfer_ms, tg_error *err)
+upload_dem(const tg_ctx *ctx, const tg_band *dem, dbuf<V> &z, double *transfer_ms, tg_error *err)
 {
 	const size_t n = (size_t) dem->width * dem->height;
 	const size_t bytes = n * (size_t) tg_pixtype_size(dem->pixtype);
@@ -88,7 +88,7 @@ upload_dem(const tg_band *dem, dbuf<V> &z, double *transfer_ms, tg_error *err)
 	TG_CUDA_CHECK(z.alloc(n), "allocating the DEM on the GPU");
 	TG_CUDA_CHECK(t.init(), "creating timing events");
 	TG_CUDA_CHECK(cudaEventRecord(t.start), "recording an event");
-	TG_CUDA_CHECK(cudaMemcpy(raw.p, dem->data, bytes, cudaMemcpyHostToDevice),
+	TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, raw.p, dem->data, bytes),
 				  "copying the DEM to the GPU");
 	TG_CUDA_CHECK(cudaEventRecord(t.stop), "recording an event");
 	with_pixel_format(dem->pixtype, [&](auto pf) {

@@ -392,7 +392,7 @@ build_route(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, devi
 	r.n = n;
 	r.routing = p->routing;
 	*rounds = 0;
-	st = upload_dem<V>(dem, r.z, transfer_ms, err);
+	st = upload_dem<V>(ctx, dem, r.z, transfer_ms, err);
 	if (st != TG_OK)
 		return st;
 	TG_CUDA_CHECK(r.kind.alloc(n), "allocating cell kinds");

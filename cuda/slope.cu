@@ -150,16 +150,15 @@ slope_impl(const tg_ctx *ctx, const tg_band *dem, const tg_slope_params *params,
 			return tg_error_set(err, TG_ECANCELED, "slope canceled");
 
 		TG_CUDA_CHECK(cudaEventRecord(up.start), "recording an event");
-		TG_CUDA_CHECK(cudaMemcpy(d_in.p, (const uint8_t *) dem->data + s0 * W * pix,
-								 (s1 - s0) * W * pix, cudaMemcpyHostToDevice),
+		TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, d_in.p, (const uint8_t *) dem->data + s0 * W * pix,
+											 (s1 - s0) * W * pix),
 					  "copying the DEM to the GPU");
 		TG_CUDA_CHECK(cudaEventRecord(up.stop), "recording an event");
 		launch(dem->pixtype, d_in.p, (int) s0, (int) (s1 - s0), (int) o0, (int) (o1 - o0), b,
 			   *params, d_out.p);
 		TG_CUDA_CHECK(cudaGetLastError(), "launching the slope kernel");
 		TG_CUDA_CHECK(cudaEventRecord(down.start), "recording an event");
-		TG_CUDA_CHECK(cudaMemcpy(out + o0 * W, d_out.p, (o1 - o0) * W * sizeof(float),
-								 cudaMemcpyDeviceToHost),
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out + o0 * W, d_out.p, (o1 - o0) * W * sizeof(float)),
 					  "copying the slope back from the GPU");
 		TG_CUDA_CHECK(cudaEventRecord(down.stop), "recording an event");
 		TG_CUDA_CHECK(cudaEventSynchronize(down.stop), "running the slope kernel");

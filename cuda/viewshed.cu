@@ -344,7 +344,7 @@ viewshed_impl(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *p
 		}
 		return TG_OK;
 	}
-	if (upload_dem(dem, z, &up_ms, err) != TG_OK)
+	if (upload_dem(ctx, dem, z, &up_ms, err) != TG_OK)
 		return err->code;
 	TG_CUDA_CHECK(d_out.alloc(n), "allocating the viewshed on the GPU");
 	TG_CUDA_CHECK(t_kernel.init(), "creating timing events");
@@ -360,7 +360,7 @@ viewshed_impl(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *p
 	TG_CUDA_CHECK(cudaGetLastError(), "launching the viewshed kernel");
 	TG_CUDA_CHECK(cudaEventRecord(t_kernel.stop), "recording an event");
 	TG_CUDA_CHECK(cudaEventRecord(t_back.start), "recording an event");
-	TG_CUDA_CHECK(cudaMemcpy(out, d_out.p, n * sizeof(float), cudaMemcpyDeviceToHost),
+	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out, d_out.p, n * sizeof(float)),
 				  "copying the viewshed back from the GPU");
 	TG_CUDA_CHECK(cudaEventRecord(t_back.stop), "recording an event");
 	TG_CUDA_CHECK(cudaEventSynchronize(t_back.stop), "running the viewshed kernel");
@@ -414,7 +414,7 @@ viewshed_count_impl(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_par
 		err->on_device = true;
 		return TG_ENOMEM;
 	}
-	if (upload_dem(dem, z, &up_ms, err) != TG_OK)
+	if (upload_dem(ctx, dem, z, &up_ms, err) != TG_OK)
 		return err->code;
 	TG_CUDA_CHECK(d_count.alloc(cells), "allocating the counts on the GPU");
 	TG_CUDA_CHECK(t_kernel.init(), "creating timing events");
@@ -435,7 +435,7 @@ viewshed_count_impl(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_par
 	}
 	TG_CUDA_CHECK(cudaEventRecord(t_kernel.stop), "recording an event");
 	TG_CUDA_CHECK(cudaEventRecord(t_back.start), "recording an event");
-	TG_CUDA_CHECK(cudaMemcpy(count, d_count.p, cells * sizeof(uint32_t), cudaMemcpyDeviceToHost),
+	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, count, d_count.p, cells * sizeof(uint32_t)),
 				  "copying the counts back from the GPU");
 	TG_CUDA_CHECK(cudaEventRecord(t_back.stop), "recording an event");
 	TG_CUDA_CHECK(cudaEventSynchronize(t_back.stop), "running the viewshed kernel");
