@@ -46,7 +46,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <vector>
 
 namespace
 {
@@ -738,14 +737,14 @@ find_sources(const tg_route_view &r, const uint8_t *kind, double *acc, uint16_t 
 	const size_t n = (size_t) r.width * r.height;
 	dbuf<uint32_t> count;
 
-	TG_CUDA_RETURN_IF(count.alloc(1), "allocating a counter");
-	TG_CUDA_RETURN_IF(cudaMemset(count.p, 0, sizeof(uint32_t)), "clearing a counter");
+	TG_CUDA_CHECK(count.alloc(1), "allocating a counter");
+	TG_CUDA_CHECK(cudaMemset(count.p, 0, sizeof(uint32_t)), "clearing a counter");
 	tgk_links<<<grid_for(n), 256>>>(r, kind, links, indeg);
-	TG_CUDA_RETURN_IF_LAUNCH("linking donors and receivers");
+	TG_CUDA_CHECK(cudaGetLastError(), "linking donors and receivers");
 	tgk_sources<<<grid_for(n), 256>>>(kind, indeg, n, order, count.p, acc);
-	TG_CUDA_RETURN_IF_LAUNCH("finding sources");
-	TG_CUDA_RETURN_IF(cudaMemcpy(sources, count.p, sizeof(uint32_t), cudaMemcpyDeviceToHost),
-					  "finding sources");
+	TG_CUDA_CHECK(cudaGetLastError(), "finding sources");
+	TG_CUDA_CHECK(cudaMemcpy(sources, count.p, sizeof(uint32_t), cudaMemcpyDeviceToHost),
+				  "finding sources");
 	return TG_OK;
 }
 
@@ -757,28 +756,29 @@ find_sources(const tg_route_view &r, const uint8_t *kind, double *acc, uint16_t 
 tg_status
 frontier_rounds(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind, uint16_t *links,
 				uint32_t *indeg, uint32_t *order, uint32_t *d_level_start,
-				std::vector<uint32_t> *level_start, int *levels, tg_error *err)
+				hbuf<uint32_t> *level_start, int *levels, tg_error *err)
 {
 	dbuf<uint32_t> state,		/* {head, count, level} */
 				appended;		/* 3 rotating append counters */
 	uint32_t	h[3] = {0, 0, 0};
 	tg_status	st;
 
-	TG_CUDA_RETURN_IF(state.alloc(3), "allocating frontier state");
-	TG_CUDA_RETURN_IF(appended.alloc(3), "allocating frontier counters");
+	TG_CUDA_CHECK(state.alloc(3), "allocating frontier state");
+	TG_CUDA_CHECK(appended.alloc(3), "allocating frontier counters");
 	st = find_sources(r, kind, nullptr, links, indeg, order, &h[1], err);
 	if (st != TG_OK)
 		return st;
-	TG_CUDA_RETURN_IF(cudaMemcpy(state.p, h, sizeof h, cudaMemcpyHostToDevice), "finding sources");
+	TG_CUDA_CHECK(cudaMemcpy(state.p, h, sizeof h, cudaMemcpyHostToDevice), "finding sources");
 	st = run_levels(ctx, order_step{r.width, links, indeg}, order, state.p, appended.p, d_level_start, h,
 					"running frontier rounds", err);
 	if (st != TG_OK)
 		return st;
 	*levels = (int) h[2];
-	level_start->resize((size_t) h[2] + 1);
+	if (!level_start->alloc((size_t) h[2] + 1))
+		return tg_cuda_host_oom(err, "level starts");
 	if (h[2] > 0)
-		TG_CUDA_RETURN_IF(cudaMemcpy(level_start->data(), d_level_start, h[2] * sizeof(uint32_t),
-									 cudaMemcpyDeviceToHost), "reading levels");
+		TG_CUDA_CHECK(cudaMemcpy(level_start->p, d_level_start, h[2] * sizeof(uint32_t),
+								 cudaMemcpyDeviceToHost), "reading levels");
 	(*level_start)[h[2]] = h[0];
 	return TG_OK;
 }
@@ -801,7 +801,7 @@ d8_chains(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind, const 
 	if (sources == 0)
 		return TG_OK;
 	tgk_d8_chains<<<grid_for(sources), 256>>>(r, weight, acc, links, indeg, order, sources);
-	TG_CUDA_RETURN_IF_LAUNCH("following chains");
+	TG_CUDA_CHECK(cudaGetLastError(), "following chains");
 	return TG_OK;
 }
 
@@ -827,31 +827,31 @@ async_pull(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind, const
 				capacity = std::min<size_t>(n + lanes * ASYNC_REQUEUES, QUEUE_EMPTY - 1);
 	const uint32_t requeues = (uint32_t) ((capacity - n) / lanes);
 
-	TG_CUDA_RETURN_IF(state.alloc(4), "allocating queue state");
-	TG_CUDA_RETURN_IF(queue.alloc(capacity), "allocating the queue");
-	TG_CUDA_RETURN_IF(cudaMemset(state.p, 0, 4 * sizeof(uint32_t)), "clearing queue state");
-	TG_CUDA_RETURN_IF(cudaMemset(queue.p, 0xff, capacity * sizeof(uint32_t)), "clearing the queue");
+	TG_CUDA_CHECK(state.alloc(4), "allocating queue state");
+	TG_CUDA_CHECK(queue.alloc(capacity), "allocating the queue");
+	TG_CUDA_CHECK(cudaMemset(state.p, 0, 4 * sizeof(uint32_t)), "clearing queue state");
+	TG_CUDA_CHECK(cudaMemset(queue.p, 0xff, capacity * sizeof(uint32_t)), "clearing the queue");
 	tgk_count_valid<<<grid_for(n), 256>>>(kind, n, state.p + 2);
-	TG_CUDA_RETURN_IF_LAUNCH("counting cells");
-	TG_CUDA_RETURN_IF(cudaMemcpy(&valid, state.p + 2, sizeof valid, cudaMemcpyDeviceToHost), "counting cells");
+	TG_CUDA_CHECK(cudaGetLastError(), "counting cells");
+	TG_CUDA_CHECK(cudaMemcpy(&valid, state.p + 2, sizeof valid, cudaMemcpyDeviceToHost), "counting cells");
 	st = find_sources(r, kind, acc, links, indeg, queue.p, &h[1], err);
 	if (st != TG_OK)
 		return st;
 	if (inflow)
 	{
 		tgk_gather_inflow<<<grid_for(n), 256>>>(r, links, inflow);
-		TG_CUDA_RETURN_IF_LAUNCH("gathering shares");
+		TG_CUDA_CHECK(cudaGetLastError(), "gathering shares");
 	}
 	*launches = 1;
 	if (valid == 0)
 		return TG_OK;
 	if (tg_canceled(ctx))
 		return tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
-	TG_CUDA_RETURN_IF(cudaMemcpy(state.p, h, sizeof h, cudaMemcpyHostToDevice), "starting the queue");
+	TG_CUDA_CHECK(cudaMemcpy(state.p, h, sizeof h, cudaMemcpyHostToDevice), "starting the queue");
 	tgk_async_pull<<<blocks, 256>>>(r, weight, acc, links, inflow, indeg, queue.p, (uint32_t) capacity,
 									requeues, state.p, valid);
-	TG_CUDA_RETURN_IF_LAUNCH("accumulating from the queue");
-	TG_CUDA_RETURN_IF(cudaMemcpy(h, state.p, sizeof h, cudaMemcpyDeviceToHost), "accumulating from the queue");
+	TG_CUDA_CHECK(cudaGetLastError(), "accumulating from the queue");
+	TG_CUDA_CHECK(cudaMemcpy(h, state.p, sizeof h, cudaMemcpyDeviceToHost), "accumulating from the queue");
 	if (h[3] || h[2] != valid)
 		return tg_error_set(err, TG_EDATA, "flow routing has a cycle");
 	return TG_OK;
@@ -860,9 +860,9 @@ async_pull(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind, const
 tg_status
 replay_levels(const tg_ctx *ctx, const tg_route_view &r, const double *weight, double *acc,
 			  const uint16_t *links, const float *inflow, const uint32_t *order, uint32_t *d_level_start,
-			  const std::vector<uint32_t> &level_start, tg_error *err)
+			  const hbuf<uint32_t> &level_start, tg_error *err)
 {
-	const uint32_t levels = (uint32_t) level_start.size() - 1;
+	const uint32_t levels = (uint32_t) level_start.n - 1;
 	unsigned	blocks = 0;
 	tg_status	st;
 
@@ -870,8 +870,8 @@ replay_levels(const tg_ctx *ctx, const tg_route_view &r, const double *weight, d
 	if (st != TG_OK)
 		return st;
 	/* the device copy needs the final boundary too */
-	TG_CUDA_RETURN_IF(cudaMemcpy(d_level_start + levels, &level_start[levels], sizeof(uint32_t),
-								 cudaMemcpyHostToDevice), "recording levels");
+	TG_CUDA_CHECK(cudaMemcpy(d_level_start + levels, &level_start[levels], sizeof(uint32_t),
+							 cudaMemcpyHostToDevice), "recording levels");
 	/* runs of wide levels on the grid, runs of narrow ones in one block */
 	for (uint32_t l0 = 0, l1; l0 < levels; l0 = l1)
 	{
@@ -888,11 +888,11 @@ replay_levels(const tg_ctx *ctx, const tg_route_view &r, const double *weight, d
 		{
 			tgk_replay_block<<<1, LEVELS_BLOCK_THREADS>>>(r, weight, acc, links, inflow, order, d_level_start,
 														   l0, l1);
-			TG_CUDA_RETURN_IF_LAUNCH("replaying levels");
+			TG_CUDA_CHECK(cudaGetLastError(), "replaying levels");
 		}
 		else
-			TG_CUDA_RETURN_IF(cudaLaunchCooperativeKernel((void *) tgk_replay_coop, blocks, LEVELS_GRID_THREADS,
-														  args, 0, 0), "replaying levels");
+			TG_CUDA_CHECK(cudaLaunchCooperativeKernel((void *) tgk_replay_coop, blocks, LEVELS_GRID_THREADS,
+													  args, 0, 0), "replaying levels");
 	}
 	return TG_OK;
 }
@@ -907,25 +907,25 @@ flow_transfer(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind,
 	dbuf<unsigned> flags;
 	unsigned	host[SWEEP_BATCH];
 
-	TG_CUDA_RETURN_IF(a.alloc(n), "allocating water in transit");
-	TG_CUDA_RETURN_IF(b.alloc(n), "allocating water in transit");
-	TG_CUDA_RETURN_IF(flags.alloc(SWEEP_BATCH), "allocating sweep flags");
-	TG_CUDA_RETURN_IF(cudaMemset(b.p, 0, n * sizeof(double)), "clearing water in transit");
+	TG_CUDA_CHECK(a.alloc(n), "allocating water in transit");
+	TG_CUDA_CHECK(b.alloc(n), "allocating water in transit");
+	TG_CUDA_CHECK(flags.alloc(SWEEP_BATCH), "allocating sweep flags");
+	TG_CUDA_CHECK(cudaMemset(b.p, 0, n * sizeof(double)), "clearing water in transit");
 	tgk_transfer_init<<<grid_for(n), 256>>>(kind, weight, n, acc, a.p);
-	TG_CUDA_RETURN_IF_LAUNCH("starting flow transfer");
+	TG_CUDA_CHECK(cudaGetLastError(), "starting flow transfer");
 	for (*sweeps = 0;;)
 	{
 		if (tg_canceled(ctx))
 			return tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
-		TG_CUDA_RETURN_IF(cudaMemsetAsync(flags.p, 0, sizeof host), "clearing flags");
+		TG_CUDA_CHECK(cudaMemsetAsync(flags.p, 0, sizeof host), "clearing flags");
 		for (int s = 0; s < SWEEP_BATCH; s++)
 		{
 			tgk_transfer_sweep<<<grid_for(n), 256>>>(r, kind, a.p, b.p, acc, flags.p + s);
 			std::swap(a.p, b.p);
 		}
-		TG_CUDA_RETURN_IF_LAUNCH("transferring flow");
-		TG_CUDA_RETURN_IF(cudaMemcpy(host, flags.p, sizeof host, cudaMemcpyDeviceToHost),
-						  "transferring flow");
+		TG_CUDA_CHECK(cudaGetLastError(), "transferring flow");
+		TG_CUDA_CHECK(cudaMemcpy(host, flags.p, sizeof host, cudaMemcpyDeviceToHost),
+					  "transferring flow");
 		for (int s = 0; s < SWEEP_BATCH; s++)
 		{
 			if (!host[s])
@@ -944,21 +944,21 @@ dependency_transfer(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *ki
 	dbuf<unsigned> flags;
 	unsigned	host[SWEEP_BATCH];
 
-	TG_CUDA_RETURN_IF(done.alloc(n), "allocating completion sweeps");
-	TG_CUDA_RETURN_IF(flags.alloc(SWEEP_BATCH), "allocating sweep flags");
-	TG_CUDA_RETURN_IF(cudaMemset(done.p, 0xFF, n * sizeof(int32_t)), "clearing completion sweeps");
+	TG_CUDA_CHECK(done.alloc(n), "allocating completion sweeps");
+	TG_CUDA_CHECK(flags.alloc(SWEEP_BATCH), "allocating sweep flags");
+	TG_CUDA_CHECK(cudaMemset(done.p, 0xFF, n * sizeof(int32_t)), "clearing completion sweeps");
 	tgk_nodata_nan<<<grid_for(n), 256>>>(kind, n, acc);
 	for (*sweeps = 0;;)
 	{
 		if (tg_canceled(ctx))
 			return tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
-		TG_CUDA_RETURN_IF(cudaMemsetAsync(flags.p, 0, sizeof host), "clearing flags");
+		TG_CUDA_CHECK(cudaMemsetAsync(flags.p, 0, sizeof host), "clearing flags");
 		for (int s = 0; s < SWEEP_BATCH; s++)
 			tgk_dependency_sweep<<<grid_for(n), 256>>>(r, kind, weight, acc, done.p,
 														*sweeps + s, flags.p + s);
-		TG_CUDA_RETURN_IF_LAUNCH("transferring dependencies");
-		TG_CUDA_RETURN_IF(cudaMemcpy(host, flags.p, sizeof host, cudaMemcpyDeviceToHost),
-						  "transferring dependencies");
+		TG_CUDA_CHECK(cudaGetLastError(), "transferring dependencies");
+		TG_CUDA_CHECK(cudaMemcpy(host, flags.p, sizeof host, cudaMemcpyDeviceToHost),
+					  "transferring dependencies");
 		for (int s = 0; s < SWEEP_BATCH; s++)
 		{
 			(*sweeps)++;
@@ -1016,20 +1016,20 @@ accumulate(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_params
 	dbuf<uint16_t> links;
 	dbuf<float> inflow;
 
-	TG_CUDA_RETURN_IF(indeg.alloc(n), "allocating donor counts");
+	TG_CUDA_CHECK(indeg.alloc(n), "allocating donor counts");
 	/* the multiple-flow indegree (async_pull) allocates its own, larger queue */
 	if (method == TG_ACC_TOPOLOGICAL || p->routing == TG_ROUTE_D8)
-		TG_CUDA_RETURN_IF(order.alloc(n), "allocating the order");
-	TG_CUDA_RETURN_IF(links.alloc(n), "allocating donor masks");
+		TG_CUDA_CHECK(order.alloc(n), "allocating the order");
+	TG_CUDA_CHECK(links.alloc(n), "allocating donor masks");
 	if (gathers_inflow(p->routing))
-		TG_CUDA_RETURN_IF(inflow.alloc(8 * n), "allocating gathered shares");
+		TG_CUDA_CHECK(inflow.alloc(8 * n), "allocating gathered shares");
 	if (method == TG_ACC_TOPOLOGICAL)
 	{
 		dbuf<uint32_t> d_level_start;
-		std::vector<uint32_t> level_start;
+		hbuf<uint32_t> level_start(ctx);
 		tg_status	st;
 
-		TG_CUDA_RETURN_IF(d_level_start.alloc(n + 1), "allocating levels");
+		TG_CUDA_CHECK(d_level_start.alloc(n + 1), "allocating levels");
 		st = frontier_rounds(ctx, r, route.kind.p, links.p, indeg.p, order.p, d_level_start.p,
 							 &level_start, rounds, err);
 		if (st != TG_OK)
@@ -1037,10 +1037,10 @@ accumulate(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_params
 		if (inflow.p)
 		{
 			tgk_gather_inflow<<<grid_for(n), 256>>>(r, links.p, inflow.p);
-			TG_CUDA_RETURN_IF_LAUNCH("gathering shares");
+			TG_CUDA_CHECK(cudaGetLastError(), "gathering shares");
 		}
 		tgk_nodata_nan<<<grid_for(n), 256>>>(route.kind.p, n, acc);
-		TG_CUDA_RETURN_IF_LAUNCH("clearing nodata");
+		TG_CUDA_CHECK(cudaGetLastError(), "clearing nodata");
 		return replay_levels(ctx, r, weight, acc, links.p, inflow.p, order.p, d_level_start.p,
 							 level_start, err);
 	}
@@ -1113,8 +1113,8 @@ tgk_export_receivers(tg_route_view r, const uint8_t *__restrict__ kind,
 
 template <typename V>
 tg_status
-export_products(const device_route<V> &route, const tg_flow_params *p, const double *d_acc,
-				const tg_flow_products *out, tg_error *err)
+export_products(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_params *p,
+				const double *d_acc, const tg_flow_products *out, tg_error *err)
 {
 	const size_t n = route.n;
 
@@ -1123,7 +1123,7 @@ export_products(const device_route<V> &route, const tg_flow_params *p, const dou
 		const size_t size = out->surface_type == TG_PT_64BF ? sizeof(double) : sizeof(float);
 		dbuf<uint8_t> d_surface;
 
-		TG_CUDA_RETURN_IF(d_surface.alloc(n * size), "allocating the routing surface");
+		TG_CUDA_CHECK(d_surface.alloc(n * size), "allocating the routing surface");
 		if (out->surface_type == TG_PT_64BF)
 			tgk_export_surface<V, double><<<grid_for(n), 256>>>(route.z.p, n, out->surface_nodata,
 																 (double *) d_surface.p);
@@ -1131,21 +1131,20 @@ export_products(const device_route<V> &route, const tg_flow_params *p, const dou
 			tgk_export_surface<V, float><<<grid_for(n), 256>>>(route.z.p, n,
 																(float) out->surface_nodata,
 																(float *) d_surface.p);
-		TG_CUDA_RETURN_IF_LAUNCH("exporting the routing surface");
-		TG_CUDA_RETURN_IF(cudaMemcpy(out->surface, d_surface.p, n * size, cudaMemcpyDeviceToHost),
-						  "copying the routing surface back from the GPU");
+		TG_CUDA_CHECK(cudaGetLastError(), "exporting the routing surface");
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out->surface, d_surface.p, n * size),
+					  "copying the routing surface back from the GPU");
 	}
 	if (out->receivers)
 	{
 		dbuf<uint16_t> d_mask;
 
-		TG_CUDA_RETURN_IF(d_mask.alloc(n), "allocating receiver masks");
+		TG_CUDA_CHECK(d_mask.alloc(n), "allocating receiver masks");
 		tgk_export_receivers<<<grid_for(n), 256>>>(route.view(p->threshold), route.kind.p, d_acc,
 													d_mask.p);
-		TG_CUDA_RETURN_IF_LAUNCH("exporting receivers");
-		TG_CUDA_RETURN_IF(cudaMemcpy(out->receivers, d_mask.p, n * sizeof(uint16_t),
-									 cudaMemcpyDeviceToHost),
-						  "copying receivers back from the GPU");
+		TG_CUDA_CHECK(cudaGetLastError(), "exporting receivers");
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out->receivers, d_mask.p, n * sizeof(uint16_t)),
+					  "copying receivers back from the GPU");
 	}
 	return TG_OK;
 }
@@ -1179,37 +1178,37 @@ accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
 					  "flow accumulation", err);
 	if (st != TG_OK)
 		return st;
-	TG_CUDA_RETURN_IF(prep.init(), "creating timing events");
-	TG_CUDA_RETURN_IF(compute.init(), "creating timing events");
-	TG_CUDA_RETURN_IF(up.init(), "creating timing events");
-	TG_CUDA_RETURN_IF(down.init(), "creating timing events");
+	TG_CUDA_CHECK(prep.init(), "creating timing events");
+	TG_CUDA_CHECK(compute.init(), "creating timing events");
+	TG_CUDA_CHECK(up.init(), "creating timing events");
+	TG_CUDA_CHECK(down.init(), "creating timing events");
 
-	TG_CUDA_RETURN_IF(cudaEventRecord(prep.start), "recording an event");
+	TG_CUDA_CHECK(cudaEventRecord(prep.start), "recording an event");
 	st = build_route<V>(ctx, dem, p, route, &transfer_ms, &route_rounds, err);
 	if (st != TG_OK)
 		return st;
-	TG_CUDA_RETURN_IF(cudaEventRecord(prep.stop), "recording an event");
-	TG_CUDA_RETURN_IF(d_weight.alloc(n), "allocating weights");
-	TG_CUDA_RETURN_IF(d_acc.alloc(n), "allocating the accumulation");
-	TG_CUDA_RETURN_IF(cudaEventRecord(up.start), "recording an event");
-	TG_CUDA_RETURN_IF(cudaMemcpy(d_weight.p, weight, n * sizeof(double), cudaMemcpyHostToDevice),
-					  "copying weights to the GPU");
-	TG_CUDA_RETURN_IF(cudaEventRecord(up.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventRecord(prep.stop), "recording an event");
+	TG_CUDA_CHECK(d_weight.alloc(n), "allocating weights");
+	TG_CUDA_CHECK(d_acc.alloc(n), "allocating the accumulation");
+	TG_CUDA_CHECK(cudaEventRecord(up.start), "recording an event");
+	TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, d_weight.p, weight, n * sizeof(double)),
+				  "copying weights to the GPU");
+	TG_CUDA_CHECK(cudaEventRecord(up.stop), "recording an event");
 
-	TG_CUDA_RETURN_IF(cudaEventRecord(compute.start), "recording an event");
+	TG_CUDA_CHECK(cudaEventRecord(compute.start), "recording an event");
 	st = accumulate<V>(ctx, route, p, d_weight.p, method, d_acc.p, &rounds, &used, err);
 	if (st != TG_OK)
 		return st;
-	TG_CUDA_RETURN_IF(cudaEventRecord(compute.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventRecord(compute.stop), "recording an event");
 
-	TG_CUDA_RETURN_IF(cudaEventRecord(down.start), "recording an event");
-	TG_CUDA_RETURN_IF(cudaMemcpy(out, d_acc.p, n * sizeof(double), cudaMemcpyDeviceToHost),
-					  "copying the accumulation back from the GPU");
-	st = export_products<V>(route, p, d_acc.p, products, err);
+	TG_CUDA_CHECK(cudaEventRecord(down.start), "recording an event");
+	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out, d_acc.p, n * sizeof(double)),
+				  "copying the accumulation back from the GPU");
+	st = export_products<V>(ctx, route, p, d_acc.p, products, err);
 	if (st != TG_OK)
 		return st;
-	TG_CUDA_RETURN_IF(cudaEventRecord(down.stop), "recording an event");
-	TG_CUDA_RETURN_IF(cudaEventSynchronize(down.stop), "accumulating flow");
+	TG_CUDA_CHECK(cudaEventRecord(down.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventSynchronize(down.stop), "accumulating flow");
 
 	if (ctx->stats)
 	{
@@ -1270,44 +1269,43 @@ direction_impl(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, u
 					  "flow direction", err);
 	if (st != TG_OK)
 		return st;
-	TG_CUDA_RETURN_IF(compute.init(), "creating timing events");
-	TG_CUDA_RETURN_IF(down.init(), "creating timing events");
-	TG_CUDA_RETURN_IF(cudaEventRecord(compute.start), "recording an event");
+	TG_CUDA_CHECK(compute.init(), "creating timing events");
+	TG_CUDA_CHECK(down.init(), "creating timing events");
+	TG_CUDA_CHECK(cudaEventRecord(compute.start), "recording an event");
 	st = build_route<V>(ctx, dem, p, route, &transfer_ms, &rounds, err);
 	if (st != TG_OK)
 		return st;
 	if (fdd8)
 	{
 		/* fdd8 turns D8 where the accumulation (in cells) reaches the threshold */
-		std::vector<double> ones(n, 1.0);
-
-		TG_CUDA_RETURN_IF(d_weight.alloc(n), "allocating weights");
-		TG_CUDA_RETURN_IF(d_acc.alloc(n), "allocating the accumulation");
-		TG_CUDA_RETURN_IF(cudaMemcpy(d_weight.p, ones.data(), n * sizeof(double),
-									 cudaMemcpyHostToDevice), "copying weights to the GPU");
 		const char *used;
+
+		TG_CUDA_CHECK(d_weight.alloc(n), "allocating weights");
+		TG_CUDA_CHECK(d_acc.alloc(n), "allocating the accumulation");
+		tgk_fill<double><<<grid_for(n), 256>>>(d_weight.p, n, 1.0);
+		TG_CUDA_CHECK(cudaGetLastError(), "setting weights");
 
 		st = accumulate<V>(ctx, route, p, d_weight.p, TG_ACC_INDEGREE, d_acc.p, &acc_rounds, &used, err);
 		if (st != TG_OK)
 			return st;
 	}
 	if (d8)
-		TG_CUDA_RETURN_IF(d_codes.alloc(n), "allocating direction codes");
+		TG_CUDA_CHECK(d_codes.alloc(n), "allocating direction codes");
 	if (frac)
-		TG_CUDA_RETURN_IF(d_frac.alloc(8 * n), "allocating shares");
+		TG_CUDA_CHECK(d_frac.alloc(8 * n), "allocating shares");
 	tgk_export_directions<<<grid_for(n), 256>>>(route.view(p->threshold), route.kind.p, d_acc.p,
 												 d8 ? d_codes.p : nullptr, frac ? d_frac.p : nullptr);
-	TG_CUDA_RETURN_IF_LAUNCH("exporting directions");
-	TG_CUDA_RETURN_IF(cudaEventRecord(compute.stop), "recording an event");
-	TG_CUDA_RETURN_IF(cudaEventRecord(down.start), "recording an event");
+	TG_CUDA_CHECK(cudaGetLastError(), "exporting directions");
+	TG_CUDA_CHECK(cudaEventRecord(compute.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventRecord(down.start), "recording an event");
 	if (d8)
-		TG_CUDA_RETURN_IF(cudaMemcpy(d8, d_codes.p, n, cudaMemcpyDeviceToHost),
-						  "copying directions back from the GPU");
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, d8, d_codes.p, n),
+					  "copying directions back from the GPU");
 	if (frac)
-		TG_CUDA_RETURN_IF(cudaMemcpy(frac, d_frac.p, 8 * n * sizeof(float), cudaMemcpyDeviceToHost),
-						  "copying shares back from the GPU");
-	TG_CUDA_RETURN_IF(cudaEventRecord(down.stop), "recording an event");
-	TG_CUDA_RETURN_IF(cudaEventSynchronize(down.stop), "computing flow directions");
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, frac, d_frac.p, 8 * n * sizeof(float)),
+					  "copying shares back from the GPU");
+	TG_CUDA_CHECK(cudaEventRecord(down.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventSynchronize(down.stop), "computing flow directions");
 	if (ctx->stats)
 	{
 		ctx->stats->kernel_ms += compute.elapsed();
@@ -1324,18 +1322,22 @@ tg_cuda_flow_accumulation(const tg_ctx *ctx, const tg_band *dem, const double *w
 						  const tg_flow_params *params, tg_accum_method method,
 						  const tg_flow_products *out, tg_error *err)
 {
-	if (pixtype_fits_float(dem->pixtype))
-		return accumulation_impl<float>(ctx, dem, weight, params, method, out, err);
-	return accumulation_impl<double>(ctx, dem, weight, params, method, out, err);
+	return tg_cuda_catch_all(err, [&] {
+		if (pixtype_fits_float(dem->pixtype))
+			return accumulation_impl<float>(ctx, dem, weight, params, method, out, err);
+		return accumulation_impl<double>(ctx, dem, weight, params, method, out, err);
+	});
 }
 
 extern "C" tg_status
 tg_cuda_flow_direction(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *params,
 					   uint8_t *d8, float *frac, tg_error *err)
 {
-	if (pixtype_fits_float(dem->pixtype))
-		return direction_impl<float>(ctx, dem, params, d8, frac, err);
-	return direction_impl<double>(ctx, dem, params, d8, frac, err);
+	return tg_cuda_catch_all(err, [&] {
+		if (pixtype_fits_float(dem->pixtype))
+			return direction_impl<float>(ctx, dem, params, d8, frac, err);
+		return direction_impl<double>(ctx, dem, params, d8, frac, err);
+	});
 }
 
 template tg_status accumulate<float>(const tg_ctx *, const device_route<float> &,

@@ -417,11 +417,11 @@ weights_are_integral(const double *weight, const uint8_t *kind, size_t n, bool *
 	dbuf<unsigned> bad;
 	unsigned	h = 0;
 
-	TG_CUDA_RETURN_IF(bad.alloc(1), "allocating a flag");
-	TG_CUDA_RETURN_IF(cudaMemset(bad.p, 0, sizeof(unsigned)), "clearing a flag");
+	TG_CUDA_CHECK(bad.alloc(1), "allocating a flag");
+	TG_CUDA_CHECK(cudaMemset(bad.p, 0, sizeof(unsigned)), "clearing a flag");
 	tgk_weights_integral<<<grid_for(n), 256>>>(weight, kind, n, bad.p);
-	TG_CUDA_RETURN_IF_LAUNCH("checking weights");
-	TG_CUDA_RETURN_IF(cudaMemcpy(&h, bad.p, sizeof h, cudaMemcpyDeviceToHost), "checking weights");
+	TG_CUDA_CHECK(cudaGetLastError(), "checking weights");
+	TG_CUDA_CHECK(cudaMemcpy(&h, bad.p, sizeof h, cudaMemcpyDeviceToHost), "checking weights");
 	*integral = h == 0;
 	return TG_OK;
 }
@@ -466,8 +466,8 @@ accumulate_d8_tiled(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *ki
 				h[3] = {0, 0, 0};
 	tg_status	st;
 
-	TG_CUDA_RETURN_IF(a.mem.alloc(n * sizeof(int32_t) + bound * (8 + 8 + 4 + 4 + 4) + 16 * 256),
-					  "allocating the exit forest");
+	TG_CUDA_CHECK(a.mem.alloc(n * sizeof(int32_t) + bound * (8 + 8 + 4 + 4 + 4) + 16 * 256),
+				  "allocating the exit forest");
 	int32_t    *exit_slot = a.take<int32_t>(n);
 	int64_t    *exits = a.take<int64_t>(bound);
 	double	   *total = a.take<double>(bound);
@@ -479,29 +479,29 @@ accumulate_d8_tiled(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *ki
 			   *state = counters + 1,
 			   *appended = counters + 4;
 
-	TG_CUDA_RETURN_IF(cudaFuncSetAttribute(tgk_tile_exits, cudaFuncAttributeMaxDynamicSharedMemorySize,
-										   (int) smem), "configuring shared memory");
-	TG_CUDA_RETURN_IF(cudaFuncSetAttribute(tgk_tile_accumulate, cudaFuncAttributeMaxDynamicSharedMemorySize,
-										   (int) smem), "configuring shared memory");
-	TG_CUDA_RETURN_IF(cudaMemsetAsync(counters, 0, 8 * sizeof(uint32_t)), "clearing counters");
+	TG_CUDA_CHECK(cudaFuncSetAttribute(tgk_tile_exits, cudaFuncAttributeMaxDynamicSharedMemorySize,
+									   (int) smem), "configuring shared memory");
+	TG_CUDA_CHECK(cudaFuncSetAttribute(tgk_tile_accumulate, cudaFuncAttributeMaxDynamicSharedMemorySize,
+									   (int) smem), "configuring shared memory");
+	TG_CUDA_CHECK(cudaMemsetAsync(counters, 0, 8 * sizeof(uint32_t)), "clearing counters");
 
 	/* 1: the exits of each tile and their in-tile sums */
 	tgk_tile_exits<<<tiles, THREADS, smem>>>(r.d8, weight, W, H, exits, total, nexits, exit_slot);
-	TG_CUDA_RETURN_IF_LAUNCH("finding tile exits");
-	TG_CUDA_RETURN_IF(cudaMemcpy(&m, nexits, sizeof m, cudaMemcpyDeviceToHost), "finding tile exits");
+	TG_CUDA_CHECK(cudaGetLastError(), "finding tile exits");
+	TG_CUDA_CHECK(cudaMemcpy(&m, nexits, sizeof m, cudaMemcpyDeviceToHost), "finding tile exits");
 
 	/* 2: the forest of exits */
 	if (m > 0)
 	{
-		TG_CUDA_RETURN_IF(cudaMemsetAsync(pending, 0, m * sizeof(uint32_t)), "clearing the exit forest");
-		TG_CUDA_RETURN_IF(cudaMemsetAsync(nexits, 0, sizeof(uint32_t)), "clearing a counter");
+		TG_CUDA_CHECK(cudaMemsetAsync(pending, 0, m * sizeof(uint32_t)), "clearing the exit forest");
+		TG_CUDA_CHECK(cudaMemsetAsync(nexits, 0, sizeof(uint32_t)), "clearing a counter");
 		tgk_link_exits<<<grid_for(m), 256>>>(r.d8, W, exits, m, exit_slot, succ, pending);
-		TG_CUDA_RETURN_IF_LAUNCH("linking exits");
+		TG_CUDA_CHECK(cudaGetLastError(), "linking exits");
 		tgk_forest_sources<<<grid_for(m), 256>>>(pending, m, order, nexits);
-		TG_CUDA_RETURN_IF_LAUNCH("finding forest sources");
-		TG_CUDA_RETURN_IF(cudaMemcpy(&h[1], nexits, sizeof(uint32_t), cudaMemcpyDeviceToHost),
-						  "finding forest sources");
-		TG_CUDA_RETURN_IF(cudaMemcpy(state, h, sizeof h, cudaMemcpyHostToDevice), "starting the forest");
+		TG_CUDA_CHECK(cudaGetLastError(), "finding forest sources");
+		TG_CUDA_CHECK(cudaMemcpy(&h[1], nexits, sizeof(uint32_t), cudaMemcpyDeviceToHost),
+					  "finding forest sources");
+		TG_CUDA_CHECK(cudaMemcpy(state, h, sizeof h, cudaMemcpyHostToDevice), "starting the forest");
 		st = run_levels(ctx, forest_step{succ, pending, total}, order, state, appended, nullptr, h,
 						"solving the exit forest", err);
 		if (st != TG_OK)
@@ -511,6 +511,6 @@ accumulate_d8_tiled(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *ki
 
 	/* 3: weights and inflows down the tiles */
 	tgk_tile_accumulate<<<tiles, THREADS, smem>>>(r.d8, kind, weight, W, H, exit_slot, total, acc);
-	TG_CUDA_RETURN_IF_LAUNCH("accumulating tiles");
+	TG_CUDA_CHECK(cudaGetLastError(), "accumulating tiles");
 	return TG_OK;
 }

@@ -22,7 +22,6 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
-#include <vector>
 
 #include <cub/device/device_scan.cuh>
 #include <thrust/iterator/transform_iterator.h>
@@ -296,28 +295,15 @@ tgk_bmmq_assemble(batch_shape shape, const uint16_t *__restrict__ zbin,
 /* Everything one batch holds on the device, freed on every path. */
 struct batch_buffers
 {
-	void	   *in = nullptr;
-	tile_desc  *tiles = nullptr;
-	double	   *bounds = nullptr;
-	uint16_t   *zbin = nullptr;
-	uint32_t   *mm = nullptr;
-	int32_t    *rank = nullptr;
-	int64_t    *base = nullptr;
-	tg_bmmq_node *nodes = nullptr;
-	void	   *scan_tmp = nullptr;
-
-	~batch_buffers()
-	{
-		cudaFree(in);
-		cudaFree(tiles);
-		cudaFree(bounds);
-		cudaFree(zbin);
-		cudaFree(mm);
-		cudaFree(rank);
-		cudaFree(base);
-		cudaFree(nodes);
-		cudaFree(scan_tmp);
-	}
+	dbuf<uint8_t> in;
+	dbuf<tile_desc> tiles;
+	dbuf<double> bounds;
+	dbuf<uint16_t> zbin;
+	dbuf<uint32_t> mm;
+	dbuf<int32_t> rank;
+	dbuf<int64_t> base;
+	dbuf<tg_bmmq_node> nodes;
+	dbuf<unsigned char> scan_tmp;
 };
 
 /* Device bytes a tile of this shape needs, nodes at their worst (every node kept). */
@@ -338,11 +324,11 @@ build_batch(const tg_ctx *ctx, const tg_band *bands, const int *idx, int n,
 	const int	pix = tg_pixtype_size(b0.pixtype);
 	batch_shape shape;
 	batch_buffers d;
-	std::vector<tile_desc> desc(n);
-	std::vector<int64_t> base(n + 1);
-	uint8_t    *staged = nullptr;
-	tg_bmmq_node *host_nodes = nullptr;
-	cudaEvent_t ev[6] = {nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+	hbuf<tile_desc> desc(ctx);
+	hbuf<int64_t> base(ctx);
+	hbuf<uint8_t> staged(ctx);
+	hbuf<tg_bmmq_node> host_nodes(ctx);
+	cuda_event	ev[6];
 	size_t		in_elems = 0,
 				scan_bytes = 0;
 	int64_t		flags;
@@ -352,6 +338,10 @@ build_batch(const tg_ctx *ctx, const tg_band *bands, const int *idx, int n,
 	shape.upper = tg_bmmq_level_start(shape.levels);
 	flags = (int64_t) n * shape.upper + 1;
 
+	if (!desc.alloc((size_t) n))
+		return tg_cuda_host_oom(err, "tile descriptors");
+	if (!base.alloc((size_t) n + 1))
+		return tg_cuda_host_oom(err, "tile bases");
 	for (int i = 0; i < n; i++)
 	{
 		const tg_band &b = bands[idx[i]];
@@ -359,37 +349,39 @@ build_batch(const tg_ctx *ctx, const tg_band *bands, const int *idx, int n,
 		desc[i] = {in_elems, b.width, b.height, b.has_nodata, b.is_nodata, b.nodata};
 		in_elems += (size_t) b.width * b.height;
 	}
-	staged = (uint8_t *) tg_alloc(ctx, in_elems * pix);
-	if (!staged)
+	if (!staged.alloc(in_elems * pix))
 	{
 		tg_error_set(err, TG_ENOMEM, "out of memory staging %zu pixels for the GPU", in_elems);
 		return TG_ENOMEM;
 	}
 	for (int i = 0; i < n; i++)
-		memcpy(staged + desc[i].offset * pix, bands[idx[i]].data,
+		memcpy(staged.p + desc[i].offset * pix, bands[idx[i]].data,
 			   (size_t) desc[i].width * desc[i].height * pix);
 
 	/* ev: upload [0,1), kernels [1,2) and [3,4), node copy [4,5) */
 	for (int i = 0; i < 6; i++)
-		TG_CUDA_TRY(cudaEventCreate(&ev[i]), "creating timing events");
-	TG_CUDA_TRY(cudaMalloc(&d.in, in_elems * pix), "allocating the tiles");
-	TG_CUDA_TRY(cudaMalloc(&d.tiles, n * sizeof(tile_desc)), "allocating tile descriptors");
-	TG_CUDA_TRY(cudaMalloc(&d.bounds, nbounds * sizeof(double)), "allocating bin boundaries");
-	TG_CUDA_TRY(cudaMalloc(&d.zbin, (size_t) n * shape.cells * sizeof(uint16_t)), "allocating leaf codes");
+		TG_CUDA_CHECK(ev[i].create(), "creating timing events");
+	TG_CUDA_CHECK(d.in.alloc(in_elems * pix), "allocating the tiles");
+	TG_CUDA_CHECK(d.tiles.alloc(n), "allocating tile descriptors");
+	TG_CUDA_CHECK(d.bounds.alloc(nbounds), "allocating bin boundaries");
+	TG_CUDA_CHECK(d.zbin.alloc((size_t) n * shape.cells), "allocating leaf codes");
 	/* one entry more than the tables: a uniform sentinel, so the scan's last rank is the total */
-	TG_CUDA_TRY(cudaMalloc(&d.mm, flags * sizeof(uint32_t)), "allocating level tables");
-	TG_CUDA_TRY(cudaMalloc(&d.rank, flags * sizeof(int32_t)), "allocating node ranks");
-	TG_CUDA_TRY(cudaMalloc(&d.base, (n + 1) * sizeof(int64_t)), "allocating tile bases");
-	TG_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, split_flags(d.mm), d.rank, flags),
-				"sizing the scan");
-	TG_CUDA_TRY(cudaMalloc(&d.scan_tmp, scan_bytes), "allocating scan space");
+	TG_CUDA_CHECK(d.mm.alloc(flags), "allocating level tables");
+	TG_CUDA_CHECK(d.rank.alloc(flags), "allocating node ranks");
+	TG_CUDA_CHECK(d.base.alloc(n + 1), "allocating tile bases");
+	TG_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, split_flags(d.mm.p), d.rank.p, flags),
+				  "sizing the scan");
+	TG_CUDA_CHECK(d.scan_tmp.alloc(scan_bytes), "allocating scan space");
 
-	TG_CUDA_TRY(cudaEventRecord(ev[0]), "recording an event");
-	TG_CUDA_TRY(cudaMemcpy(d.in, staged, in_elems * pix, cudaMemcpyHostToDevice), "copying tiles to the GPU");
-	TG_CUDA_TRY(cudaMemcpy(d.tiles, desc.data(), n * sizeof(tile_desc), cudaMemcpyHostToDevice), "copying tile descriptors");
-	TG_CUDA_TRY(cudaMemcpy(d.bounds, bounds, nbounds * sizeof(double), cudaMemcpyHostToDevice), "copying bin boundaries");
-	TG_CUDA_TRY(cudaMemsetAsync(d.mm + flags - 1, 0, sizeof(uint32_t)), "clearing the sentinel");
-	TG_CUDA_TRY(cudaEventRecord(ev[1]), "recording an event");
+	TG_CUDA_CHECK(cudaEventRecord(ev[0]), "recording an event");
+	TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, d.in.p, staged.p, in_elems * pix),
+				  "copying tiles to the GPU");
+	TG_CUDA_CHECK(cudaMemcpy(d.tiles.p, desc.p, n * sizeof(tile_desc), cudaMemcpyHostToDevice),
+				  "copying tile descriptors");
+	TG_CUDA_CHECK(cudaMemcpy(d.bounds.p, bounds, nbounds * sizeof(double), cudaMemcpyHostToDevice),
+				  "copying bin boundaries");
+	TG_CUDA_CHECK(cudaMemsetAsync(d.mm.p + flags - 1, 0, sizeof(uint32_t)), "clearing the sentinel");
+	TG_CUDA_CHECK(cudaEventRecord(ev[1]), "recording an event");
 
 	{
 		const int	first_levels = std::min(BLOCK_SIDE_LEVELS, shape.levels);
@@ -397,49 +389,45 @@ build_batch(const tg_ctx *ctx, const tg_band *bands, const int *idx, int n,
 
 		with_pixel_format(b0.pixtype, [&](auto pf) {
 			using PF = decltype(pf);
-			tgk_bmmq_leaves<PF><<<grid, THREADS>>>(static_cast<const typename PF::storage *>(d.in),
-														  d.tiles, d.bounds, nbounds, shape,
-														  d.zbin, d.mm);
+			tgk_bmmq_leaves<PF><<<grid, THREADS>>>(reinterpret_cast<const typename PF::storage *>(d.in.p),
+														  d.tiles.p, d.bounds.p, nbounds, shape,
+														  d.zbin.p, d.mm.p);
 		});
-		TG_CUDA_CHECK_LAUNCH("launching the quadtree leaf kernel");
+		TG_CUDA_CHECK(cudaGetLastError(), "launching the quadtree leaf kernel");
 		for (int l = shape.levels - first_levels; l > 0;)
 		{
 			const int	step = std::min(BLOCK_SIDE_LEVELS, l);
 			dim3		g((unsigned) (((int64_t) 1 << (2 * l)) >> (2 * step)), n);
 
-			tgk_bmmq_reduce<<<g, THREADS>>>(shape, l, step, d.mm);
-			TG_CUDA_CHECK_LAUNCH("launching the quadtree level kernel");
+			tgk_bmmq_reduce<<<g, THREADS>>>(shape, l, step, d.mm.p);
+			TG_CUDA_CHECK(cudaGetLastError(), "launching the quadtree level kernel");
 			l -= step;
 		}
 	}
-	TG_CUDA_TRY(cub::DeviceScan::ExclusiveSum(d.scan_tmp, scan_bytes, split_flags(d.mm), d.rank, flags),
-				"ranking non-uniform nodes");
-	tgk_bmmq_bases<<<tg_div_up(n + 1, THREADS), THREADS>>>(d.rank, n, shape.upper, d.base);
-	TG_CUDA_CHECK_LAUNCH("launching the tile base kernel");
-	TG_CUDA_TRY(cudaEventRecord(ev[2]), "recording an event");
+	TG_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(d.scan_tmp.p, scan_bytes, split_flags(d.mm.p), d.rank.p, flags),
+				  "ranking non-uniform nodes");
+	tgk_bmmq_bases<<<tg_div_up(n + 1, THREADS), THREADS>>>(d.rank.p, n, shape.upper, d.base.p);
+	TG_CUDA_CHECK(cudaGetLastError(), "launching the tile base kernel");
+	TG_CUDA_CHECK(cudaEventRecord(ev[2]), "recording an event");
 	/* the node count sizes the output: the one mid-build read */
-	TG_CUDA_TRY(cudaMemcpy(base.data(), d.base, (n + 1) * sizeof(int64_t), cudaMemcpyDeviceToHost),
-				"reading node counts");
-	TG_CUDA_TRY(cudaMalloc(&d.nodes, base[n] * sizeof(tg_bmmq_node)), "allocating quadtree nodes");
-	TG_CUDA_TRY(cudaEventRecord(ev[3]), "recording an event");
+	TG_CUDA_CHECK(cudaMemcpy(base.p, d.base.p, (n + 1) * sizeof(int64_t), cudaMemcpyDeviceToHost),
+				  "reading node counts");
+	TG_CUDA_CHECK(d.nodes.alloc(base[n]), "allocating quadtree nodes");
+	TG_CUDA_CHECK(cudaEventRecord(ev[3]), "recording an event");
 	{
 		dim3		grid(tg_div_up(std::max<int64_t>(1, shape.upper), THREADS), n);
 
-		tgk_bmmq_assemble<<<grid, THREADS>>>(shape, d.zbin, d.mm, d.rank, d.base, d.nodes);
-		TG_CUDA_CHECK_LAUNCH("launching the quadtree assembly kernel");
+		tgk_bmmq_assemble<<<grid, THREADS>>>(shape, d.zbin.p, d.mm.p, d.rank.p, d.base.p, d.nodes.p);
+		TG_CUDA_CHECK(cudaGetLastError(), "launching the quadtree assembly kernel");
 	}
-	TG_CUDA_TRY(cudaEventRecord(ev[4]), "recording an event");
+	TG_CUDA_CHECK(cudaEventRecord(ev[4]), "recording an event");
 
-	host_nodes = (tg_bmmq_node *) tg_alloc(ctx, base[n] * sizeof(tg_bmmq_node));
-	if (!host_nodes)
-	{
-		tg_error_set(err, TG_ENOMEM, "out of memory for %lld quadtree nodes", (long long) base[n]);
-		goto cleanup;
-	}
-	TG_CUDA_TRY(cudaMemcpy(host_nodes, d.nodes, base[n] * sizeof(tg_bmmq_node), cudaMemcpyDeviceToHost),
-				"copying quadtree nodes back");
-	TG_CUDA_TRY(cudaEventRecord(ev[5]), "recording an event");
-	TG_CUDA_TRY(cudaEventSynchronize(ev[5]), "building quadtrees");
+	if (!host_nodes.alloc(base[n]))
+		return tg_error_set(err, TG_ENOMEM, "out of memory for %lld quadtree nodes", (long long) base[n]);
+	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, host_nodes.p, d.nodes.p, base[n] * sizeof(tg_bmmq_node)),
+				  "copying quadtree nodes back");
+	TG_CUDA_CHECK(cudaEventRecord(ev[5]), "recording an event");
+	TG_CUDA_CHECK(cudaEventSynchronize(ev[5]), "building quadtrees");
 	if (ctx->stats)
 	{
 		ctx->stats->kernel_ms += tg_cuda_elapsed_ms(ev[1], ev[2]) + tg_cuda_elapsed_ms(ev[3], ev[4]);
@@ -454,36 +442,28 @@ build_batch(const tg_ctx *ctx, const tg_band *bands, const int *idx, int n,
 		tree->count = base[i + 1] - base[i];
 		tree->nodes = (tg_bmmq_node *) tg_alloc(ctx, tree->count * sizeof(tg_bmmq_node));
 		if (!tree->nodes)
-		{
-			tg_error_set(err, TG_ENOMEM, "out of memory for %lld quadtree nodes", (long long) tree->count);
-			goto cleanup;
-		}
-		memcpy(tree->nodes, host_nodes + base[i], tree->count * sizeof(tg_bmmq_node));
+			return tg_error_set(err, TG_ENOMEM, "out of memory for %lld quadtree nodes", (long long) tree->count);
+		memcpy(tree->nodes, host_nodes.p + base[i], tree->count * sizeof(tg_bmmq_node));
 	}
-
-cleanup:
-	tg_free(ctx, staged);
-	tg_free(ctx, host_nodes);
-	for (int i = 0; i < 6; i++)
-		if (ev[i])
-			cudaEventDestroy(ev[i]);
-	return err->code;
+	return TG_OK;
 }
 }								/* namespace */
 
-extern "C" tg_status
-tg_cuda_bmmq_build(const tg_ctx *ctx, const tg_band *tiles, int ntiles, const double *bounds,
-				   int nbounds, tg_bmmq_tree *trees, tg_error *err)
+static tg_status
+build_trees(const tg_ctx *ctx, const tg_band *tiles, int ntiles, const double *bounds, int nbounds,
+			tg_bmmq_tree *trees, tg_error *err)
 {
-	std::vector<int> order(ntiles);
+	hbuf<int>	order(ctx);
 	size_t		budget = 0;
 
 	if (tg_cuda_memory_budget(ctx, &budget, err) != TG_OK)
 		return err->code;
+	if (!order.alloc((size_t) ntiles))
+		return tg_cuda_host_oom(err, "the tile order");
 
 	/* size classes: same levels and pixel type build together */
-	std::iota(order.begin(), order.end(), 0);
-	std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+	std::iota(order.p, order.p + ntiles, 0);
+	std::stable_sort(order.p, order.p + ntiles, [&](int a, int b) {
 		int			la = tg_bmmq_levels(tiles[a].width, tiles[a].height);
 		int			lb = tg_bmmq_levels(tiles[b].width, tiles[b].height);
 
@@ -527,4 +507,13 @@ tg_cuda_bmmq_build(const tg_ctx *ctx, const tg_band *tiles, int ntiles, const do
 		for (int i = 0; i < ntiles; i++)
 			tg_bmmq_tree_free(ctx, &trees[i]);
 	return err->code;
+}
+
+extern "C" tg_status
+tg_cuda_bmmq_build(const tg_ctx *ctx, const tg_band *tiles, int ntiles, const double *bounds,
+				   int nbounds, tg_bmmq_tree *trees, tg_error *err)
+{
+	return tg_cuda_catch_all(err, [&] {
+		return build_trees(ctx, tiles, ntiles, bounds, nbounds, trees, err);
+	});
 }

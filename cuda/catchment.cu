@@ -14,7 +14,6 @@
 #include "route.cuh"
 
 #include <cstdio>
-#include <vector>
 
 namespace
 {
@@ -40,8 +39,8 @@ struct factor_upload
 };
 
 tg_status
-upload_factor(const tg_cell_factor *f, size_t n, factor_upload &buf, device_factor *out,
-			  double *transfer_ms, tg_error *err)
+upload_factor(const tg_ctx *ctx, const tg_cell_factor *f, size_t n, factor_upload &buf,
+			  device_factor *out, double *transfer_ms, tg_error *err)
 {
 	event_timer t;
 	bool		exact = true;
@@ -51,53 +50,48 @@ upload_factor(const tg_cell_factor *f, size_t n, factor_upload &buf, device_fact
 		return TG_OK;
 	for (size_t i = 0; i < n && exact; i++)
 		exact = isnan(f->values[i]) || (double) (float) f->values[i] == f->values[i];
-	TG_CUDA_RETURN_IF(t.init(), "creating timing events");
+	TG_CUDA_CHECK(t.init(), "creating timing events");
 	if (exact)
 	{
-		std::vector<float> host(n);
+		hbuf<float> host(ctx);
 
+		if (!host.alloc(n))
+			return tg_cuda_host_oom(err, "a factor in single precision");
 		for (size_t i = 0; i < n; i++)
 			host[i] = (float) f->values[i];
-		TG_CUDA_RETURN_IF(buf.f32.alloc(n), "allocating a factor");
-		TG_CUDA_RETURN_IF(cudaEventRecord(t.start), "recording an event");
-		TG_CUDA_RETURN_IF(cudaMemcpy(buf.f32.p, host.data(), n * sizeof(float),
-									 cudaMemcpyHostToDevice), "copying a factor to the GPU");
+		TG_CUDA_CHECK(buf.f32.alloc(n), "allocating a factor");
+		TG_CUDA_CHECK(cudaEventRecord(t.start), "recording an event");
+		TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, buf.f32.p, host.p, n * sizeof(float)),
+					  "copying a factor to the GPU");
 		out->f32 = buf.f32.p;
 	}
 	else
 	{
-		TG_CUDA_RETURN_IF(buf.f64.alloc(n), "allocating a factor");
-		TG_CUDA_RETURN_IF(cudaEventRecord(t.start), "recording an event");
-		TG_CUDA_RETURN_IF(cudaMemcpy(buf.f64.p, f->values, n * sizeof(double),
-									 cudaMemcpyHostToDevice), "copying a factor to the GPU");
+		TG_CUDA_CHECK(buf.f64.alloc(n), "allocating a factor");
+		TG_CUDA_CHECK(cudaEventRecord(t.start), "recording an event");
+		TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, buf.f64.p, f->values, n * sizeof(double)),
+					  "copying a factor to the GPU");
 		out->f64 = buf.f64.p;
 	}
-	TG_CUDA_RETURN_IF(cudaEventRecord(t.stop), "recording an event");
-	TG_CUDA_RETURN_IF(cudaEventSynchronize(t.stop), "copying a factor to the GPU");
+	TG_CUDA_CHECK(cudaEventRecord(t.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventSynchronize(t.stop), "copying a factor to the GPU");
 	*transfer_ms += t.elapsed();
 	return TG_OK;
 }
 
 /* Per-row constants uploaded once: Horn factors and cell width, or distances. */
 tg_status
-upload_rows(const std::vector<double> &host, dbuf<double> &d, tg_error *err)
+upload_rows(const hbuf<double> &host, dbuf<double> &d, tg_error *err)
 {
-	TG_CUDA_RETURN_IF(d.alloc(host.size()), "allocating row constants");
-	TG_CUDA_RETURN_IF(cudaMemcpy(d.p, host.data(), host.size() * sizeof(double),
-								 cudaMemcpyHostToDevice), "copying row constants to the GPU");
+	TG_CUDA_CHECK(d.alloc(host.n), "allocating row constants");
+	TG_CUDA_CHECK(cudaMemcpy(d.p, host.p, host.n * sizeof(double),
+							 cudaMemcpyHostToDevice), "copying row constants to the GPU");
 	return TG_OK;
 }
 
 /* ------------------------------------------------------------------------
  * RUSLE
  * ------------------------------------------------------------------------ */
-__global__ void
-tgk_ones(double *__restrict__ w, size_t n)
-{
-	TG_GRID_STRIDE(i, n)
-		w[i] = 1.0;
-}
-
 struct ls_params
 {
 	double		m,
@@ -158,7 +152,7 @@ rusle_impl(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
 				d_soil;
 	factor_upload bufs[4];
 	device_factor df[4];
-	std::vector<double> rows((size_t) H * 3);
+	hbuf<double> rows(ctx);
 	event_timer compute,
 				routed,
 				down;
@@ -177,6 +171,8 @@ rusle_impl(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
 								(ls ? 4 : 0) + (soil ? 4 : 0)), "RUSLE", err);
 	if (st != TG_OK)
 		return st;
+	if (!rows.alloc((size_t) H * 3))
+		return tg_cuda_host_oom(err, "row constants");
 	for (int y = 0; y < H; y++)
 	{
 		double		dx,
@@ -189,48 +185,48 @@ rusle_impl(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
 	}
 	for (int f = 0; f < 4; f++)
 	{
-		st = upload_factor(&factors[f], n, bufs[f], &df[f], &transfer_ms, err);
+		st = upload_factor(ctx, &factors[f], n, bufs[f], &df[f], &transfer_ms, err);
 		if (st != TG_OK)
 			return st;
 	}
 	st = upload_rows(rows, d_rows, err);
 	if (st != TG_OK)
 		return st;
-	TG_CUDA_RETURN_IF(compute.init(), "creating timing events");
-	TG_CUDA_RETURN_IF(routed.init(), "creating timing events");
-	TG_CUDA_RETURN_IF(down.init(), "creating timing events");
+	TG_CUDA_CHECK(compute.init(), "creating timing events");
+	TG_CUDA_CHECK(routed.init(), "creating timing events");
+	TG_CUDA_CHECK(down.init(), "creating timing events");
 
-	TG_CUDA_RETURN_IF(cudaEventRecord(compute.start), "recording an event");
+	TG_CUDA_CHECK(cudaEventRecord(compute.start), "recording an event");
 	st = build_route<V>(ctx, dem, &p->flow, route, &upload_ms, &route_rounds, err);
 	if (st != TG_OK)
 		return st;
-	TG_CUDA_RETURN_IF(cudaEventRecord(routed.stop), "recording an event");
-	TG_CUDA_RETURN_IF(d_weight.alloc(n), "allocating weights");
-	TG_CUDA_RETURN_IF(d_acc.alloc(n), "allocating the accumulation");
-	tgk_ones<<<grid_for(n), 256>>>(d_weight.p, n);
-	TG_CUDA_RETURN_IF_LAUNCH("setting weights");
+	TG_CUDA_CHECK(cudaEventRecord(routed.stop), "recording an event");
+	TG_CUDA_CHECK(d_weight.alloc(n), "allocating weights");
+	TG_CUDA_CHECK(d_acc.alloc(n), "allocating the accumulation");
+	tgk_fill<double><<<grid_for(n), 256>>>(d_weight.p, n, 1.0);
+	TG_CUDA_CHECK(cudaGetLastError(), "setting weights");
 	st = accumulate<V>(ctx, route, &p->flow, d_weight.p, p->method, d_acc.p, &rounds, &used, err);
 	if (st != TG_OK)
 		return st;
 	if (ls)
-		TG_CUDA_RETURN_IF(d_ls.alloc(n), "allocating the LS factor");
+		TG_CUDA_CHECK(d_ls.alloc(n), "allocating the LS factor");
 	if (soil)
-		TG_CUDA_RETURN_IF(d_soil.alloc(n), "allocating the soil loss");
+		TG_CUDA_CHECK(d_soil.alloc(n), "allocating the soil loss");
 	tgk_rusle<V><<<grid_for(n), 256>>>(route.z.p, W, H, d_acc.p, d_rows.p,
 										ls_params{p->m, p->n, p->a0, p->b0}, df[0], df[1], df[2],
 										df[3], d_ls.p, d_soil.p);
-	TG_CUDA_RETURN_IF_LAUNCH("computing LS and soil loss");
-	TG_CUDA_RETURN_IF(cudaEventRecord(compute.stop), "recording an event");
+	TG_CUDA_CHECK(cudaGetLastError(), "computing LS and soil loss");
+	TG_CUDA_CHECK(cudaEventRecord(compute.stop), "recording an event");
 
-	TG_CUDA_RETURN_IF(cudaEventRecord(down.start), "recording an event");
+	TG_CUDA_CHECK(cudaEventRecord(down.start), "recording an event");
 	if (ls)
-		TG_CUDA_RETURN_IF(cudaMemcpy(ls, d_ls.p, n * sizeof(float), cudaMemcpyDeviceToHost),
-						  "copying the LS factor back from the GPU");
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, ls, d_ls.p, n * sizeof(float)),
+					  "copying the LS factor back from the GPU");
 	if (soil)
-		TG_CUDA_RETURN_IF(cudaMemcpy(soil, d_soil.p, n * sizeof(float), cudaMemcpyDeviceToHost),
-						  "copying the soil loss back from the GPU");
-	TG_CUDA_RETURN_IF(cudaEventRecord(down.stop), "recording an event");
-	TG_CUDA_RETURN_IF(cudaEventSynchronize(down.stop), "computing RUSLE");
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, soil, d_soil.p, n * sizeof(float)),
+					  "copying the soil loss back from the GPU");
+	TG_CUDA_CHECK(cudaEventRecord(down.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventSynchronize(down.stop), "computing RUSLE");
 	if (ctx->stats)
 	{
 		ctx->stats->kernel_ms += compute.elapsed() - upload_ms;
@@ -343,7 +339,7 @@ travel_impl(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params *p,
 	factor_upload bufs[2];
 	device_factor rough,
 				vel;
-	std::vector<double> dist((size_t) H * 8);
+	hbuf<double> dist(ctx);
 	event_timer compute,
 				routed,
 				down;
@@ -362,76 +358,78 @@ travel_impl(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params *p,
 								(time ? 4 : 0) + (watershed ? 1 : 0)), "travel time", err);
 	if (st != TG_OK)
 		return st;
+	if (!dist.alloc((size_t) H * 8))
+		return tg_cuda_host_oom(err, "row distances");
 	for (int y = 0; y < H; y++)
 	{
 		double		dx,
 					dy;
 
 		tg_row_spacing(&p->flow.geom, y, &dx, &dy);
-		tg_nbr_distances(dx, dy, dist.data() + (size_t) y * 8);
+		tg_nbr_distances(dx, dy, dist.p + (size_t) y * 8);
 	}
-	st = upload_factor(roughness, n, bufs[0], &rough, &transfer_ms, err);
+	st = upload_factor(ctx, roughness, n, bufs[0], &rough, &transfer_ms, err);
 	if (st == TG_OK)
-		st = upload_factor(velocity, n, bufs[1], &vel, &transfer_ms, err);
+		st = upload_factor(ctx, velocity, n, bufs[1], &vel, &transfer_ms, err);
 	if (st == TG_OK)
 		st = upload_rows(dist, d_dist, err);
 	if (st != TG_OK)
 		return st;
-	TG_CUDA_RETURN_IF(compute.init(), "creating timing events");
-	TG_CUDA_RETURN_IF(routed.init(), "creating timing events");
-	TG_CUDA_RETURN_IF(down.init(), "creating timing events");
+	TG_CUDA_CHECK(compute.init(), "creating timing events");
+	TG_CUDA_CHECK(routed.init(), "creating timing events");
+	TG_CUDA_CHECK(down.init(), "creating timing events");
 
-	TG_CUDA_RETURN_IF(cudaEventRecord(compute.start), "recording an event");
+	TG_CUDA_CHECK(cudaEventRecord(compute.start), "recording an event");
 	st = build_route<V>(ctx, dem, &p->flow, route, &upload_ms, &route_rounds, err);
 	if (st != TG_OK)
 		return st;
-	TG_CUDA_RETURN_IF(cudaEventRecord(routed.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventRecord(routed.stop), "recording an event");
 	for (int b = 0; b < 2; b++)
 	{
-		TG_CUDA_RETURN_IF(next[b].alloc(n), "allocating paths");
-		TG_CUDA_RETURN_IF(t[b].alloc(n), "allocating travel times");
+		TG_CUDA_CHECK(next[b].alloc(n), "allocating paths");
+		TG_CUDA_CHECK(t[b].alloc(n), "allocating travel times");
 	}
-	TG_CUDA_RETURN_IF(moved.alloc(1), "allocating a flag");
+	TG_CUDA_CHECK(moved.alloc(1), "allocating a flag");
 	tgk_travel_steps<V><<<grid_for(n), 256>>>(route.z.p, route.d8.p, W, H, d_dist.p, outlet, rough,
 											   vel, p->b, p->min_slope, next[0].p, t[0].p);
-	TG_CUDA_RETURN_IF_LAUNCH("computing step times");
+	TG_CUDA_CHECK(cudaGetLastError(), "computing step times");
 	for (;;)
 	{
 		unsigned	host_moved = 0;
 
 		if (tg_canceled(ctx))
 			return tg_error_set(err, TG_ECANCELED, "canceled");
-		TG_CUDA_RETURN_IF(cudaMemsetAsync(moved.p, 0, sizeof(unsigned)), "clearing a flag");
+		TG_CUDA_CHECK(cudaMemsetAsync(moved.p, 0, sizeof(unsigned)), "clearing a flag");
 		tgk_jump<<<grid_for(n), 256>>>(next[cur].p, t[cur].p, n, next[1 - cur].p, t[1 - cur].p,
 									   moved.p);
-		TG_CUDA_RETURN_IF_LAUNCH("summing paths");
+		TG_CUDA_CHECK(cudaGetLastError(), "summing paths");
 		cur = 1 - cur;
 		passes++;
-		TG_CUDA_RETURN_IF(cudaMemcpy(&host_moved, moved.p, sizeof host_moved, cudaMemcpyDeviceToHost),
-						  "summing paths");
+		TG_CUDA_CHECK(cudaMemcpy(&host_moved, moved.p, sizeof host_moved, cudaMemcpyDeviceToHost),
+					  "summing paths");
 		if (!host_moved)
 			break;
 		if (passes > 64)
 			return tg_error_set(err, TG_EDATA, "flow paths do not end (the routing has a cycle)");
 	}
 	if (time)
-		TG_CUDA_RETURN_IF(d_time.alloc(n), "allocating travel times");
+		TG_CUDA_CHECK(d_time.alloc(n), "allocating travel times");
 	if (watershed)
-		TG_CUDA_RETURN_IF(d_shed.alloc(n), "allocating the watershed");
+		TG_CUDA_CHECK(d_shed.alloc(n), "allocating the watershed");
 	tgk_travel_out<<<grid_for(n), 256>>>(next[cur].p, t[cur].p, n, p->has_outlet, outlet, d_time.p,
 										 d_shed.p);
-	TG_CUDA_RETURN_IF_LAUNCH("writing travel times");
-	TG_CUDA_RETURN_IF(cudaEventRecord(compute.stop), "recording an event");
+	TG_CUDA_CHECK(cudaGetLastError(), "writing travel times");
+	TG_CUDA_CHECK(cudaEventRecord(compute.stop), "recording an event");
 
-	TG_CUDA_RETURN_IF(cudaEventRecord(down.start), "recording an event");
+	TG_CUDA_CHECK(cudaEventRecord(down.start), "recording an event");
 	if (time)
-		TG_CUDA_RETURN_IF(cudaMemcpy(time, d_time.p, n * sizeof(float), cudaMemcpyDeviceToHost),
-						  "copying travel times back from the GPU");
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, time, d_time.p, n * sizeof(float)),
+					  "copying travel times back from the GPU");
 	if (watershed)
-		TG_CUDA_RETURN_IF(cudaMemcpy(watershed, d_shed.p, n, cudaMemcpyDeviceToHost),
-						  "copying the watershed back from the GPU");
-	TG_CUDA_RETURN_IF(cudaEventRecord(down.stop), "recording an event");
-	TG_CUDA_RETURN_IF(cudaEventSynchronize(down.stop), "computing travel times");
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, watershed, d_shed.p, n),
+					  "copying the watershed back from the GPU");
+	TG_CUDA_CHECK(cudaEventRecord(down.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventSynchronize(down.stop), "computing travel times");
 	if (ctx->stats)
 	{
 		ctx->stats->kernel_ms += compute.elapsed() - upload_ms;
@@ -449,9 +447,11 @@ extern "C" tg_status
 tg_cuda_rusle(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *params,
 			  const tg_cell_factor factors[4], float *ls, float *soil_loss, tg_error *err)
 {
-	if (pixtype_fits_float(dem->pixtype))
-		return rusle_impl<float>(ctx, dem, params, factors, ls, soil_loss, err);
-	return rusle_impl<double>(ctx, dem, params, factors, ls, soil_loss, err);
+	return tg_cuda_catch_all(err, [&] {
+		if (pixtype_fits_float(dem->pixtype))
+			return rusle_impl<float>(ctx, dem, params, factors, ls, soil_loss, err);
+		return rusle_impl<double>(ctx, dem, params, factors, ls, soil_loss, err);
+	});
 }
 
 extern "C" tg_status
@@ -459,7 +459,9 @@ tg_cuda_travel_time(const tg_ctx *ctx, const tg_band *dem, const tg_travel_param
 					const tg_cell_factor *roughness, const tg_cell_factor *velocity, float *time,
 					uint8_t *watershed, tg_error *err)
 {
-	if (pixtype_fits_float(dem->pixtype))
-		return travel_impl<float>(ctx, dem, params, roughness, velocity, time, watershed, err);
-	return travel_impl<double>(ctx, dem, params, roughness, velocity, time, watershed, err);
+	return tg_cuda_catch_all(err, [&] {
+		if (pixtype_fits_float(dem->pixtype))
+			return travel_impl<float>(ctx, dem, params, roughness, velocity, time, watershed, err);
+		return travel_impl<double>(ctx, dem, params, roughness, velocity, time, watershed, err);
+	});
 }

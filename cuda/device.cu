@@ -5,12 +5,23 @@
  * library load: PostgreSQL backends are forked from the postmaster and CUDA
  * does not survive fork().  The first probe's outcome is cached; a process
  * forked after a successful probe is refused rather than crashed.
+ *
+ * Also the pinned staging of host<->device copies (tg_cuda_copy_to_device,
+ * tg_cuda_copy_to_host).
  */
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <unistd.h>
 
 #include "tg_cuda_common.cuh"
+
+/* tg_pool.h declares C functions without an extern "C" block of its own. */
+extern "C"
+{
+#include "tg_pool.h"
+}
 
 /* Oldest architecture the fat binary carries machine code for (sm_80). */
 #define TG_MIN_CC_MAJOR 8
@@ -109,19 +120,17 @@ tg_cuda_memory_budget(const tg_ctx *ctx, size_t *budget, tg_error *err)
 	size_t		free_b = 0;
 	size_t		total_b = 0;
 
-	TG_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b), "reading free device memory");
+	TG_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b), "reading free device memory");
 	*budget = free_b / 10 * 9;
 	if (ctx->device_memory_limit > 0 && ctx->device_memory_limit < *budget)
 		*budget = ctx->device_memory_limit;
 	return TG_OK;
-cleanup:
-	return err->code;
 }
 
 /*
- * The stream-ordered pool (hydro.cuh's dbuf) would give memory back to the
- * system at every synchronisation; it keeps it instead until the call is
- * over and tg_cuda_release trims it, so a call's later allocations reuse
+ * The stream-ordered pool (tg_cuda_common.cuh's dbuf) would give memory back
+ * to the system at every synchronisation; it keeps it instead until the call
+ * is over and tg_cuda_release trims it, so a call's later allocations reuse
  * its earlier ones and an idle backend holds no device memory.
  */
 static void
@@ -135,8 +144,9 @@ keep_pool_during_calls(int device)
 		(void) cudaGetLastError();
 }
 
-extern "C" void
-tg_cuda_release(void)
+/* The current device's pool gives back every byte it holds. */
+static void
+trim_pool(void)
 {
 	cudaMemPool_t pool;
 	int			device;
@@ -148,8 +158,17 @@ tg_cuda_release(void)
 		(void) cudaGetLastError();
 }
 
-extern "C" tg_status
-tg_cuda_probe(int device, tg_device_info *info, tg_error *err)
+extern "C" void
+tg_cuda_release(void)
+{
+	(void) tg_cuda_catch_all(nullptr, [] {
+		trim_pool();
+		return TG_OK;
+	});
+}
+
+static tg_status
+probe(int device, tg_device_info *info, tg_error *err)
 {
 	device_desc *d;
 	cudaError_t rc;
@@ -230,4 +249,178 @@ tg_cuda_probe(int device, tg_device_info *info, tg_error *err)
 		cudaRuntimeGetVersion(&info->runtime_version);
 	}
 	return TG_OK;
+}
+
+extern "C" tg_status
+tg_cuda_probe(int device, tg_device_info *info, tg_error *err)
+{
+	return tg_cuda_catch_all(err, [&] {
+		return probe(device, info, err);
+	});
+}
+
+/* ------------------------------------------------------------------------
+ * Staged copies
+ *
+ * Pageable memory crosses PCIe at a fraction of pinned memory's rate, and
+ * pinning the caller's arrays would cost more than it saves.  So copies go
+ * through a ring of pinned slots: the host fills (or empties) one slot on the
+ * call's threads while the DMA of the others runs on a stream of the copy's
+ * own.  The slots are allocated by the first staged copy after a successful
+ * probe, and kept for the life of the process: freeing them at exit could
+ * call into a CUDA runtime already torn down.
+ * ------------------------------------------------------------------------ */
+namespace
+{
+constexpr int STAGE_SLOTS = 4;
+constexpr size_t STAGE_SLOT_BYTES = (size_t) 16 << 20;
+constexpr size_t STAGE_MIN_BYTES = (size_t) 1 << 20;	/* smaller copies go direct */
+
+enum stage_state { STAGE_UNTRIED, STAGE_READY, STAGE_NONE };
+
+stage_state stage = STAGE_UNTRIED;
+void	   *stage_slot[STAGE_SLOTS];
+std::mutex	stage_lock;			/* one staged copy at a time in a process */
+
+/* The pinned slots, allocated on first use; false: copy directly. */
+bool
+staging_ready(void)
+{
+	/* never before a successful probe, never in a process forked after one */
+	if (state != PROBE_READY || getpid() != probe_pid)
+		return false;
+	if (stage == STAGE_UNTRIED)
+	{
+		stage = STAGE_NONE;		/* one try: a failure is not retried call after call */
+		for (int s = 0; s < STAGE_SLOTS; s++)
+		{
+			if (cudaHostAlloc(&stage_slot[s], STAGE_SLOT_BYTES, cudaHostAllocPortable) == cudaSuccess)
+				continue;
+			(void) cudaGetLastError();
+			for (int t = 0; t < s; t++)
+			{
+				cudaFreeHost(stage_slot[t]);
+				stage_slot[t] = nullptr;
+			}
+			stage_slot[s] = nullptr;
+			(void) cudaGetLastError();
+			return false;
+		}
+		stage = STAGE_READY;
+	}
+	return stage == STAGE_READY;
+}
+
+/*
+ * One staged copy's stream and events, on the current device.  The stream
+ * is non-blocking, so start() orders it explicitly after the work queued on
+ * the legacy default stream (the kernels that wrote the source, the pool
+ * allocation of the destination).  The stream is declared last: it is
+ * synchronised and destroyed first, so no DMA into or out of a slot outlives
+ * the copy, whatever path it returns by.
+ */
+struct staged_copy
+{
+	cuda_event	queued_before;
+	cuda_event	slot_done[STAGE_SLOTS];	/* the DMA of the slot's latest chunk is over */
+	cuda_stream stream;
+
+	cudaError_t start()
+	{
+		cudaError_t rc = stream.create(cudaStreamNonBlocking);
+
+		if (rc == cudaSuccess)
+			rc = queued_before.create(cudaEventDisableTiming);
+		for (int s = 0; s < STAGE_SLOTS && rc == cudaSuccess; s++)
+			rc = slot_done[s].create(cudaEventDisableTiming);
+		if (rc == cudaSuccess)
+			rc = cudaEventRecord(queued_before, cudaStreamLegacy);
+		if (rc == cudaSuccess)
+			rc = cudaStreamWaitEvent(stream, queued_before, 0);
+		return rc;
+	}
+};
+
+/* Queue chunk k of a device-to-host copy into its slot. */
+cudaError_t
+fetch_chunk(staged_copy &c, const void *src, size_t bytes, size_t k)
+{
+	const int	s = (int) (k % STAGE_SLOTS);
+	const size_t off = k * STAGE_SLOT_BYTES;
+	cudaError_t rc = cudaMemcpyAsync(stage_slot[s], (const uint8_t *) src + off,
+									 std::min(STAGE_SLOT_BYTES, bytes - off),
+									 cudaMemcpyDeviceToHost, c.stream);
+
+	return rc == cudaSuccess ? cudaEventRecord(c.slot_done[s], c.stream) : rc;
+}
+}								/* namespace */
+
+cudaError_t
+tg_cuda_copy_to_device(const tg_ctx *ctx, void *dst, const void *src, size_t bytes)
+{
+	if (bytes < STAGE_MIN_BYTES)
+		return cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+
+	std::lock_guard<std::mutex> hold(stage_lock);
+
+	if (!staging_ready())
+		return cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+
+	staged_copy c;
+	cudaError_t rc = c.start();
+
+	/* the host fills a slot while the chunks of the other slots are in flight */
+	for (size_t k = 0, off = 0; rc == cudaSuccess && off < bytes; k++, off += STAGE_SLOT_BYTES)
+	{
+		const int	s = (int) (k % STAGE_SLOTS);
+		const size_t len = std::min(STAGE_SLOT_BYTES, bytes - off);
+
+		if (k >= STAGE_SLOTS)
+			rc = cudaEventSynchronize(c.slot_done[s]);	/* the slot's last chunk has left */
+		if (rc != cudaSuccess)
+			break;
+		tg_parallel_memcpy(ctx, stage_slot[s], (const uint8_t *) src + off, len);
+		rc = cudaMemcpyAsync((uint8_t *) dst + off, stage_slot[s], len, cudaMemcpyHostToDevice,
+							 c.stream);
+		if (rc == cudaSuccess)
+			rc = cudaEventRecord(c.slot_done[s], c.stream);
+	}
+	/* as with cudaMemcpy, the bytes are on the device when this returns */
+	if (rc == cudaSuccess)
+		rc = cudaStreamSynchronize(c.stream);
+	return rc;
+}
+
+cudaError_t
+tg_cuda_copy_to_host(const tg_ctx *ctx, void *dst, const void *src, size_t bytes)
+{
+	if (bytes < STAGE_MIN_BYTES)
+		return cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
+
+	std::lock_guard<std::mutex> hold(stage_lock);
+
+	if (!staging_ready())
+		return cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
+
+	staged_copy c;
+	cudaError_t rc = c.start();
+	const size_t chunks = (bytes + STAGE_SLOT_BYTES - 1) / STAGE_SLOT_BYTES;
+
+	/* every slot's chunk is queued ahead; the host empties one while the next arrive */
+	for (size_t k = 0; rc == cudaSuccess && k < chunks && k < STAGE_SLOTS; k++)
+		rc = fetch_chunk(c, src, bytes, k);
+	for (size_t k = 0; rc == cudaSuccess && k < chunks; k++)
+	{
+		const int	s = (int) (k % STAGE_SLOTS);
+		const size_t off = k * STAGE_SLOT_BYTES;
+
+		rc = cudaEventSynchronize(c.slot_done[s]);
+		if (rc != cudaSuccess)
+			break;
+		tg_parallel_memcpy(ctx, (uint8_t *) dst + off, stage_slot[s],
+						   std::min(STAGE_SLOT_BYTES, bytes - off));
+		if (k + STAGE_SLOTS < chunks)
+			rc = fetch_chunk(c, src, bytes, k + STAGE_SLOTS);
+	}
+	return rc;
 }

@@ -81,17 +81,17 @@ planchon_darboux(const tg_ctx *ctx, const V *z, const uint8_t *kind, int W, int 
 	dbuf<unsigned> flags;
 	unsigned	host[PD_BATCH];
 
-	TG_CUDA_RETURN_IF(flags.alloc(PD_BATCH), "allocating sweep flags");
+	TG_CUDA_CHECK(flags.alloc(PD_BATCH), "allocating sweep flags");
 	for (*sweeps = 0;;)
 	{
 		if (tg_canceled(ctx))
 			return tg_error_set(err, TG_ECANCELED, "fill canceled");
-		TG_CUDA_RETURN_IF(cudaMemsetAsync(flags.p, 0, PD_BATCH * sizeof(unsigned)), "clearing flags");
+		TG_CUDA_CHECK(cudaMemsetAsync(flags.p, 0, PD_BATCH * sizeof(unsigned)), "clearing flags");
 		for (int s = 0; s < PD_BATCH; s++)
 			tgk_pd_sweep<V><<<grid_for(n), 256>>>(z, kind, W, H, eps, w, flags.p + s);
-		TG_CUDA_RETURN_IF_LAUNCH("running Planchon-Darboux sweeps");
-		TG_CUDA_RETURN_IF(cudaMemcpy(host, flags.p, sizeof host, cudaMemcpyDeviceToHost),
-						  "running Planchon-Darboux sweeps");
+		TG_CUDA_CHECK(cudaGetLastError(), "running Planchon-Darboux sweeps");
+		TG_CUDA_CHECK(cudaMemcpy(host, flags.p, sizeof host, cudaMemcpyDeviceToHost),
+					  "running Planchon-Darboux sweeps");
 		for (int s = 0; s < PD_BATCH; s++)
 		{
 			(*sweeps)++;
@@ -129,31 +129,31 @@ fill_impl(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params, d
 		err->on_device = true;
 		return TG_ENOMEM;
 	}
-	st = upload_dem<V>(dem, z, &transfer_ms, err);
+	st = upload_dem<V>(ctx, dem, z, &transfer_ms, err);
 	if (st != TG_OK)
 		return st;
-	TG_CUDA_RETURN_IF(kind.alloc(n), "allocating cell kinds");
-	TG_CUDA_RETURN_IF(w.alloc(n), "allocating the filled DEM");
-	TG_CUDA_RETURN_IF(compute.init(), "creating timing events");
-	TG_CUDA_RETURN_IF(down.init(), "creating timing events");
+	TG_CUDA_CHECK(kind.alloc(n), "allocating cell kinds");
+	TG_CUDA_CHECK(w.alloc(n), "allocating the filled DEM");
+	TG_CUDA_CHECK(compute.init(), "creating timing events");
+	TG_CUDA_CHECK(down.init(), "creating timing events");
 
-	TG_CUDA_RETURN_IF(cudaEventRecord(compute.start), "recording an event");
+	TG_CUDA_CHECK(cudaEventRecord(compute.start), "recording an event");
 	tgk_classify<V><<<grid_for(n), 256>>>(z.p, W, H, kind.p);
-	TG_CUDA_RETURN_IF_LAUNCH("classifying cells");
+	TG_CUDA_CHECK(cudaGetLastError(), "classifying cells");
 	st = fill_surface<V>(ctx, z.p, kind.p, W, H, params->method, params->epsilon, w.p,
 						 &iterations, err);
 	if (st != TG_OK)
 		return st;
 	/* the export reuses z's memory for the output values */
 	tgk_fill_export<V><<<grid_for(n), 256>>>(w.p, n, (V) out_nodata, z.p);
-	TG_CUDA_RETURN_IF_LAUNCH("exporting the filled DEM");
-	TG_CUDA_RETURN_IF(cudaEventRecord(compute.stop), "recording an event");
+	TG_CUDA_CHECK(cudaGetLastError(), "exporting the filled DEM");
+	TG_CUDA_CHECK(cudaEventRecord(compute.stop), "recording an event");
 
-	TG_CUDA_RETURN_IF(cudaEventRecord(down.start), "recording an event");
-	TG_CUDA_RETURN_IF(cudaMemcpy(out, z.p, n * sizeof(V), cudaMemcpyDeviceToHost),
-					  "copying the filled DEM back from the GPU");
-	TG_CUDA_RETURN_IF(cudaEventRecord(down.stop), "recording an event");
-	TG_CUDA_RETURN_IF(cudaEventSynchronize(down.stop), "filling depressions");
+	TG_CUDA_CHECK(cudaEventRecord(down.start), "recording an event");
+	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out, z.p, n * sizeof(V)),
+				  "copying the filled DEM back from the GPU");
+	TG_CUDA_CHECK(cudaEventRecord(down.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventSynchronize(down.stop), "filling depressions");
 
 	if (ctx->stats)
 	{
@@ -174,7 +174,7 @@ fill_surface(const tg_ctx *ctx, const V *z, const uint8_t *kind, int W, int H,
 	const size_t n = (size_t) W * H;
 
 	tgk_fill_init<V><<<grid_for(n), 256>>>(z, kind, n, w);
-	TG_CUDA_RETURN_IF_LAUNCH("starting the fill");
+	TG_CUDA_CHECK(cudaGetLastError(), "starting the fill");
 	if (method == TG_FILL_PLANCHON_DARBOUX)
 		return planchon_darboux<V>(ctx, z, kind, W, H, eps, w, iterations, err);
 	return relax_tiles(ctx, fill_op<V>{z, kind, eps}, w, W, H, iterations, err);
@@ -189,7 +189,9 @@ extern "C" tg_status
 tg_cuda_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
 			 double out_nodata, void *out, tg_error *err)
 {
-	if (params->out_type == TG_PT_32BF)
-		return fill_impl<float>(ctx, dem, params, out_nodata, out, err);
-	return fill_impl<double>(ctx, dem, params, out_nodata, out, err);
+	return tg_cuda_catch_all(err, [&] {
+		if (params->out_type == TG_PT_32BF)
+			return fill_impl<float>(ctx, dem, params, out_nodata, out, err);
+		return fill_impl<double>(ctx, dem, params, out_nodata, out, err);
+	});
 }

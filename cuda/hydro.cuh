@@ -1,7 +1,7 @@
 /*
- * hydro.cuh — what the hydrology .cu files share: device buffers freed on
- * every path, the DEM on the device, and a tiled monotone relaxation used for
- * the depression fill and for the breadth-first gradients of flats.
+ * hydro.cuh — what the hydrology .cu files share: the DEM on the device, and
+ * a tiled monotone relaxation used for the depression fill and for the
+ * breadth-first gradients of flats.
  */
 #ifndef TG_HYDRO_CUH
 #define TG_HYDRO_CUH
@@ -12,74 +12,6 @@
 #include "tg_cuda_common.cuh"
 #include "tg_hydro.h"
 #include "tg_pixels.cuh"
-
-/* Record a failed CUDA call and return its status (buffers free themselves). */
-#define TG_CUDA_RETURN_IF(call, what)									\
-	do {																\
-		cudaError_t tg_rc_ = (call);									\
-		if (tg_rc_ != cudaSuccess) {									\
-			(void) cudaGetLastError();									\
-			tg_cuda_fail(err, tg_rc_, (what), __FILE__, __LINE__);		\
-			return err->code;											\
-		}																\
-	} while (0)
-
-#define TG_CUDA_RETURN_IF_LAUNCH(what) TG_CUDA_RETURN_IF(cudaGetLastError(), (what))
-
-/*
- * A device array that frees itself; nothing in here throws.  It comes from
- * the device's stream-ordered pool, in the order of the legacy default
- * stream: neither allocating nor freeing waits for the device, and a call
- * that frees and allocates again reuses the pool's memory (device.cu keeps
- * the pool during a call and gives it back after, tg_cuda_release).  Work on
- * other streams must be finished before its buffers are freed.
- */
-template <typename T>
-struct dbuf
-{
-	T		   *p = nullptr;
-	size_t		n = 0;
-
-	dbuf() = default;
-	dbuf(const dbuf &) = delete;
-	dbuf &operator=(const dbuf &) = delete;
-	~dbuf()
-	{
-		if (p)
-			cudaFreeAsync(p, 0);
-	}
-	cudaError_t alloc(size_t count)
-	{
-		n = count;
-		return cudaMallocAsync((void **) &p, (count ? count : 1) * sizeof(T), 0);
-	}
-};
-
-/* Events around device work, summed into the run statistics. */
-struct event_timer
-{
-	cudaEvent_t start = nullptr,
-				stop = nullptr;
-
-	~event_timer()
-	{
-		if (start)
-			cudaEventDestroy(start);
-		if (stop)
-			cudaEventDestroy(stop);
-	}
-	cudaError_t init()
-	{
-		cudaError_t rc = cudaEventCreate(&start);
-
-		return rc == cudaSuccess ? cudaEventCreate(&stop) : rc;
-	}
-	/* milliseconds between the two records (after they completed) */
-	float elapsed() const
-	{
-		return tg_cuda_elapsed_ms(start, stop);
-	}
-};
 
 static inline unsigned
 grid_for(size_t n, unsigned block = 256)
@@ -92,6 +24,15 @@ grid_for(size_t n, unsigned block = 256)
 #define TG_GRID_STRIDE(i, n) \
 	for (size_t i = (size_t) blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
 		 i += (size_t) gridDim.x * blockDim.x)
+
+/* out[i] = v for every cell: buffers start on the device, nothing crosses PCIe. */
+template <typename T>
+__global__ void
+tgk_fill(T *__restrict__ out, size_t n, T v)
+{
+	TG_GRID_STRIDE(i, n)
+		out[i] = v;
+}
 
 /* Cell kinds: where nothing flows, where water leaves, where it is routed. */
 enum : uint8_t { KIND_NODATA = 0, KIND_OUTLET = 1, KIND_INTERIOR = 2 };
@@ -136,27 +77,27 @@ tgk_classify(const V *__restrict__ z, int W, int H, uint8_t *__restrict__ kind)
  */
 template <typename V>
 tg_status
-upload_dem(const tg_band *dem, dbuf<V> &z, double *transfer_ms, tg_error *err)
+upload_dem(const tg_ctx *ctx, const tg_band *dem, dbuf<V> &z, double *transfer_ms, tg_error *err)
 {
 	const size_t n = (size_t) dem->width * dem->height;
 	const size_t bytes = n * (size_t) tg_pixtype_size(dem->pixtype);
 	dbuf<uint8_t> raw;
 	event_timer t;
 
-	TG_CUDA_RETURN_IF(raw.alloc(bytes), "allocating the DEM on the GPU");
-	TG_CUDA_RETURN_IF(z.alloc(n), "allocating the DEM on the GPU");
-	TG_CUDA_RETURN_IF(t.init(), "creating timing events");
-	TG_CUDA_RETURN_IF(cudaEventRecord(t.start), "recording an event");
-	TG_CUDA_RETURN_IF(cudaMemcpy(raw.p, dem->data, bytes, cudaMemcpyHostToDevice),
-					  "copying the DEM to the GPU");
-	TG_CUDA_RETURN_IF(cudaEventRecord(t.stop), "recording an event");
+	TG_CUDA_CHECK(raw.alloc(bytes), "allocating the DEM on the GPU");
+	TG_CUDA_CHECK(z.alloc(n), "allocating the DEM on the GPU");
+	TG_CUDA_CHECK(t.init(), "creating timing events");
+	TG_CUDA_CHECK(cudaEventRecord(t.start), "recording an event");
+	TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, raw.p, dem->data, bytes),
+				  "copying the DEM to the GPU");
+	TG_CUDA_CHECK(cudaEventRecord(t.stop), "recording an event");
 	with_pixel_format(dem->pixtype, [&](auto pf) {
 		using PF = decltype(pf);
 		tgk_decode<PF, V><<<grid_for(n), 256>>>(reinterpret_cast<const typename PF::storage *>(raw.p),
 												 n, dem->has_nodata, dem->is_nodata, dem->nodata, z.p);
 	});
-	TG_CUDA_RETURN_IF_LAUNCH("decoding the DEM");
-	TG_CUDA_RETURN_IF(cudaEventSynchronize(t.stop), "copying the DEM to the GPU");
+	TG_CUDA_CHECK(cudaGetLastError(), "decoding the DEM");
+	TG_CUDA_CHECK(cudaEventSynchronize(t.stop), "copying the DEM to the GPU");
 	*transfer_ms += t.elapsed();
 	return TG_OK;
 }
@@ -307,26 +248,26 @@ relax_tiles(const tg_ctx *ctx, const Op &op, typename Op::value_t *vals, int W, 
 	dim3		block(RELAX_TILE, RELAX_ROWS);
 	dim3		grid(tiles_x, tiles_y);
 
-	TG_CUDA_RETURN_IF(cur.alloc(ntiles), "allocating tile flags");
-	TG_CUDA_RETURN_IF(next.alloc(ntiles), "allocating tile flags");
-	TG_CUDA_RETURN_IF(activations.alloc(RELAX_ROUNDS_PER_CHECK), "allocating counters");
-	TG_CUDA_RETURN_IF(cudaMemset(cur.p, 1, ntiles), "clearing tile flags");
+	TG_CUDA_CHECK(cur.alloc(ntiles), "allocating tile flags");
+	TG_CUDA_CHECK(next.alloc(ntiles), "allocating tile flags");
+	TG_CUDA_CHECK(activations.alloc(RELAX_ROUNDS_PER_CHECK), "allocating counters");
+	TG_CUDA_CHECK(cudaMemset(cur.p, 1, ntiles), "clearing tile flags");
 
 	for (*rounds = 0;;)
 	{
 		if (tg_canceled(ctx))
 			return tg_error_set(err, TG_ECANCELED, "canceled");
-		TG_CUDA_RETURN_IF(cudaMemsetAsync(activations.p, 0, sizeof counts), "clearing counters");
+		TG_CUDA_CHECK(cudaMemsetAsync(activations.p, 0, sizeof counts), "clearing counters");
 		for (int r = 0; r < RELAX_ROUNDS_PER_CHECK; r++)
 		{
-			TG_CUDA_RETURN_IF(cudaMemsetAsync(next.p, 0, ntiles), "clearing tile flags");
+			TG_CUDA_CHECK(cudaMemsetAsync(next.p, 0, ntiles), "clearing tile flags");
 			tgk_relax_tiles<Op><<<grid, block>>>(op, vals, W, H, tiles_x, cur.p, next.p,
 												 activations.p + r);
 			std::swap(cur.p, next.p);
 		}
-		TG_CUDA_RETURN_IF_LAUNCH("relaxing tiles");
-		TG_CUDA_RETURN_IF(cudaMemcpy(counts, activations.p, sizeof counts, cudaMemcpyDeviceToHost),
-						  "relaxing tiles");
+		TG_CUDA_CHECK(cudaGetLastError(), "relaxing tiles");
+		TG_CUDA_CHECK(cudaMemcpy(counts, activations.p, sizeof counts, cudaMemcpyDeviceToHost),
+					  "relaxing tiles");
 		for (int r = 0; r < RELAX_ROUNDS_PER_CHECK; r++)
 		{
 			(*rounds)++;

@@ -132,11 +132,11 @@ resident_grid(K kernel, int threads, int max_per_sm, unsigned *blocks, tg_error 
 				sms = 0,
 				per_sm = 0;
 
-	TG_CUDA_RETURN_IF(cudaGetDevice(&device), "querying the device");
-	TG_CUDA_RETURN_IF(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
-					  "querying the device");
-	TG_CUDA_RETURN_IF(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0),
-					  "querying occupancy");
+	TG_CUDA_CHECK(cudaGetDevice(&device), "querying the device");
+	TG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+				  "querying the device");
+	TG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0),
+				  "querying occupancy");
 	*blocks = (unsigned) (sms * std::max(1, std::min(per_sm, max_per_sm)));
 	return TG_OK;
 }
@@ -149,9 +149,9 @@ coop_grid(K kernel, unsigned *blocks, tg_error *err)
 	int			device = 0,
 				coop = 0;
 
-	TG_CUDA_RETURN_IF(cudaGetDevice(&device), "querying the device");
-	TG_CUDA_RETURN_IF(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, device),
-					  "querying the device");
+	TG_CUDA_CHECK(cudaGetDevice(&device), "querying the device");
+	TG_CUDA_CHECK(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, device),
+				  "querying the device");
 	if (!coop)
 		return tg_error_set(err, TG_EUNSUPPORTED, "this GPU cannot launch cooperative kernels");
 	return resident_grid(kernel, LEVELS_GRID_THREADS, INT_MAX, blocks, err);
@@ -182,17 +182,17 @@ run_levels(const tg_ctx *ctx, Step step, uint32_t *order, uint32_t *state, uint3
 		if (h[1] >= LEVELS_NARROW)
 		{
 			/* the grid kernel expects every append counter clear */
-			TG_CUDA_RETURN_IF(cudaMemsetAsync(appended, 0, 3 * sizeof(uint32_t)), what);
-			TG_CUDA_RETURN_IF(cudaLaunchCooperativeKernel((void *) tgk_levels_grid<Step>, blocks,
-														  LEVELS_GRID_THREADS, args, 0, 0), what);
+			TG_CUDA_CHECK(cudaMemsetAsync(appended, 0, 3 * sizeof(uint32_t)), what);
+			TG_CUDA_CHECK(cudaLaunchCooperativeKernel((void *) tgk_levels_grid<Step>, blocks,
+													  LEVELS_GRID_THREADS, args, 0, 0), what);
 		}
 		else
 		{
 			tgk_levels_block<Step><<<1, LEVELS_BLOCK_THREADS>>>(step, order, state, level_start,
 																 LEVELS_PER_LAUNCH);
-			TG_CUDA_RETURN_IF_LAUNCH(what);
+			TG_CUDA_CHECK(cudaGetLastError(), what);
 		}
-		TG_CUDA_RETURN_IF(cudaMemcpy(h, state, 3 * sizeof(uint32_t), cudaMemcpyDeviceToHost), what);
+		TG_CUDA_CHECK(cudaMemcpy(h, state, 3 * sizeof(uint32_t), cudaMemcpyDeviceToHost), what);
 	}
 	return TG_OK;
 }

@@ -341,28 +341,28 @@ drain_flats(const tg_ctx *ctx, device_route<V> &r, double flat_exponent, int *ro
 	int			k;
 	tg_status	st;
 
-	TG_CUDA_RETURN_IF(dist.alloc(n), "allocating flat gradients");
-	TG_CUDA_RETURN_IF(label.alloc(n), "allocating flat labels");
-	TG_CUDA_RETURN_IF(height.alloc(n), "allocating flat heights");
-	TG_CUDA_RETURN_IF(mask.alloc(n), "allocating the flat mask");
+	TG_CUDA_CHECK(dist.alloc(n), "allocating flat gradients");
+	TG_CUDA_CHECK(label.alloc(n), "allocating flat labels");
+	TG_CUDA_CHECK(height.alloc(n), "allocating flat heights");
+	TG_CUDA_CHECK(mask.alloc(n), "allocating the flat mask");
 	tgk_flat_seeds<V><<<grid_for(n), 256>>>(r.z.p, r.flat.p, r.width, r.height, dist.p, label.p);
-	TG_CUDA_RETURN_IF_LAUNCH("seeding flat gradients");
+	TG_CUDA_CHECK(cudaGetLastError(), "seeding flat gradients");
 	if ((st = relax_tiles(ctx, distances_op{r.flat.p}, dist.p, r.width, r.height, &k, err)) != TG_OK)
 		return st;
 	*rounds += k;
 	tgk_flat_merge<<<grid_for(n), 256>>>(r.flat.p, r.width, r.height, label.p);
-	TG_CUDA_RETURN_IF_LAUNCH("joining flats");
+	TG_CUDA_CHECK(cudaGetLastError(), "joining flats");
 	tgk_flat_resolve<<<grid_for(n), 256>>>(r.flat.p, n, label.p);
-	TG_CUDA_RETURN_IF_LAUNCH("labelling flats");
-	TG_CUDA_RETURN_IF(cudaMemset(height.p, 0, n * sizeof(int32_t)), "clearing flat heights");
+	TG_CUDA_CHECK(cudaGetLastError(), "labelling flats");
+	TG_CUDA_CHECK(cudaMemset(height.p, 0, n * sizeof(int32_t)), "clearing flat heights");
 	tgk_flat_height<<<grid_for(n), 256>>>(r.flat.p, n, dist.p, label.p, height.p);
-	TG_CUDA_RETURN_IF_LAUNCH("measuring flats");
+	TG_CUDA_CHECK(cudaGetLastError(), "measuring flats");
 	tgk_flat_mask<<<grid_for(n), 256>>>(r.flat.p, n, dist.p, label.p, height.p, mask.p);
-	TG_CUDA_RETURN_IF_LAUNCH("combining flat gradients");
+	TG_CUDA_CHECK(cudaGetLastError(), "combining flat gradients");
 	tgk_flat_route<V><<<grid_for(n), 256>>>(r.z.p, r.flat.p, mask.p, r.width, r.height,
 											 r.routing, flat_exponent, r.d8.p,
 											 r.routing == TG_ROUTE_D8 ? nullptr : r.frac.p);
-	TG_CUDA_RETURN_IF_LAUNCH("routing over flats");
+	TG_CUDA_CHECK(cudaGetLastError(), "routing over flats");
 	return TG_OK;
 }
 }								/* namespace */
@@ -384,7 +384,6 @@ build_route(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, devi
 	const int	W = dem->width,
 				H = dem->height;
 	const size_t n = (size_t) W * H;
-	double	   *host_dist = nullptr;
 	dbuf<double> row_dist;
 	tg_status	st;
 
@@ -393,18 +392,18 @@ build_route(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, devi
 	r.n = n;
 	r.routing = p->routing;
 	*rounds = 0;
-	st = upload_dem<V>(dem, r.z, transfer_ms, err);
+	st = upload_dem<V>(ctx, dem, r.z, transfer_ms, err);
 	if (st != TG_OK)
 		return st;
-	TG_CUDA_RETURN_IF(r.kind.alloc(n), "allocating cell kinds");
+	TG_CUDA_CHECK(r.kind.alloc(n), "allocating cell kinds");
 	tgk_classify<V><<<grid_for(n), 256>>>(r.z.p, W, H, r.kind.p);
-	TG_CUDA_RETURN_IF_LAUNCH("classifying cells");
+	TG_CUDA_CHECK(cudaGetLastError(), "classifying cells");
 	if (p->fill)
 	{
 		dbuf<V>		w;
 		int			k = 0;
 
-		TG_CUDA_RETURN_IF(w.alloc(n), "allocating the filled DEM");
+		TG_CUDA_CHECK(w.alloc(n), "allocating the filled DEM");
 		st = fill_surface<V>(ctx, r.z.p, r.kind.p, W, H, TG_FILL_PRIORITY_FLOOD, 0, w.p, &k, err);
 		if (st != TG_OK)
 			return st;
@@ -413,36 +412,33 @@ build_route(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, devi
 	}
 
 	/* per-row neighbour distances, as the CPU computes them */
-	host_dist = (double *) malloc((size_t) H * 8 * sizeof(double));
-	if (host_dist == nullptr)
-		return tg_error_set(err, TG_ENOMEM, "could not allocate row distances");
-	for (int y = 0; y < H; y++)
 	{
-		double		dx,
-					dy;
+		hbuf<double> host_dist(ctx);
 
-		tg_row_spacing(&p->geom, y, &dx, &dy);
-		tg_nbr_distances(dx, dy, host_dist + (size_t) y * 8);
-	}
-	{
-		cudaError_t rc = row_dist.alloc((size_t) H * 8);
+		if (!host_dist.alloc((size_t) H * 8))
+			return tg_error_set(err, TG_ENOMEM, "could not allocate row distances");
+		for (int y = 0; y < H; y++)
+		{
+			double		dx,
+						dy;
 
-		if (rc == cudaSuccess)
-			rc = cudaMemcpy(row_dist.p, host_dist, (size_t) H * 8 * sizeof(double),
-							cudaMemcpyHostToDevice);
-		free(host_dist);
-		TG_CUDA_RETURN_IF(rc, "copying row distances to the GPU");
+			tg_row_spacing(&p->geom, y, &dx, &dy);
+			tg_nbr_distances(dx, dy, host_dist.p + (size_t) y * 8);
+		}
+		TG_CUDA_CHECK(row_dist.alloc((size_t) H * 8), "copying row distances to the GPU");
+		TG_CUDA_CHECK(cudaMemcpy(row_dist.p, host_dist.p, (size_t) H * 8 * sizeof(double),
+								 cudaMemcpyHostToDevice), "copying row distances to the GPU");
 	}
 
-	TG_CUDA_RETURN_IF(r.d8.alloc(n), "allocating receivers");
-	TG_CUDA_RETURN_IF(r.flat.alloc(n), "allocating flat flags");
+	TG_CUDA_CHECK(r.d8.alloc(n), "allocating receivers");
+	TG_CUDA_CHECK(r.flat.alloc(n), "allocating flat flags");
 	if (p->routing != TG_ROUTE_D8)
-		TG_CUDA_RETURN_IF(r.frac.alloc(8 * n), "allocating flow shares");
+		TG_CUDA_CHECK(r.frac.alloc(8 * n), "allocating flow shares");
 	tgk_gradients<V><<<grid_for(n), 256>>>(r.z.p, r.kind.p, W, H, row_dist.p, p->routing,
 											p->exponent, r.d8.p,
 											p->routing == TG_ROUTE_D8 ? nullptr : r.frac.p,
 											r.flat.p);
-	TG_CUDA_RETURN_IF_LAUNCH("computing flow directions");
+	TG_CUDA_CHECK(cudaGetLastError(), "computing flow directions");
 	return drain_flats<V>(ctx, r, p->routing == TG_ROUTE_MFD_MD ? 1.1 : p->exponent, rounds, err);
 }
 

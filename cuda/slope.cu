@@ -105,17 +105,18 @@ launch(tg_pixtype pt, const void *in, int in_row0, int in_rows, int out_row0, in
 }
 }								/* namespace */
 
-extern "C" tg_status
-tg_cuda_slope(const tg_ctx *ctx, const tg_band *dem, const tg_slope_params *params,
-			  float *out, tg_error *err)
+static tg_status
+slope_impl(const tg_ctx *ctx, const tg_band *dem, const tg_slope_params *params, float *out,
+		   tg_error *err)
 {
 	const size_t W = (size_t) dem->width;
 	const size_t H = (size_t) dem->height;
 	const size_t pix = (size_t) tg_pixtype_size(dem->pixtype);
 	const band_desc b = {dem->width, dem->has_nodata, dem->is_nodata, dem->nodata};
-	void	   *d_in = nullptr;
-	float	   *d_out = nullptr;
-	cudaEvent_t ev[4] = {nullptr, nullptr, nullptr, nullptr};
+	dbuf<uint8_t> d_in;
+	dbuf<float> d_out;
+	event_timer up,				/* the strip's upload */
+				down;			/* its slope's download; the kernel runs between */
 	size_t		budget = 0;
 	size_t		strip_rows;
 
@@ -134,10 +135,10 @@ tg_cuda_slope(const tg_ctx *ctx, const tg_band *dem, const tg_slope_params *para
 	}
 	strip_rows = std::min(H, (budget - 2 * W * pix) / (W * (pix + sizeof(float))));
 
-	TG_CUDA_TRY(cudaMalloc(&d_in, (strip_rows + 2) * W * pix), "allocating the input strip");
-	TG_CUDA_TRY(cudaMalloc(&d_out, strip_rows * W * sizeof(float)), "allocating the output strip");
-	for (int i = 0; i < 4; i++)
-		TG_CUDA_TRY(cudaEventCreate(&ev[i]), "creating timing events");
+	TG_CUDA_CHECK(d_in.alloc((strip_rows + 2) * W * pix), "allocating the input strip");
+	TG_CUDA_CHECK(d_out.alloc(strip_rows * W), "allocating the output strip");
+	TG_CUDA_CHECK(up.init(), "creating timing events");
+	TG_CUDA_CHECK(down.init(), "creating timing events");
 
 	for (size_t o0 = 0; o0 < H; o0 += strip_rows)
 	{
@@ -146,40 +147,37 @@ tg_cuda_slope(const tg_ctx *ctx, const tg_band *dem, const tg_slope_params *para
 		const size_t s1 = std::min(H, o1 + 1);
 
 		if (tg_canceled(ctx))
-		{
-			tg_error_set(err, TG_ECANCELED, "slope canceled");
-			goto cleanup;
-		}
+			return tg_error_set(err, TG_ECANCELED, "slope canceled");
 
-		TG_CUDA_TRY(cudaEventRecord(ev[0]), "recording an event");
-		TG_CUDA_TRY(cudaMemcpy(d_in, (const uint8_t *) dem->data + s0 * W * pix,
-							   (s1 - s0) * W * pix, cudaMemcpyHostToDevice),
-					"copying the DEM to the GPU");
-		TG_CUDA_TRY(cudaEventRecord(ev[1]), "recording an event");
-		launch(dem->pixtype, d_in, (int) s0, (int) (s1 - s0), (int) o0, (int) (o1 - o0), b,
-			   *params, d_out);
-		TG_CUDA_CHECK_LAUNCH("launching the slope kernel");
-		TG_CUDA_TRY(cudaEventRecord(ev[2]), "recording an event");
-		TG_CUDA_TRY(cudaMemcpy(out + o0 * W, d_out, (o1 - o0) * W * sizeof(float),
-							   cudaMemcpyDeviceToHost),
-					"copying the slope back from the GPU");
-		TG_CUDA_TRY(cudaEventRecord(ev[3]), "recording an event");
-		TG_CUDA_TRY(cudaEventSynchronize(ev[3]), "running the slope kernel");
+		TG_CUDA_CHECK(cudaEventRecord(up.start), "recording an event");
+		TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, d_in.p, (const uint8_t *) dem->data + s0 * W * pix,
+											 (s1 - s0) * W * pix),
+					  "copying the DEM to the GPU");
+		TG_CUDA_CHECK(cudaEventRecord(up.stop), "recording an event");
+		launch(dem->pixtype, d_in.p, (int) s0, (int) (s1 - s0), (int) o0, (int) (o1 - o0), b,
+			   *params, d_out.p);
+		TG_CUDA_CHECK(cudaGetLastError(), "launching the slope kernel");
+		TG_CUDA_CHECK(cudaEventRecord(down.start), "recording an event");
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out + o0 * W, d_out.p, (o1 - o0) * W * sizeof(float)),
+					  "copying the slope back from the GPU");
+		TG_CUDA_CHECK(cudaEventRecord(down.stop), "recording an event");
+		TG_CUDA_CHECK(cudaEventSynchronize(down.stop), "running the slope kernel");
 
 		if (ctx->stats)
 		{
-			ctx->stats->transfer_ms += tg_cuda_elapsed_ms(ev[0], ev[1]) +
-				tg_cuda_elapsed_ms(ev[2], ev[3]);
-			ctx->stats->kernel_ms += tg_cuda_elapsed_ms(ev[1], ev[2]);
+			ctx->stats->transfer_ms += up.elapsed() + down.elapsed();
+			ctx->stats->kernel_ms += tg_cuda_elapsed_ms(up.stop, down.start);
 			ctx->stats->chunks++;
 		}
 	}
+	return TG_OK;
+}
 
-cleanup:
-	cudaFree(d_in);
-	cudaFree(d_out);
-	for (int i = 0; i < 4; i++)
-		if (ev[i])
-			cudaEventDestroy(ev[i]);
-	return err->code;
+extern "C" tg_status
+tg_cuda_slope(const tg_ctx *ctx, const tg_band *dem, const tg_slope_params *params,
+			  float *out, tg_error *err)
+{
+	return tg_cuda_catch_all(err, [&] {
+		return slope_impl(ctx, dem, params, out, err);
+	});
 }

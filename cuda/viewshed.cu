@@ -11,8 +11,6 @@
  * use the same arithmetic as the CPU walk (tg_viewshed.h): the output is
  * identical.
  */
-#include <vector>
-
 #include <cub/block/block_scan.cuh>
 
 #include "hydro.cuh"
@@ -154,13 +152,6 @@ tgk_viewshed_r2(tg_view_setup s, const T *__restrict__ z, float *__restrict__ ou
 /* Value no decision produces: marks the cells a segment left alone. */
 #define UNDECIDED (-INFINITY)
 
-__global__ void
-tgk_fill(float *out, size_t n, float v)
-{
-	TG_GRID_STRIDE(i, n)
-		out[i] = v;
-}
-
 /*
  * Rasters beyond the device budget: bands of rows, the observer's first and
  * then outward (each ray meets its rows in that order), with per-ray horizon
@@ -182,16 +173,17 @@ viewshed_segments(const tg_ctx *ctx, const tg_band *dem, const tg_view_setup &s,
 	dbuf<uint8_t> raw[2];
 	dbuf<T>		z[2];
 	dbuf<float> dout[2];
-	uint8_t    *in_h[2] = {nullptr, nullptr};
-	float	   *out_h[2] = {nullptr, nullptr};
-	cudaStream_t stream[2] = {nullptr, nullptr};
-	cudaEvent_t done[2] = {nullptr, nullptr},
-				kdone = nullptr;
+	pinned_buf<uint8_t> in_h[2];
+	pinned_buf<float> out_h[2];
+	cuda_event	done[2],
+				kdone;
+	/* last, so destroyed first: their work is over before the buffers go */
+	cuda_stream stream[2];
 	int			pending_lo[2] = {-1, -1},
 				pending_rows[2] = {0, 0};
-	std::vector<int> order;
+	hbuf<int>	order(ctx);		/* segments in the order they run */
+	size_t		norder = 0;
 	int64_t		rows;
-	tg_status	st = TG_OK;
 
 	rows = budget > state + 2 * per_row ? (int64_t) ((budget - state) / per_row) - 2 : 0;
 	if (rows < 1)
@@ -205,62 +197,72 @@ viewshed_segments(const tg_ctx *ctx, const tg_band *dem, const tg_view_setup &s,
 		const int	nseg = (int) ((H + rows - 1) / rows);
 		const int	so = (int) (s.oy / rows);
 
-		order.push_back(so);
+		if (!order.alloc((size_t) nseg))
+			return tg_cuda_host_oom(err, "the segment order");
+		order[norder++] = so;
 		for (int d = 1; d < nseg; d++)
 		{
 			if (so - d >= 0)
-				order.push_back(so - d);
+				order[norder++] = so - d;
 			if (so + d < nseg)
-				order.push_back(so + d);
+				order[norder++] = so + d;
 		}
 	}
 
-#define SEG_TRY(call, what) do { cudaError_t rc_ = (call); if (rc_ != cudaSuccess) { (void) cudaGetLastError(); tg_cuda_fail(err, rc_, (what), __FILE__, __LINE__); st = err->code; goto cleanup; } } while (0)
-	SEG_TRY(carry.alloc(s.nrays), "allocating ray state");
-	SEG_TRY(next.alloc(s.nrays), "allocating ray state");
+	TG_CUDA_CHECK(carry.alloc(s.nrays), "allocating ray state");
+	TG_CUDA_CHECK(next.alloc(s.nrays), "allocating ray state");
 	for (int b = 0; b < 2; b++)
 	{
-		SEG_TRY(raw[b].alloc((rows + 2) * W * pix), "allocating a segment");
-		SEG_TRY(z[b].alloc((rows + 2) * W), "allocating a segment");
-		SEG_TRY(dout[b].alloc((rows + 2) * W), "allocating a segment");
-		SEG_TRY(cudaMallocHost(&in_h[b], (rows + 2) * W * pix), "allocating pinned staging memory");
-		SEG_TRY(cudaMallocHost(&out_h[b], (rows + 2) * W * sizeof(float)), "allocating pinned staging memory");
-		SEG_TRY(cudaStreamCreateWithFlags(&stream[b], cudaStreamNonBlocking), "creating a stream");
-		SEG_TRY(cudaEventCreateWithFlags(&done[b], cudaEventDisableTiming), "creating an event");
+		TG_CUDA_CHECK(raw[b].alloc((rows + 2) * W * pix), "allocating a segment");
+		TG_CUDA_CHECK(z[b].alloc((rows + 2) * W), "allocating a segment");
+		TG_CUDA_CHECK(dout[b].alloc((rows + 2) * W), "allocating a segment");
+		TG_CUDA_CHECK(in_h[b].alloc((rows + 2) * W * pix), "allocating pinned staging memory");
+		TG_CUDA_CHECK(out_h[b].alloc((rows + 2) * W), "allocating pinned staging memory");
+		TG_CUDA_CHECK(stream[b].create(cudaStreamNonBlocking), "creating a stream");
+		TG_CUDA_CHECK(done[b].create(cudaEventDisableTiming), "creating an event");
 	}
-	SEG_TRY(cudaEventCreateWithFlags(&kdone, cudaEventDisableTiming), "creating an event");
+	TG_CUDA_CHECK(kdone.create(cudaEventDisableTiming), "creating an event");
 	/* every ray starts at step 1 under an empty horizon */
 	{
-		std::vector<double> c(s.nrays, -INFINITY);
-		std::vector<int64_t> nx(s.nrays, 1);
+		hbuf<double> c(ctx);
+		hbuf<int64_t> nx(ctx);
 
-		SEG_TRY(cudaMemcpy(carry.p, c.data(), s.nrays * sizeof(double), cudaMemcpyHostToDevice), "initialising ray state");
-		SEG_TRY(cudaMemcpy(next.p, nx.data(), s.nrays * sizeof(int64_t), cudaMemcpyHostToDevice), "initialising ray state");
+		if (!c.alloc(s.nrays) || !nx.alloc(s.nrays))
+			return tg_cuda_host_oom(err, "ray state");
+		for (int k = 0; k < s.nrays; k++)
+		{
+			c[k] = -INFINITY;
+			nx[k] = 1;
+		}
+		TG_CUDA_CHECK(cudaMemcpy(carry.p, c.p, s.nrays * sizeof(double), cudaMemcpyHostToDevice),
+					  "initialising ray state");
+		TG_CUDA_CHECK(cudaMemcpy(next.p, nx.p, s.nrays * sizeof(int64_t), cudaMemcpyHostToDevice),
+					  "initialising ray state");
 	}
 	for (size_t c = 0; c < (size_t) W * H; c++)
 		out[c] = NAN;
 
-	for (size_t n = 0; n <= order.size(); n++)
+	for (size_t n = 0; n <= norder; n++)
 	{
 		const int	b = (int) (n % 2);
 
 		/* the buffer's previous band: wait for it and merge what it decided */
 		if (pending_lo[b] >= 0)
 		{
-			SEG_TRY(cudaEventSynchronize(done[b]), "running the viewshed kernel");
+			TG_CUDA_CHECK(cudaEventSynchronize(done[b]), "running the viewshed kernel");
 			for (size_t c = 0; c < (size_t) pending_rows[b] * W; c++)
 				if (out_h[b][c] != UNDECIDED)
 					out[(size_t) pending_lo[b] * W + c] = out_h[b][c];
 			pending_lo[b] = -1;
 		}
-		if (n == order.size())
+		if (n == norder)
 		{
 			/* drain the other buffer */
 			const int	o = 1 - b;
 
 			if (pending_lo[o] >= 0)
 			{
-				SEG_TRY(cudaEventSynchronize(done[o]), "running the viewshed kernel");
+				TG_CUDA_CHECK(cudaEventSynchronize(done[o]), "running the viewshed kernel");
 				for (size_t c = 0; c < (size_t) pending_rows[o] * W; c++)
 					if (out_h[o][c] != UNDECIDED)
 						out[(size_t) pending_lo[o] * W + c] = out_h[o][c];
@@ -268,10 +270,7 @@ viewshed_segments(const tg_ctx *ctx, const tg_band *dem, const tg_view_setup &s,
 			break;
 		}
 		if (tg_canceled(ctx))
-		{
-			st = tg_error_set(err, TG_ECANCELED, "viewshed canceled");
-			goto cleanup;
-		}
+			return tg_error_set(err, TG_ECANCELED, "viewshed canceled");
 		{
 			const int	r0 = order[n] * (int) rows;
 			const int	r1 = r0 + (int) rows < H ? r0 + (int) rows : H;
@@ -279,49 +278,34 @@ viewshed_segments(const tg_ctx *ctx, const tg_band *dem, const tg_view_setup &s,
 			const int	hi = r1 < H ? r1 : H - 1;	/* inclusive */
 			const size_t cells = (size_t) (hi - lo + 1) * W;
 
-			memcpy(in_h[b], (const uint8_t *) dem->data + (size_t) lo * W * pix, cells * pix);
-			SEG_TRY(cudaMemcpyAsync(raw[b].p, in_h[b], cells * pix, cudaMemcpyHostToDevice, stream[b]), "copying a segment to the GPU");
+			memcpy(in_h[b].p, (const uint8_t *) dem->data + (size_t) lo * W * pix, cells * pix);
+			TG_CUDA_CHECK(cudaMemcpyAsync(raw[b].p, in_h[b].p, cells * pix, cudaMemcpyHostToDevice, stream[b]),
+						  "copying a segment to the GPU");
 			with_pixel_format(dem->pixtype, [&](auto pf) {
 				using PF = decltype(pf);
 				tgk_decode<PF, T><<<grid_for(cells), 256, 0, stream[b]>>>(
 					reinterpret_cast<const typename PF::storage *>(raw[b].p), cells, dem->has_nodata,
 					dem->is_nodata, dem->nodata, z[b].p);
 			});
-			tgk_fill<<<grid_for(cells), 256, 0, stream[b]>>>(dout[b].p, cells, UNDECIDED);
-			SEG_TRY(cudaStreamWaitEvent(stream[b], kdone, 0), "ordering the segments");
+			tgk_fill<float><<<grid_for(cells), 256, 0, stream[b]>>>(dout[b].p, cells, UNDECIDED);
+			TG_CUDA_CHECK(cudaStreamWaitEvent(stream[b], kdone, 0), "ordering the segments");
 			tgk_viewshed_r2<false, T><<<s.nrays, RAY_THREADS, 0, stream[b]>>>(
 				s, z[b].p - (int64_t) lo * W, dout[b].p - (int64_t) lo * W, nullptr, lo, hi,
 				carry.p, next.p);
-			SEG_TRY(cudaGetLastError(), "launching the viewshed kernel");
-			SEG_TRY(cudaEventRecord(kdone, stream[b]), "recording an event");
-			SEG_TRY(cudaMemcpyAsync(out_h[b], dout[b].p, cells * sizeof(float), cudaMemcpyDeviceToHost, stream[b]),
-					"copying a segment back");
-			SEG_TRY(cudaEventRecord(done[b], stream[b]), "recording an event");
+			TG_CUDA_CHECK(cudaGetLastError(), "launching the viewshed kernel");
+			TG_CUDA_CHECK(cudaEventRecord(kdone, stream[b]), "recording an event");
+			TG_CUDA_CHECK(cudaMemcpyAsync(out_h[b].p, dout[b].p, cells * sizeof(float), cudaMemcpyDeviceToHost,
+										  stream[b]), "copying a segment back");
+			TG_CUDA_CHECK(cudaEventRecord(done[b], stream[b]), "recording an event");
 			pending_lo[b] = lo;
 			pending_rows[b] = hi - lo + 1;
 		}
 	}
 	if (ctx->stats)
-		ctx->stats->chunks = (int) order.size();
-#undef SEG_TRY
-
-cleanup:
-	for (int b = 0; b < 2; b++)
-	{
-		if (stream[b])
-		{
-			cudaStreamSynchronize(stream[b]);
-			cudaStreamDestroy(stream[b]);
-		}
-		if (done[b])
-			cudaEventDestroy(done[b]);
-		cudaFreeHost(in_h[b]);
-		cudaFreeHost(out_h[b]);
-	}
-	if (kdone)
-		cudaEventDestroy(kdone);
-	return st;
+		ctx->stats->chunks = (int) norder;
+	return TG_OK;
 }
+
 template <typename T>
 tg_status
 viewshed_impl(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *params,
@@ -345,12 +329,12 @@ viewshed_impl(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *p
 		/* beyond the budget: bands of rows streamed through the GPU */
 		event_timer t_all;
 
-		TG_CUDA_RETURN_IF(t_all.init(), "creating timing events");
-		TG_CUDA_RETURN_IF(cudaEventRecord(t_all.start), "recording an event");
+		TG_CUDA_CHECK(t_all.init(), "creating timing events");
+		TG_CUDA_CHECK(cudaEventRecord(t_all.start), "recording an event");
 		if (viewshed_segments<T>(ctx, dem, s, budget, out, err) != TG_OK)
 			return err->code;
-		TG_CUDA_RETURN_IF(cudaEventRecord(t_all.stop), "recording an event");
-		TG_CUDA_RETURN_IF(cudaEventSynchronize(t_all.stop), "running the viewshed kernel");
+		TG_CUDA_CHECK(cudaEventRecord(t_all.stop), "recording an event");
+		TG_CUDA_CHECK(cudaEventSynchronize(t_all.stop), "running the viewshed kernel");
 		tg_view_finish(&s, out);
 		if (ctx->stats)
 		{
@@ -360,26 +344,26 @@ viewshed_impl(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *p
 		}
 		return TG_OK;
 	}
-	if (upload_dem(dem, z, &up_ms, err) != TG_OK)
+	if (upload_dem(ctx, dem, z, &up_ms, err) != TG_OK)
 		return err->code;
-	TG_CUDA_RETURN_IF(d_out.alloc(n), "allocating the viewshed on the GPU");
-	TG_CUDA_RETURN_IF(t_kernel.init(), "creating timing events");
-	TG_CUDA_RETURN_IF(t_back.init(), "creating timing events");
+	TG_CUDA_CHECK(d_out.alloc(n), "allocating the viewshed on the GPU");
+	TG_CUDA_CHECK(t_kernel.init(), "creating timing events");
+	TG_CUDA_CHECK(t_back.init(), "creating timing events");
 	if (tg_canceled(ctx))
 		return tg_error_set(err, TG_ECANCELED, "viewshed canceled");
 
-	TG_CUDA_RETURN_IF(cudaEventRecord(t_kernel.start), "recording an event");
-	tgk_fill<<<grid_for(n), 256>>>(d_out.p, n, NAN);
-	TG_CUDA_RETURN_IF_LAUNCH("launching the viewshed initialisation");
+	TG_CUDA_CHECK(cudaEventRecord(t_kernel.start), "recording an event");
+	tgk_fill<float><<<grid_for(n), 256>>>(d_out.p, n, NAN);
+	TG_CUDA_CHECK(cudaGetLastError(), "launching the viewshed initialisation");
 	tgk_viewshed_r2<false, T><<<s.nrays, RAY_THREADS>>>(s, z.p, d_out.p, nullptr, 0, dem->height - 1,
 														 nullptr, nullptr);
-	TG_CUDA_RETURN_IF_LAUNCH("launching the viewshed kernel");
-	TG_CUDA_RETURN_IF(cudaEventRecord(t_kernel.stop), "recording an event");
-	TG_CUDA_RETURN_IF(cudaEventRecord(t_back.start), "recording an event");
-	TG_CUDA_RETURN_IF(cudaMemcpy(out, d_out.p, n * sizeof(float), cudaMemcpyDeviceToHost),
-					  "copying the viewshed back from the GPU");
-	TG_CUDA_RETURN_IF(cudaEventRecord(t_back.stop), "recording an event");
-	TG_CUDA_RETURN_IF(cudaEventSynchronize(t_back.stop), "running the viewshed kernel");
+	TG_CUDA_CHECK(cudaGetLastError(), "launching the viewshed kernel");
+	TG_CUDA_CHECK(cudaEventRecord(t_kernel.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventRecord(t_back.start), "recording an event");
+	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out, d_out.p, n * sizeof(float)),
+				  "copying the viewshed back from the GPU");
+	TG_CUDA_CHECK(cudaEventRecord(t_back.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventSynchronize(t_back.stop), "running the viewshed kernel");
 
 	tg_view_finish(&s, out);
 	if (ctx->stats)
@@ -405,8 +389,10 @@ viewshed_count_impl(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_par
 				t_back;
 	size_t		budget = 0;
 	double		up_ms = 0;
-	std::vector<tg_view_setup> setups(n);
+	hbuf<tg_view_setup> setups(ctx);
 
+	if (!setups.alloc((size_t) n))
+		return tg_cuda_host_oom(err, "observer setups");
 	one.output = TG_VIEW_VISIBLE;
 	one.algorithm = TG_VIEW_R2;
 	for (int k = 0; k < n; k++)
@@ -428,31 +414,31 @@ viewshed_count_impl(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_par
 		err->on_device = true;
 		return TG_ENOMEM;
 	}
-	if (upload_dem(dem, z, &up_ms, err) != TG_OK)
+	if (upload_dem(ctx, dem, z, &up_ms, err) != TG_OK)
 		return err->code;
-	TG_CUDA_RETURN_IF(d_count.alloc(cells), "allocating the counts on the GPU");
-	TG_CUDA_RETURN_IF(t_kernel.init(), "creating timing events");
-	TG_CUDA_RETURN_IF(t_back.init(), "creating timing events");
-	TG_CUDA_RETURN_IF(cudaMemset(d_count.p, 0, cells * sizeof(uint32_t)), "clearing the counts");
+	TG_CUDA_CHECK(d_count.alloc(cells), "allocating the counts on the GPU");
+	TG_CUDA_CHECK(t_kernel.init(), "creating timing events");
+	TG_CUDA_CHECK(t_back.init(), "creating timing events");
+	TG_CUDA_CHECK(cudaMemset(d_count.p, 0, cells * sizeof(uint32_t)), "clearing the counts");
 
 	/* the DEM stays resident; one launch per observer, cancellation between them */
-	TG_CUDA_RETURN_IF(cudaEventRecord(t_kernel.start), "recording an event");
+	TG_CUDA_CHECK(cudaEventRecord(t_kernel.start), "recording an event");
 	for (int k = 0; k < n; k++)
 	{
 		if (tg_canceled(ctx))
 			return tg_error_set(err, TG_ECANCELED, "viewshed canceled");
 		tgk_viewshed_r2<true, T><<<setups[k].nrays, RAY_THREADS>>>(setups[k], z.p, nullptr, d_count.p, 0,
 																 dem->height - 1, nullptr, nullptr);
-		TG_CUDA_RETURN_IF_LAUNCH("launching the viewshed kernel");
+		TG_CUDA_CHECK(cudaGetLastError(), "launching the viewshed kernel");
 		if ((k & 15) == 15)
-			TG_CUDA_RETURN_IF(cudaDeviceSynchronize(), "running the viewshed kernel");
+			TG_CUDA_CHECK(cudaDeviceSynchronize(), "running the viewshed kernel");
 	}
-	TG_CUDA_RETURN_IF(cudaEventRecord(t_kernel.stop), "recording an event");
-	TG_CUDA_RETURN_IF(cudaEventRecord(t_back.start), "recording an event");
-	TG_CUDA_RETURN_IF(cudaMemcpy(count, d_count.p, cells * sizeof(uint32_t), cudaMemcpyDeviceToHost),
-					  "copying the counts back from the GPU");
-	TG_CUDA_RETURN_IF(cudaEventRecord(t_back.stop), "recording an event");
-	TG_CUDA_RETURN_IF(cudaEventSynchronize(t_back.stop), "running the viewshed kernel");
+	TG_CUDA_CHECK(cudaEventRecord(t_kernel.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventRecord(t_back.start), "recording an event");
+	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, count, d_count.p, cells * sizeof(uint32_t)),
+				  "copying the counts back from the GPU");
+	TG_CUDA_CHECK(cudaEventRecord(t_back.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventSynchronize(t_back.stop), "running the viewshed kernel");
 
 	/* every observer sees its own cell (no ray decides it) */
 	for (int k = 0; k < n; k++)
@@ -472,16 +458,20 @@ extern "C" tg_status
 tg_cuda_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *params,
 				 float *out, tg_error *err)
 {
-	if (pixtype_fits_float(dem->pixtype))
-		return viewshed_impl<float>(ctx, dem, params, out, err);
-	return viewshed_impl<double>(ctx, dem, params, out, err);
+	return tg_cuda_catch_all(err, [&] {
+		if (pixtype_fits_float(dem->pixtype))
+			return viewshed_impl<float>(ctx, dem, params, out, err);
+		return viewshed_impl<double>(ctx, dem, params, out, err);
+	});
 }
 
 extern "C" tg_status
 tg_cuda_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *params,
 					   const int *cols, const int *rows, int n, uint32_t *count, tg_error *err)
 {
-	if (pixtype_fits_float(dem->pixtype))
-		return viewshed_count_impl<float>(ctx, dem, params, cols, rows, n, count, err);
-	return viewshed_count_impl<double>(ctx, dem, params, cols, rows, n, count, err);
+	return tg_cuda_catch_all(err, [&] {
+		if (pixtype_fits_float(dem->pixtype))
+			return viewshed_count_impl<float>(ctx, dem, params, cols, rows, n, count, err);
+		return viewshed_count_impl<double>(ctx, dem, params, cols, rows, n, count, err);
+	});
 }
