@@ -4,19 +4,24 @@
  * Both methods compute the same surface (tg_core.h, tg_fill):
  *   W(c) = max(Z(c), min_n inc(W(n)))  for valid non-outlet cells, W = Z at outlets.
  *
- * priority-flood  Without epsilon: the flood of fill_flood.c, over the whole
- *                 grid on one thread or, with more, in bands of rows flooded
- *                 at once and joined by their label graph (Barnes 2016, in
- *                 memory).  With epsilon: Barnes, Lehman & Mulla (2014)'s
- *                 priority-flood with the rise added at each step (one
- *                 thread: the rise depends on the order cells are reached).
+ * priority-flood  Without epsilon, on one thread: the surface as a
+ *                 morphological reconstruction by erosion (Vincent 1993's
+ *                 hybrid: a raster scan down, one up, then a FIFO over the
+ *                 cells still able to fall; Soille & Gratin 1994 use it for
+ *                 sinks), which reads memory in order where a flood jumps
+ *                 about; with more threads, the flood of fill_flood.c in
+ *                 bands of rows flooded at once and joined by their label
+ *                 graph (Barnes 2016, in memory).  The surface is unique, so
+ *                 both give the same bits.  With epsilon: Barnes, Lehman &
+ *                 Mulla (2014)'s priority-flood with the rise added at each
+ *                 step (one thread: the rise depends on the order cells are
+ *                 reached).
  * planchon-darboux  Planchon & Darboux (2001): start from W = +inf off the
  *                 outlets and lower cells in place, scanning the grid in
  *                 alternating directions until a scan changes nothing (one
  *                 thread: each scan reads the values it has just written).
  */
 #include "tg_backends.h"
-#include "fill_flood.h"
 #include "tg_heap.h"
 #include "tg_hydro.h"
 #include "tg_pool.h"
@@ -86,129 +91,321 @@ tg_cpu_is_outlet(const double *z, int W, int H, int x, int y)
 }
 
 /* ------------------------------------------------------------------------
- * Priority-flood without epsilon, in bands on the call's threads
+ * Without epsilon: reconstruction by erosion, in bands of rows
+ *
+ * w starts at +inf on the inner cells, at z on the edge (outlets), at -inf
+ * on nodata (so that a cell beside nodata falls to its own height: an
+ * outlet too), and falls to max(z, min of the neighbours) everywhere; every
+ * value w takes is one of z's, so the result is exact.  That surface is the
+ * greatest fixed point under the start, which any order of lowering reaches:
+ * so each band runs the hybrid algorithm on its own rows, reading its
+ * neighbours' facing rows from a copy taken between rounds, and bands whose
+ * facing rows fell since run again from there, until none fell.  The
+ * result does not depend on the bands, hence not on the threads.
  * ------------------------------------------------------------------------ */
-typedef struct band_fill
+
+/* A FIFO of cells that grows as needed (a cell may be queued again). */
+typedef struct cell_fifo
+{
+	uint32_t   *cell;
+	size_t		room;			/* a power of two, or 0 before the first push */
+	size_t		head;
+	size_t		len;
+} cell_fifo;
+
+static bool
+fifo_push(const tg_ctx *ctx, cell_fifo *q, uint32_t c)
+{
+	if (q->len == q->room)
+	{
+		const size_t room = q->room ? 2 * q->room : 4096;
+		uint32_t   *more = tg_alloc(ctx, room * sizeof(uint32_t));
+
+		if (more == NULL)
+			return false;
+		for (size_t k = 0; k < q->len; k++)
+			more[k] = q->cell[(q->head + k) & (q->room - 1)];
+		tg_free(ctx, q->cell);
+		q->cell = more;
+		q->room = room;
+		q->head = 0;
+	}
+	q->cell[(q->head + q->len++) & (q->room - 1)] = c;
+	return true;
+}
+
+static inline uint32_t
+fifo_pop(cell_fifo *q)
+{
+	const uint32_t c = q->cell[q->head];
+
+	q->head = (q->head + 1) & (q->room - 1);
+	q->len--;
+	return c;
+}
+
+static inline double
+min3(double a, double b, double c)
+{
+	const double ab = a < b ? a : b;
+
+	return ab < c ? ab : c;
+}
+
+typedef struct recon
 {
 	const double *z;
+	double	   *w;
 	int			width;
 	int			height;
 	int			nbands;
-	double	   *w;
-	uint32_t   *label;			/* NULL with one band */
-	tg_label_graph **graphs;	/* one per band */
-	const double *level;		/* per label, once solved */
-} band_fill;
+	double	   *facing;			/* per band: the row above it and the row below, as last copied */
+	int64_t    *todo;			/* the bands of this round */
+	bool		first;			/* the first round: full scans */
+} recon;
+
+/* Fewest rows of a band: thinner ones cost more rounds than they save. */
+#define MIN_BAND_ROWS 64
 
 static void
-band_rows(const band_fill *b, int64_t k, int *r0, int *r1)
+recon_rows(const recon *r, int64_t k, int *r0, int *r1)
 {
-	*r0 = (int) ((int64_t) b->height * k / b->nbands);
-	*r1 = (int) ((int64_t) b->height * (k + 1) / b->nbands);
+	*r0 = (int) ((int64_t) r->height * k / r->nbands);
+	*r1 = (int) ((int64_t) r->height * (k + 1) / r->nbands);
+}
+
+/* Lower cell c to max(z, level) if that is lower, and queue it. */
+static inline bool
+lower(const tg_ctx *ctx, const recon *r, cell_fifo *q, size_t c, double level)
+{
+	const double *z = r->z;
+	double	   *w = r->w;
+
+	if (w[c] > level && w[c] > z[c])
+	{
+		w[c] = level > z[c] ? level : z[c];
+		return fifo_push(ctx, q, (uint32_t) c);
+	}
+	return true;
+}
+
+/* The raster scans of the first round: down, then up, queueing what may still fall. */
+static bool
+scan_band(const tg_ctx *ctx, const recon *r, int r0, int r1, const double *above,
+		  const double *below, cell_fifo *q)
+{
+	const ptrdiff_t R = r->width;
+	const int	y0 = r0 > 1 ? r0 : 1,
+				y1 = r1 < r->height - 1 ? r1 : r->height - 1;
+
+	for (int y = y0; y < y1; y++)
+	{
+		const double *zr = r->z + y * R;
+		double	   *row = r->w + y * R;
+		const double *up = y == r0 ? above : row - R;
+
+		for (int x = 1; x < R - 1; x++)
+		{
+			double		v;
+
+			if (isnan(zr[x]))
+				continue;
+			v = min3(up[x - 1], up[x], up[x + 1]);
+			v = v < row[x - 1] ? v : row[x - 1];
+			v = v < row[x] ? v : row[x];
+			row[x] = v > zr[x] ? v : zr[x];
+		}
+	}
+	for (int y = y1 - 1; y >= y0; y--)
+	{
+		const double *zr = r->z + y * R;
+		double	   *row = r->w + y * R;
+		const bool	own_below = y + 1 < r1;
+		const double *down = own_below ? row + R : below;
+		const double *zd = zr + R;
+
+		for (int x = R - 2; x >= 1; x--)
+		{
+			double		v;
+
+			if (isnan(zr[x]))
+				continue;
+			v = min3(down[x - 1], down[x], down[x + 1]);
+			v = v < row[x + 1] ? v : row[x + 1];
+			v = v < row[x] ? v : row[x];
+			v = v > zr[x] ? v : zr[x];
+			row[x] = v;
+			/* a neighbour of this band after it in the scan, able to fall to v, waits in the FIFO */
+			if ((row[x + 1] > v && row[x + 1] > zr[x + 1]) ||
+				(own_below && ((down[x - 1] > v && down[x - 1] > zd[x - 1]) ||
+							   (down[x] > v && down[x] > zd[x]) ||
+							   (down[x + 1] > v && down[x + 1] > zd[x + 1]))))
+			{
+				if (!fifo_push(ctx, q, (uint32_t) (y * R + x)))
+					return false;
+			}
+		}
+	}
+	return true;
+}
+
+/* Cells of row y falling to a facing row's values (the neighbour band's). */
+static bool
+seed_from(const tg_ctx *ctx, const recon *r, int y, const double *facing, cell_fifo *q)
+{
+	const size_t R = (size_t) r->width;
+
+	if (y < 1 || y > r->height - 2)
+		return true;
+	for (int x = 1; x < r->width - 1; x++)
+		if (!lower(ctx, r, q, y * R + x, min3(facing[x - 1], facing[x], facing[x + 1])))
+			return false;
+	return true;
 }
 
 static tg_status
-flood_band(const tg_ctx *ctx, void *arg, int64_t k, tg_error *err)
+recon_band(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 {
-	const band_fill *b = arg;
-	const size_t W = (size_t) b->width;
+	const recon *r = arg;
+	const int64_t k = r->todo[task];
+	const ptrdiff_t R = r->width;
+	const ptrdiff_t nbr[8] = {-R - 1, -R, -R + 1, -1, 1, R - 1, R, R + 1};
+	const double *above = r->facing + (size_t) 2 * k * R,
+			   *below = above + R;
+	cell_fifo	q = {NULL, 0, 0, 0};
+	size_t		lo,
+				hi,
+				steps = 0;
 	int			r0,
 				r1;
-	tg_flood	f;
+	bool		ok;
 
-	band_rows(b, k, &r0, &r1);
-	memset(&f, 0, sizeof f);
-	f.width = b->width;
-	f.nrows = r1 - r0;
-	f.z = b->z + r0 * W;
-	f.above = r0 > 0;
-	f.below = r1 < b->height;
-	f.lf = b->w + r0 * W;
-	if (b->label)
+	recon_rows(r, k, &r0, &r1);
+	lo = (size_t) r0 * R;
+	hi = (size_t) r1 * R;
+	ok = r->first ? scan_band(ctx, r, r0, r1, above, below, &q)
+		: (r0 == 0 || seed_from(ctx, r, r0, above, &q)) &&
+		(r1 == r->height || seed_from(ctx, r, r1 - 1, below, &q));
+	/* the FIFO, within the band: the facing rows are the neighbours' to lower */
+	while (ok && q.len > 0)
 	{
-		f.label = b->label + r0 * W;
-		f.top_base = r0 > 0 ? (uint32_t) (1 + 2 * k * W) : 0;
-		f.bottom_base = r1 < b->height ? (uint32_t) (1 + 2 * k * W + W) : 0;
-		f.graph = b->graphs[k];
+		const uint32_t c = fifo_pop(&q);
+		const double v = r->w[c];
+
+		if (++steps % CANCEL_EVERY == 0 && tg_canceled(ctx))
+		{
+			tg_free(ctx, q.cell);
+			return tg_error_set(err, TG_ECANCELED, "fill canceled");
+		}
+		for (int n = 0; n < 8 && ok; n++)
+		{
+			const size_t m = c + nbr[n];
+
+			if (m >= lo && m < hi)
+				ok = lower(ctx, r, &q, m, v);
+		}
 	}
-	return tg_flood_run(ctx, &f, err);
+	tg_free(ctx, q.cell);
+	return ok ? TG_OK : tg_error_set(err, TG_ENOMEM, "could not grow the fill's queue");
 }
 
-/* W = max(lf, level(label)) */
-static tg_status
-finish_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+/* Copy every band's facing rows; list the bands whose facing rows fell. */
+static int
+recon_facing(recon *r)
 {
-	const band_fill *b = arg;
+	const size_t R = (size_t) r->width;
+	int			n = 0;
 
-	for (size_t i = (size_t) y0 * b->width; i < (size_t) y1 * b->width; i++)
-		if (!isnan(b->w[i]) && b->w[i] < b->level[b->label[i]])
-			b->w[i] = b->level[b->label[i]];
+	for (int k = 0; k < r->nbands; k++)
+	{
+		double	   *f = r->facing + 2 * k * R;
+		int			r0,
+					r1;
+		bool		fell = false;
+
+		recon_rows(r, k, &r0, &r1);
+		if (r0 > 0 && memcmp(f, r->w + (r0 - 1) * R, R * sizeof(double)) != 0)
+		{
+			memcpy(f, r->w + (r0 - 1) * R, R * sizeof(double));
+			fell = true;
+		}
+		if (r1 < r->height && memcmp(f + R, r->w + r1 * R, R * sizeof(double)) != 0)
+		{
+			memcpy(f + R, r->w + r1 * R, R * sizeof(double));
+			fell = true;
+		}
+		if (fell)
+			r->todo[n++] = k;
+	}
+	return n;
+}
+
+static tg_status
+start_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const recon *r = arg;
+	const int	W = r->width,
+				H = r->height;
+
+	for (int y = y0; y < y1; y++)
+		for (int x = 0; x < W; x++)
+		{
+			const size_t i = (size_t) y * W + x;
+
+			r->w[i] = isnan(r->z[i]) ? -INFINITY
+				: (x == 0 || y == 0 || x == W - 1 || y == H - 1) ? r->z[i] : INFINITY;
+		}
 	return TG_OK;
 }
 
-/*
- * Bands of one flood each: a few per thread, so that threads done with
- * easy bands take more (the surface is unique: the number of bands changes
- * no value); one with one thread; none thinner than MIN_BAND_ROWS.
- */
-#define BANDS_PER_THREAD 4
-
-static int
-fill_bands(const tg_ctx *ctx, int W, int H)
+static tg_status
+end_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 {
-	const int	threads = tg_threads_wanted(ctx);
-	int64_t		nb = threads > 1 ? (int64_t) BANDS_PER_THREAD * threads : 1;
+	const recon *r = arg;
 
-	if (nb > H / MIN_BAND_ROWS)
-		nb = H / MIN_BAND_ROWS;
-	if ((uint64_t) (2 * nb + 1) * (uint64_t) W >= UINT32_MAX)
-		nb = 1;
-	return nb < 1 ? 1 : (int) nb;
+	for (size_t i = (size_t) y0 * r->width; i < (size_t) y1 * r->width; i++)
+		if (r->w[i] == -INFINITY)
+			r->w[i] = NAN;
+	return TG_OK;
 }
 
 static tg_status
-fill_flooded(const tg_ctx *ctx, const double *z, int W, int H, double *w, tg_error *err)
+fill_reconstruct(const tg_ctx *ctx, const double *z, int W, int H, double *w, tg_error *err)
 {
-	const size_t n = (size_t) W * H;
-	band_fill	b = {z, W, H, fill_bands(ctx, W, H), w, NULL, NULL, NULL};
-	double	   *level = NULL;
-	tg_status	st = TG_OK;
+	recon		r = {z, w, W, H, 1, NULL, NULL, true};
+	int			threads = tg_threads_wanted(ctx);
+	int			rounds = 0,
+				n;
+	tg_status	st;
 
-	if (b.nbands == 1)
-		return flood_band(ctx, &b, 0, err);
-	b.label = tg_alloc(ctx, n * sizeof(uint32_t));
-	b.graphs = tg_alloc(ctx, b.nbands * sizeof(tg_label_graph *));
-	if (b.label == NULL || b.graphs == NULL)
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate the fill's labels (%zu cells)", n);
-	else
-		memset(b.graphs, 0, b.nbands * sizeof(tg_label_graph *));
-	for (int k = 0; st == TG_OK && k < b.nbands; k++)
-		st = tg_label_graph_create(ctx, &b.graphs[k], err);
-	if (st == TG_OK)
-		st = tg_parallel(ctx, b.nbands, flood_band, &b, err);
-	/* join the bands' facing rows, then solve over every band's edges */
-	for (int k = 1; st == TG_OK && k < b.nbands; k++)
+	if (threads > H / MIN_BAND_ROWS)
+		threads = H / MIN_BAND_ROWS;
+	r.nbands = threads > 1 ? threads : 1;
+	st = tg_parallel_rows(ctx, W, H, start_rows, &r, err);
+	if (st != TG_OK || W < 3 || H < 3)
+		goto done;
+	r.facing = tg_alloc(ctx, (size_t) 2 * r.nbands * W * sizeof(double));
+	r.todo = tg_alloc(ctx, r.nbands * sizeof(int64_t));
+	if (r.facing == NULL || r.todo == NULL)
 	{
-		int			r0,
-					r1;
-
-		band_rows(&b, k, &r0, &r1);
-		st = tg_label_graph_join_rows(ctx, b.graphs[k], W, b.label + (size_t) (r0 - 1) * W,
-									  z + (size_t) (r0 - 1) * W, b.label + (size_t) r0 * W,
-									  z + (size_t) r0 * W, err);
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate the fill's bands");
+		goto done;
 	}
-	if (st == TG_OK)
-		st = tg_label_graph_solve(ctx, b.graphs, b.nbands, 1 + (size_t) 2 * b.nbands * W, &level, err);
-	if (st == TG_OK)
+	(void) recon_facing(&r);
+	for (int k = 0; k < r.nbands; k++)
+		r.todo[k] = k;
+	for (n = r.nbands; st == TG_OK && n > 0; n = recon_facing(&r), rounds++)
 	{
-		b.level = level;
-		st = tg_parallel_rows(ctx, W, H, finish_rows, &b, err);
+		st = tg_parallel(ctx, n, recon_band, &r, err);
+		r.first = false;
 	}
-	for (int k = 0; b.graphs && k < b.nbands; k++)
-		tg_label_graph_free(ctx, b.graphs[k]);
-	tg_free(ctx, b.graphs);
-	tg_free(ctx, b.label);
-	tg_free(ctx, level);
+	if (ctx->stats)
+		ctx->stats->iterations = rounds;
+done:
+	if (st == TG_OK)
+		st = tg_parallel_rows(ctx, W, H, end_rows, &r, err);
+	tg_free(ctx, r.facing);
+	tg_free(ctx, r.todo);
 	return st;
 }
 
@@ -384,7 +581,7 @@ tg_cpu_fill_surface(const tg_ctx *ctx, const double *z, int W, int H,
 	else if (eps > 0)
 		st = fill_priority_flood(ctx, z, W, H, eps, single, w, err);
 	else
-		st = fill_flooded(ctx, z, W, H, w, err);
+		st = fill_reconstruct(ctx, z, W, H, w, err);
 	return st;
 }
 

@@ -16,6 +16,16 @@ beyond_budget(const tg_ctx *ctx, const tg_op *op, const tg_job *job, const char 
 {
 	const tg_layout *l = job->layout;
 
+	if ((uint64_t) l->width * l->height > TG_MAX_GRID_CELLS)
+	{
+		tg_error_set(err, TG_ELIMIT, "%s over %s: %d x %d cells are more than one grid holds (%u)",
+					 job->function, l->name, l->width, l->height, (unsigned) TG_MAX_GRID_CELLS);
+		if (why_not)
+			tg_error_detail(err, "Beyond one grid, %s runs in strips of rows on the CPU only with %s.",
+							job->function, why_not);
+		tg_error_hint(err, "Process the coverage in parts (by extent).");
+		return TG_ELIMIT;
+	}
 	tg_error_set(err, TG_ELIMIT, "%s over %s needs about %zu MB as one grid, more than the %zu MB a coverage job may use",
 				 job->function, l->name,
 				 ((size_t) l->width * l->height * tg_op_bytes_per_cell(op)) >> 20, job->memory_budget >> 20);
@@ -115,7 +125,8 @@ tg_run(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err)
 	if (l->ntiles < 1 || l->width < 1 || l->height < 1)
 		return tg_error_set(err, TG_EDATA, "%s has no tiles", l->name);
 	tg_call_open(ctx, &call);
-	if ((size_t) l->width * l->height * tg_op_bytes_per_cell(op) <= job->memory_budget)
+	if ((size_t) l->width * l->height * tg_op_bytes_per_cell(op) <= job->memory_budget &&
+		(uint64_t) l->width * l->height <= TG_MAX_GRID_CELLS)
 		st = run_in_memory(&call, op, job, err);
 	else if (tg_op_in_strips(op, ctx, &why_not))
 		st = tg_run_strips(&call, op, job, err);

@@ -56,7 +56,9 @@ static tg_status
 plan_strips(const tg_ctx *ctx, const tg_job *job, size_t bytes_per_cell, strips *s, tg_error *err)
 {
 	const tg_layout *l = job->layout;
-	const size_t fit = job->memory_budget / ((size_t) l->width * bytes_per_cell);
+	const size_t by_budget = job->memory_budget / ((size_t) l->width * bytes_per_cell),
+				by_cells = TG_MAX_GRID_CELLS / l->width,
+				fit = by_budget < by_cells ? by_budget : by_cells;
 	const int	most = (int) (fit > 2 ? (fit - 2 < INT32_MAX ? fit - 2 : INT32_MAX) : 0);
 	uint8_t    *cut;
 	int			r0 = 0;

@@ -139,6 +139,9 @@ typedef struct tg_ctx
 	int			worker;			/* 0: the calling thread; k > 0: worker k */
 } tg_ctx;
 
+/* The most cells one grid in memory may have: cells are numbered in 32 bits. */
+#define TG_MAX_GRID_CELLS ((uint64_t) UINT32_MAX - 1)
+
 /* Defaults: auto backend, malloc allocator, no cancel callback, no cap, every core. */
 void		tg_ctx_init(tg_ctx *ctx);
 
