@@ -37,10 +37,10 @@ struct dmax
  * COUNT = true: add 1 to count for each cell seen (a cumulative viewshed).
  *
  * Rows lo..hi of z and out are on the device (the whole raster, or one
- * segment of rows with a row of halo on each side); z and out point at where
+ * strip of rows with a row of halo on each side); z and out point at where
  * row 0 would be, so rows index them directly.  A ray goes as far as its
- * steps stay within those rows; with `carry`/`next` (segments) it records
- * its horizon and next step for the following segment, without them it
+ * steps stay within those rows; with `carry`/`next` (strips) it records
+ * its horizon and next step for the following strip, without them it
  * starts at step 1 and must finish.  T: the elevations as stored on the
  * device (float where the pixel type converts exactly, which halves the
  * traffic); the arithmetic is double either way.
@@ -149,18 +149,18 @@ tgk_viewshed_r2(tg_view_setup s, const T *__restrict__ z, float *__restrict__ ou
 	}
 }
 
-/* Value no decision produces: marks the cells a segment left alone. */
+/* Value no decision produces: marks the cells a strip left alone. */
 #define UNDECIDED (-INFINITY)
 
 /*
- * Rasters beyond the device budget: bands of rows, the observer's first and
+ * Rasters beyond the device budget: strips of rows, the observer's first and
  * then outward (each ray meets its rows in that order), with per-ray horizon
  * and step carried from band to band.  Two buffers on two streams: while one
  * band is on the GPU, the next is staged and the previous merged on the host.
  */
 template <typename T>
 tg_status
-viewshed_segments(const tg_ctx *ctx, const tg_band *dem, const tg_view_setup &s, size_t budget,
+viewshed_strips(const tg_ctx *ctx, const tg_band *dem, const tg_view_setup &s, size_t budget,
 				  float *out, tg_error *err)
 {
 	const int	W = dem->width,
@@ -181,7 +181,7 @@ viewshed_segments(const tg_ctx *ctx, const tg_band *dem, const tg_view_setup &s,
 	cuda_stream stream[2];
 	int			pending_lo[2] = {-1, -1},
 				pending_rows[2] = {0, 0};
-	hbuf<int>	order(ctx);		/* segments in the order they run */
+	hbuf<int>	order(ctx);		/* strips in the order they run */
 	size_t		norder = 0;
 	int64_t		rows;
 
@@ -198,7 +198,7 @@ viewshed_segments(const tg_ctx *ctx, const tg_band *dem, const tg_view_setup &s,
 		const int	so = (int) (s.oy / rows);
 
 		if (!order.alloc((size_t) nseg))
-			return tg_cuda_host_oom(err, "the segment order");
+			return tg_cuda_host_oom(err, "the strip order");
 		order[norder++] = so;
 		for (int d = 1; d < nseg; d++)
 		{
@@ -213,9 +213,9 @@ viewshed_segments(const tg_ctx *ctx, const tg_band *dem, const tg_view_setup &s,
 	TG_CUDA_CHECK(next.alloc(s.nrays), "allocating ray state");
 	for (int b = 0; b < 2; b++)
 	{
-		TG_CUDA_CHECK(raw[b].alloc((rows + 2) * W * pix), "allocating a segment");
-		TG_CUDA_CHECK(z[b].alloc((rows + 2) * W), "allocating a segment");
-		TG_CUDA_CHECK(dout[b].alloc((rows + 2) * W), "allocating a segment");
+		TG_CUDA_CHECK(raw[b].alloc((rows + 2) * W * pix), "allocating a strip");
+		TG_CUDA_CHECK(z[b].alloc((rows + 2) * W), "allocating a strip");
+		TG_CUDA_CHECK(dout[b].alloc((rows + 2) * W), "allocating a strip");
 		TG_CUDA_CHECK(in_h[b].alloc((rows + 2) * W * pix), "allocating pinned staging memory");
 		TG_CUDA_CHECK(out_h[b].alloc((rows + 2) * W), "allocating pinned staging memory");
 		TG_CUDA_CHECK(stream[b].create(cudaStreamNonBlocking), "creating a stream");
@@ -280,7 +280,7 @@ viewshed_segments(const tg_ctx *ctx, const tg_band *dem, const tg_view_setup &s,
 
 			memcpy(in_h[b].p, (const uint8_t *) dem->data + (size_t) lo * W * pix, cells * pix);
 			TG_CUDA_CHECK(cudaMemcpyAsync(raw[b].p, in_h[b].p, cells * pix, cudaMemcpyHostToDevice, stream[b]),
-						  "copying a segment to the GPU");
+						  "copying a strip to the GPU");
 			with_pixel_format(dem->pixtype, [&](auto pf) {
 				using PF = decltype(pf);
 				tgk_decode<PF, T><<<grid_for(cells), 256, 0, stream[b]>>>(
@@ -288,14 +288,14 @@ viewshed_segments(const tg_ctx *ctx, const tg_band *dem, const tg_view_setup &s,
 					dem->is_nodata, dem->nodata, z[b].p);
 			});
 			tgk_fill<float><<<grid_for(cells), 256, 0, stream[b]>>>(dout[b].p, cells, UNDECIDED);
-			TG_CUDA_CHECK(cudaStreamWaitEvent(stream[b], kdone, 0), "ordering the segments");
+			TG_CUDA_CHECK(cudaStreamWaitEvent(stream[b], kdone, 0), "ordering the strips");
 			tgk_viewshed_r2<false, T><<<s.nrays, RAY_THREADS, 0, stream[b]>>>(
 				s, z[b].p - (int64_t) lo * W, dout[b].p - (int64_t) lo * W, nullptr, lo, hi,
 				carry.p, next.p);
 			TG_CUDA_CHECK(cudaGetLastError(), "launching the viewshed kernel");
 			TG_CUDA_CHECK(cudaEventRecord(kdone, stream[b]), "recording an event");
 			TG_CUDA_CHECK(cudaMemcpyAsync(out_h[b].p, dout[b].p, cells * sizeof(float), cudaMemcpyDeviceToHost,
-										  stream[b]), "copying a segment back");
+										  stream[b]), "copying a strip back");
 			TG_CUDA_CHECK(cudaEventRecord(done[b], stream[b]), "recording an event");
 			pending_lo[b] = lo;
 			pending_rows[b] = hi - lo + 1;
@@ -326,12 +326,12 @@ viewshed_impl(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *p
 		return err->code;
 	if (n * (sizeof(T) + sizeof(float) + tg_pixtype_size(dem->pixtype)) > budget)
 	{
-		/* beyond the budget: bands of rows streamed through the GPU */
+		/* beyond the budget: strips of rows streamed through the GPU */
 		event_timer t_all;
 
 		TG_CUDA_CHECK(t_all.init(), "creating timing events");
 		TG_CUDA_CHECK(cudaEventRecord(t_all.start), "recording an event");
-		if (viewshed_segments<T>(ctx, dem, s, budget, out, err) != TG_OK)
+		if (viewshed_strips<T>(ctx, dem, s, budget, out, err) != TG_OK)
 			return err->code;
 		TG_CUDA_CHECK(cudaEventRecord(t_all.stop), "recording an event");
 		TG_CUDA_CHECK(cudaEventSynchronize(t_all.stop), "running the viewshed kernel");

@@ -4,18 +4,17 @@
  * Both methods compute the same surface (tg_core.h, tg_fill):
  *   W(c) = max(Z(c), min_n inc(W(n)))  for valid non-outlet cells, W = Z at outlets.
  *
- * priority-flood  Without epsilon, on one thread: the surface as a
- *                 morphological reconstruction by erosion (Vincent 1993's
- *                 hybrid: a raster scan down, one up, then a FIFO over the
- *                 cells still able to fall; Soille & Gratin 1994 use it for
- *                 sinks), which reads memory in order where a flood jumps
- *                 about; with more threads, the flood of fill_flood.c in
- *                 bands of rows flooded at once and joined by their label
- *                 graph (Barnes 2016, in memory).  The surface is unique, so
- *                 both give the same bits.  With epsilon: Barnes, Lehman &
- *                 Mulla (2014)'s priority-flood with the rise added at each
- *                 step (one thread: the rise depends on the order cells are
- *                 reached).
+ * priority-flood  Without epsilon: the surface as a morphological
+ *                 reconstruction by erosion (Vincent 1993's hybrid: a raster
+ *                 scan down, one up, then a FIFO over the cells still able to
+ *                 fall; Soille & Gratin 1994 use it for sinks), which reads
+ *                 memory in order where a priority queue jumps about, in
+ *                 strips of rows on the call's threads; beyond memory, the
+ *                 flood of fill_flood.c strip by strip (fill_strips.c).  The
+ *                 surface is unique: every way gives the same bits.  With
+ *                 epsilon: Barnes, Lehman & Mulla (2014)'s priority-flood
+ *                 with the rise added at each step (one thread: the rise
+ *                 depends on the order cells are reached).
  * planchon-darboux  Planchon & Darboux (2001): start from W = +inf off the
  *                 outlets and lower cells in place, scanning the grid in
  *                 alternating directions until a scan changes nothing (one
@@ -31,7 +30,6 @@
 
 #define CANCEL_EVERY 65536
 
-/* A band holds at least this many rows: thinner ones add more label graph than they save. */
 #define MIN_BAND_ROWS 64
 
 /* ------------------------------------------------------------------------
@@ -91,17 +89,17 @@ tg_cpu_is_outlet(const double *z, int W, int H, int x, int y)
 }
 
 /* ------------------------------------------------------------------------
- * Without epsilon: reconstruction by erosion, in bands of rows
+ * Without epsilon: reconstruction by erosion, in strips of rows
  *
  * w starts at +inf on the inner cells, at z on the edge (outlets), at -inf
  * on nodata (so that a cell beside nodata falls to its own height: an
  * outlet too), and falls to max(z, min of the neighbours) everywhere; every
  * value w takes is one of z's, so the result is exact.  That surface is the
  * greatest fixed point under the start, which any order of lowering reaches:
- * so each band runs the hybrid algorithm on its own rows, reading its
- * neighbours' facing rows from a copy taken between rounds, and bands whose
+ * so each strip runs the hybrid algorithm on its own rows, reading its
+ * neighbours' facing rows from a copy taken between rounds, and strips whose
  * facing rows fell since run again from there, until none fell.  The
- * result does not depend on the bands, hence not on the threads.
+ * result does not depend on the strips, hence not on the threads.
  * ------------------------------------------------------------------------ */
 
 /* A FIFO of cells that grows as needed (a cell may be queued again). */
@@ -158,20 +156,20 @@ typedef struct recon
 	double	   *w;
 	int			width;
 	int			height;
-	int			nbands;
-	double	   *facing;			/* per band: the row above it and the row below, as last copied */
-	int64_t    *todo;			/* the bands of this round */
+	int			nstrips;
+	double	   *facing;			/* per strip: the row above it and the row below, as last copied */
+	int64_t    *todo;			/* the strips of this round */
 	bool		first;			/* the first round: full scans */
 } recon;
 
-/* Fewest rows of a band: thinner ones cost more rounds than they save. */
+/* Fewest rows of a strip: thinner ones cost more rounds than they save. */
 #define MIN_BAND_ROWS 64
 
 static void
 recon_rows(const recon *r, int64_t k, int *r0, int *r1)
 {
-	*r0 = (int) ((int64_t) r->height * k / r->nbands);
-	*r1 = (int) ((int64_t) r->height * (k + 1) / r->nbands);
+	*r0 = (int) ((int64_t) r->height * k / r->nstrips);
+	*r1 = (int) ((int64_t) r->height * (k + 1) / r->nstrips);
 }
 
 /* Lower cell c to max(z, level) if that is lower, and queue it. */
@@ -191,7 +189,7 @@ lower(const tg_ctx *ctx, const recon *r, cell_fifo *q, size_t c, double level)
 
 /* The raster scans of the first round: down, then up, queueing what may still fall. */
 static bool
-scan_band(const tg_ctx *ctx, const recon *r, int r0, int r1, const double *above,
+scan_strip(const tg_ctx *ctx, const recon *r, int r0, int r1, const double *above,
 		  const double *below, cell_fifo *q)
 {
 	const ptrdiff_t R = r->width;
@@ -235,7 +233,7 @@ scan_band(const tg_ctx *ctx, const recon *r, int r0, int r1, const double *above
 			v = v < row[x] ? v : row[x];
 			v = v > zr[x] ? v : zr[x];
 			row[x] = v;
-			/* a neighbour of this band after it in the scan, able to fall to v, waits in the FIFO */
+			/* a neighbour in this strip after it in the scan, able to fall to v, waits in the FIFO */
 			if ((row[x + 1] > v && row[x + 1] > zr[x + 1]) ||
 				(own_below && ((down[x - 1] > v && down[x - 1] > zd[x - 1]) ||
 							   (down[x] > v && down[x] > zd[x]) ||
@@ -249,7 +247,7 @@ scan_band(const tg_ctx *ctx, const recon *r, int r0, int r1, const double *above
 	return true;
 }
 
-/* Cells of row y falling to a facing row's values (the neighbour band's). */
+/* Cells of row y falling to a facing row's values (the neighbour strip's). */
 static bool
 seed_from(const tg_ctx *ctx, const recon *r, int y, const double *facing, cell_fifo *q)
 {
@@ -264,7 +262,7 @@ seed_from(const tg_ctx *ctx, const recon *r, int y, const double *facing, cell_f
 }
 
 static tg_status
-recon_band(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+recon_strip(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 {
 	const recon *r = arg;
 	const int64_t k = r->todo[task];
@@ -283,10 +281,10 @@ recon_band(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 	recon_rows(r, k, &r0, &r1);
 	lo = (size_t) r0 * R;
 	hi = (size_t) r1 * R;
-	ok = r->first ? scan_band(ctx, r, r0, r1, above, below, &q)
+	ok = r->first ? scan_strip(ctx, r, r0, r1, above, below, &q)
 		: (r0 == 0 || seed_from(ctx, r, r0, above, &q)) &&
 		(r1 == r->height || seed_from(ctx, r, r1 - 1, below, &q));
-	/* the FIFO, within the band: the facing rows are the neighbours' to lower */
+	/* the FIFO, within the strip: the facing rows are the neighbours' to lower */
 	while (ok && q.len > 0)
 	{
 		const uint32_t c = fifo_pop(&q);
@@ -309,14 +307,14 @@ recon_band(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 	return ok ? TG_OK : tg_error_set(err, TG_ENOMEM, "could not grow the fill's queue");
 }
 
-/* Copy every band's facing rows; list the bands whose facing rows fell. */
+/* Copy every strip's facing rows; list the strips whose facing rows fell. */
 static int
 recon_facing(recon *r)
 {
 	const size_t R = (size_t) r->width;
 	int			n = 0;
 
-	for (int k = 0; k < r->nbands; k++)
+	for (int k = 0; k < r->nstrips; k++)
 	{
 		double	   *f = r->facing + 2 * k * R;
 		int			r0,
@@ -380,23 +378,23 @@ fill_reconstruct(const tg_ctx *ctx, const double *z, int W, int H, double *w, tg
 
 	if (threads > H / MIN_BAND_ROWS)
 		threads = H / MIN_BAND_ROWS;
-	r.nbands = threads > 1 ? threads : 1;
+	r.nstrips = threads > 1 ? threads : 1;
 	st = tg_parallel_rows(ctx, W, H, start_rows, &r, err);
 	if (st != TG_OK || W < 3 || H < 3)
 		goto done;
-	r.facing = tg_alloc(ctx, (size_t) 2 * r.nbands * W * sizeof(double));
-	r.todo = tg_alloc(ctx, r.nbands * sizeof(int64_t));
+	r.facing = tg_alloc(ctx, (size_t) 2 * r.nstrips * W * sizeof(double));
+	r.todo = tg_alloc(ctx, r.nstrips * sizeof(int64_t));
 	if (r.facing == NULL || r.todo == NULL)
 	{
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate the fill's bands");
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate the fill's strips");
 		goto done;
 	}
 	(void) recon_facing(&r);
-	for (int k = 0; k < r.nbands; k++)
+	for (int k = 0; k < r.nstrips; k++)
 		r.todo[k] = k;
-	for (n = r.nbands; st == TG_OK && n > 0; n = recon_facing(&r), rounds++)
+	for (n = r.nstrips; st == TG_OK && n > 0; n = recon_facing(&r), rounds++)
 	{
-		st = tg_parallel(ctx, n, recon_band, &r, err);
+		st = tg_parallel(ctx, n, recon_strip, &r, err);
 		r.first = false;
 	}
 	if (ctx->stats)

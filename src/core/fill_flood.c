@@ -369,7 +369,7 @@ halo_nodata(const tg_flood *f, int x, int y)
 		 nodata_near(f->z + (size_t) f->nrows * f->width, f->width, x));
 }
 
-/* Seeds: outlets (label 0), then a band's top and bottom rows, queued in raster order. */
+/* Seeds: outlets (label 0), then a strip's top and bottom rows, queued in raster order. */
 static void
 seed(flood_state *s)
 {

@@ -1,10 +1,9 @@
 /*
- * fill_flood.h — the priority-flood every CPU fill without epsilon runs
- * (fill_cpu.c whole or in bands on threads, fill_blocks.c beyond memory).
- * Internal to the core.
+ * fill_flood.h — the priority-flood of the CPU fill beyond memory
+ * (fill_strips.c).  Internal to the core.
  *
  * A region of rows is flooded inwards from its seeds: its outlets (valid
- * cells on the grid's edge or next to nodata) and, for a band of a larger
+ * cells on the grid's edge or next to nodata) and, for a strip of a larger
  * grid (Barnes 2016), its top and bottom rows, each seeded cell with a label
  * of its own.  The flood gives every valid cell lf, the lowest possible
  * highest elevation on a path from it to a seed (the filled DEM when the
@@ -29,7 +28,7 @@ typedef struct tg_flood
 	bool		above;			/* z[-width .. -1] is the row above, else the grid's top edge */
 	bool		below;			/* z[nrows * width ..] is the row below, else the bottom edge */
 	double	   *lf;				/* out: nrows * width (NaN where z is) */
-	/* A band of a larger grid: labels for its cells, seeds in its top and
+	/* A strip of a larger grid: labels for its cells, seeds in its top and
 	 * bottom rows (labels top_base + x and bottom_base + x; the row is not
 	 * seeded where its base is 0), edges where labels meet (graph NULL: not
 	 * recorded).  All NULL / 0 for a plain fill. */
@@ -47,8 +46,8 @@ tg_status	tg_label_graph_add(const tg_ctx *ctx, tg_label_graph *g, uint32_t a, u
 							   double height, tg_error *err);
 
 /*
- * Join the facing rows of two bands: `upper_labels`/`upper_z` are the last
- * row of the band above, `lower_labels`/`lower_z` the first row of the band
+ * Join the facing rows of two strips: `upper_labels`/`upper_z` are the last
+ * row of the strip above, `lower_labels`/`lower_z` the first row of the strip
  * below; water crosses at the higher of two adjacent cells.
  */
 tg_status	tg_label_graph_join_rows(const tg_ctx *ctx, tg_label_graph *g, int width,

@@ -329,7 +329,7 @@ flat_mask(const tg_ctx *ctx, const double *z, const uint8_t *flat, int W, int H,
 /*
  * Flat cells: valid, no valid neighbour strictly lower, not an outlet (the
  * edge or next to nodata).  tg_cpu_route_surface finds them in its gradient
- * pass by the same rule; the banded routing's tests hold the two together.
+ * pass by the same rule; the routing in strips' tests hold the two together.
  */
 void
 tg_cpu_flat_cells(const double *z, int W, int H, uint8_t *flat)

@@ -5,13 +5,13 @@
  *   slope        each strip read with a row of halo above and below: the
  *                3 x 3 window needs no more.
  *   fill         priority-flood without epsilon after Barnes (2016)
- *                (fill_blocks.c): every strip is read twice, once to scan
+ *                (fill_strips.c): every strip is read twice, once to scan
  *                it and once to finish it, with a row of halo.
  *   directions   the routing surface (filled as above, or read as it is) is
  *   and D8       written to the spill, from which later passes read strips
  *   accumulation with two rows of halo: flats that cross strip boundaries
  *                are collected and drained over their own cells
- *                (route_blocks.c), then each strip gets its directions, or
+ *                (route_strips.c), then each strip gets its directions, or
  *                is accumulated after Barnes (2017): alone, the water
  *                leaving it carried along the flow paths of the next, then
  *                again with its inflows.
@@ -238,11 +238,11 @@ static tg_status
 surface_strips(const tg_ctx *ctx, strips *s, bool fill, strip_rows_fn done, void *arg, tg_error *err)
 {
 	const int	W = s->width;
-	tg_fill_blocks *fb = NULL;
+	tg_fill_strips *fb = NULL;
 	tg_status	st = TG_OK;
 
 	if (fill)
-		st = tg_fill_blocks_begin(ctx, W, s->height, &fb, err);
+		st = tg_fill_strips_begin(ctx, W, s->height, &fb, err);
 	for (int pass = fill ? 0 : 1; pass < 2 && st == TG_OK; pass++)
 	{
 		const char *phase = pass == 0 ? "fill scan in strips" : fill ? "fill in strips" : "read in strips";
@@ -260,11 +260,11 @@ surface_strips(const tg_ctx *ctx, strips *s, bool fill, strip_rows_fn done, void
 			if (st != TG_OK)
 				break;
 			if (pass == 0)
-				st = tg_fill_blocks_scan(ctx, fb, s->row0[k], s->nrows[k], z, err);
+				st = tg_fill_strips_scan(ctx, fb, s->row0[k], s->nrows[k], z, err);
 			else if (fill)
 			{
 				w = tg_alloc(ctx, sizeof(double) * (size_t) W * s->nrows[k] + 1);
-				st = w ? tg_fill_blocks_finish(ctx, fb, s->row0[k], s->nrows[k], z, w, err)
+				st = w ? tg_fill_strips_finish(ctx, fb, s->row0[k], s->nrows[k], z, w, err)
 					: tg_error_set(err, TG_ENOMEM, "could not allocate a filled strip");
 				if (st == TG_OK)
 					st = done(ctx, s, k, w, arg, err);
@@ -276,9 +276,9 @@ surface_strips(const tg_ctx *ctx, strips *s, bool fill, strip_rows_fn done, void
 			progress(ctx, phase, k + 1, s->n);
 		}
 		if (pass == 0 && st == TG_OK)
-			st = tg_fill_blocks_solve(ctx, fb, err);
+			st = tg_fill_strips_solve(ctx, fb, err);
 	}
-	tg_fill_blocks_end(ctx, fb);
+	tg_fill_strips_end(ctx, fb);
 	return st;
 }
 
@@ -354,7 +354,7 @@ spill_rows(const tg_ctx *ctx, strips *s, int k, double *rows, void *arg, tg_erro
 	return st;
 }
 
-/* Strip k of the spilled surface with two rows of halo, as route_blocks.c takes it. */
+/* Strip k of the spilled surface with two rows of halo, as route_strips.c takes it. */
 static tg_status
 surface_strip(const tg_ctx *ctx, strips *s, int k, double **rows, tg_error *err)
 {
@@ -392,7 +392,7 @@ surface_strip(const tg_ctx *ctx, strips *s, int k, double **rows, tg_error *err)
  */
 static tg_status
 route_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_accum_units units,
-			 tg_route_blocks **rb, tg_error *err)
+			 tg_route_strips **rb, tg_error *err)
 {
 	const tg_job *job = s->job;
 	tg_status	st;
@@ -403,7 +403,7 @@ route_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_accum_units units
 				  job->layout->name, s->width, s->height, job->budget_name, s->n);
 	st = surface_strips(ctx, s, op->flow.fill, spill_rows, NULL, err);
 	if (st == TG_OK)
-		st = tg_route_blocks_begin(ctx, &op->flow, units, rb, err);
+		st = tg_route_strips_begin(ctx, &op->flow, units, rb, err);
 	tg_phase(ctx, "flats in strips");
 	for (int k = 0; k < s->n && st == TG_OK; k++)
 	{
@@ -411,26 +411,26 @@ route_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_accum_units units
 
 		st = surface_strip(ctx, s, k, &z, err);
 		if (st == TG_OK)
-			st = tg_route_blocks_scan(ctx, *rb, s->row0[k], s->nrows[k], z, err);
+			st = tg_route_strips_scan(ctx, *rb, s->row0[k], s->nrows[k], z, err);
 		tg_free(ctx, z);
 		progress(ctx, "flats in strips", k + 1, s->n);
 	}
 	if (st != TG_OK)
 		return st;
-	need = tg_route_blocks_flat_bytes(*rb, true);
+	need = tg_route_strips_flat_bytes(*rb, true);
 	if (need > job->memory_budget)
 	{
 		tg_error_set(err, TG_ELIMIT, "%s over %s: %zu cells of flats cross strip boundaries, and resolving them "
 					 "needs %zu MB, more than %s (%zu MB)", job->function, job->layout->name,
-					 tg_route_blocks_flat_cells(*rb), need >> 20, job->budget_name, job->memory_budget >> 20);
+					 tg_route_strips_flat_cells(*rb), need >> 20, job->budget_name, job->memory_budget >> 20);
 		tg_error_detail(err, "A flat that crosses strips is drained as a whole: a sea or lake held at one "
 						"elevation across the grid is such a flat.");
 		tg_error_hint(err, "Raise %s, or set the sea to nodata.", job->budget_name);
 		return TG_ELIMIT;
 	}
-	st = tg_route_blocks_solve_flats(ctx, *rb, err);
+	st = tg_route_strips_solve_flats(ctx, *rb, err);
 	if (st == TG_OK)
-		tg_job_notice(job, "flats across strips resolved (%zu cells)", tg_route_blocks_flat_cells(*rb));
+		tg_job_notice(job, "flats across strips resolved (%zu cells)", tg_route_strips_flat_cells(*rb));
 	return st;
 }
 
@@ -439,7 +439,7 @@ directions_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *er
 {
 	const int	W = s->width;
 	const bool	codes = op->flow.routing == TG_ROUTE_D8 && op->directions != TG_DIRECTIONS_SHARES;
-	tg_route_blocks *rb;
+	tg_route_strips *rb;
 	tg_status	st = route_strips(ctx, op, s, TG_UNITS_CELLS, &rb, err);
 
 	tg_phase(ctx, "directions in strips");
@@ -462,7 +462,7 @@ directions_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *er
 				st = tg_error_set(err, TG_ENOMEM, "could not allocate a strip of directions");
 		}
 		if (st == TG_OK)
-			st = tg_route_blocks_directions(ctx, rb, s->row0[k], s->nrows[k], z, d8, frac, err);
+			st = tg_route_strips_directions(ctx, rb, s->row0[k], s->nrows[k], z, d8, frac, err);
 		if (st == TG_OK)
 			st = tg_op_plan(op, &s->dem.band, &out, err);
 		if (st == TG_OK)
@@ -508,7 +508,7 @@ directions_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *er
 		tg_free(ctx, mask);
 		progress(ctx, "directions in strips", k + 1, s->n);
 	}
-	tg_route_blocks_end(ctx, rb);
+	tg_route_strips_end(ctx, rb);
 	strip_stats(ctx, s, "directions in strips");
 	return st;
 }
@@ -535,7 +535,7 @@ static tg_status
 accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *err)
 {
 	const int	W = s->width;
-	tg_route_blocks *rb;
+	tg_route_strips *rb;
 	tg_grid_band wg;
 	tg_status	st = route_strips(ctx, op, s, op->units, &rb, err);
 
@@ -556,14 +556,14 @@ accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *
 			if (st == TG_OK && op->weight_input > 0)
 				st = weight_strip(ctx, s, op, k, &wg, &wrows, &weight, err);
 			if (st == TG_OK && pass == 0)
-				st = tg_route_blocks_link(ctx, rb, s->row0[k], s->nrows[k], z,
+				st = tg_route_strips_link(ctx, rb, s->row0[k], s->nrows[k], z,
 										  op->weight_input > 0 ? &weight : NULL, err);
 			else if (st == TG_OK)
 			{
 				tg_output	out;
 
 				acc = tg_alloc(ctx, sizeof(double) * (size_t) W * s->nrows[k] + 1);
-				st = acc ? tg_route_blocks_accumulate(ctx, rb, s->row0[k], s->nrows[k], z,
+				st = acc ? tg_route_strips_accumulate(ctx, rb, s->row0[k], s->nrows[k], z,
 													  op->weight_input > 0 ? &weight : NULL, acc, err)
 					: tg_error_set(err, TG_ENOMEM, "could not allocate a strip of the accumulation");
 				if (st == TG_OK)
@@ -582,9 +582,9 @@ accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *
 			progress(ctx, phase, k + 1, s->n);
 		}
 		if (pass == 0 && st == TG_OK)
-			st = tg_route_blocks_solve_flow(ctx, rb, err);
+			st = tg_route_strips_solve_flow(ctx, rb, err);
 	}
-	tg_route_blocks_end(ctx, rb);
+	tg_route_strips_end(ctx, rb);
 	strip_stats(ctx, s, "d8 in strips");
 	return st;
 }
@@ -618,7 +618,7 @@ tg_op_in_strips(const tg_op *op, const tg_ctx *ctx, const char **why_not)
 static size_t
 strip_bytes_per_cell(const tg_op *op)
 {
-	const size_t fill = tg_fill_blocks_bytes_per_cell() + 2 * sizeof(double);
+	const size_t fill = tg_fill_strips_bytes_per_cell() + 2 * sizeof(double);
 	size_t		most = 0;
 
 	switch (op->kind)
@@ -628,11 +628,11 @@ strip_bytes_per_cell(const tg_op *op)
 		case TG_OP_FILL:
 			return fill;
 		case TG_OP_DIRECTIONS:
-			most = tg_route_blocks_bytes_per_cell(op->flow.routing, false) + sizeof(double) +
+			most = tg_route_strips_bytes_per_cell(op->flow.routing, false) + sizeof(double) +
 				(op->flow.routing == TG_ROUTE_D8 ? 1 : 8 * sizeof(float) + sizeof(uint16_t));
 			break;
 		default:
-			most = tg_route_blocks_bytes_per_cell(TG_ROUTE_D8, true) +
+			most = tg_route_strips_bytes_per_cell(TG_ROUTE_D8, true) +
 				(op->weight_input > 0 ? 4 : 2) * sizeof(double);
 			break;
 	}

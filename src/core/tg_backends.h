@@ -115,7 +115,7 @@ tg_status	tg_cpu_route_build(const tg_ctx *ctx, const tg_band *dem,
 							   const tg_flow_params *p, tg_route *r, tg_error *err);
 
 /*
- * Flat-mask values decided elsewhere (route_blocks.c: flats that extend
+ * Flat-mask values decided elsewhere (route_strips.c: flats that extend
  * beyond a band): mask[j] replaces the local value of cell cell[j].
  */
 typedef struct tg_flat_masks

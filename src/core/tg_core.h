@@ -376,7 +376,7 @@ typedef struct tg_grid_geometry
 	double		lat_step;		/* geographic: degrees per row (signed) */
 	double		lon_step;		/* geographic: degrees per column (> 0) */
 	int			row0;			/* row 0 of this grid is row `row0` of the raster
-								 * (a band of a larger grid); 0 otherwise */
+								 * (a strip of a larger grid); 0 otherwise */
 } tg_grid_geometry;
 
 /* East-west and north-south spacing of row `row`, and a cell's area. */
@@ -408,26 +408,26 @@ tg_status	tg_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *p
 					double out_nodata, void *out, tg_error *err);
 
 /*
- * Depression filling (epsilon 0) of a grid larger than memory, in bands of
- * rows (fill_blocks.c, CPU): the same surface as tg_fill's priority-flood.
- * Scan every band, top to bottom, then solve, then finish each band (in any
- * order) to get its filled rows.  z: the band's rows as doubles (NaN =
+ * Depression filling (epsilon 0) of a grid larger than memory, in strips
+ * of rows (fill_strips.c, CPU): the same surface as tg_fill's priority-flood.
+ * Scan every strip, top to bottom, then solve, then finish each strip (in
+ * any order) to get its filled rows.  z: the strip's rows as doubles (NaN =
  * nodata), preceded by the row above and followed by the row below where
  * those exist; w: nrows * width filled values.  Memory: about
- * tg_fill_blocks_bytes_per_cell() per cell of the band being processed, plus
- * 8 bytes per column per band.
+ * tg_fill_strips_bytes_per_cell() per cell of the strip being processed, plus
+ * 8 bytes per column per strip.
  */
-typedef struct tg_fill_blocks tg_fill_blocks;
+typedef struct tg_fill_strips tg_fill_strips;
 
-size_t		tg_fill_blocks_bytes_per_cell(void);
-tg_status	tg_fill_blocks_begin(const tg_ctx *ctx, int width, int height, tg_fill_blocks **fb,
+size_t		tg_fill_strips_bytes_per_cell(void);
+tg_status	tg_fill_strips_begin(const tg_ctx *ctx, int width, int height, tg_fill_strips **fb,
 								 tg_error *err);
-tg_status	tg_fill_blocks_scan(const tg_ctx *ctx, tg_fill_blocks *fb, int row0, int nrows,
+tg_status	tg_fill_strips_scan(const tg_ctx *ctx, tg_fill_strips *fb, int row0, int nrows,
 								const double *z, tg_error *err);
-tg_status	tg_fill_blocks_solve(const tg_ctx *ctx, tg_fill_blocks *fb, tg_error *err);
-tg_status	tg_fill_blocks_finish(const tg_ctx *ctx, tg_fill_blocks *fb, int row0, int nrows,
+tg_status	tg_fill_strips_solve(const tg_ctx *ctx, tg_fill_strips *fb, tg_error *err);
+tg_status	tg_fill_strips_finish(const tg_ctx *ctx, tg_fill_strips *fb, int row0, int nrows,
 								  const double *z, double *w, tg_error *err);
-void		tg_fill_blocks_end(const tg_ctx *ctx, tg_fill_blocks *fb);
+void		tg_fill_strips_end(const tg_ctx *ctx, tg_fill_strips *fb);
 
 typedef enum tg_routing
 {
@@ -476,42 +476,42 @@ typedef enum tg_accum_units
 } tg_accum_units;
 
 /*
- * Flow directions and D8 accumulation of a grid larger than memory, in bands
- * of rows (route_blocks.c, CPU): the same directions as tg_flow_direction and
+ * Flow directions and D8 accumulation of a grid larger than memory, in strips
+ * of rows (route_strips.c, CPU): the same directions as tg_flow_direction and
  * the same accumulation as tg_flow_accumulation (D8 in cells exactly, weighted
  * sums to rounding).  Every call gives z, the routing surface (filled or not,
  * as p->fill says the caller prepared it; NaN = nodata) of rows
  * [row0 - 2, row0 + nrows + 2) clipped to the grid.
- *   1. scan every band, top to bottom; solve_flats;
- *   2. directions: tg_route_blocks_directions of any band (d8: ESRI codes,
+ *   1. scan every strip, top to bottom; solve_flats;
+ *   2. directions: tg_route_strips_directions of any strip (d8: ESRI codes,
  *      frac: 8 planes of shares, either NULL);
- *   3. D8 accumulation: link every band (any order), solve_flow, then
- *      accumulate any band (acc: nrows * width, in `units`; weight: the
- *      band's own rows of the weight band, nodata counting 0, or NULL).
- * fdd8 is not available.  Memory: about tg_route_blocks_bytes_per_cell()
- * per cell of the band being processed, plus what the flats that cross
- * band boundaries take (tg_route_blocks_flat_bytes) and 24 bytes per exit.
+ *   3. D8 accumulation: link every strip (any order), solve_flow, then
+ *      accumulate any strip (acc: nrows * width, in `units`; weight: the
+ *      strip's own rows of the weight band, nodata counting 0, or NULL).
+ * fdd8 is not available.  Memory: about tg_route_strips_bytes_per_cell()
+ * per cell of the strip being processed, plus what the flats that cross
+ * strip boundaries take (tg_route_strips_flat_bytes) and 24 bytes per exit.
  */
-typedef struct tg_route_blocks tg_route_blocks;
+typedef struct tg_route_strips tg_route_strips;
 
-size_t		tg_route_blocks_bytes_per_cell(tg_routing routing, bool accumulate);
-tg_status	tg_route_blocks_begin(const tg_ctx *ctx, const tg_flow_params *p, tg_accum_units units,
-								  tg_route_blocks **rb, tg_error *err);
-tg_status	tg_route_blocks_scan(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows,
+size_t		tg_route_strips_bytes_per_cell(tg_routing routing, bool accumulate);
+tg_status	tg_route_strips_begin(const tg_ctx *ctx, const tg_flow_params *p, tg_accum_units units,
+								  tg_route_strips **rb, tg_error *err);
+tg_status	tg_route_strips_scan(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
 								 const double *z, tg_error *err);
-tg_status	tg_route_blocks_solve_flats(const tg_ctx *ctx, tg_route_blocks *rb, tg_error *err);
-size_t		tg_route_blocks_flat_cells(const tg_route_blocks *rb);
+tg_status	tg_route_strips_solve_flats(const tg_ctx *ctx, tg_route_strips *rb, tg_error *err);
+size_t		tg_route_strips_flat_cells(const tg_route_strips *rb);
 /* Memory the crossing flats take while solving them (solving) or after. */
-size_t		tg_route_blocks_flat_bytes(const tg_route_blocks *rb, bool solving);
-tg_status	tg_route_blocks_directions(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows,
+size_t		tg_route_strips_flat_bytes(const tg_route_strips *rb, bool solving);
+tg_status	tg_route_strips_directions(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
 									   const double *z, uint8_t *d8, float *frac, tg_error *err);
-tg_status	tg_route_blocks_link(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows,
+tg_status	tg_route_strips_link(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
 								 const double *z, const tg_band *weight, tg_error *err);
-tg_status	tg_route_blocks_solve_flow(const tg_ctx *ctx, tg_route_blocks *rb, tg_error *err);
-tg_status	tg_route_blocks_accumulate(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows,
+tg_status	tg_route_strips_solve_flow(const tg_ctx *ctx, tg_route_strips *rb, tg_error *err);
+tg_status	tg_route_strips_accumulate(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
 									   const double *z, const tg_band *weight, double *acc,
 									   tg_error *err);
-void		tg_route_blocks_end(const tg_ctx *ctx, tg_route_blocks *rb);
+void		tg_route_strips_end(const tg_ctx *ctx, tg_route_strips *rb);
 
 const char *tg_accum_method_name(tg_accum_method m);
 

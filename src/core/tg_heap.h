@@ -1,6 +1,6 @@
 /*
  * tg_heap.h — the binary min-heap of (elevation, cell) the CPU fills use
- * (fill_cpu.c, fill_blocks.c; also labels in the blocked fill's graph).
+ * (fill_cpu.c, fill_strips.c; also labels in the blocked fill's graph).
  * Ties go to the smaller index, so a flood's order is deterministic.  The
  * caller allocates a[] for as many items as it will ever hold.
  */

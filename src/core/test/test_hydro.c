@@ -1089,8 +1089,8 @@ test_route_cache(void)
 }
 
 /*
- * H rows cut into bands for the banded tests: split 0 one row each, 1 one
- * band, 2 three rows each, 3 random heights of 1 to 9; returns the count.
+ * H rows cut into strips for the tests in strips: split 0 one row each, 1 one
+ * strip, 2 three rows each, 3 random heights of 1 to 9; returns the count.
  */
 static int
 split_rows(int H, int split, int *rows)
@@ -1109,25 +1109,25 @@ split_rows(int H, int split, int *rows)
 	return nb;
 }
 
-/* Fill in bands (fill_blocks.c) against the in-memory priority-flood. */
+/* Fill in strips (fill_strips.c) against the in-memory priority-flood. */
 static bool
-fill_in_bands(const double *z, int W, int H, const int *rows, int nb, double *out)
+fill_in_strips(const double *z, int W, int H, const int *rows, int nb, double *out)
 {
 	tg_ctx		ctx = cpu_ctx(NULL);
 	tg_error	err;
-	tg_fill_blocks *fb;
+	tg_fill_strips *fb;
 	double	   *buf = malloc(sizeof(double) * (size_t) W * (H + 2));
 	bool		ok;
 	int			r0;
 
 	tg_error_clear(&err);
-	ok = tg_fill_blocks_begin(&ctx, W, H, &fb, &err) == TG_OK;
+	ok = tg_fill_strips_begin(&ctx, W, H, &fb, &err) == TG_OK;
 	for (int pass = 0; pass < 2 && ok; pass++)
 	{
 		r0 = 0;
 		for (int k = 0; k < nb && ok; k++)
 		{
-			/* the band with its halo rows, as a reader would hand it over */
+			/* the strip with its halo rows, as a reader would hand it over */
 			int			a = r0 > 0 ? r0 - 1 : r0,
 						b = r0 + rows[k] < H ? r0 + rows[k] + 1 : r0 + rows[k];
 
@@ -1138,17 +1138,17 @@ fill_in_bands(const double *z, int W, int H, const int *rows, int nb, double *ou
 				buf[i] = v == ND ? NAN : v;
 			}
 			if (pass == 0)
-				ok = tg_fill_blocks_scan(&ctx, fb, r0, rows[k], buf, &err) == TG_OK;
+				ok = tg_fill_strips_scan(&ctx, fb, r0, rows[k], buf, &err) == TG_OK;
 			else
-				ok = tg_fill_blocks_finish(&ctx, fb, r0, rows[k], buf, out + (size_t) r0 * W, &err) == TG_OK;
+				ok = tg_fill_strips_finish(&ctx, fb, r0, rows[k], buf, out + (size_t) r0 * W, &err) == TG_OK;
 			r0 += rows[k];
 		}
 		if (pass == 0 && ok)
-			ok = tg_fill_blocks_solve(&ctx, fb, &err) == TG_OK;
+			ok = tg_fill_strips_solve(&ctx, fb, &err) == TG_OK;
 	}
 	if (!ok)
 		printf("blocked fill: %s\n", err.message);
-	tg_fill_blocks_end(&ctx, fb);
+	tg_fill_strips_end(&ctx, fb);
 	free(buf);
 	return ok;
 }
@@ -1180,9 +1180,9 @@ test_fill_blocks(void)
 				int			nb = split_rows(H, split, rows);
 				bool		same = true;
 
-				if (!fill_in_bands(z, W, H, rows, nb, got))
+				if (!fill_in_strips(z, W, H, rows, nb, got))
 				{
-					check(false, "blocked fill %dx%d in %d bands ran", W, H, nb);
+					check(false, "fill %dx%d in %d strips ran", W, H, nb);
 					continue;
 				}
 				for (size_t i = 0; i < n; i++)
@@ -1191,7 +1191,7 @@ test_fill_blocks(void)
 
 					same &= (isnan(r) && isnan(got[i])) || r == got[i];
 				}
-				check(same, "blocked fill %dx%d (terrain %d) in %d bands equals the in-memory fill",
+				check(same, "fill %dx%d (terrain %d) in %d strips equals the in-memory fill",
 					  W, H, terrain, nb);
 			}
 			free(z);
@@ -1202,12 +1202,12 @@ test_fill_blocks(void)
 }
 
 /*
- * Directions and D8 accumulation in bands (route_blocks.c) of surface `surf`
- * (NaN = nodata), with the band sizes `rows`.  d8: ESRI codes, frac: 8
+ * Directions and D8 accumulation in strips (route_strips.c) of surface `surf`
+ * (NaN = nodata), with the strip sizes `rows`.  d8: ESRI codes, frac: 8
  * planes of the whole grid, acc: D8 only (else untouched).
  */
 static bool
-route_in_bands(const double *surf, const tg_flow_params *p, tg_accum_units units,
+route_in_strips(const double *surf, const tg_flow_params *p, tg_accum_units units,
 			   const double *weight, const int *rows, int nb, uint8_t *d8, float *frac, double *acc,
 			   size_t *flat_cells)
 {
@@ -1216,12 +1216,12 @@ route_in_bands(const double *surf, const tg_flow_params *p, tg_accum_units units
 	const size_t n = (size_t) W * H;
 	tg_ctx		ctx = cpu_ctx(NULL);
 	tg_error	err;
-	tg_route_blocks *rb = NULL;
+	tg_route_strips *rb = NULL;
 	float	   *bfrac = malloc(sizeof(float) * 8 * n + 1);
 	bool		ok;
 
 	tg_error_clear(&err);
-	ok = tg_route_blocks_begin(&ctx, p, units, &rb, &err) == TG_OK;
+	ok = tg_route_strips_begin(&ctx, p, units, &rb, &err) == TG_OK;
 	for (int pass = 0; pass < 4 && ok; pass++)
 	{
 		int			r0 = 0;
@@ -1230,41 +1230,41 @@ route_in_bands(const double *surf, const tg_flow_params *p, tg_accum_units units
 			break;
 		for (int k = 0; k < nb && ok; k++)
 		{
-			/* the band with two halo rows each side, as a reader hands it over */
+			/* the strip with two halo rows each side, as a reader hands it over */
 			const double *z = surf + (size_t) (r0 >= 2 ? r0 - 2 : 0) * W;
 			tg_band		wb = band_f64(weight ? weight + (size_t) r0 * W : surf, W, rows[k]);
 
 			if (pass == 0)
-				ok = tg_route_blocks_scan(&ctx, rb, r0, rows[k], z, &err) == TG_OK;
+				ok = tg_route_strips_scan(&ctx, rb, r0, rows[k], z, &err) == TG_OK;
 			else if (pass == 1)
 			{
-				ok = tg_route_blocks_directions(&ctx, rb, r0, rows[k], z, d8 + (size_t) r0 * W,
+				ok = tg_route_strips_directions(&ctx, rb, r0, rows[k], z, d8 + (size_t) r0 * W,
 												bfrac, &err) == TG_OK;
 				for (int j = 0; j < 8 && ok; j++)
 					memcpy(frac + (size_t) j * n + (size_t) r0 * W, bfrac + (size_t) j * rows[k] * W,
 						   sizeof(float) * rows[k] * W);
 			}
 			else if (pass == 2 && p->routing == TG_ROUTE_D8)
-				ok = tg_route_blocks_link(&ctx, rb, r0, rows[k], z, weight ? &wb : NULL, &err) == TG_OK;
+				ok = tg_route_strips_link(&ctx, rb, r0, rows[k], z, weight ? &wb : NULL, &err) == TG_OK;
 			else if (pass == 3)
-				ok = tg_route_blocks_accumulate(&ctx, rb, r0, rows[k], z, weight ? &wb : NULL,
+				ok = tg_route_strips_accumulate(&ctx, rb, r0, rows[k], z, weight ? &wb : NULL,
 												acc + (size_t) r0 * W, &err) == TG_OK;
 			r0 += rows[k];
 		}
 		if (pass == 0 && ok)
-			ok = tg_route_blocks_solve_flats(&ctx, rb, &err) == TG_OK;
+			ok = tg_route_strips_solve_flats(&ctx, rb, &err) == TG_OK;
 		if (pass == 2 && ok && p->routing == TG_ROUTE_D8)
-			ok = tg_route_blocks_solve_flow(&ctx, rb, &err) == TG_OK;
+			ok = tg_route_strips_solve_flow(&ctx, rb, &err) == TG_OK;
 	}
 	if (!ok)
-		printf("routing in bands: %s\n", err.message);
-	*flat_cells = rb ? tg_route_blocks_flat_cells(rb) : 0;
-	tg_route_blocks_end(&ctx, rb);
+		printf("routing in strips: %s\n", err.message);
+	*flat_cells = rb ? tg_route_strips_flat_cells(rb) : 0;
+	tg_route_strips_end(&ctx, rb);
 	free(bfrac);
 	return ok;
 }
 
-/* Terraces: long flats of a few levels that cross any band boundary. */
+/* Terraces: long flats of a few levels that cross any strip boundary. */
 static double *
 terraced_terrain(int W, int H)
 {
@@ -1334,11 +1334,11 @@ test_route_blocks(void)
 				tg_error_clear(&err);
 				check(tg_flow_direction(&ctx, &b, &p, routing == TG_ROUTE_D8 ? ref_d8 : NULL,
 										routing == TG_ROUTE_D8 ? NULL : ref_frac, &err) == TG_OK,
-					  "banded routing %dx%d: reference directions", W, H);
+					  "routing in strips %dx%d: reference directions", W, H);
 				if (routing == TG_ROUTE_D8)
 					check(tg_flow_accumulation(&ctx, &b, c == 6 ? &wb : NULL, &p, TG_ACC_INDEGREE, units,
 											   ref_acc, &err) == TG_OK,
-						  "banded routing %dx%d: reference accumulation", W, H);
+						  "routing in strips %dx%d: reference accumulation", W, H);
 				for (int split = 0; split < 4; split++)
 				{
 					int			nb = split_rows(H, split, rows);
@@ -1347,10 +1347,10 @@ test_route_blocks(void)
 								frac_diff = 0;
 					double		acc_diff = 0;
 
-					if (!route_in_bands(surf, &p, units, c == 6 ? weight : NULL, rows, nb, d8, frac, acc,
+					if (!route_in_strips(surf, &p, units, c == 6 ? weight : NULL, rows, nb, d8, frac, acc,
 										&flats))
 					{
-						check(false, "banded routing %dx%d in %d bands ran", W, H, nb);
+						check(false, "routing in strips %dx%d in %d strips ran", W, H, nb);
 						continue;
 					}
 					crossing += flats;
@@ -1377,12 +1377,12 @@ test_route_blocks(void)
 							}
 					}
 					check(d8_diff == 0 && frac_diff == 0,
-						  "banded routing %dx%d (terrain %d, case %d) in %d bands: directions equal the "
+						  "routing in strips %dx%d (terrain %d, case %d) in %d strips: directions equal the "
 						  "in-memory ones (%zu codes, %zu shares differ)", W, H, terrain, c, nb,
 						  d8_diff, frac_diff);
 					if (routing == TG_ROUTE_D8)
 						check(units == TG_UNITS_CELLS && c != 6 ? acc_diff == 0 : acc_diff < 1e-12,
-							  "banded D8 accumulation %dx%d (terrain %d, case %d) in %d bands: "
+							  "D8 accumulation in strips %dx%d (terrain %d, case %d) in %d strips: "
 							  "equals the in-memory one (max relative difference %g)",
 							  W, H, terrain, c, nb, acc_diff);
 				}
@@ -1399,7 +1399,7 @@ test_route_blocks(void)
 			free(rows);
 			free(weight);
 		}
-	check(crossing > 1000, "banded routing: the tests had flats across bands (%zu cells)", crossing);
+	check(crossing > 1000, "routing in strips: the tests had flats across strips (%zu cells)", crossing);
 }
 
 void

@@ -1,25 +1,25 @@
 /*
- * fill_blocks.c — depression filling (epsilon 0) of a grid too large for
- * memory, band by band, after Barnes (2016), "Parallel priority-flood
+ * fill_strips.c — depression filling (epsilon 0) of a grid too large for
+ * memory, strip by strip, after Barnes (2016), "Parallel priority-flood
  * depression filling for trillion cell digital elevation models".
  *
  * The filled surface without epsilon is W(c) = the lowest possible highest
  * elevation on a path from c to an outlet (an edge cell or one next to
- * nodata).  A band of rows is flooded on its own from two kinds of seeds:
+ * nodata).  A strip of rows is flooded on its own from two kinds of seeds:
  * its true outlets (label 0) and the cells of its top and bottom rows, each
  * its own label.  The flood gives every cell a local level lf (the same
  * minimax, to the nearest seed) and the label of that seed, and where two
  * labels meet, the height max(lf(a), lf(b)) at which water crosses between
- * them.  Rows facing each other across a band boundary join their labels at
+ * them.  Rows facing each other across a strip boundary join their labels at
  * max(z, z').  Over that graph of labels, the level of each label is its
  * minimax distance to label 0 (a Dijkstra with max for +); then
  *     W(c) = max(lf(c), level(label(c)))
- * which a second flood of each band (identical, as the flood is
- * deterministic) turns into the output.  Memory: one band's cells, plus two
- * labels per column per band and the edges between labels.
+ * which a second flood of each strip (identical, as the flood is
+ * deterministic) turns into the output.  Memory: one strip's cells, plus two
+ * labels per column per strip and the edges between labels.
  *
- * Use: begin; scan every band top to bottom; solve; finish every band (any
- * order); end.  A band is given with the row above and below it where they
+ * Use: begin; scan every strip top to bottom; solve; finish every strip (any
+ * order); end.  A strip is given with the row above and below it where they
  * exist, so that cells next to nodata across the boundary are outlets, as in
  * the in-memory fill.
  */
@@ -30,30 +30,30 @@
 #include <math.h>
 #include <string.h>
 
-struct tg_fill_blocks
+struct tg_fill_strips
 {
 	int			width;
 	int			height;
-	int			nbands;
-	int			band_cap;
-	int		   *band_row0;
-	int		   *band_rows;
-	uint32_t   *prev_bottom;	/* labels of the last scanned band's bottom row */
+	int			nstrips;
+	int			strip_cap;
+	int		   *strip_row0;
+	int		   *strip_rows;
+	uint32_t   *prev_bottom;	/* labels of the last scanned strip's bottom row */
 	tg_label_graph *graph;
 	double	   *level;			/* after solve: level of every label */
-	int			next_row;		/* the row the next scanned band must start at */
+	int			next_row;		/* the row the next scanned strip must start at */
 	bool		solved;
 };
 
-/* One band's flood: local levels and labels. */
-typedef struct band_work
+/* One strip's flood: local levels and labels. */
+typedef struct strip_work
 {
 	double	   *lf;
 	uint32_t   *label;
-} band_work;
+} strip_work;
 
 static void
-band_free(const tg_ctx *ctx, band_work *b)
+strip_free(const tg_ctx *ctx, strip_work *b)
 {
 	tg_free(ctx, b->lf);
 	tg_free(ctx, b->label);
@@ -61,21 +61,21 @@ band_free(const tg_ctx *ctx, band_work *b)
 }
 
 static int
-band_index(const tg_fill_blocks *fb, int row0, int nrows)
+strip_index(const tg_fill_strips *fb, int row0, int nrows)
 {
-	for (int k = 0; k < fb->nbands; k++)
-		if (fb->band_row0[k] == row0 && fb->band_rows[k] == nrows)
+	for (int k = 0; k < fb->nstrips; k++)
+		if (fb->strip_row0[k] == row0 && fb->strip_rows[k] == nrows)
 			return k;
 	return -1;
 }
 
 /*
- * Flood band `k` (rows row0 .. row0 + nrows - 1; z starts at the row above
+ * Flood strip `k` (rows row0 .. row0 + nrows - 1; z starts at the row above
  * when there is one), recording its label edges into the graph when given.
  */
 static tg_status
-band_flood(const tg_ctx *ctx, tg_fill_blocks *fb, int k, int row0, int nrows, const double *z,
-		   tg_label_graph *graph, band_work *b, tg_error *err)
+strip_flood(const tg_ctx *ctx, tg_fill_strips *fb, int k, int row0, int nrows, const double *z,
+		   tg_label_graph *graph, strip_work *b, tg_error *err)
 {
 	const size_t W = (size_t) fb->width,
 				n = W * nrows;
@@ -85,7 +85,7 @@ band_flood(const tg_ctx *ctx, tg_fill_blocks *fb, int k, int row0, int nrows, co
 	b->lf = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
 	b->label = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
 	if (!b->lf || !b->label)
-		return tg_error_set(err, TG_ENOMEM, "could not allocate a fill band of %zu x %d cells", W, nrows);
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a fill strip of %zu x %d cells", W, nrows);
 	memset(&f, 0, sizeof f);
 	f.width = fb->width;
 	f.nrows = nrows;
@@ -103,7 +103,7 @@ band_flood(const tg_ctx *ctx, tg_fill_blocks *fb, int k, int row0, int nrows, co
 /* ------------------------------------------------------------------------ */
 
 size_t
-tg_fill_blocks_bytes_per_cell(void)
+tg_fill_strips_bytes_per_cell(void)
 {
 	/*
 	 * input doubles, local level; label, pit and climb; the flood's state;
@@ -113,9 +113,9 @@ tg_fill_blocks_bytes_per_cell(void)
 }
 
 tg_status
-tg_fill_blocks_begin(const tg_ctx *ctx, int width, int height, tg_fill_blocks **out, tg_error *err)
+tg_fill_strips_begin(const tg_ctx *ctx, int width, int height, tg_fill_strips **out, tg_error *err)
 {
-	tg_fill_blocks *fb = tg_alloc(ctx, sizeof *fb);
+	tg_fill_strips *fb = tg_alloc(ctx, sizeof *fb);
 	tg_status	st;
 
 	*out = NULL;
@@ -129,7 +129,7 @@ tg_fill_blocks_begin(const tg_ctx *ctx, int width, int height, tg_fill_blocks **
 		: tg_error_set(err, TG_ENOMEM, "could not allocate the blocked fill");
 	if (st != TG_OK)
 	{
-		tg_fill_blocks_end(ctx, fb);
+		tg_fill_strips_end(ctx, fb);
 		return st;
 	}
 	*out = fb;
@@ -137,21 +137,21 @@ tg_fill_blocks_begin(const tg_ctx *ctx, int width, int height, tg_fill_blocks **
 }
 
 tg_status
-tg_fill_blocks_scan(const tg_ctx *ctx, tg_fill_blocks *fb, int row0, int nrows, const double *z,
+tg_fill_strips_scan(const tg_ctx *ctx, tg_fill_strips *fb, int row0, int nrows, const double *z,
 					tg_error *err)
 {
 	const int	W = fb->width;
-	band_work	b;
+	strip_work	b;
 	tg_status	st;
 
 	if (fb->solved || row0 != fb->next_row || nrows < 1 || row0 + nrows > fb->height)
-		return tg_error_set(err, TG_EINVAL, "blocked fill: band at row %d of %d rows out of order",
+		return tg_error_set(err, TG_EINVAL, "blocked fill: strip at row %d of %d rows out of order",
 							row0, nrows);
-	if ((uint64_t) (2 * (fb->nbands + 1)) * (uint64_t) W + 1 > UINT32_MAX)
-		return tg_error_set(err, TG_ELIMIT, "blocked fill: too many bands of %d columns", W);
-	if (fb->nbands == fb->band_cap)
+	if ((uint64_t) (2 * (fb->nstrips + 1)) * (uint64_t) W + 1 > UINT32_MAX)
+		return tg_error_set(err, TG_ELIMIT, "blocked fill: too many strips of %d columns", W);
+	if (fb->nstrips == fb->strip_cap)
 	{
-		int			cap = fb->band_cap ? 2 * fb->band_cap : 64;
+		int			cap = fb->strip_cap ? 2 * fb->strip_cap : 64;
 		int		   *r0 = tg_alloc(ctx, cap * sizeof(int)),
 				   *rs = tg_alloc(ctx, cap * sizeof(int));
 
@@ -159,78 +159,78 @@ tg_fill_blocks_scan(const tg_ctx *ctx, tg_fill_blocks *fb, int row0, int nrows, 
 		{
 			tg_free(ctx, r0);
 			tg_free(ctx, rs);
-			return tg_error_set(err, TG_ENOMEM, "could not allocate the blocked fill's bands");
+			return tg_error_set(err, TG_ENOMEM, "could not allocate the blocked fill's strips");
 		}
-		if (fb->nbands)
+		if (fb->nstrips)
 		{
-			memcpy(r0, fb->band_row0, fb->nbands * sizeof(int));
-			memcpy(rs, fb->band_rows, fb->nbands * sizeof(int));
+			memcpy(r0, fb->strip_row0, fb->nstrips * sizeof(int));
+			memcpy(rs, fb->strip_rows, fb->nstrips * sizeof(int));
 		}
-		tg_free(ctx, fb->band_row0);
-		tg_free(ctx, fb->band_rows);
-		fb->band_row0 = r0;
-		fb->band_rows = rs;
-		fb->band_cap = cap;
+		tg_free(ctx, fb->strip_row0);
+		tg_free(ctx, fb->strip_rows);
+		fb->strip_row0 = r0;
+		fb->strip_rows = rs;
+		fb->strip_cap = cap;
 	}
-	st = band_flood(ctx, fb, fb->nbands, row0, nrows, z, fb->graph, &b, err);
-	/* rows facing the band above: join their labels at the higher cell */
-	if (st == TG_OK && row0 > 0 && fb->nbands > 0)
+	st = strip_flood(ctx, fb, fb->nstrips, row0, nrows, z, fb->graph, &b, err);
+	/* rows facing the strip above: join their labels at the higher cell */
+	if (st == TG_OK && row0 > 0 && fb->nstrips > 0)
 		st = tg_label_graph_join_rows(ctx, fb->graph, W, fb->prev_bottom, z, b.label, z + W, err);
 	if (st == TG_OK)
 	{
 		memcpy(fb->prev_bottom, b.label + (size_t) (nrows - 1) * W, W * sizeof(uint32_t));
-		fb->band_row0[fb->nbands] = row0;
-		fb->band_rows[fb->nbands] = nrows;
-		fb->nbands++;
+		fb->strip_row0[fb->nstrips] = row0;
+		fb->strip_rows[fb->nstrips] = nrows;
+		fb->nstrips++;
 		fb->next_row = row0 + nrows;
 	}
-	band_free(ctx, &b);
+	strip_free(ctx, &b);
 	return st;
 }
 
 /* Levels of all labels: minimax distance to label 0 over the edges. */
 tg_status
-tg_fill_blocks_solve(const tg_ctx *ctx, tg_fill_blocks *fb, tg_error *err)
+tg_fill_strips_solve(const tg_ctx *ctx, tg_fill_strips *fb, tg_error *err)
 {
 	tg_status	st;
 
 	if (fb->next_row != fb->height)
-		return tg_error_set(err, TG_EINVAL, "blocked fill: bands cover %d of %d rows",
+		return tg_error_set(err, TG_EINVAL, "blocked fill: strips cover %d of %d rows",
 							fb->next_row, fb->height);
-	st = tg_label_graph_solve(ctx, &fb->graph, 1, 1 + (size_t) 2 * fb->nbands * fb->width,
+	st = tg_label_graph_solve(ctx, &fb->graph, 1, 1 + (size_t) 2 * fb->nstrips * fb->width,
 							  &fb->level, err);
 	fb->solved = st == TG_OK;
 	return st;
 }
 
 tg_status
-tg_fill_blocks_finish(const tg_ctx *ctx, tg_fill_blocks *fb, int row0, int nrows, const double *z,
+tg_fill_strips_finish(const tg_ctx *ctx, tg_fill_strips *fb, int row0, int nrows, const double *z,
 					  double *w, tg_error *err)
 {
 	const size_t n = (size_t) fb->width * nrows;
-	const int	k = band_index(fb, row0, nrows);
-	band_work	b;
+	const int	k = strip_index(fb, row0, nrows);
+	strip_work	b;
 	tg_status	st;
 
 	if (!fb->solved || k < 0)
-		return tg_error_set(err, TG_EINVAL, "blocked fill: band at row %d of %d rows was not scanned",
+		return tg_error_set(err, TG_EINVAL, "blocked fill: strip at row %d of %d rows was not scanned",
 							row0, nrows);
 	/* the same flood again (it is deterministic), labels only */
-	st = band_flood(ctx, fb, k, row0, nrows, z, NULL, &b, err);
+	st = strip_flood(ctx, fb, k, row0, nrows, z, NULL, &b, err);
 	if (st == TG_OK)
 		for (size_t i = 0; i < n; i++)
 			w[i] = isnan(b.lf[i]) ? NAN : fmax(b.lf[i], fb->level[b.label[i]]);
-	band_free(ctx, &b);
+	strip_free(ctx, &b);
 	return st;
 }
 
 void
-tg_fill_blocks_end(const tg_ctx *ctx, tg_fill_blocks *fb)
+tg_fill_strips_end(const tg_ctx *ctx, tg_fill_strips *fb)
 {
 	if (fb == NULL)
 		return;
-	tg_free(ctx, fb->band_row0);
-	tg_free(ctx, fb->band_rows);
+	tg_free(ctx, fb->strip_row0);
+	tg_free(ctx, fb->strip_rows);
 	tg_free(ctx, fb->prev_bottom);
 	tg_label_graph_free(ctx, fb->graph);
 	tg_free(ctx, fb->level);

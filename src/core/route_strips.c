@@ -1,32 +1,32 @@
 /*
- * route_blocks.c — flow directions and D8 accumulation of a grid too large
- * for memory, band by band, with the same values as route_cpu.c and
+ * route_strips.c — flow directions and D8 accumulation of a grid too large
+ * for memory, strip by strip, with the same values as route_cpu.c and
  * accum_cpu.c on the whole grid.
  *
  * Directions.  A cell's direction depends on its 3 x 3 window, except on
  * flats, which route_cpu.c drains down a mask built from breadth-first
- * distances over the whole flat (Barnes et al. 2014).  A band is routed on
+ * distances over the whole flat (Barnes et al. 2014).  A strip is routed on
  * its own rows plus two rows of halo on each side (the outer one decides
- * whether the inner one is flat); flats that lie inside the band get the same
- * mask there as on the whole grid.  Flats that cross a band boundary are
- * collected while scanning the bands (their cells only, with the seeds each
+ * whether the inner one is flat); flats that lie inside the strip get the same
+ * mask there as on the whole grid.  Flats that cross a strip boundary are
+ * collected while scanning the strips (their cells only, with the seeds each
  * cell is), their distances solved over those cells, and their mask values
- * handed to every band that touches them.
+ * handed to every strip that touches them.
  *
  * D8 accumulation, after Barnes (2017), "Parallel non-divergent flow
- * accumulation for trillion cell digital elevation models".  Each band is
- * accumulated on its own; a cell whose receiver lies in another band is an
- * exit, and each cell of a band's first and last row knows the exit its own
+ * accumulation for trillion cell digital elevation models".  Each strip is
+ * accumulated on its own; a cell whose receiver lies in another strip is an
+ * exit, and each cell of a strip's first and last row knows the exit its own
  * flow path leaves by (or none).  Water leaving by an exit enters the other
- * band at the receiver and follows that cell's path to its exit: over the
+ * strip at the receiver and follows that cell's path to its exit: over the
  * exits this is a small acyclic graph, whose totals give every entry cell
- * the water arriving from outside.  A second accumulation of each band with
+ * the water arriving from outside.  A second accumulation of each strip with
  * those inflows added is the final result.  In cells (integers below 2^53)
  * this is exact; weighted and area sums are added in another order, so they
  * agree to rounding.
  *
- * Use: begin; scan every band top to bottom; solve_flats; then route any
- * band (directions), or link every band, solve_flow and accumulate any band.
+ * Use: begin; scan every strip top to bottom; solve_flats; then route any
+ * strip (directions), or link every strip, solve_flow and accumulate any strip.
  * z is always the routing surface of rows [row0 - 2, row0 + nrows + 2)
  * clipped to the grid.
  */
@@ -42,15 +42,15 @@
 #define SEED_DRAINS 1			/* next to a draining cell of equal elevation */
 #define SEED_HIGHER 2			/* next to a strictly higher cell */
 
-/* One band's links (after tg_route_blocks_link). */
-typedef struct band_links
+/* One strip's links (after tg_route_strips_link). */
+typedef struct strip_links
 {
 	int			row0;
 	int			nrows;
 	int64_t    *dest;			/* first row's W cells, then the last row's: their exit */
-} band_links;
+} strip_links;
 
-/* An exit: a cell whose receiver lies in another band. */
+/* An exit: a cell whose receiver lies in another strip. */
 typedef struct exit_cell
 {
 	int64_t		cell;
@@ -58,14 +58,14 @@ typedef struct exit_cell
 	double		acc;			/* local accumulation, then the total leaving */
 } exit_cell;
 
-/* Water entering a band at a cell, from exits of other bands. */
+/* Water entering a strip at a cell, from exits of other strips. */
 typedef struct inflow
 {
 	int64_t		cell;
 	double		amount;
 } inflow;
 
-struct tg_route_blocks
+struct tg_route_strips
 {
 	tg_flow_params p;			/* of the whole grid */
 	tg_accum_units units;
@@ -74,7 +74,7 @@ struct tg_route_blocks
 	int			next_row;		/* scan order check */
 	bool		flats_solved;
 
-	/* cells of flats that cross a band boundary, in raster order */
+	/* cells of flats that cross a strip boundary, in raster order */
 	size_t		nflat;
 	size_t		flat_cap;
 	int64_t    *flat_cell;
@@ -84,9 +84,9 @@ struct tg_route_blocks
 	int64_t    *row_start;		/* H + 1: first flat cell of each row */
 
 	/* accumulation */
-	band_links *bands;
-	int			nbands;
-	size_t		band_cap;
+	strip_links *strips;
+	int			nstrips;
+	size_t		strip_cap;
 	exit_cell  *exits;
 	size_t		nexits;
 	size_t		exit_cap;
@@ -105,12 +105,12 @@ struct tg_route_blocks
 	} while (0)
 
 size_t
-tg_route_blocks_bytes_per_cell(tg_routing routing, bool accumulate)
+tg_route_strips_bytes_per_cell(tg_routing routing, bool accumulate)
 {
 	/*
-	 * Routing a band: the surface in and its copy (16), flat flags, mask and
+	 * Routing a strip: the surface in and its copy (16), flat flags, mask and
 	 * the flat resolution's distances, labels and queue (21), codes (2),
-	 * shares of multiple-flow routings (64, twice for the band's copy).
+	 * shares of multiple-flow routings (64, twice for the strip's copy).
 	 * Accumulating: weights, two accumulations, donor counts, a stack and the
 	 * exits' memo (29).
 	 */
@@ -124,19 +124,19 @@ tg_route_blocks_bytes_per_cell(tg_routing routing, bool accumulate)
 }
 
 tg_status
-tg_route_blocks_begin(const tg_ctx *ctx, const tg_flow_params *p, tg_accum_units units,
-					  tg_route_blocks **out, tg_error *err)
+tg_route_strips_begin(const tg_ctx *ctx, const tg_flow_params *p, tg_accum_units units,
+					  tg_route_strips **out, tg_error *err)
 {
-	tg_route_blocks *rb = tg_alloc(ctx, sizeof *rb);
+	tg_route_strips *rb = tg_alloc(ctx, sizeof *rb);
 
 	*out = NULL;
 	if (p->routing == TG_ROUTE_FDD8)
 	{
 		tg_free(ctx, rb);
-		return tg_error_set(err, TG_EUNSUPPORTED, "fdd8 cannot be routed in bands");
+		return tg_error_set(err, TG_EUNSUPPORTED, "fdd8 cannot be routed in strips");
 	}
 	if (rb == NULL)
-		return tg_error_set(err, TG_ENOMEM, "could not allocate the band routing");
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the strip routing");
 	memset(rb, 0, sizeof *rb);
 	rb->p = *p;
 	rb->units = units;
@@ -146,7 +146,7 @@ tg_route_blocks_begin(const tg_ctx *ctx, const tg_flow_params *p, tg_accum_units
 	if (rb->row_start == NULL)
 	{
 		tg_free(ctx, rb);
-		return tg_error_set(err, TG_ENOMEM, "could not allocate the band routing");
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the strip routing");
 	}
 	memset(rb->row_start, 0, ((size_t) rb->H + 1) * sizeof(int64_t));
 	*out = rb;
@@ -154,7 +154,7 @@ tg_route_blocks_begin(const tg_ctx *ctx, const tg_flow_params *p, tg_accum_units
 }
 
 void
-tg_route_blocks_end(const tg_ctx *ctx, tg_route_blocks *rb)
+tg_route_strips_end(const tg_ctx *ctx, tg_route_strips *rb)
 {
 	if (rb == NULL)
 		return;
@@ -163,17 +163,17 @@ tg_route_blocks_end(const tg_ctx *ctx, tg_route_blocks *rb)
 	tg_free(ctx, rb->flat_seed);
 	tg_free(ctx, rb->flat_mask);
 	tg_free(ctx, rb->row_start);
-	for (int b = 0; b < rb->nbands; b++)
-		tg_free(ctx, rb->bands[b].dest);
-	tg_free(ctx, rb->bands);
+	for (int b = 0; b < rb->nstrips; b++)
+		tg_free(ctx, rb->strips[b].dest);
+	tg_free(ctx, rb->strips);
 	tg_free(ctx, rb->exits);
 	tg_free(ctx, rb->inflows);
 	tg_free(ctx, rb);
 }
 
-/* The rows given with a band: [*first, *first + *count). */
+/* The rows given with a strip: [*first, *first + *count). */
 static void
-halo_rows(const tg_route_blocks *rb, int row0, int nrows, int *first, int *count)
+halo_rows(const tg_route_strips *rb, int row0, int nrows, int *first, int *count)
 {
 	*first = row0 >= 2 ? row0 - 2 : 0;
 	*count = (row0 + nrows + 2 <= rb->H ? row0 + nrows + 2 : rb->H) - *first;
@@ -241,7 +241,7 @@ cmp_leading_cell(const void *a, const void *b)
 }
 
 /* ------------------------------------------------------------------------
- * Flats across bands
+ * Flats across strips
  * ------------------------------------------------------------------------ */
 
 static inline bool
@@ -252,7 +252,7 @@ inside(int W, int H, int x, int y)
 
 /* Append a cell of a crossing flat (the three arrays share one capacity). */
 static bool
-keep_flat_cell(const tg_ctx *ctx, tg_route_blocks *rb, int64_t cell, double z, uint8_t seed)
+keep_flat_cell(const tg_ctx *ctx, tg_route_strips *rb, int64_t cell, double z, uint8_t seed)
 {
 	if (rb->nflat == rb->flat_cap)
 	{
@@ -274,7 +274,7 @@ keep_flat_cell(const tg_ctx *ctx, tg_route_blocks *rb, int64_t cell, double z, u
 }
 
 tg_status
-tg_route_blocks_scan(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows,
+tg_route_strips_scan(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
 					 const double *z, tg_error *err)
 {
 	const int	W = rb->W;
@@ -290,7 +290,7 @@ tg_route_blocks_scan(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows
 	tg_status	st = TG_OK;
 
 	if (row0 != rb->next_row || nrows < 1 || row0 + nrows > rb->H || rb->flats_solved)
-		return tg_error_set(err, TG_EINVAL, "bands must be scanned top to bottom (row %d, expected %d)",
+		return tg_error_set(err, TG_EINVAL, "strips must be scanned top to bottom (row %d, expected %d)",
 							row0, rb->next_row);
 	halo_rows(rb, row0, nrows, &first, &count);
 	n = (size_t) W * count;
@@ -299,14 +299,14 @@ tg_route_blocks_scan(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows
 	queue = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
 	if (flat == NULL || label == NULL || queue == NULL)
 	{
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate a band's flat labels (%zu cells)", n);
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate a strip's flat labels (%zu cells)", n);
 		goto done;
 	}
 	tg_cpu_flat_cells(z, W, count, flat);
 	memset(label, 0, n * sizeof(int32_t));
 	CHECK_CANCELED(ctx, "flow routing");
 
-	/* label the band's own flats; note those that reach over its edges */
+	/* label the strip's own flats; note those that reach over its edges */
 	for (int y = row0 - first; y < row0 - first + nrows; y++)
 		for (int x = 0; x < W; x++)
 		{
@@ -381,7 +381,7 @@ tg_route_blocks_scan(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows
 			}
 			if (!keep_flat_cell(ctx, rb, (int64_t) (first + y) * W + x, z[i], seed))
 			{
-				st = tg_error_set(err, TG_ENOMEM, "could not keep the %zu cells of flats across bands",
+				st = tg_error_set(err, TG_ENOMEM, "could not keep the %zu cells of flats across strips",
 								  rb->nflat);
 				goto done;
 			}
@@ -400,7 +400,7 @@ done:
 
 /* First crossing-flat cell of row y at or after column x (row_start[y + 1] if none). */
 static int64_t
-flat_lower_bound(const tg_route_blocks *rb, int x, int y)
+flat_lower_bound(const tg_route_strips *rb, int x, int y)
 {
 	const int64_t first = rb->row_start[y];
 
@@ -415,7 +415,7 @@ flat_lower_bound(const tg_route_blocks *rb, int x, int y)
  * rows above and below.
  */
 static bool
-flats_spread(const tg_ctx *ctx, const tg_route_blocks *rb, int32_t *value, bool count_steps,
+flats_spread(const tg_ctx *ctx, const tg_route_strips *rb, int32_t *value, bool count_steps,
 			 uint32_t *queue, size_t head, size_t tail)
 {
 	while (head < tail)
@@ -462,7 +462,7 @@ flats_spread(const tg_ctx *ctx, const tg_route_blocks *rb, int32_t *value, bool 
  * with `seed` (1 there).  False when canceled.
  */
 static bool
-flats_distance(const tg_ctx *ctx, const tg_route_blocks *rb, uint8_t seed, int32_t *dist,
+flats_distance(const tg_ctx *ctx, const tg_route_strips *rb, uint8_t seed, int32_t *dist,
 			   uint32_t *queue)
 {
 	size_t		tail = 0;
@@ -479,7 +479,7 @@ flats_distance(const tg_ctx *ctx, const tg_route_blocks *rb, uint8_t seed, int32
 
 /* The flats themselves: component labels 1, 2, ...  False when canceled. */
 static bool
-flats_label(const tg_ctx *ctx, const tg_route_blocks *rb, int32_t *label, uint32_t *queue,
+flats_label(const tg_ctx *ctx, const tg_route_strips *rb, int32_t *label, uint32_t *queue,
 			int32_t *nlabels)
 {
 	memset(label, 0, rb->nflat * sizeof(int32_t));
@@ -497,7 +497,7 @@ flats_label(const tg_ctx *ctx, const tg_route_blocks *rb, int32_t *label, uint32
 }
 
 tg_status
-tg_route_blocks_solve_flats(const tg_ctx *ctx, tg_route_blocks *rb, tg_error *err)
+tg_route_strips_solve_flats(const tg_ctx *ctx, tg_route_strips *rb, tg_error *err)
 {
 	const size_t n = rb->nflat;
 	int32_t    *towards = NULL,
@@ -509,9 +509,9 @@ tg_route_blocks_solve_flats(const tg_ctx *ctx, tg_route_blocks *rb, tg_error *er
 	tg_status	st = TG_OK;
 
 	if (rb->next_row != rb->H || rb->flats_solved)
-		return tg_error_set(err, TG_EINVAL, "solve the flats once, after scanning every band");
+		return tg_error_set(err, TG_EINVAL, "solve the flats once, after scanning every strip");
 	if (n >= UINT32_MAX)
-		return tg_error_set(err, TG_ELIMIT, "%zu cells of flats cross band boundaries", n);
+		return tg_error_set(err, TG_ELIMIT, "%zu cells of flats cross strip boundaries", n);
 	rb->flat_mask = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
 	towards = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
 	away = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
@@ -519,7 +519,7 @@ tg_route_blocks_solve_flats(const tg_ctx *ctx, tg_route_blocks *rb, tg_error *er
 	queue = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
 	if (rb->flat_mask == NULL || towards == NULL || away == NULL || label == NULL || queue == NULL)
 	{
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate the flats across bands (%zu cells)", n);
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate the flats across strips (%zu cells)", n);
 		goto done;
 	}
 	if (!flats_distance(ctx, rb, SEED_DRAINS, towards, queue) ||
@@ -557,13 +557,13 @@ done:
 }
 
 size_t
-tg_route_blocks_flat_cells(const tg_route_blocks *rb)
+tg_route_strips_flat_cells(const tg_route_strips *rb)
 {
 	return rb->nflat;
 }
 
 size_t
-tg_route_blocks_flat_bytes(const tg_route_blocks *rb, bool solving)
+tg_route_strips_flat_bytes(const tg_route_strips *rb, bool solving)
 {
 	/* cell, elevation, seeds; solving adds two distances, a label and a queue
 	 * slot; afterwards cell and mask remain */
@@ -571,12 +571,12 @@ tg_route_blocks_flat_bytes(const tg_route_blocks *rb, bool solving)
 }
 
 /* ------------------------------------------------------------------------
- * Routing a band
+ * Routing a strip
  * ------------------------------------------------------------------------ */
 
 /* The geometry of rows [row0, row0 + nrows) of the grid. */
 static tg_grid_geometry
-band_geometry(const tg_route_blocks *rb, int row0, int nrows)
+strip_geometry(const tg_route_strips *rb, int row0, int nrows)
 {
 	tg_grid_geometry g = rb->p.geom;
 
@@ -585,10 +585,10 @@ band_geometry(const tg_route_blocks *rb, int row0, int nrows)
 	return g;
 }
 
-/* The routing of the band's own rows (band->z, d8, frac: nrows * W). */
+/* The routing of the strip's own rows (strip->z, d8, frac: nrows * W). */
 static tg_status
-route_band(const tg_ctx *ctx, const tg_route_blocks *rb, int row0, int nrows, const double *z,
-		   tg_route *band, tg_error *err)
+route_strip(const tg_ctx *ctx, const tg_route_strips *rb, int row0, int nrows, const double *z,
+		   tg_route *strip, tg_error *err)
 {
 	const int	W = rb->W;
 	int			first,
@@ -605,18 +605,18 @@ route_band(const tg_ctx *ctx, const tg_route_blocks *rb, int row0, int nrows, co
 	tg_route	sub;
 	tg_status	st;
 
-	memset(band, 0, sizeof *band);
+	memset(strip, 0, sizeof *strip);
 	if (!rb->flats_solved || nrows < 1 || row0 < 0 || row0 + nrows > rb->H)
-		return tg_error_set(err, TG_EINVAL, "route a band of the grid after solving the flats");
+		return tg_error_set(err, TG_EINVAL, "route a strip of the grid after solving the flats");
 	halo_rows(rb, row0, nrows, &first, &count);
 	n = (size_t) W * count;
 	off = (size_t) (row0 - first) * W;
 	sub_z = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
 	if (sub_z == NULL)
-		return tg_error_set(err, TG_ENOMEM, "could not allocate a band's surface (%zu cells)", n);
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a strip's surface (%zu cells)", n);
 	memcpy(sub_z, z, n * sizeof(double));
 
-	/* the crossing flats' cells in the band and its inner halo rows */
+	/* the crossing flats' cells in the strip and its inner halo rows */
 	lo = row0 - 1 > first ? row0 - 1 : first;
 	hi = row0 + nrows + 1 < first + count ? row0 + nrows + 1 : first + count;
 	given.count = (size_t) (rb->row_start[hi] - rb->row_start[lo]);
@@ -627,72 +627,72 @@ route_band(const tg_ctx *ctx, const tg_route_blocks *rb, int row0, int nrows, co
 		if (cells == NULL)
 		{
 			tg_free(ctx, sub_z);
-			return tg_error_set(err, TG_ENOMEM, "could not allocate a band's flat cells");
+			return tg_error_set(err, TG_ENOMEM, "could not allocate a strip's flat cells");
 		}
 		for (size_t j = 0; j < given.count; j++)
 			cells[j] = (size_t) (rb->flat_cell[rb->row_start[lo] + j] - (int64_t) first * W);
 		given.cell = cells;
 	}
-	p.geom = band_geometry(rb, first, count);
+	p.geom = strip_geometry(rb, first, count);
 	st = tg_cpu_route_surface(ctx, sub_z, W, count, &p, &given, &sub, err);
 	tg_free(ctx, cells);
 	if (st != TG_OK)
 		return st;
 
-	/* keep the band's own rows */
-	band->width = W;
-	band->height = nrows;
-	band->routing = sub.routing;
-	band->z = tg_alloc(ctx, (nb ? nb : 1) * sizeof(double));
-	band->d8 = tg_alloc(ctx, nb ? nb : 1);
+	/* keep the strip's own rows */
+	strip->width = W;
+	strip->height = nrows;
+	strip->routing = sub.routing;
+	strip->z = tg_alloc(ctx, (nb ? nb : 1) * sizeof(double));
+	strip->d8 = tg_alloc(ctx, nb ? nb : 1);
 	if (sub.frac)
-		band->frac = tg_alloc(ctx, (nb ? 8 * nb : 1) * sizeof(float));
-	if (band->z == NULL || band->d8 == NULL || (sub.frac && band->frac == NULL))
+		strip->frac = tg_alloc(ctx, (nb ? 8 * nb : 1) * sizeof(float));
+	if (strip->z == NULL || strip->d8 == NULL || (sub.frac && strip->frac == NULL))
 	{
 		tg_route_free(ctx, &sub);
-		tg_route_free(ctx, band);
-		return tg_error_set(err, TG_ENOMEM, "could not allocate a band's routing (%zu cells)", nb);
+		tg_route_free(ctx, strip);
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a strip's routing (%zu cells)", nb);
 	}
-	memcpy(band->z, sub.z + off, nb * sizeof(double));
-	memcpy(band->d8, sub.d8 + off, nb);
+	memcpy(strip->z, sub.z + off, nb * sizeof(double));
+	memcpy(strip->d8, sub.d8 + off, nb);
 	if (sub.frac)
 		for (int k = 0; k < 8; k++)
-			memcpy(band->frac + (size_t) k * nb, sub.frac + (size_t) k * n + off, nb * sizeof(float));
+			memcpy(strip->frac + (size_t) k * nb, sub.frac + (size_t) k * n + off, nb * sizeof(float));
 	tg_route_free(ctx, &sub);
 	return TG_OK;
 }
 
 tg_status
-tg_route_blocks_directions(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows,
+tg_route_strips_directions(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
 						   const double *z, uint8_t *d8, float *frac, tg_error *err)
 {
-	tg_route	band;
+	tg_route	strip;
 	tg_status	st;
 
-	st = route_band(ctx, rb, row0, nrows, z, &band, err);
+	st = route_strip(ctx, rb, row0, nrows, z, &strip, err);
 	if (st != TG_OK)
 		return st;
-	st = tg_cpu_export_directions(ctx, &band, &rb->p, NULL, d8, frac, err);
-	tg_route_free(ctx, &band);
+	st = tg_cpu_export_directions(ctx, &strip, &rb->p, NULL, d8, frac, err);
+	tg_route_free(ctx, &strip);
 	return st;
 }
 
 /* ------------------------------------------------------------------------
- * D8 accumulation across bands
+ * D8 accumulation across strips
  * ------------------------------------------------------------------------ */
 
-/* The band's routing, weights and (inflows added where given) accumulation. */
+/* The strip's routing, weights and (inflows added where given) accumulation. */
 static tg_status
-accumulate_band(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows, const double *z,
-				const tg_band *weight, bool with_inflows, tg_route *band, double *acc, tg_error *err)
+accumulate_strip(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows, const double *z,
+				const tg_band *weight, bool with_inflows, tg_route *strip, double *acc, tg_error *err)
 {
-	tg_grid_geometry g = band_geometry(rb, row0, nrows);
+	tg_grid_geometry g = strip_geometry(rb, row0, nrows);
 	double	   *w = NULL;
 	tg_status	st;
 
 	if (rb->p.routing != TG_ROUTE_D8)
-		return tg_error_set(err, TG_EUNSUPPORTED, "accumulation in bands routes D8 only");
-	st = route_band(ctx, rb, row0, nrows, z, band, err);
+		return tg_error_set(err, TG_EUNSUPPORTED, "accumulation in strips routes D8 only");
+	st = route_strip(ctx, rb, row0, nrows, z, strip, err);
 	if (st == TG_OK)
 		st = tg_cell_weights(ctx, weight, &g, rb->units, &w, err);
 	if (st == TG_OK && with_inflows)
@@ -705,20 +705,20 @@ accumulate_band(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows, con
 			w[rb->inflows[j].cell - begin] += rb->inflows[j].amount;
 	}
 	if (st == TG_OK)
-		st = tg_cpu_accumulate(ctx, band, &rb->p, w, TG_ACC_INDEGREE, acc, err);
+		st = tg_cpu_accumulate(ctx, strip, &rb->p, w, TG_ACC_INDEGREE, acc, err);
 	tg_free(ctx, w);
 	if (st != TG_OK)
-		tg_route_free(ctx, band);
+		tg_route_free(ctx, strip);
 	return st;
 }
 
 tg_status
-tg_route_blocks_link(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows,
+tg_route_strips_link(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
 					 const double *z, const tg_band *weight, tg_error *err)
 {
 	const int	W = rb->W;
 	const size_t nb = (size_t) W * nrows;
-	tg_route	band;
+	tg_route	strip;
 	double	   *acc = tg_alloc(ctx, (nb ? nb : 1) * sizeof(double));
 	uint32_t   *memo = tg_alloc(ctx, (nb ? nb : 1) * sizeof(uint32_t));
 	uint32_t   *path = tg_alloc(ctx, (nb ? nb : 1) * sizeof(uint32_t));
@@ -730,15 +730,15 @@ tg_route_blocks_link(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows
 
 	if (acc == NULL || memo == NULL || path == NULL || dest == NULL)
 	{
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate a band's links (%zu cells)", nb);
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate a strip's links (%zu cells)", nb);
 		goto done;
 	}
 	if (rb->flow_solved || nb >= none)
 	{
-		st = tg_error_set(err, TG_EINVAL, "link bands of fewer than 2^32 cells before solving the flow");
+		st = tg_error_set(err, TG_EINVAL, "link strips of fewer than 2^32 cells before solving the flow");
 		goto done;
 	}
-	st = accumulate_band(ctx, rb, row0, nrows, z, weight, false, &band, acc, err);
+	st = accumulate_strip(ctx, rb, row0, nrows, z, weight, false, &strip, acc, err);
 	if (st != TG_OK)
 		goto done;
 	routed = true;
@@ -748,7 +748,7 @@ tg_route_blocks_link(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows
 		for (int x = 0; x < W; x++)
 		{
 			size_t		i = (size_t) y * W + x;
-			int			k = band.d8[i],
+			int			k = strip.d8[i],
 						ny;
 
 			if (k == TG_NO_DIRECTION)
@@ -758,7 +758,7 @@ tg_route_blocks_link(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows
 				continue;
 			if (!grow(ctx, (void **) &rb->exits, &rb->exit_cap, rb->nexits + 1, sizeof(exit_cell)))
 			{
-				st = tg_error_set(err, TG_ENOMEM, "could not keep the band exits");
+				st = tg_error_set(err, TG_ENOMEM, "could not keep the strip exits");
 				goto done;
 			}
 			rb->exits[rb->nexits].cell = (int64_t) (row0 + y) * W + x;
@@ -779,7 +779,7 @@ tg_route_blocks_link(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows
 
 			while (memo[c] == unknown)
 			{
-				int			k = band.d8[c],
+				int			k = strip.d8[c],
 							ny;
 
 				path[len++] = c;
@@ -802,20 +802,20 @@ tg_route_blocks_link(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows
 			dest[(size_t) side * W + x] = result == none ? NO_CELL : (int64_t) row0 * W + result;
 		}
 
-	if (!grow(ctx, (void **) &rb->bands, &rb->band_cap, (size_t) rb->nbands + 1, sizeof(band_links)))
+	if (!grow(ctx, (void **) &rb->strips, &rb->strip_cap, (size_t) rb->nstrips + 1, sizeof(strip_links)))
 	{
-		st = tg_error_set(err, TG_ENOMEM, "could not keep the band links");
+		st = tg_error_set(err, TG_ENOMEM, "could not keep the strip links");
 		goto done;
 	}
-	rb->bands[rb->nbands].row0 = row0;
-	rb->bands[rb->nbands].nrows = nrows;
-	rb->bands[rb->nbands].dest = dest;
-	rb->nbands++;
+	rb->strips[rb->nstrips].row0 = row0;
+	rb->strips[rb->nstrips].nrows = nrows;
+	rb->strips[rb->nstrips].dest = dest;
+	rb->nstrips++;
 	dest = NULL;
 
 done:
 	if (routed)
-		tg_route_free(ctx, &band);
+		tg_route_free(ctx, &strip);
 	tg_free(ctx, acc);
 	tg_free(ctx, memo);
 	tg_free(ctx, path);
@@ -824,38 +824,38 @@ done:
 }
 
 static int
-cmp_band(const void *a, const void *b)
+cmp_strip(const void *a, const void *b)
 {
-	return ((const band_links *) a)->row0 - ((const band_links *) b)->row0;
+	return ((const strip_links *) a)->row0 - ((const strip_links *) b)->row0;
 }
 
-/* The exit a cell of a band's first or last row leaves by, or NO_CELL. */
+/* The exit a cell of a strip's first or last row leaves by, or NO_CELL. */
 static int64_t
-path_exit(const tg_route_blocks *rb, int64_t cell)
+path_exit(const tg_route_strips *rb, int64_t cell)
 {
 	const int	y = (int) (cell / rb->W),
 				x = (int) (cell % rb->W);
 	int			lo = 0,
-				hi = rb->nbands - 1;
+				hi = rb->nstrips - 1;
 
-	while (lo < hi)				/* the last band starting at or above y */
+	while (lo < hi)				/* the last strip starting at or above y */
 	{
 		int			mid = (lo + hi + 1) / 2;
 
-		if (rb->bands[mid].row0 <= y)
+		if (rb->strips[mid].row0 <= y)
 			lo = mid;
 		else
 			hi = mid - 1;
 	}
-	if (y == rb->bands[lo].row0)
-		return rb->bands[lo].dest[x];
-	if (y == rb->bands[lo].row0 + rb->bands[lo].nrows - 1)
-		return rb->bands[lo].dest[rb->W + x];
-	return NO_CELL;				/* receivers of exits lie on band edges */
+	if (y == rb->strips[lo].row0)
+		return rb->strips[lo].dest[x];
+	if (y == rb->strips[lo].row0 + rb->strips[lo].nrows - 1)
+		return rb->strips[lo].dest[rb->W + x];
+	return NO_CELL;				/* receivers of exits lie on strip edges */
 }
 
 static int64_t
-exit_index(const tg_route_blocks *rb, int64_t cell)
+exit_index(const tg_route_strips *rb, int64_t cell)
 {
 	size_t		j = first_cell_at(rb->exits, rb->nexits, sizeof(exit_cell), cell);
 
@@ -863,7 +863,7 @@ exit_index(const tg_route_blocks *rb, int64_t cell)
 }
 
 tg_status
-tg_route_blocks_solve_flow(const tg_ctx *ctx, tg_route_blocks *rb, tg_error *err)
+tg_route_strips_solve_flow(const tg_ctx *ctx, tg_route_strips *rb, tg_error *err)
 {
 	const size_t n = rb->nexits;
 	int64_t    *next = NULL;
@@ -874,24 +874,24 @@ tg_route_blocks_solve_flow(const tg_ctx *ctx, tg_route_blocks *rb, tg_error *err
 				rows = 0;
 	tg_status	st = TG_OK;
 
-	for (int b = 0; b < rb->nbands; b++)
-		rows += (size_t) rb->bands[b].nrows;
+	for (int b = 0; b < rb->nstrips; b++)
+		rows += (size_t) rb->strips[b].nrows;
 	if (rb->flow_solved || rows != (size_t) rb->H)
-		return tg_error_set(err, TG_EINVAL, "solve the flow once, after linking every band");
+		return tg_error_set(err, TG_EINVAL, "solve the flow once, after linking every strip");
 	if (n > 0)
 		qsort(rb->exits, n, sizeof(exit_cell), cmp_leading_cell);
-	qsort(rb->bands, (size_t) rb->nbands, sizeof(band_links), cmp_band);
+	qsort(rb->strips, (size_t) rb->nstrips, sizeof(strip_links), cmp_strip);
 	next = tg_alloc(ctx, (n ? n : 1) * sizeof(int64_t));
 	indeg = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
 	queue = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
 	rb->inflows = tg_alloc(ctx, (n ? n : 1) * sizeof(inflow));
 	if (next == NULL || indeg == NULL || queue == NULL || rb->inflows == NULL)
 	{
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate the flow between bands (%zu exits)", n);
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate the flow between strips (%zu exits)", n);
 		goto done;
 	}
 
-	/* exit -> the exit its water leaves the next band by */
+	/* exit -> the exit its water leaves the next strip by */
 	memset(indeg, 0, n * sizeof(uint32_t));
 	for (size_t i = 0; i < n; i++)
 	{
@@ -917,7 +917,7 @@ tg_route_blocks_solve_flow(const tg_ctx *ctx, tg_route_blocks *rb, tg_error *err
 	}
 	if (tail != n)
 	{
-		st = tg_error_set(err, TG_EDATA, "the flow between bands has a cycle");
+		st = tg_error_set(err, TG_EDATA, "the flow between strips has a cycle");
 		goto done;
 	}
 
@@ -944,21 +944,21 @@ done:
 }
 
 tg_status
-tg_route_blocks_accumulate(const tg_ctx *ctx, tg_route_blocks *rb, int row0, int nrows,
+tg_route_strips_accumulate(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
 						   const double *z, const tg_band *weight, double *acc, tg_error *err)
 {
-	tg_route	band;
+	tg_route	strip;
 	tg_status	st;
 
 	if (!rb->flow_solved)
-		return tg_error_set(err, TG_EINVAL, "accumulate a band after solving the flow");
-	st = accumulate_band(ctx, rb, row0, nrows, z, weight, true, &band, acc, err);
+		return tg_error_set(err, TG_EINVAL, "accumulate a strip after solving the flow");
+	st = accumulate_strip(ctx, rb, row0, nrows, z, weight, true, &strip, acc, err);
 	if (st != TG_OK)
 		return st;
-	tg_route_free(ctx, &band);
+	tg_route_free(ctx, &strip);
 	if (rb->units == TG_UNITS_SCA)
 	{
-		tg_grid_geometry g = band_geometry(rb, row0, nrows);
+		tg_grid_geometry g = strip_geometry(rb, row0, nrows);
 
 		st = tg_to_sca(ctx, &g, acc, err);
 	}
