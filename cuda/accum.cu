@@ -973,9 +973,8 @@ dependency_transfer(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *ki
 }								/* namespace */
 
 /*
- * Accumulate on a routing already on the device.  auto: D8 with integer-valued
- * weights goes through the two-level tiled scheme (accum_tiled.cu), anything
- * else through indegree; *used names what ran.
+ * Accumulate on a routing already on the device, by the method the
+ * dispatcher resolved (tiled: accum_tiled.cu); *used names what ran.
  */
 template <typename V>
 tg_status
@@ -986,25 +985,13 @@ accumulate(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_params
 	const tg_route_view r = route.view(p->threshold);
 	const size_t n = route.n;
 
-	if (method == TG_ACC_AUTO)
-	{
-		bool		integral = false;
-		tg_status	st;
-
-		if (p->routing == TG_ROUTE_D8)
-		{
-			st = weights_are_integral(weight, route.kind.p, n, &integral, err);
-			if (st != TG_OK)
-				return st;
-		}
-		if (integral)
-		{
-			*used = "tiled (d8)";
-			return accumulate_d8_tiled(ctx, r, route.kind.p, weight, acc, rounds, err);
-		}
-		method = TG_ACC_INDEGREE;
-	}
 	*used = tg_accum_method_name(method);
+	if (method == TG_ACC_TILED)
+	{
+		if (p->routing != TG_ROUTE_D8)
+			return tg_error_set(err, TG_EINVAL, "the tiled accumulation routes d8 only");
+		return accumulate_d8_tiled(ctx, r, route.kind.p, weight, acc, rounds, err);
+	}
 
 	if (method == TG_ACC_FLOW_TRANSFER)
 		return flow_transfer(ctx, r, route.kind.p, weight, acc, rounds, err);
@@ -1056,7 +1043,7 @@ accumulation_bytes_per_cell(tg_accum_method method, tg_routing routing)
 	const size_t indegree = 10 + (gathers_inflow(routing) ? 32 : 0);	/* count, queue, masks, shares */
 	size_t		own = method == TG_ACC_FLOW_TRANSFER ? 16 : method == TG_ACC_DEPENDENCY_TRANSFER ? 4 :
 		method == TG_ACC_TOPOLOGICAL ? indegree + 4 :
-		method == TG_ACC_AUTO ? std::max(tiled_bytes_per_cell(), indegree) : indegree;
+		method == TG_ACC_TILED ? tiled_bytes_per_cell() : indegree;
 
 	return 16 + own;
 }

@@ -397,34 +397,7 @@ tgk_tile_accumulate(const uint8_t *__restrict__ d8, const uint8_t *__restrict__ 
 	}
 }
 
-/* Non-integer weights (a flag), and whether every weight is below 2^53 / n. */
-__global__ void
-tgk_weights_integral(const double *__restrict__ weight, const uint8_t *__restrict__ kind,
-					 size_t n, unsigned *__restrict__ bad)
-{
-	const double limit = 9007199254740992.0 / (double) (n ? n : 1);
-
-	TG_GRID_STRIDE(i, n)
-		if (kind[i] != KIND_NODATA && (weight[i] != floor(weight[i]) || fabs(weight[i]) > limit))
-		*bad = 1;
-}
 }								/* namespace */
-
-tg_status
-weights_are_integral(const double *weight, const uint8_t *kind, size_t n, bool *integral,
-					 tg_error *err)
-{
-	dbuf<unsigned> bad;
-	unsigned	h = 0;
-
-	TG_CUDA_CHECK(bad.alloc(1), "allocating a flag");
-	TG_CUDA_CHECK(cudaMemset(bad.p, 0, sizeof(unsigned)), "clearing a flag");
-	tgk_weights_integral<<<grid_for(n), 256>>>(weight, kind, n, bad.p);
-	TG_CUDA_CHECK(cudaGetLastError(), "checking weights");
-	TG_CUDA_CHECK(cudaMemcpy(&h, bad.p, sizeof h, cudaMemcpyDeviceToHost), "checking weights");
-	*integral = h == 0;
-	return TG_OK;
-}
 
 size_t
 tiled_bytes_per_cell(void)

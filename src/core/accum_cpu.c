@@ -760,9 +760,11 @@ tg_cpu_accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
 			st = accumulate_topological(ctx, r, p, weight, acc, &rounds, err);
 			break;
 		case TG_ACC_INDEGREE:
-		case TG_ACC_AUTO:
-		default:
 			st = accumulate_indegree(ctx, r, p, weight, acc, err);
+			break;
+		default:
+			st = tg_error_set(err, TG_EINVAL, "accumulation method %s does not run on the CPU",
+							  tg_accum_method_name(method));
 			break;
 	}
 	if (ctx->stats)
@@ -817,7 +819,7 @@ tg_cpu_hydrology(const tg_ctx *ctx, const tg_band *dem, const tg_band *weight,
 				 const tg_flow_params *p, tg_accum_method method, tg_accum_units units,
 				 const tg_flow_products *out, tg_error *err)
 {
-	const tg_accum_method m = method == TG_ACC_AUTO ? TG_ACC_INDEGREE : method;
+	const tg_accum_method m = method;	/* resolved by the dispatcher */
 	tg_route	route;
 	bool		kept;
 	double	   *w = NULL;

@@ -90,7 +90,7 @@ tg_cpu_rusle(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
 			 const tg_cell_factor factors[4], float *ls, float *soil_loss, tg_error *err)
 {
 	const size_t n = (size_t) dem->width * dem->height;
-	const tg_accum_method method = p->method == TG_ACC_AUTO ? TG_ACC_INDEGREE : p->method;
+	const tg_accum_method method = p->method;	/* resolved by the dispatcher */
 	tg_route	route;
 	bool		kept;
 	double	   *acc;

@@ -465,7 +465,9 @@ typedef enum tg_accum_method
 	TG_ACC_FLOW_TRANSFER,		/* Sten 2016: iterate, pass flow one cell per step */
 	TG_ACC_DEPENDENCY_TRANSFER, /* Sten 2016: a cell completes when its donors have */
 	TG_ACC_INDEGREE,			/* Kahn / graph: frontier of cells with no pending donor */
-	TG_ACC_TOPOLOGICAL			/* Sten 2016: cells sorted by level, level by level */
+	TG_ACC_TOPOLOGICAL,			/* Sten 2016: cells sorted by level, level by level */
+	TG_ACC_TILED				/* GPU, D8 with integer weights: two-level tiles (only
+								 * `auto` chooses it) */
 } tg_accum_method;
 
 typedef enum tg_accum_units

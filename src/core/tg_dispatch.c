@@ -249,6 +249,8 @@ tg_accum_method_name(tg_accum_method m)
 			return "indegree";
 		case TG_ACC_TOPOLOGICAL:
 			return "topological";
+		case TG_ACC_TILED:
+			return "tiled (d8)";
 	}
 	return "unknown";
 }
@@ -273,6 +275,28 @@ check_flow_params(const tg_band *dem, const tg_flow_params *p, tg_error *err)
 	return TG_OK;
 }
 
+/*
+ * `auto`, decided here and nowhere else: the CPU runs indegree; the GPU runs
+ * D8 with integer weights (w NULL: every cell 1) through the two-level tiled
+ * scheme, whose sums are exact in any order while every weight stays below
+ * 2^53 / n, and anything else through indegree.  A method asked for by name
+ * runs as asked.
+ */
+static tg_accum_method
+resolve_method(tg_backend backend, tg_accum_method m, tg_routing routing, const double *w, size_t n)
+{
+	const double exact = 9007199254740992.0 / (double) (n ? n : 1);
+
+	if (m != TG_ACC_AUTO)
+		return m;
+	if (backend != TG_BACKEND_GPU || routing != TG_ROUTE_D8)
+		return TG_ACC_INDEGREE;
+	for (size_t i = 0; w && i < n; i++)
+		if (!isnan(w[i]) && (w[i] != rint(w[i]) || fabs(w[i]) > exact))
+			return TG_ACC_INDEGREE;
+	return TG_ACC_TILED;
+}
+
 typedef struct accum_args
 {
 	const tg_band *dem;
@@ -288,7 +312,9 @@ accum_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
 {
 	const accum_args *f = a;
 
-	return tg_cpu_hydrology(ctx, f->dem, f->weight, f->params, f->method, f->units, f->out, err);
+	return tg_cpu_hydrology(ctx, f->dem, f->weight, f->params,
+							resolve_method(TG_BACKEND_CPU, f->method, f->params->routing, NULL, 0),
+							f->units, f->out, err);
 }
 
 static tg_status
@@ -301,7 +327,10 @@ accum_gpu(const tg_ctx *ctx, const void *a, tg_error *err)
 	st = tg_cell_weights(ctx, f->weight, &f->params->geom, f->units, &w, err);
 	if (st != TG_OK)
 		return st;
-	st = tg_cuda_flow_accumulation(ctx, f->dem, w, f->params, f->method, f->out, err);
+	st = tg_cuda_flow_accumulation(ctx, f->dem, w, f->params,
+								   resolve_method(TG_BACKEND_GPU, f->method, f->params->routing, w,
+												  (size_t) f->dem->width * f->dem->height),
+								   f->out, err);
 	tg_free(ctx, w);
 	if (st == TG_OK && f->units == TG_UNITS_SCA)
 		st = tg_to_sca(ctx, &f->params->geom, f->out->acc, err);
@@ -562,18 +591,23 @@ static tg_status
 rusle_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
 {
 	rusle_args *r = (rusle_args *) a;
+	tg_rusle_params p = *r->params;
 	tg_status	st = rusle_factors(ctx, r, err);
 
-	return st != TG_OK ? st : tg_cpu_rusle(ctx, r->dem, r->params, r->factors, r->ls, r->soil_loss, err);
+	p.method = resolve_method(TG_BACKEND_CPU, p.method, p.flow.routing, NULL, 0);
+	return st != TG_OK ? st : tg_cpu_rusle(ctx, r->dem, &p, r->factors, r->ls, r->soil_loss, err);
 }
 
 static tg_status
 rusle_gpu(const tg_ctx *ctx, const void *a, tg_error *err)
 {
 	rusle_args *r = (rusle_args *) a;
+	tg_rusle_params p = *r->params;
 	tg_status	st = rusle_factors(ctx, r, err);
 
-	return st != TG_OK ? st : tg_cuda_rusle(ctx, r->dem, r->params, r->factors, r->ls, r->soil_loss, err);
+	/* the contributing area counts cells */
+	p.method = resolve_method(TG_BACKEND_GPU, p.method, p.flow.routing, NULL, 0);
+	return st != TG_OK ? st : tg_cuda_rusle(ctx, r->dem, &p, r->factors, r->ls, r->soil_loss, err);
 }
 
 tg_status
