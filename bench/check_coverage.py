@@ -16,10 +16,8 @@ variables; needs a superuser (results are read through a byteasend helper).
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from array import array
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -149,60 +147,17 @@ def run_dem(dem, tile, db):
     psql("DROP TABLE cov_acc, cov_dem, cov_whole", db)
 
 
-def psql_async(sql, db, tag):
-    """Start psql on one statement; application_name tags it for pg_stat_activity."""
-    env = dict(os.environ, PGAPPNAME=tag)
-    cmd = ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"] + (["-d", db] if db else []) + ["-c", sql]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-
-
-def run_jobs(dem, tile, db):
-    """Two coverage jobs at once, and a canceled one that leaves nothing behind."""
-    print("%s: concurrent and canceled coverage jobs" % dem.name)
-    load_dem(dem, "cov_whole", db)
-    load_dem(dem, "cov_dem", db, tile=tile)
-    psql("DROP TABLE IF EXISTS job_a, job_b, job_c", db)
-    a = psql_async("CREATE TABLE job_a AS SELECT * FROM tg_flow_accumulation(coverage => 'cov_dem', routing => 'mfd-md')",
-                   db, "tg_job_a")
-    b = psql_async("CREATE TABLE job_b AS SELECT * FROM tg_hydrology(coverage => 'cov_dem')", db, "tg_job_b")
-    ra, rb = a.wait(), b.wait()
-    same_a = psql("SELECT ST_DumpValues(ST_Union(rast), 1) = (SELECT ST_DumpValues(tg_flow_accumulation(rast, "
-                  "routing => 'mfd-md'), 1) FROM cov_whole) FROM job_a", db)
-    same_b = psql("SELECT ST_DumpValues(ST_Union(accumulation), 1) = (SELECT ST_DumpValues(tg_flow_accumulation(rast), 1) "
-                  "FROM cov_whole) FROM job_b", db)
-    check(ra == 0 and rb == 0 and same_a == "t" and same_b == "t",
-          "two connections at once: both finish, both equal the value form")
-
-    # a job that surely outlasts the second before the cancel (mfd-md by indegree
-    # finishes within it on a fast machine): flow transfer, one round per cell of the longest path
-    c = psql_async("CREATE TABLE job_c AS SELECT * FROM tg_flow_accumulation(coverage => 'cov_dem', routing => 'mfd-md', "
-                   "method => 'flow-transfer', backend => 'cpu')", db, "tg_job_c")
-    time.sleep(1.0)
-    t0 = time.time()
-    canceled = psql("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'tg_job_c'", db)
-    rc = c.wait()
-    took = time.time() - t0
-    err = c.stderr.read()
-    left = psql("SELECT to_regclass('job_c') IS NULL", db)
-    check(canceled == "t" and rc != 0 and "canceling statement" in err and left == "t" and took < 1.5,
-          "pg_cancel_backend: stopped %.2f s after the request, no table left behind" % took)
-    psql("DROP TABLE IF EXISTS job_a, job_b, job_c, cov_dem, cov_whole", db)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dems", nargs="+")
     ap.add_argument("--tile", type=int, default=64)
     ap.add_argument("--backend", default="cpu")
     ap.add_argument("--db", default=None)
-    ap.add_argument("--jobs", metavar="DEM", help="also run concurrent and canceled jobs on this DEM")
     args = ap.parse_args()
     os.environ["PGOPTIONS"] = "-c terra_gpu.backend=%s -c client_min_messages=warning" % args.backend
     psql(RASTER_BYTES_FUNCTION, args.db)
     for path in args.dems:
         run_dem(Dem(path), args.tile, args.db)
-    if args.jobs:
-        run_jobs(Dem(args.jobs), 256, args.db)
     print("coverage checks: %s" % ("all ok" if failures == 0 else "%d FAILED" % failures))
     return 1 if failures else 0
 

@@ -59,10 +59,15 @@ for d in small_fortworth_srtm3 tiny_vinschgau_250m_utm32 small_bigtujunga_srtm30
 	f="$REPO/../shared/data/dem/$d.tif"
 	[ -f "$f" ] && dems+=("$f")
 done
-jobs_dem="$REPO/../shared/data/dem/medium_alps_n46e008_srtm3.tif"
-[ -f "$jobs_dem" ] || jobs_dem="$REPO/tools/data/medium_alps_n46e008_srtm3.tif"
-[ ${#dems[@]} -gt 0 ] || dems=("$jobs_dem")
-python3 bench/check_coverage.py --jobs "$jobs_dem" "${dems[@]}"
+[ ${#dems[@]} -gt 0 ] || dems=("$REPO/tools/data/medium_alps_n46e008_srtm3.tif")
+python3 bench/check_coverage.py "${dems[@]}"
+
+echo "== many sessions, cancels and repetition on real DEMs"
+dem="$REPO/../shared/data/dem/medium_alps_n46e008_srtm3.tif"
+[ -f "$dem" ] || dem="$REPO/tools/data/medium_alps_n46e008_srtm3.tif"
+big="$REPO/../shared/data/dem/medium_srilanka_srtm3_3x3.tif"
+[ -f "$big" ] || big="$dem"
+python3 bench/check_sessions.py "$dem" --big "$big"
 
 echo "== RUSLE, travel time, watersheds and isochrones against references on real DEMs"
 for d in small_fortworth_srtm3 small_bigtujunga_srtm30_utm11; do
