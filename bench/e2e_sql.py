@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from tg_tools import Dem, load_dem, machine_description, psql, run  # noqa: E402
 
 LAST_RUN = ("SELECT backend, threads, core_ms, coalesce(kernel_ms, 0), coalesce(transfer_ms, 0), "

@@ -42,7 +42,7 @@ cp build/regress/regression.diffs "$out/" 2>/dev/null
 
 if [ ${#agree_dems[@]} -gt 0 ]; then
 	step "tg_slope on the GPU against ST_Slope and gdaldem"
-	python3 bench/check_slope_agreement.py --backend gpu "${agree_dems[@]}" | tee "$out/agreement.md" || status=1
+	python3 regress/checks/check_slope_agreement.py --backend gpu "${agree_dems[@]}" | tee "$out/agreement.md" || status=1
 fi
 
 step "benchmark"

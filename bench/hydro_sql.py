@@ -13,7 +13,7 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from run_bench import timed_statements  # noqa: E402
 from tg_tools import Dem, load_dem, machine_description, psql  # noqa: E402
 

@@ -33,7 +33,7 @@ for d in small_bigtujunga_srtm30_utm11 small_enoriver_ned10m medium_alps_n46e008
 	[ -f "$f" ] && dems+=("$f")
 done
 [ ${#dems[@]} -gt 0 ] || dems=("$REPO/tools/data/medium_alps_n46e008_srtm3.tif")
-python3 bench/check_slope_agreement.py "${dems[@]}"
+python3 regress/checks/check_slope_agreement.py "${dems[@]}"
 
 echo "== hydrology invariants on real DEMs"
 dems=()
@@ -42,7 +42,7 @@ for d in small_fortworth_srtm3 tiny_luxembourg_30s tiny_vinschgau_250m_utm32; do
 	[ -f "$f" ] && dems+=("$f")
 done
 [ ${#dems[@]} -gt 0 ] || dems=("$REPO/tools/data/medium_alps_n46e008_srtm3.tif")
-python3 bench/check_hydrology.py "${dems[@]}"
+python3 regress/checks/check_hydrology.py "${dems[@]}"
 
 echo "== BMMQ-tree queries against brute force on real DEMs"
 dems=()
@@ -51,7 +51,7 @@ for d in small_bigtujunga_srtm30_utm11 tiny_vinschgau_250m_utm32; do
 	[ -f "$f" ] && dems+=("$f")
 done
 [ ${#dems[@]} -gt 0 ] || dems=("$REPO/tools/data/medium_alps_n46e008_srtm3.tif")
-python3 bench/check_bmmq.py "${dems[@]}"
+python3 regress/checks/check_bmmq.py "${dems[@]}"
 
 echo "== coverage forms against the value forms on real DEMs"
 dems=()
@@ -60,20 +60,20 @@ for d in small_fortworth_srtm3 tiny_vinschgau_250m_utm32 small_bigtujunga_srtm30
 	[ -f "$f" ] && dems+=("$f")
 done
 [ ${#dems[@]} -gt 0 ] || dems=("$REPO/tools/data/medium_alps_n46e008_srtm3.tif")
-python3 bench/check_coverage.py "${dems[@]}"
+python3 regress/checks/check_coverage.py "${dems[@]}"
 
 echo "== many sessions, cancels and repetition on real DEMs"
 dem="$REPO/../shared/data/dem/medium_alps_n46e008_srtm3.tif"
 [ -f "$dem" ] || dem="$REPO/tools/data/medium_alps_n46e008_srtm3.tif"
 big="$REPO/../shared/data/dem/medium_srilanka_srtm3_3x3.tif"
 [ -f "$big" ] || big="$dem"
-python3 bench/check_sessions.py "$dem" --big "$big"
+python3 regress/checks/check_sessions.py "$dem" --big "$big"
 
 echo "== RUSLE, travel time, watersheds and isochrones against references on real DEMs"
 for d in small_fortworth_srtm3 small_bigtujunga_srtm30_utm11; do
 	f="$REPO/../shared/data/dem/$d.tif"
 	[ -f "$f" ] || f="$REPO/tools/data/medium_alps_n46e008_srtm3.tif"
-	python3 bench/check_catchment.py "$f"
+	python3 regress/checks/check_catchment.py "$f"
 done
 
 echo "== all tests passed"

@@ -20,7 +20,7 @@ import os
 import sys
 from array import array
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 from tg_tools import RASTER_BYTES_FUNCTION, Dem, load_dem, psql, sql_raster_band  # noqa: E402
 
 

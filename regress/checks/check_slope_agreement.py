@@ -24,7 +24,7 @@ import os
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 from tg_tools import (RASTER_BYTES_FUNCTION, Dem, load_dem, psql, psql_script,  # noqa: E402
                       raw_pixels, run, sql_raster_band)
 

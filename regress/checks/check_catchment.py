@@ -15,7 +15,7 @@ directions (standard library only):
   - on a GPU machine, the GPU path equals the CPU path (LS and times within
     1e-6, watersheds exactly).
 
-    bench/check_catchment.py DEM.tif [--db DB]
+    regress/checks/check_catchment.py DEM.tif [--db DB]
 Exit status 1 on any mismatch.
 """
 
@@ -25,7 +25,7 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 from tg_tools import (RASTER_BYTES_FUNCTION, Dem, load_dem, psql, psql_script,  # noqa: E402
                       raw_pixels, sql_raster_band)
 
