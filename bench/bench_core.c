@@ -267,6 +267,10 @@ time_op(const options *o, tg_backend backend, const tg_band *b, void *out,
 			*iterations = stats.iterations;
 			threads = stats.threads;
 			memcpy(method, stats.method, sizeof method);
+			if (i == o->reps - 1)
+				for (int p = 0; p < stats.nphases; p++)
+					printf(" %s_phase_%d=\"%s:%.1f\"", tg_backend_name(backend), p, stats.phases[p].name,
+						   stats.phases[p].ms);
 		}
 		if (first && i == -1)
 			memcpy(first, out, out_bytes);

@@ -15,7 +15,6 @@
  *    unfilled DEM) keep no direction.
  */
 #include "tg_backends.h"
-#include "cell_list.h"
 #include "tg_hydro.h"
 #include "tg_pool.h"
 
@@ -42,142 +41,43 @@ neighbour(int W, int H, int x, int y, int k)
 }
 
 /* ------------------------------------------------------------------------
- * Flats, on the call's threads.  Both breadth-first distances grow a level
- * at a time, every task of a level claiming the cells it reaches with an
- * atomic compare-and-swap: a cell's distance is the level it is first
- * reached at, whichever task reaches it.  Flats are labelled by a union-find
- * that links the larger root under the smaller, so a flat's label is its
- * smallest cell, whatever the order of the unions.
+ * Flats, on the call's threads, one flat at a time.  A flat (the flat cells
+ * of one elevation, 8-connected) is resolved on its own: its two
+ * breadth-first distances never leave it, so flats are independent tasks,
+ * each a plain FIFO on one thread, with the locality of its own cells.  A
+ * breadth-first distance does not depend on the order cells are visited in,
+ * so neither do the results on the threads.  Flats are found by a
+ * union-find in strips of rows that links the larger root under the
+ * smaller (a cell's parent always comes before it), then joined across the
+ * strips' edges.
  * ------------------------------------------------------------------------ */
+
+/* Strips of rows of the union-find (their number changes no result). */
+#define FLAT_STRIP_ROWS 256
 
 typedef struct flat_job
 {
-	const tg_ctx *ctx;
 	const double *z;
 	const uint8_t *flat;
 	int			W,
 				H;
-	int32_t    *dist;			/* the distance being grown (towards or away) */
-	int32_t    *parent;			/* union-find */
-	int32_t    *height;			/* per root: the largest distance away from higher ground */
-	const int32_t *away;
-	int32_t    *mask;
-	/* the frontier of the level being grown, and the next one */
-	uint32_t   *cur;
-	size_t		ncur;
-	uint32_t   *next;
-	size_t		nnext;			/* atomic */
-	int32_t		level;
-	bool		seed_lower;		/* seeds: next to lower (equal, draining) ground, else higher */
+	int32_t    *parent;			/* union-find, then each flat cell's flat number */
+	int64_t    *first;			/* per flat: where its cells start in cells[] (nflats + 1) */
+	uint32_t   *cells;			/* the flats' cells, flat by flat, each in row-major order */
+	uint8_t    *seed;			/* bit 0: a seed of T, bit 1: of A */
+	struct flat_task *tasks;
+	int32_t    *mask;			/* out: M, and T on the way */
+	int32_t    *away;			/* A */
+	uint8_t    *queued[2];		/* in a large flat's FIFO (scan_distances), per distance */
 } flat_job;
-
-/* Seeds of a distance: flat cells next to a draining cell of equal elevation
- * (towards lower ground) or next to a higher cell (away from higher ground). */
-static tg_status
-seed_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
-{
-	flat_job   *j = arg;
-	tg_cell_batch b;
-
-	tg_batch_init(&b, j->next, &j->nnext);
-	for (int y = y0; y < y1; y++)
-		for (int x = 0; x < j->W; x++)
-		{
-			const size_t i = (size_t) y * j->W + x;
-
-			if (!j->flat[i])
-				continue;
-			for (int k = 0; k < 8; k++)
-			{
-				const int64_t ni = neighbour(j->W, j->H, x, y, k);
-
-				if (ni >= 0 && (j->seed_lower ? !j->flat[ni] && j->z[ni] == j->z[i]
-								: j->z[ni] > j->z[i]))
-				{
-					j->dist[i] = 1;
-					tg_batch_add(&b, (uint32_t) i);
-					break;
-				}
-			}
-		}
-	tg_batch_flush(&b);
-	return TG_OK;
-}
-
-/* One level: the unreached flat cells of equal elevation next to the frontier. */
-static tg_status
-grow_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
-{
-	flat_job   *j = arg;
-	tg_cell_batch b;
-	size_t		lo,
-				hi;
-
-	tg_batch_init(&b, j->next, &j->nnext);
-	tg_list_range(j->ncur, task, &lo, &hi);
-	for (size_t f = lo; f < hi; f++)
-	{
-		const uint32_t c = j->cur[f];
-		const int	cx = (int) (c % j->W),
-					cy = (int) (c / j->W);
-
-		for (int k = 0; k < 8; k++)
-		{
-			const int64_t ni = neighbour(j->W, j->H, cx, cy, k);
-			int32_t		unreached = 0;
-
-			if (ni < 0 || !j->flat[ni] || j->z[ni] != j->z[c] ||
-				__atomic_load_n(&j->dist[ni], __ATOMIC_RELAXED) != 0)
-				continue;
-			/* on the calling thread alone, nobody else claims cells */
-			if (ctx->worker == 0)
-				j->dist[ni] = j->level + 1;
-			else if (!__atomic_compare_exchange_n(&j->dist[ni], &unreached, j->level + 1, false,
-												  __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-				continue;
-			tg_batch_add(&b, (uint32_t) ni);
-		}
-	}
-	tg_batch_flush(&b);
-	return TG_OK;
-}
-
-/* Breadth-first distances over the flats from their seeds (dist: 0 = unreached). */
-static tg_status
-flat_distance(const tg_ctx *ctx, flat_job *j, int32_t *dist, bool seed_lower, tg_error *err)
-{
-	tg_status	st;
-
-	memset(dist, 0, (size_t) j->W * j->H * sizeof(int32_t));
-	j->dist = dist;
-	j->seed_lower = seed_lower;
-	j->nnext = 0;
-	st = tg_parallel_rows(ctx, j->W, j->H, seed_rows, j, err);
-	for (j->level = 1; st == TG_OK && j->nnext > 0; j->level++)
-	{
-		uint32_t   *t = j->cur;
-
-		j->cur = j->next;
-		j->ncur = j->nnext;
-		j->next = t;
-		j->nnext = 0;
-		st = tg_parallel(ctx, tg_list_tasks(j->ncur), grow_task, j, err);
-	}
-	return st;
-}
 
 static inline int32_t
 find_root(int32_t *parent, int32_t i)
 {
-	int32_t		p;
-
-	while ((p = __atomic_load_n(&parent[i], __ATOMIC_RELAXED)) != i)
+	while (parent[i] != i)
 	{
-		const int32_t gp = __atomic_load_n(&parent[p], __ATOMIC_RELAXED);
-
-		/* path halving: a stale write only lengthens a path back to a valid one */
-		__atomic_compare_exchange_n(&parent[i], &p, gp, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-		i = gp;
+		parent[i] = parent[parent[i]];	/* path halving */
+		i = parent[i];
 	}
 	return i;
 }
@@ -185,28 +85,28 @@ find_root(int32_t *parent, int32_t i)
 static void
 unite(int32_t *parent, int32_t a, int32_t b)
 {
-	for (;;)
-	{
-		int32_t		ra = find_root(parent, a),
-					rb = find_root(parent, b),
-					lo,
-					hi;
+	int32_t		ra = find_root(parent, a),
+				rb = find_root(parent, b);
 
-		if (ra == rb)
-			return;
-		lo = ra < rb ? ra : rb;
-		hi = ra < rb ? rb : ra;
-		/* hi is still a root: put it under lo, else someone moved it: retry */
-		if (__atomic_compare_exchange_n(&parent[hi], &hi, lo, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-			return;
-	}
+	if (ra < rb)
+		parent[rb] = ra;
+	else if (rb < ra)
+		parent[ra] = rb;
 }
 
-/* Union the flat cells of equal elevation with their later neighbours. */
+static inline bool
+same_flat(const flat_job *j, size_t i, int64_t ni)
+{
+	return ni >= 0 && j->flat[ni] && j->z[ni] == j->z[i];
+}
+
+/* Union of the flat cells of a strip with their later neighbours in the strip. */
 static tg_status
-label_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+label_strip(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 {
 	flat_job   *j = arg;
+	const int	y0 = (int) (task * FLAT_STRIP_ROWS),
+				y1 = y0 + FLAT_STRIP_ROWS < j->H ? y0 + FLAT_STRIP_ROWS : j->H;
 
 	for (int y = y0; y < y1; y++)
 		for (int x = 0; x < j->W; x++)
@@ -219,60 +119,350 @@ label_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 			{
 				const int64_t ni = neighbour(j->W, j->H, x, y, k);
 
-				if (ni >= 0 && j->flat[ni] && j->z[ni] == j->z[i])
+				if (ni >= 0 && ni < (int64_t) y1 * j->W && same_flat(j, i, ni))
 					unite(j->parent, (int32_t) i, (int32_t) ni);
 			}
 		}
 	return TG_OK;
 }
 
-/* Each flat's largest distance from higher ground, kept at its root. */
-static tg_status
-height_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+/* Flats of at least this many cells get their distances by raster scans. */
+#define FLAT_SCAN_CELLS 65536
+#define FAR INT32_MAX
+
+static inline bool
+in_flat(const flat_job *j, int x, int y, int64_t f)
 {
-	flat_job   *j = arg;
+	return x >= 0 && y >= 0 && x < j->W && y < j->H && j->parent[(size_t) y * j->W + x] == (int32_t) f;
+}
 
-	for (size_t i = (size_t) y0 * j->W; i < (size_t) y1 * j->W; i++)
+/*
+ * Breadth-first distances of a large flat, without the breadth-first walk's
+ * scattered reads: the distance is the greatest fixed point of
+ * d = min(d, d(neighbour) + 1) under the seeds' 1, so a forward and a
+ * backward raster scan over the flat's bounding box give most of it, and a
+ * FIFO of the cells that can still lower a neighbour the rest (the hybrid of
+ * Vincent 1993, as in the fill).  d: 1 on seeds, FAR elsewhere on the flat.
+ */
+static void
+scan_distances(const flat_job *j, int64_t f, const uint32_t *cells, int64_t ncells, int32_t *d,
+			   uint32_t *queue, uint8_t *queued)
+{
+	static const int fwd[4][2] = {{-1, 0}, {-1, -1}, {0, -1}, {1, -1}};
+	const int	W = j->W,
+				y0 = (int) (cells[0] / W),
+				y1 = (int) (cells[ncells - 1] / W);
+	int			x0 = W,
+				x1 = -1;
+	int64_t		head = 0,
+				len = 0;
+
+	for (int64_t c = 0; c < ncells; c++)
 	{
-		int32_t		root,
-					old;
+		const int	x = (int) (cells[c] % W);
 
-		if (!j->flat[i])
+		x0 = x < x0 ? x : x0;
+		x1 = x > x1 ? x : x1;
+	}
+	for (int dir = 1; dir >= -1; dir -= 2)	/* forward, then backward */
+		for (int y = dir > 0 ? y0 : y1; dir > 0 ? y <= y1 : y >= y0; y += dir)
+			for (int x = dir > 0 ? x0 : x1; dir > 0 ? x <= x1 : x >= x0; x += dir)
+			{
+				const size_t i = (size_t) y * W + x;
+				int32_t		v = d[i];
+
+				if (j->parent[i] != (int32_t) f)
+					continue;
+				for (int k = 0; k < 4; k++)
+				{
+					const int	nx = x + dir * fwd[k][0],
+								ny = y + dir * fwd[k][1];
+
+					if (in_flat(j, nx, ny, f))
+					{
+						const int32_t dn = d[(size_t) ny * W + nx];
+
+						if (dn != FAR && dn + 1 < v)
+							v = dn + 1;
+					}
+				}
+				d[i] = v;
+			}
+	/* what the scans left: cells that can still lower a neighbour */
+	for (int64_t c = 0; c < ncells; c++)
+	{
+		const uint32_t i = cells[c];
+		const int	x = (int) (i % W),
+					y = (int) (i / W);
+
+		if (d[i] == FAR)
 			continue;
-		root = find_root(j->parent, (int32_t) i);
-		old = __atomic_load_n(&j->height[root], __ATOMIC_RELAXED);
-		while (j->away[i] > old &&
-			   !__atomic_compare_exchange_n(&j->height[root], &old, j->away[i], true,
-											__ATOMIC_RELAXED, __ATOMIC_RELAXED))
-			;
+		for (int k = 0; k < 8; k++)
+		{
+			const int	nx = x + tg_nbr_dx(k),
+						ny = y + tg_nbr_dy(k);
+
+			if (in_flat(j, nx, ny, f) && d[(size_t) ny * W + nx] > d[i] + 1)
+			{
+				queue[len++] = i;
+				queued[i] = 1;
+				break;
+			}
+		}
 	}
-	return TG_OK;
-}
-
-/* M = 2 T + (H - A); undrained flat cells (T = 0) keep 0 */
-static tg_status
-combine_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
-{
-	flat_job   *j = arg;
-
-	for (size_t i = (size_t) y0 * j->W; i < (size_t) y1 * j->W; i++)
-		if (j->flat[i] && j->mask[i] > 0)
-			j->mask[i] = 2 * j->mask[i] +
-				(j->away[i] > 0 ? j->height[find_root(j->parent, (int32_t) i)] - j->away[i] : 0);
-	return TG_OK;
-}
-
-static tg_status
-parent_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
-{
-	flat_job   *j = arg;
-
-	for (size_t i = (size_t) y0 * j->W; i < (size_t) y1 * j->W; i++)
+	while (len > 0)
 	{
-		j->parent[i] = (int32_t) i;
-		j->height[i] = 0;
+		const uint32_t i = queue[head];
+		const int	x = (int) (i % W),
+					y = (int) (i / W);
+
+		head = head + 1 == ncells ? 0 : head + 1;
+		len--;
+		queued[i] = 0;
+		for (int k = 0; k < 8; k++)
+		{
+			const int	nx = x + tg_nbr_dx(k),
+						ny = y + tg_nbr_dy(k);
+			const size_t ni = (size_t) ny * W + nx;
+
+			if (in_flat(j, nx, ny, f) && d[ni] > d[i] + 1)
+			{
+				d[ni] = d[i] + 1;
+				if (!queued[ni])
+				{
+					queue[(head + len++) % ncells] = (uint32_t) ni;
+					queued[ni] = 1;
+				}
+			}
+		}
 	}
+	for (int64_t c = 0; c < ncells; c++)
+		if (d[cells[c]] == FAR)
+			d[cells[c]] = 0;	/* unreached */
+}
+
+/* Breadth-first distances of a small flat from the seeds queued (d: 1 on them, 0 elsewhere). */
+static void
+walk_distances(const flat_job *j, int64_t f, int32_t *d, uint32_t *queue, int64_t tail)
+{
+	ptrdiff_t	off[8];
+	int64_t		head = 0;
+
+	for (int k = 0; k < 8; k++)
+		off[k] = (ptrdiff_t) tg_nbr_dy(k) * j->W + tg_nbr_dx(k);
+	while (head < tail)
+	{
+		const uint32_t c = queue[head++];
+		const int	cx = (int) (c % j->W),
+					cy = (int) (c / j->W);
+		const int32_t next = d[c] + 1;
+		const bool	inside = cx > 0 && cy > 0 && cx < j->W - 1 && cy < j->H - 1;
+
+		for (int k = 0; k < 8; k++)
+		{
+			/* inside the raster, neighbours by offset; the same flat number is the same flat */
+			const int64_t ni = inside ? (int64_t) (c + off[k]) : neighbour(j->W, j->H, cx, cy, k);
+
+			if (ni >= 0 && j->parent[ni] == (int32_t) f && d[ni] == 0)
+			{
+				d[ni] = next;
+				queue[tail++] = (uint32_t) ni;
+			}
+		}
+	}
+}
+
+/* One distance of a flat: pass 0 towards lower ground T, pass 1 away from higher A. */
+static void
+flat_distance(const flat_job *j, int64_t f, int pass, uint32_t *queue, uint8_t *queued)
+{
+	const uint32_t *cells = j->cells + j->first[f];
+	const int64_t ncells = j->first[f + 1] - j->first[f];
+	const bool	scan = ncells >= FLAT_SCAN_CELLS;
+	int32_t    *d = pass == 0 ? j->mask : j->away;
+	int64_t		nseeds = 0;
+
+	for (int64_t c = 0; c < ncells; c++)
+	{
+		const uint32_t i = cells[c];
+
+		if (j->seed[i] & (1 << pass))
+		{
+			d[i] = 1;
+			queue[nseeds++] = i;
+		}
+		else
+			d[i] = scan ? FAR : 0;
+	}
+	if (scan)
+		scan_distances(j, f, cells, ncells, d, queue, queued);
+	else
+		walk_distances(j, f, d, queue, nseeds);
+}
+
+/* M = 2 T + (H - A), H the flat's largest A; undrained flat cells (T = 0) keep 0. */
+static void
+combine_flat(const flat_job *j, int64_t f)
+{
+	const uint32_t *cells = j->cells + j->first[f];
+	const int64_t ncells = j->first[f + 1] - j->first[f];
+	int32_t		height = 0;
+
+	for (int64_t c = 0; c < ncells; c++)
+		if (j->away[cells[c]] > height)
+			height = j->away[cells[c]];
+	for (int64_t c = 0; c < ncells; c++)
+	{
+		const uint32_t i = cells[c];
+
+		if (j->mask[i] > 0)
+			j->mask[i] = 2 * j->mask[i] + (j->away[i] > 0 ? height - j->away[i] : 0);
+	}
+}
+
+/* A task: small flats [f0, f1) whole, or one distance of one large flat. */
+typedef struct flat_task
+{
+	int64_t		f0,
+				f1;
+	int			pass;			/* 0 or 1 for a large flat's distance, -1 for whole flats */
+} flat_task;
+
+static tg_status
+flat_task_run(const tg_ctx *ctx, void *arg, int64_t t, tg_error *err)
+{
+	const flat_job *j = arg;
+	const flat_task *task = &j->tasks[t];
+	int64_t		largest = 1;
+	uint32_t   *queue;
+
+	for (int64_t f = task->f0; f < task->f1; f++)
+		if (j->first[f + 1] - j->first[f] > largest)
+			largest = j->first[f + 1] - j->first[f];
+	queue = tg_alloc(ctx, (size_t) largest * sizeof(uint32_t));
+	if (queue == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a flat's queue (%lld cells)",
+							(long long) largest);
+	for (int64_t f = task->f0; f < task->f1 && !tg_canceled(ctx); f++)
+	{
+		if (task->pass >= 0)
+		{
+			flat_distance(j, f, task->pass, queue, j->queued[task->pass]);
+			continue;
+		}
+		flat_distance(j, f, 0, queue, NULL);
+		flat_distance(j, f, 1, queue, NULL);
+		combine_flat(j, f);
+	}
+	tg_free(ctx, queue);
+	return tg_canceled(ctx) ? tg_error_set(err, TG_ECANCELED, "flow routing canceled") : TG_OK;
+}
+
+/*
+ * T and M start at 0; each flat cell its own set, -1 off flats; the seeds of
+ * T (bit 0: beside a draining cell of equal elevation) and of A (bit 1:
+ * beside a higher cell).
+ */
+static tg_status
+start_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	flat_job   *j = arg;
+
+	for (int y = y0; y < y1; y++)
+		for (int x = 0; x < j->W; x++)
+		{
+			const size_t i = (size_t) y * j->W + x;
+			uint8_t		seed = 0;
+
+			j->mask[i] = 0;
+			j->parent[i] = j->flat[i] ? (int32_t) i : -1;
+			for (int k = 0; k < 8 && j->flat[i]; k++)
+			{
+				const int64_t ni = neighbour(j->W, j->H, x, y, k);
+
+				if (ni >= 0 && !j->flat[ni] && j->z[ni] == j->z[i])
+					seed |= 1;
+				if (ni >= 0 && j->z[ni] > j->z[i])
+					seed |= 2;
+			}
+			j->seed[i] = seed;
+		}
 	return TG_OK;
+}
+
+/*
+ * Number the flats in the order of their first cells and list their cells:
+ * a cell's parent comes before it, so one row-major pass finds every cell's
+ * flat from its parent's.
+ */
+static tg_status
+list_flats(const tg_ctx *ctx, flat_job *j, int64_t *nflats_out, tg_error *err)
+{
+	const size_t n = (size_t) j->W * j->H;
+	int64_t		nflats = 0,
+				nflat_cells = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (j->flat[i])
+		{
+			const int32_t p = j->parent[i];
+
+			j->parent[i] = p == (int32_t) i ? (int32_t) nflats++ : j->parent[p];
+			nflat_cells++;
+		}
+	j->first = tg_alloc(ctx, (size_t) (nflats + 1) * sizeof(int64_t));
+	j->cells = tg_alloc(ctx, (size_t) (nflat_cells ? nflat_cells : 1) * sizeof(uint32_t));
+	if (j->first == NULL || j->cells == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not list the flats (%lld cells)",
+							(long long) nflat_cells);
+	memset(j->first, 0, (size_t) (nflats + 1) * sizeof(int64_t));
+	for (size_t i = 0; i < n; i++)
+		if (j->flat[i])
+			j->first[j->parent[i] + 1]++;
+	for (int64_t f = 0; f < nflats; f++)
+		j->first[f + 1] += j->first[f];
+	for (size_t i = 0; i < n; i++)
+		if (j->flat[i])
+			j->cells[j->first[j->parent[i]]++] = (uint32_t) i;
+	/* the scatter moved each start to the next flat's: move them back */
+	for (int64_t f = nflats; f > 0; f--)
+		j->first[f] = j->first[f - 1];
+	j->first[0] = 0;
+	*nflats_out = nflats;
+	return TG_OK;
+}
+
+/*
+ * Tasks of consecutive small flats of about equal cells; each large flat
+ * two tasks, its distances running at the same time.
+ */
+static int64_t
+plan_flat_tasks(const tg_ctx *ctx, flat_job *j, int64_t nflats)
+{
+	const int64_t want = (int64_t) tg_threads_wanted(ctx) * 8;
+	const int64_t per = j->first[nflats] / want > 4096 ? j->first[nflats] / want : 4096;
+	int64_t		ntasks = 0,
+				f0 = 0;
+
+	for (int64_t f = 0; f < nflats; f++)
+	{
+		if (j->first[f + 1] - j->first[f] >= FLAT_SCAN_CELLS)
+		{
+			if (f0 < f)
+				j->tasks[ntasks++] = (flat_task) {f0, f, -1};
+			j->tasks[ntasks++] = (flat_task) {f, f + 1, 0};
+			j->tasks[ntasks++] = (flat_task) {f, f + 1, 1};
+			f0 = f + 1;
+		}
+		else if (j->first[f + 1] - j->first[f0] >= per)
+		{
+			j->tasks[ntasks++] = (flat_task) {f0, f + 1, -1};
+			f0 = f + 1;
+		}
+	}
+	if (f0 < nflats)
+		j->tasks[ntasks++] = (flat_task) {f0, nflats, -1};
+	return ntasks;
 }
 
 /*
@@ -285,44 +475,75 @@ flat_mask(const tg_ctx *ctx, const double *z, const uint8_t *flat, int W, int H,
 {
 	const size_t n = (size_t) W * H;
 	flat_job	j;
-	int32_t    *away = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
+	int64_t		nflats = 0;
 	tg_status	st = TG_OK;
 
 	memset(&j, 0, sizeof j);
-	j.ctx = ctx;
 	j.z = z;
 	j.flat = flat;
 	j.W = W;
 	j.H = H;
 	j.mask = mask;
-	j.away = away;
-	j.parent = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
-	j.height = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
-	j.cur = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
-	j.next = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
-	if (!away || !j.parent || !j.height || !j.cur || !j.next)
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate flat-resolution buffers (%zu cells)", n);
 	if (n > INT32_MAX)
-		st = tg_error_set(err, TG_ELIMIT, "flat resolution handles at most %d cells", INT32_MAX);
-	/* towards lower terrain: seeds next to a draining cell of equal elevation */
+		return tg_error_set(err, TG_ELIMIT, "flat resolution handles at most %d cells", INT32_MAX);
+	j.away = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
+	j.parent = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
+	j.seed = tg_alloc(ctx, n ? n : 1);
+	if (!j.away || !j.parent || !j.seed)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate flat-resolution buffers (%zu cells)", n);
 	if (st == TG_OK)
-		st = flat_distance(ctx, &j, mask, true, err);
-	/* away from higher terrain: seeds next to a strictly higher valid cell */
+		st = tg_parallel_rows(ctx, W, H, start_rows, &j, err);
+	tg_phase(ctx, "flats: labels");
 	if (st == TG_OK)
-		st = flat_distance(ctx, &j, away, false, err);
+		st = tg_parallel(ctx, (H + FLAT_STRIP_ROWS - 1) / FLAT_STRIP_ROWS, label_strip, &j, err);
+	/* join across the strips' edges: each strip's last row with the next one's first */
+	for (int y = FLAT_STRIP_ROWS - 1; st == TG_OK && y + 1 < H; y += FLAT_STRIP_ROWS)
+		for (int x = 0; x < W; x++)
+		{
+			const size_t i = (size_t) y * W + x;
+
+			if (!flat[i])
+				continue;
+			for (int k = 1; k < 4; k++)		/* south-east, south, south-west */
+			{
+				const int64_t ni = neighbour(W, H, x, y, k);
+
+				if (same_flat(&j, i, ni))
+					unite(j.parent, (int32_t) i, (int32_t) ni);
+			}
+		}
 	if (st == TG_OK)
-		st = tg_parallel_rows(ctx, W, H, parent_rows, &j, err);
-	if (st == TG_OK)
-		st = tg_parallel_rows(ctx, W, H, label_rows, &j, err);
-	if (st == TG_OK)
-		st = tg_parallel_rows(ctx, W, H, height_rows, &j, err);
-	if (st == TG_OK)
-		st = tg_parallel_rows(ctx, W, H, combine_rows, &j, err);
-	tg_free(ctx, away);
+		st = list_flats(ctx, &j, &nflats, err);
+	tg_phase(ctx, "flats: distances");
+	if (st == TG_OK && nflats > 0)
+	{
+		/* at most two tasks per flat; the FIFOs' marks, one per distance */
+		j.tasks = tg_alloc(ctx, (size_t) (2 * nflats) * sizeof(flat_task));
+		j.queued[0] = tg_alloc(ctx, n);
+		j.queued[1] = tg_alloc(ctx, n);
+		if (j.tasks == NULL || j.queued[0] == NULL || j.queued[1] == NULL)
+			st = tg_error_set(err, TG_ENOMEM, "could not plan the flats' resolution (%lld flats)",
+							  (long long) nflats);
+	}
+	if (st == TG_OK && nflats > 0)
+	{
+		const int64_t ntasks = plan_flat_tasks(ctx, &j, nflats);
+
+		memset(j.queued[0], 0, n);
+		memset(j.queued[1], 0, n);
+		st = tg_parallel(ctx, ntasks, flat_task_run, &j, err);
+		for (int64_t t = 0; st == TG_OK && t < ntasks; t++)
+			if (j.tasks[t].pass == 1)
+				combine_flat(&j, j.tasks[t].f0);
+	}
+	tg_free(ctx, j.away);
 	tg_free(ctx, j.parent);
-	tg_free(ctx, j.height);
-	tg_free(ctx, j.cur);
-	tg_free(ctx, j.next);
+	tg_free(ctx, j.first);
+	tg_free(ctx, j.cells);
+	tg_free(ctx, j.seed);
+	tg_free(ctx, j.tasks);
+	tg_free(ctx, j.queued[0]);
+	tg_free(ctx, j.queued[1]);
 	return st;
 }
 
@@ -541,6 +762,7 @@ tg_cpu_route_surface(const tg_ctx *ctx, double *z, int W, int H, const tg_flow_p
 	if (given)
 		for (size_t g = 0; g < given->count; g++)
 			mask[given->cell[g]] = given->mask[g];
+	tg_phase(ctx, "flats: flow");
 	st = tg_parallel_rows(ctx, W, H, flat_rows, &j, err);
 	if (st != TG_OK)
 		goto fail;
