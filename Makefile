@@ -13,6 +13,8 @@ EXTENSION   = terra_gpu
 EXTVERSION  = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(EXTENSION).control)
 MODULE_big  = terra_gpu
 DATA_built  = sql/$(EXTENSION)--$(EXTVERSION).sql
+# released install scripts, frozen, and the upgrade scripts (tools/gen_upgrade.py)
+DATA        = sql/$(EXTENSION)--0.1.0.sql $(wildcard sql/$(EXTENSION)--*--*.sql)
 
 CORE_SRCS   = $(sort $(wildcard src/core/*.c))
 PG_SRCS     = $(sort $(wildcard src/pg/*.c))
