@@ -85,6 +85,23 @@ SELECT count(*) AS quadrants FROM tg_bmmq_roi('demo', 10, 30);
 SELECT tg_bmmq_refresh('demo') > 0 AS refreshed;
 ALTER TABLE bmmq_dem_renamed RENAME TO bmmq_dem;
 
+-- a partitioned source: a write to a partition marks the parent's indexes stale
+CREATE TABLE bmmq_part (rid integer, rast raster) PARTITION BY RANGE (rid);
+CREATE TABLE bmmq_part_1 PARTITION OF bmmq_part FOR VALUES FROM (1) TO (3);
+CREATE TABLE bmmq_part_2 PARTITION OF bmmq_part FOR VALUES FROM (3) TO (5);
+INSERT INTO bmmq_part SELECT * FROM bmmq_dem;
+SELECT tg_bmmq_build('part', 'bmmq_part', bins => ARRAY[10, 20, 30]) > 0 AS built;
+SELECT count(*) AS quadrants FROM tg_bmmq_roi('part', 10, 30);
+SELECT tgrelid::regclass AS "table", count(*) AS triggers FROM pg_trigger
+WHERE tgname LIKE 'tg_bmmq_stale%' AND tgrelid::regclass::text LIKE 'bmmq_part%' GROUP BY 1 ORDER BY 1;
+UPDATE bmmq_part_2 SET rid = rid WHERE false;
+SELECT stale FROM terra_gpu.bmmq_index WHERE name = 'part';
+UPDATE bmmq_part_2 SET rid = rid WHERE rid = 3;
+SELECT stale FROM terra_gpu.bmmq_index WHERE name = 'part';
+SELECT tg_bmmq_drop('part');
+SELECT count(*) AS triggers FROM pg_trigger WHERE tgname LIKE 'tg_bmmq_stale%' AND tgrelid::regclass::text LIKE 'bmmq_part%';
+DROP TABLE bmmq_part;
+
 -- errors as SQLSTATE and message, whoever runs them
 CREATE FUNCTION bmmq_try(q text) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE

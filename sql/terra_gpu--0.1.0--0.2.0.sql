@@ -101,7 +101,10 @@ CREATE OR REPLACE FUNCTION terra_gpu.bmmq_mark_stale()
 AS $function$
 BEGIN
 	IF TG_OP = 'TRUNCATE' OR EXISTS (SELECT 1 FROM changed) THEN
-		UPDATE terra_gpu.bmmq_index SET stale = true WHERE source = TG_RELID AND NOT stale;
+		-- the indexes of this table and of its ancestors (partitioned and inheritance parents)
+		WITH RECURSIVE a(oid) AS (
+			SELECT TG_RELID UNION SELECT i.inhparent FROM pg_inherits i JOIN a ON i.inhrelid = a.oid)
+		UPDATE terra_gpu.bmmq_index SET stale = true WHERE source::oid IN (SELECT oid FROM a) AND NOT stale;
 	END IF;
 	RETURN NULL;
 END $function$;

@@ -442,14 +442,18 @@ COMMENT ON FUNCTION tg_bmmq(raster, integer, double precision[], integer, text) 
 'The BMMQ-tree node array of one raster band, breadth first (pos 0 = root; fc_pos = first child, -1 for a leaf); bins = boundaries, or nbins equal intervals over the band''s values';
 
 -- Marks the indexes of a source table stale after a statement that changed
--- rows (its transition table "changed" is not empty) or a TRUNCATE.  It runs
+-- rows (its transition table "changed" is not empty) or a TRUNCATE; a write
+-- to a partition or child marks its parents' indexes.  It runs
 -- as the extension's owner: whoever writes the table marks every index of
 -- it, whoever owns them.  Only triggers call it (no EXECUTE for PUBLIC).
 CREATE FUNCTION terra_gpu.bmmq_mark_stale() RETURNS trigger
 	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
 	IF TG_OP = 'TRUNCATE' OR EXISTS (SELECT 1 FROM changed) THEN
-		UPDATE terra_gpu.bmmq_index SET stale = true WHERE source = TG_RELID AND NOT stale;
+		-- the indexes of this table and of its ancestors (partitioned and inheritance parents)
+		WITH RECURSIVE a(oid) AS (
+			SELECT TG_RELID UNION SELECT i.inhparent FROM pg_inherits i JOIN a ON i.inhrelid = a.oid)
+		UPDATE terra_gpu.bmmq_index SET stale = true WHERE source::oid IN (SELECT oid FROM a) AND NOT stale;
 	END IF;
 	RETURN NULL;
 END $$;

@@ -578,6 +578,41 @@ has_trigger(Oid rel, const char *name)
 	return SPI_processed > 0;
 }
 
+/*
+ * A statement trigger fires only for the table a statement names, so a
+ * partitioned or inheritance parent's indexes need the triggers on every
+ * partition and child too (bmmq_mark_stale marks the indexes of the table
+ * and of its ancestors).  Foreign tables cannot have transition tables.
+ */
+#define TABLES_UNDER_SQL \
+	"WITH RECURSIVE d(oid) AS (SELECT $1 UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN d ON i.inhparent = d.oid) " \
+	"SELECT d.oid FROM d JOIN pg_catalog.pg_class c ON c.oid = d.oid WHERE c.relkind IN ('r', 'p') ORDER BY 1"
+/* ... and those of them that no index uses any more, through itself or an ancestor */
+#define TABLES_UNWATCHED_SQL \
+	"WITH RECURSIVE d(oid) AS (SELECT $1 UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN d ON i.inhparent = d.oid), " \
+	"a(leaf, oid) AS (SELECT oid, oid FROM d UNION SELECT a.leaf, i.inhparent FROM pg_catalog.pg_inherits i JOIN a ON i.inhrelid = a.oid) " \
+	"SELECT d.oid FROM d WHERE NOT EXISTS (SELECT 1 FROM a JOIN terra_gpu.bmmq_index x ON x.source::pg_catalog.oid = a.oid " \
+	"WHERE a.leaf = d.oid) ORDER BY 1"
+
+static List *
+tables_to_watch(Oid rel, const char *sql)
+{
+	Datum		arg = ObjectIdGetDatum(rel);
+	Oid			type = OIDOID;
+	List	   *out = NIL;
+
+	if (SPI_execute_with_args(sql, 1, &type, &arg, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not list the tables under %u", rel);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		out = lappend_oid(out, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+																SPI_tuptable->tupdesc, 1, &isnull)));
+	}
+	return out;
+}
+
 static void
 run_command(const char *sql)
 {
@@ -651,28 +686,43 @@ tgpg_bmmq_watch(PG_FUNCTION_ARGS)
 			elog(ERROR, "SPI_connect failed");
 		if (watch)
 		{
+			List	   *tables;
+			ListCell   *lc;
+
+			/* a parent's lock covers its partitions and children too */
 			run_command(psprintf("LOCK TABLE %s IN SHARE MODE", qualified));
-			/* the one statement trigger of 0.1.0 marked no-op statements stale too */
-			if (has_trigger(rel, "tg_bmmq_stale"))
-				run_command(psprintf("DROP TRIGGER tg_bmmq_stale ON %s", qualified));
-			for (int i = 0; i < lengthof(stale_triggers); i++)
-				if (!has_trigger(rel, stale_triggers[i][0]))
-					run_command(psprintf("CREATE TRIGGER %s %s FOR EACH STATEMENT "
-										 "EXECUTE FUNCTION terra_gpu.bmmq_mark_stale()",
-										 stale_triggers[i][0],
-										 psprintf(stale_triggers[i][1], qualified)));
+			tables = tables_to_watch(rel, TABLES_UNDER_SQL);
+			foreach(lc, tables)
+			{
+				Oid			t = lfirst_oid(lc);
+				const char *name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(t)),
+															  get_rel_name(t));
+
+				/* the one statement trigger of 0.1.0 marked no-op statements stale too */
+				if (has_trigger(t, "tg_bmmq_stale"))
+					run_command(psprintf("DROP TRIGGER tg_bmmq_stale ON %s", name));
+				for (int i = 0; i < lengthof(stale_triggers); i++)
+					if (!has_trigger(t, stale_triggers[i][0]))
+						run_command(psprintf("CREATE TRIGGER %s %s FOR EACH STATEMENT "
+											 "EXECUTE FUNCTION terra_gpu.bmmq_mark_stale()",
+											 stale_triggers[i][0],
+											 psprintf(stale_triggers[i][1], name)));
+			}
 		}
 		else
 		{
-			Datum		arg = ObjectIdGetDatum(rel);
-			Oid			type = OIDOID;
+			List	   *tables = tables_to_watch(rel, TABLES_UNWATCHED_SQL);
+			ListCell   *lc;
 
-			if (SPI_execute_with_args("SELECT 1 FROM terra_gpu.bmmq_index WHERE source = $1::pg_catalog.regclass",
-									  1, &type, &arg, NULL, true, 1) != SPI_OK_SELECT)
-				elog(ERROR, "could not look up the indexes of %s", qualified);
-			if (SPI_processed == 0)
+			foreach(lc, tables)
+			{
+				Oid			t = lfirst_oid(lc);
+				const char *name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(t)),
+															  get_rel_name(t));
+
 				for (int i = 0; i < lengthof(stale_triggers); i++)
-					run_command(psprintf("DROP TRIGGER IF EXISTS %s ON %s", stale_triggers[i][0], qualified));
+					run_command(psprintf("DROP TRIGGER IF EXISTS %s ON %s", stale_triggers[i][0], name));
+			}
 		}
 		SPI_finish();
 	}
