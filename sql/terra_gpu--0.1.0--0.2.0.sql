@@ -61,37 +61,37 @@ CREATE OR REPLACE FUNCTION @extschema@.tg_last_run(OUT function text, OUT backen
  RETURNS record
  LANGUAGE c
  PARALLEL RESTRICTED STRICT
-AS '$libdir/terra_gpu', $function$tgpg_last_run$function$;
+AS 'MODULE_PATHNAME', $function$tgpg_last_run$function$;
 COMMENT ON FUNCTION @extschema@.tg_last_run() IS 'What the last terra_gpu call of this backend ran on (cpu or gpu), its device kernel and transfer times, its time in the library, the threads it used and the time of each phase';
 CREATE OR REPLACE FUNCTION @extschema@.tg_slope(coverage regclass, band integer DEFAULT 1, units text DEFAULT 'DEGREES'::text, scale double precision DEFAULT 1.0, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
-AS '$libdir/terra_gpu', $function$tgpg_slope$function$;
+AS 'MODULE_PATHNAME', $function$tgpg_slope$function$;
 COMMENT ON FUNCTION @extschema@.tg_slope(regclass,integer,text,double precision,double precision,text,name,name) IS 'Coverage form: the slope of a whole tiled raster table, computed as one grid (no tile-edge effects), one row per input tile with its extent';
 CREATE OR REPLACE FUNCTION @extschema@.tg_fill(coverage regclass, band integer DEFAULT 1, method text DEFAULT 'priority-flood'::text, epsilon double precision DEFAULT 0, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
-AS '$libdir/terra_gpu', $function$tgpg_fill$function$;
+AS 'MODULE_PATHNAME', $function$tgpg_fill$function$;
 COMMENT ON FUNCTION @extschema@.tg_fill(regclass,integer,text,double precision,double precision,text,name,name) IS 'Coverage form: depression filling of a whole tiled raster table as one grid, one row per input tile with its extent (equal to the raster form on the mosaic)';
 CREATE OR REPLACE FUNCTION @extschema@.tg_flow_direction(coverage regclass, band integer DEFAULT 1, routing text DEFAULT 'd8'::text, fill boolean DEFAULT true, exponent double precision DEFAULT 1.1, threshold double precision DEFAULT 1000, output text DEFAULT 'auto'::text, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
-AS '$libdir/terra_gpu', $function$tgpg_flow_direction$function$;
+AS 'MODULE_PATHNAME', $function$tgpg_flow_direction$function$;
 COMMENT ON FUNCTION @extschema@.tg_flow_direction(regclass,integer,text,boolean,double precision,double precision,text,text,name,name) IS 'Coverage form: flow directions of a whole tiled raster table as one grid, one row per input tile with its extent';
 CREATE OR REPLACE FUNCTION @extschema@.tg_flow_accumulation(coverage regclass, band integer DEFAULT 1, routing text DEFAULT 'd8'::text, method text DEFAULT 'auto'::text, weight regclass DEFAULT NULL::regclass, units text DEFAULT 'cells'::text, fill boolean DEFAULT true, exponent double precision DEFAULT 1.1, threshold double precision DEFAULT 1000, weight_band integer DEFAULT 1, pixeltype text DEFAULT '64BF'::text, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name, weight_column name DEFAULT 'rast'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
-AS '$libdir/terra_gpu', $function$tgpg_flow_accumulation$function$;
+AS 'MODULE_PATHNAME', $function$tgpg_flow_accumulation$function$;
 COMMENT ON FUNCTION @extschema@.tg_flow_accumulation(regclass,integer,text,text,regclass,text,boolean,double precision,double precision,integer,text,double precision,text,name,name,name) IS 'Coverage form: flow accumulation over a whole tiled raster table as one grid (flow crosses tile edges), one row per input tile with its extent; weight is another coverage on the same grid';
 CREATE OR REPLACE FUNCTION @extschema@.tg_hydrology(coverage regclass, band integer DEFAULT 1, routing text DEFAULT 'd8'::text, method text DEFAULT 'auto'::text, weight regclass DEFAULT NULL::regclass, units text DEFAULT 'cells'::text, exponent double precision DEFAULT 1.1, threshold double precision DEFAULT 1000, weight_band integer DEFAULT 1, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name, weight_column name DEFAULT 'rast'::name)
  RETURNS TABLE(rid bigint, filled raster, direction raster, accumulation raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
-AS '$libdir/terra_gpu', $function$tgpg_hydrology$function$;
+AS 'MODULE_PATHNAME', $function$tgpg_hydrology$function$;
 COMMENT ON FUNCTION @extschema@.tg_hydrology(regclass,integer,text,text,regclass,text,double precision,double precision,integer,double precision,text,name,name,name) IS 'Coverage form of the chained call: filled DEM, directions and accumulation of a whole tiled raster table as one grid, one row per input tile';
 CREATE OR REPLACE FUNCTION terra_gpu.bmmq_mark_stale()
  RETURNS trigger
@@ -113,7 +113,7 @@ CREATE OR REPLACE FUNCTION terra_gpu._bmmq_watch(source regclass, watch boolean)
  RETURNS void
  LANGUAGE c
  STRICT
-AS '$libdir/terra_gpu', $function$tgpg_bmmq_watch$function$;
+AS 'MODULE_PATHNAME', $function$tgpg_bmmq_watch$function$;
 CREATE OR REPLACE FUNCTION terra_gpu.bmmq_source_dropped()
  RETURNS event_trigger
  LANGUAGE plpgsql
@@ -436,70 +436,70 @@ CREATE OR REPLACE FUNCTION @extschema@.tg_viewshed(rast raster, observer geometr
  RETURNS raster
  LANGUAGE c
  IMMUTABLE PARALLEL RESTRICTED
-AS '$libdir/terra_gpu', $function$tgpg_viewshed$function$;
+AS 'MODULE_PATHNAME', $function$tgpg_viewshed$function$;
 CREATE OR REPLACE FUNCTION @extschema@.tg_viewshed(coverage regclass, observer geometry, observer_height double precision DEFAULT 1.75, target_height double precision DEFAULT 0, max_distance double precision DEFAULT NULL::double precision, earth_radius double precision DEFAULT 6370997, refraction double precision DEFAULT 0.14286, output text DEFAULT 'visible'::text, band integer DEFAULT 1, backend text DEFAULT NULL::text, algorithm text DEFAULT 'r2'::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
-AS '$libdir/terra_gpu', $function$tgpg_viewshed$function$;
+AS 'MODULE_PATHNAME', $function$tgpg_viewshed$function$;
 COMMENT ON FUNCTION @extschema@.tg_viewshed(regclass,geometry,double precision,double precision,double precision,double precision,double precision,text,integer,text,text,name,name) IS 'Coverage form of tg_viewshed: the whole tiled raster table as one grid (sight lines cross tiles), one row per input tile';
 CREATE OR REPLACE FUNCTION @extschema@.tg_viewshed_count(rast raster, observers geometry[], observer_height double precision DEFAULT 1.75, target_height double precision DEFAULT 0, max_distance double precision DEFAULT NULL::double precision, earth_radius double precision DEFAULT 6370997, refraction double precision DEFAULT 0.14286, band integer DEFAULT 1, backend text DEFAULT NULL::text)
  RETURNS raster
  LANGUAGE c
  IMMUTABLE PARALLEL RESTRICTED
-AS '$libdir/terra_gpu', $function$tgpg_viewshed_count$function$;
+AS 'MODULE_PATHNAME', $function$tgpg_viewshed_count$function$;
 CREATE OR REPLACE FUNCTION @extschema@.tg_viewshed_count(coverage regclass, observers geometry[], observer_height double precision DEFAULT 1.75, target_height double precision DEFAULT 0, max_distance double precision DEFAULT NULL::double precision, earth_radius double precision DEFAULT 6370997, refraction double precision DEFAULT 0.14286, band integer DEFAULT 1, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
-AS '$libdir/terra_gpu', $function$tgpg_viewshed_count$function$;
+AS 'MODULE_PATHNAME', $function$tgpg_viewshed_count$function$;
 COMMENT ON FUNCTION @extschema@.tg_viewshed_count(regclass,geometry[],double precision,double precision,double precision,double precision,double precision,integer,text,name,name) IS 'Coverage form of tg_viewshed_count, one row per input tile';
 CREATE OR REPLACE FUNCTION @extschema@.tg_ls_factor(coverage regclass, routing text DEFAULT 'mfd-md'::text, m double precision DEFAULT 0.4, n double precision DEFAULT 1.3, a0 double precision DEFAULT 22.1, b0 double precision DEFAULT 0.0896, fill boolean DEFAULT false, band integer DEFAULT 1, method text DEFAULT 'auto'::text, exponent double precision DEFAULT 1.1, threshold double precision DEFAULT 1000, nodata double precision DEFAULT '-9999'::integer, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
-AS '$libdir/terra_gpu', $function$tgpg_ls_factor$function$;
+AS 'MODULE_PATHNAME', $function$tgpg_ls_factor$function$;
 COMMENT ON FUNCTION @extschema@.tg_ls_factor(regclass,text,double precision,double precision,double precision,double precision,boolean,integer,text,double precision,double precision,double precision,text,name,name) IS 'Coverage form of tg_ls_factor: a whole tiled raster table as one grid, one row per input tile';
 CREATE OR REPLACE FUNCTION @extschema@.tg_rusle(coverage regclass, r "any", k "any", c "any" DEFAULT (1)::double precision, p "any" DEFAULT (1)::double precision, routing text DEFAULT 'mfd-md'::text, m double precision DEFAULT 0.4, n double precision DEFAULT 1.3, a0 double precision DEFAULT 22.1, b0 double precision DEFAULT 0.0896, fill boolean DEFAULT false, band integer DEFAULT 1, method text DEFAULT 'auto'::text, exponent double precision DEFAULT 1.1, threshold double precision DEFAULT 1000, nodata double precision DEFAULT '-9999'::integer, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
-AS '$libdir/terra_gpu', $function$tgpg_rusle$function$;
+AS 'MODULE_PATHNAME', $function$tgpg_rusle$function$;
 COMMENT ON FUNCTION @extschema@.tg_rusle(regclass,"any","any","any","any",text,double precision,double precision,double precision,double precision,boolean,integer,text,double precision,double precision,double precision,text,name,name) IS 'Coverage form of tg_rusle: each factor a number or a table of tiles on the same grid; one row per input tile';
 CREATE OR REPLACE FUNCTION @extschema@.tg_travel_time(coverage regclass, outlet geometry DEFAULT NULL::geometry, n "any" DEFAULT (1)::double precision, k "any" DEFAULT (1)::double precision, b double precision DEFAULT 0.5, min_slope double precision DEFAULT 0.001, fill boolean DEFAULT true, band integer DEFAULT 1, nodata double precision DEFAULT '-9999'::integer, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
-AS '$libdir/terra_gpu', $function$tgpg_travel_time$function$;
+AS 'MODULE_PATHNAME', $function$tgpg_travel_time$function$;
 COMMENT ON FUNCTION @extschema@.tg_travel_time(regclass,geometry,"any","any",double precision,double precision,boolean,integer,double precision,text,name,name) IS 'Coverage form of tg_travel_time: a whole tiled raster table as one grid (paths cross tiles), one row per input tile';
 CREATE OR REPLACE FUNCTION @extschema@.tg_isochrone_bands(coverage regclass, outlet geometry, "interval" double precision, n "any" DEFAULT (1)::double precision, k "any" DEFAULT (1)::double precision, b double precision DEFAULT 0.5, min_slope double precision DEFAULT 0.001, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
-AS '$libdir/terra_gpu', $function$tgpg_isochrone_bands$function$;
+AS 'MODULE_PATHNAME', $function$tgpg_isochrone_bands$function$;
 COMMENT ON FUNCTION @extschema@.tg_isochrone_bands(regclass,geometry,double precision,"any","any",double precision,double precision,boolean,integer,text,name,name) IS 'Coverage form of tg_isochrone_bands, one row per input tile';
 CREATE OR REPLACE FUNCTION @extschema@.tg_isochrones(coverage regclass, outlet geometry, "interval" double precision, n "any" DEFAULT (1)::double precision, k "any" DEFAULT (1)::double precision, b double precision DEFAULT 0.5, min_slope double precision DEFAULT 0.001, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(time_from double precision, time_to double precision, geom geometry)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED ROWS 20
-AS '$libdir/terra_gpu', $function$tgpg_isochrones$function$;
+AS 'MODULE_PATHNAME', $function$tgpg_isochrones$function$;
 COMMENT ON FUNCTION @extschema@.tg_isochrones(regclass,geometry,double precision,"any","any",double precision,double precision,boolean,integer,text,name,name) IS 'Coverage form of tg_isochrones: polygons merged across tiles';
 CREATE OR REPLACE FUNCTION @extschema@.tg_watershed(coverage regclass, outlet geometry, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
-AS '$libdir/terra_gpu', $function$tgpg_watershed$function$;
+AS 'MODULE_PATHNAME', $function$tgpg_watershed$function$;
 COMMENT ON FUNCTION @extschema@.tg_watershed(regclass,geometry,boolean,integer,text,name,name) IS 'Coverage form of tg_watershed, one row per input tile';
 CREATE OR REPLACE FUNCTION @extschema@.tg_watershed_polygon(dem raster, outlet geometry, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text)
  RETURNS geometry
  LANGUAGE c
  IMMUTABLE PARALLEL RESTRICTED
-AS '$libdir/terra_gpu', $function$tgpg_watershed_polygon$function$;
+AS 'MODULE_PATHNAME', $function$tgpg_watershed_polygon$function$;
 CREATE OR REPLACE FUNCTION @extschema@.tg_watershed_polygon(coverage regclass, outlet geometry, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS geometry
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
-AS '$libdir/terra_gpu', $function$tgpg_watershed_polygon$function$;
+AS 'MODULE_PATHNAME', $function$tgpg_watershed_polygon$function$;
 COMMENT ON FUNCTION @extschema@.tg_watershed_polygon(regclass,geometry,boolean,integer,text,name,name) IS 'Coverage form of tg_watershed_polygon: the catchment across all tiles as one multipolygon';
 
 -- terra_gpu 0.1.0 -> 0.2.0, after the functions: what needs them.

@@ -83,8 +83,10 @@ def functions(db):
 
 
 def portable(text):
-    """The scratch schema as the script placeholder; search_path settings out (step 5 sets them)."""
+    """The scratch schemas and library path as the script's placeholders; search_path settings
+    out (step 5 sets them)."""
     text = text.replace(SCRATCH_SCHEMA + ".", "@extschema@.").replace(POSTGIS_SCHEMA + ".", "")
+    text = text.replace("\nAS '$libdir/terra_gpu', ", "\nAS 'MODULE_PATHNAME', ")
     return "\n".join(line for line in text.split("\n")
                      if not (line.startswith(" SET search_path TO ") and SCRATCH_SCHEMA in line))
 
