@@ -3,6 +3,7 @@
 #   make                 build terra_gpu.so (CUDA kernels when nvcc is found)
 #   make install         install into the PostgreSQL that pg_config names
 #   make installcheck    pg_regress suites against a running server
+#   make upgrade-scripts regenerate sql/terra_gpu--0.1.0--0.2.0.sql (after make install)
 #   make check-core      core unit tests (also under ASan/UBSan) and the raster decoder
 #                        fuzz test (no server)
 #
@@ -13,6 +14,8 @@ EXTENSION   = terra_gpu
 EXTVERSION  = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(EXTENSION).control)
 MODULE_big  = terra_gpu
 DATA_built  = sql/$(EXTENSION)--$(EXTVERSION).sql
+# released install scripts, frozen, and the upgrade scripts (tools/gen_upgrade.py)
+DATA        = sql/$(EXTENSION)--0.1.0.sql $(wildcard sql/$(EXTENSION)--*--*.sql)
 
 CORE_SRCS   = $(sort $(wildcard src/core/*.c))
 PG_SRCS     = $(sort $(wildcard src/pg/*.c))
@@ -135,3 +138,16 @@ build/bench_core: bench/bench_core.c $(CORE_SRCS) $(wildcard src/core/*.h) $(COR
 	mkdir -p build
 	$(CC) $(CORE_TEST_CFLAGS) -o $@ bench/bench_core.c $(CORE_SRCS) \
 		$(if $(filter 0,$(WITH_CUDA)),cuda/tg_cuda_stub.c) $(CORE_TEST_LIBS)
+
+# ---------------------------------------------------------------------------
+# Upgrade scripts: regenerate after changing sql/terra_gpu.sql (needs a
+# running server and make install); check-upgrade updates a scratch database
+# from every release and compares it with a fresh install.
+# ---------------------------------------------------------------------------
+upgrade-scripts:
+	tools/gen_upgrade.py 0.1.0
+
+check-upgrade:
+	python3 regress/checks/check_upgrade.py
+
+.PHONY: upgrade-scripts check-upgrade

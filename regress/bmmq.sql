@@ -68,11 +68,161 @@ END $$;
 SELECT tg_bmmq_refresh('demo') = (SELECT id FROM terra_gpu.bmmq_index WHERE name = 'demo') AS same_id;
 SELECT tile_id, level, morton, min_bin FROM tg_bmmq_roi('demo', 30, 'Infinity') ORDER BY 1, 2, 3;
 
--- drop: the catalog, tiles and nodes go, and the trigger once no index uses the table
+-- statements that change no row leave the index fresh; one that does marks it stale
+SELECT tgname FROM pg_trigger WHERE tgrelid = 'bmmq_dem'::regclass ORDER BY 1;
+UPDATE bmmq_dem SET rid = rid WHERE false;
+DELETE FROM bmmq_dem WHERE rid < 0;
+INSERT INTO bmmq_dem SELECT * FROM bmmq_dem WHERE false;
+SELECT name, stale FROM terra_gpu.bmmq_index WHERE name = 'demo';
+UPDATE bmmq_dem SET rid = rid WHERE rid = 4;
+SELECT name, stale FROM terra_gpu.bmmq_index WHERE name = 'demo';
+SELECT tg_bmmq_refresh('demo') > 0 AS refreshed;
+
+-- a renamed source keeps working (the catalog holds its OID), refresh included
+ALTER TABLE bmmq_dem RENAME TO bmmq_dem_renamed;
+SELECT name, source FROM terra_gpu.bmmq_index WHERE name = 'demo';
+SELECT count(*) AS quadrants FROM tg_bmmq_roi('demo', 10, 30);
+SELECT tg_bmmq_refresh('demo') > 0 AS refreshed;
+ALTER TABLE bmmq_dem_renamed RENAME TO bmmq_dem;
+
+-- a partitioned source: a write to a partition marks the parent's indexes stale
+CREATE TABLE bmmq_part (rid integer, rast raster) PARTITION BY RANGE (rid);
+CREATE TABLE bmmq_part_1 PARTITION OF bmmq_part FOR VALUES FROM (1) TO (3);
+CREATE TABLE bmmq_part_2 PARTITION OF bmmq_part FOR VALUES FROM (3) TO (5);
+INSERT INTO bmmq_part SELECT * FROM bmmq_dem;
+SELECT tg_bmmq_build('part', 'bmmq_part', bins => ARRAY[10, 20, 30]) > 0 AS built;
+SELECT count(*) AS quadrants FROM tg_bmmq_roi('part', 10, 30);
+SELECT tgrelid::regclass AS "table", count(*) AS triggers FROM pg_trigger
+WHERE tgname LIKE 'tg_bmmq_stale%' AND tgrelid::regclass::text LIKE 'bmmq_part%' GROUP BY 1 ORDER BY 1;
+UPDATE bmmq_part_2 SET rid = rid WHERE false;
+SELECT stale FROM terra_gpu.bmmq_index WHERE name = 'part';
+UPDATE bmmq_part_2 SET rid = rid WHERE rid = 3;
+SELECT stale FROM terra_gpu.bmmq_index WHERE name = 'part';
+SELECT tg_bmmq_drop('part');
+SELECT count(*) AS triggers FROM pg_trigger WHERE tgname LIKE 'tg_bmmq_stale%' AND tgrelid::regclass::text LIKE 'bmmq_part%';
+DROP TABLE bmmq_part;
+
+-- errors as SQLSTATE and message, whoever runs them
+CREATE FUNCTION bmmq_try(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  n bigint;
+  h text;
+BEGIN
+  EXECUTE q;
+  GET DIAGNOSTICS n = ROW_COUNT;
+  RETURN format('ok, %s rows', n);
+EXCEPTION WHEN OTHERS THEN
+  GET STACKED DIAGNOSTICS h = PG_EXCEPTION_HINT;
+  RETURN SQLSTATE || ': ' || SQLERRM || coalesce(nullif(' (' || h || ')', ' ()'), '');
+END $$;
+
+-- roles: alice and carol may read bmmq_dem, bob may not
+SET client_min_messages = warning;
+DROP ROLE IF EXISTS tg_bmmq_alice;
+DROP ROLE IF EXISTS tg_bmmq_bob;
+DROP ROLE IF EXISTS tg_bmmq_carol;
+RESET client_min_messages;
+CREATE ROLE tg_bmmq_alice;
+CREATE ROLE tg_bmmq_bob;
+CREATE ROLE tg_bmmq_carol;
+GRANT SELECT ON bmmq_dem TO tg_bmmq_alice, tg_bmmq_carol;
+-- alice queries the superuser's index and builds her own
+SET ROLE tg_bmmq_alice;
+SELECT count(*) AS quadrants FROM tg_bmmq_roi('demo', 10, 30);
+SELECT count(*) AS quadrants FROM tg_bmmq_range('demo', ST_MakeEnvelope(600015, 5000005, 600035, 5000015, 32632));
+SELECT tg_bmmq_build('alice_ix', 'bmmq_dem', bins => ARRAY[10, 20, 30]) > 0 AS built;
+SELECT name, owner FROM terra_gpu.bmmq_index ORDER BY name;
+SELECT bmmq_try($$SELECT tg_bmmq_drop('demo')$$);
+SELECT bmmq_try($$SELECT tg_bmmq_refresh('demo')$$);
+SELECT bmmq_try($$SELECT tg_bmmq_build('cols2', 'bmmq_col', bins => ARRAY[2])$$);
+RESET ROLE;
+-- bob sees no index of a table he cannot read, and cannot index it
+SET ROLE tg_bmmq_bob;
+SELECT bmmq_try($$SELECT * FROM tg_bmmq_roi('demo', 10, 30)$$);
+SELECT bmmq_try($$SELECT * FROM tg_bmmq_roi(ARRAY['alice_ix', 'demo'], ARRAY[10, 10], ARRAY[30, 30])$$);
+SELECT bmmq_try($$SELECT tg_bmmq_build('bob_ix', 'bmmq_dem', bins => ARRAY[10])$$);
+SELECT bmmq_try($$SELECT tg_bmmq_build('alice_ix', 'bmmq_dem', bins => ARRAY[10])$$);
+SELECT (SELECT count(*) FROM terra_gpu.bmmq_index) AS indexes, (SELECT count(*) FROM terra_gpu.bmmq_tile) AS tiles,
+       (SELECT count(*) FROM terra_gpu.bmmq_node) AS nodes;
+RESET ROLE;
+-- carol reads alice's index but cannot change or drop it, nor its rows
+SET ROLE tg_bmmq_carol;
+SELECT count(*) AS quadrants FROM tg_bmmq_roi('alice_ix', 10, 30);
+SELECT bmmq_try($$SELECT tg_bmmq_drop('alice_ix')$$);
+SELECT bmmq_try($$SELECT tg_bmmq_refresh('alice_ix')$$);
+SELECT bmmq_try($$DELETE FROM terra_gpu.bmmq_node WHERE index_id = (SELECT id FROM terra_gpu.bmmq_index WHERE name = 'alice_ix')$$);
+SELECT bmmq_try($$UPDATE terra_gpu.bmmq_index SET stale = true$$);
+SELECT bmmq_try($$INSERT INTO terra_gpu.bmmq_node SELECT index_id, tile_id, 99, 0, 0, 0, 0, -1, -1, -1 FROM terra_gpu.bmmq_tile LIMIT 1$$);
+SELECT bmmq_try($$INSERT INTO terra_gpu.bmmq_index (name, source, rast_column, id_column, band, bounds, bin_method, srid, owner)
+                  VALUES ('fake', 'bmmq_dem', 'rast', 'rid', 1, '{1}', 'explicit', 32632, 'tg_bmmq_alice')$$);
+SELECT name, stale, (SELECT count(*) FROM terra_gpu.bmmq_node n WHERE n.index_id = i.id) AS nodes
+FROM terra_gpu.bmmq_index i ORDER BY name;
+RESET ROLE;
+-- a write by anyone marks every index of the table stale; alice refreshes and drops hers
+UPDATE bmmq_dem SET rast = rast WHERE rid = 1;
+SELECT name, stale FROM terra_gpu.bmmq_index ORDER BY name;
+SET ROLE tg_bmmq_alice;
+SELECT tg_bmmq_refresh('alice_ix') > 0 AS refreshed;
+SELECT count(*) AS quadrants FROM tg_bmmq_roi('alice_ix', 10, 30);
+SELECT tg_bmmq_drop('alice_ix');
+RESET ROLE;
+SELECT tg_bmmq_refresh('demo') > 0 AS refreshed;
+-- without SELECT on the table alice no longer sees its index
+REVOKE SELECT ON bmmq_dem FROM tg_bmmq_alice;
+SET ROLE tg_bmmq_alice;
+SELECT bmmq_try($$SELECT * FROM tg_bmmq_roi('demo', 10, 30)$$);
+RESET ROLE;
+DROP ROLE tg_bmmq_alice, tg_bmmq_bob;
+REVOKE SELECT ON bmmq_dem FROM tg_bmmq_carol;
+DROP ROLE tg_bmmq_carol;
+
+-- a dropped source table takes its indexes along (event trigger) ...
+CREATE TABLE bmmq_gone AS SELECT * FROM bmmq_dem;
+SELECT tg_bmmq_build('gone', 'bmmq_gone', bins => ARRAY[10]) > 0 AS built;
+DROP TABLE bmmq_gone;
+SELECT count(*) AS indexes FROM terra_gpu.bmmq_index WHERE name = 'gone';
+SELECT bmmq_try($$SELECT * FROM tg_bmmq_roi('gone', 10, 30)$$);
+-- ... and where that trigger did not run, queries and refresh say so clearly
+CREATE TABLE bmmq_gone AS SELECT * FROM bmmq_dem;
+SELECT tg_bmmq_build('gone', 'bmmq_gone', bins => ARRAY[10]) > 0 AS built;
+ALTER EVENT TRIGGER tg_bmmq_source_dropped DISABLE;
+DROP TABLE bmmq_gone;
+ALTER EVENT TRIGGER tg_bmmq_source_dropped ENABLE;
+SELECT bmmq_try($$SELECT * FROM tg_bmmq_roi('gone', 10, 30)$$);
+SELECT bmmq_try($$SELECT * FROM tg_bmmq_range('gone', ST_MakeEnvelope(0, 0, 1, 1, 32632))$$);
+SELECT bmmq_try($$SELECT tg_bmmq_refresh('gone')$$);
+SELECT tg_bmmq_drop('gone');
+
+-- drop: the catalog, tiles and nodes go, and the triggers once no index uses the table
 SELECT tg_bmmq_drop('cols'), tg_bmmq_drop('cols', if_exists => true);
 SELECT tg_bmmq_drop('demo');
 SELECT count(*) AS indexes, (SELECT count(*) FROM terra_gpu.bmmq_node) AS nodes,
        (SELECT count(*) FROM terra_gpu.bmmq_tile) AS tiles,
-       (SELECT count(*) FROM pg_trigger WHERE tgname = 'tg_bmmq_stale') AS triggers
+       (SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'tg_bmmq_stale%') AS triggers
 FROM terra_gpu.bmmq_index;
-DROP TABLE bmmq_dem, bmmq_col;
+DROP TABLE bmmq_col;
+
+-- the extension in a schema outside the search_path: every internal call is qualified
+DROP EXTENSION terra_gpu;
+CREATE SCHEMA tg_elsewhere;
+CREATE EXTENSION terra_gpu SCHEMA tg_elsewhere;
+SHOW search_path;
+SELECT tg_elsewhere.tg_bmmq_build('demo', 'bmmq_dem', bins => ARRAY[10, 20, 30]) > 0 AS built;
+SELECT tg_elsewhere.tg_bmmq_build('again', 'bmmq_dem', nbins => 4, bin_method => 'quantile') > 0 AS built;
+SELECT count(*) AS quadrants FROM tg_elsewhere.tg_bmmq_roi('demo', 15, 25, refine => true);
+SELECT count(*) AS quadrants FROM tg_elsewhere.tg_bmmq_roi(ARRAY['demo', 'again'], ARRAY[10, 10], ARRAY[30, 30]);
+UPDATE bmmq_dem SET rast = rast WHERE rid = 1;
+SELECT tg_elsewhere.tg_bmmq_refresh('demo') > 0 AS refreshed;
+SELECT count(*) AS quadrants FROM tg_elsewhere.tg_bmmq_range('demo', ST_MakeEnvelope(600015, 5000005, 600035, 5000015, 32632));
+SELECT tg_elsewhere.tg_bmmq_drop('demo'), tg_elsewhere.tg_bmmq_drop('again');
+-- every PL/pgSQL function runs with a fixed search_path
+SELECT count(*) AS plpgsql_functions, count(*) FILTER (WHERE p.prosecdef OR array_to_string(p.proconfig, ',') =
+         'search_path=pg_catalog, tg_elsewhere, public, pg_temp') AS fixed_path
+FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass AND d.deptype = 'e'
+WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'terra_gpu')
+  AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'plpgsql');
+DROP EXTENSION terra_gpu;
+DROP SCHEMA tg_elsewhere;
+CREATE EXTENSION terra_gpu;
+DROP TABLE bmmq_dem;
+DROP FUNCTION bmmq_try(text);

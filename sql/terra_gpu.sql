@@ -258,9 +258,10 @@ CREATE TABLE terra_gpu.bmmq_index (
 	cell_count bigint NOT NULL DEFAULT 0,
 	built_at timestamptz NOT NULL DEFAULT now(),
 	build_backend text,
-	stale boolean NOT NULL DEFAULT false);
+	stale boolean NOT NULL DEFAULT false,
+	owner regrole NOT NULL DEFAULT quote_ident(current_user)::regrole);
 COMMENT ON TABLE terra_gpu.bmmq_index IS
-'One row per BMMQ-tree index (tg_bmmq_build): its source coverage, bin boundaries and state; stale once the source changed';
+'One row per BMMQ-tree index (tg_bmmq_build): its source coverage, bin boundaries, state (stale once the source changed) and owner (the role that built it)';
 
 CREATE TABLE terra_gpu.bmmq_tile (
 	index_id bigint NOT NULL REFERENCES terra_gpu.bmmq_index (id) ON DELETE CASCADE,
@@ -296,6 +297,37 @@ SELECT pg_catalog.pg_extension_config_dump('terra_gpu.bmmq_index', '');
 SELECT pg_catalog.pg_extension_config_dump('terra_gpu.bmmq_index_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('terra_gpu.bmmq_tile', '');
 SELECT pg_catalog.pg_extension_config_dump('terra_gpu.bmmq_node', '');
+
+-- Who sees and changes which index: anyone who may SELECT an index's source
+-- table reads it; only its owner (or a member of the owning role) refreshes
+-- or drops it.  Row-level security enforces this for the query functions,
+-- which run as their caller, and for direct access alike; the table owner
+-- and superusers are not bound by it.  The owner of an index whose source is
+-- gone still sees it, to drop it.
+ALTER TABLE terra_gpu.bmmq_index ENABLE ROW LEVEL SECURITY;
+ALTER TABLE terra_gpu.bmmq_tile ENABLE ROW LEVEL SECURITY;
+ALTER TABLE terra_gpu.bmmq_node ENABLE ROW LEVEL SECURITY;
+CREATE POLICY bmmq_index_read ON terra_gpu.bmmq_index FOR SELECT
+	USING (coalesce(pg_catalog.has_table_privilege(source, 'SELECT'), pg_catalog.pg_has_role(owner, 'MEMBER')));
+CREATE POLICY bmmq_index_insert ON terra_gpu.bmmq_index FOR INSERT
+	WITH CHECK (pg_catalog.pg_has_role(owner, 'MEMBER') AND pg_catalog.has_table_privilege(source, 'SELECT'));
+CREATE POLICY bmmq_index_update ON terra_gpu.bmmq_index FOR UPDATE
+	USING (pg_catalog.pg_has_role(owner, 'MEMBER')) WITH CHECK (pg_catalog.pg_has_role(owner, 'MEMBER'));
+CREATE POLICY bmmq_index_delete ON terra_gpu.bmmq_index FOR DELETE
+	USING (pg_catalog.pg_has_role(owner, 'MEMBER'));
+CREATE POLICY bmmq_tile_read ON terra_gpu.bmmq_tile FOR SELECT
+	USING (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id));
+CREATE POLICY bmmq_tile_write ON terra_gpu.bmmq_tile FOR ALL
+	USING (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')))
+	WITH CHECK (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')));
+CREATE POLICY bmmq_node_read ON terra_gpu.bmmq_node FOR SELECT
+	USING (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id));
+CREATE POLICY bmmq_node_write ON terra_gpu.bmmq_node FOR ALL
+	USING (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')))
+	WITH CHECK (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')));
+GRANT USAGE ON SCHEMA terra_gpu TO PUBLIC;
+GRANT SELECT, INSERT, UPDATE, DELETE ON terra_gpu.bmmq_index, terra_gpu.bmmq_tile, terra_gpu.bmmq_node TO PUBLIC;
+GRANT USAGE ON SEQUENCE terra_gpu.bmmq_index_id_seq TO PUBLIC;
 
 CREATE FUNCTION terra_gpu.morton_col(morton bigint) RETURNS integer
 	AS 'MODULE_PATHNAME', 'tgpg_morton_col'
@@ -409,12 +441,54 @@ CREATE FUNCTION terra_gpu._bmmq_value(rast raster, band integer, bounds double p
 COMMENT ON FUNCTION tg_bmmq(raster, integer, double precision[], integer, text) IS
 'The BMMQ-tree node array of one raster band, breadth first (pos 0 = root; fc_pos = first child, -1 for a leaf); bins = boundaries, or nbins equal intervals over the band''s values';
 
--- Marks the indexes of a changed source table stale (statement trigger).
+-- Marks the indexes of a source table stale after a statement that changed
+-- rows (its transition table "changed" is not empty) or a TRUNCATE; a write
+-- to a partition or child marks its parents' indexes.  It runs
+-- as the extension's owner: whoever writes the table marks every index of
+-- it, whoever owns them.  Only triggers call it (no EXECUTE for PUBLIC).
 CREATE FUNCTION terra_gpu.bmmq_mark_stale() RETURNS trigger
-	LANGUAGE plpgsql AS $$
+	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-	UPDATE terra_gpu.bmmq_index SET stale = true WHERE source = TG_RELID AND NOT stale;
+	IF TG_OP = 'TRUNCATE' OR EXISTS (SELECT 1 FROM changed) THEN
+		-- the indexes of this table and of its ancestors (partitioned and inheritance parents)
+		WITH RECURSIVE a(oid) AS (
+			SELECT TG_RELID UNION SELECT i.inhparent FROM pg_inherits i JOIN a ON i.inhrelid = a.oid)
+		UPDATE terra_gpu.bmmq_index SET stale = true WHERE source::oid IN (SELECT oid FROM a) AND NOT stale;
+	END IF;
 	RETURN NULL;
+END $$;
+REVOKE ALL ON FUNCTION terra_gpu.bmmq_mark_stale() FROM PUBLIC;
+
+-- Locks a source table and adds its stale triggers (watch), or drops those
+-- once no index uses the table; see tgpg_bmmq_watch for the privileges.
+CREATE FUNCTION terra_gpu._bmmq_watch(source regclass, watch boolean) RETURNS void
+	AS 'MODULE_PATHNAME', 'tgpg_bmmq_watch'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+
+-- A dropped source table takes its indexes with it (sql_drop event trigger).
+CREATE FUNCTION terra_gpu.bmmq_source_dropped() RETURNS event_trigger
+	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	DELETE FROM terra_gpu.bmmq_node n USING terra_gpu.bmmq_index i, pg_event_trigger_dropped_objects() d
+	WHERE n.index_id = i.id AND i.source::oid = d.objid
+	  AND d.classid = 'pg_class'::regclass AND d.objsubid = 0;
+	DELETE FROM terra_gpu.bmmq_index i USING pg_event_trigger_dropped_objects() d
+	WHERE i.source::oid = d.objid AND d.classid = 'pg_class'::regclass AND d.objsubid = 0;
+END $$;
+REVOKE ALL ON FUNCTION terra_gpu.bmmq_source_dropped() FROM PUBLIC;
+CREATE EVENT TRIGGER tg_bmmq_source_dropped ON sql_drop
+	WHEN TAG IN ('DROP TABLE', 'DROP SCHEMA', 'DROP OWNED', 'DROP MATERIALIZED VIEW', 'DROP FOREIGN TABLE')
+	EXECUTE FUNCTION terra_gpu.bmmq_source_dropped();
+
+-- The error for an index whose source table is gone (its drop was not seen).
+CREATE FUNCTION terra_gpu._bmmq_check_source(ix terra_gpu.bmmq_index) RETURNS void
+	LANGUAGE plpgsql STABLE AS $$
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = ix.source) THEN
+		RAISE EXCEPTION 'the source table of BMMQ index "%" no longer exists', ix.name
+			USING ERRCODE = '42P01', DETAIL = format('It was the table with OID %s.', ix.source::oid),
+				  HINT = format('Drop the index: SELECT tg_bmmq_drop(%L);', ix.name);
+	END IF;
 END $$;
 
 -- Fill an index row's tiles and nodes from its source (build and refresh).
@@ -425,7 +499,9 @@ DECLARE
 	srid integer;
 	run record;
 BEGIN
-	EXECUTE format('LOCK TABLE %s IN SHARE MODE', ix.source);
+	PERFORM terra_gpu._bmmq_check_source(ix);
+	-- no writes to the source until this transaction ends; its stale triggers
+	PERFORM terra_gpu._bmmq_watch(ix.source, true);
 	EXECUTE format($q$
 		SELECT %1$I::bigint AS tile_id, (ST_MetaData(%2$I)).*, ST_NumBands(%2$I) AS nbands
 		FROM %3$s
@@ -461,19 +537,18 @@ BEGIN
 	SELECT ix.id, n.*
 	FROM terra_gpu._bmmq_build_nodes(ix.source, ix.rast_column, ix.id_column, ix.band, ix.bounds, backend) n;
 
-	run := tg_last_run();
-	ANALYZE terra_gpu.bmmq_node;	-- plans for the queries that follow: the bins index
+	run := @extschema@.tg_last_run();
+	-- plans for the queries that follow: the bins index (autovacuum's job when
+	-- the caller does not own the table: ANALYZE would only warn)
+	IF pg_has_role((SELECT relowner FROM pg_class WHERE oid = 'terra_gpu.bmmq_node'::regclass), 'USAGE') THEN
+		ANALYZE terra_gpu.bmmq_node;
+	END IF;
 	UPDATE terra_gpu.bmmq_index SET
 		tile_count = (SELECT count(*) FROM terra_gpu.bmmq_tile WHERE index_id = ix.id),
 		node_count = (SELECT count(*) FROM terra_gpu.bmmq_node WHERE index_id = ix.id),
 		cell_count = (SELECT sum(width::bigint * height) FROM terra_gpu.bmmq_tile WHERE index_id = ix.id),
 		built_at = now(), build_backend = run.backend, stale = false
 	WHERE id = ix.id;
-
-	IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = ix.source AND tgname = 'tg_bmmq_stale') THEN
-		EXECUTE format('CREATE TRIGGER tg_bmmq_stale AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s
-						FOR EACH STATEMENT EXECUTE FUNCTION terra_gpu.bmmq_mark_stale()', ix.source);
-	END IF;
 END $$;
 
 CREATE FUNCTION tg_bmmq_build(
@@ -500,6 +575,10 @@ BEGIN
 	IF EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.name = tg_bmmq_build.name) THEN
 		RAISE EXCEPTION 'BMMQ index "%" already exists', name USING ERRCODE = '42710',
 			HINT = 'Drop it with tg_bmmq_drop() or rebuild it with tg_bmmq_refresh().';
+	END IF;
+	IF NOT has_table_privilege(coverage, 'SELECT') THEN
+		RAISE EXCEPTION 'permission denied for table %', coverage USING ERRCODE = '42501',
+			HINT = 'A BMMQ index can be built only by a role that may SELECT its source table.';
 	END IF;
 	SELECT format_type(a.atttypid, NULL) INTO typ FROM pg_attribute a
 	WHERE a.attrelid = coverage AND a.attname = rast_column AND NOT a.attisdropped;
@@ -558,9 +637,15 @@ BEGIN
 		END IF;
 	END IF;
 
-	INSERT INTO terra_gpu.bmmq_index (name, source, rast_column, id_column, band, bounds, bin_method, srid)
-	VALUES (name, coverage, rast_column, id_column, band, terra_gpu._bmmq_check_bounds(bins), bin_method, srid)
-	RETURNING * INTO ix;
+	BEGIN
+		INSERT INTO terra_gpu.bmmq_index (name, source, rast_column, id_column, band, bounds, bin_method, srid)
+		VALUES (name, coverage, rast_column, id_column, band, terra_gpu._bmmq_check_bounds(bins), bin_method, srid)
+		RETURNING * INTO ix;
+	EXCEPTION WHEN unique_violation THEN
+		-- an index of another role, on a table this one may not read
+		RAISE EXCEPTION 'BMMQ index "%" already exists', name USING ERRCODE = '42710',
+			HINT = 'Index names are unique in the database; choose another one.';
+	END;
 	PERFORM terra_gpu._bmmq_fill(ix, backend);
 	RETURN ix.id;
 END $$;
@@ -576,6 +661,7 @@ BEGIN
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'BMMQ index "%" does not exist', name USING ERRCODE = '42704';
 	END IF;
+	PERFORM terra_gpu._bmmq_check_source(ix);
 	IF ix.stale THEN
 		RAISE EXCEPTION 'BMMQ index "%" is stale: % changed after it was built', name, ix.source
 			USING ERRCODE = '55000', HINT = format('Rebuild it: SELECT tg_bmmq_refresh(%L);', name);
@@ -583,15 +669,33 @@ BEGIN
 	RETURN ix;
 END $$;
 
-CREATE FUNCTION tg_bmmq_refresh(name text) RETURNS bigint
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
+-- An index its caller may change (owns), locked; NULL when it does not exist.
+CREATE FUNCTION terra_gpu._bmmq_own(name text, if_exists boolean) RETURNS terra_gpu.bmmq_index
+	LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
 	ix terra_gpu.bmmq_index;
 BEGIN
-	SELECT * INTO ix FROM terra_gpu.bmmq_index i WHERE i.name = tg_bmmq_refresh.name FOR UPDATE;
+	SELECT * INTO ix FROM terra_gpu.bmmq_index i WHERE i.name = _bmmq_own.name;
 	IF NOT FOUND THEN
+		RETURN NULL;
+	END IF;
+	IF NOT pg_has_role(ix.owner, 'MEMBER') THEN
+		RAISE EXCEPTION 'must be owner of BMMQ index "%"', name USING ERRCODE = '42501',
+			DETAIL = format('It is owned by %s.', ix.owner);
+	END IF;
+	SELECT * INTO ix FROM terra_gpu.bmmq_index i WHERE i.id = ix.id FOR UPDATE;
+	RETURN ix;
+END $$;
+
+CREATE FUNCTION tg_bmmq_refresh(name text) RETURNS bigint
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
+DECLARE
+	ix terra_gpu.bmmq_index := terra_gpu._bmmq_own(name, false);
+BEGIN
+	IF ix.id IS NULL THEN
 		RAISE EXCEPTION 'BMMQ index "%" does not exist', name USING ERRCODE = '42704';
 	END IF;
+	PERFORM terra_gpu._bmmq_check_source(ix);
 	DELETE FROM terra_gpu.bmmq_node WHERE index_id = ix.id;
 	DELETE FROM terra_gpu.bmmq_tile WHERE index_id = ix.id;
 	PERFORM terra_gpu._bmmq_fill(ix, NULL);
@@ -603,10 +707,9 @@ COMMENT ON FUNCTION tg_bmmq_refresh(text) IS
 CREATE FUNCTION tg_bmmq_drop(name text, if_exists boolean DEFAULT false) RETURNS boolean
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
 DECLARE
-	ix terra_gpu.bmmq_index;
+	ix terra_gpu.bmmq_index := terra_gpu._bmmq_own(name, if_exists);
 BEGIN
-	SELECT * INTO ix FROM terra_gpu.bmmq_index i WHERE i.name = tg_bmmq_drop.name FOR UPDATE;
-	IF NOT FOUND THEN
+	IF ix.id IS NULL THEN
 		IF if_exists THEN
 			RETURN false;
 		END IF;
@@ -614,9 +717,7 @@ BEGIN
 	END IF;
 	DELETE FROM terra_gpu.bmmq_node WHERE index_id = ix.id;
 	DELETE FROM terra_gpu.bmmq_index WHERE id = ix.id;
-	IF NOT EXISTS (SELECT 1 FROM terra_gpu.bmmq_index WHERE source = ix.source) THEN
-		EXECUTE format('DROP TRIGGER IF EXISTS tg_bmmq_stale ON %s', ix.source);
-	END IF;
+	PERFORM terra_gpu._bmmq_watch(ix.source, false);
 	RETURN true;
 END $$;
 COMMENT ON FUNCTION tg_bmmq_drop(text, boolean) IS 'Drop a BMMQ-tree index (its catalog row, tiles and nodes)';
@@ -806,7 +907,7 @@ BEGIN
 			   int8range(r.morton << (2 * (t1.levels - r.level)), (r.morton + 1) << (2 * (t1.levels - r.level))) z,
 			   r.boundary
 		FROM generate_series(1, k) q(i)
-		CROSS JOIN LATERAL tg_bmmq_roi(names[q.i], lo[q.i], hi[q.i], refine) r
+		CROSS JOIN LATERAL @extschema@.tg_bmmq_roi(names[q.i], lo[q.i], hi[q.i], refine) r
 		JOIN terra_gpu.bmmq_tile ti ON ti.index_id = (SELECT id FROM terra_gpu.bmmq_index WHERE bmmq_index.name = names[q.i])
 								  AND ti.tile_id = r.tile_id
 		JOIN terra_gpu.bmmq_tile t1 ON t1.index_id = first.id
@@ -1168,3 +1269,29 @@ CREATE FUNCTION tg_watershed_polygon(
 	LANGUAGE C STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION tg_watershed_polygon(regclass, geometry, boolean, integer, text, name, name) IS
 'Coverage form of tg_watershed_polygon: the catchment across all tiles as one multipolygon';
+
+-------------------------------------------------------------------------------
+-- A fixed search_path for every PL/pgSQL function (they run dynamic SQL):
+-- pg_catalog, this extension's schema and PostGIS', then pg_temp, so that no
+-- object of the caller's search_path can stand in for one they call.
+-- Keep this block last: it covers every function created above, and an
+-- upgrade script ends with it too.
+-------------------------------------------------------------------------------
+DO $$
+DECLARE
+	path text := (SELECT format('pg_catalog, %I, %I, pg_temp', t.nspname, g.nspname)
+				  FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace t ON t.oid = e.extnamespace,
+					   pg_catalog.pg_extension p JOIN pg_catalog.pg_namespace g ON g.oid = p.extnamespace
+				  WHERE e.extname = 'terra_gpu' AND p.extname = 'postgis');
+	f regprocedure;
+BEGIN
+	FOR f IN SELECT p.oid FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_proc p ON p.oid = d.objid
+			 WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
+			   AND d.refclassid = 'pg_catalog.pg_extension'::regclass
+			   AND d.refobjid = (SELECT oid FROM pg_catalog.pg_extension WHERE extname = 'terra_gpu')
+			   AND p.prolang = (SELECT oid FROM pg_catalog.pg_language WHERE lanname = 'plpgsql')
+			   AND NOT p.prosecdef
+			 ORDER BY p.oid LOOP
+		EXECUTE format('ALTER FUNCTION %s SET search_path = %s', f, path);
+	END LOOP;
+END $$;

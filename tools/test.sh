@@ -23,6 +23,9 @@ if ! make -s installcheck PG_CONFIG="$PG_BIN/pg_config"; then
 	exit 1
 fi
 
+echo "== upgrade from every release: ALTER EXTENSION terra_gpu UPDATE against a fresh install"
+python3 regress/checks/check_upgrade.py
+
 echo "== README examples"
 python3 tools/run_doc_examples.py
 

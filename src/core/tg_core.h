@@ -25,7 +25,7 @@ extern "C"
 {
 #endif
 
-#define TG_VERSION "0.1.0"
+#define TG_VERSION "0.2.0"
 
 /* ------------------------------------------------------------------------
  * Status and errors

@@ -6,15 +6,19 @@
  */
 #include "tgpg.h"
 
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/array.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "tg_bmmq.h"
@@ -544,4 +548,189 @@ tgpg_bmmq_cells_in_range(PG_FUNCTION_ARGS)
 			}
 	}
 	return (Datum) 0;
+}
+
+/* ------------------------------------------------------------------------
+ * The source table's side of an index: its lock and its stale triggers
+ * ------------------------------------------------------------------------ */
+
+/*
+ * Statement triggers that mark a source's indexes stale, only when rows
+ * changed: a transition table tells (one event per trigger, as PostgreSQL
+ * requires of triggers with transition tables); TRUNCATE has none.
+ */
+static const char *const stale_triggers[][2] = {
+	{"tg_bmmq_stale_insert", "AFTER INSERT ON %s REFERENCING NEW TABLE AS changed"},
+	{"tg_bmmq_stale_update", "AFTER UPDATE ON %s REFERENCING NEW TABLE AS changed"},
+	{"tg_bmmq_stale_delete", "AFTER DELETE ON %s REFERENCING OLD TABLE AS changed"},
+	{"tg_bmmq_stale_truncate", "AFTER TRUNCATE ON %s"},
+};
+
+static bool
+has_trigger(Oid rel, const char *name)
+{
+	Datum		args[2] = {ObjectIdGetDatum(rel), CStringGetDatum(name)};
+	Oid			types[2] = {OIDOID, CSTRINGOID};
+
+	if (SPI_execute_with_args("SELECT 1 FROM pg_catalog.pg_trigger WHERE tgrelid = $1 AND tgname = $2::pg_catalog.name",
+							  2, types, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up trigger %s", name);
+	return SPI_processed > 0;
+}
+
+/*
+ * A statement trigger fires only for the table a statement names, so a
+ * partitioned or inheritance parent's indexes need the triggers on every
+ * partition and child too (bmmq_mark_stale marks the indexes of the table
+ * and of its ancestors).  Foreign tables cannot have transition tables.
+ */
+#define TABLES_UNDER_SQL \
+	"WITH RECURSIVE d(oid) AS (SELECT $1 UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN d ON i.inhparent = d.oid) " \
+	"SELECT d.oid FROM d JOIN pg_catalog.pg_class c ON c.oid = d.oid WHERE c.relkind IN ('r', 'p') ORDER BY 1"
+/* ... and those of them that no index uses any more, through itself or an ancestor */
+#define TABLES_UNWATCHED_SQL \
+	"WITH RECURSIVE d(oid) AS (SELECT $1 UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN d ON i.inhparent = d.oid), " \
+	"a(leaf, oid) AS (SELECT oid, oid FROM d UNION SELECT a.leaf, i.inhparent FROM pg_catalog.pg_inherits i JOIN a ON i.inhrelid = a.oid) " \
+	"SELECT d.oid FROM d WHERE NOT EXISTS (SELECT 1 FROM a JOIN terra_gpu.bmmq_index x ON x.source::pg_catalog.oid = a.oid " \
+	"WHERE a.leaf = d.oid) ORDER BY 1"
+
+static List *
+tables_to_watch(Oid rel, const char *sql)
+{
+	Datum		arg = ObjectIdGetDatum(rel);
+	Oid			type = OIDOID;
+	List	   *out = NIL;
+
+	if (SPI_execute_with_args(sql, 1, &type, &arg, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not list the tables under %u", rel);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		out = lappend_oid(out, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+																SPI_tuptable->tupdesc, 1, &isnull)));
+	}
+	return out;
+}
+
+static void
+run_command(const char *sql)
+{
+	int			rc = SPI_execute(sql, false, 0);
+
+	if (rc < 0)
+		elog(ERROR, "could not run \"%s\": %s", sql, SPI_result_code_string(rc));
+}
+
+/*
+ * terra_gpu._bmmq_watch(source, watch): with watch, lock the source of an
+ * index being built in SHARE mode (no writes until the caller's transaction
+ * ends) and make sure its stale triggers exist; without, drop those
+ * triggers once no index uses the table.
+ *
+ * Both need more than reading the table (LOCK ... SHARE needs UPDATE,
+ * DELETE or TRUNCATE, CREATE TRIGGER the TRIGGER privilege), yet anyone who
+ * may SELECT a table may index it.  So the caller's SELECT privilege is
+ * checked here, with the caller's own identity, and only these fixed
+ * commands then run as the owner of this function (the role that installed
+ * the extension), with a fixed search_path.  A SECURITY DEFINER function
+ * could not do this: it cannot see who called it.
+ */
+PG_FUNCTION_INFO_V1(tgpg_bmmq_watch);
+Datum
+tgpg_bmmq_watch(PG_FUNCTION_ARGS)
+{
+	Oid			rel = PG_GETARG_OID(0);
+	bool		watch = PG_GETARG_BOOL(1);
+	Oid			caller = GetUserId();
+	Oid			owner;
+	Oid			save_user;
+	int			save_sec;
+	int			save_nest;
+	char	   *nsp;
+	char	   *relname;
+	const char *qualified;
+	HeapTuple	tup;
+
+	relname = get_rel_name(rel);
+	nsp = relname ? get_namespace_name(get_rel_namespace(rel)) : NULL;
+	if (relname == NULL || nsp == NULL)
+	{
+		if (watch)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_TABLE),
+					 errmsg("the source table (OID %u) of this BMMQ index no longer exists", rel)));
+		PG_RETURN_VOID();		/* dropped: its triggers went with it */
+	}
+	qualified = quote_qualified_identifier(nsp, relname);
+	if (watch && pg_class_aclcheck(rel, caller, ACL_SELECT) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for table %s", relname),
+				 errhint("A BMMQ index can be built only by a role that may SELECT its source table.")));
+
+	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fcinfo->flinfo->fn_oid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for function %u", fcinfo->flinfo->fn_oid);
+	owner = ((Form_pg_proc) GETSTRUCT(tup))->proowner;
+	ReleaseSysCache(tup);
+
+	GetUserIdAndSecContext(&save_user, &save_sec);
+	SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	save_nest = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	PG_TRY();
+	{
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		if (watch)
+		{
+			List	   *tables;
+			ListCell   *lc;
+
+			/* a parent's lock covers its partitions and children too */
+			run_command(psprintf("LOCK TABLE %s IN SHARE MODE", qualified));
+			tables = tables_to_watch(rel, TABLES_UNDER_SQL);
+			foreach(lc, tables)
+			{
+				Oid			t = lfirst_oid(lc);
+				const char *name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(t)),
+															  get_rel_name(t));
+
+				/* the one statement trigger of 0.1.0 marked no-op statements stale too */
+				if (has_trigger(t, "tg_bmmq_stale"))
+					run_command(psprintf("DROP TRIGGER tg_bmmq_stale ON %s", name));
+				for (int i = 0; i < lengthof(stale_triggers); i++)
+					if (!has_trigger(t, stale_triggers[i][0]))
+						run_command(psprintf("CREATE TRIGGER %s %s FOR EACH STATEMENT "
+											 "EXECUTE FUNCTION terra_gpu.bmmq_mark_stale()",
+											 stale_triggers[i][0],
+											 psprintf(stale_triggers[i][1], name)));
+			}
+		}
+		else
+		{
+			List	   *tables = tables_to_watch(rel, TABLES_UNWATCHED_SQL);
+			ListCell   *lc;
+
+			foreach(lc, tables)
+			{
+				Oid			t = lfirst_oid(lc);
+				const char *name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(t)),
+															  get_rel_name(t));
+
+				for (int i = 0; i < lengthof(stale_triggers); i++)
+					run_command(psprintf("DROP TRIGGER IF EXISTS %s ON %s", stale_triggers[i][0], name));
+			}
+		}
+		SPI_finish();
+	}
+	PG_FINALLY();
+	{
+		AtEOXact_GUC(true, save_nest);
+		SetUserIdAndSecContext(save_user, save_sec);
+	}
+	PG_END_TRY();
+	PG_RETURN_VOID();
 }

@@ -1,0 +1,541 @@
+-- terra_gpu 0.1.0 -> 0.2.0, written by tools/gen_upgrade.py: do not edit; change
+-- sql/terra_gpu.sql or sql/upgrade/terra_gpu--0.1.0--0.2.0.{pre,post}.sql and run it again.
+\echo Use "ALTER EXTENSION terra_gpu UPDATE TO '0.2.0'" to load this file. \quit
+
+-- terra_gpu 0.1.0 -> 0.2.0, catalog changes: run before the functions are
+-- replaced (tools/gen_upgrade.py puts this file first in the upgrade script).
+
+-- BMMQ indexes have owners; those built before 0.2.0 belong to the role that
+-- upgrades (only superusers could use them: terra_gpu had no USAGE for PUBLIC).
+ALTER TABLE terra_gpu.bmmq_index ADD COLUMN owner regrole NOT NULL DEFAULT quote_ident(current_user)::regrole;
+COMMENT ON TABLE terra_gpu.bmmq_index IS
+'One row per BMMQ-tree index (tg_bmmq_build): its source coverage, bin boundaries, state (stale once the source changed) and owner (the role that built it)';
+
+ALTER TABLE terra_gpu.bmmq_index ENABLE ROW LEVEL SECURITY;
+ALTER TABLE terra_gpu.bmmq_tile ENABLE ROW LEVEL SECURITY;
+ALTER TABLE terra_gpu.bmmq_node ENABLE ROW LEVEL SECURITY;
+CREATE POLICY bmmq_index_read ON terra_gpu.bmmq_index FOR SELECT
+	USING (coalesce(pg_catalog.has_table_privilege(source, 'SELECT'), pg_catalog.pg_has_role(owner, 'MEMBER')));
+CREATE POLICY bmmq_index_insert ON terra_gpu.bmmq_index FOR INSERT
+	WITH CHECK (pg_catalog.pg_has_role(owner, 'MEMBER') AND pg_catalog.has_table_privilege(source, 'SELECT'));
+CREATE POLICY bmmq_index_update ON terra_gpu.bmmq_index FOR UPDATE
+	USING (pg_catalog.pg_has_role(owner, 'MEMBER')) WITH CHECK (pg_catalog.pg_has_role(owner, 'MEMBER'));
+CREATE POLICY bmmq_index_delete ON terra_gpu.bmmq_index FOR DELETE
+	USING (pg_catalog.pg_has_role(owner, 'MEMBER'));
+CREATE POLICY bmmq_tile_read ON terra_gpu.bmmq_tile FOR SELECT
+	USING (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id));
+CREATE POLICY bmmq_tile_write ON terra_gpu.bmmq_tile FOR ALL
+	USING (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')))
+	WITH CHECK (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')));
+CREATE POLICY bmmq_node_read ON terra_gpu.bmmq_node FOR SELECT
+	USING (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id));
+CREATE POLICY bmmq_node_write ON terra_gpu.bmmq_node FOR ALL
+	USING (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')))
+	WITH CHECK (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')));
+GRANT USAGE ON SCHEMA terra_gpu TO PUBLIC;
+GRANT SELECT, INSERT, UPDATE, DELETE ON terra_gpu.bmmq_index, terra_gpu.bmmq_tile, terra_gpu.bmmq_node TO PUBLIC;
+GRANT USAGE ON SEQUENCE terra_gpu.bmmq_index_id_seq TO PUBLIC;
+
+-- functions gone, or whose arguments or result changed
+DROP FUNCTION @extschema@.tg_watershed_polygon(regclass,name,name,geometry,boolean,integer,text);
+DROP FUNCTION @extschema@.tg_watershed(regclass,name,name,geometry,boolean,integer,text);
+DROP FUNCTION @extschema@.tg_isochrones(regclass,name,name,geometry,double precision,"any","any",double precision,double precision,boolean,integer,text);
+DROP FUNCTION @extschema@.tg_isochrone_bands(regclass,name,name,geometry,double precision,"any","any",double precision,double precision,boolean,integer,text);
+DROP FUNCTION @extschema@.tg_travel_time(regclass,name,name,geometry,"any","any",double precision,double precision,boolean,integer,double precision,text);
+DROP FUNCTION @extschema@.tg_rusle(regclass,name,name,"any","any","any","any",text,double precision,double precision,double precision,double precision,boolean,integer,text,double precision,double precision,double precision,text);
+DROP FUNCTION @extschema@.tg_ls_factor(regclass,name,name,text,double precision,double precision,double precision,double precision,boolean,integer,text,double precision,double precision,double precision,text);
+DROP FUNCTION @extschema@.tg_viewshed_count(regclass,name,name,geometry[],double precision,double precision,double precision,double precision,double precision,integer,text);
+DROP FUNCTION @extschema@.tg_viewshed(regclass,name,name,geometry,double precision,double precision,double precision,double precision,double precision,text,integer,text,text);
+DROP FUNCTION terra_gpu._observer_cell(record,geometry,text);
+DROP FUNCTION terra_gpu._viewshed_count(raster,integer,integer[],integer[],double precision,double precision,double precision,double precision,double precision,text);
+DROP FUNCTION terra_gpu._viewshed(raster,integer,integer,integer,double precision,double precision,double precision,double precision,double precision,text,text,text);
+DROP FUNCTION @extschema@.tg_hydrology(regclass,name,name,integer,text,text,regclass,text,double precision,double precision,integer,double precision,text,name);
+DROP FUNCTION @extschema@.tg_flow_accumulation(regclass,name,name,integer,text,text,regclass,text,boolean,double precision,double precision,integer,text,double precision,text,name);
+DROP FUNCTION @extschema@.tg_flow_direction(regclass,name,name,integer,text,boolean,double precision,double precision,text,text);
+DROP FUNCTION @extschema@.tg_fill(regclass,name,name,integer,text,double precision,double precision,text);
+DROP FUNCTION @extschema@.tg_slope(regclass,name,name,integer,text,double precision,double precision,text);
+DROP FUNCTION @extschema@.tg_last_run();
+
+-- functions new or changed
+CREATE OR REPLACE FUNCTION @extschema@.tg_last_run(OUT function text, OUT backend text, OUT cells bigint, OUT kernel_ms double precision, OUT transfer_ms double precision, OUT core_ms double precision, OUT chunks integer, OUT note text, OUT method text, OUT iterations integer, OUT prep_ms double precision, OUT threads integer, OUT phases text)
+ RETURNS record
+ LANGUAGE c
+ PARALLEL RESTRICTED STRICT
+AS 'MODULE_PATHNAME', $function$tgpg_last_run$function$;
+COMMENT ON FUNCTION @extschema@.tg_last_run() IS 'What the last terra_gpu call of this backend ran on (cpu or gpu), its device kernel and transfer times, its time in the library, the threads it used and the time of each phase';
+CREATE OR REPLACE FUNCTION @extschema@.tg_slope(coverage regclass, band integer DEFAULT 1, units text DEFAULT 'DEGREES'::text, scale double precision DEFAULT 1.0, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+ RETURNS TABLE(rid bigint, rast raster)
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_slope$function$;
+COMMENT ON FUNCTION @extschema@.tg_slope(regclass,integer,text,double precision,double precision,text,name,name) IS 'Coverage form: the slope of a whole tiled raster table, computed as one grid (no tile-edge effects), one row per input tile with its extent';
+CREATE OR REPLACE FUNCTION @extschema@.tg_fill(coverage regclass, band integer DEFAULT 1, method text DEFAULT 'priority-flood'::text, epsilon double precision DEFAULT 0, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+ RETURNS TABLE(rid bigint, rast raster)
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_fill$function$;
+COMMENT ON FUNCTION @extschema@.tg_fill(regclass,integer,text,double precision,double precision,text,name,name) IS 'Coverage form: depression filling of a whole tiled raster table as one grid, one row per input tile with its extent (equal to the raster form on the mosaic)';
+CREATE OR REPLACE FUNCTION @extschema@.tg_flow_direction(coverage regclass, band integer DEFAULT 1, routing text DEFAULT 'd8'::text, fill boolean DEFAULT true, exponent double precision DEFAULT 1.1, threshold double precision DEFAULT 1000, output text DEFAULT 'auto'::text, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+ RETURNS TABLE(rid bigint, rast raster)
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_flow_direction$function$;
+COMMENT ON FUNCTION @extschema@.tg_flow_direction(regclass,integer,text,boolean,double precision,double precision,text,text,name,name) IS 'Coverage form: flow directions of a whole tiled raster table as one grid, one row per input tile with its extent';
+CREATE OR REPLACE FUNCTION @extschema@.tg_flow_accumulation(coverage regclass, band integer DEFAULT 1, routing text DEFAULT 'd8'::text, method text DEFAULT 'auto'::text, weight regclass DEFAULT NULL::regclass, units text DEFAULT 'cells'::text, fill boolean DEFAULT true, exponent double precision DEFAULT 1.1, threshold double precision DEFAULT 1000, weight_band integer DEFAULT 1, pixeltype text DEFAULT '64BF'::text, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name, weight_column name DEFAULT 'rast'::name)
+ RETURNS TABLE(rid bigint, rast raster)
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_flow_accumulation$function$;
+COMMENT ON FUNCTION @extschema@.tg_flow_accumulation(regclass,integer,text,text,regclass,text,boolean,double precision,double precision,integer,text,double precision,text,name,name,name) IS 'Coverage form: flow accumulation over a whole tiled raster table as one grid (flow crosses tile edges), one row per input tile with its extent; weight is another coverage on the same grid';
+CREATE OR REPLACE FUNCTION @extschema@.tg_hydrology(coverage regclass, band integer DEFAULT 1, routing text DEFAULT 'd8'::text, method text DEFAULT 'auto'::text, weight regclass DEFAULT NULL::regclass, units text DEFAULT 'cells'::text, exponent double precision DEFAULT 1.1, threshold double precision DEFAULT 1000, weight_band integer DEFAULT 1, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name, weight_column name DEFAULT 'rast'::name)
+ RETURNS TABLE(rid bigint, filled raster, direction raster, accumulation raster)
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_hydrology$function$;
+COMMENT ON FUNCTION @extschema@.tg_hydrology(regclass,integer,text,text,regclass,text,double precision,double precision,integer,double precision,text,name,name,name) IS 'Coverage form of the chained call: filled DEM, directions and accumulation of a whole tiled raster table as one grid, one row per input tile';
+CREATE OR REPLACE FUNCTION terra_gpu.bmmq_mark_stale()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+BEGIN
+	IF TG_OP = 'TRUNCATE' OR EXISTS (SELECT 1 FROM changed) THEN
+		-- the indexes of this table and of its ancestors (partitioned and inheritance parents)
+		WITH RECURSIVE a(oid) AS (
+			SELECT TG_RELID UNION SELECT i.inhparent FROM pg_inherits i JOIN a ON i.inhrelid = a.oid)
+		UPDATE terra_gpu.bmmq_index SET stale = true WHERE source::oid IN (SELECT oid FROM a) AND NOT stale;
+	END IF;
+	RETURN NULL;
+END $function$;
+REVOKE ALL ON FUNCTION terra_gpu.bmmq_mark_stale() FROM PUBLIC;
+CREATE OR REPLACE FUNCTION terra_gpu._bmmq_watch(source regclass, watch boolean)
+ RETURNS void
+ LANGUAGE c
+ STRICT
+AS 'MODULE_PATHNAME', $function$tgpg_bmmq_watch$function$;
+CREATE OR REPLACE FUNCTION terra_gpu.bmmq_source_dropped()
+ RETURNS event_trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+BEGIN
+	DELETE FROM terra_gpu.bmmq_node n USING terra_gpu.bmmq_index i, pg_event_trigger_dropped_objects() d
+	WHERE n.index_id = i.id AND i.source::oid = d.objid
+	  AND d.classid = 'pg_class'::regclass AND d.objsubid = 0;
+	DELETE FROM terra_gpu.bmmq_index i USING pg_event_trigger_dropped_objects() d
+	WHERE i.source::oid = d.objid AND d.classid = 'pg_class'::regclass AND d.objsubid = 0;
+END $function$;
+REVOKE ALL ON FUNCTION terra_gpu.bmmq_source_dropped() FROM PUBLIC;
+CREATE OR REPLACE FUNCTION terra_gpu._bmmq_check_source(ix terra_gpu.bmmq_index)
+ RETURNS void
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = ix.source) THEN
+		RAISE EXCEPTION 'the source table of BMMQ index "%" no longer exists', ix.name
+			USING ERRCODE = '42P01', DETAIL = format('It was the table with OID %s.', ix.source::oid),
+				  HINT = format('Drop the index: SELECT tg_bmmq_drop(%L);', ix.name);
+	END IF;
+END $function$;
+CREATE OR REPLACE FUNCTION terra_gpu._bmmq_fill(ix terra_gpu.bmmq_index, backend text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+	bad record;
+	srid integer;
+	run record;
+BEGIN
+	PERFORM terra_gpu._bmmq_check_source(ix);
+	-- no writes to the source until this transaction ends; its stale triggers
+	PERFORM terra_gpu._bmmq_watch(ix.source, true);
+	EXECUTE format($q$
+		SELECT %1$I::bigint AS tile_id, (ST_MetaData(%2$I)).*, ST_NumBands(%2$I) AS nbands
+		FROM %3$s
+		WHERE %2$I IS NOT NULL
+		  AND (%1$I IS NULL OR ST_SkewX(%2$I) <> 0 OR ST_SkewY(%2$I) <> 0 OR ST_ScaleX(%2$I) <= 0
+			   OR ST_ScaleY(%2$I) >= 0 OR ST_NumBands(%2$I) < $1 OR ST_SRID(%2$I) <> $2)
+		LIMIT 1 $q$, ix.id_column, ix.rast_column, ix.source)
+		INTO bad USING ix.band, ix.srid;
+	IF bad.tile_id IS NULL AND bad.width IS NOT NULL THEN
+		RAISE EXCEPTION 'a tile of % has a NULL %', ix.source, ix.id_column USING ERRCODE = '22004';
+	ELSIF bad.srid <> ix.srid THEN
+		RAISE EXCEPTION 'tile % of % has SRID %, the first tile %', bad.tile_id, ix.source, bad.srid, ix.srid
+			USING ERRCODE = '22023', HINT = 'All tiles of an indexed coverage share one SRID.';
+	ELSIF bad.nbands < ix.band THEN
+		RAISE EXCEPTION 'band % does not exist in tile % of % (it has % band(s))', ix.band,
+			bad.tile_id, ix.source, bad.nbands USING ERRCODE = '22023';
+	ELSIF bad.tile_id IS NOT NULL THEN
+		RAISE EXCEPTION 'tile % of % is not north-up (scale % x %, skew % x %)', bad.tile_id,
+			ix.source, bad.scalex, bad.scaley, bad.skewx, bad.skewy USING ERRCODE = '22023',
+			HINT = 'BMMQ-tree indexes need unrotated rasters with scale_x > 0 and scale_y < 0; ST_Transform or gdalwarp them first.';
+	END IF;
+
+	EXECUTE format($q$
+		INSERT INTO terra_gpu.bmmq_tile
+		SELECT $1, %1$I::bigint,
+			   (SELECT min(l) FROM generate_series(0, 16) l WHERE 1 << l >= greatest(m.width, m.height))::smallint,
+			   m.width, m.height,
+			   m.upperleftx, m.upperlefty, m.scalex, m.scaley
+		FROM %3$s, ST_MetaData(%2$I) m
+		WHERE %2$I IS NOT NULL $q$, ix.id_column, ix.rast_column, ix.source) USING ix.id;
+
+	INSERT INTO terra_gpu.bmmq_node
+	SELECT ix.id, n.*
+	FROM terra_gpu._bmmq_build_nodes(ix.source, ix.rast_column, ix.id_column, ix.band, ix.bounds, backend) n;
+
+	run := @extschema@.tg_last_run();
+	-- plans for the queries that follow: the bins index (autovacuum's job when
+	-- the caller does not own the table: ANALYZE would only warn)
+	IF pg_has_role((SELECT relowner FROM pg_class WHERE oid = 'terra_gpu.bmmq_node'::regclass), 'USAGE') THEN
+		ANALYZE terra_gpu.bmmq_node;
+	END IF;
+	UPDATE terra_gpu.bmmq_index SET
+		tile_count = (SELECT count(*) FROM terra_gpu.bmmq_tile WHERE index_id = ix.id),
+		node_count = (SELECT count(*) FROM terra_gpu.bmmq_node WHERE index_id = ix.id),
+		cell_count = (SELECT sum(width::bigint * height) FROM terra_gpu.bmmq_tile WHERE index_id = ix.id),
+		built_at = now(), build_backend = run.backend, stale = false
+	WHERE id = ix.id;
+END $function$;
+CREATE OR REPLACE FUNCTION @extschema@.tg_bmmq_build(name text, coverage regclass, rast_column name DEFAULT 'rast'::name, band integer DEFAULT 1, bins double precision[] DEFAULT NULL::double precision[], nbins integer DEFAULT 8, bin_method text DEFAULT 'equal'::text, id_column name DEFAULT 'rid'::name, backend text DEFAULT NULL::text)
+ RETURNS bigint
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+	ix terra_gpu.bmmq_index;
+	s record;
+	srid integer;
+	typ text;
+BEGIN
+	IF name IS NULL OR coverage IS NULL THEN
+		RAISE EXCEPTION 'name and coverage must not be NULL' USING ERRCODE = '22004';
+	END IF;
+	IF EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.name = tg_bmmq_build.name) THEN
+		RAISE EXCEPTION 'BMMQ index "%" already exists', name USING ERRCODE = '42710',
+			HINT = 'Drop it with tg_bmmq_drop() or rebuild it with tg_bmmq_refresh().';
+	END IF;
+	IF NOT has_table_privilege(coverage, 'SELECT') THEN
+		RAISE EXCEPTION 'permission denied for table %', coverage USING ERRCODE = '42501',
+			HINT = 'A BMMQ index can be built only by a role that may SELECT its source table.';
+	END IF;
+	SELECT format_type(a.atttypid, NULL) INTO typ FROM pg_attribute a
+	WHERE a.attrelid = coverage AND a.attname = rast_column AND NOT a.attisdropped;
+	IF typ IS NULL THEN
+		RAISE EXCEPTION 'column "%" of % does not exist', rast_column, coverage USING ERRCODE = '42703';
+	ELSIF typ <> 'raster' THEN
+		RAISE EXCEPTION 'column "%" of % is %, not raster', rast_column, coverage, typ USING ERRCODE = '42804';
+	END IF;
+	SELECT format_type(a.atttypid, NULL) INTO typ FROM pg_attribute a
+	WHERE a.attrelid = coverage AND a.attname = id_column AND NOT a.attisdropped;
+	IF typ IS NULL THEN
+		RAISE EXCEPTION 'tile id column "%" of % does not exist', id_column, coverage USING ERRCODE = '42703',
+			HINT = 'Name an integer column that identifies the tiles with id_column => (raster2pgsql creates "rid").';
+	ELSIF typ NOT IN ('smallint', 'integer', 'bigint') THEN
+		RAISE EXCEPTION 'tile id column "%" of % is %, not an integer type', id_column, coverage, typ
+			USING ERRCODE = '42804';
+	END IF;
+	IF band IS NULL OR band < 1 THEN
+		RAISE EXCEPTION 'band must be a positive number, got %', band USING ERRCODE = '22023';
+	END IF;
+
+	EXECUTE format('SELECT ST_SRID(%1$I) FROM %2$s WHERE %1$I IS NOT NULL LIMIT 1', rast_column, coverage)
+		INTO srid;
+	IF srid IS NULL THEN
+		RAISE EXCEPTION '% has no tiles in column "%"', coverage, rast_column USING ERRCODE = '22000';
+	END IF;
+
+	IF bins IS NOT NULL THEN
+		bin_method := 'explicit';
+	ELSE
+		IF nbins IS NULL OR nbins < 2 OR nbins > 32765 THEN
+			RAISE EXCEPTION 'nbins must be between 2 and 32765, got %', nbins USING ERRCODE = '22023';
+		END IF;
+		IF bin_method = 'equal' THEN
+			EXECUTE format('SELECT (ST_SummaryStatsAgg(%1$I, $1, true)).* FROM %2$s', rast_column, coverage)
+				INTO s USING band;
+			IF s.count IS NULL OR s.count = 0 THEN
+				RAISE EXCEPTION 'band % of % has no valid cells to compute bins from', band, coverage
+					USING ERRCODE = '22000', HINT = 'Give the bin boundaries with bins => ARRAY[...].';
+			END IF;
+			bins := terra_gpu._bmmq_equal_bounds(s.min, s.max, nbins);
+		ELSIF bin_method = 'quantile' THEN
+			-- exact quantiles of every valid value (PostGIS 3 has no table form of ST_Quantile)
+			EXECUTE format('SELECT array_agg(DISTINCT q ORDER BY q) FROM unnest((
+								SELECT percentile_disc($2) WITHIN GROUP (ORDER BY x)
+								FROM %2$s t, unnest(ST_DumpValues(t.%1$I, $1, true)) x WHERE x IS NOT NULL)) q',
+						   rast_column, coverage)
+				INTO bins USING band, ARRAY(SELECT k::double precision / nbins FROM generate_series(1, nbins - 1) k);
+			IF bins IS NULL THEN
+				RAISE EXCEPTION 'band % of % has no valid cells to compute bins from', band, coverage
+					USING ERRCODE = '22000';
+			END IF;
+		ELSE
+			RAISE EXCEPTION 'invalid bin_method "%"', bin_method USING ERRCODE = '22023',
+				DETAIL = 'Valid bin methods are equal and quantile (or give bins => ARRAY[...]).';
+		END IF;
+	END IF;
+
+	BEGIN
+		INSERT INTO terra_gpu.bmmq_index (name, source, rast_column, id_column, band, bounds, bin_method, srid)
+		VALUES (name, coverage, rast_column, id_column, band, terra_gpu._bmmq_check_bounds(bins), bin_method, srid)
+		RETURNING * INTO ix;
+	EXCEPTION WHEN unique_violation THEN
+		-- an index of another role, on a table this one may not read
+		RAISE EXCEPTION 'BMMQ index "%" already exists', name USING ERRCODE = '42710',
+			HINT = 'Index names are unique in the database; choose another one.';
+	END;
+	PERFORM terra_gpu._bmmq_fill(ix, backend);
+	RETURN ix.id;
+END $function$;
+CREATE OR REPLACE FUNCTION terra_gpu._bmmq_index(name text)
+ RETURNS terra_gpu.bmmq_index
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+DECLARE
+	ix terra_gpu.bmmq_index;
+BEGIN
+	SELECT * INTO ix FROM terra_gpu.bmmq_index i WHERE i.name = _bmmq_index.name;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'BMMQ index "%" does not exist', name USING ERRCODE = '42704';
+	END IF;
+	PERFORM terra_gpu._bmmq_check_source(ix);
+	IF ix.stale THEN
+		RAISE EXCEPTION 'BMMQ index "%" is stale: % changed after it was built', name, ix.source
+			USING ERRCODE = '55000', HINT = format('Rebuild it: SELECT tg_bmmq_refresh(%L);', name);
+	END IF;
+	RETURN ix;
+END $function$;
+CREATE OR REPLACE FUNCTION terra_gpu._bmmq_own(name text, if_exists boolean)
+ RETURNS terra_gpu.bmmq_index
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+	ix terra_gpu.bmmq_index;
+BEGIN
+	SELECT * INTO ix FROM terra_gpu.bmmq_index i WHERE i.name = _bmmq_own.name;
+	IF NOT FOUND THEN
+		RETURN NULL;
+	END IF;
+	IF NOT pg_has_role(ix.owner, 'MEMBER') THEN
+		RAISE EXCEPTION 'must be owner of BMMQ index "%"', name USING ERRCODE = '42501',
+			DETAIL = format('It is owned by %s.', ix.owner);
+	END IF;
+	SELECT * INTO ix FROM terra_gpu.bmmq_index i WHERE i.id = ix.id FOR UPDATE;
+	RETURN ix;
+END $function$;
+CREATE OR REPLACE FUNCTION @extschema@.tg_bmmq_refresh(name text)
+ RETURNS bigint
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+	ix terra_gpu.bmmq_index := terra_gpu._bmmq_own(name, false);
+BEGIN
+	IF ix.id IS NULL THEN
+		RAISE EXCEPTION 'BMMQ index "%" does not exist', name USING ERRCODE = '42704';
+	END IF;
+	PERFORM terra_gpu._bmmq_check_source(ix);
+	DELETE FROM terra_gpu.bmmq_node WHERE index_id = ix.id;
+	DELETE FROM terra_gpu.bmmq_tile WHERE index_id = ix.id;
+	PERFORM terra_gpu._bmmq_fill(ix, NULL);
+	RETURN ix.id;
+END $function$;
+CREATE OR REPLACE FUNCTION @extschema@.tg_bmmq_drop(name text, if_exists boolean DEFAULT false)
+ RETURNS boolean
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+	ix terra_gpu.bmmq_index := terra_gpu._bmmq_own(name, if_exists);
+BEGIN
+	IF ix.id IS NULL THEN
+		IF if_exists THEN
+			RETURN false;
+		END IF;
+		RAISE EXCEPTION 'BMMQ index "%" does not exist', name USING ERRCODE = '42704';
+	END IF;
+	DELETE FROM terra_gpu.bmmq_node WHERE index_id = ix.id;
+	DELETE FROM terra_gpu.bmmq_index WHERE id = ix.id;
+	PERFORM terra_gpu._bmmq_watch(ix.source, false);
+	RETURN true;
+END $function$;
+CREATE OR REPLACE FUNCTION @extschema@.tg_bmmq_roi(names text[], lo double precision[], hi double precision[], combine text DEFAULT 'and'::text, refine boolean DEFAULT false)
+ RETURNS TABLE(tile_id bigint, level integer, morton bigint, boundary boolean, geom geometry)
+ LANGUAGE plpgsql
+ STABLE PARALLEL SAFE
+AS $function$
+DECLARE
+	k integer := cardinality(names);
+	first terra_gpu.bmmq_index;
+	other terra_gpu.bmmq_index;
+	bad record;
+BEGIN
+	IF k IS NULL OR k < 1 OR cardinality(lo) IS DISTINCT FROM k OR cardinality(hi) IS DISTINCT FROM k THEN
+		RAISE EXCEPTION 'names, lo and hi must be arrays of the same non-zero length' USING ERRCODE = '22023';
+	END IF;
+	IF lower(combine) NOT IN ('and', 'or') THEN
+		RAISE EXCEPTION 'invalid combine "%"', combine USING ERRCODE = '22023',
+			DETAIL = 'Valid values are and, or.';
+	END IF;
+	first := terra_gpu._bmmq_index(names[1]);
+	FOR i IN 2 .. k LOOP
+		other := terra_gpu._bmmq_index(names[i]);
+		SELECT t1.tile_id AS t1, t2.tile_id AS t2 INTO bad
+		FROM (SELECT * FROM terra_gpu.bmmq_tile WHERE index_id = first.id) t1
+		FULL JOIN (SELECT * FROM terra_gpu.bmmq_tile WHERE index_id = other.id) t2
+		  ON t1.upperleft_x = t2.upperleft_x AND t1.upperleft_y = t2.upperleft_y
+		 AND t1.width = t2.width AND t1.height = t2.height
+		 AND t1.scale_x = t2.scale_x AND t1.scale_y = t2.scale_y
+		WHERE t1.tile_id IS NULL OR t2.tile_id IS NULL
+		LIMIT 1;
+		IF FOUND OR other.srid <> first.srid THEN
+			RAISE EXCEPTION 'BMMQ indexes "%" and "%" are not co-registered', names[1], names[i]
+				USING ERRCODE = '22023',
+				DETAIL = CASE WHEN other.srid <> first.srid THEN format('SRID %s and %s.', first.srid, other.srid)
+							  WHEN bad.t1 IS NULL THEN format('Tile %s of "%s" has no tile at the same place in "%s".', bad.t2, names[i], names[1])
+							  ELSE format('Tile %s of "%s" has no tile at the same place in "%s".', bad.t1, names[1], names[i]) END;
+		END IF;
+	END LOOP;
+
+	-- each index's answer as Z-order cell intervals per tile of the first index
+	RETURN QUERY
+	WITH piece AS (
+		SELECT q.i, t1.tile_id, t1.levels,
+			   int8range(r.morton << (2 * (t1.levels - r.level)), (r.morton + 1) << (2 * (t1.levels - r.level))) z,
+			   r.boundary
+		FROM generate_series(1, k) q(i)
+		CROSS JOIN LATERAL @extschema@.tg_bmmq_roi(names[q.i], lo[q.i], hi[q.i], refine) r
+		JOIN terra_gpu.bmmq_tile ti ON ti.index_id = (SELECT id FROM terra_gpu.bmmq_index WHERE bmmq_index.name = names[q.i])
+								  AND ti.tile_id = r.tile_id
+		JOIN terra_gpu.bmmq_tile t1 ON t1.index_id = first.id
+								  AND t1.upperleft_x = ti.upperleft_x AND t1.upperleft_y = ti.upperleft_y),
+	per_index AS (
+		SELECT p.i, p.tile_id, p.levels,
+			   coalesce(range_agg(p.z) FILTER (WHERE NOT p.boundary), '{}'::int8multirange) inside,
+			   range_agg(p.z) maybe
+		FROM piece p GROUP BY p.i, p.tile_id, p.levels),
+	per_tile AS (
+		SELECT pi.tile_id, pi.levels,
+			   CASE WHEN lower(combine) = 'and' THEN range_intersect_agg(pi.inside) ELSE range_agg(pi.inside) END inside,
+			   CASE WHEN lower(combine) = 'and' THEN range_intersect_agg(pi.maybe) ELSE range_agg(pi.maybe) END maybe
+		FROM per_index pi GROUP BY pi.tile_id, pi.levels
+		HAVING lower(combine) = 'or' OR count(*) = k),
+	answer AS (
+		SELECT pt.tile_id, pt.levels, u.z, false AS boundary FROM per_tile pt, unnest(pt.inside) u(z)
+		UNION ALL
+		SELECT pt.tile_id, pt.levels, u.z, true FROM per_tile pt, unnest(pt.maybe - pt.inside) u(z))
+	SELECT an.tile_id, zq.level, zq.morton, an.boundary,
+		   terra_gpu._bmmq_quadrant_geom(t, zq.level, zq.morton, first.srid)
+	FROM answer an
+	JOIN terra_gpu.bmmq_tile t ON t.index_id = first.id AND t.tile_id = an.tile_id,
+	LATERAL terra_gpu._bmmq_z_quadrants(an.levels, lower(an.z), upper(an.z)) zq;
+END $function$;
+CREATE OR REPLACE FUNCTION @extschema@.tg_viewshed(rast raster, observer geometry, observer_height double precision DEFAULT 1.75, target_height double precision DEFAULT 0, max_distance double precision DEFAULT NULL::double precision, earth_radius double precision DEFAULT 6370997, refraction double precision DEFAULT 0.14286, output text DEFAULT 'visible'::text, band integer DEFAULT 1, backend text DEFAULT NULL::text, algorithm text DEFAULT 'r2'::text)
+ RETURNS raster
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_viewshed$function$;
+CREATE OR REPLACE FUNCTION @extschema@.tg_viewshed(coverage regclass, observer geometry, observer_height double precision DEFAULT 1.75, target_height double precision DEFAULT 0, max_distance double precision DEFAULT NULL::double precision, earth_radius double precision DEFAULT 6370997, refraction double precision DEFAULT 0.14286, output text DEFAULT 'visible'::text, band integer DEFAULT 1, backend text DEFAULT NULL::text, algorithm text DEFAULT 'r2'::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+ RETURNS TABLE(rid bigint, rast raster)
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_viewshed$function$;
+COMMENT ON FUNCTION @extschema@.tg_viewshed(regclass,geometry,double precision,double precision,double precision,double precision,double precision,text,integer,text,text,name,name) IS 'Coverage form of tg_viewshed: the whole tiled raster table as one grid (sight lines cross tiles), one row per input tile';
+CREATE OR REPLACE FUNCTION @extschema@.tg_viewshed_count(rast raster, observers geometry[], observer_height double precision DEFAULT 1.75, target_height double precision DEFAULT 0, max_distance double precision DEFAULT NULL::double precision, earth_radius double precision DEFAULT 6370997, refraction double precision DEFAULT 0.14286, band integer DEFAULT 1, backend text DEFAULT NULL::text)
+ RETURNS raster
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_viewshed_count$function$;
+CREATE OR REPLACE FUNCTION @extschema@.tg_viewshed_count(coverage regclass, observers geometry[], observer_height double precision DEFAULT 1.75, target_height double precision DEFAULT 0, max_distance double precision DEFAULT NULL::double precision, earth_radius double precision DEFAULT 6370997, refraction double precision DEFAULT 0.14286, band integer DEFAULT 1, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+ RETURNS TABLE(rid bigint, rast raster)
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_viewshed_count$function$;
+COMMENT ON FUNCTION @extschema@.tg_viewshed_count(regclass,geometry[],double precision,double precision,double precision,double precision,double precision,integer,text,name,name) IS 'Coverage form of tg_viewshed_count, one row per input tile';
+CREATE OR REPLACE FUNCTION @extschema@.tg_ls_factor(coverage regclass, routing text DEFAULT 'mfd-md'::text, m double precision DEFAULT 0.4, n double precision DEFAULT 1.3, a0 double precision DEFAULT 22.1, b0 double precision DEFAULT 0.0896, fill boolean DEFAULT false, band integer DEFAULT 1, method text DEFAULT 'auto'::text, exponent double precision DEFAULT 1.1, threshold double precision DEFAULT 1000, nodata double precision DEFAULT '-9999'::integer, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+ RETURNS TABLE(rid bigint, rast raster)
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_ls_factor$function$;
+COMMENT ON FUNCTION @extschema@.tg_ls_factor(regclass,text,double precision,double precision,double precision,double precision,boolean,integer,text,double precision,double precision,double precision,text,name,name) IS 'Coverage form of tg_ls_factor: a whole tiled raster table as one grid, one row per input tile';
+CREATE OR REPLACE FUNCTION @extschema@.tg_rusle(coverage regclass, r "any", k "any", c "any" DEFAULT (1)::double precision, p "any" DEFAULT (1)::double precision, routing text DEFAULT 'mfd-md'::text, m double precision DEFAULT 0.4, n double precision DEFAULT 1.3, a0 double precision DEFAULT 22.1, b0 double precision DEFAULT 0.0896, fill boolean DEFAULT false, band integer DEFAULT 1, method text DEFAULT 'auto'::text, exponent double precision DEFAULT 1.1, threshold double precision DEFAULT 1000, nodata double precision DEFAULT '-9999'::integer, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+ RETURNS TABLE(rid bigint, rast raster)
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_rusle$function$;
+COMMENT ON FUNCTION @extschema@.tg_rusle(regclass,"any","any","any","any",text,double precision,double precision,double precision,double precision,boolean,integer,text,double precision,double precision,double precision,text,name,name) IS 'Coverage form of tg_rusle: each factor a number or a table of tiles on the same grid; one row per input tile';
+CREATE OR REPLACE FUNCTION @extschema@.tg_travel_time(coverage regclass, outlet geometry DEFAULT NULL::geometry, n "any" DEFAULT (1)::double precision, k "any" DEFAULT (1)::double precision, b double precision DEFAULT 0.5, min_slope double precision DEFAULT 0.001, fill boolean DEFAULT true, band integer DEFAULT 1, nodata double precision DEFAULT '-9999'::integer, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+ RETURNS TABLE(rid bigint, rast raster)
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_travel_time$function$;
+COMMENT ON FUNCTION @extschema@.tg_travel_time(regclass,geometry,"any","any",double precision,double precision,boolean,integer,double precision,text,name,name) IS 'Coverage form of tg_travel_time: a whole tiled raster table as one grid (paths cross tiles), one row per input tile';
+CREATE OR REPLACE FUNCTION @extschema@.tg_isochrone_bands(coverage regclass, outlet geometry, "interval" double precision, n "any" DEFAULT (1)::double precision, k "any" DEFAULT (1)::double precision, b double precision DEFAULT 0.5, min_slope double precision DEFAULT 0.001, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+ RETURNS TABLE(rid bigint, rast raster)
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_isochrone_bands$function$;
+COMMENT ON FUNCTION @extschema@.tg_isochrone_bands(regclass,geometry,double precision,"any","any",double precision,double precision,boolean,integer,text,name,name) IS 'Coverage form of tg_isochrone_bands, one row per input tile';
+CREATE OR REPLACE FUNCTION @extschema@.tg_isochrones(coverage regclass, outlet geometry, "interval" double precision, n "any" DEFAULT (1)::double precision, k "any" DEFAULT (1)::double precision, b double precision DEFAULT 0.5, min_slope double precision DEFAULT 0.001, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+ RETURNS TABLE(time_from double precision, time_to double precision, geom geometry)
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED ROWS 20
+AS 'MODULE_PATHNAME', $function$tgpg_isochrones$function$;
+COMMENT ON FUNCTION @extschema@.tg_isochrones(regclass,geometry,double precision,"any","any",double precision,double precision,boolean,integer,text,name,name) IS 'Coverage form of tg_isochrones: polygons merged across tiles';
+CREATE OR REPLACE FUNCTION @extschema@.tg_watershed(coverage regclass, outlet geometry, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+ RETURNS TABLE(rid bigint, rast raster)
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_watershed$function$;
+COMMENT ON FUNCTION @extschema@.tg_watershed(regclass,geometry,boolean,integer,text,name,name) IS 'Coverage form of tg_watershed, one row per input tile';
+CREATE OR REPLACE FUNCTION @extschema@.tg_watershed_polygon(dem raster, outlet geometry, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text)
+ RETURNS geometry
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_watershed_polygon$function$;
+CREATE OR REPLACE FUNCTION @extschema@.tg_watershed_polygon(coverage regclass, outlet geometry, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+ RETURNS geometry
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_watershed_polygon$function$;
+COMMENT ON FUNCTION @extschema@.tg_watershed_polygon(regclass,geometry,boolean,integer,text,name,name) IS 'Coverage form of tg_watershed_polygon: the catchment across all tiles as one multipolygon';
+
+-- terra_gpu 0.1.0 -> 0.2.0, after the functions: what needs them.
+
+CREATE EVENT TRIGGER tg_bmmq_source_dropped ON sql_drop
+	WHEN TAG IN ('DROP TABLE', 'DROP SCHEMA', 'DROP OWNED', 'DROP MATERIALIZED VIEW', 'DROP FOREIGN TABLE')
+	EXECUTE FUNCTION terra_gpu.bmmq_source_dropped();
+
+-- The sources of existing indexes get the 0.2.0 stale triggers (one per
+-- event, transition tables) in place of 0.1.0's single tg_bmmq_stale.
+SELECT terra_gpu._bmmq_watch(s.source, true)
+FROM (SELECT DISTINCT source FROM terra_gpu.bmmq_index) s
+WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = s.source);
+
+-------------------------------------------------------------------------------
+-- A fixed search_path for every PL/pgSQL function (they run dynamic SQL):
+-- pg_catalog, this extension's schema and PostGIS', then pg_temp, so that no
+-- object of the caller's search_path can stand in for one they call.
+-- Keep this block last: it covers every function created above, and an
+-- upgrade script ends with it too.
+-------------------------------------------------------------------------------
+DO $$
+DECLARE
+	path text := (SELECT format('pg_catalog, %I, %I, pg_temp', t.nspname, g.nspname)
+				  FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace t ON t.oid = e.extnamespace,
+					   pg_catalog.pg_extension p JOIN pg_catalog.pg_namespace g ON g.oid = p.extnamespace
+				  WHERE e.extname = 'terra_gpu' AND p.extname = 'postgis');
+	f regprocedure;
+BEGIN
+	FOR f IN SELECT p.oid FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_proc p ON p.oid = d.objid
+			 WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
+			   AND d.refclassid = 'pg_catalog.pg_extension'::regclass
+			   AND d.refobjid = (SELECT oid FROM pg_catalog.pg_extension WHERE extname = 'terra_gpu')
+			   AND p.prolang = (SELECT oid FROM pg_catalog.pg_language WHERE lanname = 'plpgsql')
+			   AND NOT p.prosecdef
+			 ORDER BY p.oid LOOP
+		EXECUTE format('ALTER FUNCTION %s SET search_path = %s', f, path);
+	END LOOP;
+END $$;

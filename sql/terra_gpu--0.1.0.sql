@@ -1,0 +1,1238 @@
+-- terra_gpu install script (copied to terra_gpu--<version>.sql at build time)
+\echo Use "CREATE EXTENSION terra_gpu CASCADE" to load this file. \quit
+
+-------------------------------------------------------------------------------
+-- Information
+-------------------------------------------------------------------------------
+CREATE FUNCTION tg_version() RETURNS text
+	AS 'MODULE_PATHNAME', 'tgpg_version'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION tg_version() IS 'terra_gpu library version';
+
+CREATE FUNCTION tg_gpu_info(
+	OUT available boolean,
+	OUT device integer,
+	OUT name text,
+	OUT compute_capability text,
+	OUT total_memory_mb bigint,
+	OUT free_memory_mb bigint,
+	OUT multiprocessors integer,
+	OUT driver_version text,
+	OUT runtime_version text,
+	OUT reason text)
+	AS 'MODULE_PATHNAME', 'tgpg_gpu_info'
+	LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_gpu_info() IS
+'The GPU this backend would use (terra_gpu.device), or in "reason" why none is usable; starts CUDA in this backend';
+
+CREATE FUNCTION tg_last_run(
+	OUT function text,
+	OUT backend text,
+	OUT cells bigint,
+	OUT kernel_ms double precision,
+	OUT transfer_ms double precision,
+	OUT core_ms double precision,
+	OUT chunks integer,
+	OUT note text,
+	OUT method text,
+	OUT iterations integer,
+	OUT prep_ms double precision)
+	AS 'MODULE_PATHNAME', 'tgpg_last_run'
+	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_last_run() IS
+'What the last terra_gpu call of this backend ran on (cpu or gpu), its device kernel and transfer times and its time in the library';
+
+-------------------------------------------------------------------------------
+-- Terrain
+-------------------------------------------------------------------------------
+CREATE FUNCTION tg_slope(
+	rast raster,
+	band integer DEFAULT 1,
+	units text DEFAULT 'DEGREES',
+	scale double precision DEFAULT 1.0,
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_slope'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_slope(raster, integer, text, double precision, double precision, text) IS
+'Horn slope of a DEM band as a 32BF raster (DEGREES, RADIANS or PERCENT), same conventions as ST_Slope; scale = vertical/horizontal unit ratio (111120 for degrees and metres)';
+
+CREATE FUNCTION tg_slope(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	band integer DEFAULT 1,
+	units text DEFAULT 'DEGREES',
+	scale double precision DEFAULT 1.0,
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL)
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_slope_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_slope(regclass, name, name, integer, text, double precision, double precision, text) IS
+'Coverage form: the slope of a whole tiled raster table, computed as one grid (no tile-edge effects), one row per input tile with its extent';
+
+-------------------------------------------------------------------------------
+-- Hydrology
+-------------------------------------------------------------------------------
+CREATE FUNCTION tg_fill(
+	rast raster,
+	band integer DEFAULT 1,
+	method text DEFAULT 'priority-flood',
+	epsilon double precision DEFAULT 0,
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_fill'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_fill(raster, integer, text, double precision, double precision, text) IS
+'Depression-filled DEM (priority-flood or planchon-darboux; the same surface): every cell drains to the raster edge or nodata; epsilon > 0 makes it strictly drainable';
+
+CREATE FUNCTION tg_fill(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	band integer DEFAULT 1,
+	method text DEFAULT 'priority-flood',
+	epsilon double precision DEFAULT 0,
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL)
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_fill_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_fill(regclass, name, name, integer, text, double precision, double precision, text) IS
+'Coverage form: depression filling of a whole tiled raster table as one grid, one row per input tile with its extent (equal to the value form on the mosaic)';
+
+CREATE FUNCTION tg_flow_direction(
+	rast raster,
+	band integer DEFAULT 1,
+	routing text DEFAULT 'd8',
+	fill boolean DEFAULT true,
+	exponent double precision DEFAULT 1.1,
+	threshold double precision DEFAULT 1000,
+	output text DEFAULT 'auto',
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_flow_direction'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_flow_direction(raster, integer, text, boolean, double precision, double precision, text, text) IS
+'Flow directions of a DEM (d8, fd8, mfd-md, fdd8): D8 ESRI codes (8BUI), a receiver bit mask (16BUI) or 8 bands of flow shares (32BF, E SE S SW W NW N NE); flats resolved (Barnes 2014)';
+
+CREATE FUNCTION tg_flow_direction(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	band integer DEFAULT 1,
+	routing text DEFAULT 'd8',
+	fill boolean DEFAULT true,
+	exponent double precision DEFAULT 1.1,
+	threshold double precision DEFAULT 1000,
+	output text DEFAULT 'auto',
+	backend text DEFAULT NULL)
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_flow_direction_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_flow_direction(regclass, name, name, integer, text, boolean, double precision, double precision, text, text) IS
+'Coverage form: flow directions of a whole tiled raster table as one grid, one row per input tile with its extent';
+
+CREATE FUNCTION tg_flow_accumulation(
+	rast raster,
+	band integer DEFAULT 1,
+	routing text DEFAULT 'd8',
+	method text DEFAULT 'auto',
+	weight raster DEFAULT NULL,
+	units text DEFAULT 'cells',
+	fill boolean DEFAULT true,
+	exponent double precision DEFAULT 1.1,
+	threshold double precision DEFAULT 1000,
+	weight_band integer DEFAULT 1,
+	pixeltype text DEFAULT '64BF',
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_flow_accumulation'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_flow_accumulation(raster, integer, text, text, raster, text, boolean, double precision, double precision, integer, text, double precision, text) IS
+'Flow accumulation of a DEM (cells, area or sca), every cell counting itself; routings d8, fd8, mfd-md, fdd8; methods flow-transfer, dependency-transfer, indegree, topological (all give the same result)';
+
+CREATE FUNCTION tg_flow_accumulation(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	band integer DEFAULT 1,
+	routing text DEFAULT 'd8',
+	method text DEFAULT 'auto',
+	weight regclass DEFAULT NULL,
+	units text DEFAULT 'cells',
+	fill boolean DEFAULT true,
+	exponent double precision DEFAULT 1.1,
+	threshold double precision DEFAULT 1000,
+	weight_band integer DEFAULT 1,
+	pixeltype text DEFAULT '64BF',
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL,
+	weight_column name DEFAULT 'rast')
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_flow_accumulation_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_flow_accumulation(regclass, name, name, integer, text, text, regclass, text, boolean, double precision, double precision, integer, text, double precision, text, name) IS
+'Coverage form: flow accumulation over a whole tiled raster table as one grid (flow crosses tile edges), one row per input tile with its extent; weight is another coverage on the same grid';
+
+CREATE FUNCTION tg_hydrology(
+	rast raster,
+	band integer DEFAULT 1,
+	routing text DEFAULT 'd8',
+	method text DEFAULT 'auto',
+	weight raster DEFAULT NULL,
+	units text DEFAULT 'cells',
+	exponent double precision DEFAULT 1.1,
+	threshold double precision DEFAULT 1000,
+	weight_band integer DEFAULT 1,
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL,
+	OUT filled raster,
+	OUT direction raster,
+	OUT accumulation raster)
+	RETURNS record
+	AS 'MODULE_PATHNAME', 'tgpg_hydrology'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_hydrology(raster, integer, text, text, raster, text, double precision, double precision, integer, double precision, text) IS
+'Fill, flow direction and flow accumulation in one call (the DEM crosses to the GPU once): the filled DEM as tg_fill, the receivers (D8 codes, or the 16BUI mask for multiple-flow routings) and the accumulation (64BF)';
+
+CREATE FUNCTION tg_hydrology(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	band integer DEFAULT 1,
+	routing text DEFAULT 'd8',
+	method text DEFAULT 'auto',
+	weight regclass DEFAULT NULL,
+	units text DEFAULT 'cells',
+	exponent double precision DEFAULT 1.1,
+	threshold double precision DEFAULT 1000,
+	weight_band integer DEFAULT 1,
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL,
+	weight_column name DEFAULT 'rast')
+	RETURNS TABLE(rid bigint, filled raster, direction raster, accumulation raster)
+	AS 'MODULE_PATHNAME', 'tgpg_hydrology_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_hydrology(regclass, name, name, integer, text, text, regclass, text, double precision, double precision, integer, double precision, text, name) IS
+'Coverage form of the chained call: filled DEM, directions and accumulation of a whole tiled raster table as one grid, one row per input tile';
+
+-------------------------------------------------------------------------------
+-- BMMQ-tree: binned min-max quadtrees of tiled rasters (Zhang & You 2013)
+--
+-- Every tile of a coverage gets its own quadtree over the next power of two;
+-- its nodes are rows of terra_gpu.bmmq_node.  Bin code c of a value counts the
+-- boundaries <= it: 0 below the first, n (= number of boundaries) at or above
+-- the last; n + 1 is nodata and n + 2 the padding beyond a tile's edge, so no
+-- value range ever matches them.  Quadrant (level, morton) of a tree of L
+-- levels is 2^(L - level) cells on a side; its key interleaves column (even
+-- bits) and row (odd bits) at that level.
+-------------------------------------------------------------------------------
+CREATE SCHEMA terra_gpu;
+COMMENT ON SCHEMA terra_gpu IS 'terra_gpu''s own tables (BMMQ-tree catalog and nodes) and internal helpers';
+
+CREATE TABLE terra_gpu.bmmq_index (
+	id bigserial PRIMARY KEY,
+	name text NOT NULL UNIQUE,
+	source regclass NOT NULL,
+	rast_column name NOT NULL,
+	id_column name NOT NULL,
+	band integer NOT NULL,
+	bounds double precision[] NOT NULL,
+	bin_method text NOT NULL CHECK (bin_method IN ('explicit', 'equal', 'quantile')),
+	srid integer NOT NULL,
+	tile_count integer NOT NULL DEFAULT 0,
+	node_count bigint NOT NULL DEFAULT 0,
+	cell_count bigint NOT NULL DEFAULT 0,
+	built_at timestamptz NOT NULL DEFAULT now(),
+	build_backend text,
+	stale boolean NOT NULL DEFAULT false);
+COMMENT ON TABLE terra_gpu.bmmq_index IS
+'One row per BMMQ-tree index (tg_bmmq_build): its source coverage, bin boundaries and state; stale once the source changed';
+
+CREATE TABLE terra_gpu.bmmq_tile (
+	index_id bigint NOT NULL REFERENCES terra_gpu.bmmq_index (id) ON DELETE CASCADE,
+	tile_id bigint NOT NULL,
+	levels smallint NOT NULL,
+	width integer NOT NULL,
+	height integer NOT NULL,
+	upperleft_x double precision NOT NULL,
+	upperleft_y double precision NOT NULL,
+	scale_x double precision NOT NULL,
+	scale_y double precision NOT NULL,
+	PRIMARY KEY (index_id, tile_id));
+COMMENT ON TABLE terra_gpu.bmmq_tile IS
+'The tiles of each BMMQ-tree index and their georeference (north-up: scale_x > 0, scale_y < 0)';
+
+CREATE TABLE terra_gpu.bmmq_node (
+	index_id bigint NOT NULL,
+	tile_id bigint NOT NULL,
+	pos integer NOT NULL,
+	level smallint NOT NULL,
+	morton bigint NOT NULL,
+	min_bin smallint NOT NULL,
+	max_bin smallint NOT NULL,
+	fc_pos integer NOT NULL,
+	parent_min smallint NOT NULL,
+	parent_max smallint NOT NULL,
+	PRIMARY KEY (index_id, tile_id, pos));
+CREATE INDEX bmmq_node_bins ON terra_gpu.bmmq_node (index_id, min_bin, max_bin);
+COMMENT ON TABLE terra_gpu.bmmq_node IS
+'BMMQ-tree nodes, breadth first per tile (pos 0 = root): bin range, first child position (-1 = leaf) and the parent''s bin range (-1 at the root), which lets a region-of-interest query pick the highest matching quadrants with one index scan';
+
+SELECT pg_catalog.pg_extension_config_dump('terra_gpu.bmmq_index', '');
+SELECT pg_catalog.pg_extension_config_dump('terra_gpu.bmmq_index_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('terra_gpu.bmmq_tile', '');
+SELECT pg_catalog.pg_extension_config_dump('terra_gpu.bmmq_node', '');
+
+CREATE FUNCTION terra_gpu.morton_col(morton bigint) RETURNS integer
+	AS 'MODULE_PATHNAME', 'tgpg_morton_col'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION terra_gpu.morton_row(morton bigint) RETURNS integer
+	AS 'MODULE_PATHNAME', 'tgpg_morton_row'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION terra_gpu._bmmq_rect_quadrants(levels integer, level integer, morton bigint,
+	c0 integer, r0 integer, c1 integer, r1 integer, OUT level integer, OUT morton bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'tgpg_bmmq_rect_quadrants'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION terra_gpu._bmmq_rect_quadrants(integer, integer, bigint, integer, integer, integer, integer) IS
+'The part of a quadrant inside the cell rectangle [c0,c1) x [r0,r1), as maximal aligned quadrants';
+
+CREATE FUNCTION terra_gpu._bmmq_z_quadrants(levels integer, zlo bigint, zhi bigint,
+	OUT level integer, OUT morton bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'tgpg_bmmq_z_quadrants'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION terra_gpu._bmmq_z_quadrants(integer, bigint, bigint) IS
+'The Z-order cell interval [zlo, zhi) as maximal aligned quadrants';
+
+CREATE FUNCTION terra_gpu._bmmq_cells_in_range(rast raster, band integer, levels integer,
+	quad_level integer[], quad_morton bigint[], lo double precision, hi double precision,
+	OUT level integer, OUT morton bigint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'tgpg_bmmq_cells_in_range'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION terra_gpu._bmmq_cells_in_range(raster, integer, integer, integer[], bigint[], double precision, double precision) IS
+'The cells of the given quadrants of one tile whose valid value lies in [lo, hi)';
+
+CREATE FUNCTION terra_gpu._bmmq_build_nodes(coverage regclass, rast_column name, id_column name,
+	band integer, bounds double precision[], backend text,
+	OUT tile_id bigint, OUT pos integer, OUT level smallint, OUT morton bigint,
+	OUT min_bin smallint, OUT max_bin smallint, OUT fc_pos integer,
+	OUT parent_min smallint, OUT parent_max smallint)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'tgpg_bmmq_build_nodes'
+	LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+
+-- K equal bins over [lo, hi]: the K - 1 inner boundaries (codes 0 .. K-1 hold every value).
+CREATE FUNCTION terra_gpu._bmmq_equal_bounds(lo double precision, hi double precision, nbins integer)
+	RETURNS double precision[]
+	LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	RETURN CASE WHEN hi > lo
+		THEN ARRAY(SELECT lo + (hi - lo) * k / nbins FROM generate_series(1, nbins - 1) k)
+		ELSE ARRAY[lo] END;
+
+-- Validated boundaries: explicit ones as given, else computed from (lo, hi) or quantiles.
+CREATE FUNCTION terra_gpu._bmmq_check_bounds(bins double precision[]) RETURNS double precision[]
+	LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+	IF cardinality(bins) IS NULL OR cardinality(bins) < 1 THEN
+		RAISE EXCEPTION 'bins must hold at least one boundary' USING ERRCODE = '22023';
+	END IF;
+	IF cardinality(bins) > 32764 THEN
+		RAISE EXCEPTION 'at most 32764 bin boundaries are supported, got %', cardinality(bins)
+			USING ERRCODE = '22023';
+	END IF;
+	IF EXISTS (SELECT 1 FROM unnest(bins) WITH ORDINALITY b(v, i)
+			   WHERE v IS NULL OR v = 'NaN' OR v IN ('Infinity', '-Infinity')
+				  OR v <= bins[i - 1]) THEN
+		RAISE EXCEPTION 'bin boundaries must be finite and strictly increasing: %', bins
+			USING ERRCODE = '22023';
+	END IF;
+	RETURN bins;
+END $$;
+
+CREATE FUNCTION tg_bmmq(
+	rast raster,
+	band integer DEFAULT 1,
+	bins double precision[] DEFAULT NULL,
+	nbins integer DEFAULT 8,
+	backend text DEFAULT NULL,
+	OUT pos integer,
+	OUT level integer,
+	OUT morton bigint,
+	OUT min_bin integer,
+	OUT max_bin integer,
+	OUT fc_pos integer)
+	RETURNS SETOF record
+	LANGUAGE plpgsql IMMUTABLE PARALLEL RESTRICTED AS $$
+DECLARE
+	s record;
+BEGIN
+	IF rast IS NULL THEN
+		RETURN;
+	END IF;
+	IF bins IS NULL THEN
+		IF nbins IS NULL OR nbins < 2 OR nbins > 32765 THEN
+			RAISE EXCEPTION 'nbins must be between 2 and 32765, got %', nbins USING ERRCODE = '22023';
+		END IF;
+		s := ST_SummaryStats(rast, band, true);
+		IF s.count = 0 THEN
+			RAISE EXCEPTION 'band % has no valid cells to compute bins from', band
+				USING ERRCODE = '22000', HINT = 'Give the bin boundaries with bins => ARRAY[...].';
+		END IF;
+		bins := terra_gpu._bmmq_equal_bounds(s.min, s.max, nbins);
+	END IF;
+	RETURN QUERY SELECT * FROM terra_gpu._bmmq_value(rast, band, terra_gpu._bmmq_check_bounds(bins), backend);
+END $$;
+
+CREATE FUNCTION terra_gpu._bmmq_value(rast raster, band integer, bounds double precision[],
+	backend text, OUT pos integer, OUT level integer, OUT morton bigint,
+	OUT min_bin integer, OUT max_bin integer, OUT fc_pos integer)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'tgpg_bmmq_value'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_bmmq(raster, integer, double precision[], integer, text) IS
+'The BMMQ-tree node array of one raster band, breadth first (pos 0 = root; fc_pos = first child, -1 for a leaf); bins = boundaries, or nbins equal intervals over the band''s values';
+
+-- Marks the indexes of a changed source table stale (statement trigger).
+CREATE FUNCTION terra_gpu.bmmq_mark_stale() RETURNS trigger
+	LANGUAGE plpgsql AS $$
+BEGIN
+	UPDATE terra_gpu.bmmq_index SET stale = true WHERE source = TG_RELID AND NOT stale;
+	RETURN NULL;
+END $$;
+
+-- Fill an index row's tiles and nodes from its source (build and refresh).
+CREATE FUNCTION terra_gpu._bmmq_fill(ix terra_gpu.bmmq_index, backend text) RETURNS void
+	LANGUAGE plpgsql AS $$
+DECLARE
+	bad record;
+	srid integer;
+	run record;
+BEGIN
+	EXECUTE format('LOCK TABLE %s IN SHARE MODE', ix.source);
+	EXECUTE format($q$
+		SELECT %1$I::bigint AS tile_id, (ST_MetaData(%2$I)).*, ST_NumBands(%2$I) AS nbands
+		FROM %3$s
+		WHERE %2$I IS NOT NULL
+		  AND (%1$I IS NULL OR ST_SkewX(%2$I) <> 0 OR ST_SkewY(%2$I) <> 0 OR ST_ScaleX(%2$I) <= 0
+			   OR ST_ScaleY(%2$I) >= 0 OR ST_NumBands(%2$I) < $1 OR ST_SRID(%2$I) <> $2)
+		LIMIT 1 $q$, ix.id_column, ix.rast_column, ix.source)
+		INTO bad USING ix.band, ix.srid;
+	IF bad.tile_id IS NULL AND bad.width IS NOT NULL THEN
+		RAISE EXCEPTION 'a tile of % has a NULL %', ix.source, ix.id_column USING ERRCODE = '22004';
+	ELSIF bad.srid <> ix.srid THEN
+		RAISE EXCEPTION 'tile % of % has SRID %, the first tile %', bad.tile_id, ix.source, bad.srid, ix.srid
+			USING ERRCODE = '22023', HINT = 'All tiles of an indexed coverage share one SRID.';
+	ELSIF bad.nbands < ix.band THEN
+		RAISE EXCEPTION 'band % does not exist in tile % of % (it has % band(s))', ix.band,
+			bad.tile_id, ix.source, bad.nbands USING ERRCODE = '22023';
+	ELSIF bad.tile_id IS NOT NULL THEN
+		RAISE EXCEPTION 'tile % of % is not north-up (scale % x %, skew % x %)', bad.tile_id,
+			ix.source, bad.scalex, bad.scaley, bad.skewx, bad.skewy USING ERRCODE = '22023',
+			HINT = 'BMMQ-tree indexes need unrotated rasters with scale_x > 0 and scale_y < 0; ST_Transform or gdalwarp them first.';
+	END IF;
+
+	EXECUTE format($q$
+		INSERT INTO terra_gpu.bmmq_tile
+		SELECT $1, %1$I::bigint,
+			   (SELECT min(l) FROM generate_series(0, 16) l WHERE 1 << l >= greatest(m.width, m.height))::smallint,
+			   m.width, m.height,
+			   m.upperleftx, m.upperlefty, m.scalex, m.scaley
+		FROM %3$s, ST_MetaData(%2$I) m
+		WHERE %2$I IS NOT NULL $q$, ix.id_column, ix.rast_column, ix.source) USING ix.id;
+
+	INSERT INTO terra_gpu.bmmq_node
+	SELECT ix.id, n.*
+	FROM terra_gpu._bmmq_build_nodes(ix.source, ix.rast_column, ix.id_column, ix.band, ix.bounds, backend) n;
+
+	run := tg_last_run();
+	ANALYZE terra_gpu.bmmq_node;	-- plans for the queries that follow: the bins index
+	UPDATE terra_gpu.bmmq_index SET
+		tile_count = (SELECT count(*) FROM terra_gpu.bmmq_tile WHERE index_id = ix.id),
+		node_count = (SELECT count(*) FROM terra_gpu.bmmq_node WHERE index_id = ix.id),
+		cell_count = (SELECT sum(width::bigint * height) FROM terra_gpu.bmmq_tile WHERE index_id = ix.id),
+		built_at = now(), build_backend = run.backend, stale = false
+	WHERE id = ix.id;
+
+	IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = ix.source AND tgname = 'tg_bmmq_stale') THEN
+		EXECUTE format('CREATE TRIGGER tg_bmmq_stale AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON %s
+						FOR EACH STATEMENT EXECUTE FUNCTION terra_gpu.bmmq_mark_stale()', ix.source);
+	END IF;
+END $$;
+
+CREATE FUNCTION tg_bmmq_build(
+	name text,
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	band integer DEFAULT 1,
+	bins double precision[] DEFAULT NULL,
+	nbins integer DEFAULT 8,
+	bin_method text DEFAULT 'equal',
+	id_column name DEFAULT 'rid',
+	backend text DEFAULT NULL)
+	RETURNS bigint
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
+DECLARE
+	ix terra_gpu.bmmq_index;
+	s record;
+	srid integer;
+	typ text;
+BEGIN
+	IF name IS NULL OR coverage IS NULL THEN
+		RAISE EXCEPTION 'name and coverage must not be NULL' USING ERRCODE = '22004';
+	END IF;
+	IF EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.name = tg_bmmq_build.name) THEN
+		RAISE EXCEPTION 'BMMQ index "%" already exists', name USING ERRCODE = '42710',
+			HINT = 'Drop it with tg_bmmq_drop() or rebuild it with tg_bmmq_refresh().';
+	END IF;
+	SELECT format_type(a.atttypid, NULL) INTO typ FROM pg_attribute a
+	WHERE a.attrelid = coverage AND a.attname = rast_column AND NOT a.attisdropped;
+	IF typ IS NULL THEN
+		RAISE EXCEPTION 'column "%" of % does not exist', rast_column, coverage USING ERRCODE = '42703';
+	ELSIF typ <> 'raster' THEN
+		RAISE EXCEPTION 'column "%" of % is %, not raster', rast_column, coverage, typ USING ERRCODE = '42804';
+	END IF;
+	SELECT format_type(a.atttypid, NULL) INTO typ FROM pg_attribute a
+	WHERE a.attrelid = coverage AND a.attname = id_column AND NOT a.attisdropped;
+	IF typ IS NULL THEN
+		RAISE EXCEPTION 'tile id column "%" of % does not exist', id_column, coverage USING ERRCODE = '42703',
+			HINT = 'Name an integer column that identifies the tiles with id_column => (raster2pgsql creates "rid").';
+	ELSIF typ NOT IN ('smallint', 'integer', 'bigint') THEN
+		RAISE EXCEPTION 'tile id column "%" of % is %, not an integer type', id_column, coverage, typ
+			USING ERRCODE = '42804';
+	END IF;
+	IF band IS NULL OR band < 1 THEN
+		RAISE EXCEPTION 'band must be a positive number, got %', band USING ERRCODE = '22023';
+	END IF;
+
+	EXECUTE format('SELECT ST_SRID(%1$I) FROM %2$s WHERE %1$I IS NOT NULL LIMIT 1', rast_column, coverage)
+		INTO srid;
+	IF srid IS NULL THEN
+		RAISE EXCEPTION '% has no tiles in column "%"', coverage, rast_column USING ERRCODE = '22000';
+	END IF;
+
+	IF bins IS NOT NULL THEN
+		bin_method := 'explicit';
+	ELSE
+		IF nbins IS NULL OR nbins < 2 OR nbins > 32765 THEN
+			RAISE EXCEPTION 'nbins must be between 2 and 32765, got %', nbins USING ERRCODE = '22023';
+		END IF;
+		IF bin_method = 'equal' THEN
+			EXECUTE format('SELECT (ST_SummaryStatsAgg(%1$I, $1, true)).* FROM %2$s', rast_column, coverage)
+				INTO s USING band;
+			IF s.count IS NULL OR s.count = 0 THEN
+				RAISE EXCEPTION 'band % of % has no valid cells to compute bins from', band, coverage
+					USING ERRCODE = '22000', HINT = 'Give the bin boundaries with bins => ARRAY[...].';
+			END IF;
+			bins := terra_gpu._bmmq_equal_bounds(s.min, s.max, nbins);
+		ELSIF bin_method = 'quantile' THEN
+			-- exact quantiles of every valid value (PostGIS 3 has no table form of ST_Quantile)
+			EXECUTE format('SELECT array_agg(DISTINCT q ORDER BY q) FROM unnest((
+								SELECT percentile_disc($2) WITHIN GROUP (ORDER BY x)
+								FROM %2$s t, unnest(ST_DumpValues(t.%1$I, $1, true)) x WHERE x IS NOT NULL)) q',
+						   rast_column, coverage)
+				INTO bins USING band, ARRAY(SELECT k::double precision / nbins FROM generate_series(1, nbins - 1) k);
+			IF bins IS NULL THEN
+				RAISE EXCEPTION 'band % of % has no valid cells to compute bins from', band, coverage
+					USING ERRCODE = '22000';
+			END IF;
+		ELSE
+			RAISE EXCEPTION 'invalid bin_method "%"', bin_method USING ERRCODE = '22023',
+				DETAIL = 'Valid bin methods are equal and quantile (or give bins => ARRAY[...]).';
+		END IF;
+	END IF;
+
+	INSERT INTO terra_gpu.bmmq_index (name, source, rast_column, id_column, band, bounds, bin_method, srid)
+	VALUES (name, coverage, rast_column, id_column, band, terra_gpu._bmmq_check_bounds(bins), bin_method, srid)
+	RETURNING * INTO ix;
+	PERFORM terra_gpu._bmmq_fill(ix, backend);
+	RETURN ix.id;
+END $$;
+COMMENT ON FUNCTION tg_bmmq_build(text, regclass, name, integer, double precision[], integer, text, name, text) IS
+'Build a BMMQ-tree index over every tile of a raster table (GPU or CPU, identical nodes); bins = explicit boundaries, else nbins equal intervals or quantiles; returns the index id';
+
+CREATE FUNCTION terra_gpu._bmmq_index(name text) RETURNS terra_gpu.bmmq_index
+	LANGUAGE plpgsql STABLE AS $$
+DECLARE
+	ix terra_gpu.bmmq_index;
+BEGIN
+	SELECT * INTO ix FROM terra_gpu.bmmq_index i WHERE i.name = _bmmq_index.name;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'BMMQ index "%" does not exist', name USING ERRCODE = '42704';
+	END IF;
+	IF ix.stale THEN
+		RAISE EXCEPTION 'BMMQ index "%" is stale: % changed after it was built', name, ix.source
+			USING ERRCODE = '55000', HINT = format('Rebuild it: SELECT tg_bmmq_refresh(%L);', name);
+	END IF;
+	RETURN ix;
+END $$;
+
+CREATE FUNCTION tg_bmmq_refresh(name text) RETURNS bigint
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
+DECLARE
+	ix terra_gpu.bmmq_index;
+BEGIN
+	SELECT * INTO ix FROM terra_gpu.bmmq_index i WHERE i.name = tg_bmmq_refresh.name FOR UPDATE;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'BMMQ index "%" does not exist', name USING ERRCODE = '42704';
+	END IF;
+	DELETE FROM terra_gpu.bmmq_node WHERE index_id = ix.id;
+	DELETE FROM terra_gpu.bmmq_tile WHERE index_id = ix.id;
+	PERFORM terra_gpu._bmmq_fill(ix, NULL);
+	RETURN ix.id;
+END $$;
+COMMENT ON FUNCTION tg_bmmq_refresh(text) IS
+'Rebuild a BMMQ-tree index from its source table with the same bins (after the source changed)';
+
+CREATE FUNCTION tg_bmmq_drop(name text, if_exists boolean DEFAULT false) RETURNS boolean
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
+DECLARE
+	ix terra_gpu.bmmq_index;
+BEGIN
+	SELECT * INTO ix FROM terra_gpu.bmmq_index i WHERE i.name = tg_bmmq_drop.name FOR UPDATE;
+	IF NOT FOUND THEN
+		IF if_exists THEN
+			RETURN false;
+		END IF;
+		RAISE EXCEPTION 'BMMQ index "%" does not exist', name USING ERRCODE = '42704';
+	END IF;
+	DELETE FROM terra_gpu.bmmq_node WHERE index_id = ix.id;
+	DELETE FROM terra_gpu.bmmq_index WHERE id = ix.id;
+	IF NOT EXISTS (SELECT 1 FROM terra_gpu.bmmq_index WHERE source = ix.source) THEN
+		EXECUTE format('DROP TRIGGER IF EXISTS tg_bmmq_stale ON %s', ix.source);
+	END IF;
+	RETURN true;
+END $$;
+COMMENT ON FUNCTION tg_bmmq_drop(text, boolean) IS 'Drop a BMMQ-tree index (its catalog row, tiles and nodes)';
+
+-- Value interval of bin code c: [from, to); NULL for the nodata and padding codes.
+CREATE FUNCTION terra_gpu._bmmq_code_from(bounds double precision[], c integer) RETURNS double precision
+	LANGUAGE sql IMMUTABLE PARALLEL SAFE
+	RETURN CASE WHEN c = 0 THEN '-Infinity'::double precision
+				WHEN c <= cardinality(bounds) THEN bounds[c] END;
+CREATE FUNCTION terra_gpu._bmmq_code_to(bounds double precision[], c integer) RETURNS double precision
+	LANGUAGE sql IMMUTABLE PARALLEL SAFE
+	RETURN CASE WHEN c < cardinality(bounds) THEN bounds[c + 1]
+				WHEN c = cardinality(bounds) THEN 'Infinity'::double precision END;
+
+-- A quadrant's polygon in its tile's georeference.
+CREATE FUNCTION terra_gpu._bmmq_quadrant_geom(t terra_gpu.bmmq_tile, level integer, morton bigint, srid integer)
+	RETURNS geometry
+	LANGUAGE sql IMMUTABLE PARALLEL SAFE
+	RETURN ST_MakeEnvelope(
+		t.upperleft_x + terra_gpu.morton_col(morton) * (1 << (t.levels - level)) * t.scale_x,
+		t.upperleft_y + (terra_gpu.morton_row(morton) + 1) * (1 << (t.levels - level)) * t.scale_y,
+		t.upperleft_x + (terra_gpu.morton_col(morton) + 1) * (1 << (t.levels - level)) * t.scale_x,
+		t.upperleft_y + terra_gpu.morton_row(morton) * (1 << (t.levels - level)) * t.scale_y,
+		srid);
+
+CREATE FUNCTION tg_bmmq_range(
+	name text,
+	"window" geometry)
+	RETURNS TABLE(tile_id bigint, level integer, morton bigint, min_bin integer, max_bin integer,
+				  value_from double precision, value_to double precision, geom geometry)
+	LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+DECLARE
+	ix terra_gpu.bmmq_index := terra_gpu._bmmq_index(name);
+BEGIN
+	IF "window" IS NULL OR ST_IsEmpty("window") THEN
+		RAISE EXCEPTION 'window must be a non-empty geometry' USING ERRCODE = '22023';
+	END IF;
+	IF ST_SRID("window") <> ix.srid THEN
+		RAISE EXCEPTION 'window has SRID %, index "%" is in SRID %', ST_SRID("window"), name, ix.srid
+			USING ERRCODE = '22023', HINT = 'ST_Transform the window to the raster''s SRID.';
+	END IF;
+	RETURN QUERY
+	WITH w AS (
+		SELECT ST_XMin("window") x0, ST_XMax("window") x1, ST_YMin("window") y0, ST_YMax("window") y1),
+	t AS (
+		-- cells whose closed extent meets the window's bounding box
+		SELECT tt, greatest(0, ceil((w.x0 - tt.upperleft_x) / tt.scale_x - 1))::int c0,
+			   least(tt.width, floor((w.x1 - tt.upperleft_x) / tt.scale_x) + 1)::int c1,
+			   greatest(0, ceil((tt.upperleft_y - w.y1) / -tt.scale_y - 1))::int r0,
+			   least(tt.height, floor((tt.upperleft_y - w.y0) / -tt.scale_y) + 1)::int r1
+		FROM terra_gpu.bmmq_tile tt, w
+		WHERE tt.index_id = ix.id
+		  AND tt.upperleft_x <= w.x1 AND tt.upperleft_x + tt.width * tt.scale_x >= w.x0
+		  AND tt.upperleft_y >= w.y0 AND tt.upperleft_y + tt.height * tt.scale_y <= w.y1),
+	leaf AS (
+		SELECT t.*, n.level AS nlevel, n.morton AS nmorton, n.min_bin AS nmin, n.max_bin AS nmax
+		FROM t JOIN terra_gpu.bmmq_node n
+		  ON n.index_id = ix.id AND n.tile_id = (t.tt).tile_id AND n.fc_pos = -1
+		WHERE t.c0 < t.c1 AND t.r0 < t.r1
+		  AND terra_gpu.morton_col(n.morton) * (1 << ((t.tt).levels - n.level)) < t.c1
+		  AND (terra_gpu.morton_col(n.morton) + 1) * (1 << ((t.tt).levels - n.level)) > t.c0
+		  AND terra_gpu.morton_row(n.morton) * (1 << ((t.tt).levels - n.level)) < t.r1
+		  AND (terra_gpu.morton_row(n.morton) + 1) * (1 << ((t.tt).levels - n.level)) > t.r0)
+	SELECT (leaf.tt).tile_id, q.level, q.morton, leaf.nmin::int, leaf.nmax::int,
+		   terra_gpu._bmmq_code_from(ix.bounds, leaf.nmin), terra_gpu._bmmq_code_to(ix.bounds, leaf.nmax),
+		   terra_gpu._bmmq_quadrant_geom(leaf.tt, q.level, q.morton, ix.srid)
+	FROM leaf, terra_gpu._bmmq_rect_quadrants((leaf.tt).levels, leaf.nlevel, leaf.nmorton,
+											  leaf.c0, leaf.r0, leaf.c1, leaf.r1) q;
+END $$;
+COMMENT ON FUNCTION tg_bmmq_range(text, geometry) IS
+'Spatial range (window) query: the uniform quadrants covering exactly the cells that meet the window''s bounding box, with their bins';
+
+CREATE FUNCTION tg_bmmq_roi(
+	name text,
+	lo double precision,
+	hi double precision,
+	refine boolean DEFAULT false)
+	RETURNS TABLE(tile_id bigint, level integer, morton bigint, min_bin integer, max_bin integer,
+				  value_from double precision, value_to double precision, boundary boolean,
+				  geom geometry)
+	LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+DECLARE
+	ix terra_gpu.bmmq_index := terra_gpu._bmmq_index(name);
+	n integer := cardinality(ix.bounds);
+	a integer; b integer;		-- codes wholly inside [lo, hi)
+	a2 integer; b2 integer;		-- codes that may hold values in [lo, hi)
+BEGIN
+	IF lo IS NULL OR hi IS NULL OR lo = 'NaN' OR hi = 'NaN' OR NOT lo < hi THEN
+		RAISE EXCEPTION 'the value range [%, %) is empty or invalid', lo, hi USING ERRCODE = '22023';
+	END IF;
+	SELECT min(c), max(c) INTO a, b FROM generate_series(0, n) c
+	WHERE terra_gpu._bmmq_code_from(ix.bounds, c) >= lo AND terra_gpu._bmmq_code_to(ix.bounds, c) <= hi;
+	SELECT min(c), max(c) INTO a2, b2 FROM generate_series(0, n) c
+	WHERE terra_gpu._bmmq_code_from(ix.bounds, c) < hi AND terra_gpu._bmmq_code_to(ix.bounds, c) > lo;
+
+	-- the highest quadrants wholly inside: their parent is not
+	RETURN QUERY
+	SELECT nd.tile_id, nd.level::int, nd.morton, nd.min_bin::int, nd.max_bin::int,
+		   terra_gpu._bmmq_code_from(ix.bounds, nd.min_bin), terra_gpu._bmmq_code_to(ix.bounds, nd.max_bin),
+		   false, terra_gpu._bmmq_quadrant_geom(t, nd.level, nd.morton, ix.srid)
+	FROM terra_gpu.bmmq_node nd
+	JOIN terra_gpu.bmmq_tile t ON t.index_id = ix.id AND t.tile_id = nd.tile_id
+	WHERE a IS NOT NULL AND nd.index_id = ix.id AND nd.min_bin BETWEEN a AND b AND nd.max_bin <= b
+	  AND NOT (nd.parent_min >= a AND nd.parent_max <= b);
+
+	IF a2 IS NULL OR (a2 = a AND b2 = b) THEN
+		RETURN;
+	END IF;
+	IF NOT refine THEN
+		-- leaves of a straddling code: some of their cells may be in the range
+		RETURN QUERY
+		SELECT nd.tile_id, nd.level::int, nd.morton, nd.min_bin::int, nd.max_bin::int,
+			   terra_gpu._bmmq_code_from(ix.bounds, nd.min_bin), terra_gpu._bmmq_code_to(ix.bounds, nd.max_bin),
+			   true, terra_gpu._bmmq_quadrant_geom(t, nd.level, nd.morton, ix.srid)
+		FROM terra_gpu.bmmq_node nd
+		JOIN terra_gpu.bmmq_tile t ON t.index_id = ix.id AND t.tile_id = nd.tile_id
+		WHERE nd.index_id = ix.id AND nd.fc_pos = -1
+		  AND nd.min_bin IN (a2, b2) AND nd.min_bin NOT BETWEEN coalesce(a, -1) AND coalesce(b, -2);
+		RETURN;
+	END IF;
+	-- refined: the cells of those leaves whose value is in [lo, hi), from the source tiles
+	RETURN QUERY EXECUTE format($q$
+		WITH leaf AS (
+			SELECT nd.tile_id, nd.min_bin, array_agg(nd.level::int) lv, array_agg(nd.morton) mk
+			FROM terra_gpu.bmmq_node nd
+			WHERE nd.index_id = $1 AND nd.fc_pos = -1
+			  AND nd.min_bin IN ($2, $3) AND nd.min_bin NOT BETWEEN coalesce($4, -1) AND coalesce($5, -2)
+			GROUP BY nd.tile_id, nd.min_bin)
+		SELECT leaf.tile_id, c.level, c.morton, leaf.min_bin::int, leaf.min_bin::int,
+			   terra_gpu._bmmq_code_from($6, leaf.min_bin), terra_gpu._bmmq_code_to($6, leaf.min_bin),
+			   false, terra_gpu._bmmq_quadrant_geom(t, c.level, c.morton, $7)
+		FROM leaf
+		JOIN terra_gpu.bmmq_tile t ON t.index_id = $1 AND t.tile_id = leaf.tile_id
+		JOIN %1$s src ON src.%2$I = leaf.tile_id,
+		LATERAL terra_gpu._bmmq_cells_in_range(src.%3$I, $8, t.levels, leaf.lv, leaf.mk, $9, $10) c $q$,
+		ix.source, ix.id_column, ix.rast_column)
+	USING ix.id, a2, b2, a, b, ix.bounds, ix.srid, ix.band, lo, hi;
+END $$;
+COMMENT ON FUNCTION tg_bmmq_roi(text, double precision, double precision, boolean) IS
+'Region-of-interest query: the highest quadrants whose cells all lie in [lo, hi) (exact by bins), plus boundary leaves that may hold some (boundary = true), or with refine => true those leaves'' exact cells read from the source tiles';
+
+CREATE FUNCTION tg_bmmq_roi(
+	names text[],
+	lo double precision[],
+	hi double precision[],
+	combine text DEFAULT 'and',
+	refine boolean DEFAULT false)
+	RETURNS TABLE(tile_id bigint, level integer, morton bigint, boundary boolean, geom geometry)
+	LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+DECLARE
+	k integer := cardinality(names);
+	first terra_gpu.bmmq_index;
+	other terra_gpu.bmmq_index;
+	bad record;
+BEGIN
+	IF k IS NULL OR k < 1 OR cardinality(lo) IS DISTINCT FROM k OR cardinality(hi) IS DISTINCT FROM k THEN
+		RAISE EXCEPTION 'names, lo and hi must be arrays of the same non-zero length' USING ERRCODE = '22023';
+	END IF;
+	IF lower(combine) NOT IN ('and', 'or') THEN
+		RAISE EXCEPTION 'invalid combine "%"', combine USING ERRCODE = '22023',
+			DETAIL = 'Valid values are and, or.';
+	END IF;
+	first := terra_gpu._bmmq_index(names[1]);
+	FOR i IN 2 .. k LOOP
+		other := terra_gpu._bmmq_index(names[i]);
+		SELECT t1.tile_id AS t1, t2.tile_id AS t2 INTO bad
+		FROM (SELECT * FROM terra_gpu.bmmq_tile WHERE index_id = first.id) t1
+		FULL JOIN (SELECT * FROM terra_gpu.bmmq_tile WHERE index_id = other.id) t2
+		  ON t1.upperleft_x = t2.upperleft_x AND t1.upperleft_y = t2.upperleft_y
+		 AND t1.width = t2.width AND t1.height = t2.height
+		 AND t1.scale_x = t2.scale_x AND t1.scale_y = t2.scale_y
+		WHERE t1.tile_id IS NULL OR t2.tile_id IS NULL
+		LIMIT 1;
+		IF FOUND OR other.srid <> first.srid THEN
+			RAISE EXCEPTION 'BMMQ indexes "%" and "%" are not co-registered', names[1], names[i]
+				USING ERRCODE = '22023',
+				DETAIL = CASE WHEN other.srid <> first.srid THEN format('SRID %s and %s.', first.srid, other.srid)
+							  WHEN bad.t1 IS NULL THEN format('Tile %s of "%s" has no tile at the same place in "%s".', bad.t2, names[i], names[1])
+							  ELSE format('Tile %s of "%s" has no tile at the same place in "%s".', bad.t1, names[1], names[i]) END;
+		END IF;
+	END LOOP;
+
+	-- each index's answer as Z-order cell intervals per tile of the first index
+	RETURN QUERY
+	WITH piece AS (
+		SELECT q.i, t1.tile_id, t1.levels,
+			   int8range(r.morton << (2 * (t1.levels - r.level)), (r.morton + 1) << (2 * (t1.levels - r.level))) z,
+			   r.boundary
+		FROM generate_series(1, k) q(i)
+		CROSS JOIN LATERAL tg_bmmq_roi(names[q.i], lo[q.i], hi[q.i], refine) r
+		JOIN terra_gpu.bmmq_tile ti ON ti.index_id = (SELECT id FROM terra_gpu.bmmq_index WHERE bmmq_index.name = names[q.i])
+								  AND ti.tile_id = r.tile_id
+		JOIN terra_gpu.bmmq_tile t1 ON t1.index_id = first.id
+								  AND t1.upperleft_x = ti.upperleft_x AND t1.upperleft_y = ti.upperleft_y),
+	per_index AS (
+		SELECT p.i, p.tile_id, p.levels,
+			   coalesce(range_agg(p.z) FILTER (WHERE NOT p.boundary), '{}'::int8multirange) inside,
+			   range_agg(p.z) maybe
+		FROM piece p GROUP BY p.i, p.tile_id, p.levels),
+	per_tile AS (
+		SELECT pi.tile_id, pi.levels,
+			   CASE WHEN lower(combine) = 'and' THEN range_intersect_agg(pi.inside) ELSE range_agg(pi.inside) END inside,
+			   CASE WHEN lower(combine) = 'and' THEN range_intersect_agg(pi.maybe) ELSE range_agg(pi.maybe) END maybe
+		FROM per_index pi GROUP BY pi.tile_id, pi.levels
+		HAVING lower(combine) = 'or' OR count(*) = k),
+	answer AS (
+		SELECT pt.tile_id, pt.levels, u.z, false AS boundary FROM per_tile pt, unnest(pt.inside) u(z)
+		UNION ALL
+		SELECT pt.tile_id, pt.levels, u.z, true FROM per_tile pt, unnest(pt.maybe - pt.inside) u(z))
+	SELECT an.tile_id, zq.level, zq.morton, an.boundary,
+		   terra_gpu._bmmq_quadrant_geom(t, zq.level, zq.morton, first.srid)
+	FROM answer an
+	JOIN terra_gpu.bmmq_tile t ON t.index_id = first.id AND t.tile_id = an.tile_id,
+	LATERAL terra_gpu._bmmq_z_quadrants(an.levels, lower(an.z), upper(an.z)) zq;
+END $$;
+COMMENT ON FUNCTION tg_bmmq_roi(text[], double precision[], double precision[], text, boolean) IS
+'Compound region-of-interest query over co-registered BMMQ indexes: names[i] in [lo[i], hi[i]) combined with and/or; quadrants (tile ids of the first index), boundary = may hold matching cells; refine => exact cells';
+
+-------------------------------------------------------------------------------
+-- Viewshed
+-------------------------------------------------------------------------------
+CREATE FUNCTION terra_gpu._viewshed(rast raster, band integer, col integer, "row" integer,
+	observer_height double precision, target_height double precision, max_distance double precision,
+	earth_radius double precision, refraction double precision, output text, backend text, algorithm text)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_viewshed'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+
+CREATE FUNCTION terra_gpu._viewshed_count(rast raster, band integer, cols integer[], "rows" integer[],
+	observer_height double precision, target_height double precision, max_distance double precision,
+	earth_radius double precision, refraction double precision, backend text)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_viewshed_count'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+
+-- The cell (0-based column, row) of an observer point, or an error saying what is wrong.
+-- m: the raster's ST_MetaData, read once (many observers need not touch the pixels).
+CREATE FUNCTION terra_gpu._observer_cell(m record, observer geometry, what text,
+	OUT col integer, OUT "row" integer)
+	LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+	det double precision := m.scalex * m.scaley - m.skewx * m.skewy;
+	dx double precision;
+	dy double precision;
+BEGIN
+	IF observer IS NULL THEN
+		RAISE EXCEPTION '% is NULL', what USING ERRCODE = '22004';
+	END IF;
+	IF GeometryType(observer) <> 'POINT' THEN
+		RAISE EXCEPTION '% must be a point, got %', what, GeometryType(observer) USING ERRCODE = '22023';
+	END IF;
+	IF ST_SRID(observer) <> m.srid THEN
+		RAISE EXCEPTION '% has SRID %, the raster %', what, ST_SRID(observer), m.srid
+			USING ERRCODE = '22023', HINT = 'ST_Transform the observer to the raster''s SRID.';
+	END IF;
+	-- the inverse of the raster's affine georeference
+	dx := ST_X(observer) - m.upperleftx;
+	dy := ST_Y(observer) - m.upperlefty;
+	col := floor((dx * m.scaley - dy * m.skewx) / det);
+	"row" := floor((dy * m.scalex - dx * m.skewy) / det);
+	IF col < 0 OR col >= m.width OR "row" < 0 OR "row" >= m.height THEN
+		RAISE EXCEPTION '% % is outside the raster', what, ST_AsText(observer) USING ERRCODE = '22023';
+	END IF;
+END $$;
+
+CREATE FUNCTION tg_viewshed(
+	rast raster,
+	observer geometry,
+	observer_height double precision DEFAULT 1.75,
+	target_height double precision DEFAULT 0,
+	max_distance double precision DEFAULT NULL,
+	earth_radius double precision DEFAULT 6370997,
+	refraction double precision DEFAULT 0.14286,
+	output text DEFAULT 'visible',
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL,
+	algorithm text DEFAULT 'r2')
+	RETURNS raster
+	LANGUAGE plpgsql IMMUTABLE PARALLEL RESTRICTED AS $$
+DECLARE
+	c record;
+BEGIN
+	IF rast IS NULL THEN
+		RETURN NULL;
+	END IF;
+	c := terra_gpu._observer_cell(ST_MetaData(rast), observer, 'observer');
+	RETURN terra_gpu._viewshed(rast, band, c.col, c."row", observer_height, target_height, max_distance,
+							   earth_radius, refraction, output, backend, coalesce(algorithm, 'r2'));
+END $$;
+COMMENT ON FUNCTION tg_viewshed(raster, geometry, double precision, double precision, double precision, double precision, double precision, text, integer, text, text) IS
+'What an observer sees (R2 ray casting, Earth curvature and refraction): visible (8BUI 1/0), angle (elevation angle, degrees) or height (extra target height needed), nodata beyond max_distance';
+
+CREATE FUNCTION tg_viewshed_count(
+	rast raster,
+	observers geometry[],
+	observer_height double precision DEFAULT 1.75,
+	target_height double precision DEFAULT 0,
+	max_distance double precision DEFAULT NULL,
+	earth_radius double precision DEFAULT 6370997,
+	refraction double precision DEFAULT 0.14286,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	LANGUAGE plpgsql IMMUTABLE PARALLEL RESTRICTED AS $$
+DECLARE
+	cols integer[];
+	rws integer[];
+	c record;
+	m record;
+BEGIN
+	IF rast IS NULL THEN
+		RETURN NULL;
+	END IF;
+	IF cardinality(observers) IS NULL OR cardinality(observers) = 0 THEN
+		RAISE EXCEPTION 'observers must hold at least one point' USING ERRCODE = '22023';
+	END IF;
+	m := ST_MetaData(rast);
+	FOR i IN 1 .. cardinality(observers) LOOP
+		c := terra_gpu._observer_cell(m, observers[i], format('observer %s', i));
+		cols := cols || c.col;
+		rws := rws || c."row";
+	END LOOP;
+	RETURN terra_gpu._viewshed_count(rast, band, cols, rws, observer_height, target_height, max_distance,
+									 earth_radius, refraction, backend);
+END $$;
+COMMENT ON FUNCTION tg_viewshed_count(raster, geometry[], double precision, double precision, double precision, double precision, double precision, integer, text) IS
+'Cumulative viewshed: for each cell, how many of the observers see it (32BUI), all observers in one call with the DEM kept on the GPU';
+
+CREATE FUNCTION tg_viewshed(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	observer geometry DEFAULT NULL,
+	observer_height double precision DEFAULT 1.75,
+	target_height double precision DEFAULT 0,
+	max_distance double precision DEFAULT NULL,
+	earth_radius double precision DEFAULT 6370997,
+	refraction double precision DEFAULT 0.14286,
+	output text DEFAULT 'visible',
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL,
+	algorithm text DEFAULT 'r2')
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_viewshed_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_viewshed(regclass, name, name, geometry, double precision, double precision, double precision, double precision, double precision, text, integer, text, text) IS
+'Coverage form of tg_viewshed: the whole tiled raster table as one grid (sight lines cross tiles), one row per input tile';
+
+CREATE FUNCTION tg_viewshed_count(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	observers geometry[] DEFAULT NULL,
+	observer_height double precision DEFAULT 1.75,
+	target_height double precision DEFAULT 0,
+	max_distance double precision DEFAULT NULL,
+	earth_radius double precision DEFAULT 6370997,
+	refraction double precision DEFAULT 0.14286,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL)
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_viewshed_count_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_viewshed_count(regclass, name, name, geometry[], double precision, double precision, double precision, double precision, double precision, integer, text) IS
+'Coverage form of tg_viewshed_count, one row per input tile';
+
+-------------------------------------------------------------------------------
+-- Soil loss (RUSLE) and travel time
+--
+-- Factors (r, k, c, p; n and k of the travel time) are "any": a number, or a
+-- raster on the DEM's grid (value forms; band 1) or a table of tiles on the
+-- same grid (coverage forms; column rast, band 1).  Coverage forms take
+-- (coverage, rast_column, id_column) in place of the raster and otherwise
+-- the same arguments; they return one row per input tile.
+-------------------------------------------------------------------------------
+CREATE FUNCTION tg_ls_factor(
+	dem raster,
+	routing text DEFAULT 'mfd-md',
+	m double precision DEFAULT 0.4,
+	n double precision DEFAULT 1.3,
+	a0 double precision DEFAULT 22.1,
+	b0 double precision DEFAULT 0.0896,
+	fill boolean DEFAULT false,
+	band integer DEFAULT 1,
+	method text DEFAULT 'auto',
+	exponent double precision DEFAULT 1.1,
+	threshold double precision DEFAULT 1000,
+	nodata double precision DEFAULT -9999,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_ls_factor'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_ls_factor(raster, text, double precision, double precision, double precision, double precision, boolean, integer, text, double precision, double precision, double precision, text) IS
+'RUSLE LS factor after Mitasova et al. 1996: (m+1) (A s / a0)^m (sin b / b0)^n, A the flow accumulation in cells, s the cell width, b the Horn slope (32BF)';
+
+CREATE FUNCTION tg_ls_factor(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	routing text DEFAULT 'mfd-md',
+	m double precision DEFAULT 0.4,
+	n double precision DEFAULT 1.3,
+	a0 double precision DEFAULT 22.1,
+	b0 double precision DEFAULT 0.0896,
+	fill boolean DEFAULT false,
+	band integer DEFAULT 1,
+	method text DEFAULT 'auto',
+	exponent double precision DEFAULT 1.1,
+	threshold double precision DEFAULT 1000,
+	nodata double precision DEFAULT -9999,
+	backend text DEFAULT NULL)
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_ls_factor_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_ls_factor(regclass, name, name, text, double precision, double precision, double precision, double precision, boolean, integer, text, double precision, double precision, double precision, text) IS
+'Coverage form of tg_ls_factor: a whole tiled raster table as one grid, one row per input tile';
+
+CREATE FUNCTION tg_rusle(
+	dem raster,
+	r "any",
+	k "any",
+	c "any" DEFAULT 1::double precision,
+	p "any" DEFAULT 1::double precision,
+	routing text DEFAULT 'mfd-md',
+	m double precision DEFAULT 0.4,
+	n double precision DEFAULT 1.3,
+	a0 double precision DEFAULT 22.1,
+	b0 double precision DEFAULT 0.0896,
+	fill boolean DEFAULT false,
+	band integer DEFAULT 1,
+	method text DEFAULT 'auto',
+	exponent double precision DEFAULT 1.1,
+	threshold double precision DEFAULT 1000,
+	nodata double precision DEFAULT -9999,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_rusle'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_rusle(raster, "any", "any", "any", "any", text, double precision, double precision, double precision, double precision, boolean, integer, text, double precision, double precision, double precision, text) IS
+'RUSLE soil loss A = R K LS C P in one call (slope, directions, accumulation, LS and product on the device); each factor a number or a raster aligned with the DEM (32BF)';
+
+CREATE FUNCTION tg_rusle(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	r "any" DEFAULT NULL::double precision,
+	k "any" DEFAULT NULL::double precision,
+	c "any" DEFAULT 1::double precision,
+	p "any" DEFAULT 1::double precision,
+	routing text DEFAULT 'mfd-md',
+	m double precision DEFAULT 0.4,
+	n double precision DEFAULT 1.3,
+	a0 double precision DEFAULT 22.1,
+	b0 double precision DEFAULT 0.0896,
+	fill boolean DEFAULT false,
+	band integer DEFAULT 1,
+	method text DEFAULT 'auto',
+	exponent double precision DEFAULT 1.1,
+	threshold double precision DEFAULT 1000,
+	nodata double precision DEFAULT -9999,
+	backend text DEFAULT NULL)
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_rusle_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_rusle(regclass, name, name, "any", "any", "any", "any", text, double precision, double precision, double precision, double precision, boolean, integer, text, double precision, double precision, double precision, text) IS
+'Coverage form of tg_rusle: each factor a number or a table of tiles on the same grid; one row per input tile';
+
+CREATE FUNCTION tg_travel_time(
+	dem raster,
+	outlet geometry DEFAULT NULL,
+	n "any" DEFAULT 1::double precision,
+	k "any" DEFAULT 1::double precision,
+	b double precision DEFAULT 0.5,
+	min_slope double precision DEFAULT 0.001,
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	nodata double precision DEFAULT -9999,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_travel_time'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_travel_time(raster, geometry, "any", "any", double precision, double precision, boolean, integer, double precision, text) IS
+'Travel time along D8 paths (Zhao et al. 2010): each step n L / (K max(S, min_slope)^b), summed to the outlet point (cells outside its watershed are nodata) or, without one, to each path''s end (32BF; seconds when L is in metres and K in m/s)';
+
+CREATE FUNCTION tg_travel_time(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	outlet geometry DEFAULT NULL,
+	n "any" DEFAULT 1::double precision,
+	k "any" DEFAULT 1::double precision,
+	b double precision DEFAULT 0.5,
+	min_slope double precision DEFAULT 0.001,
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	nodata double precision DEFAULT -9999,
+	backend text DEFAULT NULL)
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_travel_time_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_travel_time(regclass, name, name, geometry, "any", "any", double precision, double precision, boolean, integer, double precision, text) IS
+'Coverage form of tg_travel_time: a whole tiled raster table as one grid (paths cross tiles), one row per input tile';
+
+CREATE FUNCTION tg_isochrone_bands(
+	dem raster,
+	outlet geometry,
+	"interval" double precision,
+	n "any" DEFAULT 1::double precision,
+	k "any" DEFAULT 1::double precision,
+	b double precision DEFAULT 0.5,
+	min_slope double precision DEFAULT 0.001,
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_isochrone_bands'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_isochrone_bands(raster, geometry, double precision, "any", "any", double precision, double precision, boolean, integer, text) IS
+'Isochrone band of each cell of the outlet''s watershed (32BUI): band k holds travel times in [(k-1) interval, k interval); 0 (nodata) outside';
+
+CREATE FUNCTION tg_isochrone_bands(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	outlet geometry DEFAULT NULL,
+	"interval" double precision DEFAULT NULL,
+	n "any" DEFAULT 1::double precision,
+	k "any" DEFAULT 1::double precision,
+	b double precision DEFAULT 0.5,
+	min_slope double precision DEFAULT 0.001,
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL)
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_isochrone_bands_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_isochrone_bands(regclass, name, name, geometry, double precision, "any", "any", double precision, double precision, boolean, integer, text) IS
+'Coverage form of tg_isochrone_bands, one row per input tile';
+
+CREATE FUNCTION tg_isochrones(
+	dem raster,
+	outlet geometry,
+	"interval" double precision,
+	n "any" DEFAULT 1::double precision,
+	k "any" DEFAULT 1::double precision,
+	b double precision DEFAULT 0.5,
+	min_slope double precision DEFAULT 0.001,
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL)
+	RETURNS TABLE(time_from double precision, time_to double precision, geom geometry)
+	AS 'MODULE_PATHNAME', 'tgpg_isochrones'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED ROWS 20;
+COMMENT ON FUNCTION tg_isochrones(raster, geometry, double precision, "any", "any", double precision, double precision, boolean, integer, text) IS
+'Isochrone polygons of the outlet''s watershed: one multipolygon per travel-time band [time_from, time_to); together they tile the watershed';
+
+CREATE FUNCTION tg_isochrones(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	outlet geometry DEFAULT NULL,
+	"interval" double precision DEFAULT NULL,
+	n "any" DEFAULT 1::double precision,
+	k "any" DEFAULT 1::double precision,
+	b double precision DEFAULT 0.5,
+	min_slope double precision DEFAULT 0.001,
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL)
+	RETURNS TABLE(time_from double precision, time_to double precision, geom geometry)
+	AS 'MODULE_PATHNAME', 'tgpg_isochrones_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 20;
+COMMENT ON FUNCTION tg_isochrones(regclass, name, name, geometry, double precision, "any", "any", double precision, double precision, boolean, integer, text) IS
+'Coverage form of tg_isochrones: polygons merged across tiles';
+
+CREATE FUNCTION tg_watershed(
+	dem raster,
+	outlet geometry,
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_watershed'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_watershed(raster, geometry, boolean, integer, text) IS
+'Catchment of a pour point: 1 for every cell whose D8 path passes through the outlet''s cell, nodata (0) elsewhere (8BUI)';
+
+CREATE FUNCTION tg_watershed(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	outlet geometry DEFAULT NULL,
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL)
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_watershed_coverage'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_watershed(regclass, name, name, geometry, boolean, integer, text) IS
+'Coverage form of tg_watershed, one row per input tile';
+
+CREATE FUNCTION tg_watershed_polygon(
+	dem raster,
+	outlet geometry,
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL)
+	RETURNS geometry
+	LANGUAGE sql IMMUTABLE PARALLEL RESTRICTED
+	RETURN ST_Multi(ST_Polygon(tg_watershed(dem, outlet, fill, band, backend)));
+COMMENT ON FUNCTION tg_watershed_polygon(raster, geometry, boolean, integer, text) IS
+'Catchment of a pour point as a multipolygon (the cells of tg_watershed)';
+
+CREATE FUNCTION tg_watershed_polygon(
+	coverage regclass,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid',
+	outlet geometry DEFAULT NULL,
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL)
+	RETURNS geometry
+	LANGUAGE sql STABLE PARALLEL RESTRICTED
+	RETURN (SELECT ST_Multi(ST_Union(ST_Polygon(w.rast)))
+			FROM tg_watershed(coverage, rast_column, id_column, outlet, fill, band, backend) AS w);
+COMMENT ON FUNCTION tg_watershed_polygon(regclass, name, name, geometry, boolean, integer, text) IS
+'Coverage form of tg_watershed_polygon: the catchment across all tiles as one multipolygon';
