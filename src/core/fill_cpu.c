@@ -30,7 +30,7 @@
 
 #define CANCEL_EVERY 65536
 
-#define MIN_BAND_ROWS 64
+#define MIN_STRIP_ROWS 64
 
 /* ------------------------------------------------------------------------
  * Shared helpers
@@ -163,7 +163,9 @@ typedef struct recon
 } recon;
 
 /* Fewest rows of a strip: thinner ones cost more rounds than they save. */
-#define MIN_BAND_ROWS 64
+#define MIN_STRIP_ROWS 64
+#define MANY_THREADS 8
+#define STRIPS_PER_THREAD 8
 
 static void
 recon_rows(const recon *r, int64_t k, int *r0, int *r1)
@@ -376,8 +378,15 @@ fill_reconstruct(const tg_ctx *ctx, const double *z, int W, int H, double *w, tg
 				n;
 	tg_status	st;
 
-	if (threads > H / MIN_BAND_ROWS)
-		threads = H / MIN_BAND_ROWS;
+	/*
+	 * How much a strip has to lower in later rounds depends on where its
+	 * edges fall, so on many threads, many thin strips spread that uneven
+	 * work; on a few, the extra rounds would cost more than they balance.
+	 */
+	if (threads >= MANY_THREADS)
+		threads *= STRIPS_PER_THREAD;
+	if (threads > H / MIN_STRIP_ROWS)
+		threads = H / MIN_STRIP_ROWS;
 	r.nstrips = threads > 1 ? threads : 1;
 	st = tg_parallel_rows(ctx, W, H, start_rows, &r, err);
 	if (st != TG_OK || W < 3 || H < 3)
