@@ -83,6 +83,9 @@ run(const tg_ctx *ctx, int64_t cells, op_fn cpu, op_fn gpu, const void *args,
 		ctx->stats->cells = cells;
 	}
 
+	/* the first probe in a backend starts CUDA: a phase of its own */
+	if (ctx->backend != TG_BACKEND_CPU)
+		tg_phase(ctx, "GPU start");
 	st = choose_backend(ctx, cells, &use, err);
 	if (st != TG_OK)
 		return st;
@@ -92,6 +95,7 @@ run(const tg_ctx *ctx, int64_t cells, op_fn cpu, op_fn gpu, const void *args,
 	{
 		tg_error	gpu_err;
 
+		tg_phase(&call, "on the GPU");
 		tg_error_clear(&gpu_err);
 		st = gpu(&call, args, &gpu_err);
 		tg_cuda_release();
@@ -103,6 +107,8 @@ run(const tg_ctx *ctx, int64_t cells, op_fn cpu, op_fn gpu, const void *args,
 		else if (st != TG_OK)
 			*err = gpu_err;
 	}
+	if (use == TG_BACKEND_CPU && ctx->backend != TG_BACKEND_CPU)
+		tg_phase(&call, "on the CPU");
 	if (use == TG_BACKEND_CPU)
 		st = cpu(&call, args, err);
 	tg_call_close(&call);
