@@ -89,7 +89,7 @@ SELECT * FROM tg_viewshed(coverage => 'alps_dem', observer => :'peak', observer_
 SELECT tg_bmmq_build('alps_elevation', 'alps_dem', bins => ARRAY[1000, 1500, 2000, 2500, 3000, 3500]) AS elevation_index;
 SELECT tg_bmmq_build('alps_steepness', 'alps_slope', bins => ARRAY[10, 20, 30, 40]) AS steepness_index;
 -- statistics on the fresh index rows, or the planner may scan them badly
-ANALYZE terra_gpu.bmmq_node;
+ANALYZE terra_gpu.bmmq_index, terra_gpu.bmmq_tile, terra_gpu.bmmq_node;
 \echo region of interest: above 2,000 m and flatter than 10 degrees
 -- (exact without refine: 2,000 and 10 are bin boundaries)
 SELECT clock_timestamp() AS roi_start \gset
