@@ -7,12 +7,13 @@ Optional (QGIS is too heavy for CI).  On Debian 12:
 
     apt-get install qgis python3-qgis
     tools/demo.sh                                 # the tables
-    QT_QPA_PLATFORM=offscreen /usr/bin/python3 tools/qgis_render.py [OUT.png]
+    QT_QPA_PLATFORM=offscreen /usr/bin/python3 tools/qgis_render.py [OUT.png] [--write-style]
 
 Connection: the PG* variables of tools/localpg.sh (host may be a socket
 directory).  Layers: alps_accumulation (raster, postgresraster provider,
 styled with docs/alps_accumulation.qml: singleband pseudocolor, log-like
-classes of upslope area) over alps_dem (hillshade renderer), with the
+classes of upslope area; the script builds that style with the PyQGIS API and
+--write-style writes it there) over alps_dem (hillshade renderer), with the
 watershed outline (alps_watershed, postgres provider).
 """
 import os
@@ -57,7 +58,8 @@ def accumulation_renderer(layer):
 
 
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(REPO, "demo-output", "qgis_accumulation.png")
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    out = args[0] if args else os.path.join(REPO, "demo-output", "qgis_accumulation.png")
     app = QgsApplication([], False)
     app.initQgis()
     try:
@@ -71,12 +73,13 @@ def main():
         print("opened: alps_dem %d x %d, alps_accumulation %d x %d (CRS %s), alps_watershed %d feature(s)"
               % (dem.width(), dem.height(), acc.width(), acc.height(), acc.crs().authid(), shed.featureCount()))
 
-        # the style, written as a .qml for the desktop (Layer Properties > Symbology > Style > Load
-        # Style), then read back, as a user would
+        # the style as a .qml for the desktop (Layer Properties > Symbology > Style > Load Style):
+        # written beside the image (--write-style: into docs/), then docs/'s read back, as a user would
         acc.setRenderer(accumulation_renderer(acc))
-        msg, ok = acc.saveNamedStyle(STYLE)
+        written = STYLE if "--write-style" in sys.argv else os.path.splitext(out)[0] + ".qml"
+        msg, ok = acc.saveNamedStyle(written)
         if not ok:
-            print("style %s: %s" % (STYLE, msg))
+            print("style %s: %s" % (written, msg))
             return 1
         msg, ok = acc.loadNamedStyle(STYLE)
         if not ok:
