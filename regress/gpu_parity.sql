@@ -1,6 +1,8 @@
 -- GPU against the CPU reference.  Without a usable GPU this file stops after
 -- the check below (expected/gpu_parity_1.out); on a GPU machine it runs whole
--- (expected/gpu_parity.out).
+-- (expected/gpu_parity.out).  pg_regress can only say "ok", so the first
+-- result says which happened, and tools/test.sh reports a skip.
+SELECT CASE WHEN available THEN 'running on the GPU' ELSE 'skipped: no GPU' END AS gpu_parity FROM tg_gpu_info();
 SELECT NOT available AS skip_test FROM tg_gpu_info() \gset
 \if :skip_test
 \quit
