@@ -226,3 +226,48 @@ DROP SCHEMA tg_elsewhere;
 CREATE EXTENSION terra_gpu;
 DROP TABLE bmmq_dem;
 DROP FUNCTION bmmq_try(text);
+
+\i regress/include/try.sql
+-- errors
+CREATE TABLE bmmq_err (rid integer, rast raster, note text);
+INSERT INTO bmmq_err VALUES
+  (1, ST_AddBand(ST_MakeEmptyRaster(2, 2, 0, 2, 1, -1, 0, 0, 4326), '16BSI'::text, 5, -9999), 'ok');
+SELECT tg_bmmq_build('err', 'bmmq_err', bins => ARRAY[1, 10]) > 0 AS built;
+\x on
+SELECT * FROM pg_temp.try($$SELECT tg_bmmq_build('err', 'bmmq_err')$$);
+SELECT * FROM pg_temp.try($$SELECT tg_bmmq_build('e2', 'bmmq_err', rast_column => 'nope')$$);
+SELECT * FROM pg_temp.try($$SELECT tg_bmmq_build('e2', 'bmmq_err', rast_column => 'note')$$);
+SELECT * FROM pg_temp.try($$SELECT tg_bmmq_build('e2', 'bmmq_err', id_column => 'note')$$);
+SELECT * FROM pg_temp.try($$SELECT tg_bmmq_build('e2', 'bmmq_err', bins => ARRAY[3, 3])$$);
+SELECT * FROM pg_temp.try($$SELECT tg_bmmq_build('e2', 'bmmq_err', bins => '{}')$$);
+SELECT * FROM pg_temp.try($$SELECT tg_bmmq_build('e2', 'bmmq_err', nbins => 1)$$);
+SELECT * FROM pg_temp.try($$SELECT tg_bmmq_build('e2', 'bmmq_err', bin_method => 'jenks')$$);
+SELECT * FROM pg_temp.try($$SELECT tg_bmmq_build('e2', 'bmmq_err', band => 2, bins => ARRAY[1])$$);
+SELECT * FROM pg_temp.try($$SELECT tg_bmmq_roi('nope', 1, 2)$$);
+SELECT * FROM pg_temp.try($$SELECT tg_bmmq_roi('err', 2, 1)$$);
+SELECT * FROM pg_temp.try($$SELECT tg_bmmq_range('err', ST_MakeEnvelope(0, 0, 1, 1, 32632))$$);
+SELECT * FROM pg_temp.try($$SELECT tg_bmmq_roi(ARRAY['err', 'err'], ARRAY[1, 1], ARRAY[2, 2], 'xor')$$);
+SELECT * FROM pg_temp.try($$SELECT tg_bmmq_drop('nope')$$);
+SELECT * FROM pg_temp.try($$SELECT * FROM tg_bmmq(ST_AddBand(ST_MakeEmptyRaster(2, 2, 0, 0, 1, -1, 0, 0, 0), '16BSI'::text, -9999, -9999))$$);
+-- tiles that do not fit together, each named
+CREATE TABLE bmmq_err2 AS SELECT * FROM bmmq_err;
+SELECT tg_bmmq_build('err2', 'bmmq_err2', bins => ARRAY[1]) > 0 AS built;
+SELECT * FROM pg_temp.try($$SELECT tg_bmmq_roi(ARRAY['err', 'err2'], ARRAY[1, 1], ARRAY[2, 2])$$);
+INSERT INTO bmmq_err2 VALUES
+  (2, ST_AddBand(ST_MakeEmptyRaster(2, 2, 2, 2, 1, -1, 0, 0, 4326), '16BSI'::text, 5, -9999), 'ok');
+SELECT * FROM pg_temp.try($$SELECT tg_bmmq_roi(ARRAY['err', 'err2'], ARRAY[1, 1], ARRAY[2, 2])$$);
+SELECT tg_bmmq_refresh('err2') > 0 AS refreshed;
+SELECT * FROM pg_temp.try($$SELECT tg_bmmq_roi(ARRAY['err', 'err2'], ARRAY[1, 1], ARRAY[2, 2])$$);
+INSERT INTO bmmq_err VALUES
+  (7, ST_AddBand(ST_MakeEmptyRaster(2, 2, 2, 2, 1, -1, 0, 0, 32632), '16BSI'::text, 5, -9999), 'srid');
+SELECT * FROM pg_temp.try($$SELECT tg_bmmq_refresh('err')$$);
+UPDATE bmmq_err SET rast = ST_AddBand(ST_MakeEmptyRaster(2, 2, 2, 2, 1, -1, 0.5, 0, 4326), '16BSI'::text, 5, -9999) WHERE rid = 7;
+SELECT * FROM pg_temp.try($$SELECT tg_bmmq_refresh('err')$$);
+DELETE FROM bmmq_err;
+SELECT * FROM pg_temp.try($$SELECT tg_bmmq_build('e3', 'bmmq_err')$$);
+INSERT INTO bmmq_err VALUES
+  (1, ST_AddBand(ST_MakeEmptyRaster(2, 2, 0, 2, 1, -1, 0, 0, 4326), '16BSI'::text, -9999, -9999), 'nodata');
+SELECT * FROM pg_temp.try($$SELECT tg_bmmq_build('e3', 'bmmq_err')$$);
+\x off
+SELECT tg_bmmq_drop('err'), tg_bmmq_drop('err2');
+DROP TABLE bmmq_err, bmmq_err2;

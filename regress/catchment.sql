@@ -2,14 +2,7 @@
 SET terra_gpu.backend = 'cpu';
 SET extra_float_digits = 0;
 
-CREATE FUNCTION pg_temp.try(statement text, OUT state text, OUT message text)
-LANGUAGE plpgsql AS $$
-BEGIN
-	EXECUTE statement;
-	state := '00000';
-EXCEPTION WHEN OTHERS THEN
-	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
-END $$;
+\i regress/include/try.sql
 
 -- A V-shaped catchment of 5 m cells: hillsides fall 0.3 towards the channel in
 -- column 11, which falls 0.02 towards the bottom edge; all water leaves through
@@ -86,20 +79,20 @@ FROM tg_isochrones(coverage => 'v_tiles', outlet => (SELECT foot FROM v), "inter
 SELECT ST_Area(tg_watershed_polygon(coverage => 'v_tiles', outlet => (SELECT foot FROM v))) AS coverage_watershed_area;
 
 -- bad input
-SELECT * FROM pg_temp.try($$SELECT tg_watershed(rast, ST_SetSRID(ST_MakePoint(0, 0), 32633)) FROM v$$);
-SELECT * FROM pg_temp.try($$SELECT tg_watershed(rast, ST_SetSRID(ST_MakePoint(500052.5, 3999852.5), 4326)) FROM v$$);
-SELECT * FROM pg_temp.try($$SELECT tg_watershed(rast, ST_Buffer(foot, 1)) FROM v$$);
-SELECT * FROM pg_temp.try($$SELECT tg_watershed(rast, NULL) FROM v$$);
-SELECT * FROM pg_temp.try($$SELECT tg_travel_time(rast, foot, n => 0) FROM v$$);
-SELECT * FROM pg_temp.try($$SELECT tg_travel_time(rast, foot, k => -2) FROM v$$);
-SELECT * FROM pg_temp.try($$SELECT tg_travel_time(rast, foot, n => ST_MapAlgebra(rast, '32BF', '-1')) FROM v$$);
-SELECT * FROM pg_temp.try($$SELECT tg_travel_time(rast, foot, n => now()) FROM v$$);
-SELECT * FROM pg_temp.try($$SELECT tg_isochrones(rast, foot, 0) FROM v$$);
-SELECT * FROM pg_temp.try($$SELECT tg_rusle(rast, 300, ST_Tile(rast, 8, 8)) FROM v$$);
-SELECT * FROM pg_temp.try($$SELECT tg_rusle(rast, 300, NULL::float8) FROM v$$);
-SELECT * FROM pg_temp.try($$SELECT tg_ls_factor(rast, b0 => 0) FROM v$$);
-SELECT * FROM pg_temp.try($$SELECT tg_ls_factor(rast, routing => 'dinf') FROM v$$);
-SELECT * FROM pg_temp.try($$SELECT * FROM tg_rusle(coverage => 'v_tiles', r => 300, k => 'v_tiles'::regclass, c => now())$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_watershed(rast, ST_SetSRID(ST_MakePoint(0, 0), 32633)) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_watershed(rast, ST_SetSRID(ST_MakePoint(500052.5, 3999852.5), 4326)) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_watershed(rast, ST_Buffer(foot, 1)) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_watershed(rast, NULL) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_travel_time(rast, foot, n => 0) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_travel_time(rast, foot, k => -2) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_travel_time(rast, foot, n => ST_MapAlgebra(rast, '32BF', '-1')) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_travel_time(rast, foot, n => now()) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_isochrones(rast, foot, 0) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_rusle(rast, 300, ST_Tile(rast, 8, 8)) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_rusle(rast, 300, NULL::float8) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_ls_factor(rast, b0 => 0) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_ls_factor(rast, routing => 'dinf') FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT * FROM tg_rusle(coverage => 'v_tiles', r => 300, k => 'v_tiles'::regclass, c => now())$$);
 -- a nodata outlet
 UPDATE v SET rast = ST_SetValue(rast, 11, 30, -9999);
-SELECT * FROM pg_temp.try($$SELECT tg_watershed(rast, foot) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_watershed(rast, foot) FROM v$$);

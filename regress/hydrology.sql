@@ -100,3 +100,28 @@ SELECT ST_DumpValues(tg_fill(ST_AddBand(ST_MakeEmptyRaster(1, 1, 0, 0, 1, -1, 0,
 SELECT ST_DumpValues(tg_flow_accumulation(ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(5, 1, 0, 0, 1, -1, 0, 0, 0), '16BSI'::text, 0, NULL),
                                                        1, 1, 1, ARRAY[[5, 4, 3, 2, 1]]::float8[]))) AS strip;
 SELECT ST_Count(tg_flow_accumulation(ST_AddBand(ST_MakeEmptyRaster(3, 3, 0, 0, 1, -1, 0, 0, 0), '16BSI'::text, -9999, -9999))) AS valid_cells;
+
+\i regress/include/try.sql
+CREATE TEMP TABLE dem3 AS
+SELECT ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(3, 3, 0, 0, 1, -1, 0, 0, 0), '16BSI'::text, 0, -9999),
+                    1, 1, 1, ARRAY[[1, 2, 3], [4, 5, 6], [7, 8, 9]]::float8[]) AS rast;
+\x on
+-- errors: bad arguments, a weight raster off the DEM's grid
+SELECT * FROM pg_temp.try($$SELECT tg_fill(rast, method => 'breach') FROM dem3$$);
+SELECT * FROM pg_temp.try($$SELECT tg_fill(rast, epsilon => -1) FROM dem3$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_direction(rast, routing => 'dinf') FROM dem3$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_direction(rast, routing => 'mfd-md', output => 'codes') FROM dem3$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_direction(rast, output => 'arrows') FROM dem3$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, method => 'recursive') FROM dem3$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, units => 'hectares') FROM dem3$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, pixeltype => '16BUI') FROM dem3$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, routing => 'fd8', exponent => 0) FROM dem3$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, routing => 'fdd8', threshold => -1) FROM dem3$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, routing => 'fdd8', method => 'flow-transfer') FROM dem3$$);
+-- a weight raster must lie on the DEM's grid
+SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, weight => ST_AddBand(ST_MakeEmptyRaster(4, 3, 0, 0, 1, -1, 0, 0, 0), '8BUI'::text, 1, NULL)) FROM dem3$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, weight => ST_AddBand(ST_MakeEmptyRaster(3, 3, 0, 0, 1, -1, 0, 0, 4326), '8BUI'::text, 1, NULL)) FROM dem3$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, weight => ST_AddBand(ST_MakeEmptyRaster(3, 3, 0, 0, 2, -2, 0, 0, 0), '8BUI'::text, 1, NULL)) FROM dem3$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, weight => ST_AddBand(ST_MakeEmptyRaster(3, 3, 0.5, 0, 1, -1, 0, 0, 0), '8BUI'::text, 1, NULL)) FROM dem3$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, weight => rast, weight_band => 2) FROM dem3$$);
+\x off

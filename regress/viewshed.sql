@@ -83,3 +83,23 @@ SELECT count(*) FROM tg_viewshed(coverage => 'hill_tiles', observer => ST_MakePo
 SELECT count(*) FROM tg_viewshed(coverage => 'hill_tiles', observer => ST_MakePoint(250, 100));
 SELECT count(*) FROM tg_viewshed_count(coverage => 'hill_tiles', observers => ARRAY[]::geometry[]);
 SELECT count(*) FROM tg_viewshed_count(coverage => 'hill_tiles', observers => ARRAY[ST_MakePoint(105, 155), ST_MakePoint(1000, 0)]);
+
+\i regress/include/try.sql
+-- errors
+CREATE TEMP TABLE vdem AS
+SELECT ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(3, 3, 0, 3, 1, -1, 0, 0, 4326), '16BSI'::text, 0, -9999),
+                    1, 1, 1, ARRAY[[1, 2, 3], [4, -9999, 6], [7, 8, 9]]::float8[]) AS rast;
+\x on
+SELECT * FROM pg_temp.try($$SELECT tg_viewshed(rast, ST_SetSRID(ST_MakePoint(5, 5), 4326)) FROM vdem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_viewshed(rast, ST_SetSRID(ST_MakePoint(1.5, 1.5), 4326)) FROM vdem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_viewshed(rast, ST_MakePoint(0.5, 0.5)) FROM vdem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_viewshed(rast, ST_SetSRID(ST_MakeLine(ST_MakePoint(0, 0), ST_MakePoint(1, 1)), 4326)) FROM vdem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_viewshed(rast, ST_SetSRID(ST_MakePoint(0.5, 0.5), 4326), observer_height => -1) FROM vdem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_viewshed(rast, ST_SetSRID(ST_MakePoint(0.5, 0.5), 4326), max_distance => 0) FROM vdem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_viewshed(rast, ST_SetSRID(ST_MakePoint(0.5, 0.5), 4326), refraction => 1) FROM vdem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_viewshed(rast, ST_SetSRID(ST_MakePoint(0.5, 0.5), 4326), output => 'fresnel') FROM vdem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_viewshed(rast, ST_SetSRID(ST_MakePoint(0.5, 0.5), 4326), algorithm => 'r1') FROM vdem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_viewshed(rast, NULL::geometry) FROM vdem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_viewshed_count(rast, ARRAY[ST_SetSRID(ST_MakePoint(0.5, 0.5), 4326), ST_SetSRID(ST_MakePoint(9, 9), 4326)]) FROM vdem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_viewshed_count(rast, '{}'::geometry[]) FROM vdem$$);
+\x off
