@@ -84,7 +84,8 @@ run(const tg_ctx *ctx, int64_t cells, op_fn cpu, op_fn gpu, const void *args,
 	}
 
 	/* the first probe in a backend starts CUDA: a phase of its own */
-	if (ctx->backend != TG_BACKEND_CPU)
+	if (ctx->backend == TG_BACKEND_GPU ||
+		(ctx->backend == TG_BACKEND_AUTO && cells >= ctx->min_cells_for_gpu))
 		tg_phase(ctx, "GPU start");
 	st = choose_backend(ctx, cells, &use, err);
 	if (st != TG_OK)
