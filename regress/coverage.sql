@@ -163,3 +163,19 @@ FROM hills_whole w JOIN hills_strips b USING (rid);
 SELECT count(*) FROM tg_slope(coverage => 'big');
 RESET terra_gpu.max_memory_mb;
 RESET client_min_messages;
+
+-- every coverage form takes its value form's arguments, in the same order and
+-- with the same defaults (its table and the table's columns aside; a weight is
+-- a table there, a raster in the value form)
+WITH forms AS (
+  SELECT p.proname, 'coverage' = ANY (p.proargnames) AS coverage,
+         replace(regexp_replace(regexp_replace(regexp_replace(pg_get_function_arguments(p.oid), ', OUT .*$', ''),
+                                               '^[^,]*(, |$)', ''),
+                                ', (rast|id|weight)_column name DEFAULT ''[a-z]+''::name', '', 'g'),
+                 'weight regclass DEFAULT NULL::regclass', 'weight raster DEFAULT NULL::raster') AS args
+  FROM pg_proc p
+  WHERE p.proname LIKE 'tg\_%' AND p.pronamespace = (SELECT extnamespace FROM pg_extension WHERE extname = 'terra_gpu')
+    AND (p.proargtypes[0] = 'raster'::regtype OR 'coverage' = ANY (p.proargnames)))
+SELECT c.proname, v.args IS NOT NULL AS has_value_form, c.args = v.args AS same_arguments
+FROM forms c LEFT JOIN forms v ON v.proname = c.proname AND NOT v.coverage
+WHERE c.coverage ORDER BY 1;
