@@ -68,7 +68,7 @@ typedef struct flat_job
 	struct flat_task *tasks;
 	int32_t    *mask;			/* out: M, and T on the way */
 	int32_t    *away;			/* A */
-	uint8_t    *queued[2];		/* in a large flat's FIFO (scan_distances), per distance */
+	uint8_t    *queued[2];		/* in a large flat's FIFO, per distance */
 } flat_job;
 
 static inline int32_t
@@ -126,9 +126,53 @@ label_strip(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 	return TG_OK;
 }
 
-/* Flats of at least this many cells get their distances by raster scans. */
-#define FLAT_SCAN_CELLS 65536
+int64_t		tg_flat_strip_cells = 65536;
+
+/* M = 2 T + (H - A), H the flat's largest A; undrained flat cells (T = 0) keep 0. */
+static void
+combine_flat(const flat_job *j, int64_t f)
+{
+	const uint32_t *cells = j->cells + j->first[f];
+	const int64_t ncells = j->first[f + 1] - j->first[f];
+	int32_t		height = 0;
+
+	for (int64_t c = 0; c < ncells; c++)
+		if (j->away[cells[c]] > height)
+			height = j->away[cells[c]];
+	for (int64_t c = 0; c < ncells; c++)
+	{
+		const uint32_t i = cells[c];
+
+		if (j->mask[i] > 0)
+			j->mask[i] = 2 * j->mask[i] + (j->away[i] > 0 ? height - j->away[i] : 0);
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * A large flat's two distances in strips of rows, on the call's threads.
+ * The distance is the greatest fixed point of d = min(d, d(neighbour) + 1)
+ * under the seeds' 1, which any order of lowering reaches: so each strip
+ * lowers its own rows (a forward and a backward raster scan, then a FIFO of
+ * what the scans left: Vincent's hybrid, as in the fill), reading its
+ * neighbours' facing rows from a copy taken between rounds, and strips whose
+ * facing rows fell run again from their edges, until none fell.  The result
+ * depends neither on the strips nor on the threads.
+ * ------------------------------------------------------------------------ */
 #define FAR INT32_MAX
+
+typedef struct flat_strips
+{
+	const flat_job *j;
+	int64_t		f;
+	int			x0,
+				x1,
+				y0,
+				y1;				/* the flat's bounding box, inclusive */
+	int			nstrips;
+	int32_t    *facing;			/* per distance and strip: the row above it and the row below */
+	int64_t    *todo;			/* this round's tasks: distance * nstrips + strip */
+	bool		first;			/* the first round: full scans */
+} flat_strips;
 
 static inline bool
 in_flat(const flat_job *j, int x, int y, int64_t f)
@@ -136,109 +180,241 @@ in_flat(const flat_job *j, int x, int y, int64_t f)
 	return x >= 0 && y >= 0 && x < j->W && y < j->H && j->parent[(size_t) y * j->W + x] == (int32_t) f;
 }
 
-/*
- * Breadth-first distances of a large flat, without the breadth-first walk's
- * scattered reads: the distance is the greatest fixed point of
- * d = min(d, d(neighbour) + 1) under the seeds' 1, so a forward and a
- * backward raster scan over the flat's bounding box give most of it, and a
- * FIFO of the cells that can still lower a neighbour the rest (the hybrid of
- * Vincent 1993, as in the fill).  d: 1 on seeds, FAR elsewhere on the flat.
- */
 static void
-scan_distances(const flat_job *j, int64_t f, const uint32_t *cells, int64_t ncells, int32_t *d,
-			   uint32_t *queue, uint8_t *queued)
+flat_strip_rows(const flat_strips *s, int k, int *r0, int *r1)
+{
+	const int64_t rows = s->y1 - s->y0 + 1;
+
+	*r0 = s->y0 + (int) (rows * k / s->nstrips);
+	*r1 = s->y0 + (int) (rows * (k + 1) / s->nstrips);
+}
+
+/* d at (x, y) as the strip of rows [r0, r1) sees it: FAR off the flat, facing rows as copied. */
+static inline int32_t
+seen(const flat_strips *s, const int32_t *d, const int32_t *above, const int32_t *below, int r0, int r1,
+	 int x, int y)
+{
+	if (!in_flat(s->j, x, y, s->f))
+		return FAR;
+	if (y < r0)
+		return above[x - s->x0];
+	if (y >= r1)
+		return below[x - s->x0];
+	return d[(size_t) y * s->j->W + x];
+}
+
+static tg_status
+flat_strip_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 {
 	static const int fwd[4][2] = {{-1, 0}, {-1, -1}, {0, -1}, {1, -1}};
-	const int	W = j->W,
-				y0 = (int) (cells[0] / W),
-				y1 = (int) (cells[ncells - 1] / W);
-	int			x0 = W,
-				x1 = -1;
-	int64_t		head = 0,
+	const flat_strips *s = arg;
+	const flat_job *j = s->j;
+	const int64_t t = s->todo[task];
+	const int	pass = (int) (t / s->nstrips);
+	const size_t W = (size_t) j->W,
+				BW = (size_t) (s->x1 - s->x0 + 1);
+	const int32_t f = (int32_t) s->f;
+	const int32_t *above = s->facing + 2 * (size_t) t * BW,
+			   *below = above + BW;
+	int32_t    *d = pass == 0 ? j->mask : j->away;
+	uint8_t    *queued = j->queued[pass];
+	uint32_t   *queue;
+	size_t		cap,
+				head = 0,
 				len = 0;
+	int			r0,
+				r1;
 
-	for (int64_t c = 0; c < ncells; c++)
-	{
-		const int	x = (int) (cells[c] % W);
-
-		x0 = x < x0 ? x : x0;
-		x1 = x > x1 ? x : x1;
-	}
-	for (int dir = 1; dir >= -1; dir -= 2)	/* forward, then backward */
-		for (int y = dir > 0 ? y0 : y1; dir > 0 ? y <= y1 : y >= y0; y += dir)
-			for (int x = dir > 0 ? x0 : x1; dir > 0 ? x <= x1 : x >= x0; x += dir)
-			{
-				const size_t i = (size_t) y * W + x;
-				int32_t		v = d[i];
-
-				if (j->parent[i] != (int32_t) f)
-					continue;
-				for (int k = 0; k < 4; k++)
+	flat_strip_rows(s, (int) (t % s->nstrips), &r0, &r1);
+	cap = (size_t) (r1 - r0) * BW;
+	queue = tg_alloc(ctx, (cap ? cap : 1) * sizeof(uint32_t));
+	if (queue == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a flat's queue (%zu cells)", cap);
+	if (s->first)
+		for (int dir = 1; dir >= -1; dir -= 2)	/* forward, then backward */
+			for (int y = dir > 0 ? r0 : r1 - 1; dir > 0 ? y < r1 : y >= r0; y += dir)
+				for (int x = dir > 0 ? s->x0 : s->x1; dir > 0 ? x <= s->x1 : x >= s->x0; x += dir)
 				{
-					const int	nx = x + dir * fwd[k][0],
-								ny = y + dir * fwd[k][1];
+					const size_t i = (size_t) y * W + x;
+					int32_t		v = d[i];
 
-					if (in_flat(j, nx, ny, f))
+					if (j->parent[i] != f)
+						continue;
+					for (int k = 0; k < 4; k++)
 					{
-						const int32_t dn = d[(size_t) ny * W + nx];
+						const int32_t dn = seen(s, d, above, below, r0, r1, x + dir * fwd[k][0],
+												y + dir * fwd[k][1]);
 
 						if (dn != FAR && dn + 1 < v)
 							v = dn + 1;
 					}
+					d[i] = v;
 				}
-				d[i] = v;
-			}
-	/* what the scans left: cells that can still lower a neighbour */
-	for (int64_t c = 0; c < ncells; c++)
+	/* what may still fall: after the scans, any cell; later, the edge rows the facing rows lower */
+	for (int y = r0; y < r1; y++)
 	{
-		const uint32_t i = cells[c];
-		const int	x = (int) (i % W),
-					y = (int) (i / W);
-
-		if (d[i] == FAR)
+		if (!s->first && y != r0 && y != r1 - 1)
 			continue;
-		for (int k = 0; k < 8; k++)
+		for (int x = s->x0; x <= s->x1; x++)
 		{
-			const int	nx = x + tg_nbr_dx(k),
-						ny = y + tg_nbr_dy(k);
+			const size_t i = (size_t) y * W + x;
+			bool		push = false;
 
-			if (in_flat(j, nx, ny, f) && d[(size_t) ny * W + nx] > d[i] + 1)
+			if (j->parent[i] != f)
+				continue;
+			for (int k = 0; k < 8; k++)
 			{
-				queue[len++] = i;
+				const int	nx = x + tg_nbr_dx(k),
+							ny = y + tg_nbr_dy(k);
+				const int32_t dn = seen(s, d, above, below, r0, r1, nx, ny);
+
+				if (ny < r0 || ny >= r1)
+				{
+					if (dn != FAR && dn + 1 < d[i])
+					{
+						d[i] = dn + 1;
+						push = true;
+					}
+				}
+				else if (s->first && d[i] != FAR && in_flat(j, nx, ny, f) && (dn == FAR || dn > d[i] + 1))
+					push = true;
+			}
+			if (push && !queued[i])
+			{
+				queue[(head + len++) % cap] = (uint32_t) i;
 				queued[i] = 1;
-				break;
 			}
 		}
 	}
-	while (len > 0)
+	for (size_t steps = 1; len > 0; steps++)
 	{
-		const uint32_t i = queue[head];
-		const int	x = (int) (i % W),
-					y = (int) (i / W);
+		const uint32_t c = queue[head];
+		const int	x = (int) (c % W),
+					y = (int) (c / W);
 
-		head = head + 1 == ncells ? 0 : head + 1;
+		head = head + 1 == cap ? 0 : head + 1;
 		len--;
-		queued[i] = 0;
+		queued[c] = 0;
+		if (steps % 65536 == 0 && tg_canceled(ctx))
+			break;
 		for (int k = 0; k < 8; k++)
 		{
 			const int	nx = x + tg_nbr_dx(k),
 						ny = y + tg_nbr_dy(k);
 			const size_t ni = (size_t) ny * W + nx;
 
-			if (in_flat(j, nx, ny, f) && d[ni] > d[i] + 1)
+			if (ny < r0 || ny >= r1 || !in_flat(j, nx, ny, f) || d[ni] <= d[c] + 1)
+				continue;
+			d[ni] = d[c] + 1;
+			if (!queued[ni])
 			{
-				d[ni] = d[i] + 1;
-				if (!queued[ni])
-				{
-					queue[(head + len++) % ncells] = (uint32_t) ni;
-					queued[ni] = 1;
-				}
+				queue[(head + len++) % cap] = (uint32_t) ni;
+				queued[ni] = 1;
 			}
 		}
 	}
+	for (size_t q = 0; q < len; q++)	/* left by a cancel */
+		queued[queue[(head + q) % cap]] = 0;
+	tg_free(ctx, queue);
+	return tg_canceled(ctx) ? tg_error_set(err, TG_ECANCELED, "flow routing canceled") : TG_OK;
+}
+
+/* Copy every strip's facing rows; list the strips whose facing rows fell. */
+static int64_t
+flat_strips_facing(flat_strips *s)
+{
+	const size_t W = (size_t) s->j->W,
+				BW = (size_t) (s->x1 - s->x0 + 1);
+	int64_t		n = 0;
+
+	for (int pass = 0; pass < 2; pass++)
+	{
+		const int32_t *d = pass == 0 ? s->j->mask : s->j->away;
+
+		for (int k = 0; k < s->nstrips; k++)
+		{
+			const int64_t t = (int64_t) pass * s->nstrips + k;
+			int32_t    *above = s->facing + 2 * (size_t) t * BW,
+					   *below = above + BW;
+			int			r0,
+						r1;
+			bool		fell = false;
+
+			flat_strip_rows(s, k, &r0, &r1);
+			if (r0 > s->y0 && memcmp(above, d + (r0 - 1) * W + s->x0, BW * sizeof(int32_t)) != 0)
+			{
+				memcpy(above, d + (r0 - 1) * W + s->x0, BW * sizeof(int32_t));
+				fell = true;
+			}
+			if (r1 <= s->y1 && memcmp(below, d + r1 * W + s->x0, BW * sizeof(int32_t)) != 0)
+			{
+				memcpy(below, d + r1 * W + s->x0, BW * sizeof(int32_t));
+				fell = true;
+			}
+			if (fell)
+				s->todo[n++] = t;
+		}
+	}
+	return n;
+}
+
+/* Both distances of large flat f (its seeds marked in j->seed), then M. */
+static tg_status
+large_flat(const tg_ctx *ctx, const flat_job *j, int64_t f, tg_error *err)
+{
+	const uint32_t *cells = j->cells + j->first[f];
+	const int64_t ncells = j->first[f + 1] - j->first[f];
+	flat_strips s = {.j = j, .f = f, .x0 = j->W, .x1 = -1, .y0 = (int) (cells[0] / j->W),
+		.y1 = (int) (cells[ncells - 1] / j->W)};
+	int			strips = tg_threads_wanted(ctx) * 4;
+	size_t		BW;
+	tg_status	st = TG_OK;
+
 	for (int64_t c = 0; c < ncells; c++)
-		if (d[cells[c]] == FAR)
-			d[cells[c]] = 0;	/* unreached */
+	{
+		const uint32_t i = cells[c];
+		const int	x = (int) (i % j->W);
+
+		s.x0 = x < s.x0 ? x : s.x0;
+		s.x1 = x > s.x1 ? x : s.x1;
+		j->mask[i] = (j->seed[i] & 1) ? 1 : FAR;
+		j->away[i] = (j->seed[i] & 2) ? 1 : FAR;
+	}
+	if (strips > (s.y1 - s.y0 + 1) / 64)
+		strips = (s.y1 - s.y0 + 1) / 64;
+	s.nstrips = strips > 1 ? strips : 1;
+	BW = (size_t) (s.x1 - s.x0 + 1);
+	s.facing = tg_alloc(ctx, 4 * (size_t) s.nstrips * BW * sizeof(int32_t));
+	s.todo = tg_alloc(ctx, 2 * (size_t) s.nstrips * sizeof(int64_t));
+	if (s.facing == NULL || s.todo == NULL)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate the strips of a flat of %lld cells",
+						  (long long) ncells);
+	if (st == TG_OK)
+	{
+		/* the first round: every strip, from what the facing rows hold at the start */
+		(void) flat_strips_facing(&s);
+		for (int64_t t = 0; t < 2 * s.nstrips; t++)
+			s.todo[t] = t;
+		s.first = true;
+		for (int64_t n = 2 * s.nstrips; st == TG_OK && n > 0; n = flat_strips_facing(&s))
+		{
+			st = tg_parallel(ctx, n, flat_strip_task, &s, err);
+			s.first = false;
+		}
+	}
+	tg_free(ctx, s.facing);
+	tg_free(ctx, s.todo);
+	if (st != TG_OK)
+		return st;
+	for (int64_t c = 0; c < ncells; c++)
+	{
+		const uint32_t i = cells[c];
+
+		j->mask[i] = j->mask[i] == FAR ? 0 : j->mask[i];	/* unreached */
+		j->away[i] = j->away[i] == FAR ? 0 : j->away[i];
+	}
+	combine_flat(j, f);
+	return TG_OK;
 }
 
 /* Breadth-first distances of a small flat from the seeds queued (d: 1 on them, 0 elsewhere). */
@@ -272,13 +448,12 @@ walk_distances(const flat_job *j, int64_t f, int32_t *d, uint32_t *queue, int64_
 	}
 }
 
-/* One distance of a flat: pass 0 towards lower ground T, pass 1 away from higher A. */
+/* One distance of a small flat: pass 0 towards lower ground T, pass 1 away from higher A. */
 static void
-flat_distance(const flat_job *j, int64_t f, int pass, uint32_t *queue, uint8_t *queued)
+flat_distance(const flat_job *j, int64_t f, int pass, uint32_t *queue)
 {
 	const uint32_t *cells = j->cells + j->first[f];
 	const int64_t ncells = j->first[f + 1] - j->first[f];
-	const bool	scan = ncells >= FLAT_SCAN_CELLS;
 	int32_t    *d = pass == 0 ? j->mask : j->away;
 	int64_t		nseeds = 0;
 
@@ -286,46 +461,18 @@ flat_distance(const flat_job *j, int64_t f, int pass, uint32_t *queue, uint8_t *
 	{
 		const uint32_t i = cells[c];
 
-		if (j->seed[i] & (1 << pass))
-		{
-			d[i] = 1;
+		d[i] = (j->seed[i] & (1 << pass)) ? 1 : 0;
+		if (d[i])
 			queue[nseeds++] = i;
-		}
-		else
-			d[i] = scan ? FAR : 0;
 	}
-	if (scan)
-		scan_distances(j, f, cells, ncells, d, queue, queued);
-	else
-		walk_distances(j, f, d, queue, nseeds);
+	walk_distances(j, f, d, queue, nseeds);
 }
 
-/* M = 2 T + (H - A), H the flat's largest A; undrained flat cells (T = 0) keep 0. */
-static void
-combine_flat(const flat_job *j, int64_t f)
-{
-	const uint32_t *cells = j->cells + j->first[f];
-	const int64_t ncells = j->first[f + 1] - j->first[f];
-	int32_t		height = 0;
-
-	for (int64_t c = 0; c < ncells; c++)
-		if (j->away[cells[c]] > height)
-			height = j->away[cells[c]];
-	for (int64_t c = 0; c < ncells; c++)
-	{
-		const uint32_t i = cells[c];
-
-		if (j->mask[i] > 0)
-			j->mask[i] = 2 * j->mask[i] + (j->away[i] > 0 ? height - j->away[i] : 0);
-	}
-}
-
-/* A task: small flats [f0, f1) whole, or one distance of one large flat. */
+/* A task: consecutive small flats [f0, f1). */
 typedef struct flat_task
 {
 	int64_t		f0,
 				f1;
-	int			pass;			/* 0 or 1 for a large flat's distance, -1 for whole flats */
 } flat_task;
 
 static tg_status
@@ -345,13 +492,8 @@ flat_task_run(const tg_ctx *ctx, void *arg, int64_t t, tg_error *err)
 							(long long) largest);
 	for (int64_t f = task->f0; f < task->f1 && !tg_canceled(ctx); f++)
 	{
-		if (task->pass >= 0)
-		{
-			flat_distance(j, f, task->pass, queue, j->queued[task->pass]);
-			continue;
-		}
-		flat_distance(j, f, 0, queue, NULL);
-		flat_distance(j, f, 1, queue, NULL);
+		flat_distance(j, f, 0, queue);
+		flat_distance(j, f, 1, queue);
 		combine_flat(j, f);
 	}
 	tg_free(ctx, queue);
@@ -432,36 +574,36 @@ list_flats(const tg_ctx *ctx, flat_job *j, int64_t *nflats_out, tg_error *err)
 	return TG_OK;
 }
 
-/*
- * Tasks of consecutive small flats of about equal cells; each large flat
- * two tasks, its distances running at the same time.
- */
+/* Tasks of consecutive small flats of about equal cells; large flats come after, in strips. */
 static int64_t
 plan_flat_tasks(const tg_ctx *ctx, flat_job *j, int64_t nflats)
 {
 	const int64_t want = (int64_t) tg_threads_wanted(ctx) * 8;
 	const int64_t per = j->first[nflats] / want > 4096 ? j->first[nflats] / want : 4096;
 	int64_t		ntasks = 0,
-				f0 = 0;
+				f0 = 0,
+				cells = 0;
 
 	for (int64_t f = 0; f < nflats; f++)
 	{
-		if (j->first[f + 1] - j->first[f] >= FLAT_SCAN_CELLS)
+		const int64_t size = j->first[f + 1] - j->first[f];
+
+		if (size >= tg_flat_strip_cells)
 		{
 			if (f0 < f)
-				j->tasks[ntasks++] = (flat_task) {f0, f, -1};
-			j->tasks[ntasks++] = (flat_task) {f, f + 1, 0};
-			j->tasks[ntasks++] = (flat_task) {f, f + 1, 1};
+				j->tasks[ntasks++] = (flat_task) {f0, f};
 			f0 = f + 1;
+			cells = 0;
 		}
-		else if (j->first[f + 1] - j->first[f0] >= per)
+		else if ((cells += size) >= per)
 		{
-			j->tasks[ntasks++] = (flat_task) {f0, f + 1, -1};
+			j->tasks[ntasks++] = (flat_task) {f0, f + 1};
 			f0 = f + 1;
+			cells = 0;
 		}
 	}
 	if (f0 < nflats)
-		j->tasks[ntasks++] = (flat_task) {f0, nflats, -1};
+		j->tasks[ntasks++] = (flat_task) {f0, nflats};
 	return ntasks;
 }
 
@@ -517,8 +659,8 @@ flat_mask(const tg_ctx *ctx, const double *z, const uint8_t *flat, int W, int H,
 	tg_phase(ctx, "flats: distances");
 	if (st == TG_OK && nflats > 0)
 	{
-		/* at most two tasks per flat; the FIFOs' marks, one per distance */
-		j.tasks = tg_alloc(ctx, (size_t) (2 * nflats) * sizeof(flat_task));
+		/* at most a task per flat; the large flats' FIFO marks, one per distance */
+		j.tasks = tg_alloc(ctx, (size_t) nflats * sizeof(flat_task));
 		j.queued[0] = tg_alloc(ctx, n);
 		j.queued[1] = tg_alloc(ctx, n);
 		if (j.tasks == NULL || j.queued[0] == NULL || j.queued[1] == NULL)
@@ -532,9 +674,9 @@ flat_mask(const tg_ctx *ctx, const double *z, const uint8_t *flat, int W, int H,
 		memset(j.queued[0], 0, n);
 		memset(j.queued[1], 0, n);
 		st = tg_parallel(ctx, ntasks, flat_task_run, &j, err);
-		for (int64_t t = 0; st == TG_OK && t < ntasks; t++)
-			if (j.tasks[t].pass == 1)
-				combine_flat(&j, j.tasks[t].f0);
+		for (int64_t f = 0; st == TG_OK && f < nflats; f++)
+			if (j.first[f + 1] - j.first[f] >= tg_flat_strip_cells)
+				st = large_flat(ctx, &j, f, err);
 	}
 	tg_free(ctx, j.away);
 	tg_free(ctx, j.parent);

@@ -129,6 +129,14 @@ typedef struct tg_flat_masks
 void		tg_cpu_flat_cells(const double *z, int W, int H, uint8_t *flat);
 
 /*
+ * Flats of at least this many cells are resolved in strips of rows on the
+ * call's threads, smaller ones each by a walk on one thread: the two ways
+ * give the same distances, which the tests check by sending every flat
+ * down each.
+ */
+extern int64_t tg_flat_strip_cells;
+
+/*
  * The routing of a surface as it is (tg_cpu_route_build does the decoding
  * and filling): takes z (r->z; freed with the route, or on failure).
  */

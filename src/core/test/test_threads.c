@@ -400,6 +400,41 @@ test_pool(void)
 	free(j);
 }
 
+/*
+ * Flats resolved in strips of rows (every flat, however small) equal flats
+ * walked one at a time, on any number of threads: directions and shares.
+ */
+static void
+test_flat_strips(const tg_band *dem)
+{
+	const size_t bytes = (size_t) TW * TH * 8 * sizeof(float);
+	const int64_t usual = tg_flat_strip_cells;
+	uint8_t    *walked = malloc(bytes),
+			   *strips = malloc(bytes);
+	tg_flow_params p = flow(TG_ROUTE_MFD_MD, true, false);
+	tg_run_stats stats;
+	tg_error	err;
+	tg_ctx		ctx;
+
+	tg_flat_strip_cells = INT64_MAX;
+	ctx = ctx_with(1, &stats);
+	memset(walked, 0xA5, bytes);
+	tg_error_clear(&err);
+	check(op_direction(&ctx, dem, &p, walked, &err) == TG_OK, "flats walked: %s", err.message);
+	tg_flat_strip_cells = 1;
+	for (int t = 1; t <= 7; t += 2)
+	{
+		ctx = ctx_with(t, &stats);
+		memset(strips, 0xA5, bytes);
+		tg_error_clear(&err);
+		check(op_direction(&ctx, dem, &p, strips, &err) == TG_OK, "flats in strips: %s", err.message);
+		check(memcmp(walked, strips, bytes) == 0, "flats in strips on %d threads equal flats walked", t);
+	}
+	tg_flat_strip_cells = usual;
+	free(walked);
+	free(strips);
+}
+
 /* ------------------------------------------------------------------------ */
 void
 test_threads(void)
@@ -427,6 +462,7 @@ test_threads(void)
 	make_terrain(zf, TW, TH, 1.37, false);
 	make_terrain(zw, TW, TH, 30000, true);	/* integer, beyond the fill's buckets */
 
+	test_flat_strips(&bi);
 	check_threads(&(op_case) {"slope", op_slope, NULL, sizeof(float)}, &bi);
 	check_threads(&(op_case) {"fill, integer DEM", op_fill, &pf, sizeof(double)}, &bi);
 	check_threads(&(op_case) {"fill, float DEM", op_fill, &pf, sizeof(double)}, &bf);
