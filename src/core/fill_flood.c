@@ -1,6 +1,6 @@
 /*
  * fill_flood.c — the priority-flood of fill_flood.h and the label graph of
- * the band decomposition.
+ * the strip decomposition.
  *
  * The flood is Barnes, Lehman & Mulla (2014)'s improved priority-flood:
  * cells are finished in order of their level lf; a neighbour reached at or

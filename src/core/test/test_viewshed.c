@@ -263,7 +263,7 @@ test_viewshed_cuda_parity(void)
 					differ += !(cpu[i] == gpu[i] || (isnan(cpu[i]) && isnan(gpu[i])));
 				check(differ == 0, "viewshed GPU = CPU, %dx%d observer (%d, %d) output %d: %zu cells differ",
 					  W, H, ox, oy, out_kind, differ);
-				/* beyond a (tiny) device budget: bands of rows, same output */
+				/* beyond a (tiny) device budget: strips of rows, same output */
 				if (W * H > 1000)
 				{
 					differ = 0;
