@@ -151,3 +151,20 @@ def machine_description():
     except OSError:
         pass
     return "%s, %d cores, %.0f GB RAM" % (cpu, os.cpu_count() or 0, mem_gb)
+
+
+_failures = 0
+
+
+def check(ok, what):
+    """Print one check's outcome ("ok" or "FAIL" and what it checked); count failures."""
+    global _failures
+    if not ok:
+        _failures += 1
+    print("  %s %s" % ("ok  " if ok else "FAIL", what), flush=True)
+    return ok
+
+
+def failures():
+    """How many checks failed so far."""
+    return _failures

@@ -23,17 +23,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from tg_tools import Dem, load_dem, psql  # noqa: E402
-
-failures = 0
-
-
-def check(ok, what):
-    global failures
-    if not ok:
-        failures += 1
-    print("  %s %s" % ("ok  " if ok else "FAIL", what))
-
+from tg_tools import check, failures, Dem, load_dem, psql  # noqa: E402
 
 def tiles_of(table, db):
     """{rid: (ulx, uly, sx, sy, w, h, values)} with values row-major, None = nodata."""
@@ -212,8 +202,8 @@ def main():
     args = ap.parse_args()
     for path in args.dems:
         run_dem(Dem(path), args)
-    print("bmmq checks: %s" % ("all ok" if failures == 0 else "%d FAILED" % failures))
-    return 1 if failures else 0
+    print("bmmq checks: %s" % ("all ok" if failures() == 0 else "%d FAILED" % failures()))
+    return 1 if failures() else 0
 
 
 if __name__ == "__main__":

@@ -21,18 +21,8 @@ import tempfile
 from array import array
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from tg_tools import (RASTER_BYTES_FUNCTION, Dem, load_dem, psql, raster_band, raw_pixels, run,  # noqa: E402
+from tg_tools import (check, failures, RASTER_BYTES_FUNCTION, Dem, load_dem, psql, raster_band, raw_pixels, run,  # noqa: E402
                       sql_raster_band)
-
-failures = 0
-
-
-def check(ok, what):
-    global failures
-    if not ok:
-        failures += 1
-    print("  %s %s" % ("ok  " if ok else "FAIL", what))
-
 
 def coverage_grid(query, column, typecode, db, whole):
     """Tiles of a coverage query, pasted onto the grid of `whole` (a RasterBand)."""
@@ -158,8 +148,8 @@ def main():
     psql(RASTER_BYTES_FUNCTION, args.db)
     for path in args.dems:
         run_dem(Dem(path), args.tile, args.db)
-    print("coverage checks: %s" % ("all ok" if failures == 0 else "%d FAILED" % failures))
-    return 1 if failures else 0
+    print("coverage checks: %s" % ("all ok" if failures() == 0 else "%d FAILED" % failures()))
+    return 1 if failures() else 0
 
 
 if __name__ == "__main__":

@@ -25,17 +25,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from tg_tools import Dem, load_dem, psql  # noqa: E402
-
-failures = 0
-
-
-def check(ok, what):
-    global failures
-    print("  %s %s" % ("ok  " if ok else "FAIL", what), flush=True)
-    if not ok:
-        failures += 1
-
+from tg_tools import check, failures, Dem, load_dem, psql  # noqa: E402
 
 def digest_sql(call, columns):
     """One md5 over every result tile of a call, in rid order (or of one raster)."""
@@ -233,8 +223,8 @@ def main():
     cancels(db, args.backend)
     repetition(db, args.backend)
     psql("DROP TABLE IF EXISTS ses_tiles, ses_whole, ses_big, ses_big_whole, ses_out", db)
-    print("session checks: %s" % ("all ok" if failures == 0 else "%d FAILED" % failures))
-    return 1 if failures else 0
+    print("session checks: %s" % ("all ok" if failures() == 0 else "%d FAILED" % failures()))
+    return 1 if failures() else 0
 
 
 if __name__ == "__main__":

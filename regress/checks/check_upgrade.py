@@ -22,19 +22,9 @@ import sys
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.join(REPO, "tools"))
-from tg_tools import psql  # noqa: E402
+from tg_tools import check, failures, psql  # noqa: E402
 
 RELEASES = ["0.1.0"]
-failures = 0
-
-
-def check(ok, what):
-    global failures
-    if not ok:
-        failures += 1
-    print("  %s %s" % ("ok  " if ok else "FAIL", what))
-
-
 def current_version():
     with open(os.path.join(REPO, "terra_gpu.control")) as f:
         for line in f:
@@ -171,8 +161,8 @@ def main():
                     print("      fresh only:    " + line[:300])
         psql("DROP DATABASE %s" % db)
     psql("DROP DATABASE %s" % fresh)
-    if failures:
-        print("%d check(s) failed" % failures)
+    if failures():
+        print("%d check(s) failed" % failures())
         sys.exit(1)
     print("all upgrade checks passed")
 
