@@ -1136,10 +1136,19 @@ export_products(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_p
 	return TG_OK;
 }
 
+/* Every cell of row y weighs row_weight[y]. */
+__global__ void
+tgk_spread_row_weights(const double *__restrict__ row_weight, int width, size_t n,
+					   double *__restrict__ weight)
+{
+	TG_GRID_STRIDE(i, n)
+		weight[i] = row_weight[i / (size_t) width];
+}
+
 template <typename V>
 tg_status
 accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
-				  const tg_flow_params *p, tg_accum_method method,
+				  const double *row_weight, const tg_flow_params *p, tg_accum_method method,
 				  const tg_flow_products *products, tg_error *err)
 {
 	double	   *const out = products->acc;
@@ -1147,6 +1156,7 @@ accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
 	const size_t n = (size_t) dem->width * dem->height;
 	device_route<V> route;
 	dbuf<double> d_weight,
+				d_row_weight,
 				d_acc;
 	event_timer prep,
 				compute,
@@ -1178,8 +1188,18 @@ accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
 	TG_CUDA_CHECK(d_weight.alloc(n), "allocating weights");
 	TG_CUDA_CHECK(d_acc.alloc(n), "allocating the accumulation");
 	TG_CUDA_CHECK(cudaEventRecord(up.start), "recording an event");
-	TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, d_weight.p, weight, n * sizeof(double)),
-				  "copying weights to the GPU");
+	if (weight)
+		TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, d_weight.p, weight, n * sizeof(double)),
+					  "copying weights to the GPU");
+	else
+	{
+		TG_CUDA_CHECK(d_row_weight.alloc(dem->height), "allocating row weights");
+		TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, d_row_weight.p, row_weight,
+											 (size_t) dem->height * sizeof(double)),
+					  "copying row weights to the GPU");
+		tgk_spread_row_weights<<<grid_for(n), 256>>>(d_row_weight.p, dem->width, n, d_weight.p);
+		TG_CUDA_CHECK(cudaGetLastError(), "spreading row weights");
+	}
 	TG_CUDA_CHECK(cudaEventRecord(up.stop), "recording an event");
 
 	TG_CUDA_CHECK(cudaEventRecord(compute.start), "recording an event");
@@ -1306,13 +1326,13 @@ direction_impl(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, u
 
 extern "C" tg_status
 tg_cuda_flow_accumulation(const tg_ctx *ctx, const tg_band *dem, const double *weight,
-						  const tg_flow_params *params, tg_accum_method method,
-						  const tg_flow_products *out, tg_error *err)
+						  const double *row_weight, const tg_flow_params *params,
+						  tg_accum_method method, const tg_flow_products *out, tg_error *err)
 {
 	return tg_cuda_catch_all(err, [&] {
 		if (pixtype_fits_float(dem->pixtype))
-			return accumulation_impl<float>(ctx, dem, weight, params, method, out, err);
-		return accumulation_impl<double>(ctx, dem, weight, params, method, out, err);
+			return accumulation_impl<float>(ctx, dem, weight, row_weight, params, method, out, err);
+		return accumulation_impl<double>(ctx, dem, weight, row_weight, params, method, out, err);
 	});
 }
 

@@ -45,6 +45,28 @@ weight_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 	return TG_OK;
 }
 
+tg_status
+tg_row_weights(const tg_ctx *ctx, const tg_grid_geometry *g, tg_accum_units units, double **out,
+			   tg_error *err)
+{
+	double	   *w = tg_alloc(ctx, (g->height > 0 ? g->height : 1) * sizeof(double));
+
+	*out = NULL;
+	if (w == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate row weights");
+	for (int y = 0; y < g->height; y++)
+	{
+		double		dx,
+					dy;
+
+		tg_row_spacing(g, y, &dx, &dy);
+		/* as tg_cell_weights computes a cell of no weight raster: 1, times the area */
+		w[y] = units != TG_UNITS_CELLS ? 1.0 * (dx * dy) : 1.0;
+	}
+	*out = w;
+	return TG_OK;
+}
+
 /* Per-cell weights: the weight band (nodata counts 0) times the cell's area. */
 tg_status
 tg_cell_weights(const tg_ctx *ctx, const tg_band *weight, const tg_grid_geometry *g,

@@ -39,9 +39,14 @@ tg_status	tg_cuda_slope(const tg_ctx *ctx, const tg_band *dem,
 tg_status	tg_cuda_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
 						 double out_nodata, void *out, tg_error *err);
 
-/* weight: per-cell weights already multiplied by cell areas (n doubles). */
+/*
+ * weight: per-cell weights already multiplied by cell areas (n doubles); or
+ * NULL, and row_weight one weight per row (without a weight raster every cell
+ * of a row weighs the same: the device spreads them, sparing the upload).
+ */
 tg_status	tg_cuda_flow_accumulation(const tg_ctx *ctx, const tg_band *dem,
-									  const double *weight, const tg_flow_params *params,
+									  const double *weight, const double *row_weight,
+									  const tg_flow_params *params,
 									  tg_accum_method method, const tg_flow_products *out,
 									  tg_error *err);
 
@@ -186,6 +191,9 @@ tg_status	tg_cpu_hydrology(const tg_ctx *ctx, const tg_band *dem, const tg_band 
  */
 tg_status	tg_cell_weights(const tg_ctx *ctx, const tg_band *weight, const tg_grid_geometry *g,
 							tg_accum_units units, double **out, tg_error *err);
+/* Without a weight raster: the weight of every cell of each row (height doubles). */
+tg_status	tg_row_weights(const tg_ctx *ctx, const tg_grid_geometry *g, tg_accum_units units,
+						   double **out, tg_error *err);
 tg_status	tg_to_sca(const tg_ctx *ctx, const tg_grid_geometry *g, double *acc, tg_error *err);
 /* weight: per-cell weights (tg_cell_weights), NULL for 1 each */
 tg_status	tg_cpu_accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,

@@ -286,19 +286,21 @@ check_flow_params(const tg_band *dem, const tg_flow_params *p, tg_error *err)
  * `auto`, decided here and nowhere else: the CPU runs indegree; the GPU runs
  * D8 with integer weights (w NULL: every cell 1) through the two-level tiled
  * scheme, whose sums are exact in any order while every weight stays below
- * 2^53 / n, and anything else through indegree.  A method asked for by name
+ * 2^53 / ncells, and anything else through indegree (w: nw weights, per cell or
+ * per row).  A method asked for by name
  * runs as asked.
  */
 static tg_accum_method
-resolve_method(tg_backend backend, tg_accum_method m, tg_routing routing, const double *w, size_t n)
+resolve_method(tg_backend backend, tg_accum_method m, tg_routing routing, const double *w, size_t nw,
+			   size_t ncells)
 {
-	const double exact = 9007199254740992.0 / (double) (n ? n : 1);
+	const double exact = 9007199254740992.0 / (double) (ncells ? ncells : 1);
 
 	if (m != TG_ACC_AUTO)
 		return m;
 	if (backend != TG_BACKEND_GPU || routing != TG_ROUTE_D8)
 		return TG_ACC_INDEGREE;
-	for (size_t i = 0; w && i < n; i++)
+	for (size_t i = 0; w && i < nw; i++)
 		if (!isnan(w[i]) && (w[i] != rint(w[i]) || fabs(w[i]) > exact))
 			return TG_ACC_INDEGREE;
 	return TG_ACC_TILED;
@@ -320,7 +322,7 @@ accum_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
 	const accum_args *f = a;
 
 	return tg_cpu_hydrology(ctx, f->dem, f->weight, f->params,
-							resolve_method(TG_BACKEND_CPU, f->method, f->params->routing, NULL, 0),
+							resolve_method(TG_BACKEND_CPU, f->method, f->params->routing, NULL, 0, 0),
 							f->units, f->out, err);
 }
 
@@ -328,17 +330,26 @@ static tg_status
 accum_gpu(const tg_ctx *ctx, const void *a, tg_error *err)
 {
 	const accum_args *f = a;
-	double	   *w = NULL;
+	double	   *w = NULL,
+			   *row_w = NULL;
 	tg_status	st;
 
-	st = tg_cell_weights(ctx, f->weight, &f->params->geom, f->units, &w, err);
+	/* without a weight raster the weights are one per row: the device spreads them */
+	if (f->weight)
+		st = tg_cell_weights(ctx, f->weight, &f->params->geom, f->units, &w, err);
+	else
+		st = tg_row_weights(ctx, &f->params->geom, f->units, &row_w, err);
 	if (st != TG_OK)
 		return st;
-	st = tg_cuda_flow_accumulation(ctx, f->dem, w, f->params,
-								   resolve_method(TG_BACKEND_GPU, f->method, f->params->routing, w,
+	st = tg_cuda_flow_accumulation(ctx, f->dem, w, row_w, f->params,
+								   resolve_method(TG_BACKEND_GPU, f->method, f->params->routing,
+												  w ? w : row_w,
+												  w ? (size_t) f->dem->width * f->dem->height
+												  : (size_t) f->dem->height,
 												  (size_t) f->dem->width * f->dem->height),
 								   f->out, err);
 	tg_free(ctx, w);
+	tg_free(ctx, row_w);
 	if (st == TG_OK && f->units == TG_UNITS_SCA)
 		st = tg_to_sca(ctx, &f->params->geom, f->out->acc, err);
 	return st;
@@ -601,7 +612,7 @@ rusle_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
 	tg_rusle_params p = *r->params;
 	tg_status	st = rusle_factors(ctx, r, err);
 
-	p.method = resolve_method(TG_BACKEND_CPU, p.method, p.flow.routing, NULL, 0);
+	p.method = resolve_method(TG_BACKEND_CPU, p.method, p.flow.routing, NULL, 0, 0);
 	return st != TG_OK ? st : tg_cpu_rusle(ctx, r->dem, &p, r->factors, r->ls, r->soil_loss, err);
 }
 
@@ -613,7 +624,7 @@ rusle_gpu(const tg_ctx *ctx, const void *a, tg_error *err)
 	tg_status	st = rusle_factors(ctx, r, err);
 
 	/* the contributing area counts cells */
-	p.method = resolve_method(TG_BACKEND_GPU, p.method, p.flow.routing, NULL, 0);
+	p.method = resolve_method(TG_BACKEND_GPU, p.method, p.flow.routing, NULL, 0, 0);
 	return st != TG_OK ? st : tg_cuda_rusle(ctx, r->dem, &p, r->factors, r->ls, r->soil_loss, err);
 }
 
