@@ -128,6 +128,9 @@ label_strip(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 
 int64_t		tg_flat_strip_cells = 65536;
 
+/* The calling thread's serial passes look at cancellation this often (cells). */
+#define SERIAL_CANCEL_EVERY ((size_t) 1 << 22)
+
 /* M = 2 T + (H - A), H the flat's largest A; undrained flat cells (T = 0) keep 0. */
 static void
 combine_flat(const flat_job *j, int64_t f)
@@ -545,6 +548,9 @@ list_flats(const tg_ctx *ctx, flat_job *j, int64_t *nflats_out, tg_error *err)
 				nflat_cells = 0;
 
 	for (size_t i = 0; i < n; i++)
+	{
+		if (i % SERIAL_CANCEL_EVERY == 0 && tg_canceled(ctx))
+			return tg_error_set(err, TG_ECANCELED, "flow routing canceled");
 		if (j->flat[i])
 		{
 			const int32_t p = j->parent[i];
@@ -552,6 +558,7 @@ list_flats(const tg_ctx *ctx, flat_job *j, int64_t *nflats_out, tg_error *err)
 			j->parent[i] = p == (int32_t) i ? (int32_t) nflats++ : j->parent[p];
 			nflat_cells++;
 		}
+	}
 	j->first = tg_alloc(ctx, (size_t) (nflats + 1) * sizeof(int64_t));
 	j->cells = tg_alloc(ctx, (size_t) (nflat_cells ? nflat_cells : 1) * sizeof(uint32_t));
 	if (j->first == NULL || j->cells == NULL)
