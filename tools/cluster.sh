@@ -69,15 +69,15 @@ up() {
 	echo "$n" >"$DIR/workers"
 	for k in $(seq 0 "$n"); do start_node "$k"; done
 	# the coordinator reaches worker k as foreign server wk (postgres_fdw) and by
-	# the same name through dblink (a foreign server is a valid dblink connection)
+	# the same name through dblink (a foreign server is a valid dblink connection);
+	# kept when they exist, so that 'up' again keeps the loaded partitions
 	local s="SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS postgres_fdw; CREATE EXTENSION IF NOT EXISTS dblink;"
 	for k in $(seq 1 "$n"); do
 		s+="
-DROP SERVER IF EXISTS w$k CASCADE;
-CREATE SERVER w$k FOREIGN DATA WRAPPER postgres_fdw
+CREATE SERVER IF NOT EXISTS w$k FOREIGN DATA WRAPPER postgres_fdw
   OPTIONS (host '$SOCK', port '$(port_of "$k")', dbname '$TG_DATABASE', batch_size '64', fetch_size '64');
-CREATE USER MAPPING FOR CURRENT_USER SERVER w$k OPTIONS (user '$TG_PGUSER');"
+CREATE USER MAPPING IF NOT EXISTS FOR CURRENT_USER SERVER w$k OPTIONS (user '$TG_PGUSER');"
 	done
 	sql_on 0 -c "$s"
 	echo "coordinator: psql -h $SOCK -p $PORT -U $TG_PGUSER $TG_DATABASE; workers on ports $((PORT + 1))..$((PORT + n))"
