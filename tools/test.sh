@@ -3,7 +3,8 @@
 # the core unit tests and the raster decoder fuzz test (no server), the
 # pg_regress suites against a throwaway cluster, the README's SQL examples,
 # the agreement of tg_slope with ST_Slope and gdaldem, hydrology
-# invariants, BMMQ-tree queries and the coverage forms, on real DEMs.
+# invariants, BMMQ-tree queries, the coverage forms and a coverage
+# partitioned over several throwaway servers, on real DEMs.
 # Exit status 0 only if all pass.  The cluster (the demo's too: they share
 # .tgdb/) is stopped at the end; tools/localpg.sh start starts it again.
 set -euo pipefail
@@ -87,5 +88,10 @@ for d in small_fortworth_srtm3 small_bigtujunga_srtm30_utm11; do
 	[ -f "$f" ] || f="$REPO/tools/data/medium_alps_n46e008_srtm3.tif"
 	python3 regress/checks/check_catchment.py "$f"
 done
+
+echo "== a coverage partitioned over a coordinator and 3 workers (tools/cluster.sh)"
+dem="$REPO/../shared/data/dem/small_fortworth_srtm3.tif"
+[ -f "$dem" ] || dem="$REPO/tools/data/medium_alps_n46e008_srtm3.tif"
+python3 regress/checks/check_partitions.py "$dem"
 
 echo "== all tests passed"

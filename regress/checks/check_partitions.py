@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""A coverage partitioned over several servers (tools/cluster.sh), on a real DEM.
+
+Sets up a coordinator and 3 workers as throwaway clusters (Unix sockets only),
+loads the DEM in tiles partitioned by rows of tiles, and checks:
+  - every worker holds one contiguous range of tile rows, the ranges in order,
+    disjoint and covering every row, sizes differing by at most one row;
+  - every tile, read on the coordinator through its postgres_fdw partition,
+    equals byte for byte the same tile loaded by raster2pgsql into a local
+    table (same rid, same WKB);
+  - a query for one tile row touches only the worker holding it (partition
+    pruning on tile_row), so a worker's partition is addressed on its own;
+  - the coverage forms of tg_fill and tg_flow_accumulation over the
+    partitioned table equal those over the local table, tile for tile;
+  - a query reaching a stopped worker fails naming that worker's server;
+  - 'down' leaves no cluster files behind.
+Fails (exit 1) when one does not hold.  Needs terra_gpu installed in the
+PostgreSQL of PG_BIN (default /usr/lib/postgresql/15/bin) with postgres_fdw.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from tg_tools import run  # noqa: E402
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+CLUSTER = os.path.join(REPO, "tools", "cluster.sh")
+failures = 0
+
+
+def check(ok, what):
+    global failures
+    if not ok:
+        failures += 1
+    print("  %s %s" % ("ok  " if ok else "FAIL", what))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("dem")
+    ap.add_argument("--workers", type=int, default=3)
+    ap.add_argument("--tile", type=int, default=64)
+    ap.add_argument("--port", type=int, default=int(os.environ.get("TG_CLUSTER_PORT", "5470")))
+    args = ap.parse_args()
+    n = args.workers
+    tmp = tempfile.mkdtemp(prefix="tgcluster-", dir="/var/tmp")
+    os.chmod(tmp, 0o755)
+    env = dict(os.environ, TG_CLUSTER_DIR=os.path.join(tmp, "c"), TG_CLUSTER_PORT=str(args.port))
+
+    def sql(node, q):
+        return run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h", env.get("TG_PGSOCKET", "/tmp"),
+                    "-p", str(args.port + node), "-d", env.get("TG_DATABASE", "terra_gpu"), "-c", q],
+                   env=env).strip()
+
+    try:
+        print("== %s over %d workers, tiles of %d" % (os.path.basename(args.dem), n, args.tile))
+        run([CLUSTER, "up", str(n)], env=env)
+        run([CLUSTER, "load", args.dem, "dem", str(args.tile)], env=env)
+        # the same tiles, loaded locally on the coordinator
+        tiles = run(["raster2pgsql", "-q", "-s", sql(0, "SELECT ST_SRID(rast) FROM dem LIMIT 1"), "-Y",
+                     "-t", "%dx%d" % (args.tile, args.tile), args.dem, "dem_local"], env=env)
+        run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", env.get("TG_PGSOCKET", "/tmp"),
+             "-p", str(args.port), "-d", env.get("TG_DATABASE", "terra_gpu")], input=tiles, env=env)
+
+        nrows = int(sql(0, "SELECT count(DISTINCT ST_UpperLeftY(rast)) FROM dem_local"))
+        ranges = []
+        for k in range(1, n + 1):
+            lo, hi, cnt = sql(k, "SELECT min(tile_row), max(tile_row), count(*) FROM dem").split("|")
+            ranges.append((int(lo), int(hi), int(cnt)))
+        check(ranges[0][0] == 0 and ranges[-1][1] == nrows - 1
+              and all(ranges[i][1] + 1 == ranges[i + 1][0] for i in range(n - 1)),
+              "workers hold contiguous tile rows 0..%d in order: %s"
+              % (nrows - 1, ", ".join("%d..%d" % r[:2] for r in ranges)))
+        sizes = [r[1] - r[0] + 1 for r in ranges]
+        check(max(sizes) - min(sizes) <= 1, "rows per worker differ by at most one: %s" % sizes)
+        total = int(sql(0, "SELECT count(*) FROM dem_local"))
+        check(sum(r[2] for r in ranges) == total, "the workers' tiles add up to the DEM's %d" % total)
+        same = sql(0, "SELECT count(*) FROM dem d JOIN dem_local l USING (rid) "
+                      "WHERE ST_AsBinary(d.rast) = ST_AsBinary(l.rast)")
+        check(int(same) == total, "every tile read through postgres_fdw equals the local load (%s of %d)"
+              % (same, total))
+        rows_ok = sql(0, "SELECT bool_and(ST_UpperLeftY(d.rast) = y.uly) FROM dem d JOIN "
+                         "(SELECT DISTINCT ON (r) r, uly FROM (SELECT dense_rank() OVER (ORDER BY ST_UpperLeftY(rast) DESC)"
+                         " - 1 AS r, ST_UpperLeftY(rast) AS uly FROM dem_local) s) y ON y.r = d.tile_row")
+        check(rows_ok == "t", "tile_row numbers rows of tiles north to south")
+        plan = sql(0, "EXPLAIN (COSTS OFF) SELECT count(*) FROM dem WHERE tile_row = %d" % ranges[-1][0])
+        check("dem_w%d" % n in plan and not any("dem_w%d" % k in plan for k in range(1, n)),
+              "a query for one tile row reaches only the worker holding it")
+
+        for name, call in (("tg_fill", "tg_fill(coverage => '%s')"),
+                           ("tg_flow_accumulation", "tg_flow_accumulation(coverage => '%s')")):
+            eq = sql(0, "SELECT count(*) FILTER (WHERE ST_AsBinary(a.rast) = ST_AsBinary(b.rast)) || '|' || count(*) "
+                        "FROM %s a JOIN %s b USING (rid)" % (call % "dem", call % "dem_local"))
+            same, cnt = map(int, eq.split("|"))
+            check(same == cnt == total, "%s over the partitioned table equals the local one (%d of %d tiles)"
+                  % (name, same, total))
+
+        # a worker that is gone: the statement fails and names its server
+        data = os.path.join(env["TG_CLUSTER_DIR"], "w2")
+        owner = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
+        pg_bin = os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin")
+        run(owner + [os.path.join(pg_bin, "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop"], cwd="/")
+        p = subprocess.run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h", env.get("TG_PGSOCKET", "/tmp"),
+                            "-p", str(args.port), "-d", env.get("TG_DATABASE", "terra_gpu"),
+                            "-c", "SELECT count(*) FROM dem"], capture_output=True, text=True, env=env)
+        check(p.returncode != 0 and '"w2"' in p.stderr,
+              "a query reaching a stopped worker fails naming it: %s" % p.stderr.strip().splitlines()[0:1])
+    finally:
+        subprocess.run([CLUSTER, "down"], env=env, capture_output=True)
+    check(not os.path.exists(env["TG_CLUSTER_DIR"]), "down removes the clusters")
+    os.rmdir(tmp)
+    if failures:
+        print("%d check(s) failed" % failures)
+        sys.exit(1)
+    print("all partition checks passed")
+
+
+if __name__ == "__main__":
+    main()
