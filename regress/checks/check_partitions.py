@@ -25,20 +25,10 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from tg_tools import run  # noqa: E402
+from tg_tools import check, failures, run  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 CLUSTER = os.path.join(REPO, "tools", "cluster.sh")
-failures = 0
-
-
-def check(ok, what):
-    global failures
-    if not ok:
-        failures += 1
-    print("  %s %s" % ("ok  " if ok else "FAIL", what))
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dem")
@@ -113,8 +103,8 @@ def main():
         subprocess.run([CLUSTER, "down"], env=env, capture_output=True)
     check(not os.path.exists(env["TG_CLUSTER_DIR"]), "down removes the clusters")
     os.rmdir(tmp)
-    if failures:
-        print("%d check(s) failed" % failures)
+    if failures():
+        print("%d check(s) failed" % failures())
         sys.exit(1)
     print("all partition checks passed")
 
