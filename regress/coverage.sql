@@ -162,6 +162,50 @@ FROM hills_whole w JOIN hills_strips b USING (rid);
 -- one tile taller than the budget's strip cannot be cut
 SELECT count(*) FROM tg_slope(coverage => 'big');
 RESET terra_gpu.max_memory_mb;
+-- result tables written by tg_create_result: key, spatial index, raster
+-- constraints (raster_columns), typed geometry (geometry_columns)
+CREATE FUNCTION pg_temp.try(statement text, OUT state text, OUT message text)
+LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE statement;
+	state := '00000';
+EXCEPTION WHEN OTHERS THEN
+	GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, message = MESSAGE_TEXT;
+END $$;
+CREATE SCHEMA "Results";
+SELECT tg_create_result('"Results"."filled tiles"', $$SELECT * FROM tg_fill(coverage => 'tiles');$$);
+SELECT srid, scale_x, scale_y, blocksize_x, blocksize_y, same_alignment, num_bands, pixel_types, nodata_values
+FROM raster_columns WHERE r_table_schema = 'Results' AND r_table_name = 'filled tiles';
+SELECT count(*) AS tiles, count(*) FILTER (WHERE ST_AsBinary(r.rast) = ST_AsBinary(o.rast)) AS identical
+FROM "Results"."filled tiles" r JOIN tg_fill(coverage => 'tiles') o USING (rid);
+SELECT indexdef FROM pg_indexes WHERE schemaname = 'Results' AND tablename = 'filled tiles' ORDER BY 1;
+SELECT attname, attcompression, attstorage FROM pg_attribute
+WHERE attrelid = '"Results"."filled tiles"'::regclass AND attname = 'rast';
+SELECT tg_create_result('"Results".flat', $$SELECT * FROM tg_fill(coverage => 'tiles')$$, compression => 'none');
+SELECT attstorage, count(*) FILTER (WHERE pg_column_compression(rast) IS NULL) AS uncompressed
+FROM "Results".flat, pg_attribute WHERE attrelid = '"Results".flat'::regclass AND attname = 'rast' GROUP BY 1;
+SELECT tg_create_result('"Results".basin',
+       $$SELECT tg_watershed_polygon(coverage => 'tiles', outlet => 'SRID=32632;POINT(500005 4000055)') AS geom$$);
+SELECT tg_create_result('"Results".iso',
+       $$SELECT * FROM tg_isochrones(coverage => 'tiles', outlet => 'SRID=32632;POINT(500005 4000055)', "interval" => 5)$$);
+SELECT f_table_name, f_geometry_column, coord_dimension, srid, type FROM geometry_columns
+WHERE f_table_schema = 'Results' ORDER BY 1;
+SELECT (SELECT ST_Area(geom) FROM "Results".basin) AS basin_area,
+       (SELECT sum(ST_Area(geom)) FROM "Results".iso) AS iso_area, (SELECT count(*) FROM "Results".iso) AS bands;
+SELECT indexdef FROM pg_indexes WHERE schemaname = 'Results' AND tablename = 'iso' ORDER BY 1;
+-- an existing table needs replace => true; bad names and options
+SELECT * FROM pg_temp.try($$SELECT tg_create_result('"Results"."filled tiles"', 'SELECT * FROM tg_fill(coverage => ''tiles'')')$$);
+SELECT tg_create_result('"Results"."filled tiles"', $$SELECT * FROM tg_flow_direction(coverage => 'tiles')$$, replace => true);
+SELECT pixel_types FROM raster_columns WHERE r_table_schema = 'Results' AND r_table_name = 'filled tiles';
+SELECT * FROM pg_temp.try($$SELECT tg_create_result('a.b.c', 'SELECT 1')$$);
+SELECT * FROM pg_temp.try($$SELECT tg_create_result('"unclosed', 'SELECT 1')$$);
+SELECT * FROM pg_temp.try($$SELECT tg_create_result('no_schema.t', 'SELECT 1')$$);
+SELECT * FROM pg_temp.try($$SELECT tg_create_result('t', NULL)$$);
+SELECT * FROM pg_temp.try($$SELECT tg_create_result('t', 'SELECT 1', compression => 'zstd')$$);
+-- a failing query leaves no table behind
+SELECT * FROM pg_temp.try($$SELECT tg_create_result('"Results".broken', 'SELECT * FROM tg_fill(coverage => ''tiles'', method => ''nope'')')$$);
+SELECT to_regclass('"Results".broken') AS broken;
+DROP SCHEMA "Results" CASCADE;
 RESET client_min_messages;
 
 -- every coverage form takes its value form's arguments, in the same order and

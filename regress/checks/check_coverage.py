@@ -10,12 +10,15 @@ tg_flow_direction, tg_flow_accumulation, tg_hydrology):
 a coverage with a tile removed equals the value form on ST_Union of what is
 left (the hole is nodata); and a result table with AddRasterConstraints reads
 back through GDAL's PostGISRaster driver (gdal_translate "PG:...") equal to
-the value form.  Fails (exit 1) when one does not hold.  Connection: PG*
+the value form; a table written by tg_create_result opens in GDAL with no
+warning, and its watershed polygons read in OGR as Multi Polygon in the
+DEM's SRID.  Fails (exit 1) when one does not hold.  Connection: PG*
 variables; needs a superuser (results are read through a byteasend helper).
 """
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 from array import array
@@ -134,7 +137,27 @@ def run_dem(dem, tile, db):
         back = raw_pixels(out, "d")
     check(aligned == "t" and same(back, v.pixels),
           "AddRasterConstraints: same alignment and block size; gdal_translate of the table equals the value form")
-    psql("DROP TABLE cov_acc, cov_dem, cov_whole", db)
+
+    # tg_create_result writes the table ready for GDAL: no warning from the
+    # PostGISRaster driver, the same mosaic; polygons typed for OGR
+    conn_db = "PG:dbname=%s" % (db or os.environ.get("PGDATABASE", ""))
+    psql("DROP TABLE IF EXISTS cov_ready, cov_basin; SELECT tg_create_result('cov_ready', "
+         "$$SELECT * FROM tg_flow_accumulation(coverage => 'cov_dem')$$)", db)
+    info = subprocess.run(["gdalinfo", conn_db + " table=cov_ready mode=2"], capture_output=True, text=True)
+    text = info.stdout + info.stderr
+    # not compared: gdal_translate of a table with both a primary key and a
+    # GiST index (as raster2pgsql -I -C leaves one too) reads no tile with
+    # GDAL 3.6.2's PostGISRaster driver (all nodata); without either it does
+    check(info.returncode == 0 and "warning" not in text.lower() and "Size is %d, %d" % (v.width, v.height) in text,
+          "tg_create_result: gdalinfo reads the table as one %d x %d mosaic without a warning" % (v.width, v.height))
+    psql("SELECT tg_create_result('cov_basin', $$SELECT tg_watershed_polygon(coverage => 'cov_dem', outlet => "
+         "(SELECT geom FROM cov_ready, ST_PixelAsCentroids(rast) ORDER BY val DESC LIMIT 1)) AS geom$$)", db)
+    ogr = subprocess.run(["ogrinfo", "-so", conn_db, "cov_basin"], capture_output=True, text=True)
+    text = ogr.stdout + ogr.stderr
+    check(ogr.returncode == 0 and "warning" not in text.lower() and "Geometry: Multi Polygon" in text
+          and ('ID["EPSG",%d]]' % dem.srid) in text.replace("\n", "").replace(" ", ""),
+          "tg_create_result: ogrinfo reads the watershed as Multi Polygon in EPSG:%d" % dem.srid)
+    psql("DROP TABLE cov_acc, cov_ready, cov_basin, cov_dem, cov_whole", db)
 
 
 def main():
