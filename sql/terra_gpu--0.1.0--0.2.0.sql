@@ -557,6 +557,12 @@ BEGIN
 
 	EXECUTE format('CREATE TABLE %s AS %s WITH NO DATA', qname, query);
 	rel := qname::regclass;
+	-- GDAL's PostGISRaster driver reads no tile through a bigint key: tile ids
+	-- are integers (raster2pgsql's serial)
+	IF EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = rel AND a.attname = 'rid'
+			   AND NOT a.attisdropped AND a.atttypid = 'int8'::regtype) THEN
+		EXECUTE format('ALTER TABLE %s ALTER COLUMN rid TYPE integer', rel);
+	END IF;
 	FOR col IN SELECT a.attname FROM pg_attribute a
 			   WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped
 				 AND a.atttypid = 'raster'::regtype LOOP

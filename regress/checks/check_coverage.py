@@ -145,11 +145,13 @@ def run_dem(dem, tile, db):
          "$$SELECT * FROM tg_flow_accumulation(coverage => 'cov_dem')$$)", db)
     info = subprocess.run(["gdalinfo", conn_db + " table=cov_ready mode=2"], capture_output=True, text=True)
     text = info.stdout + info.stderr
-    # not compared: gdal_translate of a table with both a primary key and a
-    # GiST index (as raster2pgsql -I -C leaves one too) reads no tile with
-    # GDAL 3.6.2's PostGISRaster driver (all nodata); without either it does
     check(info.returncode == 0 and "warning" not in text.lower() and "Size is %d, %d" % (v.width, v.height) in text,
           "tg_create_result: gdalinfo reads the table as one %d x %d mosaic without a warning" % (v.width, v.height))
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "ready.tif")
+        run(["gdal_translate", "-q", conn_db + " table=cov_ready mode=2", out])
+        ready = raw_pixels(out, "d")
+    check(same(ready, v.pixels), "tg_create_result: gdal_translate of the written table equals the value form")
     psql("SELECT tg_create_result('cov_basin', $$SELECT tg_watershed_polygon(coverage => 'cov_dem', outlet => "
          "(SELECT geom FROM cov_ready, ST_PixelAsCentroids(rast) ORDER BY val DESC LIMIT 1)) AS geom$$)", db)
     ogr = subprocess.run(["ogrinfo", "-so", conn_db, "cov_basin"], capture_output=True, text=True)
