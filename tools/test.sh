@@ -88,4 +88,7 @@ for d in small_fortworth_srtm3 small_bigtujunga_srtm30_utm11; do
 	python3 regress/checks/check_catchment.py "$f"
 done
 
+echo "== pour point snapping on the demo DEM (the Rhône below Mörel)"
+python3 regress/checks/check_snap.py "$REPO/tools/data/medium_alps_n46e008_srtm3.tif"
+
 echo "== all tests passed"
