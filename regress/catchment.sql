@@ -78,6 +78,39 @@ SELECT count(*) AS bands, sum(ST_Area(geom)) AS area
 FROM tg_isochrones(coverage => 'v_tiles', outlet => (SELECT foot FROM v), "interval" => 20, n => 0.05, k => 2);
 SELECT ST_Area(tg_watershed_polygon(coverage => 'v_tiles', outlet => (SELECT foot FROM v))) AS coverage_watershed_area;
 
+-- pour point snapping: from (8, 10) on the hillside (1-based; D8 accumulation 8 cells)
+-- the channel cell (11, 10) lies 15 m away and drains rows 1 to 10 (210 cells); within
+-- 14 m the best is column 10 (10 cells each in rows 9 to 11): the nearest, (10, 10)
+CREATE TEMP TABLE hill AS SELECT ST_SetSRID(ST_MakePoint(500037.5, 3999952.5), 32633) AS p;
+SELECT d, ST_AsText(tg_snap_pour_point(rast, p, d)) AS snapped
+FROM v, hill, unnest(ARRAY[0, 4.9, 14, 15, 1000]::float8[]) AS d ORDER BY d;
+-- a tie in accumulation and distance: the first in row-major order, (10, 9) before (10, 10)
+SELECT ST_AsText(tg_snap_pour_point(rast, ST_SetSRID(ST_MakePoint(500047.5, 3999955), 32633), 2.5)) AS first_of_tie FROM v;
+-- the coverage form snaps on the whole table
+SELECT ST_AsText(tg_snap_pour_point(coverage => 'v_tiles', point => p, distance => 15)) AS coverage_snapped,
+       ST_SRID(tg_snap_pour_point(coverage => 'v_tiles', point => p, distance => 15)) AS srid FROM hill;
+-- snap on every function taking an outlet: the hillside point's own catchment, then the channel's
+SELECT (ST_SummaryStats(tg_watershed(rast, p))).count AS unsnapped_cells,
+       (ST_SummaryStats(tg_watershed(rast, p, snap => 15))).count AS snapped_cells,
+       ST_Area(tg_watershed_polygon(rast, p, snap => 15)) AS snapped_area,
+       (SELECT sum((ST_SummaryStats(rast)).count) FROM tg_watershed(coverage => 'v_tiles', outlet => p, snap => 15)) AS coverage_cells,
+       ST_Area(tg_watershed_polygon(coverage => 'v_tiles', outlet => p, snap => 15)) AS coverage_area
+FROM v, hill;
+SELECT ST_DumpValues(tg_travel_time(rast, p, n => 0.05, k => 2, snap => 15))
+     = ST_DumpValues(tg_travel_time(rast, ST_SetSRID(ST_MakePoint(500052.5, 3999952.5), 32633), n => 0.05, k => 2)) AS travel_time,
+       ST_DumpValues(tg_isochrone_bands(rast, p, 20, snap => 15))
+     = ST_DumpValues(tg_isochrone_bands(rast, ST_SetSRID(ST_MakePoint(500052.5, 3999952.5), 32633), 20)) AS bands,
+       (SELECT ST_DumpValues(ST_Union(rast)) FROM tg_travel_time(coverage => 'v_tiles', outlet => p, n => 0.05, k => 2, snap => 15))
+     = ST_DumpValues(tg_travel_time(rast, p, n => 0.05, k => 2, snap => 15)) AS coverage_travel_time,
+       (SELECT ST_DumpValues(ST_Union(rast)) FROM tg_isochrone_bands(coverage => 'v_tiles', outlet => p, "interval" => 20, snap => 15))
+     = ST_DumpValues(tg_isochrone_bands(rast, p, 20, snap => 15)) AS coverage_bands
+FROM v, hill;
+SELECT count(*) AS bands, sum(ST_Area(geom)) AS area FROM v, hill, tg_isochrones(rast, p, 20, n => 0.05, k => 2, snap => 15);
+SELECT count(*) AS bands, sum(ST_Area(geom)) AS area
+FROM hill, tg_isochrones(coverage => 'v_tiles', outlet => p, "interval" => 20, n => 0.05, k => 2, snap => 15);
+-- snap on the raw DEM (fill => false): here the same cell
+SELECT ST_AsText(tg_snap_pour_point(rast, p, 15, fill => false)) AS unfilled FROM v, hill;
+
 -- bad input
 SELECT state, message FROM pg_temp.try($$SELECT tg_watershed(rast, ST_SetSRID(ST_MakePoint(0, 0), 32633)) FROM v$$);
 SELECT state, message FROM pg_temp.try($$SELECT tg_watershed(rast, ST_SetSRID(ST_MakePoint(500052.5, 3999852.5), 4326)) FROM v$$);
@@ -96,3 +129,21 @@ SELECT state, message FROM pg_temp.try($$SELECT * FROM tg_rusle(coverage => 'v_t
 -- a nodata outlet
 UPDATE v SET rast = ST_SetValue(rast, 11, 30, -9999);
 SELECT state, message FROM pg_temp.try($$SELECT tg_watershed(rast, foot) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_watershed(rast, foot, snap => 4) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_snap_pour_point(rast, foot, 4) FROM v$$);
+-- 5 m reach the neighbours: the channel cell above the foot drains most
+SELECT ST_AsText(tg_snap_pour_point(rast, foot, 5)) AS off_nodata,
+       (ST_SummaryStats(tg_watershed(rast, foot, snap => 5))).count AS cells FROM v;
+-- bad snapping distances and points
+SELECT state, message FROM pg_temp.try($$SELECT tg_watershed(rast, foot, snap => -1) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_watershed_polygon(rast, foot, snap => 'NaN') FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_travel_time(rast, foot, snap => 'Infinity') FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_isochrone_bands(rast, foot, 20, snap => -0.5) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT * FROM tg_isochrones(coverage => 'v_tiles', outlet => (SELECT foot FROM v), "interval" => 20, snap => -1)$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_watershed(rast, foot, snap => NULL) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_snap_pour_point(rast, foot, -1) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_snap_pour_point(rast, foot, NULL) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_snap_pour_point(rast, ST_SetSRID(ST_MakePoint(500052.5, 3999852.5), 4326), 10) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_snap_pour_point(rast, ST_SetSRID(ST_MakePoint(0, 0), 32633), 10) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_snap_pour_point(coverage => 'v_tiles', point => ST_MakePoint(500052.5, 3999852.5), distance => 10)$$);
+SELECT tg_snap_pour_point(NULL::raster, ST_MakePoint(0, 0), 1) IS NULL AS null_raster_gives_null;

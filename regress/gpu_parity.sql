@@ -179,3 +179,17 @@ SELECT function, backend, method, iterations > 0 AS jumped FROM tg_last_run();
 SELECT (SELECT ST_DumpValues(ST_Union(rast)) FROM tg_watershed(coverage => 'cov', outlet => ST_SetSRID(ST_MakePoint(30 * 80 + 15, -15), 32611), backend => 'gpu'))
      = (SELECT ST_DumpValues(tg_watershed(rast, ST_SetSRID(ST_MakePoint(30 * 80 + 15, -15), 32611), backend => 'cpu')) FROM dems WHERE w = 700 AND pt = '16BSI')
        AS coverage_watershed_same;
+-- pour point snapping: the GPU's accumulation snaps to the CPU's cell, filled or not
+SELECT d.pt, s,
+       ST_Equals(tg_snap_pour_point(d.rast, o, s, backend => 'gpu'), tg_snap_pour_point(d.rast, o, s, backend => 'cpu')) AS snapped_same,
+       ST_Equals(tg_snap_pour_point(d.rast, o, s, fill => false, backend => 'gpu'),
+                 tg_snap_pour_point(d.rast, o, s, fill => false, backend => 'cpu')) AS unfilled_same,
+       (SELECT ST_DumpValues(tg_watershed(d.rast, o, backend => 'gpu', snap => s))
+             = ST_DumpValues(tg_watershed(d.rast, o, backend => 'cpu', snap => s))) AS watershed_same
+FROM dems d, LATERAL (SELECT ST_SetSRID(ST_MakePoint(30 * 200 + 7, -30 * 300 - 11), 32611) AS o) p,
+     unnest(ARRAY[100, 1000]::float8[]) AS s
+WHERE d.w = 700 ORDER BY 1, 2;
+SELECT ST_Equals((SELECT tg_snap_pour_point(coverage => 'cov', point => ST_SetSRID(ST_MakePoint(30 * 200 + 7, -30 * 300 - 11), 32611),
+                                            distance => 1000, backend => 'gpu')),
+                 (SELECT tg_snap_pour_point(rast, ST_SetSRID(ST_MakePoint(30 * 200 + 7, -30 * 300 - 11), 32611), 1000, backend => 'cpu')
+                  FROM dems WHERE w = 700 AND pt = '16BSI')) AS coverage_snapped_same;

@@ -38,10 +38,15 @@ GRANT USAGE ON SEQUENCE terra_gpu.bmmq_index_id_seq TO PUBLIC;
 
 -- functions gone, or whose arguments or result changed
 DROP FUNCTION @extschema@.tg_watershed_polygon(regclass,name,name,geometry,boolean,integer,text);
+DROP FUNCTION @extschema@.tg_watershed_polygon(raster,geometry,boolean,integer,text);
 DROP FUNCTION @extschema@.tg_watershed(regclass,name,name,geometry,boolean,integer,text);
+DROP FUNCTION @extschema@.tg_watershed(raster,geometry,boolean,integer,text);
 DROP FUNCTION @extschema@.tg_isochrones(regclass,name,name,geometry,double precision,"any","any",double precision,double precision,boolean,integer,text);
+DROP FUNCTION @extschema@.tg_isochrones(raster,geometry,double precision,"any","any",double precision,double precision,boolean,integer,text);
 DROP FUNCTION @extschema@.tg_isochrone_bands(regclass,name,name,geometry,double precision,"any","any",double precision,double precision,boolean,integer,text);
+DROP FUNCTION @extschema@.tg_isochrone_bands(raster,geometry,double precision,"any","any",double precision,double precision,boolean,integer,text);
 DROP FUNCTION @extschema@.tg_travel_time(regclass,name,name,geometry,"any","any",double precision,double precision,boolean,integer,double precision,text);
+DROP FUNCTION @extschema@.tg_travel_time(raster,geometry,"any","any",double precision,double precision,boolean,integer,double precision,text);
 DROP FUNCTION @extschema@.tg_rusle(regclass,name,name,"any","any","any","any",text,double precision,double precision,double precision,double precision,boolean,integer,text,double precision,double precision,double precision,text);
 DROP FUNCTION @extschema@.tg_ls_factor(regclass,name,name,text,double precision,double precision,double precision,double precision,boolean,integer,text,double precision,double precision,double precision,text);
 DROP FUNCTION @extschema@.tg_viewshed_count(regclass,name,name,geometry[],double precision,double precision,double precision,double precision,double precision,integer,text);
@@ -466,41 +471,78 @@ CREATE OR REPLACE FUNCTION @extschema@.tg_rusle(coverage regclass, r "any", k "a
  STABLE PARALLEL RESTRICTED
 AS 'MODULE_PATHNAME', $function$tgpg_rusle$function$;
 COMMENT ON FUNCTION @extschema@.tg_rusle(regclass,"any","any","any","any",text,double precision,double precision,double precision,double precision,boolean,integer,text,double precision,double precision,double precision,text,name,name) IS 'Coverage form of tg_rusle: each factor a number or a table of tiles on the same grid; one row per input tile';
-CREATE OR REPLACE FUNCTION @extschema@.tg_travel_time(coverage regclass, outlet geometry DEFAULT NULL::geometry, n "any" DEFAULT (1)::double precision, k "any" DEFAULT (1)::double precision, b double precision DEFAULT 0.5, min_slope double precision DEFAULT 0.001, fill boolean DEFAULT true, band integer DEFAULT 1, nodata double precision DEFAULT '-9999'::integer, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+CREATE OR REPLACE FUNCTION @extschema@.tg_travel_time(dem raster, outlet geometry DEFAULT NULL::geometry, n "any" DEFAULT (1)::double precision, k "any" DEFAULT (1)::double precision, b double precision DEFAULT 0.5, min_slope double precision DEFAULT 0.001, fill boolean DEFAULT true, band integer DEFAULT 1, nodata double precision DEFAULT '-9999'::integer, backend text DEFAULT NULL::text, snap double precision DEFAULT 0)
+ RETURNS raster
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_travel_time$function$;
+COMMENT ON FUNCTION @extschema@.tg_travel_time(raster,geometry,"any","any",double precision,double precision,boolean,integer,double precision,text,double precision) IS 'Travel time along D8 paths (Zhao et al. 2010): each step n L / (K max(S, min_slope)^b), summed to the outlet point (cells outside its watershed are nodata) or, without one, to each path''s end (32BF; seconds when L is in metres and K in m/s)';
+CREATE OR REPLACE FUNCTION @extschema@.tg_travel_time(coverage regclass, outlet geometry DEFAULT NULL::geometry, n "any" DEFAULT (1)::double precision, k "any" DEFAULT (1)::double precision, b double precision DEFAULT 0.5, min_slope double precision DEFAULT 0.001, fill boolean DEFAULT true, band integer DEFAULT 1, nodata double precision DEFAULT '-9999'::integer, backend text DEFAULT NULL::text, snap double precision DEFAULT 0, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
 AS 'MODULE_PATHNAME', $function$tgpg_travel_time$function$;
-COMMENT ON FUNCTION @extschema@.tg_travel_time(regclass,geometry,"any","any",double precision,double precision,boolean,integer,double precision,text,name,name) IS 'Coverage form of tg_travel_time: a whole tiled raster table as one grid (paths cross tiles), one row per input tile';
-CREATE OR REPLACE FUNCTION @extschema@.tg_isochrone_bands(coverage regclass, outlet geometry, "interval" double precision, n "any" DEFAULT (1)::double precision, k "any" DEFAULT (1)::double precision, b double precision DEFAULT 0.5, min_slope double precision DEFAULT 0.001, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+COMMENT ON FUNCTION @extschema@.tg_travel_time(regclass,geometry,"any","any",double precision,double precision,boolean,integer,double precision,text,double precision,name,name) IS 'Coverage form of tg_travel_time: a whole tiled raster table as one grid (paths cross tiles), one row per input tile';
+CREATE OR REPLACE FUNCTION @extschema@.tg_isochrone_bands(dem raster, outlet geometry, "interval" double precision, n "any" DEFAULT (1)::double precision, k "any" DEFAULT (1)::double precision, b double precision DEFAULT 0.5, min_slope double precision DEFAULT 0.001, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, snap double precision DEFAULT 0)
+ RETURNS raster
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_isochrone_bands$function$;
+COMMENT ON FUNCTION @extschema@.tg_isochrone_bands(raster,geometry,double precision,"any","any",double precision,double precision,boolean,integer,text,double precision) IS 'Isochrone band of each cell of the outlet''s watershed (32BUI): band k holds travel times in [(k-1) interval, k interval); 0 (nodata) outside';
+CREATE OR REPLACE FUNCTION @extschema@.tg_isochrone_bands(coverage regclass, outlet geometry, "interval" double precision, n "any" DEFAULT (1)::double precision, k "any" DEFAULT (1)::double precision, b double precision DEFAULT 0.5, min_slope double precision DEFAULT 0.001, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, snap double precision DEFAULT 0, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
 AS 'MODULE_PATHNAME', $function$tgpg_isochrone_bands$function$;
-COMMENT ON FUNCTION @extschema@.tg_isochrone_bands(regclass,geometry,double precision,"any","any",double precision,double precision,boolean,integer,text,name,name) IS 'Coverage form of tg_isochrone_bands, one row per input tile';
-CREATE OR REPLACE FUNCTION @extschema@.tg_isochrones(coverage regclass, outlet geometry, "interval" double precision, n "any" DEFAULT (1)::double precision, k "any" DEFAULT (1)::double precision, b double precision DEFAULT 0.5, min_slope double precision DEFAULT 0.001, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+COMMENT ON FUNCTION @extschema@.tg_isochrone_bands(regclass,geometry,double precision,"any","any",double precision,double precision,boolean,integer,text,double precision,name,name) IS 'Coverage form of tg_isochrone_bands, one row per input tile';
+CREATE OR REPLACE FUNCTION @extschema@.tg_isochrones(dem raster, outlet geometry, "interval" double precision, n "any" DEFAULT (1)::double precision, k "any" DEFAULT (1)::double precision, b double precision DEFAULT 0.5, min_slope double precision DEFAULT 0.001, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, snap double precision DEFAULT 0)
+ RETURNS TABLE(time_from double precision, time_to double precision, geom geometry)
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED ROWS 20
+AS 'MODULE_PATHNAME', $function$tgpg_isochrones$function$;
+COMMENT ON FUNCTION @extschema@.tg_isochrones(raster,geometry,double precision,"any","any",double precision,double precision,boolean,integer,text,double precision) IS 'Isochrone polygons of the outlet''s watershed: one multipolygon per travel-time band [time_from, time_to); together they tile the watershed';
+CREATE OR REPLACE FUNCTION @extschema@.tg_isochrones(coverage regclass, outlet geometry, "interval" double precision, n "any" DEFAULT (1)::double precision, k "any" DEFAULT (1)::double precision, b double precision DEFAULT 0.5, min_slope double precision DEFAULT 0.001, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, snap double precision DEFAULT 0, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(time_from double precision, time_to double precision, geom geometry)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED ROWS 20
 AS 'MODULE_PATHNAME', $function$tgpg_isochrones$function$;
-COMMENT ON FUNCTION @extschema@.tg_isochrones(regclass,geometry,double precision,"any","any",double precision,double precision,boolean,integer,text,name,name) IS 'Coverage form of tg_isochrones: polygons merged across tiles';
-CREATE OR REPLACE FUNCTION @extschema@.tg_watershed(coverage regclass, outlet geometry, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+COMMENT ON FUNCTION @extschema@.tg_isochrones(regclass,geometry,double precision,"any","any",double precision,double precision,boolean,integer,text,double precision,name,name) IS 'Coverage form of tg_isochrones: polygons merged across tiles';
+CREATE OR REPLACE FUNCTION @extschema@.tg_watershed(dem raster, outlet geometry, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, snap double precision DEFAULT 0)
+ RETURNS raster
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_watershed$function$;
+COMMENT ON FUNCTION @extschema@.tg_watershed(raster,geometry,boolean,integer,text,double precision) IS 'Catchment of a pour point: 1 for every cell whose D8 path passes through the outlet''s cell, nodata (0) elsewhere (8BUI)';
+CREATE OR REPLACE FUNCTION @extschema@.tg_watershed(coverage regclass, outlet geometry, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, snap double precision DEFAULT 0, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
 AS 'MODULE_PATHNAME', $function$tgpg_watershed$function$;
-COMMENT ON FUNCTION @extschema@.tg_watershed(regclass,geometry,boolean,integer,text,name,name) IS 'Coverage form of tg_watershed, one row per input tile';
-CREATE OR REPLACE FUNCTION @extschema@.tg_watershed_polygon(dem raster, outlet geometry, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text)
+COMMENT ON FUNCTION @extschema@.tg_watershed(regclass,geometry,boolean,integer,text,double precision,name,name) IS 'Coverage form of tg_watershed, one row per input tile';
+CREATE OR REPLACE FUNCTION @extschema@.tg_watershed_polygon(dem raster, outlet geometry, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, snap double precision DEFAULT 0)
  RETURNS geometry
  LANGUAGE c
  IMMUTABLE PARALLEL RESTRICTED
 AS 'MODULE_PATHNAME', $function$tgpg_watershed_polygon$function$;
-CREATE OR REPLACE FUNCTION @extschema@.tg_watershed_polygon(coverage regclass, outlet geometry, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+COMMENT ON FUNCTION @extschema@.tg_watershed_polygon(raster,geometry,boolean,integer,text,double precision) IS 'Catchment of a pour point as a multipolygon (the cells of tg_watershed)';
+CREATE OR REPLACE FUNCTION @extschema@.tg_watershed_polygon(coverage regclass, outlet geometry, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, snap double precision DEFAULT 0, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS geometry
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
 AS 'MODULE_PATHNAME', $function$tgpg_watershed_polygon$function$;
-COMMENT ON FUNCTION @extschema@.tg_watershed_polygon(regclass,geometry,boolean,integer,text,name,name) IS 'Coverage form of tg_watershed_polygon: the catchment across all tiles as one multipolygon';
+COMMENT ON FUNCTION @extschema@.tg_watershed_polygon(regclass,geometry,boolean,integer,text,double precision,name,name) IS 'Coverage form of tg_watershed_polygon: the catchment across all tiles as one multipolygon';
+CREATE OR REPLACE FUNCTION @extschema@.tg_snap_pour_point(dem raster, point geometry, distance double precision, band integer DEFAULT 1, fill boolean DEFAULT true, backend text DEFAULT NULL::text)
+ RETURNS geometry
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_snap_pour_point$function$;
+COMMENT ON FUNCTION @extschema@.tg_snap_pour_point(raster,geometry,double precision,integer,boolean,text) IS 'Pour point snapping: the centre of the cell of highest D8 accumulation (ties: nearest, then first in row-major order) among the cell under the point and those whose centre lies within distance of it (map units; metres on geographic rasters)';
+CREATE OR REPLACE FUNCTION @extschema@.tg_snap_pour_point(coverage regclass, point geometry, distance double precision, band integer DEFAULT 1, fill boolean DEFAULT true, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+ RETURNS geometry
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_snap_pour_point$function$;
+COMMENT ON FUNCTION @extschema@.tg_snap_pour_point(regclass,geometry,double precision,integer,boolean,text,name,name) IS 'Coverage form of tg_snap_pour_point: the whole tiled raster table as one grid';
 CREATE OR REPLACE FUNCTION @extschema@.tg_create_result(name text, query text, replace boolean DEFAULT false, compression text DEFAULT 'lz4'::text)
  RETURNS regclass
  LANGUAGE plpgsql

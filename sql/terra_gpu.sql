@@ -1120,11 +1120,12 @@ CREATE FUNCTION tg_travel_time(
 	fill boolean DEFAULT true,
 	band integer DEFAULT 1,
 	nodata double precision DEFAULT -9999,
-	backend text DEFAULT NULL)
+	backend text DEFAULT NULL,
+	snap double precision DEFAULT 0)
 	RETURNS raster
 	AS 'MODULE_PATHNAME', 'tgpg_travel_time'
 	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
-COMMENT ON FUNCTION tg_travel_time(raster, geometry, "any", "any", double precision, double precision, boolean, integer, double precision, text) IS
+COMMENT ON FUNCTION tg_travel_time(raster, geometry, "any", "any", double precision, double precision, boolean, integer, double precision, text, double precision) IS
 'Travel time along D8 paths (Zhao et al. 2010): each step n L / (K max(S, min_slope)^b), summed to the outlet point (cells outside its watershed are nodata) or, without one, to each path''s end (32BF; seconds when L is in metres and K in m/s)';
 
 CREATE FUNCTION tg_travel_time(
@@ -1138,12 +1139,13 @@ CREATE FUNCTION tg_travel_time(
 	band integer DEFAULT 1,
 	nodata double precision DEFAULT -9999,
 	backend text DEFAULT NULL,
+	snap double precision DEFAULT 0,
 	rast_column name DEFAULT 'rast',
 	id_column name DEFAULT 'rid')
 	RETURNS TABLE(rid bigint, rast raster)
 	AS 'MODULE_PATHNAME', 'tgpg_travel_time'
 	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
-COMMENT ON FUNCTION tg_travel_time(regclass, geometry, "any", "any", double precision, double precision, boolean, integer, double precision, text, name, name) IS
+COMMENT ON FUNCTION tg_travel_time(regclass, geometry, "any", "any", double precision, double precision, boolean, integer, double precision, text, double precision, name, name) IS
 'Coverage form of tg_travel_time: a whole tiled raster table as one grid (paths cross tiles), one row per input tile';
 
 CREATE FUNCTION tg_isochrone_bands(
@@ -1156,11 +1158,12 @@ CREATE FUNCTION tg_isochrone_bands(
 	min_slope double precision DEFAULT 0.001,
 	fill boolean DEFAULT true,
 	band integer DEFAULT 1,
-	backend text DEFAULT NULL)
+	backend text DEFAULT NULL,
+	snap double precision DEFAULT 0)
 	RETURNS raster
 	AS 'MODULE_PATHNAME', 'tgpg_isochrone_bands'
 	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
-COMMENT ON FUNCTION tg_isochrone_bands(raster, geometry, double precision, "any", "any", double precision, double precision, boolean, integer, text) IS
+COMMENT ON FUNCTION tg_isochrone_bands(raster, geometry, double precision, "any", "any", double precision, double precision, boolean, integer, text, double precision) IS
 'Isochrone band of each cell of the outlet''s watershed (32BUI): band k holds travel times in [(k-1) interval, k interval); 0 (nodata) outside';
 
 CREATE FUNCTION tg_isochrone_bands(
@@ -1174,12 +1177,13 @@ CREATE FUNCTION tg_isochrone_bands(
 	fill boolean DEFAULT true,
 	band integer DEFAULT 1,
 	backend text DEFAULT NULL,
+	snap double precision DEFAULT 0,
 	rast_column name DEFAULT 'rast',
 	id_column name DEFAULT 'rid')
 	RETURNS TABLE(rid bigint, rast raster)
 	AS 'MODULE_PATHNAME', 'tgpg_isochrone_bands'
 	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
-COMMENT ON FUNCTION tg_isochrone_bands(regclass, geometry, double precision, "any", "any", double precision, double precision, boolean, integer, text, name, name) IS
+COMMENT ON FUNCTION tg_isochrone_bands(regclass, geometry, double precision, "any", "any", double precision, double precision, boolean, integer, text, double precision, name, name) IS
 'Coverage form of tg_isochrone_bands, one row per input tile';
 
 CREATE FUNCTION tg_isochrones(
@@ -1192,11 +1196,12 @@ CREATE FUNCTION tg_isochrones(
 	min_slope double precision DEFAULT 0.001,
 	fill boolean DEFAULT true,
 	band integer DEFAULT 1,
-	backend text DEFAULT NULL)
+	backend text DEFAULT NULL,
+	snap double precision DEFAULT 0)
 	RETURNS TABLE(time_from double precision, time_to double precision, geom geometry)
 	AS 'MODULE_PATHNAME', 'tgpg_isochrones'
 	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED ROWS 20;
-COMMENT ON FUNCTION tg_isochrones(raster, geometry, double precision, "any", "any", double precision, double precision, boolean, integer, text) IS
+COMMENT ON FUNCTION tg_isochrones(raster, geometry, double precision, "any", "any", double precision, double precision, boolean, integer, text, double precision) IS
 'Isochrone polygons of the outlet''s watershed: one multipolygon per travel-time band [time_from, time_to); together they tile the watershed';
 
 CREATE FUNCTION tg_isochrones(
@@ -1210,12 +1215,13 @@ CREATE FUNCTION tg_isochrones(
 	fill boolean DEFAULT true,
 	band integer DEFAULT 1,
 	backend text DEFAULT NULL,
+	snap double precision DEFAULT 0,
 	rast_column name DEFAULT 'rast',
 	id_column name DEFAULT 'rid')
 	RETURNS TABLE(time_from double precision, time_to double precision, geom geometry)
 	AS 'MODULE_PATHNAME', 'tgpg_isochrones'
 	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 20;
-COMMENT ON FUNCTION tg_isochrones(regclass, geometry, double precision, "any", "any", double precision, double precision, boolean, integer, text, name, name) IS
+COMMENT ON FUNCTION tg_isochrones(regclass, geometry, double precision, "any", "any", double precision, double precision, boolean, integer, text, double precision, name, name) IS
 'Coverage form of tg_isochrones: polygons merged across tiles';
 
 CREATE FUNCTION tg_watershed(
@@ -1223,11 +1229,12 @@ CREATE FUNCTION tg_watershed(
 	outlet geometry,
 	fill boolean DEFAULT true,
 	band integer DEFAULT 1,
-	backend text DEFAULT NULL)
+	backend text DEFAULT NULL,
+	snap double precision DEFAULT 0)
 	RETURNS raster
 	AS 'MODULE_PATHNAME', 'tgpg_watershed'
 	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
-COMMENT ON FUNCTION tg_watershed(raster, geometry, boolean, integer, text) IS
+COMMENT ON FUNCTION tg_watershed(raster, geometry, boolean, integer, text, double precision) IS
 'Catchment of a pour point: 1 for every cell whose D8 path passes through the outlet''s cell, nodata (0) elsewhere (8BUI)';
 
 CREATE FUNCTION tg_watershed(
@@ -1236,12 +1243,13 @@ CREATE FUNCTION tg_watershed(
 	fill boolean DEFAULT true,
 	band integer DEFAULT 1,
 	backend text DEFAULT NULL,
+	snap double precision DEFAULT 0,
 	rast_column name DEFAULT 'rast',
 	id_column name DEFAULT 'rid')
 	RETURNS TABLE(rid bigint, rast raster)
 	AS 'MODULE_PATHNAME', 'tgpg_watershed'
 	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
-COMMENT ON FUNCTION tg_watershed(regclass, geometry, boolean, integer, text, name, name) IS
+COMMENT ON FUNCTION tg_watershed(regclass, geometry, boolean, integer, text, double precision, name, name) IS
 'Coverage form of tg_watershed, one row per input tile';
 
 CREATE FUNCTION tg_watershed_polygon(
@@ -1249,11 +1257,12 @@ CREATE FUNCTION tg_watershed_polygon(
 	outlet geometry,
 	fill boolean DEFAULT true,
 	band integer DEFAULT 1,
-	backend text DEFAULT NULL)
+	backend text DEFAULT NULL,
+	snap double precision DEFAULT 0)
 	RETURNS geometry
 	AS 'MODULE_PATHNAME', 'tgpg_watershed_polygon'
 	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
-COMMENT ON FUNCTION tg_watershed_polygon(raster, geometry, boolean, integer, text) IS
+COMMENT ON FUNCTION tg_watershed_polygon(raster, geometry, boolean, integer, text, double precision) IS
 'Catchment of a pour point as a multipolygon (the cells of tg_watershed)';
 
 CREATE FUNCTION tg_watershed_polygon(
@@ -1262,13 +1271,42 @@ CREATE FUNCTION tg_watershed_polygon(
 	fill boolean DEFAULT true,
 	band integer DEFAULT 1,
 	backend text DEFAULT NULL,
+	snap double precision DEFAULT 0,
 	rast_column name DEFAULT 'rast',
 	id_column name DEFAULT 'rid')
 	RETURNS geometry
 	AS 'MODULE_PATHNAME', 'tgpg_watershed_polygon'
 	LANGUAGE C STABLE PARALLEL RESTRICTED;
-COMMENT ON FUNCTION tg_watershed_polygon(regclass, geometry, boolean, integer, text, name, name) IS
+COMMENT ON FUNCTION tg_watershed_polygon(regclass, geometry, boolean, integer, text, double precision, name, name) IS
 'Coverage form of tg_watershed_polygon: the catchment across all tiles as one multipolygon';
+
+CREATE FUNCTION tg_snap_pour_point(
+	dem raster,
+	point geometry,
+	distance double precision,
+	band integer DEFAULT 1,
+	fill boolean DEFAULT true,
+	backend text DEFAULT NULL)
+	RETURNS geometry
+	AS 'MODULE_PATHNAME', 'tgpg_snap_pour_point'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_snap_pour_point(raster, geometry, double precision, integer, boolean, text) IS
+'Pour point snapping: the centre of the cell of highest D8 accumulation (ties: nearest, then first in row-major order) among the cell under the point and those whose centre lies within distance of it (map units; metres on geographic rasters)';
+
+CREATE FUNCTION tg_snap_pour_point(
+	coverage regclass,
+	point geometry,
+	distance double precision,
+	band integer DEFAULT 1,
+	fill boolean DEFAULT true,
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
+	RETURNS geometry
+	AS 'MODULE_PATHNAME', 'tgpg_snap_pour_point'
+	LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_snap_pour_point(regclass, geometry, double precision, integer, boolean, text, name, name) IS
+'Coverage form of tg_snap_pour_point: the whole tiled raster table as one grid';
 
 -------------------------------------------------------------------------------
 -- Result tables

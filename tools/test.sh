@@ -89,6 +89,9 @@ for d in small_fortworth_srtm3 small_bigtujunga_srtm30_utm11; do
 	python3 regress/checks/check_catchment.py "$f"
 done
 
+echo "== pour point snapping on the demo DEM (the Rhône below Mörel)"
+python3 regress/checks/check_snap.py "$REPO/tools/data/medium_alps_n46e008_srtm3.tif"
+
 echo "== a coverage partitioned over a coordinator and 3 workers (tools/cluster.sh)"
 dem="$REPO/../shared/data/dem/small_fortworth_srtm3.tif"
 [ -f "$dem" ] || dem="$REPO/tools/data/medium_alps_n46e008_srtm3.tif"

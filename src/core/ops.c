@@ -113,6 +113,7 @@ tg_op_plan(const tg_op *op, const tg_band *dem, tg_output *outs, tg_error *err)
 			one_band(&outs[0], TG_PT_32BUI, true, 0);
 			break;
 		case TG_OP_WATERSHED:
+		case TG_OP_SNAP_POUR_POINT:
 			one_band(&outs[0], TG_PT_8BUI, true, 0);
 			break;
 		case TG_OP_VIEWSHED:
@@ -144,6 +145,7 @@ tg_op_bytes_per_cell(const tg_op *op)
 		case TG_OP_TRAVEL_TIME:
 		case TG_OP_ISOCHRONE_BANDS:
 		case TG_OP_WATERSHED:
+		case TG_OP_SNAP_POUR_POINT:
 			return 96;
 		case TG_OP_HYDROLOGY:
 			return 112;
@@ -216,6 +218,9 @@ travel_params(const tg_op *op, const tg_grid_band *grids)
 	tp.velocity = factor_of(&op->velocity, grids);
 	tp.b = op->b;
 	tp.min_slope = op->min_slope;
+	tp.snap = op->snap;
+	tp.outlet_x = op->outlet_x;
+	tp.outlet_y = op->outlet_y;
 	return tp;
 }
 
@@ -460,6 +465,27 @@ tg_op_compute(const tg_ctx *ctx, const tg_op *op, const tg_layout *layout, const
 					return tg_error_set(err, TG_ENOMEM, "could not allocate the watershed");
 				st = tg_travel_time(ctx, dem, &tp, NULL, j.watershed, err);
 				return st != TG_OK ? st : tg_parallel_rows(ctx, dem->width, dem->height, watershed_rows, &j, err);
+			}
+		case TG_OP_SNAP_POUR_POINT:
+			{
+				tg_snap_params sp = {op->flow, op->outlet_x, op->outlet_y, op->snap};
+				uint8_t    *mark = new_plane(ctx, r, 0, 0, TG_PT_8BUI, n);
+				int			col,
+							row;
+
+				if (mark == NULL)
+					return tg_error_set(err, TG_ENOMEM, "could not allocate the pour point");
+				st = tg_snap_pour_point(ctx, dem, &sp, &col, &row, err);
+				if (st != TG_OK)
+					return st;
+				memset(mark, 0, n);
+				mark[(size_t) row * dem->width + col] = 1;
+				if (op->snapped)
+				{
+					op->snapped[0] = col;
+					op->snapped[1] = row;
+				}
+				return TG_OK;
 			}
 		case TG_OP_VIEWSHED:
 			{

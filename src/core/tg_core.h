@@ -603,6 +603,12 @@ typedef struct tg_travel_params
 	tg_factor	velocity;		/* K, > 0 */
 	double		b;				/* exponent of the slope, >= 0 */
 	double		min_slope;		/* S below this (flats) counts as this, > 0 */
+	/* > 0: the outlet snaps first (tg_snap_pour_point) from the point at
+	 * (outlet_x, outlet_y), in columns and rows from the grid's upper-left
+	 * corner, within this distance; outlet_col and outlet_row are ignored */
+	double		snap;
+	double		outlet_x;
+	double		outlet_y;
 } tg_travel_params;
 
 /*
@@ -622,6 +628,28 @@ typedef struct tg_travel_params
  */
 tg_status	tg_travel_time(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params *params,
 						   float *time, uint8_t *watershed, tg_error *err);
+
+typedef struct tg_snap_params
+{
+	tg_flow_params flow;		/* routing must be D8; fill as the caller's function */
+	double		x;				/* the point, in columns and rows from the */
+	double		y;				/* grid's upper-left corner (fractional) */
+	double		distance;		/* >= 0, map units; metres on geographic grids */
+} tg_snap_params;
+
+/*
+ * Pour point snapping: the valid cell of highest D8 accumulation (in cells,
+ * on the routing surface of params->flow) among the cell holding the point
+ * and the cells whose centre lies within `distance` of it; ties go to the
+ * nearer centre, then to the first cell in row-major order.  Distances are
+ * measured on the cell spacing of the point's row (tg_row_spacing: metres on
+ * geographic grids, as for a viewshed's max_distance).  With distance 0 the
+ * cell holding the point.  No valid candidate: TG_EDATA.  The accumulation
+ * runs on ctx's backend through tg_flow_accumulation (exact integers on
+ * both); the choice is made on the host, so both backends pick the same cell.
+ */
+tg_status	tg_snap_pour_point(const tg_ctx *ctx, const tg_band *dem, const tg_snap_params *params,
+							   int *col, int *row, tg_error *err);
 
 
 
@@ -783,6 +811,7 @@ typedef enum tg_op_kind
 	TG_OP_TRAVEL_TIME,
 	TG_OP_ISOCHRONE_BANDS,
 	TG_OP_WATERSHED,
+	TG_OP_SNAP_POUR_POINT,		/* 8BUI: 1 at the snapped cell; the cell also in snapped[] */
 	TG_OP_VIEWSHED,
 	TG_OP_VIEWSHED_COUNT
 } tg_op_kind;
@@ -838,6 +867,12 @@ typedef struct tg_op
 	double		b;
 	double		min_slope;
 	double		interval;		/* isochrone bands */
+	/* pour point snapping (tg_travel_params' snap, outlet_x and outlet_y);
+	 * TG_OP_SNAP_POUR_POINT writes the chosen column and row to snapped[] */
+	double		snap;
+	double		outlet_x;
+	double		outlet_y;
+	int		   *snapped;
 	/* viewshed: params' observer for one; cols and rows for a cumulative one */
 	tg_viewshed_params view;
 	int			nobservers;

@@ -700,6 +700,7 @@ tg_status
 tg_travel_time(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params *params,
 			   float *time, uint8_t *watershed, tg_error *err)
 {
+	tg_travel_params snapped;
 	travel_args args = {dem, params, {NULL, 1}, {NULL, 1}, time, watershed};
 	tg_status	st;
 
@@ -708,6 +709,20 @@ tg_travel_time(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params *pa
 		return st;
 	if (params->flow.routing != TG_ROUTE_D8)
 		return tg_error_set(err, TG_EINVAL, "travel times follow D8 paths");
+	if (params->has_outlet && (!(params->snap >= 0) || !isfinite(params->snap)))
+		return tg_error_set(err, TG_EINVAL, "snap must be a non-negative distance, got %g", params->snap);
+	if (params->has_outlet && params->snap > 0)
+	{
+		tg_snap_params sp = {params->flow, params->outlet_x, params->outlet_y, params->snap};
+
+		snapped = *params;
+		st = tg_snap_pour_point(ctx, dem, &sp, &snapped.outlet_col, &snapped.outlet_row, err);
+		if (st != TG_OK)
+			return st;
+		snapped.snap = 0;
+		params = &snapped;
+		args.params = params;
+	}
 	if (params->has_outlet &&
 		(params->outlet_col < 0 || params->outlet_row < 0 ||
 		 params->outlet_col >= dem->width || params->outlet_row >= dem->height))
@@ -732,5 +747,92 @@ tg_travel_time(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params *pa
 	st = run(ctx, (int64_t) dem->width * dem->height, travel_cpu, travel_gpu, &args, err);
 	tg_free(ctx, (void *) args.roughness.values);
 	tg_free(ctx, (void *) args.velocity.values);
+	return st;
+}
+
+/* ------------------------------------------------------------------------
+ * Pour point snapping
+ * ------------------------------------------------------------------------ */
+tg_status
+tg_snap_pour_point(const tg_ctx *ctx, const tg_band *dem, const tg_snap_params *p,
+				   int *col, int *row, tg_error *err)
+{
+	const int	W = dem->width,
+				H = dem->height;
+	const double d = p->distance;
+	double		cx,
+				cy,
+				best_d2 = INFINITY,
+				best_acc = -INFINITY;
+	double	   *acc;
+	int			c0,
+				r0,
+				x0,
+				x1,
+				y0,
+				y1;
+	bool		found = false;
+	tg_status	st;
+
+	st = check_flow_params(dem, &p->flow, err);
+	if (st != TG_OK)
+		return st;
+	if (p->flow.routing != TG_ROUTE_D8)
+		return tg_error_set(err, TG_EINVAL, "pour points snap on the D8 accumulation");
+	if (!(d >= 0) || !isfinite(d))
+		return tg_error_set(err, TG_EINVAL, "the snapping distance must be a non-negative number, got %g", d);
+	if (!(p->x >= 0 && p->x < W && p->y >= 0 && p->y < H))
+		return tg_error_set(err, TG_EINVAL, "the pour point (column %g, row %g) is outside the %d x %d raster",
+							p->x, p->y, W, H);
+	c0 = (int) floor(p->x);
+	r0 = (int) floor(p->y);
+	if (d == 0)
+	{
+		if (tg_band_value_is_nodata(dem, tg_band_get(dem, (size_t) r0 * W + c0)))
+			return tg_error_set(err, TG_EDATA, "the pour point (column %d, row %d) is on a nodata cell",
+								c0 + 1, r0 + 1);
+		*col = c0;
+		*row = r0;
+		return TG_OK;
+	}
+	tg_row_spacing(&p->flow.geom, r0, &cx, &cy);
+	if (!(cx > 0) || !(cy > 0) || !isfinite(cx) || !isfinite(cy))
+		return tg_error_set(err, TG_EINVAL, "cell size must be positive, got %g x %g", cx, cy);
+	/* the columns and rows whose centres can lie within d (clamped before the int conversion) */
+	x0 = (int) fmax(0, floor(p->x - 0.5 - d / cx));
+	x1 = (int) fmin(W - 1, ceil(p->x - 0.5 + d / cx));
+	y0 = (int) fmax(0, floor(p->y - 0.5 - d / cy));
+	y1 = (int) fmin(H - 1, ceil(p->y - 0.5 + d / cy));
+
+	acc = tg_alloc(ctx, ((size_t) W * H > 0 ? (size_t) W * H : 1) * sizeof(double));
+	if (acc == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the accumulation");
+	st = tg_flow_accumulation(ctx, dem, NULL, &p->flow, TG_ACC_AUTO, TG_UNITS_CELLS, acc, err);
+	/* row-major with strict comparisons: the first of equal cells wins */
+	for (int y = y0; st == TG_OK && y <= y1; y++)
+		for (int x = x0; x <= x1; x++)
+		{
+			const size_t i = (size_t) y * W + x;
+			const double ex = (x + 0.5 - p->x) * cx,
+						ey = (y + 0.5 - p->y) * cy,
+						d2 = ex * ex + ey * ey;
+
+			if (!(d2 <= d * d) && !(x == c0 && y == r0))
+				continue;
+			if (isnan(acc[i]) || tg_band_value_is_nodata(dem, tg_band_get(dem, i)))
+				continue;
+			if (!found || acc[i] > best_acc || (acc[i] == best_acc && d2 < best_d2))
+			{
+				found = true;
+				best_acc = acc[i];
+				best_d2 = d2;
+				*col = x;
+				*row = y;
+			}
+		}
+	tg_free(ctx, acc);
+	if (st == TG_OK && !found)
+		st = tg_error_set(err, TG_EDATA, "no valid cell within %g of the pour point (column %d, row %d)",
+						  d, c0 + 1, r0 + 1);
 	return st;
 }

@@ -196,6 +196,8 @@ int			tgpg_call_input(tgpg_call *c, Datum value, Oid type, const char *what, int
 tg_grid_geometry tgpg_call_geometry(const tgpg_call *c);
 /* The cell of a point on the grid (22023: not a point, another SRID, outside). */
 void		tgpg_call_point(const tgpg_call *c, Datum point, Oid type, const char *what, int *col, int *row);
+void		tgpg_call_point_at(const tgpg_call *c, Datum point, Oid type, const char *what,
+							   double *col, double *row);
 Datum		tgpg_call_run(tgpg_call *c, const tg_op *op, tgpg_result result);
 
 /* tgpg_raster.c: a raster value opened for the core codec (BMMQ reads tiles this way) */

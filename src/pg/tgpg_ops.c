@@ -108,15 +108,20 @@ static const tgpg_param rusle_args[] = {
 	{"r", TGPG_FACTOR}, {"k", TGPG_FACTOR}, {"c", TGPG_FACTOR}, {"p", TGPG_FACTOR},
 	ROUTING, LS_ARGS, FILL, BAND, ACCUM_METHOD, EXPONENT, THRESHOLD, NODATA, BACKEND, {NULL}
 };
+/* after backend: calls that pass the earlier arguments by position keep working */
+#define SNAP			{"snap", TGPG_FLOAT, TGPG_NONNEGATIVE}
 static const tgpg_param travel_args[] = {
-	{"outlet", TGPG_POINT, TGPG_OPTIONAL}, TRAVEL_ARGS, FILL, BAND, NODATA, BACKEND, {NULL}
+	{"outlet", TGPG_POINT, TGPG_OPTIONAL}, TRAVEL_ARGS, FILL, BAND, NODATA, BACKEND, SNAP, {NULL}
 };
 static const tgpg_param isochrone_args[] = {
 	{"outlet", TGPG_POINT}, {"interval", TGPG_FLOAT, TGPG_POSITIVE}, TRAVEL_ARGS, FILL, BAND,
-	BACKEND, {NULL}
+	BACKEND, SNAP, {NULL}
 };
 static const tgpg_param watershed_args[] = {
-	{"outlet", TGPG_POINT}, FILL, BAND, BACKEND, {NULL}
+	{"outlet", TGPG_POINT}, FILL, BAND, BACKEND, SNAP, {NULL}
+};
+static const tgpg_param snap_args[] = {
+	{"point", TGPG_POINT}, {"distance", TGPG_FLOAT, TGPG_NONNEGATIVE}, BAND, FILL, BACKEND, {NULL}
 };
 static const tgpg_param viewshed_args[] = {
 	{"observer", TGPG_POINT}, VIEW_ARGS, {"output", TGPG_WORD, 0, TGPG_WORDS(view_outputs)}, BAND,
@@ -228,14 +233,18 @@ factor_arg(const tgpg_args *a, tgpg_call *c, const char *name, const char *label
 	pg_unreachable();
 }
 
+/* The outlet and how far it may snap (0 where the declaration has no snap: 0.1.0's). */
 static void
 outlet_arg(const tgpg_args *a, const tgpg_call *c, tg_op *op)
 {
 	if (!tgpg_given(a, "outlet"))
 		return;
 	op->has_outlet = true;
-	tgpg_call_point(c, tgpg_datum(a, "outlet"), tgpg_type(a, "outlet"), "outlet", &op->outlet_col,
-					&op->outlet_row);
+	tgpg_call_point_at(c, tgpg_datum(a, "outlet"), tgpg_type(a, "outlet"), "outlet", &op->outlet_x,
+					   &op->outlet_y);
+	op->outlet_col = (int) floor(op->outlet_x);
+	op->outlet_row = (int) floor(op->outlet_y);
+	op->snap = tgpg_arg_index(a, "snap") >= 0 ? tgpg_float(a, "snap") : 0;
 }
 
 static void
@@ -482,6 +491,58 @@ tgpg_watershed(PG_FUNCTION_ARGS)
 	flow_args(&a, &c, &op);
 	outlet_arg(&a, &c, &op);
 	return run_op(&c, &op);
+}
+
+/*
+ * The pour point moved to the cell of highest D8 accumulation within
+ * `distance` (tg_snap_pour_point), as the centre of that cell.
+ */
+PG_FUNCTION_INFO_V1(tgpg_snap_pour_point);
+Datum
+tgpg_snap_pour_point(PG_FUNCTION_ARGS)
+{
+	tgpg_args	a;
+	tgpg_call	c;
+	tg_op		op;
+	int			snapped[2] = {-1, -1};
+	const tg_georef *g;
+	double		x,
+				y;
+	Oid			types[3] = {FLOAT8OID, FLOAT8OID, INT4OID};
+	Datum		values[3];
+	Datum		result;
+	bool		isnull;
+
+	tgpg_args_open(&a, fcinfo, "tg_snap_pour_point", snap_args);
+	NULL_RASTER_GIVES_NULL(&a);
+	tgpg_call_open(&c, &a, "tg_snap_pour_point");
+	op_init(&op, &a);
+	op.kind = TG_OP_SNAP_POUR_POINT;
+	flow_args(&a, &c, &op);
+	tgpg_call_point_at(&c, tgpg_datum(&a, "point"), tgpg_type(&a, "point"), "point", &op.outlet_x,
+					   &op.outlet_y);
+	op.snap = tgpg_float(&a, "distance");
+	op.snapped = snapped;
+	(void) tgpg_call_run(&c, &op, TGPG_RESULT_TILES);
+	if (snapped[0] < 0)
+		elog(ERROR, "the pour point was not snapped");
+
+	/* the cell's centre through the grid's affine georeference */
+	g = &c.layout->geo;
+	x = g->upperleft_x + (snapped[0] + 0.5) * g->scale_x + (snapped[1] + 0.5) * g->skew_x;
+	y = g->upperleft_y + (snapped[0] + 0.5) * g->skew_y + (snapped[1] + 0.5) * g->scale_y;
+	values[0] = Float8GetDatum(x);
+	values[1] = Float8GetDatum(y);
+	values[2] = Int32GetDatum(g->srid);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "could not connect to SPI");
+	if (SPI_execute_with_args("SELECT ST_SetSRID(ST_MakePoint($1, $2), $3)", 3, types, values, NULL,
+							  true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not make the snapped point");
+	result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	result = SPI_datumTransfer(result, false, -1);
+	SPI_finish();
+	PG_RETURN_DATUM(result);
 }
 
 /* ------------------------------------------------------------------------

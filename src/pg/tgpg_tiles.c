@@ -539,6 +539,18 @@ tgpg_call_geometry(const tgpg_call *c)
 void
 tgpg_call_point(const tgpg_call *c, Datum point, Oid type, const char *what, int *col, int *row)
 {
+	double		fc,
+				fr;
+
+	tgpg_call_point_at(c, point, type, what, &fc, &fr);
+	*col = (int) floor(fc);
+	*row = (int) floor(fr);
+}
+
+/* The point in columns and rows from the grid's upper-left corner (fractional). */
+void
+tgpg_call_point_at(const tgpg_call *c, Datum point, Oid type, const char *what, double *col, double *row)
+{
 	const tg_georef *g = &c->layout->geo;
 	Datum		values[1] = {point};
 	char	   *gtype;
@@ -579,14 +591,14 @@ tgpg_call_point(const tgpg_call *c, Datum point, Oid type, const char *what, int
 	det = g->scale_x * g->scale_y - g->skew_x * g->skew_y;
 	dx = x - g->upperleft_x;
 	dy = y - g->upperleft_y;
-	fc = floor((dx * g->scale_y - dy * g->skew_x) / det);
-	fr = floor((dy * g->scale_x - dx * g->skew_y) / det);
-	if (!(fc >= 0 && fc < c->layout->width && fr >= 0 && fr < c->layout->height))
+	fc = (dx * g->scale_y - dy * g->skew_x) / det;
+	fr = (dy * g->scale_x - dx * g->skew_y) / det;
+	if (!(floor(fc) >= 0 && floor(fc) < c->layout->width && floor(fr) >= 0 && floor(fr) < c->layout->height))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s POINT(%.10g %.10g) is outside the raster", what, x, y)));
-	*col = (int) fc;
-	*row = (int) fr;
+	*col = fc;
+	*row = fr;
 }
 
 /* ------------------------------------------------------------------------

@@ -6,6 +6,9 @@
  *   random terrain against independent references: LS and soil loss from
  *   the public fill/accumulation results and a Horn slope written out here,
  *   travel times and watersheds by walking every cell's D8 path;
+ *   pour point snapping on a hand-worked valley (the snapped cell, its ties,
+ *   geographic distances, a point with no valid cell in reach, the snapped
+ *   watershed);
  *   bad input; CUDA against the CPU where a GPU is usable.
  */
 #include "test.h"
@@ -396,6 +399,160 @@ test_rusle_reference(void)
 		}
 }
 
+/*
+ * Pour point snapping on a 7 x 5 valley of 10 m cells: hillsides falling 1
+ * per metre towards the channel in column 3, which falls 0.1 per metre to
+ * the bottom edge.  Every hillside cell drains straight across, so the D8
+ * accumulation (cells) is 1, 2, 3 going in from either edge, and 7 (y + 1)
+ * on the channel, whose foot (3, 4) drains the whole grid.
+ */
+static void
+valley(double *z)
+{
+	for (int y = 0; y < 5; y++)
+		for (int x = 0; x < 7; x++)
+			z[y * 7 + x] = 100 + 10.0 * abs(x - 3) + (4 - y);
+}
+
+static tg_status
+snap_at(const tg_ctx *ctx, const tg_band *b, const tg_flow_params *flow, double x, double y,
+		double distance, int *col, int *row, tg_error *err)
+{
+	tg_snap_params sp;
+
+	memset(&sp, 0, sizeof sp);
+	sp.flow = *flow;
+	sp.x = x;
+	sp.y = y;
+	sp.distance = distance;
+	*col = *row = -1;
+	tg_error_clear(err);
+	return tg_snap_pour_point(ctx, b, &sp, col, row, err);
+}
+
+static void
+test_snap(void)
+{
+	double		z[35];
+	double		acc[35];
+	uint8_t		shed[35];
+	tg_band		b = test_band(TG_PT_64BF, z, 7, 5, true, ND);
+	tg_ctx		ctx = ctx_for(TG_BACKEND_CPU);
+	tg_flow_params flow = params_for(TG_ROUTE_D8, 7, 5, 10, true);
+	tg_travel_params tp = travel_params(7, 5, 10, 0, 2);
+	tg_error	err;
+	int			col,
+				row,
+				cells = 0;
+	bool		ok = true;
+	double		dx,
+				dy;
+
+	valley(z);
+	tg_error_clear(&err);
+	check(tg_flow_accumulation(&ctx, &b, NULL, &flow, TG_ACC_AUTO, TG_UNITS_CELLS, acc, &err) == TG_OK,
+		  "valley accumulation: %s", err.message);
+	for (int y = 0; y < 5; y++)
+		for (int x = 0; x < 7; x++)
+			ok &= acc[y * 7 + x] == (x == 3 ? 7.0 * (y + 1) : 4.0 - abs(x - 3));
+	check(ok, "the valley's accumulation is 1, 2, 3 across and 7 (y + 1) on the channel");
+
+	/* from the centre of (0, 2): the channel cell (3, 2) lies exactly 30 m away */
+	check(snap_at(&ctx, &b, &flow, 0.5, 2.5, 30, &col, &row, &err) == TG_OK && col == 3 && row == 2,
+		  "30 m reaches the channel: (%d, %d) %s", col, row, err.message);
+	/* 25 m: (2, 1), (2, 2) and (2, 3) hold 3 cells each; the nearest, (2, 2), wins */
+	check(snap_at(&ctx, &b, &flow, 0.5, 2.5, 25, &col, &row, &err) == TG_OK && col == 2 && row == 2,
+		  "a tie in accumulation goes to the nearest centre: (%d, %d)", col, row);
+	/* halfway between the centres of (2, 2) and (2, 3), both 5 m away: row-major order */
+	check(snap_at(&ctx, &b, &flow, 2.5, 3.0, 5, &col, &row, &err) == TG_OK && col == 2 && row == 2,
+		  "a tie in accumulation and distance goes to the first cell in row-major order: (%d, %d)", col, row);
+	/* 0 keeps the cell under the point; a distance shorter than any centre's too */
+	check(snap_at(&ctx, &b, &flow, 0.9, 2.1, 0, &col, &row, &err) == TG_OK && col == 0 && row == 2,
+		  "distance 0 keeps the cell under the point: (%d, %d)", col, row);
+	check(snap_at(&ctx, &b, &flow, 0.9, 2.1, 1, &col, &row, &err) == TG_OK && col == 0 && row == 2,
+		  "1 m reaches no other centre: (%d, %d)", col, row);
+	/* a large distance finds the foot of the channel, which drains everything */
+	check(snap_at(&ctx, &b, &flow, 0.5, 0.5, 1000, &col, &row, &err) == TG_OK && col == 3 && row == 4,
+		  "1 km reaches the outlet of the valley: (%d, %d)", col, row);
+	check(snap_at(&ctx, &b, &flow, 0.5, 2.5, -1, &col, &row, &err) == TG_EINVAL,
+		  "a negative distance is refused: %s", err.message);
+	check(snap_at(&ctx, &b, &flow, 0.5, 2.5, NAN, &col, &row, &err) == TG_EINVAL,
+		  "a NaN distance is refused");
+	check(snap_at(&ctx, &b, &flow, 0.5, 2.5, INFINITY, &col, &row, &err) == TG_EINVAL,
+		  "an infinite distance is refused");
+	check(snap_at(&ctx, &b, &flow, 7.5, 2.5, 10, &col, &row, &err) == TG_EINVAL,
+		  "a point outside the raster is refused");
+
+	/* geographic: 3 arc-second cells at 46 degrees N are about 64 m wide and 93 m high */
+	flow.geom.geographic = true;
+	flow.geom.lat_top = 46;
+	flow.geom.lat_step = -1.0 / 1200;
+	flow.geom.lon_step = 1.0 / 1200;
+	tg_row_spacing(&flow.geom, 2, &dx, &dy);
+	check(dx > 60 && dx < 68 && dy > 90 && dy < 95, "3\" cells at 46 N: %.2f x %.2f m", dx, dy);
+	check(snap_at(&ctx, &b, &flow, 0.5, 2.5, 3 * dx, &col, &row, &err) == TG_OK && col == 3 && row == 2,
+		  "geographic: 3 cell widths in metres reach the channel: (%d, %d)", col, row);
+	check(snap_at(&ctx, &b, &flow, 0.5, 2.5, 3 * dx - 1, &col, &row, &err) == TG_OK && col == 2 && row == 2,
+		  "geographic: a metre less does not: (%d, %d)", col, row);
+
+	/* the watershed of a snapped outlet: the channel at row 2 drains rows 0 to 2 */
+	tp.outlet_x = 0.5;
+	tp.outlet_y = 2.5;
+	tp.snap = 30;
+	tg_error_clear(&err);
+	check(tg_travel_time(&ctx, &b, &tp, NULL, shed, &err) == TG_OK, "snapped watershed: %s", err.message);
+	for (int i = 0; i < 35; i++)
+		cells += shed[i] == 1;
+	check(cells == 21 && shed[2 * 7 + 3] == 1 && shed[3 * 7 + 3] == 0,
+		  "the snapped outlet's watershed holds rows 0 to 2 (21 cells), got %d", cells);
+	tp.snap = 0;
+	tg_error_clear(&err);
+	cells = 0;
+	check(tg_travel_time(&ctx, &b, &tp, NULL, shed, &err) == TG_OK, "unsnapped watershed");
+	for (int i = 0; i < 35; i++)
+		cells += shed[i] == 1;
+	check(cells == 1, "without snapping the hillside cell's watershed is itself, got %d cells", cells);
+	tp.snap = -5;
+	tg_error_clear(&err);
+	check(tg_travel_time(&ctx, &b, &tp, NULL, shed, &err) == TG_EINVAL, "a negative snap is refused: %s",
+		  err.message);
+}
+
+/* No valid cell in reach: the point on nodata, every centre within reach nodata. */
+static void
+test_snap_nodata(void)
+{
+	double		z[12] = {5, 4, 3, 5, 3, 2, 5, 2, 1, ND, ND, ND};
+	tg_band		b = test_band(TG_PT_64BF, z, 3, 4, true, ND);
+	tg_ctx		ctx = ctx_for(TG_BACKEND_CPU);
+	tg_flow_params flow = params_for(TG_ROUTE_D8, 3, 4, 1, true);
+	tg_travel_params tp = travel_params(3, 4, 1, 1, 3);
+	uint8_t		shed[12];
+	tg_error	err;
+	int			col,
+				row;
+
+	check(snap_at(&ctx, &b, &flow, 1.5, 3.5, 0.9, &col, &row, &err) == TG_EDATA,
+		  "no valid cell within 0.9 of a nodata cell: %s", err.message);
+	check(snap_at(&ctx, &b, &flow, 1.5, 3.5, 0, &col, &row, &err) == TG_EDATA,
+		  "distance 0 on a nodata cell is refused");
+	/* (1, 2) is 1 away, (0, 2) and (2, 2) sqrt(2): the corner (2, 2) drains most */
+	check(snap_at(&ctx, &b, &flow, 1.5, 3.5, 1, &col, &row, &err) == TG_OK && col == 1 && row == 2,
+		  "1 reaches only (1, 2): (%d, %d)", col, row);
+	check(snap_at(&ctx, &b, &flow, 1.5, 3.5, 1.5, &col, &row, &err) == TG_OK && col == 2 && row == 2,
+		  "1.5 reaches the corner (2, 2), which drains most: (%d, %d)", col, row);
+	/* a travel time's outlet snaps off the nodata row */
+	tp.outlet_x = 1.5;
+	tp.outlet_y = 3.5;
+	tp.snap = 1;
+	tg_error_clear(&err);
+	check(tg_travel_time(&ctx, &b, &tp, NULL, shed, &err) == TG_OK && shed[7] == 1,
+		  "an outlet on nodata snaps onto a valid cell: %s", err.message);
+	tp.snap = 0.5;
+	tg_error_clear(&err);
+	check(tg_travel_time(&ctx, &b, &tp, NULL, shed, &err) == TG_EDATA, "out of reach: %s", err.message);
+}
+
 static void
 test_catchment_errors(void)
 {
@@ -562,6 +719,47 @@ test_cuda_catchment(void)
 		}
 }
 
+/* The GPU's accumulation snaps every point to the CPU's cell. */
+static void
+test_cuda_snap(void)
+{
+	const int	W = 257,
+				H = 130;
+	static const double distances[] = {0, 15, 40, 100, 1e6};
+	tg_device_info info;
+	double	   *z;
+	bool		same = true;
+
+	tg_device_query(0, &info);
+	if (!info.available)
+	{
+		printf("skipped: CUDA pour point snapping parity test (no GPU)\n");
+		return;
+	}
+	z = rough_terrain(W, H, 0.02);
+	for (int fill = 0; fill < 2; fill++)
+		for (int k = 0; k < 40; k++)
+			for (size_t d = 0; d < sizeof distances / sizeof distances[0]; d++)
+			{
+				tg_band		b = test_band(TG_PT_64BF, z, W, H, true, ND);
+				tg_flow_params flow = params_for(TG_ROUTE_D8, W, H, 5, fill);
+				tg_ctx		cpu = ctx_for(TG_BACKEND_CPU),
+							gpu = ctx_for(TG_BACKEND_GPU);
+				const double x = (k * 37 % W) + 0.25 * (k % 4),
+							y = (k * 53 % H) + 0.2 * (k % 5);
+				tg_error	err;
+				int			c[2],
+							r[2];
+				tg_status	st[2];
+
+				st[0] = snap_at(&cpu, &b, &flow, x, y, distances[d], &c[0], &r[0], &err);
+				st[1] = snap_at(&gpu, &b, &flow, x, y, distances[d], &c[1], &r[1], &err);
+				same &= st[0] == st[1] && (st[0] != TG_OK || (c[0] == c[1] && r[0] == r[1]));
+			}
+	check(same, "GPU snapping = CPU on 80 points x 5 distances (filled and not)");
+	free(z);
+}
+
 void
 test_catchment(void)
 {
@@ -569,5 +767,8 @@ test_catchment(void)
 	test_travel_random();
 	test_rusle_reference();
 	test_catchment_errors();
+	test_snap();
+	test_snap_nodata();
 	test_cuda_catchment();
+	test_cuda_snap();
 }
