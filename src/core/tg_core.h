@@ -434,7 +434,11 @@ typedef enum tg_routing
 	TG_ROUTE_D8 = 0,			/* O'Callaghan & Mark 1984: steepest descent */
 	TG_ROUTE_FD8,				/* Quinn 1991 / Freeman 1991: L_i tan(b_i)^p, fixed p */
 	TG_ROUTE_MFD_MD,			/* Qin 2007: p = 8.9 min(e, 1) + 1.1 */
-	TG_ROUTE_FDD8				/* FD8 on hillslopes, D8 from `threshold` cells upslope */
+	TG_ROUTE_FDD8,				/* FD8 on hillslopes, D8 from `threshold` cells upslope */
+	TG_ROUTE_DINF,				/* Tarboton 1997: steepest of 8 triangular facets, split
+								 * between its two cells by angle */
+	TG_ROUTE_ANISOTROPIC		/* Hyvaluoma, Lilja & Turtola 2013: shares whose mean
+								 * and spread follow the gradient at any angle */
 } tg_routing;
 
 typedef struct tg_flow_params
