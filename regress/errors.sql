@@ -39,7 +39,7 @@ SELECT * FROM pg_temp.try($$SELECT tg_slope(ST_AddBand(ST_MakeEmptyRaster(3, 3, 
 -- hydrology arguments
 SELECT * FROM pg_temp.try($$SELECT tg_fill(rast, method => 'breach') FROM dem$$);
 SELECT * FROM pg_temp.try($$SELECT tg_fill(rast, epsilon => -1) FROM dem$$);
-SELECT * FROM pg_temp.try($$SELECT tg_flow_direction(rast, routing => 'dinf') FROM dem$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_direction(rast, routing => 'd16') FROM dem$$);
 SELECT * FROM pg_temp.try($$SELECT tg_flow_direction(rast, routing => 'mfd-md', output => 'codes') FROM dem$$);
 SELECT * FROM pg_temp.try($$SELECT tg_flow_direction(rast, output => 'arrows') FROM dem$$);
 SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, method => 'recursive') FROM dem$$);

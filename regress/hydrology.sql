@@ -53,7 +53,7 @@ SELECT ST_DumpValues(h.filled) = ST_DumpValues(tg_fill(rast)) AS filled,
 FROM pit, tg_hydrology(rast) AS h;
 -- multiple-flow routings conserve water: the outlet receives all 25 cells
 SELECT r, round(ST_Value(tg_flow_accumulation(rast, routing => r), 5, 3)::numeric, 4) AS at_outlet
-FROM pit, unnest(ARRAY['d8', 'fd8', 'mfd-md', 'fdd8']) AS r ORDER BY r;
+FROM pit, unnest(ARRAY['d8', 'fd8', 'mfd-md', 'fdd8', 'dinf', 'anisotropic']) AS r ORDER BY r;
 
 -- weights (a second raster on the same grid), units and output type, on 10 m cells
 CREATE TEMP TABLE valley AS
@@ -88,7 +88,7 @@ WHERE d = 0;
 SELECT r, m, (SELECT max(abs(a - b) / greatest(1, b))
               FROM unnest((ST_DumpValues(tg_flow_accumulation(rast, routing => r, method => m), 1)),
                           (ST_DumpValues(tg_flow_accumulation(rast, routing => r, method => 'indegree'), 1))) AS u(a, b)) < 1e-9 AS agrees
-FROM terrain, unnest(ARRAY['d8', 'fd8', 'mfd-md', 'fdd8']) AS r,
+FROM terrain, unnest(ARRAY['d8', 'fd8', 'mfd-md', 'fdd8', 'dinf', 'anisotropic']) AS r,
      unnest(ARRAY['flow-transfer', 'dependency-transfer', 'topological']) AS m
 WHERE NOT (r = 'fdd8' AND m = 'flow-transfer')
 ORDER BY r, m;

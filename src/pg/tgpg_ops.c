@@ -29,6 +29,7 @@ static const tgpg_word fill_methods[] = {
 };
 static const tgpg_word routings[] = {
 	{"d8", TG_ROUTE_D8}, {"fd8", TG_ROUTE_FD8}, {"mfd-md", TG_ROUTE_MFD_MD}, {"fdd8", TG_ROUTE_FDD8},
+	{"dinf", TG_ROUTE_DINF}, {"anisotropic", TG_ROUTE_ANISOTROPIC},
 };
 static const tgpg_word accum_methods[] = {
 	{"auto", TG_ACC_AUTO}, {"flow-transfer", TG_ACC_FLOW_TRANSFER},
