@@ -589,16 +589,17 @@ test_accumulation_hand(void)
 static void
 test_accumulation_random(void)
 {
-	static const tg_routing routings[] = {TG_ROUTE_D8, TG_ROUTE_FD8, TG_ROUTE_MFD_MD, TG_ROUTE_FDD8};
+	static const tg_routing routings[] = {TG_ROUTE_D8, TG_ROUTE_FD8, TG_ROUTE_MFD_MD, TG_ROUTE_FDD8,
+	TG_ROUTE_DINF, TG_ROUTE_ANISOTROPIC};
 	static const int shapes[][2] = {{1, 1}, {1, 9}, {9, 1}, {5, 5}, {31, 17}, {60, 45}};
 	size_t		r,
 				s;
 
-	for (r = 0; r < 4; r++)
+	for (r = 0; r < 6; r++)
 		for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
 		{
-			const char *rn = routings[r] == TG_ROUTE_D8 ? "d8" : routings[r] == TG_ROUTE_FD8 ? "fd8" :
-				routings[r] == TG_ROUTE_MFD_MD ? "mfd-md" : "fdd8";
+			static const char *const names[] = {"d8", "fd8", "mfd-md", "fdd8", "dinf", "anisotropic"};
+			const char *rn = names[r];
 			int			W = shapes[s][0],
 						H = shapes[s][1];
 			int			n = W * H;
@@ -823,7 +824,8 @@ static void
 test_cuda_hydro(void)
 {
 	static const int shapes[][2] = {{1, 1}, {1, 40}, {40, 1}, {33, 31}, {100, 77}, {257, 130}, {700, 500}};
-	static const tg_routing routings[] = {TG_ROUTE_D8, TG_ROUTE_FD8, TG_ROUTE_MFD_MD, TG_ROUTE_FDD8};
+	static const tg_routing routings[] = {TG_ROUTE_D8, TG_ROUTE_FD8, TG_ROUTE_MFD_MD, TG_ROUTE_FDD8,
+	TG_ROUTE_DINF, TG_ROUTE_ANISOTROPIC};
 	tg_device_info info;
 	size_t		s;
 	int			t;
@@ -871,7 +873,7 @@ test_cuda_hydro(void)
 							  ty, W, H, m, e, r ? "64BF" : "32BF");
 					}
 
-			for (r = 0; r < 4; r++)
+			for (r = 0; r < 6; r++)
 			{
 				tg_flow_params p = flow_params(routings[r], W, H, true);
 				tg_ctx		ctx = cpu_ctx(NULL);
@@ -1134,7 +1136,8 @@ static void
 test_chain(void)
 {
 	static const int shapes[][2] = {{1, 1}, {40, 1}, {33, 31}, {257, 130}};
-	static const tg_routing routings[] = {TG_ROUTE_D8, TG_ROUTE_FD8, TG_ROUTE_MFD_MD, TG_ROUTE_FDD8};
+	static const tg_routing routings[] = {TG_ROUTE_D8, TG_ROUTE_FD8, TG_ROUTE_MFD_MD, TG_ROUTE_FDD8,
+	TG_ROUTE_DINF, TG_ROUTE_ANISOTROPIC};
 	tg_device_info info;
 	size_t		s;
 	int			t,
@@ -1152,7 +1155,7 @@ test_chain(void)
 			tg_band		b = terrain_band(t == 0, W, H, t == 0 ? 40 : 6, &z, &raw);
 
 			for (be = 0; be < (info.available ? 2 : 1); be++)
-				for (r = 0; r < 4; r++)
+				for (r = 0; r < 6; r++)
 					check_chain(be ? TG_BACKEND_GPU : TG_BACKEND_CPU, &b, W, H, routings[r],
 								t == 0 ? "int16" : "64BF");
 			free(z);
