@@ -168,3 +168,4 @@ SELECT * FROM pg_temp.try($$SELECT tg_viewshed(rast, NULL::geometry) FROM vdem$$
 SELECT * FROM pg_temp.try($$SELECT tg_viewshed_count(rast, ARRAY[ST_SetSRID(ST_MakePoint(0.5, 0.5), 4326), ST_SetSRID(ST_MakePoint(9, 9), 4326)]) FROM vdem$$);
 SELECT * FROM pg_temp.try($$SELECT tg_viewshed_count(rast, '{}'::geometry[]) FROM vdem$$);
 \x off
+SELECT * FROM pg_temp.try($$SELECT tg_flow_direction(rast, routing => 'mfd-md', output => 'angle') FROM dem$$);

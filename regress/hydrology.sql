@@ -100,3 +100,15 @@ SELECT ST_DumpValues(tg_fill(ST_AddBand(ST_MakeEmptyRaster(1, 1, 0, 0, 1, -1, 0,
 SELECT ST_DumpValues(tg_flow_accumulation(ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(5, 1, 0, 0, 1, -1, 0, 0, 0), '16BSI'::text, 0, NULL),
                                                        1, 1, 1, ARRAY[[5, 4, 3, 2, 1]]::float8[]))) AS strip;
 SELECT ST_Count(tg_flow_accumulation(ST_AddBand(ST_MakeEmptyRaster(3, 3, 0, 0, 1, -1, 0, 0, 0), '16BSI'::text, -9999, -9999))) AS valid_cells;
+
+-- D-infinity flow angle (radians counter-clockwise from east) on planes descending at
+-- 0, 30, 100 and 250 degrees; -1 (nodata) where no flow
+SELECT a, round(ST_Value(tg_flow_direction(r, routing => 'dinf', output => 'angle', fill => false), 2, 2)::numeric, 6) AS angle,
+       round(radians(a)::numeric, 6) AS expected,
+       ST_BandNoDataValue(tg_flow_direction(r, routing => 'dinf', output => 'angle', fill => false)) AS nodata
+FROM unnest(ARRAY[0, 30, 100, 250]) AS a,
+     LATERAL (SELECT ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(3, 3, 0, 3, 1, -1, 0, 0, 0), '64BF'::text, 0, NULL), 1, 1, 1,
+              (SELECT array_agg(row ORDER BY y) FROM
+                 (SELECT y, array_agg(100 - ((x - 1) * cos(radians(a)) + (1 - y) * sin(radians(a))) ORDER BY x) AS row
+                  FROM generate_series(0, 2) x, generate_series(0, 2) y GROUP BY y) t)) AS r) p
+ORDER BY a;

@@ -795,7 +795,9 @@ typedef enum tg_direction_output
 {
 	TG_DIRECTIONS_CODES = 0,	/* 8BUI ESRI codes (d8) */
 	TG_DIRECTIONS_MASK,			/* 16BUI: the receivers' codes or-ed */
-	TG_DIRECTIONS_SHARES		/* 8 x 32BF: the share going to each neighbour */
+	TG_DIRECTIONS_SHARES,		/* 8 x 32BF: the share going to each neighbour */
+	TG_DIRECTIONS_ANGLE			/* 32BF: the dinf flow angle, radians counter-clockwise
+								 * from east; -1 (nodata) where no flow */
 } tg_direction_output;
 
 /* A per-cell factor of an operation: a constant, or band 1 of input `input` (> 0). */

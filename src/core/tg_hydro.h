@@ -273,6 +273,44 @@ tg_dinf_shares(const double drop[8], const double dist[8], float share[8])
 }
 
 /*
+ * The D-infinity flow angle back from a cell's shares (tg_dinf_shares: one
+ * receiver, or a side and its corner): the side's direction turned towards
+ * the corner by the corner's share of the facet angle atan(d2 / d1); -1
+ * where no share is positive.  dist as for tg_dinf_shares.
+ */
+TG_HD double
+tg_dinf_angle(const float share[8], const double dist[8])
+{
+	int			side = -1,
+				corner = -1,
+				k;
+	double		base,
+				r,
+				angle;
+
+	for (k = 0; k < 8; k++)
+		if (share[k] > 0)
+		{
+			if (k & 1)
+				corner = k;
+			else
+				side = k;
+		}
+	if (side < 0 && corner < 0)
+		return -1.0;
+	if (side < 0)
+		return (double) ((8 - corner) & 7) * 0.78539816339744831;
+	base = (double) ((8 - side) & 7) * 0.78539816339744831;	/* ESRI order runs clockwise */
+	if (corner < 0)
+		return base;
+	r = TG_DMUL((double) share[corner],
+				side == 0 || side == 4 ? tg_atan_ratio(dist[2], dist[0]) : tg_atan_ratio(dist[0], dist[2]));
+	/* the corner lies counter-clockwise of the side when it is the next one back in ESRI order */
+	angle = corner == ((side + 7) & 7) ? TG_DADD(base, r) : TG_DADD(base, -r);
+	return angle < 0 ? TG_DADD(angle, 6.283185307179586) : angle;
+}
+
+/*
  * The anisotropic routing, after Hyvaluoma, Lilja & Turtola (2013), "An
  * anisotropic flow-routing algorithm for digital elevation models",
  * Computers & Geosciences 60: 81-87: a multiple-flow partition whose

@@ -456,6 +456,8 @@ test_dinf_anisotropic_shares(void)
 		plane_drops(t, drop);
 		angle = tg_dinf_shares(drop, dist, share);
 		check(fabs(angle - t) < 1e-12, "dinf: a plane at %d deg has angle %.15g", d, angle);
+		check(fabs(tg_dinf_angle(share, dist) - (d == 0 ? 0 : t)) < 1e-6,
+			  "dinf: the angle from the shares at %d deg (%.9g)", d, tg_dinf_angle(share, dist));
 	}
 	memset(drop, 0, sizeof drop);
 	check(tg_dinf_shares(drop, dist, share) == -1.0 && share[0] == 0, "dinf: no lower neighbour: -1");
