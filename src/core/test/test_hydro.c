@@ -552,6 +552,102 @@ cone_cv(tg_routing routing)
 	return sqrt(fmax(s2 / cnt - s * s, 0)) / s;
 }
 
+
+/*
+ * One source's water on a tilted plane: the accumulation with a weight of 1
+ * at one cell, over the cells 20 to 21 cells downslope of it; its centroid's
+ * lateral offset from the true flow line and its lateral standard deviation,
+ * for the plane descending at `deg` degrees.
+ */
+static void
+plane_spread(tg_routing routing, int deg, double *offset, double *spread)
+{
+	enum { N = 71 };
+	const double t = deg * M_PI / 180;
+	const int	sx = 10,
+				sy = N - 11;
+	double	   *z = malloc(sizeof(double) * N * N),
+			   *w = malloc(sizeof(double) * N * N),
+			   *acc = malloc(sizeof(double) * N * N);
+	tg_flow_params p = flow_params(routing, N, N, false);
+	tg_band		b = band_f64(z, N, N),
+				wb = band_f64(w, N, N);
+	tg_ctx		ctx = cpu_ctx(NULL);
+	tg_error	err;
+	double		m = 0,
+				m1 = 0,
+				m2 = 0;
+
+	for (int y = 0; y < N; y++)
+		for (int x = 0; x < N; x++)
+		{
+			/* rows run south: north is -y */
+			z[y * N + x] = 1000 - (x * cos(t) - y * sin(t));
+			w[y * N + x] = (x == sx && y == sy) ? 1 : 0;
+		}
+	tg_error_clear(&err);
+	check(tg_flow_accumulation(&ctx, &b, &wb, &p, TG_ACC_AUTO, TG_UNITS_CELLS, acc, &err) == TG_OK,
+		  "plane accumulation (%s)", err.message);
+	for (int y = 0; y < N; y++)
+		for (int x = 0; x < N; x++)
+		{
+			const double ex = x - sx,
+						en = sy - y,
+						along = ex * cos(t) + en * sin(t),
+						lat = -ex * sin(t) + en * cos(t);
+
+			if (along >= 20 && along < 21)
+			{
+				m += acc[y * N + x];
+				m1 += acc[y * N + x] * lat;
+				m2 += acc[y * N + x] * lat * lat;
+			}
+		}
+	free(z);
+	free(w);
+	free(acc);
+	*offset = m1 / m;
+	*spread = sqrt(fmax(m2 / m - (m1 / m) * (m1 / m), 0));
+}
+
+static void
+test_plane_spread(void)
+{
+	static const tg_routing routings[] = {TG_ROUTE_D8, TG_ROUTE_FD8, TG_ROUTE_DINF, TG_ROUTE_ANISOTROPIC};
+	static const char *const names[] = {"d8", "fd8", "dinf", "anisotropic"};
+	double		worst_offset[4],
+				spread_range[4];
+
+	for (int r = 0; r < 4; r++)
+	{
+		double		lo = HUGE_VAL,
+					hi = 0;
+
+		worst_offset[r] = 0;
+		printf("  plane, one source, 20 cells down (offset / spread):  %-11s", names[r]);
+		for (int deg = 0; deg <= 45; deg += 5)
+		{
+			double		off,
+						spr;
+
+			plane_spread(routings[r], deg, &off, &spr);
+			printf(" %d:%.2f/%.2f", deg, off, spr);
+			worst_offset[r] = fmax(worst_offset[r], fabs(off));
+			lo = fmin(lo, spr);
+			hi = fmax(hi, spr);
+		}
+		spread_range[r] = hi - lo;
+		printf("\n");
+	}
+	/* the band of cells sampled is ragged: offsets within half a cell count as on the line */
+	check(worst_offset[3] < 0.5 && worst_offset[3] < worst_offset[0] && worst_offset[3] < worst_offset[2],
+		  "anisotropic: the water stays on the flow line at every angle (%.3f; d8 %.3f, dinf %.3f)",
+		  worst_offset[3], worst_offset[0], worst_offset[2]);
+	check(spread_range[3] < spread_range[1],
+		  "anisotropic: the lateral spread varies less with the angle than fd8's (%.3f vs %.3f)",
+		  spread_range[3], spread_range[1]);
+}
+
 static void
 test_routing_isotropy(void)
 {
@@ -1573,6 +1669,7 @@ test_hydro(void)
 	test_mfd_shares();
 	test_dinf_anisotropic_shares();
 	test_routing_isotropy();
+	test_plane_spread();
 	test_accumulation_hand();
 	test_accumulation_random();
 	test_weights_units();
