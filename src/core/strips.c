@@ -629,7 +629,7 @@ tg_op_in_strips(const tg_op *op, const tg_ctx *ctx, const char **why_not)
 	else if (op->kind == TG_OP_FILL)
 		return true;
 	else if (op->kind == TG_OP_DIRECTIONS && op->flow.routing == TG_ROUTE_FDD8)
-		*why_not = "routing d8, fd8 or mfd-md";
+		*why_not = "routing d8, fd8, mfd-md, dinf or anisotropic";
 	else if (op->kind == TG_OP_DIRECTIONS)
 		return true;
 	else if (op->kind == TG_OP_ACCUMULATION && op->flow.routing != TG_ROUTE_D8)
