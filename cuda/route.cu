@@ -164,7 +164,8 @@ tgk_gradients(const V *__restrict__ z, const uint8_t *__restrict__ kind, int W, 
 	{
 		const int	x = (int) (i % W),
 					y = (int) (i / W);
-		double		g[8];
+		double		g[8],
+					drop[8];
 		bool		lower = false;
 
 		d8[i] = TG_NO_DIRECTION;
@@ -181,12 +182,14 @@ tgk_gradients(const V *__restrict__ z, const uint8_t *__restrict__ kind, int W, 
 			double		zn;
 
 			g[k] = 0.0;
+			drop[k] = 0.0;
 			if (nx < 0 || ny < 0 || nx >= W || ny >= H)
 				continue;
 			zn = (double) z[(size_t) ny * W + nx];
 			if (isnan(zn))
 				continue;
-			g[k] = ((double) z[i] - zn) / row_dist[(size_t) y * 8 + k];
+			drop[k] = (double) z[i] - zn;
+			g[k] = drop[k] / row_dist[(size_t) y * 8 + k];
 			lower |= g[k] > 0;
 		}
 		if (!lower)
@@ -199,7 +202,7 @@ tgk_gradients(const V *__restrict__ z, const uint8_t *__restrict__ kind, int W, 
 		{
 			float		share[8];
 
-			tg_mfd_shares(g, routing == TG_ROUTE_MFD_MD, exponent, share);
+			tg_flow_shares(routing, exponent, false, drop, &row_dist[(size_t) y * 8], share);
 			for (int k = 0; k < 8; k++)
 				frac[(size_t) k * n + i] = share[k];
 		}
@@ -298,34 +301,38 @@ tgk_flat_route(const V *__restrict__ z, const uint8_t *__restrict__ flat,
 	{
 		const int	x = (int) (i % W),
 					y = (int) (i / W);
-		double		g[8];
+		double		g[8],
+					drop[8],
+					dist[8];
 
 		if (!flat[i] || mask[i] == 0)
 			continue;
+		tg_flat_distances(dist);
 		for (int k = 0; k < 8; k++)
 		{
 			size_t		ni = (size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k);
 			int32_t		m;
 
 			g[k] = 0;
+			drop[k] = 0;
 			if (z[ni] != z[i])
 				continue;
 			m = flat[ni] ? mask[ni] : 0;
 			if (flat[ni] && m == 0)
 				continue;
-			g[k] = (double) (mask[i] - m) / ((k & 1) ? M_SQRT2 : 1.0);
+			drop[k] = (double) (mask[i] - m);
+			g[k] = drop[k] / dist[k];
 		}
 		d8[i] = (uint8_t) tg_d8_choose(g);
 		if (frac)
 		{
 			float		share[8];
 
-			tg_mfd_shares(g, false, flat_exponent, share);
+			tg_flow_shares(routing, flat_exponent, true, drop, dist, share);
 			for (int k = 0; k < 8; k++)
 				frac[(size_t) k * n + i] = share[k];
 		}
 	}
-	(void) routing;
 }
 
 template <typename V>

@@ -124,7 +124,7 @@ SELECT state, message FROM pg_temp.try($$SELECT tg_isochrones(rast, foot, 0) FRO
 SELECT state, message FROM pg_temp.try($$SELECT tg_rusle(rast, 300, ST_Tile(rast, 8, 8)) FROM v$$);
 SELECT state, message FROM pg_temp.try($$SELECT tg_rusle(rast, 300, NULL::float8) FROM v$$);
 SELECT state, message FROM pg_temp.try($$SELECT tg_ls_factor(rast, b0 => 0) FROM v$$);
-SELECT state, message FROM pg_temp.try($$SELECT tg_ls_factor(rast, routing => 'dinf') FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_ls_factor(rast, routing => 'd16') FROM v$$);
 SELECT state, message FROM pg_temp.try($$SELECT * FROM tg_rusle(coverage => 'v_tiles', r => 300, k => 'v_tiles'::regclass, c => now())$$);
 -- a nodata outlet
 UPDATE v SET rast = ST_SetValue(rast, 11, 30, -9999);

@@ -130,6 +130,24 @@ FROM pit_acc_whole w JOIN pit_acc_strips b USING (rid)
 UNION ALL
 SELECT 'mfd-md mask', count(*), count(*) FILTER (WHERE ST_AsBinary(w.rast) = ST_AsBinary(b.rast)), NULL
 FROM pit_mask_whole w JOIN pit_mask_strips b USING (rid);
+-- dinf and anisotropic directions in strips equal the whole DEM's
+RESET terra_gpu.max_memory_mb;
+CREATE TEMP TABLE pit_an_whole AS
+SELECT * FROM tg_flow_direction(coverage => 'pit_tiles', routing => 'anisotropic', output => 'shares');
+CREATE TEMP TABLE pit_angle_whole AS
+SELECT * FROM tg_flow_direction(coverage => 'pit_tiles', routing => 'dinf', output => 'angle');
+SET terra_gpu.max_memory_mb = 2;
+CREATE TEMP TABLE pit_an_strips AS
+SELECT * FROM tg_flow_direction(coverage => 'pit_tiles', routing => 'anisotropic', output => 'shares');
+SELECT method, note FROM tg_last_run();
+CREATE TEMP TABLE pit_angle_strips AS
+SELECT * FROM tg_flow_direction(coverage => 'pit_tiles', routing => 'dinf', output => 'angle');
+SELECT 'anisotropic shares' AS output, count(*) AS tiles,
+       count(*) FILTER (WHERE ST_AsBinary(w.rast) = ST_AsBinary(b.rast)) AS identical
+FROM pit_an_whole w JOIN pit_an_strips b USING (rid)
+UNION ALL
+SELECT 'dinf angle', count(*), count(*) FILTER (WHERE ST_AsBinary(w.rast) = ST_AsBinary(b.rast))
+FROM pit_angle_whole w JOIN pit_angle_strips b USING (rid);
 -- a weight coverage (one tile missing) is read strip by strip as well
 CREATE TEMP TABLE pit_weights AS
 SELECT rid, ST_MapAlgebra(rast, '32BF', '[rast] / 7.0') AS rast FROM pit_tiles WHERE rid <> 5;

@@ -54,6 +54,15 @@ FROM dems, unnest(ARRAY['d8', 'mfd-md', 'fdd8']) AS r,
                      tg_flow_accumulation(rast, routing => r, method => 'indegree', backend => 'cpu')) AS c
 WHERE w = 700 AND pt = '16BSI' AND NOT (r = 'fdd8' AND m = 'flow-transfer')
 ORDER BY r, m;
+SELECT r, (SELECT ST_DumpValues(tg_flow_direction(rast, routing => r, output => 'shares', backend => 'gpu')))
+     = (SELECT ST_DumpValues(tg_flow_direction(rast, routing => r, output => 'shares', backend => 'cpu'))) AS shares_same,
+       (pg_temp.compare(tg_flow_accumulation(rast, routing => r, backend => 'gpu'),
+                        tg_flow_accumulation(rast, routing => r, backend => 'cpu'))).max_rel_diff <= 1e-6 AS within_1e6
+FROM dems, unnest(ARRAY['anisotropic', 'dinf']) AS r
+WHERE w = 700 AND pt = '16BSI' ORDER BY r;
+SELECT (SELECT ST_DumpValues(tg_flow_direction(rast, routing => 'dinf', output => 'angle', backend => 'gpu')))
+     = (SELECT ST_DumpValues(tg_flow_direction(rast, routing => 'dinf', output => 'angle', backend => 'cpu'))) AS dinf_angle_same
+FROM dems WHERE w = 700 AND pt = '16BSI';
 SELECT tg_flow_accumulation(rast, backend => 'gpu') IS NOT NULL FROM dems WHERE w = 700 AND pt = '32BF';
 SELECT function, backend, method, kernel_ms > 0 AS kernel_timed, prep_ms > 0 AS prep_timed, iterations > 0 AS rounds FROM tg_last_run();
 

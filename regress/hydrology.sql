@@ -53,7 +53,7 @@ SELECT ST_DumpValues(h.filled) = ST_DumpValues(tg_fill(rast)) AS filled,
 FROM pit, tg_hydrology(rast) AS h;
 -- multiple-flow routings conserve water: the outlet receives all 25 cells
 SELECT r, round(ST_Value(tg_flow_accumulation(rast, routing => r), 5, 3)::numeric, 4) AS at_outlet
-FROM pit, unnest(ARRAY['d8', 'fd8', 'mfd-md', 'fdd8']) AS r ORDER BY r;
+FROM pit, unnest(ARRAY['d8', 'fd8', 'mfd-md', 'fdd8', 'dinf', 'anisotropic']) AS r ORDER BY r;
 
 -- weights (a second raster on the same grid), units and output type, on 10 m cells
 CREATE TEMP TABLE valley AS
@@ -88,7 +88,7 @@ WHERE d = 0;
 SELECT r, m, (SELECT max(abs(a - b) / greatest(1, b))
               FROM unnest((ST_DumpValues(tg_flow_accumulation(rast, routing => r, method => m), 1)),
                           (ST_DumpValues(tg_flow_accumulation(rast, routing => r, method => 'indegree'), 1))) AS u(a, b)) < 1e-9 AS agrees
-FROM terrain, unnest(ARRAY['d8', 'fd8', 'mfd-md', 'fdd8']) AS r,
+FROM terrain, unnest(ARRAY['d8', 'fd8', 'mfd-md', 'fdd8', 'dinf', 'anisotropic']) AS r,
      unnest(ARRAY['flow-transfer', 'dependency-transfer', 'topological']) AS m
 WHERE NOT (r = 'fdd8' AND m = 'flow-transfer')
 ORDER BY r, m;
@@ -101,6 +101,18 @@ SELECT ST_DumpValues(tg_flow_accumulation(ST_SetValues(ST_AddBand(ST_MakeEmptyRa
                                                        1, 1, 1, ARRAY[[5, 4, 3, 2, 1]]::float8[]))) AS strip;
 SELECT ST_Count(tg_flow_accumulation(ST_AddBand(ST_MakeEmptyRaster(3, 3, 0, 0, 1, -1, 0, 0, 0), '16BSI'::text, -9999, -9999))) AS valid_cells;
 
+-- D-infinity flow angle (radians counter-clockwise from east) on planes descending at
+-- 0, 30, 100 and 250 degrees; -1 (nodata) where no flow
+SELECT a, round(ST_Value(tg_flow_direction(r, routing => 'dinf', output => 'angle', fill => false), 2, 2)::numeric, 6) AS angle,
+       round(radians(a)::numeric, 6) AS expected,
+       ST_BandNoDataValue(tg_flow_direction(r, routing => 'dinf', output => 'angle', fill => false)) AS nodata
+FROM unnest(ARRAY[0, 30, 100, 250]) AS a,
+     LATERAL (SELECT ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(3, 3, 0, 3, 1, -1, 0, 0, 0), '64BF'::text, 0, NULL), 1, 1, 1,
+              (SELECT array_agg(row ORDER BY y) FROM
+                 (SELECT y, array_agg(100 - ((x - 1) * cos(radians(a)) + (1 - y) * sin(radians(a))) ORDER BY x) AS row
+                  FROM generate_series(0, 2) x, generate_series(0, 2) y GROUP BY y) t)) AS r) p
+ORDER BY a;
+
 \i regress/include/try.sql
 CREATE TEMP TABLE dem3 AS
 SELECT ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(3, 3, 0, 0, 1, -1, 0, 0, 0), '16BSI'::text, 0, -9999),
@@ -109,9 +121,10 @@ SELECT ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(3, 3, 0, 0, 1, -1, 0, 0, 0), '
 -- errors: bad arguments, a weight raster off the DEM's grid
 SELECT * FROM pg_temp.try($$SELECT tg_fill(rast, method => 'breach') FROM dem3$$);
 SELECT * FROM pg_temp.try($$SELECT tg_fill(rast, epsilon => -1) FROM dem3$$);
-SELECT * FROM pg_temp.try($$SELECT tg_flow_direction(rast, routing => 'dinf') FROM dem3$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_direction(rast, routing => 'd16') FROM dem3$$);
 SELECT * FROM pg_temp.try($$SELECT tg_flow_direction(rast, routing => 'mfd-md', output => 'codes') FROM dem3$$);
 SELECT * FROM pg_temp.try($$SELECT tg_flow_direction(rast, output => 'arrows') FROM dem3$$);
+SELECT * FROM pg_temp.try($$SELECT tg_flow_direction(rast, routing => 'mfd-md', output => 'angle') FROM dem3$$);
 SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, method => 'recursive') FROM dem3$$);
 SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, units => 'hectares') FROM dem3$$);
 SELECT * FROM pg_temp.try($$SELECT tg_flow_accumulation(rast, pixeltype => '16BUI') FROM dem3$$);

@@ -125,7 +125,7 @@ CREATE FUNCTION tg_flow_direction(
 	AS 'MODULE_PATHNAME', 'tgpg_flow_direction'
 	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION tg_flow_direction(raster, integer, text, boolean, double precision, double precision, text, text) IS
-'Flow directions of a DEM (d8, fd8, mfd-md, fdd8): D8 ESRI codes (8BUI), a receiver bit mask (16BUI) or 8 bands of flow shares (32BF, E SE S SW W NW N NE); flats resolved (Barnes 2014)';
+'Flow directions of a DEM (d8, fd8, mfd-md, fdd8, dinf, anisotropic): D8 ESRI codes (8BUI), a receiver bit mask (16BUI) or 8 bands of flow shares (32BF, E SE S SW W NW N NE); flats resolved (Barnes 2014)';
 
 CREATE FUNCTION tg_flow_direction(
 	coverage regclass,
@@ -162,7 +162,7 @@ CREATE FUNCTION tg_flow_accumulation(
 	AS 'MODULE_PATHNAME', 'tgpg_flow_accumulation'
 	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION tg_flow_accumulation(raster, integer, text, text, raster, text, boolean, double precision, double precision, integer, text, double precision, text) IS
-'Flow accumulation of a DEM (cells, area or sca), every cell counting itself; routings d8, fd8, mfd-md, fdd8; methods flow-transfer, dependency-transfer, indegree, topological (all give the same result)';
+'Flow accumulation of a DEM (cells, area or sca), every cell counting itself; routings d8, fd8, mfd-md, fdd8, dinf, anisotropic; methods flow-transfer, dependency-transfer, indegree, topological (all give the same result)';
 
 CREATE FUNCTION tg_flow_accumulation(
 	coverage regclass,

@@ -5,6 +5,7 @@
  */
 #include "tg_tiles.h"
 #include "tg_pool.h"
+#include "tg_hydro.h"
 
 #include <math.h>
 #include <string.h>
@@ -81,7 +82,9 @@ tg_op_plan(const tg_op *op, const tg_band *dem, tg_output *outs, tg_error *err)
 			one_band(&outs[0], fill_type(dem), true, fill_nodata(op, dem));
 			break;
 		case TG_OP_DIRECTIONS:
-			if (op->directions == TG_DIRECTIONS_SHARES)
+			if (op->directions == TG_DIRECTIONS_ANGLE)
+				one_band(&outs[0], TG_PT_32BF, true, SHARES_NODATA);
+			else if (op->directions == TG_DIRECTIONS_SHARES)
 			{
 				one_band(&outs[0], TG_PT_32BF, true, SHARES_NODATA);
 				outs[0].nbands = 8;
@@ -233,6 +236,7 @@ typedef struct derive_job
 	int			width;
 	const float *frac;			/* directions: 8 planes of shares */
 	uint16_t   *mask;
+	float	   *angle;			/* dinf angles */
 	const float *time;			/* isochrone bands */
 	uint32_t   *bands;
 	uint8_t    *watershed;
@@ -257,6 +261,32 @@ mask_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 				if (j->frac[(size_t) k * j->n + i] > 0)
 					m |= (uint16_t) (1u << k);
 		j->mask[i] = m;
+	}
+	return TG_OK;
+}
+
+/* D-infinity angles from the shares, in each row's cell geometry */
+static tg_status
+angle_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const derive_job *j = arg;
+
+	for (int y = y0; y < y1; y++)
+	{
+		double		dx,
+					dy,
+					dist[8];
+
+		tg_row_spacing(&j->op->flow.geom, y, &dx, &dy);
+		tg_nbr_distances(dx, dy, dist);
+		for (size_t i = (size_t) y * j->width; i < (size_t) (y + 1) * j->width; i++)
+		{
+			float		s[8];
+
+			for (int k = 0; k < 8; k++)
+				s[k] = j->frac[(size_t) k * j->n + i];
+			j->angle[i] = isnan(s[0]) ? (float) SHARES_NODATA : (float) tg_dinf_angle(s, dist);
+		}
 	}
 	return TG_OK;
 }
@@ -335,6 +365,13 @@ compute_directions(const tg_ctx *ctx, const tg_op *op, const tg_band *dem, tg_op
 			o->planes[k].type = TG_PT_32BF;
 		}
 		return st;
+	}
+	if (op->directions == TG_DIRECTIONS_ANGLE)
+	{
+		j.angle = new_plane(ctx, r, 0, 0, TG_PT_32BF, n);
+		if (j.angle == NULL)
+			return tg_error_set(err, TG_ENOMEM, "could not allocate flow angles");
+		return tg_parallel_rows(ctx, dem->width, dem->height, angle_rows, &j, err);
 	}
 	j.mask = new_plane(ctx, r, 0, 0, TG_PT_16BUI, n);
 	if (j.mask == NULL)

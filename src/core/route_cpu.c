@@ -774,12 +774,13 @@ typedef struct surface_job
 } surface_job;
 
 static void
-set_shares(tg_route *r, size_t i, const double g[8], bool adaptive, double exponent)
+set_shares(tg_route *r, size_t i, const tg_flow_params *p, bool on_flat, const double drop[8],
+		   const double dist[8])
 {
 	const size_t n = (size_t) r->width * r->height;
 	float		share[8];
 
-	tg_mfd_shares(g, adaptive, exponent, share);
+	tg_flow_shares(p->routing, p->exponent, on_flat, drop, dist, share);
 	for (int k = 0; k < 8; k++)
 		r->frac[(size_t) k * n + i] = share[k];
 }
@@ -804,7 +805,8 @@ gradient_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 		for (int x = 0; x < W; x++)
 		{
 			size_t		i = (size_t) y * W + x;
-			double		g[8];
+			double		drop[8],
+						g[8];
 			int			lower = 0;
 
 			j->flat[i] = 0;
@@ -815,7 +817,8 @@ gradient_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 			{
 				int64_t		ni = neighbour(W, H, x, y, k);
 
-				g[k] = (ni < 0 || isnan(r->z[ni])) ? 0.0 : (r->z[i] - r->z[ni]) / dist[k];
+				drop[k] = (ni < 0 || isnan(r->z[ni])) ? 0.0 : r->z[i] - r->z[ni];
+				g[k] = drop[k] / dist[k];
 				lower |= g[k] > 0;
 			}
 			if (!lower)
@@ -826,7 +829,7 @@ gradient_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 			}
 			r->d8[i] = (uint8_t) tg_d8_choose(g);
 			if (r->frac)
-				set_shares(r, i, g, j->p->routing == TG_ROUTE_MFD_MD, j->p->exponent);
+				set_shares(r, i, j->p, false, drop, dist);
 		}
 	}
 	return TG_OK;
@@ -840,13 +843,15 @@ flat_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 	tg_route   *r = j->r;
 	const int	W = r->width,
 				H = r->height;
-	const double flat_exponent = j->p->routing == TG_ROUTE_MFD_MD ? 1.1 : j->p->exponent;
+	double		dist[8];
 
+	tg_flat_distances(dist);
 	for (int y = y0; y < y1; y++)
 		for (int x = 0; x < W; x++)
 		{
 			size_t		i = (size_t) y * W + x;
-			double		g[8];
+			double		drop[8],
+						g[8];
 
 			if (!j->flat[i] || j->mask[i] == 0)
 				continue;
@@ -855,17 +860,19 @@ flat_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 				int64_t		ni = neighbour(W, H, x, y, k);
 				int32_t		m;
 
+				drop[k] = 0;
 				g[k] = 0;
 				if (ni < 0 || r->z[ni] != r->z[i])
 					continue;
 				m = j->flat[ni] ? j->mask[ni] : 0;
 				if (j->flat[ni] && m == 0)
 					continue;	/* an undrained flat cannot receive */
-				g[k] = (double) (j->mask[i] - m) / ((k & 1) ? M_SQRT2 : 1.0);
+				drop[k] = (double) (j->mask[i] - m);
+				g[k] = drop[k] / dist[k];
 			}
 			r->d8[i] = (uint8_t) tg_d8_choose(g);
 			if (r->frac)
-				set_shares(r, i, g, false, flat_exponent);
+				set_shares(r, i, j->p, true, drop, dist);
 		}
 	return TG_OK;
 }

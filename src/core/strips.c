@@ -19,6 +19,7 @@
  * weighted sums to rounding).
  */
 #include "tg_tiles.h"
+#include "tg_hydro.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -474,6 +475,30 @@ directions_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *er
 				out.planes[0].has_marker = true;
 				out.planes[0].marker = 255;
 			}
+			else if (op->directions == TG_DIRECTIONS_ANGLE)
+			{
+				/* in place into the first plane: cell i reads its own shares first */
+				for (int y = 0; y < s->nrows[k]; y++)
+				{
+					double		dx,
+								dy,
+								dist[8];
+
+					tg_row_spacing(&op->flow.geom, s->row0[k] + y, &dx, &dy);
+					tg_nbr_distances(dx, dy, dist);
+					for (size_t i = (size_t) y * W; i < (size_t) (y + 1) * W; i++)
+					{
+						float		sh[8];
+
+						for (int b = 0; b < 8; b++)
+							sh[b] = frac[(size_t) b * n + i];
+						frac[i] = isnan(sh[0]) ? -1.0f : (float) tg_dinf_angle(sh, dist);
+					}
+				}
+				out.planes[0].data = frac;
+				out.planes[0].type = TG_PT_32BF;
+				out.planes[0].has_marker = false;
+			}
 			else if (mask)
 			{
 				for (size_t i = 0; i < n; i++)
@@ -604,7 +629,7 @@ tg_op_in_strips(const tg_op *op, const tg_ctx *ctx, const char **why_not)
 	else if (op->kind == TG_OP_FILL)
 		return true;
 	else if (op->kind == TG_OP_DIRECTIONS && op->flow.routing == TG_ROUTE_FDD8)
-		*why_not = "routing d8, fd8 or mfd-md";
+		*why_not = "routing d8, fd8, mfd-md, dinf or anisotropic";
 	else if (op->kind == TG_OP_DIRECTIONS)
 		return true;
 	else if (op->kind == TG_OP_ACCUMULATION && op->flow.routing != TG_ROUTE_D8)

@@ -434,7 +434,11 @@ typedef enum tg_routing
 	TG_ROUTE_D8 = 0,			/* O'Callaghan & Mark 1984: steepest descent */
 	TG_ROUTE_FD8,				/* Quinn 1991 / Freeman 1991: L_i tan(b_i)^p, fixed p */
 	TG_ROUTE_MFD_MD,			/* Qin 2007: p = 8.9 min(e, 1) + 1.1 */
-	TG_ROUTE_FDD8				/* FD8 on hillslopes, D8 from `threshold` cells upslope */
+	TG_ROUTE_FDD8,				/* FD8 on hillslopes, D8 from `threshold` cells upslope */
+	TG_ROUTE_DINF,				/* Tarboton 1997: steepest of 8 triangular facets, split
+								 * between its two cells by angle */
+	TG_ROUTE_ANISOTROPIC		/* Hyvaluoma, Lilja & Turtola 2013: shares whose mean
+								 * and spread follow the gradient at any angle */
 } tg_routing;
 
 typedef struct tg_flow_params
@@ -820,7 +824,9 @@ typedef enum tg_direction_output
 {
 	TG_DIRECTIONS_CODES = 0,	/* 8BUI ESRI codes (d8) */
 	TG_DIRECTIONS_MASK,			/* 16BUI: the receivers' codes or-ed */
-	TG_DIRECTIONS_SHARES		/* 8 x 32BF: the share going to each neighbour */
+	TG_DIRECTIONS_SHARES,		/* 8 x 32BF: the share going to each neighbour */
+	TG_DIRECTIONS_ANGLE			/* 32BF: the dinf flow angle, radians counter-clockwise
+								 * from east; -1 (nodata) where no flow */
 } tg_direction_output;
 
 /* A per-cell factor of an operation: a constant, or band 1 of input `input` (> 0). */

@@ -269,7 +269,7 @@ check_flow_params(const tg_band *dem, const tg_flow_params *p, tg_error *err)
 		return tg_error_set(err, TG_EUNSUPPORTED, "flow routing needs an in-db band");
 	if (p->geom.width != dem->width || p->geom.height != dem->height)
 		return tg_error_set(err, TG_EINVAL, "grid geometry does not match the DEM");
-	if (p->routing != TG_ROUTE_D8 && p->routing != TG_ROUTE_MFD_MD &&
+	if ((p->routing == TG_ROUTE_FD8 || p->routing == TG_ROUTE_FDD8) &&
 		(!(p->exponent > 0) || isinf(p->exponent)))
 		return tg_error_set(err, TG_EINVAL, "exponent must be a positive number, got %g",
 							p->exponent);

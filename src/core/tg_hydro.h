@@ -122,6 +122,16 @@ tg_d8_choose(const double g[8])
 	return best;
 }
 
+/* The neighbour at column and row offsets (dx, dy), each -1, 0 or 1 (not both 0). */
+TG_HD int
+tg_nbr_index(int dx, int dy)
+{
+	/* rows north to south, columns west to east */
+	const int	k[9] = {5, 6, 7, 4, -1, 0, 3, 2, 1};
+
+	return k[(dy + 1) * 3 + dx + 1];
+}
+
 /*
  * Multiple-flow shares from the gradients g[k] (tan of the slope towards
  * neighbour k; <= 0 where it is not downslope): share_k proportional to
@@ -148,6 +158,288 @@ tg_mfd_shares(const double g[8], bool adaptive, double exponent, float share[8])
 	}
 	for (k = 0; k < 8; k++)
 		share[k] = sum > 0 ? (float) (raw[k] / sum) : 0.0f;
+}
+
+/*
+ * atan(y / x) for y >= 0, x > 0 from additions, products and quotients only,
+ * so the CPU and the device (whose atan differs from libm's in the last bits)
+ * round it alike: reduced to [0, tan(pi/8)] by atan(t) = pi/2 - atan(1/t) and
+ * atan(t) = pi/4 + atan((t - 1)/(t + 1)), then 24 terms of the Taylor series
+ * (the first one dropped below 1e-19 there), summed by Horner's rule.
+ */
+TG_HD double
+tg_atan_ratio(double y, double x)
+{
+	double		t = y / x,
+				base = 0,
+				u,
+				sum = 0;
+	bool		flip = t > 1.0;
+	int			n;
+
+	if (flip)
+		t = x / y;
+	if (t > 0.41421356237309503)
+	{
+		t = TG_DADD(t, -1.0) / TG_DADD(t, 1.0);
+		base = 0.78539816339744831;
+	}
+	u = TG_DMUL(t, t);
+	for (n = 23; n >= 0; n--)
+		sum = TG_DADD((n & 1 ? -1.0 : 1.0) / (double) (2 * n + 1), TG_DMUL(u, sum));
+	sum = TG_DADD(base, TG_DMUL(t, sum));
+	return flip ? TG_DADD(1.5707963267948966, -sum) : sum;
+}
+
+/*
+ * D-infinity (Tarboton 1997, "A new method for the determination of flow
+ * directions and upslope areas in grid digital elevation models", Water
+ * Resources Research 33(2): 309-319).  The 3 x 3 window is cut into 8
+ * triangular facets, each spanned by the centre (e0), a side neighbour (e1)
+ * and the corner next to it (e2).  On a facet, s1 = (e0 - e1) / d1 and
+ * s2 = (e1 - e2) / d2 (d1 towards e1, d2 from e1 to e2); the steepest descent
+ * leaves at angle r = atan(s2 / s1) from the side direction with slope
+ * sqrt(s1^2 + s2^2); where r falls outside [0, atan(d2 / d1)] it is held to
+ * the facet's nearer edge, with that edge's slope (s1 <= 0 < s2 counts as
+ * beyond the corner, as atan2 places it).  The steepest facet wins (ties: the
+ * first, in Tarboton's order, counter-clockwise from east) and splits the
+ * water between e1 and e2 by angle: e2 gets r / atan(d2 / d1).
+ * drop[k]: how much lower neighbour k is, 0 where it is outside the raster or
+ * nodata: such a neighbour ranks as level ground and never receives, so a
+ * facet missing a vertex drains to its other one only.  Every receiver is
+ * strictly lower than the cell.  Edges are decided by exact comparisons and
+ * the angles by tg_atan_ratio, so both backends give the same shares.
+ * Returns the flow angle in radians counter-clockwise from east, in
+ * [0, 2 pi), as Tarboton's paper and TauDEM define it; -1 where no neighbour
+ * is lower.
+ */
+TG_HD double
+tg_dinf_shares(const double drop[8], const double dist[8], float share[8])
+{
+	/* (side, corner) of each facet: E-NE, N-NE, N-NW, W-NW, W-SW, S-SW, S-SE, E-SE */
+	const int	side[8] = {0, 6, 6, 4, 4, 2, 2, 0};
+	const int	corner[8] = {7, 7, 5, 5, 3, 3, 1, 1};
+	double		best = 0,
+				best_f = 0,
+				best_max = 0,
+				angle;
+	int			best_facet = -1,
+				f,
+				k;
+
+	for (f = 0; f < 8; f++)
+	{
+		const int	c = side[f],
+					g = corner[f];
+		const double d1 = dist[c],
+					d2 = dist[c == 0 || c == 4 ? 2 : 0];
+		const double s1 = drop[c] / d1,
+					s2 = TG_DADD(drop[g], -drop[c]) / d2;
+		double		s,
+					f2;
+
+		if (!(s2 > 0))
+			s = s1, f2 = 0;		/* r <= 0: along the side */
+		else if (!(s1 > 0) || TG_DMUL(s2, d1) >= TG_DMUL(s1, d2))
+			s = drop[g] / dist[g], f2 = 1;	/* r >= atan(d2 / d1): along the diagonal */
+		else
+		{
+			s = sqrt(TG_DADD(TG_DMUL(s1, s1), TG_DMUL(s2, s2)));
+			f2 = tg_atan_ratio(s2, s1) / tg_atan_ratio(d2, d1);
+			f2 = f2 < 0 ? 0 : f2 > 1 ? 1 : f2;
+		}
+		if (s > best)
+		{
+			best = s;
+			best_f = f2;
+			best_facet = f;
+			best_max = tg_atan_ratio(d2, d1);
+		}
+	}
+	for (k = 0; k < 8; k++)
+		share[k] = 0.0f;
+	if (best_facet < 0)
+		return -1.0;
+	share[side[best_facet]] = (float) TG_DADD(1.0, -best_f);
+	share[corner[best_facet]] = (float) best_f;
+	/* Tarboton's a_c pi/2 + a_f r: odd facets are measured back from the next axis */
+	{
+		const double r = TG_DMUL(best_f, best_max);
+		const double ac = (double) ((best_facet + 1) / 2) * 1.5707963267948966;
+
+		angle = (best_facet & 1) ? TG_DADD(ac, -r) : TG_DADD(ac, r);
+	}
+	return angle >= 6.283185307179586 ? TG_DADD(angle, -6.283185307179586) : angle;
+}
+
+/*
+ * The D-infinity flow angle back from a cell's shares (tg_dinf_shares: one
+ * receiver, or a side and its corner): the side's direction turned towards
+ * the corner by the corner's share of the facet angle atan(d2 / d1); -1
+ * where no share is positive.  dist as for tg_dinf_shares.
+ */
+TG_HD double
+tg_dinf_angle(const float share[8], const double dist[8])
+{
+	int			side = -1,
+				corner = -1,
+				k;
+	double		base,
+				r,
+				angle;
+
+	for (k = 0; k < 8; k++)
+		if (share[k] > 0)
+		{
+			if (k & 1)
+				corner = k;
+			else
+				side = k;
+		}
+	if (side < 0 && corner < 0)
+		return -1.0;
+	if (side < 0)
+		return (double) ((8 - corner) & 7) * 0.78539816339744831;
+	base = (double) ((8 - side) & 7) * 0.78539816339744831;	/* ESRI order runs clockwise */
+	if (corner < 0)
+		return base;
+	r = TG_DMUL((double) share[corner],
+				side == 0 || side == 4 ? tg_atan_ratio(dist[2], dist[0]) : tg_atan_ratio(dist[0], dist[2]));
+	/* the corner lies counter-clockwise of the side when it is the next one back in ESRI order */
+	angle = corner == ((side + 7) & 7) ? TG_DADD(base, r) : TG_DADD(base, -r);
+	return angle < 0 ? TG_DADD(angle, 6.283185307179586) : angle;
+}
+
+/*
+ * The anisotropic routing, after Hyvaluoma, Lilja & Turtola (2013), "An
+ * anisotropic flow-routing algorithm for digital elevation models",
+ * Computers & Geosciences 60: 81-87: a multiple-flow partition whose
+ * result does not depend on how the grid is turned against the slope.  The
+ * partition below is derived from that stated principle (the same mean
+ * displacement and the same lateral spread at every flow angle), not
+ * transcribed from the paper's equations.  The flow direction
+ * is the steepest descent of the isotropic lattice gradient (the 3 x 3
+ * stencil with the D2Q9 weights 4 : 1 of side to corner neighbours, exact on
+ * planes).  Folded into the first octant (angle t in [0, 45] degrees from the
+ * main side neighbour E towards the next side neighbour N, with the corners
+ * NE between them and SE on E's other side), the shares are those that move
+ * the water, on average, exactly one cell width along the flow and spread
+ * it across the flow with the same variance v at every angle:
+ *     N = 1 - cos t,  SE = q,  NE = sin t + cos t - 1 + q,  E = 1 - sin t - 2 q,
+ *     q = (v - sin t cos t (2 - sin t - cos t)) / (2 cos^2 t),  v = 1 - 1/sqrt(2),
+ * v being the only variance both ends of the octant allow (E, NE, SE at 0
+ * degrees; E, NE, N at 45).  Choices the formulation leaves to us: the
+ * octant is taken in cell units (for cells that are not square, the flow
+ * direction in rows and columns); a share towards a neighbour that is not
+ * lower (curved ground, the raster's edge, nodata) is dropped and the rest
+ * scaled up to one; where none is left, or the gradient vanishes, all the
+ * water goes to the steepest lower neighbour (D8).
+ */
+TG_HD void
+tg_anisotropic_shares(const double drop[8], const double dist[8], float share[8])
+{
+	const double v = 1.0 - M_SQRT1_2;
+	double		a = 0,
+				b = 0,
+				raw[8] = {0, 0, 0, 0, 0, 0, 0, 0},
+				sum = 0;
+	int			k;
+
+	for (k = 0; k < 8; k++)
+	{
+		const double w = (k & 1) ? 1.0 : 4.0;
+
+		a = TG_DADD(a, TG_DMUL(w * tg_nbr_dx(k), drop[k]));
+		b = TG_DADD(b, TG_DMUL(w * tg_nbr_dy(k), drop[k]));
+	}
+	/* the flow direction in cell units */
+	a = a / TG_DMUL(dist[0], dist[0]);
+	b = b / TG_DMUL(dist[2], dist[2]);
+	if (a != 0 || b != 0)
+	{
+		const int	sx = a < 0 ? -1 : 1,
+					sy = b < 0 ? -1 : 1;
+		const bool	swap = fabs(b) > fabs(a);
+		const double major = swap ? fabs(b) : fabs(a),
+					minor = swap ? fabs(a) : fabs(b),
+					h = sqrt(TG_DADD(TG_DMUL(major, major), TG_DMUL(minor, minor))),
+					c = major / h,
+					s = minor / h;
+		double		q = TG_DADD(v, -TG_DMUL(TG_DMUL(s, c), TG_DADD(TG_DADD(2.0, -s), -c))) /
+			TG_DMUL(2.0, TG_DMUL(c, c));
+		/* E along the major axis, N along the minor one */
+		const int	ex = swap ? 0 : sx,
+					ey = swap ? sy : 0,
+					nx = swap ? sx : 0,
+					ny = swap ? 0 : sy;
+		const int	to[4] = {tg_nbr_index(ex, ey), tg_nbr_index(ex + nx, ey + ny),
+		tg_nbr_index(nx, ny), tg_nbr_index(ex - nx, ey - ny)};
+		double		p[4];
+
+		q = q < 0 ? 0 : q;
+		q = TG_DMUL(2.0, q) > TG_DADD(1.0, -s) ? TG_DMUL(0.5, TG_DADD(1.0, -s)) : q;
+		p[0] = TG_DADD(TG_DADD(1.0, -s), -TG_DMUL(2.0, q));
+		p[1] = TG_DADD(TG_DADD(TG_DADD(s, c), -1.0), q);
+		p[2] = TG_DADD(1.0, -c);
+		p[3] = q;
+		for (k = 0; k < 4; k++)
+			if (drop[to[k]] > 0 && p[k] > 0)
+			{
+				raw[to[k]] = p[k];
+				sum = TG_DADD(sum, p[k]);
+			}
+	}
+	if (!(sum > 0))
+	{
+		double		g[8];
+
+		for (k = 0; k < 8; k++)
+			g[k] = drop[k] / dist[k];
+		k = tg_d8_choose(g);
+		if (k != TG_NO_DIRECTION)
+		{
+			raw[k] = 1.0;
+			sum = 1.0;
+		}
+	}
+	for (k = 0; k < 8; k++)
+		share[k] = sum > 0 ? (float) (raw[k] / sum) : 0.0f;
+}
+
+/* Distances to the neighbours across a flat, in cells (its mask's units). */
+TG_HD void
+tg_flat_distances(double d[8])
+{
+	for (int k = 0; k < 8; k++)
+		d[k] = (k & 1) ? M_SQRT2 : 1.0;
+}
+
+/*
+ * The shares of a cell's water among its neighbours under a multiple-flow
+ * routing.  drop[k]: how much lower neighbour k is (0 where it is outside the
+ * raster or nodata); dist: tg_nbr_distances of the row (dist[0] and dist[2]
+ * are the cell's width and height).  on_flat: drop is the flat mask's
+ * (Barnes et al. 2014) in cell units, where mfd-md uses exponent 1.1.
+ * Shares are positive towards lower neighbours only and sum to 1 where any
+ * neighbour is lower.
+ */
+TG_HD void
+tg_flow_shares(tg_routing routing, double exponent, bool on_flat, const double drop[8],
+			   const double dist[8], float share[8])
+{
+	double		g[8];
+
+	if (routing == TG_ROUTE_DINF)
+		(void) tg_dinf_shares(drop, dist, share);
+	else if (routing == TG_ROUTE_ANISOTROPIC)
+		tg_anisotropic_shares(drop, dist, share);
+	else
+	{
+		for (int k = 0; k < 8; k++)
+			g[k] = drop[k] / dist[k];
+		tg_mfd_shares(g, routing == TG_ROUTE_MFD_MD && !on_flat,
+					  routing == TG_ROUTE_MFD_MD ? 1.1 : exponent, share);
+	}
 }
 
 /*

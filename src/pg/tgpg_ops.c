@@ -29,6 +29,7 @@ static const tgpg_word fill_methods[] = {
 };
 static const tgpg_word routings[] = {
 	{"d8", TG_ROUTE_D8}, {"fd8", TG_ROUTE_FD8}, {"mfd-md", TG_ROUTE_MFD_MD}, {"fdd8", TG_ROUTE_FDD8},
+	{"dinf", TG_ROUTE_DINF}, {"anisotropic", TG_ROUTE_ANISOTROPIC},
 };
 static const tgpg_word accum_methods[] = {
 	{"auto", TG_ACC_AUTO}, {"flow-transfer", TG_ACC_FLOW_TRANSFER},
@@ -42,7 +43,7 @@ static const tgpg_word units_names[] = {
 #define OUTPUT_AUTO (-1)
 static const tgpg_word direction_outputs[] = {
 	{"auto", OUTPUT_AUTO}, {"codes", TG_DIRECTIONS_CODES}, {"mask", TG_DIRECTIONS_MASK},
-	{"shares", TG_DIRECTIONS_SHARES},
+	{"shares", TG_DIRECTIONS_SHARES}, {"angle", TG_DIRECTIONS_ANGLE},
 };
 static const tgpg_word pixeltypes[] = {
 	{"64BF", TG_PT_64BF}, {"32BF", TG_PT_32BF},
@@ -346,6 +347,10 @@ tgpg_flow_direction(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("output 'codes' needs routing 'd8'"),
 				 errhint("A multiple-flow routing has several receivers: use output => 'mask' or 'shares'.")));
+	if (output == TG_DIRECTIONS_ANGLE && op.flow.routing != TG_ROUTE_DINF)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("output 'angle' needs routing 'dinf'")));
 	op.directions = output;
 	return run_op(&c, &op);
 }

@@ -411,6 +411,257 @@ test_mfd_shares(void)
 	check(frac[1 * 9 + 0] == 1.0f, "fd8: the corner's only lower neighbour takes all its water");
 }
 
+
+/* drop[k] towards each neighbour of a unit-cell plane descending at angle t
+ * (radians counter-clockwise from east; rows run south) */
+static void
+plane_drops(double t, double drop[8])
+{
+	for (int k = 0; k < 8; k++)
+		drop[k] = tg_nbr_dx(k) * cos(t) - tg_nbr_dy(k) * sin(t);
+}
+
+static void
+test_dinf_anisotropic_shares(void)
+{
+	double		dist[8],
+				drop[8];
+	float		share[8];
+	double		angle;
+	const double v = 1.0 - M_SQRT1_2;
+	double		worst = 0;
+
+	tg_flat_distances(dist);
+	for (double y = 0.01; y < 50; y *= 1.7)
+		for (double x = 0.02; x < 50; x *= 2.3)
+			worst = fmax(worst, fabs(tg_atan_ratio(y, x) - atan2(y, x)));
+	check(worst < 4e-16, "tg_atan_ratio agrees with atan2 (worst %.3g)", worst);
+
+	/* D-infinity, hand-worked: E 1 lower, NE 2 lower: r = 45 deg, all to NE */
+	memset(drop, 0, sizeof drop);
+	drop[0] = 1, drop[7] = 2, drop[6] = -10;
+	angle = tg_dinf_shares(drop, dist, share);
+	check(share[7] == 1.0f && share[0] == 0.0f && fabs(angle - M_PI / 4) < 1e-15,
+		  "dinf: s1 = s2 = 1 goes along the diagonal (NE %g, angle %.17g)", share[7], angle);
+	/* E 1 lower, NE 1 + tan(30 deg): r = 30 deg, 2/3 to NE, 1/3 to E */
+	drop[7] = 1 + tan(M_PI / 6);
+	angle = tg_dinf_shares(drop, dist, share);
+	check(fabs(share[7] - 2.0 / 3) < 1e-7 && fabs(share[0] - 1.0 / 3) < 1e-7 &&
+		  fabs(angle - M_PI / 6) < 1e-14, "dinf: r = 30 deg splits 2/3 : 1/3 (%g %g, %.15g)",
+		  share[7], share[0], angle);
+	for (int d = 0; d < 360; d += 15)
+	{
+		double		t = d * M_PI / 180;
+
+		plane_drops(t, drop);
+		angle = tg_dinf_shares(drop, dist, share);
+		check(fabs(angle - t) < 1e-12, "dinf: a plane at %d deg has angle %.15g", d, angle);
+		check(fabs(tg_dinf_angle(share, dist) - (d == 0 ? 0 : t)) < 1e-6,
+			  "dinf: the angle from the shares at %d deg (%.9g)", d, tg_dinf_angle(share, dist));
+	}
+	memset(drop, 0, sizeof drop);
+	check(tg_dinf_shares(drop, dist, share) == -1.0 && share[0] == 0, "dinf: no lower neighbour: -1");
+
+	/* anisotropic: on planes at 0..45 deg the shares move the water one cell
+	 * along the flow with lateral variance 1 - 1/sqrt(2) at every angle */
+	for (int d = 0; d <= 360; d += 5)
+	{
+		double		t = d * M_PI / 180,
+					mx = 0,
+					my = 0,
+					var = 0,
+					sum = 0;
+
+		plane_drops(t, drop);
+		tg_anisotropic_shares(drop, dist, share);
+		for (int k = 0; k < 8; k++)
+		{
+			double		ex = tg_nbr_dx(k),
+						ey = -tg_nbr_dy(k),
+						lat = -ex * sin(t) + ey * cos(t);
+
+			check(share[k] >= 0 && (share[k] == 0 || drop[k] > 0), "anisotropic: shares go downhill");
+			sum += share[k];
+			mx += share[k] * ex;
+			my += share[k] * ey;
+			var += share[k] * lat * lat;
+		}
+		check(fabs(sum - 1) < 1e-6 && fabs(mx - cos(t)) < 1e-6 && fabs(my - sin(t)) < 1e-6 &&
+			  fabs(var - v) < 1e-6, "anisotropic at %d deg: mean (%.7f, %.7f), variance %.7f",
+			  d, mx, my, var);
+	}
+	/* hand-worked: due east, E 1 - v, NE = SE = v / 2 */
+	plane_drops(0, drop);
+	tg_anisotropic_shares(drop, dist, share);
+	check(fabs(share[0] - M_SQRT1_2) < 1e-7 && fabs(share[7] - v / 2) < 1e-7 &&
+		  fabs(share[1] - v / 2) < 1e-7 && share[6] == 0 && share[2] == 0,
+		  "anisotropic east: %.7f %.7f %.7f", share[0], share[7], share[1]);
+	/* due north-east: NE sqrt(2) - 1, E = N = 1 - 1/sqrt(2) */
+	plane_drops(M_PI / 4, drop);
+	tg_anisotropic_shares(drop, dist, share);
+	check(fabs(share[7] - (M_SQRT2 - 1)) < 1e-7 && fabs(share[0] - v) < 1e-7 &&
+		  fabs(share[6] - v) < 1e-7 && share[1] == 0 && share[5] == 0,
+		  "anisotropic north-east: %.7f %.7f %.7f", share[7], share[0], share[6]);
+	/* a cell with E the only lower neighbour sends it everything */
+	memset(drop, 0, sizeof drop);
+	drop[0] = 1;
+	for (int k = 1; k < 8; k++)
+		drop[k] = -1;
+	tg_anisotropic_shares(drop, dist, share);
+	check(share[0] == 1.0f, "anisotropic: one lower neighbour takes all");
+}
+
+/*
+ * Isotropy of the accumulation on a cone: the coefficient of variation of the
+ * accumulation over cells about equally far from the apex (on a cone every
+ * direction should carry the same water) must be smaller for the anisotropic
+ * routing and for D-infinity than for D8 and FD8; and on tilted planes one
+ * source's water must spread across the flow by about the same amount at
+ * every angle.
+ */
+static double
+cone_cv(tg_routing routing)
+{
+	enum { N = 81 };
+	double	   *z = malloc(sizeof(double) * N * N),
+			   *acc = malloc(sizeof(double) * N * N);
+	tg_flow_params p = flow_params(routing, N, N, false);
+	double		s = 0,
+				s2 = 0;
+	int			cnt = 0;
+
+	for (int y = 0; y < N; y++)
+		for (int x = 0; x < N; x++)
+			z[y * N + x] = 100 - hypot(x - N / 2, y - N / 2);
+	check(accumulate(TG_BACKEND_CPU, z, N, N, &p, TG_ACC_AUTO, acc) == TG_OK, "cone accumulation");
+	for (int y = 0; y < N; y++)
+		for (int x = 0; x < N; x++)
+		{
+			double		r = hypot(x - N / 2, y - N / 2);
+
+			if (fabs(r - 30) < 0.5)
+			{
+				s += acc[y * N + x];
+				s2 += acc[y * N + x] * acc[y * N + x];
+				cnt++;
+			}
+		}
+	free(z);
+	free(acc);
+	s /= cnt;
+	return sqrt(fmax(s2 / cnt - s * s, 0)) / s;
+}
+
+
+/*
+ * One source's water on a tilted plane: the accumulation with a weight of 1
+ * at one cell, over the cells 20 to 21 cells downslope of it; its centroid's
+ * lateral offset from the true flow line and its lateral standard deviation,
+ * for the plane descending at `deg` degrees.
+ */
+static void
+plane_spread(tg_routing routing, int deg, double *offset, double *spread)
+{
+	enum { N = 71 };
+	const double t = deg * M_PI / 180;
+	const int	sx = 10,
+				sy = N - 11;
+	double	   *z = malloc(sizeof(double) * N * N),
+			   *w = malloc(sizeof(double) * N * N),
+			   *acc = malloc(sizeof(double) * N * N);
+	tg_flow_params p = flow_params(routing, N, N, false);
+	tg_band		b = band_f64(z, N, N),
+				wb = band_f64(w, N, N);
+	tg_ctx		ctx = cpu_ctx(NULL);
+	tg_error	err;
+	double		m = 0,
+				m1 = 0,
+				m2 = 0;
+
+	for (int y = 0; y < N; y++)
+		for (int x = 0; x < N; x++)
+		{
+			/* rows run south: north is -y */
+			z[y * N + x] = 1000 - (x * cos(t) - y * sin(t));
+			w[y * N + x] = (x == sx && y == sy) ? 1 : 0;
+		}
+	tg_error_clear(&err);
+	check(tg_flow_accumulation(&ctx, &b, &wb, &p, TG_ACC_AUTO, TG_UNITS_CELLS, acc, &err) == TG_OK,
+		  "plane accumulation (%s)", err.message);
+	for (int y = 0; y < N; y++)
+		for (int x = 0; x < N; x++)
+		{
+			const double ex = x - sx,
+						en = sy - y,
+						along = ex * cos(t) + en * sin(t),
+						lat = -ex * sin(t) + en * cos(t);
+
+			if (along >= 20 && along < 21)
+			{
+				m += acc[y * N + x];
+				m1 += acc[y * N + x] * lat;
+				m2 += acc[y * N + x] * lat * lat;
+			}
+		}
+	free(z);
+	free(w);
+	free(acc);
+	*offset = m1 / m;
+	*spread = sqrt(fmax(m2 / m - (m1 / m) * (m1 / m), 0));
+}
+
+static void
+test_plane_spread(void)
+{
+	static const tg_routing routings[] = {TG_ROUTE_D8, TG_ROUTE_FD8, TG_ROUTE_DINF, TG_ROUTE_ANISOTROPIC};
+	static const char *const names[] = {"d8", "fd8", "dinf", "anisotropic"};
+	double		worst_offset[4],
+				spread_range[4];
+
+	for (int r = 0; r < 4; r++)
+	{
+		double		lo = HUGE_VAL,
+					hi = 0;
+
+		worst_offset[r] = 0;
+		printf("  plane, one source, 20 cells down (offset / spread):  %-11s", names[r]);
+		for (int deg = 0; deg <= 45; deg += 5)
+		{
+			double		off,
+						spr;
+
+			plane_spread(routings[r], deg, &off, &spr);
+			printf(" %d:%.2f/%.2f", deg, off, spr);
+			worst_offset[r] = fmax(worst_offset[r], fabs(off));
+			lo = fmin(lo, spr);
+			hi = fmax(hi, spr);
+		}
+		spread_range[r] = hi - lo;
+		printf("\n");
+	}
+	/* the band of cells sampled is ragged: offsets within half a cell count as on the line */
+	check(worst_offset[3] < 0.5 && worst_offset[3] < worst_offset[0] && worst_offset[3] < worst_offset[2],
+		  "anisotropic: the water stays on the flow line at every angle (%.3f; d8 %.3f, dinf %.3f)",
+		  worst_offset[3], worst_offset[0], worst_offset[2]);
+	check(spread_range[3] < spread_range[1],
+		  "anisotropic: the lateral spread varies less with the angle than fd8's (%.3f vs %.3f)",
+		  spread_range[3], spread_range[1]);
+}
+
+static void
+test_routing_isotropy(void)
+{
+	const double d8 = cone_cv(TG_ROUTE_D8),
+				fd8 = cone_cv(TG_ROUTE_FD8),
+				dinf = cone_cv(TG_ROUTE_DINF),
+				an = cone_cv(TG_ROUTE_ANISOTROPIC);
+
+	printf("  cone, accumulation CV at r = 30: d8 %.3f, fd8 %.3f, dinf %.3f, anisotropic %.3f\n",
+		   d8, fd8, dinf, an);
+	check(an < d8 && an < fd8, "anisotropic is more isotropic on a cone than d8 and fd8");
+	check(dinf < d8, "dinf is more isotropic on a cone than d8");
+}
+
 static void
 test_accumulation_hand(void)
 {
@@ -436,16 +687,17 @@ test_accumulation_hand(void)
 static void
 test_accumulation_random(void)
 {
-	static const tg_routing routings[] = {TG_ROUTE_D8, TG_ROUTE_FD8, TG_ROUTE_MFD_MD, TG_ROUTE_FDD8};
+	static const tg_routing routings[] = {TG_ROUTE_D8, TG_ROUTE_FD8, TG_ROUTE_MFD_MD, TG_ROUTE_FDD8,
+	TG_ROUTE_DINF, TG_ROUTE_ANISOTROPIC};
 	static const int shapes[][2] = {{1, 1}, {1, 9}, {9, 1}, {5, 5}, {31, 17}, {60, 45}};
 	size_t		r,
 				s;
 
-	for (r = 0; r < 4; r++)
+	for (r = 0; r < 6; r++)
 		for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
 		{
-			const char *rn = routings[r] == TG_ROUTE_D8 ? "d8" : routings[r] == TG_ROUTE_FD8 ? "fd8" :
-				routings[r] == TG_ROUTE_MFD_MD ? "mfd-md" : "fdd8";
+			static const char *const names[] = {"d8", "fd8", "mfd-md", "fdd8", "dinf", "anisotropic"};
+			const char *rn = names[r];
 			int			W = shapes[s][0],
 						H = shapes[s][1];
 			int			n = W * H;
@@ -670,7 +922,8 @@ static void
 test_cuda_hydro(void)
 {
 	static const int shapes[][2] = {{1, 1}, {1, 40}, {40, 1}, {33, 31}, {100, 77}, {257, 130}, {700, 500}};
-	static const tg_routing routings[] = {TG_ROUTE_D8, TG_ROUTE_FD8, TG_ROUTE_MFD_MD, TG_ROUTE_FDD8};
+	static const tg_routing routings[] = {TG_ROUTE_D8, TG_ROUTE_FD8, TG_ROUTE_MFD_MD, TG_ROUTE_FDD8,
+	TG_ROUTE_DINF, TG_ROUTE_ANISOTROPIC};
 	tg_device_info info;
 	size_t		s;
 	int			t;
@@ -718,7 +971,7 @@ test_cuda_hydro(void)
 							  ty, W, H, m, e, r ? "64BF" : "32BF");
 					}
 
-			for (r = 0; r < 4; r++)
+			for (r = 0; r < 6; r++)
 			{
 				tg_flow_params p = flow_params(routings[r], W, H, true);
 				tg_ctx		ctx = cpu_ctx(NULL);
@@ -981,7 +1234,8 @@ static void
 test_chain(void)
 {
 	static const int shapes[][2] = {{1, 1}, {40, 1}, {33, 31}, {257, 130}};
-	static const tg_routing routings[] = {TG_ROUTE_D8, TG_ROUTE_FD8, TG_ROUTE_MFD_MD, TG_ROUTE_FDD8};
+	static const tg_routing routings[] = {TG_ROUTE_D8, TG_ROUTE_FD8, TG_ROUTE_MFD_MD, TG_ROUTE_FDD8,
+	TG_ROUTE_DINF, TG_ROUTE_ANISOTROPIC};
 	tg_device_info info;
 	size_t		s;
 	int			t,
@@ -999,7 +1253,7 @@ test_chain(void)
 			tg_band		b = terrain_band(t == 0, W, H, t == 0 ? 40 : 6, &z, &raw);
 
 			for (be = 0; be < (info.available ? 2 : 1); be++)
-				for (r = 0; r < 4; r++)
+				for (r = 0; r < 6; r++)
 					check_chain(be ? TG_BACKEND_GPU : TG_BACKEND_CPU, &b, W, H, routings[r],
 								t == 0 ? "int16" : "64BF");
 			free(z);
@@ -1413,6 +1667,9 @@ test_hydro(void)
 	test_d8_hand();
 	test_flats();
 	test_mfd_shares();
+	test_dinf_anisotropic_shares();
+	test_routing_isotropy();
+	test_plane_spread();
 	test_accumulation_hand();
 	test_accumulation_random();
 	test_weights_units();

@@ -446,8 +446,9 @@ test_threads(void)
 	tg_band		bi = test_band(TG_PT_64BF, zi, TW, TH, true, ND),
 				bf = test_band(TG_PT_64BF, zf, TW, TH, true, ND),
 				bw = test_band(TG_PT_64BF, zw, TW, TH, true, ND);
-	static const tg_routing routings[] = {TG_ROUTE_D8, TG_ROUTE_FD8, TG_ROUTE_MFD_MD, TG_ROUTE_FDD8};
-	static const char *const routing_names[] = {"d8", "fd8", "mfd-md", "fdd8"};
+	static const tg_routing routings[] = {TG_ROUTE_D8, TG_ROUTE_FD8, TG_ROUTE_MFD_MD, TG_ROUTE_FDD8,
+	TG_ROUTE_DINF, TG_ROUTE_ANISOTROPIC};
+	static const char *const routing_names[] = {"d8", "fd8", "mfd-md", "fdd8", "dinf", "anisotropic"};
 	static const tg_accum_method methods[] = {TG_ACC_INDEGREE, TG_ACC_TOPOLOGICAL,
 	TG_ACC_DEPENDENCY_TRANSFER, TG_ACC_FLOW_TRANSFER};
 	const tg_fill_params pf = {TG_FILL_PRIORITY_FLOOD, 0, TG_PT_64BF},
@@ -469,9 +470,9 @@ test_threads(void)
 	check_threads(&(op_case) {"fill, wide integer DEM", op_fill, &pf, sizeof(double)}, &bw);
 	check_threads(&(op_case) {"fill, planchon-darboux", op_fill, &pd, sizeof(double)}, &bf);
 	check_threads(&(op_case) {"fill, epsilon", op_fill, &pe, sizeof(double)}, &bf);
-	for (int r = 0; r < 4; r++)
+	for (int r = 0; r < 6; r++)
 	{
-		tg_flow_params p = flow(routings[r], true, r == 2);
+		tg_flow_params p = flow(routings[r], true, r == 2 || r == 5);
 
 		snprintf(name, sizeof name, "directions %s", routing_names[r]);
 		check_threads(&(op_case) {name, op_direction, &p, 8 * sizeof(float)}, &bf);
@@ -496,7 +497,10 @@ test_threads(void)
 		tg_flow_params p = flow(TG_ROUTE_MFD_MD, true, true);
 		tg_flow_params d8 = flow(TG_ROUTE_D8, true, true);
 
+		tg_flow_params an = flow(TG_ROUTE_ANISOTROPIC, true, false);
+
 		check_threads(&(op_case) {"rusle mfd-md", op_rusle, &p, 2 * sizeof(float)}, &bi);
+		check_threads(&(op_case) {"rusle anisotropic", op_rusle, &an, 2 * sizeof(float)}, &bi);
 		check_threads(&(op_case) {"travel time and watershed", op_travel, &d8, 2 * sizeof(float) + 1}, &bi);
 	}
 	check_threads(&(op_case) {"viewshed r2", op_viewshed, &r2, sizeof(float)}, &bi);
