@@ -80,12 +80,14 @@ CREATE OR REPLACE FUNCTION @extschema@.tg_fill(coverage regclass, band integer D
  STABLE PARALLEL RESTRICTED
 AS 'MODULE_PATHNAME', $function$tgpg_fill$function$;
 COMMENT ON FUNCTION @extschema@.tg_fill(regclass,integer,text,double precision,double precision,text,name,name) IS 'Coverage form: depression filling of a whole tiled raster table as one grid, one row per input tile with its extent (equal to the raster form on the mosaic)';
+COMMENT ON FUNCTION @extschema@.tg_flow_direction(raster,integer,text,boolean,double precision,double precision,text,text) IS 'Flow directions of a DEM (d8, fd8, mfd-md, fdd8, dinf, anisotropic): D8 ESRI codes (8BUI), a receiver bit mask (16BUI) or 8 bands of flow shares (32BF, E SE S SW W NW N NE); flats resolved (Barnes 2014)';
 CREATE OR REPLACE FUNCTION @extschema@.tg_flow_direction(coverage regclass, band integer DEFAULT 1, routing text DEFAULT 'd8'::text, fill boolean DEFAULT true, exponent double precision DEFAULT 1.1, threshold double precision DEFAULT 1000, output text DEFAULT 'auto'::text, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
 AS 'MODULE_PATHNAME', $function$tgpg_flow_direction$function$;
 COMMENT ON FUNCTION @extschema@.tg_flow_direction(regclass,integer,text,boolean,double precision,double precision,text,text,name,name) IS 'Coverage form: flow directions of a whole tiled raster table as one grid, one row per input tile with its extent';
+COMMENT ON FUNCTION @extschema@.tg_flow_accumulation(raster,integer,text,text,raster,text,boolean,double precision,double precision,integer,text,double precision,text) IS 'Flow accumulation of a DEM (cells, area or sca), every cell counting itself; routings d8, fd8, mfd-md, fdd8, dinf, anisotropic; methods flow-transfer, dependency-transfer, indegree, topological (all give the same result)';
 CREATE OR REPLACE FUNCTION @extschema@.tg_flow_accumulation(coverage regclass, band integer DEFAULT 1, routing text DEFAULT 'd8'::text, method text DEFAULT 'auto'::text, weight regclass DEFAULT NULL::regclass, units text DEFAULT 'cells'::text, fill boolean DEFAULT true, exponent double precision DEFAULT 1.1, threshold double precision DEFAULT 1000, weight_band integer DEFAULT 1, pixeltype text DEFAULT '64BF'::text, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name, weight_column name DEFAULT 'rast'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
