@@ -226,6 +226,15 @@ SELECT to_regclass('"Results".broken') AS broken;
 DROP SCHEMA "Results" CASCADE;
 RESET client_min_messages;
 
+-- the watershed polygon of the coverage form polygonizes only the tiles that hold
+-- basin cells (4 of 9 here): no PostGIS notice about empty tiles, the value form's polygon
+CREATE TEMP TABLE basin_outlet AS SELECT ST_SetSRID(ST_MakePoint(500035, 4000045), 32632) AS geom;
+SELECT count(*) FILTER (WHERE (ST_SummaryStats(w.rast)).count > 0) AS basin_tiles, count(*) AS tiles
+FROM basin_outlet o, tg_watershed(coverage => 'tiles', outlet => o.geom) AS w;
+SELECT ST_Equals(tg_watershed_polygon(coverage => 'tiles', outlet => o.geom), (SELECT tg_watershed_polygon(rast, o.geom) FROM dem))
+       AS same_polygon
+FROM basin_outlet o;
+
 -- every coverage form takes its value form's arguments, in the same order and
 -- with the same defaults (its table and the table's columns aside; a weight is
 -- a table there, a raster in the value form)
