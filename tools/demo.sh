@@ -53,11 +53,11 @@ echo "== the products, one coverage-form call each (whole table as one grid: no 
 PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1 -v OUT_JSON="$out/demo.json" <<'SQL'
 \timing on
 \echo filled DEM
-CREATE TABLE alps_filled AS SELECT * FROM tg_fill(coverage => 'alps_dem');
+SELECT tg_create_result('alps_filled', $$SELECT * FROM tg_fill(coverage => 'alps_dem')$$) AS written \gset
 \echo flow accumulation (D8, upslope area in m2)
-CREATE TABLE alps_accumulation AS SELECT * FROM tg_flow_accumulation(coverage => 'alps_dem', units => 'area');
+SELECT tg_create_result('alps_accumulation', $$SELECT * FROM tg_flow_accumulation(coverage => 'alps_dem', units => 'area')$$) AS written \gset
 \echo slope (degrees; geographic DEM: scale => 111120 metres per degree)
-CREATE TABLE alps_slope AS SELECT * FROM tg_slope(coverage => 'alps_dem', scale => 111120);
+SELECT tg_create_result('alps_slope', $$SELECT * FROM tg_slope(coverage => 'alps_dem', scale => 111120)$$) AS written \gset
 \timing off
 -- the pour point: the cell of highest accumulation within 1 km of Amsteg,
 -- where the Reuss leaves the Gotthard massif (a point on a real stream)
@@ -72,8 +72,8 @@ ORDER BY c.val DESC LIMIT 1 \gset
 CREATE TABLE alps_watershed AS
 SELECT 1 AS id, 'Reuss at Amsteg'::text AS name, tg_watershed_polygon(coverage => 'alps_dem', outlet => :'outlet') AS geom;
 \echo travel time and 30-minute isochrones (Manning-like n 0.05, K 2 m/s)
-CREATE TABLE alps_travel_time AS
-SELECT * FROM tg_travel_time(coverage => 'alps_dem', outlet => :'outlet', n => 0.05, k => 2);
+SELECT tg_create_result('alps_travel_time',
+       format($$SELECT * FROM tg_travel_time(coverage => 'alps_dem', outlet => %L, n => 0.05, k => 2)$$, :'outlet')) AS written \gset
 CREATE TABLE alps_isochrones AS
 SELECT row_number() OVER (ORDER BY time_from) AS id, time_from / 60 AS minutes_from, time_to / 60 AS minutes_to, geom
 FROM tg_isochrones(coverage => 'alps_dem', outlet => :'outlet', "interval" => 1800, n => 0.05, k => 2);
@@ -83,8 +83,8 @@ SELECT ST_AsEWKT(c.geom) AS peak, ST_X(c.geom) AS peak_x, ST_Y(c.geom) AS peak_y
 FROM alps_dem, ST_PixelAsCentroids(rast) AS c ORDER BY c.val DESC LIMIT 1 \gset
 \timing on
 \echo viewshed from the highest peak (:peak_m m)
-CREATE TABLE alps_viewshed AS
-SELECT * FROM tg_viewshed(coverage => 'alps_dem', observer => :'peak', observer_height => 2);
+SELECT tg_create_result('alps_viewshed',
+       format($$SELECT * FROM tg_viewshed(coverage => 'alps_dem', observer => %L, observer_height => 2)$$, :'peak')) AS written \gset
 \echo BMMQ-tree indexes on elevation and slope
 SELECT tg_bmmq_build('alps_elevation', 'alps_dem', bins => ARRAY[1000, 1500, 2000, 2500, 3000, 3500]) AS elevation_index;
 SELECT tg_bmmq_build('alps_steepness', 'alps_slope', bins => ARRAY[10, 20, 30, 40]) AS steepness_index;
@@ -99,9 +99,8 @@ FROM tg_bmmq_roi(ARRAY['alps_elevation', 'alps_steepness'], ARRAY[2000, '-Infini
                  ARRAY['Infinity', 10]::float8[], 'and');
 \timing off
 SELECT round(extract(epoch FROM clock_timestamp() - :'roi_start'::timestamptz) * 1000) AS roi_ms \gset
--- raster_columns and geometry_columns entries, so GDAL and QGIS find the tables
-SELECT bool_and(AddRasterConstraints(t::name, 'rast'::name)) AS constrained
-FROM unnest(ARRAY['alps_filled', 'alps_accumulation', 'alps_slope', 'alps_travel_time', 'alps_viewshed']) t \gset
+-- (tg_create_result registered the raster tables in raster_columns, with a key and
+-- a spatial index, for GDAL and QGIS; the polygons are typed below)
 -- (snapped to 1e-9 degrees and merged again: the tiles' corners, stored as
 -- floats, leave slivers along the seams between the per-tile polygons)
 ALTER TABLE alps_watershed ALTER COLUMN geom TYPE geometry(MultiPolygon, 4326)
