@@ -54,8 +54,8 @@ FROM dems, unnest(ARRAY['d8', 'mfd-md', 'fdd8']) AS r,
                      tg_flow_accumulation(rast, routing => r, method => 'indegree', backend => 'cpu')) AS c
 WHERE w = 700 AND pt = '16BSI' AND NOT (r = 'fdd8' AND m = 'flow-transfer')
 ORDER BY r, m;
-SELECT r, (SELECT ST_DumpValues(tg_flow_direction(rast, routing => r, output => 'shares', backend => 'gpu')))
-     = (SELECT ST_DumpValues(tg_flow_direction(rast, routing => r, output => 'shares', backend => 'cpu'))) AS shares_same,
+SELECT r, (SELECT array_agg(valarray ORDER BY nband) FROM ST_DumpValues(tg_flow_direction(rast, routing => r, output => 'shares', backend => 'gpu')))
+     = (SELECT array_agg(valarray ORDER BY nband) FROM ST_DumpValues(tg_flow_direction(rast, routing => r, output => 'shares', backend => 'cpu'))) AS shares_same,
        (pg_temp.compare(tg_flow_accumulation(rast, routing => r, backend => 'gpu'),
                         tg_flow_accumulation(rast, routing => r, backend => 'cpu'))).max_rel_diff <= 1e-6 AS within_1e6
 FROM dems, unnest(ARRAY['anisotropic', 'dinf']) AS r
