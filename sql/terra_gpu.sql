@@ -1309,6 +1309,136 @@ COMMENT ON FUNCTION tg_snap_pour_point(regclass, geometry, double precision, int
 'Coverage form of tg_snap_pour_point: the whole tiled raster table as one grid';
 
 -------------------------------------------------------------------------------
+-- After the accumulation: stream order, flow length, height above the nearest
+-- drainage, wetness index. D8 on the filled surface (the wetness index: any
+-- routing); the passes after the flow chain run on the host threads, so both
+-- backends give the same values.
+-------------------------------------------------------------------------------
+CREATE FUNCTION tg_stream_order(
+	dem raster,
+	threshold double precision DEFAULT 1000,
+	units text DEFAULT 'cells',
+	ordering text DEFAULT 'strahler',
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_stream_order'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_stream_order(raster, double precision, text, text, boolean, integer, text) IS
+'Stream order (32BUI) of the stream cells, those whose D8 accumulation is at least threshold (units: cells, or area in map units squared, square metres on geographic rasters); ordering strahler (Strahler 1957) or shreve (Shreve 1966); 0 (nodata) off the streams';
+
+CREATE FUNCTION tg_stream_order(
+	coverage regclass,
+	threshold double precision DEFAULT 1000,
+	units text DEFAULT 'cells',
+	ordering text DEFAULT 'strahler',
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_stream_order'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_stream_order(regclass, double precision, text, text, boolean, integer, text, name, name) IS
+'Coverage form of tg_stream_order: a whole tiled raster table as one grid, one row per input tile';
+
+CREATE FUNCTION tg_flow_length(
+	dem raster,
+	direction text DEFAULT 'downstream',
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	nodata double precision DEFAULT -9999,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_flow_length'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_flow_length(raster, text, boolean, integer, double precision, text) IS
+'D8 flow length (32BF, map units; metres on geographic rasters): downstream, along the path to its end (outlet, pit or raster edge); upstream, the longest path from the divide to the cell';
+
+CREATE FUNCTION tg_flow_length(
+	coverage regclass,
+	direction text DEFAULT 'downstream',
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	nodata double precision DEFAULT -9999,
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_flow_length'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_flow_length(regclass, text, boolean, integer, double precision, text, name, name) IS
+'Coverage form of tg_flow_length: a whole tiled raster table as one grid, one row per input tile';
+
+CREATE FUNCTION tg_hand(
+	dem raster,
+	threshold double precision DEFAULT 1000,
+	units text DEFAULT 'cells',
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	nodata double precision DEFAULT -9999,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_hand'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_hand(raster, double precision, text, boolean, integer, double precision, text) IS
+'Height above the nearest drainage (32BF, Renno et al. 2008): a cell''s height above the first stream cell (D8 accumulation at least threshold) on its D8 path, on the routing surface; nodata where the path meets no stream';
+
+CREATE FUNCTION tg_hand(
+	coverage regclass,
+	threshold double precision DEFAULT 1000,
+	units text DEFAULT 'cells',
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	nodata double precision DEFAULT -9999,
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_hand'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_hand(regclass, double precision, text, boolean, integer, double precision, text, name, name) IS
+'Coverage form of tg_hand: a whole tiled raster table as one grid, one row per input tile';
+
+CREATE FUNCTION tg_wetness_index(
+	dem raster,
+	routing text DEFAULT 'mfd-md',
+	min_slope double precision DEFAULT 0.001,
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	method text DEFAULT 'auto',
+	exponent double precision DEFAULT 1.1,
+	threshold double precision DEFAULT 1000,
+	nodata double precision DEFAULT -9999,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_wetness_index'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_wetness_index(raster, text, double precision, boolean, integer, text, double precision, double precision, double precision, text) IS
+'Topographic wetness index ln(a / tan b) (32BF, Beven and Kirkby 1979): a the specific catchment area of the routing, b the Horn slope of the routing surface, tan b at least min_slope';
+
+CREATE FUNCTION tg_wetness_index(
+	coverage regclass,
+	routing text DEFAULT 'mfd-md',
+	min_slope double precision DEFAULT 0.001,
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	method text DEFAULT 'auto',
+	exponent double precision DEFAULT 1.1,
+	threshold double precision DEFAULT 1000,
+	nodata double precision DEFAULT -9999,
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_wetness_index'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_wetness_index(regclass, text, double precision, boolean, integer, text, double precision, double precision, double precision, text, name, name) IS
+'Coverage form of tg_wetness_index: a whole tiled raster table as one grid, one row per input tile';
+
+-------------------------------------------------------------------------------
 -- Result tables
 -------------------------------------------------------------------------------
 -- One writer for every coverage form (and any other query): the query text is

@@ -3,7 +3,8 @@
 # the core unit tests and the raster decoder fuzz test (no server), the
 # pg_regress suites against a throwaway cluster, the README's SQL examples,
 # the agreement of tg_slope with ST_Slope and gdaldem, hydrology
-# invariants, BMMQ-tree queries, the coverage forms and a coverage
+# invariants, BMMQ-tree queries, stream order, flow length, HAND and wetness
+# against a reference, the coverage forms and a coverage
 # partitioned over several throwaway servers, on real DEMs.
 # Exit status 0 only if all pass.  The cluster (the demo's too: they share
 # .tgdb/) is stopped at the end; tools/localpg.sh start starts it again.
@@ -91,6 +92,14 @@ done
 
 echo "== pour point snapping on the demo DEM (the Rhône below Mörel)"
 python3 regress/checks/check_snap.py "$REPO/tools/data/medium_alps_n46e008_srtm3.tif"
+
+echo "== stream order, flow length, HAND and wetness index against a reference on real DEMs"
+dems=()
+for d in tiny_vinschgau_250m_utm32 small_bigtujunga_srtm30_utm11; do
+	f="$REPO/../shared/data/dem/$d.tif"
+	[ -f "$f" ] && dems+=("$f")
+done
+python3 regress/checks/check_drainage.py "${dems[@]}" "$REPO/tools/data/medium_alps_n46e008_srtm3.tif"
 
 echo "== a coverage partitioned over a coordinator and 3 workers (tools/cluster.sh)"
 dem="$REPO/../shared/data/dem/small_fortworth_srtm3.tif"

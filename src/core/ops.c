@@ -110,7 +110,13 @@ tg_op_plan(const tg_op *op, const tg_band *dem, tg_output *outs, tg_error *err)
 		case TG_OP_LS_FACTOR:
 		case TG_OP_RUSLE:
 		case TG_OP_TRAVEL_TIME:
+		case TG_OP_FLOW_LENGTH:
+		case TG_OP_HAND:
+		case TG_OP_WETNESS_INDEX:
 			one_band(&outs[0], TG_PT_32BF, true, op_nodata(op, FLOAT_NODATA));
+			break;
+		case TG_OP_STREAM_ORDER:
+			one_band(&outs[0], TG_PT_32BUI, true, 0);
 			break;
 		case TG_OP_ISOCHRONE_BANDS:
 			one_band(&outs[0], TG_PT_32BUI, true, 0);
@@ -152,6 +158,11 @@ tg_op_bytes_per_cell(const tg_op *op)
 			return 96;
 		case TG_OP_HYDROLOGY:
 			return 112;
+		case TG_OP_STREAM_ORDER:
+		case TG_OP_FLOW_LENGTH:
+		case TG_OP_HAND:
+		case TG_OP_WETNESS_INDEX:
+			return 160;
 		case TG_OP_LS_FACTOR:
 		case TG_OP_RUSLE:
 			return 160;
@@ -225,6 +236,22 @@ travel_params(const tg_op *op, const tg_grid_band *grids)
 	tp.outlet_x = op->outlet_x;
 	tp.outlet_y = op->outlet_y;
 	return tp;
+}
+
+static tg_drainage_params
+drainage_params(const tg_op *op)
+{
+	tg_drainage_params dp;
+
+	memset(&dp, 0, sizeof dp);
+	dp.flow = op->flow;
+	dp.method = op->method;
+	dp.units = op->units;
+	dp.threshold = op->stream_threshold;
+	dp.ordering = op->ordering;
+	dp.upstream = op->upstream;
+	dp.min_slope = op->min_slope;
+	return dp;
 }
 
 /* Per-cell passes that turn a computed plane into the output's */
@@ -545,6 +572,27 @@ tg_op_compute(const tg_ctx *ctx, const tg_op *op, const tg_layout *layout, const
 				if (st == TG_OK && dem->has_nodata)
 					st = tg_parallel_rows(ctx, dem->width, dem->height, count_nodata_rows, &j, err);
 				return st;
+			}
+		case TG_OP_STREAM_ORDER:
+			{
+				tg_drainage_params dp = drainage_params(op);
+				uint32_t   *order = new_plane(ctx, r, 0, 0, TG_PT_32BUI, n);
+
+				return order ? tg_stream_order(ctx, dem, &dp, order, err)
+					: tg_error_set(err, TG_ENOMEM, "could not allocate the stream order");
+			}
+		case TG_OP_FLOW_LENGTH:
+		case TG_OP_HAND:
+		case TG_OP_WETNESS_INDEX:
+			{
+				tg_drainage_params dp = drainage_params(op);
+				float	   *out = new_plane(ctx, r, 0, 0, TG_PT_32BF, n);
+
+				if (out == NULL)
+					return tg_error_set(err, TG_ENOMEM, "could not allocate the output");
+				return op->kind == TG_OP_FLOW_LENGTH ? tg_flow_length(ctx, dem, &dp, out, err)
+					: op->kind == TG_OP_HAND ? tg_hand(ctx, dem, &dp, out, err)
+					: tg_wetness_index(ctx, dem, &dp, out, err);
 			}
 	}
 	return tg_error_set(err, TG_EINVAL, "unknown operation %d", (int) op->kind);

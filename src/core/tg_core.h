@@ -655,6 +655,62 @@ typedef struct tg_snap_params
 tg_status	tg_snap_pour_point(const tg_ctx *ctx, const tg_band *dem, const tg_snap_params *params,
 							   int *col, int *row, tg_error *err);
 
+/* ------------------------------------------------------------------------
+ * After the accumulation (drainage.c): streams, flow lengths, height above
+ * the nearest drainage, wetness.  Each runs the flow chain (tg_hydrology,
+ * on ctx's backend; D8 except for the wetness index), then passes over its
+ * receivers on the host threads: every backend and thread count gives the
+ * same result.  Grids of 2^32 cells or more: TG_ELIMIT.
+ * ------------------------------------------------------------------------ */
+typedef enum tg_stream_ordering
+{
+	TG_ORDER_STRAHLER = 0,		/* Strahler 1957: one more where two of the highest meet */
+	TG_ORDER_SHREVE				/* Shreve 1966: the number of sources upstream */
+} tg_stream_ordering;
+
+typedef struct tg_drainage_params
+{
+	tg_flow_params flow;		/* fill and geometry; routing: the wetness index's only */
+	tg_accum_method method;
+	/* streams: the cells whose D8 accumulation, in units (cells or area), is
+	 * at least threshold (> 0) */
+	tg_accum_units units;
+	double		threshold;
+	tg_stream_ordering ordering;
+	bool		upstream;		/* flow length from the divide, else down to the path's end */
+	double		min_slope;		/* wetness index: tan of the slope counts at least this, > 0 */
+} tg_drainage_params;
+
+/* order: width * height; the stream cells' order, 0 elsewhere (nodata too). */
+tg_status	tg_stream_order(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p,
+							uint32_t *order, tg_error *err);
+
+/*
+ * length (NaN on nodata): downstream, the distance along the D8 path to its
+ * end (an outlet, a pit, the edge of the raster); upstream, the longest D8
+ * path from the divide down to the cell (0 on the divide).  Steps measure
+ * the row's cell spacing of the cell they leave (metres on geographic grids).
+ */
+tg_status	tg_flow_length(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p,
+						   float *length, tg_error *err);
+
+/*
+ * Height above the nearest drainage (Rennó et al. 2008, Nobre et al. 2011):
+ * the routing surface's height of a cell above the first stream cell on its
+ * D8 path (0 on streams; never negative on the filled surface); NaN on
+ * nodata and where the path ends before it meets a stream.
+ */
+tg_status	tg_hand(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p,
+					float *hand, tg_error *err);
+
+/*
+ * Topographic wetness index (Beven & Kirkby 1979): ln(a / tan b), a the
+ * specific catchment area of p->flow's routing (TG_UNITS_SCA) and b the Horn
+ * slope of the routing surface, tan b at least p->min_slope; NaN on nodata.
+ */
+tg_status	tg_wetness_index(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p,
+							 float *twi, tg_error *err);
+
 
 
 /* ------------------------------------------------------------------------
@@ -817,7 +873,11 @@ typedef enum tg_op_kind
 	TG_OP_WATERSHED,
 	TG_OP_SNAP_POUR_POINT,		/* 8BUI: 1 at the snapped cell; the cell also in snapped[] */
 	TG_OP_VIEWSHED,
-	TG_OP_VIEWSHED_COUNT
+	TG_OP_VIEWSHED_COUNT,
+	TG_OP_STREAM_ORDER,			/* 32BUI: the order of stream cells, 0 (nodata) elsewhere */
+	TG_OP_FLOW_LENGTH,
+	TG_OP_HAND,
+	TG_OP_WETNESS_INDEX
 } tg_op_kind;
 
 typedef enum tg_direction_output
@@ -879,6 +939,10 @@ typedef struct tg_op
 	double		outlet_x;
 	double		outlet_y;
 	int		   *snapped;
+	/* streams, flow length, HAND, wetness index (with units, method, min_slope) */
+	double		stream_threshold;
+	tg_stream_ordering ordering;
+	bool		upstream;
 	/* viewshed: params' observer for one; cols and rows for a cumulative one */
 	tg_viewshed_params view;
 	int			nobservers;

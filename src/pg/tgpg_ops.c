@@ -51,6 +51,15 @@ static const tgpg_word pixeltypes[] = {
 static const tgpg_word view_outputs[] = {
 	{"visible", TG_VIEW_VISIBLE}, {"angle", TG_VIEW_ANGLE}, {"height", TG_VIEW_HEIGHT},
 };
+static const tgpg_word stream_units[] = {
+	{"cells", TG_UNITS_CELLS}, {"area", TG_UNITS_AREA},
+};
+static const tgpg_word stream_orderings[] = {
+	{"strahler", TG_ORDER_STRAHLER}, {"shreve", TG_ORDER_SHREVE},
+};
+static const tgpg_word length_directions[] = {
+	{"downstream", false}, {"upstream", true},
+};
 /* r2: ray casting, GPU or CPU; r3: exact, CPU */
 static const tgpg_word view_algorithms[] = {
 	{"r2", TG_VIEW_R2}, {"r3", TG_VIEW_R3},
@@ -123,6 +132,22 @@ static const tgpg_param watershed_args[] = {
 };
 static const tgpg_param snap_args[] = {
 	{"point", TGPG_POINT}, {"distance", TGPG_FLOAT, TGPG_NONNEGATIVE}, BAND, FILL, BACKEND, {NULL}
+};
+/* a stream threshold, in cells or in area (map units squared; square metres if geographic) */
+#define STREAMS			{"threshold", TGPG_FLOAT, TGPG_POSITIVE}, \
+						{"units", TGPG_WORD, 0, TGPG_WORDS(stream_units)}
+static const tgpg_param stream_order_args[] = {
+	STREAMS, {"ordering", TGPG_WORD, 0, TGPG_WORDS(stream_orderings)}, FILL, BAND, BACKEND, {NULL}
+};
+static const tgpg_param flow_length_args[] = {
+	{"direction", TGPG_WORD, 0, TGPG_WORDS(length_directions)}, FILL, BAND, NODATA, BACKEND, {NULL}
+};
+static const tgpg_param hand_args[] = {
+	STREAMS, FILL, BAND, NODATA, BACKEND, {NULL}
+};
+static const tgpg_param wetness_args[] = {
+	ROUTING, {"min_slope", TGPG_FLOAT, TGPG_POSITIVE}, FILL, BAND, ACCUM_METHOD, EXPONENT, THRESHOLD,
+	NODATA, BACKEND, {NULL}
 };
 static const tgpg_param viewshed_args[] = {
 	{"observer", TGPG_POINT}, VIEW_ARGS, {"output", TGPG_WORD, 0, TGPG_WORDS(view_outputs)}, BAND,
@@ -548,6 +573,93 @@ tgpg_snap_pour_point(PG_FUNCTION_ARGS)
 	result = SPI_datumTransfer(result, false, -1);
 	SPI_finish();
 	PG_RETURN_DATUM(result);
+}
+
+/* ------------------------------------------------------------------------
+ * After the accumulation: streams, flow lengths, HAND, wetness
+ * ------------------------------------------------------------------------ */
+
+/* D8 on the filled surface unless told; the stream threshold apart from fdd8's */
+static void
+drainage_args(const tgpg_args *a, tgpg_call *c, tg_op *op)
+{
+	flow_args(a, c, op);
+	op->flow.threshold = 0;
+	if (tgpg_arg_index(a, "threshold") >= 0 && tgpg_arg_index(a, "routing") < 0)
+		op->stream_threshold = tgpg_float(a, "threshold");
+	else if (tgpg_arg_index(a, "threshold") >= 0)
+		op->flow.threshold = tgpg_float(a, "threshold");
+}
+
+PG_FUNCTION_INFO_V1(tgpg_stream_order);
+Datum
+tgpg_stream_order(PG_FUNCTION_ARGS)
+{
+	tgpg_args	a;
+	tgpg_call	c;
+	tg_op		op;
+
+	tgpg_args_open(&a, fcinfo, "tg_stream_order", stream_order_args);
+	NULL_RASTER_GIVES_NULL(&a);
+	tgpg_call_open(&c, &a, "tg_stream_order");
+	op_init(&op, &a);
+	op.kind = TG_OP_STREAM_ORDER;
+	drainage_args(&a, &c, &op);
+	op.ordering = tgpg_word_value(&a, "ordering");
+	return run_op(&c, &op);
+}
+
+PG_FUNCTION_INFO_V1(tgpg_flow_length);
+Datum
+tgpg_flow_length(PG_FUNCTION_ARGS)
+{
+	tgpg_args	a;
+	tgpg_call	c;
+	tg_op		op;
+
+	tgpg_args_open(&a, fcinfo, "tg_flow_length", flow_length_args);
+	NULL_RASTER_GIVES_NULL(&a);
+	tgpg_call_open(&c, &a, "tg_flow_length");
+	op_init(&op, &a);
+	op.kind = TG_OP_FLOW_LENGTH;
+	drainage_args(&a, &c, &op);
+	op.upstream = tgpg_word_value(&a, "direction");
+	return run_op(&c, &op);
+}
+
+PG_FUNCTION_INFO_V1(tgpg_hand);
+Datum
+tgpg_hand(PG_FUNCTION_ARGS)
+{
+	tgpg_args	a;
+	tgpg_call	c;
+	tg_op		op;
+
+	tgpg_args_open(&a, fcinfo, "tg_hand", hand_args);
+	NULL_RASTER_GIVES_NULL(&a);
+	tgpg_call_open(&c, &a, "tg_hand");
+	op_init(&op, &a);
+	op.kind = TG_OP_HAND;
+	drainage_args(&a, &c, &op);
+	return run_op(&c, &op);
+}
+
+PG_FUNCTION_INFO_V1(tgpg_wetness_index);
+Datum
+tgpg_wetness_index(PG_FUNCTION_ARGS)
+{
+	tgpg_args	a;
+	tgpg_call	c;
+	tg_op		op;
+
+	tgpg_args_open(&a, fcinfo, "tg_wetness_index", wetness_args);
+	NULL_RASTER_GIVES_NULL(&a);
+	tgpg_call_open(&c, &a, "tg_wetness_index");
+	op_init(&op, &a);
+	op.kind = TG_OP_WETNESS_INDEX;
+	drainage_args(&a, &c, &op);
+	op.min_slope = tgpg_float(&a, "min_slope");
+	return run_op(&c, &op);
 }
 
 /* ------------------------------------------------------------------------

@@ -760,9 +760,154 @@ test_cuda_snap(void)
 	free(z);
 }
 
+/*
+ * After the accumulation, on the V valley of the SQL suite (7 x 6 cells of
+ * 10 m, sides 5 m a column above a channel in column 3 falling 1 m a row to
+ * the top edge): values worked by hand.
+ */
+static void
+test_drainage_v(void)
+{
+	const int	W = 7,
+				H = 6;
+	double		z[42];
+	uint32_t	order[42];
+	float		out[42];
+	tg_band		b = test_band(TG_PT_64BF, z, W, H, true, ND);
+	tg_ctx		ctx = ctx_for(TG_BACKEND_CPU);
+	tg_drainage_params p;
+	tg_error	err;
+	bool		strahler = true,
+				shreve = true,
+				down = true,
+				up = true,
+				hand = true;
+
+	for (int y = 0; y < H; y++)
+		for (int x = 0; x < W; x++)
+			z[y * W + x] = abs(x - 3) * 5 + y;
+	memset(&p, 0, sizeof p);
+	p.flow = params_for(TG_ROUTE_D8, W, H, 10, true);
+	p.threshold = 2;
+	p.min_slope = 0.001;
+	tg_error_clear(&err);
+	check(tg_stream_order(&ctx, &b, &p, order, &err) == TG_OK, "stream order: %s", err.message);
+	for (int y = 0; y < H; y++)
+		for (int x = 0; x < W; x++)
+			strahler &= order[y * W + x] == (x == 3 ? 2u : x == 0 || x == 6 ? 0u : 1u);
+	check(strahler, "V valley: Strahler 1 on the sides' streams, 2 down the channel");
+	p.ordering = TG_ORDER_SHREVE;
+	check(tg_stream_order(&ctx, &b, &p, order, &err) == TG_OK, "Shreve order: %s", err.message);
+	for (int y = 0; y < H; y++)
+		shreve &= order[y * W + 3] == (uint32_t) (2 * (H - y)) && order[y * W + 2] == 1;
+	check(shreve, "V valley: Shreve magnitude 2 per row down the channel");
+
+	check(tg_flow_length(&ctx, &b, &p, out, &err) == TG_OK, "flow length: %s", err.message);
+	for (int y = 0; y < H; y++)
+		for (int x = 0; x < W; x++)
+			down &= out[y * W + x] == (float) (10 * (abs(x - 3) + y));
+	check(down, "V valley: flow length downstream across, then along the channel");
+	p.upstream = true;
+	check(tg_flow_length(&ctx, &b, &p, out, &err) == TG_OK, "flow length up: %s", err.message);
+	for (int y = 0; y < H; y++)
+		for (int x = 0; x < W; x++)
+			up &= out[y * W + x] == (float) (x == 3 ? 30 + 10 * (H - 1 - y) : 10 * (3 - abs(x - 3)));
+	check(up, "V valley: longest upstream path from the far edge of the channel's head");
+
+	p.threshold = 5;
+	check(tg_hand(&ctx, &b, &p, out, &err) == TG_OK, "HAND: %s", err.message);
+	for (int y = 0; y < H; y++)
+		for (int x = 0; x < W; x++)
+			hand &= out[y * W + x] == (float) (5 * abs(x - 3));
+	check(hand, "V valley: HAND is the height above the channel cell of the same row");
+	p.threshold = 100;
+	check(tg_hand(&ctx, &b, &p, out, &err) == TG_OK && isnan(out[0]) && isnan(out[3]),
+		  "no stream: HAND is NaN everywhere");
+
+	p.flow.routing = TG_ROUTE_D8;
+	check(tg_wetness_index(&ctx, &b, &p, out, &err) == TG_OK &&
+		  fabs(out[2 * W + 3] - log(280 / 0.1)) < 1e-5,
+		  "V valley: wetness index of a channel cell ln(280 m / 0.1) (%g)", out[2 * W + 3]);
+
+	p.threshold = 0;
+	tg_error_clear(&err);
+	check(tg_stream_order(&ctx, &b, &p, order, &err) == TG_EINVAL, "threshold 0 is refused");
+	p.threshold = 2;
+	p.units = TG_UNITS_SCA;
+	tg_error_clear(&err);
+	check(tg_hand(&ctx, &b, &p, out, &err) == TG_EINVAL, "a threshold in sca is refused");
+	p.units = TG_UNITS_CELLS;
+	p.min_slope = 0;
+	tg_error_clear(&err);
+	check(tg_wetness_index(&ctx, &b, &p, out, &err) == TG_EINVAL, "min_slope 0 is refused");
+}
+
+/* Random terrain: one thread, three threads and (where usable) the GPU agree exactly. */
+static void
+test_drainage_threads(void)
+{
+	const int	W = 311,
+				H = 203;
+	const size_t n = (size_t) W * H;
+	double	   *z = rough_terrain(W, H, 0.01);
+	tg_band		b = test_band(TG_PT_64BF, z, W, H, true, ND);
+	tg_device_info info;
+	uint32_t   *o[3];
+	float	   *f[3];
+	bool		same[5] = {true, true, true, true, true};
+	int			runs;
+
+	tg_device_query(0, &info);
+	runs = info.available ? 3 : 2;
+	for (int r = 0; r < 3; r++)
+	{
+		o[r] = malloc(n * sizeof(uint32_t));
+		f[r] = malloc(n * sizeof(float));
+	}
+	for (int what = 0; what < 5; what++)
+	{
+		for (int r = 0; r < runs; r++)
+		{
+			tg_ctx		ctx = ctx_for(r == 2 ? TG_BACKEND_GPU : TG_BACKEND_CPU);
+			tg_drainage_params p;
+			tg_error	err;
+			tg_status	st;
+
+			ctx.threads = r == 0 ? 1 : 3;
+			memset(&p, 0, sizeof p);
+			p.flow = params_for(TG_ROUTE_D8, W, H, 5, true);
+			p.threshold = 40;
+			p.ordering = what == 1 ? TG_ORDER_SHREVE : TG_ORDER_STRAHLER;
+			p.upstream = what == 3;
+			p.min_slope = 0.001;
+			tg_error_clear(&err);
+			st = what < 2 ? tg_stream_order(&ctx, &b, &p, o[r], &err)
+				: what < 4 ? tg_flow_length(&ctx, &b, &p, f[r], &err)
+				: tg_hand(&ctx, &b, &p, f[r], &err);
+			check(st == TG_OK, "drainage pass %d, run %d: %s", what, r, err.message);
+		}
+		for (int r = 1; r < runs; r++)
+			same[what] &= what < 2 ? memcmp(o[0], o[r], n * sizeof(uint32_t)) == 0
+				: memcmp(f[0], f[r], n * sizeof(float)) == 0;
+	}
+	check(same[0] && same[1], "stream orders: 1 thread = 3 threads%s", runs == 3 ? " = GPU" : "");
+	check(same[2] && same[3], "flow lengths: 1 thread = 3 threads%s", runs == 3 ? " = GPU" : "");
+	check(same[4], "HAND: 1 thread = 3 threads%s", runs == 3 ? " = GPU" : "");
+	if (runs == 2)
+		printf("skipped: GPU drainage parity (no GPU)\n");
+	for (int r = 0; r < 3; r++)
+	{
+		free(o[r]);
+		free(f[r]);
+	}
+	free(z);
+}
+
 void
 test_catchment(void)
 {
+	test_drainage_v();
+	test_drainage_threads();
 	test_v_catchment();
 	test_travel_random();
 	test_rusle_reference();

@@ -1,0 +1,679 @@
+/*
+ * drainage.c — what an analyst computes after the accumulation: stream
+ * order, flow lengths, height above the nearest drainage and the wetness
+ * index.  Each runs the flow chain (tg_hydrology, on the backend the
+ * dispatcher chooses) and then graph passes over its D8 receivers on the
+ * call's threads.  The passes read only the chain's outputs, which both
+ * backends produce identically for D8, so the results do not depend on the
+ * backend nor on the number of threads.
+ *
+ * Two kinds of pass, level by level (each level's cells at once):
+ *   downstream values (flow length to the outlet, HAND) start at the ends of
+ *   the paths and go up: a cell's value is its receiver's plus its own step;
+ *   upstream values (stream order, longest upstream path) start at the cells
+ *   without donors and go down (Kahn): a cell is computed, from all of its
+ *   donors at once, by the task whose donor finished last.
+ */
+#include "tg_backends.h"
+#include "cell_list.h"
+#include "tg_pool.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define DOWN_NODATA 0xFE		/* down[i] of a nodata cell; TG_NO_DIRECTION: no receiver */
+
+/* The chain's products and what the passes derive from them. */
+typedef struct drainage
+{
+	int			width;
+	int			height;
+	size_t		n;
+	double	   *acc;
+	double	   *z;				/* the routing surface (filled when flow.fill) */
+	uint16_t   *receivers;
+	uint8_t    *down;			/* the receiver's neighbour index, or the markers above */
+	uint8_t    *member;			/* the cells a pass covers: 1 in, 0 out */
+	double	   *row_dist;		/* the 8 neighbour distances of each row */
+} drainage;
+
+static void
+drainage_free(const tg_ctx *ctx, drainage *d)
+{
+	tg_free(ctx, d->acc);
+	tg_free(ctx, d->z);
+	tg_free(ctx, d->receivers);
+	tg_free(ctx, d->down);
+	tg_free(ctx, d->member);
+	tg_free(ctx, d->row_dist);
+	memset(d, 0, sizeof *d);
+}
+
+typedef struct decode_job
+{
+	drainage   *d;
+	double		surface_nodata;
+} decode_job;
+
+/* receivers (one ESRI code each) to neighbour indices; the surface's nodata to NaN */
+static tg_status
+decode_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	decode_job *j = arg;
+	drainage   *d = j->d;
+
+	for (size_t i = (size_t) y0 * d->width; i < (size_t) y1 * d->width; i++)
+	{
+		const uint16_t r = d->receivers[i];
+
+		if (r == TG_NODATA_RECEIVERS)
+		{
+			d->down[i] = DOWN_NODATA;
+			d->z[i] = NAN;
+		}
+		else
+			d->down[i] = r == 0 ? TG_NO_DIRECTION : (uint8_t) __builtin_ctz(r);
+	}
+	return TG_OK;
+}
+
+/*
+ * Run the chain (accumulation in `units`) and derive down[] and the row
+ * distances.  The chain runs with routing D8 unless `routing_any`.
+ */
+static tg_status
+drainage_open(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p,
+			  tg_accum_units units, bool routing_any, drainage *d, tg_error *err)
+{
+	tg_flow_products pr;
+	tg_flow_params flow = p->flow;
+	decode_job	j;
+	tg_status	st;
+
+	memset(d, 0, sizeof *d);
+	d->width = dem->width;
+	d->height = dem->height;
+	d->n = (size_t) dem->width * dem->height;
+	if (!routing_any)
+		flow.routing = TG_ROUTE_D8;
+	d->acc = tg_alloc(ctx, (d->n ? d->n : 1) * sizeof(double));
+	d->z = tg_alloc(ctx, (d->n ? d->n : 1) * sizeof(double));
+	d->receivers = tg_alloc(ctx, (d->n ? d->n : 1) * sizeof(uint16_t));
+	d->down = tg_alloc(ctx, d->n ? d->n : 1);
+	d->row_dist = tg_alloc(ctx, ((size_t) d->height * 8 + 1) * sizeof(double));
+	if (!d->acc || !d->z || !d->receivers || !d->down || !d->row_dist)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the flow chain's products");
+	memset(&pr, 0, sizeof pr);
+	pr.acc = d->acc;
+	pr.surface = d->z;
+	pr.surface_type = TG_PT_64BF;
+	pr.surface_nodata = NAN;
+	pr.receivers = d->receivers;
+	st = tg_hydrology(ctx, dem, NULL, &flow, p->method, units, &pr, err);
+	if (st != TG_OK)
+		return st;
+	tg_phase(ctx, "drainage passes");
+	for (int y = 0; y < d->height; y++)
+	{
+		double		dx,
+					dy;
+
+		tg_row_spacing(&p->flow.geom, y, &dx, &dy);
+		tg_nbr_distances(dx, dy, d->row_dist + (size_t) y * 8);
+	}
+	j.d = d;
+	return tg_parallel_rows(ctx, d->width, d->height, decode_rows, &j, err);
+}
+
+/* The length of cell i's step to its receiver. */
+static inline double
+step_length(const drainage *d, size_t i)
+{
+	return d->row_dist[(i / d->width) * 8 + d->down[i]];
+}
+
+/* Is cell i (a neighbour of c in direction k) one of c's donors? */
+static inline bool
+donor_at(const drainage *d, int cx, int cy, int k, size_t *i)
+{
+	const int	nx = cx + tg_nbr_dx(k),
+				ny = cy + tg_nbr_dy(k);
+
+	if (nx < 0 || ny < 0 || nx >= d->width || ny >= d->height)
+		return false;
+	*i = (size_t) ny * d->width + nx;
+	return d->down[*i] == tg_nbr_opposite(k);
+}
+
+/* ------------------------------------------------------------------------
+ * Levels: the cells of one step of a pass, appended to by many tasks
+ * ------------------------------------------------------------------------ */
+typedef struct levels
+{
+	uint32_t   *cur;
+	size_t		ncur;
+	uint32_t   *next;
+	size_t		nnext;			/* atomic */
+} levels;
+
+static tg_status
+levels_open(const tg_ctx *ctx, const drainage *d, levels *l, tg_error *err)
+{
+	memset(l, 0, sizeof *l);
+	l->cur = tg_alloc(ctx, (d->n ? d->n : 1) * sizeof(uint32_t));
+	l->next = tg_alloc(ctx, (d->n ? d->n : 1) * sizeof(uint32_t));
+	if (l->cur == NULL || l->next == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the drainage levels");
+	return TG_OK;
+}
+
+static void
+levels_close(const tg_ctx *ctx, levels *l)
+{
+	tg_free(ctx, l->cur);
+	tg_free(ctx, l->next);
+}
+
+/* Make the next level the current one; false when it is empty. */
+static bool
+levels_advance(levels *l)
+{
+	uint32_t   *swap = l->cur;
+
+	if (l->nnext == 0)
+		return false;
+	l->cur = l->next;
+	l->ncur = l->nnext;
+	l->next = swap;
+	l->nnext = 0;
+	return true;
+}
+
+/* ------------------------------------------------------------------------
+ * Downstream values: flow length to the outlet, height above drainage
+ * ------------------------------------------------------------------------ */
+typedef struct down_job
+{
+	const drainage *d;
+	levels	   *l;
+	bool		hand;			/* else the flow length */
+	double	   *value;			/* length, or the drainage cell's height (NaN: none yet) */
+} down_job;
+
+/* the ends of the paths: valid cells without a receiver */
+static tg_status
+down_ends(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	down_job   *j = arg;
+	const drainage *d = j->d;
+	tg_cell_batch b;
+
+	tg_batch_init(&b, j->l->next, &j->l->nnext);
+	for (size_t i = (size_t) y0 * d->width; i < (size_t) y1 * d->width; i++)
+	{
+		j->value[i] = NAN;
+		if (d->down[i] != TG_NO_DIRECTION)
+			continue;
+		j->value[i] = !j->hand ? 0.0 : d->member[i] ? d->z[i] : NAN;
+		tg_batch_add(&b, (uint32_t) i);
+	}
+	tg_batch_flush(&b);
+	return TG_OK;
+}
+
+static tg_status
+down_step(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	down_job   *j = arg;
+	const drainage *d = j->d;
+	tg_cell_batch b;
+	size_t		lo,
+				hi;
+
+	tg_batch_init(&b, j->l->next, &j->l->nnext);
+	tg_list_range(j->l->ncur, task, &lo, &hi);
+	for (size_t f = lo; f < hi; f++)
+	{
+		const uint32_t c = j->l->cur[f];
+		const int	cx = (int) (c % d->width),
+					cy = (int) (c / d->width);
+
+		for (int k = 0; k < 8; k++)
+		{
+			size_t		i;
+
+			if (!donor_at(d, cx, cy, k, &i))
+				continue;
+			if (j->hand)
+				j->value[i] = d->member[i] ? d->z[i] : j->value[c];
+			else
+				j->value[i] = TG_DADD(j->value[c], step_length(d, i));
+			tg_batch_add(&b, (uint32_t) i);
+		}
+	}
+	tg_batch_flush(&b);
+	return TG_OK;
+}
+
+static tg_status
+down_pass(const tg_ctx *ctx, down_job *j, tg_error *err)
+{
+	tg_status	st = tg_parallel_rows(ctx, j->d->width, j->d->height, down_ends, j, err);
+
+	while (st == TG_OK && levels_advance(j->l))
+		st = tg_parallel(ctx, tg_list_tasks(j->l->ncur), down_step, j, err);
+	return st;
+}
+
+/* ------------------------------------------------------------------------
+ * Upstream values: stream order, longest path from the divide
+ * ------------------------------------------------------------------------ */
+typedef enum up_kind
+{
+	UP_STRAHLER,
+	UP_SHREVE,
+	UP_LENGTH
+} up_kind;
+
+typedef struct up_job
+{
+	const drainage *d;
+	levels	   *l;
+	up_kind		kind;
+	uint8_t    *pending;		/* donors not yet done (atomic) */
+	uint32_t   *order;			/* UP_STRAHLER, UP_SHREVE */
+	double	   *length;			/* UP_LENGTH */
+} up_job;
+
+/* how many member donors each member cell waits for; the first level: those without */
+static tg_status
+up_start(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	up_job	   *j = arg;
+	const drainage *d = j->d;
+	tg_cell_batch b;
+
+	tg_batch_init(&b, j->l->next, &j->l->nnext);
+	for (int y = y0; y < y1; y++)
+		for (int x = 0; x < d->width; x++)
+		{
+			const size_t c = (size_t) y * d->width + x;
+			uint8_t		donors = 0;
+
+			if (j->length)
+				j->length[c] = NAN;
+			if (!d->member[c])
+				continue;
+			for (int k = 0; k < 8; k++)
+			{
+				size_t		i;
+
+				if (donor_at(d, x, y, k, &i) && d->member[i])
+					donors++;
+			}
+			j->pending[c] = donors;
+			if (donors == 0)
+				tg_batch_add(&b, (uint32_t) c);
+		}
+	tg_batch_flush(&b);
+	return TG_OK;
+}
+
+/* A cell whose donors are all done: its value, then its receiver's count. */
+static tg_status
+up_step(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	up_job	   *j = arg;
+	const drainage *d = j->d;
+	tg_cell_batch b;
+	size_t		lo,
+				hi;
+
+	tg_batch_init(&b, j->l->next, &j->l->nnext);
+	tg_list_range(j->l->ncur, task, &lo, &hi);
+	for (size_t f = lo; f < hi; f++)
+	{
+		const uint32_t c = j->l->cur[f];
+		const int	cx = (int) (c % d->width),
+					cy = (int) (c / d->width);
+		uint32_t	top = 0,
+					at_top = 0,
+					sum = 0;
+		double		longest = 0;
+		size_t		r;
+
+		for (int k = 0; k < 8; k++)
+		{
+			size_t		i;
+
+			if (!donor_at(d, cx, cy, k, &i) || !d->member[i])
+				continue;
+			if (j->kind == UP_LENGTH)
+				longest = fmax(longest, TG_DADD(j->length[i], step_length(d, i)));
+			else
+			{
+				if (j->order[i] > top)
+				{
+					top = j->order[i];
+					at_top = 1;
+				}
+				else if (j->order[i] == top)
+					at_top++;
+				sum += j->order[i];
+			}
+		}
+		if (j->kind == UP_LENGTH)
+			j->length[c] = longest;
+		else if (j->kind == UP_SHREVE)
+			j->order[c] = sum > 0 ? sum : 1;
+		else
+			/* Strahler: one more where two or more donors share the highest order */
+			j->order[c] = top == 0 ? 1 : at_top >= 2 ? top + 1 : top;
+
+		if (d->down[c] == TG_NO_DIRECTION)
+			continue;
+		r = (size_t) (cy + tg_nbr_dy(d->down[c])) * d->width + cx + tg_nbr_dx(d->down[c]);
+		if (d->member[r] && __atomic_sub_fetch(&j->pending[r], 1, __ATOMIC_ACQ_REL) == 0)
+			tg_batch_add(&b, (uint32_t) r);
+	}
+	tg_batch_flush(&b);
+	return TG_OK;
+}
+
+static tg_status
+up_pass(const tg_ctx *ctx, up_job *j, tg_error *err)
+{
+	tg_status	st;
+
+	j->pending = tg_alloc(ctx, j->d->n ? j->d->n : 1);
+	if (j->pending == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the drainage counts");
+	st = tg_parallel_rows(ctx, j->d->width, j->d->height, up_start, j, err);
+	while (st == TG_OK && levels_advance(j->l))
+		st = tg_parallel(ctx, tg_list_tasks(j->l->ncur), up_step, j, err);
+	tg_free(ctx, j->pending);
+	return st;
+}
+
+/* ------------------------------------------------------------------------
+ * Members: stream cells, or every valid cell
+ * ------------------------------------------------------------------------ */
+typedef struct member_job
+{
+	drainage   *d;
+	double		threshold;		/* NAN: every valid cell */
+} member_job;
+
+static tg_status
+member_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	member_job *j = arg;
+	drainage   *d = j->d;
+
+	for (size_t i = (size_t) y0 * d->width; i < (size_t) y1 * d->width; i++)
+		d->member[i] = d->down[i] != DOWN_NODATA &&
+			(isnan(j->threshold) || d->acc[i] >= j->threshold);
+	return TG_OK;
+}
+
+static tg_status
+members(const tg_ctx *ctx, drainage *d, double threshold, tg_error *err)
+{
+	member_job	j = {d, threshold};
+
+	d->member = tg_alloc(ctx, d->n ? d->n : 1);
+	if (d->member == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the stream cells");
+	return tg_parallel_rows(ctx, d->width, d->height, member_rows, &j, err);
+}
+
+/* ------------------------------------------------------------------------
+ * Outputs
+ * ------------------------------------------------------------------------ */
+typedef struct out_job
+{
+	const drainage *d;
+	const double *value;
+	float	   *out;
+	bool		minus_z;		/* out = z - value (HAND) */
+	double		min_slope;		/* the wetness index */
+} out_job;
+
+/* value (or z - value), NaN on nodata and where the value is NaN */
+static tg_status
+value_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const out_job *j = arg;
+	const drainage *d = j->d;
+
+	for (size_t i = (size_t) y0 * d->width; i < (size_t) y1 * d->width; i++)
+		j->out[i] = d->down[i] == DOWN_NODATA ? NAN :
+			(float) (j->minus_z ? d->z[i] - j->value[i] : j->value[i]);
+	return TG_OK;
+}
+
+/* ln(a / tan b): a the specific catchment area, b the Horn slope of the routing surface */
+static tg_status
+wetness_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const out_job *j = arg;
+	const drainage *d = j->d;
+	const int	W = d->width,
+				H = d->height;
+
+	for (int y = y0; y < y1; y++)
+	{
+		const double kx = 1.0 / (8.0 * d->row_dist[(size_t) y * 8]),
+					ky = 1.0 / (8.0 * d->row_dist[(size_t) y * 8 + 2]);
+
+		for (int x = 0; x < W; x++)
+		{
+			const size_t i = (size_t) y * W + x;
+			double		w[9];
+			int			k = 0;
+
+			if (d->down[i] == DOWN_NODATA)
+			{
+				j->out[i] = NAN;
+				continue;
+			}
+			for (int wy = -1; wy <= 1; wy++)
+				for (int wx = -1; wx <= 1; wx++, k++)
+				{
+					const int	nx = x + wx,
+								ny = y + wy;
+
+					w[k] = nx >= 0 && ny >= 0 && nx < W && ny < H ? d->z[(size_t) ny * W + nx] : NAN;
+				}
+			j->out[i] = (float) log(d->acc[i] / fmax(tg_horn_tan(w, kx, ky), j->min_slope));
+		}
+	}
+	return TG_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Entry points
+ * ------------------------------------------------------------------------ */
+static tg_status
+check_params(const tg_band *dem, const tg_drainage_params *p, bool threshold, tg_error *err)
+{
+	if (threshold && (!(p->threshold > 0) || !isfinite(p->threshold)))
+		return tg_error_set(err, TG_EINVAL, "the stream threshold must be a positive number, got %g",
+							p->threshold);
+	if (threshold && p->units != TG_UNITS_CELLS && p->units != TG_UNITS_AREA)
+		return tg_error_set(err, TG_EINVAL, "a stream threshold counts cells or area");
+	if ((size_t) dem->width * dem->height >= UINT32_MAX)
+		return tg_error_set(err, TG_ELIMIT, "%d x %d cells are more than drainage passes index",
+							dem->width, dem->height);
+	return TG_OK;
+}
+
+/* The statistics a top-level call starts afresh (nested in tg_run's call, that one's). */
+static void
+open_call(const tg_ctx *ctx, const tg_band *dem, tg_ctx *call, double *t0)
+{
+	*t0 = tg_clock_ms();
+	if (ctx->stats && ctx->pool == NULL)
+	{
+		memset(ctx->stats, 0, sizeof *ctx->stats);
+		ctx->stats->cells = (int64_t) dem->width * dem->height;
+	}
+	tg_call_open(ctx, call);
+}
+
+static void
+close_call(const tg_ctx *ctx, tg_ctx *call, double t0)
+{
+	tg_call_close(call);
+	if (ctx->stats && ctx->pool == NULL)
+		ctx->stats->core_ms = tg_clock_ms() - t0;
+}
+
+tg_status
+tg_stream_order(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p, uint32_t *order,
+				tg_error *err)
+{
+	tg_ctx		call;
+	drainage	d;
+	levels		l;
+	double		t0;
+	tg_status	st = check_params(dem, p, true, err);
+
+	if (st != TG_OK)
+		return st;
+	open_call(ctx, dem, &call, &t0);
+	memset(&l, 0, sizeof l);
+	st = drainage_open(&call, dem, p, p->units, false, &d, err);
+	if (st == TG_OK)
+		st = members(&call, &d, p->threshold, err);
+	if (st == TG_OK)
+		st = levels_open(&call, &d, &l, err);
+	if (st == TG_OK)
+	{
+		up_job		j = {.d = &d, .l = &l, .kind = p->ordering == TG_ORDER_SHREVE ? UP_SHREVE : UP_STRAHLER};
+
+		memset(order, 0, d.n * sizeof(uint32_t));
+		j.order = order;
+		st = up_pass(&call, &j, err);
+	}
+	levels_close(&call, &l);
+	drainage_free(&call, &d);
+	close_call(ctx, &call, t0);
+	return st;
+}
+
+tg_status
+tg_flow_length(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p, float *length,
+			   tg_error *err)
+{
+	tg_ctx		call;
+	drainage	d;
+	levels		l;
+	double	   *value = NULL;
+	double		t0;
+	tg_status	st = check_params(dem, p, false, err);
+
+	if (st != TG_OK)
+		return st;
+	open_call(ctx, dem, &call, &t0);
+	memset(&l, 0, sizeof l);
+	st = drainage_open(&call, dem, p, TG_UNITS_CELLS, false, &d, err);
+	if (st == TG_OK)
+		st = members(&call, &d, NAN, err);
+	if (st == TG_OK)
+		st = levels_open(&call, &d, &l, err);
+	if (st == TG_OK && (value = tg_alloc(&call, (d.n ? d.n : 1) * sizeof(double))) == NULL)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate the flow lengths");
+	if (st == TG_OK && p->upstream)
+	{
+		up_job		j = {.d = &d, .l = &l, .kind = UP_LENGTH};
+
+		j.length = value;
+		st = up_pass(&call, &j, err);
+	}
+	else if (st == TG_OK)
+	{
+		down_job	j = {.d = &d, .l = &l, .value = value};
+
+		st = down_pass(&call, &j, err);
+	}
+	if (st == TG_OK)
+	{
+		out_job		j = {.d = &d, .value = value, .out = length};
+
+		st = tg_parallel_rows(&call, d.width, d.height, value_rows, &j, err);
+	}
+	tg_free(&call, value);
+	levels_close(&call, &l);
+	drainage_free(&call, &d);
+	close_call(ctx, &call, t0);
+	return st;
+}
+
+tg_status
+tg_hand(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p, float *hand,
+		tg_error *err)
+{
+	tg_ctx		call;
+	drainage	d;
+	levels		l;
+	double	   *base = NULL;
+	double		t0;
+	tg_status	st = check_params(dem, p, true, err);
+
+	if (st != TG_OK)
+		return st;
+	open_call(ctx, dem, &call, &t0);
+	memset(&l, 0, sizeof l);
+	st = drainage_open(&call, dem, p, p->units, false, &d, err);
+	if (st == TG_OK)
+		st = members(&call, &d, p->threshold, err);
+	if (st == TG_OK)
+		st = levels_open(&call, &d, &l, err);
+	if (st == TG_OK && (base = tg_alloc(&call, (d.n ? d.n : 1) * sizeof(double))) == NULL)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate the drainage heights");
+	if (st == TG_OK)
+	{
+		down_job	j = {.d = &d, .l = &l, .hand = true, .value = base};
+
+		st = down_pass(&call, &j, err);
+	}
+	if (st == TG_OK)
+	{
+		out_job		j = {.d = &d, .value = base, .out = hand, .minus_z = true};
+
+		st = tg_parallel_rows(&call, d.width, d.height, value_rows, &j, err);
+	}
+	tg_free(&call, base);
+	levels_close(&call, &l);
+	drainage_free(&call, &d);
+	close_call(ctx, &call, t0);
+	return st;
+}
+
+tg_status
+tg_wetness_index(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p, float *twi,
+				 tg_error *err)
+{
+	tg_ctx		call;
+	drainage	d;
+	double		t0;
+	tg_status	st = check_params(dem, p, false, err);
+
+	if (st != TG_OK)
+		return st;
+	if (!(p->min_slope > 0) || !isfinite(p->min_slope))
+		return tg_error_set(err, TG_EINVAL, "min_slope must be a positive number, got %g", p->min_slope);
+	open_call(ctx, dem, &call, &t0);
+	st = drainage_open(&call, dem, p, TG_UNITS_SCA, true, &d, err);
+	if (st == TG_OK)
+	{
+		out_job		j = {.d = &d, .out = twi, .min_slope = p->min_slope};
+
+		st = tg_parallel_rows(&call, d.width, d.height, wetness_rows, &j, err);
+	}
+	drainage_free(&call, &d);
+	close_call(ctx, &call, t0);
+	return st;
+}
