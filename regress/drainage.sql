@@ -89,6 +89,30 @@ SELECT ST_DumpValues(o.strahler) = ST_DumpValues(tg_stream_order(rast, threshold
        (SELECT max(v) FROM unnest(ST_DumpValues(o.strahler, 1)) v) AS highest_order
 FROM big, one_thread o;
 
+-- stream links (threshold 2): each row's side streams (2 cells) end at the
+-- channel cell of their row, a confluence that starts a channel link of one
+-- step; the outlet's link is that one cell.  Links are numbered in row-major
+-- order of their first cell: 18 of them, 6 rows of 3.
+SELECT count(*) AS links, count(*) FILTER (WHERE downstream_id IS NULL) AS outlets,
+       sum(length) AS total_length
+FROM v, tg_stream_links(rast, threshold => 2);
+SELECT l.link_id, l.downstream_id, l.strahler, l.shreve, l.length, l.upstream_cells, l.upstream_area,
+       ST_AsText(l.geom) AS geom, ST_SRID(l.geom) AS srid
+FROM v, tg_stream_links(rast, threshold => 2) AS l WHERE l.link_id <= 6 OR l.link_id >= 17 ORDER BY l.link_id;
+-- the coverage form gives the same rows
+SELECT (SELECT array_agg(l ORDER BY l.link_id) FROM v, tg_stream_links(rast, threshold => 2) l)
+     = (SELECT array_agg(l ORDER BY l.link_id) FROM tg_stream_links(coverage => 'vt', threshold => 2) l)
+       AS links_coverage;
+-- on the synthetic terrain: each link's first cell carries its order, and
+-- flows into a link that starts where it ends
+WITH links AS MATERIALIZED (SELECT l.* FROM big, tg_stream_links(big.rast, threshold => 50) l)
+SELECT count(*) AS links,
+       bool_and(l.strahler = ST_Value(o.strahler, ST_StartPoint(l.geom))) AS order_at_start,
+       bool_and(d.link_id IS NULL OR ST_Equals(ST_EndPoint(l.geom), ST_StartPoint(d.geom))) AS joined,
+       bool_and(l.strahler <= coalesce(d.strahler, l.strahler)) AS order_never_falls,
+       max(l.strahler) AS highest_order
+FROM one_thread o, links l LEFT JOIN links d ON d.link_id = l.downstream_id;
+
 -- errors
 SELECT state, message FROM pg_temp.try($$SELECT tg_stream_order(rast, threshold => 0) FROM v$$);
 SELECT state, message FROM pg_temp.try($$SELECT tg_stream_order(rast, units => 'sca') FROM v$$);
@@ -97,4 +121,5 @@ SELECT state, message FROM pg_temp.try($$SELECT tg_flow_length(rast, direction =
 SELECT state, message FROM pg_temp.try($$SELECT tg_hand(rast, band => 2) FROM v$$);
 SELECT state, message FROM pg_temp.try($$SELECT tg_wetness_index(rast, min_slope => 0) FROM v$$);
 SELECT state, message FROM pg_temp.try($$SELECT tg_wetness_index(rast, routing => 'd16') FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT * FROM tg_stream_links((SELECT rast FROM v), threshold => -1)$$);
 SELECT tg_stream_order(NULL::raster) IS NULL AS null_gives_null;

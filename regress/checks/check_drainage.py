@@ -10,6 +10,8 @@ terra_gpu's own D8 codes and accumulation (so both walk the same network):
     and upstream (the longest path from the divide), within float rounding;
   - the wetness index: ln(a / max(tan b, min_slope)) from tg_flow_accumulation
     in specific catchment area and the Horn slope of the filled surface;
+  - stream links (tg_stream_links): one per source or confluence, with the
+    orders, upstream cells and cell count of the link walked here;
   - the coverage form on 256 x 256 tiles equals the value form;
   - on a GPU machine, the GPU backend gives the CPU's values.
 
@@ -93,6 +95,31 @@ def reference(codes, acc, z, w, h, spacing):
     return strahler, shreve, hand, (down if spacing else None), (longest if spacing else None), valid
 
 
+def reference_links(codes, acc, strahler, shreve, w):
+    """Each link as (Strahler, Shreve, upstream cells at its last cell, flows into another link, cells):
+    a link starts at a stream cell with no or several stream donors and runs down to the next such
+    cell or the end of the stream."""
+    n = len(codes)
+    rec = receivers(codes, w)
+    stream = [s > 0 for s in strahler]
+    donors = [0] * n
+    for i in range(n):
+        if stream[i] and rec[i] >= 0 and stream[rec[i]]:
+            donors[rec[i]] += 1
+    head = [stream[i] and donors[i] != 1 for i in range(n)]
+    links = []
+    for h in range(n):
+        if not head[h]:
+            continue
+        c, cells = h, 1
+        while rec[c] >= 0 and stream[rec[c]] and not head[rec[c]]:
+            c = rec[c]
+            cells += 1
+        joins = rec[c] >= 0 and stream[rec[c]]
+        links.append((strahler[h], shreve[h], acc[c], joins, cells))
+    return links
+
+
 def wetness(acc_sca, z, valid, w, h, spacing, min_slope):
     dx, dy = spacing
     out = [math.nan] * (w * h)
@@ -164,9 +191,21 @@ def one_dem(path, db):
         agree("wetness index", ours("tg_wetness_index(rast)"), wetness(sca, filled, valid, w, h, spacing, 0.001),
               1e-5)
 
+    want = sorted(reference_links(codes, acc, strahler, shreve, w))
+    rows = psql("SELECT strahler, shreve, upstream_cells, downstream_id IS NOT NULL, "
+                "ST_NPoints(geom) - (downstream_id IS NOT NULL)::int - (length = 0 AND downstream_id IS NULL)::int "
+                "FROM drn_whole, tg_stream_links(rast, threshold => %d)" % THRESHOLD, db).splitlines()
+    got = sorted((int(a), int(b), float(c), d == "t", int(e)) for a, b, c, d, e in (r.split("|") for r in rows))
+    check(got == want, "stream links: %d links, each with the reference's orders, upstream cells, confluence "
+          "and cells (reference: %d links)" % (len(got), len(want)))
+
     calls = ["tg_stream_order(%s, threshold => %d)" % ("%s", THRESHOLD),
              "tg_flow_length(%s, direction => 'upstream')", "tg_hand(%s, threshold => %d)" % ("%s", THRESHOLD),
              "tg_wetness_index(%s)"]
+    same = psql("SELECT (SELECT array_agg(l ORDER BY link_id) FROM tg_stream_links(coverage => 'drn_tiles', "
+                "threshold => %d) l) = (SELECT array_agg(l ORDER BY link_id) FROM (SELECT ST_Union(rast) AS rast "
+                "FROM drn_tiles) u, tg_stream_links(rast, threshold => %d) l)" % (THRESHOLD, THRESHOLD), db)
+    check(same == "t", "coverage form on 256 x 256 tiles equals the value form: tg_stream_links")
     for call in calls:
         # the value form on the tiles' grid (the last row and column of tiles may be padded)
         same = psql("SELECT (SELECT ST_DumpValues(ST_Union(rast)) FROM %s) = "
@@ -179,6 +218,10 @@ def one_dem(path, db):
                         % ((call % "rast")[:-1] + ", backend => 'gpu')", (call % "rast")[:-1] + ", backend => 'cpu')"),
                         db)
             check(same == "t", "GPU equals CPU: %s" % (call % "..."))
+        same = psql("SELECT (SELECT array_agg(l ORDER BY link_id) FROM drn_whole, tg_stream_links(rast, threshold => %d, "
+                    "backend => 'gpu') l) = (SELECT array_agg(l ORDER BY link_id) FROM drn_whole, "
+                    "tg_stream_links(rast, threshold => %d, backend => 'cpu') l)" % (THRESHOLD, THRESHOLD), db)
+        check(same == "t", "GPU equals CPU: tg_stream_links")
     else:
         print("  skipped: GPU against CPU (no GPU)")
     psql("DROP TABLE drn_whole; DROP TABLE drn_tiles", db)

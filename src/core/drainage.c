@@ -34,7 +34,7 @@ typedef struct drainage
 	double	   *z;				/* the routing surface (filled when flow.fill) */
 	uint16_t   *receivers;
 	uint8_t    *down;			/* the receiver's neighbour index, or the markers above */
-	uint8_t    *member;			/* the cells a pass covers: 1 in, 0 out */
+	uint8_t    *stream;			/* 1 on stream cells (accumulation >= threshold) */
 	double	   *row_dist;		/* the 8 neighbour distances of each row */
 } drainage;
 
@@ -45,7 +45,7 @@ drainage_free(const tg_ctx *ctx, drainage *d)
 	tg_free(ctx, d->z);
 	tg_free(ctx, d->receivers);
 	tg_free(ctx, d->down);
-	tg_free(ctx, d->member);
+	tg_free(ctx, d->stream);
 	tg_free(ctx, d->row_dist);
 	memset(d, 0, sizeof *d);
 }
@@ -215,7 +215,7 @@ down_ends(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 		j->value[i] = NAN;
 		if (d->down[i] != TG_NO_DIRECTION)
 			continue;
-		j->value[i] = !j->hand ? 0.0 : d->member[i] ? d->z[i] : NAN;
+		j->value[i] = !j->hand ? 0.0 : d->stream[i] ? d->z[i] : NAN;
 		tg_batch_add(&b, (uint32_t) i);
 	}
 	tg_batch_flush(&b);
@@ -246,7 +246,7 @@ down_step(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 			if (!donor_at(d, cx, cy, k, &i))
 				continue;
 			if (j->hand)
-				j->value[i] = d->member[i] ? d->z[i] : j->value[c];
+				j->value[i] = d->stream[i] ? d->z[i] : j->value[c];
 			else
 				j->value[i] = TG_DADD(j->value[c], step_length(d, i));
 			tg_batch_add(&b, (uint32_t) i);
@@ -267,13 +267,15 @@ down_pass(const tg_ctx *ctx, down_job *j, tg_error *err)
 }
 
 /* ------------------------------------------------------------------------
- * Upstream values: stream order, longest path from the divide
+ * Upstream values: stream order, longest path from the divide, upstream sums
  * ------------------------------------------------------------------------ */
 typedef enum up_kind
 {
-	UP_STRAHLER,
-	UP_SHREVE,
-	UP_LENGTH
+	UP_STRAHLER,				/* over stream cells */
+	UP_SHREVE,					/* over stream cells */
+	UP_LENGTH,					/* over every valid cell */
+	UP_CELLS,					/* over every valid cell: the cells draining through */
+	UP_AREA						/* over every valid cell: their area */
 } up_kind;
 
 typedef struct up_job
@@ -283,10 +285,18 @@ typedef struct up_job
 	up_kind		kind;
 	uint8_t    *pending;		/* donors not yet done (atomic) */
 	uint32_t   *order;			/* UP_STRAHLER, UP_SHREVE */
-	double	   *length;			/* UP_LENGTH */
+	double	   *value;			/* UP_LENGTH, UP_CELLS, UP_AREA */
 } up_job;
 
-/* how many member donors each member cell waits for; the first level: those without */
+/* Does the pass cover cell i? */
+static inline bool
+up_covers(const up_job *j, size_t i)
+{
+	return j->kind == UP_STRAHLER || j->kind == UP_SHREVE ? j->d->stream[i] != 0
+		: j->d->down[i] != DOWN_NODATA;
+}
+
+/* how many covered donors each covered cell waits for; the first level: those without */
 static tg_status
 up_start(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 {
@@ -301,15 +311,15 @@ up_start(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 			const size_t c = (size_t) y * d->width + x;
 			uint8_t		donors = 0;
 
-			if (j->length)
-				j->length[c] = NAN;
-			if (!d->member[c])
+			if (j->value)
+				j->value[c] = NAN;
+			if (!up_covers(j, c))
 				continue;
 			for (int k = 0; k < 8; k++)
 			{
 				size_t		i;
 
-				if (donor_at(d, x, y, k, &i) && d->member[i])
+				if (donor_at(d, x, y, k, &i) && up_covers(j, i))
 					donors++;
 			}
 			j->pending[c] = donors;
@@ -340,92 +350,109 @@ up_step(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 		uint32_t	top = 0,
 					at_top = 0,
 					sum = 0;
-		double		longest = 0;
+		double		v = 0;
 		size_t		r;
 
+		if (j->kind == UP_CELLS)
+			v = 1;
+		else if (j->kind == UP_AREA)
+			v = d->row_dist[(size_t) cy * 8] * d->row_dist[(size_t) cy * 8 + 2];
 		for (int k = 0; k < 8; k++)
 		{
 			size_t		i;
 
-			if (!donor_at(d, cx, cy, k, &i) || !d->member[i])
+			if (!donor_at(d, cx, cy, k, &i) || !up_covers(j, i))
 				continue;
-			if (j->kind == UP_LENGTH)
-				longest = fmax(longest, TG_DADD(j->length[i], step_length(d, i)));
-			else
+			switch (j->kind)
 			{
-				if (j->order[i] > top)
-				{
-					top = j->order[i];
-					at_top = 1;
-				}
-				else if (j->order[i] == top)
-					at_top++;
-				sum += j->order[i];
+				case UP_STRAHLER:
+				case UP_SHREVE:
+					if (j->order[i] > top)
+					{
+						top = j->order[i];
+						at_top = 1;
+					}
+					else if (j->order[i] == top)
+						at_top++;
+					sum += j->order[i];
+					break;
+				case UP_LENGTH:
+					v = fmax(v, TG_DADD(j->value[i], step_length(d, i)));
+					break;
+				case UP_CELLS:
+				case UP_AREA:
+					v = TG_DADD(v, j->value[i]);
+					break;
 			}
 		}
-		if (j->kind == UP_LENGTH)
-			j->length[c] = longest;
-		else if (j->kind == UP_SHREVE)
+		if (j->kind == UP_SHREVE)
 			j->order[c] = sum > 0 ? sum : 1;
-		else
-			/* Strahler: one more where two or more donors share the highest order */
+		else if (j->kind == UP_STRAHLER)
+			/* one more where two or more donors share the highest order */
 			j->order[c] = top == 0 ? 1 : at_top >= 2 ? top + 1 : top;
+		else
+			j->value[c] = v;
 
 		if (d->down[c] == TG_NO_DIRECTION)
 			continue;
 		r = (size_t) (cy + tg_nbr_dy(d->down[c])) * d->width + cx + tg_nbr_dx(d->down[c]);
-		if (d->member[r] && __atomic_sub_fetch(&j->pending[r], 1, __ATOMIC_ACQ_REL) == 0)
+		if (up_covers(j, r) && __atomic_sub_fetch(&j->pending[r], 1, __ATOMIC_ACQ_REL) == 0)
 			tg_batch_add(&b, (uint32_t) r);
 	}
 	tg_batch_flush(&b);
 	return TG_OK;
 }
 
+/* One upstream pass into order (the orders) or value (the rest). */
 static tg_status
-up_pass(const tg_ctx *ctx, up_job *j, tg_error *err)
+up_pass(const tg_ctx *ctx, const drainage *d, levels *l, up_kind kind, uint32_t *order, double *value,
+		tg_error *err)
 {
+	up_job		j = {.d = d, .l = l, .kind = kind, .order = order, .value = value};
 	tg_status	st;
 
-	j->pending = tg_alloc(ctx, j->d->n ? j->d->n : 1);
-	if (j->pending == NULL)
+	j.pending = tg_alloc(ctx, d->n ? d->n : 1);
+	if (j.pending == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate the drainage counts");
-	st = tg_parallel_rows(ctx, j->d->width, j->d->height, up_start, j, err);
-	while (st == TG_OK && levels_advance(j->l))
-		st = tg_parallel(ctx, tg_list_tasks(j->l->ncur), up_step, j, err);
-	tg_free(ctx, j->pending);
+	if (order)
+		memset(order, 0, d->n * sizeof(uint32_t));
+	l->ncur = l->nnext = 0;
+	st = tg_parallel_rows(ctx, d->width, d->height, up_start, &j, err);
+	while (st == TG_OK && levels_advance(l))
+		st = tg_parallel(ctx, tg_list_tasks(l->ncur), up_step, &j, err);
+	tg_free(ctx, j.pending);
 	return st;
 }
 
 /* ------------------------------------------------------------------------
- * Members: stream cells, or every valid cell
+ * Stream cells: accumulation at least the threshold
  * ------------------------------------------------------------------------ */
-typedef struct member_job
+typedef struct stream_job
 {
 	drainage   *d;
-	double		threshold;		/* NAN: every valid cell */
-} member_job;
+	double		threshold;
+} stream_job;
 
 static tg_status
-member_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+stream_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 {
-	member_job *j = arg;
+	stream_job *j = arg;
 	drainage   *d = j->d;
 
 	for (size_t i = (size_t) y0 * d->width; i < (size_t) y1 * d->width; i++)
-		d->member[i] = d->down[i] != DOWN_NODATA &&
-			(isnan(j->threshold) || d->acc[i] >= j->threshold);
+		d->stream[i] = d->down[i] != DOWN_NODATA && d->acc[i] >= j->threshold;
 	return TG_OK;
 }
 
 static tg_status
-members(const tg_ctx *ctx, drainage *d, double threshold, tg_error *err)
+find_streams(const tg_ctx *ctx, drainage *d, double threshold, tg_error *err)
 {
-	member_job	j = {d, threshold};
+	stream_job	j = {d, threshold};
 
-	d->member = tg_alloc(ctx, d->n ? d->n : 1);
-	if (d->member == NULL)
+	d->stream = tg_alloc(ctx, d->n ? d->n : 1);
+	if (d->stream == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate the stream cells");
-	return tg_parallel_rows(ctx, d->width, d->height, member_rows, &j, err);
+	return tg_parallel_rows(ctx, d->width, d->height, stream_rows, &j, err);
 }
 
 /* ------------------------------------------------------------------------
@@ -530,6 +557,232 @@ close_call(const tg_ctx *ctx, tg_ctx *call, double t0)
 		ctx->stats->core_ms = tg_clock_ms() - t0;
 }
 
+/* ------------------------------------------------------------------------
+ * Stream links: from a source or a confluence down to the next confluence
+ * or the end of the stream
+ * ------------------------------------------------------------------------ */
+typedef struct link_job
+{
+	const drainage *d;
+	uint8_t    *head;			/* 1 on stream cells that start a link */
+	const uint32_t *heads;		/* those cells in row-major order: link k + 1 starts at heads[k] */
+	size_t		nheads;
+	const uint32_t *strahler;
+	const uint32_t *shreve;
+	const double *cells;		/* upstream cells and area of every cell */
+	const double *area;
+	tg_stream_network *net;
+} link_job;
+
+/* a stream cell starts a link unless exactly one stream cell drains into it */
+static tg_status
+head_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	link_job   *j = arg;
+	const drainage *d = j->d;
+
+	for (int y = y0; y < y1; y++)
+		for (int x = 0; x < d->width; x++)
+		{
+			const size_t c = (size_t) y * d->width + x;
+			int			donors = 0;
+
+			if (!d->stream[c])
+			{
+				j->head[c] = 0;
+				continue;
+			}
+			for (int k = 0; k < 8; k++)
+			{
+				size_t		i;
+
+				if (donor_at(d, x, y, k, &i) && d->stream[i])
+					donors++;
+			}
+			j->head[c] = donors != 1;
+		}
+	return TG_OK;
+}
+
+/* The stream cell cell c drains into, or SIZE_MAX. */
+static inline size_t
+stream_receiver(const drainage *d, size_t c)
+{
+	size_t		r;
+
+	if (d->down[c] == TG_NO_DIRECTION)
+		return SIZE_MAX;
+	r = (size_t) ((int) (c / d->width) + tg_nbr_dy(d->down[c])) * d->width +
+		(size_t) ((int) (c % d->width) + tg_nbr_dx(d->down[c]));
+	return d->stream[r] ? r : SIZE_MAX;
+}
+
+/* The link starting at head cell c (1-based), by binary search of the heads. */
+static int64_t
+link_at(const link_job *j, size_t c)
+{
+	size_t		lo = 0,
+				hi = j->nheads;
+
+	while (lo < hi)
+	{
+		size_t		mid = lo + (hi - lo) / 2;
+
+		if (j->heads[mid] < c)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < j->nheads && j->heads[lo] == c ? (int64_t) lo + 1 : 0;
+}
+
+/* Walk each link of a task: count its vertices, or (vertices set) write them and its attributes. */
+static tg_status
+link_walk(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	link_job   *j = arg;
+	const drainage *d = j->d;
+	tg_stream_network *net = j->net;
+	size_t		lo,
+				hi;
+
+	tg_list_range(j->nheads, task, &lo, &hi);
+	for (size_t k = lo; k < hi; k++)
+	{
+		tg_stream_link *link = &net->links[k];
+		size_t		c = j->heads[k],
+					r,
+					count = 1;
+		double		length = 0;
+
+		if (net->vertices)
+			net->vertices[link->first] = (uint32_t) c;
+		for (;;)
+		{
+			r = stream_receiver(d, c);
+			if (r == SIZE_MAX)
+				break;
+			length = TG_DADD(length, step_length(d, c));
+			if (net->vertices)
+				net->vertices[link->first + count] = (uint32_t) r;
+			count++;
+			if (j->head[r])
+				break;
+			c = r;
+		}
+		link->count = count;
+		if (!net->vertices)
+			continue;
+		link->id = (int64_t) k + 1;
+		link->downstream = r == SIZE_MAX ? 0 : link_at(j, r);
+		link->strahler = j->strahler[j->heads[k]];
+		link->shreve = j->shreve[j->heads[k]];
+		link->length = length;
+		link->cells = j->cells[c];
+		link->area = j->area[c];
+	}
+	return TG_OK;
+}
+
+void
+tg_stream_network_free(const tg_ctx *ctx, tg_stream_network *net)
+{
+	tg_free(ctx, net->links);
+	tg_free(ctx, net->vertices);
+	memset(net, 0, sizeof *net);
+}
+
+tg_status
+tg_stream_network_build(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p,
+						uint32_t *strahler, tg_stream_network *net, tg_error *err)
+{
+	tg_ctx		call;
+	drainage	d;
+	levels		l;
+	link_job	j;
+	uint32_t   *shreve = NULL,
+			   *heads = NULL;
+	double	   *other = NULL;
+	double		t0;
+	tg_status	st = check_params(dem, p, true, err);
+
+	memset(net, 0, sizeof *net);
+	if (st != TG_OK)
+		return st;
+	open_call(ctx, dem, &call, &t0);
+	memset(&l, 0, sizeof l);
+	memset(&j, 0, sizeof j);
+	st = drainage_open(&call, dem, p, p->units, false, &d, err);
+	if (st == TG_OK)
+		st = find_streams(&call, &d, p->threshold, err);
+	if (st == TG_OK)
+		st = levels_open(&call, &d, &l, err);
+	if (st == TG_OK)
+	{
+		shreve = tg_alloc(&call, (d.n ? d.n : 1) * sizeof(uint32_t));
+		other = tg_alloc(&call, (d.n ? d.n : 1) * sizeof(double));
+		j.head = tg_alloc(&call, d.n ? d.n : 1);
+		if (!shreve || !other || !j.head)
+			st = tg_error_set(err, TG_ENOMEM, "could not allocate the stream links");
+	}
+	if (st == TG_OK)
+		st = up_pass(&call, &d, &l, UP_STRAHLER, strahler, NULL, err);
+	if (st == TG_OK)
+		st = up_pass(&call, &d, &l, UP_SHREVE, shreve, NULL, err);
+	/* the chain's accumulation is in the threshold's units; the other unit by a pass */
+	if (st == TG_OK)
+		st = up_pass(&call, &d, &l, p->units == TG_UNITS_AREA ? UP_CELLS : UP_AREA, NULL, other, err);
+	if (st == TG_OK)
+	{
+		j.d = &d;
+		j.strahler = strahler;
+		j.shreve = shreve;
+		j.cells = p->units == TG_UNITS_AREA ? other : d.acc;
+		j.area = p->units == TG_UNITS_AREA ? d.acc : other;
+		j.net = net;
+		st = tg_parallel_rows(&call, d.width, d.height, head_rows, &j, err);
+	}
+	if (st == TG_OK)
+	{
+		/* the heads in row-major order number the links */
+		heads = l.cur;
+		for (size_t i = 0; i < d.n; i++)
+			if (j.head[i])
+				heads[j.nheads++] = (uint32_t) i;
+		j.heads = heads;
+		net->links = tg_alloc(ctx, (j.nheads ? j.nheads : 1) * sizeof(tg_stream_link));
+		if (net->links == NULL)
+			st = tg_error_set(err, TG_ENOMEM, "could not allocate the stream links");
+		else
+			memset(net->links, 0, (j.nheads ? j.nheads : 1) * sizeof(tg_stream_link));
+		net->nlinks = j.nheads;
+	}
+	if (st == TG_OK)
+		st = tg_parallel(&call, tg_list_tasks(j.nheads), link_walk, &j, err);
+	if (st == TG_OK)
+	{
+		for (size_t k = 0; k < net->nlinks; k++)
+		{
+			net->links[k].first = net->nvertices;
+			net->nvertices += net->links[k].count;
+		}
+		net->vertices = tg_alloc(ctx, (net->nvertices ? net->nvertices : 1) * sizeof(uint32_t));
+		if (net->vertices == NULL)
+			st = tg_error_set(err, TG_ENOMEM, "could not allocate the stream vertices");
+	}
+	if (st == TG_OK)
+		st = tg_parallel(&call, tg_list_tasks(j.nheads), link_walk, &j, err);
+	if (st != TG_OK)
+		tg_stream_network_free(ctx, net);
+	tg_free(&call, shreve);
+	tg_free(&call, other);
+	tg_free(&call, j.head);
+	levels_close(&call, &l);
+	drainage_free(&call, &d);
+	close_call(ctx, &call, t0);
+	return st;
+}
+
 tg_status
 tg_stream_order(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p, uint32_t *order,
 				tg_error *err)
@@ -546,17 +799,12 @@ tg_stream_order(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params 
 	memset(&l, 0, sizeof l);
 	st = drainage_open(&call, dem, p, p->units, false, &d, err);
 	if (st == TG_OK)
-		st = members(&call, &d, p->threshold, err);
+		st = find_streams(&call, &d, p->threshold, err);
 	if (st == TG_OK)
 		st = levels_open(&call, &d, &l, err);
 	if (st == TG_OK)
-	{
-		up_job		j = {.d = &d, .l = &l, .kind = p->ordering == TG_ORDER_SHREVE ? UP_SHREVE : UP_STRAHLER};
-
-		memset(order, 0, d.n * sizeof(uint32_t));
-		j.order = order;
-		st = up_pass(&call, &j, err);
-	}
+		st = up_pass(&call, &d, &l, p->ordering == TG_ORDER_SHREVE ? UP_SHREVE : UP_STRAHLER, order, NULL,
+					 err);
 	levels_close(&call, &l);
 	drainage_free(&call, &d);
 	close_call(ctx, &call, t0);
@@ -580,18 +828,11 @@ tg_flow_length(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *
 	memset(&l, 0, sizeof l);
 	st = drainage_open(&call, dem, p, TG_UNITS_CELLS, false, &d, err);
 	if (st == TG_OK)
-		st = members(&call, &d, NAN, err);
-	if (st == TG_OK)
 		st = levels_open(&call, &d, &l, err);
 	if (st == TG_OK && (value = tg_alloc(&call, (d.n ? d.n : 1) * sizeof(double))) == NULL)
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate the flow lengths");
 	if (st == TG_OK && p->upstream)
-	{
-		up_job		j = {.d = &d, .l = &l, .kind = UP_LENGTH};
-
-		j.length = value;
-		st = up_pass(&call, &j, err);
-	}
+		st = up_pass(&call, &d, &l, UP_LENGTH, NULL, value, err);
 	else if (st == TG_OK)
 	{
 		down_job	j = {.d = &d, .l = &l, .value = value};
@@ -628,7 +869,7 @@ tg_hand(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p, floa
 	memset(&l, 0, sizeof l);
 	st = drainage_open(&call, dem, p, p->units, false, &d, err);
 	if (st == TG_OK)
-		st = members(&call, &d, p->threshold, err);
+		st = find_streams(&call, &d, p->threshold, err);
 	if (st == TG_OK)
 		st = levels_open(&call, &d, &l, err);
 	if (st == TG_OK && (base = tg_alloc(&call, (d.n ? d.n : 1) * sizeof(double))) == NULL)

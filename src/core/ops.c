@@ -116,6 +116,7 @@ tg_op_plan(const tg_op *op, const tg_band *dem, tg_output *outs, tg_error *err)
 			one_band(&outs[0], TG_PT_32BF, true, op_nodata(op, FLOAT_NODATA));
 			break;
 		case TG_OP_STREAM_ORDER:
+		case TG_OP_STREAM_LINKS:
 			one_band(&outs[0], TG_PT_32BUI, true, 0);
 			break;
 		case TG_OP_ISOCHRONE_BANDS:
@@ -159,6 +160,7 @@ tg_op_bytes_per_cell(const tg_op *op)
 		case TG_OP_HYDROLOGY:
 			return 112;
 		case TG_OP_STREAM_ORDER:
+		case TG_OP_STREAM_LINKS:
 		case TG_OP_FLOW_LENGTH:
 		case TG_OP_HAND:
 		case TG_OP_WETNESS_INDEX:
@@ -579,6 +581,14 @@ tg_op_compute(const tg_ctx *ctx, const tg_op *op, const tg_layout *layout, const
 				uint32_t   *order = new_plane(ctx, r, 0, 0, TG_PT_32BUI, n);
 
 				return order ? tg_stream_order(ctx, dem, &dp, order, err)
+					: tg_error_set(err, TG_ENOMEM, "could not allocate the stream order");
+			}
+		case TG_OP_STREAM_LINKS:
+			{
+				tg_drainage_params dp = drainage_params(op);
+				uint32_t   *order = new_plane(ctx, r, 0, 0, TG_PT_32BUI, n);
+
+				return order ? tg_stream_network_build(ctx, dem, &dp, order, op->network, err)
 					: tg_error_set(err, TG_ENOMEM, "could not allocate the stream order");
 			}
 		case TG_OP_FLOW_LENGTH:

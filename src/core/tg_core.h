@@ -686,6 +686,45 @@ tg_status	tg_stream_order(const tg_ctx *ctx, const tg_band *dem, const tg_draina
 							uint32_t *order, tg_error *err);
 
 /*
+ * The stream network as links (TauDEM's StreamNet): a link starts at a
+ * source or at a confluence (a stream cell with no or several stream donors)
+ * and runs down to the next confluence, which ends it as its last vertex, or
+ * to the end of the stream.  Links are numbered from 1 in row-major order of
+ * their first cells.  Vertices are cell indices; length sums the steps
+ * between them (as tg_flow_length); cells and area are the upstream count
+ * and area (map units squared) at the link's last cell above the confluence.
+ */
+typedef struct tg_stream_link
+{
+	int64_t		id;
+	int64_t		downstream;		/* the link this one flows into; 0: none */
+	uint32_t	strahler;
+	uint32_t	shreve;
+	double		length;
+	double		cells;
+	double		area;
+	size_t		first;			/* vertices[first .. first + count) */
+	size_t		count;
+} tg_stream_link;
+
+typedef struct tg_stream_network
+{
+	tg_stream_link *links;
+	size_t		nlinks;
+	uint32_t   *vertices;
+	size_t		nvertices;
+} tg_stream_network;
+
+/*
+ * The links of the streams of p, and the Strahler order of every cell as
+ * tg_stream_order gives it.  net's arrays come from ctx's allocator; free
+ * them with tg_stream_network_free.
+ */
+tg_status	tg_stream_network_build(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p,
+									uint32_t *strahler, tg_stream_network *net, tg_error *err);
+void		tg_stream_network_free(const tg_ctx *ctx, tg_stream_network *net);
+
+/*
  * length (NaN on nodata): downstream, the distance along the D8 path to its
  * end (an outlet, a pit, the edge of the raster); upstream, the longest D8
  * path from the divide down to the cell (0 on the divide).  Steps measure
@@ -875,6 +914,7 @@ typedef enum tg_op_kind
 	TG_OP_VIEWSHED,
 	TG_OP_VIEWSHED_COUNT,
 	TG_OP_STREAM_ORDER,			/* 32BUI: the order of stream cells, 0 (nodata) elsewhere */
+	TG_OP_STREAM_LINKS,			/* the Strahler order as TG_OP_STREAM_ORDER; the links in *network */
 	TG_OP_FLOW_LENGTH,
 	TG_OP_HAND,
 	TG_OP_WETNESS_INDEX
@@ -943,6 +983,7 @@ typedef struct tg_op
 	double		stream_threshold;
 	tg_stream_ordering ordering;
 	bool		upstream;
+	tg_stream_network *network;	/* TG_OP_STREAM_LINKS: filled from ctx's allocator */
 	/* viewshed: params' observer for one; cols and rows for a cumulative one */
 	tg_viewshed_params view;
 	int			nobservers;

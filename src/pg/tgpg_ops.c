@@ -145,6 +145,9 @@ static const tgpg_param flow_length_args[] = {
 static const tgpg_param hand_args[] = {
 	STREAMS, FILL, BAND, NODATA, BACKEND, {NULL}
 };
+static const tgpg_param stream_link_args[] = {
+	STREAMS, FILL, BAND, BACKEND, {NULL}
+};
 static const tgpg_param wetness_args[] = {
 	ROUTING, {"min_slope", TGPG_FLOAT, TGPG_POSITIVE}, FILL, BAND, ACCUM_METHOD, EXPONENT, THRESHOLD,
 	NODATA, BACKEND, {NULL}
@@ -660,6 +663,98 @@ tgpg_wetness_index(PG_FUNCTION_ARGS)
 	drainage_args(&a, &c, &op);
 	op.min_slope = tgpg_float(&a, "min_slope");
 	return run_op(&c, &op);
+}
+
+/*
+ * A link's vertices (cell centres through the grid's affine georeference)
+ * as a LineString of the raster's SRID, made by the geometry type's binary
+ * input from EWKB.  A link of one cell (a confluence where the stream ends)
+ * repeats its vertex: a line of length 0.
+ */
+static Datum
+link_geometry(const tg_stream_network *net, const tg_stream_link *link, const tg_layout *layout,
+			  Oid receive, Oid ioparam)
+{
+	const tg_georef *g = &layout->geo;
+	const uint32 npoints = (uint32) Max(link->count, 2);
+	const int64 width = layout->width;
+	StringInfoData buf;
+	uint32		type = 2 | (g->srid > 0 ? 0x20000000 : 0);
+	uint8		order;
+
+#ifdef WORDS_BIGENDIAN
+	order = 0;
+#else
+	order = 1;
+#endif
+	initStringInfo(&buf);
+	appendBinaryStringInfo(&buf, (const char *) &order, 1);
+	appendBinaryStringInfo(&buf, (const char *) &type, 4);
+	if (g->srid > 0)
+	{
+		uint32		srid = (uint32) g->srid;
+
+		appendBinaryStringInfo(&buf, (const char *) &srid, 4);
+	}
+	appendBinaryStringInfo(&buf, (const char *) &npoints, 4);
+	for (uint32 v = 0; v < npoints; v++)
+	{
+		const uint32 cell = net->vertices[link->first + Min((size_t) v, link->count - 1)];
+		const double col = (double) (cell % width) + 0.5,
+					row = (double) (cell / width) + 0.5;
+		double		xy[2];
+
+		xy[0] = g->upperleft_x + col * g->scale_x + row * g->skew_x;
+		xy[1] = g->upperleft_y + col * g->skew_y + row * g->scale_y;
+		appendBinaryStringInfo(&buf, (const char *) xy, sizeof xy);
+	}
+	return OidReceiveFunctionCall(receive, &buf, ioparam, -1);
+}
+
+/* The stream network as one row per link, with its LineString. */
+PG_FUNCTION_INFO_V1(tgpg_stream_links);
+Datum
+tgpg_stream_links(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	tgpg_args	a;
+	tgpg_call	c;
+	tg_op		op;
+	tg_stream_network net;
+	Oid			receive,
+				ioparam;
+
+	tgpg_args_open(&a, fcinfo, "tg_stream_links", stream_link_args);
+	InitMaterializedSRF(fcinfo, 0);
+	if (!a.coverage && PG_ARGISNULL(0))
+		return (Datum) 0;
+	tgpg_call_open(&c, &a, "tg_stream_links");
+	op_init(&op, &a);
+	op.kind = TG_OP_STREAM_LINKS;
+	drainage_args(&a, &c, &op);
+	memset(&net, 0, sizeof net);
+	op.network = &net;
+	(void) tgpg_call_run(&c, &op, TGPG_RESULT_TILES);
+
+	getTypeBinaryInputInfo(TupleDescAttr(rsinfo->setDesc, 7)->atttypid, &receive, &ioparam);
+	for (size_t k = 0; k < net.nlinks; k++)
+	{
+		const tg_stream_link *link = &net.links[k];
+		Datum		values[8];
+		bool		nulls[8] = {false, link->downstream == 0, false, false, false, false, false, false};
+
+		CHECK_FOR_INTERRUPTS();
+		values[0] = Int64GetDatum(link->id);
+		values[1] = Int64GetDatum(link->downstream);
+		values[2] = Int32GetDatum((int32) link->strahler);
+		values[3] = Int64GetDatum((int64) link->shreve);
+		values[4] = Float8GetDatum(link->length);
+		values[5] = Float8GetDatum(link->cells);
+		values[6] = Float8GetDatum(link->area);
+		values[7] = link_geometry(&net, link, c.layout, receive, ioparam);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
 }
 
 /* ------------------------------------------------------------------------

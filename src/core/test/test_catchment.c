@@ -829,6 +829,36 @@ test_drainage_v(void)
 		  fabs(out[2 * W + 3] - log(280 / 0.1)) < 1e-5,
 		  "V valley: wetness index of a channel cell ln(280 m / 0.1) (%g)", out[2 * W + 3]);
 
+	/* links at 2 cells: per row, two side links of 2 cells ending at the channel cell, and the channel's */
+	{
+		tg_stream_network net;
+		const tg_stream_link *l;
+
+		p.threshold = 2;
+		p.ordering = TG_ORDER_STRAHLER;
+		p.upstream = false;
+		tg_error_clear(&err);
+		check(tg_stream_network_build(&ctx, &b, &p, order, &net, &err) == TG_OK && net.nlinks == 18,
+			  "V valley: 18 links (%zu): %s", net.nlinks, err.message);
+		if (net.nlinks == 18)
+		{
+			l = &net.links[0];
+			check(l->id == 1 && l->downstream == 2 && l->strahler == 1 && l->shreve == 1 && l->count == 3 &&
+				  l->length == 20 && l->cells == 3 && l->area == 300 && net.vertices[l->first] == 1 &&
+				  net.vertices[l->first + 2] == 3,
+				  "V valley: a side link runs 2 cells to the channel, which ends it");
+			l = &net.links[1];
+			check(l->downstream == 0 && l->strahler == 2 && l->shreve == 12 && l->count == 1 && l->length == 0 &&
+				  l->cells == 42, "V valley: the outlet's link is its one cell");
+			l = &net.links[4];
+			check(l->downstream == 2 && l->shreve == 10 && l->count == 2 && l->length == 10 && l->cells == 35 &&
+				  net.vertices[l->first] == (uint32_t) W + 3 && net.vertices[l->first + 1] == 3,
+				  "V valley: a channel link is one step to the next confluence");
+			check(net.nvertices == 12 * 3 + 5 * 2 + 1, "V valley: %zu vertices", net.nvertices);
+		}
+		tg_stream_network_free(&ctx, &net);
+	}
+
 	p.threshold = 0;
 	tg_error_clear(&err);
 	check(tg_stream_order(&ctx, &b, &p, order, &err) == TG_EINVAL, "threshold 0 is refused");
