@@ -557,6 +557,18 @@ CREATE OR REPLACE FUNCTION @extschema@.tg_stream_order(coverage regclass, thresh
  STABLE PARALLEL RESTRICTED
 AS 'MODULE_PATHNAME', $function$tgpg_stream_order$function$;
 COMMENT ON FUNCTION @extschema@.tg_stream_order(regclass,double precision,text,text,boolean,integer,text,name,name) IS 'Coverage form of tg_stream_order: a whole tiled raster table as one grid, one row per input tile';
+CREATE OR REPLACE FUNCTION @extschema@.tg_stream_links(dem raster, threshold double precision DEFAULT 1000, units text DEFAULT 'cells'::text, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text)
+ RETURNS TABLE(link_id bigint, downstream_id bigint, strahler integer, shreve bigint, length double precision, upstream_cells double precision, upstream_area double precision, geom geometry)
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_stream_links$function$;
+COMMENT ON FUNCTION @extschema@.tg_stream_links(raster,double precision,text,boolean,integer,text) IS 'The stream network as one row per link (TauDEM StreamNet): from a source or confluence to the next confluence (its last vertex) or the end of the stream; the link it flows into (NULL at an outlet), Strahler and Shreve order, length along the cells (map units; metres on geographic rasters), upstream cells and area at its last cell, LineString through the cell centres';
+CREATE OR REPLACE FUNCTION @extschema@.tg_stream_links(coverage regclass, threshold double precision DEFAULT 1000, units text DEFAULT 'cells'::text, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+ RETURNS TABLE(link_id bigint, downstream_id bigint, strahler integer, shreve bigint, length double precision, upstream_cells double precision, upstream_area double precision, geom geometry)
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_stream_links$function$;
+COMMENT ON FUNCTION @extschema@.tg_stream_links(regclass,double precision,text,boolean,integer,text,name,name) IS 'Coverage form of tg_stream_links: the whole tiled raster table as one grid, links continuous across tiles';
 CREATE OR REPLACE FUNCTION @extschema@.tg_flow_length(dem raster, direction text DEFAULT 'downstream'::text, fill boolean DEFAULT true, band integer DEFAULT 1, nodata double precision DEFAULT '-9999'::integer, backend text DEFAULT NULL::text)
  RETURNS raster
  LANGUAGE c
