@@ -113,6 +113,26 @@ SELECT count(*) AS links,
        max(l.strahler) AS highest_order
 FROM one_thread o, links l LEFT JOIN links d ON d.link_id = l.downstream_id;
 
+-- basins of every outlet: the one outlet drains the valley
+SELECT ST_DumpValues(tg_basins(rast), 1) AS outlet_basins FROM v;
+-- nested gauges: gauge 1 on the channel in row 3, gauge 2 on the west side
+-- stream in row 5; each cell goes to its nearest gauge downstream, cells
+-- below gauge 1 to none (nodata)
+SELECT ST_DumpValues(tg_basins(rast, ARRAY[ST_SetSRID(ST_MakePoint(500035, 3999975), 32611),
+                                          ST_SetSRID(ST_MakePoint(500015, 3999955), 32611)]), 1) AS gauges FROM v;
+-- snapping: a point on the east slope of row 3 moves within 15 m to the
+-- channel cell of most accumulation, that of row 2
+SELECT ST_DumpValues(tg_basins(rast, ARRAY[ST_SetSRID(ST_MakePoint(500045, 3999975), 32611)], snap => 15), 1)
+       AS snapped FROM v;
+-- sub-basins: each cell labelled by the link (tg_stream_links' link_id) it meets first
+SELECT ST_DumpValues(tg_subbasins(rast, threshold => 2), 1) AS subbasins FROM v;
+SELECT (SELECT ST_DumpValues(ST_Union(rast)) FROM tg_subbasins(coverage => 'vt', threshold => 2))
+     = (SELECT ST_DumpValues(tg_subbasins(rast, threshold => 2)) FROM v) AS subbasins_coverage,
+       (SELECT ST_DumpValues(ST_Union(rast)) FROM tg_basins(coverage => 'vt',
+               pour_points => ARRAY[ST_SetSRID(ST_MakePoint(500035, 3999975), 32611)]))
+     = (SELECT ST_DumpValues(tg_basins(rast, ARRAY[ST_SetSRID(ST_MakePoint(500035, 3999975), 32611)])) FROM v)
+       AS basins_coverage;
+
 -- errors
 SELECT state, message FROM pg_temp.try($$SELECT tg_stream_order(rast, threshold => 0) FROM v$$);
 SELECT state, message FROM pg_temp.try($$SELECT tg_stream_order(rast, units => 'sca') FROM v$$);
@@ -122,4 +142,9 @@ SELECT state, message FROM pg_temp.try($$SELECT tg_hand(rast, band => 2) FROM v$
 SELECT state, message FROM pg_temp.try($$SELECT tg_wetness_index(rast, min_slope => 0) FROM v$$);
 SELECT state, message FROM pg_temp.try($$SELECT tg_wetness_index(rast, routing => 'd16') FROM v$$);
 SELECT state, message FROM pg_temp.try($$SELECT * FROM tg_stream_links((SELECT rast FROM v), threshold => -1)$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_basins(rast, ARRAY[]::geometry[]) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_basins(rast, ARRAY[ST_SetSRID(ST_MakePoint(0, 0), 32611)]) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_basins(rast, ARRAY[ST_MakePoint(500035, 3999975)]) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_basins(rast, ARRAY[NULL::geometry]) FROM v$$);
+SELECT state, message FROM pg_temp.try($$SELECT tg_basins(rast, ARRAY[ST_SetSRID(ST_MakePoint(500035, 3999975), 32611)], snap => -1) FROM v$$);
 SELECT tg_stream_order(NULL::raster) IS NULL AS null_gives_null;

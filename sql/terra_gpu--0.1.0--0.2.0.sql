@@ -569,6 +569,30 @@ CREATE OR REPLACE FUNCTION @extschema@.tg_stream_links(coverage regclass, thresh
  STABLE PARALLEL RESTRICTED
 AS 'MODULE_PATHNAME', $function$tgpg_stream_links$function$;
 COMMENT ON FUNCTION @extschema@.tg_stream_links(regclass,double precision,text,boolean,integer,text,name,name) IS 'Coverage form of tg_stream_links: the whole tiled raster table as one grid, links continuous across tiles';
+CREATE OR REPLACE FUNCTION @extschema@.tg_basins(dem raster, pour_points geometry[] DEFAULT NULL::geometry[], snap double precision DEFAULT 0, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text)
+ RETURNS raster
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_basins$function$;
+COMMENT ON FUNCTION @extschema@.tg_basins(raster,geometry[],double precision,boolean,integer,text) IS 'D8 basins (32BUI labels, 0 = nodata): of pour_points, each cell labelled by the nearest point downstream (its place in the array; nested gauges), each point snapped within snap as by tg_snap_pour_point; without points, of every path end (outlet, pit, raster edge), numbered in row-major order';
+CREATE OR REPLACE FUNCTION @extschema@.tg_basins(coverage regclass, pour_points geometry[] DEFAULT NULL::geometry[], snap double precision DEFAULT 0, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+ RETURNS TABLE(rid bigint, rast raster)
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_basins$function$;
+COMMENT ON FUNCTION @extschema@.tg_basins(regclass,geometry[],double precision,boolean,integer,text,name,name) IS 'Coverage form of tg_basins: a whole tiled raster table as one grid, one row per input tile';
+CREATE OR REPLACE FUNCTION @extschema@.tg_subbasins(dem raster, threshold double precision DEFAULT 1000, units text DEFAULT 'cells'::text, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text)
+ RETURNS raster
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_subbasins$function$;
+COMMENT ON FUNCTION @extschema@.tg_subbasins(raster,double precision,text,boolean,integer,text) IS 'Sub-basins per stream link (32BUI, 0 = nodata): each cell labelled by the link_id of tg_stream_links whose cells its D8 path meets first';
+CREATE OR REPLACE FUNCTION @extschema@.tg_subbasins(coverage regclass, threshold double precision DEFAULT 1000, units text DEFAULT 'cells'::text, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+ RETURNS TABLE(rid bigint, rast raster)
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED
+AS 'MODULE_PATHNAME', $function$tgpg_subbasins$function$;
+COMMENT ON FUNCTION @extschema@.tg_subbasins(regclass,double precision,text,boolean,integer,text,name,name) IS 'Coverage form of tg_subbasins: a whole tiled raster table as one grid, one row per input tile';
 CREATE OR REPLACE FUNCTION @extschema@.tg_flow_length(dem raster, direction text DEFAULT 'downstream'::text, fill boolean DEFAULT true, band integer DEFAULT 1, nodata double precision DEFAULT '-9999'::integer, backend text DEFAULT NULL::text)
  RETURNS raster
  LANGUAGE c

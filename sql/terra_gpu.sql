@@ -1376,6 +1376,62 @@ CREATE FUNCTION tg_stream_links(
 COMMENT ON FUNCTION tg_stream_links(regclass, double precision, text, boolean, integer, text, name, name) IS
 'Coverage form of tg_stream_links: the whole tiled raster table as one grid, links continuous across tiles';
 
+CREATE FUNCTION tg_basins(
+	dem raster,
+	pour_points geometry[] DEFAULT NULL,
+	snap double precision DEFAULT 0,
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_basins'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_basins(raster, geometry[], double precision, boolean, integer, text) IS
+'D8 basins (32BUI labels, 0 = nodata): of pour_points, each cell labelled by the nearest point downstream (its place in the array; nested gauges), each point snapped within snap as by tg_snap_pour_point; without points, of every path end (outlet, pit, raster edge), numbered in row-major order';
+
+CREATE FUNCTION tg_basins(
+	coverage regclass,
+	pour_points geometry[] DEFAULT NULL,
+	snap double precision DEFAULT 0,
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_basins'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_basins(regclass, geometry[], double precision, boolean, integer, text, name, name) IS
+'Coverage form of tg_basins: a whole tiled raster table as one grid, one row per input tile';
+
+CREATE FUNCTION tg_subbasins(
+	dem raster,
+	threshold double precision DEFAULT 1000,
+	units text DEFAULT 'cells',
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_subbasins'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_subbasins(raster, double precision, text, boolean, integer, text) IS
+'Sub-basins per stream link (32BUI, 0 = nodata): each cell labelled by the link_id of tg_stream_links whose cells its D8 path meets first';
+
+CREATE FUNCTION tg_subbasins(
+	coverage regclass,
+	threshold double precision DEFAULT 1000,
+	units text DEFAULT 'cells',
+	fill boolean DEFAULT true,
+	band integer DEFAULT 1,
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_subbasins'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_subbasins(regclass, double precision, text, boolean, integer, text, name, name) IS
+'Coverage form of tg_subbasins: a whole tiled raster table as one grid, one row per input tile';
+
 CREATE FUNCTION tg_flow_length(
 	dem raster,
 	direction text DEFAULT 'downstream',

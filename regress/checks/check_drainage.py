@@ -12,6 +12,8 @@ terra_gpu's own D8 codes and accumulation (so both walk the same network):
     in specific catchment area and the Horn slope of the filled surface;
   - stream links (tg_stream_links): one per source or confluence, with the
     orders, upstream cells and cell count of the link walked here;
+  - sub-basins per link and basins of every outlet label for label; the basin
+    of one gauge is its watershed, and a second gauge nests inside it;
   - the coverage form on 256 x 256 tiles equals the value form;
   - on a GPU machine, the GPU backend gives the CPU's values.
 
@@ -120,6 +122,38 @@ def reference_links(codes, acc, strahler, shreve, w):
     return links
 
 
+def reference_basins(codes, acc, strahler, w):
+    """Sub-basin labels (the link whose cells a path meets first; links numbered by their first
+    cell in row-major order) and outlet-basin labels (path ends numbered in row-major order)."""
+    n = len(codes)
+    rec = receivers(codes, w)
+    stream = [s > 0 for s in strahler]
+    donors = [0] * n
+    for i in range(n):
+        if stream[i] and rec[i] >= 0 and stream[rec[i]]:
+            donors[rec[i]] += 1
+    link = [0] * n
+    lid = 0
+    for h in range(n):
+        if stream[h] and donors[h] != 1:
+            lid += 1
+            c = h
+            link[c] = lid
+            while rec[c] >= 0 and stream[rec[c]] and donors[rec[c]] == 1:
+                c = rec[c]
+                link[c] = lid
+    ends = {}
+    for i in range(n):
+        if codes[i] == 0:
+            ends[i] = len(ends) + 1
+    sub, outlet = [0] * n, [0] * n
+    for i in sorted((i for i in range(n) if codes[i] != 255), key=lambda i: -acc[i]):
+        r = rec[i]
+        sub[i] = link[i] if stream[i] else (sub[r] if r >= 0 else 0)
+        outlet[i] = ends[i] if r < 0 else outlet[r]
+    return sub, outlet
+
+
 def wetness(acc_sca, z, valid, w, h, spacing, min_slope):
     dx, dy = spacing
     out = [math.nan] * (w * h)
@@ -199,9 +233,38 @@ def one_dem(path, db):
     check(got == want, "stream links: %d links, each with the reference's orders, upstream cells, confluence "
           "and cells (reference: %d links)" % (len(got), len(want)))
 
+    sub, outlet = reference_basins(codes, acc, strahler, w)
+    agree("sub-basins", ours("tg_subbasins(rast, threshold => %d)" % THRESHOLD, "I"), sub)
+    agree("basins of every outlet", ours("tg_basins(rast)", "I"), outlet)
+    # a gauge at the cell of highest accumulation in the middle third of the raster: its basin is
+    # its watershed; a second gauge upstream of it, where about half of that drains, takes its own
+    # watershed out of the first one's basin (nested gauges)
+    rec = receivers(codes, w)
+    g1 = max((i for i in range(w * h) if w // 3 <= i % w < 2 * w // 3 and h // 3 <= i // w < 2 * h // 3
+              and codes[i] != 255), key=lambda i: (acc[i], -i))
+    inside = [False] * (w * h)
+    for i in sorted((i for i in range(w * h) if codes[i] != 255), key=lambda i: -acc[i]):
+        inside[i] = i == g1 or (rec[i] >= 0 and inside[rec[i]])
+    g2 = min((i for i in range(w * h) if inside[i] and i != g1), key=lambda i: (abs(acc[i] - acc[g1] / 2), i))
+    inside2 = [False] * (w * h)
+    for i in sorted((i for i in range(w * h) if inside[i]), key=lambda i: -acc[i]):
+        inside2[i] = i == g2 or (rec[i] >= 0 and inside2[rec[i]])
+    n1, n2 = sum(inside), sum(inside2)
+    points = "ARRAY[ST_PixelAsCentroid(rast, %d, %d), ST_PixelAsCentroid(rast, %d, %d)]" % (
+        g1 % w + 1, g1 // w + 1, g2 % w + 1, g2 // w + 1)
+    same = psql("SELECT ST_DumpValues(tg_basins(rast, ARRAY[ST_PixelAsCentroid(rast, %d, %d)])) = "
+                "ST_DumpValues(ST_MapAlgebra(tg_watershed(rast, ST_PixelAsCentroid(rast, %d, %d)), 1, '32BUI', "
+                "'[rast]', 0)) FROM drn_whole" % (g1 % w + 1, g1 // w + 1, g1 % w + 1, g1 // w + 1), db)
+    check(same == "t", "the basin of one gauge (%d cells) equals its watershed" % n1)
+    counts = psql("SELECT array_agg(c ORDER BY v) FROM (SELECT v, count(*) AS c FROM drn_whole, "
+                  "unnest(ST_DumpValues(tg_basins(rast, %s), 1)) v WHERE v > 0 GROUP BY v) s" % points, db)
+    want = "{%d,%d}" % (n1 - n2, n2)
+    check(counts == want, "a gauge upstream takes its watershed out of the first one's basin: %s cells (want %s)"
+          % (counts, want))
+
     calls = ["tg_stream_order(%s, threshold => %d)" % ("%s", THRESHOLD),
              "tg_flow_length(%s, direction => 'upstream')", "tg_hand(%s, threshold => %d)" % ("%s", THRESHOLD),
-             "tg_wetness_index(%s)"]
+             "tg_wetness_index(%s)", "tg_subbasins(%s, threshold => %d)" % ("%s", THRESHOLD), "tg_basins(%s)"]
     same = psql("SELECT (SELECT array_agg(l ORDER BY link_id) FROM tg_stream_links(coverage => 'drn_tiles', "
                 "threshold => %d) l) = (SELECT array_agg(l ORDER BY link_id) FROM (SELECT ST_Union(rast) AS rast "
                 "FROM drn_tiles) u, tg_stream_links(rast, threshold => %d) l)" % (THRESHOLD, THRESHOLD), db)

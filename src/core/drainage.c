@@ -193,12 +193,21 @@ levels_advance(levels *l)
 /* ------------------------------------------------------------------------
  * Downstream values: flow length to the outlet, height above drainage
  * ------------------------------------------------------------------------ */
+typedef enum down_kind
+{
+	DOWN_LENGTH,				/* value: the length down to the path's end */
+	DOWN_HAND,					/* value: the height of the first stream cell met (NaN: none yet) */
+	DOWN_LABEL					/* label: the first nonzero mark met (0: none) */
+} down_kind;
+
 typedef struct down_job
 {
 	const drainage *d;
 	levels	   *l;
-	bool		hand;			/* else the flow length */
-	double	   *value;			/* length, or the drainage cell's height (NaN: none yet) */
+	down_kind	kind;
+	double	   *value;
+	uint32_t   *label;
+	const uint32_t *mark;
 } down_job;
 
 /* the ends of the paths: valid cells without a receiver */
@@ -212,11 +221,16 @@ down_ends(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 	tg_batch_init(&b, j->l->next, &j->l->nnext);
 	for (size_t i = (size_t) y0 * d->width; i < (size_t) y1 * d->width; i++)
 	{
-		j->value[i] = NAN;
-		if (d->down[i] != TG_NO_DIRECTION)
-			continue;
-		j->value[i] = !j->hand ? 0.0 : d->stream[i] ? d->z[i] : NAN;
-		tg_batch_add(&b, (uint32_t) i);
+		const bool	end = d->down[i] == TG_NO_DIRECTION;
+
+		if (j->kind == DOWN_LABEL)
+			j->label[i] = end ? j->mark[i] : 0;
+		else if (j->kind == DOWN_HAND)
+			j->value[i] = end && d->stream[i] ? d->z[i] : NAN;
+		else
+			j->value[i] = end ? 0.0 : NAN;
+		if (end)
+			tg_batch_add(&b, (uint32_t) i);
 	}
 	tg_batch_flush(&b);
 	return TG_OK;
@@ -245,7 +259,9 @@ down_step(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 
 			if (!donor_at(d, cx, cy, k, &i))
 				continue;
-			if (j->hand)
+			if (j->kind == DOWN_LABEL)
+				j->label[i] = j->mark[i] ? j->mark[i] : j->label[c];
+			else if (j->kind == DOWN_HAND)
 				j->value[i] = d->stream[i] ? d->z[i] : j->value[c];
 			else
 				j->value[i] = TG_DADD(j->value[c], step_length(d, i));
@@ -692,6 +708,81 @@ tg_stream_network_free(const tg_ctx *ctx, tg_stream_network *net)
 	memset(net, 0, sizeof *net);
 }
 
+/*
+ * The links of d's streams (find_streams done) into net, Strahler's order
+ * into strahler; l: the levels, free for use.
+ */
+static tg_status
+network_of(const tg_ctx *ctx, const tg_ctx *owner, drainage *d, levels *l, const tg_drainage_params *p,
+		   uint32_t *strahler, tg_stream_network *net, tg_error *err)
+{
+	link_job	j;
+	uint32_t   *shreve;
+	double	   *other;
+	tg_status	st = TG_OK;
+
+	memset(&j, 0, sizeof j);
+	shreve = tg_alloc(ctx, (d->n ? d->n : 1) * sizeof(uint32_t));
+	other = tg_alloc(ctx, (d->n ? d->n : 1) * sizeof(double));
+	j.head = tg_alloc(ctx, d->n ? d->n : 1);
+	if (!shreve || !other || !j.head)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate the stream links");
+	if (st == TG_OK)
+		st = up_pass(ctx, d, l, UP_STRAHLER, strahler, NULL, err);
+	if (st == TG_OK)
+		st = up_pass(ctx, d, l, UP_SHREVE, shreve, NULL, err);
+	/* the chain's accumulation is in the threshold's units; the other unit by a pass */
+	if (st == TG_OK)
+		st = up_pass(ctx, d, l, p->units == TG_UNITS_AREA ? UP_CELLS : UP_AREA, NULL, other, err);
+	if (st == TG_OK)
+	{
+		j.d = d;
+		j.strahler = strahler;
+		j.shreve = shreve;
+		j.cells = p->units == TG_UNITS_AREA ? other : d->acc;
+		j.area = p->units == TG_UNITS_AREA ? d->acc : other;
+		j.net = net;
+		st = tg_parallel_rows(ctx, d->width, d->height, head_rows, &j, err);
+	}
+	if (st == TG_OK)
+	{
+		/* the heads in row-major order number the links */
+		uint32_t   *heads = l->cur;
+
+		for (size_t i = 0; i < d->n; i++)
+			if (j.head[i])
+				heads[j.nheads++] = (uint32_t) i;
+		j.heads = heads;
+		net->links = tg_alloc(owner, (j.nheads ? j.nheads : 1) * sizeof(tg_stream_link));
+		if (net->links == NULL)
+			st = tg_error_set(err, TG_ENOMEM, "could not allocate the stream links");
+		else
+			memset(net->links, 0, (j.nheads ? j.nheads : 1) * sizeof(tg_stream_link));
+		net->nlinks = j.nheads;
+	}
+	if (st == TG_OK)
+		st = tg_parallel(ctx, tg_list_tasks(j.nheads), link_walk, &j, err);
+	if (st == TG_OK)
+	{
+		for (size_t k = 0; k < net->nlinks; k++)
+		{
+			net->links[k].first = net->nvertices;
+			net->nvertices += net->links[k].count;
+		}
+		net->vertices = tg_alloc(owner, (net->nvertices ? net->nvertices : 1) * sizeof(uint32_t));
+		if (net->vertices == NULL)
+			st = tg_error_set(err, TG_ENOMEM, "could not allocate the stream vertices");
+	}
+	if (st == TG_OK)
+		st = tg_parallel(ctx, tg_list_tasks(j.nheads), link_walk, &j, err);
+	if (st != TG_OK)
+		tg_stream_network_free(owner, net);
+	tg_free(ctx, shreve);
+	tg_free(ctx, other);
+	tg_free(ctx, j.head);
+	return st;
+}
+
 tg_status
 tg_stream_network_build(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p,
 						uint32_t *strahler, tg_stream_network *net, tg_error *err)
@@ -699,10 +790,6 @@ tg_stream_network_build(const tg_ctx *ctx, const tg_band *dem, const tg_drainage
 	tg_ctx		call;
 	drainage	d;
 	levels		l;
-	link_job	j;
-	uint32_t   *shreve = NULL,
-			   *heads = NULL;
-	double	   *other = NULL;
 	double		t0;
 	tg_status	st = check_params(dem, p, true, err);
 
@@ -711,72 +798,125 @@ tg_stream_network_build(const tg_ctx *ctx, const tg_band *dem, const tg_drainage
 		return st;
 	open_call(ctx, dem, &call, &t0);
 	memset(&l, 0, sizeof l);
-	memset(&j, 0, sizeof j);
 	st = drainage_open(&call, dem, p, p->units, false, &d, err);
 	if (st == TG_OK)
 		st = find_streams(&call, &d, p->threshold, err);
 	if (st == TG_OK)
 		st = levels_open(&call, &d, &l, err);
 	if (st == TG_OK)
+		st = network_of(&call, ctx, &d, &l, p, strahler, net, err);
+	levels_close(&call, &l);
+	drainage_free(&call, &d);
+	close_call(ctx, &call, t0);
+	return st;
+}
+
+/*
+ * Basins: every cell labelled by the first marked cell on its D8 path: a
+ * pour point, a link's cell, or the path's end.
+ */
+typedef struct mark_job
+{
+	const drainage *d;
+	uint32_t   *mark;
+	const tg_stream_network *net;
+} mark_job;
+
+/* each link's own cells (its last vertex, a confluence, belongs to the next link) */
+static tg_status
+mark_links(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	mark_job   *j = arg;
+	size_t		lo,
+				hi;
+
+	tg_list_range(j->net->nlinks, task, &lo, &hi);
+	for (size_t k = lo; k < hi; k++)
 	{
-		shreve = tg_alloc(&call, (d.n ? d.n : 1) * sizeof(uint32_t));
-		other = tg_alloc(&call, (d.n ? d.n : 1) * sizeof(double));
-		j.head = tg_alloc(&call, d.n ? d.n : 1);
-		if (!shreve || !other || !j.head)
-			st = tg_error_set(err, TG_ENOMEM, "could not allocate the stream links");
+		const tg_stream_link *link = &j->net->links[k];
+		const size_t own = link->downstream ? link->count - 1 : link->count;
+
+		for (size_t v = 0; v < own; v++)
+			j->mark[j->net->vertices[link->first + v]] = (uint32_t) link->id;
 	}
-	if (st == TG_OK)
-		st = up_pass(&call, &d, &l, UP_STRAHLER, strahler, NULL, err);
-	if (st == TG_OK)
-		st = up_pass(&call, &d, &l, UP_SHREVE, shreve, NULL, err);
-	/* the chain's accumulation is in the threshold's units; the other unit by a pass */
-	if (st == TG_OK)
-		st = up_pass(&call, &d, &l, p->units == TG_UNITS_AREA ? UP_CELLS : UP_AREA, NULL, other, err);
-	if (st == TG_OK)
-	{
-		j.d = &d;
-		j.strahler = strahler;
-		j.shreve = shreve;
-		j.cells = p->units == TG_UNITS_AREA ? other : d.acc;
-		j.area = p->units == TG_UNITS_AREA ? d.acc : other;
-		j.net = net;
-		st = tg_parallel_rows(&call, d.width, d.height, head_rows, &j, err);
-	}
-	if (st == TG_OK)
-	{
-		/* the heads in row-major order number the links */
-		heads = l.cur;
-		for (size_t i = 0; i < d.n; i++)
-			if (j.head[i])
-				heads[j.nheads++] = (uint32_t) i;
-		j.heads = heads;
-		net->links = tg_alloc(ctx, (j.nheads ? j.nheads : 1) * sizeof(tg_stream_link));
-		if (net->links == NULL)
-			st = tg_error_set(err, TG_ENOMEM, "could not allocate the stream links");
-		else
-			memset(net->links, 0, (j.nheads ? j.nheads : 1) * sizeof(tg_stream_link));
-		net->nlinks = j.nheads;
-	}
-	if (st == TG_OK)
-		st = tg_parallel(&call, tg_list_tasks(j.nheads), link_walk, &j, err);
-	if (st == TG_OK)
-	{
-		for (size_t k = 0; k < net->nlinks; k++)
-		{
-			net->links[k].first = net->nvertices;
-			net->nvertices += net->links[k].count;
-		}
-		net->vertices = tg_alloc(ctx, (net->nvertices ? net->nvertices : 1) * sizeof(uint32_t));
-		if (net->vertices == NULL)
-			st = tg_error_set(err, TG_ENOMEM, "could not allocate the stream vertices");
-	}
-	if (st == TG_OK)
-		st = tg_parallel(&call, tg_list_tasks(j.nheads), link_walk, &j, err);
+	return TG_OK;
+}
+
+tg_status
+tg_basins(const tg_ctx *ctx, const tg_band *dem, const tg_basin_params *bp, uint32_t *labels, tg_error *err)
+{
+	const tg_drainage_params *p = &bp->drainage;
+	tg_ctx		call;
+	drainage	d;
+	levels		l;
+	uint32_t   *mark = NULL;
+	double		t0;
+	tg_status	st = check_params(dem, p, bp->outlets == TG_BASINS_LINKS, err);
+
 	if (st != TG_OK)
-		tg_stream_network_free(ctx, net);
-	tg_free(&call, shreve);
-	tg_free(&call, other);
-	tg_free(&call, j.head);
+		return st;
+	if (bp->outlets == TG_BASINS_POINTS && bp->npoints <= 0)
+		return tg_error_set(err, TG_EINVAL, "basins of pour points need at least one point");
+	if (bp->outlets == TG_BASINS_POINTS && (!(bp->snap >= 0) || !isfinite(bp->snap)))
+		return tg_error_set(err, TG_EINVAL, "snap must be a non-negative distance, got %g", bp->snap);
+	open_call(ctx, dem, &call, &t0);
+	memset(&l, 0, sizeof l);
+	st = drainage_open(&call, dem, p, bp->outlets == TG_BASINS_LINKS ? p->units : TG_UNITS_CELLS, false, &d,
+					   err);
+	if (st == TG_OK)
+		st = levels_open(&call, &d, &l, err);
+	if (st == TG_OK && (mark = tg_alloc(&call, (d.n ? d.n : 1) * sizeof(uint32_t))) == NULL)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate the basin marks");
+	if (st == TG_OK)
+		memset(mark, 0, d.n * sizeof(uint32_t));
+	if (st == TG_OK && bp->outlets == TG_BASINS_POINTS)
+	{
+		/* the first of several points on one cell names it */
+		for (int k = bp->npoints - 1; k >= 0 && st == TG_OK; k--)
+		{
+			tg_snap_params sp = {p->flow, bp->xs[k], bp->ys[k], bp->snap};
+			int			col,
+						row;
+
+			st = tg_snap_choose(dem, &sp, d.acc, &col, &row, err);
+			if (st == TG_OK)
+				mark[(size_t) row * d.width + col] = (uint32_t) k + 1;
+		}
+	}
+	else if (st == TG_OK && bp->outlets == TG_BASINS_OUTLETS)
+	{
+		uint32_t	next = 1;
+
+		/* the ends of the paths, in row-major order */
+		for (size_t i = 0; i < d.n; i++)
+			if (d.down[i] == TG_NO_DIRECTION)
+				mark[i] = next++;
+	}
+	else if (st == TG_OK)
+	{
+		tg_stream_network net;
+
+		memset(&net, 0, sizeof net);
+		st = find_streams(&call, &d, p->threshold, err);
+		/* the Strahler order goes to labels, overwritten below */
+		if (st == TG_OK)
+			st = network_of(&call, &call, &d, &l, p, labels, &net, err);
+		if (st == TG_OK)
+		{
+			mark_job	j = {&d, mark, &net};
+
+			st = tg_parallel(&call, tg_list_tasks(net.nlinks), mark_links, &j, err);
+		}
+		tg_stream_network_free(&call, &net);
+	}
+	if (st == TG_OK)
+	{
+		down_job	j = {.d = &d, .l = &l, .kind = DOWN_LABEL, .label = labels, .mark = mark};
+
+		l.ncur = l.nnext = 0;
+		st = down_pass(&call, &j, err);
+	}
+	tg_free(&call, mark);
 	levels_close(&call, &l);
 	drainage_free(&call, &d);
 	close_call(ctx, &call, t0);
@@ -835,7 +975,7 @@ tg_flow_length(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *
 		st = up_pass(&call, &d, &l, UP_LENGTH, NULL, value, err);
 	else if (st == TG_OK)
 	{
-		down_job	j = {.d = &d, .l = &l, .value = value};
+		down_job	j = {.d = &d, .l = &l, .kind = DOWN_LENGTH, .value = value};
 
 		st = down_pass(&call, &j, err);
 	}
@@ -876,7 +1016,7 @@ tg_hand(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p, floa
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate the drainage heights");
 	if (st == TG_OK)
 	{
-		down_job	j = {.d = &d, .l = &l, .hand = true, .value = base};
+		down_job	j = {.d = &d, .l = &l, .kind = DOWN_HAND, .value = base};
 
 		st = down_pass(&call, &j, err);
 	}

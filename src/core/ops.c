@@ -117,6 +117,7 @@ tg_op_plan(const tg_op *op, const tg_band *dem, tg_output *outs, tg_error *err)
 			break;
 		case TG_OP_STREAM_ORDER:
 		case TG_OP_STREAM_LINKS:
+		case TG_OP_BASINS:
 			one_band(&outs[0], TG_PT_32BUI, true, 0);
 			break;
 		case TG_OP_ISOCHRONE_BANDS:
@@ -161,6 +162,7 @@ tg_op_bytes_per_cell(const tg_op *op)
 			return 112;
 		case TG_OP_STREAM_ORDER:
 		case TG_OP_STREAM_LINKS:
+		case TG_OP_BASINS:
 		case TG_OP_FLOW_LENGTH:
 		case TG_OP_HAND:
 		case TG_OP_WETNESS_INDEX:
@@ -582,6 +584,15 @@ tg_op_compute(const tg_ctx *ctx, const tg_op *op, const tg_layout *layout, const
 
 				return order ? tg_stream_order(ctx, dem, &dp, order, err)
 					: tg_error_set(err, TG_ENOMEM, "could not allocate the stream order");
+			}
+		case TG_OP_BASINS:
+			{
+				tg_basin_params bp = {drainage_params(op), op->basin_outlets, op->npoints, op->point_xs,
+				op->point_ys, op->snap};
+				uint32_t   *labels = new_plane(ctx, r, 0, 0, TG_PT_32BUI, n);
+
+				return labels ? tg_basins(ctx, dem, &bp, labels, err)
+					: tg_error_set(err, TG_ENOMEM, "could not allocate the basins");
 			}
 		case TG_OP_STREAM_LINKS:
 			{

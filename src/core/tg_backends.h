@@ -225,6 +225,14 @@ tg_status	tg_cpu_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_
 								  const int *cols, const int *rows, int n, uint32_t *count,
 								  tg_error *err);
 
+/*
+ * The snapping choice of tg_snap_pour_point on a given D8 accumulation in
+ * cells (NULL allowed for distance 0): shared with the basins of many pour
+ * points, which compute that accumulation once.
+ */
+tg_status	tg_snap_choose(const tg_band *dem, const tg_snap_params *p, const double *acc, int *col, int *row,
+						   tg_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -725,6 +725,38 @@ tg_status	tg_stream_network_build(const tg_ctx *ctx, const tg_band *dem, const t
 void		tg_stream_network_free(const tg_ctx *ctx, tg_stream_network *net);
 
 /*
+ * Basins: every cell labelled by the first outlet on its D8 path, 0 (the
+ * output's nodata) where the path meets none and on nodata.
+ *   TG_BASINS_OUTLETS  every path's end (an outlet, a pit, the raster's edge),
+ *                      numbered from 1 in row-major order;
+ *   TG_BASINS_POINTS   pour points k = 1 .. npoints, each snapped as by
+ *                      tg_snap_pour_point within snap: nested gauges, each
+ *                      cell goes to its nearest downstream point (of points
+ *                      on one cell, the first);
+ *   TG_BASINS_LINKS    sub-basins: the stream link (tg_stream_network_build's
+ *                      id) whose cells the path meets first.
+ */
+typedef enum tg_basin_outlets
+{
+	TG_BASINS_OUTLETS = 0,
+	TG_BASINS_POINTS,
+	TG_BASINS_LINKS
+} tg_basin_outlets;
+
+typedef struct tg_basin_params
+{
+	tg_drainage_params drainage;	/* fill, geometry; links: the stream threshold */
+	tg_basin_outlets outlets;
+	int			npoints;
+	const double *xs;			/* the points in columns and rows from the grid's */
+	const double *ys;			/* upper-left corner (fractional) */
+	double		snap;			/* >= 0 */
+} tg_basin_params;
+
+tg_status	tg_basins(const tg_ctx *ctx, const tg_band *dem, const tg_basin_params *p, uint32_t *labels,
+					  tg_error *err);
+
+/*
  * length (NaN on nodata): downstream, the distance along the D8 path to its
  * end (an outlet, a pit, the edge of the raster); upstream, the longest D8
  * path from the divide down to the cell (0 on the divide).  Steps measure
@@ -915,6 +947,7 @@ typedef enum tg_op_kind
 	TG_OP_VIEWSHED_COUNT,
 	TG_OP_STREAM_ORDER,			/* 32BUI: the order of stream cells, 0 (nodata) elsewhere */
 	TG_OP_STREAM_LINKS,			/* the Strahler order as TG_OP_STREAM_ORDER; the links in *network */
+	TG_OP_BASINS,				/* 32BUI basin labels (tg_basins), 0 (nodata) outside */
 	TG_OP_FLOW_LENGTH,
 	TG_OP_HAND,
 	TG_OP_WETNESS_INDEX
@@ -984,6 +1017,11 @@ typedef struct tg_op
 	tg_stream_ordering ordering;
 	bool		upstream;
 	tg_stream_network *network;	/* TG_OP_STREAM_LINKS: filled from ctx's allocator */
+	/* basins: outlets, and the pour points (columns and rows) snapped within snap */
+	tg_basin_outlets basin_outlets;
+	int			npoints;
+	const double *point_xs;
+	const double *point_ys;
 	/* viewshed: params' observer for one; cols and rows for a cumulative one */
 	tg_viewshed_params view;
 	int			nobservers;

@@ -759,19 +759,7 @@ tg_snap_pour_point(const tg_ctx *ctx, const tg_band *dem, const tg_snap_params *
 {
 	const int	W = dem->width,
 				H = dem->height;
-	const double d = p->distance;
-	double		cx,
-				cy,
-				best_d2 = INFINITY,
-				best_acc = -INFINITY;
 	double	   *acc;
-	int			c0,
-				r0,
-				x0,
-				x1,
-				y0,
-				y1;
-	bool		found = false;
 	tg_status	st;
 
 	st = check_flow_params(dem, &p->flow, err);
@@ -779,6 +767,38 @@ tg_snap_pour_point(const tg_ctx *ctx, const tg_band *dem, const tg_snap_params *
 		return st;
 	if (p->flow.routing != TG_ROUTE_D8)
 		return tg_error_set(err, TG_EINVAL, "pour points snap on the D8 accumulation");
+	/* refused, or the cell under the point: no accumulation needed */
+	if (!(p->distance > 0 && isfinite(p->distance)) || !(p->x >= 0 && p->x < W && p->y >= 0 && p->y < H))
+		return tg_snap_choose(dem, p, NULL, col, row, err);
+	acc = tg_alloc(ctx, ((size_t) W * H > 0 ? (size_t) W * H : 1) * sizeof(double));
+	if (acc == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the accumulation");
+	st = tg_flow_accumulation(ctx, dem, NULL, &p->flow, TG_ACC_AUTO, TG_UNITS_CELLS, acc, err);
+	if (st == TG_OK)
+		st = tg_snap_choose(dem, p, acc, col, row, err);
+	tg_free(ctx, acc);
+	return st;
+}
+
+tg_status
+tg_snap_choose(const tg_band *dem, const tg_snap_params *p, const double *acc, int *col, int *row,
+			   tg_error *err)
+{
+	const int	W = dem->width,
+				H = dem->height;
+	const double d = p->distance;
+	double		cx,
+				cy,
+				best_d2 = INFINITY,
+				best_acc = -INFINITY;
+	int			c0,
+				r0,
+				x0,
+				x1,
+				y0,
+				y1;
+	bool		found = false;
+
 	if (!(d >= 0) || !isfinite(d))
 		return tg_error_set(err, TG_EINVAL, "the snapping distance must be a non-negative number, got %g", d);
 	if (!(p->x >= 0 && p->x < W && p->y >= 0 && p->y < H))
@@ -804,12 +824,8 @@ tg_snap_pour_point(const tg_ctx *ctx, const tg_band *dem, const tg_snap_params *
 	y0 = (int) fmax(0, floor(p->y - 0.5 - d / cy));
 	y1 = (int) fmin(H - 1, ceil(p->y - 0.5 + d / cy));
 
-	acc = tg_alloc(ctx, ((size_t) W * H > 0 ? (size_t) W * H : 1) * sizeof(double));
-	if (acc == NULL)
-		return tg_error_set(err, TG_ENOMEM, "could not allocate the accumulation");
-	st = tg_flow_accumulation(ctx, dem, NULL, &p->flow, TG_ACC_AUTO, TG_UNITS_CELLS, acc, err);
 	/* row-major with strict comparisons: the first of equal cells wins */
-	for (int y = y0; st == TG_OK && y <= y1; y++)
+	for (int y = y0; y <= y1; y++)
 		for (int x = x0; x <= x1; x++)
 		{
 			const size_t i = (size_t) y * W + x;
@@ -830,9 +846,8 @@ tg_snap_pour_point(const tg_ctx *ctx, const tg_band *dem, const tg_snap_params *
 				*row = y;
 			}
 		}
-	tg_free(ctx, acc);
-	if (st == TG_OK && !found)
-		st = tg_error_set(err, TG_EDATA, "no valid cell within %g of the pour point (column %d, row %d)",
-						  d, c0 + 1, r0 + 1);
-	return st;
+	if (!found)
+		return tg_error_set(err, TG_EDATA, "no valid cell within %g of the pour point (column %d, row %d)",
+							d, c0 + 1, r0 + 1);
+	return TG_OK;
 }

@@ -148,6 +148,12 @@ static const tgpg_param hand_args[] = {
 static const tgpg_param stream_link_args[] = {
 	STREAMS, FILL, BAND, BACKEND, {NULL}
 };
+static const tgpg_param basin_args[] = {
+	{"pour_points", TGPG_POINTS, TGPG_OPTIONAL}, SNAP, FILL, BAND, BACKEND, {NULL}
+};
+static const tgpg_param subbasin_args[] = {
+	STREAMS, FILL, BAND, BACKEND, {NULL}
+};
 static const tgpg_param wetness_args[] = {
 	ROUTING, {"min_slope", TGPG_FLOAT, TGPG_POSITIVE}, FILL, BAND, ACCUM_METHOD, EXPONENT, THRESHOLD,
 	NODATA, BACKEND, {NULL}
@@ -662,6 +668,83 @@ tgpg_wetness_index(PG_FUNCTION_ARGS)
 	op.kind = TG_OP_WETNESS_INDEX;
 	drainage_args(&a, &c, &op);
 	op.min_slope = tgpg_float(&a, "min_slope");
+	return run_op(&c, &op);
+}
+
+/*
+ * Basins: of every outlet, or of pour points (nested: each cell to its
+ * nearest downstream point), labelled by the point's place in the array.
+ */
+PG_FUNCTION_INFO_V1(tgpg_basins);
+Datum
+tgpg_basins(PG_FUNCTION_ARGS)
+{
+	tgpg_args	a;
+	tgpg_call	c;
+	tg_op		op;
+
+	tgpg_args_open(&a, fcinfo, "tg_basins", basin_args);
+	NULL_RASTER_GIVES_NULL(&a);
+	tgpg_call_open(&c, &a, "tg_basins");
+	op_init(&op, &a);
+	op.kind = TG_OP_BASINS;
+	drainage_args(&a, &c, &op);
+	op.basin_outlets = TG_BASINS_OUTLETS;
+	op.snap = tgpg_float(&a, "snap");
+	if (tgpg_given(&a, "pour_points"))
+	{
+		ArrayType  *points = DatumGetArrayTypeP(tgpg_datum(&a, "pour_points"));
+		const Oid	elem_type = ARR_ELEMTYPE(points);
+		int16		typlen;
+		bool		typbyval;
+		char		typalign;
+		Datum	   *pd;
+		bool	   *pn;
+		double	   *xs,
+				   *ys;
+
+		get_typlenbyvalalign(elem_type, &typlen, &typbyval, &typalign);
+		deconstruct_array(points, elem_type, typlen, typbyval, typalign, &pd, &pn, &op.npoints);
+		if (op.npoints == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("pour_points must hold at least one point"),
+					 errhint("Pass NULL (the default) for the basins of every outlet.")));
+		xs = palloc(sizeof(double) * op.npoints);
+		ys = palloc(sizeof(double) * op.npoints);
+		for (int k = 0; k < op.npoints; k++)
+		{
+			char	   *what = psprintf("pour point %d", k + 1);
+
+			if (pn[k])
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("%s is NULL", what)));
+			tgpg_call_point_at(&c, pd[k], elem_type, what, &xs[k], &ys[k]);
+		}
+		op.basin_outlets = TG_BASINS_POINTS;
+		op.point_xs = xs;
+		op.point_ys = ys;
+	}
+	return run_op(&c, &op);
+}
+
+/* Sub-basins: each cell labelled by the stream link (tg_stream_links' id) it drains into first. */
+PG_FUNCTION_INFO_V1(tgpg_subbasins);
+Datum
+tgpg_subbasins(PG_FUNCTION_ARGS)
+{
+	tgpg_args	a;
+	tgpg_call	c;
+	tg_op		op;
+
+	tgpg_args_open(&a, fcinfo, "tg_subbasins", subbasin_args);
+	NULL_RASTER_GIVES_NULL(&a);
+	tgpg_call_open(&c, &a, "tg_subbasins");
+	op_init(&op, &a);
+	op.kind = TG_OP_BASINS;
+	drainage_args(&a, &c, &op);
+	op.basin_outlets = TG_BASINS_LINKS;
 	return run_op(&c, &op);
 }
 

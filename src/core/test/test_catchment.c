@@ -859,6 +859,44 @@ test_drainage_v(void)
 		tg_stream_network_free(&ctx, &net);
 	}
 
+	/* basins: of the outlet, of nested gauges, of the links */
+	{
+		tg_basin_params bp;
+		const double xs[2] = {3.5, 1.5},
+					ys[2] = {2.5, 4.5};
+		bool		outlets = true,
+					gauges = true,
+					links = true;
+
+		memset(&bp, 0, sizeof bp);
+		bp.drainage = p;
+		bp.drainage.threshold = 2;
+		tg_error_clear(&err);
+		check(tg_basins(&ctx, &b, &bp, order, &err) == TG_OK, "basins: %s", err.message);
+		for (int i = 0; i < W * H; i++)
+			outlets &= order[i] == 1;
+		check(outlets, "V valley: one outlet, one basin");
+		bp.outlets = TG_BASINS_POINTS;
+		bp.npoints = 2;
+		bp.xs = xs;
+		bp.ys = ys;
+		check(tg_basins(&ctx, &b, &bp, order, &err) == TG_OK, "gauges: %s", err.message);
+		for (int y = 0; y < H; y++)
+			for (int x = 0; x < W; x++)
+				gauges &= order[y * W + x] == (y < 2 ? 0u : y == 4 && x < 2 ? 2u : 1u);
+		check(gauges, "V valley: nested gauges, each cell to its nearest gauge downstream");
+		bp.outlets = TG_BASINS_LINKS;
+		check(tg_basins(&ctx, &b, &bp, order, &err) == TG_OK, "sub-basins: %s", err.message);
+		for (int y = 0; y < H; y++)
+			for (int x = 0; x < W; x++)
+				links &= order[y * W + x] == (uint32_t) (3 * y + (x < 3 ? 1 : x == 3 ? 2 : 3));
+		check(links, "V valley: sub-basins of the links, three per row");
+		bp.outlets = TG_BASINS_POINTS;
+		bp.npoints = 0;
+		tg_error_clear(&err);
+		check(tg_basins(&ctx, &b, &bp, order, &err) == TG_EINVAL, "basins of no pour point are refused");
+	}
+
 	p.threshold = 0;
 	tg_error_clear(&err);
 	check(tg_stream_order(&ctx, &b, &p, order, &err) == TG_EINVAL, "threshold 0 is refused");
