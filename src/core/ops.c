@@ -436,6 +436,33 @@ compute_hydrology(const tg_ctx *ctx, const tg_op *op, const tg_grid_band *grids,
 	return tg_hydrology(ctx, dem, weight, &op->flow, op->method, op->units, &pr, err);
 }
 
+/* The products after the accumulation (drainage.c) */
+static tg_status
+compute_drainage(const tg_ctx *ctx, const tg_op *op, const tg_band *dem, tg_op_result *r, tg_error *err)
+{
+	const size_t n = (size_t) dem->width * dem->height;
+	tg_drainage_params dp = drainage_params(op);
+	float	   *out;
+
+	if (op->kind == TG_OP_STREAM_ORDER || op->kind == TG_OP_STREAM_LINKS || op->kind == TG_OP_BASINS)
+	{
+		uint32_t   *labels = new_plane(ctx, r, 0, 0, TG_PT_32BUI, n);
+		tg_basin_params bp = {dp, op->basin_outlets, op->npoints, op->point_xs, op->point_ys, op->snap};
+
+		if (labels == NULL)
+			return tg_error_set(err, TG_ENOMEM, "could not allocate the output");
+		return op->kind == TG_OP_STREAM_ORDER ? tg_stream_order(ctx, dem, &dp, labels, err)
+			: op->kind == TG_OP_STREAM_LINKS ? tg_stream_network_build(ctx, dem, &dp, labels, op->network, err)
+			: tg_basins(ctx, dem, &bp, labels, err);
+	}
+	out = new_plane(ctx, r, 0, 0, TG_PT_32BF, n);
+	if (out == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the output");
+	return op->kind == TG_OP_FLOW_LENGTH ? tg_flow_length(ctx, dem, &dp, out, err)
+		: op->kind == TG_OP_HAND ? tg_hand(ctx, dem, &dp, out, err)
+		: tg_wetness_index(ctx, dem, &dp, out, err);
+}
+
 tg_status
 tg_op_compute(const tg_ctx *ctx, const tg_op *op, const tg_layout *layout, const tg_grid_band *grids,
 			  tg_op_result *r, tg_error *err)
@@ -578,43 +605,12 @@ tg_op_compute(const tg_ctx *ctx, const tg_op *op, const tg_layout *layout, const
 				return st;
 			}
 		case TG_OP_STREAM_ORDER:
-			{
-				tg_drainage_params dp = drainage_params(op);
-				uint32_t   *order = new_plane(ctx, r, 0, 0, TG_PT_32BUI, n);
-
-				return order ? tg_stream_order(ctx, dem, &dp, order, err)
-					: tg_error_set(err, TG_ENOMEM, "could not allocate the stream order");
-			}
-		case TG_OP_BASINS:
-			{
-				tg_basin_params bp = {drainage_params(op), op->basin_outlets, op->npoints, op->point_xs,
-				op->point_ys, op->snap};
-				uint32_t   *labels = new_plane(ctx, r, 0, 0, TG_PT_32BUI, n);
-
-				return labels ? tg_basins(ctx, dem, &bp, labels, err)
-					: tg_error_set(err, TG_ENOMEM, "could not allocate the basins");
-			}
 		case TG_OP_STREAM_LINKS:
-			{
-				tg_drainage_params dp = drainage_params(op);
-				uint32_t   *order = new_plane(ctx, r, 0, 0, TG_PT_32BUI, n);
-
-				return order ? tg_stream_network_build(ctx, dem, &dp, order, op->network, err)
-					: tg_error_set(err, TG_ENOMEM, "could not allocate the stream order");
-			}
+		case TG_OP_BASINS:
 		case TG_OP_FLOW_LENGTH:
 		case TG_OP_HAND:
 		case TG_OP_WETNESS_INDEX:
-			{
-				tg_drainage_params dp = drainage_params(op);
-				float	   *out = new_plane(ctx, r, 0, 0, TG_PT_32BF, n);
-
-				if (out == NULL)
-					return tg_error_set(err, TG_ENOMEM, "could not allocate the output");
-				return op->kind == TG_OP_FLOW_LENGTH ? tg_flow_length(ctx, dem, &dp, out, err)
-					: op->kind == TG_OP_HAND ? tg_hand(ctx, dem, &dp, out, err)
-					: tg_wetness_index(ctx, dem, &dp, out, err);
-			}
+			return compute_drainage(ctx, op, dem, r, err);
 	}
 	return tg_error_set(err, TG_EINVAL, "unknown operation %d", (int) op->kind);
 }

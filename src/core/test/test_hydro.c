@@ -918,6 +918,34 @@ terrain_band(bool int16, int W, int H, int levels, double **values, void **raw)
 	return b;
 }
 
+/* CUDA fill against the CPU: every method, epsilon and output type, bit for bit. */
+static void
+cuda_fill_parity(const tg_band *b, const char *ty, double *cpu, double *gpu)
+{
+	const int	W = b->width,
+				H = b->height,
+				n = W * H;
+
+	for (int m = 0; m < 2; m++)
+		for (int e = 0; e < 2; e++)
+			for (int r = 0; r < 2; r++)
+			{
+				tg_fill_params fp = {(tg_fill_method) m, e ? 0.01 : 0, r ? TG_PT_64BF : TG_PT_32BF};
+				size_t		bytes = (size_t) n * (r ? 8 : 4);
+				tg_ctx		ctx = cpu_ctx(NULL);
+				tg_error	err;
+
+				tg_error_clear(&err);
+				tg_fill(&ctx, b, &fp, ND, cpu, &err);
+				ctx.backend = TG_BACKEND_GPU;
+				memset(gpu, 0xff, bytes);
+				check(tg_fill(&ctx, b, &fp, ND, gpu, &err) == TG_OK, "cuda fill %s %dx%d: %s %s",
+					  ty, W, H, err.message, err.detail);
+				check(memcmp(cpu, gpu, bytes) == 0, "cuda fill %s %dx%d method %d eps %d out %s: equals the CPU",
+					  ty, W, H, m, e, r ? "64BF" : "32BF");
+			}
+}
+
 static void
 test_cuda_hydro(void)
 {
@@ -948,28 +976,9 @@ test_cuda_hydro(void)
 			double	   *gpu = malloc(sizeof(double) * 8 * n);
 			int			m,
 						r,
-						e,
 						i;
 
-			/* fill: every method, epsilon and output type, bit for bit */
-			for (m = 0; m < 2; m++)
-				for (e = 0; e < 2; e++)
-					for (r = 0; r < 2; r++)
-					{
-						tg_fill_params fp = {(tg_fill_method) m, e ? 0.01 : 0, r ? TG_PT_64BF : TG_PT_32BF};
-						size_t		bytes = (size_t) n * (r ? 8 : 4);
-						tg_ctx		ctx = cpu_ctx(NULL);
-						tg_error	err;
-
-						tg_error_clear(&err);
-						tg_fill(&ctx, &b, &fp, ND, cpu, &err);
-						ctx.backend = TG_BACKEND_GPU;
-						memset(gpu, 0xff, bytes);
-						check(tg_fill(&ctx, &b, &fp, ND, gpu, &err) == TG_OK, "cuda fill %s %dx%d: %s %s",
-							  ty, W, H, err.message, err.detail);
-						check(memcmp(cpu, gpu, bytes) == 0, "cuda fill %s %dx%d method %d eps %d out %s: equals the CPU",
-							  ty, W, H, m, e, r ? "64BF" : "32BF");
-					}
+			cuda_fill_parity(&b, ty, cpu, gpu);
 
 			for (r = 0; r < 6; r++)
 			{
