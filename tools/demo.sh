@@ -56,6 +56,8 @@ PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1 -v OUT_
 SELECT tg_create_result('alps_filled', $$SELECT * FROM tg_fill(coverage => 'alps_dem')$$) AS written \gset
 \echo flow accumulation (D8, upslope area in m2)
 SELECT tg_create_result('alps_accumulation', $$SELECT * FROM tg_flow_accumulation(coverage => 'alps_dem', units => 'area')$$) AS written \gset
+\echo stream network (one row per link, Strahler order; streams drain 5 km2 or more)
+SELECT tg_create_result('alps_streams', $$SELECT * FROM tg_stream_links(coverage => 'alps_dem', threshold => 5e6, units => 'area')$$) AS written \gset
 \echo slope (degrees; geographic DEM: scale => 111120 metres per degree)
 SELECT tg_create_result('alps_slope', $$SELECT * FROM tg_slope(coverage => 'alps_dem', scale => 111120)$$) AS written \gset
 \timing off
@@ -114,6 +116,7 @@ SELECT 'filled DEM' AS product, count(*) || ' cells raised, up to ' || round(max
 FROM alps_filled f JOIN alps_dem d USING (rid), unnest(ST_DumpValues(f.rast, 1), ST_DumpValues(d.rast, 1)) AS u(filled, dem)
 WHERE filled > dem
 UNION ALL SELECT 'largest upslope area', round(max((ST_SummaryStats(rast)).max) / 1e6) || ' km2' FROM alps_accumulation
+UNION ALL SELECT 'stream network', count(*) || ' links, ' || round(sum(length) / 1000) || ' km, Strahler order up to ' || max(strahler) FROM alps_streams
 UNION ALL SELECT 'watershed', round(ST_Area(geom::geography) / 1e6) || ' km2' FROM alps_watershed
 UNION ALL SELECT 'isochrones', count(*) || ' bands of 30 min, longest ' || round(max(minutes_to)) || ' min' FROM alps_isochrones
 UNION ALL SELECT 'slope', 'mean ' || round(avg((ST_SummaryStats(rast)).mean)::numeric, 1) || ' degrees' FROM alps_slope
@@ -141,6 +144,8 @@ for t in alps_filled alps_accumulation alps_slope alps_travel_time alps_viewshed
 	gdal_translate -q "$pg table=$t mode=2" "$out/$t.tif"
 done
 psql -X -At -c "SELECT ST_AsGeoJSON(geom) FROM alps_watershed" > "$out/alps_watershed.geojson"
+psql -X -At -c "SELECT json_agg(json_build_array(strahler, ST_AsGeoJSON(geom)::json)) FROM alps_streams" \
+	> "$out/alps_streams.json"
 # on the DEM's grid: 1201 x 1201 cells of 3", corners at the cell centres 8/46 E/N and 9/47 E/N
 gdal_rasterize -q -burn 1 -init 0 -ot Byte -te 7.99958333 45.99958333 9.00041667 47.00041667 -ts 1201 1201 \
 	-sql "SELECT geom FROM alps_roi" "$pg" "$out/alps_roi.tif"

@@ -20,6 +20,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib import colors  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from mpl_toolkits.axes_grid1 import make_axes_locatable  # noqa: E402
 from osgeo import gdal  # noqa: E402
@@ -170,13 +171,17 @@ def main():
     im = ax.imshow(hours, extent=ext, cmap=cmap, norm=colors.BoundaryNorm(bounds, cmap.N), alpha=0.7,
                    interpolation="nearest")
     colorbar(fig, ax, im, "travel time to the outlet (h)", ticks=bounds)
-    ax.imshow(np.ma.masked_less(km2, 5), extent=ext, cmap=colors.ListedColormap(["#08519c"]),
-              interpolation="nearest")
+    # the stream links, wider with each Strahler order
+    streams = json.load(open(os.path.join(OUT, "alps_streams.json")))
+    for order, line in streams:
+        xy = np.array(line["coordinates"])
+        ax.plot(xy[:, 0], xy[:, 1], color="#08519c", lw=0.4 + 0.5 * order, solid_capstyle="round")
     for r in rings(shed):
         ax.plot(r[:, 0], r[:, 1], color="black", lw=1.2)
     outlet_marker(ax, meta)
     ax.legend(handles=[Patch(facecolor="none", edgecolor="black", label="watershed"),
-                       Patch(facecolor="#08519c", label="streams (> 5 km²)")], loc="upper left", fontsize=8)
+                       Line2D([], [], color="#08519c", lw=1.9, label="tg_stream_links (> 5 km², width: Strahler order)")],
+              loc="upper left", fontsize=8)
     save(fig, ax, "alps_watershed.png")
 
     slope, ext = read("alps_slope.tif")
