@@ -1,18 +1,20 @@
 /*
  * drainage.c — what an analyst computes after the accumulation: stream
- * order, flow lengths, height above the nearest drainage and the wetness
- * index.  Each runs the flow chain (tg_hydrology, on the backend the
- * dispatcher chooses) and then graph passes over its D8 receivers on the
- * call's threads.  The passes read only the chain's outputs, which both
- * backends produce identically for D8, so the results do not depend on the
- * backend nor on the number of threads.
+ * order and links, basins, flow lengths, height above the nearest drainage
+ * and the wetness index.  Each runs the flow chain (tg_hydrology, on the
+ * backend the dispatcher chooses) and then graph passes over its D8
+ * receivers on the call's threads.  The passes read only the chain's
+ * outputs, which both backends produce identically for D8, so the results
+ * do not depend on the backend nor on the number of threads.
  *
  * Two kinds of pass, level by level (each level's cells at once):
- *   downstream values (flow length to the outlet, HAND) start at the ends of
- *   the paths and go up: a cell's value is its receiver's plus its own step;
- *   upstream values (stream order, longest upstream path) start at the cells
- *   without donors and go down (Kahn): a cell is computed, from all of its
- *   donors at once, by the task whose donor finished last.
+ *   downstream values (flow length to the outlet, HAND, basin labels) start
+ *   at the ends of the paths and go up: a cell's value follows from its
+ *   receiver's;
+ *   upstream values (stream order, longest upstream path, upstream sums)
+ *   start at the cells without donors and go down (Kahn): a cell is
+ *   computed, from all of its donors at once, by the task whose donor
+ *   finished last.
  */
 #include "tg_backends.h"
 #include "cell_list.h"
@@ -50,18 +52,15 @@ drainage_free(const tg_ctx *ctx, drainage *d)
 	memset(d, 0, sizeof *d);
 }
 
-typedef struct decode_job
-{
-	drainage   *d;
-	double		surface_nodata;
-} decode_job;
-
-/* receivers (one ESRI code each) to neighbour indices; the surface's nodata to NaN */
+/*
+ * D8 receivers (one ESRI code each) to neighbour indices, the surface's
+ * nodata to NaN.  (The wetness index's multiple-flow receivers give down[]
+ * no meaning beyond marking nodata, which is all it reads there.)
+ */
 static tg_status
 decode_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 {
-	decode_job *j = arg;
-	drainage   *d = j->d;
+	drainage   *d = arg;
 
 	for (size_t i = (size_t) y0 * d->width; i < (size_t) y1 * d->width; i++)
 	{
@@ -88,7 +87,6 @@ drainage_open(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p
 {
 	tg_flow_products pr;
 	tg_flow_params flow = p->flow;
-	decode_job	j;
 	tg_status	st;
 
 	memset(d, 0, sizeof *d);
@@ -122,8 +120,7 @@ drainage_open(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p
 		tg_row_spacing(&p->flow.geom, y, &dx, &dy);
 		tg_nbr_distances(dx, dy, d->row_dist + (size_t) y * 8);
 	}
-	j.d = d;
-	return tg_parallel_rows(ctx, d->width, d->height, decode_rows, &j, err);
+	return tg_parallel_rows(ctx, d->width, d->height, decode_rows, d, err);
 }
 
 /* The length of cell i's step to its receiver. */
