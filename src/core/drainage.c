@@ -549,16 +549,11 @@ check_params(const tg_band *dem, const tg_drainage_params *p, bool threshold, tg
 	return TG_OK;
 }
 
-/* The statistics a top-level call starts afresh (nested in tg_run's call, that one's). */
+/* The call scope of an entry point: the chain and the passes share its threads. */
 static void
 open_call(const tg_ctx *ctx, const tg_band *dem, tg_ctx *call, double *t0)
 {
-	*t0 = tg_clock_ms();
-	if (ctx->stats && ctx->pool == NULL)
-	{
-		memset(ctx->stats, 0, sizeof *ctx->stats);
-		ctx->stats->cells = (int64_t) dem->width * dem->height;
-	}
+	*t0 = tg_stats_begin(ctx, (int64_t) dem->width * dem->height);
 	tg_call_open(ctx, call);
 }
 
@@ -566,8 +561,7 @@ static void
 close_call(const tg_ctx *ctx, tg_ctx *call, double t0)
 {
 	tg_call_close(call);
-	if (ctx->stats && ctx->pool == NULL)
-		ctx->stats->core_ms = tg_clock_ms() - t0;
+	tg_stats_end(ctx, t0);
 }
 
 /* ------------------------------------------------------------------------

@@ -112,16 +112,11 @@ tg_status
 tg_run(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err)
 {
 	const tg_layout *l = job->layout;
-	const double t0 = tg_clock_ms();
+	const double t0 = tg_stats_begin(ctx, (int64_t) l->width * l->height);
 	const char *why_not = NULL;
 	tg_ctx		call;
 	tg_status	st;
 
-	if (ctx->stats)
-	{
-		memset(ctx->stats, 0, sizeof *ctx->stats);
-		ctx->stats->cells = (int64_t) l->width * l->height;
-	}
 	if (l->ntiles < 1 || l->width < 1 || l->height < 1)
 		return tg_error_set(err, TG_EDATA, "%s has no tiles", l->name);
 	tg_call_open(ctx, &call);
@@ -133,7 +128,6 @@ tg_run(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err)
 	else
 		st = beyond_budget(ctx, op, job, why_not, err);
 	tg_call_close(&call);
-	if (ctx->stats)
-		ctx->stats->core_ms = tg_clock_ms() - t0;
+	tg_stats_end(ctx, t0);
 	return st;
 }

@@ -71,17 +71,10 @@ static tg_status
 run(const tg_ctx *ctx, int64_t cells, op_fn cpu, op_fn gpu, const void *args,
 	tg_error *err)
 {
-	double		t0 = tg_clock_ms();
-	const bool	top = ctx->pool == NULL;	/* not inside tg_run's call */
+	const double t0 = tg_stats_begin(ctx, cells);
 	tg_backend	use;
 	tg_status	st;
 	tg_ctx		call;
-
-	if (ctx->stats && top)
-	{
-		memset(ctx->stats, 0, sizeof *ctx->stats);
-		ctx->stats->cells = cells;
-	}
 
 	/* the first probe in a backend starts CUDA: a phase of its own */
 	if (ctx->backend == TG_BACKEND_GPU ||
@@ -115,11 +108,8 @@ run(const tg_ctx *ctx, int64_t cells, op_fn cpu, op_fn gpu, const void *args,
 	tg_call_close(&call);
 
 	if (ctx->stats)
-	{
 		ctx->stats->backend = use;
-		if (top)
-			ctx->stats->core_ms = tg_clock_ms() - t0;
-	}
+	tg_stats_end(ctx, t0);
 	return st;
 }
 

@@ -299,6 +299,24 @@ tg_call_close(tg_ctx *call)
 	call->pool = NULL;
 }
 
+double
+tg_stats_begin(const tg_ctx *ctx, int64_t cells)
+{
+	if (ctx->stats && ctx->pool == NULL)
+	{
+		memset(ctx->stats, 0, sizeof *ctx->stats);
+		ctx->stats->cells = cells;
+	}
+	return tg_clock_ms();
+}
+
+void
+tg_stats_end(const tg_ctx *ctx, double t0)
+{
+	if (ctx->stats && ctx->pool == NULL)
+		ctx->stats->core_ms = tg_clock_ms() - t0;
+}
+
 /* ------------------------------------------------------------------------
  * Phases and progress
  * ------------------------------------------------------------------------ */

@@ -48,6 +48,15 @@ void		tg_call_open(const tg_ctx *ctx, tg_ctx *call);
 void		tg_call_close(tg_ctx *call);
 
 /*
+ * A core entry point's statistics: at the top level (ctx has no call scope
+ * yet) ctx->stats start afresh for `cells` cells and tg_stats_end records the
+ * entry point's core time; nested in another entry point's call, both leave
+ * that call's statistics alone.  tg_stats_begin returns the start time.
+ */
+double		tg_stats_begin(const tg_ctx *ctx, int64_t cells);
+void		tg_stats_end(const tg_ctx *ctx, double t0);
+
+/*
  * Run fn(task) for every task in [0, ntasks), on up to tg_threads_wanted()
  * workers (inline when one suffices or when called from a task).  On failure
  * returns the error of the lowest-numbered failing task (tasks after it may
