@@ -306,6 +306,47 @@ ls_args_to_op(const tgpg_args *a, tgpg_call *c, tg_op *op)
 		op->rusle[f].value = 1;
 }
 
+/*
+ * A geometry[] argument of points: each point's column and row on the grid
+ * (fractional), in *xs and *ys; returns how many.  An empty array: 22023
+ * (with hint, if any); a NULL element: 22004; a point that is not one of
+ * the grid's: tgpg_call_point_at's error.  item names one point in messages.
+ */
+static int
+points_arg(const tgpg_args *a, const tgpg_call *c, const char *name, const char *item, const char *hint,
+		   double **xs, double **ys)
+{
+	ArrayType  *points = DatumGetArrayTypeP(tgpg_datum(a, name));
+	const Oid	elem_type = ARR_ELEMTYPE(points);
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *pd;
+	bool	   *pn;
+	int			n;
+
+	get_typlenbyvalalign(elem_type, &typlen, &typbyval, &typalign);
+	deconstruct_array(points, elem_type, typlen, typbyval, typalign, &pd, &pn, &n);
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must hold at least one point", name),
+				 hint ? errhint("%s", hint) : 0));
+	*xs = palloc(sizeof(double) * n);
+	*ys = palloc(sizeof(double) * n);
+	for (int k = 0; k < n; k++)
+	{
+		char	   *what = psprintf("%s %d", item, k + 1);
+
+		if (pn[k])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("%s is NULL", what)));
+		tgpg_call_point_at(c, pd[k], elem_type, what, &(*xs)[k], &(*ys)[k]);
+	}
+	return n;
+}
+
 /* A raster form with a NULL raster returns NULL (the coverage form refuses a NULL table). */
 #define NULL_RASTER_GIVES_NULL(a) \
 	do { \
@@ -693,35 +734,11 @@ tgpg_basins(PG_FUNCTION_ARGS)
 	op.snap = tgpg_float(&a, "snap");
 	if (tgpg_given(&a, "pour_points"))
 	{
-		ArrayType  *points = DatumGetArrayTypeP(tgpg_datum(&a, "pour_points"));
-		const Oid	elem_type = ARR_ELEMTYPE(points);
-		int16		typlen;
-		bool		typbyval;
-		char		typalign;
-		Datum	   *pd;
-		bool	   *pn;
 		double	   *xs,
 				   *ys;
 
-		get_typlenbyvalalign(elem_type, &typlen, &typbyval, &typalign);
-		deconstruct_array(points, elem_type, typlen, typbyval, typalign, &pd, &pn, &op.npoints);
-		if (op.npoints == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("pour_points must hold at least one point"),
-					 errhint("Pass NULL (the default) for the basins of every outlet.")));
-		xs = palloc(sizeof(double) * op.npoints);
-		ys = palloc(sizeof(double) * op.npoints);
-		for (int k = 0; k < op.npoints; k++)
-		{
-			char	   *what = psprintf("pour point %d", k + 1);
-
-			if (pn[k])
-				ereport(ERROR,
-						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						 errmsg("%s is NULL", what)));
-			tgpg_call_point_at(&c, pd[k], elem_type, what, &xs[k], &ys[k]);
-		}
+		op.npoints = points_arg(&a, &c, "pour_points", "pour point",
+								"Pass NULL (the default) for the basins of every outlet.", &xs, &ys);
 		op.basin_outlets = TG_BASINS_POINTS;
 		op.point_xs = xs;
 		op.point_ys = ys;
@@ -1037,13 +1054,8 @@ tgpg_viewshed_count(PG_FUNCTION_ARGS)
 	tgpg_args	a;
 	tgpg_call	c;
 	tg_op		op;
-	ArrayType  *observers;
-	Oid			elem_type;
-	int16		typlen;
-	bool		typbyval;
-	char		typalign;
-	Datum	   *od;
-	bool	   *on;
+	double	   *xs,
+			   *ys;
 	int			nobs;
 	int		   *cols,
 			   *rows;
@@ -1054,25 +1066,13 @@ tgpg_viewshed_count(PG_FUNCTION_ARGS)
 	op_init(&op, &a);
 	op.kind = TG_OP_VIEWSHED_COUNT;
 	view_args_to_op(&a, &c, &op);
-	observers = DatumGetArrayTypeP(tgpg_datum(&a, "observers"));
-	elem_type = ARR_ELEMTYPE(observers);
-	get_typlenbyvalalign(elem_type, &typlen, &typbyval, &typalign);
-	deconstruct_array(observers, elem_type, typlen, typbyval, typalign, &od, &on, &nobs);
-	if (nobs == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("observers must hold at least one point")));
+	nobs = points_arg(&a, &c, "observers", "observer", NULL, &xs, &ys);
 	cols = palloc(sizeof(int) * nobs);
 	rows = palloc(sizeof(int) * nobs);
 	for (int k = 0; k < nobs; k++)
 	{
-		char	   *what = psprintf("observer %d", k + 1);
-
-		if (on[k])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("%s is NULL", what)));
-		tgpg_call_point(&c, od[k], elem_type, what, &cols[k], &rows[k]);
+		cols[k] = (int) floor(xs[k]);
+		rows[k] = (int) floor(ys[k]);
 	}
 	op.nobservers = nobs;
 	op.observer_cols = cols;
