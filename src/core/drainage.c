@@ -143,6 +143,18 @@ donor_at(const drainage *d, int cx, int cy, int k, size_t *i)
 	return d->down[*i] == tg_nbr_opposite(k);
 }
 
+/* The cell c drains into, or SIZE_MAX where it has no receiver. */
+static inline size_t
+receiver_of(const drainage *d, size_t c)
+{
+	const int	cx = (int) (c % d->width),
+				cy = (int) (c / d->width);
+
+	if (d->down[c] == TG_NO_DIRECTION)
+		return SIZE_MAX;
+	return (size_t) (cy + tg_nbr_dy(d->down[c])) * d->width + (size_t) (cx + tg_nbr_dx(d->down[c]));
+}
+
 /* ------------------------------------------------------------------------
  * Levels: the cells of one step of a pass, appended to by many tasks
  * ------------------------------------------------------------------------ */
@@ -406,10 +418,8 @@ up_step(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 		else
 			j->value[c] = v;
 
-		if (d->down[c] == TG_NO_DIRECTION)
-			continue;
-		r = (size_t) (cy + tg_nbr_dy(d->down[c])) * d->width + cx + tg_nbr_dx(d->down[c]);
-		if (up_covers(j, r) && __atomic_sub_fetch(&j->pending[r], 1, __ATOMIC_ACQ_REL) == 0)
+		r = receiver_of(d, c);
+		if (r != SIZE_MAX && up_covers(j, r) && __atomic_sub_fetch(&j->pending[r], 1, __ATOMIC_ACQ_REL) == 0)
 			tg_batch_add(&b, (uint32_t) r);
 	}
 	tg_batch_flush(&b);
@@ -611,17 +621,13 @@ head_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 	return TG_OK;
 }
 
-/* The stream cell cell c drains into, or SIZE_MAX. */
+/* The stream cell c drains into, or SIZE_MAX. */
 static inline size_t
 stream_receiver(const drainage *d, size_t c)
 {
-	size_t		r;
+	const size_t r = receiver_of(d, c);
 
-	if (d->down[c] == TG_NO_DIRECTION)
-		return SIZE_MAX;
-	r = (size_t) ((int) (c / d->width) + tg_nbr_dy(d->down[c])) * d->width +
-		(size_t) ((int) (c % d->width) + tg_nbr_dx(d->down[c]));
-	return d->stream[r] ? r : SIZE_MAX;
+	return r != SIZE_MAX && d->stream[r] ? r : SIZE_MAX;
 }
 
 /* The link starting at head cell c (1-based), by binary search of the heads. */
@@ -682,9 +688,11 @@ link_walk(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 			continue;
 		link->id = (int64_t) k + 1;
 		link->downstream = r == SIZE_MAX ? 0 : link_at(j, r);
+		link->length = length;
+		if (!j->strahler)
+			continue;
 		link->strahler = j->strahler[j->heads[k]];
 		link->shreve = j->shreve[j->heads[k]];
-		link->length = length;
 		link->cells = j->cells[c];
 		link->area = j->area[c];
 	}
@@ -700,8 +708,10 @@ tg_stream_network_free(const tg_ctx *ctx, tg_stream_network *net)
 }
 
 /*
- * The links of d's streams (find_streams done) into net, Strahler's order
- * into strahler; l: the levels, free for use.
+ * The links of d's streams (find_streams done) into net, and with strahler
+ * (not NULL) their attributes too: the orders (Strahler's of every cell into
+ * strahler), upstream cells and area.  Without, only what numbers the links
+ * and places their cells.  l: the levels, free for use.
  */
 static tg_status
 network_of(const tg_ctx *ctx, const tg_ctx *owner, drainage *d, levels *l, const tg_drainage_params *p,
@@ -713,17 +723,17 @@ network_of(const tg_ctx *ctx, const tg_ctx *owner, drainage *d, levels *l, const
 	tg_status	st = TG_OK;
 
 	memset(&j, 0, sizeof j);
-	shreve = tg_alloc(ctx, (d->n ? d->n : 1) * sizeof(uint32_t));
-	other = tg_alloc(ctx, (d->n ? d->n : 1) * sizeof(double));
+	shreve = strahler ? tg_alloc(ctx, (d->n ? d->n : 1) * sizeof(uint32_t)) : NULL;
+	other = strahler ? tg_alloc(ctx, (d->n ? d->n : 1) * sizeof(double)) : NULL;
 	j.head = tg_alloc(ctx, d->n ? d->n : 1);
-	if (!shreve || !other || !j.head)
+	if ((strahler && (!shreve || !other)) || !j.head)
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate the stream links");
-	if (st == TG_OK)
+	if (st == TG_OK && strahler)
 		st = up_pass(ctx, d, l, UP_STRAHLER, strahler, NULL, err);
-	if (st == TG_OK)
+	if (st == TG_OK && strahler)
 		st = up_pass(ctx, d, l, UP_SHREVE, shreve, NULL, err);
 	/* the chain's accumulation is in the threshold's units; the other unit by a pass */
-	if (st == TG_OK)
+	if (st == TG_OK && strahler)
 		st = up_pass(ctx, d, l, p->units == TG_UNITS_AREA ? UP_CELLS : UP_AREA, NULL, other, err);
 	if (st == TG_OK)
 	{
@@ -889,9 +899,9 @@ tg_basins(const tg_ctx *ctx, const tg_band *dem, const tg_basin_params *bp, uint
 
 		memset(&net, 0, sizeof net);
 		st = find_streams(&call, &d, p->threshold, err);
-		/* the Strahler order goes to labels, overwritten below */
+		/* the links' numbering and cells only */
 		if (st == TG_OK)
-			st = network_of(&call, &call, &d, &l, p, labels, &net, err);
+			st = network_of(&call, &call, &d, &l, p, NULL, &net, err);
 		if (st == TG_OK)
 		{
 			mark_job	j = {&d, mark, &net};
