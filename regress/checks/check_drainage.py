@@ -50,10 +50,9 @@ def receivers(codes, w):
     return rec
 
 
-def reference(codes, acc, z, w, h, spacing):
+def reference(codes, rec, acc, z, w, h, spacing):
     """Strahler, Shreve, HAND and (with a spacing) both flow lengths, from the definitions."""
     n = w * h
-    rec = receivers(codes, w)
     valid = [c != 255 for c in codes]
     stream = [valid[i] and acc[i] >= THRESHOLD for i in range(n)]
     up_order = sorted((i for i in range(n) if valid[i]), key=lambda i: acc[i])
@@ -97,51 +96,39 @@ def reference(codes, acc, z, w, h, spacing):
     return strahler, shreve, hand, (down if spacing else None), (longest if spacing else None), valid
 
 
-def reference_links(codes, acc, strahler, shreve, w):
-    """Each link as (Strahler, Shreve, upstream cells at its last cell, flows into another link, cells):
-    a link starts at a stream cell with no or several stream donors and runs down to the next such
-    cell or the end of the stream."""
-    n = len(codes)
-    rec = receivers(codes, w)
+def walk_links(rec, strahler):
+    """Each link as the list of its own cells, top down: a link starts at a stream cell with no or
+    several stream donors and runs down to the cell above the next such cell or the stream's end."""
+    n = len(rec)
     stream = [s > 0 for s in strahler]
     donors = [0] * n
     for i in range(n):
         if stream[i] and rec[i] >= 0 and stream[rec[i]]:
             donors[rec[i]] += 1
-    head = [stream[i] and donors[i] != 1 for i in range(n)]
     links = []
     for h in range(n):
-        if not head[h]:
-            continue
-        c, cells = h, 1
-        while rec[c] >= 0 and stream[rec[c]] and not head[rec[c]]:
-            c = rec[c]
-            cells += 1
-        joins = rec[c] >= 0 and stream[rec[c]]
-        links.append((strahler[h], shreve[h], acc[c], joins, cells))
+        if stream[h] and donors[h] != 1:
+            cells = [h]
+            while rec[cells[-1]] >= 0 and stream[rec[cells[-1]]] and donors[rec[cells[-1]]] == 1:
+                cells.append(rec[cells[-1]])
+            links.append(cells)
     return links
 
 
-def reference_basins(codes, acc, strahler, w):
+def reference_links(links, rec, acc, strahler, shreve):
+    """Each link as (Strahler, Shreve, upstream cells at its last cell, flows into another link, cells)."""
+    return [(strahler[c[0]], shreve[c[0]], acc[c[-1]], rec[c[-1]] >= 0 and strahler[rec[c[-1]]] > 0, len(c))
+            for c in links]
+
+
+def reference_basins(links, codes, rec, acc):
     """Sub-basin labels (the link whose cells a path meets first; links numbered by their first
     cell in row-major order) and outlet-basin labels (path ends numbered in row-major order)."""
     n = len(codes)
-    rec = receivers(codes, w)
-    stream = [s > 0 for s in strahler]
-    donors = [0] * n
-    for i in range(n):
-        if stream[i] and rec[i] >= 0 and stream[rec[i]]:
-            donors[rec[i]] += 1
     link = [0] * n
-    lid = 0
-    for h in range(n):
-        if stream[h] and donors[h] != 1:
-            lid += 1
-            c = h
-            link[c] = lid
-            while rec[c] >= 0 and stream[rec[c]] and donors[rec[c]] == 1:
-                c = rec[c]
-                link[c] = lid
+    for k, cells in enumerate(links):
+        for c in cells:
+            link[c] = k + 1
     ends = {}
     for i in range(n):
         if codes[i] == 0:
@@ -149,7 +136,7 @@ def reference_basins(codes, acc, strahler, w):
     sub, outlet = [0] * n, [0] * n
     for i in sorted((i for i in range(n) if codes[i] != 255), key=lambda i: -acc[i]):
         r = rec[i]
-        sub[i] = link[i] if stream[i] else (sub[r] if r >= 0 else 0)
+        sub[i] = link[i] if link[i] else (sub[r] if r >= 0 else 0)
         outlet[i] = ends[i] if r < 0 else outlet[r]
     return sub, outlet
 
@@ -205,7 +192,8 @@ def one_dem(path, db):
     filled = sql_raster_band("(SELECT ST_MapAlgebra(tg_fill(rast, backend => 'cpu'), 1, '64BF', '[rast]') "
                              "FROM drn_whole)", "d", db).pixels
     spacing = None if dem.geographic else (dem.pixel_width, dem.pixel_height)
-    strahler, shreve, hand, down, longest, valid = reference(codes, acc, filled, w, h, spacing)
+    rec = receivers(codes, w)
+    strahler, shreve, hand, down, longest, valid = reference(codes, rec, acc, filled, w, h, spacing)
     print("  %d stream cells (%d cells or more), highest Strahler order %d"
           % (sum(1 for s in strahler if s), THRESHOLD, max(strahler)))
 
@@ -225,7 +213,8 @@ def one_dem(path, db):
         agree("wetness index", ours("tg_wetness_index(rast)"), wetness(sca, filled, valid, w, h, spacing, 0.001),
               1e-5)
 
-    want = sorted(reference_links(codes, acc, strahler, shreve, w))
+    links = walk_links(rec, strahler)
+    want = sorted(reference_links(links, rec, acc, strahler, shreve))
     rows = psql("SELECT strahler, shreve, upstream_cells, downstream_id IS NOT NULL, "
                 "ST_NPoints(geom) - (downstream_id IS NOT NULL)::int - (length = 0 AND downstream_id IS NULL)::int "
                 "FROM drn_whole, tg_stream_links(rast, threshold => %d)" % THRESHOLD, db).splitlines()
@@ -233,13 +222,12 @@ def one_dem(path, db):
     check(got == want, "stream links: %d links, each with the reference's orders, upstream cells, confluence "
           "and cells (reference: %d links)" % (len(got), len(want)))
 
-    sub, outlet = reference_basins(codes, acc, strahler, w)
+    sub, outlet = reference_basins(links, codes, rec, acc)
     agree("sub-basins", ours("tg_subbasins(rast, threshold => %d)" % THRESHOLD, "I"), sub)
     agree("basins of every outlet", ours("tg_basins(rast)", "I"), outlet)
     # a gauge at the cell of highest accumulation in the middle third of the raster: its basin is
     # its watershed; a second gauge upstream of it, where about half of that drains, takes its own
     # watershed out of the first one's basin (nested gauges)
-    rec = receivers(codes, w)
     g1 = max((i for i in range(w * h) if w // 3 <= i % w < 2 * w // 3 and h // 3 <= i // w < 2 * h // 3
               and codes[i] != 255), key=lambda i: (acc[i], -i))
     inside = [False] * (w * h)
