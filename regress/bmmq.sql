@@ -219,13 +219,13 @@ SELECT tg_elsewhere.tg_bmmq_drop('demo'), tg_elsewhere.tg_bmmq_drop('again');
 SELECT tg_elsewhere.tg_create_result('slope_elsewhere', $$SELECT * FROM tg_elsewhere.tg_slope(coverage => 'bmmq_dem')$$) AS written;
 SELECT srid, blocksize_x, blocksize_y FROM raster_columns WHERE r_table_name = 'slope_elsewhere';
 DROP TABLE slope_elsewhere;
--- every PL/pgSQL function runs with a fixed search_path, but the writer of
--- result tables (it runs the caller's query where the caller's path points)
+-- every PL/pgSQL function runs with a fixed search_path, but the writers of
+-- result tables (they create tables where the caller's path points)
 SELECT count(*) AS plpgsql_functions, count(*) FILTER (WHERE p.prosecdef OR array_to_string(p.proconfig, ',') =
          'search_path=pg_catalog, tg_elsewhere, public, pg_temp') AS fixed_path
 FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass AND d.deptype = 'e'
 WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'terra_gpu')
-  AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'plpgsql') AND p.proname <> 'tg_create_result';
+  AND p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'plpgsql') AND p.proname NOT IN ('tg_create_result', 'tg_create_partitioned_result');
 DROP EXTENSION terra_gpu;
 DROP SCHEMA tg_elsewhere;
 CREATE EXTENSION terra_gpu;

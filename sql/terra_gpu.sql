@@ -1672,12 +1672,388 @@ COMMENT ON FUNCTION tg_create_result(text, text, boolean, text) IS
 'Writes a query''s result (e.g. SELECT * FROM tg_...(coverage => ...)) to a new table ready for GIS clients: primary key, GiST index, raster constraints (raster_columns) or a typed geometry column (geometry_columns), lz4/pglz/none storage of rasters; 42P07 if it exists unless replace';
 
 -------------------------------------------------------------------------------
+-- A coverage partitioned over several servers: a partitioned table whose
+-- partitions are postgres_fdw foreign tables, each on a worker server that
+-- holds a band of whole rows of tiles.  The coordinator runs the operation
+-- in phases over dblink connections, all workers at once (asynchronous
+-- queries); between phases only the rows along part boundaries and the
+-- fill's label summaries cross the network (tg_parts_messages).  Each
+-- worker writes its part of the result next to its input with
+-- tg_create_result, inside a transaction that is prepared (two-phase
+-- commit) and committed only once every worker has finished: a failure
+-- anywhere leaves no result anywhere.
+-------------------------------------------------------------------------------
+CREATE FUNCTION tg_part_exec(query text, message bytea)
+	RETURNS bytea
+	AS 'MODULE_PATHNAME', 'tgpg_part_exec'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION tg_part_exec(text, bytea) IS
+'Internal (tg_create_partitioned_result, on a worker): runs a query that calls one coverage function, as one part''s phase given by the coordinator''s message; returns the part''s reply';
+
+CREATE FUNCTION tg_parts_messages(
+	operation text,
+	phase text,
+	servers text[],
+	edges bytea[] DEFAULT NULL,
+	scans bytea[] DEFAULT NULL)
+	RETURNS bytea[]
+	AS 'MODULE_PATHNAME', 'tgpg_parts_messages'
+	LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION tg_parts_messages(text, text, text[], bytea[], bytea[]) IS
+'Internal (tg_create_partitioned_result, on the coordinator): the message of phase edges, scan or finish for every part, from the replies of the phases before; checks that the parts stack into one grid';
+
+CREATE FUNCTION tg_part_run(
+	operation text,
+	coverage regclass,
+	options jsonb,
+	message bytea,
+	result text DEFAULT NULL,
+	part integer DEFAULT NULL,
+	replace boolean DEFAULT false)
+	RETURNS bytea
+	LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+	args text;
+	opt record;
+	call text;
+BEGIN
+	IF operation IS NULL OR coverage IS NULL OR message IS NULL THEN
+		RAISE EXCEPTION 'operation, coverage and message must not be NULL' USING ERRCODE = '22004';
+	END IF;
+	IF operation NOT IN ('tg_fill', 'tg_slope') THEN
+		RAISE EXCEPTION '% cannot run over a partitioned coverage', operation USING ERRCODE = '0A000',
+			HINT = 'tg_fill and tg_slope can.';
+	END IF;
+	args := format('coverage => %L::regclass', coverage::text);
+	FOR opt IN SELECT key, value FROM jsonb_each_text(coalesce(options, '{}')) LOOP
+		IF opt.key !~ '^[a-z_][a-z0-9_]*$' OR opt.key = 'coverage' THEN
+			RAISE EXCEPTION '"%" is not an argument of %', opt.key, operation USING ERRCODE = '22023';
+		END IF;
+		args := args || format(', %I => %L', opt.key, opt.value);
+	END LOOP;
+	call := format('@extschema@.%I(%s)', operation, args);
+	IF result IS NULL THEN
+		RETURN @extschema@.tg_part_exec(format('SELECT count(*) FROM %s', call), message);
+	END IF;
+	RETURN @extschema@.tg_part_exec(
+		format('SELECT @extschema@.tg_create_result(%L, %L, replace => %L)', result,
+			   format('SELECT rid, %s AS part, rast FROM %s', part, call), replace),
+		message);
+END
+$$;
+COMMENT ON FUNCTION tg_part_run(text, regclass, jsonb, bytea, text, integer, boolean) IS
+'Internal (tg_create_partitioned_result, on a worker): one phase of a coverage function over the worker''s own table; with result, its tiles written with tg_create_result';
+
+CREATE FUNCTION tg_parts_round(
+	dblink name,
+	connections text[],
+	servers text[],
+	queries text[],
+	OUT replies text[],
+	OUT seconds double precision[])
+	LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+	n integer := cardinality(connections);
+	done boolean[] := array_fill(false, ARRAY[n]);
+	t0 timestamptz := clock_timestamp();
+	waiting integer := n;
+	busy integer;
+	reply text;
+	state text;
+	msg text;
+	detail text;
+BEGIN
+	replies := array_fill(NULL::text, ARRAY[n]);
+	seconds := array_fill(NULL::double precision, ARRAY[n]);
+	FOR k IN 1..n LOOP
+		EXECUTE format('SELECT %I.dblink_send_query($1, $2)', dblink) INTO busy USING connections[k], queries[k];
+		IF busy <> 1 THEN
+			EXECUTE format('SELECT %I.dblink_error_message($1)', dblink) INTO msg USING connections[k];
+			RAISE EXCEPTION 'worker "%" could not be sent its query: %', servers[k], msg USING ERRCODE = '08006';
+		END IF;
+	END LOOP;
+	-- poll: a wait here can be canceled, and every worker runs meanwhile
+	WHILE waiting > 0 LOOP
+		FOR k IN 1..n LOOP
+			CONTINUE WHEN done[k];
+			EXECUTE format('SELECT %I.dblink_is_busy($1)', dblink) INTO busy USING connections[k];
+			CONTINUE WHEN busy = 1;
+			BEGIN
+				EXECUTE format('SELECT r FROM %I.dblink_get_result($1) AS t(r text)', dblink) INTO reply
+					USING connections[k];
+				-- the empty result that ends a query
+				EXECUTE format('SELECT count(*) FROM %I.dblink_get_result($1) AS t(r text)', dblink) INTO busy
+					USING connections[k];
+			EXCEPTION WHEN OTHERS THEN
+				GET STACKED DIAGNOSTICS state = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, detail = PG_EXCEPTION_DETAIL;
+				RAISE EXCEPTION 'worker "%" failed: %', servers[k], msg USING ERRCODE = state,
+					DETAIL = coalesce(detail, '');
+			END;
+			IF reply IS NULL THEN
+				RAISE EXCEPTION 'worker "%" returned no reply', servers[k] USING ERRCODE = '08006';
+			END IF;
+			replies[k] := reply;
+			seconds[k] := extract(epoch FROM clock_timestamp() - t0);
+			done[k] := true;
+			waiting := waiting - 1;
+		END LOOP;
+		IF waiting > 0 THEN
+			PERFORM pg_sleep(0.002);
+		END IF;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION tg_parts_round(name, text[], text[], text[]) IS
+'Internal (tg_create_partitioned_result): one query per dblink connection, all running at once; their one-column replies and the seconds each took; an error names the worker';
+
+CREATE FUNCTION tg_parts_close(dblink name, connections text[], servers text[], prepared text[])
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+	open_ text[];
+BEGIN
+	EXECUTE format('SELECT %I.dblink_get_connections()', dblink) INTO open_;
+	FOR k IN 1..coalesce(cardinality(connections), 0) LOOP
+		CONTINUE WHEN connections[k] IS NULL OR NOT connections[k] = ANY (coalesce(open_, '{}'));
+		BEGIN
+			EXECUTE format('SELECT %I.dblink_cancel_query($1)', dblink) USING connections[k];
+			IF prepared[k] IS NOT NULL THEN
+				EXECUTE format('SELECT %I.dblink_exec($1, $2)', dblink)
+					USING connections[k], format('ROLLBACK PREPARED %L', prepared[k]);
+			END IF;
+		EXCEPTION WHEN OTHERS THEN
+			IF prepared[k] IS NOT NULL THEN
+				RAISE WARNING 'worker "%" keeps the prepared transaction %: roll it back there', servers[k], prepared[k]
+					USING HINT = format('ROLLBACK PREPARED %L', prepared[k]);
+			END IF;
+		END;
+		BEGIN
+			-- closing the connection rolls back what the worker had not prepared
+			EXECUTE format('SELECT %I.dblink_disconnect($1)', dblink) USING connections[k];
+		EXCEPTION WHEN OTHERS THEN
+			NULL;
+		END;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION tg_parts_close(name, text[], text[], text[]) IS
+'Internal (tg_create_partitioned_result): cancels, rolls back and closes its dblink connections';
+
+CREATE FUNCTION tg_create_partitioned_result(
+	name text,
+	coverage regclass,
+	operation text,
+	options jsonb DEFAULT '{}',
+	replace boolean DEFAULT false)
+	RETURNS TABLE(part integer, server name, partition_table text, tiles bigint, seconds double precision,
+				  bytes_sent bigint, bytes_received bigint)
+	LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+	dbl name;
+	gis name;
+	version text;
+	names text[];
+	sch name;
+	tab name;
+	qname text;
+	n integer;
+	rel record;
+	info record;
+	srv text[] := '{}';
+	remote text[] := '{}';
+	results text[] := '{}';
+	conns text[];
+	ext text[];
+	gids text[];
+	prepared text[];
+	sent bigint[];
+	received bigint[];
+	busy double precision[];
+	counts bigint[];
+	count bigint;
+	msgs bytea[];
+	edges bytea[];
+	scans bytea[];
+	queries text[];
+	pass record;
+	phase text;
+	sql text;
+	t0 timestamptz := clock_timestamp();
+BEGIN
+	IF name IS NULL OR coverage IS NULL OR operation IS NULL THEN
+		RAISE EXCEPTION 'name, coverage and operation must not be NULL' USING ERRCODE = '22004';
+	END IF;
+	operation := lower(operation);
+	IF operation NOT IN ('tg_fill', 'tg_slope') THEN
+		RAISE EXCEPTION '% cannot run over a partitioned coverage', operation USING ERRCODE = '0A000',
+			HINT = 'tg_fill (priority-flood, epsilon 0) and tg_slope can.';
+	END IF;
+	options := coalesce(options, '{}');
+	IF jsonb_typeof(options) <> 'object' THEN
+		RAISE EXCEPTION 'options must be a JSON object of argument names and values' USING ERRCODE = '22023';
+	END IF;
+	SELECT e.extversion INTO version FROM pg_catalog.pg_extension e WHERE e.extname = 'terra_gpu';
+	SELECT s.nspname INTO gis FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace s ON s.oid = e.extnamespace
+	WHERE e.extname = 'postgis';
+	SELECT s.nspname INTO dbl FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace s ON s.oid = e.extnamespace
+	WHERE e.extname = 'dblink';
+	IF dbl IS NULL THEN
+		RAISE EXCEPTION 'tg_create_partitioned_result needs the dblink extension' USING ERRCODE = '55000',
+			HINT = 'CREATE EXTENSION dblink;';
+	END IF;
+	IF (SELECT c.relkind FROM pg_catalog.pg_class c WHERE c.oid = coverage) <> 'p' THEN
+		RAISE EXCEPTION '% is not a partitioned table', coverage USING ERRCODE = '22023',
+			HINT = 'On one server, write the coverage form''s result with tg_create_result.';
+	END IF;
+	-- the result: name or schema.name on this server, tables name_part1.. on the workers
+	BEGIN
+		names := parse_ident(name);
+	EXCEPTION WHEN invalid_parameter_value OR syntax_error THEN
+		RAISE EXCEPTION 'invalid table name "%"', name USING ERRCODE = '42602';
+	END;
+	IF cardinality(names) > 2 THEN
+		RAISE EXCEPTION 'invalid table name "%"', name USING ERRCODE = '42602', HINT = 'Give table or schema.table.';
+	END IF;
+	sch := CASE WHEN cardinality(names) = 2 THEN names[1] ELSE current_schema() END;
+	tab := names[cardinality(names)];
+	qname := format('%I.%I', sch, tab);
+	IF to_regclass(qname) IS NOT NULL AND NOT replace THEN
+		RAISE EXCEPTION 'relation % already exists', qname USING ERRCODE = '42P07',
+			HINT = 'Pass replace => true to overwrite it.';
+	END IF;
+	-- the partitions: each a foreign table on a worker; its part of the
+	-- result goes beside its input there
+	FOR rel IN SELECT c.oid::regclass AS part, c.relkind, s.srvname, c.relname, cn.nspname,
+					  (SELECT substr(o, 13) FROM unnest(ft.ftoptions) o WHERE o LIKE 'schema_name=%') AS rschema,
+					  (SELECT substr(o, 12) FROM unnest(ft.ftoptions) o WHERE o LIKE 'table_name=%') AS rtable
+			   FROM pg_catalog.pg_inherits i JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
+			   JOIN pg_catalog.pg_namespace cn ON cn.oid = c.relnamespace
+			   LEFT JOIN pg_catalog.pg_foreign_table ft ON ft.ftrelid = c.oid
+			   LEFT JOIN pg_catalog.pg_foreign_server s ON s.oid = ft.ftserver
+			   WHERE i.inhparent = coverage ORDER BY c.relname LOOP
+		IF rel.relkind <> 'f' THEN
+			RAISE EXCEPTION 'partition % of % is not a foreign table', rel.part, coverage USING ERRCODE = '0A000',
+				HINT = 'Every partition must be a postgres_fdw foreign table on a worker server.';
+		END IF;
+		srv := srv || rel.srvname::text;
+		remote := remote || format('%I.%I', coalesce(rel.rschema, rel.nspname), coalesce(rel.rtable, rel.relname));
+		results := results || format('%I.%I', coalesce(rel.rschema, rel.nspname), format('%s_part%s', tab, cardinality(srv)));
+	END LOOP;
+	n := cardinality(srv);
+	IF n = 0 THEN
+		RAISE EXCEPTION '% has no partitions', coverage USING ERRCODE = '22023';
+	END IF;
+	conns := array_fill(NULL::text, ARRAY[n]);
+	prepared := array_fill(NULL::text, ARRAY[n]);
+	ext := array_fill(NULL::text, ARRAY[n]);
+	gids := array_fill(NULL::text, ARRAY[n]);
+	sent := array_fill(0::bigint, ARRAY[n]);
+	received := array_fill(0::bigint, ARRAY[n]);
+	busy := array_fill(0::double precision, ARRAY[n]);
+	counts := array_fill(NULL::bigint, ARRAY[n]);
+	BEGIN
+		FOR k IN 1..n LOOP
+			gids[k] := left(format('terra_gpu %s %s %s', pg_backend_pid(), k, qname), 199);
+			EXECUTE format('SELECT %I.dblink_connect($1, $2)', dbl) USING format('terra_gpu_%s_%s', pg_backend_pid(), k), srv[k];
+			conns[k] := format('terra_gpu_%s_%s', pg_backend_pid(), k);
+			sql := 'BEGIN; SELECT n.nspname, e.extversion, current_setting(''max_prepared_transactions'')::integer '
+				   'FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace '
+				   'WHERE e.extname = ''terra_gpu''';
+			EXECUTE format('SELECT * FROM %I.dblink($1, $2) AS t(nsp name, version text, prepared integer)', dbl)
+				INTO info USING conns[k], sql;
+			sent[k] := sent[k] + octet_length(sql);
+			IF info.nsp IS NULL OR info.version IS DISTINCT FROM version THEN
+				RAISE EXCEPTION 'worker "%" has terra_gpu %, this server %', srv[k], coalesce(info.version, 'not installed'),
+					version USING ERRCODE = '55000', HINT = 'Install the same terra_gpu on every server.';
+			END IF;
+			IF info.prepared < 1 THEN
+				RAISE EXCEPTION 'worker "%" cannot prepare transactions (max_prepared_transactions = 0)', srv[k]
+					USING ERRCODE = '55000',
+					HINT = 'Set max_prepared_transactions on every worker and restart it: results are published with two-phase commit.';
+			END IF;
+			ext[k] := info.nsp;
+		END LOOP;
+
+		FOREACH phase IN ARRAY CASE WHEN operation = 'tg_fill' THEN ARRAY['edges', 'scan', 'finish']
+									 ELSE ARRAY['edges', 'finish'] END LOOP
+			msgs := @extschema@.tg_parts_messages(operation, phase, srv, edges, scans);
+			queries := array_fill(NULL::text, ARRAY[n]);
+			FOR k IN 1..n LOOP
+				queries[k] := format('SELECT encode(%I.tg_part_run(%L, %L, %L, decode(%L, ''base64'')%s), ''base64'')',
+									 ext[k], operation, remote[k], options::text, encode(msgs[k], 'base64'),
+									 CASE WHEN phase = 'finish' THEN format(', %L, %s, %L', results[k], k, replace)
+										  ELSE '' END);
+				sent[k] := sent[k] + octet_length(queries[k]);
+			END LOOP;
+			pass := @extschema@.tg_parts_round(dbl, conns, srv, queries);
+			FOR k IN 1..n LOOP
+				received[k] := received[k] + octet_length(pass.replies[k]);
+				busy[k] := busy[k] + pass.seconds[k];
+			END LOOP;
+			IF phase = 'edges' THEN
+				SELECT array_agg(decode(r, 'base64') ORDER BY i) INTO edges FROM unnest(pass.replies) WITH ORDINALITY u(r, i);
+			ELSIF phase = 'scan' THEN
+				SELECT array_agg(decode(r, 'base64') ORDER BY i) INTO scans FROM unnest(pass.replies) WITH ORDINALITY u(r, i);
+			END IF;
+			RAISE NOTICE 'tg_create_partitioned_result: % of % on % workers in % s', phase, operation, n,
+				round((SELECT max(x) FROM unnest(pass.seconds) x)::numeric, 2);
+		END LOOP;
+
+		-- publish: every worker prepared, then this server's table, then every worker committed
+		FOR k IN 1..n LOOP
+			sql := format('SELECT count(*) FROM %s', results[k]);
+			EXECUTE format('SELECT * FROM %I.dblink($1, $2) AS t(c bigint)', dbl) INTO count USING conns[k], sql;
+			counts[k] := count;
+			sent[k] := sent[k] + octet_length(sql);
+			sql := format('PREPARE TRANSACTION %L', gids[k]);
+			EXECUTE format('SELECT %I.dblink_exec($1, $2)', dbl) USING conns[k], sql;
+			prepared[k] := gids[k];
+			sent[k] := sent[k] + octet_length(sql);
+		END LOOP;
+		IF to_regclass(qname) IS NOT NULL THEN
+			EXECUTE format('DROP TABLE %s', qname);
+		END IF;
+		EXECUTE format('CREATE TABLE %s (rid integer NOT NULL, part integer NOT NULL, rast %I.raster) PARTITION BY LIST (part)',
+					   qname, gis);
+		FOR k IN 1..n LOOP
+			EXECUTE format('CREATE FOREIGN TABLE %I.%I PARTITION OF %s FOR VALUES IN (%s) SERVER %I OPTIONS (schema_name %L, table_name %L)',
+						   sch, format('%s_part%s', tab, k), qname, k, srv[k], (parse_ident(results[k]))[1],
+						   (parse_ident(results[k]))[2]);
+		END LOOP;
+		FOR k IN 1..n LOOP
+			sql := format('COMMIT PREPARED %L', gids[k]);
+			EXECUTE format('SELECT %I.dblink_exec($1, $2)', dbl) USING conns[k], sql;
+			prepared[k] := NULL;
+			sent[k] := sent[k] + octet_length(sql);
+		END LOOP;
+		PERFORM @extschema@.tg_parts_close(dbl, conns, srv, prepared);
+	EXCEPTION WHEN OTHERS OR query_canceled THEN
+		PERFORM @extschema@.tg_parts_close(dbl, conns, srv, prepared);
+		RAISE;
+	END;
+	RAISE NOTICE 'tg_create_partitioned_result: % written on % workers in % s, % kB exchanged', qname, n,
+		round(extract(epoch FROM clock_timestamp() - t0)::numeric, 2),
+		round((SELECT sum(x) FROM unnest(sent || received) x) / 1024.0, 1);
+	RETURN QUERY SELECT k::integer, srv[k]::name, results[k], counts[k], busy[k], sent[k], received[k]
+				 FROM generate_series(1, n) k;
+END
+$$;
+COMMENT ON FUNCTION tg_create_partitioned_result(text, regclass, text, jsonb, boolean) IS
+'Runs tg_fill or tg_slope (options: their named arguments as JSON) over a table partitioned over worker servers (postgres_fdw foreign partitions, each a band of whole rows of tiles): every worker computes its own part and writes it beside its input as NAME_partK (tg_create_result), only part-boundary data crosses the network, and the result appears on every server at once (two-phase commit) as the partitioned table NAME here; one row per worker with its tiles, busy seconds and bytes exchanged';
+
+-------------------------------------------------------------------------------
 -- A fixed search_path for every PL/pgSQL function (they run dynamic SQL):
 -- pg_catalog, this extension's schema and PostGIS', then pg_temp, so that no
 -- object of the caller's search_path can stand in for one they call.
 -- Keep this block last: it covers every function created above, and an
--- upgrade script ends with it too.  tg_create_result is left out: it runs a
--- query written for the caller's search_path and creates the table there.
+-- upgrade script ends with it too.  tg_create_result and
+-- tg_create_partitioned_result are left out: they create the caller's table
+-- in the caller's schema (tg_create_result also runs a query written for the
+-- caller's search_path).
 -------------------------------------------------------------------------------
 DO $$
 DECLARE
@@ -1693,8 +2069,8 @@ BEGIN
 			   AND d.refobjid = (SELECT oid FROM pg_catalog.pg_extension WHERE extname = 'terra_gpu')
 			   AND p.prolang = (SELECT oid FROM pg_catalog.pg_language WHERE lanname = 'plpgsql')
 			   AND NOT p.prosecdef
-			   -- it runs the caller's query and creates the caller's table: the caller's path
-			   AND p.proname <> 'tg_create_result'
+			   -- they create the caller's table (and tg_create_result runs the caller's query): the caller's path
+			   AND p.proname NOT IN ('tg_create_result', 'tg_create_partitioned_result')
 			 ORDER BY p.oid LOOP
 		EXECUTE format('ALTER FUNCTION %s SET search_path = %s', f, path);
 	END LOOP;

@@ -49,7 +49,7 @@ start_node() {
 	fi
 	if ! as_cluster_owner "$PG_BIN/pg_ctl" -D "$data" status >/dev/null 2>&1; then
 		as_cluster_owner "$PG_BIN/pg_ctl" -D "$data" -l "$data/server.log" -w \
-			-o "-p $(port_of "$n") -k $SOCK -c listen_addresses=''" start >/dev/null
+			-o "-p $(port_of "$n") -k $SOCK -c listen_addresses='' -c max_prepared_transactions=16" start >/dev/null
 	fi
 	psql -X -q -h "$SOCK" -p "$(port_of "$n")" -U "$TG_PGUSER" -d postgres -tAc \
 		"SELECT 1 FROM pg_database WHERE datname = '$TG_DATABASE'" | grep -q 1 ||

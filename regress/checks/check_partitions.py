@@ -12,6 +12,13 @@ loads the DEM in tiles partitioned by rows of tiles, and checks:
     pruning on tile_row), so a worker's partition is addressed on its own;
   - the coverage forms of tg_fill and tg_flow_accumulation over the
     partitioned table equal those over the local table, tile for tile;
+  - tg_create_partitioned_result (tg_fill, tg_slope) computed on the
+    workers equals the single-server coverage form tile for tile, each
+    worker writing its own tiles as a raster table, with little crossing
+    between servers; its argument errors carry their SQLSTATEs;
+  - canceling it, or killing a worker, while that worker is held up in the
+    last phase ends the statement (naming the worker) and leaves no result
+    table and no prepared transaction on any server;
   - a query reaching a stopped worker fails naming that worker's server;
   - 'down' leaves no cluster files behind.
 Fails (exit 1) when one does not hold.  Needs terra_gpu installed in the
@@ -23,6 +30,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 from tg_tools import check, failures, run  # noqa: E402
@@ -48,6 +56,8 @@ def main():
                     "-p", str(args.port + node), "-d", env.get("TG_DATABASE", "terra_gpu"), "-c", q],
                    env=env).strip()
 
+    owner = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
+    pg_bin = os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin")
     try:
         print("== %s over %d workers, tiles of %d" % (os.path.basename(args.dem), n, args.tile))
         run([CLUSTER, "up", str(n)], env=env)
@@ -91,10 +101,82 @@ def main():
             check(same == cnt == total, "%s over the partitioned table equals the local one (%d of %d tiles)"
                   % (name, same, total))
 
+        # the same operations computed where the partitions live
+        dem_bytes = int(sql(0, "SELECT sum(ST_Width(rast) * ST_Height(rast) * 2) FROM dem_local"))
+        for op, opts, local in (("tg_fill", "{}", "tg_fill(coverage => 'dem_local')"),
+                                ("tg_slope", '{"units": "PERCENT"}', "tg_slope(coverage => 'dem_local', units => 'PERCENT')")):
+            rows = sql(0, "SELECT part, server, tiles, bytes_sent + bytes_received FROM "
+                          "tg_create_partitioned_result('res', 'dem', '%s', '%s', replace => true) ORDER BY part"
+                       % (op, opts)).splitlines()
+            parts = [r.split("|") for r in rows]
+            check(len(parts) == n and all(int(p[2]) == r[2] for p, r in zip(parts, ranges)),
+                  "%s over %d workers: each wrote its own tiles (%s)" % (op, n, ", ".join(p[2] for p in parts)))
+            eq = sql(0, "SELECT count(*) FILTER (WHERE ST_AsBinary(a.rast) = ST_AsBinary(b.rast)) || '|' || count(*) "
+                        "FROM res a JOIN %s b USING (rid)" % local)
+            same, cnt = map(int, eq.split("|"))
+            check(same == cnt == total, "%s on the workers equals the single-server coverage form (%d of %d tiles)"
+                  % (op, same, total))
+            moved = sum(int(p[3]) for p in parts)
+            check(0 < moved < dem_bytes / 5, "%s: %d bytes crossed between servers, %.1f %% of the DEM's %d"
+                  % (op, moved, 100.0 * moved / dem_bytes, dem_bytes))
+            on_worker = sql(1, "SELECT count(*) FROM raster_columns WHERE r_table_name = 'res_part1'")
+            check(on_worker == "1", "%s: the worker's part is a raster table GIS clients list" % op)
+        for bad, state in (("SELECT * FROM tg_create_partitioned_result('x', 'dem_local', 'tg_fill')", "22023"),
+                           ("SELECT * FROM tg_create_partitioned_result('x', 'dem', 'tg_flow_accumulation')", "0A000"),
+                           ("SELECT * FROM tg_create_partitioned_result('res', 'dem', 'tg_fill')", "42P07")):
+            p = subprocess.run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose",
+                                "-h", env.get("TG_PGSOCKET", "/tmp"), "-p", str(args.port),
+                                "-d", env.get("TG_DATABASE", "terra_gpu"), "-c", bad],
+                               capture_output=True, text=True, env=env)
+            check(p.returncode != 0 and state in p.stderr, "refused with %s: %s" % (state, bad))
+
+        # a worker held up in the last phase: canceling the statement, then
+        # killing that worker, ends it naming the worker and leaves no result
+        # table and no prepared transaction on any server
+        for how in ("cancel", "kill"):
+            blocker = subprocess.Popen(["psql", "-X", "-q", "-h", env.get("TG_PGSOCKET", "/tmp"), "-p", str(args.port + 2),
+                                        "-d", env.get("TG_DATABASE", "terra_gpu")], stdin=subprocess.PIPE,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True, env=env)
+            blocker.stdin.write("BEGIN; CREATE TABLE gone_part2 (x integer);\n")
+            blocker.stdin.flush()
+            run_ = subprocess.Popen(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h", env.get("TG_PGSOCKET", "/tmp"),
+                                     "-p", str(args.port), "-d", env.get("TG_DATABASE", "terra_gpu"),
+                                     "-c", "SELECT * FROM tg_create_partitioned_result('gone', 'dem', 'tg_fill')"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            waited = 0
+            for _ in range(300):
+                waited = int(sql(2, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%tg_part_run%' "
+                                    "AND wait_event_type = 'Lock'"))
+                if waited:
+                    break
+                time.sleep(0.1)
+            check(waited == 1, "%s: the worker on w2 waits in the last phase" % how)
+            if how == "cancel":
+                sql(0, "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE query LIKE '%tg_create_partitioned%' "
+                       "AND pid <> pg_backend_pid()")
+            else:
+                run(owner + [os.path.join(pg_bin, "pg_ctl"), "-D", os.path.join(env["TG_CLUSTER_DIR"], "w2"),
+                             "-m", "immediate", "-w", "stop"], cwd="/")
+            out, errtext = run_.communicate(timeout=120)
+            errline = [l for l in errtext.splitlines() if l.startswith("ERROR")][:1]
+            blocker.stdin.close()
+            blocker.wait(timeout=60)
+            if how == "cancel":
+                check(run_.returncode != 0 and "canceling statement" in errtext,
+                      "cancel: the statement stops: %s" % errline)
+            else:
+                check(run_.returncode != 0 and '"w2"' in errtext,
+                      "kill: the statement fails naming the worker: %s" % errline)
+                run([CLUSTER, "up", str(n)], env=env)    # w2 again, after its crash
+            left = [sql(0, "SELECT count(*) FROM pg_class WHERE relname LIKE 'gone%'")]
+            for k in range(1, n + 1):
+                left.append(sql(k, "SELECT (SELECT count(*) FROM pg_class WHERE relname LIKE 'gone%') + "
+                                   "(SELECT count(*) FROM pg_prepared_xacts)"))
+            check(all(c == "0" for c in left), "%s: no result table or prepared transaction is left on any server (%s)"
+                  % (how, ", ".join(left)))
+
         # a worker that is gone: the statement fails and names its server
         data = os.path.join(env["TG_CLUSTER_DIR"], "w2")
-        owner = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
-        pg_bin = os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin")
         run(owner + [os.path.join(pg_bin, "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop"], cwd="/")
         p = subprocess.run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h", env.get("TG_PGSOCKET", "/tmp"),
                             "-p", str(args.port), "-d", env.get("TG_DATABASE", "terra_gpu"),

@@ -512,6 +512,22 @@ tg_label_graph_edges(const tg_label_graph *g)
 	return g->count;
 }
 
+void
+tg_label_graph_export(const tg_label_graph *g, uint32_t *a, uint32_t *b, double *height)
+{
+	size_t		e = 0;
+
+	for (size_t j = 0; j < g->cap; j++)
+		if (g->slots[j].key)
+		{
+			const uint64_t key = g->slots[j].key - 1;
+
+			a[e] = (uint32_t) (key >> 32);
+			b[e] = (uint32_t) key;
+			height[e++] = g->slots[j].height;
+		}
+}
+
 static void
 insert_slot(edge_slot *slots, size_t cap, uint64_t key, double height)
 {

@@ -62,5 +62,7 @@ tg_status	tg_label_graph_join_rows(const tg_ctx *ctx, tg_label_graph *g, int wid
 tg_status	tg_label_graph_solve(const tg_ctx *ctx, tg_label_graph *const *graphs, int ngraphs,
 								 size_t nlabels, double **level, tg_error *err);
 size_t		tg_label_graph_edges(const tg_label_graph *g);
+/* Its tg_label_graph_edges() edges into a, b, height (in no particular order). */
+void		tg_label_graph_export(const tg_label_graph *g, uint32_t *a, uint32_t *b, double *height);
 
 #endif							/* TG_FILL_FLOOD_H */

@@ -69,15 +69,29 @@ strip_index(const tg_fill_strips *fb, int row0, int nrows)
 	return -1;
 }
 
+/* Labels of strip k's seeded rows: its top row, then its bottom row. */
+static uint32_t
+top_base(int width, int k)
+{
+	return (uint32_t) (1 + 2 * (size_t) k * width);
+}
+
+static uint32_t
+bottom_base(int width, int k)
+{
+	return (uint32_t) (1 + 2 * (size_t) k * width + width);
+}
+
 /*
- * Flood strip `k` (rows row0 .. row0 + nrows - 1; z starts at the row above
- * when there is one), recording its label edges into the graph when given.
+ * Flood strip `k` of a grid `width` columns wide (nrows rows; z starts at
+ * the row above when there is one, and goes on to the row below when there
+ * is one), recording its label edges into the graph when given.
  */
 static tg_status
-strip_flood(const tg_ctx *ctx, tg_fill_strips *fb, int k, int row0, int nrows, const double *z,
-		   tg_label_graph *graph, strip_work *b, tg_error *err)
+flood_strip(const tg_ctx *ctx, int width, int k, int nrows, bool above, bool below, const double *z,
+			tg_label_graph *graph, strip_work *b, tg_error *err)
 {
-	const size_t W = (size_t) fb->width,
+	const size_t W = (size_t) width,
 				n = W * nrows;
 	tg_flood	f;
 
@@ -87,17 +101,24 @@ strip_flood(const tg_ctx *ctx, tg_fill_strips *fb, int k, int row0, int nrows, c
 	if (!b->lf || !b->label)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a fill strip of %zu x %d cells", W, nrows);
 	memset(&f, 0, sizeof f);
-	f.width = fb->width;
+	f.width = width;
 	f.nrows = nrows;
-	f.z = z + (row0 > 0 ? W : 0);
-	f.above = row0 > 0;
-	f.below = row0 + nrows < fb->height;
+	f.z = z + (above ? W : 0);
+	f.above = above;
+	f.below = below;
 	f.lf = b->lf;
 	f.label = b->label;
-	f.top_base = f.above ? (uint32_t) (1 + 2 * (size_t) k * W) : 0;
-	f.bottom_base = f.below ? (uint32_t) (1 + 2 * (size_t) k * W + W) : 0;
+	f.top_base = above ? top_base(width, k) : 0;
+	f.bottom_base = below ? bottom_base(width, k) : 0;
 	f.graph = graph;
 	return tg_flood_run(ctx, &f, err);
+}
+
+static tg_status
+strip_flood(const tg_ctx *ctx, tg_fill_strips *fb, int k, int row0, int nrows, const double *z,
+			tg_label_graph *graph, strip_work *b, tg_error *err)
+{
+	return flood_strip(ctx, fb->width, k, nrows, row0 > 0, row0 + nrows < fb->height, z, graph, b, err);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -235,4 +256,120 @@ tg_fill_strips_end(const tg_ctx *ctx, tg_fill_strips *fb)
 	tg_label_graph_free(ctx, fb->graph);
 	tg_free(ctx, fb->level);
 	tg_free(ctx, fb);
+}
+
+/* ------------------------------------------------------------------------
+ * Strips on several servers: each part scanned where it lives, the labels
+ * solved where the scans meet, each part finished where it lives.
+ * ------------------------------------------------------------------------ */
+
+static bool
+labels_too_many(int width, int count)
+{
+	return (uint64_t) (2 * (uint64_t) count) * (uint64_t) width + 1 > UINT32_MAX;
+}
+
+tg_status
+tg_fill_part_scan(const tg_ctx *ctx, int width, int k, int count, int nrows, const double *z,
+				  tg_fill_part *out, tg_error *err)
+{
+	const bool	above = k > 0,
+				below = k + 1 < count;
+	tg_label_graph *graph = NULL;
+	strip_work	b;
+	tg_status	st;
+
+	memset(out, 0, sizeof *out);
+	memset(&b, 0, sizeof b);
+	if (labels_too_many(width, count))
+		return tg_error_set(err, TG_ELIMIT, "a fill over %d parts of %d columns has too many labels", count, width);
+	st = tg_label_graph_create(ctx, &graph, err);
+	if (st == TG_OK)
+		st = flood_strip(ctx, width, k, nrows, above, below, z, graph, &b, err);
+	if (st == TG_OK)
+	{
+		const size_t ne = tg_label_graph_edges(graph);
+
+		out->nedges = ne;
+		out->a = tg_alloc(ctx, (ne ? ne : 1) * sizeof(uint32_t));
+		out->b = tg_alloc(ctx, (ne ? ne : 1) * sizeof(uint32_t));
+		out->height = tg_alloc(ctx, (ne ? ne : 1) * sizeof(double));
+		out->first = tg_alloc(ctx, (size_t) width * sizeof(uint32_t));
+		out->last = tg_alloc(ctx, (size_t) width * sizeof(uint32_t));
+		if (!out->a || !out->b || !out->height || !out->first || !out->last)
+			st = tg_error_set(err, TG_ENOMEM, "could not allocate a fill part's %zu label edges", ne);
+		else
+		{
+			tg_label_graph_export(graph, out->a, out->b, out->height);
+			memcpy(out->first, b.label, (size_t) width * sizeof(uint32_t));
+			memcpy(out->last, b.label + (size_t) (nrows - 1) * width, (size_t) width * sizeof(uint32_t));
+		}
+	}
+	if (st != TG_OK)
+		tg_fill_part_free(ctx, out);
+	strip_free(ctx, &b);
+	tg_label_graph_free(ctx, graph);
+	return st;
+}
+
+void
+tg_fill_part_free(const tg_ctx *ctx, tg_fill_part *p)
+{
+	tg_free(ctx, p->a);
+	tg_free(ctx, p->b);
+	tg_free(ctx, p->height);
+	tg_free(ctx, p->first);
+	tg_free(ctx, p->last);
+	memset(p, 0, sizeof *p);
+}
+
+tg_status
+tg_fill_part_solve(const tg_ctx *ctx, int width, int count, const tg_fill_part *parts,
+				   const double *const *first_rows, const double *const *last_rows,
+				   double *const *levels, tg_error *err)
+{
+	tg_label_graph *graph = NULL;
+	double	   *level = NULL;
+	tg_status	st;
+
+	if (labels_too_many(width, count))
+		return tg_error_set(err, TG_ELIMIT, "a fill over %d parts of %d columns has too many labels", count, width);
+	st = tg_label_graph_create(ctx, &graph, err);
+	for (int k = 0; k < count && st == TG_OK; k++)
+	{
+		for (size_t e = 0; e < parts[k].nedges && st == TG_OK; e++)
+			st = tg_label_graph_add(ctx, graph, parts[k].a[e], parts[k].b[e], parts[k].height[e], err);
+		/* rows facing each other across the boundary above: join at the higher cell */
+		if (st == TG_OK && k > 0)
+			st = tg_label_graph_join_rows(ctx, graph, width, parts[k - 1].last, last_rows[k - 1],
+										  parts[k].first, first_rows[k], err);
+	}
+	if (st == TG_OK)
+		st = tg_label_graph_solve(ctx, &graph, 1, 1 + (size_t) 2 * count * width, &level, err);
+	for (int k = 0; k < count && st == TG_OK; k++)
+	{
+		levels[k][0] = level[0];
+		memcpy(levels[k] + 1, level + top_base(width, k), 2 * (size_t) width * sizeof(double));
+	}
+	tg_free(ctx, level);
+	tg_label_graph_free(ctx, graph);
+	return st;
+}
+
+tg_status
+tg_fill_part_finish(const tg_ctx *ctx, int width, int k, int count, int nrows, const double *z,
+					const double *levels, double *w, tg_error *err)
+{
+	const size_t n = (size_t) width * nrows;
+	const uint32_t top = top_base(width, k);
+	strip_work	b;
+	tg_status	st = flood_strip(ctx, width, k, nrows, k > 0, k + 1 < count, z, NULL, &b, err);
+
+	/* labels are 0 (the outlets) or those of the seeded rows: top, then bottom */
+	if (st == TG_OK)
+		for (size_t i = 0; i < n; i++)
+			w[i] = isnan(b.lf[i]) ? NAN :
+				fmax(b.lf[i], levels[b.label[i] == 0 ? 0 : 1 + (size_t) (b.label[i] - top)]);
+	strip_free(ctx, &b);
+	return st;
 }

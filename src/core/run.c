@@ -1,8 +1,8 @@
 /*
  * run.c — tg_run: an operation over tiles, in memory when its grid fits the
  * budget (read every input, compute on the backend the dispatcher picks,
- * write the tiles), else in strips where the operation allows it; all in
- * one call scope, so the threads are joined before it returns.
+ * write the tiles), else in strips where the operation allows it, or one
+ * part's phase of a partitioned coverage (parts.c); all in one call scope, so the threads are joined before it returns.
  */
 #include "tg_tiles.h"
 #include "tg_pool.h"
@@ -120,7 +120,9 @@ tg_run(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err)
 	if (l->ntiles < 1 || l->width < 1 || l->height < 1)
 		return tg_error_set(err, TG_EDATA, "%s has no tiles", l->name);
 	tg_call_open(ctx, &call);
-	if ((size_t) l->width * l->height * tg_op_bytes_per_cell(op) <= job->memory_budget &&
+	if (job->part != NULL)
+		st = tg_run_part(&call, op, job, err);
+	else if ((size_t) l->width * l->height * tg_op_bytes_per_cell(op) <= job->memory_budget &&
 		(uint64_t) l->width * l->height <= TG_MAX_GRID_CELLS)
 		st = run_in_memory(&call, op, job, err);
 	else if (tg_op_in_strips(op, ctx, &why_not))

@@ -429,6 +429,35 @@ tg_status	tg_fill_strips_finish(const tg_ctx *ctx, tg_fill_strips *fb, int row0,
 								  const double *z, double *w, tg_error *err);
 void		tg_fill_strips_end(const tg_ctx *ctx, tg_fill_strips *fb);
 
+/*
+ * The same fill when the strips live on several servers (a partitioned
+ * coverage, parts.c): part k of `count`, top to bottom, is scanned where it
+ * lives (z as for tg_fill_strips_scan, the rows above and below coming from
+ * the neighbouring parts); the scans meet where the parts are solved
+ * together, which gives every part its levels (1 + 2 * width: the outlets',
+ * then those of its first and last rows' labels); each part is then
+ * finished where it lives.
+ */
+typedef struct tg_fill_part
+{
+	size_t		nedges;			/* label edges inside the part: a, b, height */
+	uint32_t   *a;
+	uint32_t   *b;
+	double	   *height;
+	uint32_t   *first;			/* labels of its first row (width) */
+	uint32_t   *last;			/* and of its last row */
+} tg_fill_part;
+
+tg_status	tg_fill_part_scan(const tg_ctx *ctx, int width, int k, int count, int nrows, const double *z,
+							  tg_fill_part *out, tg_error *err);
+void		tg_fill_part_free(const tg_ctx *ctx, tg_fill_part *p);
+/* first_rows[k], last_rows[k]: part k's first and last rows of the DEM (width each). */
+tg_status	tg_fill_part_solve(const tg_ctx *ctx, int width, int count, const tg_fill_part *parts,
+							   const double *const *first_rows, const double *const *last_rows,
+							   double *const *levels, tg_error *err);
+tg_status	tg_fill_part_finish(const tg_ctx *ctx, int width, int k, int count, int nrows,
+								const double *z, const double *levels, double *w, tg_error *err);
+
 typedef enum tg_routing
 {
 	TG_ROUTE_D8 = 0,			/* O'Callaghan & Mark 1984: steepest descent */
@@ -1121,6 +1150,33 @@ typedef struct tg_spill
 	void	   *arg;
 } tg_spill;
 
+/*
+ * A coverage partitioned by rows of tiles over several servers (parts.c):
+ * the coordinator sends each part a message per phase and reads back its
+ * reply; a part runs the phase as tg_run with job->part set, its job's
+ * layout being the part's own tiles.  Phases: edges (the reply gives the
+ * part's place on the grid and its first and last rows), scan (fill: the
+ * part's label edges), finish (the part writes its result tiles).
+ */
+typedef enum tg_part_phase
+{
+	TG_PART_EDGES = 1,
+	TG_PART_SCAN,
+	TG_PART_FINISH
+} tg_part_phase;
+
+typedef struct tg_part_bytes
+{
+	uint8_t    *data;
+	size_t		size;
+} tg_part_bytes;
+
+typedef struct tg_part
+{
+	tg_part_bytes message;
+	tg_part_bytes reply;		/* out: allocated with the call's allocator */
+} tg_part;
+
 typedef struct tg_job
 {
 	const char *function;		/* for messages: the SQL function */
@@ -1134,12 +1190,27 @@ typedef struct tg_job
 	/* say why a call runs as it does (strips), on the calling thread */
 	void		(*notice) (void *arg, const char *message);
 	void	   *notice_arg;
+	tg_part    *part;			/* NULL, or one part's phase of a partitioned coverage */
 } tg_job;
 
 /* Outputs (result rasters per tile) an operation writes, and the bands of each. */
 int			tg_op_outputs(const tg_op *op);
 
 tg_status	tg_run(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err);
+
+/* Whether op can run over a partitioned coverage (why_not: what can). */
+bool		tg_op_in_parts(const tg_op *op, const char **why_not);
+
+/*
+ * The coordinator: the messages of `phase` for parts 0 .. n-1 (given in any
+ * order: their edges replies place them on the grid), from the replies of
+ * the phases before (edges: all but TG_PART_EDGES; scans: the fill's
+ * TG_PART_FINISH).  names: the parts' names, for messages.  Each message
+ * is allocated with ctx's allocator.
+ */
+tg_status	tg_parts_messages(const tg_ctx *ctx, tg_op_kind kind, tg_part_phase phase, int n,
+							  const char *const *names, const tg_part_bytes *edges,
+							  const tg_part_bytes *scans, tg_part_bytes *messages, tg_error *err);
 
 #ifdef __cplusplus
 }

@@ -92,6 +92,9 @@ void		tg_op_free(const tg_ctx *ctx, tg_op_result *r);
 bool		tg_op_in_strips(const tg_op *op, const tg_ctx *ctx, const char **why_not);
 tg_status	tg_run_strips(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err);
 
+/* One part's phase of a partitioned coverage (parts.c): job->part set. */
+tg_status	tg_run_part(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err);
+
 /* Say something about the run (job->notice), printf-style. */
 void		tg_job_notice(const tg_job *job, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 

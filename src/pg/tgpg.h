@@ -200,6 +200,13 @@ void		tgpg_call_point_at(const tgpg_call *c, Datum point, Oid type, const char *
 							   double *col, double *row);
 Datum		tgpg_call_run(tgpg_call *c, const tg_op *op, tgpg_result result);
 
+/*
+ * tgpg_parts.c: the part a running tg_part_exec hands to the first coverage
+ * call of its query (NULL when none), and that call's reply kept for it.
+ */
+tg_part    *tgpg_part_take(void);
+void		tgpg_part_keep_reply(tg_part *part);
+
 /* tgpg_raster.c: a raster value opened for the core codec (BMMQ reads tiles this way) */
 typedef struct tgpg_raster
 {

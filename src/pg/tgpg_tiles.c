@@ -978,6 +978,7 @@ tgpg_call_run(tgpg_call *c, const tg_op *op, tgpg_result result)
 	job.memory_budget = c->args->coverage ? tgpg_memory_budget() : SIZE_MAX;
 	job.notice = job_notice;
 	job.notice_arg = &ns;
+	job.part = c->args->coverage ? tgpg_part_take() : NULL;
 	if (result == TGPG_RESULT_ROWS)
 	{
 		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
@@ -989,6 +990,8 @@ tgpg_call_run(tgpg_call *c, const tg_op *op, tgpg_result result)
 	}
 	tg_error_clear(&err);
 	st = tg_run(&ctx, op, &job, &err);
+	if (job.part && st == TG_OK)
+		tgpg_part_keep_reply(job.part);
 	for (int k = 0; k < c->ninputs; k++)
 		if (c->inputs[k]->connected && guard.error == NULL)
 			finish_reading(c->inputs[k]);

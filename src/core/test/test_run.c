@@ -4,7 +4,8 @@
  * operation, the tiles of the same operation over the one-tile mosaic;
  * strips (a small memory budget) give the tiles of the run in memory; LZ4
  * result tiles decompress to the plain ones; 1 and 4 threads agree; the
- * codecs refuse corrupt input.
+ * codecs refuse corrupt input; fill and slope over the coverage split in
+ * parts of rows of tiles, phase by phase, give the whole run's tiles.
  */
 #include "test.h"
 #include "tg_codec.h"
@@ -276,8 +277,8 @@ spill_read(void *arg, size_t offset, void *data, size_t bytes, tg_error *err)
 }
 
 static tg_status
-run_on(coverage *c, coverage *weights, const tg_op *op, int threads, size_t budget, bool compress,
-	   bool keep, results *r, tg_run_stats *stats, tg_error *err)
+run_job(coverage *c, coverage *weights, const tg_op *op, int threads, size_t budget, bool compress,
+		bool keep, tg_part *part, results *r, tg_run_stats *stats, tg_error *err)
 {
 	tg_input	in[2] = {{"the DEM", &c->layout, {cov_start, cov_next, cov_release, c}, 1},
 	{"the weights", weights ? &weights->layout : NULL, {cov_start, cov_next, cov_release, weights}, 1}};
@@ -297,6 +298,7 @@ run_on(coverage *c, coverage *weights, const tg_op *op, int threads, size_t budg
 	job.spill.write = spill_write;
 	job.spill.read = spill_read;
 	job.memory_budget = budget;
+	job.part = part;
 	tg_ctx_init(&ctx);
 	ctx.backend = TG_BACKEND_CPU;
 	ctx.threads = threads;
@@ -307,6 +309,13 @@ run_on(coverage *c, coverage *weights, const tg_op *op, int threads, size_t budg
 	r->last = -1;
 	tg_error_clear(err);
 	return tg_run(&ctx, op, &job, err);
+}
+
+static tg_status
+run_on(coverage *c, coverage *weights, const tg_op *op, int threads, size_t budget, bool compress,
+	   bool keep, results *r, tg_run_stats *stats, tg_error *err)
+{
+	return run_job(c, weights, op, threads, budget, compress, keep, NULL, r, stats, err);
 }
 
 /* Cell (x, y) of output o, band b, as double, from the written tiles of a coverage. */
@@ -486,6 +495,161 @@ test_codecs(void)
 	check(refused, "pglz refuses a reference before the output's start");
 }
 
+/* ------------------------------------------------------------------------
+ * A coverage partitioned by rows of tiles: each part on its own, the
+ * coordinator's messages between the phases
+ * ------------------------------------------------------------------------ */
+#define NPARTS 3
+
+/* Part k of NPARTS of c: its rows of tiles, as a coverage of its own (the tiles' bytes shared). */
+static void
+make_part(const coverage *c, int k, coverage *p)
+{
+	const int	tile_rows = (GH + TILE_H - 1) / TILE_H,
+				r0 = k * tile_rows / NPARTS * TILE_H,
+				r1 = (k + 1) * tile_rows / NPARTS * TILE_H < GH ? (k + 1) * tile_rows / NPARTS * TILE_H : GH;
+
+	memset(p, 0, sizeof *p);
+	p->layout.name = "a part";
+	p->layout.width = GW;
+	p->layout.height = r1 - r0;
+	p->layout.geo = c->layout.geo;
+	p->layout.geo.upperleft_y += r0 * c->layout.geo.scale_y;
+	for (int t = 0; t < c->layout.ntiles; t++)
+		if (c->places[t].row0 >= r0 && c->places[t].row0 < r1)
+		{
+			p->places[p->layout.ntiles] = c->places[t];
+			p->places[p->layout.ntiles].row0 -= r0;
+			p->tiles[p->layout.ntiles++] = c->tiles[t];
+		}
+	p->layout.tiles = p->places;
+}
+
+/*
+ * Run op over the parts (given to the coordinator in the order `given`),
+ * phase by phase; the finished parts' tiles into r[k].  The status of the
+ * first failure, its message in err.
+ */
+static tg_status
+run_parts(coverage *parts, const int *given, int n, const tg_op *op, results *r, tg_error *err)
+{
+	static const char *const names[NPARTS] = {"p0", "p1", "p2"};
+	static const tg_part_phase phases[3] = {TG_PART_EDGES, TG_PART_SCAN, TG_PART_FINISH};
+	const char *gnames[NPARTS];
+	tg_part_bytes edges[NPARTS],
+				scans[NPARTS],
+				msgs[NPARTS];
+	tg_ctx		ctx;
+	tg_status	st = TG_OK;
+
+	tg_ctx_init(&ctx);
+	memset(edges, 0, sizeof edges);
+	memset(scans, 0, sizeof scans);
+	for (int i = 0; i < n; i++)
+		gnames[i] = names[given[i]];
+	for (int ph = 0; ph < 3 && st == TG_OK; ph++)
+	{
+		if (phases[ph] == TG_PART_SCAN && op->kind != TG_OP_FILL)
+			continue;
+		tg_error_clear(err);
+		st = tg_parts_messages(&ctx, op->kind, phases[ph], n, gnames, edges, scans, msgs, err);
+		for (int i = 0; i < n && st == TG_OK; i++)
+		{
+			tg_part		part = {msgs[i], {NULL, 0}};
+			results		none;
+
+			st = run_job(&parts[given[i]], NULL, op, 2, SIZE_MAX, false, false, &part,
+						 phases[ph] == TG_PART_FINISH ? &r[given[i]] : &none, NULL, err);
+			if (phases[ph] != TG_PART_FINISH)
+				res_free(&none);
+			if (phases[ph] == TG_PART_EDGES)
+				edges[i] = part.reply;
+			else if (phases[ph] == TG_PART_SCAN)
+				scans[i] = part.reply;
+			else
+				free(part.reply.data);
+		}
+		for (int i = 0; i < n && st == TG_OK; i++)
+			free(msgs[i].data);
+	}
+	for (int i = 0; i < n; i++)
+	{
+		free(edges[i].data);
+		free(scans[i].data);
+	}
+	return st;
+}
+
+static void
+check_parts(const char *name, const tg_op *op, coverage *tiles)
+{
+	static const int order[NPARTS] = {2, 0, 1};
+	coverage   *parts = malloc(NPARTS * sizeof(coverage));
+	results		whole,
+				r[NPARTS];
+	tg_error	err;
+	bool		same = true;
+	int			t0 = 0;
+
+	for (int k = 0; k < NPARTS; k++)
+		make_part(tiles, k, &parts[k]);
+	check(run_on(tiles, NULL, op, 1, SIZE_MAX, false, false, &whole, NULL, &err) == TG_OK,
+		  "%s over the whole coverage: %s", name, err.message);
+	check(run_parts(parts, order, NPARTS, op, r, &err) == TG_OK, "%s over %d parts: %s", name, NPARTS,
+		  err.message);
+	for (int k = 0; k < NPARTS; k++)
+	{
+		for (int t = 0; t < parts[k].layout.ntiles; t++)
+			same = same && r[k].size[t][0] == whole.size[t0 + t][0] &&
+				memcmp(r[k].tile[t][0] + 4, whole.tile[t0 + t][0] + 4, r[k].size[t][0] - 4) == 0;
+		same = same && r[k].written == parts[k].layout.ntiles;
+		t0 += parts[k].layout.ntiles;
+		res_free(&r[k]);
+	}
+	check(same && t0 == tiles->layout.ntiles,
+		  "%s over %d parts given out of order: every tile equals the whole run's", name, NPARTS);
+	res_free(&whole);
+	free(parts);
+}
+
+static void
+test_parts(coverage *tiles)
+{
+	static const int gap[2] = {0, 2};
+	coverage   *parts = malloc(NPARTS * sizeof(coverage));
+	tg_op		op = base_op(TG_OP_FILL);
+	tg_part		part = {{(uint8_t *) "TGP1", 4}, {NULL, 0}};
+	results		r[NPARTS],
+				none;
+	tg_error	err;
+
+	check_parts("fill", &op, tiles);
+	op = base_op(TG_OP_SLOPE);
+	op.slope_units = TG_SLOPE_PERCENT;
+	check_parts("slope", &op, tiles);
+
+	for (int k = 0; k < NPARTS; k++)
+		make_part(tiles, k, &parts[k]);
+	/* a part missing in the middle: the others do not meet */
+	op = base_op(TG_OP_FILL);
+	check(run_parts(parts, gap, 2, &op, r, &err) == TG_EDATA && strstr(err.message, "do not meet") != NULL,
+		  "parts with a gap between them are refused: %s", err.message);
+	/* what cannot run over parts says so; a truncated message is refused */
+	op = base_op(TG_OP_ACCUMULATION);
+	check(run_job(&parts[0], NULL, &op, 1, SIZE_MAX, false, false, &part, &none, NULL, &err) == TG_EUNSUPPORTED &&
+		  strstr(err.message, "tg_fill and tg_slope") != NULL, "accumulation over parts: %s", err.message);
+	res_free(&none);
+	op = base_op(TG_OP_FILL);
+	check(run_job(&parts[0], NULL, &op, 1, SIZE_MAX, false, false, &part, &none, NULL, &err) == TG_EDATA,
+		  "a truncated part message is refused: %s", err.message);
+	res_free(&none);
+	op.epsilon = 0.01;
+	check(run_job(&parts[0], NULL, &op, 1, SIZE_MAX, false, false, &part, &none, NULL, &err) == TG_EUNSUPPORTED,
+		  "a fill with epsilon over parts: %s", err.message);
+	res_free(&none);
+	free(parts);
+}
+
 void
 test_run(void)
 {
@@ -562,6 +726,7 @@ test_run(void)
 	op.observer_cols = obs_cols;
 	op.observer_rows = obs_rows;
 	check_op("cumulative viewshed", &op, tiles, whole, NULL, false);
+	test_parts(tiles);
 
 	/* what cannot run in strips says so, before reading a pixel */
 	{

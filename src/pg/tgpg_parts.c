@@ -1,0 +1,219 @@
+/*
+ * tgpg_parts.c — a coverage partitioned over several servers: the two C
+ * functions under tg_create_partitioned_result (sql/terra_gpu.sql), which
+ * moves their byte strings between the servers with dblink.
+ *
+ *   tg_part_exec(query, message)      on a worker: runs the query (a coverage
+ *                                     function over the worker's own table)
+ *                                     as one part's phase, returns the reply
+ *   tg_parts_messages(operation, ...) on the coordinator: the next phase's
+ *                                     message for every part, from the
+ *                                     replies of the phases before
+ *
+ * The message reaches the coverage function through tgpg_part_take, which
+ * the first coverage call of the query makes (tgpg_tiles.c).  Messages and
+ * replies travel pglz-compressed where that makes them smaller.
+ */
+#include "tgpg.h"
+
+#include "catalog/pg_type.h"
+#include "common/pg_lzcompress.h"
+#include "executor/spi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+/* The part the running tg_part_exec hands to its query's coverage call. */
+typedef struct pending_part
+{
+	tg_part		part;
+	bool		taken;
+	MemoryContext cxt;			/* where the reply is kept */
+} pending_part;
+
+static pending_part *pending = NULL;
+
+tg_part *
+tgpg_part_take(void)
+{
+	if (pending == NULL || pending->taken)
+		return NULL;
+	pending->taken = true;
+	return &pending->part;
+}
+
+void
+tgpg_part_keep_reply(tg_part *part)
+{
+	if (pending == NULL || part != &pending->part || part->reply.data == NULL)
+		return;
+	part->reply.data = memcpy(MemoryContextAllocHuge(pending->cxt, part->reply.size), part->reply.data,
+							  part->reply.size);
+}
+
+/* ------------------------------------------------------------------------
+ * Packing: one byte (0 plain, 1 pglz), the plain size, the bytes
+ * ------------------------------------------------------------------------ */
+#define PACK_HEADER 5
+
+static bytea *
+pack(const uint8_t *data, size_t size)
+{
+	bytea	   *out;
+	int32		n = -1;
+
+	if (size > MaxAllocSize - VARHDRSZ - PACK_HEADER - PGLZ_MAX_OUTPUT(0) || size > PG_INT32_MAX / 2)
+		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						errmsg("a part message of %zu bytes is too large", size)));
+	out = palloc(VARHDRSZ + PACK_HEADER + PGLZ_MAX_OUTPUT((int32) size));
+	if (size >= 32)
+		n = pglz_compress((const char *) data, (int32) size, VARDATA(out) + PACK_HEADER, PGLZ_strategy_always);
+	VARDATA(out)[0] = n >= 0;
+	memcpy(VARDATA(out) + 1, &(uint32) {(uint32) size}, 4);
+	if (n < 0)
+	{
+		memcpy(VARDATA(out) + PACK_HEADER, data, size);
+		n = (int32) size;
+	}
+	SET_VARSIZE(out, VARHDRSZ + PACK_HEADER + n);
+	return out;
+}
+
+static tg_part_bytes
+unpack(bytea *in, const char *what)
+{
+	const size_t n = VARSIZE_ANY_EXHDR(in);
+	const char *p = VARDATA_ANY(in);
+	tg_part_bytes b = {NULL, 0};
+	uint32		size;
+
+	if (n < PACK_HEADER || (p[0] != 0 && p[0] != 1))
+		ereport(ERROR, (errcode(ERRCODE_DATA_EXCEPTION), errmsg("%s is not a packed part message", what)));
+	memcpy(&size, p + 1, 4);
+	if (size > MaxAllocSize)
+		ereport(ERROR, (errcode(ERRCODE_DATA_EXCEPTION), errmsg("%s claims %u bytes", what, size)));
+	b.data = palloc(size + 1);
+	b.size = size;
+	if (p[0] == 0 ? n - PACK_HEADER != size
+		: pglz_decompress(p + PACK_HEADER, (int32) (n - PACK_HEADER), (char *) b.data, (int32) size, true) != (int32) size)
+		ereport(ERROR, (errcode(ERRCODE_DATA_EXCEPTION), errmsg("%s is corrupt", what)));
+	if (p[0] == 0)
+		memcpy(b.data, p + PACK_HEADER, size);
+	return b;
+}
+
+/* ------------------------------------------------------------------------
+ * A worker's phase
+ * ------------------------------------------------------------------------ */
+PG_FUNCTION_INFO_V1(tgpg_part_exec);
+Datum
+tgpg_part_exec(PG_FUNCTION_ARGS)
+{
+	char	   *query = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	pending_part p;
+	bytea	   *reply;
+
+	if (pending != NULL)
+		ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						errmsg("tg_part_exec cannot run inside another tg_part_exec")));
+	memset(&p, 0, sizeof p);
+	p.part.message = unpack(PG_GETARG_BYTEA_PP(1), "the message");
+	p.cxt = CurrentMemoryContext;
+	pending = &p;
+	PG_TRY();
+	{
+		SPI_connect();
+		if (SPI_execute(query, false, 0) < 0)
+			elog(ERROR, "tg_part_exec: the query failed");
+		SPI_finish();
+	}
+	PG_FINALLY();
+	{
+		pending = NULL;
+	}
+	PG_END_TRY();
+	if (!p.taken || p.part.reply.data == NULL)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("tg_part_exec: the query ran no coverage function as a part"),
+						errhint("The query calls a terra_gpu coverage function once, over the worker's table.")));
+	reply = pack(p.part.reply.data, p.part.reply.size);
+	PG_RETURN_BYTEA_P(reply);
+}
+
+/* ------------------------------------------------------------------------
+ * The coordinator's messages
+ * ------------------------------------------------------------------------ */
+static const tgpg_word part_operations[] = {
+	{"tg_fill", TG_OP_FILL}, {"tg_slope", TG_OP_SLOPE},
+};
+static const tgpg_word part_phases[] = {
+	{"edges", TG_PART_EDGES}, {"scan", TG_PART_SCAN}, {"finish", TG_PART_FINISH},
+};
+
+/* The n elements of a bytea[] (NULL: none), each unpacked; 22004 on a NULL element. */
+static tg_part_bytes *
+unpack_array(ArrayType *a, int n, const char *what)
+{
+	tg_part_bytes *out = palloc0(n * sizeof(tg_part_bytes));
+	Datum	   *values;
+	bool	   *nulls;
+	int			count;
+
+	deconstruct_array(a, BYTEAOID, -1, false, TYPALIGN_INT, &values, &nulls, &count);
+	if (count != n)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("%s has %d elements for %d servers", what, count, n)));
+	for (int i = 0; i < n; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s has a NULL element", what)));
+		out[i] = unpack(DatumGetByteaPP(values[i]), what);
+	}
+	return out;
+}
+
+PG_FUNCTION_INFO_V1(tgpg_parts_messages);
+Datum
+tgpg_parts_messages(PG_FUNCTION_ARGS)
+{
+	int			kind,
+				phase,
+				n;
+	Datum	   *servers;
+	bool	   *nulls;
+	const char **names;
+	tg_part_bytes *edges = NULL,
+			   *scans = NULL,
+			   *msgs;
+	Datum	   *out;
+	tgpg_guard	guard;
+	tg_ctx		ctx;
+	tg_error	err;
+	tg_status	st;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						errmsg("operation, phase and servers must not be NULL")));
+	kind = tgpg_lookup("operation", text_to_cstring(PG_GETARG_TEXT_PP(0)), TGPG_WORDS(part_operations));
+	phase = tgpg_lookup("phase", text_to_cstring(PG_GETARG_TEXT_PP(1)), TGPG_WORDS(part_phases));
+	deconstruct_array(PG_GETARG_ARRAYTYPE_P(2), TEXTOID, -1, false, TYPALIGN_INT, &servers, &nulls, &n);
+	if (n < 1)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("servers must not be empty")));
+	names = palloc(n * sizeof(char *));
+	for (int i = 0; i < n; i++)
+		names[i] = nulls[i] ? "?" : TextDatumGetCString(servers[i]);
+	if (!PG_ARGISNULL(3))
+		edges = unpack_array(PG_GETARG_ARRAYTYPE_P(3), n, "edges");
+	if (!PG_ARGISNULL(4))
+		scans = unpack_array(PG_GETARG_ARRAYTYPE_P(4), n, "scans");
+	msgs = palloc0(n * sizeof(tg_part_bytes));
+	tgpg_guard_init(&guard, "tg_parts_messages");
+	tgpg_ctx_init(&ctx, &guard, TG_BACKEND_CPU);
+	tg_error_clear(&err);
+	st = tg_parts_messages(&ctx, (tg_op_kind) kind, (tg_part_phase) phase, n, names, edges, scans, msgs, &err);
+	tgpg_finish(&guard, st, &err);
+	out = palloc(n * sizeof(Datum));
+	for (int i = 0; i < n; i++)
+		out[i] = PointerGetDatum(pack(msgs[i].data, msgs[i].size));
+	PG_RETURN_ARRAYTYPE_P(construct_array(out, n, BYTEAOID, -1, false, TYPALIGN_INT));
+}
