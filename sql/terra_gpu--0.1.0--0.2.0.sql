@@ -1078,7 +1078,8 @@ BEGIN
 	RAISE NOTICE 'tg_create_partitioned_result: % written on % workers in % s, % kB exchanged', qname, n,
 		round(extract(epoch FROM clock_timestamp() - t0)::numeric, 2),
 		round((SELECT sum(x) FROM unnest(sent || received) x) / 1024.0, 1);
-	RETURN QUERY SELECT k::integer, srv[k]::name, results[k], counts[k], busy[k], sent[k], received[k]
+	RETURN QUERY SELECT k::integer, srv[k]::name, results[k], counts[k], round(busy[k]::numeric, 3)::double precision,
+						sent[k], received[k]
 				 FROM generate_series(1, n) k;
 END
 $function$;
