@@ -146,8 +146,7 @@ combine_flat(const flat_job *j, int64_t f)
 	{
 		const uint32_t i = cells[c];
 
-		if (j->mask[i] > 0)
-			j->mask[i] = 2 * j->mask[i] + (j->away[i] > 0 ? height - j->away[i] : 0);
+		j->mask[i] = tg_flat_mask_value(j->mask[i], j->away[i], height);
 	}
 }
 

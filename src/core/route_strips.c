@@ -38,32 +38,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NO_CELL (-1)
-#define SEED_DRAINS 1			/* next to a draining cell of equal elevation */
-#define SEED_HIGHER 2			/* next to a strictly higher cell */
-
-/* One strip's links (after tg_route_strips_link). */
-typedef struct strip_links
-{
-	int			row0;
-	int			nrows;
-	int64_t    *dest;			/* first row's W cells, then the last row's: their exit */
-} strip_links;
-
-/* An exit: a cell whose receiver lies in another strip. */
-typedef struct exit_cell
-{
-	int64_t		cell;
-	int64_t		receiver;
-	double		acc;			/* local accumulation, then the total leaving */
-} exit_cell;
-
-/* Water entering a strip at a cell, from exits of other strips. */
-typedef struct inflow
-{
-	int64_t		cell;
-	double		amount;
-} inflow;
 
 struct tg_route_strips
 {
@@ -84,13 +58,13 @@ struct tg_route_strips
 	int64_t    *row_start;		/* H + 1: first flat cell of each row */
 
 	/* accumulation */
-	strip_links *strips;
+	tg_strip_ends *strips;
 	int			nstrips;
 	size_t		strip_cap;
-	exit_cell  *exits;
+	tg_strip_exit *exits;
 	size_t		nexits;
 	size_t		exit_cap;
-	inflow	   *inflows;		/* after solve_flow, by cell */
+	tg_strip_inflow *inflows;	/* after solve_flow, by cell */
 	size_t		ninflows;
 	bool		flow_solved;
 };
@@ -225,7 +199,7 @@ first_cell_at(const void *records, size_t count, size_t stride, int64_t cell)
 	return lo;
 }
 
-_Static_assert(offsetof(exit_cell, cell) == 0 && offsetof(inflow, cell) == 0,
+_Static_assert(offsetof(tg_strip_exit, cell) == 0 && offsetof(tg_strip_inflow, cell) == 0,
 			   "exits and inflows begin with their cell");
 
 /* qsort order of records that begin with their cell number, for first_cell_at. */
@@ -274,29 +248,18 @@ keep_flat_cell(const tg_ctx *ctx, tg_route_strips *rb, int64_t cell, double z, u
 }
 
 tg_status
-tg_route_strips_scan(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
-					 const double *z, tg_error *err)
+tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
+				  tg_crossing_flat_fn keep, void *arg, tg_error *err)
 {
-	const int	W = rb->W;
-	int			first,
-				count;
-	size_t		n;
-	uint8_t    *flat = NULL;
-	int32_t    *label = NULL;
-	uint32_t   *queue = NULL;
+	const size_t n = (size_t) W * count;
+	uint8_t    *flat = tg_alloc(ctx, n ? n : 1);
+	int32_t    *label = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
+	uint32_t   *queue = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
 	uint8_t    *crossing = NULL;
 	int32_t		nlabels = 0;
 	size_t		crossing_cap = 0;
 	tg_status	st = TG_OK;
 
-	if (row0 != rb->next_row || nrows < 1 || row0 + nrows > rb->H || rb->flats_solved)
-		return tg_error_set(err, TG_EINVAL, "strips must be scanned top to bottom (row %d, expected %d)",
-							row0, rb->next_row);
-	halo_rows(rb, row0, nrows, &first, &count);
-	n = (size_t) W * count;
-	flat = tg_alloc(ctx, n ? n : 1);
-	label = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
-	queue = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
 	if (flat == NULL || label == NULL || queue == NULL)
 	{
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate a strip's flat labels (%zu cells)", n);
@@ -307,7 +270,7 @@ tg_route_strips_scan(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows
 	CHECK_CANCELED(ctx, "flow routing");
 
 	/* label the strip's own flats; note those that reach over its edges */
-	for (int y = row0 - first; y < row0 - first + nrows; y++)
+	for (int y = y0; y < y0 + nrows; y++)
 		for (int x = 0; x < W; x++)
 		{
 			size_t		i = (size_t) y * W + x,
@@ -336,7 +299,7 @@ tg_route_strips_scan(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows
 					ni = (size_t) ny * W + nx;
 					if (!flat[ni] || z[ni] != z[c])
 						continue;
-					if (ny < row0 - first || ny >= row0 - first + nrows)
+					if (ny < y0 || ny >= y0 + nrows)
 						crosses = true;
 					else if (label[ni] == 0)
 					{
@@ -355,11 +318,9 @@ tg_route_strips_scan(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows
 				CHECK_CANCELED(ctx, "flow routing");
 		}
 
-	/* keep the cells of crossing flats, in raster order, with their seeds */
-	for (int y = row0 - first; y < row0 - first + nrows; y++)
-	{
-		rb->row_start[first + y] = (int64_t) rb->nflat;
-		for (int x = 0; x < W; x++)
+	/* the cells of crossing flats, in raster order, with their seeds */
+	for (int y = y0; y < y0 + nrows && st == TG_OK; y++)
+		for (int x = 0; x < W && st == TG_OK; x++)
 		{
 			size_t		i = (size_t) y * W + x;
 			uint8_t		seed = 0;
@@ -375,20 +336,12 @@ tg_route_strips_scan(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows
 				if (!inside(W, count, nx, ny))
 					continue;
 				if (!flat[ni] && z[ni] == z[i])
-					seed |= SEED_DRAINS;
+					seed |= TG_SEED_DRAINS;
 				if (z[ni] > z[i])
-					seed |= SEED_HIGHER;
+					seed |= TG_SEED_HIGHER;
 			}
-			if (!keep_flat_cell(ctx, rb, (int64_t) (first + y) * W + x, z[i], seed))
-			{
-				st = tg_error_set(err, TG_ENOMEM, "could not keep the %zu cells of flats across strips",
-								  rb->nflat);
-				goto done;
-			}
+			st = keep(arg, i, seed, err);
 		}
-	}
-	rb->row_start[row0 + nrows] = (int64_t) rb->nflat;
-	rb->next_row = row0 + nrows;
 
 done:
 	tg_free(ctx, flat);
@@ -396,6 +349,52 @@ done:
 	tg_free(ctx, queue);
 	tg_free(ctx, crossing);
 	return st;
+}
+
+typedef struct scan_keep
+{
+	const tg_ctx *ctx;
+	tg_route_strips *rb;
+	const double *z;
+	int			first;
+	int			next_row;		/* the first row whose start is not yet recorded */
+} scan_keep;
+
+static tg_status
+keep_crossing(void *arg, size_t i, uint8_t seed, tg_error *err)
+{
+	scan_keep  *k = arg;
+	tg_route_strips *rb = k->rb;
+	const int	row = k->first + (int) (i / rb->W);
+
+	while (k->next_row <= row)
+		rb->row_start[k->next_row++] = (int64_t) rb->nflat;
+	if (!keep_flat_cell(k->ctx, rb, (int64_t) k->first * rb->W + (int64_t) i, k->z[i], seed))
+		return tg_error_set(err, TG_ENOMEM, "could not keep the %zu cells of flats across strips", rb->nflat);
+	return TG_OK;
+}
+
+tg_status
+tg_route_strips_scan(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
+					 const double *z, tg_error *err)
+{
+	int			first,
+				count;
+	scan_keep	k;
+	tg_status	st;
+
+	if (row0 != rb->next_row || nrows < 1 || row0 + nrows > rb->H || rb->flats_solved)
+		return tg_error_set(err, TG_EINVAL, "strips must be scanned top to bottom (row %d, expected %d)",
+							row0, rb->next_row);
+	halo_rows(rb, row0, nrows, &first, &count);
+	k = (scan_keep) {ctx, rb, z, first, row0};
+	st = tg_crossing_flats(ctx, z, rb->W, count, row0 - first, nrows, keep_crossing, &k, err);
+	if (st != TG_OK)
+		return st;
+	while (k.next_row <= row0 + nrows)
+		rb->row_start[k.next_row++] = (int64_t) rb->nflat;
+	rb->next_row = row0 + nrows;
+	return TG_OK;
 }
 
 /* First crossing-flat cell of row y at or after column x (row_start[y + 1] if none). */
@@ -522,8 +521,8 @@ tg_route_strips_solve_flats(const tg_ctx *ctx, tg_route_strips *rb, tg_error *er
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate the flats across strips (%zu cells)", n);
 		goto done;
 	}
-	if (!flats_distance(ctx, rb, SEED_DRAINS, towards, queue) ||
-		!flats_distance(ctx, rb, SEED_HIGHER, away, queue) ||
+	if (!flats_distance(ctx, rb, TG_SEED_DRAINS, towards, queue) ||
+		!flats_distance(ctx, rb, TG_SEED_HIGHER, away, queue) ||
 		!flats_label(ctx, rb, label, queue, &nlabels))
 		CHECK_CANCELED(ctx, "flow routing");
 	height = tg_alloc(ctx, ((size_t) nlabels + 1) * sizeof(int32_t));
@@ -538,8 +537,7 @@ tg_route_strips_solve_flats(const tg_ctx *ctx, tg_route_strips *rb, tg_error *er
 			height[label[s]] = away[s];
 	/* route_cpu.c's flat_mask: M = 2 T + (H - A), 0 where undrained */
 	for (size_t s = 0; s < n; s++)
-		rb->flat_mask[s] = towards[s] > 0 ?
-			2 * towards[s] + (away[s] > 0 ? height[label[s]] - away[s] : 0) : 0;
+		rb->flat_mask[s] = tg_flat_mask_value(towards[s], away[s], height[label[s]]);
 	rb->flats_solved = true;
 	/* routing needs each cell's mask only */
 	tg_free(ctx, rb->flat_z);
@@ -700,7 +698,7 @@ accumulate_strip(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows, co
 		const int64_t begin = (int64_t) row0 * rb->W,
 					end = (int64_t) (row0 + nrows) * rb->W;
 
-		for (size_t j = first_cell_at(rb->inflows, rb->ninflows, sizeof(inflow), begin);
+		for (size_t j = first_cell_at(rb->inflows, rb->ninflows, sizeof(tg_strip_inflow), begin);
 			 j < rb->ninflows && rb->inflows[j].cell < end; j++)
 			w[rb->inflows[j].cell - begin] += rb->inflows[j].amount;
 	}
@@ -712,43 +710,36 @@ accumulate_strip(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows, co
 	return st;
 }
 
+/*
+ * The exits of a strip's D8 routing (its own rows; its first row is row0
+ * of the grid) and its accumulation alone, appended to *exits in raster
+ * order; and into dest (2 * width: first row, then last row) the exit each
+ * cell of its first and last rows drains by, TG_NO_CELL where none.
+ */
 tg_status
-tg_route_strips_link(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
-					 const double *z, const tg_band *weight, tg_error *err)
+tg_strip_link(const tg_ctx *ctx, const tg_route *strip, const double *acc, int row0,
+			  tg_strip_exit **exits, size_t *nexits, size_t *cap, int64_t *dest, tg_error *err)
 {
-	const int	W = rb->W;
+	const int	W = strip->width,
+				nrows = strip->height;
 	const size_t nb = (size_t) W * nrows;
-	tg_route	strip;
-	double	   *acc = tg_alloc(ctx, (nb ? nb : 1) * sizeof(double));
 	uint32_t   *memo = tg_alloc(ctx, (nb ? nb : 1) * sizeof(uint32_t));
 	uint32_t   *path = tg_alloc(ctx, (nb ? nb : 1) * sizeof(uint32_t));
-	int64_t    *dest = tg_alloc(ctx, 2 * (size_t) W * sizeof(int64_t));
-	bool		routed = false;
-	tg_status	st = TG_OK;
 	const uint32_t unknown = UINT32_MAX,
 				none = UINT32_MAX - 1;
+	tg_status	st = TG_OK;
 
-	if (acc == NULL || memo == NULL || path == NULL || dest == NULL)
+	if (memo == NULL || path == NULL || nb >= none)
 	{
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate a strip's links (%zu cells)", nb);
+		st = memo && path ? tg_error_set(err, TG_ELIMIT, "a strip of %zu cells is too large to link", nb)
+			: tg_error_set(err, TG_ENOMEM, "could not allocate a strip's links (%zu cells)", nb);
 		goto done;
 	}
-	if (rb->flow_solved || nb >= none)
-	{
-		st = tg_error_set(err, TG_EINVAL, "link strips of fewer than 2^32 cells before solving the flow");
-		goto done;
-	}
-	st = accumulate_strip(ctx, rb, row0, nrows, z, weight, false, &strip, acc, err);
-	if (st != TG_OK)
-		goto done;
-	routed = true;
-
-	/* the exits, in raster order */
 	for (int y = 0; y < nrows; y += (nrows > 1 ? nrows - 1 : 1))
 		for (int x = 0; x < W; x++)
 		{
 			size_t		i = (size_t) y * W + x;
-			int			k = strip.d8[i],
+			int			k = strip->d8[i],
 						ny;
 
 			if (k == TG_NO_DIRECTION)
@@ -756,17 +747,16 @@ tg_route_strips_link(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows
 			ny = y + tg_nbr_dy(k);
 			if (ny >= 0 && ny < nrows)
 				continue;
-			if (!grow(ctx, (void **) &rb->exits, &rb->exit_cap, rb->nexits + 1, sizeof(exit_cell)))
+			if (!grow(ctx, (void **) exits, cap, *nexits + 1, sizeof(tg_strip_exit)))
 			{
 				st = tg_error_set(err, TG_ENOMEM, "could not keep the strip exits");
 				goto done;
 			}
-			rb->exits[rb->nexits].cell = (int64_t) (row0 + y) * W + x;
-			rb->exits[rb->nexits].receiver = (int64_t) (row0 + ny) * W + x + tg_nbr_dx(k);
-			rb->exits[rb->nexits].acc = acc[i];
-			rb->nexits++;
+			(*exits)[*nexits].cell = (int64_t) (row0 + y) * W + x;
+			(*exits)[*nexits].receiver = (int64_t) (row0 + ny) * W + x + tg_nbr_dx(k);
+			(*exits)[*nexits].acc = acc[i];
+			(*nexits)++;
 		}
-
 	/* the exit each first- and last-row cell's path leaves by */
 	for (size_t i = 0; i < nb; i++)
 		memo[i] = unknown;
@@ -779,7 +769,7 @@ tg_route_strips_link(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows
 
 			while (memo[c] == unknown)
 			{
-				int			k = strip.d8[c],
+				int			k = strip->d8[c],
 							ny;
 
 				path[len++] = c;
@@ -799,10 +789,44 @@ tg_route_strips_link(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows
 			result = memo[c];
 			while (len > 0)
 				memo[path[--len]] = result;
-			dest[(size_t) side * W + x] = result == none ? NO_CELL : (int64_t) row0 * W + result;
+			dest[(size_t) side * W + x] = result == none ? TG_NO_CELL : (int64_t) row0 * W + result;
 		}
+done:
+	tg_free(ctx, memo);
+	tg_free(ctx, path);
+	return st;
+}
 
-	if (!grow(ctx, (void **) &rb->strips, &rb->strip_cap, (size_t) rb->nstrips + 1, sizeof(strip_links)))
+tg_status
+tg_route_strips_link(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
+					 const double *z, const tg_band *weight, tg_error *err)
+{
+	const int	W = rb->W;
+	const size_t nb = (size_t) W * nrows;
+	tg_route	strip;
+	double	   *acc = tg_alloc(ctx, (nb ? nb : 1) * sizeof(double));
+	int64_t    *dest = tg_alloc(ctx, 2 * (size_t) W * sizeof(int64_t));
+	bool		routed = false;
+	tg_status	st = TG_OK;
+
+	if (acc == NULL || dest == NULL)
+	{
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate a strip's links (%zu cells)", nb);
+		goto done;
+	}
+	if (rb->flow_solved)
+	{
+		st = tg_error_set(err, TG_EINVAL, "link strips before solving the flow");
+		goto done;
+	}
+	st = accumulate_strip(ctx, rb, row0, nrows, z, weight, false, &strip, acc, err);
+	if (st != TG_OK)
+		goto done;
+	routed = true;
+	st = tg_strip_link(ctx, &strip, acc, row0, &rb->exits, &rb->nexits, &rb->exit_cap, dest, err);
+	if (st != TG_OK)
+		goto done;
+	if (!grow(ctx, (void **) &rb->strips, &rb->strip_cap, (size_t) rb->nstrips + 1, sizeof(tg_strip_ends)))
 	{
 		st = tg_error_set(err, TG_ENOMEM, "could not keep the strip links");
 		goto done;
@@ -817,8 +841,6 @@ done:
 	if (routed)
 		tg_route_free(ctx, &strip);
 	tg_free(ctx, acc);
-	tg_free(ctx, memo);
-	tg_free(ctx, path);
 	tg_free(ctx, dest);
 	return st;
 }
@@ -826,66 +848,64 @@ done:
 static int
 cmp_strip(const void *a, const void *b)
 {
-	return ((const strip_links *) a)->row0 - ((const strip_links *) b)->row0;
+	return ((const tg_strip_ends *) a)->row0 - ((const tg_strip_ends *) b)->row0;
 }
 
-/* The exit a cell of a strip's first or last row leaves by, or NO_CELL. */
+/* The exit a cell of a strip's first or last row leaves by, or TG_NO_CELL. */
 static int64_t
-path_exit(const tg_route_strips *rb, int64_t cell)
+path_exit(const tg_strip_ends *strips, int nstrips, int W, int64_t cell)
 {
-	const int	y = (int) (cell / rb->W),
-				x = (int) (cell % rb->W);
+	const int	y = (int) (cell / W),
+				x = (int) (cell % W);
 	int			lo = 0,
-				hi = rb->nstrips - 1;
+				hi = nstrips - 1;
 
 	while (lo < hi)				/* the last strip starting at or above y */
 	{
 		int			mid = (lo + hi + 1) / 2;
 
-		if (rb->strips[mid].row0 <= y)
+		if (strips[mid].row0 <= y)
 			lo = mid;
 		else
 			hi = mid - 1;
 	}
-	if (y == rb->strips[lo].row0)
-		return rb->strips[lo].dest[x];
-	if (y == rb->strips[lo].row0 + rb->strips[lo].nrows - 1)
-		return rb->strips[lo].dest[rb->W + x];
-	return NO_CELL;				/* receivers of exits lie on strip edges */
+	if (y == strips[lo].row0)
+		return strips[lo].dest[x];
+	if (y == strips[lo].row0 + strips[lo].nrows - 1)
+		return strips[lo].dest[W + x];
+	return TG_NO_CELL;			/* receivers of exits lie on strip edges */
 }
 
 static int64_t
-exit_index(const tg_route_strips *rb, int64_t cell)
+exit_index(const tg_strip_exit *exits, size_t n, int64_t cell)
 {
-	size_t		j = first_cell_at(rb->exits, rb->nexits, sizeof(exit_cell), cell);
+	size_t		j = first_cell_at(exits, n, sizeof(tg_strip_exit), cell);
 
-	return j < rb->nexits && rb->exits[j].cell == cell ? (int64_t) j : -1;
+	return j < n && exits[j].cell == cell ? (int64_t) j : -1;
 }
 
 tg_status
-tg_route_strips_solve_flow(const tg_ctx *ctx, tg_route_strips *rb, tg_error *err)
+tg_strips_flow(const tg_ctx *ctx, int W, tg_strip_exit *exits, size_t n, tg_strip_ends *strips, int nstrips,
+			   tg_strip_inflow **inflows, size_t *ninflows, tg_error *err)
 {
-	const size_t n = rb->nexits;
 	int64_t    *next = NULL;
 	uint32_t   *indeg = NULL,
 			   *queue = NULL;
 	size_t		head = 0,
-				tail = 0,
-				rows = 0;
+				tail = 0;
+	tg_strip_inflow *in = NULL;
 	tg_status	st = TG_OK;
 
-	for (int b = 0; b < rb->nstrips; b++)
-		rows += (size_t) rb->strips[b].nrows;
-	if (rb->flow_solved || rows != (size_t) rb->H)
-		return tg_error_set(err, TG_EINVAL, "solve the flow once, after linking every strip");
+	*inflows = NULL;
+	*ninflows = 0;
 	if (n > 0)
-		qsort(rb->exits, n, sizeof(exit_cell), cmp_leading_cell);
-	qsort(rb->strips, (size_t) rb->nstrips, sizeof(strip_links), cmp_strip);
+		qsort(exits, n, sizeof(tg_strip_exit), cmp_leading_cell);
+	qsort(strips, (size_t) nstrips, sizeof(tg_strip_ends), cmp_strip);
 	next = tg_alloc(ctx, (n ? n : 1) * sizeof(int64_t));
 	indeg = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
 	queue = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
-	rb->inflows = tg_alloc(ctx, (n ? n : 1) * sizeof(inflow));
-	if (next == NULL || indeg == NULL || queue == NULL || rb->inflows == NULL)
+	in = tg_alloc(ctx, (n ? n : 1) * sizeof(tg_strip_inflow));
+	if (next == NULL || indeg == NULL || queue == NULL || in == NULL)
 	{
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate the flow between strips (%zu exits)", n);
 		goto done;
@@ -895,9 +915,9 @@ tg_route_strips_solve_flow(const tg_ctx *ctx, tg_route_strips *rb, tg_error *err
 	memset(indeg, 0, n * sizeof(uint32_t));
 	for (size_t i = 0; i < n; i++)
 	{
-		int64_t		e = path_exit(rb, rb->exits[i].receiver);
+		int64_t		e = path_exit(strips, nstrips, W, exits[i].receiver);
 
-		next[i] = e == NO_CELL ? -1 : exit_index(rb, e);
+		next[i] = e == TG_NO_CELL ? -1 : exit_index(exits, n, e);
 		if (next[i] >= 0)
 			indeg[next[i]]++;
 	}
@@ -910,7 +930,7 @@ tg_route_strips_solve_flow(const tg_ctx *ctx, tg_route_strips *rb, tg_error *err
 
 		if (next[i] >= 0)
 		{
-			rb->exits[next[i]].acc += rb->exits[i].acc;
+			exits[next[i]].acc += exits[i].acc;
 			if (--indeg[next[i]] == 0)
 				queue[tail++] = (uint32_t) next[i];
 		}
@@ -924,22 +944,39 @@ tg_route_strips_solve_flow(const tg_ctx *ctx, tg_route_strips *rb, tg_error *err
 	/* what each receiver gets, summed by cell */
 	for (size_t i = 0; i < n; i++)
 	{
-		rb->inflows[i].cell = rb->exits[i].receiver;
-		rb->inflows[i].amount = rb->exits[i].acc;
+		in[i].cell = exits[i].receiver;
+		in[i].amount = exits[i].acc;
 	}
-	qsort(rb->inflows, n, sizeof(inflow), cmp_leading_cell);
-	rb->ninflows = 0;
+	qsort(in, n, sizeof(tg_strip_inflow), cmp_leading_cell);
 	for (size_t i = 0; i < n; i++)
-		if (rb->ninflows > 0 && rb->inflows[rb->ninflows - 1].cell == rb->inflows[i].cell)
-			rb->inflows[rb->ninflows - 1].amount += rb->inflows[i].amount;
+		if (*ninflows > 0 && in[*ninflows - 1].cell == in[i].cell)
+			in[*ninflows - 1].amount += in[i].amount;
 		else
-			rb->inflows[rb->ninflows++] = rb->inflows[i];
-	rb->flow_solved = true;
+			in[(*ninflows)++] = in[i];
+	*inflows = in;
+	in = NULL;
 
 done:
 	tg_free(ctx, next);
 	tg_free(ctx, indeg);
 	tg_free(ctx, queue);
+	tg_free(ctx, in);
+	return st;
+}
+
+tg_status
+tg_route_strips_solve_flow(const tg_ctx *ctx, tg_route_strips *rb, tg_error *err)
+{
+	size_t		rows = 0;
+	tg_status	st;
+
+	for (int b = 0; b < rb->nstrips; b++)
+		rows += (size_t) rb->strips[b].nrows;
+	if (rb->flow_solved || rows != (size_t) rb->H)
+		return tg_error_set(err, TG_EINVAL, "solve the flow once, after linking every strip");
+	st = tg_strips_flow(ctx, rb->W, rb->exits, rb->nexits, rb->strips, rb->nstrips, &rb->inflows,
+						&rb->ninflows, err);
+	rb->flow_solved = st == TG_OK;
 	return st;
 }
 

@@ -184,6 +184,65 @@ tg_status	tg_cpu_hydrology(const tg_ctx *ctx, const tg_band *dem, const tg_band 
 							 const tg_flow_products *out, tg_error *err);
 
 /*
+ * Flats that reach over the edges of rows [y0, y0 + nrows) of a surface z
+ * (W x count, NaN = nodata, with rows around them): keep() hears each of
+ * their cells in those rows, in raster order (its index in z), with its
+ * seeds: next to a draining cell of equal elevation, next to a higher one.
+ * Their masks, once the breadth-first distances over the whole flats
+ * are known (towards the drains, away from higher ground, and the flat's
+ * greatest distance away), are route_cpu.c's M = 2 T + (H - A), 0 where
+ * undrained.
+ */
+#define TG_SEED_DRAINS 1
+#define TG_SEED_HIGHER 2
+typedef tg_status (*tg_crossing_flat_fn) (void *arg, size_t i, uint8_t seed, tg_error *err);
+tg_status	tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
+							  tg_crossing_flat_fn keep, void *arg, tg_error *err);
+
+static inline int32_t
+tg_flat_mask_value(int32_t towards, int32_t away, int32_t height)
+{
+	return towards > 0 ? 2 * towards + (away > 0 ? height - away : 0) : 0;
+}
+
+/*
+ * D8 flow across strips of rows, after Barnes (2017) (route_strips.c; used
+ * within one server and across servers, parts.c).  Cells are numbered
+ * row * width + column over the whole grid.  An exit is a cell whose
+ * receiver lies in another strip, with the water leaving by it; a strip's
+ * ends tell for each cell of its first and last rows the exit its path
+ * leaves by.  tg_strips_flow carries the water of every exit along the
+ * strips' paths (sorting exits and strips) and gives what enters each
+ * receiver, by cell.
+ */
+#define TG_NO_CELL (-1)
+
+typedef struct tg_strip_exit
+{
+	int64_t		cell;
+	int64_t		receiver;
+	double		acc;			/* the strip's own accumulation, then the total leaving */
+} tg_strip_exit;
+
+typedef struct tg_strip_inflow
+{
+	int64_t		cell;
+	double		amount;
+} tg_strip_inflow;
+
+typedef struct tg_strip_ends
+{
+	int			row0;
+	int			nrows;
+	int64_t    *dest;			/* 2 * width: the first row's exits, then the last row's */
+} tg_strip_ends;
+
+tg_status	tg_strip_link(const tg_ctx *ctx, const tg_route *strip, const double *acc, int row0,
+						  tg_strip_exit **exits, size_t *nexits, size_t *cap, int64_t *dest, tg_error *err);
+tg_status	tg_strips_flow(const tg_ctx *ctx, int W, tg_strip_exit *exits, size_t n, tg_strip_ends *strips,
+						   int nstrips, tg_strip_inflow **inflows, size_t *ninflows, tg_error *err);
+
+/*
  * cell_weights.c: accumulation weights of a grid (geometry g): the weight
  * band (nodata counts 0, NULL for 1) times the cell area unless units are
  * cells; and the division of an accumulated area by the contour width that
