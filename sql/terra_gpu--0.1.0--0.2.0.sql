@@ -629,12 +629,33 @@ CREATE OR REPLACE FUNCTION @extschema@.tg_wetness_index(coverage regclass, routi
  STABLE PARALLEL RESTRICTED
 AS 'MODULE_PATHNAME', $function$tgpg_wetness_index$function$;
 COMMENT ON FUNCTION @extschema@.tg_wetness_index(regclass,text,double precision,boolean,integer,text,double precision,double precision,double precision,text,name,name) IS 'Coverage form of tg_wetness_index: a whole tiled raster table as one grid, one row per input tile';
+CREATE OR REPLACE FUNCTION @extschema@.tg_table_name(name text)
+ RETURNS name[]
+ LANGUAGE plpgsql
+ IMMUTABLE STRICT
+AS $function$
+DECLARE
+	parts text[];
+BEGIN
+	BEGIN
+		parts := parse_ident(name);
+	EXCEPTION WHEN invalid_parameter_value OR syntax_error THEN
+		RAISE EXCEPTION 'invalid table name "%"', name USING ERRCODE = '42602';
+	END;
+	IF cardinality(parts) > 2 THEN
+		RAISE EXCEPTION 'invalid table name "%"', name USING ERRCODE = '42602',
+			HINT = 'Give table or schema.table.';
+	END IF;
+	RETURN ARRAY[CASE WHEN cardinality(parts) = 2 THEN parts[1] END, parts[cardinality(parts)]]::name[];
+END
+$function$;
+COMMENT ON FUNCTION @extschema@.tg_table_name(text) IS 'Internal (tg_create_result, tg_create_partitioned_result): a table name as {schema, table}, the schema NULL where not given; 42602 if it is not one';
 CREATE OR REPLACE FUNCTION @extschema@.tg_create_result(name text, query text, replace boolean DEFAULT false, compression text DEFAULT 'lz4'::text)
  RETURNS regclass
  LANGUAGE plpgsql
 AS $function$
 DECLARE
-	parts text[];
+	parts name[];
 	qname text;
 	sch name;
 	tab name;
@@ -656,21 +677,9 @@ BEGIN
 		RAISE EXCEPTION 'unknown compression "%"', compression USING ERRCODE = '22023',
 			HINT = 'Use lz4, pglz or none (uncompressed, stored out of line).';
 	END IF;
-	BEGIN
-		parts := parse_ident(name);
-	EXCEPTION WHEN invalid_parameter_value OR syntax_error THEN
-		RAISE EXCEPTION 'invalid table name "%"', name USING ERRCODE = '42602';
-	END;
-	IF array_length(parts, 1) = 1 THEN
-		sch := current_schema();
-		tab := parts[1];
-	ELSIF array_length(parts, 1) = 2 THEN
-		sch := parts[1];
-		tab := parts[2];
-	ELSE
-		RAISE EXCEPTION 'invalid table name "%"', name USING ERRCODE = '42602',
-			HINT = 'Give table or schema.table.';
-	END IF;
+	parts := @extschema@.tg_table_name(name);
+	sch := coalesce(parts[1], current_schema());
+	tab := parts[2];
 	IF sch IS NULL THEN
 		RAISE EXCEPTION 'no schema to create "%" in', name USING ERRCODE = '3F000';
 	END IF;
@@ -896,7 +905,7 @@ DECLARE
 	dbl name;
 	gis name;
 	version text;
-	names text[];
+	names name[];
 	sch name;
 	tab name;
 	qname text;
@@ -950,16 +959,9 @@ BEGIN
 			HINT = 'On one server, write the coverage form''s result with tg_create_result.';
 	END IF;
 	-- the result: name or schema.name on this server, tables name_part1.. on the workers
-	BEGIN
-		names := parse_ident(name);
-	EXCEPTION WHEN invalid_parameter_value OR syntax_error THEN
-		RAISE EXCEPTION 'invalid table name "%"', name USING ERRCODE = '42602';
-	END;
-	IF cardinality(names) > 2 THEN
-		RAISE EXCEPTION 'invalid table name "%"', name USING ERRCODE = '42602', HINT = 'Give table or schema.table.';
-	END IF;
-	sch := CASE WHEN cardinality(names) = 2 THEN names[1] ELSE current_schema() END;
-	tab := names[cardinality(names)];
+	names := @extschema@.tg_table_name(name);
+	sch := coalesce(names[1], current_schema());
+	tab := names[2];
 	qname := format('%I.%I', sch, tab);
 	IF to_regclass(qname) IS NOT NULL AND NOT replace THEN
 		RAISE EXCEPTION 'relation % already exists', qname USING ERRCODE = '42P07',
