@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A coverage partitioned over several servers against the same coverage on
-one server: tg_fill and tg_slope through tg_create_partitioned_result on a
+one server: tg_fill, tg_slope and tg_flow_accumulation (D8 of the filled DEM) through
+tg_create_partitioned_result on a
 coordinator and N throwaway workers (tools/cluster.sh, Unix sockets, one
 machine), and tg_create_result over the same tiles in one local table of the
 coordinator.  Prints wall times, each phase's time (from the NOTICEs), each
@@ -74,7 +75,8 @@ def main():
               " bytes between servers | of the DEM | tiles equal |" % args.workers)
         print("|---|---:|---:|---|---|---:|---:|---|")
         for op, opts, local in (("tg_fill", "{}", "tg_fill(coverage => ''dem_local'')"),
-                                ("tg_slope", "{}", "tg_slope(coverage => ''dem_local'')")):
+                                ("tg_slope", "{}", "tg_slope(coverage => ''dem_local'')"),
+                                ("tg_flow_accumulation", "{}", "tg_flow_accumulation(coverage => ''dem_local'')")):
             one, many, phases, busy, moved = [], [], "", "", 0
             for _ in range(args.reps):
                 w, _, _ = timed("SELECT tg_create_result('one', 'SELECT * FROM %s', replace => true)" % local)
@@ -85,8 +87,10 @@ def main():
                 rows = [r.split("|") for r in out.splitlines()]
                 busy = ", ".join("%.2f" % float(r[4]) for r in rows)
                 moved = sum(int(r[5]) + int(r[6]) for r in rows)
-                phases = ", ".join("%s %s" % m for m in re.findall(r": (\w+) of \w+ on \d+ workers in ([\d.]+) s",
-                                                                     notices))
+                phases = ", ".join(
+                    "%s %s%s" % (m[0], m[1], " (%s rounds)" % m[3] if m[3] else "")
+                    for m in re.findall(r": (\w+) of \w+ on \d+ workers in ([\d.]+) s, ([\d.]+) kB(?: \((\d+) rounds\))?",
+                                        notices))
             same = psql("SELECT count(*) FILTER (WHERE ST_AsBinary(a.rast) = ST_AsBinary(b.rast)) || ' of ' || "
                         "count(*) FROM many a JOIN one b USING (rid)")[0]
             print("| %s | %.2f | %.2f | %s | %s | %d | %.2f %% | %s |"

@@ -769,12 +769,12 @@ CREATE OR REPLACE FUNCTION @extschema@.tg_part_exec(query text, message bytea)
  STRICT
 AS 'MODULE_PATHNAME', $function$tgpg_part_exec$function$;
 COMMENT ON FUNCTION @extschema@.tg_part_exec(text,bytea) IS 'Internal (tg_create_partitioned_result, on a worker): runs a query that calls one coverage function, as one part''s phase given by the coordinator''s message; returns the part''s reply';
-CREATE OR REPLACE FUNCTION @extschema@.tg_parts_messages(operation text, phase text, servers text[], edges bytea[] DEFAULT NULL::bytea[], scans bytea[] DEFAULT NULL::bytea[])
- RETURNS bytea[]
+CREATE OR REPLACE FUNCTION @extschema@.tg_parts_step(operation text, servers text[], replies bytea[], state bytea, OUT phase text, OUT round integer, OUT messages bytea[], OUT next_state bytea)
+ RETURNS record
  LANGUAGE c
  IMMUTABLE PARALLEL SAFE
-AS 'MODULE_PATHNAME', $function$tgpg_parts_messages$function$;
-COMMENT ON FUNCTION @extschema@.tg_parts_messages(text,text,text[],bytea[],bytea[]) IS 'Internal (tg_create_partitioned_result, on the coordinator): the message of phase edges, scan or finish for every part, from the replies of the phases before; checks that the parts stack into one grid';
+AS 'MODULE_PATHNAME', $function$tgpg_parts_step$function$;
+COMMENT ON FUNCTION @extschema@.tg_parts_step(text,text[],bytea[],bytea) IS 'Internal (tg_create_partitioned_result, on the coordinator): from the replies of the phase just run and its state, the next phase (done at the end) and its message for every part; checks that the parts stack into one grid';
 CREATE OR REPLACE FUNCTION @extschema@.tg_part_run(operation text, coverage regclass, options jsonb, message bytea, result text DEFAULT NULL::text, part integer DEFAULT NULL::integer, replace boolean DEFAULT false)
  RETURNS bytea
  LANGUAGE plpgsql
@@ -787,9 +787,9 @@ BEGIN
 	IF operation IS NULL OR coverage IS NULL OR message IS NULL THEN
 		RAISE EXCEPTION 'operation, coverage and message must not be NULL' USING ERRCODE = '22004';
 	END IF;
-	IF operation NOT IN ('tg_fill', 'tg_slope') THEN
+	IF operation NOT IN ('tg_fill', 'tg_slope', 'tg_flow_accumulation') THEN
 		RAISE EXCEPTION '% cannot run over a partitioned coverage', operation USING ERRCODE = '0A000',
-			HINT = 'tg_fill and tg_slope can.';
+			HINT = 'tg_fill, tg_slope and tg_flow_accumulation can.';
 	END IF;
 	args := format('coverage => %L::regclass', coverage::text);
 	FOR opt IN SELECT key, value FROM jsonb_each_text(coalesce(options, '{}')) LOOP
@@ -924,12 +924,13 @@ DECLARE
 	busy double precision[];
 	counts bigint[];
 	count bigint;
-	msgs bytea[];
-	edges bytea[];
-	scans bytea[];
+	replies bytea[];
+	step record;
+	coordinated bytea;			-- the coordinator's state between its steps
+	flat_rounds integer := 0;
+	flat_seconds double precision := 0;
 	queries text[];
 	pass record;
-	phase text;
 	sql text;
 	t0 timestamptz := clock_timestamp();
 BEGIN
@@ -937,9 +938,9 @@ BEGIN
 		RAISE EXCEPTION 'name, coverage and operation must not be NULL' USING ERRCODE = '22004';
 	END IF;
 	operation := lower(operation);
-	IF operation NOT IN ('tg_fill', 'tg_slope') THEN
+	IF operation NOT IN ('tg_fill', 'tg_slope', 'tg_flow_accumulation') THEN
 		RAISE EXCEPTION '% cannot run over a partitioned coverage', operation USING ERRCODE = '0A000',
-			HINT = 'tg_fill (priority-flood, epsilon 0) and tg_slope can.';
+			HINT = 'tg_fill (priority-flood, epsilon 0), tg_slope and tg_flow_accumulation (d8) can.';
 	END IF;
 	options := coalesce(options, '{}');
 	IF jsonb_typeof(options) <> 'object' THEN
@@ -1020,14 +1021,16 @@ BEGIN
 			ext[k] := info.nsp;
 		END LOOP;
 
-		FOREACH phase IN ARRAY CASE WHEN operation = 'tg_fill' THEN ARRAY['edges', 'scan', 'finish']
-									 ELSE ARRAY['edges', 'finish'] END LOOP
-			msgs := @extschema@.tg_parts_messages(operation, phase, srv, edges, scans);
+		-- the phases, as the coordinator's steps say, all workers at once in each
+		LOOP
+			SELECT * INTO step FROM @extschema@.tg_parts_step(operation, srv, replies, coordinated);
+			EXIT WHEN step.phase = 'done';
+			coordinated := step.next_state;
 			queries := array_fill(NULL::text, ARRAY[n]);
 			FOR k IN 1..n LOOP
 				queries[k] := format('SELECT encode(%I.tg_part_run(%L, %L, %L, decode(%L, ''base64'')%s), ''base64'')',
-									 ext[k], operation, remote[k], options::text, encode(msgs[k], 'base64'),
-									 CASE WHEN phase = 'finish' THEN format(', %L, %s, %L', results[k], k, replace)
+									 ext[k], operation, remote[k], options::text, encode(step.messages[k], 'base64'),
+									 CASE WHEN step.phase = 'finish' THEN format(', %L, %s, %L', results[k], k, replace)
 										  ELSE '' END);
 				sent[k] := sent[k] + octet_length(queries[k]);
 			END LOOP;
@@ -1036,13 +1039,23 @@ BEGIN
 				received[k] := received[k] + octet_length(pass.replies[k]);
 				busy[k] := busy[k] + pass.seconds[k];
 			END LOOP;
-			IF phase = 'edges' THEN
-				SELECT array_agg(decode(r, 'base64') ORDER BY i) INTO edges FROM unnest(pass.replies) WITH ORDINALITY u(r, i);
-			ELSIF phase = 'scan' THEN
-				SELECT array_agg(decode(r, 'base64') ORDER BY i) INTO scans FROM unnest(pass.replies) WITH ORDINALITY u(r, i);
+			SELECT array_agg(decode(r, 'base64') ORDER BY i) INTO replies FROM unnest(pass.replies) WITH ORDINALITY u(r, i);
+			-- the flats' rounds are told once they settle (and every 10 rounds till then)
+			IF step.phase = 'flats' THEN
+				flat_rounds := step.round + 1;
+				flat_seconds := flat_seconds + (SELECT max(x) FROM unnest(pass.seconds) x);
+				IF flat_rounds % 10 = 0 THEN
+					RAISE NOTICE 'tg_create_partitioned_result: flats of % on % workers: % rounds so far', operation, n,
+						flat_rounds;
+				END IF;
+			ELSE
+				IF step.phase = 'heights' THEN
+					RAISE NOTICE 'tg_create_partitioned_result: flats of % on % workers in % s (% rounds)', operation, n,
+						round(flat_seconds::numeric, 2), flat_rounds;
+				END IF;
+				RAISE NOTICE 'tg_create_partitioned_result: % of % on % workers in % s', step.phase, operation, n,
+					round((SELECT max(x) FROM unnest(pass.seconds) x)::numeric, 2);
 			END IF;
-			RAISE NOTICE 'tg_create_partitioned_result: % of % on % workers in % s', phase, operation, n,
-				round((SELECT max(x) FROM unnest(pass.seconds) x)::numeric, 2);
 		END LOOP;
 
 		-- publish: every worker prepared, then this server's table, then every worker committed

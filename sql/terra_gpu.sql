@@ -1702,17 +1702,19 @@ CREATE FUNCTION tg_part_exec(query text, message bytea)
 COMMENT ON FUNCTION tg_part_exec(text, bytea) IS
 'Internal (tg_create_partitioned_result, on a worker): runs a query that calls one coverage function, as one part''s phase given by the coordinator''s message; returns the part''s reply';
 
-CREATE FUNCTION tg_parts_messages(
+CREATE FUNCTION tg_parts_step(
 	operation text,
-	phase text,
 	servers text[],
-	edges bytea[] DEFAULT NULL,
-	scans bytea[] DEFAULT NULL)
-	RETURNS bytea[]
-	AS 'MODULE_PATHNAME', 'tgpg_parts_messages'
+	replies bytea[],
+	state bytea,
+	OUT phase text,
+	OUT round integer,
+	OUT messages bytea[],
+	OUT next_state bytea)
+	AS 'MODULE_PATHNAME', 'tgpg_parts_step'
 	LANGUAGE C IMMUTABLE PARALLEL SAFE;
-COMMENT ON FUNCTION tg_parts_messages(text, text, text[], bytea[], bytea[]) IS
-'Internal (tg_create_partitioned_result, on the coordinator): the message of phase edges, scan or finish for every part, from the replies of the phases before; checks that the parts stack into one grid';
+COMMENT ON FUNCTION tg_parts_step(text, text[], bytea[], bytea) IS
+'Internal (tg_create_partitioned_result, on the coordinator): from the replies of the phase just run and its state, the next phase (done at the end) and its message for every part; checks that the parts stack into one grid';
 
 CREATE FUNCTION tg_part_run(
 	operation text,
@@ -1733,9 +1735,9 @@ BEGIN
 	IF operation IS NULL OR coverage IS NULL OR message IS NULL THEN
 		RAISE EXCEPTION 'operation, coverage and message must not be NULL' USING ERRCODE = '22004';
 	END IF;
-	IF operation NOT IN ('tg_fill', 'tg_slope') THEN
+	IF operation NOT IN ('tg_fill', 'tg_slope', 'tg_flow_accumulation') THEN
 		RAISE EXCEPTION '% cannot run over a partitioned coverage', operation USING ERRCODE = '0A000',
-			HINT = 'tg_fill and tg_slope can.';
+			HINT = 'tg_fill, tg_slope and tg_flow_accumulation can.';
 	END IF;
 	args := format('coverage => %L::regclass', coverage::text);
 	FOR opt IN SELECT key, value FROM jsonb_each_text(coalesce(options, '{}')) LOOP
@@ -1887,12 +1889,15 @@ DECLARE
 	busy double precision[];
 	counts bigint[];
 	count bigint;
-	msgs bytea[];
-	edges bytea[];
-	scans bytea[];
+	replies bytea[];
+	step record;
+	coordinated bytea;			-- the coordinator's state between its steps
+	flat_rounds integer := 0;
+	flat_seconds double precision := 0;
+	flat_bytes bigint := 0;
+	moved bigint;
 	queries text[];
 	pass record;
-	phase text;
 	sql text;
 	t0 timestamptz := clock_timestamp();
 BEGIN
@@ -1900,9 +1905,9 @@ BEGIN
 		RAISE EXCEPTION 'name, coverage and operation must not be NULL' USING ERRCODE = '22004';
 	END IF;
 	operation := lower(operation);
-	IF operation NOT IN ('tg_fill', 'tg_slope') THEN
+	IF operation NOT IN ('tg_fill', 'tg_slope', 'tg_flow_accumulation') THEN
 		RAISE EXCEPTION '% cannot run over a partitioned coverage', operation USING ERRCODE = '0A000',
-			HINT = 'tg_fill (priority-flood, epsilon 0) and tg_slope can.';
+			HINT = 'tg_fill (priority-flood, epsilon 0), tg_slope and tg_flow_accumulation (d8) can.';
 	END IF;
 	options := coalesce(options, '{}');
 	IF jsonb_typeof(options) <> 'object' THEN
@@ -1983,29 +1988,44 @@ BEGIN
 			ext[k] := info.nsp;
 		END LOOP;
 
-		FOREACH phase IN ARRAY CASE WHEN operation = 'tg_fill' THEN ARRAY['edges', 'scan', 'finish']
-									 ELSE ARRAY['edges', 'finish'] END LOOP
-			msgs := @extschema@.tg_parts_messages(operation, phase, srv, edges, scans);
+		-- the phases, as the coordinator's steps say, all workers at once in each
+		LOOP
+			SELECT * INTO step FROM @extschema@.tg_parts_step(operation, srv, replies, coordinated);
+			EXIT WHEN step.phase = 'done';
+			coordinated := step.next_state;
 			queries := array_fill(NULL::text, ARRAY[n]);
 			FOR k IN 1..n LOOP
 				queries[k] := format('SELECT encode(%I.tg_part_run(%L, %L, %L, decode(%L, ''base64'')%s), ''base64'')',
-									 ext[k], operation, remote[k], options::text, encode(msgs[k], 'base64'),
-									 CASE WHEN phase = 'finish' THEN format(', %L, %s, %L', results[k], k, replace)
+									 ext[k], operation, remote[k], options::text, encode(step.messages[k], 'base64'),
+									 CASE WHEN step.phase = 'finish' THEN format(', %L, %s, %L', results[k], k, replace)
 										  ELSE '' END);
 				sent[k] := sent[k] + octet_length(queries[k]);
 			END LOOP;
 			pass := @extschema@.tg_parts_round(dbl, conns, srv, queries);
+			moved := 0;
 			FOR k IN 1..n LOOP
 				received[k] := received[k] + octet_length(pass.replies[k]);
 				busy[k] := busy[k] + pass.seconds[k];
+				moved := moved + octet_length(queries[k]) + octet_length(pass.replies[k]);
 			END LOOP;
-			IF phase = 'edges' THEN
-				SELECT array_agg(decode(r, 'base64') ORDER BY i) INTO edges FROM unnest(pass.replies) WITH ORDINALITY u(r, i);
-			ELSIF phase = 'scan' THEN
-				SELECT array_agg(decode(r, 'base64') ORDER BY i) INTO scans FROM unnest(pass.replies) WITH ORDINALITY u(r, i);
+			SELECT array_agg(decode(r, 'base64') ORDER BY i) INTO replies FROM unnest(pass.replies) WITH ORDINALITY u(r, i);
+			-- the flats' rounds are told once they settle (and every 10 rounds till then)
+			IF step.phase = 'flats' THEN
+				flat_rounds := step.round + 1;
+				flat_seconds := flat_seconds + (SELECT max(x) FROM unnest(pass.seconds) x);
+				flat_bytes := flat_bytes + moved;
+				IF flat_rounds % 10 = 0 THEN
+					RAISE NOTICE 'tg_create_partitioned_result: flats of % on % workers: % rounds so far', operation, n,
+						flat_rounds;
+				END IF;
+			ELSE
+				IF step.phase = 'heights' THEN
+					RAISE NOTICE 'tg_create_partitioned_result: flats of % on % workers in % s, % kB (% rounds)', operation, n,
+						round(flat_seconds::numeric, 2), round(flat_bytes / 1024.0, 1), flat_rounds;
+				END IF;
+				RAISE NOTICE 'tg_create_partitioned_result: % of % on % workers in % s, % kB', step.phase, operation, n,
+					round((SELECT max(x) FROM unnest(pass.seconds) x)::numeric, 2), round(moved / 1024.0, 1);
 			END IF;
-			RAISE NOTICE 'tg_create_partitioned_result: % of % on % workers in % s', phase, operation, n,
-				round((SELECT max(x) FROM unnest(pass.seconds) x)::numeric, 2);
 		END LOOP;
 
 		-- publish: every worker prepared, then this server's table, then every worker committed

@@ -1,24 +1,40 @@
 /*
  * parts.c — a coverage partitioned by rows of tiles over several servers:
  * every server computes on the part it holds, the coordinator stitches what
- * crosses part boundaries, and only that crosses the network.
+ * crosses part boundaries, and only that crosses the network.  The result
+ * equals the single-grid run cell for cell.
  *
- *   slope  edges: each part hands over its first and last row;
- *          finish: each part computes with the rows around it.
- *   fill   edges; scan: each part is flooded with its own outlets and its
- *          first and last rows as seeds (Barnes 2016, fill_strips.c) and
- *          hands over its label edges; the coordinator joins the labels
- *          across boundaries and solves them; finish: each part floods
- *          again and raises its cells to their labels' levels.
- * The result equals the single-grid run cell for cell.
+ *   slope         edges (each part's first and last rows); finish (each part
+ *                 with the rows around it).
+ *   fill          edges; scan: each part flooded from its own outlets and its
+ *                 first and last rows (Barnes 2016, fill_strips.c), its label
+ *                 edges handed over and solved where they meet; finish: each
+ *                 part flooded again and raised to its labels' levels.
+ *   D8            [edges, scan for the fill]; surface: each part keeps its
+ *   accumulation  routing surface and hands over its first and last two
+ *                 rows; flats: flats that cross part boundaries get their
+ *                 breadth-first distances (Barnes et al. 2014) in rounds, each
+ *                 part relaxing its own cells from the values its neighbours
+ *                 hold along the boundary, until no boundary value changes;
+ *                 heights: each such flat's greatest distance from higher
+ *                 ground; link: each part routed with those masks and
+ *                 accumulated alone, its exits and the exits its edge rows
+ *                 drain by handed over (Barnes 2017, route_strips.c) and
+ *                 solved where they meet; finish: each part accumulated again
+ *                 with the water entering it.
  *
  * A part runs a phase as tg_run with job->part set: the coordinator's
- * message in, the reply out.  Messages and replies are byte strings in this
- * file's format (native byte order, which the first word checks), read with
- * every length checked.  Rows of values travel as floats where every value
- * of the row set is exact in one (integer DEMs), else as doubles.
+ * message in, the reply out, and what it keeps between phases in
+ * part->state (allocated with part->keep).  The coordinator
+ * (tg_parts_step) keeps its own state between phases as bytes too.
+ * Messages and replies are byte strings in this file's format (native byte
+ * order, which the first word checks), read with every length checked.
+ * Rows of values travel as floats where every value of the row set is exact
+ * in one (integer DEMs), else as doubles; labels as differences.
  */
 #include "tg_tiles.h"
+#include "tg_backends.h"
+#include "tg_hydro.h"
 #include "tg_pool.h"
 
 #include <math.h>
@@ -27,17 +43,9 @@
 #include <string.h>
 
 #define PART_MAGIC 0x54475031u	/* "TGP1" */
-
-/* What a message or a reply is. */
-enum
-{
-	M_EDGES = 'E',				/* to a part: hand over your edges */
-	R_EDGES = 'e',				/* its place on the grid, first and last rows */
-	M_SCAN = 'S',				/* to a part: scan yourself (fill) */
-	R_SCAN = 's',				/* its label edges, first and last rows' labels */
-	M_FINISH = 'F',				/* to a part: write your tiles */
-	R_FINISH = 'f'				/* the tiles written */
-};
+#define STATE_MAGIC 0x54475053u	/* "TGPS" */
+#define REPLY 0x80				/* a reply's type: its phase | REPLY */
+#define MAX_FLAT_ROUNDS 100000
 
 /* ------------------------------------------------------------------------
  * Byte strings
@@ -217,6 +225,41 @@ get_values(reader *r, double *v, size_t n)
 	r->left -= n * size;
 }
 
+/* n cell numbers as differences from the one before: sorted or repeated ones compress well. */
+static void
+put_cells(writer *w, const int64_t *v, size_t n, size_t stride)
+{
+	int64_t		prev = 0;
+
+	for (size_t i = 0; i < n; i++)
+	{
+		int64_t		c,
+					d;
+
+		memcpy(&c, (const uint8_t *) v + i * stride, sizeof c);
+		d = c - prev;
+		put(w, &d, sizeof d);
+		prev = c;
+	}
+}
+
+static void
+get_cells(reader *r, int64_t *v, size_t n, size_t stride)
+{
+	int64_t		prev = 0;
+
+	for (size_t i = 0; i < n && !r->bad; i++)
+	{
+		int64_t		d,
+					c;
+
+		get(r, &d, sizeof d);
+		c = prev + d;
+		memcpy((uint8_t *) v + i * stride, &c, sizeof c);
+		prev = c;
+	}
+}
+
 /* n labels (put_runs) into v. */
 static void
 get_runs(reader *r, uint32_t *v, size_t n)
@@ -260,92 +303,187 @@ reader_done(const reader *r, const char *what, tg_error *err)
 	return TG_OK;
 }
 
-/* ------------------------------------------------------------------------
- * Operations
- * ------------------------------------------------------------------------ */
 
-/* Rows each part needs from its neighbours, 0 where op cannot run over parts. */
-static int
-halo_rows(tg_op_kind kind)
+/* ------------------------------------------------------------------------
+ * The fill's label edges, in label order (the graph gives them in hash
+ * order): their labels then run on
+ * ------------------------------------------------------------------------ */
+typedef struct label_edge
 {
-	return kind == TG_OP_SLOPE || kind == TG_OP_FILL ? 1 : 0;
+	uint32_t	a;
+	uint32_t	b;
+	double		height;
+} label_edge;
+
+static int
+cmp_edge(const void *x, const void *y)
+{
+	const label_edge *e = x,
+			   *f = y;
+
+	if (e->a != f->a)
+		return e->a < f->a ? -1 : 1;
+	return (e->b > f->b) - (e->b < f->b);
 }
 
-static bool
-has_scan(tg_op_kind kind)
+static void
+sort_edges(tg_fill_part *p)
 {
-	return kind == TG_OP_FILL;
+	label_edge *e = malloc((p->nedges ? p->nedges : 1) * sizeof(label_edge));
+
+	if (e == NULL)
+		return;					/* unsorted is as valid, only larger */
+	for (size_t i = 0; i < p->nedges; i++)
+		e[i] = (label_edge) {p->a[i], p->b[i], p->height[i]};
+	qsort(e, p->nedges, sizeof *e, cmp_edge);
+	for (size_t i = 0; i < p->nedges; i++)
+	{
+		p->a[i] = e[i].a;
+		p->b[i] = e[i].b;
+		p->height[i] = e[i].height;
+	}
+	free(e);
+}
+/* ------------------------------------------------------------------------
+ * Operations and their phases
+ * ------------------------------------------------------------------------ */
+
+const char *
+tg_part_phase_name(tg_part_phase phase)
+{
+	static const char *const names[] = {"done", "edges", "scan", "surface", "flats", "heights", "link", "finish"};
+
+	return phase >= TG_PART_DONE && phase <= TG_PART_FINISH ? names[phase] : "?";
+}
+
+/* Rows each part needs of its neighbours' DEM (fill, slope), 0 where op cannot run over parts. */
+static int
+dem_halo(tg_op_kind kind)
+{
+	return kind == TG_OP_SLOPE || kind == TG_OP_FILL || kind == TG_OP_ACCUMULATION ? 1 : 0;
+}
+
+/* The fewest rows a part may have. */
+static int
+min_rows(tg_op_kind kind)
+{
+	return kind == TG_OP_ACCUMULATION ? 2 : 1;
 }
 
 bool
 tg_op_in_parts(const tg_op *op, const char **why_not)
 {
 	*why_not = NULL;
-	if (halo_rows(op->kind) == 0)
-		*why_not = "tg_fill and tg_slope";
+	if (dem_halo(op->kind) == 0)
+		*why_not = "tg_fill, tg_slope and tg_flow_accumulation";
 	else if (op->kind == TG_OP_FILL && (op->fill_method != TG_FILL_PRIORITY_FLOOD || op->epsilon != 0))
 		*why_not = "tg_fill with method priority-flood and epsilon 0";
+	else if (op->kind == TG_OP_ACCUMULATION && (op->flow.routing != TG_ROUTE_D8 || op->weight_input > 0))
+		*why_not = "tg_flow_accumulation with routing d8 and no weight";
 	return *why_not == NULL;
+}
+
+/* Does op fill the DEM first? */
+static bool
+op_fills(const tg_op *op)
+{
+	return op->kind == TG_OP_FILL || (op->kind == TG_OP_ACCUMULATION && op->flow.fill);
 }
 
 /* ------------------------------------------------------------------------
  * A part's run
  * ------------------------------------------------------------------------ */
 
-/* What a part knows from a scan or finish message. */
+/* What every message but the edges' tells a part. */
 typedef struct part_message
 {
 	int			index;
 	int			count;
 	int			width;
-	double	   *above;			/* halo rows, NULL for the first part */
-	double	   *below;			/* NULL for the last */
-	double	   *levels;			/* fill finish: 1 + 2 * width */
+	int			row0;			/* of the grid: the part's first row */
 } part_message;
 
-static void
-part_message_free(const tg_ctx *ctx, part_message *m)
+/* What an accumulating part keeps between phases. */
+typedef struct part_state
 {
-	tg_free(ctx, m->above);
-	tg_free(ctx, m->below);
-	tg_free(ctx, m->levels);
+	int			W;
+	int			H;
+	int			index;
+	int			count;
+	int			row0;
+	double	   *z;				/* (2 + H + 2) * W: the routing surface with two rows around (NaN: none) */
+	/* its own cells of flats that cross its edges */
+	size_t		nflat;
+	size_t		flat_cap;
+	uint32_t   *cell;			/* y * W + x over its own rows, raster order */
+	uint8_t    *seed;
+	int32_t    *at;				/* H * W: the index in cell[] of each own cell, -1 */
+	int32_t    *towards;
+	int32_t    *away;
+	int64_t    *label;			/* 1 + the smallest grid cell number of the flat */
+	int32_t    *mask;
+	/* the same of the row above (the neighbour's last) and the row below (its first): 2 * W */
+	int32_t    *nb_towards;
+	int32_t    *nb_away;
+	int64_t    *nb_label;
+	int32_t    *nb_mask;
+	uint8_t    *sent;			/* our first and last rows' values as last handed over (32 * W bytes) */
+} part_state;
+
+static void *
+keep_alloc(const tg_part *part, size_t size)
+{
+	return part->keep.alloc(size ? size : 1, part->keep.arg);
+}
+
+static void
+state_free(const tg_part *part, part_state *s)
+{
+	void	   *bufs[] = {s->z, s->cell, s->seed, s->at, s->towards, s->away, s->label, s->mask,
+		s->nb_towards, s->nb_away, s->nb_label, s->nb_mask, s->sent};
+
+	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+		if (bufs[i])
+			part->keep.free(bufs[i], part->keep.arg);
+	part->keep.free(s, part->keep.arg);
+}
+
+void
+tg_part_forget(tg_part *part)
+{
+	if (part->state)
+		state_free(part, part->state);
+	part->state = NULL;
 }
 
 static tg_status
-read_part_message(const tg_ctx *ctx, reader *r, tg_op_kind kind, bool finish, part_message *m,
-				  tg_error *err)
+read_header(reader *r, tg_op_kind kind, part_message *m, tg_error *err)
 {
-	const int	halo = halo_rows(kind);
-
-	memset(m, 0, sizeof *m);
 	m->index = get_i32(r);
 	m->count = get_i32(r);
 	m->width = get_i32(r);
-	if (r->bad || m->count < 1 || m->index < 0 || m->index >= m->count || m->width < 1)
+	m->row0 = get_i32(r);
+	if (r->bad || m->count < 1 || m->index < 0 || m->index >= m->count || m->width < 1 || m->row0 < 0)
 		return tg_error_set(err, TG_EDATA, "a part message names part %d of %d, %d wide", m->index, m->count,
 							m->width);
-	if (m->index > 0)
-	{
-		m->above = tg_alloc(ctx, sizeof(double) * (size_t) m->width * halo);
-		if (m->above)
-			get_values(r, m->above, (size_t) m->width * halo);
-	}
-	if (m->index + 1 < m->count)
-	{
-		m->below = tg_alloc(ctx, sizeof(double) * (size_t) m->width * halo);
-		if (m->below)
-			get_values(r, m->below, (size_t) m->width * halo);
-	}
-	if (finish && has_scan(kind))
-	{
-		m->levels = tg_alloc(ctx, sizeof(double) * (1 + 2 * (size_t) m->width));
-		if (m->levels)
-			get_values(r, m->levels, 1 + 2 * (size_t) m->width);
-	}
-	if ((m->index > 0 && !m->above) || (m->index + 1 < m->count && !m->below) ||
-		(finish && has_scan(kind) && !m->levels))
+	return TG_OK;
+}
+
+/* n rows of the DEM from the part above (where there is one) and below, each `halo` rows. */
+static tg_status
+read_halos(const tg_ctx *ctx, reader *r, const part_message *m, int halo, double **above, double **below,
+		   tg_error *err)
+{
+	const size_t n = (size_t) m->width * halo;
+
+	*above = *below = NULL;
+	if (m->index > 0 && (*above = tg_alloc(ctx, n * sizeof(double))) != NULL)
+		get_values(r, *above, n);
+	if (m->index + 1 < m->count && (*below = tg_alloc(ctx, n * sizeof(double))) != NULL)
+		get_values(r, *below, n);
+	if ((m->index > 0 && !*above) || (m->index + 1 < m->count && !*below))
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a part message");
-	return reader_done(r, "a part message", err);
+	return TG_OK;
 }
 
 /*
@@ -368,31 +506,48 @@ read_part(const tg_ctx *ctx, const tg_job *job, tg_grid_band *g, int row0, int n
 	return tg_read_input(ctx, job->layout, &job->inputs[0], g, row0, nrows, err);
 }
 
+/* The part's DEM with the rows of its neighbours around it (one each side where given). */
+static tg_status
+read_with_halos(const tg_ctx *ctx, const tg_job *job, tg_grid_band *g, const double *above,
+				const double *below, double **z, tg_error *err)
+{
+	const tg_layout *l = job->layout;
+	const size_t W = (size_t) l->width;
+	tg_status	st = read_part(ctx, job, g, 0, l->height, above ? 1 : 0, below ? 1 : 0, z, err);
+
+	if (st == TG_OK && above)
+		memcpy(*z, above, W * sizeof(double));
+	if (st == TG_OK && below)
+		memcpy(*z + W * ((above ? 1 : 0) + l->height), below, W * sizeof(double));
+	return st;
+}
+
 static tg_status
 part_edges(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_grid_band *g, tg_part_bytes *reply,
 		   tg_error *err)
 {
 	const tg_layout *l = job->layout;
-	const int	halo = halo_rows(op->kind),
-				n = l->height < halo ? l->height : halo;
+	const int	halo = dem_halo(op->kind);
 	writer		w = {.ctx = ctx};
 	double	   *first = NULL,
 			   *last = NULL;
-	tg_status	st = read_part(ctx, job, g, 0, n, 0, 0, &first, err);
+	tg_status	st = TG_OK;
 
+	if (l->height < min_rows(op->kind))
+		return tg_error_set(err, TG_EDATA, "%s has %d rows, fewer than the %d a part needs", l->name, l->height,
+							min_rows(op->kind));
+	st = read_part(ctx, job, g, 0, halo, 0, 0, &first, err);
 	if (st == TG_OK)
-		st = read_part(ctx, job, g, l->height - n, n, 0, 0, &last, err);
-	if (st == TG_OK && l->height < halo)
-		st = tg_error_set(err, TG_EDATA, "%s has %d rows, fewer than the %d its neighbours need",
-						  l->name, l->height, halo);
+		st = read_part(ctx, job, g, l->height - halo, halo, 0, 0, &last, err);
 	if (st == TG_OK)
 	{
-		put_header(&w, R_EDGES, op->kind);
+		put_header(&w, TG_PART_EDGES | REPLY, op->kind);
 		put_i32(&w, l->width);
 		put_i32(&w, l->height);
 		put(&w, &l->geo, sizeof l->geo);
-		put_values(&w, first, (size_t) l->width * n);
-		put_values(&w, last, (size_t) l->width * n);
+		put_u8(&w, op_fills(op));
+		put_values(&w, first, (size_t) l->width * halo);
+		put_values(&w, last, (size_t) l->width * halo);
 		st = writer_done(&w, reply, err);
 	}
 	tg_free(ctx, first);
@@ -400,70 +555,32 @@ part_edges(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_grid_band *
 	return st;
 }
 
-typedef struct label_edge
-{
-	uint32_t	a;
-	uint32_t	b;
-	double		height;
-} label_edge;
-
-static int
-cmp_edge(const void *x, const void *y)
-{
-	const label_edge *e = x,
-			   *f = y;
-
-	if (e->a != f->a)
-		return e->a < f->a ? -1 : 1;
-	return (e->b > f->b) - (e->b < f->b);
-}
-
-/* The edges in label order (the graph gives them in hash order): their labels then run on. */
-static void
-sort_edges(tg_fill_part *p)
-{
-	label_edge *e = malloc((p->nedges ? p->nedges : 1) * sizeof(label_edge));
-
-	if (e == NULL)
-		return;					/* unsorted is as valid, only larger */
-	for (size_t i = 0; i < p->nedges; i++)
-		e[i] = (label_edge) {p->a[i], p->b[i], p->height[i]};
-	qsort(e, p->nedges, sizeof *e, cmp_edge);
-	for (size_t i = 0; i < p->nedges; i++)
-	{
-		p->a[i] = e[i].a;
-		p->b[i] = e[i].b;
-		p->height[i] = e[i].height;
-	}
-	free(e);
-}
-
 static tg_status
-part_scan(const tg_ctx *ctx, const tg_op *op, const tg_job *job, const part_message *m, tg_grid_band *g,
-		  tg_part_bytes *reply, tg_error *err)
+part_scan(const tg_ctx *ctx, const tg_op *op, const tg_job *job, reader *r, const part_message *m,
+		  tg_grid_band *g, tg_part_bytes *reply, tg_error *err)
 {
 	const tg_layout *l = job->layout;
 	const size_t W = (size_t) l->width;
-	const int	above = m->above ? 1 : 0,
-				below = m->below ? 1 : 0;
 	writer		w = {.ctx = ctx};
 	tg_fill_part p;
-	double	   *z;
-	tg_status	st = read_part(ctx, job, g, 0, l->height, above, below, &z, err);
+	double	   *above,
+			   *below,
+			   *z = NULL;
+	tg_status	st = read_halos(ctx, r, m, 1, &above, &below, err);
 
 	memset(&p, 0, sizeof p);
 	if (st == TG_OK)
+		st = reader_done(r, "a scan message", err);
+	if (st == TG_OK)
+		st = read_with_halos(ctx, job, g, above, below, &z, err);
+	if (st == TG_OK)
 	{
-		if (above)
-			memcpy(z, m->above, W * sizeof(double));
-		if (below)
-			memcpy(z + W * (above + l->height), m->below, W * sizeof(double));
 		tg_phase(ctx, "fill scan of the part");
 		st = tg_fill_part_scan(ctx, l->width, m->index, m->count, l->height, z, &p, err);
 	}
 	if (st == TG_OK)
 	{
-		put_header(&w, R_SCAN, op->kind);
+		put_header(&w, TG_PART_SCAN | REPLY, op->kind);
 		put_i32(&w, m->index);
 		put(&w, &p.nedges, sizeof p.nedges);
 		sort_edges(&p);
@@ -476,80 +593,825 @@ part_scan(const tg_ctx *ctx, const tg_op *op, const tg_job *job, const part_mess
 	}
 	tg_fill_part_free(ctx, &p);
 	tg_free(ctx, z);
+	tg_free(ctx, above);
+	tg_free(ctx, below);
 	return st;
 }
 
+/*
+ * The part's DEM, filled where op fills (the fill's halos and levels read
+ * from r), into *out (H * W, NaN = nodata).
+ */
 static tg_status
-part_finish(const tg_ctx *ctx, const tg_op *op, const tg_job *job, const part_message *m, tg_grid_band *g,
-			tg_part_bytes *reply, tg_error *err)
+part_surface_of(const tg_ctx *ctx, const tg_op *op, const tg_job *job, reader *r, const part_message *m,
+				tg_grid_band *g, double **out, tg_error *err)
 {
 	const tg_layout *l = job->layout;
 	const size_t W = (size_t) l->width,
 				n = W * l->height;
-	const int	above = m->above ? 1 : 0,
-				below = m->below ? 1 : 0;
-	writer		w = {.ctx = ctx};
-	tg_output	out;
-	double	   *z,
-			   *filled = NULL;
-	float	   *slope = NULL;
-	tg_status	st = read_part(ctx, job, g, 0, l->height, above, below, &z, err);
+	double	   *above = NULL,
+			   *below = NULL,
+			   *levels = NULL,
+			   *z = NULL;
+	tg_status	st = TG_OK;
 
-	if (st == TG_OK)
+	*out = NULL;
+	if (op_fills(op))
 	{
-		if (above)
-			memcpy(z, m->above, W * sizeof(double));
-		if (below)
-			memcpy(z + W * (above + l->height), m->below, W * sizeof(double));
-		st = tg_op_plan(op, &g->band, &out, err);
+		st = read_halos(ctx, r, m, 1, &above, &below, err);
+		levels = tg_alloc(ctx, sizeof(double) * (1 + 2 * W));
+		if (st == TG_OK && levels == NULL)
+			st = tg_error_set(err, TG_ENOMEM, "could not allocate the fill's levels");
+		if (st == TG_OK)
+			get_values(r, levels, 1 + 2 * W);
 	}
-	if (st == TG_OK && op->kind == TG_OP_FILL)
+	if (st == TG_OK)
+		st = read_with_halos(ctx, job, g, above, below, &z, err);
+	if (st == TG_OK && op_fills(op))
 	{
-		filled = tg_alloc(ctx, n * sizeof(double) + 1);
+		*out = tg_alloc(ctx, n * sizeof(double) + 1);
 		tg_phase(ctx, "fill of the part");
-		st = filled ? tg_fill_part_finish(ctx, l->width, m->index, m->count, l->height, z, m->levels, filled, err)
+		st = *out ? tg_fill_part_finish(ctx, l->width, m->index, m->count, l->height, z, levels, *out, err)
 			: tg_error_set(err, TG_ENOMEM, "could not allocate a filled part of %zu cells", n);
-		out.planes[0].data = filled;
-		out.planes[0].type = TG_PT_64BF;
-		out.planes[0].has_marker = false;
+		tg_free(ctx, z);
 	}
 	else if (st == TG_OK)
+		*out = z;
+	tg_free(ctx, above);
+	tg_free(ctx, below);
+	tg_free(ctx, levels);
+	return st;
+}
+
+/* Keep the routing surface; hand over its first and last two rows. */
+static tg_status
+part_surface(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_part *part, reader *r,
+			 const part_message *m, tg_grid_band *g, tg_error *err)
+{
+	const tg_layout *l = job->layout;
+	const size_t W = (size_t) l->width,
+				n = W * l->height;
+	writer		w = {.ctx = ctx};
+	part_state *s;
+	double	   *surface;
+	tg_status	st = part_surface_of(ctx, op, job, r, m, g, &surface, err);
+
+	if (st == TG_OK)
+		st = reader_done(r, "a surface message", err);
+	tg_part_forget(part);
+	if (st == TG_OK)
 	{
+		s = keep_alloc(part, sizeof *s);
+		if (s != NULL)
+		{
+			memset(s, 0, sizeof *s);
+			part->state = s;
+			s->z = keep_alloc(part, (n + 4 * W) * sizeof(double));
+		}
+		if (s == NULL || s->z == NULL)
+			st = tg_error_set(err, TG_ENOMEM, "could not keep a part's surface of %zu cells", n);
+	}
+	if (st == TG_OK)
+	{
+		s->W = l->width;
+		s->H = l->height;
+		s->index = m->index;
+		s->count = m->count;
+		s->row0 = m->row0;
+		for (size_t i = 0; i < 4 * W; i++)
+			s->z[i < 2 * W ? i : n + i] = NAN;
+		memcpy(s->z + 2 * W, surface, n * sizeof(double));
+		put_header(&w, TG_PART_SURFACE | REPLY, op->kind);
+		put_values(&w, surface, 2 * W);
+		put_values(&w, surface + n - 2 * W, 2 * W);
+		st = writer_done(&w, &part->reply, err);
+	}
+	tg_free(ctx, surface);
+	return st;
+}
+
+/* The routing surface's rows a part routes: its own with those of its neighbours around them. */
+static void
+routed_rows(const part_state *s, int *first, int *count)
+{
+	*first = s->index > 0 ? 0 : 2;
+	*count = s->H + (s->index > 0 ? 2 : 0) + (s->index + 1 < s->count ? 2 : 0);
+}
+
+typedef struct crossing_keep
+{
+	const tg_part *part;
+	part_state *s;
+	size_t		own0;			/* index in the routed rows of the first own cell */
+} crossing_keep;
+
+static tg_status
+keep_crossing(void *arg, size_t i, uint8_t seed, tg_error *err)
+{
+	crossing_keep *k = arg;
+	part_state *s = k->s;
+
+	if (s->nflat == s->flat_cap)
+	{
+		size_t		cap = s->flat_cap ? 2 * s->flat_cap : 4096;
+		uint32_t   *cell = keep_alloc(k->part, cap * sizeof(uint32_t));
+		uint8_t    *seeds = keep_alloc(k->part, cap);
+
+		if (cell == NULL || seeds == NULL)
+			return tg_error_set(err, TG_ENOMEM, "could not keep %zu cells of flats across parts", cap);
+		if (s->nflat)
+		{
+			memcpy(cell, s->cell, s->nflat * sizeof(uint32_t));
+			memcpy(seeds, s->seed, s->nflat);
+			k->part->keep.free(s->cell, k->part->keep.arg);
+			k->part->keep.free(s->seed, k->part->keep.arg);
+		}
+		s->cell = cell;
+		s->seed = seeds;
+		s->flat_cap = cap;
+	}
+	s->cell[s->nflat] = (uint32_t) (i - k->own0);
+	s->seed[s->nflat++] = seed;
+	return TG_OK;
+}
+
+/* Round 0 of the flats: the neighbours' rows around the surface, the crossing flats' cells. */
+static tg_status
+flats_begin(const tg_ctx *ctx, tg_part *part, reader *r, tg_error *err)
+{
+	part_state *s = part->state;
+	const size_t W = (size_t) s->W,
+				n = W * s->H;
+	int			first,
+				count;
+	crossing_keep k = {part, s, 0};
+	tg_status	st;
+
+	if (s->index > 0)
+		get_values(r, s->z, 2 * W);
+	if (s->index + 1 < s->count)
+		get_values(r, s->z + 2 * W + n, 2 * W);
+	routed_rows(s, &first, &count);
+	k.own0 = (size_t) (2 - first) * W;
+	st = tg_crossing_flats(ctx, s->z + (size_t) first * W, s->W, count, 2 - first, s->H, keep_crossing, &k, err);
+	if (st != TG_OK)
+		return st;
+	s->at = keep_alloc(part, n * sizeof(int32_t));
+	s->towards = keep_alloc(part, s->nflat * sizeof(int32_t));
+	s->away = keep_alloc(part, s->nflat * sizeof(int32_t));
+	s->label = keep_alloc(part, s->nflat * sizeof(int64_t));
+	s->mask = keep_alloc(part, s->nflat * sizeof(int32_t));
+	s->nb_towards = keep_alloc(part, 2 * W * sizeof(int32_t));
+	s->nb_away = keep_alloc(part, 2 * W * sizeof(int32_t));
+	s->nb_label = keep_alloc(part, 2 * W * sizeof(int64_t));
+	s->nb_mask = keep_alloc(part, 2 * W * sizeof(int32_t));
+	s->sent = keep_alloc(part, 32 * W);
+	if (!s->at || !s->towards || !s->away || !s->label || !s->mask || !s->nb_towards || !s->nb_away ||
+		!s->nb_label || !s->nb_mask || !s->sent)
+		return tg_error_set(err, TG_ENOMEM, "could not keep the flats of a part of %zu cells", n);
+	memset(s->at, 0xff, n * sizeof(int32_t));
+	memset(s->nb_towards, 0, 2 * W * sizeof(int32_t));
+	memset(s->nb_away, 0, 2 * W * sizeof(int32_t));
+	memset(s->nb_label, 0, 2 * W * sizeof(int64_t));
+	memset(s->sent, 0, 32 * W);
+	for (size_t j = 0; j < s->nflat; j++)
+		s->at[s->cell[j]] = (int32_t) j;
+	return TG_OK;
+}
+
+/*
+ * Crossing-flat neighbour j of own cell c (index in cell[]) at offset k, or
+ * -1; *nb: the neighbour lies in the row above (0) or below (1) at column
+ * *col instead, where its values are the neighbours'.
+ */
+static int64_t
+flat_neighbour(const part_state *s, size_t c, int k, int *nb, int *col)
+{
+	const int	x = (int) (s->cell[c] % s->W) + tg_nbr_dx(k),
+				y = (int) (s->cell[c] / s->W) + tg_nbr_dy(k);
+	const double zc = s->z[2 * (size_t) s->W + s->cell[c]];
+
+	*nb = -1;
+	if (x < 0 || x >= s->W || s->z[(size_t) (y + 2) * s->W + x] != zc)
+		return -1;
+	if (y < 0 || y >= s->H)
+	{
+		*nb = y < 0 ? 0 : 1;
+		*col = x;
+		return -1;
+	}
+	return s->at[(size_t) y * s->W + x];
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	const uint64_t x = *(const uint64_t *) a,
+				y = *(const uint64_t *) b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Breadth-first distances over the own crossing cells from those with
+ * `seed` (1) and from the neighbours' cells along the boundary (their value
+ * + 1): sources taken in order of distance, merged with the queue.
+ */
+static tg_status
+flats_distance(const tg_ctx *ctx, const part_state *s, uint8_t seed, const int32_t *nb, int32_t *dist,
+			   tg_error *err)
+{
+	const size_t n = s->nflat;
+	uint32_t   *queue = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+	int32_t    *start = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
+	uint32_t   *order = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+	uint64_t   *keyed = tg_alloc(ctx, (n ? n : 1) * sizeof(uint64_t));
+	size_t		head = 0,
+				tail = 0,
+				next = 0,
+				nsrc = 0;
+
+	if (!queue || !start || !order || !keyed)
+	{
+		tg_free(ctx, queue);
+		tg_free(ctx, start);
+		tg_free(ctx, order);
+		tg_free(ctx, keyed);
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a part's flat distances (%zu cells)", n);
+	}
+	/* each cell's best start: its own seed, or a neighbour's value across the boundary + 1 */
+	for (size_t c = 0; c < n; c++)
+	{
+		start[c] = s->seed[c] & seed ? 1 : 0;
+		for (int k = 0; k < 8; k++)
+		{
+			int			side,
+						col;
+
+			(void) flat_neighbour(s, c, k, &side, &col);
+			if (side >= 0 && nb[(size_t) side * s->W + col] > 0 &&
+				(start[c] == 0 || nb[(size_t) side * s->W + col] + 1 < start[c]))
+				start[c] = nb[(size_t) side * s->W + col] + 1;
+		}
+		dist[c] = 0;
+		if (start[c] > 0)
+			order[nsrc++] = (uint32_t) c;
+	}
+	/* sources by distance, then cell */
+	for (size_t i = 0; i < nsrc; i++)
+		keyed[i] = ((uint64_t) (uint32_t) start[order[i]] << 32) | order[i];
+	qsort(keyed, nsrc, sizeof(uint64_t), cmp_u64);
+	for (size_t i = 0; i < nsrc; i++)
+		order[i] = (uint32_t) keyed[i];
+	while (head < tail || next < nsrc)
+	{
+		uint32_t	c;
+
+		/* the nearer of the queue's head and the next source */
+		if (next < nsrc && (head == tail || start[order[next]] <= dist[queue[head]]))
+		{
+			c = order[next++];
+			if (dist[c] != 0)
+				continue;
+			dist[c] = start[c];
+		}
+		else
+			c = queue[head++];
+		for (int k = 0; k < 8; k++)
+		{
+			int			side,
+						col;
+			int64_t		j = flat_neighbour(s, c, k, &side, &col);
+
+			/* a source no farther than this is left to be taken as one */
+			if (j >= 0 && dist[j] == 0 && (start[j] == 0 || start[j] > dist[c] + 1))
+			{
+				dist[j] = dist[c] + 1;
+				queue[tail++] = (uint32_t) j;
+			}
+		}
+	}
+	tg_free(ctx, queue);
+	tg_free(ctx, start);
+	tg_free(ctx, order);
+	tg_free(ctx, keyed);
+	return tg_canceled(ctx) ? tg_error_set(err, TG_ECANCELED, "flow routing canceled") : TG_OK;
+}
+
+/* Each flat's label: 1 + the smallest grid cell number among its cells, here and across the boundary. */
+static tg_status
+flats_label(const tg_ctx *ctx, const part_state *s, tg_error *err)
+{
+	const size_t n = s->nflat;
+	uint32_t   *queue = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+
+	if (queue == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a part's flat labels (%zu cells)", n);
+	for (size_t c = 0; c < n; c++)
+		s->label[c] = 0;
+	for (size_t c0 = 0; c0 < n; c0++)
+	{
+		size_t		tail = 0;
+		int64_t		least = INT64_MAX;
+
+		if (s->label[c0] != 0)
+			continue;
+		s->label[c0] = -1;
+		queue[tail++] = (uint32_t) c0;
+		for (size_t head = 0; head < tail; head++)
+		{
+			const uint32_t c = queue[head];
+			const int64_t own = 1 + (int64_t) (s->row0 + s->cell[c] / s->W) * s->W + s->cell[c] % s->W;
+
+			least = own < least ? own : least;
+			for (int k = 0; k < 8; k++)
+			{
+				int			side,
+							col;
+				int64_t		j = flat_neighbour(s, c, k, &side, &col);
+
+				if (j >= 0 && s->label[j] == 0)
+				{
+					s->label[j] = -1;
+					queue[tail++] = (uint32_t) j;
+				}
+				else if (side >= 0 && s->nb_label[(size_t) side * s->W + col] > 0 &&
+						 s->nb_label[(size_t) side * s->W + col] < least)
+					least = s->nb_label[(size_t) side * s->W + col];
+			}
+		}
+		for (size_t i = 0; i < tail; i++)
+			s->label[queue[i]] = least;
+	}
+	tg_free(ctx, queue);
+	return TG_OK;
+}
+
+/*
+ * The values of own row y's crossing cells (towards, away, label; 0
+ * elsewhere) into out (16 * W bytes): W int32, W int32, W int64.
+ */
+static void
+row_values(const part_state *s, int y, uint8_t *out)
+{
+	const int32_t *at = s->at + (size_t) y * s->W;
+	const size_t W = (size_t) s->W;
+
+	for (size_t x = 0; x < W; x++)
+	{
+		const int32_t t = at[x] < 0 ? 0 : s->towards[at[x]],
+					a = at[x] < 0 ? 0 : s->away[at[x]];
+		const int64_t l = at[x] < 0 ? 0 : s->label[at[x]];
+
+		memcpy(out + 4 * x, &t, 4);
+		memcpy(out + 4 * (W + x), &a, 4);
+		memcpy(out + 8 * (W + x), &l, 8);
+	}
+}
+
+/* Apply a neighbour row's change (16 * W bytes, as row_values) to what the part holds of it. */
+static void
+apply_row_change(const uint8_t *change, size_t W, int32_t *towards, int32_t *away, int64_t *label)
+{
+	for (size_t x = 0; x < W; x++)
+	{
+		int32_t		t,
+					a;
+		int64_t		l;
+
+		memcpy(&t, change + 4 * x, 4);
+		memcpy(&a, change + 4 * (W + x), 4);
+		memcpy(&l, change + 8 * (W + x), 8);
+		towards[x] ^= t;
+		away[x] ^= a;
+		label[x] ^= l;
+	}
+}
+
+/* A round of the flats: the neighbours' boundary values in, ours out. */
+static tg_status
+part_flats(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error *err)
+{
+	part_state *s = part->state;
+	const int	round = get_i32(r);
+	writer		w = {.ctx = ctx};
+	tg_status	st = TG_OK;
+
+	if (s == NULL || (round > 0 && s->at == NULL))
+		return tg_error_set(err, TG_EDATA, "a flats message reached a part that kept no surface");
+	if (round == 0)
+		st = flats_begin(ctx, part, r, err);
+	if (st != TG_OK)
+		return st;
+	/* the neighbours' rows: each round their change since the last (xor), which compresses well */
+	for (int side = 0; side < 2; side++)
+	{
+		uint8_t    *change = tg_alloc(ctx, 16 * (size_t) s->W);
+
+		if (change == NULL)
+			return tg_error_set(err, TG_ENOMEM, "could not allocate a part's flat values");
+		get(r, change, 16 * (size_t) s->W);
+		if (!r->bad)
+			apply_row_change(change, s->W, s->nb_towards + (size_t) side * s->W, s->nb_away + (size_t) side * s->W,
+							 s->nb_label + (size_t) side * s->W);
+		tg_free(ctx, change);
+	}
+	st = reader_done(r, "a flats message", err);
+	if (st == TG_OK)
+		st = flats_distance(ctx, s, TG_SEED_DRAINS, s->nb_towards, s->towards, err);
+	if (st == TG_OK)
+		st = flats_distance(ctx, s, TG_SEED_HIGHER, s->nb_away, s->away, err);
+	if (st == TG_OK)
+		st = flats_label(ctx, s, err);
+	if (st == TG_OK)
+	{
+		/* our first and last rows' change since the last round */
+		const size_t bytes = 32 * (size_t) s->W;
+		uint8_t    *now = tg_alloc(ctx, bytes);
+
+		if (now == NULL)
+			return tg_error_set(err, TG_ENOMEM, "could not allocate a part's flat values");
+		row_values(s, 0, now);
+		row_values(s, s->H - 1, now + bytes / 2);
+		for (size_t i = 0; i < bytes; i++)
+		{
+			const uint8_t v = now[i];
+
+			now[i] ^= s->sent[i];
+			s->sent[i] = v;
+		}
+		put_header(&w, TG_PART_FLATS | REPLY, op->kind);
+		put(&w, now, bytes);
+		tg_free(ctx, now);
+		st = writer_done(&w, &part->reply, err);
+	}
+	return st;
+}
+
+/* Each crossing flat's greatest distance from higher ground, over the part's cells. */
+static int
+cmp_label_height(const void *a, const void *b)
+{
+	int64_t		x,
+				y;
+
+	memcpy(&x, a, sizeof x);
+	memcpy(&y, b, sizeof y);
+	return (x > y) - (x < y);
+}
+
+typedef struct label_height
+{
+	int64_t		label;
+	int32_t		height;
+} label_height;
+
+static tg_status
+part_heights(const tg_ctx *ctx, const tg_op *op, tg_part *part, tg_error *err)
+{
+	const part_state *s = part->state;
+	label_height *lh = tg_alloc(ctx, (s->nflat ? s->nflat : 1) * sizeof(label_height));
+	size_t		m = 0;
+	writer		w = {.ctx = ctx};
+	tg_status	st;
+
+	if (lh == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a part's flat heights");
+	for (size_t c = 0; c < s->nflat; c++)
+		lh[c] = (label_height) {s->label[c], s->away[c]};
+	qsort(lh, s->nflat, sizeof *lh, cmp_label_height);
+	for (size_t c = 0; c < s->nflat; c++)
+		if (m > 0 && lh[m - 1].label == lh[c].label)
+			lh[m - 1].height = lh[c].height > lh[m - 1].height ? lh[c].height : lh[m - 1].height;
+		else
+			lh[m++] = lh[c];
+	put_header(&w, TG_PART_HEIGHTS | REPLY, op->kind);
+	put(&w, &m, sizeof m);
+	for (size_t i = 0; i < m; i++)
+	{
+		put(&w, &lh[i].label, sizeof lh[i].label);
+		put(&w, &lh[i].height, sizeof lh[i].height);
+	}
+	st = writer_done(&w, &part->reply, err);
+	tg_free(ctx, lh);
+	return st;
+}
+
+static int32_t
+height_of(const label_height *lh, size_t m, int64_t label)
+{
+	size_t		lo = 0,
+				hi = m;
+
+	while (lo < hi)
+	{
+		size_t		mid = lo + (hi - lo) / 2;
+
+		if (lh[mid].label < label)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < m && lh[lo].label == label ? lh[lo].height : 0;
+}
+
+/* The part routed D8 with the crossing flats' masks: its own rows. */
+static tg_status
+route_part(const tg_ctx *ctx, const tg_op *op, const part_state *s, tg_route *strip, tg_error *err)
+{
+	const size_t W = (size_t) s->W,
+				nb = W * s->H;
+	int			first,
+				count;
+	size_t		given_n = 0,
+				off;
+	size_t	   *cells;
+	int32_t    *masks;
+	double	   *z;
+	tg_flow_params p = op->flow;
+	tg_flat_masks given;
+	tg_route	sub;
+	tg_status	st;
+
+	routed_rows(s, &first, &count);
+	off = (size_t) (2 - first) * W;
+	cells = tg_alloc(ctx, (s->nflat + 2 * W + 1) * sizeof(size_t));
+	masks = tg_alloc(ctx, (s->nflat + 2 * W + 1) * sizeof(int32_t));
+	z = tg_alloc(ctx, W * count * sizeof(double));
+	if (!cells || !masks || !z)
+	{
+		tg_free(ctx, cells);
+		tg_free(ctx, masks);
+		tg_free(ctx, z);
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a part's routing (%zu cells)", nb);
+	}
+	memcpy(z, s->z + (size_t) first * W, W * count * sizeof(double));
+	/* in raster order: the row above's crossing cells, the part's own, the row below's */
+	if (s->index > 0)
+		for (size_t x = 0; x < W; x++)
+			if (s->nb_label[x] > 0)
+			{
+				cells[given_n] = off - W + x;
+				masks[given_n++] = s->nb_mask[x];
+			}
+	for (size_t c = 0; c < s->nflat; c++)
+	{
+		cells[given_n] = off + s->cell[c];
+		masks[given_n++] = s->mask[c];
+	}
+	if (s->index + 1 < s->count)
+		for (size_t x = 0; x < W; x++)
+			if (s->nb_label[W + x] > 0)
+			{
+				cells[given_n] = off + nb + x;
+				masks[given_n++] = s->nb_mask[W + x];
+			}
+	given = (tg_flat_masks) {given_n, cells, masks};
+	p.geom.height = count;
+	p.geom.row0 += first - 2;
+	st = tg_cpu_route_surface(ctx, z, s->W, count, &p, &given, &sub, err);
+	tg_free(ctx, cells);
+	tg_free(ctx, masks);
+	if (st != TG_OK)
+		return st;
+	memset(strip, 0, sizeof *strip);
+	strip->width = s->W;
+	strip->height = s->H;
+	strip->routing = sub.routing;
+	strip->z = tg_alloc(ctx, nb * sizeof(double) + 1);
+	strip->d8 = tg_alloc(ctx, nb + 1);
+	if (!strip->z || !strip->d8)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's routing (%zu cells)", nb);
+	else
+	{
+		memcpy(strip->z, sub.z + off, nb * sizeof(double));
+		memcpy(strip->d8, sub.d8 + off, nb);
+	}
+	tg_route_free(ctx, &sub);
+	if (st != TG_OK)
+		tg_route_free(ctx, strip);
+	return st;
+}
+
+/* The part accumulated alone, with `inflows` added where given. */
+static tg_status
+accumulate_part(const tg_ctx *ctx, const tg_op *op, const part_state *s, const tg_strip_inflow *inflows,
+				size_t ninflows, tg_route *strip, double **acc, tg_error *err)
+{
+	const size_t nb = (size_t) s->W * s->H;
+	const int64_t begin = (int64_t) s->row0 * s->W;
+	double	   *w = NULL;
+	tg_status	st = route_part(ctx, op, s, strip, err);
+
+	*acc = NULL;
+	if (st == TG_OK)
+		st = tg_cell_weights(ctx, NULL, &op->flow.geom, op->units, &w, err);
+	for (size_t j = 0; st == TG_OK && j < ninflows; j++)
+		if (inflows[j].cell >= begin && inflows[j].cell < begin + (int64_t) nb)
+			w[inflows[j].cell - begin] += inflows[j].amount;
+	if (st == TG_OK && (*acc = tg_alloc(ctx, nb * sizeof(double) + 1)) == NULL)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's accumulation (%zu cells)", nb);
+	if (st == TG_OK)
+		st = tg_cpu_accumulate(ctx, strip, &op->flow, w, TG_ACC_INDEGREE, *acc, err);
+	tg_free(ctx, w);
+	return st;
+}
+
+/* The masks of the crossing flats from every flat's height; then the part linked. */
+static tg_status
+part_link(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error *err)
+{
+	part_state *s = part->state;
+	const size_t W = (size_t) s->W;
+	size_t		m = 0,
+				nexits = 0,
+				cap = 0;
+	label_height *lh = NULL;
+	tg_strip_exit *exits = NULL;
+	int64_t    *dest = tg_alloc(ctx, 2 * W * sizeof(int64_t));
+	writer		w = {.ctx = ctx};
+	tg_route	strip;
+	double	   *acc = NULL;
+	bool		routed = false;
+	tg_status	st = TG_OK;
+
+	if (s == NULL || s->mask == NULL)
+		return tg_error_set(err, TG_EDATA, "a link message reached a part that kept no flats");
+	get(r, &m, sizeof m);
+	if (r->bad || m > r->left / (sizeof(int64_t) + sizeof(int32_t)))
+		st = tg_error_set(err, TG_EDATA, "a link message is truncated");
+	else if ((lh = tg_alloc(ctx, (m ? m : 1) * sizeof(label_height))) == NULL || dest == NULL)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate %zu flat heights", m);
+	for (size_t i = 0; st == TG_OK && i < m; i++)
+	{
+		get(r, &lh[i].label, sizeof lh[i].label);
+		get(r, &lh[i].height, sizeof lh[i].height);
+	}
+	if (st == TG_OK)
+		st = reader_done(r, "a link message", err);
+	if (st == TG_OK)
+	{
+		for (size_t c = 0; c < s->nflat; c++)
+			s->mask[c] = tg_flat_mask_value(s->towards[c], s->away[c], height_of(lh, m, s->label[c]));
+		for (size_t i = 0; i < 2 * W; i++)
+			s->nb_mask[i] = s->nb_label[i] > 0 ?
+				tg_flat_mask_value(s->nb_towards[i], s->nb_away[i], height_of(lh, m, s->nb_label[i])) : 0;
+		st = accumulate_part(ctx, op, s, NULL, 0, &strip, &acc, err);
+		routed = st == TG_OK;
+	}
+	if (st == TG_OK)
+		st = tg_strip_link(ctx, &strip, acc, s->row0, &exits, &nexits, &cap, dest, err);
+	if (st == TG_OK)
+	{
+		double	   *amount = tg_alloc(ctx, (nexits + 1) * sizeof(double));
+
+		if (amount == NULL)
+			st = tg_error_set(err, TG_ENOMEM, "could not allocate %zu exits", nexits);
+		for (size_t i = 0; st == TG_OK && i < nexits; i++)
+		{
+			amount[i] = exits[i].acc;
+			exits[i].receiver -= exits[i].cell;		/* one of the 8 neighbours: few values */
+		}
+		put_header(&w, TG_PART_LINK | REPLY, op->kind);
+		put(&w, &nexits, sizeof nexits);
+		if (nexits > 0)
+		{
+			put_cells(&w, &exits[0].cell, nexits, sizeof(tg_strip_exit));
+			put_cells(&w, &exits[0].receiver, nexits, sizeof(tg_strip_exit));
+		}
+		if (amount)
+			put_values(&w, amount, nexits);
+		put_cells(&w, dest, 2 * W, sizeof(int64_t));
+		tg_free(ctx, amount);
+		if (st == TG_OK)
+			st = writer_done(&w, &part->reply, err);
+		else
+			tg_free(ctx, w.data);
+	}
+	if (routed)
+		tg_route_free(ctx, &strip);
+	tg_free(ctx, acc);
+	tg_free(ctx, lh);
+	tg_free(ctx, exits);
+	tg_free(ctx, dest);
+	return st;
+}
+
+static tg_status
+finish_accumulation(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, double **acc,
+					tg_error *err)
+{
+	const part_state *s = part->state;
+	tg_strip_inflow *in = NULL;
+	size_t		n = 0;
+	tg_route	strip;
+	tg_status	st = TG_OK;
+
+	if (s == NULL || s->mask == NULL)
+		return tg_error_set(err, TG_EDATA, "a finish message reached a part that was not linked");
+	get(r, &n, sizeof n);
+	if (r->bad || n > r->left / sizeof(tg_strip_inflow))
+		return tg_error_set(err, TG_EDATA, "a finish message is truncated");
+	if ((in = tg_alloc(ctx, (n ? n : 1) * sizeof(tg_strip_inflow))) == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate %zu inflows", n);
+	get_cells(r, &in[0].cell, n, sizeof(tg_strip_inflow));
+	for (size_t j = 0; j < n; j++)
+		get(r, &in[j].amount, sizeof(double));
+	st = reader_done(r, "a finish message", err);
+	if (st == TG_OK)
+	{
+		tg_phase(ctx, "accumulation of the part");
+		st = accumulate_part(ctx, op, s, in, n, &strip, acc, err);
+		if (st == TG_OK)
+			tg_route_free(ctx, &strip);
+	}
+	if (st == TG_OK && op->units == TG_UNITS_SCA)
+		st = tg_to_sca(ctx, &op->flow.geom, *acc, err);
+	tg_free(ctx, in);
+	return st;
+}
+
+static tg_status
+part_finish(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_part *part, reader *r,
+			const part_message *m, tg_grid_band *g, tg_error *err)
+{
+	const tg_layout *l = job->layout;
+	const size_t W = (size_t) l->width,
+				n = W * l->height;
+	writer		w = {.ctx = ctx};
+	tg_output	out;
+	double	   *values = NULL;
+	float	   *slope = NULL;
+	tg_status	st = TG_OK;
+
+	if (op->kind == TG_OP_FILL)
+		st = part_surface_of(ctx, op, job, r, m, g, &values, err);
+	else if (op->kind == TG_OP_ACCUMULATION)
+	{
+		/* the DEM's type for the output's: one tile row is enough */
+		double	   *row = NULL;
+
+		st = read_part(ctx, job, g, 0, 1, 0, 0, &row, err);
+		tg_free(ctx, row);
+		if (st == TG_OK)
+			st = finish_accumulation(ctx, op, part, r, &values, err);
+	}
+	else
+	{
+		double	   *above,
+				   *below;
 		tg_band		rows;
 		tg_slope_params p;
 
-		/* the part's rows with those around it as a 64BF band, nodata NaN */
-		memset(&rows, 0, sizeof rows);
-		rows.pixtype = TG_PT_64BF;
-		rows.width = l->width;
-		rows.height = l->height + above + below;
-		rows.data = z;
-		p.pixel_width = tg_georef_pixel_width(&l->geo);
-		p.pixel_height = tg_georef_pixel_height(&l->geo);
-		p.scale = op->slope_scale;
-		p.units = op->slope_units;
-		p.out_nodata = (float) out.specs[0].nodata;
-		slope = tg_alloc(ctx, sizeof(float) * W * rows.height + 1);
-		st = slope ? tg_slope(ctx, &rows, &p, slope, err)
-			: tg_error_set(err, TG_ENOMEM, "could not allocate the slopes of a part of %zu cells", n);
-		out.planes[0].data = slope + W * above;
-		out.planes[0].type = TG_PT_32BF;
-		out.planes[0].has_marker = false;
+		st = read_halos(ctx, r, m, 1, &above, &below, err);
+		if (st == TG_OK)
+			st = read_with_halos(ctx, job, g, above, below, &values, err);
+		if (st == TG_OK)
+			st = tg_op_plan(op, &g->band, &out, err);
+		if (st == TG_OK)
+		{
+			/* the part's rows with those around it as a 64BF band, nodata NaN */
+			memset(&rows, 0, sizeof rows);
+			rows.pixtype = TG_PT_64BF;
+			rows.width = l->width;
+			rows.height = l->height + (above ? 1 : 0) + (below ? 1 : 0);
+			rows.data = values;
+			p.pixel_width = tg_georef_pixel_width(&l->geo);
+			p.pixel_height = tg_georef_pixel_height(&l->geo);
+			p.scale = op->slope_scale;
+			p.units = op->slope_units;
+			p.out_nodata = (float) out.specs[0].nodata;
+			slope = tg_alloc(ctx, sizeof(float) * W * rows.height + 1);
+			st = slope ? tg_slope(ctx, &rows, &p, slope, err)
+				: tg_error_set(err, TG_ENOMEM, "could not allocate the slopes of a part of %zu cells", n);
+		}
+		if (st == TG_OK)
+			memmove(slope, slope + (above ? W : 0), n * sizeof(float));
+		tg_free(ctx, above);
+		tg_free(ctx, below);
 	}
-	tg_free(ctx, z);
+	if (st == TG_OK)
+		st = reader_done(r, "a finish message", err);
+	if (st == TG_OK)
+		st = tg_op_plan(op, &g->band, &out, err);
 	if (st == TG_OK)
 	{
+		out.planes[0].data = slope ? (const void *) slope : (const void *) values;
+		out.planes[0].type = slope ? TG_PT_32BF : TG_PT_64BF;
+		out.planes[0].has_marker = false;
 		tg_phase(ctx, "encode");
 		st = tg_write_tiles(ctx, job, &out, 1, 0, l->height, err);
 	}
 	if (st == TG_OK)
 	{
-		put_header(&w, R_FINISH, op->kind);
+		put_header(&w, TG_PART_FINISH | REPLY, op->kind);
 		put_i32(&w, l->ntiles);
-		st = writer_done(&w, reply, err);
+		st = writer_done(&w, &part->reply, err);
 	}
-	tg_free(ctx, filled);
+	tg_free(ctx, values);
 	tg_free(ctx, slope);
+	if (op->kind == TG_OP_ACCUMULATION)
+		tg_part_forget(part);
 	return st;
 }
 
@@ -579,7 +1441,7 @@ tg_run_part(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err
 	st = open_reader(&r, &part->message, type, &kind, "a part message", err);
 	if (st == TG_OK && kind != op->kind)
 		st = tg_error_set(err, TG_EDATA, "a part message for another operation reached %s", job->function);
-	if (st == TG_OK && (size_t) l->width * ((size_t) l->height + 2) * tg_op_bytes_per_cell(op) > job->memory_budget)
+	if (st == TG_OK && (size_t) l->width * ((size_t) l->height + 4) * tg_op_bytes_per_cell(op) > job->memory_budget)
 	{
 		tg_error_set(err, TG_ELIMIT, "%s: the part %s of %d x %d cells needs about %zu MB, more than %s (%zu MB)",
 					 job->function, l->name, l->width, l->height,
@@ -589,46 +1451,139 @@ tg_run_part(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err
 					  job->budget_name);
 		st = TG_ELIMIT;
 	}
-	if (st != TG_OK)
-		return st;
-	if (type == M_EDGES)
+	if (st == TG_OK && type != TG_PART_EDGES && type != TG_PART_HEIGHTS)
 	{
-		st = reader_done(&r, "a part message", err);
-		if (st == TG_OK)
-			st = part_edges(ctx, op, job, &g, &part->reply, err);
-	}
-	else if (type == M_SCAN || type == M_FINISH)
-	{
-		st = read_part_message(ctx, &r, kind, type == M_FINISH, &m, err);
+		st = read_header(&r, kind, &m, err);
 		if (st == TG_OK && m.width != l->width)
 			st = tg_error_set(err, TG_EDATA, "the part message is for a part %d wide, %s is %d wide", m.width,
 							  l->name, l->width);
-		if (st == TG_OK && type == M_SCAN && !has_scan(op->kind))
-			st = tg_error_set(err, TG_EDATA, "%s has no scan phase", job->function);
-		if (st == TG_OK)
-			st = type == M_SCAN ? part_scan(ctx, op, job, &m, &g, &part->reply, err)
-				: part_finish(ctx, op, job, &m, &g, &part->reply, err);
 	}
-	else
-		st = tg_error_set(err, TG_EDATA, "a part message of unknown type %d", type);
-	part_message_free(ctx, &m);
-	return st;
+	if (st != TG_OK)
+		return st;
+	switch (type)
+	{
+		case TG_PART_EDGES:
+			st = reader_done(&r, "an edges message", err);
+			return st == TG_OK ? part_edges(ctx, op, job, &g, &part->reply, err) : st;
+		case TG_PART_SCAN:
+			return part_scan(ctx, op, job, &r, &m, &g, &part->reply, err);
+		case TG_PART_SURFACE:
+			return part_surface(ctx, op, job, part, &r, &m, &g, err);
+		case TG_PART_FLATS:
+			return part_flats(ctx, op, part, &r, err);
+		case TG_PART_HEIGHTS:
+			if (part->state == NULL || ((part_state *) part->state)->label == NULL)
+				return tg_error_set(err, TG_EDATA, "a heights message reached a part that kept no flats");
+			st = reader_done(&r, "a heights message", err);
+			return st == TG_OK ? part_heights(ctx, op, part, err) : st;
+		case TG_PART_LINK:
+			return part_link(ctx, op, part, &r, err);
+		case TG_PART_FINISH:
+			return part_finish(ctx, op, job, part, &r, &m, &g, err);
+		default:
+			return tg_error_set(err, TG_EDATA, "a part message of unknown type %d", type);
+	}
 }
 
 /* ------------------------------------------------------------------------
  * The coordinator
  * ------------------------------------------------------------------------ */
 
-/* A part's edges reply. */
-typedef struct part_place
+/* The phases whose replies the coordinator keeps, in its state. */
+#define SLOTS (TG_PART_LINK + 1)
+
+typedef struct coordinator
 {
-	int			width;
-	int			height;
-	tg_georef	geo;
-	double	   *first;			/* halo rows */
-	double	   *last;
-	int			order;			/* its place, top to bottom */
-} part_place;
+	const tg_ctx *ctx;
+	tg_op_kind	kind;
+	int			n;
+	const char *const *names;
+	tg_part_phase last;			/* the phase whose replies come next */
+	int			round;			/* of the flats */
+	tg_part_bytes *slot[SLOTS]; /* n replies of each phase kept, or NULL */
+	/* from the edges */
+	int			W;
+	bool		fill;
+	int		   *order;			/* order[k]: the part k-th from the top */
+	int		   *row0;			/* each part's first row on the grid */
+	int		   *height;
+	double	  **dem_first;		/* each part's first and last DEM rows */
+	double	  **dem_last;
+} coordinator;
+
+static void
+coordinator_free(coordinator *c)
+{
+	for (int s = 0; s < SLOTS; s++)
+		tg_free(c->ctx, c->slot[s]);
+	for (int i = 0; c->dem_first && i < c->n; i++)
+	{
+		tg_free(c->ctx, c->dem_first[i]);
+		tg_free(c->ctx, c->dem_last[i]);
+	}
+	tg_free(c->ctx, c->dem_first);
+	tg_free(c->ctx, c->dem_last);
+	tg_free(c->ctx, c->order);
+	tg_free(c->ctx, c->row0);
+	tg_free(c->ctx, c->height);
+}
+
+/* The state: kind, parts, last phase, round, then the replies kept (pointing into `in`). */
+static tg_status
+read_state(coordinator *c, const tg_part_bytes *in, tg_error *err)
+{
+	reader		r = {in->data, in->size, false};
+	uint32_t	magic;
+
+	get(&r, &magic, sizeof magic);
+	if (r.bad || magic != STATE_MAGIC || get_u8(&r) != c->kind || get_i32(&r) != c->n)
+		return tg_error_set(err, TG_EDATA, "the coordinator's state is not that of this run");
+	c->last = (tg_part_phase) get_u8(&r);
+	c->round = get_i32(&r);
+	for (int s = 0; s < SLOTS && !r.bad; s++)
+	{
+		if (!get_u8(&r))
+			continue;
+		c->slot[s] = tg_alloc(c->ctx, c->n * sizeof(tg_part_bytes));
+		if (c->slot[s] == NULL)
+			return tg_error_set(err, TG_ENOMEM, "could not allocate the coordinator's state");
+		for (int i = 0; i < c->n && !r.bad; i++)
+		{
+			get(&r, &c->slot[s][i].size, sizeof(size_t));
+			if (c->slot[s][i].size > r.left)
+				r.bad = true;
+			else
+			{
+				c->slot[s][i].data = (uint8_t *) r.p;
+				r.p += c->slot[s][i].size;
+				r.left -= c->slot[s][i].size;
+			}
+		}
+	}
+	return reader_done(&r, "the coordinator's state", err);
+}
+
+static tg_status
+write_state(const coordinator *c, tg_part_bytes *out, tg_error *err)
+{
+	writer		w = {.ctx = c->ctx};
+
+	put_i32(&w, (int32_t) STATE_MAGIC);
+	put_u8(&w, (uint8_t) c->kind);
+	put_i32(&w, c->n);
+	put_u8(&w, (uint8_t) c->last);
+	put_i32(&w, c->round);
+	for (int s = 0; s < SLOTS; s++)
+	{
+		put_u8(&w, c->slot[s] != NULL);
+		for (int i = 0; c->slot[s] && i < c->n; i++)
+		{
+			put(&w, &c->slot[s][i].size, sizeof(size_t));
+			put(&w, c->slot[s][i].data, c->slot[s][i].size);
+		}
+	}
+	return writer_done(&w, out, err);
+}
 
 static bool
 near(double a, double b, double tolerance)
@@ -636,107 +1591,121 @@ near(double a, double b, double tolerance)
 	return fabs(a - b) <= tolerance;
 }
 
-/* Parse every edges reply; put the parts in their order on the grid (order[k]: the k-th part from the top). */
+/* Every part's place on the grid from its edges reply; they must stack into one grid of whole rows. */
 static tg_status
-place_parts(const tg_ctx *ctx, tg_op_kind kind, int n, const char *const *names, const tg_part_bytes *edges,
-			part_place *pl, int *order, tg_error *err)
+place_parts(coordinator *c, tg_error *err)
 {
-	const int	halo = halo_rows(kind);
+	const int	n = c->n,
+				halo = dem_halo(c->kind);
+	const char *const *names = c->names;
+	int		   *width = tg_alloc(c->ctx, n * sizeof(int));
+	tg_georef  *geo = tg_alloc(c->ctx, n * sizeof(tg_georef));
+	tg_status	st = TG_OK;
 
-	for (int i = 0; i < n; i++)
+	c->order = tg_alloc(c->ctx, n * sizeof(int));
+	c->row0 = tg_alloc(c->ctx, n * sizeof(int));
+	c->height = tg_alloc(c->ctx, n * sizeof(int));
+	c->dem_first = tg_alloc(c->ctx, n * sizeof(double *));
+	c->dem_last = tg_alloc(c->ctx, n * sizeof(double *));
+	if (!width || !geo || !c->order || !c->row0 || !c->height || !c->dem_first || !c->dem_last)
+	{
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate %d parts", n);
+		goto done;
+	}
+	memset(c->dem_first, 0, n * sizeof(double *));
+	memset(c->dem_last, 0, n * sizeof(double *));
+	for (int i = 0; i < n && st == TG_OK; i++)
 	{
 		reader		r;
 		tg_op_kind	k;
-		tg_status	st = open_reader(&r, &edges[i], R_EDGES, &k, "an edges reply", err);
 		size_t		cells;
 
+		st = open_reader(&r, &c->slot[TG_PART_EDGES][i], TG_PART_EDGES | REPLY, &k, "an edges reply", err);
 		if (st != TG_OK)
-			return st;
-		pl[i].width = get_i32(&r);
-		pl[i].height = get_i32(&r);
-		get(&r, &pl[i].geo, sizeof pl[i].geo);
-		if (r.bad || k != kind || pl[i].width < 1 || pl[i].height < halo)
-			return tg_error_set(err, TG_EDATA, "the edges reply of %s does not describe a part", names[i]);
-		cells = (size_t) pl[i].width * halo;
-		pl[i].first = tg_alloc(ctx, cells * sizeof(double) + 1);
-		pl[i].last = tg_alloc(ctx, cells * sizeof(double) + 1);
-		if (!pl[i].first || !pl[i].last)
-			return tg_error_set(err, TG_ENOMEM, "could not allocate the edges of %d parts", n);
-		get_values(&r, pl[i].first, cells);
-		get_values(&r, pl[i].last, cells);
+			break;
+		width[i] = get_i32(&r);
+		c->height[i] = get_i32(&r);
+		get(&r, &geo[i], sizeof geo[i]);
+		c->fill = get_u8(&r) != 0;
+		if (r.bad || k != c->kind || width[i] < 1 || c->height[i] < min_rows(c->kind))
+		{
+			st = tg_error_set(err, TG_EDATA, "the edges reply of %s does not describe a part", names[i]);
+			break;
+		}
+		cells = (size_t) width[i] * halo;
+		c->dem_first[i] = tg_alloc(c->ctx, cells * sizeof(double) + 1);
+		c->dem_last[i] = tg_alloc(c->ctx, cells * sizeof(double) + 1);
+		if (!c->dem_first[i] || !c->dem_last[i])
+		{
+			st = tg_error_set(err, TG_ENOMEM, "could not allocate the edges of %d parts", n);
+			break;
+		}
+		get_values(&r, c->dem_first[i], cells);
+		get_values(&r, c->dem_last[i], cells);
 		st = reader_done(&r, "an edges reply", err);
-		if (st != TG_OK)
-			return st;
-		order[i] = i;
+		c->order[i] = i;
 	}
 	/* top to bottom: along the grid's rows (scale_y < 0: north first) */
-	for (int i = 1; i < n; i++)
+	for (int i = 1; i < n && st == TG_OK; i++)
 		for (int j = i; j > 0; j--)
 		{
-			const tg_georef *a = &pl[order[j - 1]].geo,
-					   *b = &pl[order[j]].geo;
-			const int	t = order[j];
+			const tg_georef *a = &geo[c->order[j - 1]],
+					   *b = &geo[c->order[j]];
+			const int	t = c->order[j];
 
 			if ((b->upperleft_y - a->upperleft_y) / a->scale_y >= 0)
 				break;
-			order[j] = order[j - 1];
-			order[j - 1] = t;
+			c->order[j] = c->order[j - 1];
+			c->order[j - 1] = t;
 		}
-	pl[order[0]].order = 0;
-	for (int k = 1; k < n; k++)
+	for (int k = 0; k < n && st == TG_OK; k++)
 	{
-		part_place *p = &pl[order[k]];
-		const part_place *q = &pl[order[k - 1]];
-		const double tol = 1e-6 * fabs(q->geo.scale_y),
-					expect_y = q->geo.upperleft_y + q->height * q->geo.scale_y;
+		const int	p = c->order[k],
+					q = k > 0 ? c->order[k - 1] : p;
+		const double expect_y = geo[q].upperleft_y + c->height[q] * geo[q].scale_y;
 
-		p->order = k;
-		if (p->width != q->width || p->geo.srid != q->geo.srid ||
-			!near(p->geo.scale_x, q->geo.scale_x, 1e-9 * fabs(q->geo.scale_x)) ||
-			!near(p->geo.scale_y, q->geo.scale_y, 1e-9 * fabs(q->geo.scale_y)) ||
-			p->geo.skew_x != q->geo.skew_x || p->geo.skew_y != q->geo.skew_y ||
-			!near(p->geo.upperleft_x, q->geo.upperleft_x, 1e-6 * fabs(q->geo.scale_x)))
+		c->row0[p] = k > 0 ? c->row0[q] + c->height[q] : 0;
+		if (k == 0)
+			continue;
+		if (width[p] != width[q] || geo[p].srid != geo[q].srid ||
+			!near(geo[p].scale_x, geo[q].scale_x, 1e-9 * fabs(geo[q].scale_x)) ||
+			!near(geo[p].scale_y, geo[q].scale_y, 1e-9 * fabs(geo[q].scale_y)) ||
+			geo[p].skew_x != geo[q].skew_x || geo[p].skew_y != geo[q].skew_y ||
+			!near(geo[p].upperleft_x, geo[q].upperleft_x, 1e-6 * fabs(geo[q].scale_x)))
 		{
 			tg_error_set(err, TG_EDATA, "the parts on %s and %s do not lie on one grid of whole rows",
-						 names[order[k - 1]], names[order[k]]);
+						 names[q], names[p]);
 			tg_error_detail(err, "%s: %d columns from x %.9g, SRID %d; %s: %d columns from x %.9g, SRID %d",
-							names[order[k - 1]], q->width, q->geo.upperleft_x, q->geo.srid,
-							names[order[k]], p->width, p->geo.upperleft_x, p->geo.srid);
+							names[q], width[q], geo[q].upperleft_x, geo[q].srid,
+							names[p], width[p], geo[p].upperleft_x, geo[p].srid);
 			tg_error_hint(err, "Partition the coverage by rows of tiles that span its whole width.");
-			return TG_EDATA;
+			st = TG_EDATA;
 		}
-		if (!near(p->geo.upperleft_y, expect_y, tol))
+		else if (!near(geo[p].upperleft_y, expect_y, 1e-6 * fabs(geo[q].scale_y)))
 		{
 			tg_error_set(err, TG_EDATA, "the parts on %s and %s do not meet: one ends at y %.9g, the next begins at y %.9g",
-						 names[order[k - 1]], names[order[k]], expect_y, p->geo.upperleft_y);
+						 names[q], names[p], expect_y, geo[p].upperleft_y);
 			tg_error_hint(err, "Every row of tiles must be in exactly one partition.");
-			return TG_EDATA;
+			st = TG_EDATA;
 		}
 	}
-	return TG_OK;
+	c->W = width[0];
+done:
+	tg_free(c->ctx, width);
+	tg_free(c->ctx, geo);
+	return st;
 }
 
-static void
-places_free(const tg_ctx *ctx, part_place *pl, int n)
-{
-	for (int i = 0; pl && i < n; i++)
-	{
-		tg_free(ctx, pl[i].first);
-		tg_free(ctx, pl[i].last);
-	}
-	tg_free(ctx, pl);
-}
-
-/* The scans of the fill, solved: levels[i] for part i (1 + 2 * width each). */
+/* The fill's scans solved: levels[i] for part i (1 + 2 * width each). */
 static tg_status
-solve_fill(const tg_ctx *ctx, int n, const char *const *names, const tg_part_bytes *scans,
-		   const part_place *pl, const int *order, double **levels, tg_error *err)
+solve_fill(coordinator *c, double **levels, tg_error *err)
 {
-	const int	W = pl[0].width;
-	tg_fill_part *parts = tg_alloc(ctx, n * sizeof(tg_fill_part));
-	const double **first = tg_alloc(ctx, n * sizeof(double *)),
-			  **last = tg_alloc(ctx, n * sizeof(double *));
-	double	  **lv = tg_alloc(ctx, n * sizeof(double *));
+	const int	n = c->n,
+				W = c->W;
+	tg_fill_part *parts = tg_alloc(c->ctx, n * sizeof(tg_fill_part));
+	const double **first = tg_alloc(c->ctx, n * sizeof(double *)),
+			  **last = tg_alloc(c->ctx, n * sizeof(double *));
+	double	  **lv = tg_alloc(c->ctx, n * sizeof(double *));
 	tg_status	st = TG_OK;
 
 	if (!parts || !first || !last || !lv)
@@ -745,35 +1714,38 @@ solve_fill(const tg_ctx *ctx, int n, const char *const *names, const tg_part_byt
 		memset(parts, 0, n * sizeof(tg_fill_part));
 	for (int i = 0; i < n && st == TG_OK; i++)
 	{
-		const int	k = pl[i].order;
-		tg_fill_part *p = &parts[k];
+		int			k = 0;
+		tg_fill_part *p;
 		reader		r;
 		tg_op_kind	kind;
 		size_t		ne;
 
-		st = open_reader(&r, &scans[i], R_SCAN, &kind, "a scan reply", err);
+		while (c->order[k] != i)
+			k++;
+		p = &parts[k];
+		st = open_reader(&r, &c->slot[TG_PART_SCAN][i], TG_PART_SCAN | REPLY, &kind, "a scan reply", err);
 		if (st != TG_OK)
 			break;
-		if (get_i32(&r) != k || kind != TG_OP_FILL)
+		if (get_i32(&r) != k)
 		{
-			st = tg_error_set(err, TG_EDATA, "the scan reply of %s is for another part", names[i]);
+			st = tg_error_set(err, TG_EDATA, "the scan reply of %s is for another part", c->names[i]);
 			break;
 		}
 		get(&r, &ne, sizeof ne);
 		if (r.bad || ne > r.left / (2 * sizeof(uint32_t) + sizeof(float)))
 		{
-			st = tg_error_set(err, TG_EDATA, "the scan reply of %s is truncated", names[i]);
+			st = tg_error_set(err, TG_EDATA, "the scan reply of %s is truncated", c->names[i]);
 			break;
 		}
 		p->nedges = ne;
-		p->a = tg_alloc(ctx, ne * sizeof(uint32_t) + 1);
-		p->b = tg_alloc(ctx, ne * sizeof(uint32_t) + 1);
-		p->height = tg_alloc(ctx, ne * sizeof(double) + 1);
-		p->first = tg_alloc(ctx, (size_t) W * sizeof(uint32_t));
-		p->last = tg_alloc(ctx, (size_t) W * sizeof(uint32_t));
+		p->a = tg_alloc(c->ctx, ne * sizeof(uint32_t) + 1);
+		p->b = tg_alloc(c->ctx, ne * sizeof(uint32_t) + 1);
+		p->height = tg_alloc(c->ctx, ne * sizeof(double) + 1);
+		p->first = tg_alloc(c->ctx, (size_t) W * sizeof(uint32_t));
+		p->last = tg_alloc(c->ctx, (size_t) W * sizeof(uint32_t));
 		if (!p->a || !p->b || !p->height || !p->first || !p->last)
 		{
-			st = tg_error_set(err, TG_ENOMEM, "could not allocate the %zu label edges of %s", ne, names[i]);
+			st = tg_error_set(err, TG_ENOMEM, "could not allocate the %zu label edges of %s", ne, c->names[i]);
 			break;
 		}
 		get_runs(&r, p->a, ne);
@@ -782,66 +1754,377 @@ solve_fill(const tg_ctx *ctx, int n, const char *const *names, const tg_part_byt
 		get_runs(&r, p->first, W);
 		get_runs(&r, p->last, W);
 		st = reader_done(&r, "a scan reply", err);
-		/* labels outside the part's own are refused: the solve indexes by them */
+		/* labels beyond the grid's are refused: the solve indexes by them */
 		for (size_t e = 0; e < ne && st == TG_OK; e++)
 			if ((uint64_t) p->a[e] > 2 * (uint64_t) n * W || (uint64_t) p->b[e] > 2 * (uint64_t) n * W)
-				st = tg_error_set(err, TG_EDATA, "the scan reply of %s names label %u, beyond the grid's", names[i],
-								  p->a[e] > p->b[e] ? p->a[e] : p->b[e]);
-		first[k] = pl[i].first;
-		last[k] = pl[i].last;
+				st = tg_error_set(err, TG_EDATA, "the scan reply of %s names label %u, beyond the grid's",
+								  c->names[i], p->a[e] > p->b[e] ? p->a[e] : p->b[e]);
+		first[k] = c->dem_first[i];
+		last[k] = c->dem_last[i];
 		lv[k] = levels[i];
 	}
 	if (st == TG_OK)
-		st = tg_fill_part_solve(ctx, W, n, parts, first, last, lv, err);
+		st = tg_fill_part_solve(c->ctx, W, n, parts, first, last, lv, err);
 	for (int k = 0; parts && k < n; k++)
-		tg_fill_part_free(ctx, &parts[k]);
-	tg_free(ctx, parts);
-	tg_free(ctx, first);
-	tg_free(ctx, last);
-	tg_free(ctx, lv);
+		tg_fill_part_free(c->ctx, &parts[k]);
+	tg_free(c->ctx, parts);
+	tg_free(c->ctx, first);
+	tg_free(c->ctx, last);
+	tg_free(c->ctx, lv);
 	return st;
 }
 
-tg_status
-tg_parts_messages(const tg_ctx *ctx, tg_op_kind kind, tg_part_phase phase, int n, const char *const *names,
-				  const tg_part_bytes *edges, const tg_part_bytes *scans, tg_part_bytes *messages,
-				  tg_error *err)
+/* Part i's neighbour above (k - 1) or below (k + 1), or -1. */
+static int
+neighbour(const coordinator *c, int i, int side)
 {
-	const int	halo = halo_rows(kind);
-	part_place *pl = NULL;
-	int		   *order = NULL;
-	double	  **levels = NULL;
+	int			k = 0;
+
+	while (c->order[k] != i)
+		k++;
+	k += side == 0 ? -1 : 1;
+	return k >= 0 && k < c->n ? c->order[k] : -1;
+}
+
+static void
+put_part_header(writer *w, const coordinator *c, tg_part_phase phase, int i)
+{
+	int			k = 0;
+
+	while (c->order[k] != i)
+		k++;
+	put_header(w, (uint8_t) phase, c->kind);
+	put_i32(w, k);
+	put_i32(w, c->n);
+	put_i32(w, c->W);
+	put_i32(w, c->row0[i]);
+}
+
+/* The DEM rows around part i. */
+static void
+put_dem_halos(writer *w, const coordinator *c, int i)
+{
+	const int	above = neighbour(c, i, 0),
+				below = neighbour(c, i, 1);
+
+	if (above >= 0)
+		put_values(w, c->dem_last[above], (size_t) c->W * dem_halo(c->kind));
+	if (below >= 0)
+		put_values(w, c->dem_first[below], (size_t) c->W * dem_halo(c->kind));
+}
+
+/* Bytes of a surface or flats reply after its header, at `offset`. */
+static const uint8_t *
+reply_at(const tg_part_bytes *b, size_t offset, size_t size)
+{
+	return b->size >= 6 + offset + size ? b->data + 6 + offset : NULL;
+}
+
+/*
+ * Round 0: the neighbours' surface rows; every round: the change of their
+ * boundary values in the round before (none before the first).
+ */
+static tg_status
+put_flats(writer *w, const coordinator *c, int i, tg_error *err)
+{
+	const size_t W = (size_t) c->W,
+				triple = 16 * W;
+	static const uint8_t zero[4096];
+
+	put_i32(w, c->round);
+	for (int side = 0; side < 2 && c->round == 0; side++)
+	{
+		const int	j = neighbour(c, i, side);
+		reader		r;
+		tg_op_kind	k;
+		double	   *rows;
+		tg_status	st;
+
+		if (j < 0)
+			continue;
+		st = open_reader(&r, &c->slot[TG_PART_SURFACE][j], TG_PART_SURFACE | REPLY, &k, "a surface reply", err);
+		rows = tg_alloc(c->ctx, 4 * W * sizeof(double));
+		if (st == TG_OK && rows == NULL)
+			st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's surface rows");
+		if (st == TG_OK)
+		{
+			get_values(&r, rows, 2 * W);
+			get_values(&r, rows + 2 * W, 2 * W);
+			st = reader_done(&r, "a surface reply", err);
+		}
+		/* above: the neighbour's last two rows; below: its first two */
+		if (st == TG_OK)
+			put_values(w, rows + (side == 0 ? 2 * W : 0), 2 * W);
+		tg_free(c->ctx, rows);
+		if (st != TG_OK)
+			return st;
+	}
+	for (int side = 0; side < 2; side++)
+	{
+		const int	j = neighbour(c, i, side);
+		const uint8_t *v = j >= 0 && c->round > 0 ?
+			reply_at(&c->slot[TG_PART_FLATS][j], side == 0 ? triple : 0, triple) : NULL;
+
+		if (j >= 0 && c->round > 0 && v == NULL)
+			return tg_error_set(err, TG_EDATA, "the flats reply of %s is truncated", c->names[j]);
+		if (v)
+			put(w, v, triple);
+		else
+			for (size_t left = triple; left > 0; left -= left < sizeof zero ? left : sizeof zero)
+				put(w, zero, left < sizeof zero ? left : sizeof zero);
+	}
+	return TG_OK;
+}
+
+/* Every crossing flat's height: the greatest over the parts' replies. */
+static tg_status
+put_heights(writer *w, const coordinator *c, tg_error *err)
+{
+	label_height *all = NULL;
+	size_t		total = 0,
+				m = 0;
+
+	for (int i = 0; i < c->n; i++)
+	{
+		reader		r;
+		tg_op_kind	k;
+		size_t		count;
+		label_height *grown;
+		tg_status	st = open_reader(&r, &c->slot[TG_PART_HEIGHTS][i], TG_PART_HEIGHTS | REPLY, &k, "a heights reply",
+									 err);
+
+		if (st != TG_OK)
+		{
+			tg_free(c->ctx, all);
+			return st;
+		}
+		get(&r, &count, sizeof count);
+		if (r.bad || count > r.left / (sizeof(int64_t) + sizeof(int32_t)))
+		{
+			tg_free(c->ctx, all);
+			return tg_error_set(err, TG_EDATA, "the heights reply of %s is truncated", c->names[i]);
+		}
+		grown = tg_alloc(c->ctx, (total + count + 1) * sizeof(label_height));
+		if (grown == NULL)
+		{
+			tg_free(c->ctx, all);
+			return tg_error_set(err, TG_ENOMEM, "could not allocate the flats' heights");
+		}
+		if (total)
+			memcpy(grown, all, total * sizeof(label_height));
+		tg_free(c->ctx, all);
+		all = grown;
+		for (size_t j = 0; j < count; j++, total++)
+		{
+			get(&r, &all[total].label, sizeof all[total].label);
+			get(&r, &all[total].height, sizeof all[total].height);
+		}
+	}
+	qsort(all, total, sizeof *all, cmp_label_height);
+	for (size_t j = 0; j < total; j++)
+		if (m > 0 && all[m - 1].label == all[j].label)
+			all[m - 1].height = all[j].height > all[m - 1].height ? all[j].height : all[m - 1].height;
+		else
+			all[m++] = all[j];
+	put(w, &m, sizeof m);
+	for (size_t j = 0; j < m; j++)
+	{
+		put(w, &all[j].label, sizeof all[j].label);
+		put(w, &all[j].height, sizeof all[j].height);
+	}
+	tg_free(c->ctx, all);
+	return TG_OK;
+}
+
+/* The water entering each part from the others: inflows[i] (sorted by cell), counts[i]. */
+static tg_status
+solve_flow(const coordinator *c, tg_strip_inflow **inflows, size_t *ninflows, tg_error *err)
+{
+	const size_t W = (size_t) c->W;
+	tg_strip_ends *ends = tg_alloc(c->ctx, c->n * sizeof(tg_strip_ends));
+	tg_strip_exit *exits = NULL;
+	size_t		n = 0;
 	tg_status	st = TG_OK;
 
+	if (ends == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the flow between %d parts", c->n);
+	memset(ends, 0, c->n * sizeof(tg_strip_ends));
+	for (int i = 0; i < c->n && st == TG_OK; i++)
+	{
+		reader		r;
+		tg_op_kind	k;
+		size_t		count;
+		tg_strip_exit *grown;
+		double	   *amount;
+
+		st = open_reader(&r, &c->slot[TG_PART_LINK][i], TG_PART_LINK | REPLY, &k, "a link reply", err);
+		if (st != TG_OK)
+			break;
+
+		get(&r, &count, sizeof count);
+		if (r.bad || count > r.left / (2 * sizeof(int64_t) + sizeof(float)))
+		{
+			st = tg_error_set(err, TG_EDATA, "the link reply of %s is truncated", c->names[i]);
+			break;
+		}
+		grown = tg_alloc(c->ctx, (n + count + 1) * sizeof(tg_strip_exit));
+		amount = tg_alloc(c->ctx, (count + 1) * sizeof(double));
+		if (grown == NULL || amount == NULL)
+		{
+			tg_free(c->ctx, grown);
+			tg_free(c->ctx, amount);
+			st = tg_error_set(err, TG_ENOMEM, "could not allocate the exits of %d parts", c->n);
+			break;
+		}
+		if (n)
+			memcpy(grown, exits, n * sizeof(tg_strip_exit));
+		tg_free(c->ctx, exits);
+		exits = grown;
+		get_cells(&r, &exits[n].cell, count, sizeof(tg_strip_exit));
+		get_cells(&r, &exits[n].receiver, count, sizeof(tg_strip_exit));
+		get_values(&r, amount, count);
+		for (size_t e = 0; e < count; e++)
+		{
+			exits[n + e].receiver += exits[n + e].cell;
+			exits[n + e].acc = amount[e];
+		}
+		tg_free(c->ctx, amount);
+		n += count;
+		ends[i].row0 = c->row0[i];
+		ends[i].nrows = c->height[i];
+		if ((ends[i].dest = tg_alloc(c->ctx, 2 * W * sizeof(int64_t))) == NULL)
+			st = tg_error_set(err, TG_ENOMEM, "could not allocate the ends of %d parts", c->n);
+		else
+		{
+			get_cells(&r, ends[i].dest, 2 * W, sizeof(int64_t));
+			st = reader_done(&r, "a link reply", err);
+		}
+	}
+	if (st == TG_OK)
+		st = tg_strips_flow(c->ctx, c->W, exits, n, ends, c->n, inflows, ninflows, err);
+	for (int i = 0; i < c->n; i++)
+		tg_free(c->ctx, ends[i].dest);
+	tg_free(c->ctx, exits);
+	tg_free(c->ctx, ends);
+	return st;
+}
+
+/* Each part's inflows: those whose cell lies in its rows. */
+static void
+put_inflows(writer *w, const coordinator *c, int i, const tg_strip_inflow *in, size_t n)
+{
+	const int64_t begin = (int64_t) c->row0[i] * c->W,
+				end = begin + (int64_t) c->height[i] * c->W;
+	size_t		count = 0,
+				j0 = 0;
+
+	while (j0 < n && in[j0].cell < begin)
+		j0++;
+	while (j0 + count < n && in[j0 + count].cell < end)
+		count++;
+	put(w, &count, sizeof count);
+	if (count > 0)
+		put_cells(w, &in[j0].cell, count, sizeof(tg_strip_inflow));
+	for (size_t j = j0; j < j0 + count; j++)
+		put(w, &in[j].amount, sizeof(double));
+}
+
+/* Did no part's boundary values change in the round (its reply: the change, after the header)? */
+static bool
+nothing_changed(const tg_part_bytes *replies, int n)
+{
+	for (int i = 0; i < n; i++)
+		for (size_t b = 6; b < replies[i].size; b++)
+			if (replies[i].data[b] != 0)
+				return false;
+	return true;
+}
+
+/* The phase after c->last (whose replies are kept). */
+static tg_part_phase
+next_phase(coordinator *c, bool settled)
+{
+	switch (c->last)
+	{
+		case TG_PART_DONE:
+			return TG_PART_EDGES;
+		case TG_PART_EDGES:
+			return c->kind == TG_OP_SLOPE ? TG_PART_FINISH : c->fill ? TG_PART_SCAN : TG_PART_SURFACE;
+		case TG_PART_SCAN:
+			return c->kind == TG_OP_FILL ? TG_PART_FINISH : TG_PART_SURFACE;
+		case TG_PART_SURFACE:
+			return TG_PART_FLATS;
+		case TG_PART_FLATS:
+			return settled ? TG_PART_HEIGHTS : TG_PART_FLATS;
+		case TG_PART_HEIGHTS:
+			return TG_PART_LINK;
+		case TG_PART_LINK:
+			return TG_PART_FINISH;
+		default:
+			return TG_PART_DONE;
+	}
+}
+
+tg_status
+tg_parts_step(const tg_ctx *ctx, tg_op_kind kind, int n, const char *const *names,
+			  const tg_part_bytes *replies, const tg_part_bytes *state_in, tg_part_phase *phase,
+			  int *round, tg_part_bytes *messages, tg_part_bytes *state_out, tg_error *err)
+{
+	coordinator c;
+	double	  **levels = NULL;
+	tg_strip_inflow *inflows = NULL;
+	size_t		ninflows = 0;
+	bool		settled = false;
+	tg_status	st = TG_OK;
+
+	memset(&c, 0, sizeof c);
 	memset(messages, 0, n * sizeof *messages);
+	memset(state_out, 0, sizeof *state_out);
+	c.ctx = ctx;
+	c.kind = kind;
+	c.n = n;
+	c.names = names;
+	*phase = TG_PART_DONE;
 	if (n < 1)
 		return tg_error_set(err, TG_EINVAL, "a partitioned coverage needs at least one part");
-	if (halo == 0)
+	if (dem_halo(kind) == 0)
 		return tg_error_set(err, TG_EUNSUPPORTED, "this operation cannot run over a partitioned coverage");
-	if (phase == TG_PART_EDGES)
+	if (state_in && state_in->data)
+		st = read_state(&c, state_in, err);
+	/* the replies of the phase just run */
+	if (st == TG_OK && c.last != TG_PART_DONE)
 	{
+		if (replies == NULL)
+			st = tg_error_set(err, TG_EINVAL, "the replies of the %s phase are missing", tg_part_phase_name(c.last));
 		for (int i = 0; i < n && st == TG_OK; i++)
+			if (replies[i].size < 6 || replies[i].data[4] != (c.last | REPLY))
+				st = tg_error_set(err, TG_EDATA, "the reply of %s is not one of the %s phase", names[i],
+								  tg_part_phase_name(c.last));
+		if (st == TG_OK && c.last == TG_PART_FLATS)
+			settled = nothing_changed(replies, n);
+		if (st == TG_OK && c.last < SLOTS)
 		{
-			writer		w = {.ctx = ctx};
-
-			put_header(&w, M_EDGES, kind);
-			st = writer_done(&w, &messages[i], err);
+			if (c.slot[c.last] == NULL && (c.slot[c.last] = tg_alloc(ctx, n * sizeof(tg_part_bytes))) == NULL)
+				st = tg_error_set(err, TG_ENOMEM, "could not allocate the coordinator's state");
+			else
+				memcpy(c.slot[c.last], replies, n * sizeof(tg_part_bytes));
 		}
-		return st;
 	}
-	if (phase == TG_PART_SCAN && !has_scan(kind))
-		return tg_error_set(err, TG_EINVAL, "this operation has no scan phase");
-	if (edges == NULL || (phase == TG_PART_FINISH && has_scan(kind) && scans == NULL))
-		return tg_error_set(err, TG_EINVAL, "the replies of the phases before are missing");
-	pl = tg_alloc(ctx, n * sizeof(part_place));
-	order = tg_alloc(ctx, n * sizeof(int));
-	if (!pl || !order)
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate %d parts", n);
-	else
-		memset(pl, 0, n * sizeof(part_place));
-	if (st == TG_OK)
-		st = place_parts(ctx, kind, n, names, edges, pl, order, err);
-	if (st == TG_OK && phase == TG_PART_FINISH && has_scan(kind))
+	if (st == TG_OK && c.slot[TG_PART_EDGES])
+		st = place_parts(&c, err);
+	if (st != TG_OK)
+		goto done;
+	*phase = next_phase(&c, settled);
+	c.round = *phase == TG_PART_FLATS && c.last == TG_PART_FLATS ? c.round + 1 : 0;
+	if (c.round > MAX_FLAT_ROUNDS)
+	{
+		st = tg_error_set(err, TG_ELIMIT, "the flats across parts did not settle in %d rounds", MAX_FLAT_ROUNDS);
+		goto done;
+	}
+	*round = c.round;
+	c.last = *phase;
+	if ((*phase == TG_PART_SURFACE || *phase == TG_PART_FINISH) && c.fill && c.kind != TG_OP_SLOPE &&
+		(c.kind == TG_OP_FILL) == (*phase == TG_PART_FINISH))
 	{
 		levels = tg_alloc(ctx, n * sizeof(double *));
 		if (levels == NULL)
@@ -849,36 +2132,51 @@ tg_parts_messages(const tg_ctx *ctx, tg_op_kind kind, tg_part_phase phase, int n
 		else
 			memset(levels, 0, n * sizeof(double *));
 		for (int i = 0; i < n && st == TG_OK; i++)
-			if ((levels[i] = tg_alloc(ctx, sizeof(double) * (1 + 2 * (size_t) pl[0].width))) == NULL)
+			if ((levels[i] = tg_alloc(ctx, sizeof(double) * (1 + 2 * (size_t) c.W))) == NULL)
 				st = tg_error_set(err, TG_ENOMEM, "could not allocate the fill's levels");
 		if (st == TG_OK)
-			st = solve_fill(ctx, n, names, scans, pl, order, levels, err);
+			st = solve_fill(&c, levels, err);
 	}
-	for (int i = 0; i < n && st == TG_OK; i++)
+	if (st == TG_OK && *phase == TG_PART_FINISH && c.kind == TG_OP_ACCUMULATION)
+		st = solve_flow(&c, &inflows, &ninflows, err);
+	for (int i = 0; i < n && st == TG_OK && *phase != TG_PART_DONE; i++)
 	{
-		const int	k = pl[i].order;
-		const size_t cells = (size_t) pl[i].width * halo;
 		writer		w = {.ctx = ctx};
 
-		put_header(&w, phase == TG_PART_SCAN ? M_SCAN : M_FINISH, kind);
-		put_i32(&w, k);
-		put_i32(&w, n);
-		put_i32(&w, pl[i].width);
-		if (k > 0)
-			put_values(&w, pl[order[k - 1]].last, cells);
-		if (k + 1 < n)
-			put_values(&w, pl[order[k + 1]].first, cells);
+		if (*phase == TG_PART_EDGES || *phase == TG_PART_HEIGHTS)
+			put_header(&w, (uint8_t) *phase, kind);
+		else
+			put_part_header(&w, &c, *phase, i);
+		if (*phase == TG_PART_SCAN || (*phase == TG_PART_FINISH && c.kind != TG_OP_ACCUMULATION) ||
+			(*phase == TG_PART_SURFACE && c.fill))
+			put_dem_halos(&w, &c, i);
 		if (levels)
-			put_values(&w, levels[i], 1 + 2 * (size_t) pl[i].width);
-		st = writer_done(&w, &messages[i], err);
+			put_values(&w, levels[i], 1 + 2 * (size_t) c.W);
+		if (*phase == TG_PART_FLATS)
+			st = put_flats(&w, &c, i, err);
+		else if (*phase == TG_PART_LINK)
+			st = put_heights(&w, &c, err);
+		else if (*phase == TG_PART_FINISH && c.kind == TG_OP_ACCUMULATION)
+			put_inflows(&w, &c, i, inflows, ninflows);
+		if (st == TG_OK)
+			st = writer_done(&w, &messages[i], err);
+		else
+			tg_free(ctx, w.data);
 	}
+	if (st == TG_OK)
+		st = write_state(&c, state_out, err);
 	if (st != TG_OK)
 		for (int i = 0; i < n; i++)
+		{
 			tg_free(ctx, messages[i].data);
+			messages[i].data = NULL;
+		}
+done:
 	for (int i = 0; levels && i < n; i++)
 		tg_free(ctx, levels[i]);
 	tg_free(ctx, levels);
-	places_free(ctx, pl, n);
-	tg_free(ctx, order);
+	tg_free(ctx, inflows);
+	/* the kept replies point into state_in or replies: only the slot arrays are ours */
+	coordinator_free(&c);
 	return st;
 }

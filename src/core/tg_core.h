@@ -1152,18 +1152,27 @@ typedef struct tg_spill
 
 /*
  * A coverage partitioned by rows of tiles over several servers (parts.c):
- * the coordinator sends each part a message per phase and reads back its
- * reply; a part runs the phase as tg_run with job->part set, its job's
- * layout being the part's own tiles.  Phases: edges (the reply gives the
- * part's place on the grid and its first and last rows), scan (fill: the
- * part's label edges), finish (the part writes its result tiles).
+ * the coordinator (tg_parts_step) sends each part a message per phase and
+ * reads back its reply; a part runs the phase as tg_run with job->part set,
+ * its job's layout being the part's own tiles.  Phases: edges (the reply
+ * gives the part's place on the grid and its first and last rows), scan
+ * (the fill's label edges), surface, flats, heights and link (D8
+ * accumulation: the routing surface kept, flats across parts resolved in
+ * rounds, the flow between parts), finish (the part writes its tiles).
  */
 typedef enum tg_part_phase
 {
-	TG_PART_EDGES = 1,
+	TG_PART_DONE = 0,
+	TG_PART_EDGES,
 	TG_PART_SCAN,
+	TG_PART_SURFACE,
+	TG_PART_FLATS,
+	TG_PART_HEIGHTS,
+	TG_PART_LINK,
 	TG_PART_FINISH
 } tg_part_phase;
+
+const char *tg_part_phase_name(tg_part_phase phase);
 
 typedef struct tg_part_bytes
 {
@@ -1175,7 +1184,13 @@ typedef struct tg_part
 {
 	tg_part_bytes message;
 	tg_part_bytes reply;		/* out: allocated with the call's allocator */
+	/* what the part keeps from one phase to the next: allocated with keep, which outlives the calls */
+	tg_allocator keep;
+	void	   *state;
 } tg_part;
+
+/* Free what a part kept (its last phase does; a caller ending early should). */
+void		tg_part_forget(tg_part *part);
 
 typedef struct tg_job
 {
@@ -1202,15 +1217,16 @@ tg_status	tg_run(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error
 bool		tg_op_in_parts(const tg_op *op, const char **why_not);
 
 /*
- * The coordinator: the messages of `phase` for parts 0 .. n-1 (given in any
- * order: their edges replies place them on the grid), from the replies of
- * the phases before (edges: all but TG_PART_EDGES; scans: the fill's
- * TG_PART_FINISH).  names: the parts' names, for messages.  Each message
- * is allocated with ctx's allocator.
+ * The coordinator: from the replies of the phase just run (none at first)
+ * and the state it keeps between calls (NULL at first), the next phase
+ * (TG_PART_DONE when finished; *round counts the rounds of the flats) and
+ * its message for each of parts 0 .. n-1 (given in any order: their edges
+ * replies place them on the grid).  names: the parts' names, for messages.
+ * Messages and state are allocated with ctx's allocator.
  */
-tg_status	tg_parts_messages(const tg_ctx *ctx, tg_op_kind kind, tg_part_phase phase, int n,
-							  const char *const *names, const tg_part_bytes *edges,
-							  const tg_part_bytes *scans, tg_part_bytes *messages, tg_error *err);
+tg_status	tg_parts_step(const tg_ctx *ctx, tg_op_kind kind, int n, const char *const *names,
+						  const tg_part_bytes *replies, const tg_part_bytes *state_in, tg_part_phase *phase,
+						  int *round, tg_part_bytes *messages, tg_part_bytes *state_out, tg_error *err);
 
 #ifdef __cplusplus
 }

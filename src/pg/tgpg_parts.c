@@ -6,19 +6,24 @@
  *   tg_part_exec(query, message)      on a worker: runs the query (a coverage
  *                                     function over the worker's own table)
  *                                     as one part's phase, returns the reply
- *   tg_parts_messages(operation, ...) on the coordinator: the next phase's
- *                                     message for every part, from the
- *                                     replies of the phases before
+ *   tg_parts_step(operation, ...)     on the coordinator: the next phase and
+ *                                     its message for every part, from the
+ *                                     replies of the phase just run and the
+ *                                     state it keeps between phases
  *
  * The message reaches the coverage function through tgpg_part_take, which
- * the first coverage call of the query makes (tgpg_tiles.c).  Messages and
- * replies travel pglz-compressed where that makes them smaller.
+ * the first coverage call of the query makes (tgpg_tiles.c).  What a part
+ * keeps between phases lives in a memory context under the transaction's,
+ * so that it goes when the transaction ends (or is prepared), whatever
+ * happens.  Messages and replies travel pglz-compressed where that makes
+ * them smaller.
  */
 #include "tgpg.h"
 
 #include "catalog/pg_type.h"
 #include "common/pg_lzcompress.h"
 #include "executor/spi.h"
+#include "funcapi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
@@ -32,6 +37,48 @@ typedef struct pending_part
 } pending_part;
 
 static pending_part *pending = NULL;
+
+/* What this backend's part keeps between phases, in kept_cxt (under TopTransactionContext). */
+static void *kept_state = NULL;
+static MemoryContext kept_cxt = NULL;
+
+static void
+kept_reset(void *arg)
+{
+	kept_state = NULL;
+	kept_cxt = NULL;
+}
+
+static void *
+kept_alloc(size_t size, void *arg)
+{
+	return MemoryContextAllocExtended((MemoryContext) arg, size, MCXT_ALLOC_HUGE | MCXT_ALLOC_NO_OOM);
+}
+
+static void
+kept_free(void *ptr, void *arg)
+{
+	pfree(ptr);
+}
+
+static void
+keep_between_phases(tg_part *part)
+{
+	if (kept_cxt == NULL)
+	{
+		MemoryContextCallback *cb;
+
+		kept_cxt = AllocSetContextCreate(TopTransactionContext, "terra_gpu part", ALLOCSET_DEFAULT_SIZES);
+		cb = MemoryContextAlloc(kept_cxt, sizeof *cb);
+		cb->func = kept_reset;
+		cb->arg = NULL;
+		MemoryContextRegisterResetCallback(kept_cxt, cb);
+	}
+	part->keep.alloc = kept_alloc;
+	part->keep.free = kept_free;
+	part->keep.arg = kept_cxt;
+	part->state = kept_state;
+}
 
 tg_part *
 tgpg_part_take(void)
@@ -119,6 +166,7 @@ tgpg_part_exec(PG_FUNCTION_ARGS)
 	memset(&p, 0, sizeof p);
 	p.part.message = unpack(PG_GETARG_BYTEA_PP(1), "the message");
 	p.cxt = CurrentMemoryContext;
+	keep_between_phases(&p.part);
 	pending = &p;
 	PG_TRY();
 	{
@@ -130,6 +178,7 @@ tgpg_part_exec(PG_FUNCTION_ARGS)
 	PG_FINALLY();
 	{
 		pending = NULL;
+		kept_state = p.part.state;
 	}
 	PG_END_TRY();
 	if (!p.taken || p.part.reply.data == NULL)
@@ -141,16 +190,13 @@ tgpg_part_exec(PG_FUNCTION_ARGS)
 }
 
 /* ------------------------------------------------------------------------
- * The coordinator's messages
+ * The coordinator's steps
  * ------------------------------------------------------------------------ */
 static const tgpg_word part_operations[] = {
-	{"tg_fill", TG_OP_FILL}, {"tg_slope", TG_OP_SLOPE},
-};
-static const tgpg_word part_phases[] = {
-	{"edges", TG_PART_EDGES}, {"scan", TG_PART_SCAN}, {"finish", TG_PART_FINISH},
+	{"tg_fill", TG_OP_FILL}, {"tg_slope", TG_OP_SLOPE}, {"tg_flow_accumulation", TG_OP_ACCUMULATION},
 };
 
-/* The n elements of a bytea[] (NULL: none), each unpacked; 22004 on a NULL element. */
+/* The n elements of a bytea[], each unpacked; 22004 on a NULL element. */
 static tg_part_bytes *
 unpack_array(ArrayType *a, int n, const char *what)
 {
@@ -172,48 +218,75 @@ unpack_array(ArrayType *a, int n, const char *what)
 	return out;
 }
 
-PG_FUNCTION_INFO_V1(tgpg_parts_messages);
+PG_FUNCTION_INFO_V1(tgpg_parts_step);
 Datum
-tgpg_parts_messages(PG_FUNCTION_ARGS)
+tgpg_parts_step(PG_FUNCTION_ARGS)
 {
+	TupleDesc	desc;
 	int			kind,
-				phase,
-				n;
+				n,
+				round = 0;
 	Datum	   *servers;
 	bool	   *nulls;
 	const char **names;
-	tg_part_bytes *edges = NULL,
-			   *scans = NULL,
-			   *msgs;
+	tg_part_bytes *replies = NULL,
+			   *msgs,
+				state_in = {NULL, 0},
+				state_out;
+	tg_part_phase phase;
+	Datum		values[4];
+	bool		isnull[4] = {false, false, false, false};
 	Datum	   *out;
 	tgpg_guard	guard;
 	tg_ctx		ctx;
 	tg_error	err;
 	tg_status	st;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
-		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						errmsg("operation, phase and servers must not be NULL")));
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "tg_parts_step must return a record");
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("operation and servers must not be NULL")));
 	kind = tgpg_lookup("operation", text_to_cstring(PG_GETARG_TEXT_PP(0)), TGPG_WORDS(part_operations));
-	phase = tgpg_lookup("phase", text_to_cstring(PG_GETARG_TEXT_PP(1)), TGPG_WORDS(part_phases));
-	deconstruct_array(PG_GETARG_ARRAYTYPE_P(2), TEXTOID, -1, false, TYPALIGN_INT, &servers, &nulls, &n);
+	deconstruct_array(PG_GETARG_ARRAYTYPE_P(1), TEXTOID, -1, false, TYPALIGN_INT, &servers, &nulls, &n);
 	if (n < 1)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("servers must not be empty")));
 	names = palloc(n * sizeof(char *));
 	for (int i = 0; i < n; i++)
 		names[i] = nulls[i] ? "?" : TextDatumGetCString(servers[i]);
+	if (!PG_ARGISNULL(2))
+		replies = unpack_array(PG_GETARG_ARRAYTYPE_P(2), n, "replies");
 	if (!PG_ARGISNULL(3))
-		edges = unpack_array(PG_GETARG_ARRAYTYPE_P(3), n, "edges");
-	if (!PG_ARGISNULL(4))
-		scans = unpack_array(PG_GETARG_ARRAYTYPE_P(4), n, "scans");
+	{
+		bytea	   *b = PG_GETARG_BYTEA_P(3);
+
+		state_in.data = (uint8_t *) VARDATA(b);
+		state_in.size = VARSIZE(b) - VARHDRSZ;
+	}
 	msgs = palloc0(n * sizeof(tg_part_bytes));
-	tgpg_guard_init(&guard, "tg_parts_messages");
+	tgpg_guard_init(&guard, "tg_parts_step");
 	tgpg_ctx_init(&ctx, &guard, TG_BACKEND_CPU);
 	tg_error_clear(&err);
-	st = tg_parts_messages(&ctx, (tg_op_kind) kind, (tg_part_phase) phase, n, names, edges, scans, msgs, &err);
+	st = tg_parts_step(&ctx, (tg_op_kind) kind, n, names, replies, PG_ARGISNULL(3) ? NULL : &state_in, &phase,
+					   &round, msgs, &state_out, &err);
 	tgpg_finish(&guard, st, &err);
-	out = palloc(n * sizeof(Datum));
-	for (int i = 0; i < n; i++)
-		out[i] = PointerGetDatum(pack(msgs[i].data, msgs[i].size));
-	PG_RETURN_ARRAYTYPE_P(construct_array(out, n, BYTEAOID, -1, false, TYPALIGN_INT));
+	values[0] = CStringGetTextDatum(tg_part_phase_name(phase));
+	values[1] = Int32GetDatum(round);
+	if (phase == TG_PART_DONE)
+	{
+		isnull[2] = isnull[3] = true;
+		values[2] = values[3] = (Datum) 0;
+	}
+	else
+	{
+		bytea	   *b = palloc(VARHDRSZ + state_out.size);
+
+		out = palloc(n * sizeof(Datum));
+		for (int i = 0; i < n; i++)
+			out[i] = PointerGetDatum(pack(msgs[i].data, msgs[i].size));
+		values[2] = PointerGetDatum(construct_array(out, n, BYTEAOID, -1, false, TYPALIGN_INT));
+		SET_VARSIZE(b, VARHDRSZ + state_out.size);
+		memcpy(VARDATA(b), state_out.data, state_out.size);
+		values[3] = PointerGetDatum(b);
+	}
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, isnull)));
 }

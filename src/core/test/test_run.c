@@ -525,58 +525,89 @@ make_part(const coverage *c, int k, coverage *p)
 	p->layout.tiles = p->places;
 }
 
+static void *
+test_alloc(size_t size, void *arg)
+{
+	(void) arg;
+	return malloc(size);
+}
+
+static void
+test_free(void *ptr, void *arg)
+{
+	(void) arg;
+	free(ptr);
+}
+
 /*
  * Run op over the parts (given to the coordinator in the order `given`),
- * phase by phase; the finished parts' tiles into r[k].  The status of the
- * first failure, its message in err.
+ * phase by phase as the coordinator says; the finished parts' tiles into
+ * r[k], the rounds of the flats into *rounds.  The status of the first
+ * failure, its message in err.
  */
 static tg_status
-run_parts(coverage *parts, const int *given, int n, const tg_op *op, results *r, tg_error *err)
+run_parts(coverage *parts, const int *given, int n, const tg_op *op, results *r, int *rounds, tg_error *err)
 {
 	static const char *const names[NPARTS] = {"p0", "p1", "p2"};
-	static const tg_part_phase phases[3] = {TG_PART_EDGES, TG_PART_SCAN, TG_PART_FINISH};
 	const char *gnames[NPARTS];
-	tg_part_bytes edges[NPARTS],
-				scans[NPARTS],
-				msgs[NPARTS];
+	tg_part		part[NPARTS];
+	tg_part_bytes replies[NPARTS],
+				msgs[NPARTS],
+				state = {NULL, 0},
+				next;
+	bool		replied = false;
+	tg_part_phase phase = TG_PART_EDGES;
 	tg_ctx		ctx;
 	tg_status	st = TG_OK;
 
 	tg_ctx_init(&ctx);
-	memset(edges, 0, sizeof edges);
-	memset(scans, 0, sizeof scans);
+	memset(part, 0, sizeof part);
+	memset(replies, 0, sizeof replies);
+	*rounds = 0;
 	for (int i = 0; i < n; i++)
-		gnames[i] = names[given[i]];
-	for (int ph = 0; ph < 3 && st == TG_OK; ph++)
 	{
-		if (phases[ph] == TG_PART_SCAN && op->kind != TG_OP_FILL)
-			continue;
+		gnames[i] = names[given[i]];
+		part[i].keep = (tg_allocator) {test_alloc, test_free, NULL};
+	}
+	while (st == TG_OK)
+	{
+		int			round;
+
 		tg_error_clear(err);
-		st = tg_parts_messages(&ctx, op->kind, phases[ph], n, gnames, edges, scans, msgs, err);
-		for (int i = 0; i < n && st == TG_OK; i++)
+		st = tg_parts_step(&ctx, op->kind, n, gnames, replied ? replies : NULL, state.data ? &state : NULL,
+						   &phase, &round, msgs, &next, err);
+		free(state.data);
+		state = next;
+		for (int i = 0; i < n; i++)
 		{
-			tg_part		part = {msgs[i], {NULL, 0}};
+			free(replies[i].data);
+			replies[i].data = NULL;
+		}
+		if (st != TG_OK || phase == TG_PART_DONE)
+			break;
+		if (phase == TG_PART_FLATS)
+			*rounds = round + 1;
+		for (int i = 0; i < n; i++)
+		{
 			results		none;
 
-			st = run_job(&parts[given[i]], NULL, op, 2, SIZE_MAX, false, false, &part,
-						 phases[ph] == TG_PART_FINISH ? &r[given[i]] : &none, NULL, err);
-			if (phases[ph] != TG_PART_FINISH)
+			part[i].message = msgs[i];
+			if (st == TG_OK)
+				st = run_job(&parts[given[i]], NULL, op, 2, SIZE_MAX, false, false, &part[i],
+							 phase == TG_PART_FINISH ? &r[given[i]] : &none, NULL, err);
+			if (phase != TG_PART_FINISH)
 				res_free(&none);
-			if (phases[ph] == TG_PART_EDGES)
-				edges[i] = part.reply;
-			else if (phases[ph] == TG_PART_SCAN)
-				scans[i] = part.reply;
-			else
-				free(part.reply.data);
-		}
-		for (int i = 0; i < n && st == TG_OK; i++)
+			replies[i] = part[i].reply;
 			free(msgs[i].data);
+		}
+		replied = true;
 	}
 	for (int i = 0; i < n; i++)
 	{
-		free(edges[i].data);
-		free(scans[i].data);
+		tg_part_forget(&part[i]);
+		free(replies[i].data);
 	}
+	free(state.data);
 	return st;
 }
 
@@ -589,13 +620,14 @@ check_parts(const char *name, const tg_op *op, coverage *tiles)
 				r[NPARTS];
 	tg_error	err;
 	bool		same = true;
-	int			t0 = 0;
+	int			t0 = 0,
+				rounds;
 
 	for (int k = 0; k < NPARTS; k++)
 		make_part(tiles, k, &parts[k]);
 	check(run_on(tiles, NULL, op, 1, SIZE_MAX, false, false, &whole, NULL, &err) == TG_OK,
 		  "%s over the whole coverage: %s", name, err.message);
-	check(run_parts(parts, order, NPARTS, op, r, &err) == TG_OK, "%s over %d parts: %s", name, NPARTS,
+	check(run_parts(parts, order, NPARTS, op, r, &rounds, &err) == TG_OK, "%s over %d parts: %s", name, NPARTS,
 		  err.message);
 	for (int k = 0; k < NPARTS; k++)
 	{
@@ -608,6 +640,9 @@ check_parts(const char *name, const tg_op *op, coverage *tiles)
 	}
 	check(same && t0 == tiles->layout.ntiles,
 		  "%s over %d parts given out of order: every tile equals the whole run's", name, NPARTS);
+	/* the flats that cross the parts (a lake over their boundaries) take more than one round */
+	check(op->kind != TG_OP_ACCUMULATION || rounds > 1, "%s: the flats across parts settled in %d rounds",
+		  name, rounds);
 	res_free(&whole);
 	free(parts);
 }
@@ -618,26 +653,32 @@ test_parts(coverage *tiles)
 	static const int gap[2] = {0, 2};
 	coverage   *parts = malloc(NPARTS * sizeof(coverage));
 	tg_op		op = base_op(TG_OP_FILL);
-	tg_part		part = {{(uint8_t *) "TGP1", 4}, {NULL, 0}};
+	tg_part		part = {{(uint8_t *) "TGP1", 4}, {NULL, 0}, {test_alloc, test_free, NULL}, NULL};
 	results		r[NPARTS],
 				none;
 	tg_error	err;
+	int			rounds;
 
 	check_parts("fill", &op, tiles);
 	op = base_op(TG_OP_SLOPE);
 	op.slope_units = TG_SLOPE_PERCENT;
 	check_parts("slope", &op, tiles);
+	op = base_op(TG_OP_ACCUMULATION);
+	check_parts("d8 accumulation of the filled DEM", &op, tiles);
+	op.flow.fill = false;
+	check_parts("d8 accumulation of the DEM as it is", &op, tiles);
 
 	for (int k = 0; k < NPARTS; k++)
 		make_part(tiles, k, &parts[k]);
 	/* a part missing in the middle: the others do not meet */
 	op = base_op(TG_OP_FILL);
-	check(run_parts(parts, gap, 2, &op, r, &err) == TG_EDATA && strstr(err.message, "do not meet") != NULL,
+	check(run_parts(parts, gap, 2, &op, r, &rounds, &err) == TG_EDATA && strstr(err.message, "do not meet") != NULL,
 		  "parts with a gap between them are refused: %s", err.message);
 	/* what cannot run over parts says so; a truncated message is refused */
 	op = base_op(TG_OP_ACCUMULATION);
+	op.flow.routing = TG_ROUTE_MFD_MD;
 	check(run_job(&parts[0], NULL, &op, 1, SIZE_MAX, false, false, &part, &none, NULL, &err) == TG_EUNSUPPORTED &&
-		  strstr(err.message, "tg_fill and tg_slope") != NULL, "accumulation over parts: %s", err.message);
+		  strstr(err.message, "routing d8") != NULL, "mfd-md accumulation over parts: %s", err.message);
 	res_free(&none);
 	op = base_op(TG_OP_FILL);
 	check(run_job(&parts[0], NULL, &op, 1, SIZE_MAX, false, false, &part, &none, NULL, &err) == TG_EDATA,
@@ -670,6 +711,8 @@ test_run(void)
 
 			if (x < 40 && y > 150)
 				v = 100;		/* a lake: a flat crossing strips */
+			if (x >= 150 && x < 200 && y >= 50 && y < 140)
+				v = 120;		/* a pit: once filled, a flat crossing two part boundaries */
 			if ((x * 13 + y * 7) % 211 == 0)
 				v = ND;
 			dem[(size_t) y * GW + x] = (int16_t) v;
