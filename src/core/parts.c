@@ -421,6 +421,12 @@ typedef struct part_state
 	int32_t    *towards;
 	int32_t    *away;
 	int64_t    *label;			/* 1 + the smallest grid cell number of the flat */
+	int32_t    *comp;			/* the flat each belongs to, as far as the part sees it */
+	int64_t    *comp_least;		/* each such flat's label from its own cells: ncomp */
+	int64_t    *least;			/* and with its neighbours': ncomp */
+	size_t		ncomp;
+	uint32_t   *edge;			/* the crossing cells of the part's first and last rows (indices) */
+	size_t		nedge;
 	int32_t    *mask;
 	/* the same of the row above (the neighbour's last) and the row below (its first): 2 * W */
 	int32_t    *nb_towards;
@@ -428,6 +434,7 @@ typedef struct part_state
 	int64_t    *nb_label;
 	int32_t    *nb_mask;
 	uint8_t    *sent;			/* our first and last rows' values as last handed over (32 * W bytes) */
+	uint8_t    *d8;				/* after the link: the part's directions (H * W) */
 } part_state;
 
 static void *
@@ -439,8 +446,9 @@ keep_alloc(const tg_part *part, size_t size)
 static void
 state_free(const tg_part *part, part_state *s)
 {
-	void	   *bufs[] = {s->z, s->cell, s->seed, s->at, s->towards, s->away, s->label, s->mask,
-		s->nb_towards, s->nb_away, s->nb_label, s->nb_mask, s->sent};
+	void	   *bufs[] = {s->z, s->cell, s->seed, s->at, s->towards, s->away, s->label, s->comp, s->comp_least,
+		s->least, s->edge, s->mask,
+		s->nb_towards, s->nb_away, s->nb_label, s->nb_mask, s->sent, s->d8};
 
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		if (bufs[i])
@@ -682,8 +690,11 @@ part_surface(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_part *par
 			s->z[i < 2 * W ? i : n + i] = NAN;
 		memcpy(s->z + 2 * W, surface, n * sizeof(double));
 		put_header(&w, TG_PART_SURFACE | REPLY, op->kind);
-		put_values(&w, surface, 2 * W);
-		put_values(&w, surface + n - 2 * W, 2 * W);
+		/* the rows a neighbour routes with: the first two for the part above, the last two for the one below */
+		if (m->index > 0)
+			put_values(&w, surface, 2 * W);
+		if (m->index + 1 < m->count)
+			put_values(&w, surface + n - 2 * W, 2 * W);
 		st = writer_done(&w, &part->reply, err);
 	}
 	tg_free(ctx, surface);
@@ -735,6 +746,66 @@ keep_crossing(void *arg, size_t i, uint8_t seed, tg_error *err)
 	return TG_OK;
 }
 
+/* Flat neighbour j (index in cell[]) of own cell c, or -1 (defined below). */
+static int64_t flat_neighbour(const part_state *s, size_t c, int k, int *nb, int *col);
+
+/* The flats as the part sees them (its own crossing cells joined), each with its own least label. */
+static tg_status
+flats_components(const tg_ctx *ctx, tg_part *part, tg_error *err)
+{
+	part_state *s = part->state;
+	const size_t n = s->nflat;
+	uint32_t   *queue = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+	int64_t    *least = tg_alloc(ctx, (n ? n : 1) * sizeof(int64_t));
+
+	if (queue == NULL || least == NULL)
+	{
+		tg_free(ctx, queue);
+		tg_free(ctx, least);
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a part's flats (%zu cells)", n);
+	}
+	memset(s->comp, 0xff, n * sizeof(int32_t));
+	s->ncomp = 0;
+	for (size_t c0 = 0; c0 < n; c0++)
+	{
+		size_t		tail = 0;
+
+		if (s->comp[c0] >= 0)
+			continue;
+		least[s->ncomp] = INT64_MAX;
+		s->comp[c0] = (int32_t) s->ncomp;
+		queue[tail++] = (uint32_t) c0;
+		for (size_t head = 0; head < tail; head++)
+		{
+			const uint32_t c = queue[head];
+			const int64_t own = 1 + (int64_t) (s->row0 + s->cell[c] / s->W) * s->W + s->cell[c] % s->W;
+
+			least[s->ncomp] = own < least[s->ncomp] ? own : least[s->ncomp];
+			for (int k = 0; k < 8; k++)
+			{
+				int			side,
+							col;
+				int64_t		j = flat_neighbour(s, c, k, &side, &col);
+
+				if (j >= 0 && s->comp[j] < 0)
+				{
+					s->comp[j] = (int32_t) s->ncomp;
+					queue[tail++] = (uint32_t) j;
+				}
+			}
+		}
+		s->ncomp++;
+	}
+	s->comp_least = keep_alloc(part, s->ncomp * sizeof(int64_t));
+	s->least = keep_alloc(part, s->ncomp * sizeof(int64_t));
+	if (s->comp_least && s->least)
+		memcpy(s->comp_least, least, s->ncomp * sizeof(int64_t));
+	tg_free(ctx, queue);
+	tg_free(ctx, least);
+	return s->comp_least && s->least ? TG_OK
+		: tg_error_set(err, TG_ENOMEM, "could not keep a part's %zu flats", s->ncomp);
+}
+
 /* Round 0 of the flats: the neighbours' rows around the surface, the crossing flats' cells. */
 static tg_status
 flats_begin(const tg_ctx *ctx, tg_part *part, reader *r, tg_error *err)
@@ -766,17 +837,22 @@ flats_begin(const tg_ctx *ctx, tg_part *part, reader *r, tg_error *err)
 	s->nb_label = keep_alloc(part, 2 * W * sizeof(int64_t));
 	s->nb_mask = keep_alloc(part, 2 * W * sizeof(int32_t));
 	s->sent = keep_alloc(part, 32 * W);
+	s->comp = keep_alloc(part, s->nflat * sizeof(int32_t));
+	s->edge = keep_alloc(part, s->nflat * sizeof(uint32_t));
 	if (!s->at || !s->towards || !s->away || !s->label || !s->mask || !s->nb_towards || !s->nb_away ||
-		!s->nb_label || !s->nb_mask || !s->sent)
+		!s->nb_label || !s->nb_mask || !s->sent || !s->comp || !s->edge)
 		return tg_error_set(err, TG_ENOMEM, "could not keep the flats of a part of %zu cells", n);
 	memset(s->at, 0xff, n * sizeof(int32_t));
+	for (size_t j = 0; j < s->nflat; j++)
+		if (s->cell[j] < W || s->cell[j] >= n - W)
+			s->edge[s->nedge++] = (uint32_t) j;
 	memset(s->nb_towards, 0, 2 * W * sizeof(int32_t));
 	memset(s->nb_away, 0, 2 * W * sizeof(int32_t));
 	memset(s->nb_label, 0, 2 * W * sizeof(int64_t));
 	memset(s->sent, 0, 32 * W);
 	for (size_t j = 0; j < s->nflat; j++)
 		s->at[s->cell[j]] = (int32_t) j;
-	return TG_OK;
+	return flats_components(ctx, part, err);
 }
 
 /*
@@ -815,11 +891,13 @@ cmp_u64(const void *a, const void *b)
 /*
  * Breadth-first distances over the own crossing cells from those with
  * `seed` (1) and from the neighbours' cells along the boundary (their value
- * + 1): sources taken in order of distance, merged with the queue.
+ * + 1), taken in order of distance and merged with the queue.  The first
+ * round starts afresh; later ones only lower what the boundary's new
+ * values lower (they only ever fall), from the part's edge cells.
  */
 static tg_status
-flats_distance(const tg_ctx *ctx, const part_state *s, uint8_t seed, const int32_t *nb, int32_t *dist,
-			   tg_error *err)
+flats_distance(const tg_ctx *ctx, const part_state *s, uint8_t seed, const int32_t *nb, bool first,
+			   int32_t *dist, tg_error *err)
 {
 	const size_t n = s->nflat;
 	uint32_t   *queue = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
@@ -839,27 +917,33 @@ flats_distance(const tg_ctx *ctx, const part_state *s, uint8_t seed, const int32
 		tg_free(ctx, keyed);
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a part's flat distances (%zu cells)", n);
 	}
-	/* each cell's best start: its own seed, or a neighbour's value across the boundary + 1 */
-	for (size_t c = 0; c < n; c++)
+	memset(start, 0, n * sizeof(int32_t));
+	if (first)
+		for (size_t c = 0; c < n; c++)
+		{
+			dist[c] = 0;
+			start[c] = s->seed[c] & seed ? 1 : 0;
+		}
+	/* the edge cells' best start across the boundary */
+	for (size_t e = 0; e < s->nedge; e++)
 	{
-		start[c] = s->seed[c] & seed ? 1 : 0;
+		const uint32_t c = s->edge[e];
+
 		for (int k = 0; k < 8; k++)
 		{
 			int			side,
 						col;
+			int32_t		v;
 
 			(void) flat_neighbour(s, c, k, &side, &col);
-			if (side >= 0 && nb[(size_t) side * s->W + col] > 0 &&
-				(start[c] == 0 || nb[(size_t) side * s->W + col] + 1 < start[c]))
-				start[c] = nb[(size_t) side * s->W + col] + 1;
+			v = side >= 0 ? nb[(size_t) side * s->W + col] : 0;
+			if (v > 0 && (start[c] == 0 || v + 1 < start[c]))
+				start[c] = v + 1;
 		}
-		dist[c] = 0;
-		if (start[c] > 0)
-			order[nsrc++] = (uint32_t) c;
 	}
-	/* sources by distance, then cell */
-	for (size_t i = 0; i < nsrc; i++)
-		keyed[i] = ((uint64_t) (uint32_t) start[order[i]] << 32) | order[i];
+	for (size_t c = 0; c < n; c++)
+		if (start[c] > 0 && (dist[c] == 0 || start[c] < dist[c]))
+			keyed[nsrc++] = ((uint64_t) (uint32_t) start[c] << 32) | c;
 	qsort(keyed, nsrc, sizeof(uint64_t), cmp_u64);
 	for (size_t i = 0; i < nsrc; i++)
 		order[i] = (uint32_t) keyed[i];
@@ -871,7 +955,7 @@ flats_distance(const tg_ctx *ctx, const part_state *s, uint8_t seed, const int32
 		if (next < nsrc && (head == tail || start[order[next]] <= dist[queue[head]]))
 		{
 			c = order[next++];
-			if (dist[c] != 0)
+			if (dist[c] != 0 && dist[c] <= start[c])
 				continue;
 			dist[c] = start[c];
 		}
@@ -883,8 +967,8 @@ flats_distance(const tg_ctx *ctx, const part_state *s, uint8_t seed, const int32
 						col;
 			int64_t		j = flat_neighbour(s, c, k, &side, &col);
 
-			/* a source no farther than this is left to be taken as one */
-			if (j >= 0 && dist[j] == 0 && (start[j] == 0 || start[j] > dist[c] + 1))
+			/* lowered once, in order; a source no farther than this is left to be taken as one */
+			if (j >= 0 && (dist[j] == 0 || dist[j] > dist[c] + 1) && (start[j] == 0 || start[j] > dist[c] + 1))
 			{
 				dist[j] = dist[c] + 1;
 				queue[tail++] = (uint32_t) j;
@@ -898,53 +982,32 @@ flats_distance(const tg_ctx *ctx, const part_state *s, uint8_t seed, const int32
 	return tg_canceled(ctx) ? tg_error_set(err, TG_ECANCELED, "flow routing canceled") : TG_OK;
 }
 
-/* Each flat's label: 1 + the smallest grid cell number among its cells, here and across the boundary. */
-static tg_status
-flats_label(const tg_ctx *ctx, const part_state *s, tg_error *err)
+/*
+ * Each flat's label: 1 + the smallest grid cell number among its cells,
+ * here and, through the boundary, beyond.
+ */
+static void
+flats_label(const part_state *s)
 {
-	const size_t n = s->nflat;
-	uint32_t   *queue = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
-
-	if (queue == NULL)
-		return tg_error_set(err, TG_ENOMEM, "could not allocate a part's flat labels (%zu cells)", n);
-	for (size_t c = 0; c < n; c++)
-		s->label[c] = 0;
-	for (size_t c0 = 0; c0 < n; c0++)
+	memcpy(s->least, s->comp_least, s->ncomp * sizeof(int64_t));
+	for (size_t e = 0; e < s->nedge; e++)
 	{
-		size_t		tail = 0;
-		int64_t		least = INT64_MAX;
+		const uint32_t c = s->edge[e];
 
-		if (s->label[c0] != 0)
-			continue;
-		s->label[c0] = -1;
-		queue[tail++] = (uint32_t) c0;
-		for (size_t head = 0; head < tail; head++)
+		for (int k = 0; k < 8; k++)
 		{
-			const uint32_t c = queue[head];
-			const int64_t own = 1 + (int64_t) (s->row0 + s->cell[c] / s->W) * s->W + s->cell[c] % s->W;
+			int			side,
+						col;
+			int64_t		v;
 
-			least = own < least ? own : least;
-			for (int k = 0; k < 8; k++)
-			{
-				int			side,
-							col;
-				int64_t		j = flat_neighbour(s, c, k, &side, &col);
-
-				if (j >= 0 && s->label[j] == 0)
-				{
-					s->label[j] = -1;
-					queue[tail++] = (uint32_t) j;
-				}
-				else if (side >= 0 && s->nb_label[(size_t) side * s->W + col] > 0 &&
-						 s->nb_label[(size_t) side * s->W + col] < least)
-					least = s->nb_label[(size_t) side * s->W + col];
-			}
+			(void) flat_neighbour(s, c, k, &side, &col);
+			v = side >= 0 ? s->nb_label[(size_t) side * s->W + col] : 0;
+			if (v > 0 && v < s->least[s->comp[c]])
+				s->least[s->comp[c]] = v;
 		}
-		for (size_t i = 0; i < tail; i++)
-			s->label[queue[i]] = least;
 	}
-	tg_free(ctx, queue);
-	return TG_OK;
+	for (size_t c = 0; c < s->nflat; c++)
+		s->label[c] = s->least[s->comp[c]];
 }
 
 /*
@@ -969,22 +1032,63 @@ row_values(const part_state *s, int y, uint8_t *out)
 	}
 }
 
-/* Apply a neighbour row's change (16 * W bytes, as row_values) to what the part holds of it. */
+/*
+ * A row block's change since it was last sent (row_values' layout: W
+ * uint32, W uint32, W uint64), written over `now` as the difference of each
+ * cell's change from its left neighbour's (mod 2^32, 2^64): distances and
+ * labels along a boundary run smoothly, so that mostly small numbers and
+ * zeros travel; `sent` becomes now.
+ */
+static void
+encode_change(uint8_t *now, uint8_t *sent, size_t W)
+{
+	for (int which = 0; which < 3; which++)
+	{
+		const size_t size = which < 2 ? 4 : 8,
+					base = which < 2 ? which * 4 * W : 8 * W;
+		uint64_t	before = 0;
+
+		for (size_t x = 0; x < W; x++)
+		{
+			uint64_t	v = 0,
+						old = 0,
+						change,
+						out;
+
+			memcpy(&v, now + base + size * x, size);
+			memcpy(&old, sent + base + size * x, size);
+			memcpy(sent + base + size * x, &v, size);
+			change = v - old;
+			out = change - before;
+			before = change;
+			memcpy(now + base + size * x, &out, size);
+		}
+	}
+}
+
+/* Apply a neighbour row block's change (encode_change) to what the part holds of it. */
 static void
 apply_row_change(const uint8_t *change, size_t W, int32_t *towards, int32_t *away, int64_t *label)
 {
+	uint32_t	ct = 0,
+				ca = 0;
+	uint64_t	cl = 0;
+
 	for (size_t x = 0; x < W; x++)
 	{
-		int32_t		t,
+		uint32_t	t,
 					a;
-		int64_t		l;
+		uint64_t	l;
 
 		memcpy(&t, change + 4 * x, 4);
 		memcpy(&a, change + 4 * (W + x), 4);
 		memcpy(&l, change + 8 * (W + x), 8);
-		towards[x] ^= t;
-		away[x] ^= a;
-		label[x] ^= l;
+		ct += t;
+		ca += a;
+		cl += l;
+		towards[x] = (int32_t) ((uint32_t) towards[x] + ct);
+		away[x] = (int32_t) ((uint32_t) away[x] + ca);
+		label[x] = (int64_t) ((uint64_t) label[x] + cl);
 	}
 }
 
@@ -1003,7 +1107,7 @@ part_flats(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_erro
 		st = flats_begin(ctx, part, r, err);
 	if (st != TG_OK)
 		return st;
-	/* the neighbours' rows: each round their change since the last (xor), which compresses well */
+	/* the neighbours' rows: each round their change since the last (encode_change) */
 	for (int side = 0; side < 2; side++)
 	{
 		uint8_t    *change = tg_alloc(ctx, 16 * (size_t) s->W);
@@ -1018,11 +1122,11 @@ part_flats(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_erro
 	}
 	st = reader_done(r, "a flats message", err);
 	if (st == TG_OK)
-		st = flats_distance(ctx, s, TG_SEED_DRAINS, s->nb_towards, s->towards, err);
+		st = flats_distance(ctx, s, TG_SEED_DRAINS, s->nb_towards, round == 0, s->towards, err);
 	if (st == TG_OK)
-		st = flats_distance(ctx, s, TG_SEED_HIGHER, s->nb_away, s->away, err);
+		st = flats_distance(ctx, s, TG_SEED_HIGHER, s->nb_away, round == 0, s->away, err);
 	if (st == TG_OK)
-		st = flats_label(ctx, s, err);
+		flats_label(s);
 	if (st == TG_OK)
 	{
 		/* our first and last rows' change since the last round */
@@ -1033,13 +1137,8 @@ part_flats(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_erro
 			return tg_error_set(err, TG_ENOMEM, "could not allocate a part's flat values");
 		row_values(s, 0, now);
 		row_values(s, s->H - 1, now + bytes / 2);
-		for (size_t i = 0; i < bytes; i++)
-		{
-			const uint8_t v = now[i];
-
-			now[i] ^= s->sent[i];
-			s->sent[i] = v;
-		}
+		encode_change(now, s->sent, s->W);
+		encode_change(now + bytes / 2, s->sent + bytes / 2, s->W);
 		put_header(&w, TG_PART_FLATS | REPLY, op->kind);
 		put(&w, now, bytes);
 		tg_free(ctx, now);
@@ -1193,19 +1292,17 @@ route_part(const tg_ctx *ctx, const tg_op *op, const part_state *s, tg_route *st
 	return st;
 }
 
-/* The part accumulated alone, with `inflows` added where given. */
+/* The part's routing, accumulated with `inflows` added where given. */
 static tg_status
-accumulate_part(const tg_ctx *ctx, const tg_op *op, const part_state *s, const tg_strip_inflow *inflows,
-				size_t ninflows, tg_route *strip, double **acc, tg_error *err)
+accumulate_part(const tg_ctx *ctx, const tg_op *op, const part_state *s, const tg_route *strip,
+				const tg_strip_inflow *inflows, size_t ninflows, double **acc, tg_error *err)
 {
 	const size_t nb = (size_t) s->W * s->H;
 	const int64_t begin = (int64_t) s->row0 * s->W;
 	double	   *w = NULL;
-	tg_status	st = route_part(ctx, op, s, strip, err);
+	tg_status	st = tg_cell_weights(ctx, NULL, &op->flow.geom, op->units, &w, err);
 
 	*acc = NULL;
-	if (st == TG_OK)
-		st = tg_cell_weights(ctx, NULL, &op->flow.geom, op->units, &w, err);
 	for (size_t j = 0; st == TG_OK && j < ninflows; j++)
 		if (inflows[j].cell >= begin && inflows[j].cell < begin + (int64_t) nb)
 			w[inflows[j].cell - begin] += inflows[j].amount;
@@ -1256,8 +1353,16 @@ part_link(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error
 		for (size_t i = 0; i < 2 * W; i++)
 			s->nb_mask[i] = s->nb_label[i] > 0 ?
 				tg_flat_mask_value(s->nb_towards[i], s->nb_away[i], height_of(lh, m, s->nb_label[i])) : 0;
-		st = accumulate_part(ctx, op, s, NULL, 0, &strip, &acc, err);
+		st = route_part(ctx, op, s, &strip, err);
 		routed = st == TG_OK;
+		/* the finish accumulates the same routing again: keep its codes */
+		if (st == TG_OK && (s->d8 = keep_alloc(part, (size_t) s->W * s->H)) == NULL)
+			st = tg_error_set(err, TG_ENOMEM, "could not keep a part's directions");
+		if (st == TG_OK)
+		{
+			memcpy(s->d8, strip.d8, (size_t) s->W * s->H);
+			st = accumulate_part(ctx, op, s, &strip, NULL, 0, &acc, err);
+		}
 	}
 	if (st == TG_OK)
 		st = tg_strip_link(ctx, &strip, acc, s->row0, &exits, &nexits, &cap, dest, err);
@@ -1304,10 +1409,9 @@ finish_accumulation(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r
 	const part_state *s = part->state;
 	tg_strip_inflow *in = NULL;
 	size_t		n = 0;
-	tg_route	strip;
 	tg_status	st = TG_OK;
 
-	if (s == NULL || s->mask == NULL)
+	if (s == NULL || s->d8 == NULL)
 		return tg_error_set(err, TG_EDATA, "a finish message reached a part that was not linked");
 	get(r, &n, sizeof n);
 	if (r->bad || n > r->left / sizeof(tg_strip_inflow))
@@ -1320,10 +1424,10 @@ finish_accumulation(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r
 	st = reader_done(r, "a finish message", err);
 	if (st == TG_OK)
 	{
+		const tg_route strip = {s->W, s->H, TG_ROUTE_D8, s->z + 2 * (size_t) s->W, s->d8, NULL};
+
 		tg_phase(ctx, "accumulation of the part");
-		st = accumulate_part(ctx, op, s, in, n, &strip, acc, err);
-		if (st == TG_OK)
-			tg_route_free(ctx, &strip);
+		st = accumulate_part(ctx, op, s, &strip, in, n, acc, err);
 	}
 	if (st == TG_OK && op->units == TG_UNITS_SCA)
 		st = tg_to_sca(ctx, &op->flow.geom, *acc, err);
@@ -1843,18 +1947,28 @@ put_flats(writer *w, const coordinator *c, int i, tg_error *err)
 		if (j < 0)
 			continue;
 		st = open_reader(&r, &c->slot[TG_PART_SURFACE][j], TG_PART_SURFACE | REPLY, &k, "a surface reply", err);
-		rows = tg_alloc(c->ctx, 4 * W * sizeof(double));
+		rows = tg_alloc(c->ctx, 2 * W * sizeof(double));
 		if (st == TG_OK && rows == NULL)
 			st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's surface rows");
-		if (st == TG_OK)
+		/*
+		 * The part above: its last two rows, after its first two (sent
+		 * unless it is the top part); the part below: its first two.
+		 */
+		if (st == TG_OK && side == 0)
 		{
+			if (neighbour(c, j, 0) >= 0)
+				get_values(&r, rows, 2 * W);
 			get_values(&r, rows, 2 * W);
-			get_values(&r, rows + 2 * W, 2 * W);
 			st = reader_done(&r, "a surface reply", err);
 		}
-		/* above: the neighbour's last two rows; below: its first two */
+		else if (st == TG_OK)
+		{
+			get_values(&r, rows, 2 * W);
+			if (r.bad)
+				st = tg_error_set(err, TG_EDATA, "the surface reply of %s is truncated", c->names[j]);
+		}
 		if (st == TG_OK)
-			put_values(w, rows + (side == 0 ? 2 * W : 0), 2 * W);
+			put_values(w, rows, 2 * W);
 		tg_free(c->ctx, rows);
 		if (st != TG_OK)
 			return st;
