@@ -787,9 +787,9 @@ BEGIN
 	IF operation IS NULL OR coverage IS NULL OR message IS NULL THEN
 		RAISE EXCEPTION 'operation, coverage and message must not be NULL' USING ERRCODE = '22004';
 	END IF;
-	IF operation NOT IN ('tg_fill', 'tg_slope', 'tg_flow_accumulation') THEN
+	IF operation NOT IN ('tg_fill', 'tg_slope', 'tg_flow_direction', 'tg_flow_accumulation') THEN
 		RAISE EXCEPTION '% cannot run over a partitioned coverage', operation USING ERRCODE = '0A000',
-			HINT = 'tg_fill, tg_slope and tg_flow_accumulation can.';
+			HINT = 'tg_fill, tg_slope, tg_flow_direction and tg_flow_accumulation can.';
 	END IF;
 	args := format('coverage => %L::regclass', coverage::text);
 	FOR opt IN SELECT key, value FROM jsonb_each_text(coalesce(options, '{}')) LOOP
@@ -929,6 +929,8 @@ DECLARE
 	coordinated bytea;			-- the coordinator's state between its steps
 	flat_rounds integer := 0;
 	flat_seconds double precision := 0;
+	flat_bytes bigint := 0;
+	moved bigint;
 	queries text[];
 	pass record;
 	sql text;
@@ -938,9 +940,9 @@ BEGIN
 		RAISE EXCEPTION 'name, coverage and operation must not be NULL' USING ERRCODE = '22004';
 	END IF;
 	operation := lower(operation);
-	IF operation NOT IN ('tg_fill', 'tg_slope', 'tg_flow_accumulation') THEN
+	IF operation NOT IN ('tg_fill', 'tg_slope', 'tg_flow_direction', 'tg_flow_accumulation') THEN
 		RAISE EXCEPTION '% cannot run over a partitioned coverage', operation USING ERRCODE = '0A000',
-			HINT = 'tg_fill (priority-flood, epsilon 0), tg_slope and tg_flow_accumulation (d8) can.';
+			HINT = 'tg_fill (priority-flood, epsilon 0), tg_slope, tg_flow_direction and tg_flow_accumulation (d8) can.';
 	END IF;
 	options := coalesce(options, '{}');
 	IF jsonb_typeof(options) <> 'object' THEN
@@ -1035,26 +1037,29 @@ BEGIN
 				sent[k] := sent[k] + octet_length(queries[k]);
 			END LOOP;
 			pass := @extschema@.tg_parts_round(dbl, conns, srv, queries);
+			moved := 0;
 			FOR k IN 1..n LOOP
 				received[k] := received[k] + octet_length(pass.replies[k]);
 				busy[k] := busy[k] + pass.seconds[k];
+				moved := moved + octet_length(queries[k]) + octet_length(pass.replies[k]);
 			END LOOP;
 			SELECT array_agg(decode(r, 'base64') ORDER BY i) INTO replies FROM unnest(pass.replies) WITH ORDINALITY u(r, i);
 			-- the flats' rounds are told once they settle (and every 10 rounds till then)
 			IF step.phase = 'flats' THEN
 				flat_rounds := step.round + 1;
 				flat_seconds := flat_seconds + (SELECT max(x) FROM unnest(pass.seconds) x);
+				flat_bytes := flat_bytes + moved;
 				IF flat_rounds % 10 = 0 THEN
 					RAISE NOTICE 'tg_create_partitioned_result: flats of % on % workers: % rounds so far', operation, n,
 						flat_rounds;
 				END IF;
 			ELSE
 				IF step.phase = 'heights' THEN
-					RAISE NOTICE 'tg_create_partitioned_result: flats of % on % workers in % s (% rounds)', operation, n,
-						round(flat_seconds::numeric, 2), flat_rounds;
+					RAISE NOTICE 'tg_create_partitioned_result: flats of % on % workers in % s, % kB (% rounds)', operation, n,
+						round(flat_seconds::numeric, 2), round(flat_bytes / 1024.0, 1), flat_rounds;
 				END IF;
-				RAISE NOTICE 'tg_create_partitioned_result: % of % on % workers in % s', step.phase, operation, n,
-					round((SELECT max(x) FROM unnest(pass.seconds) x)::numeric, 2);
+				RAISE NOTICE 'tg_create_partitioned_result: % of % on % workers in % s, % kB', step.phase, operation, n,
+					round((SELECT max(x) FROM unnest(pass.seconds) x)::numeric, 2), round(moved / 1024.0, 1);
 			END IF;
 		END LOOP;
 
@@ -1098,7 +1103,7 @@ BEGIN
 				 FROM generate_series(1, n) k;
 END
 $function$;
-COMMENT ON FUNCTION @extschema@.tg_create_partitioned_result(text,regclass,text,jsonb,boolean) IS 'Runs tg_fill or tg_slope (options: their named arguments as JSON) over a table partitioned over worker servers (postgres_fdw foreign partitions, each a band of whole rows of tiles): every worker computes its own part and writes it beside its input as NAME_partK (tg_create_result), only part-boundary data crosses the network, and the result appears on every server at once (two-phase commit) as the partitioned table NAME here; one row per worker with its tiles, busy seconds and bytes exchanged';
+COMMENT ON FUNCTION @extschema@.tg_create_partitioned_result(text,regclass,text,jsonb,boolean) IS 'Runs tg_fill, tg_slope, tg_flow_direction or tg_flow_accumulation (D8; options: their named arguments as JSON) over a table partitioned over worker servers (postgres_fdw foreign partitions, each a band of whole rows of tiles): every worker computes its own part and writes it beside its input as NAME_partK (tg_create_result), only part-boundary data crosses the network, and the result appears on every server at once (two-phase commit) as the partitioned table NAME here; one row per worker with its tiles, busy seconds and bytes exchanged';
 
 -- terra_gpu 0.1.0 -> 0.2.0, after the functions: what needs them.
 

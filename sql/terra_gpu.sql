@@ -1735,9 +1735,9 @@ BEGIN
 	IF operation IS NULL OR coverage IS NULL OR message IS NULL THEN
 		RAISE EXCEPTION 'operation, coverage and message must not be NULL' USING ERRCODE = '22004';
 	END IF;
-	IF operation NOT IN ('tg_fill', 'tg_slope', 'tg_flow_accumulation') THEN
+	IF operation NOT IN ('tg_fill', 'tg_slope', 'tg_flow_direction', 'tg_flow_accumulation') THEN
 		RAISE EXCEPTION '% cannot run over a partitioned coverage', operation USING ERRCODE = '0A000',
-			HINT = 'tg_fill, tg_slope and tg_flow_accumulation can.';
+			HINT = 'tg_fill, tg_slope, tg_flow_direction and tg_flow_accumulation can.';
 	END IF;
 	args := format('coverage => %L::regclass', coverage::text);
 	FOR opt IN SELECT key, value FROM jsonb_each_text(coalesce(options, '{}')) LOOP
@@ -1905,9 +1905,9 @@ BEGIN
 		RAISE EXCEPTION 'name, coverage and operation must not be NULL' USING ERRCODE = '22004';
 	END IF;
 	operation := lower(operation);
-	IF operation NOT IN ('tg_fill', 'tg_slope', 'tg_flow_accumulation') THEN
+	IF operation NOT IN ('tg_fill', 'tg_slope', 'tg_flow_direction', 'tg_flow_accumulation') THEN
 		RAISE EXCEPTION '% cannot run over a partitioned coverage', operation USING ERRCODE = '0A000',
-			HINT = 'tg_fill (priority-flood, epsilon 0), tg_slope and tg_flow_accumulation (d8) can.';
+			HINT = 'tg_fill (priority-flood, epsilon 0), tg_slope, tg_flow_direction and tg_flow_accumulation (d8) can.';
 	END IF;
 	options := coalesce(options, '{}');
 	IF jsonb_typeof(options) <> 'object' THEN
@@ -2069,7 +2069,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION tg_create_partitioned_result(text, regclass, text, jsonb, boolean) IS
-'Runs tg_fill or tg_slope (options: their named arguments as JSON) over a table partitioned over worker servers (postgres_fdw foreign partitions, each a band of whole rows of tiles): every worker computes its own part and writes it beside its input as NAME_partK (tg_create_result), only part-boundary data crosses the network, and the result appears on every server at once (two-phase commit) as the partitioned table NAME here; one row per worker with its tiles, busy seconds and bytes exchanged';
+'Runs tg_fill, tg_slope, tg_flow_direction or tg_flow_accumulation (D8; options: their named arguments as JSON) over a table partitioned over worker servers (postgres_fdw foreign partitions, each a band of whole rows of tiles): every worker computes its own part and writes it beside its input as NAME_partK (tg_create_result), only part-boundary data crosses the network, and the result appears on every server at once (two-phase commit) as the partitioned table NAME here; one row per worker with its tiles, busy seconds and bytes exchanged';
 
 -------------------------------------------------------------------------------
 -- A fixed search_path for every PL/pgSQL function (they run dynamic SQL):

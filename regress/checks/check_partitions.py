@@ -12,8 +12,8 @@ loads the DEM in tiles partitioned by rows of tiles, and checks:
     pruning on tile_row), so a worker's partition is addressed on its own;
   - the coverage forms of tg_fill and tg_flow_accumulation over the
     partitioned table equal those over the local table, tile for tile;
-  - tg_create_partitioned_result (tg_fill, tg_slope, D8
-    tg_flow_accumulation of the filled DEM and of the DEM as it is) on the
+  - tg_create_partitioned_result (tg_fill, tg_slope, D8 tg_flow_direction,
+    D8 tg_flow_accumulation of the filled DEM and of the DEM as it is) on the
     workers equals the single-server coverage form tile for tile, each
     worker writing its own tiles as a raster table, with little crossing
     between servers; its argument errors carry their SQLSTATEs;
@@ -106,6 +106,7 @@ def main():
         dem_bytes = int(sql(0, "SELECT sum(ST_Width(rast) * ST_Height(rast) * 2) FROM dem_local"))
         for op, opts, local in (("tg_fill", "{}", "tg_fill(coverage => 'dem_local')"),
                                 ("tg_slope", '{"units": "PERCENT"}', "tg_slope(coverage => 'dem_local', units => 'PERCENT')"),
+                                ("tg_flow_direction", "{}", "tg_flow_direction(coverage => 'dem_local')"),
                                 ("tg_flow_accumulation", "{}", "tg_flow_accumulation(coverage => 'dem_local')"),
                                 ("tg_flow_accumulation", '{"fill": false}',
                                  "tg_flow_accumulation(coverage => 'dem_local', fill => false)")):

@@ -360,14 +360,21 @@ tg_part_phase_name(tg_part_phase phase)
 static int
 dem_halo(tg_op_kind kind)
 {
-	return kind == TG_OP_SLOPE || kind == TG_OP_FILL || kind == TG_OP_ACCUMULATION ? 1 : 0;
+	return kind == TG_OP_SLOPE || kind == TG_OP_FILL || kind == TG_OP_DIRECTIONS || kind == TG_OP_ACCUMULATION ? 1 : 0;
+}
+
+/* Does op route (D8), keeping its surface between the phases? */
+static bool
+routes(tg_op_kind kind)
+{
+	return kind == TG_OP_DIRECTIONS || kind == TG_OP_ACCUMULATION;
 }
 
 /* The fewest rows a part may have. */
 static int
 min_rows(tg_op_kind kind)
 {
-	return kind == TG_OP_ACCUMULATION ? 2 : 1;
+	return routes(kind) ? 2 : 1;
 }
 
 bool
@@ -375,9 +382,11 @@ tg_op_in_parts(const tg_op *op, const char **why_not)
 {
 	*why_not = NULL;
 	if (dem_halo(op->kind) == 0)
-		*why_not = "tg_fill, tg_slope and tg_flow_accumulation";
+		*why_not = "tg_fill, tg_slope, tg_flow_direction and tg_flow_accumulation";
 	else if (op->kind == TG_OP_FILL && (op->fill_method != TG_FILL_PRIORITY_FLOOD || op->epsilon != 0))
 		*why_not = "tg_fill with method priority-flood and epsilon 0";
+	else if (op->kind == TG_OP_DIRECTIONS && (op->flow.routing != TG_ROUTE_D8 || op->directions != TG_DIRECTIONS_CODES))
+		*why_not = "tg_flow_direction with routing d8 and output codes";
 	else if (op->kind == TG_OP_ACCUMULATION && (op->flow.routing != TG_ROUTE_D8 || op->weight_input > 0))
 		*why_not = "tg_flow_accumulation with routing d8 and no weight";
 	return *why_not == NULL;
@@ -387,7 +396,7 @@ tg_op_in_parts(const tg_op *op, const char **why_not)
 static bool
 op_fills(const tg_op *op)
 {
-	return op->kind == TG_OP_FILL || (op->kind == TG_OP_ACCUMULATION && op->flow.fill);
+	return op->kind == TG_OP_FILL || (routes(op->kind) && op->flow.fill);
 }
 
 /* ------------------------------------------------------------------------
@@ -1314,16 +1323,41 @@ accumulate_part(const tg_ctx *ctx, const tg_op *op, const part_state *s, const t
 	return st;
 }
 
+/* Every crossing flat's height (from the coordinator), and from them the masks of the part's crossing cells and its neighbours'. */
+static tg_status
+read_heights(const tg_ctx *ctx, part_state *s, reader *r, tg_error *err)
+{
+	const size_t W = (size_t) s->W;
+	size_t		m = 0;
+	label_height *lh;
+
+	get(r, &m, sizeof m);
+	if (r->bad || m > r->left / (sizeof(int64_t) + sizeof(int32_t)))
+		return tg_error_set(err, TG_EDATA, "a part message's flat heights are truncated");
+	if ((lh = tg_alloc(ctx, (m ? m : 1) * sizeof(label_height))) == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate %zu flat heights", m);
+	for (size_t i = 0; i < m; i++)
+	{
+		get(r, &lh[i].label, sizeof lh[i].label);
+		get(r, &lh[i].height, sizeof lh[i].height);
+	}
+	for (size_t c = 0; c < s->nflat; c++)
+		s->mask[c] = tg_flat_mask_value(s->towards[c], s->away[c], height_of(lh, m, s->label[c]));
+	for (size_t i = 0; i < 2 * W; i++)
+		s->nb_mask[i] = s->nb_label[i] > 0 ?
+			tg_flat_mask_value(s->nb_towards[i], s->nb_away[i], height_of(lh, m, s->nb_label[i])) : 0;
+	tg_free(ctx, lh);
+	return TG_OK;
+}
+
 /* The masks of the crossing flats from every flat's height; then the part linked. */
 static tg_status
 part_link(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error *err)
 {
 	part_state *s = part->state;
 	const size_t W = (size_t) s->W;
-	size_t		m = 0,
-				nexits = 0,
+	size_t		nexits = 0,
 				cap = 0;
-	label_height *lh = NULL;
 	tg_strip_exit *exits = NULL;
 	int64_t    *dest = tg_alloc(ctx, 2 * W * sizeof(int64_t));
 	writer		w = {.ctx = ctx};
@@ -1334,25 +1368,11 @@ part_link(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error
 
 	if (s == NULL || s->mask == NULL)
 		return tg_error_set(err, TG_EDATA, "a link message reached a part that kept no flats");
-	get(r, &m, sizeof m);
-	if (r->bad || m > r->left / (sizeof(int64_t) + sizeof(int32_t)))
-		st = tg_error_set(err, TG_EDATA, "a link message is truncated");
-	else if ((lh = tg_alloc(ctx, (m ? m : 1) * sizeof(label_height))) == NULL || dest == NULL)
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate %zu flat heights", m);
-	for (size_t i = 0; st == TG_OK && i < m; i++)
-	{
-		get(r, &lh[i].label, sizeof lh[i].label);
-		get(r, &lh[i].height, sizeof lh[i].height);
-	}
+	st = dest ? read_heights(ctx, s, r, err) : tg_error_set(err, TG_ENOMEM, "could not allocate a part's ends");
 	if (st == TG_OK)
 		st = reader_done(r, "a link message", err);
 	if (st == TG_OK)
 	{
-		for (size_t c = 0; c < s->nflat; c++)
-			s->mask[c] = tg_flat_mask_value(s->towards[c], s->away[c], height_of(lh, m, s->label[c]));
-		for (size_t i = 0; i < 2 * W; i++)
-			s->nb_mask[i] = s->nb_label[i] > 0 ?
-				tg_flat_mask_value(s->nb_towards[i], s->nb_away[i], height_of(lh, m, s->nb_label[i])) : 0;
 		st = route_part(ctx, op, s, &strip, err);
 		routed = st == TG_OK;
 		/* the finish accumulates the same routing again: keep its codes */
@@ -1396,7 +1416,6 @@ part_link(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error
 	if (routed)
 		tg_route_free(ctx, &strip);
 	tg_free(ctx, acc);
-	tg_free(ctx, lh);
 	tg_free(ctx, exits);
 	tg_free(ctx, dest);
 	return st;
@@ -1435,6 +1454,34 @@ finish_accumulation(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r
 	return st;
 }
 
+/* The part's D8 codes (ESRI; 255 where none), once every crossing flat's height is known. */
+static tg_status
+finish_directions(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_part *part, reader *r,
+				  tg_grid_band *g, uint8_t **codes, tg_error *err)
+{
+	part_state *s = part->state;
+	double	   *row = NULL;
+	tg_route	strip;
+	tg_status	st;
+
+	if (s == NULL || s->mask == NULL)
+		return tg_error_set(err, TG_EDATA, "a finish message reached a part that kept no flats");
+	/* the DEM's type for the output's: one row is enough */
+	st = read_part(ctx, job, g, 0, 1, 0, 0, &row, err);
+	tg_free(ctx, row);
+	if (st == TG_OK)
+		st = read_heights(ctx, s, r, err);
+	if (st == TG_OK)
+		st = route_part(ctx, op, s, &strip, err);
+	if (st != TG_OK)
+		return st;
+	*codes = tg_alloc(ctx, (size_t) s->W * s->H + 1);
+	st = *codes ? tg_cpu_export_directions(ctx, &strip, &op->flow, NULL, *codes, NULL, err)
+		: tg_error_set(err, TG_ENOMEM, "could not allocate a part's directions");
+	tg_route_free(ctx, &strip);
+	return st;
+}
+
 static tg_status
 part_finish(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_part *part, reader *r,
 			const part_message *m, tg_grid_band *g, tg_error *err)
@@ -1446,10 +1493,13 @@ part_finish(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_part *part
 	tg_output	out;
 	double	   *values = NULL;
 	float	   *slope = NULL;
+	uint8_t    *codes = NULL;
 	tg_status	st = TG_OK;
 
 	if (op->kind == TG_OP_FILL)
 		st = part_surface_of(ctx, op, job, r, m, g, &values, err);
+	else if (op->kind == TG_OP_DIRECTIONS)
+		st = finish_directions(ctx, op, job, part, r, g, &codes, err);
 	else if (op->kind == TG_OP_ACCUMULATION)
 	{
 		/* the DEM's type for the output's: one tile row is enough */
@@ -1500,9 +1550,10 @@ part_finish(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_part *part
 		st = tg_op_plan(op, &g->band, &out, err);
 	if (st == TG_OK)
 	{
-		out.planes[0].data = slope ? (const void *) slope : (const void *) values;
-		out.planes[0].type = slope ? TG_PT_32BF : TG_PT_64BF;
-		out.planes[0].has_marker = false;
+		out.planes[0].data = codes ? (const void *) codes : slope ? (const void *) slope : (const void *) values;
+		out.planes[0].type = codes ? TG_PT_8BUI : slope ? TG_PT_32BF : TG_PT_64BF;
+		out.planes[0].has_marker = codes != NULL;
+		out.planes[0].marker = 255;
 		tg_phase(ctx, "encode");
 		st = tg_write_tiles(ctx, job, &out, 1, 0, l->height, err);
 	}
@@ -1514,7 +1565,8 @@ part_finish(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_part *part
 	}
 	tg_free(ctx, values);
 	tg_free(ctx, slope);
-	if (op->kind == TG_OP_ACCUMULATION)
+	tg_free(ctx, codes);
+	if (routes(op->kind))
 		tg_part_forget(part);
 	return st;
 }
@@ -2171,7 +2223,7 @@ next_phase(coordinator *c, bool settled)
 		case TG_PART_FLATS:
 			return settled ? TG_PART_HEIGHTS : TG_PART_FLATS;
 		case TG_PART_HEIGHTS:
-			return TG_PART_LINK;
+			return c->kind == TG_OP_ACCUMULATION ? TG_PART_LINK : TG_PART_FINISH;
 		case TG_PART_LINK:
 			return TG_PART_FINISH;
 		default:
@@ -2261,14 +2313,14 @@ tg_parts_step(const tg_ctx *ctx, tg_op_kind kind, int n, const char *const *name
 			put_header(&w, (uint8_t) *phase, kind);
 		else
 			put_part_header(&w, &c, *phase, i);
-		if (*phase == TG_PART_SCAN || (*phase == TG_PART_FINISH && c.kind != TG_OP_ACCUMULATION) ||
+		if (*phase == TG_PART_SCAN || (*phase == TG_PART_FINISH && !routes(c.kind)) ||
 			(*phase == TG_PART_SURFACE && c.fill))
 			put_dem_halos(&w, &c, i);
 		if (levels)
 			put_values(&w, levels[i], 1 + 2 * (size_t) c.W);
 		if (*phase == TG_PART_FLATS)
 			st = put_flats(&w, &c, i, err);
-		else if (*phase == TG_PART_LINK)
+		else if (*phase == TG_PART_LINK || (*phase == TG_PART_FINISH && c.kind == TG_OP_DIRECTIONS))
 			st = put_heights(&w, &c, err);
 		else if (*phase == TG_PART_FINISH && c.kind == TG_OP_ACCUMULATION)
 			put_inflows(&w, &c, i, inflows, ninflows);

@@ -4,8 +4,9 @@
  * operation, the tiles of the same operation over the one-tile mosaic;
  * strips (a small memory budget) give the tiles of the run in memory; LZ4
  * result tiles decompress to the plain ones; 1 and 4 threads agree; the
- * codecs refuse corrupt input; fill and slope over the coverage split in
- * parts of rows of tiles, phase by phase, give the whole run's tiles.
+ * codecs refuse corrupt input; fill, slope, D8 directions and accumulation
+ * over the coverage split in parts of rows of tiles, phase by phase, give
+ * the whole run's tiles.
  */
 #include "test.h"
 #include "tg_codec.h"
@@ -641,7 +642,8 @@ check_parts(const char *name, const tg_op *op, coverage *tiles)
 	check(same && t0 == tiles->layout.ntiles,
 		  "%s over %d parts given out of order: every tile equals the whole run's", name, NPARTS);
 	/* the flats that cross the parts (a lake over their boundaries) take more than one round */
-	check(op->kind != TG_OP_ACCUMULATION || rounds > 1, "%s: the flats across parts settled in %d rounds",
+	check((op->kind != TG_OP_ACCUMULATION && op->kind != TG_OP_DIRECTIONS) || rounds > 1,
+		  "%s: the flats across parts settled in %d rounds",
 		  name, rounds);
 	res_free(&whole);
 	free(parts);
@@ -663,6 +665,9 @@ test_parts(coverage *tiles)
 	op = base_op(TG_OP_SLOPE);
 	op.slope_units = TG_SLOPE_PERCENT;
 	check_parts("slope", &op, tiles);
+	op = base_op(TG_OP_DIRECTIONS);
+	op.directions = TG_DIRECTIONS_CODES;
+	check_parts("d8 directions of the filled DEM", &op, tiles);
 	op = base_op(TG_OP_ACCUMULATION);
 	check_parts("d8 accumulation of the filled DEM", &op, tiles);
 	op.flow.fill = false;
