@@ -148,6 +148,11 @@ def main():
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True, env=env)
             blocker.stdin.write("BEGIN; CREATE TABLE gone_part2 (x integer);\n")
             blocker.stdin.flush()
+            # the blocking transaction holds its table before the statement starts
+            for _ in range(300):
+                if sql(2, "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction'") == "1":
+                    break
+                time.sleep(0.05)
             run_ = subprocess.Popen(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h", env.get("TG_PGSOCKET", "/tmp"),
                                      "-p", str(args.port), "-d", env.get("TG_DATABASE", "terra_gpu"),
                                      "-c", "SELECT * FROM tg_create_partitioned_result('gone', 'dem', 'tg_fill')"],
