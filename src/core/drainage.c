@@ -574,6 +574,25 @@ close_call(const tg_ctx *ctx, tg_ctx *call, double t0)
 	tg_stats_end(ctx, t0);
 }
 
+/*
+ * The chain's drainage in `units` and its levels, with the stream cells
+ * of p->threshold marked where `streams`; l is safe to close either way.
+ */
+static tg_status
+drainage_levels(const tg_ctx *call, const tg_band *dem, const tg_drainage_params *p, tg_accum_units units,
+				bool streams, drainage *d, levels *l, tg_error *err)
+{
+	tg_status	st;
+
+	memset(l, 0, sizeof *l);
+	st = drainage_open(call, dem, p, units, false, d, err);
+	if (st == TG_OK && streams)
+		st = find_streams(call, d, p->threshold, err);
+	if (st == TG_OK)
+		st = levels_open(call, d, l, err);
+	return st;
+}
+
 /* ------------------------------------------------------------------------
  * Stream links: from a source or a confluence down to the next confluence
  * or the end of the stream
@@ -798,12 +817,7 @@ tg_stream_network_build(const tg_ctx *ctx, const tg_band *dem, const tg_drainage
 	if (st != TG_OK)
 		return st;
 	open_call(ctx, dem, &call, &t0);
-	memset(&l, 0, sizeof l);
-	st = drainage_open(&call, dem, p, p->units, false, &d, err);
-	if (st == TG_OK)
-		st = find_streams(&call, &d, p->threshold, err);
-	if (st == TG_OK)
-		st = levels_open(&call, &d, &l, err);
+	st = drainage_levels(&call, dem, p, p->units, true, &d, &l, err);
 	if (st == TG_OK)
 		st = network_of(&call, ctx, &d, &l, p, strahler, net, err);
 	levels_close(&call, &l);
@@ -861,11 +875,8 @@ tg_basins(const tg_ctx *ctx, const tg_band *dem, const tg_basin_params *bp, uint
 	if (bp->outlets == TG_BASINS_POINTS && (!(bp->snap >= 0) || !isfinite(bp->snap)))
 		return tg_error_set(err, TG_EINVAL, "snap must be a non-negative distance, got %g", bp->snap);
 	open_call(ctx, dem, &call, &t0);
-	memset(&l, 0, sizeof l);
-	st = drainage_open(&call, dem, p, bp->outlets == TG_BASINS_LINKS ? p->units : TG_UNITS_CELLS, false, &d,
-					   err);
-	if (st == TG_OK)
-		st = levels_open(&call, &d, &l, err);
+	st = drainage_levels(&call, dem, p, bp->outlets == TG_BASINS_LINKS ? p->units : TG_UNITS_CELLS,
+						 bp->outlets == TG_BASINS_LINKS, &d, &l, err);
 	if (st == TG_OK && (mark = tg_alloc(&call, (d.n ? d.n : 1) * sizeof(uint32_t))) == NULL)
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate the basin marks");
 	if (st == TG_OK)
@@ -898,10 +909,8 @@ tg_basins(const tg_ctx *ctx, const tg_band *dem, const tg_basin_params *bp, uint
 		tg_stream_network net;
 
 		memset(&net, 0, sizeof net);
-		st = find_streams(&call, &d, p->threshold, err);
 		/* the links' numbering and cells only */
-		if (st == TG_OK)
-			st = network_of(&call, &call, &d, &l, p, NULL, &net, err);
+		st = network_of(&call, &call, &d, &l, p, NULL, &net, err);
 		if (st == TG_OK)
 		{
 			mark_job	j = {&d, mark, &net};
@@ -937,12 +946,7 @@ tg_stream_order(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params 
 	if (st != TG_OK)
 		return st;
 	open_call(ctx, dem, &call, &t0);
-	memset(&l, 0, sizeof l);
-	st = drainage_open(&call, dem, p, p->units, false, &d, err);
-	if (st == TG_OK)
-		st = find_streams(&call, &d, p->threshold, err);
-	if (st == TG_OK)
-		st = levels_open(&call, &d, &l, err);
+	st = drainage_levels(&call, dem, p, p->units, true, &d, &l, err);
 	if (st == TG_OK)
 		st = up_pass(&call, &d, &l, p->ordering == TG_ORDER_SHREVE ? UP_SHREVE : UP_STRAHLER, order, NULL,
 					 err);
@@ -966,10 +970,7 @@ tg_flow_length(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *
 	if (st != TG_OK)
 		return st;
 	open_call(ctx, dem, &call, &t0);
-	memset(&l, 0, sizeof l);
-	st = drainage_open(&call, dem, p, TG_UNITS_CELLS, false, &d, err);
-	if (st == TG_OK)
-		st = levels_open(&call, &d, &l, err);
+	st = drainage_levels(&call, dem, p, TG_UNITS_CELLS, false, &d, &l, err);
 	if (st == TG_OK && (value = tg_alloc(&call, (d.n ? d.n : 1) * sizeof(double))) == NULL)
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate the flow lengths");
 	if (st == TG_OK && p->upstream)
@@ -1007,12 +1008,7 @@ tg_hand(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p, floa
 	if (st != TG_OK)
 		return st;
 	open_call(ctx, dem, &call, &t0);
-	memset(&l, 0, sizeof l);
-	st = drainage_open(&call, dem, p, p->units, false, &d, err);
-	if (st == TG_OK)
-		st = find_streams(&call, &d, p->threshold, err);
-	if (st == TG_OK)
-		st = levels_open(&call, &d, &l, err);
+	st = drainage_levels(&call, dem, p, p->units, true, &d, &l, err);
 	if (st == TG_OK && (base = tg_alloc(&call, (d.n ? d.n : 1) * sizeof(double))) == NULL)
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate the drainage heights");
 	if (st == TG_OK)
