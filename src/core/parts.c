@@ -1456,21 +1456,16 @@ finish_accumulation(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r
 
 /* The part's D8 codes (ESRI; 255 where none), once every crossing flat's height is known. */
 static tg_status
-finish_directions(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_part *part, reader *r,
-				  tg_grid_band *g, uint8_t **codes, tg_error *err)
+finish_directions(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, uint8_t **codes,
+				  tg_error *err)
 {
 	part_state *s = part->state;
-	double	   *row = NULL;
 	tg_route	strip;
 	tg_status	st;
 
 	if (s == NULL || s->mask == NULL)
 		return tg_error_set(err, TG_EDATA, "a finish message reached a part that kept no flats");
-	/* the DEM's type for the output's: one row is enough */
-	st = read_part(ctx, job, g, 0, 1, 0, 0, &row, err);
-	tg_free(ctx, row);
-	if (st == TG_OK)
-		st = read_heights(ctx, s, r, err);
+	st = read_heights(ctx, s, r, err);
 	if (st == TG_OK)
 		st = route_part(ctx, op, s, &strip, err);
 	if (st != TG_OK)
@@ -1499,17 +1494,9 @@ part_finish(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_part *part
 	if (op->kind == TG_OP_FILL)
 		st = part_surface_of(ctx, op, job, r, m, g, &values, err);
 	else if (op->kind == TG_OP_DIRECTIONS)
-		st = finish_directions(ctx, op, job, part, r, g, &codes, err);
+		st = finish_directions(ctx, op, part, r, &codes, err);
 	else if (op->kind == TG_OP_ACCUMULATION)
-	{
-		/* the DEM's type for the output's: one tile row is enough */
-		double	   *row = NULL;
-
-		st = read_part(ctx, job, g, 0, 1, 0, 0, &row, err);
-		tg_free(ctx, row);
-		if (st == TG_OK)
-			st = finish_accumulation(ctx, op, part, r, &values, err);
-	}
+		st = finish_accumulation(ctx, op, part, r, &values, err);
 	else
 	{
 		double	   *above,
@@ -1756,6 +1743,8 @@ place_parts(coordinator *c, tg_error *err)
 	const char *const *names = c->names;
 	int		   *width = tg_alloc(c->ctx, n * sizeof(int));
 	tg_georef  *geo = tg_alloc(c->ctx, n * sizeof(tg_georef));
+	bool	   *aligned = tg_alloc(c->ctx, n * sizeof(bool));
+	int64_t    *offset = tg_alloc(c->ctx, n * sizeof(int64_t));
 	tg_status	st = TG_OK;
 
 	c->order = tg_alloc(c->ctx, n * sizeof(int));
@@ -1763,7 +1752,8 @@ place_parts(coordinator *c, tg_error *err)
 	c->height = tg_alloc(c->ctx, n * sizeof(int));
 	c->dem_first = tg_alloc(c->ctx, n * sizeof(double *));
 	c->dem_last = tg_alloc(c->ctx, n * sizeof(double *));
-	if (!width || !geo || !c->order || !c->row0 || !c->height || !c->dem_first || !c->dem_last)
+	if (!width || !geo || !aligned || !offset || !c->order || !c->row0 || !c->height || !c->dem_first ||
+		!c->dem_last)
 	{
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate %d parts", n);
 		goto done;
@@ -1801,16 +1791,24 @@ place_parts(coordinator *c, tg_error *err)
 		st = reader_done(&r, "an edges reply", err);
 		c->order[i] = i;
 	}
-	/* top to bottom: along the grid's rows (scale_y < 0: north first) */
+	/*
+	 * Each part's place on the first part's grid (tg_georef_offset, as for
+	 * the tiles of one coverage): its first row there, then top to bottom.
+	 */
+	for (int i = 0; i < n && st == TG_OK; i++)
+	{
+		double		col,
+					row;
+
+		aligned[i] = tg_georef_offset(&geo[0], geo[i].upperleft_x, geo[i].upperleft_y, &col, &row) &&
+			rint(col) == 0;
+		offset[i] = aligned[i] ? (int64_t) rint(row) : 0;
+	}
 	for (int i = 1; i < n && st == TG_OK; i++)
-		for (int j = i; j > 0; j--)
+		for (int j = i; j > 0 && offset[c->order[j]] < offset[c->order[j - 1]]; j--)
 		{
-			const tg_georef *a = &geo[c->order[j - 1]],
-					   *b = &geo[c->order[j]];
 			const int	t = c->order[j];
 
-			if ((b->upperleft_y - a->upperleft_y) / a->scale_y >= 0)
-				break;
 			c->order[j] = c->order[j - 1];
 			c->order[j - 1] = t;
 		}
@@ -1818,16 +1816,12 @@ place_parts(coordinator *c, tg_error *err)
 	{
 		const int	p = c->order[k],
 					q = k > 0 ? c->order[k - 1] : p;
-		const double expect_y = geo[q].upperleft_y + c->height[q] * geo[q].scale_y;
 
 		c->row0[p] = k > 0 ? c->row0[q] + c->height[q] : 0;
-		if (k == 0)
-			continue;
-		if (width[p] != width[q] || geo[p].srid != geo[q].srid ||
+		if (width[p] != width[q] || geo[p].srid != geo[q].srid || !aligned[p] ||
 			!near(geo[p].scale_x, geo[q].scale_x, 1e-9 * fabs(geo[q].scale_x)) ||
 			!near(geo[p].scale_y, geo[q].scale_y, 1e-9 * fabs(geo[q].scale_y)) ||
-			geo[p].skew_x != geo[q].skew_x || geo[p].skew_y != geo[q].skew_y ||
-			!near(geo[p].upperleft_x, geo[q].upperleft_x, 1e-6 * fabs(geo[q].scale_x)))
+			geo[p].skew_x != geo[q].skew_x || geo[p].skew_y != geo[q].skew_y)
 		{
 			tg_error_set(err, TG_EDATA, "the parts on %s and %s do not lie on one grid of whole rows",
 						 names[q], names[p]);
@@ -1837,10 +1831,10 @@ place_parts(coordinator *c, tg_error *err)
 			tg_error_hint(err, "Partition the coverage by rows of tiles that span its whole width.");
 			st = TG_EDATA;
 		}
-		else if (!near(geo[p].upperleft_y, expect_y, 1e-6 * fabs(geo[q].scale_y)))
+		else if (k > 0 && offset[p] != offset[q] + c->height[q])
 		{
-			tg_error_set(err, TG_EDATA, "the parts on %s and %s do not meet: one ends at y %.9g, the next begins at y %.9g",
-						 names[q], names[p], expect_y, geo[p].upperleft_y);
+			tg_error_set(err, TG_EDATA, "the parts on %s and %s do not meet: one ends at row %lld, the next begins at row %lld",
+						 names[q], names[p], (long long) (offset[q] + c->height[q]), (long long) offset[p]);
 			tg_error_hint(err, "Every row of tiles must be in exactly one partition.");
 			st = TG_EDATA;
 		}
@@ -1849,6 +1843,8 @@ place_parts(coordinator *c, tg_error *err)
 done:
 	tg_free(c->ctx, width);
 	tg_free(c->ctx, geo);
+	tg_free(c->ctx, aligned);
+	tg_free(c->ctx, offset);
 	return st;
 }
 
