@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A coverage partitioned over several servers against the same coverage on
-one server: tg_fill, tg_slope and tg_flow_accumulation (D8 of the filled DEM) through
+one server: tg_fill, tg_slope and tg_flow_accumulation (D8 and MFD-md of the filled DEM) through
 tg_create_partitioned_result on a
 coordinator and N throwaway workers (tools/cluster.sh, Unix sockets, one
 machine), and tg_create_result over the same tiles in one local table of the
@@ -8,7 +8,7 @@ coordinator.  Prints wall times, each phase's time (from the NOTICEs), each
 worker's busy time and the bytes that crossed between servers against the
 DEM's size, and checks the two results tile for tile.
 
-    bench/partitions_sql.py DEM.tif [--workers 3] [--tile 256] [--reps 3]
+    bench/partitions_sql.py DEM.tif [--workers 3] [--tile 256] [--reps 3] [--ops fill,slope,d8,mfd-md]
 
 Every server runs on this machine: the workers share its cores, so the wall
 time measures the stitch and its traffic, not a cluster's speed-up.
@@ -37,6 +37,7 @@ def main():
     ap.add_argument("--tile", type=int, default=256)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--port", type=int, default=5490)
+    ap.add_argument("--ops", default="fill,slope,d8,mfd-md", help="which of fill, slope, d8, mfd-md")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="tgbench-", dir="/var/tmp")
     os.chmod(tmp, 0o755)
@@ -74,9 +75,13 @@ def main():
         print("| operation | one server, s | %d workers, s | phases (slowest worker), s | worker busy, s |"
               " bytes between servers | of the DEM | tiles equal |" % args.workers)
         print("|---|---:|---:|---|---|---:|---:|---|")
-        for op, opts, local in (("tg_fill", "{}", "tg_fill(coverage => ''dem_local'')"),
-                                ("tg_slope", "{}", "tg_slope(coverage => ''dem_local'')"),
-                                ("tg_flow_accumulation", "{}", "tg_flow_accumulation(coverage => ''dem_local'')")):
+        operations = {"fill": ("tg_fill", "{}", "tg_fill(coverage => ''dem_local'')"),
+                      "slope": ("tg_slope", "{}", "tg_slope(coverage => ''dem_local'')"),
+                      "d8": ("tg_flow_accumulation", "{}", "tg_flow_accumulation(coverage => ''dem_local'')"),
+                      "mfd-md": ("tg_flow_accumulation", '{"routing": "mfd-md"}',
+                                 "tg_flow_accumulation(coverage => ''dem_local'', routing => ''mfd-md'')")}
+        for key in args.ops.split(","):
+            op, opts, local = operations[key]
             one, many, phases, busy, moved = [], [], "", "", 0
             for _ in range(args.reps):
                 w, _, _ = timed("SELECT tg_create_result('one', 'SELECT * FROM %s', replace => true)" % local)
@@ -93,8 +98,8 @@ def main():
                                         notices))
             same = psql("SELECT count(*) FILTER (WHERE ST_AsBinary(a.rast) = ST_AsBinary(b.rast)) || ' of ' || "
                         "count(*) FROM many a JOIN one b USING (rid)")[0]
-            print("| %s | %.2f | %.2f | %s | %s | %d | %.2f %% | %s |"
-                  % (op, statistics.median(one), statistics.median(many), phases, busy, moved,
+            print("| %s %s | %.2f | %.2f | %s | %s | %d | %.2f %% | %s |"
+                  % (op, opts if opts != "{}" else "", statistics.median(one), statistics.median(many), phases, busy, moved,
                      100.0 * moved / dem_bytes, same))
     finally:
         subprocess.run([CLUSTER, "down"], env=env, capture_output=True)

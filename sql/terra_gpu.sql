@@ -1892,9 +1892,10 @@ DECLARE
 	replies bytea[];
 	step record;
 	coordinated bytea;			-- the coordinator's state between its steps
-	flat_rounds integer := 0;
-	flat_seconds double precision := 0;
-	flat_bytes bigint := 0;
+	rounds_of text;
+	rounds integer := 0;
+	rounds_seconds double precision := 0;
+	rounds_bytes bigint := 0;
 	moved bigint;
 	queries text[];
 	pass record;
@@ -1907,11 +1908,15 @@ BEGIN
 	operation := lower(operation);
 	IF operation NOT IN ('tg_fill', 'tg_slope', 'tg_flow_direction', 'tg_flow_accumulation') THEN
 		RAISE EXCEPTION '% cannot run over a partitioned coverage', operation USING ERRCODE = '0A000',
-			HINT = 'tg_fill (priority-flood, epsilon 0), tg_slope, tg_flow_direction and tg_flow_accumulation (d8) can.';
+			HINT = 'tg_fill (priority-flood, epsilon 0), tg_slope, tg_flow_direction (d8) and tg_flow_accumulation (no weight) can.';
 	END IF;
 	options := coalesce(options, '{}');
 	IF jsonb_typeof(options) <> 'object' THEN
 		RAISE EXCEPTION 'options must be a JSON object of argument names and values' USING ERRCODE = '22023';
+	END IF;
+	IF options ? 'weight' THEN
+		RAISE EXCEPTION 'a weight cannot be given to % over a partitioned coverage', operation USING ERRCODE = '0A000',
+			HINT = 'Accumulate without a weight, or compute the weighted accumulation on one server.';
 	END IF;
 	SELECT e.extversion INTO version FROM pg_catalog.pg_extension e WHERE e.extname = 'terra_gpu';
 	SELECT s.nspname INTO gis FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace s ON s.oid = e.extnamespace
@@ -2009,19 +2014,23 @@ BEGIN
 				moved := moved + octet_length(queries[k]) + octet_length(pass.replies[k]);
 			END LOOP;
 			SELECT array_agg(decode(r, 'base64') ORDER BY i) INTO replies FROM unnest(pass.replies) WITH ORDINALITY u(r, i);
-			-- the flats' rounds are told once they settle (and every 10 rounds till then)
-			IF step.phase = 'flats' THEN
-				flat_rounds := step.round + 1;
-				flat_seconds := flat_seconds + (SELECT max(x) FROM unnest(pass.seconds) x);
-				flat_bytes := flat_bytes + moved;
-				IF flat_rounds % 10 = 0 THEN
-					RAISE NOTICE 'tg_create_partitioned_result: flats of % on % workers: % rounds so far', operation, n,
-						flat_rounds;
+			-- phases in rounds (flats, flow) are told once they settle (and every 10 rounds till then)
+			IF step.phase IN ('flats', 'flow') THEN
+				rounds_of := step.phase;
+				rounds := step.round + 1;
+				rounds_seconds := rounds_seconds + (SELECT max(x) FROM unnest(pass.seconds) x);
+				rounds_bytes := rounds_bytes + moved;
+				IF rounds % 10 = 0 THEN
+					RAISE NOTICE 'tg_create_partitioned_result: % of % on % workers: % rounds so far', rounds_of,
+						operation, n, rounds;
 				END IF;
 			ELSE
-				IF step.phase = 'heights' THEN
-					RAISE NOTICE 'tg_create_partitioned_result: flats of % on % workers in % s, % kB (% rounds)', operation, n,
-						round(flat_seconds::numeric, 2), round(flat_bytes / 1024.0, 1), flat_rounds;
+				IF rounds_of IS NOT NULL THEN
+					RAISE NOTICE 'tg_create_partitioned_result: % of % on % workers in % s, % kB (% rounds)', rounds_of,
+						operation, n, round(rounds_seconds::numeric, 2), round(rounds_bytes / 1024.0, 1), rounds;
+					rounds_of := NULL;
+					rounds_seconds := 0;
+					rounds_bytes := 0;
 				END IF;
 				RAISE NOTICE 'tg_create_partitioned_result: % of % on % workers in % s, % kB', step.phase, operation, n,
 					round((SELECT max(x) FROM unnest(pass.seconds) x)::numeric, 2), round(moved / 1024.0, 1);
@@ -2069,7 +2078,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION tg_create_partitioned_result(text, regclass, text, jsonb, boolean) IS
-'Runs tg_fill, tg_slope, tg_flow_direction or tg_flow_accumulation (D8; options: their named arguments as JSON) over a table partitioned over worker servers (postgres_fdw foreign partitions, each a band of whole rows of tiles): every worker computes its own part and writes it beside its input as NAME_partK (tg_create_result), only part-boundary data crosses the network, and the result appears on every server at once (two-phase commit) as the partitioned table NAME here; one row per worker with its tiles, busy seconds and bytes exchanged';
+'Runs tg_fill, tg_slope, tg_flow_direction (D8) or tg_flow_accumulation (any routing, no weight; options: their named arguments as JSON) over a table partitioned over worker servers (postgres_fdw foreign partitions, each a band of whole rows of tiles): every worker computes its own part and writes it beside its input as NAME_partK (tg_create_result), only part-boundary data crosses the network, and the result appears on every server at once (two-phase commit) as the partitioned table NAME here; one row per worker with its tiles, busy seconds and bytes exchanged';
 
 -------------------------------------------------------------------------------
 -- A fixed search_path for every PL/pgSQL function (they run dynamic SQL):

@@ -13,7 +13,8 @@ loads the DEM in tiles partitioned by rows of tiles, and checks:
   - the coverage forms of tg_fill and tg_flow_accumulation over the
     partitioned table equal those over the local table, tile for tile;
   - tg_create_partitioned_result (tg_fill, tg_slope, D8 tg_flow_direction,
-    D8 tg_flow_accumulation of the filled DEM and of the DEM as it is) on the
+    D8 tg_flow_accumulation of the filled DEM and of the DEM as it is, MFD-md
+    and D-infinity accumulation) on the
     workers equals the single-server coverage form tile for tile, each
     worker writing its own tiles as a raster table, with little crossing
     between servers; its argument errors carry their SQLSTATEs;
@@ -109,7 +110,12 @@ def main():
                                 ("tg_flow_direction", "{}", "tg_flow_direction(coverage => 'dem_local')"),
                                 ("tg_flow_accumulation", "{}", "tg_flow_accumulation(coverage => 'dem_local')"),
                                 ("tg_flow_accumulation", '{"fill": false}',
-                                 "tg_flow_accumulation(coverage => 'dem_local', fill => false)")):
+                                 "tg_flow_accumulation(coverage => 'dem_local', fill => false)"),
+                                ("tg_flow_accumulation", '{"routing": "mfd-md"}',
+                                 "tg_flow_accumulation(coverage => 'dem_local', routing => 'mfd-md')"),
+                                ("tg_flow_accumulation", '{"routing": "dinf", "fill": false, "units": "sca"}',
+                                 "tg_flow_accumulation(coverage => 'dem_local', routing => 'dinf', fill => false, "
+                                 "units => 'sca')")):
             rows = sql(0, "SELECT part, server, tiles, bytes_sent + bytes_received FROM "
                           "tg_create_partitioned_result('res', 'dem', '%s', '%s', replace => true) ORDER BY part"
                        % (op, opts)).splitlines()
@@ -119,19 +125,22 @@ def main():
             eq = sql(0, "SELECT count(*) FILTER (WHERE ST_AsBinary(a.rast) = ST_AsBinary(b.rast)) || '|' || count(*) "
                         "FROM res a JOIN %s b USING (rid)" % local)
             same, cnt = map(int, eq.split("|"))
-            check(same == cnt == total, "%s on the workers equals the single-server coverage form (%d of %d tiles)"
-                  % (op, same, total))
+            check(same == cnt == total, "%s %s on the workers equals the single-server coverage form (%d of %d tiles)"
+                  % (op, opts, same, total))
             moved = sum(int(p[3]) for p in parts)
             # what crosses grows with the width, not the rows: on this small DEM
-            # (a few hundred rows) a fraction, on the 13 M-cell one under 2 %
-            check(0 < moved < dem_bytes / 3, "%s: %d bytes crossed between servers, %.1f %% of the DEM's %d"
-                  % (op, moved, 100.0 * moved / dem_bytes, dem_bytes))
+            # (a few hundred rows) a fraction, on the 13 M-cell one under 2 %;
+            # a splitting routing hands its edge rows over once per round, as
+            # often as water crosses a boundary back and forth (tens of times here)
+            bound = dem_bytes if "routing" in opts else dem_bytes / 3
+            check(0 < moved < bound, "%s %s: %d bytes crossed between servers, %.1f %% of the DEM's %d"
+                  % (op, opts, moved, 100.0 * moved / dem_bytes, dem_bytes))
             on_worker = sql(1, "SELECT count(*) FROM raster_columns WHERE r_table_name = 'res_part1'")
             check(on_worker == "1", "%s: the worker's part is a raster table GIS clients list" % op)
         for bad, state in (("SELECT * FROM tg_create_partitioned_result('x', 'dem_local', 'tg_fill')", "22023"),
                            ("SELECT * FROM tg_create_partitioned_result('x', 'dem', 'tg_hydrology')", "0A000"),
                            ("SELECT * FROM tg_create_partitioned_result('x', 'dem', 'tg_flow_accumulation', "
-                            "'{\"routing\": \"mfd-md\"}')", "0A000"),
+                            "'{\"routing\": \"mfd-md\", \"weight\": \"dem_w1\"}')", "0A000"),
                            ("SELECT * FROM tg_create_partitioned_result('res', 'dem', 'tg_fill')", "42P07")):
             p = subprocess.run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose",
                                 "-h", env.get("TG_PGSOCKET", "/tmp"), "-p", str(args.port),

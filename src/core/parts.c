@@ -22,6 +22,16 @@
  *                 drain by handed over (Barnes 2017, route_strips.c) and
  *                 solved where they meet; finish: each part accumulated again
  *                 with the water entering it.
+ *   multiple-flow as D8 up to the heights; flow: each part routed with the
+ *   accumulation  masks and accumulated with a row of its neighbours' around
+ *                 it, whose cells hold what those neighbours last handed
+ *                 over (their accumulation, and once their shares towards
+ *                 the part); rounds until no boundary value changes.  Water
+ *                 may cross a boundary several times, so a split cannot be
+ *                 solved at once as D8's exits are; each round pulls every
+ *                 cell from its donors in neighbour order as the single grid
+ *                 does, so the settled values are the single grid's bit for
+ *                 bit (a path that crosses k times settles in k rounds).
  *
  * A part runs a phase as tg_run with job->part set: the coordinator's
  * message in, the reply out, and what it keeps between phases in
@@ -45,7 +55,8 @@
 #define PART_MAGIC 0x54475031u	/* "TGP1" */
 #define STATE_MAGIC 0x54475053u	/* "TGPS" */
 #define REPLY 0x80				/* a reply's type: its phase | REPLY */
-#define MAX_FLAT_ROUNDS 100000
+#define MAX_ROUNDS 100000		/* of the flats or the flow */
+#define CANCEL_EVERY 65536		/* cells between looks at a cancel in a serial pass */
 
 /* ------------------------------------------------------------------------
  * Byte strings
@@ -351,7 +362,7 @@ sort_edges(tg_fill_part *p)
 const char *
 tg_part_phase_name(tg_part_phase phase)
 {
-	static const char *const names[] = {"done", "edges", "scan", "surface", "flats", "heights", "link", "finish"};
+	static const char *const names[] = {"done", "edges", "scan", "surface", "flats", "heights", "link", "flow", "finish"};
 
 	return phase >= TG_PART_DONE && phase <= TG_PART_FINISH ? names[phase] : "?";
 }
@@ -387,9 +398,16 @@ tg_op_in_parts(const tg_op *op, const char **why_not)
 		*why_not = "tg_fill with method priority-flood and epsilon 0";
 	else if (op->kind == TG_OP_DIRECTIONS && (op->flow.routing != TG_ROUTE_D8 || op->directions != TG_DIRECTIONS_CODES))
 		*why_not = "tg_flow_direction with routing d8 and output codes";
-	else if (op->kind == TG_OP_ACCUMULATION && (op->flow.routing != TG_ROUTE_D8 || op->weight_input > 0))
-		*why_not = "tg_flow_accumulation with routing d8 and no weight";
+	else if (op->kind == TG_OP_ACCUMULATION && op->weight_input > 0)
+		*why_not = "tg_flow_accumulation with no weight";
 	return *why_not == NULL;
+}
+
+/* Does op accumulate by a routing that splits the water (flow rounds instead of D8's link)? */
+static bool
+multiple_flow(const tg_op *op)
+{
+	return op->kind == TG_OP_ACCUMULATION && op->flow.routing != TG_ROUTE_D8;
 }
 
 /* Does op fill the DEM first? */
@@ -410,6 +428,7 @@ typedef struct part_message
 	int			count;
 	int			width;
 	int			row0;			/* of the grid: the part's first row */
+	double		lat_top;		/* of the grid: its first row's latitude (geographic grids) */
 } part_message;
 
 /* What an accumulating part keeps between phases. */
@@ -444,6 +463,17 @@ typedef struct part_state
 	int32_t    *nb_mask;
 	uint8_t    *sent;			/* our first and last rows' values as last handed over (32 * W bytes) */
 	uint8_t    *d8;				/* after the link: the part's directions (H * W) */
+	/*
+	 * Multiple-flow accumulation: the part's routing with a row of each
+	 * neighbour's around it ((H + 2) * W cells; its z is z's rows from the
+	 * second), the neighbours' cells draining only into the part's and
+	 * weighing what the neighbour last handed over of its accumulation.
+	 */
+	uint8_t    *flow_d8;
+	float	   *flow_frac;		/* 8 planes */
+	double	   *flow_w;
+	double	   *flow_acc;
+	double	   *sent_acc;		/* our first and last rows' accumulation as last handed over: 2 * W */
 } part_state;
 
 static void *
@@ -457,7 +487,8 @@ state_free(const tg_part *part, part_state *s)
 {
 	void	   *bufs[] = {s->z, s->cell, s->seed, s->at, s->towards, s->away, s->label, s->comp, s->comp_least,
 		s->least, s->edge, s->mask,
-		s->nb_towards, s->nb_away, s->nb_label, s->nb_mask, s->sent, s->d8};
+		s->nb_towards, s->nb_away, s->nb_label, s->nb_mask, s->sent, s->d8,
+		s->flow_d8, s->flow_frac, s->flow_w, s->flow_acc, s->sent_acc};
 
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		if (bufs[i])
@@ -480,6 +511,7 @@ read_header(reader *r, tg_op_kind kind, part_message *m, tg_error *err)
 	m->count = get_i32(r);
 	m->width = get_i32(r);
 	m->row0 = get_i32(r);
+	get(r, &m->lat_top, sizeof m->lat_top);
 	if (r->bad || m->count < 1 || m->index < 0 || m->index >= m->count || m->width < 1 || m->row0 < 0)
 		return tg_error_set(err, TG_EDATA, "a part message names part %d of %d, %d wide", m->index, m->count,
 							m->width);
@@ -563,6 +595,7 @@ part_edges(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_grid_band *
 		put_i32(&w, l->height);
 		put(&w, &l->geo, sizeof l->geo);
 		put_u8(&w, op_fills(op));
+		put_u8(&w, multiple_flow(op));
 		put_values(&w, first, (size_t) l->width * halo);
 		put_values(&w, last, (size_t) l->width * halo);
 		st = writer_done(&w, reply, err);
@@ -1223,9 +1256,63 @@ height_of(const label_height *lh, size_t m, int64_t label)
 	return lo < m && lh[lo].label == label ? lh[lo].height : 0;
 }
 
-/* The part routed D8 with the crossing flats' masks: its own rows. */
+/*
+ * Of a routing of the surface's rows first .. first + count - 1 (part_state
+ * z's numbering), the part's own rows and `halo` rows around them.
+ */
 static tg_status
-route_part(const tg_ctx *ctx, const tg_op *op, const part_state *s, tg_route *strip, tg_error *err)
+copy_routed_rows(const tg_ctx *ctx, const part_state *s, const tg_route *sub, int first, int count, int halo,
+				 tg_route *out, tg_error *err)
+{
+	const size_t W = (size_t) s->W,
+				rows = (size_t) s->H + 2 * halo,
+				n = W * rows,
+				nsub = W * count;
+
+	memset(out, 0, sizeof *out);
+	out->width = s->W;
+	out->height = (int) rows;
+	out->routing = sub->routing;
+	out->z = tg_alloc(ctx, n * sizeof(double) + 1);
+	out->d8 = tg_alloc(ctx, n + 1);
+	if (sub->frac)
+		out->frac = tg_alloc(ctx, 8 * n * sizeof(float) + 1);
+	if (!out->z || !out->d8 || (sub->frac && !out->frac))
+	{
+		tg_route_free(ctx, out);
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a part's routing (%zu cells)", n);
+	}
+	for (size_t y = 0; y < rows; y++)
+	{
+		const int	zr = 2 - halo + (int) y,
+					sr = zr - first;
+		const bool	routed = sr >= 0 && sr < count;
+
+		memcpy(out->z + y * W, s->z + (size_t) zr * W, W * sizeof(double));
+		if (routed)
+			memcpy(out->d8 + y * W, sub->d8 + (size_t) sr * W, W);
+		else
+			memset(out->d8 + y * W, TG_NO_DIRECTION, W);
+		for (int k = 0; out->frac && k < 8; k++)
+		{
+			float	   *to = out->frac + (size_t) k * n + y * W;
+
+			if (routed)
+				memcpy(to, sub->frac + (size_t) k * nsub + (size_t) sr * W, W * sizeof(float));
+			else
+				memset(to, 0, W * sizeof(float));
+		}
+	}
+	return TG_OK;
+}
+
+/*
+ * The part routed with the crossing flats' masks: its own rows and `halo`
+ * rows around them (0 or 1; a row beyond the grid has no cells and no
+ * routing).
+ */
+static tg_status
+route_part(const tg_ctx *ctx, const tg_op *op, const part_state *s, int halo, tg_route *strip, tg_error *err)
 {
 	const size_t W = (size_t) s->W,
 				nb = W * s->H;
@@ -1282,19 +1369,7 @@ route_part(const tg_ctx *ctx, const tg_op *op, const part_state *s, tg_route *st
 	tg_free(ctx, masks);
 	if (st != TG_OK)
 		return st;
-	memset(strip, 0, sizeof *strip);
-	strip->width = s->W;
-	strip->height = s->H;
-	strip->routing = sub.routing;
-	strip->z = tg_alloc(ctx, nb * sizeof(double) + 1);
-	strip->d8 = tg_alloc(ctx, nb + 1);
-	if (!strip->z || !strip->d8)
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's routing (%zu cells)", nb);
-	else
-	{
-		memcpy(strip->z, sub.z + off, nb * sizeof(double));
-		memcpy(strip->d8, sub.d8 + off, nb);
-	}
+	st = copy_routed_rows(ctx, s, &sub, first, count, halo, strip, err);
 	tg_route_free(ctx, &sub);
 	if (st != TG_OK)
 		tg_route_free(ctx, strip);
@@ -1373,7 +1448,7 @@ part_link(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error
 		st = reader_done(r, "a link message", err);
 	if (st == TG_OK)
 	{
-		st = route_part(ctx, op, s, &strip, err);
+		st = route_part(ctx, op, s, 0, &strip, err);
 		routed = st == TG_OK;
 		/* the finish accumulates the same routing again: keep its codes */
 		if (st == TG_OK && (s->d8 = keep_alloc(part, (size_t) s->W * s->H)) == NULL)
@@ -1421,6 +1496,448 @@ part_link(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error
 	return st;
 }
 
+/* ------------------------------------------------------------------------
+ * Multiple-flow accumulation: the flow between parts in rounds
+ * ------------------------------------------------------------------------ */
+
+/*
+ * A flow reply holds four sections, each its length (size_t) and its
+ * bytes, empty where there is nothing to say: the part's first and last
+ * rows' routing towards the neighbour there (the first round only), then
+ * those rows' accumulation where it changed since last handed over.  A flow
+ * message holds, after its round, the sections of the neighbour above (its
+ * last row's) and then below (its first row's): routing, accumulation.
+ */
+enum
+{
+	ROUTING_FIRST, ROUTING_LAST, ACC_FIRST, ACC_LAST
+};
+
+static size_t
+begin_section(writer *w)
+{
+	const size_t at = w->size,
+				zero = 0;
+
+	put(w, &zero, sizeof zero);
+	return at;
+}
+
+static void
+end_section(writer *w, size_t at)
+{
+	const size_t len = w->size - at - sizeof(size_t);
+
+	if (!w->failed)
+		memcpy(w->data + at, &len, sizeof len);
+}
+
+static void
+put_section(writer *w, const uint8_t *data, size_t len)
+{
+	put(w, &len, sizeof len);
+	if (len)
+		put(w, data, len);
+}
+
+/* The next section of r as a reader of its own. */
+static reader
+get_section(reader *r)
+{
+	size_t		len = 0;
+	reader		sec = {NULL, 0, false};
+
+	get(r, &len, sizeof len);
+	if (r->bad || len > r->left)
+		r->bad = sec.bad = true;
+	else
+	{
+		sec.p = r->p;
+		sec.left = len;
+		r->p += len;
+		r->left -= len;
+	}
+	return sec;
+}
+
+/* The three neighbours of a cell in the row dy (-1: above, 1: below), in neighbour order. */
+static void
+towards_row(int dy, int k3[3])
+{
+	int			m = 0;
+
+	for (int k = 0; k < 8; k++)
+		if (tg_nbr_dy(k) == dy)
+			k3[m++] = k;
+}
+
+/* Row y of the part's flow routing into the row y + dy: W codes (TG_NO_DIRECTION unless there), 3 W shares. */
+static void
+put_edge_routing(writer *w, const part_state *s, size_t y, int dy)
+{
+	const size_t W = (size_t) s->W,
+				n = W * (s->H + 2);
+	int			k3[3];
+
+	towards_row(dy, k3);
+	for (size_t x = 0; x < W; x++)
+	{
+		const uint8_t d = s->flow_d8[y * W + x];
+
+		put_u8(w, d != TG_NO_DIRECTION && tg_nbr_dy(d) == dy ? d : TG_NO_DIRECTION);
+	}
+	for (size_t x = 0; x < W; x++)
+		for (int j = 0; j < 3; j++)
+			put(w, &s->flow_frac[(size_t) k3[j] * n + y * W + x], sizeof(float));
+}
+
+/* Row y's routing into the row y + dy: none (the water there is the neighbour's to count). */
+static void
+cut_edge_routing(part_state *s, size_t y, int dy)
+{
+	const size_t W = (size_t) s->W,
+				n = W * (s->H + 2);
+	int			k3[3];
+
+	towards_row(dy, k3);
+	for (size_t x = 0; x < W; x++)
+	{
+		uint8_t    *d = &s->flow_d8[y * W + x];
+
+		if (*d != TG_NO_DIRECTION && tg_nbr_dy(*d) == dy)
+			*d = TG_NO_DIRECTION;
+		for (int j = 0; j < 3; j++)
+			s->flow_frac[(size_t) k3[j] * n + y * W + x] = 0;
+	}
+}
+
+/* A neighbour's routing (put_edge_routing) into the part's row y + dy, for the row y around it. */
+static tg_status
+get_edge_routing(reader *sec, part_state *s, size_t y, int dy, tg_error *err)
+{
+	const size_t W = (size_t) s->W,
+				n = W * (s->H + 2);
+	int			k3[3];
+
+	if (sec->left == 0)
+		return TG_OK;
+	if (sec->left != W * (1 + 3 * sizeof(float)))
+		return tg_error_set(err, TG_EDATA, "a flow message's routing row is %zu bytes, not %zu", sec->left,
+							W * (1 + 3 * sizeof(float)));
+	towards_row(dy, k3);
+	for (size_t x = 0; x < W; x++)
+	{
+		const uint8_t d = get_u8(sec);
+
+		s->flow_d8[y * W + x] = d == k3[0] || d == k3[1] || d == k3[2] ? d : TG_NO_DIRECTION;
+	}
+	for (size_t x = 0; x < W; x++)
+		for (int j = 0; j < 3; j++)
+		{
+			float		f;
+
+			get(sec, &f, sizeof f);
+			if (!(f >= 0 && f <= 1))
+				return tg_error_set(err, TG_EDATA, "a flow message holds a share of %g", (double) f);
+			s->flow_frac[(size_t) k3[j] * n + y * W + x] = f;
+		}
+	return TG_OK;
+}
+
+/*
+ * Row y's accumulation where it differs (bit for bit) from sent[] or
+ * everywhere (all): count, columns, values; sent[] becomes it.
+ */
+static void
+put_acc_changes(writer *w, const part_state *s, size_t y, double *sent, bool all)
+{
+	const size_t W = (size_t) s->W;
+	const double *acc = s->flow_acc + y * W;
+	uint32_t   *col = tg_alloc(w->ctx, W * sizeof(uint32_t));
+	double	   *value = tg_alloc(w->ctx, W * sizeof(double));
+	const size_t at = begin_section(w);
+	size_t		count = 0;
+
+	if (col == NULL || value == NULL)
+		w->failed = true;
+	for (size_t x = 0; !w->failed && x < W; x++)
+		if (all || memcmp(&acc[x], &sent[x], sizeof(double)) != 0)
+		{
+			col[count] = (uint32_t) x;
+			value[count++] = acc[x];
+			sent[x] = acc[x];
+		}
+	put(w, &count, sizeof count);
+	if (count > 0)
+	{
+		put_runs(w, col, count);
+		put_values(w, value, count);
+	}
+	end_section(w, at);
+	tg_free(w->ctx, col);
+	tg_free(w->ctx, value);
+}
+
+/*
+ * A neighbour's accumulation changes (put_acc_changes) into the weights of
+ * the row y around the part; the cells changed appended to seed[*nseed].
+ */
+static tg_status
+get_acc_changes(const tg_ctx *ctx, reader *sec, part_state *s, size_t y, uint32_t *seed, size_t *nseed,
+				tg_error *err)
+{
+	const size_t W = (size_t) s->W;
+	size_t		count = 0;
+	uint32_t   *col;
+	double	   *value;
+
+	if (sec->left == 0)
+		return TG_OK;
+	get(sec, &count, sizeof count);
+	if (sec->bad || count > W)
+		return tg_error_set(err, TG_EDATA, "a flow message's changes are truncated");
+	if (count == 0)
+		return sec->left == 0 ? TG_OK : tg_error_set(err, TG_EDATA, "a flow message's changes are malformed");
+	col = tg_alloc(ctx, (count + 1) * sizeof(uint32_t));
+	value = tg_alloc(ctx, (count + 1) * sizeof(double));
+	if (col == NULL || value == NULL)
+	{
+		tg_free(ctx, col);
+		tg_free(ctx, value);
+		return tg_error_set(err, TG_ENOMEM, "could not allocate %zu changes", count);
+	}
+	get_runs(sec, col, count);
+	get_values(sec, value, count);
+	for (size_t j = 0; j < count && !sec->bad; j++)
+		if (col[j] >= W)
+			sec->bad = true;
+		else
+		{
+			s->flow_w[y * W + col[j]] = value[j];
+			seed[(*nseed)++] = (uint32_t) (y * W + col[j]);
+		}
+	tg_free(ctx, col);
+	tg_free(ctx, value);
+	return sec->bad || sec->left != 0 ? tg_error_set(err, TG_EDATA, "a flow message's changes are malformed") : TG_OK;
+}
+
+/*
+ * The first round: every crossing flat's height, the part routed with a row
+ * around it and kept, its edge rows' routing towards the neighbours handed
+ * over (into w) and then cut from the part's, the weights set.
+ */
+static tg_status
+flow_begin(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, writer *w, tg_error *err)
+{
+	part_state *s = part->state;
+	const size_t W = (size_t) s->W,
+				H = (size_t) s->H,
+				n = W * (H + 2);
+	double	   *own = NULL;
+	tg_route	route;
+	tg_status	st = read_heights(ctx, s, r, err);
+
+	if (st == TG_OK)
+		st = route_part(ctx, op, s, 1, &route, err);
+	if (st != TG_OK)
+		return st;
+	s->flow_d8 = keep_alloc(part, n);
+	s->flow_frac = keep_alloc(part, 8 * n * sizeof(float));
+	s->flow_w = keep_alloc(part, n * sizeof(double));
+	s->flow_acc = keep_alloc(part, n * sizeof(double));
+	s->sent_acc = keep_alloc(part, 2 * W * sizeof(double));
+	if (!s->flow_d8 || !s->flow_frac || !s->flow_w || !s->flow_acc || !s->sent_acc || route.frac == NULL)
+	{
+		tg_route_free(ctx, &route);
+		return tg_error_set(err, TG_ENOMEM, "could not keep a part's routing (%zu cells)", n);
+	}
+	memcpy(s->flow_d8, route.d8, n);
+	memcpy(s->flow_frac, route.frac, 8 * n * sizeof(float));
+	tg_route_free(ctx, &route);
+	/* the rows around route nothing until their parts hand over their own routing */
+	for (size_t y = 0; y < H + 2; y += H + 1)
+	{
+		memset(s->flow_d8 + y * W, TG_NO_DIRECTION, W);
+		for (int k = 0; k < 8; k++)
+			memset(s->flow_frac + (size_t) k * n + y * W, 0, W * sizeof(float));
+	}
+	{
+		const size_t at = begin_section(w);
+
+		if (s->index > 0)
+			put_edge_routing(w, s, 1, -1);
+		end_section(w, at);
+	}
+	{
+		const size_t at = begin_section(w);
+
+		if (s->index + 1 < s->count)
+			put_edge_routing(w, s, H, 1);
+		end_section(w, at);
+	}
+	cut_edge_routing(s, 1, -1);
+	cut_edge_routing(s, H, 1);
+	st = tg_cell_weights(ctx, NULL, &op->flow.geom, op->units, &own, err);
+	if (st == TG_OK)
+	{
+		memset(s->flow_w, 0, n * sizeof(double));
+		memcpy(s->flow_w + W, own, W * H * sizeof(double));
+	}
+	tg_free(ctx, own);
+	return st;
+}
+
+/*
+ * The accumulation pulled again where the water of the seeds (cells of the
+ * rows around the part whose weight changed) reaches, in an order where a
+ * cell's donors come first (Kahn's algorithm on that subgraph); every other
+ * cell's donors are unchanged, hence its value.
+ */
+static tg_status
+flow_update(const tg_ctx *ctx, const tg_op *op, const part_state *s, const uint32_t *seed, size_t nseed,
+			tg_error *err)
+{
+	const size_t W = (size_t) s->W,
+				n = W * (s->H + 2);
+	const tg_route route = {s->W, s->H + 2, op->flow.routing, s->z + W, s->flow_d8, s->flow_frac};
+	const tg_route_view v = tg_cpu_route_view(&route, op->flow.threshold);
+	uint8_t    *pending = tg_alloc(ctx, n);	/* a reached cell's donors reached, not yet pulled again */
+	uint8_t    *reached = tg_alloc(ctx, n);
+	uint32_t   *queue = tg_alloc(ctx, n * sizeof(uint32_t));
+	size_t		head = 0,
+				tail = 0;
+	tg_status	st = TG_OK;
+
+	if (!pending || !reached || !queue)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's flow update (%zu cells)", n);
+	else
+	{
+		memset(pending, 0, n);
+		memset(reached, 0, n);
+	}
+	for (int pass = 0; pass < 2 && st == TG_OK; pass++)
+	{
+		/* pass 0 finds the reached cells and counts their reached donors; pass 1 pulls them in order */
+		head = tail = 0;
+		for (size_t j = 0; j < nseed; j++)
+			if (!reached[seed[j]] || pass == 1)
+			{
+				reached[seed[j]] = 1;
+				queue[tail++] = seed[j];
+				if (pass == 1)
+					s->flow_acc[seed[j]] = s->flow_w[seed[j]];	/* no donors of their own */
+			}
+		while (head < tail)
+		{
+			const size_t i = queue[head++];
+			const int	x = (int) (i % W),
+						y = (int) (i / W);
+
+			for (int k = 0; k < 8; k++)
+			{
+				const int	nx = x + tg_nbr_dx(k),
+							ny = y + tg_nbr_dy(k);
+				size_t		ni;
+
+				if (nx < 0 || nx >= (int) W || ny < 1 || ny > s->H || !tg_route_drains_to(&v, i, k))
+					continue;
+				ni = (size_t) ny * W + nx;
+				if (pass == 0)
+				{
+					pending[ni]++;
+					if (!reached[ni])
+					{
+						reached[ni] = 1;
+						queue[tail++] = (uint32_t) ni;
+					}
+				}
+				else if (--pending[ni] == 0)
+				{
+					s->flow_acc[ni] = tg_route_pull(&v, s->flow_w, s->flow_acc, ni);
+					queue[tail++] = (uint32_t) ni;
+				}
+			}
+			if (head % CANCEL_EVERY == 0 && tg_canceled(ctx))
+			{
+				st = tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
+				break;
+			}
+		}
+	}
+	tg_free(ctx, pending);
+	tg_free(ctx, reached);
+	tg_free(ctx, queue);
+	return st;
+}
+
+/* A round of the flow: the neighbours' routing (once) and accumulation changes in, ours out. */
+static tg_status
+part_flow(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error *err)
+{
+	part_state *s = part->state;
+	const int	round = get_i32(r);
+	writer		w = {.ctx = ctx};
+	uint32_t   *seed = NULL;
+	size_t		nseed = 0;
+	tg_status	st = TG_OK;
+
+	if (s == NULL || s->mask == NULL || (round > 0 && s->flow_acc == NULL))
+		return tg_error_set(err, TG_EDATA, "a flow message reached a part that was not routed");
+	put_header(&w, TG_PART_FLOW | REPLY, op->kind);
+	if (round == 0)
+		st = flow_begin(ctx, op, part, r, &w, err);
+	else if ((seed = tg_alloc(ctx, 2 * (size_t) s->W * sizeof(uint32_t))) == NULL)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's flow changes");
+	else
+	{
+		/* the neighbour above's last row is the row before ours, the one below's first the row after */
+		for (int side = 0; side < 2 && st == TG_OK; side++)
+		{
+			const size_t y = side == 0 ? 0 : (size_t) s->H + 1;
+			reader		routing = get_section(r),
+						acc = get_section(r);
+
+			st = get_edge_routing(&routing, s, y, side == 0 ? 1 : -1, err);
+			if (st == TG_OK)
+				st = get_acc_changes(ctx, &acc, s, y, seed, &nseed, err);
+		}
+		put_section(&w, NULL, 0);
+		put_section(&w, NULL, 0);
+	}
+	if (st == TG_OK)
+		st = reader_done(r, "a flow message", err);
+	if (st == TG_OK && round == 0)
+	{
+		const tg_route route = {s->W, s->H + 2, op->flow.routing, s->z + s->W, s->flow_d8, s->flow_frac};
+
+		tg_phase(ctx, "flow of the part");
+		st = tg_cpu_accumulate(ctx, &route, &op->flow, s->flow_w, TG_ACC_INDEGREE, s->flow_acc, err);
+	}
+	else if (st == TG_OK)
+	{
+		tg_phase(ctx, "flow of the part: update");
+		st = flow_update(ctx, op, s, seed, nseed, err);
+	}
+	tg_free(ctx, seed);
+	if (st == TG_OK)
+	{
+		const size_t W = (size_t) s->W;
+
+		if (s->index > 0)
+			put_acc_changes(&w, s, 1, s->sent_acc, round == 0);
+		else
+			put_section(&w, NULL, 0);
+		if (s->index + 1 < s->count)
+			put_acc_changes(&w, s, (size_t) s->H, s->sent_acc + W, round == 0);
+		else
+			put_section(&w, NULL, 0);
+		st = writer_done(&w, &part->reply, err);
+	}
+	else
+		tg_free(ctx, w.data);
+	return st;
+}
+
 static tg_status
 finish_accumulation(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, double **acc,
 					tg_error *err)
@@ -1430,6 +1947,16 @@ finish_accumulation(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r
 	size_t		n = 0;
 	tg_status	st = TG_OK;
 
+	if (s != NULL && s->flow_acc != NULL)
+	{
+		/* the flow's rounds left the settled accumulation */
+		const size_t cells = (size_t) s->W * s->H;
+
+		if ((*acc = tg_alloc(ctx, cells * sizeof(double) + 1)) == NULL)
+			return tg_error_set(err, TG_ENOMEM, "could not allocate a part's accumulation (%zu cells)", cells);
+		memcpy(*acc, s->flow_acc + s->W, cells * sizeof(double));
+		return op->units == TG_UNITS_SCA ? tg_to_sca(ctx, &op->flow.geom, *acc, err) : TG_OK;
+	}
 	if (s == NULL || s->d8 == NULL)
 		return tg_error_set(err, TG_EDATA, "a finish message reached a part that was not linked");
 	get(r, &n, sizeof n);
@@ -1467,7 +1994,7 @@ finish_directions(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, 
 		return tg_error_set(err, TG_EDATA, "a finish message reached a part that kept no flats");
 	st = read_heights(ctx, s, r, err);
 	if (st == TG_OK)
-		st = route_part(ctx, op, s, &strip, err);
+		st = route_part(ctx, op, s, 0, &strip, err);
 	if (st != TG_OK)
 		return st;
 	*codes = tg_alloc(ctx, (size_t) s->W * s->H + 1);
@@ -1567,6 +2094,7 @@ tg_run_part(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err
 	tg_grid_band g;
 	part_message m;
 	tg_op_kind	kind;
+	tg_op		own;
 	reader		r;
 	uint8_t		type;
 	tg_status	st;
@@ -1603,6 +2131,18 @@ tg_run_part(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err
 	}
 	if (st != TG_OK)
 		return st;
+	/*
+	 * A geographic grid's rows have the whole grid's latitudes, as the
+	 * single server computes them (from its first row's), for weights,
+	 * distances and shares identical to its.
+	 */
+	own = *op;
+	if (own.flow.geom.geographic && m.width > 0)
+	{
+		own.flow.geom.lat_top = m.lat_top;
+		own.flow.geom.row0 = m.row0;
+	}
+	op = &own;
 	switch (type)
 	{
 		case TG_PART_EDGES:
@@ -1621,6 +2161,8 @@ tg_run_part(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err
 			return st == TG_OK ? part_heights(ctx, op, part, err) : st;
 		case TG_PART_LINK:
 			return part_link(ctx, op, part, &r, err);
+		case TG_PART_FLOW:
+			return part_flow(ctx, op, part, &r, err);
 		case TG_PART_FINISH:
 			return part_finish(ctx, op, job, part, &r, &m, &g, err);
 		default:
@@ -1633,7 +2175,7 @@ tg_run_part(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err
  * ------------------------------------------------------------------------ */
 
 /* The phases whose replies the coordinator keeps, in its state. */
-#define SLOTS (TG_PART_LINK + 1)
+#define SLOTS (TG_PART_FLOW + 1)
 
 typedef struct coordinator
 {
@@ -1642,11 +2184,13 @@ typedef struct coordinator
 	int			n;
 	const char *const *names;
 	tg_part_phase last;			/* the phase whose replies come next */
-	int			round;			/* of the flats */
+	int			round;			/* of the flats or the flow */
 	tg_part_bytes *slot[SLOTS]; /* n replies of each phase kept, or NULL */
 	/* from the edges */
 	int			W;
+	double		lat_top;		/* the grid's first row's latitude, as the top part's georeference gives it */
 	bool		fill;
+	bool		multiple;		/* multiple-flow accumulation: flow rounds */
 	int		   *order;			/* order[k]: the part k-th from the top */
 	int		   *row0;			/* each part's first row on the grid */
 	int		   *height;
@@ -1773,6 +2317,7 @@ place_parts(coordinator *c, tg_error *err)
 		c->height[i] = get_i32(&r);
 		get(&r, &geo[i], sizeof geo[i]);
 		c->fill = get_u8(&r) != 0;
+		c->multiple = get_u8(&r) != 0;
 		if (r.bad || k != c->kind || width[i] < 1 || c->height[i] < min_rows(c->kind))
 		{
 			st = tg_error_set(err, TG_EDATA, "the edges reply of %s does not describe a part", names[i]);
@@ -1840,6 +2385,8 @@ place_parts(coordinator *c, tg_error *err)
 		}
 	}
 	c->W = width[0];
+	if (st == TG_OK)
+		c->lat_top = geo[c->order[0]].upperleft_y + 0.5 * geo[c->order[0]].scale_y;
 done:
 	tg_free(c->ctx, width);
 	tg_free(c->ctx, geo);
@@ -1950,6 +2497,7 @@ put_part_header(writer *w, const coordinator *c, tg_part_phase phase, int i)
 	put_i32(w, c->n);
 	put_i32(w, c->W);
 	put_i32(w, c->row0[i]);
+	put(w, &c->lat_top, sizeof c->lat_top);
 }
 
 /* The DEM rows around part i. */
@@ -2202,6 +2750,68 @@ nothing_changed(const tg_part_bytes *replies, int n)
 	return true;
 }
 
+/* Section `which` of a flow reply (after its header) as a reader, bad where the reply is cut short. */
+static reader
+flow_reply_section(const tg_part_bytes *b, int which)
+{
+	reader		r = {b->data + 6, b->size - 6, b->size < 6};
+	reader		sec = {NULL, 0, true};
+
+	for (int k = 0; k <= which && !r.bad; k++)
+		sec = get_section(&r);
+	return sec;
+}
+
+/* Did no part's edge rows' accumulation change in the round (the first always hands them all over)? */
+static tg_status
+flow_settled(const coordinator *c, const tg_part_bytes *replies, bool *settled, tg_error *err)
+{
+	*settled = c->round > 0;
+	for (int i = 0; i < c->n; i++)
+		for (int which = ROUTING_FIRST; which <= ACC_LAST; which++)
+		{
+			reader		sec = flow_reply_section(&replies[i], which);
+			size_t		count = 0;
+
+			if (sec.bad)
+				return tg_error_set(err, TG_EDATA, "the flow reply of %s is truncated", c->names[i]);
+			if (which >= ACC_FIRST && sec.left > 0)
+				get(&sec, &count, sizeof count);
+			if (count > 0)
+				*settled = false;
+		}
+	return TG_OK;
+}
+
+/*
+ * Round 0: every crossing flat's height; every round after: the sections
+ * of the neighbours' last replies that face part i.
+ */
+static tg_status
+put_flow(writer *w, const coordinator *c, int i, tg_error *err)
+{
+	put_i32(w, c->round);
+	if (c->round == 0)
+		return put_heights(w, c, err);
+	for (int side = 0; side < 2; side++)
+	{
+		const int	j = neighbour(c, i, side);
+		const int	sections[2] = {side == 0 ? ROUTING_LAST : ROUTING_FIRST, side == 0 ? ACC_LAST : ACC_FIRST};
+
+		for (int s = 0; s < 2; s++)
+		{
+			reader		sec = {NULL, 0, false};
+
+			if (j >= 0)
+				sec = flow_reply_section(&c->slot[TG_PART_FLOW][j], sections[s]);
+			if (sec.bad)
+				return tg_error_set(err, TG_EDATA, "the flow reply of %s is truncated", c->names[j]);
+			put_section(w, sec.p, sec.left);
+		}
+	}
+	return TG_OK;
+}
+
 /* The phase after c->last (whose replies are kept). */
 static tg_part_phase
 next_phase(coordinator *c, bool settled)
@@ -2219,9 +2829,11 @@ next_phase(coordinator *c, bool settled)
 		case TG_PART_FLATS:
 			return settled ? TG_PART_HEIGHTS : TG_PART_FLATS;
 		case TG_PART_HEIGHTS:
-			return c->kind == TG_OP_ACCUMULATION ? TG_PART_LINK : TG_PART_FINISH;
+			return c->kind != TG_OP_ACCUMULATION ? TG_PART_FINISH : c->multiple ? TG_PART_FLOW : TG_PART_LINK;
 		case TG_PART_LINK:
 			return TG_PART_FINISH;
+		case TG_PART_FLOW:
+			return settled ? TG_PART_FINISH : TG_PART_FLOW;
 		default:
 			return TG_PART_DONE;
 	}
@@ -2264,6 +2876,8 @@ tg_parts_step(const tg_ctx *ctx, tg_op_kind kind, int n, const char *const *name
 								  tg_part_phase_name(c.last));
 		if (st == TG_OK && c.last == TG_PART_FLATS)
 			settled = nothing_changed(replies, n);
+		if (st == TG_OK && c.last == TG_PART_FLOW)
+			st = flow_settled(&c, replies, &settled, err);
 		if (st == TG_OK && c.last < SLOTS)
 		{
 			if (c.slot[c.last] == NULL && (c.slot[c.last] = tg_alloc(ctx, n * sizeof(tg_part_bytes))) == NULL)
@@ -2277,10 +2891,11 @@ tg_parts_step(const tg_ctx *ctx, tg_op_kind kind, int n, const char *const *name
 	if (st != TG_OK)
 		goto done;
 	*phase = next_phase(&c, settled);
-	c.round = *phase == TG_PART_FLATS && c.last == TG_PART_FLATS ? c.round + 1 : 0;
-	if (c.round > MAX_FLAT_ROUNDS)
+	c.round = (*phase == TG_PART_FLATS || *phase == TG_PART_FLOW) && c.last == *phase ? c.round + 1 : 0;
+	if (c.round > MAX_ROUNDS)
 	{
-		st = tg_error_set(err, TG_ELIMIT, "the flats across parts did not settle in %d rounds", MAX_FLAT_ROUNDS);
+		st = tg_error_set(err, TG_ELIMIT, "the %s across parts did not settle in %d rounds",
+						  *phase == TG_PART_FLATS ? "flats" : "flow", MAX_ROUNDS);
 		goto done;
 	}
 	*round = c.round;
@@ -2299,7 +2914,7 @@ tg_parts_step(const tg_ctx *ctx, tg_op_kind kind, int n, const char *const *name
 		if (st == TG_OK)
 			st = solve_fill(&c, levels, err);
 	}
-	if (st == TG_OK && *phase == TG_PART_FINISH && c.kind == TG_OP_ACCUMULATION)
+	if (st == TG_OK && *phase == TG_PART_FINISH && c.kind == TG_OP_ACCUMULATION && !c.multiple)
 		st = solve_flow(&c, &inflows, &ninflows, err);
 	for (int i = 0; i < n && st == TG_OK && *phase != TG_PART_DONE; i++)
 	{
@@ -2316,9 +2931,11 @@ tg_parts_step(const tg_ctx *ctx, tg_op_kind kind, int n, const char *const *name
 			put_values(&w, levels[i], 1 + 2 * (size_t) c.W);
 		if (*phase == TG_PART_FLATS)
 			st = put_flats(&w, &c, i, err);
+		else if (*phase == TG_PART_FLOW)
+			st = put_flow(&w, &c, i, err);
 		else if (*phase == TG_PART_LINK || (*phase == TG_PART_FINISH && c.kind == TG_OP_DIRECTIONS))
 			st = put_heights(&w, &c, err);
-		else if (*phase == TG_PART_FINISH && c.kind == TG_OP_ACCUMULATION)
+		else if (*phase == TG_PART_FINISH && c.kind == TG_OP_ACCUMULATION && !c.multiple)
 			put_inflows(&w, &c, i, inflows, ninflows);
 		if (st == TG_OK)
 			st = writer_done(&w, &messages[i], err);

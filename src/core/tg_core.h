@@ -1158,7 +1158,8 @@ typedef struct tg_spill
  * gives the part's place on the grid and its first and last rows), scan
  * (the fill's label edges), surface, flats, heights and link (D8
  * accumulation: the routing surface kept, flats across parts resolved in
- * rounds, the flow between parts), finish (the part writes its tiles).
+ * rounds, the flow between parts) or flow (multiple-flow accumulation: the
+ * flow between parts in rounds), finish (the part writes its tiles).
  */
 typedef enum tg_part_phase
 {
@@ -1169,6 +1170,7 @@ typedef enum tg_part_phase
 	TG_PART_FLATS,
 	TG_PART_HEIGHTS,
 	TG_PART_LINK,
+	TG_PART_FLOW,
 	TG_PART_FINISH
 } tg_part_phase;
 

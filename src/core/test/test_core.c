@@ -720,25 +720,33 @@ check(bool ok, const char *fmt,...)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
-	test_golden_decode();
-	test_golden_encode();
-	test_multiband_and_flags();
-	test_truncations();
-	test_bad_headers();
-	test_slope_postgis_values();
-	test_slope_plane();
-	test_slope_random_vs_reference();
-	test_slope_nodata_cases();
-	test_cancel_and_dispatch();
-	test_cuda_parity();
-	test_hydro();
-	test_bmmq();
-	test_viewshed();
-	test_catchment();
-	test_threads();
-	test_run();
+	/* every group, or those named on the command line (e.g. test_core run) */
+	static const struct
+	{
+		const char *name;
+		void		(*run) (void);
+	}			groups[] = {
+		{"golden_decode", test_golden_decode}, {"golden_encode", test_golden_encode},
+		{"multiband", test_multiband_and_flags}, {"truncations", test_truncations},
+		{"bad_headers", test_bad_headers}, {"slope_postgis", test_slope_postgis_values},
+		{"slope_plane", test_slope_plane}, {"slope_random", test_slope_random_vs_reference},
+		{"slope_nodata", test_slope_nodata_cases}, {"cancel", test_cancel_and_dispatch},
+		{"cuda_parity", test_cuda_parity}, {"hydro", test_hydro}, {"bmmq", test_bmmq},
+		{"viewshed", test_viewshed}, {"catchment", test_catchment}, {"threads", test_threads},
+		{"run", test_run},
+	};
+
+	for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
+	{
+		bool		chosen = argc < 2;
+
+		for (int a = 1; a < argc && !chosen; a++)
+			chosen = strcmp(argv[a], groups[g].name) == 0;
+		if (chosen)
+			groups[g].run();
+	}
 
 	printf("core tests: %d passed, %d failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;

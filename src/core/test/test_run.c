@@ -543,11 +543,11 @@ test_free(void *ptr, void *arg)
 /*
  * Run op over the parts (given to the coordinator in the order `given`),
  * phase by phase as the coordinator says; the finished parts' tiles into
- * r[k], the rounds of the flats into *rounds.  The status of the first
+ * r[k], the rounds of the flats and of the flow into rounds[].  The status of the first
  * failure, its message in err.
  */
 static tg_status
-run_parts(coverage *parts, const int *given, int n, const tg_op *op, results *r, int *rounds, tg_error *err)
+run_parts(coverage *parts, const int *given, int n, const tg_op *op, results *r, int rounds[2], tg_error *err)
 {
 	static const char *const names[NPARTS] = {"p0", "p1", "p2"};
 	const char *gnames[NPARTS];
@@ -564,7 +564,7 @@ run_parts(coverage *parts, const int *given, int n, const tg_op *op, results *r,
 	tg_ctx_init(&ctx);
 	memset(part, 0, sizeof part);
 	memset(replies, 0, sizeof replies);
-	*rounds = 0;
+	rounds[0] = rounds[1] = 0;
 	for (int i = 0; i < n; i++)
 	{
 		gnames[i] = names[given[i]];
@@ -586,18 +586,26 @@ run_parts(coverage *parts, const int *given, int n, const tg_op *op, results *r,
 		}
 		if (st != TG_OK || phase == TG_PART_DONE)
 			break;
-		if (phase == TG_PART_FLATS)
-			*rounds = round + 1;
+		if (phase == TG_PART_FLATS || phase == TG_PART_FLOW)
+			rounds[phase == TG_PART_FLOW] = round + 1;
 		for (int i = 0; i < n; i++)
 		{
 			results		none;
 
 			part[i].message = msgs[i];
+			/* after a part failed, the others are not run (their replies would be stale) */
+			part[i].reply = (tg_part_bytes) {NULL, 0};
 			if (st == TG_OK)
-				st = run_job(&parts[given[i]], NULL, op, 2, SIZE_MAX, false, false, &part[i],
+			{
+				/* as on a server: the call's grid is the part's own */
+				tg_op		own = *op;
+
+				own.flow.geom.height = parts[given[i]].layout.height;
+				st = run_job(&parts[given[i]], NULL, &own, 2, SIZE_MAX, false, false, &part[i],
 							 phase == TG_PART_FINISH ? &r[given[i]] : &none, NULL, err);
-			if (phase != TG_PART_FINISH)
-				res_free(&none);
+				if (phase != TG_PART_FINISH)
+					res_free(&none);
+			}
 			replies[i] = part[i].reply;
 			free(msgs[i].data);
 		}
@@ -622,14 +630,21 @@ check_parts(const char *name, const tg_op *op, coverage *tiles)
 	tg_error	err;
 	bool		same = true;
 	int			t0 = 0,
-				rounds;
+				rounds[2];
+	tg_status	ran;
 
 	for (int k = 0; k < NPARTS; k++)
 		make_part(tiles, k, &parts[k]);
 	check(run_on(tiles, NULL, op, 1, SIZE_MAX, false, false, &whole, NULL, &err) == TG_OK,
 		  "%s over the whole coverage: %s", name, err.message);
-	check(run_parts(parts, order, NPARTS, op, r, &rounds, &err) == TG_OK, "%s over %d parts: %s", name, NPARTS,
-		  err.message);
+	ran = run_parts(parts, order, NPARTS, op, r, rounds, &err);
+	check(ran == TG_OK, "%s over %d parts: %s", name, NPARTS, err.message);
+	if (ran != TG_OK)
+	{
+		res_free(&whole);
+		free(parts);
+		return;
+	}
 	for (int k = 0; k < NPARTS; k++)
 	{
 		for (int t = 0; t < parts[k].layout.ntiles; t++)
@@ -642,9 +657,11 @@ check_parts(const char *name, const tg_op *op, coverage *tiles)
 	check(same && t0 == tiles->layout.ntiles,
 		  "%s over %d parts given out of order: every tile equals the whole run's", name, NPARTS);
 	/* the flats that cross the parts (a lake over their boundaries) take more than one round */
-	check((op->kind != TG_OP_ACCUMULATION && op->kind != TG_OP_DIRECTIONS) || rounds > 1,
-		  "%s: the flats across parts settled in %d rounds",
-		  name, rounds);
+	check((op->kind != TG_OP_ACCUMULATION && op->kind != TG_OP_DIRECTIONS) || rounds[0] > 1,
+		  "%s: the flats across parts settled in %d rounds", name, rounds[0]);
+	/* water that crosses a boundary back and forth: more rounds than the first and the settled one */
+	check(op->kind != TG_OP_ACCUMULATION || op->flow.routing == TG_ROUTE_D8 || rounds[1] > 2,
+		  "%s: the flow across parts settled in %d rounds", name, rounds[1]);
 	res_free(&whole);
 	free(parts);
 }
@@ -659,7 +676,7 @@ test_parts(coverage *tiles)
 	results		r[NPARTS],
 				none;
 	tg_error	err;
-	int			rounds;
+	int			rounds[2];
 
 	check_parts("fill", &op, tiles);
 	op = base_op(TG_OP_SLOPE);
@@ -672,18 +689,36 @@ test_parts(coverage *tiles)
 	check_parts("d8 accumulation of the filled DEM", &op, tiles);
 	op.flow.fill = false;
 	check_parts("d8 accumulation of the DEM as it is", &op, tiles);
+	/* the splitting routings: flow rounds instead of D8's link */
+	for (int k = 0; k < 5; k++)
+	{
+		static const tg_routing routings[5] = {TG_ROUTE_MFD_MD, TG_ROUTE_FD8, TG_ROUTE_FDD8, TG_ROUTE_DINF,
+		TG_ROUTE_ANISOTROPIC};
+		static const char *const names[5] = {"mfd-md", "fd8", "fdd8", "dinf (sca)", "anisotropic"};
+		char		name[96];
+
+		op = base_op(TG_OP_ACCUMULATION);
+		op.flow.routing = routings[k];
+		op.flow.threshold = 40;
+		op.flow.fill = k != 1;
+		op.units = k == 3 ? TG_UNITS_SCA : TG_UNITS_CELLS;
+		snprintf(name, sizeof name, "%s accumulation of the %s", names[k],
+				 op.flow.fill ? "filled DEM" : "DEM as it is");
+		check_parts(name, &op, tiles);
+	}
 
 	for (int k = 0; k < NPARTS; k++)
 		make_part(tiles, k, &parts[k]);
 	/* a part missing in the middle: the others do not meet */
 	op = base_op(TG_OP_FILL);
-	check(run_parts(parts, gap, 2, &op, r, &rounds, &err) == TG_EDATA && strstr(err.message, "do not meet") != NULL,
+	check(run_parts(parts, gap, 2, &op, r, rounds, &err) == TG_EDATA && strstr(err.message, "do not meet") != NULL,
 		  "parts with a gap between them are refused: %s", err.message);
 	/* what cannot run over parts says so; a truncated message is refused */
 	op = base_op(TG_OP_ACCUMULATION);
 	op.flow.routing = TG_ROUTE_MFD_MD;
+	op.weight_input = 1;
 	check(run_job(&parts[0], NULL, &op, 1, SIZE_MAX, false, false, &part, &none, NULL, &err) == TG_EUNSUPPORTED &&
-		  strstr(err.message, "routing d8") != NULL, "mfd-md accumulation over parts: %s", err.message);
+		  strstr(err.message, "no weight") != NULL, "weighted accumulation over parts: %s", err.message);
 	res_free(&none);
 	op = base_op(TG_OP_FILL);
 	check(run_job(&parts[0], NULL, &op, 1, SIZE_MAX, false, false, &part, &none, NULL, &err) == TG_EDATA,
