@@ -787,9 +787,9 @@ BEGIN
 	IF operation IS NULL OR coverage IS NULL OR message IS NULL THEN
 		RAISE EXCEPTION 'operation, coverage and message must not be NULL' USING ERRCODE = '22004';
 	END IF;
-	IF operation NOT IN ('tg_fill', 'tg_slope', 'tg_flow_direction', 'tg_flow_accumulation') THEN
+	IF operation NOT IN ('tg_fill', 'tg_slope', 'tg_flow_direction', 'tg_flow_accumulation', 'tg_hydrology') THEN
 		RAISE EXCEPTION '% cannot run over a partitioned coverage', operation USING ERRCODE = '0A000',
-			HINT = 'tg_fill, tg_slope, tg_flow_direction and tg_flow_accumulation can.';
+			HINT = 'tg_fill, tg_slope, tg_flow_direction, tg_flow_accumulation and tg_hydrology can.';
 	END IF;
 	args := format('coverage => %L::regclass', coverage::text);
 	FOR opt IN SELECT key, value FROM jsonb_each_text(coalesce(options, '{}')) LOOP
@@ -804,7 +804,9 @@ BEGIN
 	END IF;
 	RETURN @extschema@.tg_part_exec(
 		format('SELECT @extschema@.tg_create_result(%L, %L, replace => %L)', result,
-			   format('SELECT rid, %s AS part, rast FROM %s', part, call), replace),
+			   format('SELECT rid, %s AS part, %s FROM %s', part,
+					  CASE operation WHEN 'tg_hydrology' THEN 'filled, direction, accumulation' ELSE 'rast' END, call),
+			   replace),
 		message);
 END
 $function$;
@@ -941,9 +943,9 @@ BEGIN
 		RAISE EXCEPTION 'name, coverage and operation must not be NULL' USING ERRCODE = '22004';
 	END IF;
 	operation := lower(operation);
-	IF operation NOT IN ('tg_fill', 'tg_slope', 'tg_flow_direction', 'tg_flow_accumulation') THEN
+	IF operation NOT IN ('tg_fill', 'tg_slope', 'tg_flow_direction', 'tg_flow_accumulation', 'tg_hydrology') THEN
 		RAISE EXCEPTION '% cannot run over a partitioned coverage', operation USING ERRCODE = '0A000',
-			HINT = 'tg_fill (priority-flood, epsilon 0), tg_slope, tg_flow_direction (d8) and tg_flow_accumulation (no weight) can.';
+			HINT = 'tg_fill (priority-flood, epsilon 0), tg_slope, tg_flow_direction (d8), tg_flow_accumulation and tg_hydrology (no weight) can.';
 	END IF;
 	options := coalesce(options, '{}');
 	IF jsonb_typeof(options) <> 'object' THEN
@@ -1086,8 +1088,10 @@ BEGIN
 		IF to_regclass(qname) IS NOT NULL THEN
 			EXECUTE format('DROP TABLE %s', qname);
 		END IF;
-		EXECUTE format('CREATE TABLE %s (rid integer NOT NULL, part integer NOT NULL, rast %I.raster) PARTITION BY LIST (part)',
-					   qname, gis);
+		EXECUTE format('CREATE TABLE %s (rid integer NOT NULL, part integer NOT NULL, %s) PARTITION BY LIST (part)',
+					   qname, CASE operation
+							  WHEN 'tg_hydrology' THEN format('filled %1$I.raster, direction %1$I.raster, accumulation %1$I.raster', gis)
+							  ELSE format('rast %I.raster', gis) END);
 		FOR k IN 1..n LOOP
 			EXECUTE format('CREATE FOREIGN TABLE %I.%I PARTITION OF %s FOR VALUES IN (%s) SERVER %I OPTIONS (schema_name %L, table_name %L)',
 						   sch, format('%s_part%s', tab, k), qname, k, srv[k], (parse_ident(results[k]))[1],
@@ -1112,7 +1116,7 @@ BEGIN
 				 FROM generate_series(1, n) k;
 END
 $function$;
-COMMENT ON FUNCTION @extschema@.tg_create_partitioned_result(text,regclass,text,jsonb,boolean) IS 'Runs tg_fill, tg_slope, tg_flow_direction (D8) or tg_flow_accumulation (any routing, no weight; options: their named arguments as JSON) over a table partitioned over worker servers (postgres_fdw foreign partitions, each a band of whole rows of tiles): every worker computes its own part and writes it beside its input as NAME_partK (tg_create_result), only part-boundary data crosses the network, and the result appears on every server at once (two-phase commit) as the partitioned table NAME here; one row per worker with its tiles, busy seconds and bytes exchanged';
+COMMENT ON FUNCTION @extschema@.tg_create_partitioned_result(text,regclass,text,jsonb,boolean) IS 'Runs tg_fill, tg_slope, tg_flow_direction (D8), tg_flow_accumulation or tg_hydrology (any routing, no weight; options: their named arguments as JSON) over a table partitioned over worker servers (postgres_fdw foreign partitions, each a band of whole rows of tiles): every worker computes its own part and writes it beside its input as NAME_partK (tg_create_result), only part-boundary data crosses the network, and the result appears on every server at once (two-phase commit) as the partitioned table NAME here; one row per worker with its tiles, busy seconds and bytes exchanged';
 
 -- terra_gpu 0.1.0 -> 0.2.0, after the functions: what needs them.
 

@@ -14,7 +14,7 @@ loads the DEM in tiles partitioned by rows of tiles, and checks:
     partitioned table equal those over the local table, tile for tile;
   - tg_create_partitioned_result (tg_fill, tg_slope, D8 tg_flow_direction,
     D8 tg_flow_accumulation of the filled DEM and of the DEM as it is, MFD-md
-    and D-infinity accumulation) on the
+    and D-infinity accumulation, D8 and MFD-md tg_hydrology) on the
     workers equals the single-server coverage form tile for tile, each
     worker writing its own tiles as a raster table, with little crossing
     between servers; its argument errors carry their SQLSTATEs;
@@ -115,18 +115,22 @@ def main():
                                  "tg_flow_accumulation(coverage => 'dem_local', routing => 'mfd-md')"),
                                 ("tg_flow_accumulation", '{"routing": "dinf", "fill": false, "units": "sca"}',
                                  "tg_flow_accumulation(coverage => 'dem_local', routing => 'dinf', fill => false, "
-                                 "units => 'sca')")):
+                                 "units => 'sca')"),
+                                ("tg_hydrology", "{}", "tg_hydrology(coverage => 'dem_local')"),
+                                ("tg_hydrology", '{"routing": "mfd-md", "units": "area"}',
+                                 "tg_hydrology(coverage => 'dem_local', routing => 'mfd-md', units => 'area')")):
+            cols = ["filled", "direction", "accumulation"] if op == "tg_hydrology" else ["rast"]
             rows = sql(0, "SELECT part, server, tiles, bytes_sent + bytes_received FROM "
                           "tg_create_partitioned_result('res', 'dem', '%s', '%s', replace => true) ORDER BY part"
                        % (op, opts)).splitlines()
             parts = [r.split("|") for r in rows]
             check(len(parts) == n and all(int(p[2]) == r[2] for p, r in zip(parts, ranges)),
                   "%s over %d workers: each wrote its own tiles (%s)" % (op, n, ", ".join(p[2] for p in parts)))
-            eq = sql(0, "SELECT count(*) FILTER (WHERE ST_AsBinary(a.rast) = ST_AsBinary(b.rast)) || '|' || count(*) "
-                        "FROM res a JOIN %s b USING (rid)" % local)
+            eq = sql(0, "SELECT count(*) FILTER (WHERE %s) || '|' || count(*) FROM res a JOIN %s b USING (rid)"
+                     % (" AND ".join("ST_AsBinary(a.%s) = ST_AsBinary(b.%s)" % (c, c) for c in cols), local))
             same, cnt = map(int, eq.split("|"))
-            check(same == cnt == total, "%s %s on the workers equals the single-server coverage form (%d of %d tiles)"
-                  % (op, opts, same, total))
+            check(same == cnt == total, "%s %s on the workers equals the single-server coverage form (%d of %d tiles%s)"
+                  % (op, opts, same, total, ", each of " + ", ".join(cols) if len(cols) > 1 else ""))
             moved = sum(int(p[3]) for p in parts)
             # what crosses grows with the width, not the rows: on this small DEM
             # (a few hundred rows) a fraction, on the 13 M-cell one under 2 %;
@@ -136,9 +140,10 @@ def main():
             check(0 < moved < bound, "%s %s: %d bytes crossed between servers, %.1f %% of the DEM's %d"
                   % (op, opts, moved, 100.0 * moved / dem_bytes, dem_bytes))
             on_worker = sql(1, "SELECT count(*) FROM raster_columns WHERE r_table_name = 'res_part1'")
-            check(on_worker == "1", "%s: the worker's part is a raster table GIS clients list" % op)
+            check(on_worker == str(len(cols)), "%s: the worker's part is a raster table GIS clients list (%s columns)"
+                  % (op, on_worker))
         for bad, state in (("SELECT * FROM tg_create_partitioned_result('x', 'dem_local', 'tg_fill')", "22023"),
-                           ("SELECT * FROM tg_create_partitioned_result('x', 'dem', 'tg_hydrology')", "0A000"),
+                           ("SELECT * FROM tg_create_partitioned_result('x', 'dem', 'tg_rusle')", "0A000"),
                            ("SELECT * FROM tg_create_partitioned_result('x', 'dem', 'tg_flow_accumulation', "
                             "'{\"routing\": \"mfd-md\", \"weight\": \"dem_w1\"}')", "0A000"),
                            ("SELECT * FROM tg_create_partitioned_result('res', 'dem', 'tg_fill')", "42P07")):

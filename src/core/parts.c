@@ -371,14 +371,22 @@ tg_part_phase_name(tg_part_phase phase)
 static int
 dem_halo(tg_op_kind kind)
 {
-	return kind == TG_OP_SLOPE || kind == TG_OP_FILL || kind == TG_OP_DIRECTIONS || kind == TG_OP_ACCUMULATION ? 1 : 0;
+	return kind == TG_OP_SLOPE || kind == TG_OP_FILL || kind == TG_OP_DIRECTIONS || kind == TG_OP_ACCUMULATION ||
+		kind == TG_OP_HYDROLOGY ? 1 : 0;
 }
 
-/* Does op route (D8), keeping its surface between the phases? */
+/* Does op accumulate (tg_flow_accumulation, tg_hydrology)? */
+static bool
+accumulates(tg_op_kind kind)
+{
+	return kind == TG_OP_ACCUMULATION || kind == TG_OP_HYDROLOGY;
+}
+
+/* Does op route, keeping its surface between the phases? */
 static bool
 routes(tg_op_kind kind)
 {
-	return kind == TG_OP_DIRECTIONS || kind == TG_OP_ACCUMULATION;
+	return kind == TG_OP_DIRECTIONS || accumulates(kind);
 }
 
 /* The fewest rows a part may have. */
@@ -393,13 +401,13 @@ tg_op_in_parts(const tg_op *op, const char **why_not)
 {
 	*why_not = NULL;
 	if (dem_halo(op->kind) == 0)
-		*why_not = "tg_fill, tg_slope, tg_flow_direction and tg_flow_accumulation";
+		*why_not = "tg_fill, tg_slope, tg_flow_direction, tg_flow_accumulation and tg_hydrology";
 	else if (op->kind == TG_OP_FILL && (op->fill_method != TG_FILL_PRIORITY_FLOOD || op->epsilon != 0))
 		*why_not = "tg_fill with method priority-flood and epsilon 0";
 	else if (op->kind == TG_OP_DIRECTIONS && (op->flow.routing != TG_ROUTE_D8 || op->directions != TG_DIRECTIONS_CODES))
 		*why_not = "tg_flow_direction with routing d8 and output codes";
-	else if (op->kind == TG_OP_ACCUMULATION && op->weight_input > 0)
-		*why_not = "tg_flow_accumulation with no weight";
+	else if (accumulates(op->kind) && op->weight_input > 0)
+		*why_not = "tg_flow_accumulation and tg_hydrology with no weight";
 	return *why_not == NULL;
 }
 
@@ -407,7 +415,7 @@ tg_op_in_parts(const tg_op *op, const char **why_not)
 static bool
 multiple_flow(const tg_op *op)
 {
-	return op->kind == TG_OP_ACCUMULATION && op->flow.routing != TG_ROUTE_D8;
+	return accumulates(op->kind) && op->flow.routing != TG_ROUTE_D8;
 }
 
 /* Does op fill the DEM first? */
@@ -439,6 +447,7 @@ typedef struct part_state
 	int			index;
 	int			count;
 	int			row0;
+	tg_band		dem;			/* the DEM's type and nodata (no pixels): tg_hydrology's filled DEM has them */
 	double	   *z;				/* (2 + H + 2) * W: the routing surface with two rows around (NaN: none) */
 	/* its own cells of flats that cross its edges */
 	size_t		nflat;
@@ -725,6 +734,8 @@ part_surface(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_part *par
 	{
 		s->W = l->width;
 		s->H = l->height;
+		s->dem = g->band;
+		s->dem.data = NULL;
 		s->index = m->index;
 		s->count = m->count;
 		s->row0 = m->row0;
@@ -1955,7 +1966,7 @@ finish_accumulation(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r
 		if ((*acc = tg_alloc(ctx, cells * sizeof(double) + 1)) == NULL)
 			return tg_error_set(err, TG_ENOMEM, "could not allocate a part's accumulation (%zu cells)", cells);
 		memcpy(*acc, s->flow_acc + s->W, cells * sizeof(double));
-		return op->units == TG_UNITS_SCA ? tg_to_sca(ctx, &op->flow.geom, *acc, err) : TG_OK;
+		return TG_OK;
 	}
 	if (s == NULL || s->d8 == NULL)
 		return tg_error_set(err, TG_EDATA, "a finish message reached a part that was not linked");
@@ -1975,9 +1986,42 @@ finish_accumulation(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r
 		tg_phase(ctx, "accumulation of the part");
 		st = accumulate_part(ctx, op, s, &strip, in, n, acc, err);
 	}
-	if (st == TG_OK && op->units == TG_UNITS_SCA)
-		st = tg_to_sca(ctx, &op->flow.geom, *acc, err);
 	tg_free(ctx, in);
+	return st;
+}
+
+/*
+ * The receivers of every cell of the part (as tg_hydrology exports them:
+ * the ESRI codes of the neighbours that get a share, fdd8 by the cell's
+ * accumulation in cells), from its routing with the crossing flats' masks.
+ */
+static tg_status
+part_receivers(const tg_ctx *ctx, const tg_op *op, const part_state *s, const double *acc, uint16_t **out,
+			   tg_error *err)
+{
+	const size_t n = (size_t) s->W * s->H;
+	tg_route	strip;
+	tg_route_view v;
+	tg_status	st = route_part(ctx, op, s, 0, &strip, err);
+
+	if (st != TG_OK)
+		return st;
+	v = tg_cpu_route_view(&strip, op->flow.threshold);
+	if ((*out = tg_alloc(ctx, n * sizeof(uint16_t) + 1)) == NULL)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's receivers (%zu cells)", n);
+	for (size_t i = 0; st == TG_OK && i < n; i++)
+	{
+		uint16_t	mask = 0;
+
+		if (isnan(strip.z[i]))
+			mask = TG_NODATA_RECEIVERS;
+		else
+			for (int k = 0; k < 8; k++)
+				if (tg_route_share(&v, i, k, acc[i]) > 0)
+					mask |= (uint16_t) (1u << k);
+		(*out)[i] = mask;
+	}
+	tg_route_free(ctx, &strip);
 	return st;
 }
 
@@ -2012,18 +2056,27 @@ part_finish(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_part *part
 	const size_t W = (size_t) l->width,
 				n = W * l->height;
 	writer		w = {.ctx = ctx};
-	tg_output	out;
+	tg_output	out[3];
+	int			nout = 1;
 	double	   *values = NULL;
 	float	   *slope = NULL;
 	uint8_t    *codes = NULL;
+	uint16_t   *receivers = NULL;
 	tg_status	st = TG_OK;
 
 	if (op->kind == TG_OP_FILL)
 		st = part_surface_of(ctx, op, job, r, m, g, &values, err);
 	else if (op->kind == TG_OP_DIRECTIONS)
 		st = finish_directions(ctx, op, part, r, &codes, err);
-	else if (op->kind == TG_OP_ACCUMULATION)
+	else if (accumulates(op->kind))
+	{
+		/* tg_hydrology's receivers are exported before the units: fdd8 reads the accumulation in cells */
 		st = finish_accumulation(ctx, op, part, r, &values, err);
+		if (st == TG_OK && op->kind == TG_OP_HYDROLOGY)
+			st = part_receivers(ctx, op, part->state, values, &receivers, err);
+		if (st == TG_OK && op->units == TG_UNITS_SCA)
+			st = tg_to_sca(ctx, &op->flow.geom, values, err);
+	}
 	else
 	{
 		double	   *above,
@@ -2035,7 +2088,7 @@ part_finish(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_part *part
 		if (st == TG_OK)
 			st = read_with_halos(ctx, job, g, above, below, &values, err);
 		if (st == TG_OK)
-			st = tg_op_plan(op, &g->band, &out, err);
+			st = tg_op_plan(op, &g->band, out, err);
 		if (st == TG_OK)
 		{
 			/* the part's rows with those around it as a 64BF band, nodata NaN */
@@ -2048,7 +2101,7 @@ part_finish(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_part *part
 			p.pixel_height = tg_georef_pixel_height(&l->geo);
 			p.scale = op->slope_scale;
 			p.units = op->slope_units;
-			p.out_nodata = (float) out.specs[0].nodata;
+			p.out_nodata = (float) out[0].specs[0].nodata;
 			slope = tg_alloc(ctx, sizeof(float) * W * rows.height + 1);
 			st = slope ? tg_slope(ctx, &rows, &p, slope, err)
 				: tg_error_set(err, TG_ENOMEM, "could not allocate the slopes of a part of %zu cells", n);
@@ -2060,16 +2113,29 @@ part_finish(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_part *part
 	}
 	if (st == TG_OK)
 		st = reader_done(r, "a finish message", err);
+	/* a routing part's DEM was read in the surface phase */
 	if (st == TG_OK)
-		st = tg_op_plan(op, &g->band, &out, err);
+		st = tg_op_plan(op, routes(op->kind) ? &((const part_state *) part->state)->dem : &g->band, out, err);
+	if (st == TG_OK && op->kind == TG_OP_HYDROLOGY)
+	{
+		const part_state *s = part->state;
+
+		out[0].planes[0] = (tg_plane) {s->z + 2 * W, TG_PT_64BF, false, 0};
+		out[1].planes[0] = (tg_plane) {receivers, TG_PT_16BUI, true, TG_NODATA_RECEIVERS};
+		out[2].planes[0] = (tg_plane) {values, TG_PT_64BF, false, 0};
+		nout = 3;
+	}
+	else if (st == TG_OK)
+	{
+		out[0].planes[0].data = codes ? (const void *) codes : slope ? (const void *) slope : (const void *) values;
+		out[0].planes[0].type = codes ? TG_PT_8BUI : slope ? TG_PT_32BF : TG_PT_64BF;
+		out[0].planes[0].has_marker = codes != NULL;
+		out[0].planes[0].marker = 255;
+	}
 	if (st == TG_OK)
 	{
-		out.planes[0].data = codes ? (const void *) codes : slope ? (const void *) slope : (const void *) values;
-		out.planes[0].type = codes ? TG_PT_8BUI : slope ? TG_PT_32BF : TG_PT_64BF;
-		out.planes[0].has_marker = codes != NULL;
-		out.planes[0].marker = 255;
 		tg_phase(ctx, "encode");
-		st = tg_write_tiles(ctx, job, &out, 1, 0, l->height, err);
+		st = tg_write_tiles(ctx, job, out, nout, 0, l->height, err);
 	}
 	if (st == TG_OK)
 	{
@@ -2080,6 +2146,7 @@ part_finish(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_part *part
 	tg_free(ctx, values);
 	tg_free(ctx, slope);
 	tg_free(ctx, codes);
+	tg_free(ctx, receivers);
 	if (routes(op->kind))
 		tg_part_forget(part);
 	return st;
@@ -2829,7 +2896,7 @@ next_phase(coordinator *c, bool settled)
 		case TG_PART_FLATS:
 			return settled ? TG_PART_HEIGHTS : TG_PART_FLATS;
 		case TG_PART_HEIGHTS:
-			return c->kind != TG_OP_ACCUMULATION ? TG_PART_FINISH : c->multiple ? TG_PART_FLOW : TG_PART_LINK;
+			return !accumulates(c->kind) ? TG_PART_FINISH : c->multiple ? TG_PART_FLOW : TG_PART_LINK;
 		case TG_PART_LINK:
 			return TG_PART_FINISH;
 		case TG_PART_FLOW:
@@ -2914,7 +2981,7 @@ tg_parts_step(const tg_ctx *ctx, tg_op_kind kind, int n, const char *const *name
 		if (st == TG_OK)
 			st = solve_fill(&c, levels, err);
 	}
-	if (st == TG_OK && *phase == TG_PART_FINISH && c.kind == TG_OP_ACCUMULATION && !c.multiple)
+	if (st == TG_OK && *phase == TG_PART_FINISH && accumulates(c.kind) && !c.multiple)
 		st = solve_flow(&c, &inflows, &ninflows, err);
 	for (int i = 0; i < n && st == TG_OK && *phase != TG_PART_DONE; i++)
 	{
@@ -2935,7 +3002,7 @@ tg_parts_step(const tg_ctx *ctx, tg_op_kind kind, int n, const char *const *name
 			st = put_flow(&w, &c, i, err);
 		else if (*phase == TG_PART_LINK || (*phase == TG_PART_FINISH && c.kind == TG_OP_DIRECTIONS))
 			st = put_heights(&w, &c, err);
-		else if (*phase == TG_PART_FINISH && c.kind == TG_OP_ACCUMULATION && !c.multiple)
+		else if (*phase == TG_PART_FINISH && accumulates(c.kind) && !c.multiple)
 			put_inflows(&w, &c, i, inflows, ninflows);
 		if (st == TG_OK)
 			st = writer_done(&w, &messages[i], err);

@@ -194,7 +194,7 @@ tgpg_part_exec(PG_FUNCTION_ARGS)
  * ------------------------------------------------------------------------ */
 static const tgpg_word part_operations[] = {
 	{"tg_fill", TG_OP_FILL}, {"tg_slope", TG_OP_SLOPE}, {"tg_flow_direction", TG_OP_DIRECTIONS},
-	{"tg_flow_accumulation", TG_OP_ACCUMULATION},
+	{"tg_flow_accumulation", TG_OP_ACCUMULATION}, {"tg_hydrology", TG_OP_HYDROLOGY},
 };
 
 /* The n elements of a bytea[], each unpacked; 22004 on a NULL element. */

@@ -648,8 +648,9 @@ check_parts(const char *name, const tg_op *op, coverage *tiles)
 	for (int k = 0; k < NPARTS; k++)
 	{
 		for (int t = 0; t < parts[k].layout.ntiles; t++)
-			same = same && r[k].size[t][0] == whole.size[t0 + t][0] &&
-				memcmp(r[k].tile[t][0] + 4, whole.tile[t0 + t][0] + 4, r[k].size[t][0] - 4) == 0;
+			for (int o = 0; o < tg_op_outputs(op); o++)
+				same = same && r[k].size[t][o] == whole.size[t0 + t][o] &&
+					memcmp(r[k].tile[t][o] + 4, whole.tile[t0 + t][o] + 4, r[k].size[t][o] - 4) == 0;
 		same = same && r[k].written == parts[k].layout.ntiles;
 		t0 += parts[k].layout.ntiles;
 		res_free(&r[k]);
@@ -706,6 +707,13 @@ test_parts(coverage *tiles)
 				 op.flow.fill ? "filled DEM" : "DEM as it is");
 		check_parts(name, &op, tiles);
 	}
+	/* fill, directions and accumulation in one call: three outputs per tile */
+	op = base_op(TG_OP_HYDROLOGY);
+	check_parts("d8 hydrology", &op, tiles);
+	op.flow.routing = TG_ROUTE_FDD8;
+	op.flow.threshold = 40;
+	op.units = TG_UNITS_SCA;
+	check_parts("fdd8 hydrology in sca", &op, tiles);
 
 	for (int k = 0; k < NPARTS; k++)
 		make_part(tiles, k, &parts[k]);
