@@ -17,6 +17,7 @@ time measures the stitch and its traffic, not a cluster's speed-up.
 import argparse
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -38,6 +39,7 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--port", type=int, default=5490)
     ap.add_argument("--ops", default="fill,slope,d8,mfd-md", help="which of fill, slope, d8, mfd-md")
+    ap.add_argument("--backend", help="terra_gpu.backend of the single-server run (the parts compute on the CPU)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="tgbench-", dir="/var/tmp")
     os.chmod(tmp, 0o755)
@@ -61,17 +63,28 @@ def main():
         subprocess.run([CLUSTER, "up", str(args.workers)], env=env, check=True, capture_output=True)
         subprocess.run([CLUSTER, "load", args.dem, "dem", str(args.tile)], env=env, check=True, capture_output=True)
         srid = psql("SELECT ST_SRID(rast) FROM dem LIMIT 1")[0]
-        tiles = subprocess.run(["raster2pgsql", "-q", "-s", srid, "-Y", "-t", "%dx%d" % (args.tile, args.tile),
-                                args.dem, "dem_local"], capture_output=True, text=True, check=True).stdout
-        subprocess.run(["psql", "-X", "-q", "-h", sock, "-p", str(args.port), "-d", db], input=tiles, text=True,
-                       env=env, check=True, capture_output=True)
+        if args.backend:
+            psql("ALTER DATABASE %s SET terra_gpu.backend = '%s'" % (db, args.backend))
+        if shutil.which("raster2pgsql"):
+            tiles = subprocess.run(["raster2pgsql", "-q", "-s", srid, "-Y", "-t", "%dx%d" % (args.tile, args.tile),
+                                    args.dem, "dem_local"], capture_output=True, text=True, check=True).stdout
+        else:
+            # a PostGIS without its loader: the server reads the file (as tools/cluster.sh load does)
+            tiles = ("SET postgis.gdal_enabled_drivers = 'ENABLE_ALL';\n"
+                     "CREATE TABLE dem_local AS SELECT (row_number() OVER ())::int AS rid, t AS rast FROM "
+                     "(SELECT ST_SetSRID(ST_FromGDALRaster(pg_read_binary_file('%s')), %s) AS r) s, "
+                     "ST_Tile(s.r, %d, %d) AS t;\n" % (os.path.abspath(args.dem).replace("'", "''"), srid,
+                                                       args.tile, args.tile))
+        subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", sock, "-p", str(args.port), "-d", db],
+                       input=tiles, text=True, env=env, check=True, capture_output=True)
         cells, dem_bytes = map(int, psql("SELECT sum(ST_Width(rast) * ST_Height(rast)), "
                                          "sum(ST_Width(rast) * ST_Height(rast) * "
                                          "(CASE ST_BandPixelType(rast) WHEN '16BSI' THEN 2 WHEN '16BUI' THEN 2 "
                                          "WHEN '8BUI' THEN 1 ELSE 4 END)) FROM dem_local")[0].split("|"))
         print("# %s: %d cells in tiles of %d, %d workers and a coordinator on one machine"
               % (os.path.basename(args.dem), cells, args.tile, args.workers))
-        print("# host: %s; %s\n" % (machine_description(), time.strftime("%Y-%m-%d")))
+        print("# host: %s; %s; single server: backend %s\n"
+              % (machine_description(), time.strftime("%Y-%m-%d"), args.backend or "auto"))
         print("| operation | one server, s | %d workers, s | phases (slowest worker), s | worker busy, s |"
               " bytes between servers | of the DEM | tiles equal |" % args.workers)
         print("|---|---:|---:|---|---|---:|---:|---|")

@@ -92,8 +92,23 @@ load() {
 	srid=$(gdalsrsinfo -o epsg "$dem" 2>/dev/null | sed -n 's/^EPSG:\([0-9]*\).*/\1/p' | head -1)
 	# the tiles, numbered in raster2pgsql's order, land in a staging table on
 	# the coordinator, then move to the workers through the foreign partitions
-	raster2pgsql -q -s "${srid:-4326}" -Y -t "${tile}x${tile}" "$dem" "${table}_load" 2> >(grep -v '^Processing' >&2) |
-		sql_on 0 -c "SET client_min_messages = warning; DROP TABLE IF EXISTS ${table}_load, $table CASCADE" -f -
+	if command -v raster2pgsql >/dev/null; then
+		raster2pgsql -q -s "${srid:-4326}" -Y -t "${tile}x${tile}" "$dem" "${table}_load" 2> >(grep -v '^Processing' >&2) |
+			sql_on 0 -c "SET client_min_messages = warning; DROP TABLE IF EXISTS ${table}_load, $table CASCADE" -f -
+	else
+		# a PostGIS without its loader: the coordinator reads the file itself
+		# (the server's own GDAL; files under 1 GB), tiles in the same order
+		local path; path=$(realpath "$dem")
+		sql_on 0 -v path="$path" -f - <<-SQL
+			SET client_min_messages = warning;
+			SET postgis.gdal_enabled_drivers = 'ENABLE_ALL';
+			DROP TABLE IF EXISTS ${table}_load, $table CASCADE;
+			CREATE TABLE ${table}_load AS
+			SELECT (row_number() OVER ())::int AS rid, t AS rast
+			FROM (SELECT ST_SetSRID(ST_FromGDALRaster(pg_read_binary_file(:'path')), ${srid:-4326}) AS r) s,
+				 ST_Tile(s.r, $tile, $tile) AS t;
+		SQL
+	fi
 	local nrows
 	nrows=$(sql_on 0 -c "SELECT count(DISTINCT ST_UpperLeftY(rast)) FROM ${table}_load")
 	if [ "$nrows" -lt "$n" ]; then
