@@ -25,7 +25,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-from tg_tools import machine_description  # noqa: E402
+from tg_tools import machine_description, server_read_sql  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 CLUSTER = os.path.join(REPO, "tools", "cluster.sh")
@@ -69,12 +69,7 @@ def main():
             tiles = subprocess.run(["raster2pgsql", "-q", "-s", srid, "-Y", "-t", "%dx%d" % (args.tile, args.tile),
                                     args.dem, "dem_local"], capture_output=True, text=True, check=True).stdout
         else:
-            # a PostGIS without its loader: the server reads the file (as tools/cluster.sh load does)
-            tiles = ("SET postgis.gdal_enabled_drivers = 'ENABLE_ALL';\n"
-                     "CREATE TABLE dem_local AS SELECT (row_number() OVER ())::int AS rid, t AS rast FROM "
-                     "(SELECT ST_SetSRID(ST_FromGDALRaster(pg_read_binary_file('%s')), %s) AS r) s, "
-                     "ST_Tile(s.r, %d, %d) AS t;\n" % (os.path.abspath(args.dem).replace("'", "''"), srid,
-                                                       args.tile, args.tile))
+            tiles = server_read_sql(args.dem, srid, "dem_local", args.tile)
         subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", sock, "-p", str(args.port), "-d", db],
                        input=tiles, text=True, env=env, check=True, capture_output=True)
         cells, dem_bytes = map(int, psql("SELECT sum(ST_Width(rast) * ST_Height(rast)), "

@@ -67,17 +67,25 @@ class Dem:
                 "Float32": "32BF", "Float64": "64BF", "Byte": "8BUI"}[self.gdal_type]
 
 
+def server_read_sql(path, srid, table, tile=None):
+    """SQL creating `table` from a GDAL file the server reads itself
+    (ST_FromGDALRaster: a superuser on the same machine, files under 1 GB),
+    one raster value or tiles of tile x tile numbered in raster2pgsql's
+    order: the load where raster2pgsql is missing."""
+    src = ("ST_SetSRID(ST_FromGDALRaster(pg_read_binary_file(%s)), %d)"
+           % (sql_literal(os.path.abspath(path)), int(srid)))
+    rows = ("SELECT (row_number() OVER ())::int AS rid, t AS rast FROM (SELECT %s AS r) s, "
+            "ST_Tile(s.r, %d, %d) AS t" % (src, tile, tile)) if tile else "SELECT 1 AS rid, %s AS rast" % src
+    return ("SET postgis.gdal_enabled_drivers = 'ENABLE_ALL';\nCREATE TABLE %s AS %s;\n" % (table, rows))
+
+
 def load_dem(dem, table, db=None, tile=None):
     """Load a DEM with raster2pgsql (one raster value, or tiles of tile x tile);
     where raster2pgsql is missing, the server reads the file itself
     (ST_FromGDALRaster: a superuser on the same machine, files under 1 GB)."""
     if shutil.which("raster2pgsql") is None:
-        src = ("ST_SetSRID(ST_FromGDALRaster(pg_read_binary_file(%s)), %d)"
-               % (sql_literal(os.path.abspath(dem.path)), dem.srid))
-        rows = ("SELECT (row_number() OVER ())::int AS rid, t AS rast FROM (SELECT %s AS r) s, "
-                "ST_Tile(s.r, %d, %d) AS t" % (src, tile, tile)) if tile else "SELECT 1 AS rid, %s AS rast" % src
-        psql_script("SET postgis.gdal_enabled_drivers = 'ENABLE_ALL';\nDROP TABLE IF EXISTS %s;\n"
-                    "CREATE TABLE %s AS %s;\nANALYZE %s;\n" % (table, table, rows, table), db)
+        psql_script("DROP TABLE IF EXISTS %s;\n%sANALYZE %s;\n"
+                    % (table, server_read_sql(dem.path, dem.srid, table, tile), table), db)
         return
     cmd = ["raster2pgsql", "-q", "-s", str(dem.srid), "-Y"]
     if tile:
