@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A coverage partitioned over several servers against the same coverage on
-one server: tg_fill, tg_slope and tg_flow_accumulation (D8 and MFD-md of the filled DEM) through
+one server: tg_fill, tg_slope, tg_flow_accumulation (D8 and MFD-md of the filled DEM) and tg_hydrology through
 tg_create_partitioned_result on a
 coordinator and N throwaway workers (tools/cluster.sh, Unix sockets, one
 machine), and tg_create_result over the same tiles in one local table of the
@@ -8,7 +8,7 @@ coordinator.  Prints wall times, each phase's time (from the NOTICEs), each
 worker's busy time and the bytes that crossed between servers against the
 DEM's size, and checks the two results tile for tile.
 
-    bench/partitions_sql.py DEM.tif [--workers 3] [--tile 256] [--reps 3] [--ops fill,slope,d8,mfd-md]
+    bench/partitions_sql.py DEM.tif [--workers 3] [--tile 256] [--reps 3] [--ops fill,slope,d8,mfd-md,hydrology]
 
 Every server runs on this machine: the workers share its cores, so the wall
 time measures the stitch and its traffic, not a cluster's speed-up.
@@ -38,7 +38,8 @@ def main():
     ap.add_argument("--tile", type=int, default=256)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--port", type=int, default=5490)
-    ap.add_argument("--ops", default="fill,slope,d8,mfd-md", help="which of fill, slope, d8, mfd-md")
+    ap.add_argument("--ops", default="fill,slope,d8,mfd-md,hydrology",
+                    help="which of fill, slope, d8, mfd-md, hydrology")
     ap.add_argument("--backend", help="terra_gpu.backend of the single-server run (the parts compute on the CPU)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="tgbench-", dir="/var/tmp")
@@ -87,7 +88,8 @@ def main():
                       "slope": ("tg_slope", "{}", "tg_slope(coverage => ''dem_local'')"),
                       "d8": ("tg_flow_accumulation", "{}", "tg_flow_accumulation(coverage => ''dem_local'')"),
                       "mfd-md": ("tg_flow_accumulation", '{"routing": "mfd-md"}',
-                                 "tg_flow_accumulation(coverage => ''dem_local'', routing => ''mfd-md'')")}
+                                 "tg_flow_accumulation(coverage => ''dem_local'', routing => ''mfd-md'')"),
+                      "hydrology": ("tg_hydrology", "{}", "tg_hydrology(coverage => ''dem_local'')")}
         for key in args.ops.split(","):
             op, opts, local = operations[key]
             one, many, phases, busy, moved = [], [], "", "", 0
@@ -104,8 +106,9 @@ def main():
                     "%s %s%s" % (m[0], m[1], " (%s rounds)" % m[3] if m[3] else "")
                     for m in re.findall(r": (\w+) of \w+ on \d+ workers in ([\d.]+) s, ([\d.]+) kB(?: \((\d+) rounds\))?",
                                         notices))
-            same = psql("SELECT count(*) FILTER (WHERE ST_AsBinary(a.rast) = ST_AsBinary(b.rast)) || ' of ' || "
-                        "count(*) FROM many a JOIN one b USING (rid)")[0]
+            cols = ["filled", "direction", "accumulation"] if op == "tg_hydrology" else ["rast"]
+            same = psql("SELECT count(*) FILTER (WHERE %s) || ' of ' || count(*) FROM many a JOIN one b USING (rid)"
+                        % " AND ".join("ST_AsBinary(a.%s) = ST_AsBinary(b.%s)" % (c, c) for c in cols))[0]
             print("| %s %s | %.2f | %.2f | %s | %s | %d | %.2f %% | %s |"
                   % (op, opts if opts != "{}" else "", statistics.median(one), statistics.median(many), phases, busy, moved,
                      100.0 * moved / dem_bytes, same))

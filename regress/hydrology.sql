@@ -25,6 +25,16 @@ FROM pit;
 -- nodata stays nodata, and a cell next to nodata is an outlet (never raised)
 SELECT ST_DumpValues(tg_fill(ST_SetValue(rast, 3, 1, -9999))) FROM pit;
 
+-- breaching instead (Lindsay 2016): the pit keeps its 1 and its way out is cut
+-- down to it, through the 5 the flood came from and the 8 on the edge; with
+-- epsilon the cut falls 0.5 per cell; nothing is left to fill
+SELECT ST_DumpValues(tg_fill(rast, method => 'breach')) FROM pit;
+SELECT ST_DumpValues(tg_fill(ST_MapAlgebra(rast, '64BF', '[rast]'), method => 'breach', epsilon => 0.5)) FROM pit;
+SELECT ST_DumpValues(tg_fill(tg_fill(rast, method => 'breach'))) = ST_DumpValues(tg_fill(rast, method => 'breach'))
+       AS nothing_to_fill,
+       ST_DumpValues(tg_flow_accumulation(tg_fill(rast, method => 'breach'), fill => false)) AS accumulation
+FROM pit;
+
 -- D8 directions: ESRI codes 1 (E) 2 (SE) 4 (S) 8 (SW) 16 (W) 32 (NW) 64 (N) 128 (NE), 0 = outlet
 SELECT ST_DumpValues(tg_flow_direction(rast)) FROM pit;
 -- without filling, the pit has no direction
@@ -119,7 +129,7 @@ SELECT ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(3, 3, 0, 0, 1, -1, 0, 0, 0), '
                     1, 1, 1, ARRAY[[1, 2, 3], [4, 5, 6], [7, 8, 9]]::float8[]) AS rast;
 \x on
 -- errors: bad arguments, a weight raster off the DEM's grid
-SELECT * FROM pg_temp.try($$SELECT tg_fill(rast, method => 'breach') FROM dem3$$);
+SELECT * FROM pg_temp.try($$SELECT tg_fill(rast, method => 'carve') FROM dem3$$);
 SELECT * FROM pg_temp.try($$SELECT tg_fill(rast, epsilon => -1) FROM dem3$$);
 SELECT * FROM pg_temp.try($$SELECT tg_flow_direction(rast, routing => 'd16') FROM dem3$$);
 SELECT * FROM pg_temp.try($$SELECT tg_flow_direction(rast, routing => 'mfd-md', output => 'codes') FROM dem3$$);

@@ -74,6 +74,7 @@ CREATE OR REPLACE FUNCTION @extschema@.tg_slope(coverage regclass, band integer 
  STABLE PARALLEL RESTRICTED
 AS 'MODULE_PATHNAME', $function$tgpg_slope$function$;
 COMMENT ON FUNCTION @extschema@.tg_slope(regclass,integer,text,double precision,double precision,text,name,name) IS 'Coverage form: the slope of a whole tiled raster table, computed as one grid (no tile-edge effects), one row per input tile with its extent';
+COMMENT ON FUNCTION @extschema@.tg_fill(raster,integer,text,double precision,double precision,text) IS 'Depression-filled DEM (priority-flood or planchon-darboux; the same surface), or with method breach the DEM breached instead (Lindsay 2016: cells lowered along least-cost paths from the pits, none raised): every cell drains to the raster edge or nodata; epsilon > 0 makes it strictly drainable';
 CREATE OR REPLACE FUNCTION @extschema@.tg_fill(coverage regclass, band integer DEFAULT 1, method text DEFAULT 'priority-flood'::text, epsilon double precision DEFAULT 0, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c

@@ -95,7 +95,7 @@ CREATE FUNCTION tg_fill(
 	AS 'MODULE_PATHNAME', 'tgpg_fill'
 	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION tg_fill(raster, integer, text, double precision, double precision, text) IS
-'Depression-filled DEM (priority-flood or planchon-darboux; the same surface): every cell drains to the raster edge or nodata; epsilon > 0 makes it strictly drainable';
+'Depression-filled DEM (priority-flood or planchon-darboux; the same surface), or with method breach the DEM breached instead (Lindsay 2016: cells lowered along least-cost paths from the pits, none raised): every cell drains to the raster edge or nodata; epsilon > 0 makes it strictly drainable';
 
 CREATE FUNCTION tg_fill(
 	coverage regclass,

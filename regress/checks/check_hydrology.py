@@ -9,7 +9,10 @@ For each DEM (loaded as one raster value), with terra_gpu's functions:
     number of valid cells: every valid cell drains to exactly one outlet;
   - every accumulation method gives the same D8 result;
   - multiple-flow routings (fd8, mfd-md) conserve water: what reaches the cells
-    that send nothing on equals the number of valid cells (to 1e-6).
+    that send nothing on equals the number of valid cells (to 1e-6);
+  - the breached DEM (tg_fill, method breach) is <= the input on every valid
+    cell, nodata stays nodata, filling it changes nothing, and routed as it
+    is (fill => false) every valid cell drains to an outlet as above.
 Fails (exit 1) when one does not hold.  Connection: PG* variables; needs a
 superuser (results are read through a byteasend-based helper).
 """
@@ -52,21 +55,40 @@ def check_dem(dem, db):
     if bad_fill or not same:
         failures.append("fill: %d cells below the input or with the wrong nodata; methods agree: %s" % (bad_fill, same))
 
-    codes, _, _ = band_values("(SELECT tg_flow_direction(rast) FROM %s)" % t, "B", db)
-    acc, _, _ = band_values("(SELECT tg_flow_accumulation(rast) FROM %s)" % t, "d", db)
-    at_outlets = 0.0
-    inner_sinks = 0
-    for i in range(W * H):
-        if not valid[i] or codes[i] != 0:
-            continue
-        x, y = i % W, i // W
-        outlet = x == 0 or y == 0 or x == W - 1 or y == H - 1 or any(
-            not valid[(y + dy) * W + x + dx] for dy in (-1, 0, 1) for dx in (-1, 0, 1))
-        inner_sinks += not outlet
-        at_outlets += acc[i]
+    def drained(surface, fill):
+        """D8 of a surface: cells without a direction inside, and what the outlets receive."""
+        codes, _, _ = band_values("(SELECT tg_flow_direction(%s, fill => %s) FROM %s)" % (surface, fill, t), "B", db)
+        acc, _, _ = band_values("(SELECT tg_flow_accumulation(%s, fill => %s) FROM %s)" % (surface, fill, t), "d", db)
+        at_outlets = 0.0
+        inner_sinks = 0
+        for i in range(W * H):
+            if not valid[i] or codes[i] != 0:
+                continue
+            x, y = i % W, i // W
+            outlet = x == 0 or y == 0 or x == W - 1 or y == H - 1 or any(
+                not valid[(y + dy) * W + x + dx] for dy in (-1, 0, 1) for dx in (-1, 0, 1))
+            inner_sinks += not outlet
+            at_outlets += acc[i]
+        return inner_sinks, at_outlets
+
+    inner_sinks, at_outlets = drained("rast", "true")
     if inner_sinks or at_outlets != nvalid:
         failures.append("d8: %d cells without a direction inside; outlets receive %g of %d cells"
                         % (inner_sinks, at_outlets, nvalid))
+
+    breached, _, _ = band_values("(SELECT tg_fill(rast, method => 'breach') FROM %s)" % t, fill_type, db)
+    bad_breach = sum(1 for i in range(W * H)
+                     if (valid[i] and (breached[i] == fnd or breached[i] > z[i] + 1e-3))
+                     or (not valid[i] and breached[i] != fnd))
+    unfilled = psql("SELECT (SELECT ST_DumpValues(tg_fill(tg_fill(rast, method => 'breach')))) "
+                    "= (SELECT ST_DumpValues(tg_fill(rast, method => 'breach'))) FROM %s" % t, db) == "t"
+    b_sinks, b_outlets = drained("tg_fill(rast, method => 'breach')", "false")
+    lowered = sum(1 for i in range(W * H) if valid[i] and breached[i] < z[i] - 1e-3)
+    raised = sum(1 for i in range(W * H) if valid[i] and filled[i] > z[i] + 1e-3)
+    if bad_breach or not unfilled or b_sinks or b_outlets != nvalid:
+        failures.append("breach: %d cells above the input or with the wrong nodata; filling it changes nothing: %s; "
+                        "%d cells without a direction inside; outlets receive %g of %d cells"
+                        % (bad_breach, unfilled, b_sinks, b_outlets, nvalid))
     methods = psql("SELECT string_agg(m, ',') FROM unnest(ARRAY['topological', 'dependency-transfer']) m, %s "
                    "WHERE (SELECT ST_DumpValues(tg_flow_accumulation(rast, method => m))) "
                    "<> (SELECT ST_DumpValues(tg_flow_accumulation(rast))) " % t, db)
@@ -83,7 +105,7 @@ def check_dem(dem, db):
         if abs(out - nvalid) > 1e-6 * nvalid:
             failures.append("%s: outflow cells receive %.9g of %d cells" % (routing, out, nvalid))
     psql("DROP TABLE %s" % t, db)
-    return nvalid, at_outlets, conserved, failures
+    return nvalid, at_outlets, conserved, (lowered, raised), failures
 
 
 def main():
@@ -94,15 +116,16 @@ def main():
     psql(RASTER_BYTES_FUNCTION, args.db)
     psql("SET client_min_messages = warning", args.db)
     failed = False
-    print("| DEM | valid cells | D8 outlets receive | fd8 outflow | mfd-md outflow | result |")
-    print("|---|---:|---:|---:|---:|---|")
+    print("| DEM | valid cells | D8 outlets receive | fd8 outflow | mfd-md outflow | cells lowered by breaching "
+          "/ raised by filling | result |")
+    print("|---|---:|---:|---:|---:|---:|---|")
     for path in args.dems:
         dem = Dem(path)
-        nvalid, d8, conserved, failures = check_dem(dem, args.db)
+        nvalid, d8, conserved, changed, failures = check_dem(dem, args.db)
         failed |= bool(failures)
-        print("| %s | %d | %d | %.6f | %.6f | %s |" % (dem.name, nvalid, d8, conserved["fd8"], conserved["mfd-md"],
-                                                      "ok" if not failures else "FAIL: " + "; ".join(failures)),
-              flush=True)
+        print("| %s | %d | %d | %.6f | %.6f | %d / %d | %s |"
+              % (dem.name, nvalid, d8, conserved["fd8"], conserved["mfd-md"], changed[0], changed[1],
+                 "ok" if not failures else "FAIL: " + "; ".join(failures)), flush=True)
     print("hydrology invariants: %s" % ("FAILED" if failed else "ok"))
     return 1 if failed else 0
 

@@ -19,6 +19,10 @@
  *                 outlets and lower cells in place, scanning the grid in
  *                 alternating directions until a scan changes nothing (one
  *                 thread: each scan reads the values it has just written).
+ * breach          Not a fill: Lindsay (2016)'s complete breaching, cells
+ *                 lowered along the priority-flood's paths from the pits
+ *                 (tg_core.h, tg_fill; one thread: the paths depend on the
+ *                 flood's order).
  */
 #include "tg_backends.h"
 #include "tg_heap.h"
@@ -494,6 +498,113 @@ done:
 }
 
 /* ------------------------------------------------------------------------
+ * Breaching (Lindsay 2016)
+ * ------------------------------------------------------------------------ */
+
+#define NO_LINK UINT32_MAX
+
+/* A pit: valid, not an outlet, no valid neighbour lower. */
+static bool
+is_pit(const double *z, int W, int H, int x, int y)
+{
+	const double v = z[(size_t) y * W + x];
+
+	for (int k = 0; k < 8; k++)
+	{
+		const int	nx = x + tg_nbr_dx(k),
+					ny = y + tg_nbr_dy(k);
+
+		if (nx >= 0 && ny >= 0 && nx < W && ny < H && z[(size_t) ny * W + nx] < v)
+			return false;
+	}
+	return !isnan(v) && !tg_cpu_is_outlet(z, W, H, x, y);
+}
+
+/*
+ * The flood links every cell to the cell it was reached from, which the
+ * flood closed before it; a pit, once closed, lowers the cells along its
+ * links to its own level (stepping down by dec() with epsilon) until one is
+ * already that low.  Only closed cells are lowered, so the flood's order is
+ * that of the original elevations.  Every non-outlet cell then has a
+ * neighbour strictly lower or, lowered or a pit, its link no higher and
+ * closed before it: following those steps ends at an outlet.
+ */
+static tg_status
+breach_depressions(const tg_ctx *ctx, const double *z, int W, int H, double eps, bool single, double *w,
+				   tg_error *err)
+{
+	const size_t n = (size_t) W * H;
+	uint32_t   *link = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+	uint8_t    *closed = tg_alloc(ctx, n ? n : 1);
+	tg_heap		pq = {tg_alloc(ctx, (n ? n : 1) * sizeof(tg_heap_item)), 0};
+	size_t		processed = 0;
+	tg_status	st = TG_OK;
+
+	if (link == NULL || closed == NULL || pq.a == NULL)
+	{
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate the breaching's flood (%zu cells)", n);
+		goto done;
+	}
+	memset(closed, 0, n);
+	memcpy(w, z, n * sizeof(double));
+	for (int y = 0; y < H; y++)
+		for (int x = 0; x < W; x++)
+		{
+			const size_t i = (size_t) y * W + x;
+
+			if (!isnan(z[i]) && tg_cpu_is_outlet(z, W, H, x, y))
+			{
+				closed[i] = 1;
+				link[i] = NO_LINK;
+				tg_heap_push(&pq, z[i], (uint32_t) i);
+			}
+		}
+	while (pq.len > 0)
+	{
+		const uint32_t c = tg_heap_pop(&pq).i;
+		const int	cx = (int) (c % W),
+					cy = (int) (c / W);
+
+		if (++processed % CANCEL_EVERY == 0 && tg_canceled(ctx))
+		{
+			st = tg_error_set(err, TG_ECANCELED, "breaching canceled");
+			goto done;
+		}
+		if (is_pit(z, W, H, cx, cy))
+		{
+			double		level = tg_fill_dec(w[c], eps, single);
+
+			for (uint32_t p = link[c]; p != NO_LINK && w[p] > level; p = link[p])
+			{
+				w[p] = level;
+				level = tg_fill_dec(level, eps, single);
+			}
+		}
+		for (int k = 0; k < 8; k++)
+		{
+			const int	nx = cx + tg_nbr_dx(k),
+						ny = cy + tg_nbr_dy(k);
+			size_t		ni;
+
+			if (nx < 0 || ny < 0 || nx >= W || ny >= H)
+				continue;
+			ni = (size_t) ny * W + nx;
+			if (closed[ni] || isnan(z[ni]))
+				continue;
+			closed[ni] = 1;
+			link[ni] = c;
+			tg_heap_push(&pq, z[ni], (uint32_t) ni);
+		}
+	}
+
+done:
+	tg_free(ctx, link);
+	tg_free(ctx, closed);
+	tg_free(ctx, pq.a);
+	return st;
+}
+
+/* ------------------------------------------------------------------------
  * Planchon-Darboux
  * ------------------------------------------------------------------------ */
 
@@ -585,6 +696,8 @@ tg_cpu_fill_surface(const tg_ctx *ctx, const double *z, int W, int H,
 		if (ctx->stats)
 			ctx->stats->iterations = sweeps;
 	}
+	else if (method == TG_FILL_BREACH)
+		st = breach_depressions(ctx, z, W, H, eps, single, w, err);
 	else if (eps > 0)
 		st = fill_priority_flood(ctx, z, W, H, eps, single, w, err);
 	else

@@ -385,7 +385,8 @@ void		tg_row_spacing(const tg_grid_geometry *g, int row, double *dx, double *dy)
 typedef enum tg_fill_method
 {
 	TG_FILL_PRIORITY_FLOOD = 0,
-	TG_FILL_PLANCHON_DARBOUX
+	TG_FILL_PLANCHON_DARBOUX,
+	TG_FILL_BREACH				/* not a fill: depressions breached (below) */
 } tg_fill_method;
 
 typedef struct tg_fill_params
@@ -403,6 +404,17 @@ typedef struct tg_fill_params
  * above w in out_type.  This surface is unique, so every method and backend
  * returns the same values bit for bit.  out receives width * height values of
  * out_type; nodata cells (NaN or the band's nodata) get out_nodata.
+ *
+ * TG_FILL_BREACH instead lowers cells, never raising one: complete breaching
+ * after Lindsay (2016).  A priority-flood from the outlets (ties to the
+ * smaller cell index) links every cell to the cell it was reached from; at
+ * each pit (a valid non-outlet cell with no valid neighbour lower), in the
+ * flood's order, the cells along those links are lowered to the pit's
+ * elevation (epsilon > 0: each the dec() of the one before, the mirror of
+ * inc()) until one is already that low, the outlet included.  Every valid
+ * cell then drains to an outlet through cells no higher than itself (flats
+ * where epsilon is 0, resolved by the flow routing like a fill's).  CPU only
+ * (the result depends on the flood's order).
  */
 tg_status	tg_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
 					double out_nodata, void *out, tg_error *err);

@@ -204,7 +204,7 @@ fill_gpu(const tg_ctx *ctx, const void *a, tg_error *err)
 static const char *
 fill_method_name(tg_fill_method m)
 {
-	return m == TG_FILL_PLANCHON_DARBOUX ? "planchon-darboux" : "priority-flood";
+	return m == TG_FILL_PLANCHON_DARBOUX ? "planchon-darboux" : m == TG_FILL_BREACH ? "breach" : "priority-flood";
 }
 
 tg_status
@@ -221,7 +221,16 @@ tg_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
 							params->epsilon);
 	if (params->out_type != TG_PT_32BF && params->out_type != TG_PT_64BF)
 		return tg_error_set(err, TG_EINVAL, "fill output must be 32BF or 64BF");
-	st = run(ctx, (int64_t) dem->width * dem->height, fill_cpu, fill_gpu, &args, err);
+	if (params->method == TG_FILL_BREACH)
+	{
+		/* the breaching follows one flood's order: the CPU's */
+		tg_ctx		cpu = *ctx;
+
+		cpu.backend = TG_BACKEND_CPU;
+		st = run(&cpu, (int64_t) dem->width * dem->height, fill_cpu, fill_gpu, &args, err);
+	}
+	else
+		st = run(ctx, (int64_t) dem->width * dem->height, fill_cpu, fill_gpu, &args, err);
 	if (ctx->stats)
 		snprintf(ctx->stats->method, sizeof ctx->stats->method, "%s",
 				 fill_method_name(params->method));

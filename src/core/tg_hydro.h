@@ -86,6 +86,29 @@ tg_fill_inc(double w, double epsilon, bool single)
 	}
 }
 
+/* The breach decrement (tg_fill, TG_FILL_BREACH): the mirror of tg_fill_inc. */
+TG_HD double
+tg_fill_dec(double w, double epsilon, bool single)
+{
+	if (!(epsilon > 0))
+		return w;
+	if (single)
+	{
+		float		f = (float) w;
+		float		down = f - (float) epsilon;
+		float		next = nextafterf(f, -HUGE_VALF);
+
+		return (double) (down < next ? down : next);
+	}
+	else
+	{
+		double		down = w - epsilon;
+		double		next = nextafter(w, -HUGE_VAL);
+
+		return down < next ? down : next;
+	}
+}
+
 /* Distances to the 8 neighbours for a row with spacing dx, dy. */
 TG_HD void
 tg_nbr_distances(double dx, double dy, double d[8])

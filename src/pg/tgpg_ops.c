@@ -26,6 +26,7 @@ static const tgpg_word slope_units[] = {
 };
 static const tgpg_word fill_methods[] = {
 	{"priority-flood", TG_FILL_PRIORITY_FLOOD}, {"planchon-darboux", TG_FILL_PLANCHON_DARBOUX},
+	{"breach", TG_FILL_BREACH},
 };
 static const tgpg_word routings[] = {
 	{"d8", TG_ROUTE_D8}, {"fd8", TG_ROUTE_FD8}, {"mfd-md", TG_ROUTE_MFD_MD}, {"fdd8", TG_ROUTE_FDD8},

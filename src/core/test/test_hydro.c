@@ -289,6 +289,81 @@ test_fill_float32(void)
 	check(out[0] == 2000.0f, "float32 fill: outlets unchanged");
 }
 
+/* Breaching (Lindsay 2016): lowered along the flood's path from each pit */
+static void
+test_breach(void)
+{
+	/* test_fill_hand's pit: the flood reaches it from the 5 north-west of the 8 on the east edge */
+	const double z[25] = {
+		9, 9, 9, 9, 9,
+		9, 5, 5, 5, 9,
+		9, 5, 1, 5, 8,
+		9, 5, 5, 5, 9,
+		9, 9, 9, 9, 9};
+	const double eps0[25] = {
+		9, 9, 9, 9, 9,
+		9, 5, 5, 1, 9,
+		9, 5, 1, 5, 1,
+		9, 5, 5, 5, 9,
+		9, 9, 9, 9, 9};
+	const double eps5[25] = {
+		9, 9, 9, 9, 9,
+		9, 5, 5, 0.5, 9,
+		9, 5, 1, 5, 0,
+		9, 5, 5, 5, 9,
+		9, 9, 9, 9, 9};
+	static const int shapes[][2] = {{1, 1}, {1, 7}, {3, 3}, {17, 9}, {40, 33}, {64, 64}};
+	static const double epsilons[] = {0, 0.01};
+	double		w[25],
+				on_gpu[25];
+	bool		same0 = true,
+				same5 = true;
+
+	check(fill64(TG_BACKEND_CPU, z, 5, 5, TG_FILL_BREACH, 0, w) == TG_OK, "breach: run");
+	for (int i = 0; i < 25; i++)
+		same0 &= w[i] == eps0[i];
+	check(same0, "breach: the pit's way out cut down to its level 1, the edge cell included");
+	check(fill64(TG_BACKEND_GPU, z, 5, 5, TG_FILL_BREACH, 0.5, on_gpu) == TG_OK, "breach with backend gpu: run");
+	for (int i = 0; i < 25; i++)
+		same5 &= on_gpu[i] == eps5[i];
+	check(same5, "breach, epsilon 0.5 (asked of the GPU, run on the CPU): the cut falls 0.5 per cell");
+
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+		for (size_t e = 0; e < sizeof epsilons / sizeof epsilons[0]; e++)
+		{
+			const int	W = shapes[s][0],
+						H = shapes[s][1];
+			const size_t n = (size_t) W * H;
+			double	   *dem = random_terrain(W, H, 6, 0.04);
+			double	   *b = malloc(sizeof(double) * n);
+			double	   *fb = malloc(sizeof(double) * n);
+			double	   *f = malloc(sizeof(double) * n);
+			double	   *bf = malloc(sizeof(double) * n);
+			bool		below = true,
+						drained = true,
+						kept = true;
+
+			fill64(TG_BACKEND_CPU, dem, W, H, TG_FILL_BREACH, epsilons[e], b);
+			fill64(TG_BACKEND_CPU, b, W, H, TG_FILL_PRIORITY_FLOOD, 0, fb);
+			fill64(TG_BACKEND_CPU, dem, W, H, TG_FILL_PRIORITY_FLOOD, 0, f);
+			fill64(TG_BACKEND_CPU, f, W, H, TG_FILL_BREACH, 0, bf);
+			for (size_t i = 0; i < n; i++)
+			{
+				below &= dem[i] == ND ? b[i] == ND : b[i] <= dem[i];
+				drained &= fb[i] == b[i];
+				kept &= bf[i] == f[i];
+			}
+			check(below, "breach %dx%d eps %g: no cell raised, nodata kept", W, H, epsilons[e]);
+			check(drained, "breach %dx%d eps %g: no depression left (filling changes nothing)", W, H, epsilons[e]);
+			check(kept, "breach %dx%d: a DEM without depressions is left as it is", W, H);
+			free(dem);
+			free(b);
+			free(fb);
+			free(f);
+			free(bf);
+		}
+}
+
 /* ------------------------------------------------------------------------ */
 
 static void
@@ -1670,6 +1745,7 @@ test_hydro(void)
 {
 	test_fill_hand();
 	test_fill_random();
+	test_breach();
 	test_fill_float32();
 	test_fill_blocks();
 	test_route_blocks();
