@@ -62,6 +62,7 @@ def run_dem(dem, tile, db):
         ("slope", "tg_slope(coverage => 'cov_dem', scale => %g)" % s, "tg_slope(rast, scale => %g)" % s, "f"),
         ("fill", "tg_fill(coverage => 'cov_dem')", "tg_fill(rast)", fill_t),
         ("fill epsilon 0.01", "tg_fill(coverage => 'cov_dem', epsilon => 0.01)", "tg_fill(rast, epsilon => 0.01)", fill_t),
+        ("breach", "tg_fill(coverage => 'cov_dem', method => 'breach')", "tg_fill(rast, method => 'breach')", fill_t),
         ("d8 directions", "tg_flow_direction(coverage => 'cov_dem')", "tg_flow_direction(rast)", "B"),
         ("mfd-md receivers", "tg_flow_direction(coverage => 'cov_dem', routing => 'mfd-md', output => 'mask')",
          "tg_flow_direction(rast, routing => 'mfd-md', output => 'mask')", "H"),
