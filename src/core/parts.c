@@ -45,6 +45,7 @@
 #include "tg_tiles.h"
 #include "tg_backends.h"
 #include "tg_hydro.h"
+#include "tg_heap.h"
 #include "tg_pool.h"
 
 #include <math.h>
@@ -482,6 +483,7 @@ typedef struct part_state
 	float	   *flow_frac;		/* 8 planes */
 	double	   *flow_w;
 	double	   *flow_acc;
+	uint32_t   *flow_level;		/* each cell's level in the routing: the order of the later rounds */
 	double	   *sent_acc;		/* our first and last rows' accumulation as last handed over: 2 * W */
 } part_state;
 
@@ -497,7 +499,7 @@ state_free(const tg_part *part, part_state *s)
 	void	   *bufs[] = {s->z, s->cell, s->seed, s->at, s->towards, s->away, s->label, s->comp, s->comp_least,
 		s->least, s->edge, s->mask,
 		s->nb_towards, s->nb_away, s->nb_label, s->nb_mask, s->sent, s->d8,
-		s->flow_d8, s->flow_frac, s->flow_w, s->flow_acc, s->sent_acc};
+		s->flow_d8, s->flow_frac, s->flow_w, s->flow_acc, s->flow_level, s->sent_acc};
 
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		if (bufs[i])
@@ -1799,10 +1801,71 @@ flow_begin(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, writer 
 }
 
 /*
- * The accumulation pulled again where the water of the seeds (cells of the
- * rows around the part whose weight changed) reaches, in an order where a
- * cell's donors come first (Kahn's algorithm on that subgraph); every other
- * cell's donors are unchanged, hence its value.
+ * Each cell's level in the part's flow routing (the longest chain of donors
+ * to it; the rows around have none of their own yet): kept, the order of
+ * the later rounds' updates.
+ */
+static tg_status
+flow_levels(const tg_ctx *ctx, const tg_op *op, tg_part *part, tg_error *err)
+{
+	part_state *s = part->state;
+	const size_t W = (size_t) s->W,
+				n = W * (s->H + 2);
+	const tg_route route = {s->W, s->H + 2, op->flow.routing, s->z + W, s->flow_d8, s->flow_frac};
+	uint32_t   *order = tg_alloc(ctx, n * sizeof(uint32_t)),
+			   *start = tg_alloc(ctx, (n + 1) * sizeof(uint32_t));
+	size_t		count = 0;
+	int			levels = 0;
+	tg_status	st = TG_OK;
+
+	s->flow_level = keep_alloc(part, n * sizeof(uint32_t));
+	if (!order || !start || !s->flow_level)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's flow levels (%zu cells)", n);
+	if (st == TG_OK)
+		st = tg_cpu_route_levels(ctx, &route, order, &count, start, &levels, err);
+	if (st == TG_OK)
+	{
+		memset(s->flow_level, 0, n * sizeof(uint32_t));
+		for (int l = 0; l < levels; l++)
+			for (uint32_t j = start[l]; j < start[l + 1]; j++)
+				s->flow_level[order[j]] = (uint32_t) l;
+	}
+	tg_free(ctx, order);
+	tg_free(ctx, start);
+	return st;
+}
+
+/* Queue the part's cells that `i` sends water to, each once. */
+static void
+queue_receivers(const part_state *s, const tg_route_view *v, size_t i, uint8_t *queued, tg_heap *pq)
+{
+	const size_t W = (size_t) s->W;
+	const int	x = (int) (i % W),
+				y = (int) (i / W);
+
+	for (int k = 0; k < 8; k++)
+	{
+		const int	nx = x + tg_nbr_dx(k),
+					ny = y + tg_nbr_dy(k);
+		size_t		ni;
+
+		if (nx < 0 || nx >= (int) W || ny < 1 || ny > s->H || !tg_route_drains_to(v, i, k))
+			continue;
+		ni = (size_t) ny * W + nx;
+		if (!queued[ni])
+		{
+			queued[ni] = 1;
+			tg_heap_push(pq, (double) s->flow_level[ni], (uint32_t) ni);
+		}
+	}
+}
+
+/*
+ * The accumulation pulled again where the seeds' water (cells of the rows
+ * around the part whose weight changed) reaches, level by level so that a
+ * cell's changed donors are pulled before it, and only past cells whose
+ * value changed: every other cell's donors hold what they held, hence its
+ * value.
  */
 static tg_status
 flow_update(const tg_ctx *ctx, const tg_op *op, const part_state *s, const uint32_t *seed, size_t nseed,
@@ -1812,72 +1875,36 @@ flow_update(const tg_ctx *ctx, const tg_op *op, const part_state *s, const uint3
 				n = W * (s->H + 2);
 	const tg_route route = {s->W, s->H + 2, op->flow.routing, s->z + W, s->flow_d8, s->flow_frac};
 	const tg_route_view v = tg_cpu_route_view(&route, op->flow.threshold);
-	uint8_t    *pending = tg_alloc(ctx, n);	/* a reached cell's donors reached, not yet pulled again */
-	uint8_t    *reached = tg_alloc(ctx, n);
-	uint32_t   *queue = tg_alloc(ctx, n * sizeof(uint32_t));
-	size_t		head = 0,
-				tail = 0;
+	uint8_t    *queued = tg_alloc(ctx, n);
+	tg_heap		pq = {tg_alloc(ctx, n * sizeof(tg_heap_item)), 0};
+	size_t		pulled = 0;
 	tg_status	st = TG_OK;
 
-	if (!pending || !reached || !queue)
+	if (!queued || !pq.a)
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's flow update (%zu cells)", n);
 	else
+		memset(queued, 0, n);
+	for (size_t j = 0; st == TG_OK && j < nseed; j++)
 	{
-		memset(pending, 0, n);
-		memset(reached, 0, n);
+		s->flow_acc[seed[j]] = s->flow_w[seed[j]];	/* no donors of their own */
+		queue_receivers(s, &v, seed[j], queued, &pq);
 	}
-	for (int pass = 0; pass < 2 && st == TG_OK; pass++)
+	while (st == TG_OK && pq.len > 0)
 	{
-		/* pass 0 finds the reached cells and counts their reached donors; pass 1 pulls them in order */
-		head = tail = 0;
-		for (size_t j = 0; j < nseed; j++)
-			if (!reached[seed[j]] || pass == 1)
-			{
-				reached[seed[j]] = 1;
-				queue[tail++] = seed[j];
-				if (pass == 1)
-					s->flow_acc[seed[j]] = s->flow_w[seed[j]];	/* no donors of their own */
-			}
-		while (head < tail)
+		const uint32_t c = tg_heap_pop(&pq).i;
+		const double before = s->flow_acc[c],
+					after = tg_route_pull(&v, s->flow_w, s->flow_acc, c);
+
+		if (memcmp(&before, &after, sizeof after) != 0)
 		{
-			const size_t i = queue[head++];
-			const int	x = (int) (i % W),
-						y = (int) (i / W);
-
-			for (int k = 0; k < 8; k++)
-			{
-				const int	nx = x + tg_nbr_dx(k),
-							ny = y + tg_nbr_dy(k);
-				size_t		ni;
-
-				if (nx < 0 || nx >= (int) W || ny < 1 || ny > s->H || !tg_route_drains_to(&v, i, k))
-					continue;
-				ni = (size_t) ny * W + nx;
-				if (pass == 0)
-				{
-					pending[ni]++;
-					if (!reached[ni])
-					{
-						reached[ni] = 1;
-						queue[tail++] = (uint32_t) ni;
-					}
-				}
-				else if (--pending[ni] == 0)
-				{
-					s->flow_acc[ni] = tg_route_pull(&v, s->flow_w, s->flow_acc, ni);
-					queue[tail++] = (uint32_t) ni;
-				}
-			}
-			if (head % CANCEL_EVERY == 0 && tg_canceled(ctx))
-			{
-				st = tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
-				break;
-			}
+			s->flow_acc[c] = after;
+			queue_receivers(s, &v, c, queued, &pq);
 		}
+		if (++pulled % CANCEL_EVERY == 0 && tg_canceled(ctx))
+			st = tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
 	}
-	tg_free(ctx, pending);
-	tg_free(ctx, reached);
-	tg_free(ctx, queue);
+	tg_free(ctx, queued);
+	tg_free(ctx, pq.a);
 	return st;
 }
 
@@ -1923,6 +1950,8 @@ part_flow(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error
 
 		tg_phase(ctx, "flow of the part");
 		st = tg_cpu_accumulate(ctx, &route, &op->flow, s->flow_w, TG_ACC_INDEGREE, s->flow_acc, err);
+		if (st == TG_OK)
+			st = flow_levels(ctx, op, part, err);
 	}
 	else if (st == TG_OK)
 	{
