@@ -28,10 +28,13 @@
  *                 over (their accumulation, and once their shares towards
  *                 the part); rounds until no boundary value changes.  Water
  *                 may cross a boundary several times, so a split cannot be
- *                 solved at once as D8's exits are; each round pulls every
- *                 cell from its donors in neighbour order as the single grid
- *                 does, so the settled values are the single grid's bit for
- *                 bit (a path that crosses k times settles in k rounds).
+ *                 solved at once as D8's exits are; a cell is pulled from its
+ *                 donors in neighbour order as the single grid does (after
+ *                 the first round only where a donor changed), so the
+ *                 settled values are the single grid's bit for bit (a path
+ *                 that crosses k times settles in k rounds).
+ *   tg_hydrology  as the accumulation of its routing; the finish also writes
+ *                 the part's routing surface and receivers.
  *
  * A part runs a phase as tg_run with job->part set: the coordinator's
  * message in, the reply out, and what it keeps between phases in
