@@ -143,14 +143,14 @@ donor_at(const drainage *d, int cx, int cy, int k, size_t *i)
 	return d->down[*i] == tg_nbr_opposite(k);
 }
 
-/* The cell c drains into, or SIZE_MAX where it has no receiver. */
+/* The cell c drains into, or SIZE_MAX where it has no receiver (nodata included). */
 static inline size_t
 receiver_of(const drainage *d, size_t c)
 {
 	const int	cx = (int) (c % d->width),
 				cy = (int) (c / d->width);
 
-	if (d->down[c] == TG_NO_DIRECTION)
+	if (d->down[c] == TG_NO_DIRECTION || d->down[c] == DOWN_NODATA)
 		return SIZE_MAX;
 	return (size_t) (cy + tg_nbr_dy(d->down[c])) * d->width + (size_t) (cx + tg_nbr_dx(d->down[c]));
 }
@@ -212,82 +212,114 @@ typedef enum down_kind
 typedef struct down_job
 {
 	const drainage *d;
-	levels	   *l;
 	down_kind	kind;
 	double	   *value;
 	uint32_t   *label;
 	const uint32_t *mark;
+	uint8_t    *state;			/* per cell 0: to do, 1: being written, 2: done (atomic) */
 } down_job;
 
-/* the ends of the paths: valid cells without a receiver */
-static tg_status
-down_ends(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+/*
+ * Cell i's value from its receiver r's (done; SIZE_MAX at a path's end),
+ * written by one thread: another that reaches i meanwhile waits for it.
+ */
+static void
+down_set(const down_job *j, size_t i, size_t r)
 {
-	down_job   *j = arg;
 	const drainage *d = j->d;
-	tg_cell_batch b;
+	uint8_t		expected = 0;
 
-	tg_batch_init(&b, j->l->next, &j->l->nnext);
-	for (size_t i = (size_t) y0 * d->width; i < (size_t) y1 * d->width; i++)
+	if (!__atomic_compare_exchange_n(&j->state[i], &expected, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
 	{
-		const bool	end = d->down[i] == TG_NO_DIRECTION;
-
-		if (j->kind == DOWN_LABEL)
-			j->label[i] = end ? j->mark[i] : 0;
-		else if (j->kind == DOWN_HAND)
-			j->value[i] = end && d->stream[i] ? d->z[i] : NAN;
-		else
-			j->value[i] = end ? 0.0 : NAN;
-		if (end)
-			tg_batch_add(&b, (uint32_t) i);
+		while (__atomic_load_n(&j->state[i], __ATOMIC_ACQUIRE) != 2)
+			;
+		return;
 	}
-	tg_batch_flush(&b);
-	return TG_OK;
+	if (d->down[i] == DOWN_NODATA)
+	{
+		if (j->kind == DOWN_LABEL)
+			j->label[i] = 0;
+		else
+			j->value[i] = NAN;
+	}
+	else if (j->kind == DOWN_LABEL)
+		j->label[i] = j->mark[i] || r == SIZE_MAX ? j->mark[i] : j->label[r];
+	else if (j->kind == DOWN_HAND)
+		j->value[i] = d->stream[i] ? d->z[i] : r == SIZE_MAX ? NAN : j->value[r];
+	else
+		j->value[i] = r == SIZE_MAX ? 0.0 : TG_DADD(j->value[r], step_length(d, i));
+	__atomic_store_n(&j->state[i], 2, __ATOMIC_RELEASE);
 }
 
+/*
+ * Every value depends on the receiver's alone, so any order that sets a
+ * receiver before its donors gives the same values: each cell of the rows
+ * walks down its path to a cell already done (or the path's end), then sets
+ * the cells it passed on its way back up.  The rows go to the threads at
+ * once, where a pass level by level would pay a parallel region per level
+ * of the longest path.
+ */
 static tg_status
-down_step(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+down_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 {
-	down_job   *j = arg;
+	const down_job *j = arg;
 	const drainage *d = j->d;
-	tg_cell_batch b;
-	size_t		lo,
-				hi;
+	size_t		cap = 4096,
+				len;
+	size_t	   *path = tg_alloc(ctx, cap * sizeof(size_t));
 
-	tg_batch_init(&b, j->l->next, &j->l->nnext);
-	tg_list_range(j->l->ncur, task, &lo, &hi);
-	for (size_t f = lo; f < hi; f++)
+	if (path == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a flow path");
+	for (size_t i = (size_t) y0 * d->width; i < (size_t) y1 * d->width; i++)
 	{
-		const uint32_t c = j->l->cur[f];
-		const int	cx = (int) (c % d->width),
-					cy = (int) (c / d->width);
+		size_t		c = i;
 
-		for (int k = 0; k < 8; k++)
+		if (__atomic_load_n(&j->state[i], __ATOMIC_ACQUIRE) == 2)
+			continue;
+		for (len = 0;; c = receiver_of(d, c))
 		{
-			size_t		i;
+			size_t		r;
 
-			if (!donor_at(d, cx, cy, k, &i))
-				continue;
-			if (j->kind == DOWN_LABEL)
-				j->label[i] = j->mark[i] ? j->mark[i] : j->label[c];
-			else if (j->kind == DOWN_HAND)
-				j->value[i] = d->stream[i] ? d->z[i] : j->value[c];
-			else
-				j->value[i] = TG_DADD(j->value[c], step_length(d, i));
-			tg_batch_add(&b, (uint32_t) i);
+			if (len == cap)
+			{
+				size_t	   *grown = tg_alloc(ctx, 2 * cap * sizeof(size_t));
+
+				if (grown == NULL)
+				{
+					tg_free(ctx, path);
+					return tg_error_set(err, TG_ENOMEM, "could not allocate a flow path of %zu cells", 2 * cap);
+				}
+				memcpy(grown, path, cap * sizeof(size_t));
+				tg_free(ctx, path);
+				path = grown;
+				cap *= 2;
+			}
+			path[len++] = c;
+			r = receiver_of(d, c);
+			if (r == SIZE_MAX || __atomic_load_n(&j->state[r], __ATOMIC_ACQUIRE) == 2)
+				break;
+		}
+		while (len > 0)
+		{
+			c = path[--len];
+			down_set(j, c, receiver_of(d, c));
 		}
 	}
-	tg_batch_flush(&b);
+	tg_free(ctx, path);
 	return TG_OK;
 }
 
 static tg_status
 down_pass(const tg_ctx *ctx, down_job *j, tg_error *err)
 {
-	tg_status	st = tg_parallel_rows(ctx, j->d->width, j->d->height, down_ends, j, err);
+	tg_status	st;
 
-	while (st == TG_OK && levels_advance(j->l))
-		st = tg_parallel(ctx, tg_list_tasks(j->l->ncur), down_step, j, err);
+	j->state = tg_alloc(ctx, j->d->n ? j->d->n : 1);
+	if (j->state == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the drainage pass (%zu cells)", j->d->n);
+	memset(j->state, 0, j->d->n);
+	st = tg_parallel_rows(ctx, j->d->width, j->d->height, down_rows, j, err);
+	tg_free(ctx, j->state);
 	return st;
 }
 
@@ -921,9 +953,8 @@ tg_basins(const tg_ctx *ctx, const tg_band *dem, const tg_basin_params *bp, uint
 	}
 	if (st == TG_OK)
 	{
-		down_job	j = {.d = &d, .l = &l, .kind = DOWN_LABEL, .label = labels, .mark = mark};
+		down_job	j = {.d = &d, .kind = DOWN_LABEL, .label = labels, .mark = mark};
 
-		l.ncur = l.nnext = 0;
 		st = down_pass(&call, &j, err);
 	}
 	tg_free(&call, mark);
@@ -977,7 +1008,7 @@ tg_flow_length(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *
 		st = up_pass(&call, &d, &l, UP_LENGTH, NULL, value, err);
 	else if (st == TG_OK)
 	{
-		down_job	j = {.d = &d, .l = &l, .kind = DOWN_LENGTH, .value = value};
+		down_job	j = {.d = &d, .kind = DOWN_LENGTH, .value = value};
 
 		st = down_pass(&call, &j, err);
 	}
@@ -1013,7 +1044,7 @@ tg_hand(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p, floa
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate the drainage heights");
 	if (st == TG_OK)
 	{
-		down_job	j = {.d = &d, .l = &l, .kind = DOWN_HAND, .value = base};
+		down_job	j = {.d = &d, .kind = DOWN_HAND, .value = base};
 
 		st = down_pass(&call, &j, err);
 	}
