@@ -156,50 +156,6 @@ receiver_of(const drainage *d, size_t c)
 }
 
 /* ------------------------------------------------------------------------
- * Levels: the cells of one step of a pass, appended to by many tasks
- * ------------------------------------------------------------------------ */
-typedef struct levels
-{
-	uint32_t   *cur;
-	size_t		ncur;
-	uint32_t   *next;
-	size_t		nnext;			/* atomic */
-} levels;
-
-static tg_status
-levels_open(const tg_ctx *ctx, const drainage *d, levels *l, tg_error *err)
-{
-	memset(l, 0, sizeof *l);
-	l->cur = tg_alloc(ctx, (d->n ? d->n : 1) * sizeof(uint32_t));
-	l->next = tg_alloc(ctx, (d->n ? d->n : 1) * sizeof(uint32_t));
-	if (l->cur == NULL || l->next == NULL)
-		return tg_error_set(err, TG_ENOMEM, "could not allocate the drainage levels");
-	return TG_OK;
-}
-
-static void
-levels_close(const tg_ctx *ctx, levels *l)
-{
-	tg_free(ctx, l->cur);
-	tg_free(ctx, l->next);
-}
-
-/* Make the next level the current one; false when it is empty. */
-static bool
-levels_advance(levels *l)
-{
-	uint32_t   *swap = l->cur;
-
-	if (l->nnext == 0)
-		return false;
-	l->cur = l->next;
-	l->ncur = l->nnext;
-	l->next = swap;
-	l->nnext = 0;
-	return true;
-}
-
-/* ------------------------------------------------------------------------
  * Downstream values: flow length to the outlet, height above drainage
  * ------------------------------------------------------------------------ */
 typedef enum down_kind
@@ -338,12 +294,13 @@ typedef enum up_kind
 typedef struct up_job
 {
 	const drainage *d;
-	levels	   *l;
 	up_kind		kind;
-	uint8_t    *pending;		/* donors not yet done (atomic) */
+	uint8_t    *pending;		/* covered donors not yet done (atomic); UP_SOURCE: none at all */
 	uint32_t   *order;			/* UP_STRAHLER, UP_SHREVE */
 	double	   *value;			/* UP_LENGTH, UP_CELLS, UP_AREA */
 } up_job;
+
+#define UP_SOURCE 0x80
 
 /* Does the pass cover cell i? */
 static inline bool
@@ -353,15 +310,13 @@ up_covers(const up_job *j, size_t i)
 		: j->d->down[i] != DOWN_NODATA;
 }
 
-/* how many covered donors each covered cell waits for; the first level: those without */
+/* how many covered donors each covered cell waits for (UP_SOURCE: none) */
 static tg_status
 up_start(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 {
 	up_job	   *j = arg;
 	const drainage *d = j->d;
-	tg_cell_batch b;
 
-	tg_batch_init(&b, j->l->next, &j->l->nnext);
 	for (int y = y0; y < y1; y++)
 		for (int x = 0; x < d->width; x++)
 		{
@@ -379,91 +334,103 @@ up_start(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 				if (donor_at(d, x, y, k, &i) && up_covers(j, i))
 					donors++;
 			}
-			j->pending[c] = donors;
-			if (donors == 0)
-				tg_batch_add(&b, (uint32_t) c);
+			j->pending[c] = donors ? donors : UP_SOURCE;
 		}
-	tg_batch_flush(&b);
 	return TG_OK;
 }
 
-/* A cell whose donors are all done: its value, then its receiver's count. */
+/* Cell c's value from its donors', all done, in neighbour order. */
+static void
+up_set(const up_job *j, size_t c)
+{
+	const drainage *d = j->d;
+	const int	cx = (int) (c % d->width),
+				cy = (int) (c / d->width);
+	uint32_t	top = 0,
+				at_top = 0,
+				sum = 0;
+	double		v = 0;
+
+	if (j->kind == UP_CELLS)
+		v = 1;
+	else if (j->kind == UP_AREA)
+		v = d->row_dist[(size_t) cy * 8] * d->row_dist[(size_t) cy * 8 + 2];
+	for (int k = 0; k < 8; k++)
+	{
+		size_t		i;
+
+		if (!donor_at(d, cx, cy, k, &i) || !up_covers(j, i))
+			continue;
+		switch (j->kind)
+		{
+			case UP_STRAHLER:
+			case UP_SHREVE:
+				if (j->order[i] > top)
+				{
+					top = j->order[i];
+					at_top = 1;
+				}
+				else if (j->order[i] == top)
+					at_top++;
+				sum += j->order[i];
+				break;
+			case UP_LENGTH:
+				v = fmax(v, TG_DADD(j->value[i], step_length(d, i)));
+				break;
+			case UP_CELLS:
+			case UP_AREA:
+				v = TG_DADD(v, j->value[i]);
+				break;
+		}
+	}
+	if (j->kind == UP_SHREVE)
+		j->order[c] = sum > 0 ? sum : 1;
+	else if (j->kind == UP_STRAHLER)
+		/* one more where two or more donors share the highest order */
+		j->order[c] = top == 0 ? 1 : at_top >= 2 ? top + 1 : top;
+	else
+		j->value[c] = v;
+}
+
+/*
+ * From each cell without donors, downstream while the cell reached has all
+ * its donors done: the thread that completes a cell's last donor goes on
+ * with it (Kahn's algorithm walked, as the indegree accumulation does), so
+ * rows of sources go to the threads at once instead of one parallel region
+ * per level.  A cell is computed once, from its donors in neighbour order:
+ * the same values in any order.
+ */
 static tg_status
-up_step(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+up_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 {
 	up_job	   *j = arg;
 	const drainage *d = j->d;
-	tg_cell_batch b;
-	size_t		lo,
-				hi;
 
-	tg_batch_init(&b, j->l->next, &j->l->nnext);
-	tg_list_range(j->l->ncur, task, &lo, &hi);
-	for (size_t f = lo; f < hi; f++)
+	for (size_t i = (size_t) y0 * d->width; i < (size_t) y1 * d->width; i++)
 	{
-		const uint32_t c = j->l->cur[f];
-		const int	cx = (int) (c % d->width),
-					cy = (int) (c / d->width);
-		uint32_t	top = 0,
-					at_top = 0,
-					sum = 0;
-		double		v = 0;
-		size_t		r;
+		size_t		c = i;
 
-		if (j->kind == UP_CELLS)
-			v = 1;
-		else if (j->kind == UP_AREA)
-			v = d->row_dist[(size_t) cy * 8] * d->row_dist[(size_t) cy * 8 + 2];
-		for (int k = 0; k < 8; k++)
+		if (!up_covers(j, i) || j->pending[i] != UP_SOURCE)
+			continue;
+		for (;;)
 		{
-			size_t		i;
+			const size_t r = receiver_of(d, c);
 
-			if (!donor_at(d, cx, cy, k, &i) || !up_covers(j, i))
-				continue;
-			switch (j->kind)
-			{
-				case UP_STRAHLER:
-				case UP_SHREVE:
-					if (j->order[i] > top)
-					{
-						top = j->order[i];
-						at_top = 1;
-					}
-					else if (j->order[i] == top)
-						at_top++;
-					sum += j->order[i];
-					break;
-				case UP_LENGTH:
-					v = fmax(v, TG_DADD(j->value[i], step_length(d, i)));
-					break;
-				case UP_CELLS:
-				case UP_AREA:
-					v = TG_DADD(v, j->value[i]);
-					break;
-			}
+			up_set(j, c);
+			if (r == SIZE_MAX || !up_covers(j, r) ||
+				__atomic_sub_fetch(&j->pending[r], 1, __ATOMIC_ACQ_REL) != 0)
+				break;
+			c = r;
 		}
-		if (j->kind == UP_SHREVE)
-			j->order[c] = sum > 0 ? sum : 1;
-		else if (j->kind == UP_STRAHLER)
-			/* one more where two or more donors share the highest order */
-			j->order[c] = top == 0 ? 1 : at_top >= 2 ? top + 1 : top;
-		else
-			j->value[c] = v;
-
-		r = receiver_of(d, c);
-		if (r != SIZE_MAX && up_covers(j, r) && __atomic_sub_fetch(&j->pending[r], 1, __ATOMIC_ACQ_REL) == 0)
-			tg_batch_add(&b, (uint32_t) r);
 	}
-	tg_batch_flush(&b);
 	return TG_OK;
 }
 
 /* One upstream pass into order (the orders) or value (the rest). */
 static tg_status
-up_pass(const tg_ctx *ctx, const drainage *d, levels *l, up_kind kind, uint32_t *order, double *value,
-		tg_error *err)
+up_pass(const tg_ctx *ctx, const drainage *d, up_kind kind, uint32_t *order, double *value, tg_error *err)
 {
-	up_job		j = {.d = d, .l = l, .kind = kind, .order = order, .value = value};
+	up_job		j = {.d = d, .kind = kind, .order = order, .value = value};
 	tg_status	st;
 
 	j.pending = tg_alloc(ctx, d->n ? d->n : 1);
@@ -471,10 +438,9 @@ up_pass(const tg_ctx *ctx, const drainage *d, levels *l, up_kind kind, uint32_t 
 		return tg_error_set(err, TG_ENOMEM, "could not allocate the drainage counts");
 	if (order)
 		memset(order, 0, d->n * sizeof(uint32_t));
-	l->ncur = l->nnext = 0;
 	st = tg_parallel_rows(ctx, d->width, d->height, up_start, &j, err);
-	while (st == TG_OK && levels_advance(l))
-		st = tg_parallel(ctx, tg_list_tasks(l->ncur), up_step, &j, err);
+	if (st == TG_OK)
+		st = tg_parallel_rows(ctx, d->width, d->height, up_rows, &j, err);
 	tg_free(ctx, j.pending);
 	return st;
 }
@@ -607,21 +573,17 @@ close_call(const tg_ctx *ctx, tg_ctx *call, double t0)
 }
 
 /*
- * The chain's drainage in `units` and its levels, with the stream cells
- * of p->threshold marked where `streams`; l is safe to close either way.
+ * The chain's drainage in `units`, with the stream cells of p->threshold
+ * marked where `streams`.
  */
 static tg_status
-drainage_levels(const tg_ctx *call, const tg_band *dem, const tg_drainage_params *p, tg_accum_units units,
-				bool streams, drainage *d, levels *l, tg_error *err)
+drainage_streams(const tg_ctx *call, const tg_band *dem, const tg_drainage_params *p, tg_accum_units units,
+				 bool streams, drainage *d, tg_error *err)
 {
-	tg_status	st;
+	tg_status	st = drainage_open(call, dem, p, units, false, d, err);
 
-	memset(l, 0, sizeof *l);
-	st = drainage_open(call, dem, p, units, false, d, err);
 	if (st == TG_OK && streams)
 		st = find_streams(call, d, p->threshold, err);
-	if (st == TG_OK)
-		st = levels_open(call, d, l, err);
 	return st;
 }
 
@@ -762,14 +724,15 @@ tg_stream_network_free(const tg_ctx *ctx, tg_stream_network *net)
  * The links of d's streams (find_streams done) into net, and with strahler
  * (not NULL) their attributes too: the orders (Strahler's of every cell into
  * strahler), upstream cells and area.  Without, only what numbers the links
- * and places their cells.  l: the levels, free for use.
+ * and places their cells.
  */
 static tg_status
-network_of(const tg_ctx *ctx, const tg_ctx *owner, drainage *d, levels *l, const tg_drainage_params *p,
+network_of(const tg_ctx *ctx, const tg_ctx *owner, drainage *d, const tg_drainage_params *p,
 		   uint32_t *strahler, tg_stream_network *net, tg_error *err)
 {
 	link_job	j;
-	uint32_t   *shreve;
+	uint32_t   *shreve,
+			   *heads = NULL;
 	double	   *other;
 	tg_status	st = TG_OK;
 
@@ -780,12 +743,12 @@ network_of(const tg_ctx *ctx, const tg_ctx *owner, drainage *d, levels *l, const
 	if ((strahler && (!shreve || !other)) || !j.head)
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate the stream links");
 	if (st == TG_OK && strahler)
-		st = up_pass(ctx, d, l, UP_STRAHLER, strahler, NULL, err);
+		st = up_pass(ctx, d, UP_STRAHLER, strahler, NULL, err);
 	if (st == TG_OK && strahler)
-		st = up_pass(ctx, d, l, UP_SHREVE, shreve, NULL, err);
+		st = up_pass(ctx, d, UP_SHREVE, shreve, NULL, err);
 	/* the chain's accumulation is in the threshold's units; the other unit by a pass */
 	if (st == TG_OK && strahler)
-		st = up_pass(ctx, d, l, p->units == TG_UNITS_AREA ? UP_CELLS : UP_AREA, NULL, other, err);
+		st = up_pass(ctx, d, p->units == TG_UNITS_AREA ? UP_CELLS : UP_AREA, NULL, other, err);
 	if (st == TG_OK)
 	{
 		j.d = d;
@@ -796,11 +759,11 @@ network_of(const tg_ctx *ctx, const tg_ctx *owner, drainage *d, levels *l, const
 		j.net = net;
 		st = tg_parallel_rows(ctx, d->width, d->height, head_rows, &j, err);
 	}
+	if (st == TG_OK && (heads = tg_alloc(ctx, (d->n ? d->n : 1) * sizeof(uint32_t))) == NULL)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate the stream links");
 	if (st == TG_OK)
 	{
 		/* the heads in row-major order number the links */
-		uint32_t   *heads = l->cur;
-
 		for (size_t i = 0; i < d->n; i++)
 			if (j.head[i])
 				heads[j.nheads++] = (uint32_t) i;
@@ -832,6 +795,7 @@ network_of(const tg_ctx *ctx, const tg_ctx *owner, drainage *d, levels *l, const
 	tg_free(ctx, shreve);
 	tg_free(ctx, other);
 	tg_free(ctx, j.head);
+	tg_free(ctx, heads);
 	return st;
 }
 
@@ -841,7 +805,6 @@ tg_stream_network_build(const tg_ctx *ctx, const tg_band *dem, const tg_drainage
 {
 	tg_ctx		call;
 	drainage	d;
-	levels		l;
 	double		t0;
 	tg_status	st = check_params(dem, p, true, err);
 
@@ -849,10 +812,9 @@ tg_stream_network_build(const tg_ctx *ctx, const tg_band *dem, const tg_drainage
 	if (st != TG_OK)
 		return st;
 	open_call(ctx, dem, &call, &t0);
-	st = drainage_levels(&call, dem, p, p->units, true, &d, &l, err);
+	st = drainage_streams(&call, dem, p, p->units, true, &d, err);
 	if (st == TG_OK)
-		st = network_of(&call, ctx, &d, &l, p, strahler, net, err);
-	levels_close(&call, &l);
+		st = network_of(&call, ctx, &d, p, strahler, net, err);
 	drainage_free(&call, &d);
 	close_call(ctx, &call, t0);
 	return st;
@@ -895,7 +857,6 @@ tg_basins(const tg_ctx *ctx, const tg_band *dem, const tg_basin_params *bp, uint
 	const tg_drainage_params *p = &bp->drainage;
 	tg_ctx		call;
 	drainage	d;
-	levels		l;
 	uint32_t   *mark = NULL;
 	double		t0;
 	tg_status	st = check_params(dem, p, bp->outlets == TG_BASINS_LINKS, err);
@@ -907,8 +868,8 @@ tg_basins(const tg_ctx *ctx, const tg_band *dem, const tg_basin_params *bp, uint
 	if (bp->outlets == TG_BASINS_POINTS && (!(bp->snap >= 0) || !isfinite(bp->snap)))
 		return tg_error_set(err, TG_EINVAL, "snap must be a non-negative distance, got %g", bp->snap);
 	open_call(ctx, dem, &call, &t0);
-	st = drainage_levels(&call, dem, p, bp->outlets == TG_BASINS_LINKS ? p->units : TG_UNITS_CELLS,
-						 bp->outlets == TG_BASINS_LINKS, &d, &l, err);
+	st = drainage_streams(&call, dem, p, bp->outlets == TG_BASINS_LINKS ? p->units : TG_UNITS_CELLS,
+						 bp->outlets == TG_BASINS_LINKS, &d, err);
 	if (st == TG_OK && (mark = tg_alloc(&call, (d.n ? d.n : 1) * sizeof(uint32_t))) == NULL)
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate the basin marks");
 	if (st == TG_OK)
@@ -942,7 +903,7 @@ tg_basins(const tg_ctx *ctx, const tg_band *dem, const tg_basin_params *bp, uint
 
 		memset(&net, 0, sizeof net);
 		/* the links' numbering and cells only */
-		st = network_of(&call, &call, &d, &l, p, NULL, &net, err);
+		st = network_of(&call, &call, &d, p, NULL, &net, err);
 		if (st == TG_OK)
 		{
 			mark_job	j = {&d, mark, &net};
@@ -958,7 +919,6 @@ tg_basins(const tg_ctx *ctx, const tg_band *dem, const tg_basin_params *bp, uint
 		st = down_pass(&call, &j, err);
 	}
 	tg_free(&call, mark);
-	levels_close(&call, &l);
 	drainage_free(&call, &d);
 	close_call(ctx, &call, t0);
 	return st;
@@ -970,18 +930,16 @@ tg_stream_order(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params 
 {
 	tg_ctx		call;
 	drainage	d;
-	levels		l;
 	double		t0;
 	tg_status	st = check_params(dem, p, true, err);
 
 	if (st != TG_OK)
 		return st;
 	open_call(ctx, dem, &call, &t0);
-	st = drainage_levels(&call, dem, p, p->units, true, &d, &l, err);
+	st = drainage_streams(&call, dem, p, p->units, true, &d, err);
 	if (st == TG_OK)
-		st = up_pass(&call, &d, &l, p->ordering == TG_ORDER_SHREVE ? UP_SHREVE : UP_STRAHLER, order, NULL,
+		st = up_pass(&call, &d, p->ordering == TG_ORDER_SHREVE ? UP_SHREVE : UP_STRAHLER, order, NULL,
 					 err);
-	levels_close(&call, &l);
 	drainage_free(&call, &d);
 	close_call(ctx, &call, t0);
 	return st;
@@ -993,7 +951,6 @@ tg_flow_length(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *
 {
 	tg_ctx		call;
 	drainage	d;
-	levels		l;
 	double	   *value = NULL;
 	double		t0;
 	tg_status	st = check_params(dem, p, false, err);
@@ -1001,11 +958,11 @@ tg_flow_length(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *
 	if (st != TG_OK)
 		return st;
 	open_call(ctx, dem, &call, &t0);
-	st = drainage_levels(&call, dem, p, TG_UNITS_CELLS, false, &d, &l, err);
+	st = drainage_streams(&call, dem, p, TG_UNITS_CELLS, false, &d, err);
 	if (st == TG_OK && (value = tg_alloc(&call, (d.n ? d.n : 1) * sizeof(double))) == NULL)
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate the flow lengths");
 	if (st == TG_OK && p->upstream)
-		st = up_pass(&call, &d, &l, UP_LENGTH, NULL, value, err);
+		st = up_pass(&call, &d, UP_LENGTH, NULL, value, err);
 	else if (st == TG_OK)
 	{
 		down_job	j = {.d = &d, .kind = DOWN_LENGTH, .value = value};
@@ -1019,7 +976,6 @@ tg_flow_length(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *
 		st = tg_parallel_rows(&call, d.width, d.height, value_rows, &j, err);
 	}
 	tg_free(&call, value);
-	levels_close(&call, &l);
 	drainage_free(&call, &d);
 	close_call(ctx, &call, t0);
 	return st;
@@ -1031,7 +987,6 @@ tg_hand(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p, floa
 {
 	tg_ctx		call;
 	drainage	d;
-	levels		l;
 	double	   *base = NULL;
 	double		t0;
 	tg_status	st = check_params(dem, p, true, err);
@@ -1039,7 +994,7 @@ tg_hand(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p, floa
 	if (st != TG_OK)
 		return st;
 	open_call(ctx, dem, &call, &t0);
-	st = drainage_levels(&call, dem, p, p->units, true, &d, &l, err);
+	st = drainage_streams(&call, dem, p, p->units, true, &d, err);
 	if (st == TG_OK && (base = tg_alloc(&call, (d.n ? d.n : 1) * sizeof(double))) == NULL)
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate the drainage heights");
 	if (st == TG_OK)
@@ -1055,7 +1010,6 @@ tg_hand(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p, floa
 		st = tg_parallel_rows(&call, d.width, d.height, value_rows, &j, err);
 	}
 	tg_free(&call, base);
-	levels_close(&call, &l);
 	drainage_free(&call, &d);
 	close_call(ctx, &call, t0);
 	return st;
