@@ -424,6 +424,24 @@ done:
  * Priority-flood with epsilon
  * ------------------------------------------------------------------------ */
 
+/* A flood's start: every outlet (a valid cell on the edge or next to nodata) closed and queued at z. */
+static void
+flood_outlets(const double *z, int W, int H, uint8_t *closed, tg_heap *pq)
+{
+	memset(closed, 0, (size_t) W * H);
+	for (int y = 0; y < H; y++)
+		for (int x = 0; x < W; x++)
+		{
+			const size_t i = (size_t) y * W + x;
+
+			if (!isnan(z[i]) && tg_cpu_is_outlet(z, W, H, x, y))
+			{
+				closed[i] = 1;
+				tg_heap_push(pq, z[i], (uint32_t) i);
+			}
+		}
+}
+
 static tg_status
 fill_priority_flood(const tg_ctx *ctx, const double *z, int W, int H, double eps,
 					bool single, double *w, tg_error *err)
@@ -433,28 +451,14 @@ fill_priority_flood(const tg_ctx *ctx, const double *z, int W, int H, double eps
 	tg_heap		pq = {tg_alloc(ctx, (n ? n : 1) * sizeof(tg_heap_item)), 0};
 	size_t		processed = 0;
 	tg_status	st = TG_OK;
-	int			x,
-				y;
 
 	if (closed == NULL || pq.a == NULL)
 	{
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate the priority-flood queue (%zu cells)", n);
 		goto done;
 	}
-	memset(closed, 0, n);
 	memcpy(w, z, n * sizeof(double));
-
-	for (y = 0; y < H; y++)
-		for (x = 0; x < W; x++)
-		{
-			size_t		i = (size_t) y * W + x;
-
-			if (!isnan(z[i]) && tg_cpu_is_outlet(z, W, H, x, y))
-			{
-				closed[i] = 1;
-				tg_heap_push(&pq, w[i], (uint32_t) i);
-			}
-		}
+	flood_outlets(z, W, H, closed, &pq);
 
 	while (pq.len > 0)
 	{
@@ -545,20 +549,9 @@ breach_depressions(const tg_ctx *ctx, const double *z, int W, int H, double eps,
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate the breaching's flood (%zu cells)", n);
 		goto done;
 	}
-	memset(closed, 0, n);
 	memcpy(w, z, n * sizeof(double));
-	for (int y = 0; y < H; y++)
-		for (int x = 0; x < W; x++)
-		{
-			const size_t i = (size_t) y * W + x;
-
-			if (!isnan(z[i]) && tg_cpu_is_outlet(z, W, H, x, y))
-			{
-				closed[i] = 1;
-				link[i] = NO_LINK;
-				tg_heap_push(&pq, z[i], (uint32_t) i);
-			}
-		}
+	memset(link, 0xFF, n * sizeof(uint32_t));	/* NO_LINK: the outlets keep it */
+	flood_outlets(z, W, H, closed, &pq);
 	while (pq.len > 0)
 	{
 		const uint32_t c = tg_heap_pop(&pq).i;

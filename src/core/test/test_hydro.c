@@ -77,16 +77,18 @@ accumulate(tg_backend backend, const double *z, int W, int H, const tg_flow_para
 
 /* ------------------------------------------------------------------------ */
 
+/* a pit whose only spill point is the 8 on the east edge (filled, then breached) */
+static const double hand_pit[25] = {
+	9, 9, 9, 9, 9,
+	9, 5, 5, 5, 9,
+	9, 5, 1, 5, 8,
+	9, 5, 5, 5, 9,
+	9, 9, 9, 9, 9};
+
 static void
 test_fill_hand(void)
 {
-	/* a pit whose only spill point is the 8 on the east edge */
-	const double z[25] = {
-		9, 9, 9, 9, 9,
-		9, 5, 5, 5, 9,
-		9, 5, 1, 5, 8,
-		9, 5, 5, 5, 9,
-		9, 9, 9, 9, 9};
+	const double *z = hand_pit;
 	const double eps0[25] = {
 		9, 9, 9, 9, 9,
 		9, 8, 8, 8, 9,
@@ -293,13 +295,8 @@ test_fill_float32(void)
 static void
 test_breach(void)
 {
-	/* test_fill_hand's pit: the flood reaches it from the 5 north-west of the 8 on the east edge */
-	const double z[25] = {
-		9, 9, 9, 9, 9,
-		9, 5, 5, 5, 9,
-		9, 5, 1, 5, 8,
-		9, 5, 5, 5, 9,
-		9, 9, 9, 9, 9};
+	/* the flood reaches the pit from the 5 north-west of the 8 on the east edge */
+	const double *z = hand_pit;
 	const double eps0[25] = {
 		9, 9, 9, 9, 9,
 		9, 5, 5, 1, 9,
