@@ -17,7 +17,6 @@ time measures the stitch and its traffic, not a cluster's speed-up.
 import argparse
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -25,7 +24,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-from tg_tools import machine_description, server_read_sql  # noqa: E402
+from tg_tools import machine_description, tiles_sql  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 CLUSTER = os.path.join(REPO, "tools", "cluster.sh")
@@ -66,11 +65,7 @@ def main():
         srid = psql("SELECT ST_SRID(rast) FROM dem LIMIT 1")[0]
         if args.backend:
             psql("ALTER DATABASE %s SET terra_gpu.backend = '%s'" % (db, args.backend))
-        if shutil.which("raster2pgsql"):
-            tiles = subprocess.run(["raster2pgsql", "-q", "-s", srid, "-Y", "-t", "%dx%d" % (args.tile, args.tile),
-                                    args.dem, "dem_local"], capture_output=True, text=True, check=True).stdout
-        else:
-            tiles = server_read_sql(args.dem, srid, "dem_local", args.tile)
+        tiles = tiles_sql(args.dem, srid, "dem_local", args.tile)
         subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", sock, "-p", str(args.port), "-d", db],
                        input=tiles, text=True, env=env, check=True, capture_output=True)
         cells, dem_bytes = map(int, psql("SELECT sum(ST_Width(rast) * ST_Height(rast)), "

@@ -79,6 +79,15 @@ def server_read_sql(path, srid, table, tile=None):
     return ("SET postgis.gdal_enabled_drivers = 'ENABLE_ALL';\nCREATE TABLE %s AS %s;\n" % (table, rows))
 
 
+def tiles_sql(path, srid, table, tile):
+    """SQL loading a GDAL file into `table` in tiles of tile x tile, numbered
+    in raster2pgsql's order: raster2pgsql's own, or where it is missing the
+    server's read (server_read_sql)."""
+    if shutil.which("raster2pgsql") is None:
+        return server_read_sql(path, srid, table, tile)
+    return run(["raster2pgsql", "-q", "-s", str(srid), "-Y", "-t", "%dx%d" % (tile, tile), path, table])
+
+
 def load_dem(dem, table, db=None, tile=None):
     """Load a DEM with raster2pgsql (one raster value, or tiles of tile x tile);
     where raster2pgsql is missing, the server reads the file itself

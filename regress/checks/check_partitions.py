@@ -29,14 +29,13 @@ PostgreSQL of PG_BIN (default /usr/lib/postgresql/15/bin) with postgres_fdw.
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from tg_tools import check, failures, run, server_read_sql  # noqa: E402
+from tg_tools import check, failures, run, tiles_sql  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 CLUSTER = os.path.join(REPO, "tools", "cluster.sh")
@@ -67,9 +66,7 @@ def main():
         run([CLUSTER, "load", args.dem, "dem", str(args.tile)], env=env)
         # the same tiles, loaded locally on the coordinator
         srid = sql(0, "SELECT ST_SRID(rast) FROM dem LIMIT 1")
-        tiles = run(["raster2pgsql", "-q", "-s", srid, "-Y", "-t", "%dx%d" % (args.tile, args.tile), args.dem,
-                     "dem_local"], env=env) if shutil.which("raster2pgsql") else \
-            server_read_sql(args.dem, srid, "dem_local", args.tile)
+        tiles = tiles_sql(args.dem, srid, "dem_local", args.tile)
         run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", env.get("TG_PGSOCKET", "/tmp"),
              "-p", str(args.port), "-d", env.get("TG_DATABASE", "terra_gpu")], input=tiles, env=env)
 
