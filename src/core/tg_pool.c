@@ -519,21 +519,28 @@ tg_parallel_rows(const tg_ctx *ctx, int width, int height, tg_rows_fn fn, void *
 	return tg_parallel(ctx, (height + r.rows - 1) / r.rows, rows_task, &r, err);
 }
 
-#define MEMCPY_PART (8u << 20)
+/*
+ * A copy is cut into one part per thread or more (a staging slot is only a
+ * few parts of MEMCPY_MAX_PART, and one thread alone copies well below the
+ * memory's rate, fresh pages most of all), none under MEMCPY_MIN_PART.
+ */
+#define MEMCPY_MIN_PART ((size_t) 1 << 20)
+#define MEMCPY_MAX_PART ((size_t) 8 << 20)
 
 typedef struct memcpy_job
 {
 	char	   *dst;
 	const char *src;
 	size_t		bytes;
+	size_t		part;
 } memcpy_job;
 
 static tg_status
 memcpy_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 {
 	const memcpy_job *m = arg;
-	size_t		off = (size_t) task * MEMCPY_PART;
-	size_t		len = m->bytes - off < MEMCPY_PART ? m->bytes - off : MEMCPY_PART;
+	size_t		off = (size_t) task * m->part;
+	size_t		len = m->bytes - off < m->part ? m->bytes - off : m->part;
 
 	memcpy(m->dst + off, m->src + off, len);
 	return TG_OK;
@@ -542,13 +549,16 @@ memcpy_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 void
 tg_parallel_memcpy(const tg_ctx *ctx, void *dst, const void *src, size_t bytes)
 {
-	memcpy_job	m = {dst, src, bytes};
+	memcpy_job	m = {dst, src, bytes, 0};
 	tg_ctx		quiet = *ctx;
+	size_t		part = bytes / (size_t) tg_threads_wanted(ctx);
 
+	part = (part + 4095) & ~(size_t) 4095;	/* a multiple of the page size */
+	m.part = part < MEMCPY_MIN_PART ? MEMCPY_MIN_PART : part > MEMCPY_MAX_PART ? MEMCPY_MAX_PART : part;
 	/* a copy is not canceled half-way */
 	quiet.cancel = NULL;
 	quiet.progress = NULL;
-	if (bytes < 2 * MEMCPY_PART || tg_parallel(&quiet, (int64_t) ((bytes + MEMCPY_PART - 1) / MEMCPY_PART),
-											 memcpy_task, &m, NULL) != TG_OK)
+	if (bytes < 2 * MEMCPY_MIN_PART ||
+		tg_parallel(&quiet, (int64_t) ((bytes + m.part - 1) / m.part), memcpy_task, &m, NULL) != TG_OK)
 		memcpy(dst, src, bytes);
 }
