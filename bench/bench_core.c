@@ -28,11 +28,18 @@
  *   the exact R3 and R2's agreement with it), mem_mb=N (GPU memory budget; a
  *   viewshed beyond it runs in bands of rows)
  *
+ *   bench_core copies MB [threads=N]
+ *
+ * measures copies of MB megabytes between the host and GPU 0: the DMA from and
+ * to pinned memory (the floor) against the staged copies of pageable memory
+ * that every grid takes.
+ *
  * Prints one line of key=value pairs.
  */
 #include "tg_core.h"
 #include "tg_backends.h"
 #include "tg_hydro.h"
+#include "tg_pool.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -911,6 +918,41 @@ bench_viewshed(const options *o, const tg_band *dem)
 	return 0;
 }
 
+/* bench_core copies MB [threads=N] */
+static int
+bench_copies(int argc, char **argv)
+{
+	size_t		bytes = (size_t) atol(argv[2]) << 20;
+	tg_ctx		ctx,
+				call;
+	tg_error	err;
+	tg_copy_rates r;
+	tg_status	st;
+
+	tg_ctx_init(&ctx);
+	for (int i = 3; i < argc; i++)
+		if (strncmp(argv[i], "threads=", 8) == 0)
+			ctx.threads = atoi(argv[i] + 8);
+	tg_error_clear(&err);
+	st = tg_cuda_probe(0, NULL, &err);
+	if (st == TG_OK)
+	{
+		tg_call_open(&ctx, &call);
+		st = tg_cuda_copy_rates(&call, bytes, &r, &err);
+		tg_call_close(&call);
+	}
+	if (st != TG_OK)
+	{
+		fprintf(stderr, "copies: %s\n", err.message);
+		return 1;
+	}
+	printf("op=copies mb=%zu threads=%d pinned_up_gbs=%.2f pinned_down_gbs=%.2f staged_up_gbs=%.2f "
+		   "staged_down_gbs=%.2f staged_down_fresh_gbs=%.2f staged_down_fresh_small_gbs=%.2f host_memcpy_gbs=%.2f\n",
+		   bytes >> 20, tg_threads_wanted(&ctx), r.pinned_up_gbs, r.pinned_down_gbs, r.staged_up_gbs,
+		   r.staged_down_gbs, r.staged_down_fresh_gbs, r.staged_down_fresh_small_gbs, r.host_memcpy_gbs);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -932,6 +974,8 @@ main(int argc, char **argv)
 				transfer,
 				prep;
 
+	if (argc >= 3 && strcmp(argv[1], "copies") == 0)
+		return bench_copies(argc, argv);
 	if (argc < 6)
 	{
 		fprintf(stderr, "usage: %s FILE WIDTH HEIGHT PIXTYPE NODATA|none OPTION=VALUE...\n", argv[0]);

@@ -11,9 +11,11 @@
  */
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <unistd.h>
+#include <vector>
 
 #include "tg_cuda_common.cuh"
 
@@ -423,4 +425,110 @@ tg_cuda_copy_to_host(const tg_ctx *ctx, void *dst, const void *src, size_t bytes
 			rc = fetch_chunk(c, src, bytes, k + STAGE_SLOTS);
 	}
 	return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * The copies' floor, for the benchmarks: DMA from and to pinned memory
+ * against the staged copies of pageable memory.
+ * ------------------------------------------------------------------------ */
+namespace
+{
+/* Best of reps: GB/s of one copy of `bytes`. */
+template <typename F>
+cudaError_t
+best_rate(size_t bytes, int reps, double *gbs, F copy)
+{
+	*gbs = 0;
+	for (int r = 0; r < reps; r++)
+	{
+		double		t0 = tg_clock_ms();
+		cudaError_t rc = copy();
+
+		if (rc == cudaSuccess)
+			rc = cudaDeviceSynchronize();
+		if (rc != cudaSuccess)
+			return rc;
+		*gbs = std::max(*gbs, bytes / ((tg_clock_ms() - t0) * 1e6));
+	}
+	return cudaSuccess;
+}
+
+tg_status
+measure_copy_rates(const tg_ctx *ctx, size_t bytes, tg_copy_rates *out, tg_error *err)
+{
+	const int	reps = 3;
+	dbuf<uint8_t> dev;
+	uint8_t    *pinned = nullptr;
+	std::vector<uint8_t *> pageable;
+	tg_status	st = TG_OK;
+	cudaError_t rc;
+
+	memset(out, 0, sizeof *out);
+	TG_CUDA_CHECK(dev.alloc(bytes), "allocating device memory");
+	TG_CUDA_CHECK(cudaMemset(dev.p, 1, bytes), "clearing device memory");
+	TG_CUDA_CHECK(cudaHostAlloc((void **) &pinned, bytes, cudaHostAllocDefault), "allocating pinned memory");
+	/*
+	 * one touched buffer, then fresh ones for the staged copies into untouched
+	 * pages: as a grid's planes come (tg_alloc: huge pages advised), and plain
+	 */
+	for (int i = 0; i < 1 + 2 * reps && st == TG_OK; i++)
+	{
+		uint8_t    *p = (uint8_t *) (i <= reps ? tg_alloc(ctx, bytes) : malloc(bytes));
+
+		if (p == nullptr)
+			st = tg_error_set(err, TG_ENOMEM, "could not allocate %zu bytes", bytes);
+		else
+			pageable.push_back(p);
+	}
+	if (st == TG_OK)
+	{
+		uint8_t    *touched = pageable[0];
+		int			fresh = 1;
+
+		memset(touched, 2, bytes);
+		memset(pinned, 3, bytes);
+		rc = best_rate(bytes, reps, &out->pinned_up_gbs,
+					   [&] { return cudaMemcpy(dev.p, pinned, bytes, cudaMemcpyHostToDevice); });
+		if (rc == cudaSuccess)
+			rc = best_rate(bytes, reps, &out->pinned_down_gbs,
+						   [&] { return cudaMemcpy(pinned, dev.p, bytes, cudaMemcpyDeviceToHost); });
+		if (rc == cudaSuccess)
+			rc = best_rate(bytes, reps, &out->staged_up_gbs,
+						   [&] { return tg_cuda_copy_to_device(ctx, dev.p, touched, bytes); });
+		if (rc == cudaSuccess)
+			rc = best_rate(bytes, reps, &out->staged_down_gbs,
+						   [&] { return tg_cuda_copy_to_host(ctx, touched, dev.p, bytes); });
+		if (rc == cudaSuccess)
+			rc = best_rate(bytes, reps, &out->staged_down_fresh_gbs,
+						   [&] { return tg_cuda_copy_to_host(ctx, pageable[fresh++], dev.p, bytes); });
+		if (rc == cudaSuccess)
+			rc = best_rate(bytes, reps, &out->staged_down_fresh_small_gbs,
+						   [&] { return tg_cuda_copy_to_host(ctx, pageable[fresh++], dev.p, bytes); });
+		if (rc == cudaSuccess)
+			rc = best_rate(bytes, reps, &out->host_memcpy_gbs, [&] {
+				tg_parallel_memcpy(ctx, touched, pinned, bytes);
+				return cudaSuccess;
+			});
+		if (rc != cudaSuccess)
+		{
+			tg_cuda_fail(err, rc, "measuring copies", __FILE__, __LINE__);
+			st = err->code;
+		}
+	}
+	for (size_t i = 0; i < pageable.size(); i++)
+		if ((int) i <= reps)
+			tg_free(ctx, pageable[i]);
+		else
+			free(pageable[i]);
+	cudaFreeHost(pinned);
+	return st;
+}
+}								/* namespace */
+
+extern "C" tg_status
+tg_cuda_copy_rates(const tg_ctx *ctx, size_t bytes, tg_copy_rates *rates, tg_error *err)
+{
+	return tg_cuda_catch_all(err, [&] {
+		return measure_copy_rates(ctx, bytes, rates, err);
+	});
 }

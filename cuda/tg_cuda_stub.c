@@ -26,6 +26,15 @@ tg_cuda_release(void)
 }
 
 tg_status
+tg_cuda_copy_rates(const tg_ctx *ctx, size_t bytes, tg_copy_rates *rates, tg_error *err)
+{
+	(void) ctx;
+	(void) bytes;
+	(void) rates;
+	return no_cuda(err);
+}
+
+tg_status
 tg_cuda_slope(const tg_ctx *ctx, const tg_band *dem, const tg_slope_params *params,
 			  float *out, tg_error *err)
 {

@@ -33,6 +33,25 @@ tg_status	tg_cuda_probe(int device, tg_device_info *info, tg_error *err);
 /* After a call that ran on the device: give the memory its buffers took back. */
 void		tg_cuda_release(void);
 
+/*
+ * For the benchmarks: GB/s of copies of `bytes` between the host and the
+ * current device, best of three.  The floor is the DMA from and to pinned
+ * memory; the staged copies are those every grid takes (pageable memory
+ * through the pinned slots, on ctx's threads: call inside a call scope).
+ */
+typedef struct tg_copy_rates
+{
+	double		pinned_up_gbs;
+	double		pinned_down_gbs;
+	double		staged_up_gbs;	/* from pages written before */
+	double		staged_down_gbs;	/* into pages written before */
+	double		staged_down_fresh_gbs;	/* into pages never touched, from tg_alloc (huge pages advised) */
+	double		staged_down_fresh_small_gbs;	/* the same from malloc: 4 kB pages where not advised */
+	double		host_memcpy_gbs;	/* pinned to pageable memory on ctx's threads, no DMA */
+} tg_copy_rates;
+
+tg_status	tg_cuda_copy_rates(const tg_ctx *ctx, size_t bytes, tg_copy_rates *rates, tg_error *err);
+
 tg_status	tg_cuda_slope(const tg_ctx *ctx, const tg_band *dem,
 						  const tg_slope_params *params, float *out, tg_error *err);
 
