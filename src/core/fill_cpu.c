@@ -163,6 +163,7 @@ typedef struct recon
 	int			nstrips;
 	double	   *facing;			/* per strip: the row above it and the row below, as last copied */
 	int64_t    *todo;			/* the strips of this round */
+	bool	   *fell;			/* per strip: its facing rows fell since the last copy */
 	bool		first;			/* the first round: full scans */
 } recon;
 
@@ -313,35 +314,43 @@ recon_strip(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 	return ok ? TG_OK : tg_error_set(err, TG_ENOMEM, "could not grow the fill's queue");
 }
 
-/* Copy every strip's facing rows; list the strips whose facing rows fell. */
-static int
-recon_facing(recon *r)
+/* Strip k's copy of its facing rows brought up to date; fell[k]: whether they fell. */
+static tg_status
+facing_strip(const tg_ctx *ctx, void *arg, int64_t k, tg_error *err)
 {
+	const recon *r = arg;
 	const size_t R = (size_t) r->width;
-	int			n = 0;
+	double	   *f = r->facing + 2 * k * R;
+	int			r0,
+				r1;
+	bool		fell = false;
 
-	for (int k = 0; k < r->nstrips; k++)
+	recon_rows(r, k, &r0, &r1);
+	if (r0 > 0 && memcmp(f, r->w + (r0 - 1) * R, R * sizeof(double)) != 0)
 	{
-		double	   *f = r->facing + 2 * k * R;
-		int			r0,
-					r1;
-		bool		fell = false;
-
-		recon_rows(r, k, &r0, &r1);
-		if (r0 > 0 && memcmp(f, r->w + (r0 - 1) * R, R * sizeof(double)) != 0)
-		{
-			memcpy(f, r->w + (r0 - 1) * R, R * sizeof(double));
-			fell = true;
-		}
-		if (r1 < r->height && memcmp(f + R, r->w + r1 * R, R * sizeof(double)) != 0)
-		{
-			memcpy(f + R, r->w + r1 * R, R * sizeof(double));
-			fell = true;
-		}
-		if (fell)
-			r->todo[n++] = k;
+		memcpy(f, r->w + (r0 - 1) * R, R * sizeof(double));
+		fell = true;
 	}
-	return n;
+	if (r1 < r->height && memcmp(f + R, r->w + r1 * R, R * sizeof(double)) != 0)
+	{
+		memcpy(f + R, r->w + r1 * R, R * sizeof(double));
+		fell = true;
+	}
+	r->fell[k] = fell;
+	return TG_OK;
+}
+
+/* Copy every strip's facing rows; list the strips whose facing rows fell (in order). */
+static tg_status
+recon_facing(const tg_ctx *ctx, recon *r, int *n, tg_error *err)
+{
+	tg_status	st = tg_parallel(ctx, r->nstrips, facing_strip, r, err);
+
+	*n = 0;
+	for (int k = 0; st == TG_OK && k < r->nstrips; k++)
+		if (r->fell[k])
+			r->todo[(*n)++] = k;
+	return st;
 }
 
 static tg_status
@@ -376,7 +385,7 @@ end_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 static tg_status
 fill_reconstruct(const tg_ctx *ctx, const double *z, int W, int H, double *w, tg_error *err)
 {
-	recon		r = {z, w, W, H, 1, NULL, NULL, true};
+	recon		r = {z, w, W, H, 1, NULL, NULL, NULL, true};
 	int			threads = tg_threads_wanted(ctx);
 	int			rounds = 0,
 				n;
@@ -397,18 +406,21 @@ fill_reconstruct(const tg_ctx *ctx, const double *z, int W, int H, double *w, tg
 		goto done;
 	r.facing = tg_alloc(ctx, (size_t) 2 * r.nstrips * W * sizeof(double));
 	r.todo = tg_alloc(ctx, r.nstrips * sizeof(int64_t));
-	if (r.facing == NULL || r.todo == NULL)
+	r.fell = tg_alloc(ctx, r.nstrips * sizeof(bool));
+	if (r.facing == NULL || r.todo == NULL || r.fell == NULL)
 	{
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate the fill's strips");
 		goto done;
 	}
-	(void) recon_facing(&r);
+	st = recon_facing(ctx, &r, &n, err);
 	for (int k = 0; k < r.nstrips; k++)
 		r.todo[k] = k;
-	for (n = r.nstrips; st == TG_OK && n > 0; n = recon_facing(&r), rounds++)
+	for (n = r.nstrips; st == TG_OK && n > 0; rounds++)
 	{
 		st = tg_parallel(ctx, n, recon_strip, &r, err);
 		r.first = false;
+		if (st == TG_OK)
+			st = recon_facing(ctx, &r, &n, err);
 	}
 	if (ctx->stats)
 		ctx->stats->iterations = rounds;
@@ -417,6 +429,7 @@ done:
 		st = tg_parallel_rows(ctx, W, H, end_rows, &r, err);
 	tg_free(ctx, r.facing);
 	tg_free(ctx, r.todo);
+	tg_free(ctx, r.fell);
 	return st;
 }
 
@@ -698,6 +711,33 @@ tg_cpu_fill_surface(const tg_ctx *ctx, const double *z, int W, int H,
 	return st;
 }
 
+/* The filled surface into the output's type, nodata as out_nodata */
+typedef struct output_job
+{
+	const double *w;
+	void	   *out;
+	bool		single;
+	double		nodata;
+	int			width;
+} output_job;
+
+static tg_status
+output_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const output_job *o = arg;
+
+	for (size_t i = (size_t) y0 * o->width; i < (size_t) y1 * o->width; i++)
+	{
+		double		v = isnan(o->w[i]) ? o->nodata : o->w[i];
+
+		if (o->single)
+			((float *) o->out)[i] = (float) v;
+		else
+			((double *) o->out)[i] = v;
+	}
+	return TG_OK;
+}
+
 tg_status
 tg_cpu_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
 			double out_nodata, void *out, tg_error *err)
@@ -707,7 +747,6 @@ tg_cpu_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
 	double	   *z = NULL;
 	double	   *w = NULL;
 	tg_status	st;
-	size_t		i;
 
 	st = tg_cpu_decode(ctx, dem, &z, err);
 	if (st != TG_OK)
@@ -722,15 +761,11 @@ tg_cpu_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
 	st = tg_cpu_fill_surface(ctx, z, dem->width, dem->height, params->method,
 							 params->epsilon, single, w, err);
 	if (st == TG_OK)
-		for (i = 0; i < n; i++)
-		{
-			double		v = isnan(w[i]) ? out_nodata : w[i];
+	{
+		output_job	o = {w, out, single, out_nodata, dem->width};
 
-			if (single)
-				((float *) out)[i] = (float) v;
-			else
-				((double *) out)[i] = v;
-		}
+		st = tg_parallel_rows(ctx, dem->width, dem->height, output_rows, &o, err);
+	}
 	tg_free(ctx, z);
 	tg_free(ctx, w);
 	return st;
