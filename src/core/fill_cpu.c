@@ -25,6 +25,7 @@
  *                 flood's order).
  */
 #include "tg_backends.h"
+#include "cell_fifo.h"
 #include "tg_heap.h"
 #include "tg_hydro.h"
 #include "tg_pool.h"
@@ -105,46 +106,6 @@ tg_cpu_is_outlet(const double *z, int W, int H, int x, int y)
  * facing rows fell since run again from there, until none fell.  The
  * result does not depend on the strips, hence not on the threads.
  * ------------------------------------------------------------------------ */
-
-/* A FIFO of cells that grows as needed (a cell may be queued again). */
-typedef struct cell_fifo
-{
-	uint32_t   *cell;
-	size_t		room;			/* a power of two, or 0 before the first push */
-	size_t		head;
-	size_t		len;
-} cell_fifo;
-
-static bool
-fifo_push(const tg_ctx *ctx, cell_fifo *q, uint32_t c)
-{
-	if (q->len == q->room)
-	{
-		const size_t room = q->room ? 2 * q->room : 4096;
-		uint32_t   *more = tg_alloc(ctx, room * sizeof(uint32_t));
-
-		if (more == NULL)
-			return false;
-		for (size_t k = 0; k < q->len; k++)
-			more[k] = q->cell[(q->head + k) & (q->room - 1)];
-		tg_free(ctx, q->cell);
-		q->cell = more;
-		q->room = room;
-		q->head = 0;
-	}
-	q->cell[(q->head + q->len++) & (q->room - 1)] = c;
-	return true;
-}
-
-static inline uint32_t
-fifo_pop(cell_fifo *q)
-{
-	const uint32_t c = q->cell[q->head];
-
-	q->head = (q->head + 1) & (q->room - 1);
-	q->len--;
-	return c;
-}
 
 static inline double
 min3(double a, double b, double c)
@@ -299,7 +260,7 @@ recon_strip(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 
 		if (++steps % CANCEL_EVERY == 0 && tg_canceled(ctx))
 		{
-			tg_free(ctx, q.cell);
+			fifo_free(ctx, &q);
 			return tg_error_set(err, TG_ECANCELED, "fill canceled");
 		}
 		for (int n = 0; n < 8 && ok; n++)
@@ -310,7 +271,7 @@ recon_strip(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 				ok = lower(ctx, r, &q, m, v);
 		}
 	}
-	tg_free(ctx, q.cell);
+	fifo_free(ctx, &q);
 	return ok ? TG_OK : tg_error_set(err, TG_ENOMEM, "could not grow the fill's queue");
 }
 

@@ -15,6 +15,7 @@
  *    unfilled DEM) keep no direction.
  */
 #include "tg_backends.h"
+#include "cell_fifo.h"
 #include "tg_hydro.h"
 #include "tg_pool.h"
 
@@ -220,18 +221,12 @@ flat_strip_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 			   *below = above + BW;
 	int32_t    *d = pass == 0 ? j->mask : j->away;
 	uint8_t    *queued = j->queued[pass];
-	uint32_t   *queue;
-	size_t		cap,
-				head = 0,
-				len = 0;
+	cell_fifo	q = {NULL, 0, 0, 0};
+	bool		ok = true;
 	int			r0,
 				r1;
 
 	flat_strip_rows(s, (int) (t % s->nstrips), &r0, &r1);
-	cap = (size_t) (r1 - r0) * BW;
-	queue = tg_alloc(ctx, (cap ? cap : 1) * sizeof(uint32_t));
-	if (queue == NULL)
-		return tg_error_set(err, TG_ENOMEM, "could not allocate a flat's queue (%zu cells)", cap);
 	if (s->first)
 		for (int dir = 1; dir >= -1; dir -= 2)	/* forward, then backward */
 			for (int y = dir > 0 ? r0 : r1 - 1; dir > 0 ? y < r1 : y >= r0; y += dir)
@@ -281,21 +276,19 @@ flat_strip_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 				else if (s->first && d[i] != FAR && in_flat(j, nx, ny, f) && (dn == FAR || dn > d[i] + 1))
 					push = true;
 			}
-			if (push && !queued[i])
+			if (push && !queued[i] && ok)
 			{
-				queue[(head + len++) % cap] = (uint32_t) i;
-				queued[i] = 1;
+				ok = fifo_push(ctx, &q, (uint32_t) i);
+				queued[i] = ok;
 			}
 		}
 	}
-	for (size_t steps = 1; len > 0; steps++)
+	for (size_t steps = 1; ok && q.len > 0; steps++)
 	{
-		const uint32_t c = queue[head];
+		const uint32_t c = fifo_pop(&q);
 		const int	x = (int) (c % W),
 					y = (int) (c / W);
 
-		head = head + 1 == cap ? 0 : head + 1;
-		len--;
 		queued[c] = 0;
 		if (steps % 65536 == 0 && tg_canceled(ctx))
 			break;
@@ -308,16 +301,18 @@ flat_strip_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 			if (ny < r0 || ny >= r1 || !in_flat(j, nx, ny, f) || d[ni] <= d[c] + 1)
 				continue;
 			d[ni] = d[c] + 1;
-			if (!queued[ni])
+			if (!queued[ni] && ok)
 			{
-				queue[(head + len++) % cap] = (uint32_t) ni;
-				queued[ni] = 1;
+				ok = fifo_push(ctx, &q, (uint32_t) ni);
+				queued[ni] = ok;
 			}
 		}
 	}
-	for (size_t q = 0; q < len; q++)	/* left by a cancel */
-		queued[queue[(head + q) % cap]] = 0;
-	tg_free(ctx, queue);
+	while (q.len > 0)			/* left by a cancel or a failed push */
+		queued[fifo_pop(&q)] = 0;
+	fifo_free(ctx, &q);
+	if (!ok)
+		return tg_error_set(err, TG_ENOMEM, "could not grow a flat's queue");
 	return tg_canceled(ctx) ? tg_error_set(err, TG_ECANCELED, "flow routing canceled") : TG_OK;
 }
 

@@ -1,0 +1,64 @@
+/*
+ * cell_fifo.h — a FIFO of cells for the passes that lower values until
+ * nothing changes (the fill's reconstruction, the flats' distances).  It
+ * starts small and doubles: a pass's front is usually far smaller than the
+ * cells it may visit, and room never written is never faulted in.  Internal
+ * to the core.
+ */
+#ifndef TG_CELL_FIFO_H
+#define TG_CELL_FIFO_H
+
+#include "tg_core.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* A FIFO of cells that grows as needed (a cell may be queued again). */
+typedef struct cell_fifo
+{
+	uint32_t   *cell;
+	size_t		room;			/* a power of two, or 0 before the first push */
+	size_t		head;
+	size_t		len;
+} cell_fifo;
+
+static inline bool
+fifo_push(const tg_ctx *ctx, cell_fifo *q, uint32_t c)
+{
+	if (q->len == q->room)
+	{
+		const size_t room = q->room ? 2 * q->room : 4096;
+		uint32_t   *more = tg_alloc(ctx, room * sizeof(uint32_t));
+
+		if (more == NULL)
+			return false;
+		for (size_t k = 0; k < q->len; k++)
+			more[k] = q->cell[(q->head + k) & (q->room - 1)];
+		tg_free(ctx, q->cell);
+		q->cell = more;
+		q->room = room;
+		q->head = 0;
+	}
+	q->cell[(q->head + q->len++) & (q->room - 1)] = c;
+	return true;
+}
+
+static inline uint32_t
+fifo_pop(cell_fifo *q)
+{
+	const uint32_t c = q->cell[q->head];
+
+	q->head = (q->head + 1) & (q->room - 1);
+	q->len--;
+	return c;
+}
+
+static inline void
+fifo_free(const tg_ctx *ctx, cell_fifo *q)
+{
+	tg_free(ctx, q->cell);
+	q->cell = NULL;
+	q->room = q->head = q->len = 0;
+}
+
+#endif							/* TG_CELL_FIFO_H */
