@@ -23,7 +23,8 @@
  *   tile=N (bmmq: cut the DEM into N x N tiles, edge tiles smaller; default one
  *   tile), nbins=K (bmmq: K equal intervals over the valid values, 8),
  *   obs_col=, obs_row= (viewshed observer; default the centre), obs_h= (1.75),
- *   maxdist= (viewshed range in map units, 0 = unlimited), threads=N (threads a call
+ *   maxdist= (viewshed range in map units, 0 = unlimited), keep_blocks=0 (large blocks a
+ *   call frees are not kept for its later allocations), threads=N (threads a call
  *   may use, 0 = every core; default 0), r3=1 (viewshed: also
  *   the exact R3 and R2's agreement with it), mem_mb=N (GPU memory budget; a
  *   viewshed beyond it runs in bands of rows)
@@ -1037,6 +1038,8 @@ main(int argc, char **argv)
 			o.reps = atoi(v);
 		else if (!strcmp(argv[i], "threads"))
 			o.threads = atoi(v);
+		else if (!strcmp(argv[i], "keep_blocks"))
+			tg_kept_block_bytes = atoi(v) ? tg_kept_block_bytes : SIZE_MAX;
 		else if (!strcmp(argv[i], "backends"))
 		{
 			o.cpu = strstr(v, "cpu") != NULL;

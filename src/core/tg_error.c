@@ -2,6 +2,7 @@
  * tg_error.c — status names, error recording, execution context defaults.
  */
 #include "tg_core.h"
+#include "tg_pool.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -155,16 +156,21 @@ advise_huge_pages(void *p, size_t size)
 void *
 tg_alloc(const tg_ctx *ctx, size_t size)
 {
-	void	   *p = ctx->allocator.alloc(size, ctx->allocator.arg);
+	void	   *p = tg_block_take(ctx, size);	/* one the call freed: its pages are in */
 
+	if (p != NULL)
+		return p;
+	p = ctx->allocator.alloc(size, ctx->allocator.arg);
 	if (p != NULL && size >= 2 * HUGE_PAGE)
 		advise_huge_pages(p, size);
+	if (p != NULL)
+		tg_block_track(ctx, p, size);
 	return p;
 }
 
 void
 tg_free(const tg_ctx *ctx, void *ptr)
 {
-	if (ptr != NULL)
+	if (ptr != NULL && !tg_block_keep(ctx, ptr))
 		ctx->allocator.free(ptr, ctx->allocator.arg);
 }

@@ -44,9 +44,25 @@ typedef struct job
 	int64_t		error_task;
 } job;
 
+/* A large block allocated on the calling thread during the call (see tg_block_*) */
+typedef struct block
+{
+	void	   *p;
+	size_t		size;
+	tg_allocator allocator;		/* it came from, and goes back to */
+	bool		kept;			/* freed by the call, waiting to be handed out again */
+} block;
+
+#define MAX_BLOCKS 64
+#define KEPT_LARGEST_TIMES 4	/* kept bytes at most: this many of the largest block */
+
 struct tg_pool
 {
 	const tg_ctx *owner;		/* the scope that opened the pool and closes it */
+	block		blocks[MAX_BLOCKS];
+	int			nblocks;
+	size_t		largest;
+	size_t		kept_bytes;
 	pthread_mutex_t lock;
 	pthread_cond_t work;		/* a job or the end was posted */
 	pthread_cond_t idle;		/* a worker left the job */
@@ -249,11 +265,18 @@ pool_create(const tg_ctx *owner)
 	return pool;
 }
 
+/* The pool of the call running on this thread, on its calling thread only */
+static _Thread_local tg_pool *calling_pool;
+
+static void give_back_kept(tg_pool *pool);
+
 static void
 pool_destroy(tg_pool *pool)
 {
 	if (pool == NULL)
 		return;
+	give_back_kept(pool);
+	calling_pool = NULL;
 	pthread_mutex_lock(&pool->lock);
 	pool->closing = true;
 	pthread_cond_broadcast(&pool->work);
@@ -283,7 +306,10 @@ tg_call_open(const tg_ctx *ctx, tg_ctx *call)
 {
 	*call = *ctx;
 	if (ctx->pool == NULL && ctx->worker == 0)
+	{
 		call->pool = pool_create(call);
+		calling_pool = call->pool;
+	}
 	record_threads(call, 1);
 }
 
@@ -561,4 +587,119 @@ tg_parallel_memcpy(const tg_ctx *ctx, void *dst, const void *src, size_t bytes)
 	if (bytes < 2 * MEMCPY_MIN_PART ||
 		tg_parallel(&quiet, (int64_t) ((bytes + m.part - 1) / m.part), memcpy_task, &m, NULL) != TG_OK)
 		memcpy(dst, src, bytes);
+}
+
+/* ------------------------------------------------------------------------
+ * Large blocks kept for reuse within a call
+ *
+ * A chain allocates and frees grid-sized buffers phase after phase, and
+ * memory fresh from the system costs a page fault and the zeroing of each
+ * page on first touch: a good part of a pass over a fresh grid.  So during
+ * a call, large blocks that the calling thread frees are kept and handed to
+ * its later allocations that they fit (at most twice the size asked for);
+ * what is still kept when the call ends goes back then.  Only the calling
+ * thread's allocations take part: the workers allocate with malloc, and
+ * nothing here needs a lock.
+ * ------------------------------------------------------------------------ */
+size_t		tg_kept_block_bytes = (size_t) 16 << 20;
+
+static bool
+same_allocator(const tg_allocator *a, const tg_allocator *b)
+{
+	return a->alloc == b->alloc && a->free == b->free && a->arg == b->arg;
+}
+
+/* ctx's pool, when its blocks take part: the call running on this thread */
+static tg_pool *
+blocks_of(const tg_ctx *ctx)
+{
+	return ctx->worker == 0 && ctx->pool != NULL && ctx->pool == calling_pool ? ctx->pool : NULL;
+}
+
+static void
+forget_block(tg_pool *pool, int k)
+{
+	pool->blocks[k] = pool->blocks[--pool->nblocks];
+}
+
+void *
+tg_block_take(const tg_ctx *ctx, size_t size)
+{
+	tg_pool    *pool = blocks_of(ctx);
+	int			best = -1;
+
+	if (pool == NULL || size < tg_kept_block_bytes)
+		return NULL;
+	for (int k = 0; k < pool->nblocks; k++)
+	{
+		const block *b = &pool->blocks[k];
+
+		if (b->kept && b->size >= size && b->size / 2 <= size &&
+			same_allocator(&b->allocator, &ctx->allocator) &&
+			(best < 0 || b->size < pool->blocks[best].size))
+			best = k;
+	}
+	if (best < 0)
+		return NULL;
+	pool->blocks[best].kept = false;
+	pool->kept_bytes -= pool->blocks[best].size;
+	return pool->blocks[best].p;
+}
+
+void
+tg_block_track(const tg_ctx *ctx, void *p, size_t size)
+{
+	tg_pool    *pool = blocks_of(ctx);
+
+	if (pool == NULL || size < tg_kept_block_bytes || pool->nblocks == MAX_BLOCKS)
+		return;
+	pool->blocks[pool->nblocks++] = (block) {p, size, ctx->allocator, false};
+	if (size > pool->largest)
+		pool->largest = size;
+}
+
+bool
+tg_block_keep(const tg_ctx *ctx, void *p)
+{
+	tg_pool    *pool = calling_pool;
+	int			k;
+
+	if (pool == NULL || ctx->worker != 0)
+		return false;
+	for (k = 0; k < pool->nblocks && !(pool->blocks[k].p == p && !pool->blocks[k].kept); k++)
+		;
+	if (k == pool->nblocks)
+		return false;
+	/* freed by a context outside the call, or another allocator's: it goes back now */
+	if (blocks_of(ctx) != pool || !same_allocator(&pool->blocks[k].allocator, &ctx->allocator))
+	{
+		forget_block(pool, k);
+		return false;
+	}
+	pool->blocks[k].kept = true;
+	pool->kept_bytes += pool->blocks[k].size;
+	/* beyond the cap, the smallest kept blocks go back */
+	while (pool->kept_bytes > KEPT_LARGEST_TIMES * pool->largest)
+	{
+		int			smallest = -1;
+
+		for (int j = 0; j < pool->nblocks; j++)
+			if (pool->blocks[j].kept && (smallest < 0 || pool->blocks[j].size < pool->blocks[smallest].size))
+				smallest = j;
+		pool->kept_bytes -= pool->blocks[smallest].size;
+		pool->blocks[smallest].allocator.free(pool->blocks[smallest].p, pool->blocks[smallest].allocator.arg);
+		forget_block(pool, smallest);
+	}
+	return true;
+}
+
+/* At the end of the call: what is kept goes back; blocks in use are the caller's. */
+static void
+give_back_kept(tg_pool *pool)
+{
+	for (int k = 0; k < pool->nblocks; k++)
+		if (pool->blocks[k].kept)
+			pool->blocks[k].allocator.free(pool->blocks[k].p, pool->blocks[k].allocator.arg);
+	pool->nblocks = 0;
+	pool->kept_bytes = 0;
 }

@@ -83,6 +83,20 @@ tg_part_range(int64_t n, int64_t parts, int64_t t, int64_t *lo, int64_t *hi)
 	*hi = n * (t + 1) / parts;
 }
 
+/*
+ * Large blocks of a call (tg_alloc and tg_free use these): a block the
+ * calling thread frees during a call is kept for a later allocation of the
+ * same call that it fits, and given back when the call ends.
+ * tg_block_take: a kept block for `size` bytes, or NULL; tg_block_track:
+ * remember a block just allocated; tg_block_keep: true when the block was
+ * kept (the caller must not free it).  Blocks under tg_kept_block_bytes take
+ * no part (the tests lower it to make every grid take part).
+ */
+extern size_t tg_kept_block_bytes;
+void	   *tg_block_take(const tg_ctx *ctx, size_t size);
+void		tg_block_track(const tg_ctx *ctx, void *p, size_t size);
+bool		tg_block_keep(const tg_ctx *ctx, void *p);
+
 /* memcpy on the call's threads (large copies only are split). */
 void		tg_parallel_memcpy(const tg_ctx *ctx, void *dst, const void *src, size_t bytes);
 

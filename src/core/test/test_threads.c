@@ -92,6 +92,7 @@ check_threads(const op_case *c, const tg_band *dem)
 {
 	const size_t n = (size_t) dem->width * dem->height;
 	const size_t bytes = n * c->bytes_per_cell;
+	const size_t usual_kept = tg_kept_block_bytes;
 	uint8_t    *one = malloc(bytes),
 			   *many = malloc(bytes);
 	tg_run_stats stats;
@@ -100,8 +101,14 @@ check_threads(const op_case *c, const tg_band *dem)
 
 	memset(one, 0xA5, bytes);	/* bytes an output leaves alone compare equal */
 	tg_error_clear(&err);
+	/*
+	 * one thread, every buffer fresh; the others reuse every block the call
+	 * freed (with what an earlier phase left in it), as large grids do
+	 */
+	tg_kept_block_bytes = SIZE_MAX;
 	check(c->fn(&ctx, dem, c->arg, one, &err) == TG_OK, "%s, 1 thread: %s", c->name, err.message);
 	check(stats.threads == 1, "%s, 1 thread: %d ran", c->name, stats.threads);
+	tg_kept_block_bytes = 1;
 	for (size_t k = 0; k < sizeof thread_counts / sizeof *thread_counts; k++)
 	{
 		const int	t = thread_counts[k];
@@ -115,6 +122,7 @@ check_threads(const op_case *c, const tg_band *dem)
 		check(stats.threads > 1 && stats.threads <= t, "%s: %d threads asked, %d ran", c->name, t,
 			  stats.threads);
 	}
+	tg_kept_block_bytes = usual_kept;
 	free(one);
 	free(many);
 }
@@ -395,6 +403,32 @@ test_pool(void)
 			  "pool: a cancel stops 2-second tasks within a second");
 	}
 	call.cancel = NULL;
+
+	/* large blocks freed in a call serve its later allocations that they fit */
+	{
+		const size_t usual = tg_kept_block_bytes;
+		const size_t mb = (size_t) 1 << 20;
+		void	   *a,
+				   *b,
+				   *c;
+
+		tg_kept_block_bytes = mb;
+		a = tg_alloc(&call, 32 * mb);
+		memset(a, 1, 32 * mb);
+		tg_free(&call, a);
+		b = tg_alloc(&call, 20 * mb);
+		check(b == a, "pool: a freed block serves a later allocation it fits");
+		c = tg_alloc(&call, 32 * mb);
+		check(c != a, "pool: a block in use serves nothing else");
+		tg_free(&call, b);
+		check(tg_block_take(&call, 15 * mb) == NULL, "pool: a block over twice the size asked is not handed out");
+		check(tg_block_take(&call, 24 * mb) == a, "pool: a kept block is taken once");
+		check(tg_block_take(&call, 24 * mb) == NULL, "pool: a taken block is not kept any more");
+		tg_free(&ctx, a);		/* freed outside the call: it goes back, not kept */
+		check(tg_block_take(&call, 24 * mb) == NULL, "pool: a block freed outside the call is not kept");
+		tg_free(&call, c);		/* kept until the call ends (ASan: no leak) */
+		tg_kept_block_bytes = usual;
+	}
 	tg_call_close(&call);
 	check(stats.threads == 4, "pool: 4 threads asked, %d ran", stats.threads);
 	free(j);
