@@ -68,7 +68,7 @@ typedef struct flat_job
 	uint8_t    *seed;			/* bit 0: a seed of T, bit 1: of A */
 	struct flat_task *tasks;
 	int32_t    *mask;			/* out: M, and T on the way */
-	int32_t    *away;			/* A */
+	int32_t    *away;			/* A (before: each flat cell's root, while the flats are listed) */
 	uint8_t    *queued[2];		/* in a large flat's FIFO, per distance */
 } flat_job;
 
@@ -128,9 +128,6 @@ label_strip(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 }
 
 int64_t		tg_flat_strip_cells = 65536;
-
-/* The calling thread's serial passes look at cancellation this often (cells). */
-#define SERIAL_CANCEL_EVERY ((size_t) 1 << 22)
 
 /* M = 2 T + (H - A), H the flat's largest A; undrained flat cells (T = 0) keep 0. */
 static void
@@ -530,49 +527,277 @@ start_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 }
 
 /*
- * Number the flats in the order of their first cells and list their cells:
- * a cell's parent comes before it, so one row-major pass finds every cell's
- * flat from its parent's.
+ * Number the flats in the order of their first cells (their union-find
+ * roots, the smallest index of each) and list their cells, flat by flat, each
+ * in row-major order — in chunks of rows on the threads:
+ *   roots:  each flat cell's root (into away[], free until the distances),
+ *           from its parent's within the chunk, then across chunks; the
+ *           roots of each chunk counted;
+ *   number: the roots numbered chunk after chunk (a prefix over the chunks);
+ *   label:  each cell takes its root's number, the flats' cells counted;
+ *   list:   a flat within one chunk is written by that chunk's task alone;
+ *           a flat over several chunks (the sea) gets each chunk's share
+ *           counted first, so every chunk writes its cells at their place.
+ * The numbering and the lists are those of one row-major pass.
+ */
+#define LIST_CHUNK_ROWS 64
+
+typedef struct list_job
+{
+	flat_job   *j;
+	int64_t		nchunks;
+	int64_t    *chunk_flats;	/* roots per chunk, then the first flat number of each */
+	int32_t    *last_chunk;		/* per flat: the last chunk that holds its cells */
+	int32_t    *spread;			/* per flat: its index among the flats over several chunks, or -1 */
+	int64_t    *spread_at;		/* per spread flat and chunk: count, then where the chunk's cells go */
+	int64_t    *next;			/* per flat within one chunk: where its next cell goes */
+} list_job;
+
+static void
+chunk_cells(const list_job *l, int64_t c, size_t *lo, size_t *hi)
+{
+	const int	H = l->j->H;
+	const int64_t y0 = c * LIST_CHUNK_ROWS,
+				y1 = y0 + LIST_CHUNK_ROWS < H ? y0 + LIST_CHUNK_ROWS : H;
+
+	*lo = (size_t) y0 * l->j->W;
+	*hi = (size_t) y1 * l->j->W;
+}
+
+/*
+ * A cell's parent comes before it: within a chunk, the row-major pass finds
+ * each cell's root or first ancestor in an earlier chunk from its parent's.
  */
 static tg_status
-list_flats(const tg_ctx *ctx, flat_job *j, int64_t *nflats_out, tg_error *err)
+list_roots(const tg_ctx *ctx, void *arg, int64_t c, tg_error *err)
 {
-	const size_t n = (size_t) j->W * j->H;
-	int64_t		nflats = 0,
-				nflat_cells = 0;
+	const list_job *l = arg;
+	const flat_job *j = l->j;
+	int64_t		roots = 0;
+	size_t		lo,
+				hi;
 
-	for (size_t i = 0; i < n; i++)
-	{
-		if (i % SERIAL_CANCEL_EVERY == 0 && tg_canceled(ctx))
-			return tg_error_set(err, TG_ECANCELED, "flow routing canceled");
+	chunk_cells(l, c, &lo, &hi);
+	for (size_t i = lo; i < hi; i++)
 		if (j->flat[i])
 		{
 			const int32_t p = j->parent[i];
 
-			j->parent[i] = p == (int32_t) i ? (int32_t) nflats++ : j->parent[p];
-			nflat_cells++;
+			j->away[i] = p == (int32_t) i ? p : (size_t) p >= lo ? j->away[p] : p;
+			roots += p == (int32_t) i;
+		}
+	l->chunk_flats[c] = roots;
+	return TG_OK;
+}
+
+/*
+ * The ancestors in earlier chunks followed to their roots.  Another chunk's
+ * task may be rewriting the same entries, from an ancestor to the root: both
+ * lead to the root, so each read is atomic and either value will do.
+ */
+static tg_status
+list_resolve(const tg_ctx *ctx, void *arg, int64_t c, tg_error *err)
+{
+	const list_job *l = arg;
+	const flat_job *j = l->j;
+	size_t		lo,
+				hi;
+
+	chunk_cells(l, c, &lo, &hi);
+	for (size_t i = lo; i < hi; i++)
+		if (j->flat[i] && (size_t) j->away[i] < lo)
+		{
+			int32_t		r = j->away[i],
+						up;
+
+			while ((up = __atomic_load_n(&j->away[r], __ATOMIC_RELAXED)) != r)
+				r = up;
+			__atomic_store_n(&j->away[i], r, __ATOMIC_RELAXED);
+		}
+	return TG_OK;
+}
+
+static tg_status
+list_number(const tg_ctx *ctx, void *arg, int64_t c, tg_error *err)
+{
+	const list_job *l = arg;
+	const flat_job *j = l->j;
+	int64_t		f = l->chunk_flats[c];
+	size_t		lo,
+				hi;
+
+	chunk_cells(l, c, &lo, &hi);
+	for (size_t i = lo; i < hi; i++)
+		if (j->flat[i] && j->away[i] == (int32_t) i)
+			j->parent[i] = (int32_t) f++;
+	return TG_OK;
+}
+
+/* Flat f has `cells` more cells, some in chunk c. */
+static void
+count_run(const list_job *l, int32_t f, int64_t cells, int64_t c)
+{
+	__atomic_add_fetch(&l->j->first[f + 1], cells, __ATOMIC_RELAXED);
+	for (int32_t last = __atomic_load_n(&l->last_chunk[f], __ATOMIC_RELAXED); last < (int32_t) c;)
+		if (__atomic_compare_exchange_n(&l->last_chunk[f], &last, (int32_t) c, true,
+										__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			break;
+}
+
+static tg_status
+list_label(const tg_ctx *ctx, void *arg, int64_t c, tg_error *err)
+{
+	const list_job *l = arg;
+	const flat_job *j = l->j;
+	int32_t		run_flat = -1;	/* the counts go out a run of one flat at a time */
+	int64_t		run = 0;
+	size_t		lo,
+				hi;
+
+	chunk_cells(l, c, &lo, &hi);
+	for (size_t i = lo; i < hi; i++)
+		if (j->flat[i])
+		{
+			const int32_t f = j->parent[j->away[i]];	/* roots hold their numbers now */
+
+			if (j->away[i] != (int32_t) i)
+				j->parent[i] = f;
+			if (f != run_flat)
+			{
+				if (run > 0)
+					count_run(l, run_flat, run, c);
+				run_flat = f;
+				run = 0;
+			}
+			run++;
+		}
+	if (run > 0)
+		count_run(l, run_flat, run, c);
+	return TG_OK;
+}
+
+static tg_status
+list_count_spread(const tg_ctx *ctx, void *arg, int64_t c, tg_error *err)
+{
+	const list_job *l = arg;
+	const flat_job *j = l->j;
+	size_t		lo,
+				hi;
+
+	chunk_cells(l, c, &lo, &hi);
+	for (size_t i = lo; i < hi; i++)
+		if (j->flat[i] && l->spread[j->parent[i]] >= 0)
+			l->spread_at[(size_t) l->spread[j->parent[i]] * l->nchunks + c]++;
+	return TG_OK;
+}
+
+static tg_status
+list_write(const tg_ctx *ctx, void *arg, int64_t c, tg_error *err)
+{
+	const list_job *l = arg;
+	const flat_job *j = l->j;
+	size_t		lo,
+				hi;
+
+	chunk_cells(l, c, &lo, &hi);
+	for (size_t i = lo; i < hi; i++)
+		if (j->flat[i])
+		{
+			const int32_t f = j->parent[i];
+			int64_t    *at = l->spread[f] >= 0 ? &l->spread_at[(size_t) l->spread[f] * l->nchunks + c]
+				: &l->next[f];
+
+			j->cells[(*at)++] = (uint32_t) i;
+		}
+	return TG_OK;
+}
+
+static tg_status
+list_flats(const tg_ctx *ctx, flat_job *j, int64_t *nflats_out, tg_error *err)
+{
+	list_job	l = {.j = j, .nchunks = (j->H + LIST_CHUNK_ROWS - 1) / LIST_CHUNK_ROWS};
+	int64_t		nflats = 0,
+				nspread = 0;
+	tg_status	st;
+
+	l.chunk_flats = tg_alloc(ctx, (size_t) l.nchunks * sizeof(int64_t));
+	if (l.chunk_flats == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not list the flats");
+	st = tg_parallel(ctx, l.nchunks, list_roots, &l, err);
+	if (st == TG_OK)
+		st = tg_parallel(ctx, l.nchunks, list_resolve, &l, err);
+	for (int64_t c = 0; st == TG_OK && c < l.nchunks; c++)
+	{
+		const int64_t roots = l.chunk_flats[c];
+
+		l.chunk_flats[c] = nflats;
+		nflats += roots;
+	}
+	if (st == TG_OK)
+		st = tg_parallel(ctx, l.nchunks, list_number, &l, err);
+	if (st == TG_OK)
+	{
+		j->first = tg_alloc(ctx, (size_t) (nflats + 1) * sizeof(int64_t));
+		l.last_chunk = tg_alloc(ctx, (size_t) (nflats ? nflats : 1) * sizeof(int32_t));
+		l.spread = tg_alloc(ctx, (size_t) (nflats ? nflats : 1) * sizeof(int32_t));
+		l.next = tg_alloc(ctx, (size_t) (nflats ? nflats : 1) * sizeof(int64_t));
+		if (j->first == NULL || l.last_chunk == NULL || l.spread == NULL || l.next == NULL)
+			st = tg_error_set(err, TG_ENOMEM, "could not list the flats (%lld flats)", (long long) nflats);
+	}
+	if (st == TG_OK)
+	{
+		memset(j->first, 0, (size_t) (nflats + 1) * sizeof(int64_t));
+		memset(l.last_chunk, 0, (size_t) (nflats ? nflats : 1) * sizeof(int32_t));
+		st = tg_parallel(ctx, l.nchunks, list_label, &l, err);
+	}
+	if (st == TG_OK)
+	{
+		int64_t		c = 0;
+
+		/* where each flat starts; the flats whose cells are in more than one chunk */
+		for (int64_t f = 0; f < nflats; f++)
+		{
+			j->first[f + 1] += j->first[f];
+			l.next[f] = j->first[f];
+			while (c + 1 < l.nchunks && l.chunk_flats[c + 1] <= f)
+				c++;			/* the chunk of f's root */
+			l.spread[f] = l.last_chunk[f] > c ? (int32_t) nspread++ : -1;
+		}
+		j->cells = tg_alloc(ctx, (size_t) (j->first[nflats] ? j->first[nflats] : 1) * sizeof(uint32_t));
+		l.spread_at = tg_alloc(ctx, (size_t) (nspread ? nspread : 1) * l.nchunks * sizeof(int64_t));
+		if (j->cells == NULL || l.spread_at == NULL)
+			st = tg_error_set(err, TG_ENOMEM, "could not list the flats (%lld cells)",
+							  (long long) j->first[nflats]);
+	}
+	if (st == TG_OK && nspread > 0)
+	{
+		memset(l.spread_at, 0, (size_t) nspread * l.nchunks * sizeof(int64_t));
+		st = tg_parallel(ctx, l.nchunks, list_count_spread, &l, err);
+		for (int64_t f = 0; st == TG_OK && f < nflats; f++)
+		{
+			int64_t		at = j->first[f];
+
+			if (l.spread[f] < 0)
+				continue;
+			for (int64_t c = 0; c < l.nchunks; c++)
+			{
+				int64_t    *count = &l.spread_at[(size_t) l.spread[f] * l.nchunks + c];
+				const int64_t here = *count;
+
+				*count = at;
+				at += here;
+			}
 		}
 	}
-	j->first = tg_alloc(ctx, (size_t) (nflats + 1) * sizeof(int64_t));
-	j->cells = tg_alloc(ctx, (size_t) (nflat_cells ? nflat_cells : 1) * sizeof(uint32_t));
-	if (j->first == NULL || j->cells == NULL)
-		return tg_error_set(err, TG_ENOMEM, "could not list the flats (%lld cells)",
-							(long long) nflat_cells);
-	memset(j->first, 0, (size_t) (nflats + 1) * sizeof(int64_t));
-	for (size_t i = 0; i < n; i++)
-		if (j->flat[i])
-			j->first[j->parent[i] + 1]++;
-	for (int64_t f = 0; f < nflats; f++)
-		j->first[f + 1] += j->first[f];
-	for (size_t i = 0; i < n; i++)
-		if (j->flat[i])
-			j->cells[j->first[j->parent[i]]++] = (uint32_t) i;
-	/* the scatter moved each start to the next flat's: move them back */
-	for (int64_t f = nflats; f > 0; f--)
-		j->first[f] = j->first[f - 1];
-	j->first[0] = 0;
+	if (st == TG_OK)
+		st = tg_parallel(ctx, l.nchunks, list_write, &l, err);
+	tg_free(ctx, l.chunk_flats);
+	tg_free(ctx, l.last_chunk);
+	tg_free(ctx, l.spread);
+	tg_free(ctx, l.spread_at);
+	tg_free(ctx, l.next);
 	*nflats_out = nflats;
-	return TG_OK;
+	return st;
 }
 
 /* Tasks of consecutive small flats of about equal cells; large flats come after, in strips. */
