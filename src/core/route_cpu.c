@@ -1013,6 +1013,10 @@ gradient_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 	const int	W = r->width,
 				H = r->height;
 
+	/* the rows' shares start at 0, on the thread that writes them (not one memset of 8 planes) */
+	if (r->frac)
+		for (int k = 0; k < 8; k++)
+			memset(r->frac + (size_t) k * W * H + (size_t) y0 * W, 0, (size_t) (y1 - y0) * W * sizeof(float));
 	for (int y = y0; y < y1; y++)
 	{
 		double		dx,
@@ -1123,8 +1127,6 @@ tg_cpu_route_surface(const tg_ctx *ctx, double *z, int W, int H, const tg_flow_p
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate flow-routing buffers (%zu cells)", n);
 		goto fail;
 	}
-	if (multiple)
-		memset(r->frac, 0, 8 * n * sizeof(float));
 	j.p = p;
 	j.r = r;
 	j.flat = flat;
