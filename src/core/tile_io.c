@@ -428,6 +428,14 @@ typedef struct write_job
 	int			nout;
 	int			row0;			/* the planes' first row */
 	encoded    *batch;
+	/*
+	 * Compressing, each thread serializes a tile into a scratch buffer of its
+	 * own (reused from tile to tile) and only what is handed over is written
+	 * to fresh memory: the compressed form, or the raw one where it saves no
+	 * room.
+	 */
+	uint8_t    *scratch;		/* threads x scratch_size */
+	size_t		scratch_size;
 } write_job;
 
 /* Plane values of one tile row into a band row; nodata markers become the band's. */
@@ -481,8 +489,10 @@ encode_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 		const tg_output *out = &j->outs[o];
 		tg_raster_info info = {(uint16_t) out->nbands, (uint16_t) t->width, (uint16_t) t->height, t->geo};
 		void	   *band_data[TG_MAX_OUTPUT_BANDS];
-		tg_status	st = tg_raster_write(e->raw[o], e->raw_size[o], &info, out->specs, band_data, err);
-		size_t		packed;
+		uint8_t    *raster = e->packed[o] ? j->scratch + (size_t) tg_worker_index(ctx) * j->scratch_size
+			: e->raw[o];
+		tg_status	st = tg_raster_write(raster, e->raw_size[o], &info, out->specs, band_data, err);
+		size_t		packed = 0;
 
 		if (st != TG_OK)
 			return st;
@@ -490,21 +500,23 @@ encode_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 			for (int y = 0; y < t->height; y++)
 				convert_row(&out->planes[b], (size_t) (t->row0 + y - j->row0) * l->width + t->col0,
 							&out->specs[b], band_data[b], (size_t) y * t->width, t->width);
-		e->values[o].data = e->raw[o];
-		e->values[o].size = e->raw_size[o];
-		e->values[o].compressed = false;
-		if (e->packed[o] == NULL)
-			continue;
 		/* the payload after the length word, kept only where it saves room */
-		packed = tg_lz4_compress(e->raw[o] + 4, e->raw_size[o] - 4, e->packed[o] + w->header_room,
-								 e->packed_room[o] - w->header_room);
+		if (e->packed[o])
+			packed = tg_lz4_compress(raster + 4, e->raw_size[o] - 4, e->packed[o] + w->header_room,
+									 e->packed_room[o] - w->header_room);
 		if (packed > 0 && w->header_room + packed < e->raw_size[o])
 		{
 			e->values[o].data = e->packed[o];
 			e->values[o].size = w->header_room + packed;
 			e->values[o].compressed = true;
 			e->values[o].raw_size = e->raw_size[o] - 4;
+			continue;
 		}
+		if (raster != e->raw[o])
+			memcpy(e->raw[o], raster, e->raw_size[o]);
+		e->values[o].data = e->raw[o];
+		e->values[o].size = e->raw_size[o];
+		e->values[o].compressed = false;
 	}
 	return TG_OK;
 }
@@ -558,6 +570,29 @@ finish_tile(const tg_ctx *ctx, encoded *e, int nout, bool kept)
 	}
 }
 
+/* Scratch room for the largest raster of the first n tiles of the batch, on every thread. */
+static tg_status
+ensure_scratch(const tg_ctx *ctx, write_job *j, int n, tg_error *err)
+{
+	size_t		most = 0;
+
+	for (int i = 0; i < n; i++)
+		for (int o = 0; o < j->nout; o++)
+			if (j->batch[i].packed[o] && j->batch[i].raw_size[o] > most)
+				most = j->batch[i].raw_size[o];
+	if (most <= j->scratch_size)
+		return TG_OK;
+	tg_free(ctx, j->scratch);
+	j->scratch_size = (most + 63) & ~(size_t) 63;
+	j->scratch = tg_alloc(ctx, (size_t) tg_threads_wanted(ctx) * j->scratch_size);
+	if (j->scratch == NULL)
+	{
+		j->scratch_size = 0;
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the tiles' scratch room");
+	}
+	return TG_OK;
+}
+
 tg_status
 tg_write_tiles(const tg_ctx *ctx, const tg_job *job, const tg_output *outs, int nout, int row0,
 			   int nrows, tg_error *err)
@@ -566,7 +601,7 @@ tg_write_tiles(const tg_ctx *ctx, const tg_job *job, const tg_output *outs, int 
 	const int	most = batch_size(ctx);
 	const tg_ctx q = quiet(ctx);
 	encoded    *batch = tg_alloc(ctx, most * sizeof(encoded));
-	write_job	j = {job, outs, nout, row0, batch};
+	write_job	j = {job, outs, nout, row0, batch, NULL, 0};
 	int			next = 0;
 	tg_status	st = TG_OK;
 
@@ -587,6 +622,8 @@ tg_write_tiles(const tg_ctx *ctx, const tg_job *job, const tg_output *outs, int 
 					break;
 			}
 		if (st == TG_OK && n > 0)
+			st = ensure_scratch(ctx, &j, n, err);
+		if (st == TG_OK && n > 0)
 			st = tg_parallel(&q, n, encode_task, &j, err);
 		for (; st == TG_OK && written < n; written++)
 		{
@@ -604,5 +641,6 @@ tg_write_tiles(const tg_ctx *ctx, const tg_job *job, const tg_output *outs, int 
 			report(ctx, "write", (double) next / l->ntiles);
 	}
 	tg_free(ctx, batch);
+	tg_free(ctx, j.scratch);
 	return st;
 }
