@@ -16,6 +16,7 @@
  */
 #include "tg_backends.h"
 #include "cell_fifo.h"
+#include "cell_list.h"
 #include "tg_hydro.h"
 #include "tg_pool.h"
 
@@ -69,7 +70,7 @@ typedef struct flat_job
 	struct flat_task *tasks;
 	int32_t    *mask;			/* out: M, and T on the way */
 	int32_t    *away;			/* A (before: each flat cell's root, while the flats are listed) */
-	uint8_t    *queued[2];		/* in a large flat's FIFO, per distance */
+	uint8_t    *queued[2];		/* in a large flat's FIFO, per distance (set on its cells only) */
 } flat_job;
 
 static inline int32_t
@@ -352,37 +353,103 @@ flat_strips_facing(flat_strips *s)
 	return n;
 }
 
+/*
+ * Passes over a large flat's cells in tasks of TG_LIST_TASK cells: the start
+ * (distances at their seeds or FAR, FIFO marks clear, the columns spanned),
+ * the end (unreached cells to 0, the greatest distance away), and M.
+ */
+typedef enum { FLAT_START, FLAT_END, FLAT_MASK } flat_cells_pass;
+
+typedef struct flat_cells_job
+{
+	const flat_job *j;
+	const uint32_t *cells;
+	int64_t		ncells;
+	flat_cells_pass pass;
+	int		   *x0;				/* per task: the least column, the greatest; */
+	int		   *x1;
+	int32_t    *height;			/* the greatest distance away */
+	int32_t		flat_height;	/* FLAT_MASK: of the whole flat */
+} flat_cells_job;
+
+static tg_status
+flat_cells_task(const tg_ctx *ctx, void *arg, int64_t t, tg_error *err)
+{
+	const flat_cells_job *fc = arg;
+	const flat_job *j = fc->j;
+	size_t		lo,
+				hi;
+	int			x0 = j->W,
+				x1 = -1;
+	int32_t		height = 0;
+
+	tg_list_range((size_t) fc->ncells, t, &lo, &hi);
+	for (size_t c = lo; c < hi; c++)
+	{
+		const uint32_t i = fc->cells[c];
+
+		if (fc->pass == FLAT_START)
+		{
+			const int	x = (int) (i % j->W);
+
+			x0 = x < x0 ? x : x0;
+			x1 = x > x1 ? x : x1;
+			j->mask[i] = (j->seed[i] & 1) ? 1 : FAR;
+			j->away[i] = (j->seed[i] & 2) ? 1 : FAR;
+			j->queued[0][i] = j->queued[1][i] = 0;
+		}
+		else if (fc->pass == FLAT_END)
+		{
+			j->mask[i] = j->mask[i] == FAR ? 0 : j->mask[i];	/* unreached */
+			j->away[i] = j->away[i] == FAR ? 0 : j->away[i];
+			height = j->away[i] > height ? j->away[i] : height;
+		}
+		else
+			j->mask[i] = tg_flat_mask_value(j->mask[i], j->away[i], fc->flat_height);
+	}
+	fc->x0[t] = x0;
+	fc->x1[t] = x1;
+	fc->height[t] = height;
+	return TG_OK;
+}
+
 /* Both distances of large flat f (its seeds marked in j->seed), then M. */
 static tg_status
 large_flat(const tg_ctx *ctx, const flat_job *j, int64_t f, tg_error *err)
 {
 	const uint32_t *cells = j->cells + j->first[f];
 	const int64_t ncells = j->first[f + 1] - j->first[f];
+	const int64_t ntasks = tg_list_tasks((size_t) ncells);
 	flat_strips s = {.j = j, .f = f, .x0 = j->W, .x1 = -1, .y0 = (int) (cells[0] / j->W),
 		.y1 = (int) (cells[ncells - 1] / j->W)};
+	flat_cells_job fc = {j, cells, ncells, FLAT_START, tg_alloc(ctx, ntasks * sizeof(int)),
+		tg_alloc(ctx, ntasks * sizeof(int)), tg_alloc(ctx, ntasks * sizeof(int32_t)), 0};
 	int			strips = tg_threads_wanted(ctx) * 4;
 	size_t		BW;
 	tg_status	st = TG_OK;
 
-	for (int64_t c = 0; c < ncells; c++)
+	if (fc.x0 == NULL || fc.x1 == NULL || fc.height == NULL)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate the tasks of a flat of %lld cells",
+						  (long long) ncells);
+	if (st == TG_OK)
+		st = tg_parallel(ctx, ntasks, flat_cells_task, &fc, err);
+	for (int64_t t = 0; st == TG_OK && t < ntasks; t++)
 	{
-		const uint32_t i = cells[c];
-		const int	x = (int) (i % j->W);
-
-		s.x0 = x < s.x0 ? x : s.x0;
-		s.x1 = x > s.x1 ? x : s.x1;
-		j->mask[i] = (j->seed[i] & 1) ? 1 : FAR;
-		j->away[i] = (j->seed[i] & 2) ? 1 : FAR;
+		s.x0 = fc.x0[t] < s.x0 ? fc.x0[t] : s.x0;
+		s.x1 = fc.x1[t] > s.x1 ? fc.x1[t] : s.x1;
 	}
 	if (strips > (s.y1 - s.y0 + 1) / 64)
 		strips = (s.y1 - s.y0 + 1) / 64;
 	s.nstrips = strips > 1 ? strips : 1;
 	BW = (size_t) (s.x1 - s.x0 + 1);
-	s.facing = tg_alloc(ctx, 4 * (size_t) s.nstrips * BW * sizeof(int32_t));
-	s.todo = tg_alloc(ctx, 2 * (size_t) s.nstrips * sizeof(int64_t));
-	if (s.facing == NULL || s.todo == NULL)
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate the strips of a flat of %lld cells",
-						  (long long) ncells);
+	if (st == TG_OK)
+	{
+		s.facing = tg_alloc(ctx, 4 * (size_t) s.nstrips * BW * sizeof(int32_t));
+		s.todo = tg_alloc(ctx, 2 * (size_t) s.nstrips * sizeof(int64_t));
+		if (s.facing == NULL || s.todo == NULL)
+			st = tg_error_set(err, TG_ENOMEM, "could not allocate the strips of a flat of %lld cells",
+							  (long long) ncells);
+	}
 	if (st == TG_OK)
 	{
 		/* the first round: every strip, from what the facing rows hold at the start */
@@ -398,17 +465,22 @@ large_flat(const tg_ctx *ctx, const flat_job *j, int64_t f, tg_error *err)
 	}
 	tg_free(ctx, s.facing);
 	tg_free(ctx, s.todo);
-	if (st != TG_OK)
-		return st;
-	for (int64_t c = 0; c < ncells; c++)
+	if (st == TG_OK)
 	{
-		const uint32_t i = cells[c];
-
-		j->mask[i] = j->mask[i] == FAR ? 0 : j->mask[i];	/* unreached */
-		j->away[i] = j->away[i] == FAR ? 0 : j->away[i];
+		fc.pass = FLAT_END;
+		st = tg_parallel(ctx, ntasks, flat_cells_task, &fc, err);
 	}
-	combine_flat(j, f);
-	return TG_OK;
+	for (int64_t t = 0; st == TG_OK && t < ntasks; t++)
+		fc.flat_height = fc.height[t] > fc.flat_height ? fc.height[t] : fc.flat_height;
+	if (st == TG_OK)
+	{
+		fc.pass = FLAT_MASK;
+		st = tg_parallel(ctx, ntasks, flat_cells_task, &fc, err);
+	}
+	tg_free(ctx, fc.x0);
+	tg_free(ctx, fc.x1);
+	tg_free(ctx, fc.height);
+	return st;
 }
 
 /* Breadth-first distances of a small flat from the seeds queued (d: 1 on them, 0 elsewhere). */
@@ -897,8 +969,6 @@ flat_mask(const tg_ctx *ctx, const double *z, const uint8_t *flat, int W, int H,
 	{
 		const int64_t ntasks = plan_flat_tasks(ctx, &j, nflats);
 
-		memset(j.queued[0], 0, n);
-		memset(j.queued[1], 0, n);
 		st = tg_parallel(ctx, ntasks, flat_task_run, &j, err);
 		for (int64_t f = 0; st == TG_OK && f < nflats; f++)
 			if (j.first[f + 1] - j.first[f] >= tg_flat_strip_cells)
