@@ -619,11 +619,20 @@ typedef struct list_job
 	flat_job   *j;
 	int64_t		nchunks;
 	int64_t    *chunk_flats;	/* roots per chunk, then the first flat number of each */
+	int32_t    *first_chunk;	/* per flat: the chunk of its root, the first that holds its cells */
 	int32_t    *last_chunk;		/* per flat: the last chunk that holds its cells */
-	int32_t    *spread;			/* per flat: its index among the flats over several chunks, or -1 */
-	int64_t    *spread_at;		/* per spread flat and chunk: count, then where the chunk's cells go */
+	int64_t    *spread;			/* per flat over several chunks: its first chunk's entry in spread_at; -1 */
+	int64_t    *spread_at;		/* per such flat, an entry per chunk it spans: count, then where the
+								 * chunk's cells go */
 	int64_t    *next;			/* per flat within one chunk: where its next cell goes */
 } list_job;
+
+/* The spread_at entry of flat f (over several chunks) in chunk c */
+static inline int64_t *
+spread_entry(const list_job *l, int32_t f, int64_t c)
+{
+	return &l->spread_at[l->spread[f] + c - l->first_chunk[f]];
+}
 
 static void
 chunk_cells(const list_job *l, int64_t c, size_t *lo, size_t *hi)
@@ -701,7 +710,10 @@ list_number(const tg_ctx *ctx, void *arg, int64_t c, tg_error *err)
 	chunk_cells(l, c, &lo, &hi);
 	for (size_t i = lo; i < hi; i++)
 		if (j->flat[i] && j->away[i] == (int32_t) i)
+		{
+			l->first_chunk[f] = (int32_t) c;
 			j->parent[i] = (int32_t) f++;
+		}
 	return TG_OK;
 }
 
@@ -759,7 +771,7 @@ list_count_spread(const tg_ctx *ctx, void *arg, int64_t c, tg_error *err)
 	chunk_cells(l, c, &lo, &hi);
 	for (size_t i = lo; i < hi; i++)
 		if (j->flat[i] && l->spread[j->parent[i]] >= 0)
-			l->spread_at[(size_t) l->spread[j->parent[i]] * l->nchunks + c]++;
+			(*spread_entry(l, j->parent[i], c))++;
 	return TG_OK;
 }
 
@@ -776,8 +788,7 @@ list_write(const tg_ctx *ctx, void *arg, int64_t c, tg_error *err)
 		if (j->flat[i])
 		{
 			const int32_t f = j->parent[i];
-			int64_t    *at = l->spread[f] >= 0 ? &l->spread_at[(size_t) l->spread[f] * l->nchunks + c]
-				: &l->next[f];
+			int64_t    *at = l->spread[f] >= 0 ? spread_entry(l, f, c) : &l->next[f];
 
 			j->cells[(*at)++] = (uint32_t) i;
 		}
@@ -789,7 +800,7 @@ list_flats(const tg_ctx *ctx, flat_job *j, int64_t *nflats_out, tg_error *err)
 {
 	list_job	l = {.j = j, .nchunks = (j->H + LIST_CHUNK_ROWS - 1) / LIST_CHUNK_ROWS};
 	int64_t		nflats = 0,
-				nspread = 0;
+				nentries = 0;
 	tg_status	st;
 
 	l.chunk_flats = tg_alloc(ctx, (size_t) l.nchunks * sizeof(int64_t));
@@ -806,16 +817,20 @@ list_flats(const tg_ctx *ctx, flat_job *j, int64_t *nflats_out, tg_error *err)
 		nflats += roots;
 	}
 	if (st == TG_OK)
-		st = tg_parallel(ctx, l.nchunks, list_number, &l, err);
-	if (st == TG_OK)
 	{
+		const size_t per_flat = (size_t) (nflats ? nflats : 1);
+
 		j->first = tg_alloc(ctx, (size_t) (nflats + 1) * sizeof(int64_t));
-		l.last_chunk = tg_alloc(ctx, (size_t) (nflats ? nflats : 1) * sizeof(int32_t));
-		l.spread = tg_alloc(ctx, (size_t) (nflats ? nflats : 1) * sizeof(int32_t));
-		l.next = tg_alloc(ctx, (size_t) (nflats ? nflats : 1) * sizeof(int64_t));
-		if (j->first == NULL || l.last_chunk == NULL || l.spread == NULL || l.next == NULL)
+		l.first_chunk = tg_alloc(ctx, per_flat * sizeof(int32_t));
+		l.last_chunk = tg_alloc(ctx, per_flat * sizeof(int32_t));
+		l.spread = tg_alloc(ctx, per_flat * sizeof(int64_t));
+		l.next = tg_alloc(ctx, per_flat * sizeof(int64_t));
+		if (j->first == NULL || l.first_chunk == NULL || l.last_chunk == NULL || l.spread == NULL ||
+			l.next == NULL)
 			st = tg_error_set(err, TG_ENOMEM, "could not list the flats (%lld flats)", (long long) nflats);
 	}
+	if (st == TG_OK)
+		st = tg_parallel(ctx, l.nchunks, list_number, &l, err);
 	if (st == TG_OK)
 	{
 		memset(j->first, 0, (size_t) (nflats + 1) * sizeof(int64_t));
@@ -824,26 +839,25 @@ list_flats(const tg_ctx *ctx, flat_job *j, int64_t *nflats_out, tg_error *err)
 	}
 	if (st == TG_OK)
 	{
-		int64_t		c = 0;
-
 		/* where each flat starts; the flats whose cells are in more than one chunk */
 		for (int64_t f = 0; f < nflats; f++)
 		{
+			const int64_t spans = l.last_chunk[f] - l.first_chunk[f] + 1;
+
 			j->first[f + 1] += j->first[f];
 			l.next[f] = j->first[f];
-			while (c + 1 < l.nchunks && l.chunk_flats[c + 1] <= f)
-				c++;			/* the chunk of f's root */
-			l.spread[f] = l.last_chunk[f] > c ? (int32_t) nspread++ : -1;
+			l.spread[f] = spans > 1 ? nentries : -1;
+			nentries += spans > 1 ? spans : 0;
 		}
 		j->cells = tg_alloc(ctx, (size_t) (j->first[nflats] ? j->first[nflats] : 1) * sizeof(uint32_t));
-		l.spread_at = tg_alloc(ctx, (size_t) (nspread ? nspread : 1) * l.nchunks * sizeof(int64_t));
+		l.spread_at = tg_alloc(ctx, (size_t) (nentries ? nentries : 1) * sizeof(int64_t));
 		if (j->cells == NULL || l.spread_at == NULL)
 			st = tg_error_set(err, TG_ENOMEM, "could not list the flats (%lld cells)",
 							  (long long) j->first[nflats]);
 	}
-	if (st == TG_OK && nspread > 0)
+	if (st == TG_OK && nentries > 0)
 	{
-		memset(l.spread_at, 0, (size_t) nspread * l.nchunks * sizeof(int64_t));
+		memset(l.spread_at, 0, (size_t) nentries * sizeof(int64_t));
 		st = tg_parallel(ctx, l.nchunks, list_count_spread, &l, err);
 		for (int64_t f = 0; st == TG_OK && f < nflats; f++)
 		{
@@ -851,9 +865,9 @@ list_flats(const tg_ctx *ctx, flat_job *j, int64_t *nflats_out, tg_error *err)
 
 			if (l.spread[f] < 0)
 				continue;
-			for (int64_t c = 0; c < l.nchunks; c++)
+			for (int64_t c = l.first_chunk[f]; c <= l.last_chunk[f]; c++)
 			{
-				int64_t    *count = &l.spread_at[(size_t) l.spread[f] * l.nchunks + c];
+				int64_t    *count = spread_entry(&l, (int32_t) f, c);
 				const int64_t here = *count;
 
 				*count = at;
@@ -864,6 +878,7 @@ list_flats(const tg_ctx *ctx, flat_job *j, int64_t *nflats_out, tg_error *err)
 	if (st == TG_OK)
 		st = tg_parallel(ctx, l.nchunks, list_write, &l, err);
 	tg_free(ctx, l.chunk_flats);
+	tg_free(ctx, l.first_chunk);
 	tg_free(ctx, l.last_chunk);
 	tg_free(ctx, l.spread);
 	tg_free(ctx, l.spread_at);
