@@ -20,6 +20,7 @@
  */
 #include "tg_tiles.h"
 #include "tg_hydro.h"
+#include "tg_pool.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -674,6 +675,8 @@ tg_run_strips(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *e
 	if ((op->kind == TG_OP_DIRECTIONS || op->kind == TG_OP_ACCUMULATION) && job->spill.write == NULL)
 		return tg_error_set(err, TG_EUNSUPPORTED, "%s in strips needs somewhere to spill its surface",
 							job->function);
+	/* the strips fill the budget with what they hold: nothing freed may stay */
+	tg_blocks_keep_none(ctx);
 	st = plan_strips(ctx, job, strip_bytes_per_cell(op), &s, err);
 	if (st == TG_OK)
 		switch (op->kind)

@@ -63,6 +63,7 @@ struct tg_pool
 	int			nblocks;
 	size_t		largest;
 	size_t		kept_bytes;
+	bool		keep_none;		/* the call counts every byte it holds against a budget */
 	pthread_mutex_t lock;
 	pthread_cond_t work;		/* a job or the end was posted */
 	pthread_cond_t idle;		/* a worker left the job */
@@ -651,7 +652,7 @@ tg_block_track(const tg_ctx *ctx, void *p, size_t size)
 {
 	tg_pool    *pool = blocks_of(ctx);
 
-	if (pool == NULL || size < tg_kept_block_bytes || pool->nblocks == MAX_BLOCKS)
+	if (pool == NULL || size < tg_kept_block_bytes || pool->nblocks == MAX_BLOCKS || pool->keep_none)
 		return;
 	pool->blocks[pool->nblocks++] = (block) {p, size, ctx->allocator, false};
 	if (size > pool->largest)
@@ -691,6 +692,17 @@ tg_block_keep(const tg_ctx *ctx, void *p)
 		forget_block(pool, smallest);
 	}
 	return true;
+}
+
+void
+tg_blocks_keep_none(const tg_ctx *ctx)
+{
+	tg_pool    *pool = blocks_of(ctx);
+
+	if (pool == NULL)
+		return;
+	pool->keep_none = true;
+	give_back_kept(pool);
 }
 
 /* At the end of the call: what is kept goes back; blocks in use are the caller's. */

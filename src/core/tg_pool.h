@@ -96,6 +96,8 @@ extern size_t tg_kept_block_bytes;
 void	   *tg_block_take(const tg_ctx *ctx, size_t size);
 void		tg_block_track(const tg_ctx *ctx, void *p, size_t size);
 bool		tg_block_keep(const tg_ctx *ctx, void *p);
+/* From now on the call keeps no block: one planned to fill a memory budget (strips). */
+void		tg_blocks_keep_none(const tg_ctx *ctx);
 
 /* memcpy on the call's threads (large copies only are split). */
 void		tg_parallel_memcpy(const tg_ctx *ctx, void *dst, const void *src, size_t bytes);
