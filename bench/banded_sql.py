@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Coverages larger than terra_gpu.max_memory_mb: the fill -> D8 accumulation
+"""Coverages larger than terra_gpu.max_memory_mb: the fill -> accumulation
 pipeline as one coverage call (tg_flow_accumulation fills the DEM itself),
 run in bands of rows under a memory budget, timed, with the backend's peak
 resident memory; optionally the same call in memory and a tile-by-tile
-comparison.
+comparison (D8 counts are equal bit for bit; multiple-flow sums are added in
+another order, so their cells are compared to rounding as well).
 
     bench/banded_sql.py TABLE --budget-mb 4096 [--compare] [--keep]
     bench/banded_sql.py DEM.tif --budget-mb 512 --compare [--memory-backend gpu]
                                               (loads DEM.tif at 256 x 256)
+    bench/banded_sql.py DEM.tif --routing mfd-md --budget-mb 360 --compare
 
 The peak is the backend's VmHWM (/proc/PID/status, read through
 pg_read_file, so the role must be a superuser) in a fresh session that runs
@@ -51,6 +53,7 @@ def main():
     ap.add_argument("--compare", action="store_true",
                     help="also run in memory (budget 1 TB) and compare the tiles")
     ap.add_argument("--memory-backend", default="cpu", help="backend of the in-memory run (cpu, gpu)")
+    ap.add_argument("--routing", default="d8", help="d8, fd8, mfd-md, dinf or anisotropic")
     ap.add_argument("--keep", action="store_true", help="keep the result tables")
     ap.add_argument("--db")
     a = ap.parse_args()
@@ -68,8 +71,8 @@ def main():
     print("# %s: %s tiles" % (table, size.split("|")[0]))
 
     def pipeline(result, backend="cpu"):
-        return ("CREATE TABLE %s AS SELECT * FROM tg_flow_accumulation(coverage => '%s', backend => '%s')"
-                % (result, table, backend))
+        return ("CREATE TABLE %s AS SELECT * FROM tg_flow_accumulation(coverage => '%s', routing => '%s', "
+                "backend => '%s')" % (result, table, a.routing, backend))
 
     psql("DROP TABLE IF EXISTS banded_acc, memory_acc", a.db)
     wall, peak, method, notices = run_statement(pipeline("banded_acc"), a.budget_mb, a.db)
@@ -83,6 +86,15 @@ def main():
         same = psql("SELECT count(*), count(*) FILTER (WHERE ST_AsBinary(m.rast) = ST_AsBinary(b.rast)) "
                     "FROM memory_acc m JOIN banded_acc b USING (rid)", a.db)
         print("tiles compared, identical: %s" % same.replace("|", ", "))
+        if a.routing != "d8":
+            # every cell: the largest relative difference, and how many differ at all
+            cells = ("SELECT rid, c.i, c.v FROM %s, unnest(ST_DumpValues(rast, 1)) WITH ORDINALITY c(v, i)")
+            apart = psql("SELECT count(*) FILTER (WHERE m.v IS DISTINCT FROM b.v), count(*), "
+                         "max(abs(m.v - b.v) / greatest(abs(m.v), 1e-300)) "
+                         "FROM (%s) m JOIN (%s) b USING (rid, i) WHERE m.v IS NOT NULL OR b.v IS NOT NULL"
+                         % (cells % "memory_acc", cells % "banded_acc"), a.db)
+            differ, cells, rel = apart.split("|")
+            print("cells compared: %s, differing %s, largest relative difference %s" % (cells, differ, rel))
     if not a.keep:
         psql("DROP TABLE IF EXISTS banded_acc, memory_acc", a.db)
 

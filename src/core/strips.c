@@ -8,15 +8,17 @@
  *                (fill_strips.c): every strip is read twice, once to scan
  *                it and once to finish it, with a row of halo.
  *   directions   the routing surface (filled as above, or read as it is) is
- *   and D8       written to the spill, from which later passes read strips
+ *   and          written to the spill, from which later passes read strips
  *   accumulation with two rows of halo: flats that cross strip boundaries
  *                are collected and drained over their own cells
  *                (route_strips.c), then each strip gets its directions, or
- *                is accumulated after Barnes (2017): alone, the water
+ *                is accumulated: D8 after Barnes (2017), alone, the water
  *                leaving it carried along the flow paths of the next, then
- *                again with its inflows.
+ *                again with its inflows; multiple flow alone, its shares and
+ *                accumulation spilled, then the water leaving it carried on
+ *                in windows of strips read back from the spill.
  * Results equal the in-memory runs (the fill and D8 counts bit for bit,
- * weighted sums to rounding).
+ * weighted and multiple-flow sums to rounding).
  */
 #include "tg_tiles.h"
 #include "tg_hydro.h"
@@ -557,10 +559,18 @@ weight_strip(const tg_ctx *ctx, strips *s, const tg_op *op, int k, tg_grid_band 
 	return st;
 }
 
+/*
+ * Accumulation: every strip routed and accumulated alone (D8: linked;
+ * multiple flow: spread into the spill after the surface), the flow between
+ * strips solved or settled, then every strip's result written.
+ */
 static tg_status
 accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *err)
 {
 	const int	W = s->width;
+	const bool	d8 = op->flow.routing == TG_ROUTE_D8;
+	const tg_spill *spill = &s->job->spill;
+	const size_t base = (size_t) W * s->height * spill_bytes(s);
 	tg_route_strips *rb;
 	tg_grid_band wg;
 	tg_status	st = route_strips(ctx, op, s, op->units, &rb, err);
@@ -568,7 +578,7 @@ accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *
 	memset(&wg, 0, sizeof wg);
 	for (int pass = 0; pass < 2 && st == TG_OK; pass++)
 	{
-		const char *phase = pass == 0 ? "linking strips" : "accumulation in strips";
+		const char *phase = pass == 1 ? "accumulation in strips" : d8 ? "linking strips" : "spreading strips";
 
 		tg_phase(ctx, phase);
 		for (int k = 0; k < s->n && st == TG_OK; k++)
@@ -577,21 +587,27 @@ accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *
 					   *wrows = NULL,
 					   *acc = NULL;
 			tg_band		weight;
+			tg_output	out;
 
-			st = surface_strip(ctx, s, k, &z, err);
-			if (st == TG_OK && op->weight_input > 0)
+			if (d8 || pass == 0)
+				st = surface_strip(ctx, s, k, &z, err);
+			if (st == TG_OK && op->weight_input > 0 && (d8 || pass == 0))
 				st = weight_strip(ctx, s, op, k, &wg, &wrows, &weight, err);
 			if (st == TG_OK && pass == 0)
-				st = tg_route_strips_link(ctx, rb, s->row0[k], s->nrows[k], z,
-										  op->weight_input > 0 ? &weight : NULL, err);
+				st = d8 ? tg_route_strips_link(ctx, rb, s->row0[k], s->nrows[k], z,
+											   op->weight_input > 0 ? &weight : NULL, err)
+					: tg_route_strips_spread(ctx, rb, s->row0[k], s->nrows[k], z,
+											 op->weight_input > 0 ? &weight : NULL, spill, base, err);
 			else if (st == TG_OK)
 			{
-				tg_output	out;
-
 				acc = tg_alloc(ctx, sizeof(double) * (size_t) W * s->nrows[k] + 1);
-				st = acc ? tg_route_strips_accumulate(ctx, rb, s->row0[k], s->nrows[k], z,
-													  op->weight_input > 0 ? &weight : NULL, acc, err)
-					: tg_error_set(err, TG_ENOMEM, "could not allocate a strip of the accumulation");
+				if (acc == NULL)
+					st = tg_error_set(err, TG_ENOMEM, "could not allocate a strip of the accumulation");
+				else if (d8)
+					st = tg_route_strips_accumulate(ctx, rb, s->row0[k], s->nrows[k], z,
+													op->weight_input > 0 ? &weight : NULL, acc, err);
+				else
+					st = tg_route_strips_flow_result(ctx, rb, s->row0[k], s->nrows[k], spill, base, acc, err);
 				if (st == TG_OK)
 					st = tg_op_plan(op, &s->dem.band, &out, err);
 				if (st == TG_OK)
@@ -607,11 +623,22 @@ accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *
 			tg_free(ctx, acc);
 			progress(ctx, phase, k + 1, s->n);
 		}
-		if (pass == 0 && st == TG_OK)
+		if (pass == 0 && st == TG_OK && d8)
 			st = tg_route_strips_solve_flow(ctx, rb, err);
+		else if (pass == 0 && st == TG_OK)
+		{
+			int			sweeps;
+			int64_t		windows;
+
+			st = tg_route_strips_settle(ctx, rb, spill, base, err);
+			tg_route_strips_settled(rb, &sweeps, &windows);
+			if (st == TG_OK)
+				tg_job_notice(s->job, "water crossing strip boundaries carried on in %lld windows (%d sweeps)",
+							  (long long) windows, sweeps);
+		}
 	}
 	tg_route_strips_end(ctx, rb);
-	strip_stats(ctx, s, "d8 in strips");
+	strip_stats(ctx, s, d8 ? "d8 in strips" : "multiple flow in strips");
 	return st;
 }
 
@@ -629,13 +656,10 @@ tg_op_in_strips(const tg_op *op, const tg_ctx *ctx, const char **why_not)
 		*why_not = "method priority-flood with epsilon 0";
 	else if (op->kind == TG_OP_FILL)
 		return true;
-	else if (op->kind == TG_OP_DIRECTIONS && op->flow.routing == TG_ROUTE_FDD8)
+	else if ((op->kind == TG_OP_DIRECTIONS || op->kind == TG_OP_ACCUMULATION) &&
+			 op->flow.routing == TG_ROUTE_FDD8)
 		*why_not = "routing d8, fd8, mfd-md, dinf or anisotropic";
-	else if (op->kind == TG_OP_DIRECTIONS)
-		return true;
-	else if (op->kind == TG_OP_ACCUMULATION && op->flow.routing != TG_ROUTE_D8)
-		*why_not = "routing d8";
-	else if (op->kind == TG_OP_ACCUMULATION)
+	else if (op->kind == TG_OP_DIRECTIONS || op->kind == TG_OP_ACCUMULATION)
 		return true;
 	return false;
 }
@@ -658,7 +682,7 @@ strip_bytes_per_cell(const tg_op *op)
 				(op->flow.routing == TG_ROUTE_D8 ? 1 : 8 * sizeof(float) + sizeof(uint16_t));
 			break;
 		default:
-			most = tg_route_strips_bytes_per_cell(TG_ROUTE_D8, true) +
+			most = tg_route_strips_bytes_per_cell(op->flow.routing, true) +
 				(op->weight_input > 0 ? 4 : 2) * sizeof(double);
 			break;
 	}

@@ -522,11 +522,19 @@ typedef enum tg_accum_units
 	TG_UNITS_SCA				/* specific catchment area: area per unit contour width */
 } tg_accum_units;
 
+/* Temporary storage for surfaces read more than once beyond memory. */
+typedef struct tg_spill
+{
+	tg_status	(*write) (void *arg, size_t offset, const void *data, size_t bytes, tg_error *err);
+	tg_status	(*read) (void *arg, size_t offset, void *data, size_t bytes, tg_error *err);
+	void	   *arg;
+} tg_spill;
+
 /*
- * Flow directions and D8 accumulation of a grid larger than memory, in strips
+ * Flow directions and accumulation of a grid larger than memory, in strips
  * of rows (route_strips.c, CPU): the same directions as tg_flow_direction and
  * the same accumulation as tg_flow_accumulation (D8 in cells exactly, weighted
- * sums to rounding).  Every call gives z, the routing surface (filled or not,
+ * and multiple-flow sums to rounding).  Every call gives z, the routing surface (filled or not,
  * as p->fill says the caller prepared it; NaN = nodata) of rows
  * [row0 - 2, row0 + nrows + 2) clipped to the grid.
  *   1. scan every strip, top to bottom; solve_flats;
@@ -535,9 +543,16 @@ typedef enum tg_accum_units
  *   3. D8 accumulation: link every strip (any order), solve_flow, then
  *      accumulate any strip (acc: nrows * width, in `units`; weight: the
  *      strip's own rows of the weight band, nodata counting 0, or NULL).
+ *   4. multiple-flow accumulation (fd8, mfd-md, dinf, anisotropic): spread
+ *      every strip (any order: routed and accumulated alone, its shares and
+ *      accumulation written to `spill` from `base` on, the water leaving it
+ *      kept), settle (that water carried on until none is left), then
+ *      tg_route_strips_flow_result of any strip.  The spill holds
+ *      tg_route_strips_spill_bytes() from `base`.
  * fdd8 is not available.  Memory: about tg_route_strips_bytes_per_cell()
  * per cell of the strip being processed, plus what the flats that cross
- * strip boundaries take (tg_route_strips_flat_bytes) and 24 bytes per exit.
+ * strip boundaries take (tg_route_strips_flat_bytes) and 24 bytes per exit
+ * (D8) or per cell the water leaving strips enters (multiple flow).
  */
 typedef struct tg_route_strips tg_route_strips;
 
@@ -558,6 +573,16 @@ tg_status	tg_route_strips_solve_flow(const tg_ctx *ctx, tg_route_strips *rb, tg_
 tg_status	tg_route_strips_accumulate(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
 									   const double *z, const tg_band *weight, double *acc,
 									   tg_error *err);
+tg_status	tg_route_strips_spread(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
+								   const double *z, const tg_band *weight, const tg_spill *spill,
+								   size_t base, tg_error *err);
+tg_status	tg_route_strips_settle(const tg_ctx *ctx, tg_route_strips *rb, const tg_spill *spill,
+								   size_t base, tg_error *err);
+tg_status	tg_route_strips_flow_result(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
+										const tg_spill *spill, size_t base, double *acc, tg_error *err);
+size_t		tg_route_strips_spill_bytes(const tg_route_strips *rb);
+/* After settle: the sweeps over the strips and the windows processed. */
+void		tg_route_strips_settled(const tg_route_strips *rb, int *sweeps, int64_t *windows);
 void		tg_route_strips_end(const tg_ctx *ctx, tg_route_strips *rb);
 
 const char *tg_accum_method_name(tg_accum_method m);
@@ -1153,14 +1178,6 @@ typedef struct tg_tile_writer
 	size_t		header_room;	/* bytes before compressed data the writer fills in */
 	size_t		max_value_size;	/* a result raster larger than this is refused (TG_ELIMIT) */
 } tg_tile_writer;
-
-/* Temporary storage for surfaces read more than once beyond memory. */
-typedef struct tg_spill
-{
-	tg_status	(*write) (void *arg, size_t offset, const void *data, size_t bytes, tg_error *err);
-	tg_status	(*read) (void *arg, size_t offset, void *data, size_t bytes, tg_error *err);
-	void	   *arg;
-} tg_spill;
 
 /*
  * A coverage partitioned by rows of tiles over several servers (parts.c):

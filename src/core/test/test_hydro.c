@@ -1536,15 +1536,38 @@ test_fill_blocks(void)
 		}
 }
 
+static const char *
+routing_label(tg_routing r)
+{
+	static const char *const names[] = {"d8", "fd8", "mfd-md", "fdd8", "dinf", "anisotropic"};
+
+	return r >= 0 && r < (int) (sizeof names / sizeof names[0]) ? names[r] : "?";
+}
+
+/* A spill in memory. */
+static tg_status
+memory_spill_write(void *arg, size_t offset, const void *data, size_t bytes, tg_error *err)
+{
+	memcpy((uint8_t *) arg + offset, data, bytes);
+	return TG_OK;
+}
+
+static tg_status
+memory_spill_read(void *arg, size_t offset, void *data, size_t bytes, tg_error *err)
+{
+	memcpy(data, (const uint8_t *) arg + offset, bytes);
+	return TG_OK;
+}
+
 /*
- * Directions and D8 accumulation in strips (route_strips.c) of surface `surf`
- * (NaN = nodata), with the strip sizes `rows`.  d8: ESRI codes, frac: 8
- * planes of the whole grid, acc: D8 only (else untouched).
+ * Directions and accumulation in strips (route_strips.c) of surface `surf`
+ * (NaN = nodata), with the strip sizes `rows`, on `threads` threads.  d8:
+ * ESRI codes, frac: 8 planes of the whole grid, acc: the accumulation.
  */
 static bool
 route_in_strips(const double *surf, const tg_flow_params *p, tg_accum_units units,
-			   const double *weight, const int *rows, int nb, uint8_t *d8, float *frac, double *acc,
-			   size_t *flat_cells)
+			   const double *weight, const int *rows, int nb, int threads, uint8_t *d8, float *frac,
+			   double *acc, size_t *flat_cells)
 {
 	const int	W = p->geom.width,
 				H = p->geom.height;
@@ -1553,16 +1576,16 @@ route_in_strips(const double *surf, const tg_flow_params *p, tg_accum_units unit
 	tg_error	err;
 	tg_route_strips *rb = NULL;
 	float	   *bfrac = malloc(sizeof(float) * 8 * n + 1);
+	tg_spill	spill = {memory_spill_write, memory_spill_read, malloc(40 * n + 1)};
 	bool		ok;
 
+	ctx.threads = threads;
 	tg_error_clear(&err);
 	ok = tg_route_strips_begin(&ctx, p, units, &rb, &err) == TG_OK;
 	for (int pass = 0; pass < 4 && ok; pass++)
 	{
 		int			r0 = 0;
 
-		if (pass == 3 && p->routing != TG_ROUTE_D8)
-			break;
 		for (int k = 0; k < nb && ok; k++)
 		{
 			/* the strip with two halo rows each side, as a reader hands it over */
@@ -1581,21 +1604,30 @@ route_in_strips(const double *surf, const tg_flow_params *p, tg_accum_units unit
 			}
 			else if (pass == 2 && p->routing == TG_ROUTE_D8)
 				ok = tg_route_strips_link(&ctx, rb, r0, rows[k], z, weight ? &wb : NULL, &err) == TG_OK;
-			else if (pass == 3)
+			else if (pass == 2)
+				ok = tg_route_strips_spread(&ctx, rb, r0, rows[k], z, weight ? &wb : NULL, &spill, 0,
+											&err) == TG_OK;
+			else if (pass == 3 && p->routing == TG_ROUTE_D8)
 				ok = tg_route_strips_accumulate(&ctx, rb, r0, rows[k], z, weight ? &wb : NULL,
 												acc + (size_t) r0 * W, &err) == TG_OK;
+			else if (pass == 3)
+				ok = tg_route_strips_flow_result(&ctx, rb, r0, rows[k], &spill, 0, acc + (size_t) r0 * W,
+												 &err) == TG_OK;
 			r0 += rows[k];
 		}
 		if (pass == 0 && ok)
 			ok = tg_route_strips_solve_flats(&ctx, rb, &err) == TG_OK;
 		if (pass == 2 && ok && p->routing == TG_ROUTE_D8)
 			ok = tg_route_strips_solve_flow(&ctx, rb, &err) == TG_OK;
+		else if (pass == 2 && ok)
+			ok = tg_route_strips_settle(&ctx, rb, &spill, 0, &err) == TG_OK;
 	}
 	if (!ok)
 		printf("routing in strips: %s\n", err.message);
 	*flat_cells = rb ? tg_route_strips_flat_cells(rb) : 0;
 	tg_route_strips_end(&ctx, rb);
 	free(bfrac);
+	free(spill.arg);
 	return ok;
 }
 
@@ -1641,19 +1673,25 @@ test_route_blocks(void)
 			for (size_t i = 0; i < n; i++)
 				weight[i] = rng_uniform() < 0.05 ? ND : 0.25 + rng_uniform();
 			fill64(TG_BACKEND_CPU, z, W, H, TG_FILL_PRIORITY_FLOOD, 0, filled);
-			for (int c = 0; c < 7; c++)
+			for (int c = 0; c < 9; c++)
 			{
-				/* D8 filled / raw, MFD-md filled / raw, D8 geographic in area and sca, D8 weighted */
-				const tg_routing routing = c == 2 || c == 3 ? TG_ROUTE_MFD_MD : TG_ROUTE_D8;
+				/*
+				 * D8 filled / raw, MFD-md filled / raw, D8 geographic in area and
+				 * sca, D8 weighted, FD8 weighted, D-infinity geographic in sca
+				 */
+				const tg_routing routing = c == 2 || c == 3 ? TG_ROUTE_MFD_MD : c == 7 ? TG_ROUTE_FD8
+					: c == 8 ? TG_ROUTE_DINF : TG_ROUTE_D8;
 				const bool	fill = c != 1 && c != 3;
-				const tg_accum_units units = c == 4 ? TG_UNITS_AREA : c == 5 ? TG_UNITS_SCA : TG_UNITS_CELLS;
+				const bool	weighted = c == 6 || c == 7;
+				const tg_accum_units units = c == 4 ? TG_UNITS_AREA : c == 5 || c == 8 ? TG_UNITS_SCA
+					: TG_UNITS_CELLS;
 				tg_flow_params p = flow_params(routing, W, H, fill);
 				tg_band		b = band_f64(z, W, H);
 				tg_band		wb = band_f64(weight, W, H);
 				tg_ctx		ctx = cpu_ctx(NULL);
 				tg_error	err;
 
-				if (c == 4 || c == 5)
+				if (c == 4 || c == 5 || c == 8)
 				{
 					p.geom.geographic = true;
 					p.geom.lat_top = 47.25;
@@ -1670,10 +1708,9 @@ test_route_blocks(void)
 				check(tg_flow_direction(&ctx, &b, &p, routing == TG_ROUTE_D8 ? ref_d8 : NULL,
 										routing == TG_ROUTE_D8 ? NULL : ref_frac, &err) == TG_OK,
 					  "routing in strips %dx%d: reference directions", W, H);
-				if (routing == TG_ROUTE_D8)
-					check(tg_flow_accumulation(&ctx, &b, c == 6 ? &wb : NULL, &p, TG_ACC_INDEGREE, units,
-											   ref_acc, &err) == TG_OK,
-						  "routing in strips %dx%d: reference accumulation", W, H);
+				check(tg_flow_accumulation(&ctx, &b, weighted ? &wb : NULL, &p, TG_ACC_INDEGREE, units,
+										   ref_acc, &err) == TG_OK,
+					  "routing in strips %dx%d: reference accumulation", W, H);
 				for (int split = 0; split < 4; split++)
 				{
 					int			nb = split_rows(H, split, rows);
@@ -1682,7 +1719,7 @@ test_route_blocks(void)
 								frac_diff = 0;
 					double		acc_diff = 0;
 
-					if (!route_in_strips(surf, &p, units, c == 6 ? weight : NULL, rows, nb, d8, frac, acc,
+					if (!route_in_strips(surf, &p, units, weighted ? weight : NULL, rows, nb, 1, d8, frac, acc,
 										&flats))
 					{
 						check(false, "routing in strips %dx%d in %d strips ran", W, H, nb);
@@ -1691,17 +1728,15 @@ test_route_blocks(void)
 					crossing += flats;
 					for (size_t i = 0; i < n; i++)
 					{
-						if (routing == TG_ROUTE_D8)
-						{
-							double		r = ref_acc[i],
-										g = acc[i];
+						double		r = ref_acc[i],
+									g = acc[i];
 
+						if (isnan(r) != isnan(g))
+							acc_diff = INFINITY;
+						else if (!isnan(r))
+							acc_diff = fmax(acc_diff, fabs(r - g) / fmax(fabs(r), 1e-300));
+						if (routing == TG_ROUTE_D8)
 							d8_diff += d8[i] != ref_d8[i];
-							if (isnan(r) != isnan(g))
-								acc_diff = INFINITY;
-							else if (!isnan(r))
-								acc_diff = fmax(acc_diff, fabs(r - g) / fmax(fabs(r), 1e-300));
-						}
 						else
 							for (int k = 0; k < 8; k++)
 							{
@@ -1715,11 +1750,22 @@ test_route_blocks(void)
 						  "routing in strips %dx%d (terrain %d, case %d) in %d strips: directions equal the "
 						  "in-memory ones (%zu codes, %zu shares differ)", W, H, terrain, c, nb,
 						  d8_diff, frac_diff);
-					if (routing == TG_ROUTE_D8)
-						check(units == TG_UNITS_CELLS && c != 6 ? acc_diff == 0 : acc_diff < 1e-12,
-							  "D8 accumulation in strips %dx%d (terrain %d, case %d) in %d strips: "
-							  "equals the in-memory one (max relative difference %g)",
-							  W, H, terrain, c, nb, acc_diff);
+					check(routing == TG_ROUTE_D8 && units == TG_UNITS_CELLS && !weighted ? acc_diff == 0
+						  : acc_diff < 1e-12,
+						  "%s accumulation in strips %dx%d (terrain %d, case %d) in %d strips: "
+						  "equals the in-memory one (max relative difference %g)",
+						  routing_label(routing), W, H, terrain, c, nb, acc_diff);
+					if (routing != TG_ROUTE_D8 && split == 3)
+					{
+						/* the water between strips is carried the same way on any number of threads */
+						double	   *acc3 = malloc(sizeof(double) * n + 1);
+
+						check(route_in_strips(surf, &p, units, weighted ? weight : NULL, rows, nb, 3, d8, frac,
+											  acc3, &flats) && memcmp(acc, acc3, sizeof(double) * n) == 0,
+							  "%s accumulation in strips %dx%d (terrain %d): 3 threads give 1 thread's",
+							  routing_label(routing), W, H, terrain);
+						free(acc3);
+					}
 				}
 			}
 			free(z);
