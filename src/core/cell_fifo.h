@@ -1,9 +1,10 @@
 /*
- * cell_fifo.h — a FIFO of cells for the passes that lower values until
- * nothing changes (the fill's reconstruction, the flats' distances).  It
- * starts small and doubles: a pass's front is usually far smaller than the
- * cells it may visit, and room never written is never faulted in.  Internal
- * to the core.
+ * cell_fifo.h — for the passes that lower values until nothing changes (the
+ * fill's reconstruction, the flats' distances), in strips of rows on the
+ * threads: a FIFO of cells, which starts small and doubles (a pass's front
+ * is usually far smaller than the cells it may visit, and room never written
+ * is never faulted in); and the copy of a strip's facing rows taken between
+ * rounds.  Internal to the core.
  */
 #ifndef TG_CELL_FIFO_H
 #define TG_CELL_FIFO_H
@@ -12,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 /* A FIFO of cells that grows as needed (a cell may be queued again). */
 typedef struct cell_fifo
@@ -59,6 +61,20 @@ fifo_free(const tg_ctx *ctx, cell_fifo *q)
 	tg_free(ctx, q->cell);
 	q->cell = NULL;
 	q->room = q->head = q->len = 0;
+}
+
+/*
+ * A strip reads its neighbours' facing rows from a copy: bring the copy of
+ * one facing row up to date (row NULL: the strip has no neighbour there);
+ * true when it changed, i.e. the neighbour lowered it since.
+ */
+static inline bool
+facing_row_refresh(void *copy, const void *row, size_t bytes)
+{
+	if (row == NULL || memcmp(copy, row, bytes) == 0)
+		return false;
+	memcpy(copy, row, bytes);
+	return true;
 }
 
 #endif							/* TG_CELL_FIFO_H */

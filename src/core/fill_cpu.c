@@ -284,19 +284,11 @@ facing_strip(const tg_ctx *ctx, void *arg, int64_t k, tg_error *err)
 	double	   *f = r->facing + 2 * k * R;
 	int			r0,
 				r1;
-	bool		fell = false;
+	bool		fell;
 
 	recon_rows(r, k, &r0, &r1);
-	if (r0 > 0 && memcmp(f, r->w + (r0 - 1) * R, R * sizeof(double)) != 0)
-	{
-		memcpy(f, r->w + (r0 - 1) * R, R * sizeof(double));
-		fell = true;
-	}
-	if (r1 < r->height && memcmp(f + R, r->w + r1 * R, R * sizeof(double)) != 0)
-	{
-		memcpy(f + R, r->w + r1 * R, R * sizeof(double));
-		fell = true;
-	}
+	fell = facing_row_refresh(f, r0 > 0 ? r->w + (r0 - 1) * R : NULL, R * sizeof(double));
+	fell |= facing_row_refresh(f + R, r1 < r->height ? r->w + r1 * R : NULL, R * sizeof(double));
 	r->fell[k] = fell;
 	return TG_OK;
 }

@@ -171,6 +171,7 @@ typedef struct flat_strips
 				y1;				/* the flat's bounding box, inclusive */
 	int			nstrips;
 	int32_t    *facing;			/* per distance and strip: the row above it and the row below */
+	bool	   *fell;			/* per distance and strip: its facing rows fell since the last copy */
 	int64_t    *todo;			/* this round's tasks: distance * nstrips + strip */
 	bool		first;			/* the first round: full scans */
 } flat_strips;
@@ -314,43 +315,37 @@ flat_strip_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 	return tg_canceled(ctx) ? tg_error_set(err, TG_ECANCELED, "flow routing canceled") : TG_OK;
 }
 
-/* Copy every strip's facing rows; list the strips whose facing rows fell. */
-static int64_t
-flat_strips_facing(flat_strips *s)
+/* Task t's copy of its facing rows brought up to date; fell[t]: whether they fell. */
+static tg_status
+flat_facing_task(const tg_ctx *ctx, void *arg, int64_t t, tg_error *err)
 {
+	const flat_strips *s = arg;
 	const size_t W = (size_t) s->j->W,
 				BW = (size_t) (s->x1 - s->x0 + 1);
-	int64_t		n = 0;
+	const int32_t *d = t < s->nstrips ? s->j->mask : s->j->away;
+	int32_t    *above = s->facing + 2 * (size_t) t * BW;
+	int			r0,
+				r1;
+	bool		fell;
 
-	for (int pass = 0; pass < 2; pass++)
-	{
-		const int32_t *d = pass == 0 ? s->j->mask : s->j->away;
+	flat_strip_rows(s, (int) (t % s->nstrips), &r0, &r1);
+	fell = facing_row_refresh(above, r0 > s->y0 ? d + (r0 - 1) * W + s->x0 : NULL, BW * sizeof(int32_t));
+	fell |= facing_row_refresh(above + BW, r1 <= s->y1 ? d + r1 * W + s->x0 : NULL, BW * sizeof(int32_t));
+	s->fell[t] = fell;
+	return TG_OK;
+}
 
-		for (int k = 0; k < s->nstrips; k++)
-		{
-			const int64_t t = (int64_t) pass * s->nstrips + k;
-			int32_t    *above = s->facing + 2 * (size_t) t * BW,
-					   *below = above + BW;
-			int			r0,
-						r1;
-			bool		fell = false;
+/* Copy every strip's facing rows; list the strips whose facing rows fell (in order). */
+static tg_status
+flat_strips_facing(const tg_ctx *ctx, flat_strips *s, int64_t *n, tg_error *err)
+{
+	tg_status	st = tg_parallel(ctx, 2 * (int64_t) s->nstrips, flat_facing_task, s, err);
 
-			flat_strip_rows(s, k, &r0, &r1);
-			if (r0 > s->y0 && memcmp(above, d + (r0 - 1) * W + s->x0, BW * sizeof(int32_t)) != 0)
-			{
-				memcpy(above, d + (r0 - 1) * W + s->x0, BW * sizeof(int32_t));
-				fell = true;
-			}
-			if (r1 <= s->y1 && memcmp(below, d + r1 * W + s->x0, BW * sizeof(int32_t)) != 0)
-			{
-				memcpy(below, d + r1 * W + s->x0, BW * sizeof(int32_t));
-				fell = true;
-			}
-			if (fell)
-				s->todo[n++] = t;
-		}
-	}
-	return n;
+	*n = 0;
+	for (int64_t t = 0; st == TG_OK && t < 2 * s->nstrips; t++)
+		if (s->fell[t])
+			s->todo[(*n)++] = t;
+	return st;
 }
 
 /*
@@ -445,25 +440,31 @@ large_flat(const tg_ctx *ctx, const flat_job *j, int64_t f, tg_error *err)
 	if (st == TG_OK)
 	{
 		s.facing = tg_alloc(ctx, 4 * (size_t) s.nstrips * BW * sizeof(int32_t));
+		s.fell = tg_alloc(ctx, 2 * (size_t) s.nstrips * sizeof(bool));
 		s.todo = tg_alloc(ctx, 2 * (size_t) s.nstrips * sizeof(int64_t));
-		if (s.facing == NULL || s.todo == NULL)
+		if (s.facing == NULL || s.fell == NULL || s.todo == NULL)
 			st = tg_error_set(err, TG_ENOMEM, "could not allocate the strips of a flat of %lld cells",
 							  (long long) ncells);
 	}
 	if (st == TG_OK)
 	{
+		int64_t		n;
+
 		/* the first round: every strip, from what the facing rows hold at the start */
-		(void) flat_strips_facing(&s);
-		for (int64_t t = 0; t < 2 * s.nstrips; t++)
-			s.todo[t] = t;
+		st = flat_strips_facing(ctx, &s, &n, err);
+		for (n = 0; n < 2 * s.nstrips; n++)
+			s.todo[n] = n;
 		s.first = true;
-		for (int64_t n = 2 * s.nstrips; st == TG_OK && n > 0; n = flat_strips_facing(&s))
+		while (st == TG_OK && n > 0)
 		{
 			st = tg_parallel(ctx, n, flat_strip_task, &s, err);
 			s.first = false;
+			if (st == TG_OK)
+				st = flat_strips_facing(ctx, &s, &n, err);
 		}
 	}
 	tg_free(ctx, s.facing);
+	tg_free(ctx, s.fell);
 	tg_free(ctx, s.todo);
 	if (st == TG_OK)
 	{
@@ -614,6 +615,8 @@ start_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
  */
 #define LIST_CHUNK_ROWS 64
 
+typedef enum { LIST_ROOTS, LIST_RESOLVE, LIST_NUMBER, LIST_LABEL, LIST_COUNT_SPREAD, LIST_WRITE } list_pass;
+
 typedef struct list_job
 {
 	flat_job   *j;
@@ -625,6 +628,7 @@ typedef struct list_job
 	int64_t    *spread_at;		/* per such flat, an entry per chunk it spans: count, then where the
 								 * chunk's cells go */
 	int64_t    *next;			/* per flat within one chunk: where its next cell goes */
+	list_pass	pass;			/* what the chunk tasks do now */
 } list_job;
 
 /* The spread_at entry of flat f (over several chunks) in chunk c */
@@ -649,16 +653,12 @@ chunk_cells(const list_job *l, int64_t c, size_t *lo, size_t *hi)
  * A cell's parent comes before it: within a chunk, the row-major pass finds
  * each cell's root or first ancestor in an earlier chunk from its parent's.
  */
-static tg_status
-list_roots(const tg_ctx *ctx, void *arg, int64_t c, tg_error *err)
+static void
+list_roots(const list_job *l, int64_t c, size_t lo, size_t hi)
 {
-	const list_job *l = arg;
 	const flat_job *j = l->j;
 	int64_t		roots = 0;
-	size_t		lo,
-				hi;
 
-	chunk_cells(l, c, &lo, &hi);
 	for (size_t i = lo; i < hi; i++)
 		if (j->flat[i])
 		{
@@ -668,7 +668,6 @@ list_roots(const tg_ctx *ctx, void *arg, int64_t c, tg_error *err)
 			roots += p == (int32_t) i;
 		}
 	l->chunk_flats[c] = roots;
-	return TG_OK;
 }
 
 /*
@@ -676,15 +675,11 @@ list_roots(const tg_ctx *ctx, void *arg, int64_t c, tg_error *err)
  * task may be rewriting the same entries, from an ancestor to the root: both
  * lead to the root, so each read is atomic and either value will do.
  */
-static tg_status
-list_resolve(const tg_ctx *ctx, void *arg, int64_t c, tg_error *err)
+static void
+list_resolve(const list_job *l, int64_t c, size_t lo, size_t hi)
 {
-	const list_job *l = arg;
 	const flat_job *j = l->j;
-	size_t		lo,
-				hi;
 
-	chunk_cells(l, c, &lo, &hi);
 	for (size_t i = lo; i < hi; i++)
 		if (j->flat[i] && (size_t) j->away[i] < lo)
 		{
@@ -695,26 +690,20 @@ list_resolve(const tg_ctx *ctx, void *arg, int64_t c, tg_error *err)
 				r = up;
 			__atomic_store_n(&j->away[i], r, __ATOMIC_RELAXED);
 		}
-	return TG_OK;
 }
 
-static tg_status
-list_number(const tg_ctx *ctx, void *arg, int64_t c, tg_error *err)
+static void
+list_number(const list_job *l, int64_t c, size_t lo, size_t hi)
 {
-	const list_job *l = arg;
 	const flat_job *j = l->j;
 	int64_t		f = l->chunk_flats[c];
-	size_t		lo,
-				hi;
 
-	chunk_cells(l, c, &lo, &hi);
 	for (size_t i = lo; i < hi; i++)
 		if (j->flat[i] && j->away[i] == (int32_t) i)
 		{
 			l->first_chunk[f] = (int32_t) c;
 			j->parent[i] = (int32_t) f++;
 		}
-	return TG_OK;
 }
 
 /* Flat f has `cells` more cells, some in chunk c. */
@@ -728,17 +717,13 @@ count_run(const list_job *l, int32_t f, int64_t cells, int64_t c)
 			break;
 }
 
-static tg_status
-list_label(const tg_ctx *ctx, void *arg, int64_t c, tg_error *err)
+static void
+list_label(const list_job *l, int64_t c, size_t lo, size_t hi)
 {
-	const list_job *l = arg;
 	const flat_job *j = l->j;
 	int32_t		run_flat = -1;	/* the counts go out a run of one flat at a time */
 	int64_t		run = 0;
-	size_t		lo,
-				hi;
 
-	chunk_cells(l, c, &lo, &hi);
 	for (size_t i = lo; i < hi; i++)
 		if (j->flat[i])
 		{
@@ -757,33 +742,23 @@ list_label(const tg_ctx *ctx, void *arg, int64_t c, tg_error *err)
 		}
 	if (run > 0)
 		count_run(l, run_flat, run, c);
-	return TG_OK;
 }
 
-static tg_status
-list_count_spread(const tg_ctx *ctx, void *arg, int64_t c, tg_error *err)
+static void
+list_count_spread(const list_job *l, int64_t c, size_t lo, size_t hi)
 {
-	const list_job *l = arg;
 	const flat_job *j = l->j;
-	size_t		lo,
-				hi;
 
-	chunk_cells(l, c, &lo, &hi);
 	for (size_t i = lo; i < hi; i++)
 		if (j->flat[i] && l->spread[j->parent[i]] >= 0)
 			(*spread_entry(l, j->parent[i], c))++;
-	return TG_OK;
 }
 
-static tg_status
-list_write(const tg_ctx *ctx, void *arg, int64_t c, tg_error *err)
+static void
+list_write(const list_job *l, int64_t c, size_t lo, size_t hi)
 {
-	const list_job *l = arg;
 	const flat_job *j = l->j;
-	size_t		lo,
-				hi;
 
-	chunk_cells(l, c, &lo, &hi);
 	for (size_t i = lo; i < hi; i++)
 		if (j->flat[i])
 		{
@@ -792,7 +767,46 @@ list_write(const tg_ctx *ctx, void *arg, int64_t c, tg_error *err)
 
 			j->cells[(*at)++] = (uint32_t) i;
 		}
+}
+
+static tg_status
+list_task(const tg_ctx *ctx, void *arg, int64_t c, tg_error *err)
+{
+	const list_job *l = arg;
+	size_t		lo,
+				hi;
+
+	chunk_cells(l, c, &lo, &hi);
+	switch (l->pass)
+	{
+		case LIST_ROOTS:
+			list_roots(l, c, lo, hi);
+			break;
+		case LIST_RESOLVE:
+			list_resolve(l, c, lo, hi);
+			break;
+		case LIST_NUMBER:
+			list_number(l, c, lo, hi);
+			break;
+		case LIST_LABEL:
+			list_label(l, c, lo, hi);
+			break;
+		case LIST_COUNT_SPREAD:
+			list_count_spread(l, c, lo, hi);
+			break;
+		case LIST_WRITE:
+			list_write(l, c, lo, hi);
+			break;
+	}
 	return TG_OK;
+}
+
+/* One pass of the listing over every chunk, on the threads. */
+static tg_status
+list_pass_run(const tg_ctx *ctx, list_job *l, list_pass pass, tg_error *err)
+{
+	l->pass = pass;
+	return tg_parallel(ctx, l->nchunks, list_task, l, err);
 }
 
 static tg_status
@@ -806,9 +820,9 @@ list_flats(const tg_ctx *ctx, flat_job *j, int64_t *nflats_out, tg_error *err)
 	l.chunk_flats = tg_alloc(ctx, (size_t) l.nchunks * sizeof(int64_t));
 	if (l.chunk_flats == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not list the flats");
-	st = tg_parallel(ctx, l.nchunks, list_roots, &l, err);
+	st = list_pass_run(ctx, &l, LIST_ROOTS, err);
 	if (st == TG_OK)
-		st = tg_parallel(ctx, l.nchunks, list_resolve, &l, err);
+		st = list_pass_run(ctx, &l, LIST_RESOLVE, err);
 	for (int64_t c = 0; st == TG_OK && c < l.nchunks; c++)
 	{
 		const int64_t roots = l.chunk_flats[c];
@@ -830,12 +844,12 @@ list_flats(const tg_ctx *ctx, flat_job *j, int64_t *nflats_out, tg_error *err)
 			st = tg_error_set(err, TG_ENOMEM, "could not list the flats (%lld flats)", (long long) nflats);
 	}
 	if (st == TG_OK)
-		st = tg_parallel(ctx, l.nchunks, list_number, &l, err);
+		st = list_pass_run(ctx, &l, LIST_NUMBER, err);
 	if (st == TG_OK)
 	{
 		memset(j->first, 0, (size_t) (nflats + 1) * sizeof(int64_t));
 		memset(l.last_chunk, 0, (size_t) (nflats ? nflats : 1) * sizeof(int32_t));
-		st = tg_parallel(ctx, l.nchunks, list_label, &l, err);
+		st = list_pass_run(ctx, &l, LIST_LABEL, err);
 	}
 	if (st == TG_OK)
 	{
@@ -858,7 +872,7 @@ list_flats(const tg_ctx *ctx, flat_job *j, int64_t *nflats_out, tg_error *err)
 	if (st == TG_OK && nentries > 0)
 	{
 		memset(l.spread_at, 0, (size_t) nentries * sizeof(int64_t));
-		st = tg_parallel(ctx, l.nchunks, list_count_spread, &l, err);
+		st = list_pass_run(ctx, &l, LIST_COUNT_SPREAD, err);
 		for (int64_t f = 0; st == TG_OK && f < nflats; f++)
 		{
 			int64_t		at = j->first[f];
@@ -876,7 +890,7 @@ list_flats(const tg_ctx *ctx, flat_job *j, int64_t *nflats_out, tg_error *err)
 		}
 	}
 	if (st == TG_OK)
-		st = tg_parallel(ctx, l.nchunks, list_write, &l, err);
+		st = list_pass_run(ctx, &l, LIST_WRITE, err);
 	tg_free(ctx, l.chunk_flats);
 	tg_free(ctx, l.first_chunk);
 	tg_free(ctx, l.last_chunk);
