@@ -633,8 +633,8 @@ accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *
 			st = tg_route_strips_settle(ctx, rb, spill, base, err);
 			tg_route_strips_settled(rb, &sweeps, &windows);
 			if (st == TG_OK)
-				tg_job_notice(s->job, "water crossing strip boundaries carried on in %lld windows (%d sweeps)",
-							  (long long) windows, sweeps);
+				tg_job_notice(s->job, "water crossing strip boundaries carried on in %lld window%s (%d sweep%s)",
+							  (long long) windows, windows == 1 ? "" : "s", sweeps, sweeps == 1 ? "" : "s");
 		}
 	}
 	tg_route_strips_end(ctx, rb);
