@@ -783,6 +783,23 @@ typedef struct export_job
 	const tg_flow_products *out;
 } export_job;
 
+void
+tg_route_receivers(const tg_route_view *v, const double *acc, size_t i0, size_t i1, uint16_t *receivers)
+{
+	for (size_t i = i0; i < i1; i++)
+	{
+		uint16_t	mask = 0;
+
+		if (isnan(acc[i]))
+			mask = TG_NODATA_RECEIVERS;
+		else
+			for (int k = 0; k < 8; k++)
+				if (tg_route_share(v, i, k, acc[i]) > 0)
+					mask |= (uint16_t) (1u << k);
+		receivers[i] = mask;
+	}
+}
+
 /* The routing surface and receiver masks of a routing, as the GPU exports them. */
 static tg_status
 export_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
@@ -791,26 +808,14 @@ export_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 	const tg_route *r = j->r;
 	const tg_flow_products *out = j->out;
 	const tg_route_view v = tg_cpu_route_view(r, j->p->threshold);
+	const size_t i0 = (size_t) y0 * r->width,
+				i1 = (size_t) y1 * r->width;
 
-	for (size_t i = (size_t) y0 * r->width; i < (size_t) y1 * r->width; i++)
-	{
-		const bool	valid = !isnan(r->z[i]);
-
-		if (out->surface)
-			tg_pixel_store(out->surface_type, out->surface, i, valid ? r->z[i] : out->surface_nodata);
-		if (out->receivers)
-		{
-			uint16_t	mask = 0;
-
-			if (!valid)
-				mask = TG_NODATA_RECEIVERS;
-			else
-				for (int k = 0; k < 8; k++)
-					if (tg_route_share(&v, i, k, out->acc[i]) > 0)
-						mask |= (uint16_t) (1u << k);
-			out->receivers[i] = mask;
-		}
-	}
+	if (out->surface)
+		for (size_t i = i0; i < i1; i++)
+			tg_pixel_store(out->surface_type, out->surface, i, isnan(r->z[i]) ? out->surface_nodata : r->z[i]);
+	if (out->receivers)
+		tg_route_receivers(&v, out->acc, i0, i1, out->receivers);
 	return TG_OK;
 }
 

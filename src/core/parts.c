@@ -2041,18 +2041,8 @@ part_receivers(const tg_ctx *ctx, const tg_op *op, const part_state *s, const do
 	v = tg_cpu_route_view(&strip, op->flow.threshold);
 	if ((*out = tg_alloc(ctx, n * sizeof(uint16_t) + 1)) == NULL)
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's receivers (%zu cells)", n);
-	for (size_t i = 0; st == TG_OK && i < n; i++)
-	{
-		uint16_t	mask = 0;
-
-		if (isnan(strip.z[i]))
-			mask = TG_NODATA_RECEIVERS;
-		else
-			for (int k = 0; k < 8; k++)
-				if (tg_route_share(&v, i, k, acc[i]) > 0)
-					mask |= (uint16_t) (1u << k);
-		(*out)[i] = mask;
-	}
+	else
+		tg_route_receivers(&v, acc, 0, n, *out);
 	tg_route_free(ctx, &strip);
 	return st;
 }

@@ -1007,7 +1007,8 @@ tg_route_strips_solve_flow(const tg_ctx *ctx, tg_route_strips *rb, tg_error *err
 
 tg_status
 tg_route_strips_accumulate(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
-						   const double *z, const tg_band *weight, double *acc, tg_error *err)
+						   const double *z, const tg_band *weight, double *acc, uint16_t *receivers,
+						   tg_error *err)
 {
 	tg_route	strip;
 	tg_status	st;
@@ -1017,6 +1018,12 @@ tg_route_strips_accumulate(const tg_ctx *ctx, tg_route_strips *rb, int row0, int
 	st = accumulate_strip(ctx, rb, row0, nrows, z, weight, true, &strip, acc, err);
 	if (st != TG_OK)
 		return st;
+	if (receivers)
+	{
+		const tg_route_view v = tg_cpu_route_view(&strip, 0);
+
+		tg_route_receivers(&v, acc, 0, (size_t) rb->W * nrows, receivers);
+	}
 	tg_route_free(ctx, &strip);
 	if (rb->units == TG_UNITS_SCA)
 	{
@@ -1448,13 +1455,27 @@ tg_route_strips_settled(const tg_route_strips *rb, int *sweeps, int64_t *windows
 
 tg_status
 tg_route_strips_flow_result(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows, const tg_spill *spill,
-							size_t base, double *acc, tg_error *err)
+							size_t base, double *acc, uint16_t *receivers, tg_error *err)
 {
+	const size_t nb = (size_t) rb->W * nrows;
 	tg_status	st;
 
 	if (!rb->settled || nrows < 1 || row0 < 0 || row0 + nrows > rb->H)
 		return tg_error_set(err, TG_EINVAL, "read a strip's accumulation after settling the flow");
-	st = spill->read(spill->arg, acc_at(rb, base, row0), acc, (size_t) rb->W * nrows * sizeof(double), err);
+	st = spill->read(spill->arg, acc_at(rb, base, row0), acc, nb * sizeof(double), err);
+	if (st == TG_OK && receivers)
+	{
+		/* the strip's shares as spread spilled them */
+		float	   *frac = tg_alloc(ctx, 8 * nb * sizeof(float));
+		const tg_route_view v = {rb->W, nrows, rb->p.routing, 0, NULL, frac};
+
+		if (frac == NULL)
+			return tg_error_set(err, TG_ENOMEM, "could not allocate a strip's shares (%zu cells)", nb);
+		st = spill->read(spill->arg, shares_at(rb, base, row0, nrows, 0, row0), frac, 8 * nb * sizeof(float), err);
+		if (st == TG_OK)
+			tg_route_receivers(&v, acc, 0, nb, receivers);
+		tg_free(ctx, frac);
+	}
 	if (st == TG_OK && rb->units == TG_UNITS_SCA)
 	{
 		tg_grid_geometry g = strip_geometry(rb, row0, nrows);

@@ -141,11 +141,11 @@ read_rows(const tg_ctx *ctx, strips *s, const tg_input *in, tg_grid_band *g, int
 	return st;
 }
 
-/* Write the tiles of strip k from one plane of doubles over its rows. */
+/* Write the tiles of strip k from nouts outputs, each a plane over its rows. */
 static tg_status
-write_strip(const tg_ctx *ctx, strips *s, const tg_output *outs, int k, tg_error *err)
+write_strip(const tg_ctx *ctx, strips *s, const tg_output *outs, int nouts, int k, tg_error *err)
 {
-	return tg_write_tiles(ctx, s->job, outs, 1, s->row0[k], s->nrows[k], err);
+	return tg_write_tiles(ctx, s->job, outs, nouts, s->row0[k], s->nrows[k], err);
 }
 
 static void
@@ -215,7 +215,7 @@ slope_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *err)
 			out.planes[0].type = TG_PT_32BF;
 			out.planes[0].has_marker = false;
 			if (st == TG_OK)
-				st = write_strip(ctx, s, &out, k, err);
+				st = write_strip(ctx, s, &out, 1, k, err);
 		}
 		tg_free(ctx, slope);
 		tg_free(ctx, z);
@@ -299,7 +299,7 @@ write_filled(const tg_ctx *ctx, strips *s, int k, double *rows, void *arg, tg_er
 	out.planes[0].data = rows;
 	out.planes[0].type = TG_PT_64BF;
 	out.planes[0].has_marker = false;
-	return st != TG_OK ? st : write_strip(ctx, s, &out, k, err);
+	return st != TG_OK ? st : write_strip(ctx, s, &out, 1, k, err);
 }
 
 static tg_status
@@ -528,7 +528,7 @@ directions_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *er
 					out.planes[b].type = TG_PT_32BF;
 					out.planes[b].has_marker = false;
 				}
-			st = write_strip(ctx, s, &out, k, err);
+			st = write_strip(ctx, s, &out, 1, k, err);
 		}
 		tg_free(ctx, z);
 		tg_free(ctx, d8);
@@ -560,15 +560,17 @@ weight_strip(const tg_ctx *ctx, strips *s, const tg_op *op, int k, tg_grid_band 
 }
 
 /*
- * Accumulation: every strip routed and accumulated alone (D8: linked;
- * multiple flow: spread into the spill after the surface), the flow between
- * strips solved or settled, then every strip's result written.
+ * Accumulation and tg_hydrology: every strip routed and accumulated alone
+ * (D8: linked; multiple flow: spread into the spill after the surface), the
+ * flow between strips solved or settled, then every strip's result written
+ * (tg_hydrology: its routing surface and receivers too).
  */
 static tg_status
 accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *err)
 {
 	const int	W = s->width;
-	const bool	d8 = op->flow.routing == TG_ROUTE_D8;
+	const bool	d8 = op->flow.routing == TG_ROUTE_D8,
+				hydrology = op->kind == TG_OP_HYDROLOGY;
 	const tg_spill *spill = &s->job->spill;
 	const size_t base = (size_t) W * s->height * spill_bytes(s);
 	tg_route_strips *rb;
@@ -586,10 +588,11 @@ accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *
 			double	   *z = NULL,
 					   *wrows = NULL,
 					   *acc = NULL;
+			uint16_t   *receivers = NULL;
 			tg_band		weight;
-			tg_output	out;
+			tg_output	out[3];
 
-			if (d8 || pass == 0)
+			if (d8 || pass == 0 || hydrology)
 				st = surface_strip(ctx, s, k, &z, err);
 			if (st == TG_OK && op->weight_input > 0 && (d8 || pass == 0))
 				st = weight_strip(ctx, s, op, k, &wg, &wrows, &weight, err);
@@ -600,27 +603,40 @@ accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *
 											 op->weight_input > 0 ? &weight : NULL, spill, base, err);
 			else if (st == TG_OK)
 			{
-				acc = tg_alloc(ctx, sizeof(double) * (size_t) W * s->nrows[k] + 1);
-				if (acc == NULL)
+				const size_t n = (size_t) W * s->nrows[k];
+
+				acc = tg_alloc(ctx, sizeof(double) * n + 1);
+				receivers = hydrology ? tg_alloc(ctx, sizeof(uint16_t) * n + 1) : NULL;
+				if (acc == NULL || (hydrology && receivers == NULL))
 					st = tg_error_set(err, TG_ENOMEM, "could not allocate a strip of the accumulation");
 				else if (d8)
 					st = tg_route_strips_accumulate(ctx, rb, s->row0[k], s->nrows[k], z,
-													op->weight_input > 0 ? &weight : NULL, acc, err);
+													op->weight_input > 0 ? &weight : NULL, acc, receivers, err);
 				else
-					st = tg_route_strips_flow_result(ctx, rb, s->row0[k], s->nrows[k], spill, base, acc, err);
+					st = tg_route_strips_flow_result(ctx, rb, s->row0[k], s->nrows[k], spill, base, acc,
+													 receivers, err);
 				if (st == TG_OK)
-					st = tg_op_plan(op, &s->dem.band, &out, err);
-				if (st == TG_OK)
+					st = tg_op_plan(op, &s->dem.band, out, err);
+				if (st == TG_OK && hydrology)
 				{
-					out.planes[0].data = acc;
-					out.planes[0].type = TG_PT_64BF;
-					out.planes[0].has_marker = false;
-					st = write_strip(ctx, s, &out, k, err);
+					/* the surface's own rows, after its rows of halo above (two, none on the first strip) */
+					const double *own = z + (size_t) (s->row0[k] >= 2 ? 2 : s->row0[k]) * W;
+
+					out[0].planes[0] = (tg_plane) {own, TG_PT_64BF, false, 0};
+					out[1].planes[0] = (tg_plane) {receivers, TG_PT_16BUI, true, TG_NODATA_RECEIVERS};
+					out[2].planes[0] = (tg_plane) {acc, TG_PT_64BF, false, 0};
+					st = write_strip(ctx, s, out, 3, k, err);
+				}
+				else if (st == TG_OK)
+				{
+					out[0].planes[0] = (tg_plane) {acc, TG_PT_64BF, false, 0};
+					st = write_strip(ctx, s, out, 1, k, err);
 				}
 			}
 			tg_free(ctx, z);
 			tg_free(ctx, wrows);
 			tg_free(ctx, acc);
+			tg_free(ctx, receivers);
 			progress(ctx, phase, k + 1, s->n);
 		}
 		if (pass == 0 && st == TG_OK && d8)
@@ -644,6 +660,13 @@ accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *
 
 /* ------------------------------------------------------------------------ */
 
+/* Operations that route the surface spilled once, strip by strip. */
+static bool
+routes_in_strips(tg_op_kind kind)
+{
+	return kind == TG_OP_DIRECTIONS || kind == TG_OP_ACCUMULATION || kind == TG_OP_HYDROLOGY;
+}
+
 bool
 tg_op_in_strips(const tg_op *op, const tg_ctx *ctx, const char **why_not)
 {
@@ -656,10 +679,9 @@ tg_op_in_strips(const tg_op *op, const tg_ctx *ctx, const char **why_not)
 		*why_not = "method priority-flood with epsilon 0";
 	else if (op->kind == TG_OP_FILL)
 		return true;
-	else if ((op->kind == TG_OP_DIRECTIONS || op->kind == TG_OP_ACCUMULATION) &&
-			 op->flow.routing == TG_ROUTE_FDD8)
+	else if (routes_in_strips(op->kind) && op->flow.routing == TG_ROUTE_FDD8)
 		*why_not = "routing d8, fd8, mfd-md, dinf or anisotropic";
-	else if (op->kind == TG_OP_DIRECTIONS || op->kind == TG_OP_ACCUMULATION)
+	else if (routes_in_strips(op->kind))
 		return true;
 	return false;
 }
@@ -682,8 +704,10 @@ strip_bytes_per_cell(const tg_op *op)
 				(op->flow.routing == TG_ROUTE_D8 ? 1 : 8 * sizeof(float) + sizeof(uint16_t));
 			break;
 		default:
+			/* accumulation; tg_hydrology also holds the strip's receivers when it writes it */
 			most = tg_route_strips_bytes_per_cell(op->flow.routing, true) +
-				(op->weight_input > 0 ? 4 : 2) * sizeof(double);
+				(op->weight_input > 0 ? 4 : 2) * sizeof(double) +
+				(op->kind == TG_OP_HYDROLOGY ? sizeof(uint16_t) : 0);
 			break;
 	}
 	most = most > FLAT_SCAN_BYTES_PER_CELL ? most : FLAT_SCAN_BYTES_PER_CELL;
@@ -696,7 +720,7 @@ tg_run_strips(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *e
 	strips		s;
 	tg_status	st;
 
-	if ((op->kind == TG_OP_DIRECTIONS || op->kind == TG_OP_ACCUMULATION) && job->spill.write == NULL)
+	if (routes_in_strips(op->kind) && job->spill.write == NULL)
 		return tg_error_set(err, TG_EUNSUPPORTED, "%s in strips needs somewhere to spill its surface",
 							job->function);
 	/* the strips fill the budget with what they hold: nothing freed may stay */

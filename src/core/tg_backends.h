@@ -273,6 +273,14 @@ tg_status	tg_cell_weights(const tg_ctx *ctx, const tg_band *weight, const tg_gri
 tg_status	tg_row_weights(const tg_ctx *ctx, const tg_grid_geometry *g, tg_accum_units units,
 						   double **out, tg_error *err);
 tg_status	tg_to_sca(const tg_ctx *ctx, const tg_grid_geometry *g, double *acc, tg_error *err);
+/*
+ * The receiver masks of cells [i0, i1) of a routing as tg_hydrology exports
+ * them (bit k: neighbour k gets a share; TG_NODATA_RECEIVERS where the
+ * accumulation is NaN, i.e. nodata), from their accumulation in cells
+ * (fdd8's shares depend on it).
+ */
+void		tg_route_receivers(const tg_route_view *v, const double *acc, size_t i0, size_t i1,
+							   uint16_t *receivers);
 /* weight: per-cell weights (tg_cell_weights), NULL for 1 each */
 tg_status	tg_cpu_accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
 							  const double *weight, tg_accum_method method, double *acc,

@@ -542,12 +542,13 @@ typedef struct tg_spill
  *      frac: 8 planes of shares, either NULL);
  *   3. D8 accumulation: link every strip (any order), solve_flow, then
  *      accumulate any strip (acc: nrows * width, in `units`; weight: the
- *      strip's own rows of the weight band, nodata counting 0, or NULL).
+ *      strip's own rows of the weight band, nodata counting 0, or NULL;
+ *      receivers: tg_hydrology's masks, or NULL).
  *   4. multiple-flow accumulation (fd8, mfd-md, dinf, anisotropic): spread
  *      every strip (any order: routed and accumulated alone, its shares and
  *      accumulation written to `spill` from `base` on, the water leaving it
  *      kept), settle (that water carried on until none is left), then
- *      tg_route_strips_flow_result of any strip.  The spill holds
+ *      tg_route_strips_flow_result of any strip (receivers as in 3).  The spill holds
  *      tg_route_strips_spill_bytes() from `base`.
  * fdd8 is not available.  Memory: about tg_route_strips_bytes_per_cell()
  * per cell of the strip being processed, plus what the flats that cross
@@ -572,14 +573,15 @@ tg_status	tg_route_strips_link(const tg_ctx *ctx, tg_route_strips *rb, int row0,
 tg_status	tg_route_strips_solve_flow(const tg_ctx *ctx, tg_route_strips *rb, tg_error *err);
 tg_status	tg_route_strips_accumulate(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
 									   const double *z, const tg_band *weight, double *acc,
-									   tg_error *err);
+									   uint16_t *receivers, tg_error *err);
 tg_status	tg_route_strips_spread(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
 								   const double *z, const tg_band *weight, const tg_spill *spill,
 								   size_t base, tg_error *err);
 tg_status	tg_route_strips_settle(const tg_ctx *ctx, tg_route_strips *rb, const tg_spill *spill,
 								   size_t base, tg_error *err);
 tg_status	tg_route_strips_flow_result(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
-										const tg_spill *spill, size_t base, double *acc, tg_error *err);
+										const tg_spill *spill, size_t base, double *acc,
+										uint16_t *receivers, tg_error *err);
 size_t		tg_route_strips_spill_bytes(const tg_route_strips *rb);
 /* After settle: the sweeps over the strips and the windows processed. */
 void		tg_route_strips_settled(const tg_route_strips *rb, int *sweeps, int64_t *windows);

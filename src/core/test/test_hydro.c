@@ -1609,10 +1609,10 @@ route_in_strips(const double *surf, const tg_flow_params *p, tg_accum_units unit
 											&err) == TG_OK;
 			else if (pass == 3 && p->routing == TG_ROUTE_D8)
 				ok = tg_route_strips_accumulate(&ctx, rb, r0, rows[k], z, weight ? &wb : NULL,
-												acc + (size_t) r0 * W, &err) == TG_OK;
+												acc + (size_t) r0 * W, NULL, &err) == TG_OK;
 			else if (pass == 3)
 				ok = tg_route_strips_flow_result(&ctx, rb, r0, rows[k], &spill, 0, acc + (size_t) r0 * W,
-												 &err) == TG_OK;
+												 NULL, &err) == TG_OK;
 			r0 += rows[k];
 		}
 		if (pass == 0 && ok)
