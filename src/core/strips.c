@@ -17,6 +17,8 @@
  *                again with its inflows; multiple flow alone, its shares and
  *                accumulation spilled, then the water leaving it carried on
  *                in windows of strips read back from the spill.
+ *   tg_hydrology as the accumulation, each strip written with its routing
+ *                surface and receivers.
  * Results equal the in-memory runs (the fill and D8 counts bit for bit,
  * weighted and multiple-flow sums to rounding).
  */
