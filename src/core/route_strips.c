@@ -89,6 +89,7 @@ struct tg_route_strips
 	uint64_t	next_seq;
 	int			sweeps;
 	int64_t		windows;
+	double		progress;		/* windows done / (done + strips whose window has water waiting) */
 	bool		settled;
 };
 
@@ -438,11 +439,11 @@ flat_lower_bound(const tg_route_strips *rb, int x, int y)
  * Breadth-first from the queued cells: each cell of equal elevation reached
  * gets value(c) + 1 (count_steps) or value(c).  A cell's neighbours are found
  * in raster order: beside it in its row, and by one search in each of the
- * rows above and below.
+ * rows above and below.  Progress: pass (of 3) and the cells reached.
  */
 static bool
 flats_spread(const tg_ctx *ctx, const tg_route_strips *rb, int32_t *value, bool count_steps,
-			 uint32_t *queue, size_t head, size_t tail)
+			 uint32_t *queue, size_t head, size_t tail, int pass)
 {
 	while (head < tail)
 	{
@@ -455,8 +456,12 @@ flats_spread(const tg_ctx *ctx, const tg_route_strips *rb, int32_t *value, bool 
 		int64_t		near[8];
 		int			count = 0;
 
-		if (head % 65536 == 0 && tg_canceled(ctx))
-			return false;
+		if (head % CANCEL_EVERY == 0)
+		{
+			if (tg_canceled(ctx))
+				return false;
+			tg_phase_progress(ctx, (pass + (double) head / rb->nflat) / 3);
+		}
 		if ((int64_t) c > rb->row_start[cy] && rb->flat_cell[c - 1] == cell - 1 && cx > 0)
 			near[count++] = (int64_t) c - 1;
 		if ((int64_t) c + 1 < rb->row_start[cy + 1] && rb->flat_cell[c + 1] == cell + 1 && cx + 1 < rb->W)
@@ -500,7 +505,7 @@ flats_distance(const tg_ctx *ctx, const tg_route_strips *rb, uint8_t seed, int32
 			dist[s] = 1;
 			queue[tail++] = (uint32_t) s;
 		}
-	return flats_spread(ctx, rb, dist, true, queue, 0, tail);
+	return flats_spread(ctx, rb, dist, true, queue, 0, tail, seed == TG_SEED_DRAINS ? 0 : 1);
 }
 
 /* The flats themselves: component labels 1, 2, ...  False when canceled. */
@@ -516,7 +521,7 @@ flats_label(const tg_ctx *ctx, const tg_route_strips *rb, int32_t *label, uint32
 			continue;
 		label[s] = ++*nlabels;
 		queue[0] = (uint32_t) s;
-		if (!flats_spread(ctx, rb, label, false, queue, 0, 1))
+		if (!flats_spread(ctx, rb, label, false, queue, 0, 1, 2))
 			return false;
 	}
 	return true;
@@ -548,6 +553,7 @@ tg_route_strips_solve_flats(const tg_ctx *ctx, tg_route_strips *rb, tg_error *er
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate the flats across strips (%zu cells)", n);
 		goto done;
 	}
+	tg_phase(ctx, "flats across strips");
 	if (!flats_distance(ctx, rb, TG_SEED_DRAINS, towards, queue) ||
 		!flats_distance(ctx, rb, TG_SEED_HIGHER, away, queue) ||
 		!flats_label(ctx, rb, label, queue, &nlabels))
@@ -1295,6 +1301,8 @@ settle_window(const tg_ctx *ctx, tg_route_strips *rb, const tg_spill *spill, siz
 		}
 		if ((h & (CANCEL_EVERY - 1)) == 0 && tg_canceled(ctx))
 			return tg_error_set(err, TG_ECANCELED, "accumulation in strips canceled");
+		if ((h & (CANCEL_EVERY - 1)) == 0)
+			tg_phase_progress(ctx, rb->progress);
 	}
 
 	if (st != TG_OK)
@@ -1333,6 +1341,8 @@ settle_window(const tg_ctx *ctx, tg_route_strips *rb, const tg_spill *spill, siz
 		}
 		if ((done & (CANCEL_EVERY - 1)) == 0 && tg_canceled(ctx))
 			return tg_error_set(err, TG_ECANCELED, "accumulation in strips canceled");
+		if ((done & (CANCEL_EVERY - 1)) == 0)
+			tg_phase_progress(ctx, rb->progress);
 	}
 	if (done != nreached)
 		return tg_error_set(err, TG_EDATA, "the flow between strips has a cycle");
@@ -1352,6 +1362,27 @@ settle_window(const tg_ctx *ctx, tg_route_strips *rb, const tg_spill *spill, siz
 		}
 	}
 	return st;
+}
+
+/* The window of strip j: its rows and half of each neighbour's, clipped. */
+static void strip_window(const tg_route_strips *rb, int j, int *a, int *b);
+
+/* The strips whose window has water waiting in it. */
+static int
+windows_waiting(const tg_route_strips *rb)
+{
+	int			n = 0;
+
+	for (int j = 0; j < rb->nstrips; j++)
+	{
+		int			a,
+					b;
+
+		strip_window(rb, j, &a, &b);
+		n += first_cell_at(rb->waits, rb->nwaits, sizeof(waiting), (int64_t) a * rb->W) <
+			first_cell_at(rb->waits, rb->nwaits, sizeof(waiting), (int64_t) b * rb->W);
+	}
+	return n;
 }
 
 /* The window of strip j: its rows and half of each neighbour's, clipped. */
@@ -1430,6 +1461,8 @@ tg_route_strips_settle(const tg_ctx *ctx, tg_route_strips *rb, const tg_spill *s
 			rb->nwaits -= hi - lo;
 			merge_waits(rb);
 			rb->windows++;
+			rb->progress = (double) rb->windows / (rb->windows + windows_waiting(rb));
+			tg_phase_progress(ctx, rb->progress);
 		}
 		rb->sweeps = sweep + 1;
 	}

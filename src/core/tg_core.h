@@ -152,6 +152,8 @@ void		tg_ctx_init(tg_ctx *ctx);
  */
 void		tg_phase(const tg_ctx *ctx, const char *name);
 void		tg_phase_end(const tg_ctx *ctx);
+/* How far the running phase is (0 to 1), told from a serial loop: calling thread only. */
+void		tg_phase_progress(const tg_ctx *ctx, double fraction);
 /* Drop the routing the CPU kept from an earlier call (ctx->route_cache_limit). */
 void		tg_route_cache_clear(void);
 

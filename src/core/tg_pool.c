@@ -413,6 +413,13 @@ report(const tg_ctx *ctx, double fraction)
 		ctx->progress(ctx->progress_arg, ctx->pool->phase, fraction);
 }
 
+void
+tg_phase_progress(const tg_ctx *ctx, double fraction)
+{
+	if (ctx->worker == 0)
+		report(ctx, fraction);
+}
+
 /* ------------------------------------------------------------------------
  * Parallel regions
  * ------------------------------------------------------------------------ */
