@@ -203,6 +203,19 @@ grow(const tg_ctx *ctx, void **p, size_t *cap, size_t need, size_t size)
 	return true;
 }
 
+/* A strip linked or spread: its rows and (D8) the exits its edge rows drain by, taken over. */
+static tg_status
+keep_strip(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows, int64_t *dest, tg_error *err)
+{
+	if (!grow(ctx, (void **) &rb->strips, &rb->strip_cap, (size_t) rb->nstrips + 1, sizeof(tg_strip_ends)))
+		return tg_error_set(err, TG_ENOMEM, "could not keep the strips");
+	rb->strips[rb->nstrips].row0 = row0;
+	rb->strips[rb->nstrips].nrows = nrows;
+	rb->strips[rb->nstrips].dest = dest;
+	rb->nstrips++;
+	return TG_OK;
+}
+
 /*
  * Of `count` records `stride` bytes apart, sorted by the cell number each
  * begins with, the first whose cell is not below `cell` (count if none).
@@ -857,16 +870,9 @@ tg_route_strips_link(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows
 	st = tg_strip_link(ctx, &strip, acc, row0, &rb->exits, &rb->nexits, &rb->exit_cap, dest, err);
 	if (st != TG_OK)
 		goto done;
-	if (!grow(ctx, (void **) &rb->strips, &rb->strip_cap, (size_t) rb->nstrips + 1, sizeof(tg_strip_ends)))
-	{
-		st = tg_error_set(err, TG_ENOMEM, "could not keep the strip links");
-		goto done;
-	}
-	rb->strips[rb->nstrips].row0 = row0;
-	rb->strips[rb->nstrips].nrows = nrows;
-	rb->strips[rb->nstrips].dest = dest;
-	rb->nstrips++;
-	dest = NULL;
+	st = keep_strip(ctx, rb, row0, nrows, dest, err);
+	if (st == TG_OK)
+		dest = NULL;
 
 done:
 	if (routed)
@@ -1052,9 +1058,9 @@ tg_route_strips_accumulate(const tg_ctx *ctx, tg_route_strips *rb, int row0, int
  * of rows as the water reaches them: from the cells it waits at, down every
  * cell it reaches within the window (in an order where a cell's donors come
  * first), adding to their accumulation, until it leaves the window, where it
- * waits again.  Every path is finite,
- * so no water is left after finitely many windows; back-and-forth crossings
- * near a boundary stay within one window.  The sums are the in-memory ones
+ * waits again.  Every path is finite, so no water is left after finitely
+ * many windows; back-and-forth crossings near a boundary stay within one
+ * window.  The sums are the in-memory ones
  * in another order: equal to rounding.  Windows run one at a time in a fixed
  * order, so the result does not depend on the number of threads.
  *
@@ -1176,16 +1182,8 @@ tg_route_strips_spread(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nro
 				}
 			}
 		}
-	if (st == TG_OK && !grow(ctx, (void **) &rb->strips, &rb->strip_cap, (size_t) rb->nstrips + 1,
-							 sizeof(tg_strip_ends)))
-		st = tg_error_set(err, TG_ENOMEM, "could not keep the strips");
 	if (st == TG_OK)
-	{
-		rb->strips[rb->nstrips].row0 = row0;
-		rb->strips[rb->nstrips].nrows = nrows;
-		rb->strips[rb->nstrips].dest = NULL;
-		rb->nstrips++;
-	}
+		st = keep_strip(ctx, rb, row0, nrows, NULL, err);
 
 done:
 	if (routed)
@@ -1491,10 +1489,14 @@ tg_route_strips_flow_result(const tg_ctx *ctx, tg_route_strips *rb, int row0, in
 							size_t base, double *acc, uint16_t *receivers, tg_error *err)
 {
 	const size_t nb = (size_t) rb->W * nrows;
+	bool		spread = false;
 	tg_status	st;
 
-	if (!rb->settled || nrows < 1 || row0 < 0 || row0 + nrows > rb->H)
-		return tg_error_set(err, TG_EINVAL, "read a strip's accumulation after settling the flow");
+	/* the shares are laid out per strip spread: only such a strip can be read back */
+	for (int j = 0; j < rb->nstrips; j++)
+		spread |= rb->strips[j].row0 == row0 && rb->strips[j].nrows == nrows;
+	if (!rb->settled || !spread)
+		return tg_error_set(err, TG_EINVAL, "read the accumulation of a strip spread, after settling the flow");
 	st = spill->read(spill->arg, acc_at(rb, base, row0), acc, nb * sizeof(double), err);
 	if (st == TG_OK && receivers)
 	{
