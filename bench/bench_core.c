@@ -7,7 +7,7 @@
  *
  *   bench_core FILE WIDTH HEIGHT PIXTYPE NODATA|none OPTION=VALUE...
  *
- * options: op=slope|fill|direction|accumulation|routing|rusle|bmmq|viewshed|levels (slope), reps=N (3),
+ * options: op=slope|fill|direction|accumulation|routing|rusle|bmmq|viewshed|levels|drainage (slope), reps=N (3),
  *   backends=cpu,gpu (both; gpu skipped without a device), geographic=0|1,
  *   pixel_w=, pixel_h= (projected), lat_top=, lat_step=, lon_step= (geographic),
  *   scale= (slope), method= (fill: priority-flood|planchon-darboux;
@@ -27,7 +27,8 @@
  *   call frees are not kept for its later allocations), threads=N (threads a call
  *   may use, 0 = every core; default 0), r3=1 (viewshed: also
  *   the exact R3 and R2's agreement with it), mem_mb=N (GPU memory budget; a
- *   viewshed beyond it runs in bands of rows)
+ *   viewshed beyond it runs in bands of rows), threshold=N (op=drainage: stream cells, D8
+ *   accumulation in cells; 1000)
  *
  *   bench_core copies MB [threads=N]
  *
@@ -67,6 +68,7 @@ typedef struct options
 	double		maxdist;
 	bool		r3;
 	size_t		mem_mb;
+	double		threshold;		/* drainage: stream cells' accumulation, in cells */
 	int			threads;		/* 0 = every core */
 	tg_flow_params flow;
 } options;
@@ -783,6 +785,140 @@ bench_levels(const options *o, const tg_band *dem)
  * Viewshed: R2 on the CPU and the GPU (timed, compared cell by cell) and,
  * with r3=1, R2's agreement with the exact R3 on the valid cells in range.
  */
+/*
+ * op=drainage: the device's drainage passes alone (cuda/drainage.cu) on the
+ * D8 receivers and stream cells (accumulation >= threshold cells) of the
+ * filled DEM, against the tiled D8 accumulation's device time on the same
+ * DEM, and their outputs against the CPU's full calls.
+ */
+static int
+bench_drainage(const options *o, const tg_band *dem)
+{
+	const int	W = dem->width,
+				H = dem->height;
+	const size_t n = (size_t) W * H;
+	double	   *acc = malloc(n * sizeof(double)),
+			   *surface = malloc(n * sizeof(double));
+	uint16_t   *receivers = malloc(n * sizeof(uint16_t));
+	uint8_t    *down = malloc(n),
+			   *stream = malloc(n);
+	uint32_t   *gpu = malloc(n * sizeof(uint32_t)),
+			   *cpu = malloc(n * sizeof(uint32_t));
+	double		kernel[2][16],
+				transfer[2][16],
+				wall[2][16];
+	const int	reps = o->reps < 16 ? o->reps : 16;
+	size_t		streams = 0,
+				ends = 0;
+	tg_flow_params flow = o->flow;
+	tg_flow_products pr = {acc, surface, TG_PT_64BF, NAN, receivers};
+	tg_ctx		ctx;
+	tg_run_stats stats;
+	tg_error	err;
+
+	flow.routing = TG_ROUTE_D8;
+	flow.fill = true;
+	tg_ctx_init(&ctx);
+	ctx.threads = o->threads;
+	tg_error_clear(&err);
+	if (tg_hydrology(&ctx, dem, NULL, &flow, TG_ACC_AUTO, TG_UNITS_CELLS, &pr, &err) != TG_OK)
+	{
+		fprintf(stderr, "chain failed: %s\n", err.message);
+		return 1;
+	}
+	for (size_t i = 0; i < n; i++)
+	{
+		down[i] = receivers[i] == TG_NODATA_RECEIVERS ? TG_DOWN_NODATA
+			: receivers[i] == 0 ? TG_NO_DIRECTION : (uint8_t) __builtin_ctz(receivers[i]);
+		stream[i] = down[i] != TG_DOWN_NODATA && acc[i] >= o->threshold;
+		streams += stream[i];
+		ends += down[i] == TG_NO_DIRECTION;
+	}
+	printf("cells=%zu stream_cells=%zu ends=%zu threshold=%g", n, streams, ends, o->threshold);
+
+	/* the D8 accumulation's own device time (auto: the tiled strategy), routing excluded */
+	ctx.backend = TG_BACKEND_GPU;
+	ctx.stats = &stats;
+	for (int r = -1; r < reps; r++)
+	{
+		if (tg_flow_accumulation(&ctx, dem, NULL, &flow, TG_ACC_AUTO, TG_UNITS_CELLS, acc, &err) != TG_OK)
+		{
+			fprintf(stderr, "GPU accumulation failed: %s\n", err.message);
+			return 1;
+		}
+		if (r >= 0)
+			kernel[0][r] = stats.kernel_ms - stats.prep_ms;
+	}
+	printf(" d8_accumulation_kernel_ms=%.3f", median(kernel[0], reps));
+
+	for (int pass = 0; pass < 2; pass++)
+	{
+		for (int r = -1; r < reps; r++)
+		{
+			tg_ctx		call;
+			tg_status	st;
+			double		t0 = now_ms();
+
+			memset(&stats, 0, sizeof stats);
+			tg_call_open(&ctx, &call);
+			st = pass == 0 ? tg_cuda_stream_order(&call, W, H, down, stream, false, gpu, &err)
+				: tg_cuda_drainage_labels(&call, W, H, down, NULL, gpu, &err);
+			tg_cuda_release();
+			tg_call_close(&call);
+			if (st != TG_OK)
+			{
+				fprintf(stderr, "GPU pass %d failed: %s\n", pass, err.message);
+				return 1;
+			}
+			if (r >= 0)
+			{
+				kernel[pass][r] = stats.kernel_ms;
+				transfer[pass][r] = stats.transfer_ms;
+				wall[pass][r] = now_ms() - t0;
+			}
+		}
+		printf(" %s_kernel_ms=%.3f %s_transfer_ms=%.3f %s_wall_ms=%.3f", pass ? "basins" : "strahler",
+			   median(kernel[pass], reps), pass ? "basins" : "strahler", median(transfer[pass], reps),
+			   pass ? "basins" : "strahler", median(wall[pass], reps));
+
+		/* the CPU's full call on the same DEM gives the same integers */
+		ctx.backend = TG_BACKEND_CPU;
+		ctx.stats = NULL;
+		{
+			tg_basin_params bp;
+			tg_status	st;
+
+			memset(&bp, 0, sizeof bp);
+			bp.drainage.flow = flow;
+			bp.drainage.threshold = o->threshold;
+			st = pass == 0 ? tg_stream_order(&ctx, dem, &bp.drainage, cpu, &err) : tg_basins(&ctx, dem, &bp, cpu, &err);
+			if (st != TG_OK)
+			{
+				fprintf(stderr, "CPU pass %d failed: %s\n", pass, err.message);
+				return 1;
+			}
+		}
+		{
+			size_t		differ = 0;
+
+			for (size_t i = 0; i < n; i++)
+				differ += gpu[i] != cpu[i];
+			printf(" %s_cells_differing=%zu", pass ? "basins" : "strahler", differ);
+		}
+		ctx.backend = TG_BACKEND_GPU;
+		ctx.stats = &stats;
+	}
+	printf("\n");
+	free(acc);
+	free(surface);
+	free(receivers);
+	free(down);
+	free(stream);
+	free(gpu);
+	free(cpu);
+	return 0;
+}
+
 static int
 bench_viewshed(const options *o, const tg_band *dem)
 {
@@ -992,6 +1128,7 @@ main(int argc, char **argv)
 	o.nbins = 8;
 	o.obs_col = o.obs_row = -1;
 	o.obs_h = 1.75;
+	o.threshold = 1000;
 	o.flow.exponent = 1.1;
 	o.flow.threshold = 1000;
 	o.flow.fill = true;
@@ -1030,6 +1167,8 @@ main(int argc, char **argv)
 			o.r3 = atoi(v) != 0;
 		else if (!strcmp(argv[i], "mem_mb"))
 			o.mem_mb = (size_t) atol(v);
+		else if (!strcmp(argv[i], "threshold"))
+			o.threshold = atof(v);
 		else if (!strcmp(argv[i], "tile"))
 			o.tile = atoi(v);
 		else if (!strcmp(argv[i], "nbins"))
@@ -1091,6 +1230,8 @@ main(int argc, char **argv)
 		return bench_viewshed(&o, &b);
 	if (strcmp(o.op, "levels") == 0)
 		return bench_levels(&o, &b);
+	if (strcmp(o.op, "drainage") == 0)
+		return bench_drainage(&o, &b);
 	cpu = malloc(out_bytes);
 	gpu = malloc(out_bytes);
 

@@ -62,6 +62,10 @@ def main():
     ap.add_argument("--timeout", type=int, default=600, help="seconds per run")
     ap.add_argument("--methods", default=",".join(METHODS),
                     help="accumulation strategies to run (flow and dependency transfer are O(n L))")
+    ap.add_argument("--drainage", action="store_true",
+                    help="only the device's drainage passes (Strahler order, basins of every outlet) "
+                    "against the D8 accumulation's device time")
+    ap.add_argument("--threshold", type=float, default=1000, help="--drainage: stream cells' accumulation")
     ap.add_argument("--out")
     args = ap.parse_args()
     backends = args.backends.split(",")
@@ -81,6 +85,29 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         raw = os.path.join(tmp, "dem.bil")
         run(["gdal_translate", "-q", "-of", "ENVI", dem.path, raw])
+
+        if args.drainage:
+            r = bench(raw, dem, "gpu", args.timeout, args.reps, op="drainage", threshold=args.threshold)
+            lines += ["Drainage passes on the device (ms, median of %d; threshold %g cells: %s stream cells, "
+                      "%s path ends):" % (args.reps, args.threshold, r.get("stream_cells", "–"),
+                                          r.get("ends", "–")), "",
+                      "| pass | device | transfers | wall (core) | cells differing from the CPU's call |",
+                      "|---|---:|---:|---:|---:|"]
+            for key, name in [("strahler", "Strahler order"), ("basins", "basins of every outlet")]:
+                lines.append("| %s | %s | %s | %s | %s |" % (
+                    name, ms(r, key + "_kernel_ms"), ms(r, key + "_transfer_ms"), ms(r, key + "_wall_ms"),
+                    r.get(key + "_cells_differing", r.get("error", "–"))))
+            if "strahler_kernel_ms" in r and "basins_kernel_ms" in r:
+                lines.append("| both | %.2f | | | |" % (float(r["strahler_kernel_ms"]) +
+                                                        float(r["basins_kernel_ms"])))
+            lines += ["| D8 accumulation alone (tiled, routing excluded) | %s | | | |" %
+                      ms(r, "d8_accumulation_kernel_ms"), ""]
+            report = "\n".join(lines)
+            print(report)
+            if args.out:
+                with open(args.out, "w") as f:
+                    f.write(report + "\n")
+            return
 
         # fill
         lines += ["Fill (ms; GPU: whole call / device kernels):", "",

@@ -149,3 +149,30 @@ tg_cuda_travel_time(const tg_ctx *ctx, const tg_band *dem, const tg_travel_param
 	(void) watershed;
 	return no_cuda(err);
 }
+
+tg_status
+tg_cuda_drainage_labels(const tg_ctx *ctx, int width, int height, const uint8_t *down, const uint32_t *mark,
+						uint32_t *labels, tg_error *err)
+{
+	(void) ctx;
+	(void) width;
+	(void) height;
+	(void) down;
+	(void) mark;
+	(void) labels;
+	return no_cuda(err);
+}
+
+tg_status
+tg_cuda_stream_order(const tg_ctx *ctx, int width, int height, const uint8_t *down, const uint8_t *stream,
+					 bool shreve, uint32_t *order, tg_error *err)
+{
+	(void) ctx;
+	(void) width;
+	(void) height;
+	(void) down;
+	(void) stream;
+	(void) shreve;
+	(void) order;
+	return no_cuda(err);
+}

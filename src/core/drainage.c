@@ -3,9 +3,11 @@
  * order and links, basins, flow lengths, height above the nearest drainage
  * and the wetness index.  Each runs the flow chain (tg_hydrology, on the
  * backend the dispatcher chooses) and then graph passes over its D8
- * receivers on the call's threads.  The passes read only the chain's
- * outputs, which both backends produce identically for D8, so the results
- * do not depend on the backend nor on the number of threads.
+ * receivers on the call's threads; stream orders and basin labels run on
+ * the device where the dispatcher chooses it (cuda/drainage.cu).  The passes
+ * read only the chain's outputs, which both backends produce identically for
+ * D8, so the results do not depend on the backend nor on the number of
+ * threads.
  *
  * Two kinds of pass, level by level (each level's cells at once):
  *   downstream values (flow length to the outlet, HAND, basin labels) start
@@ -24,7 +26,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define DOWN_NODATA 0xFE		/* down[i] of a nodata cell; TG_NO_DIRECTION: no receiver */
 
 /* The chain's products and what the passes derive from them. */
 typedef struct drainage
@@ -68,7 +69,7 @@ decode_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 
 		if (r == TG_NODATA_RECEIVERS)
 		{
-			d->down[i] = DOWN_NODATA;
+			d->down[i] = TG_DOWN_NODATA;
 			d->z[i] = NAN;
 		}
 		else
@@ -150,7 +151,7 @@ receiver_of(const drainage *d, size_t c)
 	const int	cx = (int) (c % d->width),
 				cy = (int) (c / d->width);
 
-	if (d->down[c] == TG_NO_DIRECTION || d->down[c] == DOWN_NODATA)
+	if (d->down[c] == TG_NO_DIRECTION || d->down[c] == TG_DOWN_NODATA)
 		return SIZE_MAX;
 	return (size_t) (cy + tg_nbr_dy(d->down[c])) * d->width + (size_t) (cx + tg_nbr_dx(d->down[c]));
 }
@@ -191,7 +192,7 @@ down_set(const down_job *j, size_t i, size_t r)
 			;
 		return;
 	}
-	if (d->down[i] == DOWN_NODATA)
+	if (d->down[i] == TG_DOWN_NODATA)
 	{
 		if (j->kind == DOWN_LABEL)
 			j->label[i] = 0;
@@ -307,7 +308,7 @@ static inline bool
 up_covers(const up_job *j, size_t i)
 {
 	return j->kind == UP_STRAHLER || j->kind == UP_SHREVE ? j->d->stream[i] != 0
-		: j->d->down[i] != DOWN_NODATA;
+		: j->d->down[i] != TG_DOWN_NODATA;
 }
 
 /* how many covered donors each covered cell waits for (UP_SOURCE: none) */
@@ -446,6 +447,86 @@ up_pass(const tg_ctx *ctx, const drainage *d, up_kind kind, uint32_t *order, dou
 }
 
 /* ------------------------------------------------------------------------
+ * Orders and labels on the backend the dispatcher chooses: the device's
+ * passes (cuda/drainage.cu) give the same integers as the threads'.
+ * ------------------------------------------------------------------------ */
+typedef struct order_step
+{
+	const drainage *d;
+	bool		shreve;
+	uint32_t   *order;
+} order_step;
+
+static tg_status
+order_cpu(const tg_ctx *ctx, const void *arg, tg_error *err)
+{
+	const order_step *s = arg;
+
+	return up_pass(ctx, s->d, s->shreve ? UP_SHREVE : UP_STRAHLER, s->order, NULL, err);
+}
+
+static tg_status
+order_gpu(const tg_ctx *ctx, const void *arg, tg_error *err)
+{
+	const order_step *s = arg;
+
+	tg_phase(ctx, "drainage passes on the GPU");
+	return tg_cuda_stream_order(ctx, s->d->width, s->d->height, s->d->down, s->d->stream, s->shreve, s->order,
+								err);
+}
+
+static tg_status
+stream_orders(const tg_ctx *ctx, const drainage *d, bool shreve, uint32_t *order, tg_error *err)
+{
+	order_step	s = {d, shreve, order};
+
+	return tg_run_step(ctx, (int64_t) d->n, order_cpu, order_gpu, &s, err);
+}
+
+typedef struct label_step
+{
+	const drainage *d;
+	uint32_t   *mark;			/* NULL: the ends of the paths, numbered in row-major order */
+	uint32_t   *labels;
+} label_step;
+
+static tg_status
+label_cpu(const tg_ctx *ctx, const void *arg, tg_error *err)
+{
+	const label_step *s = arg;
+	const drainage *d = s->d;
+	uint32_t   *mark = s->mark;
+	tg_status	st;
+
+	if (mark == NULL)
+	{
+		uint32_t	next = 1;
+
+		if ((mark = tg_alloc(ctx, (d->n ? d->n : 1) * sizeof(uint32_t))) == NULL)
+			return tg_error_set(err, TG_ENOMEM, "could not allocate the basin marks");
+		for (size_t i = 0; i < d->n; i++)
+			mark[i] = d->down[i] == TG_NO_DIRECTION ? next++ : 0;
+	}
+	{
+		down_job	j = {.d = d, .kind = DOWN_LABEL, .label = s->labels, .mark = mark};
+
+		st = down_pass(ctx, &j, err);
+	}
+	if (mark != s->mark)
+		tg_free(ctx, mark);
+	return st;
+}
+
+static tg_status
+label_gpu(const tg_ctx *ctx, const void *arg, tg_error *err)
+{
+	const label_step *s = arg;
+
+	tg_phase(ctx, "drainage passes on the GPU");
+	return tg_cuda_drainage_labels(ctx, s->d->width, s->d->height, s->d->down, s->mark, s->labels, err);
+}
+
+/* ------------------------------------------------------------------------
  * Stream cells: accumulation at least the threshold
  * ------------------------------------------------------------------------ */
 typedef struct stream_job
@@ -461,7 +542,7 @@ stream_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 	drainage   *d = j->d;
 
 	for (size_t i = (size_t) y0 * d->width; i < (size_t) y1 * d->width; i++)
-		d->stream[i] = d->down[i] != DOWN_NODATA && d->acc[i] >= j->threshold;
+		d->stream[i] = d->down[i] != TG_DOWN_NODATA && d->acc[i] >= j->threshold;
 	return TG_OK;
 }
 
@@ -496,7 +577,7 @@ value_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 	const drainage *d = j->d;
 
 	for (size_t i = (size_t) y0 * d->width; i < (size_t) y1 * d->width; i++)
-		j->out[i] = d->down[i] == DOWN_NODATA ? NAN :
+		j->out[i] = d->down[i] == TG_DOWN_NODATA ? NAN :
 			(float) (j->minus_z ? d->z[i] - j->value[i] : j->value[i]);
 	return TG_OK;
 }
@@ -521,7 +602,7 @@ wetness_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 			double		w[9];
 			int			k = 0;
 
-			if (d->down[i] == DOWN_NODATA)
+			if (d->down[i] == TG_DOWN_NODATA)
 			{
 				j->out[i] = NAN;
 				continue;
@@ -743,9 +824,9 @@ network_of(const tg_ctx *ctx, const tg_ctx *owner, drainage *d, const tg_drainag
 	if ((strahler && (!shreve || !other)) || !j.head)
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate the stream links");
 	if (st == TG_OK && strahler)
-		st = up_pass(ctx, d, UP_STRAHLER, strahler, NULL, err);
+		st = stream_orders(ctx, d, false, strahler, err);
 	if (st == TG_OK && strahler)
-		st = up_pass(ctx, d, UP_SHREVE, shreve, NULL, err);
+		st = stream_orders(ctx, d, true, shreve, err);
 	/* the chain's accumulation is in the threshold's units; the other unit by a pass */
 	if (st == TG_OK && strahler)
 		st = up_pass(ctx, d, p->units == TG_UNITS_AREA ? UP_CELLS : UP_AREA, NULL, other, err);
@@ -870,9 +951,10 @@ tg_basins(const tg_ctx *ctx, const tg_band *dem, const tg_basin_params *bp, uint
 	open_call(ctx, dem, &call, &t0);
 	st = drainage_streams(&call, dem, p, bp->outlets == TG_BASINS_LINKS ? p->units : TG_UNITS_CELLS,
 						 bp->outlets == TG_BASINS_LINKS, &d, err);
-	if (st == TG_OK && (mark = tg_alloc(&call, (d.n ? d.n : 1) * sizeof(uint32_t))) == NULL)
+	if (st == TG_OK && bp->outlets != TG_BASINS_OUTLETS &&
+		(mark = tg_alloc(&call, (d.n ? d.n : 1) * sizeof(uint32_t))) == NULL)
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate the basin marks");
-	if (st == TG_OK)
+	if (st == TG_OK && mark)
 		memset(mark, 0, d.n * sizeof(uint32_t));
 	if (st == TG_OK && bp->outlets == TG_BASINS_POINTS)
 	{
@@ -888,16 +970,7 @@ tg_basins(const tg_ctx *ctx, const tg_band *dem, const tg_basin_params *bp, uint
 				mark[(size_t) row * d.width + col] = (uint32_t) k + 1;
 		}
 	}
-	else if (st == TG_OK && bp->outlets == TG_BASINS_OUTLETS)
-	{
-		uint32_t	next = 1;
-
-		/* the ends of the paths, in row-major order */
-		for (size_t i = 0; i < d.n; i++)
-			if (d.down[i] == TG_NO_DIRECTION)
-				mark[i] = next++;
-	}
-	else if (st == TG_OK)
+	else if (st == TG_OK && bp->outlets == TG_BASINS_LINKS)
 	{
 		tg_stream_network net;
 
@@ -914,9 +987,10 @@ tg_basins(const tg_ctx *ctx, const tg_band *dem, const tg_basin_params *bp, uint
 	}
 	if (st == TG_OK)
 	{
-		down_job	j = {.d = &d, .kind = DOWN_LABEL, .label = labels, .mark = mark};
+		/* marks NULL: the ends of the paths */
+		label_step	s = {&d, mark, labels};
 
-		st = down_pass(&call, &j, err);
+		st = tg_run_step(&call, (int64_t) d.n, label_cpu, label_gpu, &s, err);
 	}
 	tg_free(&call, mark);
 	drainage_free(&call, &d);
@@ -938,8 +1012,7 @@ tg_stream_order(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params 
 	open_call(ctx, dem, &call, &t0);
 	st = drainage_streams(&call, dem, p, p->units, true, &d, err);
 	if (st == TG_OK)
-		st = up_pass(&call, &d, p->ordering == TG_ORDER_SHREVE ? UP_SHREVE : UP_STRAHLER, order, NULL,
-					 err);
+		st = stream_orders(&call, &d, p->ordering == TG_ORDER_SHREVE, order, err);
 	drainage_free(&call, &d);
 	close_call(ctx, &call, t0);
 	return st;

@@ -17,6 +17,20 @@ extern "C"
 {
 #endif
 
+/* down[] of drainage.c's passes on a nodata cell (beside TG_NO_DIRECTION: no receiver) */
+#define TG_DOWN_NODATA 0xFE
+
+/*
+ * One step of a call on the backend the dispatcher's policy chooses for
+ * `cells` (tg_dispatch.c): gpu where it chooses the GPU, cpu otherwise and
+ * where, under auto, the device runs out of memory.  For the passes of a
+ * call already open (no statistics reset, no phases of its own).
+ */
+typedef tg_status (*tg_step_fn) (const tg_ctx *ctx, const void *args, tg_error *err);
+
+tg_status	tg_run_step(const tg_ctx *ctx, int64_t cells, tg_step_fn cpu, tg_step_fn gpu, const void *args,
+						tg_error *err);
+
 /* ------------------------------------------------------------------------
  * The CUDA backend (cuda/).  Its entry points never throw, never longjmp,
  * free every device buffer on every path and report through tg_error; they
@@ -94,6 +108,19 @@ tg_status	tg_cuda_viewshed_count(const tg_ctx *ctx, const tg_band *dem,
 tg_status	tg_cuda_bmmq_build(const tg_ctx *ctx, const tg_band *tiles, int ntiles,
 							   const double *bounds, int nbounds, tg_bmmq_tree *trees,
 							   tg_error *err);
+
+/*
+ * drainage.c's passes over D8 receivers.  down: per cell the receiver's
+ * neighbour index, TG_NO_DIRECTION where the path ends, TG_DOWN_NODATA on
+ * nodata.  Labels: a cell's is its mark where it has one (mark NULL: the
+ * path ends, numbered from 1 in row-major order), 0 on nodata and where its
+ * path ends unmarked, else its receiver's.  Orders: Strahler (or Shreve
+ * where shreve) over the cells where stream[] is nonzero, 0 elsewhere.
+ */
+tg_status	tg_cuda_drainage_labels(const tg_ctx *ctx, int width, int height, const uint8_t *down,
+									const uint32_t *mark, uint32_t *labels, tg_error *err);
+tg_status	tg_cuda_stream_order(const tg_ctx *ctx, int width, int height, const uint8_t *down,
+								 const uint8_t *stream, bool shreve, uint32_t *order, tg_error *err);
 
 /* ------------------------------------------------------------------------
  * The CPU backend (the *_cpu.c files of src/core)

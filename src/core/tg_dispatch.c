@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-typedef tg_status (*op_fn) (const tg_ctx *ctx, const void *args, tg_error *err);
+typedef tg_step_fn op_fn;
 
 static void
 note(const tg_ctx *ctx, const char *fmt, const char *arg)
@@ -64,6 +64,41 @@ choose_backend(const tg_ctx *ctx, int64_t cells, tg_backend *use, tg_error *err)
 }
 
 /*
+ * args on the backend chosen (use), in the call scope `call`; the GPU's
+ * running out of device memory under auto sends it to the CPU.  *use: where
+ * it ran.
+ */
+static tg_status
+run_on(const tg_ctx *ctx, const tg_ctx *call, tg_backend *use, op_fn cpu, op_fn gpu, const void *args,
+	   bool phases, tg_error *err)
+{
+	tg_status	st = TG_OK;
+
+	if (*use == TG_BACKEND_GPU)
+	{
+		tg_error	gpu_err;
+
+		if (phases)
+			tg_phase(call, "on the GPU");
+		tg_error_clear(&gpu_err);
+		st = gpu(call, args, &gpu_err);
+		tg_cuda_release();
+		if (st == TG_ENOMEM && gpu_err.on_device && ctx->backend == TG_BACKEND_AUTO)
+		{
+			note(ctx, "GPU out of memory, ran on the CPU: %s", gpu_err.message);
+			*use = TG_BACKEND_CPU;
+		}
+		else if (st != TG_OK)
+			*err = gpu_err;
+	}
+	if (*use == TG_BACKEND_CPU && ctx->backend != TG_BACKEND_CPU && phases)
+		tg_phase(call, "on the CPU");
+	if (*use == TG_BACKEND_CPU)
+		st = cpu(call, args, err);
+	return st;
+}
+
+/*
  * Run an operation on the backend chosen, inside a call scope: the worker
  * threads either backend uses are joined before this returns.
  */
@@ -85,32 +120,22 @@ run(const tg_ctx *ctx, int64_t cells, op_fn cpu, op_fn gpu, const void *args,
 		return st;
 
 	tg_call_open(ctx, &call);
-	if (use == TG_BACKEND_GPU)
-	{
-		tg_error	gpu_err;
-
-		tg_phase(&call, "on the GPU");
-		tg_error_clear(&gpu_err);
-		st = gpu(&call, args, &gpu_err);
-		tg_cuda_release();
-		if (st == TG_ENOMEM && gpu_err.on_device && ctx->backend == TG_BACKEND_AUTO)
-		{
-			note(ctx, "GPU out of memory, ran on the CPU: %s", gpu_err.message);
-			use = TG_BACKEND_CPU;
-		}
-		else if (st != TG_OK)
-			*err = gpu_err;
-	}
-	if (use == TG_BACKEND_CPU && ctx->backend != TG_BACKEND_CPU)
-		tg_phase(&call, "on the CPU");
-	if (use == TG_BACKEND_CPU)
-		st = cpu(&call, args, err);
+	st = run_on(ctx, &call, &use, cpu, gpu, args, true, err);
 	tg_call_close(&call);
 
 	if (ctx->stats)
 		ctx->stats->backend = use;
 	tg_stats_end(ctx, t0);
 	return st;
+}
+
+tg_status
+tg_run_step(const tg_ctx *ctx, int64_t cells, tg_step_fn cpu, tg_step_fn gpu, const void *args, tg_error *err)
+{
+	tg_backend	use;
+	tg_status	st = choose_backend(ctx, cells, &use, err);
+
+	return st == TG_OK ? run_on(ctx, ctx, &use, cpu, gpu, args, false, err) : st;
 }
 
 void

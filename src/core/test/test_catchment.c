@@ -971,11 +971,131 @@ test_drainage_threads(void)
 	free(z);
 }
 
+/*
+ * A snake of channels: even rows fall along the row, odd rows are walls
+ * with a gap at alternate ends, so one path runs through every channel
+ * cell and crosses tile edges again and again.
+ */
+static double *
+snake_terrain(int W, int H)
+{
+	double	   *z = malloc(sizeof(double) * (size_t) W * H);
+	double		along = 0;
+
+	for (int y = 0; y < H; y++)
+		for (int x = 0; x < W; x++)
+			z[(size_t) y * W + x] = 1e6;
+	for (int y = H - 1 - (H - 1) % 2; y >= 0; y -= 2)
+	{
+		const bool	east = (y / 2) % 2 == 0;
+
+		for (int k = 0; k < W; k++)
+			z[(size_t) y * W + (east ? W - 1 - k : k)] = along++;
+		/* the gap to the next channel up, at the end this one starts from */
+		if (y >= 2)
+			z[(size_t) (y - 1) * W + (east ? W - 1 : 0)] = along++;
+	}
+	return z;
+}
+
+static bool
+has_phase(const tg_run_stats *s, const char *name)
+{
+	for (int k = 0; k < s->nphases; k++)
+		if (strcmp(s->phases[k].name, name) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The device's passes against the threads': stream orders and basins of
+ * every kind, equal cell for cell, on terrains whose paths cross many of
+ * the device's 32 x 32 tiles (one path through the whole snake).
+ */
+static void
+test_drainage_gpu(void)
+{
+	static const int shapes[][3] = {{2, 1, 0}, {37, 1, 0}, {1, 50, 0}, {33, 31, 0}, {311, 203, 0},
+	{1100, 700, 0}, {97, 95, 1}, {600, 301, 1}};
+	tg_device_info info;
+	bool		same[6] = {true, true, true, true, true, true},
+				ran = true;
+
+	tg_device_query(0, &info);
+	if (!info.available)
+	{
+		printf("skipped: GPU drainage passes (no GPU)\n");
+		return;
+	}
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+	{
+		const int	W = shapes[s][0],
+					H = shapes[s][1];
+		const size_t n = (size_t) W * H;
+		double	   *z = shapes[s][2] ? snake_terrain(W, H) : rough_terrain(W, H, 0.01);
+		tg_band		b = test_band(TG_PT_64BF, z, W, H, true, ND);
+		uint32_t   *out[2] = {malloc(n * sizeof(uint32_t)), malloc(n * sizeof(uint32_t))};
+		double		xs[12],
+					ys[12];
+
+		/* gauges on valid cells (the snap looks 2 cells around them) */
+		for (int k = 0; k < 12; k++)
+		{
+			size_t		c = (size_t) (rng_uniform() * n);
+
+			for (size_t tries = 0; z[c] == ND && tries < n; tries++)
+				c = (c + 1) % n;
+			xs[k] = (double) (c % W) + 0.5;
+			ys[k] = (double) (c / W) + 0.5;
+		}
+		for (int what = 0; what < 5; what++)
+		{
+			for (int r = 0; r < 2; r++)
+			{
+				tg_ctx		ctx = ctx_for(r ? TG_BACKEND_GPU : TG_BACKEND_CPU);
+				tg_run_stats stats;
+				tg_basin_params bp;
+				tg_error	err;
+				tg_status	st;
+
+				ctx.threads = 2;
+				ctx.stats = &stats;
+				memset(&bp, 0, sizeof bp);
+				bp.drainage.flow = params_for(TG_ROUTE_D8, W, H, 5, true);
+				bp.drainage.threshold = 20;
+				bp.drainage.ordering = what == 1 ? TG_ORDER_SHREVE : TG_ORDER_STRAHLER;
+				bp.outlets = what == 3 ? TG_BASINS_POINTS : what == 4 ? TG_BASINS_LINKS : TG_BASINS_OUTLETS;
+				bp.npoints = 12;
+				bp.xs = xs;
+				bp.ys = ys;
+				bp.snap = 2;
+				tg_error_clear(&err);
+				st = what < 2 ? tg_stream_order(&ctx, &b, &bp.drainage, out[r], &err)
+					: tg_basins(&ctx, &b, &bp, out[r], &err);
+				check(st == TG_OK, "GPU drainage %dx%d, pass %d, run %d: %s", W, H, what, r, err.message);
+				if (r == 1)
+					ran &= has_phase(&stats, "drainage passes on the GPU");
+			}
+			same[what] &= memcmp(out[0], out[1], n * sizeof(uint32_t)) == 0;
+		}
+		free(out[0]);
+		free(out[1]);
+		free(z);
+	}
+	check(ran, "the drainage passes ran on the GPU");
+	check(same[0] && same[1], "GPU stream orders (Strahler, Shreve) = CPU on %zu terrains",
+		  sizeof shapes / sizeof shapes[0]);
+	check(same[2], "GPU basins of every outlet = CPU");
+	check(same[3], "GPU basins of snapped gauges = CPU");
+	check(same[4], "GPU sub-basins of the stream links = CPU");
+}
+
 void
 test_catchment(void)
 {
 	test_drainage_v();
 	test_drainage_threads();
+	test_drainage_gpu();
 	test_v_catchment();
 	test_travel_random();
 	test_rusle_reference();
