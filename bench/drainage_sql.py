@@ -4,7 +4,8 @@ of one call on a DEM stored as one raster value (median of --reps, after a
 warm-up), with tg_last_run()'s backend, device kernel and transfer times and
 the core's phases, for the D8 accumulation and for stream order, basins,
 stream links and HAND (each computes its own chain: fill, flats, D8,
-accumulation, then its pass on the host threads).
+accumulation, then its passes: orders and basin labels on the device where
+the chain runs there, the rest on the host threads).
 
     bench/drainage_sql.py DEM.tif [...] [--backends cpu,gpu] [--threshold 1000] [--reps 3] [--db DB]
 
