@@ -470,9 +470,12 @@ order_gpu(const tg_ctx *ctx, const void *arg, tg_error *err)
 {
 	const order_step *s = arg;
 
+	tg_status	st;
+
 	tg_phase(ctx, "drainage passes on the GPU");
-	return tg_cuda_stream_order(ctx, s->d->width, s->d->height, s->d->down, s->d->stream, s->shreve, s->order,
-								err);
+	st = tg_cuda_stream_order(ctx, s->d->width, s->d->height, s->d->down, s->d->stream, s->shreve, s->order, err);
+	tg_phase(ctx, "drainage passes");
+	return st;
 }
 
 static tg_status
@@ -522,8 +525,12 @@ label_gpu(const tg_ctx *ctx, const void *arg, tg_error *err)
 {
 	const label_step *s = arg;
 
+	tg_status	st;
+
 	tg_phase(ctx, "drainage passes on the GPU");
-	return tg_cuda_drainage_labels(ctx, s->d->width, s->d->height, s->d->down, s->mark, s->labels, err);
+	st = tg_cuda_drainage_labels(ctx, s->d->width, s->d->height, s->d->down, s->mark, s->labels, err);
+	tg_phase(ctx, "drainage passes");
+	return st;
 }
 
 /* ------------------------------------------------------------------------
