@@ -3,11 +3,11 @@
  * order and links, basins, flow lengths, height above the nearest drainage
  * and the wetness index.  Each runs the flow chain (tg_hydrology, on the
  * backend the dispatcher chooses) and then graph passes over its D8
- * receivers on the call's threads; stream orders and basin labels run on
- * the device where the dispatcher chooses it (cuda/drainage.cu).  The passes
- * read only the chain's outputs, which both backends produce identically for
- * D8, so the results do not depend on the backend nor on the number of
- * threads.
+ * receivers on the call's threads; stream orders and basin labels (and
+ * HAND, as labels) run on the device where the dispatcher chooses it
+ * (cuda/drainage.cu).  The passes read only the chain's outputs, which both
+ * backends produce identically for D8, so the results do not depend on the
+ * backend nor on the number of threads.
  *
  * Two kinds of pass, level by level (each level's cells at once):
  *   downstream values (flow length to the outlet, HAND, basin labels) start
@@ -530,6 +530,67 @@ label_gpu(const tg_ctx *ctx, const void *arg, tg_error *err)
 	tg_phase(ctx, "drainage passes on the GPU");
 	st = tg_cuda_drainage_labels(ctx, s->d->width, s->d->height, s->d->down, s->mark, s->labels, err);
 	tg_phase(ctx, "drainage passes");
+	return st;
+}
+
+/*
+ * The height of the first stream cell on each cell's path (NaN where none):
+ * on the device, the basins' labels with every stream cell its own mark
+ * (its index + 1), read back as heights.
+ */
+typedef struct base_step
+{
+	const drainage *d;
+	double	   *base;
+	uint32_t   *label;			/* base_gpu's: the marks, then the device's labels */
+} base_step;
+
+static tg_status
+base_cpu(const tg_ctx *ctx, const void *arg, tg_error *err)
+{
+	const base_step *s = arg;
+	down_job	j = {.d = s->d, .kind = DOWN_HAND, .value = s->base};
+
+	return down_pass(ctx, &j, err);
+}
+
+static tg_status
+stream_marks(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const base_step *s = arg;
+
+	for (size_t i = (size_t) y0 * s->d->width; i < (size_t) y1 * s->d->width; i++)
+		s->label[i] = s->d->stream[i] ? (uint32_t) i + 1 : 0;
+	return TG_OK;
+}
+
+static tg_status
+label_heights(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const base_step *s = arg;
+
+	for (size_t i = (size_t) y0 * s->d->width; i < (size_t) y1 * s->d->width; i++)
+		s->base[i] = s->label[i] ? s->d->z[s->label[i] - 1] : NAN;
+	return TG_OK;
+}
+
+static tg_status
+base_gpu(const tg_ctx *ctx, const void *arg, tg_error *err)
+{
+	const drainage *d = ((const base_step *) arg)->d;
+	base_step	s = *(const base_step *) arg;
+	tg_status	st;
+
+	if ((s.label = tg_alloc(ctx, (d->n ? d->n : 1) * sizeof(uint32_t))) == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the drainage labels");
+	st = tg_parallel_rows(ctx, d->width, d->height, stream_marks, &s, err);
+	tg_phase(ctx, "drainage passes on the GPU");
+	if (st == TG_OK)
+		st = tg_cuda_drainage_labels(ctx, d->width, d->height, d->down, s.label, s.label, err);
+	tg_phase(ctx, "drainage passes");
+	if (st == TG_OK)
+		st = tg_parallel_rows(ctx, d->width, d->height, label_heights, &s, err);
+	tg_free(ctx, s.label);
 	return st;
 }
 
@@ -1079,9 +1140,9 @@ tg_hand(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p, floa
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate the drainage heights");
 	if (st == TG_OK)
 	{
-		down_job	j = {.d = &d, .kind = DOWN_HAND, .value = base};
+		base_step	s = {&d, base, NULL};
 
-		st = down_pass(&call, &j, err);
+		st = tg_run_step(&call, (int64_t) d.n, base_cpu, base_gpu, &s, err);
 	}
 	if (st == TG_OK)
 	{

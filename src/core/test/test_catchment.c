@@ -1008,8 +1008,8 @@ has_phase(const tg_run_stats *s, const char *name)
 }
 
 /*
- * The device's passes against the threads': stream orders and basins of
- * every kind, equal cell for cell, on terrains whose paths cross many of
+ * The device's passes against the threads': stream orders, basins of
+ * every kind and HAND, equal cell for cell, on terrains whose paths cross many of
  * the device's 32 x 32 tiles (one path through the whole snake).
  */
 static void
@@ -1048,7 +1048,7 @@ test_drainage_gpu(void)
 			xs[k] = (double) (c % W) + 0.5;
 			ys[k] = (double) (c / W) + 0.5;
 		}
-		for (int what = 0; what < 5; what++)
+		for (int what = 0; what < 6; what++)
 		{
 			for (int r = 0; r < 2; r++)
 			{
@@ -1071,7 +1071,8 @@ test_drainage_gpu(void)
 				bp.snap = 2;
 				tg_error_clear(&err);
 				st = what < 2 ? tg_stream_order(&ctx, &b, &bp.drainage, out[r], &err)
-					: tg_basins(&ctx, &b, &bp, out[r], &err);
+					: what < 5 ? tg_basins(&ctx, &b, &bp, out[r], &err)
+					: tg_hand(&ctx, &b, &bp.drainage, (float *) out[r], &err);
 				check(st == TG_OK, "GPU drainage %dx%d, pass %d, run %d: %s", W, H, what, r, err.message);
 				if (r == 1)
 					ran &= has_phase(&stats, "drainage passes on the GPU");
@@ -1088,6 +1089,7 @@ test_drainage_gpu(void)
 	check(same[2], "GPU basins of every outlet = CPU");
 	check(same[3], "GPU basins of snapped gauges = CPU");
 	check(same[4], "GPU sub-basins of the stream links = CPU");
+	check(same[5], "GPU HAND = CPU");
 }
 
 void
