@@ -39,7 +39,9 @@ def main():
     ap.add_argument("--port", type=int, default=5490)
     ap.add_argument("--ops", default="fill,slope,d8,mfd-md,hydrology",
                     help="which of fill, slope, d8, mfd-md, hydrology")
-    ap.add_argument("--backend", help="terra_gpu.backend of the single-server run (the parts compute on the CPU)")
+    ap.add_argument("--backend", help="terra_gpu.backend of the single-server run")
+    ap.add_argument("--worker-backend", help="terra_gpu.backend of the workers (their parts' fill follows it; "
+                    "their other phases compute on the CPU)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="tgbench-", dir="/var/tmp")
     os.chmod(tmp, 0o755)
@@ -65,6 +67,8 @@ def main():
         srid = psql("SELECT ST_SRID(rast) FROM dem LIMIT 1")[0]
         if args.backend:
             psql("ALTER DATABASE %s SET terra_gpu.backend = '%s'" % (db, args.backend))
+        for node in range(1, args.workers + 1) if args.worker_backend else []:
+            psql("ALTER DATABASE %s SET terra_gpu.backend = '%s'" % (db, args.worker_backend), node)
         tiles = tiles_sql(args.dem, srid, "dem_local", args.tile)
         subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", sock, "-p", str(args.port), "-d", db],
                        input=tiles, text=True, env=env, check=True, capture_output=True)
@@ -74,8 +78,9 @@ def main():
                                          "WHEN '8BUI' THEN 1 ELSE 4 END)) FROM dem_local")[0].split("|"))
         print("# %s: %d cells in tiles of %d, %d workers and a coordinator on one machine"
               % (os.path.basename(args.dem), cells, args.tile, args.workers))
-        print("# host: %s; %s; single server: backend %s\n"
-              % (machine_description(), time.strftime("%Y-%m-%d"), args.backend or "auto"))
+        print("# host: %s; %s; single server: backend %s; workers: backend %s\n"
+              % (machine_description(), time.strftime("%Y-%m-%d"), args.backend or "auto",
+                 args.worker_backend or "auto"))
         print("| operation | one server, s | %d workers, s | phases (slowest worker), s | worker busy, s |"
               " bytes between servers | of the DEM | tiles equal |" % args.workers)
         print("|---|---:|---:|---|---|---:|---:|---|")

@@ -356,20 +356,77 @@ tg_fill_part_solve(const tg_ctx *ctx, int width, int count, const tg_fill_part *
 	return st;
 }
 
+/*
+ * Is cell x of row y (0 or nrows - 1) of a part an outlet, as the flood
+ * seeds it: on the grid's side, on its top or bottom edge, or next to
+ * nodata (the halo rows included)?
+ */
+static bool
+part_edge_outlet(const double *z, int width, int nrows, bool above, bool below, int x, int y)
+{
+	if (x == 0 || x == width - 1 || (y == 0 && !above) || (y == nrows - 1 && !below))
+		return true;
+	for (int dy = -1; dy <= 1; dy++)
+	{
+		const int	ny = y + dy;
+
+		if ((ny < 0 && !above) || (ny >= nrows && !below))
+			continue;
+		for (int dx = -1; dx <= 1; dx++)
+			if (isnan(z[(ptrdiff_t) ny * width + x + dx]))
+				return true;
+	}
+	return false;
+}
+
+/*
+ * W(c) = max(lf(c), level(label(c))) is the fill of the part as a grid of
+ * its own whose seeded edge cells (outlets there) stand at their global
+ * level max(z, level): each cell's water leaves by the lowest way, through
+ * a true outlet or over a seeded cell at the height that cell's water
+ * reaches.  So the part is finished by tg_fill on those rows, on the
+ * backend and threads the call has, with the same bits as the flood (the
+ * filled surface is unique).
+ */
 tg_status
 tg_fill_part_finish(const tg_ctx *ctx, int width, int k, int count, int nrows, const double *z,
 					const double *levels, double *w, tg_error *err)
 {
-	const size_t n = (size_t) width * nrows;
-	const uint32_t top = top_base(width, k);
-	strip_work	b;
-	tg_status	st = flood_strip(ctx, width, k, nrows, k > 0, k + 1 < count, z, NULL, &b, err);
+	const size_t W = (size_t) width,
+				n = W * nrows;
+	const bool	above = k > 0,
+				below = k + 1 < count;
+	const double *rows = z + (above ? W : 0);
+	double	   *raised = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
+	tg_band		band;
+	tg_fill_params fp = {TG_FILL_PRIORITY_FLOOD, 0, TG_PT_64BF};
+	tg_status	st;
 
-	/* labels are 0 (the outlets) or those of the seeded rows: top, then bottom */
-	if (st == TG_OK)
-		for (size_t i = 0; i < n; i++)
-			w[i] = isnan(b.lf[i]) ? NAN :
-				fmax(b.lf[i], levels[b.label[i] == 0 ? 0 : 1 + (size_t) (b.label[i] - top)]);
-	strip_free(ctx, &b);
+	if (raised == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a fill part of %zu cells", n);
+	memcpy(raised, rows, n * sizeof(double));
+	/* seeded as the flood seeds: the top row's labels first, then the bottom row's */
+	for (int y = 0; y < nrows; y += nrows > 1 ? nrows - 1 : 1)
+	{
+		const bool	top = y == 0 && above,
+					bottom = y == nrows - 1 && below;
+
+		if (!top && !bottom)
+			continue;
+		for (int x = 0; x < width; x++)
+		{
+			double	   *c = raised + (size_t) y * W + x;
+
+			if (!isnan(*c) && !part_edge_outlet(rows, width, nrows, above, below, x, y))
+				*c = fmax(*c, levels[1 + (top ? 0 : W) + (size_t) x]);
+		}
+	}
+	memset(&band, 0, sizeof band);
+	band.width = width;
+	band.height = nrows;
+	band.pixtype = TG_PT_64BF;
+	band.data = raised;
+	st = tg_fill(ctx, &band, &fp, NAN, w, err);
+	tg_free(ctx, raised);
 	return st;
 }
