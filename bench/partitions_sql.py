@@ -42,6 +42,8 @@ def main():
     ap.add_argument("--backend", help="terra_gpu.backend of the single-server run")
     ap.add_argument("--worker-backend", help="terra_gpu.backend of the workers (their parts' fill follows it; "
                     "their other phases compute on the CPU)")
+    ap.add_argument("--worker-devices", type=int, default=0,
+                    help="GPUs of this host to spread the workers over: worker k gets terra_gpu.device (k - 1) %% N")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="tgbench-", dir="/var/tmp")
     os.chmod(tmp, 0o755)
@@ -69,6 +71,8 @@ def main():
             psql("ALTER DATABASE %s SET terra_gpu.backend = '%s'" % (db, args.backend))
         for node in range(1, args.workers + 1) if args.worker_backend else []:
             psql("ALTER DATABASE %s SET terra_gpu.backend = '%s'" % (db, args.worker_backend), node)
+        for node in range(1, args.workers + 1) if args.worker_devices else []:
+            psql("ALTER DATABASE %s SET terra_gpu.device = %d" % (db, (node - 1) % args.worker_devices), node)
         tiles = tiles_sql(args.dem, srid, "dem_local", args.tile)
         subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", sock, "-p", str(args.port), "-d", db],
                        input=tiles, text=True, env=env, check=True, capture_output=True)
@@ -78,9 +82,10 @@ def main():
                                          "WHEN '8BUI' THEN 1 ELSE 4 END)) FROM dem_local")[0].split("|"))
         print("# %s: %d cells in tiles of %d, %d workers and a coordinator on one machine"
               % (os.path.basename(args.dem), cells, args.tile, args.workers))
-        print("# host: %s; %s; single server: backend %s; workers: backend %s\n"
+        print("# host: %s; %s; single server: backend %s; workers: backend %s%s\n"
               % (machine_description(), time.strftime("%Y-%m-%d"), args.backend or "auto",
-                 args.worker_backend or "auto"))
+                 args.worker_backend or "auto",
+                 ", spread over %d GPUs" % args.worker_devices if args.worker_devices else ""))
         print("| operation | one server, s | %d workers, s | phases (slowest worker), s | worker busy, s |"
               " bytes between servers | of the DEM | tiles equal |" % args.workers)
         print("|---|---:|---:|---|---|---:|---:|---|")
