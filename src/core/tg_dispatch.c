@@ -16,8 +16,6 @@
 #include <stdio.h>
 #include <string.h>
 
-typedef tg_step_fn op_fn;
-
 static void
 note(const tg_ctx *ctx, const char *fmt, const char *arg)
 {
@@ -69,7 +67,7 @@ choose_backend(const tg_ctx *ctx, int64_t cells, tg_backend *use, tg_error *err)
  * it ran.
  */
 static tg_status
-run_on(const tg_ctx *ctx, const tg_ctx *call, tg_backend *use, op_fn cpu, op_fn gpu, const void *args,
+run_on(const tg_ctx *ctx, const tg_ctx *call, tg_backend *use, tg_step_fn cpu, tg_step_fn gpu, const void *args,
 	   bool phases, tg_error *err)
 {
 	tg_status	st = TG_OK;
@@ -103,7 +101,7 @@ run_on(const tg_ctx *ctx, const tg_ctx *call, tg_backend *use, op_fn cpu, op_fn 
  * threads either backend uses are joined before this returns.
  */
 static tg_status
-run(const tg_ctx *ctx, int64_t cells, op_fn cpu, op_fn gpu, const void *args,
+run(const tg_ctx *ctx, int64_t cells, tg_step_fn cpu, tg_step_fn gpu, const void *args,
 	tg_error *err)
 {
 	const double t0 = tg_stats_begin(ctx, cells);
