@@ -26,7 +26,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 /* The chain's products and what the passes derive from them. */
 typedef struct drainage
 {
@@ -469,7 +468,6 @@ static tg_status
 order_gpu(const tg_ctx *ctx, const void *arg, tg_error *err)
 {
 	const order_step *s = arg;
-
 	tg_status	st;
 
 	tg_phase(ctx, "drainage passes on the GPU");
@@ -524,7 +522,6 @@ static tg_status
 label_gpu(const tg_ctx *ctx, const void *arg, tg_error *err)
 {
 	const label_step *s = arg;
-
 	tg_status	st;
 
 	tg_phase(ctx, "drainage passes on the GPU");
@@ -577,8 +574,8 @@ label_heights(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 static tg_status
 base_gpu(const tg_ctx *ctx, const void *arg, tg_error *err)
 {
-	const drainage *d = ((const base_step *) arg)->d;
 	base_step	s = *(const base_step *) arg;
+	const drainage *d = s.d;
 	tg_status	st;
 
 	if ((s.label = tg_alloc(ctx, (d->n ? d->n : 1) * sizeof(uint32_t))) == NULL)
