@@ -357,29 +357,6 @@ tg_fill_part_solve(const tg_ctx *ctx, int width, int count, const tg_fill_part *
 }
 
 /*
- * Is cell x of row y (0 or nrows - 1) of a part an outlet, as the flood
- * seeds it: on the grid's side, on its top or bottom edge, or next to
- * nodata (the halo rows included)?
- */
-static bool
-part_edge_outlet(const double *z, int width, int nrows, bool above, bool below, int x, int y)
-{
-	if (x == 0 || x == width - 1 || (y == 0 && !above) || (y == nrows - 1 && !below))
-		return true;
-	for (int dy = -1; dy <= 1; dy++)
-	{
-		const int	ny = y + dy;
-
-		if ((ny < 0 && !above) || (ny >= nrows && !below))
-			continue;
-		for (int dx = -1; dx <= 1; dx++)
-			if (isnan(z[(ptrdiff_t) ny * width + x + dx]))
-				return true;
-	}
-	return false;
-}
-
-/*
  * W(c) = max(lf(c), level(label(c))) is the fill of the part as a grid of
  * its own whose seeded edge cells (outlets there) stand at their global
  * level max(z, level): each cell's water leaves by the lowest way, through
@@ -417,7 +394,8 @@ tg_fill_part_finish(const tg_ctx *ctx, int width, int k, int count, int nrows, c
 		{
 			double	   *c = raised + (size_t) y * W + x;
 
-			if (!isnan(*c) && !part_edge_outlet(rows, width, nrows, above, below, x, y))
+			/* an outlet as the flood seeds it: the halo rows' nodata counts */
+			if (!isnan(*c) && !tg_cpu_is_outlet(z, width, nrows + above + below, x, y + above))
 				*c = fmax(*c, levels[1 + (top ? 0 : W) + (size_t) x]);
 		}
 	}
