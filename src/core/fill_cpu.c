@@ -8,10 +8,10 @@
  *                 reconstruction by erosion (Vincent 1993's hybrid: a raster
  *                 scan down, one up, then a FIFO over the cells still able to
  *                 fall; Soille & Gratin 1994 use it for sinks), which reads
- *                 memory in order where a priority queue jumps about, in
- *                 strips of rows on the call's threads; beyond memory, the
- *                 flood of fill_flood.c strip by strip (fill_strips.c).  The
- *                 surface is unique: every way gives the same bits.  With
+ *                 memory in order where a priority queue jumps about, on the
+ *                 call's threads (fill_recon.h); beyond memory, the flood of
+ *                 fill_flood.c strip by strip (fill_strips.c).  The surface
+ *                 is unique: every way gives the same bits.  With
  *                 epsilon: Barnes, Lehman & Mulla (2014)'s priority-flood
  *                 with the rise added at each step (one thread: the rise
  *                 depends on the order cells are reached).
@@ -31,11 +31,11 @@
 #include "tg_pool.h"
 
 #include <math.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #define CANCEL_EVERY 65536
-
-#define MIN_STRIP_ROWS 64
 
 /* ------------------------------------------------------------------------
  * Shared helpers
@@ -94,297 +94,36 @@ tg_cpu_is_outlet(const double *z, int W, int H, int x, int y)
 }
 
 /* ------------------------------------------------------------------------
- * Without epsilon: reconstruction by erosion, in strips of rows
- *
- * w starts at +inf on the inner cells, at z on the edge (outlets), at -inf
- * on nodata (so that a cell beside nodata falls to its own height: an
- * outlet too), and falls to max(z, min of the neighbours) everywhere; every
- * value w takes is one of z's, so the result is exact.  That surface is the
- * greatest fixed point under the start, which any order of lowering reaches:
- * so each strip runs the hybrid algorithm on its own rows, reading its
- * neighbours' facing rows from a copy taken between rounds, and strips whose
- * facing rows fell since run again from there, until none fell.  The
- * result does not depend on the strips, hence not on the threads.
+ * Without epsilon: reconstruction by erosion (fill_recon.h), in float where
+ * that holds every DEM value, in double otherwise
  * ------------------------------------------------------------------------ */
-
-static inline double
-min3(double a, double b, double c)
-{
-	const double ab = a < b ? a : b;
-
-	return ab < c ? ab : c;
-}
-
-typedef struct recon
-{
-	const double *z;
-	double	   *w;
-	int			width;
-	int			height;
-	int			nstrips;
-	double	   *facing;			/* per strip: the row above it and the row below, as last copied */
-	int64_t    *todo;			/* the strips of this round */
-	bool	   *fell;			/* per strip: its facing rows fell since the last copy */
-	bool		first;			/* the first round: full scans */
-} recon;
 
 /* Fewest rows of a strip: thinner ones cost more rounds than they save. */
 #define MIN_STRIP_ROWS 64
+/* Fewest columns of a block of the scans. */
+#define MIN_BLOCK_COLUMNS 16
 #define MANY_THREADS 8
 #define STRIPS_PER_THREAD 8
 
-static void
-recon_rows(const recon *r, int64_t k, int *r0, int *r1)
-{
-	*r0 = (int) ((int64_t) r->height * k / r->nstrips);
-	*r1 = (int) ((int64_t) r->height * (k + 1) / r->nstrips);
-}
+#define RECON_T float
+#define RECON_PT TG_PT_32BF
+#define RECON_DECODE tg_band_row_to_f32
+#define RECON(name) name##_f32
+#include "fill_recon.h"
+#undef RECON_T
+#undef RECON_PT
+#undef RECON_DECODE
+#undef RECON
 
-/* Lower cell c to max(z, level) if that is lower, and queue it. */
-static inline bool
-lower(const tg_ctx *ctx, const recon *r, cell_fifo *q, size_t c, double level)
-{
-	const double *z = r->z;
-	double	   *w = r->w;
-
-	if (w[c] > level && w[c] > z[c])
-	{
-		w[c] = level > z[c] ? level : z[c];
-		return fifo_push(ctx, q, (uint32_t) c);
-	}
-	return true;
-}
-
-/* The raster scans of the first round: down, then up, queueing what may still fall. */
-static bool
-scan_strip(const tg_ctx *ctx, const recon *r, int r0, int r1, const double *above,
-		  const double *below, cell_fifo *q)
-{
-	const ptrdiff_t R = r->width;
-	const int	y0 = r0 > 1 ? r0 : 1,
-				y1 = r1 < r->height - 1 ? r1 : r->height - 1;
-
-	for (int y = y0; y < y1; y++)
-	{
-		const double *zr = r->z + y * R;
-		double	   *row = r->w + y * R;
-		const double *up = y == r0 ? above : row - R;
-
-		for (int x = 1; x < R - 1; x++)
-		{
-			double		v;
-
-			if (isnan(zr[x]))
-				continue;
-			v = min3(up[x - 1], up[x], up[x + 1]);
-			v = v < row[x - 1] ? v : row[x - 1];
-			v = v < row[x] ? v : row[x];
-			row[x] = v > zr[x] ? v : zr[x];
-		}
-	}
-	for (int y = y1 - 1; y >= y0; y--)
-	{
-		const double *zr = r->z + y * R;
-		double	   *row = r->w + y * R;
-		const bool	own_below = y + 1 < r1;
-		const double *down = own_below ? row + R : below;
-		const double *zd = zr + R;
-
-		for (int x = R - 2; x >= 1; x--)
-		{
-			double		v;
-
-			if (isnan(zr[x]))
-				continue;
-			v = min3(down[x - 1], down[x], down[x + 1]);
-			v = v < row[x + 1] ? v : row[x + 1];
-			v = v < row[x] ? v : row[x];
-			v = v > zr[x] ? v : zr[x];
-			row[x] = v;
-			/* a neighbour in this strip after it in the scan, able to fall to v, waits in the FIFO */
-			if ((row[x + 1] > v && row[x + 1] > zr[x + 1]) ||
-				(own_below && ((down[x - 1] > v && down[x - 1] > zd[x - 1]) ||
-							   (down[x] > v && down[x] > zd[x]) ||
-							   (down[x + 1] > v && down[x + 1] > zd[x + 1]))))
-			{
-				if (!fifo_push(ctx, q, (uint32_t) (y * R + x)))
-					return false;
-			}
-		}
-	}
-	return true;
-}
-
-/* Cells of row y falling to a facing row's values (the neighbour strip's). */
-static bool
-seed_from(const tg_ctx *ctx, const recon *r, int y, const double *facing, cell_fifo *q)
-{
-	const size_t R = (size_t) r->width;
-
-	if (y < 1 || y > r->height - 2)
-		return true;
-	for (int x = 1; x < r->width - 1; x++)
-		if (!lower(ctx, r, q, y * R + x, min3(facing[x - 1], facing[x], facing[x + 1])))
-			return false;
-	return true;
-}
-
-static tg_status
-recon_strip(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
-{
-	const recon *r = arg;
-	const int64_t k = r->todo[task];
-	const ptrdiff_t R = r->width;
-	const ptrdiff_t nbr[8] = {-R - 1, -R, -R + 1, -1, 1, R - 1, R, R + 1};
-	const double *above = r->facing + (size_t) 2 * k * R,
-			   *below = above + R;
-	cell_fifo	q = {NULL, 0, 0, 0};
-	size_t		lo,
-				hi,
-				steps = 0;
-	int			r0,
-				r1;
-	bool		ok;
-
-	recon_rows(r, k, &r0, &r1);
-	lo = (size_t) r0 * R;
-	hi = (size_t) r1 * R;
-	ok = r->first ? scan_strip(ctx, r, r0, r1, above, below, &q)
-		: (r0 == 0 || seed_from(ctx, r, r0, above, &q)) &&
-		(r1 == r->height || seed_from(ctx, r, r1 - 1, below, &q));
-	/* the FIFO, within the strip: the facing rows are the neighbours' to lower */
-	while (ok && q.len > 0)
-	{
-		const uint32_t c = fifo_pop(&q);
-		const double v = r->w[c];
-
-		if (++steps % CANCEL_EVERY == 0 && tg_canceled(ctx))
-		{
-			fifo_free(ctx, &q);
-			return tg_error_set(err, TG_ECANCELED, "fill canceled");
-		}
-		for (int n = 0; n < 8 && ok; n++)
-		{
-			const size_t m = c + nbr[n];
-
-			if (m >= lo && m < hi)
-				ok = lower(ctx, r, &q, m, v);
-		}
-	}
-	fifo_free(ctx, &q);
-	return ok ? TG_OK : tg_error_set(err, TG_ENOMEM, "could not grow the fill's queue");
-}
-
-/* Strip k's copy of its facing rows brought up to date; fell[k]: whether they fell. */
-static tg_status
-facing_strip(const tg_ctx *ctx, void *arg, int64_t k, tg_error *err)
-{
-	const recon *r = arg;
-	const size_t R = (size_t) r->width;
-	double	   *f = r->facing + 2 * k * R;
-	int			r0,
-				r1;
-	bool		fell;
-
-	recon_rows(r, k, &r0, &r1);
-	fell = facing_row_refresh(f, r0 > 0 ? r->w + (r0 - 1) * R : NULL, R * sizeof(double));
-	fell |= facing_row_refresh(f + R, r1 < r->height ? r->w + r1 * R : NULL, R * sizeof(double));
-	r->fell[k] = fell;
-	return TG_OK;
-}
-
-/* Copy every strip's facing rows; list the strips whose facing rows fell (in order). */
-static tg_status
-recon_facing(const tg_ctx *ctx, recon *r, int *n, tg_error *err)
-{
-	tg_status	st = tg_parallel(ctx, r->nstrips, facing_strip, r, err);
-
-	*n = 0;
-	for (int k = 0; st == TG_OK && k < r->nstrips; k++)
-		if (r->fell[k])
-			r->todo[(*n)++] = k;
-	return st;
-}
-
-static tg_status
-start_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
-{
-	const recon *r = arg;
-	const int	W = r->width,
-				H = r->height;
-
-	for (int y = y0; y < y1; y++)
-		for (int x = 0; x < W; x++)
-		{
-			const size_t i = (size_t) y * W + x;
-
-			r->w[i] = isnan(r->z[i]) ? -INFINITY
-				: (x == 0 || y == 0 || x == W - 1 || y == H - 1) ? r->z[i] : INFINITY;
-		}
-	return TG_OK;
-}
-
-static tg_status
-end_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
-{
-	const recon *r = arg;
-
-	for (size_t i = (size_t) y0 * r->width; i < (size_t) y1 * r->width; i++)
-		if (r->w[i] == -INFINITY)
-			r->w[i] = NAN;
-	return TG_OK;
-}
-
-static tg_status
-fill_reconstruct(const tg_ctx *ctx, const double *z, int W, int H, double *w, tg_error *err)
-{
-	recon		r = {z, w, W, H, 1, NULL, NULL, NULL, true};
-	int			threads = tg_threads_wanted(ctx);
-	int			rounds = 0,
-				n;
-	tg_status	st;
-
-	/*
-	 * How much a strip has to lower in later rounds depends on where its
-	 * edges fall, so on many threads, many thin strips spread that uneven
-	 * work; on a few, the extra rounds would cost more than they balance.
-	 */
-	if (threads >= MANY_THREADS)
-		threads *= STRIPS_PER_THREAD;
-	if (threads > H / MIN_STRIP_ROWS)
-		threads = H / MIN_STRIP_ROWS;
-	r.nstrips = threads > 1 ? threads : 1;
-	st = tg_parallel_rows(ctx, W, H, start_rows, &r, err);
-	if (st != TG_OK || W < 3 || H < 3)
-		goto done;
-	r.facing = tg_alloc(ctx, (size_t) 2 * r.nstrips * W * sizeof(double));
-	r.todo = tg_alloc(ctx, r.nstrips * sizeof(int64_t));
-	r.fell = tg_alloc(ctx, r.nstrips * sizeof(bool));
-	if (r.facing == NULL || r.todo == NULL || r.fell == NULL)
-	{
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate the fill's strips");
-		goto done;
-	}
-	st = recon_facing(ctx, &r, &n, err);
-	for (int k = 0; k < r.nstrips; k++)
-		r.todo[k] = k;
-	for (n = r.nstrips; st == TG_OK && n > 0; rounds++)
-	{
-		st = tg_parallel(ctx, n, recon_strip, &r, err);
-		r.first = false;
-		if (st == TG_OK)
-			st = recon_facing(ctx, &r, &n, err);
-	}
-	if (ctx->stats)
-		ctx->stats->iterations = rounds;
-done:
-	if (st == TG_OK)
-		st = tg_parallel_rows(ctx, W, H, end_rows, &r, err);
-	tg_free(ctx, r.facing);
-	tg_free(ctx, r.todo);
-	tg_free(ctx, r.fell);
-	return st;
-}
+#define RECON_T double
+#define RECON_PT TG_PT_64BF
+#define RECON_DECODE tg_band_row_to_f64
+#define RECON(name) name##_f64
+#include "fill_recon.h"
+#undef RECON_T
+#undef RECON_PT
+#undef RECON_DECODE
+#undef RECON
 
 /* ------------------------------------------------------------------------
  * Priority-flood with epsilon
@@ -641,10 +380,10 @@ fill_planchon_darboux(const tg_ctx *ctx, const double *z, int W, int H, double e
 	return TG_OK;
 }
 
-tg_status
-tg_cpu_fill_surface(const tg_ctx *ctx, const double *z, int W, int H,
-					tg_fill_method method, double eps, bool single, double *w,
-					tg_error *err)
+/* The surface of the methods that work in doubles (all but the fill without epsilon). */
+static tg_status
+fill_surface(const tg_ctx *ctx, const double *z, int W, int H, tg_fill_method method,
+			 double eps, bool single, double *w, tg_error *err)
 {
 	int			sweeps = 0;
 	tg_status	st;
@@ -657,10 +396,8 @@ tg_cpu_fill_surface(const tg_ctx *ctx, const double *z, int W, int H,
 	}
 	else if (method == TG_FILL_BREACH)
 		st = breach_depressions(ctx, z, W, H, eps, single, w, err);
-	else if (eps > 0)
-		st = fill_priority_flood(ctx, z, W, H, eps, single, w, err);
 	else
-		st = fill_reconstruct(ctx, z, W, H, w, err);
+		st = fill_priority_flood(ctx, z, W, H, eps, single, w, err);
 	return st;
 }
 
@@ -701,6 +438,10 @@ tg_cpu_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
 	double	   *w = NULL;
 	tg_status	st;
 
+	if (params->method == TG_FILL_PRIORITY_FLOOD && params->epsilon == 0)
+		return tg_pixtype_exact_in_f32(dem->pixtype)
+			? fill_band_f32(ctx, dem, params->out_type, out_nodata, out, err)
+			: fill_band_f64(ctx, dem, params->out_type, out_nodata, out, err);
 	st = tg_cpu_decode(ctx, dem, &z, err);
 	if (st != TG_OK)
 		return st;
@@ -711,8 +452,8 @@ tg_cpu_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
 		return tg_error_set(err, TG_ENOMEM, "could not allocate %zu bytes for the filled DEM",
 							n * sizeof(double));
 	}
-	st = tg_cpu_fill_surface(ctx, z, dem->width, dem->height, params->method,
-							 params->epsilon, single, w, err);
+	st = fill_surface(ctx, z, dem->width, dem->height, params->method, params->epsilon,
+					  single, w, err);
 	if (st == TG_OK)
 	{
 		output_job	o = {w, out, single, out_nodata, dem->width};

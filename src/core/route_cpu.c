@@ -1053,30 +1053,25 @@ tg_cpu_route_build(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *
 	double	   *z;
 	tg_status	st;
 
-	tg_phase(ctx, "decode");
-	st = tg_cpu_decode(ctx, dem, &z, err);
-	if (st != TG_OK)
-		return st;
 	if (p->fill)
 	{
-		double	   *w = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
+		const tg_fill_params fp = {TG_FILL_PRIORITY_FLOOD, 0, TG_PT_64BF};
 
 		tg_phase(ctx, "fill");
-		if (w == NULL)
-		{
-			tg_free(ctx, z);
-			return tg_error_set(err, TG_ENOMEM, "could not allocate %zu bytes for the filled DEM",
-								n * sizeof(double));
-		}
-		st = tg_cpu_fill_surface(ctx, z, dem->width, dem->height, TG_FILL_PRIORITY_FLOOD, 0,
-								 false, w, err);
+		z = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
+		st = z ? tg_cpu_fill(ctx, dem, &fp, NAN, z, err)
+			: tg_error_set(err, TG_ENOMEM, "could not allocate %zu bytes for the filled DEM",
+						   n * sizeof(double));
+	}
+	else
+	{
+		tg_phase(ctx, "decode");
+		st = tg_cpu_decode(ctx, dem, &z, err);
+	}
+	if (st != TG_OK)
+	{
 		tg_free(ctx, z);
-		if (st != TG_OK)
-		{
-			tg_free(ctx, w);
-			return st;
-		}
-		z = w;
+		return st;
 	}
 	tg_phase(ctx, "directions");
 	return tg_cpu_route_surface(ctx, z, dem->width, dem->height, p, NULL, r, err);

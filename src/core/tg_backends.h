@@ -132,9 +132,6 @@ tg_status	tg_cpu_slope(const tg_ctx *ctx, const tg_band *dem,
 /* Hydrology on the CPU: the fill surface, the routing, accumulation. */
 tg_status	tg_cpu_decode(const tg_ctx *ctx, const tg_band *dem, double **z, tg_error *err);
 bool		tg_cpu_is_outlet(const double *z, int W, int H, int x, int y);
-tg_status	tg_cpu_fill_surface(const tg_ctx *ctx, const double *z, int W, int H,
-								tg_fill_method method, double eps, bool single,
-								double *w, tg_error *err);
 tg_status	tg_cpu_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
 						double out_nodata, void *out, tg_error *err);
 

@@ -314,8 +314,12 @@ void		tg_pixel_store(tg_pixtype pt, void *pixels, size_t index, double value);
 /* Value of pixel i (row-major index) as double; sub-byte types masked. */
 double		tg_band_get(const tg_band *band, size_t i);
 
-/* Decode one row into doubles, nodata (and NaN) as NaN. */
+/* Decode one row into doubles (or floats), nodata (and NaN) as NaN. */
 void		tg_band_row_to_f64(const tg_band *band, int row, double *dst);
+void		tg_band_row_to_f32(const tg_band *band, int row, float *dst);
+
+/* Does a float hold every value of this type exactly? */
+bool		tg_pixtype_exact_in_f32(tg_pixtype pt);
 
 /* ------------------------------------------------------------------------
  * Terrain operations

@@ -359,9 +359,10 @@ tg_band_get(const tg_band *band, size_t i)
 /*
  * One loop per stored type: this runs for every cell of every CPU operation,
  * so the type switch stays outside it.  Same semantics as tg_band_get() and
- * tg_band_value_is_nodata().
+ * tg_band_value_is_nodata(); DST is the destination's type (double, or float
+ * where tg_pixtype_exact_in_f32() says every value fits).
  */
-#define DECODE_ROW(T, VALUE)												\
+#define DECODE_ROW(DST, T, VALUE)											\
 	do {																\
 		T			raw_;												\
 		const uint8_t *p_ = (const uint8_t *) band->data + base * sizeof(T); \
@@ -371,59 +372,54 @@ tg_band_get(const tg_band *band, size_t i)
 			memcpy(&raw_, p_ + (size_t) x * sizeof(T), sizeof(T));		\
 			v_ = (double) (VALUE);										\
 			dst[x] = tg_is_nodata(v_, band->has_nodata, false, is_float, band->nodata) \
-				? NAN : v_;												\
+				? (DST) NAN : (DST) v_;									\
+		}																\
+	} while (0)
+
+#define DECODE_BAND_ROW(DST)												\
+	do {																\
+		const size_t base = (size_t) row * band->width;					\
+		const bool	is_float = tg_pixtype_is_float(band->pixtype);		\
+		int			x;													\
+																		\
+		if (band->is_nodata)											\
+		{																\
+			for (x = 0; x < band->width; x++)							\
+				dst[x] = (DST) NAN;										\
+			return;														\
+		}																\
+		switch (band->pixtype)											\
+		{																\
+			case TG_PT_1BB: DECODE_ROW(DST, uint8_t, raw_ & 0x01); break; \
+			case TG_PT_2BUI: DECODE_ROW(DST, uint8_t, raw_ & 0x03); break; \
+			case TG_PT_4BUI: DECODE_ROW(DST, uint8_t, raw_ & 0x0F); break; \
+			case TG_PT_8BSI: DECODE_ROW(DST, int8_t, raw_); break;		\
+			case TG_PT_8BUI: DECODE_ROW(DST, uint8_t, raw_); break;		\
+			case TG_PT_16BSI: DECODE_ROW(DST, int16_t, raw_); break;	\
+			case TG_PT_16BUI: DECODE_ROW(DST, uint16_t, raw_); break;	\
+			case TG_PT_32BSI: DECODE_ROW(DST, int32_t, raw_); break;	\
+			case TG_PT_32BUI: DECODE_ROW(DST, uint32_t, raw_); break;	\
+			case TG_PT_32BF: DECODE_ROW(DST, float, raw_); break;		\
+			case TG_PT_64BF: DECODE_ROW(DST, double, raw_); break;		\
 		}																\
 	} while (0)
 
 void
 tg_band_row_to_f64(const tg_band *band, int row, double *dst)
 {
-	const size_t base = (size_t) row * band->width;
-	const bool	is_float = tg_pixtype_is_float(band->pixtype);
-	int			x;
+	DECODE_BAND_ROW(double);
+}
 
-	if (band->is_nodata)
-	{
-		for (x = 0; x < band->width; x++)
-			dst[x] = NAN;
-		return;
-	}
-	switch (band->pixtype)
-	{
-		case TG_PT_1BB:
-			DECODE_ROW(uint8_t, raw_ & 0x01);
-			break;
-		case TG_PT_2BUI:
-			DECODE_ROW(uint8_t, raw_ & 0x03);
-			break;
-		case TG_PT_4BUI:
-			DECODE_ROW(uint8_t, raw_ & 0x0F);
-			break;
-		case TG_PT_8BSI:
-			DECODE_ROW(int8_t, raw_);
-			break;
-		case TG_PT_8BUI:
-			DECODE_ROW(uint8_t, raw_);
-			break;
-		case TG_PT_16BSI:
-			DECODE_ROW(int16_t, raw_);
-			break;
-		case TG_PT_16BUI:
-			DECODE_ROW(uint16_t, raw_);
-			break;
-		case TG_PT_32BSI:
-			DECODE_ROW(int32_t, raw_);
-			break;
-		case TG_PT_32BUI:
-			DECODE_ROW(uint32_t, raw_);
-			break;
-		case TG_PT_32BF:
-			DECODE_ROW(float, raw_);
-			break;
-		case TG_PT_64BF:
-			DECODE_ROW(double, raw_);
-			break;
-	}
+void
+tg_band_row_to_f32(const tg_band *band, int row, float *dst)
+{
+	DECODE_BAND_ROW(float);
+}
+
+bool
+tg_pixtype_exact_in_f32(tg_pixtype pt)
+{
+	return pt != TG_PT_32BSI && pt != TG_PT_32BUI && pt != TG_PT_64BF;
 }
 
 /* ------------------------------------------------------------------------

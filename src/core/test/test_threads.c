@@ -470,6 +470,67 @@ test_flat_strips(const tg_band *dem)
 }
 
 /* ------------------------------------------------------------------------ */
+/*
+ * The fill without epsilon works in float where every value of the DEM's
+ * type is a float, in double otherwise: the same surface either way, bit
+ * for bit, and the same as Planchon & Darboux's, on any number of threads.
+ */
+static void
+check_fill_types(const double *zi, const double *zf)
+{
+	const size_t n = (size_t) TW * TH;
+	int16_t    *i16 = malloc(n * sizeof(int16_t));
+	float	   *f32 = malloc(n * sizeof(float));
+	double	   *f64 = malloc(n * sizeof(double));
+	double	   *got = malloc(n * sizeof(double)),
+			   *want = malloc(n * sizeof(double));
+	float	   *got32 = malloc(n * sizeof(float));
+	const tg_fill_params pf = {TG_FILL_PRIORITY_FLOOD, 0, TG_PT_64BF},
+				pf32 = {TG_FILL_PRIORITY_FLOOD, 0, TG_PT_32BF},
+				pd = {TG_FILL_PLANCHON_DARBOUX, 0, TG_PT_64BF};
+	tg_band		bi = test_band(TG_PT_64BF, zi, TW, TH, true, ND),
+				bi16 = test_band(TG_PT_16BSI, i16, TW, TH, true, ND),
+				bf32 = test_band(TG_PT_32BF, f32, TW, TH, true, ND),
+				bf64 = test_band(TG_PT_64BF, f64, TW, TH, true, ND);
+	tg_ctx		ctx = ctx_with(3, NULL);
+	tg_error	err;
+	size_t		same = 0;
+
+	for (size_t i = 0; i < n; i++)
+	{
+		i16[i] = (int16_t) zi[i];
+		f32[i] = (float) zf[i];
+		f64[i] = f32[i];
+	}
+	check_threads(&(op_case) {"fill, 16-bit DEM (in float)", op_fill, &pf, sizeof(double)}, &bi16);
+	check_threads(&(op_case) {"fill, float DEM into float", op_fill, &pf32, sizeof(float)}, &bf32);
+
+	tg_error_clear(&err);
+	check(tg_fill(&ctx, &bi, &pd, ND, want, &err) == TG_OK, "fill types: %s", err.message);
+	check(tg_fill(&ctx, &bi16, &pf, ND, got, &err) == TG_OK, "fill types: %s", err.message);
+	check(memcmp(got, want, n * sizeof(double)) == 0,
+		  "fill of a 16-bit DEM (in float) equals planchon-darboux on its values as doubles");
+	for (size_t i = 0; i < n; i++)
+		same += got[i] == (zi[i] == ND ? ND : fmax(zi[i], got[i]));
+	check(same == n, "fill of a 16-bit DEM: every cell at or above the DEM (%zu of %zu)", same, n);
+
+	check(tg_fill(&ctx, &bf64, &pf, ND, want, &err) == TG_OK, "fill types: %s", err.message);
+	check(tg_fill(&ctx, &bf32, &pf, ND, got, &err) == TG_OK, "fill types: %s", err.message);
+	check(memcmp(got, want, n * sizeof(double)) == 0,
+		  "fill of a float DEM (in float) equals the fill of its values as doubles");
+	check(tg_fill(&ctx, &bf32, &pf32, ND, got32, &err) == TG_OK, "fill types: %s", err.message);
+	same = 0;
+	for (size_t i = 0; i < n; i++)
+		same += got32[i] == (float) want[i];
+	check(same == n, "fill of a float DEM into float: %zu of %zu cells as in double", same, n);
+	free(i16);
+	free(f32);
+	free(f64);
+	free(got);
+	free(want);
+	free(got32);
+}
+
 void
 test_threads(void)
 {
@@ -504,6 +565,7 @@ test_threads(void)
 	check_threads(&(op_case) {"fill, wide integer DEM", op_fill, &pf, sizeof(double)}, &bw);
 	check_threads(&(op_case) {"fill, planchon-darboux", op_fill, &pd, sizeof(double)}, &bf);
 	check_threads(&(op_case) {"fill, epsilon", op_fill, &pe, sizeof(double)}, &bf);
+	check_fill_types(zi, zf);
 	for (int r = 0; r < 6; r++)
 	{
 		tg_flow_params p = flow(routings[r], true, r == 2 || r == 5);

@@ -1,0 +1,535 @@
+/*
+ * fill_recon.h — the fill without epsilon as a reconstruction by erosion, in
+ * strips of rows on the call's threads, written once for a working type T.
+ * fill_cpu.c includes it twice: with float where every DEM value is a float
+ * (tg_pixtype_exact_in_f32: integers up to 16 bits, 32BF), with double
+ * otherwise.  Every value the surface takes is one of the DEM's, so both
+ * give the same surface, bit for bit; float moves half the bytes.
+ *
+ * Before including: RECON_T (the type), RECON_PT (its tg_pixtype),
+ * RECON_DECODE (tg_band_row_to_f32 or _f64), RECON(name) (name with a
+ * suffix).  Internal to fill_cpu.c.
+ *
+ * w starts at +inf on the inner cells, at z on the edge (outlets), at -inf
+ * on nodata (so that a cell beside nodata falls to its own height: an
+ * outlet too), and falls to max(z, min of the neighbours) everywhere.  That
+ * surface is the greatest fixed point under the start, which any order of
+ * lowering reaches.  Vincent (1993)'s hybrid algorithm: a raster scan down,
+ * one up, then a FIFO over the cells still able to fall.
+ *
+ * On threads, the two scans are the same scans as on one thread, cell for
+ * cell: the grid is cut into blocks of columns and chunks of rows, and a
+ * block runs once the blocks it reads (to its left on its rows, above it to
+ * the right) are done, as a wavefront: the threads take the blocks in an
+ * order where those come first (block b of chunk c in wave 2c + b) and wait
+ * for them where needed.
+ * The FIFO then runs in strips of rows, each strip lowering its own rows and
+ * reading its neighbours' facing rows from a copy taken between rounds;
+ * strips whose facing rows fell since run again from there, until none
+ * fell.  Scanning strip by strip instead would start every strip from walls
+ * of +inf at its top and bottom, and its FIFO would lower whole basins to
+ * the passes of the strip before the true levels came in, round after round.
+ * The result depends neither on the blocks nor the strips, hence not on the
+ * threads.
+ */
+
+typedef struct RECON(recon)
+{
+	const RECON_T *z;
+	RECON_T    *w;
+	int			width;
+	int			height;
+	int			nstrips;
+	int			blocks;			/* of the scans: blocks of columns ... */
+	int			chunks;			/* ... and chunks of rows */
+	bool		up;				/* the scan up (else down) */
+	int32_t    *order;			/* the blocks (c * blocks + b) in the order threads take them */
+	atomic_int	next;			/* the next of them to take */
+	atomic_bool stop;			/* a thread failed or was canceled: the others stop waiting */
+	atomic_uchar *done;			/* per block: scanned */
+	uint64_t   *queued;			/* per row, a bit per column: cells the scan up left to the FIFO */
+	size_t		queued_words;	/* words per row */
+	RECON_T    *facing;			/* per strip: the row above it and the row below, as last copied */
+	int64_t    *todo;			/* the strips of this round */
+	bool	   *fell;			/* per strip: its facing rows fell since the last copy */
+	bool		first;			/* the first round: the FIFO starts from the scans' queued cells */
+} RECON(recon);
+
+static inline RECON_T
+RECON(min3)(RECON_T a, RECON_T b, RECON_T c)
+{
+	const RECON_T ab = a < b ? a : b;
+
+	return ab < c ? ab : c;
+}
+
+static void
+RECON(strip_rows)(const RECON(recon) *r, int64_t k, int *r0, int *r1)
+{
+	*r0 = (int) ((int64_t) r->height * k / r->nstrips);
+	*r1 = (int) ((int64_t) r->height * (k + 1) / r->nstrips);
+}
+
+/* Lower cell c to max(z, level) if that is lower, and queue it. */
+static inline bool
+RECON(lower)(const tg_ctx *ctx, const RECON(recon) *r, cell_fifo *q, size_t c, RECON_T level)
+{
+	const RECON_T *z = r->z;
+	RECON_T    *w = r->w;
+
+	if (w[c] > level && w[c] > z[c])
+	{
+		w[c] = level > z[c] ? level : z[c];
+		return fifo_push(ctx, q, (uint32_t) c);
+	}
+	return true;
+}
+
+/*
+ * Columns [*x0, *x1) of block b on a row `shift` rows into its chunk, in the
+ * scan's own orientation (the scan up counts columns from the right).  The
+ * inner edges between blocks move one column left per row, so that the
+ * cell up and to the right of a block's last cell, which the scan down
+ * reads, is the block's own (or, on a chunk's first row, the chunk above's).
+ */
+static inline void
+RECON(block_cols)(const RECON(recon) *r, int b, int shift, int *x0, int *x1)
+{
+	const int64_t inner = r->width - 2;
+
+	*x0 = b == 0 ? 1 : 1 + (int) (inner * b / r->blocks) - shift;
+	*x1 = b == r->blocks - 1 ? r->width - 1 : 1 + (int) (inner * (b + 1) / r->blocks) - shift;
+}
+
+/* The scan down over block b of rows [y0, y1) (inner cells only). */
+static void
+RECON(scan_down)(const RECON(recon) *r, int y0, int y1, int b)
+{
+	const ptrdiff_t R = r->width;
+
+	for (int y = y0; y < y1; y++)
+	{
+		const RECON_T *zr = r->z + y * R;
+		RECON_T    *row = r->w + y * R;
+		const RECON_T *up = row - R;
+		int			x0,
+					x1;
+
+		RECON(block_cols)(r, b, y - y0, &x0, &x1);
+		for (int x = x0; x < x1; x++)
+		{
+			RECON_T		v;
+
+			if (isnan(zr[x]))
+				continue;
+			v = RECON(min3)(up[x - 1], up[x], up[x + 1]);
+			v = v < row[x - 1] ? v : row[x - 1];
+			v = v < row[x] ? v : row[x];
+			row[x] = v > zr[x] ? v : zr[x];
+		}
+	}
+}
+
+/*
+ * The scan up over block b (counted from the right) of rows [y0, y1),
+ * marking in `queued` the cells with a neighbour scanned before them (right,
+ * below) that may still fall to their value: the FIFO starts from those.
+ */
+static void
+RECON(scan_up)(const RECON(recon) *r, int y0, int y1, int b)
+{
+	const ptrdiff_t R = r->width;
+
+	for (int y = y1 - 1; y >= y0; y--)
+	{
+		const RECON_T *zr = r->z + y * R;
+		RECON_T    *row = r->w + y * R;
+		const RECON_T *down = row + R;
+		const RECON_T *zd = zr + R;
+		uint64_t   *mark = r->queued + (size_t) y * r->queued_words;
+		int			x0,
+					x1;
+
+		RECON(block_cols)(r, b, y1 - 1 - y, &x0, &x1);
+		for (int x = (int) R - 1 - x0; x >= (int) R - x1; x--)
+		{
+			RECON_T		v;
+
+			if (isnan(zr[x]))
+				continue;
+			v = RECON(min3)(down[x - 1], down[x], down[x + 1]);
+			v = v < row[x + 1] ? v : row[x + 1];
+			v = v < row[x] ? v : row[x];
+			v = v > zr[x] ? v : zr[x];
+			row[x] = v;
+			if ((row[x + 1] > v && row[x + 1] > zr[x + 1]) ||
+				(down[x - 1] > v && down[x - 1] > zd[x - 1]) ||
+				(down[x] > v && down[x] > zd[x]) ||
+				(down[x + 1] > v && down[x + 1] > zd[x + 1]))
+				mark[x >> 6] |= (uint64_t) 1 << (x & 63);
+		}
+	}
+}
+
+/* Has block (b, c) been scanned?  Blocks off the grid have. */
+static inline bool
+RECON(block_done)(const RECON(recon) *r, int b, int c)
+{
+	return b < 0 || c < 0 || b >= r->blocks ||
+		atomic_load_explicit(&r->done[(size_t) c * r->blocks + b], memory_order_acquire);
+}
+
+/*
+ * One thread of a scan: it takes blocks in wave order (block b of chunk c
+ * in wave 2c + b, counted from the top left for the scan down, from the
+ * bottom right for the scan up) and scans each once the blocks it reads are
+ * done: b - 1 of its chunk, b and b + 1 of the chunk before.  Every block a
+ * thread waits for was taken before by a thread that is running it, so the
+ * wait ends, whatever the number of threads.
+ */
+static tg_status
+RECON(scan_thread)(const tg_ctx *ctx, void *arg, int64_t t, tg_error *err)
+{
+	RECON(recon) *r = arg;
+	const int	nblocks = r->blocks * r->chunks;
+	int			i;
+
+	while ((i = atomic_fetch_add(&r->next, 1)) < nblocks)
+	{
+		const int	b = r->order[i] % r->blocks,
+					c = r->order[i] / r->blocks;
+		const int	cc = r->up ? r->chunks - 1 - c : c;
+		const int	y0 = (int) ((int64_t) (r->height - 2) * cc / r->chunks) + 1,
+					y1 = (int) ((int64_t) (r->height - 2) * (cc + 1) / r->chunks) + 1;
+
+		for (unsigned spins = 0;
+			 !RECON(block_done)(r, b - 1, c) || !RECON(block_done)(r, b + 1, c - 1) ||
+			 !RECON(block_done)(r, b, c - 1); spins++)
+		{
+			if (atomic_load(&r->stop))
+				return TG_OK;
+			if (spins % 1024 == 1023)
+			{
+				if (tg_canceled(ctx))
+				{
+					atomic_store(&r->stop, true);
+					return tg_error_set(err, TG_ECANCELED, "fill canceled");
+				}
+				sched_yield();
+			}
+		}
+		if (r->up)
+			RECON(scan_up)(r, y0, y1, b);
+		else
+			RECON(scan_down)(r, y0, y1, b);
+		atomic_store_explicit(&r->done[r->order[i]], 1, memory_order_release);
+	}
+	return TG_OK;
+}
+
+/* Both scans, each by the call's threads over the blocks. */
+static tg_status
+RECON(scans)(const tg_ctx *ctx, RECON(recon) *r, tg_error *err)
+{
+	const int	nblocks = r->blocks * r->chunks;
+	tg_status	st = TG_OK;
+	int			k = 0;
+
+	for (int wave = 0; wave < 2 * (r->chunks - 1) + r->blocks; wave++)
+		for (int b = wave & 1; b < r->blocks && b <= wave; b += 2)
+			if ((wave - b) / 2 < r->chunks)
+				r->order[k++] = (wave - b) / 2 * r->blocks + b;
+	for (int up = 0; up < 2 && st == TG_OK; up++)
+	{
+		r->up = up;
+		atomic_store(&r->next, 0);
+		atomic_store(&r->stop, false);
+		for (int i = 0; i < nblocks; i++)
+			atomic_store(&r->done[i], 0);
+		st = tg_parallel(ctx, tg_threads_wanted(ctx), RECON(scan_thread), r, err);
+	}
+	return st;
+}
+
+/* Strip rows [r0, r1): queue the cells the scan up marked, in the scan's order. */
+static bool
+RECON(queue_marked)(const tg_ctx *ctx, const RECON(recon) *r, int r0, int r1, cell_fifo *q)
+{
+	for (int y = r1 - 1; y >= r0; y--)
+	{
+		const uint64_t *mark = r->queued + (size_t) y * r->queued_words;
+
+		for (size_t k = r->queued_words; k-- > 0;)
+			for (uint64_t bits = mark[k]; bits != 0;)
+			{
+				const int	bit = 63 - __builtin_clzll(bits);
+
+				bits &= ~((uint64_t) 1 << bit);
+				if (!fifo_push(ctx, q, (uint32_t) ((size_t) y * r->width + k * 64 + bit)))
+					return false;
+			}
+	}
+	return true;
+}
+
+/* Cells of row y falling to a facing row's values (the neighbour strip's). */
+static bool
+RECON(seed_from)(const tg_ctx *ctx, const RECON(recon) *r, int y, const RECON_T *facing, cell_fifo *q)
+{
+	const size_t R = (size_t) r->width;
+
+	if (y < 1 || y > r->height - 2)
+		return true;
+	for (int x = 1; x < r->width - 1; x++)
+		if (!RECON(lower)(ctx, r, q, y * R + x, RECON(min3)(facing[x - 1], facing[x], facing[x + 1])))
+			return false;
+	return true;
+}
+
+static tg_status
+RECON(recon_strip)(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	const RECON(recon) *r = arg;
+	const int64_t k = r->todo[task];
+	const ptrdiff_t R = r->width;
+	const ptrdiff_t nbr[8] = {-R - 1, -R, -R + 1, -1, 1, R - 1, R, R + 1};
+	const RECON_T *above = r->facing + (size_t) 2 * k * R,
+			   *below = above + R;
+	cell_fifo	q = {NULL, 0, 0, 0};
+	size_t		lo,
+				hi,
+				steps = 0;
+	int			r0,
+				r1;
+	bool		ok;
+
+	RECON(strip_rows)(r, k, &r0, &r1);
+	lo = (size_t) r0 * R;
+	hi = (size_t) r1 * R;
+	ok = (!r->first || RECON(queue_marked)(ctx, r, r0, r1, &q)) &&
+		(r0 == 0 || RECON(seed_from)(ctx, r, r0, above, &q)) &&
+		(r1 == r->height || RECON(seed_from)(ctx, r, r1 - 1, below, &q));
+	/* the FIFO, within the strip: the facing rows are the neighbours' to lower */
+	while (ok && q.len > 0)
+	{
+		const uint32_t c = fifo_pop(&q);
+		const RECON_T v = r->w[c];
+
+		if (++steps % CANCEL_EVERY == 0 && tg_canceled(ctx))
+		{
+			fifo_free(ctx, &q);
+			return tg_error_set(err, TG_ECANCELED, "fill canceled");
+		}
+		for (int n = 0; n < 8 && ok; n++)
+		{
+			const size_t m = c + nbr[n];
+
+			if (m >= lo && m < hi)
+				ok = RECON(lower)(ctx, r, &q, m, v);
+		}
+	}
+	fifo_free(ctx, &q);
+	return ok ? TG_OK : tg_error_set(err, TG_ENOMEM, "could not grow the fill's queue");
+}
+
+/* Strip k's copy of its facing rows brought up to date; fell[k]: whether they fell. */
+static tg_status
+RECON(facing_strip)(const tg_ctx *ctx, void *arg, int64_t k, tg_error *err)
+{
+	const RECON(recon) *r = arg;
+	const size_t R = (size_t) r->width;
+	RECON_T    *f = r->facing + 2 * k * R;
+	int			r0,
+				r1;
+	bool		fell;
+
+	RECON(strip_rows)(r, k, &r0, &r1);
+	fell = facing_row_refresh(f, r0 > 0 ? r->w + (r0 - 1) * R : NULL, R * sizeof(RECON_T));
+	fell |= facing_row_refresh(f + R, r1 < r->height ? r->w + r1 * R : NULL, R * sizeof(RECON_T));
+	r->fell[k] = fell;
+	return TG_OK;
+}
+
+/* Copy every strip's facing rows; list the strips whose facing rows fell (in order). */
+static tg_status
+RECON(recon_facing)(const tg_ctx *ctx, RECON(recon) *r, int *n, tg_error *err)
+{
+	tg_status	st = tg_parallel(ctx, r->nstrips, RECON(facing_strip), r, err);
+
+	*n = 0;
+	for (int k = 0; st == TG_OK && k < r->nstrips; k++)
+		if (r->fell[k])
+			r->todo[(*n)++] = k;
+	return st;
+}
+
+static tg_status
+RECON(start_rows)(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const RECON(recon) *r = arg;
+	const int	W = r->width,
+				H = r->height;
+
+	memset(r->queued + (size_t) y0 * r->queued_words, 0,
+		   (size_t) (y1 - y0) * r->queued_words * sizeof(uint64_t));
+	for (int y = y0; y < y1; y++)
+		for (int x = 0; x < W; x++)
+		{
+			const size_t i = (size_t) y * W + x;
+
+			r->w[i] = isnan(r->z[i]) ? -INFINITY
+				: (x == 0 || y == 0 || x == W - 1 || y == H - 1) ? r->z[i] : INFINITY;
+		}
+	return TG_OK;
+}
+
+/* w: the filled surface, -inf at nodata. */
+static tg_status
+RECON(reconstruct)(const tg_ctx *ctx, const RECON_T *z, int W, int H, RECON_T *w, tg_error *err)
+{
+	RECON(recon) r = {.z = z, .w = w, .width = W, .height = H, .nstrips = 1};
+	const int	threads = tg_threads_wanted(ctx);
+	int			strips = threads,
+				rounds = 0,
+				n;
+	tg_status	st;
+
+	/*
+	 * The scans: four blocks per thread, so that a thread waiting for a
+	 * block finds another ready, and at least four chunks of rows per block
+	 * so that the wavefront's filling and draining are short; a chunk has no
+	 * more rows than a block has columns (its edges move a column per row).
+	 */
+	r.blocks = threads > 1 ? 4 * threads : 1;
+	if (r.blocks > (W - 2) / MIN_BLOCK_COLUMNS)
+		r.blocks = (W - 2) / MIN_BLOCK_COLUMNS;
+	r.blocks = r.blocks > 1 ? r.blocks : 1;
+	r.chunks = 1;
+	if (r.blocks > 1)
+	{
+		const int	rows = (W - 2) / r.blocks;
+
+		r.chunks = 4 * r.blocks > (H - 2 + rows - 1) / rows ? 4 * r.blocks : (H - 2 + rows - 1) / rows;
+		if (r.chunks > H - 2)
+			r.chunks = H - 2 > 1 ? H - 2 : 1;
+	}
+
+	/*
+	 * The FIFO's strips: how much a strip has to lower in later rounds
+	 * depends on where its edges fall, so on many threads, many thin strips
+	 * spread that uneven work; on a few, the extra rounds would cost more
+	 * than they balance.
+	 */
+	if (strips >= MANY_THREADS)
+		strips *= STRIPS_PER_THREAD;
+	if (strips > H / MIN_STRIP_ROWS)
+		strips = H / MIN_STRIP_ROWS;
+	r.nstrips = strips > 1 ? strips : 1;
+	r.first = true;
+	r.queued_words = ((size_t) W + 63) / 64;
+	r.queued = tg_alloc(ctx, (size_t) H * r.queued_words * sizeof(uint64_t));
+	r.facing = tg_alloc(ctx, (size_t) 2 * r.nstrips * W * sizeof(RECON_T));
+	r.todo = tg_alloc(ctx, r.nstrips * sizeof(int64_t));
+	r.fell = tg_alloc(ctx, r.nstrips * sizeof(bool));
+	r.order = tg_alloc(ctx, (size_t) r.blocks * r.chunks * sizeof(int32_t));
+	r.done = tg_alloc(ctx, (size_t) r.blocks * r.chunks * sizeof(atomic_uchar));
+	if (r.queued == NULL || r.facing == NULL || r.todo == NULL || r.fell == NULL ||
+		r.order == NULL || r.done == NULL)
+	{
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate the fill's strips");
+		goto done;
+	}
+	st = tg_parallel_rows(ctx, W, H, RECON(start_rows), &r, err);
+	if (st != TG_OK || W < 3 || H < 3)
+		goto done;
+	st = RECON(scans)(ctx, &r, err);
+	if (st == TG_OK)
+		st = RECON(recon_facing)(ctx, &r, &n, err);
+	for (int k = 0; k < r.nstrips; k++)
+		r.todo[k] = k;
+	for (n = r.nstrips; st == TG_OK && n > 0; rounds++)
+	{
+		st = tg_parallel(ctx, n, RECON(recon_strip), &r, err);
+		r.first = false;
+		if (st == TG_OK)
+			st = RECON(recon_facing)(ctx, &r, &n, err);
+	}
+	if (ctx->stats)
+		ctx->stats->iterations = rounds;
+done:
+	tg_free(ctx, r.queued);
+	tg_free(ctx, r.facing);
+	tg_free(ctx, r.todo);
+	tg_free(ctx, r.fell);
+	tg_free(ctx, r.order);
+	tg_free(ctx, (void *) r.done);
+	return st;
+}
+
+typedef struct RECON(band_job)
+{
+	const tg_band *dem;
+	RECON_T    *z;
+	const RECON_T *w;
+	void	   *out;
+	bool		out_single;
+	double		out_nodata;
+} RECON(band_job);
+
+static tg_status
+RECON(decode_rows)(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const RECON(band_job) *j = arg;
+
+	for (int y = y0; y < y1; y++)
+		RECON_DECODE(j->dem, y, j->z + (size_t) y * j->dem->width);
+	return TG_OK;
+}
+
+/* The surface into the output's type, nodata (-inf in w) as out_nodata; w may be out itself. */
+static tg_status
+RECON(output_rows)(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const RECON(band_job) *j = arg;
+	const size_t W = (size_t) j->dem->width;
+
+	for (size_t i = (size_t) y0 * W; i < (size_t) y1 * W; i++)
+	{
+		const double v = j->w[i] == -INFINITY ? j->out_nodata : (double) j->w[i];
+
+		if (j->out_single)
+			((float *) j->out)[i] = (float) v;
+		else
+			((double *) j->out)[i] = v;
+	}
+	return TG_OK;
+}
+
+/* The fill without epsilon of a band in T, into out (out_type, out_nodata). */
+static tg_status
+RECON(fill_band)(const tg_ctx *ctx, const tg_band *dem, tg_pixtype out_type, double out_nodata,
+				 void *out, tg_error *err)
+{
+	const size_t n = (size_t) dem->width * dem->height;
+	const bool	in_place = out_type == RECON_PT;
+	RECON(band_job) j = {dem, NULL, NULL, out, out_type == TG_PT_32BF, out_nodata};
+	RECON_T    *w;
+	tg_status	st;
+
+	j.z = tg_alloc(ctx, (n ? n : 1) * sizeof(RECON_T));
+	w = in_place ? out : tg_alloc(ctx, (n ? n : 1) * sizeof(RECON_T));
+	j.w = w;
+	if (j.z == NULL || w == NULL)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate %zu bytes for the fill",
+						  2 * n * sizeof(RECON_T));
+	else
+		st = tg_parallel_rows(ctx, dem->width, dem->height, RECON(decode_rows), &j, err);
+	if (st == TG_OK)
+		st = RECON(reconstruct)(ctx, j.z, dem->width, dem->height, w, err);
+	if (st == TG_OK)
+		st = tg_parallel_rows(ctx, dem->width, dem->height, RECON(output_rows), &j, err);
+	tg_free(ctx, j.z);
+	if (!in_place)
+		tg_free(ctx, w);
+	return st;
+}
