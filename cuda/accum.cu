@@ -1048,21 +1048,6 @@ accumulation_bytes_per_cell(tg_accum_method method, tg_routing routing)
 	return 16 + own;
 }
 
-tg_status
-check_budget(const tg_ctx *ctx, size_t need, const char *what, tg_error *err)
-{
-	size_t		budget = 0;
-
-	if (tg_cuda_memory_budget(ctx, &budget, err) != TG_OK)
-		return err->code;
-	if (need <= budget)
-		return TG_OK;
-	tg_error_set(err, TG_ENOMEM, "%s needs about %zu MB of GPU memory, %zu MB are available",
-				 what, need >> 20, budget >> 20);
-	err->on_device = true;
-	return TG_ENOMEM;
-}
-
 namespace
 {
 /* The products beside the accumulation: routing surface and receiver masks. */
@@ -1168,7 +1153,7 @@ accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
 	const char *used = "";
 	tg_status	st;
 
-	st = check_budget(ctx, n * (route_bytes_per_cell(dem, p, sizeof(V)) +
+	st = tg_cuda_check_budget(ctx, n * (route_bytes_per_cell(dem, p, sizeof(V)) +
 								accumulation_bytes_per_cell(method, p->routing) +
 								(products->surface ? sizeof(double) : 0) +
 								(products->receivers ? sizeof(uint16_t) : 0)),
@@ -1271,7 +1256,7 @@ direction_impl(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, u
 				acc_rounds = 0;
 	tg_status	st;
 
-	st = check_budget(ctx, n * (route_bytes_per_cell(dem, p, sizeof(V)) + (d8 ? 1 : 32) +
+	st = tg_cuda_check_budget(ctx, n * (route_bytes_per_cell(dem, p, sizeof(V)) + (d8 ? 1 : 32) +
 								(fdd8 ? accumulation_bytes_per_cell(TG_ACC_INDEGREE, TG_ROUTE_FDD8) : 0)),
 					  "flow direction", err);
 	if (st != TG_OK)

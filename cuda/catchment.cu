@@ -166,7 +166,7 @@ rusle_impl(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
 
 	for (int f = 0; f < 4; f++)
 		factor_bytes += factors[f].values ? sizeof(double) : 0;
-	st = check_budget(ctx, n * (route_bytes_per_cell(dem, &p->flow, sizeof(V)) +
+	st = tg_cuda_check_budget(ctx, n * (route_bytes_per_cell(dem, &p->flow, sizeof(V)) +
 								accumulation_bytes_per_cell(p->method, p->flow.routing) + factor_bytes +
 								(ls ? 4 : 0) + (soil ? 4 : 0)), "RUSLE", err);
 	if (st != TG_OK)
@@ -353,7 +353,7 @@ travel_impl(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params *p,
 	if (n >= NO_CELL)
 		return tg_error_set(err, TG_ELIMIT, "travel times on the GPU take at most %u cells, got %zu",
 							NO_CELL - 1, n);
-	st = check_budget(ctx, n * (route_bytes_per_cell(dem, &p->flow, sizeof(V)) + 24 +
+	st = tg_cuda_check_budget(ctx, n * (route_bytes_per_cell(dem, &p->flow, sizeof(V)) + 24 +
 								(roughness->values ? 8 : 0) + (velocity->values ? 8 : 0) +
 								(time ? 4 : 0) + (watershed ? 1 : 0)), "travel time", err);
 	if (st != TG_OK)

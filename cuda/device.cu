@@ -129,6 +129,21 @@ tg_cuda_memory_budget(const tg_ctx *ctx, size_t *budget, tg_error *err)
 	return TG_OK;
 }
 
+tg_status
+tg_cuda_check_budget(const tg_ctx *ctx, size_t need, const char *what, tg_error *err)
+{
+	size_t		budget = 0;
+
+	if (tg_cuda_memory_budget(ctx, &budget, err) != TG_OK)
+		return err->code;
+	if (need <= budget)
+		return TG_OK;
+	tg_error_set(err, TG_ENOMEM, "%s needs about %zu MB of GPU memory, %zu MB are available",
+				 what, need >> 20, budget >> 20);
+	err->on_device = true;
+	return TG_ENOMEM;
+}
+
 /*
  * The stream-ordered pool (tg_cuda_common.cuh's dbuf) would give memory back
  * to the system at every synchronisation; it keeps it instead until the call

@@ -236,33 +236,24 @@ tgk_take_labels(const uint8_t *down, const uint32_t *to, uint32_t *label, size_t
 }
 
 /*
- * The listed entries jump, to[c] = to[to[c]], until each points at an end
- * (what an entry points at is an end or another entry): rounds on the whole
- * grid separated by grid barriers.  moved[r]: an entry moved in round r
- * (MAX_JUMPS of them, zero); *rounds: how many ran.  Other blocks' to[] are
- * read through L2.
+ * Pointer jumping in one cooperative launch: rounds of step(k) for every
+ * k < step.size(), separated by grid barriers, until no step moved.
+ * moved[r]: a step moved in round r (MAX_JUMPS of them, zero); *rounds: how
+ * many ran.  What other blocks wrote is read through L2.
  */
+template <typename Step>
 __global__ void __launch_bounds__(THREADS)
-tgk_jump_entries(const uint8_t *down, uint32_t *to, const uint32_t *entry, const uint32_t *count, int *moved,
-				 int *rounds)
+tgk_jump(Step step, int *moved, int *rounds)
 {
 	cg::grid_group grid = cg::this_grid();
-	const uint32_t entries = *count;
+	const uint32_t m = step.size();
 
 	for (int round = 0; round < MAX_JUMPS; round++)
 	{
 		bool		any = false;
 
-		for (uint32_t e = grid.thread_rank(); e < entries; e += grid.size())
-		{
-			const uint32_t c = entry[e],
-						t = to[c];
-
-			if (ends(down[t]))
-				continue;
-			to[c] = TG_LOAD_SHARED(&to[t]);
-			any = true;
-		}
+		for (uint32_t k = grid.thread_rank(); k < m; k += grid.size())
+			any |= step(k);
 		if (__syncthreads_or(any) && threadIdx.x == 0)
 			atomicExch(&moved[round], 1);
 		grid.sync();
@@ -277,31 +268,55 @@ tgk_jump_entries(const uint8_t *down, uint32_t *to, const uint32_t *entry, const
 		*rounds = MAX_JUMPS;
 }
 
-unsigned
-grid_for(size_t n)
-{
-	return (unsigned) std::min<size_t>(tg_div_up(n, THREADS), 65535u * 8u);
-}
-
-/* Jump until no entry moves, in one cooperative launch. */
+/* Jump until no step moves; a cycle (no end after MAX_JUMPS rounds) is an error. */
+template <typename Step>
 tg_status
-jump_entries(const uint8_t *down, uint32_t *to, const uint32_t *entry, const uint32_t *count, int *d_moved,
-			 tg_error *err)
+jump(Step step, int *d_moved, const char *what, tg_error *err)
 {
 	int		   *rounds = d_moved + MAX_JUMPS;
 	int			ran = 0;
 	unsigned	blocks = 0;
-	void	   *args[] = {&down, &to, &entry, &count, &d_moved, &rounds};
+	void	   *args[] = {&step, &d_moved, &rounds};
 
-	if (coop_grid(tgk_jump_entries, &blocks, err) != TG_OK)
+	if (coop_grid(tgk_jump<Step>, &blocks, err) != TG_OK)
 		return err->code;
 	TG_CUDA_CHECK(cudaMemsetAsync(d_moved, 0, (MAX_JUMPS + 1) * sizeof(int), 0), "clearing flags");
-	TG_CUDA_CHECK(cudaLaunchCooperativeKernel((void *) tgk_jump_entries, blocks, THREADS, args, 0, 0),
+	TG_CUDA_CHECK(cudaLaunchCooperativeKernel((void *) tgk_jump<Step>, blocks, THREADS, args, 0, 0),
 				  "launching the jumps");
 	TG_CUDA_CHECK(cudaMemcpy(&ran, rounds, sizeof ran, cudaMemcpyDeviceToHost), "reading the jumps' rounds");
 	if (ran >= MAX_JUMPS)
-		return tg_error_set(err, TG_EDEVICE, "the D8 receivers have a cycle (no end after %d jumps)", ran);
+		return tg_error_set(err, TG_EDEVICE, "%s have a cycle (no end after %d jumps)", what, ran);
 	return TG_OK;
+}
+
+/* A listed entry c jumps, to[c] = to[to[c]], until it points at an end (an end or another entry). */
+struct entry_jump
+{
+	const uint8_t *down;
+	uint32_t   *to;
+	const uint32_t *entry;
+	const uint32_t *count;
+
+	__device__ uint32_t size() const
+	{
+		return *count;
+	}
+	__device__ bool operator() (uint32_t e) const
+	{
+		const uint32_t c = entry[e],
+					t = to[c];
+
+		if (ends(down[t]))
+			return false;
+		to[c] = TG_LOAD_SHARED(&to[t]);
+		return true;
+	}
+};
+
+unsigned
+grid_for(size_t n)
+{
+	return (unsigned) std::min<size_t>(tg_div_up(n, THREADS), 65535u * 8u);
 }
 
 /* out[0, *count) = the indices i < n where flag[i], in order (flag: any iterator) */
@@ -317,22 +332,6 @@ select_cells(Flags flag, size_t n, uint32_t *out, uint32_t *count, tg_error *err
 				  "sizing a selection");
 	TG_CUDA_CHECK(tmp.alloc(bytes), "allocating a selection's scratch");
 	TG_CUDA_CHECK(cub::DeviceSelect::Flagged(tmp.p, bytes, cells, flag, out, count, (int64_t) n), "selecting cells");
-	return TG_OK;
-}
-
-tg_status
-check_budget(const tg_ctx *ctx, size_t need, const char *what, tg_error *err)
-{
-	size_t		budget = 0;
-
-	if (tg_cuda_memory_budget(ctx, &budget, err) != TG_OK)
-		return err->code;
-	if (need > budget)
-	{
-		tg_error_set(err, TG_ENOMEM, "%s needs %zu bytes of GPU memory, %zu are available", what, need, budget);
-		err->on_device = true;
-		return TG_ENOMEM;
-	}
 	return TG_OK;
 }
 
@@ -355,7 +354,7 @@ labels_impl(const tg_ctx *ctx, int W, int H, const uint8_t *down, const uint32_t
 
 	if (n == 0)
 		return TG_OK;
-	if (check_budget(ctx, n * (1 + 2 * sizeof(uint32_t)) + n / 2, "labelling basins", err) != TG_OK)
+	if (tg_cuda_check_budget(ctx, n * (1 + 2 * sizeof(uint32_t)) + n / 2, "labelling basins", err) != TG_OK)
 		return err->code;
 	TG_CUDA_CHECK(d_down.alloc(n), "allocating the receivers");
 	TG_CUDA_CHECK(d_to.alloc(n), "allocating the paths");
@@ -388,7 +387,7 @@ labels_impl(const tg_ctx *ctx, int W, int H, const uint8_t *down, const uint32_t
 	TG_CUDA_CHECK(cudaMemsetAsync(d_count.p, 0, sizeof(uint32_t), 0), "clearing a count");
 	tgk_tile_paths<<<tiles, dim3(TILE, TILE_ROWS)>>>(d_down.p, d_to.p, W, H, d_entry.p, d_count.p);
 	TG_CUDA_CHECK(cudaGetLastError(), "launching the paths in tiles");
-	if (jump_entries(d_down.p, d_to.p, d_entry.p, d_count.p, d_flag.p, err) != TG_OK)
+	if (jump(entry_jump {d_down.p, d_to.p, d_entry.p, d_count.p}, d_flag.p, "the D8 receivers", err) != TG_OK)
 		return err->code;
 	TG_CUDA_CHECK(cudaMemsetAsync(d_flag.p, 0, sizeof(int), 0), "clearing a flag");
 	tgk_take_labels<<<grid_for(n), THREADS>>>(d_down.p, d_to.p, d_label.p, n, d_flag.p);
@@ -473,40 +472,27 @@ tgk_stream_up(const uint32_t *ndon, const uint32_t *below, uint32_t m, uint32_t 
 	}
 }
 
-/* Stream cells jump up to their link's head, up[k] = up[up[k]], as tgk_jump_entries does. */
-__global__ void __launch_bounds__(THREADS)
-tgk_jump_up(uint32_t *up, uint32_t m, int *moved, int *rounds)
+/* A stream cell jumps up to its link's head, up[k] = up[up[k]]. */
+struct head_jump
 {
-	cg::grid_group grid = cg::this_grid();
+	uint32_t   *up;
+	uint32_t	m;
 
-	for (int round = 0; round < MAX_JUMPS; round++)
+	__device__ uint32_t size() const
 	{
-		bool		any = false;
-
-		for (uint32_t k = grid.thread_rank(); k < m; k += grid.size())
-		{
-			const uint32_t u = up[k],
-						uu = TG_LOAD_SHARED(&up[u]);
-
-			if (uu != u)
-			{
-				up[k] = uu;
-				any = true;
-			}
-		}
-		if (__syncthreads_or(any) && threadIdx.x == 0)
-			atomicExch(&moved[round], 1);
-		grid.sync();
-		if (TG_LOAD_SHARED(&moved[round]) == 0)
-		{
-			if (grid.thread_rank() == 0)
-				*rounds = round;
-			return;
-		}
+		return m;
 	}
-	if (grid.thread_rank() == 0)
-		*rounds = MAX_JUMPS;
-}
+	__device__ bool operator() (uint32_t k) const
+	{
+		const uint32_t u = up[k],
+					uu = TG_LOAD_SHARED(&up[u]);
+
+		if (uu == u)
+			return false;
+		up[k] = uu;
+		return true;
+	}
+};
 
 /*
  * What a confluence has gathered, in one 64-bit word so that one atomic
@@ -605,25 +591,6 @@ tgk_orders_out(const uint32_t *cell, const uint32_t *up, const uint32_t *link_or
 }
 
 tg_status
-jump_up(uint32_t *up, uint32_t m, int *d_moved, tg_error *err)
-{
-	int		   *rounds = d_moved + MAX_JUMPS;
-	int			ran = 0;
-	unsigned	blocks = 0;
-	void	   *args[] = {&up, &m, &d_moved, &rounds};
-
-	if (coop_grid(tgk_jump_up, &blocks, err) != TG_OK)
-		return err->code;
-	TG_CUDA_CHECK(cudaMemsetAsync(d_moved, 0, (MAX_JUMPS + 1) * sizeof(int), 0), "clearing flags");
-	TG_CUDA_CHECK(cudaLaunchCooperativeKernel((void *) tgk_jump_up, blocks, THREADS, args, 0, 0),
-				  "launching the jumps to the links' heads");
-	TG_CUDA_CHECK(cudaMemcpy(&ran, rounds, sizeof ran, cudaMemcpyDeviceToHost), "reading the jumps' rounds");
-	if (ran >= MAX_JUMPS)
-		return tg_error_set(err, TG_EDEVICE, "the stream cells have a cycle (no head after %d jumps)", ran);
-	return TG_OK;
-}
-
-tg_status
 orders_impl(const tg_ctx *ctx, int W, int H, const uint8_t *down, const uint8_t *stream, bool shreve,
 			uint32_t *order, tg_error *err)
 {
@@ -647,7 +614,7 @@ orders_impl(const tg_ctx *ctx, int W, int H, const uint8_t *down, const uint8_t 
 
 	if (n == 0)
 		return TG_OK;
-	if (check_budget(ctx, n * (2 + sizeof(uint32_t)), "stream orders", err) != TG_OK)
+	if (tg_cuda_check_budget(ctx, n * (2 + sizeof(uint32_t)), "stream orders", err) != TG_OK)
 		return err->code;
 	TG_CUDA_CHECK(d_down.alloc(n), "allocating the receivers");
 	TG_CUDA_CHECK(d_stream.alloc(n), "allocating the stream cells");
@@ -670,7 +637,7 @@ orders_impl(const tg_ctx *ctx, int W, int H, const uint8_t *down, const uint8_t 
 	TG_CUDA_CHECK(cudaMemcpy(&m, d_count.p, sizeof m, cudaMemcpyDeviceToHost), "reading the stream cells' count");
 	if (m > 0)
 	{
-		if (check_budget(ctx, (size_t) m * (6 * sizeof(uint32_t) + sizeof(unsigned long long)),
+		if (tg_cuda_check_budget(ctx, (size_t) m * (6 * sizeof(uint32_t) + sizeof(unsigned long long)),
 						 "stream orders", err) != TG_OK)
 			return err->code;
 		TG_CUDA_CHECK(d_cell.alloc(m), "allocating the stream list");
@@ -690,7 +657,7 @@ orders_impl(const tg_ctx *ctx, int W, int H, const uint8_t *down, const uint8_t 
 		TG_CUDA_CHECK(cudaGetLastError(), "launching the stream links");
 		tgk_stream_up<<<grid_for(m), THREADS>>>(d_ndon.p, d_below.p, m, d_up.p);
 		TG_CUDA_CHECK(cudaGetLastError(), "launching the links' cells");
-		if (jump_up(d_up.p, m, d_flag.p, err) != TG_OK)
+		if (jump(head_jump {d_up.p, m}, d_flag.p, "the stream cells", err) != TG_OK)
 			return err->code;
 		tgk_link_tree<<<grid_for(m), THREADS>>>(d_ndon.p, d_up.p, d_below.p, m, d_parent.p, d_gathered.p);
 		TG_CUDA_CHECK(cudaGetLastError(), "launching the link tree");

@@ -110,7 +110,6 @@ fill_impl(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params, d
 				H = dem->height;
 	const size_t n = (size_t) W * H;
 	const size_t need = n * ((size_t) tg_pixtype_size(dem->pixtype) + 3 * sizeof(V) + 1);
-	size_t		budget = 0;
 	double		transfer_ms = 0;
 	int			iterations = 0;
 	dbuf<V>		z,
@@ -120,15 +119,8 @@ fill_impl(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params, d
 				down;
 	tg_status	st;
 
-	if (tg_cuda_memory_budget(ctx, &budget, err) != TG_OK)
+	if (tg_cuda_check_budget(ctx, need, "the fill", err) != TG_OK)
 		return err->code;
-	if (need > budget)
-	{
-		tg_error_set(err, TG_ENOMEM, "fill of %zu cells needs about %zu MB of GPU memory, %zu MB are available",
-					 n, need >> 20, budget >> 20);
-		err->on_device = true;
-		return TG_ENOMEM;
-	}
 	st = upload_dem<V>(ctx, dem, z, &transfer_ms, err);
 	if (st != TG_OK)
 		return st;

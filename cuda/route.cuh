@@ -49,8 +49,6 @@ tg_status	accumulate(const tg_ctx *ctx, const device_route<V> &route, const tg_f
 					   const char **used, tg_error *err);
 /* Device bytes per cell of an accumulation by `method`, weights and result included. */
 size_t		accumulation_bytes_per_cell(tg_accum_method method, tg_routing routing);
-/* TG_ENOMEM (on the device) when `need` bytes exceed what this call may hold. */
-tg_status	check_budget(const tg_ctx *ctx, size_t need, const char *what, tg_error *err);
 
 /* accum_tiled.cu: D8 accumulation in two levels, for integer-valued weights (sums exact in any order) */
 tg_status	accumulate_d8_tiled(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind,

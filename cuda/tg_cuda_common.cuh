@@ -39,6 +39,8 @@ void		tg_cuda_fail(tg_error *err, cudaError_t rc, const char *what,
  * (ctx->device_memory_limit, 0 = none) and 90 % of what is free now.
  */
 tg_status	tg_cuda_memory_budget(const tg_ctx *ctx, size_t *budget, tg_error *err);
+/* TG_ENOMEM (on the device) when `need` bytes exceed that budget. */
+tg_status	tg_cuda_check_budget(const tg_ctx *ctx, size_t need, const char *what, tg_error *err);
 
 /* Accumulate event-timed milliseconds into the run statistics. */
 float		tg_cuda_elapsed_ms(cudaEvent_t from, cudaEvent_t to);

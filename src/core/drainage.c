@@ -581,10 +581,12 @@ base_gpu(const tg_ctx *ctx, const void *arg, tg_error *err)
 	if ((s.label = tg_alloc(ctx, (d->n ? d->n : 1) * sizeof(uint32_t))) == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate the drainage labels");
 	st = tg_parallel_rows(ctx, d->width, d->height, stream_marks, &s, err);
-	tg_phase(ctx, "drainage passes on the GPU");
 	if (st == TG_OK)
-		st = tg_cuda_drainage_labels(ctx, d->width, d->height, d->down, s.label, s.label, err);
-	tg_phase(ctx, "drainage passes");
+	{
+		const label_step marks = {.d = d, .mark = s.label, .labels = s.label};
+
+		st = label_gpu(ctx, &marks, err);
+	}
 	if (st == TG_OK)
 		st = tg_parallel_rows(ctx, d->width, d->height, label_heights, &s, err);
 	tg_free(ctx, s.label);
