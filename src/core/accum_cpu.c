@@ -150,9 +150,10 @@ indegree_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 	{
 		size_t		top = 0;
 
-		if (j->indeg[i] != SOURCE)
+		/* other tasks count their donors down concurrently: atomic, though a source has none */
+		if (__atomic_load_n(&j->indeg[i], __ATOMIC_RELAXED) != SOURCE)
 			continue;
-		j->indeg[i] = TAKEN;
+		__atomic_store_n(&j->indeg[i], TAKEN, __ATOMIC_RELAXED);
 		stack[top++] = (uint32_t) i;
 		while (top > 0)
 		{
