@@ -29,10 +29,9 @@
 #include "tg_heap.h"
 #include "tg_hydro.h"
 #include "tg_pool.h"
+#include "wavefront.h"
 
 #include <math.h>
-#include <sched.h>
-#include <stdatomic.h>
 #include <string.h>
 
 #define CANCEL_EVERY 65536
@@ -100,8 +99,6 @@ tg_cpu_is_outlet(const double *z, int W, int H, int x, int y)
 
 /* Fewest rows of a strip: thinner ones cost more rounds than they save. */
 #define MIN_STRIP_ROWS 64
-/* Fewest columns of a block of the scans. */
-#define MIN_BLOCK_COLUMNS 16
 #define MANY_THREADS 8
 #define STRIPS_PER_THREAD 8
 

@@ -18,12 +18,7 @@
  * one up, then a FIFO over the cells still able to fall.
  *
  * On threads, the two scans are the same scans as on one thread, cell for
- * cell: the grid is cut into blocks of columns and chunks of rows, and a
- * block runs once the blocks it reads (to its left on its rows, above it to
- * the right) are done, as a wavefront: the threads take the blocks in an
- * order where those come first (block b of chunk c in wave 2c + b) and wait
- * for them where needed.
- * The FIFO then runs in strips of rows, each strip lowering its own rows and
+ * cell (wavefront.h).  The FIFO then runs in strips of rows, each strip lowering its own rows and
  * reading its neighbours' facing rows from a copy taken between rounds;
  * strips whose facing rows fell since run again from there, until none
  * fell.  Scanning strip by strip instead would start every strip from walls
@@ -40,13 +35,6 @@ typedef struct RECON(recon)
 	int			width;
 	int			height;
 	int			nstrips;
-	int			blocks;			/* of the scans: blocks of columns ... */
-	int			chunks;			/* ... and chunks of rows */
-	bool		up;				/* the scan up (else down) */
-	int32_t    *order;			/* the blocks (c * blocks + b) in the order threads take them */
-	atomic_int	next;			/* the next of them to take */
-	atomic_bool stop;			/* a thread failed or was canceled: the others stop waiting */
-	atomic_uchar *done;			/* per block: scanned */
 	uint64_t   *queued;			/* per row, a bit per column: cells the scan up left to the FIFO */
 	size_t		queued_words;	/* words per row */
 	RECON_T    *facing;			/* per strip: the row above it and the row below, as last copied */
@@ -85,28 +73,16 @@ RECON(lower)(const tg_ctx *ctx, const RECON(recon) *r, cell_fifo *q, size_t c, R
 	return true;
 }
 
-/*
- * Columns [*x0, *x1) of block b on a row `shift` rows into its chunk, in the
- * scan's own orientation (the scan up counts columns from the right).  The
- * inner edges between blocks move one column left per row, so that the
- * cell up and to the right of a block's last cell, which the scan down
- * reads, is the block's own (or, on a chunk's first row, the chunk above's).
- */
-static inline void
-RECON(block_cols)(const RECON(recon) *r, int b, int shift, int *x0, int *x1)
-{
-	const int64_t inner = r->width - 2;
-
-	*x0 = b == 0 ? 1 : 1 + (int) (inner * b / r->blocks) - shift;
-	*x1 = b == r->blocks - 1 ? r->width - 1 : 1 + (int) (inner * (b + 1) / r->blocks) - shift;
-}
-
-/* The scan down over block b of rows [y0, y1) (inner cells only). */
+/* The scan down over block b of chunk c (inner cells only). */
 static void
-RECON(scan_down)(const RECON(recon) *r, int y0, int y1, int b)
+RECON(scan_down)(void *arg, const tg_wave *wave, int b, int c)
 {
+	const RECON(recon) *r = arg;
 	const ptrdiff_t R = r->width;
+	int			y0,
+				y1;
 
+	tg_wave_rows(wave, c, &y0, &y1);
 	for (int y = y0; y < y1; y++)
 	{
 		const RECON_T *zr = r->z + y * R;
@@ -115,7 +91,7 @@ RECON(scan_down)(const RECON(recon) *r, int y0, int y1, int b)
 		int			x0,
 					x1;
 
-		RECON(block_cols)(r, b, y - y0, &x0, &x1);
+		tg_wave_cols(wave, b, y0, y1, y, &x0, &x1);
 		for (int x = x0; x < x1; x++)
 		{
 			RECON_T		v;
@@ -131,15 +107,19 @@ RECON(scan_down)(const RECON(recon) *r, int y0, int y1, int b)
 }
 
 /*
- * The scan up over block b (counted from the right) of rows [y0, y1),
- * marking in `queued` the cells with a neighbour scanned before them (right,
- * below) that may still fall to their value: the FIFO starts from those.
+ * The scan up over block b of chunk c, marking in `queued` the cells with a
+ * neighbour scanned before them (right, below) that may still fall to their
+ * value: the FIFO starts from those.
  */
 static void
-RECON(scan_up)(const RECON(recon) *r, int y0, int y1, int b)
+RECON(scan_up)(void *arg, const tg_wave *wave, int b, int c)
 {
+	const RECON(recon) *r = arg;
 	const ptrdiff_t R = r->width;
+	int			y0,
+				y1;
 
+	tg_wave_rows(wave, c, &y0, &y1);
 	for (int y = y1 - 1; y >= y0; y--)
 	{
 		const RECON_T *zr = r->z + y * R;
@@ -150,8 +130,8 @@ RECON(scan_up)(const RECON(recon) *r, int y0, int y1, int b)
 		int			x0,
 					x1;
 
-		RECON(block_cols)(r, b, y1 - 1 - y, &x0, &x1);
-		for (int x = (int) R - 1 - x0; x >= (int) R - x1; x--)
+		tg_wave_cols(wave, b, y0, y1, y, &x0, &x1);
+		for (int x = x1 - 1; x >= x0; x--)
 		{
 			RECON_T		v;
 
@@ -169,86 +149,6 @@ RECON(scan_up)(const RECON(recon) *r, int y0, int y1, int b)
 				mark[x >> 6] |= (uint64_t) 1 << (x & 63);
 		}
 	}
-}
-
-/* Has block (b, c) been scanned?  Blocks off the grid have. */
-static inline bool
-RECON(block_done)(const RECON(recon) *r, int b, int c)
-{
-	return b < 0 || c < 0 || b >= r->blocks ||
-		atomic_load_explicit(&r->done[(size_t) c * r->blocks + b], memory_order_acquire);
-}
-
-/*
- * One thread of a scan: it takes blocks in wave order (block b of chunk c
- * in wave 2c + b, counted from the top left for the scan down, from the
- * bottom right for the scan up) and scans each once the blocks it reads are
- * done: b - 1 of its chunk, b and b + 1 of the chunk before.  Every block a
- * thread waits for was taken before by a thread that is running it, so the
- * wait ends, whatever the number of threads.
- */
-static tg_status
-RECON(scan_thread)(const tg_ctx *ctx, void *arg, int64_t t, tg_error *err)
-{
-	RECON(recon) *r = arg;
-	const int	nblocks = r->blocks * r->chunks;
-	int			i;
-
-	while ((i = atomic_fetch_add(&r->next, 1)) < nblocks)
-	{
-		const int	b = r->order[i] % r->blocks,
-					c = r->order[i] / r->blocks;
-		const int	cc = r->up ? r->chunks - 1 - c : c;
-		const int	y0 = (int) ((int64_t) (r->height - 2) * cc / r->chunks) + 1,
-					y1 = (int) ((int64_t) (r->height - 2) * (cc + 1) / r->chunks) + 1;
-
-		for (unsigned spins = 0;
-			 !RECON(block_done)(r, b - 1, c) || !RECON(block_done)(r, b + 1, c - 1) ||
-			 !RECON(block_done)(r, b, c - 1); spins++)
-		{
-			if (atomic_load(&r->stop))
-				return TG_OK;
-			if (spins % 1024 == 1023)
-			{
-				if (tg_canceled(ctx))
-				{
-					atomic_store(&r->stop, true);
-					return tg_error_set(err, TG_ECANCELED, "fill canceled");
-				}
-				sched_yield();
-			}
-		}
-		if (r->up)
-			RECON(scan_up)(r, y0, y1, b);
-		else
-			RECON(scan_down)(r, y0, y1, b);
-		atomic_store_explicit(&r->done[r->order[i]], 1, memory_order_release);
-	}
-	return TG_OK;
-}
-
-/* Both scans, each by the call's threads over the blocks. */
-static tg_status
-RECON(scans)(const tg_ctx *ctx, RECON(recon) *r, tg_error *err)
-{
-	const int	nblocks = r->blocks * r->chunks;
-	tg_status	st = TG_OK;
-	int			k = 0;
-
-	for (int wave = 0; wave < 2 * (r->chunks - 1) + r->blocks; wave++)
-		for (int b = wave & 1; b < r->blocks && b <= wave; b += 2)
-			if ((wave - b) / 2 < r->chunks)
-				r->order[k++] = (wave - b) / 2 * r->blocks + b;
-	for (int up = 0; up < 2 && st == TG_OK; up++)
-	{
-		r->up = up;
-		atomic_store(&r->next, 0);
-		atomic_store(&r->stop, false);
-		for (int i = 0; i < nblocks; i++)
-			atomic_store(&r->done[i], 0);
-		st = tg_parallel(ctx, tg_threads_wanted(ctx), RECON(scan_thread), r, err);
-	}
-	return st;
 }
 
 /* Strip rows [r0, r1): queue the cells the scan up marked, in the scan's order. */
@@ -395,26 +295,6 @@ RECON(reconstruct)(const tg_ctx *ctx, const RECON_T *z, int W, int H, RECON_T *w
 	tg_status	st;
 
 	/*
-	 * The scans: four blocks per thread, so that a thread waiting for a
-	 * block finds another ready, and at least four chunks of rows per block
-	 * so that the wavefront's filling and draining are short; a chunk has no
-	 * more rows than a block has columns (its edges move a column per row).
-	 */
-	r.blocks = threads > 1 ? 4 * threads : 1;
-	if (r.blocks > (W - 2) / MIN_BLOCK_COLUMNS)
-		r.blocks = (W - 2) / MIN_BLOCK_COLUMNS;
-	r.blocks = r.blocks > 1 ? r.blocks : 1;
-	r.chunks = 1;
-	if (r.blocks > 1)
-	{
-		const int	rows = (W - 2) / r.blocks;
-
-		r.chunks = 4 * r.blocks > (H - 2 + rows - 1) / rows ? 4 * r.blocks : (H - 2 + rows - 1) / rows;
-		if (r.chunks > H - 2)
-			r.chunks = H - 2 > 1 ? H - 2 : 1;
-	}
-
-	/*
 	 * The FIFO's strips: how much a strip has to lower in later rounds
 	 * depends on where its edges fall, so on many threads, many thin strips
 	 * spread that uneven work; on a few, the extra rounds would cost more
@@ -431,10 +311,7 @@ RECON(reconstruct)(const tg_ctx *ctx, const RECON_T *z, int W, int H, RECON_T *w
 	r.facing = tg_alloc(ctx, (size_t) 2 * r.nstrips * W * sizeof(RECON_T));
 	r.todo = tg_alloc(ctx, r.nstrips * sizeof(int64_t));
 	r.fell = tg_alloc(ctx, r.nstrips * sizeof(bool));
-	r.order = tg_alloc(ctx, (size_t) r.blocks * r.chunks * sizeof(int32_t));
-	r.done = tg_alloc(ctx, (size_t) r.blocks * r.chunks * sizeof(atomic_uchar));
-	if (r.queued == NULL || r.facing == NULL || r.todo == NULL || r.fell == NULL ||
-		r.order == NULL || r.done == NULL)
+	if (r.queued == NULL || r.facing == NULL || r.todo == NULL || r.fell == NULL)
 	{
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate the fill's strips");
 		goto done;
@@ -442,7 +319,15 @@ RECON(reconstruct)(const tg_ctx *ctx, const RECON_T *z, int W, int H, RECON_T *w
 	st = tg_parallel_rows(ctx, W, H, RECON(start_rows), &r, err);
 	if (st != TG_OK || W < 3 || H < 3)
 		goto done;
-	st = RECON(scans)(ctx, &r, err);
+	{
+		tg_wave	wave;
+
+		tg_wave_plan(ctx, &wave, 1, W - 1, 1, H - 1);
+		st = tg_wavefront(ctx, &wave, RECON(scan_down), &r, err);
+		wave.backward = true;
+		if (st == TG_OK)
+			st = tg_wavefront(ctx, &wave, RECON(scan_up), &r, err);
+	}
 	if (st == TG_OK)
 		st = RECON(recon_facing)(ctx, &r, &n, err);
 	for (int k = 0; k < r.nstrips; k++)
@@ -461,8 +346,6 @@ done:
 	tg_free(ctx, r.facing);
 	tg_free(ctx, r.todo);
 	tg_free(ctx, r.fell);
-	tg_free(ctx, r.order);
-	tg_free(ctx, (void *) r.done);
 	return st;
 }
 

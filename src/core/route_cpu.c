@@ -19,6 +19,7 @@
 #include "cell_list.h"
 #include "tg_hydro.h"
 #include "tg_pool.h"
+#include "wavefront.h"
 
 #include <math.h>
 #include <string.h>
@@ -152,9 +153,10 @@ combine_flat(const flat_job *j, int64_t f)
 /* ------------------------------------------------------------------------
  * A large flat's two distances in strips of rows, on the call's threads.
  * The distance is the greatest fixed point of d = min(d, d(neighbour) + 1)
- * under the seeds' 1, which any order of lowering reaches: so each strip
- * lowers its own rows (a forward and a backward raster scan, then a FIFO of
- * what the scans left: Vincent's hybrid, as in the fill), reading its
+ * under the seeds' 1, which any order of lowering reaches: Vincent's hybrid,
+ * as in the fill.  A forward and a backward raster scan over the whole flat
+ * (the scans one thread would make, wavefront.h), then a FIFO of what the
+ * scans left in strips of rows: each strip lowers its own rows, reading its
  * neighbours' facing rows from a copy taken between rounds, and strips whose
  * facing rows fell run again from their edges, until none fell.  The result
  * depends neither on the strips nor on the threads.
@@ -205,10 +207,58 @@ seen(const flat_strips *s, const int32_t *d, const int32_t *above, const int32_t
 	return d[(size_t) y * s->j->W + x];
 }
 
+/*
+ * Both distances of the flat over block b of chunk c of a raster scan (the
+ * cells before a cell in the scan: left, up-left, up, up-right forward).
+ */
+static void
+flat_scan_block(void *arg, const tg_wave *wave, int b, int c)
+{
+	static const int fwd[4][2] = {{-1, 0}, {-1, -1}, {0, -1}, {1, -1}};
+	const flat_strips *s = arg;
+	const flat_job *j = s->j;
+	const int	dir = wave->backward ? -1 : 1;
+	const size_t W = (size_t) j->W;
+	int			r0,
+				r1;
+
+	tg_wave_rows(wave, c, &r0, &r1);
+	for (int y = dir > 0 ? r0 : r1 - 1; dir > 0 ? y < r1 : y >= r0; y += dir)
+	{
+		int			c0,
+					c1;
+
+		tg_wave_cols(wave, b, r0, r1, y, &c0, &c1);
+		for (int x = dir > 0 ? c0 : c1 - 1; dir > 0 ? x < c1 : x >= c0; x += dir)
+		{
+			const size_t i = (size_t) y * W + x;
+			int32_t		t = j->mask[i],
+						a = j->away[i];
+
+			if (j->parent[i] != (int32_t) s->f)
+				continue;
+			for (int k = 0; k < 4; k++)
+			{
+				const int	nx = x + dir * fwd[k][0],
+							ny = y + dir * fwd[k][1];
+
+				if (in_flat(j, nx, ny, s->f))
+				{
+					const size_t ni = (size_t) ny * W + nx;
+
+					t = j->mask[ni] != FAR && j->mask[ni] + 1 < t ? j->mask[ni] + 1 : t;
+					a = j->away[ni] != FAR && j->away[ni] + 1 < a ? j->away[ni] + 1 : a;
+				}
+			}
+			j->mask[i] = t;
+			j->away[i] = a;
+		}
+	}
+}
+
 static tg_status
 flat_strip_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 {
-	static const int fwd[4][2] = {{-1, 0}, {-1, -1}, {0, -1}, {1, -1}};
 	const flat_strips *s = arg;
 	const flat_job *j = s->j;
 	const int64_t t = s->todo[task];
@@ -226,26 +276,6 @@ flat_strip_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 				r1;
 
 	flat_strip_rows(s, (int) (t % s->nstrips), &r0, &r1);
-	if (s->first)
-		for (int dir = 1; dir >= -1; dir -= 2)	/* forward, then backward */
-			for (int y = dir > 0 ? r0 : r1 - 1; dir > 0 ? y < r1 : y >= r0; y += dir)
-				for (int x = dir > 0 ? s->x0 : s->x1; dir > 0 ? x <= s->x1 : x >= s->x0; x += dir)
-				{
-					const size_t i = (size_t) y * W + x;
-					int32_t		v = d[i];
-
-					if (j->parent[i] != f)
-						continue;
-					for (int k = 0; k < 4; k++)
-					{
-						const int32_t dn = seen(s, d, above, below, r0, r1, x + dir * fwd[k][0],
-												y + dir * fwd[k][1]);
-
-						if (dn != FAR && dn + 1 < v)
-							v = dn + 1;
-					}
-					d[i] = v;
-				}
 	/* what may still fall: after the scans, any cell; later, the edge rows the facing rows lower */
 	for (int y = r0; y < r1; y++)
 	{
@@ -448,9 +478,20 @@ large_flat(const tg_ctx *ctx, const flat_job *j, int64_t f, tg_error *err)
 	}
 	if (st == TG_OK)
 	{
+		tg_wave		wave;
+
+		/* both distances' raster scans, as one thread would make them */
+		tg_wave_plan(ctx, &wave, s.x0, s.x1 + 1, s.y0, s.y1 + 1);
+		st = tg_wavefront(ctx, &wave, flat_scan_block, &s, err);
+		wave.backward = true;
+		if (st == TG_OK)
+			st = tg_wavefront(ctx, &wave, flat_scan_block, &s, err);
+	}
+	if (st == TG_OK)
+	{
 		int64_t		n;
 
-		/* the first round: every strip, from what the facing rows hold at the start */
+		/* the first round: every strip, from the scans' distances */
 		st = flat_strips_facing(ctx, &s, &n, err);
 		for (n = 0; n < 2 * s.nstrips; n++)
 			s.todo[n] = n;
