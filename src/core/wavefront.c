@@ -101,6 +101,11 @@ wave_thread(const tg_ctx *ctx, void *arg, int64_t t, tg_error *err)
 		const int	b = s->order[i] % s->w->blocks,
 					c = s->order[i] / s->w->blocks;
 
+		if (tg_canceled(ctx))
+		{
+			atomic_store(&s->stop, true);
+			return tg_error_set(err, TG_ECANCELED, "canceled");
+		}
 		for (unsigned spins = 0;
 			 !block_done(s, b - 1, c) || !block_done(s, b, c - 1) || !block_done(s, b + 1, c - 1);
 			 spins++)
@@ -108,14 +113,7 @@ wave_thread(const tg_ctx *ctx, void *arg, int64_t t, tg_error *err)
 			if (atomic_load(&s->stop))
 				return TG_OK;
 			if (spins % 1024 == 1023)
-			{
-				if (tg_canceled(ctx))
-				{
-					atomic_store(&s->stop, true);
-					return tg_error_set(err, TG_ECANCELED, "canceled");
-				}
 				sched_yield();
-			}
 		}
 		s->fn(s->arg, s->w, b, c);
 		atomic_store_explicit(&s->done[s->order[i]], 1, memory_order_release);
