@@ -37,62 +37,6 @@
 #define CANCEL_EVERY 65536
 
 /* ------------------------------------------------------------------------
- * Shared helpers
- * ------------------------------------------------------------------------ */
-
-typedef struct decode_job
-{
-	const tg_band *dem;
-	double	   *z;
-} decode_job;
-
-static tg_status
-decode_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
-{
-	const decode_job *d = arg;
-
-	for (int y = y0; y < y1; y++)
-		tg_band_row_to_f64(d->dem, y, d->z + (size_t) y * d->dem->width);
-	return TG_OK;
-}
-
-/* Decode the band into doubles, nodata as NaN. */
-tg_status
-tg_cpu_decode(const tg_ctx *ctx, const tg_band *dem, double **z, tg_error *err)
-{
-	size_t		n = (size_t) dem->width * dem->height;
-	decode_job	d = {dem, NULL};
-	tg_status	st;
-
-	*z = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
-	if (*z == NULL)
-		return tg_error_set(err, TG_ENOMEM, "could not allocate %zu bytes for the DEM",
-							n * sizeof(double));
-	d.z = *z;
-	st = tg_parallel_rows(ctx, dem->width, dem->height, decode_rows, &d, err);
-	if (st != TG_OK)
-	{
-		tg_free(ctx, *z);
-		*z = NULL;
-	}
-	return st;
-}
-
-/* A valid cell on the edge or next to a nodata cell: water leaves here. */
-bool
-tg_cpu_is_outlet(const double *z, int W, int H, int x, int y)
-{
-	int			k;
-
-	if (x == 0 || y == 0 || x == W - 1 || y == H - 1)
-		return true;
-	for (k = 0; k < 8; k++)
-		if (isnan(z[(size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k)]))
-			return true;
-	return false;
-}
-
-/* ------------------------------------------------------------------------
  * Without epsilon: reconstruction by erosion (fill_recon.h), in float where
  * that holds every DEM value, in double otherwise
  * ------------------------------------------------------------------------ */
@@ -121,6 +65,46 @@ tg_cpu_is_outlet(const double *z, int W, int H, int x, int y)
 #undef RECON_PT
 #undef RECON_DECODE
 #undef RECON
+
+/* ------------------------------------------------------------------------
+ * Shared helpers
+ * ------------------------------------------------------------------------ */
+
+/* Decode the band into doubles, nodata as NaN. */
+tg_status
+tg_cpu_decode(const tg_ctx *ctx, const tg_band *dem, double **z, tg_error *err)
+{
+	size_t		n = (size_t) dem->width * dem->height;
+	band_job_f64 d = {.dem = dem};
+	tg_status	st;
+
+	*z = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
+	if (*z == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate %zu bytes for the DEM",
+							n * sizeof(double));
+	d.z = *z;
+	st = tg_parallel_rows(ctx, dem->width, dem->height, decode_rows_f64, &d, err);
+	if (st != TG_OK)
+	{
+		tg_free(ctx, *z);
+		*z = NULL;
+	}
+	return st;
+}
+
+/* A valid cell on the edge or next to a nodata cell: water leaves here. */
+bool
+tg_cpu_is_outlet(const double *z, int W, int H, int x, int y)
+{
+	int			k;
+
+	if (x == 0 || y == 0 || x == W - 1 || y == H - 1)
+		return true;
+	for (k = 0; k < 8; k++)
+		if (isnan(z[(size_t) (y + tg_nbr_dy(k)) * W + x + tg_nbr_dx(k)]))
+			return true;
+	return false;
+}
 
 /* ------------------------------------------------------------------------
  * Priority-flood with epsilon
@@ -398,33 +382,6 @@ fill_surface(const tg_ctx *ctx, const double *z, int W, int H, tg_fill_method me
 	return st;
 }
 
-/* The filled surface into the output's type, nodata as out_nodata */
-typedef struct output_job
-{
-	const double *w;
-	void	   *out;
-	bool		single;
-	double		nodata;
-	int			width;
-} output_job;
-
-static tg_status
-output_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
-{
-	const output_job *o = arg;
-
-	for (size_t i = (size_t) y0 * o->width; i < (size_t) y1 * o->width; i++)
-	{
-		double		v = isnan(o->w[i]) ? o->nodata : o->w[i];
-
-		if (o->single)
-			((float *) o->out)[i] = (float) v;
-		else
-			((double *) o->out)[i] = v;
-	}
-	return TG_OK;
-}
-
 tg_status
 tg_cpu_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
 			double out_nodata, void *out, tg_error *err)
@@ -453,9 +410,9 @@ tg_cpu_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
 					  single, w, err);
 	if (st == TG_OK)
 	{
-		output_job	o = {w, out, single, out_nodata, dem->width};
+		band_job_f64 o = {.dem = dem, .w = w, .out = out, .out_single = single, .out_nodata = out_nodata};
 
-		st = tg_parallel_rows(ctx, dem->width, dem->height, output_rows, &o, err);
+		st = tg_parallel_rows(ctx, dem->width, dem->height, output_rows_f64, &o, err);
 	}
 	tg_free(ctx, z);
 	tg_free(ctx, w);

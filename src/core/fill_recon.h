@@ -349,6 +349,11 @@ done:
 	return st;
 }
 
+/*
+ * A band decoded into T (decode_rows), or a surface in T written into the
+ * output's type (output_rows): fill_cpu.c's other fills and tg_cpu_decode
+ * use the double ones too.
+ */
 typedef struct RECON(band_job)
 {
 	const tg_band *dem;
@@ -369,7 +374,7 @@ RECON(decode_rows)(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 	return TG_OK;
 }
 
-/* The surface into the output's type, nodata (-inf in w) as out_nodata; w may be out itself. */
+/* The surface into the output's type, nodata (-inf or NaN in w) as out_nodata; w may be out itself. */
 static tg_status
 RECON(output_rows)(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 {
@@ -378,7 +383,7 @@ RECON(output_rows)(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 
 	for (size_t i = (size_t) y0 * W; i < (size_t) y1 * W; i++)
 	{
-		const double v = j->w[i] == -INFINITY ? j->out_nodata : (double) j->w[i];
+		const double v = j->w[i] > -INFINITY ? (double) j->w[i] : j->out_nodata;
 
 		if (j->out_single)
 			((float *) j->out)[i] = (float) v;
