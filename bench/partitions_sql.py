@@ -1,14 +1,24 @@
 #!/usr/bin/env python3
 """A coverage partitioned over several servers against the same coverage on
 one server: tg_fill, tg_slope, tg_flow_accumulation (D8 and MFD-md of the filled DEM) and tg_hydrology through
-tg_create_partitioned_result on a
-coordinator and N throwaway workers (tools/cluster.sh, Unix sockets, one
-machine), and tg_create_result over the same tiles in one local table of the
-coordinator.  Prints wall times, each phase's time (from the NOTICEs), each
-worker's busy time and the bytes that crossed between servers against the
-DEM's size, and checks the two results tile for tile.
+tg_create_partitioned_result on a coordinator and N throwaway workers
+(tools/cluster.sh, Unix sockets, one machine), and tg_create_result over the
+same tiles in one local table of the coordinator.  Prints wall times, each
+phase's time (from the NOTICEs), each worker's busy and device time and the
+bytes that crossed between servers against the DEM's size, and checks the
+results tile for tile.
 
-    bench/partitions_sql.py DEM.tif [--workers 3] [--tile 256] [--reps 3] [--ops fill,slope,d8,mfd-md,hydrology]
+    bench/partitions_sql.py DEM [--workers 3] [--tile 256] [--reps 3] [--ops fill,slope,d8,mfd-md,hydrology]
+                            [--worker-backend cpu|gpu] [--worker-device-mb N] [--gpus 4,2,1] [--budget-mb N]
+                            [--no-local]
+
+--gpus G1,G2,...: the same N parts (loaded once) computed with the workers
+spread over G1, then G2, ... GPUs of this host (worker k on device
+(k - 1) mod G); every run's tiles are compared with the first's (a digest of
+each worker's result tiles, computed on the worker).  --budget-mb: the
+single-server run under terra_gpu.max_memory_mb = N (in bands where the grid
+does not fit).  --no-local: no single-server run (a coverage too large to
+load twice); the GPU counts are then compared with each other only.
 
 Every server runs on this machine: the workers share its cores, so the wall
 time measures the stitch and its traffic, not a cluster's speed-up.
@@ -29,6 +39,13 @@ from tg_tools import machine_description, tiles_sql  # noqa: E402
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 CLUSTER = os.path.join(REPO, "tools", "cluster.sh")
 
+OPERATIONS = {"fill": ("tg_fill", "{}", "tg_fill(coverage => ''dem_local'')"),
+              "slope": ("tg_slope", "{}", "tg_slope(coverage => ''dem_local'')"),
+              "d8": ("tg_flow_accumulation", "{}", "tg_flow_accumulation(coverage => ''dem_local'')"),
+              "mfd-md": ("tg_flow_accumulation", '{"routing": "mfd-md"}',
+                         "tg_flow_accumulation(coverage => ''dem_local'', routing => ''mfd-md'')"),
+              "hydrology": ("tg_hydrology", "{}", "tg_hydrology(coverage => ''dem_local'')")}
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -40,83 +57,118 @@ def main():
     ap.add_argument("--ops", default="fill,slope,d8,mfd-md,hydrology",
                     help="which of fill, slope, d8, mfd-md, hydrology")
     ap.add_argument("--backend", help="terra_gpu.backend of the single-server run")
-    ap.add_argument("--worker-backend", help="terra_gpu.backend of the workers (their parts' fill follows it; "
-                    "their other phases compute on the CPU)")
-    ap.add_argument("--worker-devices", type=int, default=0,
-                    help="GPUs of this host to spread the workers over: worker k gets terra_gpu.device (k - 1) %% N")
+    ap.add_argument("--budget-mb", type=int, help="terra_gpu.max_memory_mb of the single-server run")
+    ap.add_argument("--no-local", action="store_true", help="no single-server run")
+    ap.add_argument("--worker-backend", help="terra_gpu.backend of the workers")
+    ap.add_argument("--worker-device-mb", type=int, help="terra_gpu.max_device_memory_mb of the workers")
+    ap.add_argument("--gpus", default="",
+                    help="comma-separated GPU counts: the workers spread over that many GPUs of this host, in turn")
     args = ap.parse_args()
+    gpu_counts = [int(g) for g in args.gpus.split(",") if g] or [0]
     tmp = tempfile.mkdtemp(prefix="tgbench-", dir="/var/tmp")
     os.chmod(tmp, 0o755)
     env = dict(os.environ, TG_CLUSTER_DIR=os.path.join(tmp, "c"), TG_CLUSTER_PORT=str(args.port))
     sock = env.get("TG_PGSOCKET", "/tmp")
     db = env.get("TG_DATABASE", "terra_gpu")
 
-    def psql(q, node=0):
-        p = subprocess.run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h", sock, "-p",
-                            str(args.port + node), "-d", db, "-c", q], capture_output=True, text=True, env=env)
+    def psql(node, *queries):
+        cmd = ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h", sock, "-p", str(args.port + node), "-d", db]
+        for q in queries:
+            cmd += ["-c", q]
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
         if p.returncode != 0:
             raise RuntimeError(p.stderr)
         return p.stdout.strip(), p.stderr
 
-    def timed(q):
+    def timed(node, *queries):
         t0 = time.perf_counter()
-        out, notices = psql(q)
+        out, notices = psql(node, *queries)
         return time.perf_counter() - t0, out, notices
+
+    def digests(n, table, cols):
+        """Per worker, one digest of its result tiles in rid order (computed there)."""
+        return [psql(k, "SELECT md5(string_agg(md5(%s), '' ORDER BY rid)) FROM %s_part%d"
+                     % (" || ".join("ST_AsBinary(%s)" % c for c in cols), table, k))[0] for k in range(1, n + 1)]
 
     try:
         subprocess.run([CLUSTER, "up", str(args.workers)], env=env, check=True, capture_output=True)
+        t0 = time.perf_counter()
         subprocess.run([CLUSTER, "load", args.dem, "dem", str(args.tile)], env=env, check=True, capture_output=True)
-        srid = psql("SELECT ST_SRID(rast) FROM dem LIMIT 1")[0]
+        load_s = time.perf_counter() - t0
         if args.backend:
-            psql("ALTER DATABASE %s SET terra_gpu.backend = '%s'" % (db, args.backend))
+            psql(0, "ALTER DATABASE %s SET terra_gpu.backend = '%s'" % (db, args.backend))
+        if args.budget_mb:
+            psql(0, "ALTER DATABASE %s SET terra_gpu.max_memory_mb = %d" % (db, args.budget_mb))
         for node in range(1, args.workers + 1) if args.worker_backend else []:
-            psql("ALTER DATABASE %s SET terra_gpu.backend = '%s'" % (db, args.worker_backend), node)
-        for node in range(1, args.workers + 1) if args.worker_devices else []:
-            psql("ALTER DATABASE %s SET terra_gpu.device = %d" % (db, (node - 1) % args.worker_devices), node)
-        tiles = tiles_sql(args.dem, srid, "dem_local", args.tile)
-        subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", sock, "-p", str(args.port), "-d", db],
-                       input=tiles, text=True, env=env, check=True, capture_output=True)
-        cells, dem_bytes = map(int, psql("SELECT sum(ST_Width(rast) * ST_Height(rast)), "
-                                         "sum(ST_Width(rast) * ST_Height(rast) * "
-                                         "(CASE ST_BandPixelType(rast) WHEN '16BSI' THEN 2 WHEN '16BUI' THEN 2 "
-                                         "WHEN '8BUI' THEN 1 ELSE 4 END)) FROM dem_local")[0].split("|"))
-        print("# %s: %d cells in tiles of %d, %d workers and a coordinator on one machine"
-              % (os.path.basename(args.dem), cells, args.tile, args.workers))
-        print("# host: %s; %s; single server: backend %s; workers: backend %s%s\n"
-              % (machine_description(), time.strftime("%Y-%m-%d"), args.backend or "auto",
+            psql(node, "ALTER DATABASE %s SET terra_gpu.backend = '%s'" % (db, args.worker_backend))
+        for node in range(1, args.workers + 1) if args.worker_device_mb else []:
+            psql(node, "ALTER DATABASE %s SET terra_gpu.max_device_memory_mb = %d" % (db, args.worker_device_mb))
+        cells, dem_bytes = map(int, psql(0, "SELECT sum(ST_Width(rast)::bigint * ST_Height(rast)), "
+                                            "sum(ST_Width(rast)::bigint * ST_Height(rast) * "
+                                            "(CASE ST_BandPixelType(rast) WHEN '16BSI' THEN 2 WHEN '16BUI' THEN 2 "
+                                            "WHEN '8BUI' THEN 1 ELSE 4 END)) FROM dem")[0].split("|"))
+        if not args.no_local:
+            srid = psql(0, "SELECT ST_SRID(rast) FROM dem LIMIT 1")[0]
+            tiles = tiles_sql(args.dem, srid, "dem_local", args.tile)
+            subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", sock, "-p", str(args.port), "-d", db],
+                           input=tiles, text=True, env=env, check=True, capture_output=True)
+        print("# %s: %d cells in tiles of %d, %d workers and a coordinator on one machine (loaded in %.1f s)"
+              % (os.path.basename(args.dem), cells, args.tile, args.workers, load_s))
+        print("# host: %s; %s; single server: %s; workers: backend %s%s\n"
+              % (machine_description(), time.strftime("%Y-%m-%d"),
+                 "none" if args.no_local else "backend %s%s" % (args.backend or "auto",
+                                                               ", max_memory_mb %d" % args.budget_mb
+                                                               if args.budget_mb else ""),
                  args.worker_backend or "auto",
-                 ", spread over %d GPUs" % args.worker_devices if args.worker_devices else ""))
-        print("| operation | one server, s | %d workers, s | phases (slowest worker), s | worker busy, s |"
-              " bytes between servers | of the DEM | tiles equal |" % args.workers)
-        print("|---|---:|---:|---|---|---:|---:|---|")
-        operations = {"fill": ("tg_fill", "{}", "tg_fill(coverage => ''dem_local'')"),
-                      "slope": ("tg_slope", "{}", "tg_slope(coverage => ''dem_local'')"),
-                      "d8": ("tg_flow_accumulation", "{}", "tg_flow_accumulation(coverage => ''dem_local'')"),
-                      "mfd-md": ("tg_flow_accumulation", '{"routing": "mfd-md"}',
-                                 "tg_flow_accumulation(coverage => ''dem_local'', routing => ''mfd-md'')"),
-                      "hydrology": ("tg_hydrology", "{}", "tg_hydrology(coverage => ''dem_local'')")}
+                 ", max_device_memory_mb %d" % args.worker_device_mb if args.worker_device_mb else ""))
+        print("| operation | one server, s (device) | GPUs | %d workers, s | phases (slowest worker), s |"
+              " worker busy, s | worker device, s | bytes between servers | of the DEM | tiles equal |"
+              % args.workers)
+        print("|---|---:|---:|---:|---|---|---|---:|---:|---|")
         for key in args.ops.split(","):
-            op, opts, local = operations[key]
-            one, many, phases, busy, moved = [], [], "", "", 0
-            for _ in range(args.reps):
-                w, _, _ = timed("SELECT tg_create_result('one', 'SELECT * FROM %s', replace => true)" % local)
-                one.append(w)
-                w, out, notices = timed("SELECT * FROM tg_create_partitioned_result('many', 'dem', '%s', '%s', "
-                                        "replace => true)" % (op, opts))
-                many.append(w)
-                rows = [r.split("|") for r in out.splitlines()]
-                busy = ", ".join("%.2f" % float(r[4]) for r in rows)
-                moved = sum(int(r[5]) + int(r[6]) for r in rows)
-                phases = ", ".join(
-                    "%s %s%s" % (m[0], m[1], " (%s rounds)" % m[3] if m[3] else "")
-                    for m in re.findall(r": (\w+) of \w+ on \d+ workers in ([\d.]+) s, ([\d.]+) kB(?: \((\d+) rounds\))?",
-                                        notices))
+            op, opts, local = OPERATIONS[key]
             cols = ["filled", "direction", "accumulation"] if op == "tg_hydrology" else ["rast"]
-            same = psql("SELECT count(*) FILTER (WHERE %s) || ' of ' || count(*) FROM many a JOIN one b USING (rid)"
-                        % " AND ".join("ST_AsBinary(a.%s) = ST_AsBinary(b.%s)" % (c, c) for c in cols))[0]
-            print("| %s %s | %.2f | %.2f | %s | %s | %d | %.2f %% | %s |"
-                  % (op, opts if opts != "{}" else "", statistics.median(one), statistics.median(many), phases, busy, moved,
-                     100.0 * moved / dem_bytes, same))
+            one, one_device = [], []
+            for _ in range(0 if args.no_local else args.reps):
+                w, out, _ = timed(0, "SELECT tg_create_result('one', 'SELECT * FROM %s', replace => true)" % local,
+                                  "SELECT coalesce(kernel_ms, 0) + coalesce(transfer_ms, 0) FROM tg_last_run()")
+                one.append(w)
+                one_device.append(float(out.splitlines()[-1]) / 1000)
+            first = None
+            for g in gpu_counts:
+                for node in range(1, args.workers + 1) if g else []:
+                    psql(node, "ALTER DATABASE %s SET terra_gpu.device = %d" % (db, (node - 1) % g))
+                many, phases, busy, device, moved = [], "", "", "", 0
+                for _ in range(args.reps):
+                    w, out, notices = timed(0, "SELECT * FROM tg_create_partitioned_result('many', 'dem', '%s', '%s', "
+                                               "replace => true)" % (op, opts))
+                    many.append(w)
+                    rows = [r.split("|") for r in out.splitlines()]
+                    busy = ", ".join("%.2f" % float(r[4]) for r in rows)
+                    device = ", ".join("%.2f" % float(r[5]) for r in rows)
+                    moved = sum(int(r[6]) + int(r[7]) for r in rows)
+                    phases = ", ".join(
+                        "%s %s%s" % (m[0], m[1], " (%s rounds)" % m[3] if m[3] else "")
+                        for m in re.findall(r": (\w+) of \w+ on \d+ workers in ([\d.]+) s, ([\d.]+) kB"
+                                            r"(?: \((\d+) rounds\))?", notices))
+                same = []
+                if not args.no_local:
+                    same.append(psql(0, "SELECT count(*) FILTER (WHERE %s) || ' of ' || count(*) || ' (one server)' "
+                                        "FROM many a JOIN one b USING (rid)"
+                                     % " AND ".join("ST_AsBinary(a.%s) = ST_AsBinary(b.%s)" % (c, c)
+                                                    for c in cols))[0])
+                if len(gpu_counts) > 1:
+                    d = digests(args.workers, "many", cols)
+                    if first is None:
+                        first = (g, d)
+                    else:
+                        same.append("%d of %d parts (%d GPUs)" % (sum(a == b for a, b in zip(d, first[1])),
+                                                                 len(d), first[0]))
+                print("| %s %s | %s | %s | %.2f | %s | %s | %s | %d | %.2f %% | %s |"
+                      % (op, opts if opts != "{}" else "",
+                         "%.2f (%.2f)" % (statistics.median(one), statistics.median(one_device)) if one else "—",
+                         g or "—", statistics.median(many), phases, busy, device, moved,
+                         100.0 * moved / dem_bytes, "; ".join(same) or "—"), flush=True)
     finally:
         subprocess.run([CLUSTER, "down"], env=env, capture_output=True)
         os.rmdir(tmp)

@@ -1865,7 +1865,7 @@ CREATE FUNCTION tg_create_partitioned_result(
 	options jsonb DEFAULT '{}',
 	replace boolean DEFAULT false)
 	RETURNS TABLE(part integer, server name, partition_table text, tiles bigint, seconds double precision,
-				  bytes_sent bigint, bytes_received bigint)
+				  device_seconds double precision, bytes_sent bigint, bytes_received bigint)
 	LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
@@ -1889,6 +1889,7 @@ DECLARE
 	sent bigint[];
 	received bigint[];
 	busy double precision[];
+	device double precision[];
 	counts bigint[];
 	count bigint;
 	replies bytea[];
@@ -1971,6 +1972,7 @@ BEGIN
 	sent := array_fill(0::bigint, ARRAY[n]);
 	received := array_fill(0::bigint, ARRAY[n]);
 	busy := array_fill(0::double precision, ARRAY[n]);
+	device := array_fill(0::double precision, ARRAY[n]);
 	counts := array_fill(NULL::bigint, ARRAY[n]);
 	BEGIN
 		FOR k IN 1..n LOOP
@@ -2001,9 +2003,13 @@ BEGIN
 			EXIT WHEN step.phase = 'done';
 			coordinated := step.next_state;
 			queries := array_fill(NULL::text, ARRAY[n]);
+			-- each worker replies with its part's bytes and the device time of
+			-- the phase (tg_last_run() read after the phase's call)
 			FOR k IN 1..n LOOP
-				queries[k] := format('SELECT encode(%I.tg_part_run(%L, %L, %L, decode(%L, ''base64'')%s), ''base64'')',
-									 ext[k], operation, remote[k], options::text, encode(step.messages[k], 'base64'),
+				queries[k] := format('SELECT encode(r, ''base64'') || '' '' || (SELECT coalesce(l.kernel_ms, 0) + '
+									 'coalesce(l.transfer_ms, 0) FROM %I.tg_last_run() l WHERE r IS NOT NULL) '
+									 'FROM (SELECT %I.tg_part_run(%L, %L, %L, decode(%L, ''base64'')%s) AS r OFFSET 0) s',
+									 ext[k], ext[k], operation, remote[k], options::text, encode(step.messages[k], 'base64'),
 									 CASE WHEN step.phase = 'finish' THEN format(', %L, %s, %L', results[k], k, replace)
 										  ELSE '' END);
 				sent[k] := sent[k] + octet_length(queries[k]);
@@ -2013,9 +2019,11 @@ BEGIN
 			FOR k IN 1..n LOOP
 				received[k] := received[k] + octet_length(pass.replies[k]);
 				busy[k] := busy[k] + pass.seconds[k];
+				device[k] := device[k] + split_part(pass.replies[k], ' ', 2)::double precision / 1000;
 				moved := moved + octet_length(queries[k]) + octet_length(pass.replies[k]);
 			END LOOP;
-			SELECT array_agg(decode(r, 'base64') ORDER BY i) INTO replies FROM unnest(pass.replies) WITH ORDINALITY u(r, i);
+			SELECT array_agg(decode(split_part(r, ' ', 1), 'base64') ORDER BY i) INTO replies
+			FROM unnest(pass.replies) WITH ORDINALITY u(r, i);
 			-- phases in rounds (flats, flow) are told once they settle (and every 10 rounds till then)
 			IF step.phase IN ('flats', 'flow') THEN
 				rounds_of := step.phase;
@@ -2077,12 +2085,12 @@ BEGIN
 		round(extract(epoch FROM clock_timestamp() - t0)::numeric, 2),
 		round((SELECT sum(x) FROM unnest(sent || received) x) / 1024.0, 1);
 	RETURN QUERY SELECT k::integer, srv[k]::name, results[k], counts[k], round(busy[k]::numeric, 3)::double precision,
-						sent[k], received[k]
+						round(device[k]::numeric, 3)::double precision, sent[k], received[k]
 				 FROM generate_series(1, n) k;
 END
 $$;
 COMMENT ON FUNCTION tg_create_partitioned_result(text, regclass, text, jsonb, boolean) IS
-'Runs tg_fill, tg_slope, tg_flow_direction (D8), tg_flow_accumulation or tg_hydrology (any routing, no weight; options: their named arguments as JSON) over a table partitioned over worker servers (postgres_fdw foreign partitions, each a band of whole rows of tiles): every worker computes its own part and writes it beside its input as NAME_partK (tg_create_result), only part-boundary data crosses the network, and the result appears on every server at once (two-phase commit) as the partitioned table NAME here; one row per worker with its tiles, busy seconds and bytes exchanged';
+'Runs tg_fill, tg_slope, tg_flow_direction (D8), tg_flow_accumulation or tg_hydrology (any routing, no weight; options: their named arguments as JSON) over a table partitioned over worker servers (postgres_fdw foreign partitions, each a band of whole rows of tiles): every worker computes its own part and writes it beside its input as NAME_partK (tg_create_result), only part-boundary data crosses the network, and the result appears on every server at once (two-phase commit) as the partitioned table NAME here; one row per worker with its tiles, busy seconds, device seconds (GPU kernels and copies) and bytes exchanged';
 
 -------------------------------------------------------------------------------
 -- A fixed search_path for every PL/pgSQL function (they run dynamic SQL):

@@ -7,13 +7,17 @@
 #                                    postgres_fdw and dblink on the coordinator, one
 #                                    foreign server w1..wN per worker
 #   tools/cluster.sh load DEM TABLE [TILE]
-#                                    load DEM (a GDAL file) in tiles of TILE x TILE
-#                                    (default 256), partitioned by rows of tiles:
-#                                    the tile rows are split into N contiguous ranges,
-#                                    worker k holds range k as its local table TABLE;
-#                                    the coordinator's TABLE is partitioned by
-#                                    tile_row, its partitions TABLE_wk are
-#                                    postgres_fdw foreign tables on the workers
+#                                    load DEM (any GDAL source, a VRT included) in
+#                                    tiles of TILE x TILE (default 256), partitioned
+#                                    by rows of tiles: the tile rows are split into N
+#                                    contiguous ranges, worker k reads range k from
+#                                    the file into its local table TABLE (all workers
+#                                    at once, in chunks of rows, nothing through the
+#                                    coordinator); tiles numbered as raster2pgsql
+#                                    numbers the whole file's; the coordinator's
+#                                    TABLE is partitioned by tile_row, its partitions
+#                                    TABLE_wk are postgres_fdw foreign tables on the
+#                                    workers
 #   tools/cluster.sh env             the PG* variables that reach the coordinator
 #   tools/cluster.sh stop            stop every cluster
 #   tools/cluster.sh down            stop them and delete their files
@@ -83,56 +87,129 @@ CREATE USER MAPPING IF NOT EXISTS FOR CURRENT_USER SERVER w$k OPTIONS (user '$TG
 	echo "coordinator: psql -h $SOCK -p $PORT -U $TG_PGUSER $TG_DATABASE; workers on ports $((PORT + 1))..$((PORT + n))"
 }
 
+# One worker's rows [lo, hi) of tiles, read from the file in chunks of tile
+# rows (gdal_translate -srcwin: any GDAL source, a VRT that resamples
+# included, no file-size limit) straight into the worker's own table.
+# Tiles come in raster2pgsql's form (where it is missing, the worker's server
+# reads each chunk itself: ST_FromGDALRaster, ST_Tile); tile_row follows from
+# each tile's top edge; rid is set afterwards (number_part).
+load_part() {
+	local k=$1 lo=$2 hi=$3 dem=$4 table=$5 tile=$6 srid=$7 tmp=$8
+	local step=$((CHUNK_BYTES / (GRID_W * tile * PIXEL_BYTES))) y0 y1 chunk
+	[ "$step" -ge 1 ] || step=1
+	sql_on "$k" -c "SET client_min_messages = warning; DROP TABLE IF EXISTS $table;
+CREATE TABLE $table (rid integer, tile_row integer GENERATED ALWAYS AS
+  (round(($GRID_Y0 - ST_UpperLeftY(rast)) / ($tile * abs($GRID_SY)))::integer) STORED, rast raster);"
+	for ((r = lo; r < hi; r += step)); do
+		y0=$((r * tile)) y1=$(((r + step < hi ? r + step : hi) * tile))
+		[ "$y1" -le "$GRID_H" ] || y1=$GRID_H
+		chunk=$tmp/w$k-$r.tif
+		gdal_translate -q -of GTiff -srcwin 0 "$y0" "$GRID_W" $((y1 - y0)) "$dem" "$chunk"
+		chmod 644 "$chunk"
+		if command -v raster2pgsql >/dev/null; then
+			raster2pgsql -a -q -s "$srid" -Y -t "${tile}x${tile}" "$chunk" "$table" 2> >(grep -v '^Processing' >&2) |
+				sql_on "$k" -f - >/dev/null
+		else
+			sql_on "$k" -v path="$chunk" -f - >/dev/null <<-SQL
+				SET postgis.gdal_enabled_drivers = 'ENABLE_ALL';
+				INSERT INTO $table (rast)
+				SELECT t FROM (SELECT ST_SetSRID(ST_FromGDALRaster(pg_read_binary_file(:'path')), $srid) AS r) s,
+					 ST_Tile(s.r, $tile, $tile) AS t;
+			SQL
+		fi
+		rm -f "$chunk"
+	done
+}
+
+# rid as raster2pgsql numbers the whole file's tiles (row by row, from 1),
+# given the tiles of the workers above; then the table's keys and checks.
+number_part() {
+	local k=$1 lo=$2 hi=$3 table=$4 before=$5 west=$6
+	sql_on "$k" -c "SET client_min_messages = warning;
+UPDATE $table t SET rid = o.r
+FROM (SELECT ctid AS c, $before + row_number() OVER (ORDER BY tile_row, $west * ST_UpperLeftX(rast)) AS r FROM $table) o
+WHERE t.ctid = o.c;
+ALTER TABLE $table ALTER COLUMN tile_row DROP EXPRESSION, ALTER COLUMN rid SET NOT NULL, ADD PRIMARY KEY (rid),
+  ADD CHECK (tile_row >= $lo AND tile_row < $hi);" >/dev/null
+	sql_on "$k" -c "VACUUM ANALYZE $table"
+}
+
+# run "$@" once per worker k (the word K replaced by k, LO and HI by its rows
+# of tiles), all at once; fail if any does
+each_worker() {
+	local n=$1 nrows=$2; shift 2
+	local pids=() k
+	for k in $(seq 1 "$n"); do
+		local lo=$(((k - 1) * nrows / n)) hi=$((k * nrows / n)) args=()
+		for a in "$@"; do a=${a//@K@/$k}; a=${a//@LO@/$lo}; args+=("${a//@HI@/$hi}"); done
+		"${args[@]}" >"$DIR/load-w$k.log" 2>&1 &
+		pids+=($!)
+	done
+	local failed=0
+	for k in $(seq 1 "$n"); do
+		if ! wait "${pids[k - 1]}"; then
+			echo "worker w$k:" >&2; cat "$DIR/load-w$k.log" >&2; failed=1
+		fi
+	done
+	return $failed
+}
+
 load() {
 	local dem=${1:?usage: $0 load DEM TABLE [TILE]} table=${2:?usage: $0 load DEM TABLE [TILE]} tile=${3:-256}
 	local n; n=$(workers)
 	[ "$n" -ge 1 ] || { echo "no cluster: run '$0 up N' first" >&2; exit 1; }
 	[[ $table =~ ^[a-z_][a-z0-9_]*$ ]] || { echo "TABLE must be a plain lower-case name" >&2; exit 2; }
-	local srid
+	[[ $tile =~ ^[0-9]+$ ]] && [ "$tile" -ge 16 ] || { echo "TILE must be a number of at least 16" >&2; exit 2; }
+	dem=$(realpath "$dem")
+	local info srid
+	info=$(gdalinfo "$dem") || exit 1
 	srid=$(gdalsrsinfo -o epsg "$dem" 2>/dev/null | sed -n 's/^EPSG:\([0-9]*\).*/\1/p' | head -1)
-	# the tiles, numbered in raster2pgsql's order, land in a staging table on
-	# the coordinator, then move to the workers through the foreign partitions
-	if command -v raster2pgsql >/dev/null; then
-		raster2pgsql -q -s "${srid:-4326}" -Y -t "${tile}x${tile}" "$dem" "${table}_load" 2> >(grep -v '^Processing' >&2) |
-			sql_on 0 -c "SET client_min_messages = warning; DROP TABLE IF EXISTS ${table}_load, $table CASCADE" -f -
-	else
-		# a PostGIS without its loader: the coordinator reads the file itself
-		# (the server's own GDAL; files under 1 GB), tiles in the same order
-		local path; path=$(realpath "$dem")
-		sql_on 0 -v path="$path" -f - <<-SQL
-			SET client_min_messages = warning;
-			SET postgis.gdal_enabled_drivers = 'ENABLE_ALL';
-			DROP TABLE IF EXISTS ${table}_load, $table CASCADE;
-			CREATE TABLE ${table}_load AS
-			SELECT (row_number() OVER ())::int AS rid, t AS rast
-			FROM (SELECT ST_SetSRID(ST_FromGDALRaster(pg_read_binary_file(:'path')), ${srid:-4326}) AS r) s,
-				 ST_Tile(s.r, $tile, $tile) AS t;
-		SQL
-	fi
-	local nrows
-	nrows=$(sql_on 0 -c "SELECT count(DISTINCT ST_UpperLeftY(rast)) FROM ${table}_load")
+	srid=${srid:-4326}
+	GRID_W=$(sed -n 's/^Size is \([0-9]*\), *\([0-9]*\)/\1/p' <<<"$info")
+	GRID_H=$(sed -n 's/^Size is \([0-9]*\), *\([0-9]*\)/\2/p' <<<"$info")
+	GRID_Y0=$(sed -n 's/^Origin = (\([^,]*\),\(.*\))/\2/p' <<<"$info")
+	GRID_SX=$(sed -n 's/^Pixel Size = (\([^,]*\),\(.*\))/\1/p' <<<"$info")
+	GRID_SY=$(sed -n 's/^Pixel Size = (\([^,]*\),\(.*\))/\2/p' <<<"$info")
+	[ -n "$GRID_W" ] && [ -n "$GRID_Y0" ] && [ -n "$GRID_SY" ] ||
+		{ echo "$dem: no size, origin or pixel size in gdalinfo's report" >&2; exit 1; }
+	case $(sed -n 's/^Band 1 .*Type=\([A-Za-z0-9]*\).*/\1/p' <<<"$info") in
+		Byte | Int8) PIXEL_BYTES=1 ;; Int16 | UInt16) PIXEL_BYTES=2 ;; Float64) PIXEL_BYTES=8 ;; *) PIXEL_BYTES=4 ;;
+	esac
+	CHUNK_BYTES=${TG_LOAD_CHUNK_BYTES:-201326592}
+	local nrows=$(((GRID_H + tile - 1) / tile))
 	if [ "$nrows" -lt "$n" ]; then
-		sql_on 0 -c "DROP TABLE ${table}_load"
 		echo "$dem in tiles of $tile has $nrows rows of tiles, fewer than the $n workers: choose a smaller TILE" >&2
 		exit 1
 	fi
+	LOAD_TMP=$(mktemp -d "$DIR/load.XXXXXX")
+	chmod 755 "$LOAD_TMP"
+	trap 'rm -rf "$LOAD_TMP"' EXIT
+	sql_on 0 -c "SET client_min_messages = warning; DROP TABLE IF EXISTS $table CASCADE"
+	each_worker "$n" "$nrows" load_part @K@ @LO@ @HI@ "$dem" "$table" "$tile" "$srid" "$LOAD_TMP" || exit 1
+	# each worker's rid follows the tiles of the workers above it
+	local counts=() before=0 west=1 k
+	[[ $GRID_SX == -* ]] && west=-1
+	for k in $(seq 1 "$n"); do counts+=("$(sql_on "$k" -c "SELECT count(*) FROM $table")"); done
+	local pids=()
+	for k in $(seq 1 "$n"); do
+		number_part "$k" $(((k - 1) * nrows / n)) $((k * nrows / n)) "$table" "$before" "$west" \
+			>"$DIR/load-w$k.log" 2>&1 &
+		pids+=($!)
+		before=$((before + counts[k - 1]))
+	done
+	for k in $(seq 1 "$n"); do
+		wait "${pids[k - 1]}" || { echo "worker w$k:" >&2; cat "$DIR/load-w$k.log" >&2; exit 1; }
+	done
+	# the coordinator's table: partitioned by tile_row, each partition a
+	# postgres_fdw foreign table on its worker
 	local s="SET client_min_messages = warning;
 CREATE TABLE $table (rid integer NOT NULL, tile_row integer NOT NULL, rast raster) PARTITION BY RANGE (tile_row);"
 	for k in $(seq 1 "$n"); do
-		# rows [lo, hi) of tiles: contiguous ranges, sizes differing by at most one
-		local lo=$(((k - 1) * nrows / n)) hi=$((k * nrows / n))
-		sql_on "$k" -c "SET client_min_messages = warning; DROP TABLE IF EXISTS $table;
-CREATE TABLE $table (rid integer PRIMARY KEY, tile_row integer NOT NULL CHECK (tile_row >= $lo AND tile_row < $hi), rast raster);"
 		s+="
-CREATE FOREIGN TABLE ${table}_w$k PARTITION OF $table FOR VALUES FROM ($lo) TO ($hi)
+CREATE FOREIGN TABLE ${table}_w$k PARTITION OF $table FOR VALUES FROM ($(((k - 1) * nrows / n))) TO ($((k * nrows / n)))
   SERVER w$k OPTIONS (table_name '$table');"
 	done
-	# tile_row: rank of the tile's top edge, north to south (rows of equal tiles)
-	s+="
-INSERT INTO $table SELECT rid, (dense_rank() OVER (ORDER BY ST_UpperLeftY(rast) DESC))::int - 1, rast FROM ${table}_load;
-DROP TABLE ${table}_load;"
 	sql_on 0 -c "$s"
-	for k in $(seq 1 "$n"); do sql_on "$k" -c "ANALYZE $table"; done
 	sql_on 0 -c "ANALYZE $table"
 	echo "$table: $nrows rows of tiles over $n workers"
 	for k in $(seq 1 "$n"); do
