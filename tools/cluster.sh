@@ -91,15 +91,28 @@ CREATE USER MAPPING IF NOT EXISTS FOR CURRENT_USER SERVER w$k OPTIONS (user '$TG
 # rows (gdal_translate -srcwin: any GDAL source, a VRT that resamples
 # included, no file-size limit) straight into the worker's own table.
 # Tiles come in raster2pgsql's form (where it is missing, the worker's server
-# reads each chunk itself: ST_FromGDALRaster, ST_Tile); tile_row follows from
-# each tile's top edge; rid is set afterwards (number_part).
+# reads each chunk itself: ST_FromGDALRaster, ST_Tile).  A chunk's origin is
+# the file's shifted, rounded once more: each tile is placed again where a
+# whole-file load puts it (the grid's origin plus its pixel offset times the
+# pixel size, in doubles), and gets its tile_row; rid is set afterwards
+# (number_part).
 load_part() {
 	local k=$1 lo=$2 hi=$3 dem=$4 table=$5 tile=$6 srid=$7 tmp=$8
 	local step=$((CHUNK_BYTES / (GRID_W * tile * PIXEL_BYTES))) y0 y1 chunk
 	[ "$step" -ge 1 ] || step=1
 	sql_on "$k" -c "SET client_min_messages = warning; DROP TABLE IF EXISTS $table;
-CREATE TABLE $table (rid integer, tile_row integer GENERATED ALWAYS AS
-  (round(($GRID_Y0 - ST_UpperLeftY(rast)) / ($tile * abs($GRID_SY)))::integer) STORED, rast raster);"
+CREATE TABLE $table (rid integer, tile_row integer, rast raster);
+CREATE OR REPLACE FUNCTION ${table}_place_tile() RETURNS trigger LANGUAGE plpgsql AS \$f\$
+DECLARE
+	r integer := round(($GRID_Y0::float8 - ST_UpperLeftY(NEW.rast)) / ($tile * abs($GRID_SY::float8)));
+	c integer := round((ST_UpperLeftX(NEW.rast) - $GRID_X0::float8) / ($tile * abs($GRID_SX::float8)));
+BEGIN
+	NEW.tile_row := r;
+	NEW.rast := ST_SetUpperLeft(NEW.rast, $GRID_X0::float8 + (c * $tile)::float8 * $GRID_SX::float8,
+								$GRID_Y0::float8 + (r * $tile)::float8 * $GRID_SY::float8);
+	RETURN NEW;
+END \$f\$;
+CREATE TRIGGER place_tile BEFORE INSERT ON $table FOR EACH ROW EXECUTE FUNCTION ${table}_place_tile();"
 	for ((r = lo; r < hi; r += step)); do
 		y0=$((r * tile)) y1=$(((r + step < hi ? r + step : hi) * tile))
 		[ "$y1" -le "$GRID_H" ] || y1=$GRID_H
@@ -126,10 +139,11 @@ CREATE TABLE $table (rid integer, tile_row integer GENERATED ALWAYS AS
 number_part() {
 	local k=$1 lo=$2 hi=$3 table=$4 before=$5 west=$6
 	sql_on "$k" -c "SET client_min_messages = warning;
+DROP TRIGGER place_tile ON $table; DROP FUNCTION ${table}_place_tile();
 UPDATE $table t SET rid = o.r
 FROM (SELECT ctid AS c, $before + row_number() OVER (ORDER BY tile_row, $west * ST_UpperLeftX(rast)) AS r FROM $table) o
 WHERE t.ctid = o.c;
-ALTER TABLE $table ALTER COLUMN tile_row DROP EXPRESSION, ALTER COLUMN rid SET NOT NULL, ADD PRIMARY KEY (rid),
+ALTER TABLE $table ALTER COLUMN tile_row SET NOT NULL, ALTER COLUMN rid SET NOT NULL, ADD PRIMARY KEY (rid),
   ADD CHECK (tile_row >= $lo AND tile_row < $hi);" >/dev/null
 	sql_on "$k" -c "VACUUM ANALYZE $table"
 }
@@ -167,11 +181,7 @@ load() {
 	srid=${srid:-4326}
 	GRID_W=$(sed -n 's/^Size is \([0-9]*\), *\([0-9]*\)/\1/p' <<<"$info")
 	GRID_H=$(sed -n 's/^Size is \([0-9]*\), *\([0-9]*\)/\2/p' <<<"$info")
-	GRID_Y0=$(sed -n 's/^Origin = (\([^,]*\),\(.*\))/\2/p' <<<"$info")
-	GRID_SX=$(sed -n 's/^Pixel Size = (\([^,]*\),\(.*\))/\1/p' <<<"$info")
-	GRID_SY=$(sed -n 's/^Pixel Size = (\([^,]*\),\(.*\))/\2/p' <<<"$info")
-	[ -n "$GRID_W" ] && [ -n "$GRID_Y0" ] && [ -n "$GRID_SY" ] ||
-		{ echo "$dem: no size, origin or pixel size in gdalinfo's report" >&2; exit 1; }
+	[ -n "$GRID_W" ] && [ -n "$GRID_H" ] || { echo "$dem: no size in gdalinfo's report" >&2; exit 1; }
 	case $(sed -n 's/^Band 1 .*Type=\([A-Za-z0-9]*\).*/\1/p' <<<"$info") in
 		Byte | Int8) PIXEL_BYTES=1 ;; Int16 | UInt16) PIXEL_BYTES=2 ;; Float64) PIXEL_BYTES=8 ;; *) PIXEL_BYTES=4 ;;
 	esac
@@ -184,6 +194,17 @@ load() {
 	LOAD_TMP=$(mktemp -d "$DIR/load.XXXXXX")
 	chmod 755 "$LOAD_TMP"
 	trap 'rm -rf "$LOAD_TMP"' EXIT
+	# the grid's origin and pixel size exactly as PostGIS reads them (gdalinfo
+	# prints them rounded): the coordinator's server reads the first pixel
+	gdal_translate -q -of GTiff -srcwin 0 0 1 1 "$dem" "$LOAD_TMP/origin.tif" && chmod 644 "$LOAD_TMP/origin.tif"
+	read -r GRID_X0 GRID_Y0 GRID_SX GRID_SY skew < <(sql_on 0 -F ' ' -v path="$LOAD_TMP/origin.tif" -f - <<-SQL
+		SET postgis.gdal_enabled_drivers = 'ENABLE_ALL';
+		SELECT ST_UpperLeftX(r), ST_UpperLeftY(r), ST_ScaleX(r), ST_ScaleY(r), abs(ST_SkewX(r)) + abs(ST_SkewY(r))
+		FROM (SELECT ST_FromGDALRaster(pg_read_binary_file(:'path')) AS r) s;
+	SQL
+	)
+	[ -n "${GRID_SY:-}" ] || { echo "$dem: the server could not read its georeference" >&2; exit 1; }
+	[ "$skew" = 0 ] || { echo "$dem is rotated (skew $skew): not supported" >&2; exit 1; }
 	sql_on 0 -c "SET client_min_messages = warning; DROP TABLE IF EXISTS $table CASCADE"
 	each_worker "$n" "$nrows" load_part @K@ @LO@ @HI@ "$dem" "$table" "$tile" "$srid" "$LOAD_TMP" || exit 1
 	# each worker's rid follows the tiles of the workers above it
