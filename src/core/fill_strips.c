@@ -26,8 +26,10 @@
 #include "tg_backends.h"
 #include "fill_flood.h"
 #include "tg_heap.h"
+#include "tg_pool.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct tg_fill_strips
@@ -269,46 +271,361 @@ labels_too_many(int width, int count)
 	return (uint64_t) (2 * (uint64_t) count) * (uint64_t) width + 1 > UINT32_MAX;
 }
 
+/*
+ * A part's scan on the call's threads.  The part is cut into sub-strips of
+ * whole rows (how many depends on its size, never on the threads), each
+ * flooded on its own with labels of its own (numbered as strips 0 .. nsub-1
+ * of the part): Barnes' scheme one level down.  Their graphs are then cut
+ * down to the labels the coordinator knows (the outlets', the part's first
+ * and last rows') by Kruskal's algorithm: the edge that first connects two
+ * groups of labels each holding a kept label joins those two at its height.
+ * Minimax distances between kept labels are those of the whole graph, so
+ * the solve gives every label the same level whatever the cut.  The cut
+ * runs as a tree of merges, on the threads: a sub-strip's graph becomes its
+ * minimum spanning tree; two neighbouring ranges of sub-strips, with the
+ * rows where they meet joined, keep the labels of the outer rows; so no
+ * step holds more than about seven edges per column, and the coordinator
+ * receives at most one edge per label it knows.
+ */
+#define SCAN_MAX_SUBSTRIPS 64
+int			tg_part_scan_rows = 256;
+
+typedef struct scan_edge
+{
+	double		height;
+	uint32_t	a;
+	uint32_t	b;
+} scan_edge;
+
+typedef struct part_scan
+{
+	int			width;
+	int			nrows;
+	int			nsub;
+	bool		above;			/* the part has a row above (z starts there) */
+	bool		below;
+	const double *z;
+	const double *rows;			/* z from the part's first row */
+	uint32_t   *label;			/* nrows * width, every sub-strip's rows */
+	double	   *lf;
+	scan_edge **kept;			/* per range of sub-strips (by its first): at most 2 * width edges */
+	size_t	   *nkept;
+	int			span;			/* the merges under way: ranges of `span` sub-strips, pairwise */
+} part_scan;
+
+static int
+scan_substrips(int width, int nrows)
+{
+	int			nsub = nrows / (tg_part_scan_rows > 0 ? tg_part_scan_rows : 1);
+
+	if (nsub > SCAN_MAX_SUBSTRIPS)
+		nsub = SCAN_MAX_SUBSTRIPS;
+	return nsub < 1 || labels_too_many(width, nsub) ? 1 : nsub;
+}
+
+static int
+cmp_scan_edge(const void *x, const void *y)
+{
+	const scan_edge *p = x,
+			   *q = y;
+
+	if (p->height != q->height)
+		return p->height < q->height ? -1 : 1;
+	if (p->a != q->a)
+		return p->a < q->a ? -1 : 1;
+	return (p->b > q->b) - (p->b < q->b);
+}
+
+static uint32_t
+uf_find(uint32_t *parent, uint32_t v)
+{
+	uint32_t	r = v;
+
+	while (parent[r] != r)
+		r = parent[r];
+	while (parent[v] != r)
+	{
+		uint32_t	next = parent[v];
+
+		parent[v] = r;
+		v = next;
+	}
+	return r;
+}
+
+/*
+ * Labels of a range of sub-strips, dense: 0, then four rows of width labels
+ * (the labels a range's edges can hold: its first sub-strip's top row, the
+ * bottom and top rows where two ranges meet, its last sub-strip's bottom row).
+ */
+typedef struct scan_labels
+{
+	uint32_t	base[4];
+	uint32_t	width;
+} scan_labels;
+
+static uint32_t
+dense_label(const scan_labels *m, uint32_t l)
+{
+	for (int r = 0; l != 0 && r < 4; r++)
+		if (l >= m->base[r] && l < m->base[r] + m->width)
+			return 1 + r * m->width + (l - m->base[r]);
+	return 0;
+}
+
+/*
+ * Kruskal over edges (sorted here), keeping in out (at most 2 * width edges)
+ * those that first join two groups each holding a kept dense label: 0 and
+ * rows 0 and 3.
+ */
+static tg_status
+keep_edges(const tg_ctx *ctx, const scan_labels *m, scan_edge *e, size_t n, scan_edge *out, size_t *nout,
+		   tg_error *err)
+{
+	const size_t L = 1 + 4 * (size_t) m->width;
+	uint32_t   *parent = tg_alloc(ctx, L * sizeof(uint32_t)),
+			   *rep = tg_alloc(ctx, L * sizeof(uint32_t));
+
+	if (parent == NULL || rep == NULL)
+	{
+		tg_free(ctx, parent);
+		tg_free(ctx, rep);
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a fill part's %zu labels", L);
+	}
+	for (size_t l = 0; l < L; l++)
+	{
+		parent[l] = (uint32_t) l;
+		rep[l] = l == 0 || l <= m->width || l > 3 * (size_t) m->width ? (uint32_t) l : UINT32_MAX;
+	}
+	qsort(e, n, sizeof *e, cmp_scan_edge);
+	*nout = 0;
+	for (size_t i = 0; i < n; i++)
+	{
+		const uint32_t ra = uf_find(parent, dense_label(m, e[i].a)),
+					rb = uf_find(parent, dense_label(m, e[i].b));
+
+		if (ra == rb)
+			continue;
+		if (rep[ra] != UINT32_MAX && rep[rb] != UINT32_MAX && *nout < 2 * (size_t) m->width)
+		{
+			/* the kept labels' own numbers: row 0 and row 3 hold the range's outer rows */
+			const uint32_t la = rep[ra],
+						lb = rep[rb];
+
+			out[(*nout)++] = (scan_edge) {e[i].height,
+				la == 0 ? 0 : la <= m->width ? m->base[0] + la - 1 : m->base[3] + la - 1 - 3 * m->width,
+				lb == 0 ? 0 : lb <= m->width ? m->base[0] + lb - 1 : m->base[3] + lb - 1 - 3 * m->width};
+		}
+		parent[rb] = ra;
+		if (rep[ra] == UINT32_MAX)
+			rep[ra] = rep[rb];
+	}
+	tg_free(ctx, parent);
+	tg_free(ctx, rep);
+	return TG_OK;
+}
+
+/* Sub-strip j flooded; its graph kept as its minimum spanning tree. */
+static tg_status
+scan_substrip(const tg_ctx *ctx, void *arg, int64_t j, tg_error *err)
+{
+	part_scan  *s = arg;
+	const size_t W = (size_t) s->width;
+	/* every label of a sub-strip is kept: its top row as row 0, its bottom row as row 3 */
+	const scan_labels leaf = {{top_base(s->width, (int) j), UINT32_MAX - (uint32_t) W, UINT32_MAX - (uint32_t) W,
+	bottom_base(s->width, (int) j)}, (uint32_t) W};
+	int64_t		r0,
+				r1;
+	tg_label_graph *graph = NULL;
+	tg_flood	f;
+	tg_status	st;
+
+	tg_part_range(s->nrows, s->nsub, j, &r0, &r1);
+	memset(&f, 0, sizeof f);
+	f.width = s->width;
+	f.nrows = (int) (r1 - r0);
+	f.z = s->rows + (size_t) r0 * W;
+	f.above = j > 0 || s->above;
+	f.below = j + 1 < s->nsub || s->below;
+	f.lf = s->lf + (size_t) r0 * W;
+	f.label = s->label + (size_t) r0 * W;
+	f.top_base = f.above ? top_base(s->width, (int) j) : 0;
+	f.bottom_base = f.below ? bottom_base(s->width, (int) j) : 0;
+	st = tg_label_graph_create(ctx, &graph, err);
+	f.graph = graph;
+	if (st == TG_OK)
+		st = tg_flood_run(ctx, &f, err);
+	if (st == TG_OK)
+	{
+		const size_t n = tg_label_graph_edges(graph);
+		uint32_t   *a = tg_alloc(ctx, (n + 1) * sizeof(uint32_t)),
+				   *b = tg_alloc(ctx, (n + 1) * sizeof(uint32_t));
+		double	   *h = tg_alloc(ctx, (n + 1) * sizeof(double));
+		scan_edge  *e = tg_alloc(ctx, (n + 1) * sizeof(scan_edge));
+
+		if (!a || !b || !h || !e)
+			st = tg_error_set(err, TG_ENOMEM, "could not allocate a fill part's %zu label edges", n);
+		else
+		{
+			tg_label_graph_export(graph, a, b, h);
+			for (size_t i = 0; i < n; i++)
+				e[i] = (scan_edge) {h[i], a[i], b[i]};
+			st = keep_edges(ctx, &leaf, e, n, s->kept[j], &s->nkept[j], err);
+		}
+		tg_free(ctx, a);
+		tg_free(ctx, b);
+		tg_free(ctx, h);
+		tg_free(ctx, e);
+	}
+	tg_label_graph_free(ctx, graph);
+	return st;
+}
+
+/* Ranges [i, i + span) and [i + span, i + 2 * span) of sub-strips, with i = 2 * span * task, as one. */
+static tg_status
+merge_ranges(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	part_scan  *s = arg;
+	const size_t W = (size_t) s->width;
+	const int	i = (int) (2 * s->span * task),
+				mid = i + s->span,
+				last = mid + s->span < s->nsub ? mid + s->span - 1 : s->nsub - 1;
+	const scan_labels m = {{top_base(s->width, i), bottom_base(s->width, mid - 1), top_base(s->width, mid),
+	bottom_base(s->width, last)}, (uint32_t) W};
+	const size_t cap = s->nkept[i] + s->nkept[mid] + 3 * W + 1;
+	scan_edge  *e = tg_alloc(ctx, cap * sizeof(scan_edge));
+	int64_t		r0,
+				r1;
+	size_t		n = 0;
+	tg_status	st;
+
+	if (e == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a fill part's %zu label edges", cap);
+	memcpy(e, s->kept[i], s->nkept[i] * sizeof(scan_edge));
+	n = s->nkept[i];
+	memcpy(e + n, s->kept[mid], s->nkept[mid] * sizeof(scan_edge));
+	n += s->nkept[mid];
+	/* the last row of sub-strip mid - 1 faces the first of mid: water crosses at the higher cell */
+	tg_part_range(s->nrows, s->nsub, mid, &r0, &r1);
+	for (size_t x = 0; x < W; x++)
+	{
+		const size_t lower = (size_t) r0 * W + x;
+
+		if (isnan(s->rows[lower]))
+			continue;
+		for (int dx = -1; dx <= 1; dx++)
+		{
+			const size_t ax = x + dx,
+						upper = (size_t) (r0 - 1) * W + ax;
+
+			if (ax >= W || isnan(s->rows[upper]))
+				continue;
+			e[n++] = (scan_edge) {fmax(s->rows[upper], s->rows[lower]), s->label[upper], s->label[lower]};
+		}
+	}
+	st = keep_edges(ctx, &m, e, n, s->kept[i], &s->nkept[i], err);
+	tg_free(ctx, e);
+	return st;
+}
+
+/* The part's label for a label of its first or last row (UINT32_MAX: not one the coordinator knows). */
+static uint32_t
+known_label(const part_scan *s, int k, uint32_t l)
+{
+	const uint32_t W = (uint32_t) s->width,
+				last = bottom_base(s->width, s->nsub - 1);
+
+	if (l == 0)
+		return 0;
+	if (s->above && l >= top_base(s->width, 0) && l < top_base(s->width, 0) + W)
+		return top_base(s->width, k) + (l - top_base(s->width, 0));
+	if (s->below && l >= last && l < last + W)
+		return bottom_base(s->width, k) + (l - last);
+	return UINT32_MAX;
+}
+
+/* The part's first and last rows' labels as the coordinator knows them (0 where nodata). */
+static tg_status
+edge_row_labels(const part_scan *s, int k, int y, uint32_t *out, tg_error *err)
+{
+	const size_t W = (size_t) s->width;
+
+	for (size_t x = 0; x < W; x++)
+	{
+		out[x] = isnan(s->rows[(size_t) y * W + x]) ? 0 : known_label(s, k, s->label[(size_t) y * W + x]);
+		if (out[x] == UINT32_MAX)
+			return tg_error_set(err, TG_EDATA, "a fill part's edge row holds an inner label");
+	}
+	return TG_OK;
+}
+
 tg_status
 tg_fill_part_scan(const tg_ctx *ctx, int width, int k, int count, int nrows, const double *z,
 				  tg_fill_part *out, tg_error *err)
 {
-	const bool	above = k > 0,
-				below = k + 1 < count;
-	tg_label_graph *graph = NULL;
-	strip_work	b;
-	tg_status	st;
+	const size_t W = (size_t) width,
+				n = W * nrows;
+	part_scan	s;
+	tg_status	st = TG_OK;
 
 	memset(out, 0, sizeof *out);
-	memset(&b, 0, sizeof b);
 	if (labels_too_many(width, count))
 		return tg_error_set(err, TG_ELIMIT, "a fill over %d parts of %d columns has too many labels", count, width);
-	st = tg_label_graph_create(ctx, &graph, err);
+	memset(&s, 0, sizeof s);
+	s.width = width;
+	s.nrows = nrows;
+	s.nsub = scan_substrips(width, nrows);
+	s.above = k > 0;
+	s.below = k + 1 < count;
+	s.z = z;
+	s.rows = z + (s.above ? W : 0);
+	s.label = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+	s.lf = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
+	s.kept = tg_alloc(ctx, s.nsub * sizeof(scan_edge *));
+	s.nkept = tg_alloc(ctx, s.nsub * sizeof(size_t));
+	out->first = tg_alloc(ctx, W * sizeof(uint32_t) + 1);
+	out->last = tg_alloc(ctx, W * sizeof(uint32_t) + 1);
+	if (!s.label || !s.lf || !s.kept || !s.nkept || !out->first || !out->last)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate a fill part of %zu x %d cells", W, nrows);
 	if (st == TG_OK)
-		st = flood_strip(ctx, width, k, nrows, above, below, z, graph, &b, err);
+		memset(s.kept, 0, s.nsub * sizeof(scan_edge *));
+	for (int j = 0; st == TG_OK && j < s.nsub; j++)
+		if ((s.kept[j] = tg_alloc(ctx, (2 * W + 1) * sizeof(scan_edge))) == NULL)
+			st = tg_error_set(err, TG_ENOMEM, "could not allocate a fill part's label edges");
+	if (st == TG_OK)
+		st = tg_parallel(ctx, s.nsub, scan_substrip, &s, err);
+	for (s.span = 1; st == TG_OK && s.span < s.nsub; s.span *= 2)
+		st = tg_parallel(ctx, (s.nsub - s.span + 2 * s.span - 1) / (2 * s.span), merge_ranges, &s, err);
 	if (st == TG_OK)
 	{
-		const size_t ne = tg_label_graph_edges(graph);
-
-		out->nedges = ne;
-		out->a = tg_alloc(ctx, (ne ? ne : 1) * sizeof(uint32_t));
-		out->b = tg_alloc(ctx, (ne ? ne : 1) * sizeof(uint32_t));
-		out->height = tg_alloc(ctx, (ne ? ne : 1) * sizeof(double));
-		out->first = tg_alloc(ctx, (size_t) width * sizeof(uint32_t));
-		out->last = tg_alloc(ctx, (size_t) width * sizeof(uint32_t));
-		if (!out->a || !out->b || !out->height || !out->first || !out->last)
-			st = tg_error_set(err, TG_ENOMEM, "could not allocate a fill part's %zu label edges", ne);
-		else
+		/* the root range's edges, in the part's labels */
+		out->nedges = s.nkept[0];
+		out->a = tg_alloc(ctx, (out->nedges + 1) * sizeof(uint32_t));
+		out->b = tg_alloc(ctx, (out->nedges + 1) * sizeof(uint32_t));
+		out->height = tg_alloc(ctx, (out->nedges + 1) * sizeof(double));
+		if (!out->a || !out->b || !out->height)
+			st = tg_error_set(err, TG_ENOMEM, "could not allocate a fill part's %zu label edges", out->nedges);
+		for (size_t i = 0; st == TG_OK && i < out->nedges; i++)
 		{
-			tg_label_graph_export(graph, out->a, out->b, out->height);
-			memcpy(out->first, b.label, (size_t) width * sizeof(uint32_t));
-			memcpy(out->last, b.label + (size_t) (nrows - 1) * width, (size_t) width * sizeof(uint32_t));
+			out->a[i] = known_label(&s, k, s.kept[0][i].a);
+			out->b[i] = known_label(&s, k, s.kept[0][i].b);
+			out->height[i] = s.kept[0][i].height;
+			if (out->a[i] == UINT32_MAX || out->b[i] == UINT32_MAX)
+				st = tg_error_set(err, TG_EDATA, "a fill part's graph kept an inner label");
 		}
 	}
+	if (st == TG_OK)
+		st = edge_row_labels(&s, k, 0, out->first, err);
+	if (st == TG_OK)
+		st = edge_row_labels(&s, k, nrows - 1, out->last, err);
+	for (int j = 0; s.kept && j < s.nsub; j++)
+		tg_free(ctx, s.kept[j]);
+	tg_free(ctx, s.kept);
+	tg_free(ctx, s.nkept);
+	tg_free(ctx, s.label);
+	tg_free(ctx, s.lf);
 	if (st != TG_OK)
 		tg_fill_part_free(ctx, out);
-	strip_free(ctx, &b);
-	tg_label_graph_free(ctx, graph);
 	return st;
 }
 

@@ -468,6 +468,8 @@ typedef struct tg_fill_part
 
 tg_status	tg_fill_part_scan(const tg_ctx *ctx, int width, int k, int count, int nrows, const double *z,
 							  tg_fill_part *out, tg_error *err);
+/* Rows of a part's sub-strips, scanned at once (at most 64 of them; the tests change it). */
+extern int	tg_part_scan_rows;
 void		tg_fill_part_free(const tg_ctx *ctx, tg_fill_part *p);
 /* first_rows[k], last_rows[k]: part k's first and last rows of the DEM (width each). */
 tg_status	tg_fill_part_solve(const tg_ctx *ctx, int width, int count, const tg_fill_part *parts,

@@ -731,6 +731,8 @@ test_parts(coverage *tiles)
 	tg_error	err;
 	int			rounds[2];
 
+	/* parts scanned in sub-strips of 3 rows (their labels cut down before they leave) */
+	tg_part_scan_rows = 3;
 	check_parts("fill", &op, tiles);
 	op = base_op(TG_OP_SLOPE);
 	op.slope_units = TG_SLOPE_PERCENT;
@@ -766,6 +768,13 @@ test_parts(coverage *tiles)
 	op.flow.threshold = 40;
 	op.units = TG_UNITS_SCA;
 	check_parts("fdd8 hydrology in sca", &op, tiles);
+	/* and each part flooded whole */
+	tg_part_scan_rows = 1 << 20;
+	op = base_op(TG_OP_FILL);
+	check_parts("fill, parts scanned whole", &op, tiles);
+	op = base_op(TG_OP_HYDROLOGY);
+	check_parts("d8 hydrology, parts scanned whole", &op, tiles);
+	tg_part_scan_rows = 256;
 
 	for (int k = 0; k < NPARTS; k++)
 		make_part(tiles, k, &parts[k]);
