@@ -1,7 +1,8 @@
 /*
  * fill_strips.c — depression filling (epsilon 0) of a grid too large for
  * memory, strip by strip, after Barnes (2016), "Parallel priority-flood
- * depression filling for trillion cell digital elevation models".
+ * depression filling for trillion cell digital elevation models"; the same
+ * for the parts of a coverage on several servers.
  *
  * The filled surface without epsilon is W(c) = the lowest possible highest
  * elevation on a path from c to an outlet (an edge cell or one next to
@@ -14,9 +15,10 @@
  * max(z, z').  Over that graph of labels, the level of each label is its
  * minimax distance to label 0 (a Dijkstra with max for +); then
  *     W(c) = max(lf(c), level(label(c)))
- * which a second flood of each strip (identical, as the flood is
- * deterministic) turns into the output.  Memory: one strip's cells, plus two
- * labels per column per strip and the edges between labels.
+ * which is the fill of the strip as a grid of its own whose seeded cells
+ * stand at max(z, level): tg_fill on the call's backend and threads
+ * finishes every strip.  Memory: one strip's cells, plus two labels per
+ * column per strip and the edges between labels.
  *
  * Use: begin; scan every strip top to bottom; solve; finish every strip (any
  * order); end.  A strip is given with the row above and below it where they
@@ -47,21 +49,6 @@ struct tg_fill_strips
 	bool		solved;
 };
 
-/* One strip's flood: local levels and labels. */
-typedef struct strip_work
-{
-	double	   *lf;
-	uint32_t   *label;
-} strip_work;
-
-static void
-strip_free(const tg_ctx *ctx, strip_work *b)
-{
-	tg_free(ctx, b->lf);
-	tg_free(ctx, b->label);
-	memset(b, 0, sizeof *b);
-}
-
 static int
 strip_index(const tg_fill_strips *fb, int row0, int nrows)
 {
@@ -85,43 +72,16 @@ bottom_base(int width, int k)
 }
 
 /*
- * Flood strip `k` of a grid `width` columns wide (nrows rows; z starts at
- * the row above when there is one, and goes on to the row below when there
- * is one), recording its label edges into the graph when given.
+ * Strip k of rows (nrows; z from the row above where there is one, on to
+ * the row below where there is one) scanned: its label edges, its first and
+ * last rows' labels; and finished from the levels of its outlets and of
+ * those rows' labels (1 + 2 * width: level 0, the top row's, the bottom
+ * row's).
  */
-static tg_status
-flood_strip(const tg_ctx *ctx, int width, int k, int nrows, bool above, bool below, const double *z,
-			tg_label_graph *graph, strip_work *b, tg_error *err)
-{
-	const size_t W = (size_t) width,
-				n = W * nrows;
-	tg_flood	f;
-
-	memset(b, 0, sizeof *b);
-	b->lf = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
-	b->label = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
-	if (!b->lf || !b->label)
-		return tg_error_set(err, TG_ENOMEM, "could not allocate a fill strip of %zu x %d cells", W, nrows);
-	memset(&f, 0, sizeof f);
-	f.width = width;
-	f.nrows = nrows;
-	f.z = z + (above ? W : 0);
-	f.above = above;
-	f.below = below;
-	f.lf = b->lf;
-	f.label = b->label;
-	f.top_base = above ? top_base(width, k) : 0;
-	f.bottom_base = below ? bottom_base(width, k) : 0;
-	f.graph = graph;
-	return tg_flood_run(ctx, &f, err);
-}
-
-static tg_status
-strip_flood(const tg_ctx *ctx, tg_fill_strips *fb, int k, int row0, int nrows, const double *z,
-			tg_label_graph *graph, strip_work *b, tg_error *err)
-{
-	return flood_strip(ctx, fb->width, k, nrows, row0 > 0, row0 + nrows < fb->height, z, graph, b, err);
-}
+static tg_status scan_rows(const tg_ctx *ctx, int width, int k, bool above, bool below, int nrows,
+						   const double *z, tg_fill_part *out, tg_error *err);
+static tg_status finish_rows(const tg_ctx *ctx, int width, bool above, bool below, int nrows,
+							 const double *z, const double *levels, double *w, tg_error *err);
 
 /* ------------------------------------------------------------------------ */
 
@@ -129,10 +89,15 @@ size_t
 tg_fill_strips_bytes_per_cell(void)
 {
 	/*
-	 * input doubles, local level; label, pit and climb; the flood's state;
-	 * its queue at worst (a heap, for float DEMs)
+	 * The scan: input doubles, local level; label, pit and climb; the
+	 * flood's state; its queue at worst (a heap, for float DEMs).  The
+	 * finish: input doubles, the raised copy, and tg_fill's own (an
+	 * in-memory fill's 40 bytes, output included).
 	 */
-	return sizeof(double) * 2 + sizeof(uint32_t) * 3 + 1 + sizeof(tg_heap_item);
+	const size_t scan = sizeof(double) * 2 + sizeof(uint32_t) * 3 + 1 + sizeof(tg_heap_item),
+				finish = sizeof(double) * 2 + 40;
+
+	return scan > finish ? scan : finish;
 }
 
 tg_status
@@ -164,7 +129,7 @@ tg_fill_strips_scan(const tg_ctx *ctx, tg_fill_strips *fb, int row0, int nrows, 
 					tg_error *err)
 {
 	const int	W = fb->width;
-	strip_work	b;
+	tg_fill_part p;
 	tg_status	st;
 
 	if (fb->solved || row0 != fb->next_row || nrows < 1 || row0 + nrows > fb->height)
@@ -195,19 +160,21 @@ tg_fill_strips_scan(const tg_ctx *ctx, tg_fill_strips *fb, int row0, int nrows, 
 		fb->strip_rows = rs;
 		fb->strip_cap = cap;
 	}
-	st = strip_flood(ctx, fb, fb->nstrips, row0, nrows, z, fb->graph, &b, err);
+	st = scan_rows(ctx, W, fb->nstrips, row0 > 0, row0 + nrows < fb->height, nrows, z, &p, err);
+	for (size_t e = 0; st == TG_OK && e < p.nedges; e++)
+		st = tg_label_graph_add(ctx, fb->graph, p.a[e], p.b[e], p.height[e], err);
 	/* rows facing the strip above: join their labels at the higher cell */
 	if (st == TG_OK && row0 > 0 && fb->nstrips > 0)
-		st = tg_label_graph_join_rows(ctx, fb->graph, W, fb->prev_bottom, z, b.label, z + W, err);
+		st = tg_label_graph_join_rows(ctx, fb->graph, W, fb->prev_bottom, z, p.first, z + W, err);
 	if (st == TG_OK)
 	{
-		memcpy(fb->prev_bottom, b.label + (size_t) (nrows - 1) * W, W * sizeof(uint32_t));
+		memcpy(fb->prev_bottom, p.last, W * sizeof(uint32_t));
 		fb->strip_row0[fb->nstrips] = row0;
 		fb->strip_rows[fb->nstrips] = nrows;
 		fb->nstrips++;
 		fb->next_row = row0 + nrows;
 	}
-	strip_free(ctx, &b);
+	tg_fill_part_free(ctx, &p);
 	return st;
 }
 
@@ -230,20 +197,21 @@ tg_status
 tg_fill_strips_finish(const tg_ctx *ctx, tg_fill_strips *fb, int row0, int nrows, const double *z,
 					  double *w, tg_error *err)
 {
-	const size_t n = (size_t) fb->width * nrows;
+	const size_t W = (size_t) fb->width;
 	const int	k = strip_index(fb, row0, nrows);
-	strip_work	b;
+	double	   *levels;
 	tg_status	st;
 
 	if (!fb->solved || k < 0)
 		return tg_error_set(err, TG_EINVAL, "blocked fill: strip at row %d of %d rows was not scanned",
 							row0, nrows);
-	/* the same flood again (it is deterministic), labels only */
-	st = strip_flood(ctx, fb, k, row0, nrows, z, NULL, &b, err);
-	if (st == TG_OK)
-		for (size_t i = 0; i < n; i++)
-			w[i] = isnan(b.lf[i]) ? NAN : fmax(b.lf[i], fb->level[b.label[i]]);
-	strip_free(ctx, &b);
+	if ((levels = tg_alloc(ctx, (1 + 2 * W) * sizeof(double))) == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a fill strip's levels");
+	/* the outlets', then the strip's top row labels', then its bottom row's */
+	levels[0] = fb->level[0];
+	memcpy(levels + 1, fb->level + top_base(fb->width, k), 2 * W * sizeof(double));
+	st = finish_rows(ctx, fb->width, row0 > 0, row0 + nrows < fb->height, nrows, z, levels, w, err);
+	tg_free(ctx, levels);
 	return st;
 }
 
@@ -559,9 +527,9 @@ edge_row_labels(const part_scan *s, int k, int y, uint32_t *out, tg_error *err)
 	return TG_OK;
 }
 
-tg_status
-tg_fill_part_scan(const tg_ctx *ctx, int width, int k, int count, int nrows, const double *z,
-				  tg_fill_part *out, tg_error *err)
+static tg_status
+scan_rows(const tg_ctx *ctx, int width, int k, bool above, bool below, int nrows, const double *z,
+		  tg_fill_part *out, tg_error *err)
 {
 	const size_t W = (size_t) width,
 				n = W * nrows;
@@ -569,14 +537,12 @@ tg_fill_part_scan(const tg_ctx *ctx, int width, int k, int count, int nrows, con
 	tg_status	st = TG_OK;
 
 	memset(out, 0, sizeof *out);
-	if (labels_too_many(width, count))
-		return tg_error_set(err, TG_ELIMIT, "a fill over %d parts of %d columns has too many labels", count, width);
 	memset(&s, 0, sizeof s);
 	s.width = width;
 	s.nrows = nrows;
 	s.nsub = scan_substrips(width, nrows);
-	s.above = k > 0;
-	s.below = k + 1 < count;
+	s.above = above;
+	s.below = below;
 	s.z = z;
 	s.rows = z + (s.above ? W : 0);
 	s.label = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
@@ -629,6 +595,16 @@ tg_fill_part_scan(const tg_ctx *ctx, int width, int k, int count, int nrows, con
 	return st;
 }
 
+tg_status
+tg_fill_part_scan(const tg_ctx *ctx, int width, int k, int count, int nrows, const double *z,
+				  tg_fill_part *out, tg_error *err)
+{
+	memset(out, 0, sizeof *out);
+	if (labels_too_many(width, count))
+		return tg_error_set(err, TG_ELIMIT, "a fill over %d parts of %d columns has too many labels", count, width);
+	return scan_rows(ctx, width, k, k > 0, k + 1 < count, nrows, z, out, err);
+}
+
 void
 tg_fill_part_free(const tg_ctx *ctx, tg_fill_part *p)
 {
@@ -674,22 +650,20 @@ tg_fill_part_solve(const tg_ctx *ctx, int width, int count, const tg_fill_part *
 }
 
 /*
- * W(c) = max(lf(c), level(label(c))) is the fill of the part as a grid of
+ * W(c) = max(lf(c), level(label(c))) is the fill of the strip as a grid of
  * its own whose seeded edge cells (outlets there) stand at their global
  * level max(z, level): each cell's water leaves by the lowest way, through
  * a true outlet or over a seeded cell at the height that cell's water
- * reaches.  So the part is finished by tg_fill on those rows, on the
+ * reaches.  So the strip is finished by tg_fill on those rows, on the
  * backend and threads the call has, with the same bits as the flood (the
  * filled surface is unique).
  */
-tg_status
-tg_fill_part_finish(const tg_ctx *ctx, int width, int k, int count, int nrows, const double *z,
-					const double *levels, double *w, tg_error *err)
+static tg_status
+finish_rows(const tg_ctx *ctx, int width, bool above, bool below, int nrows, const double *z,
+			const double *levels, double *w, tg_error *err)
 {
 	const size_t W = (size_t) width,
 				n = W * nrows;
-	const bool	above = k > 0,
-				below = k + 1 < count;
 	const double *rows = z + (above ? W : 0);
 	double	   *raised = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
 	tg_band		band;
@@ -724,4 +698,11 @@ tg_fill_part_finish(const tg_ctx *ctx, int width, int k, int count, int nrows, c
 	st = tg_fill(ctx, &band, &fp, NAN, w, err);
 	tg_free(ctx, raised);
 	return st;
+}
+
+tg_status
+tg_fill_part_finish(const tg_ctx *ctx, int width, int k, int count, int nrows, const double *z,
+					const double *levels, double *w, tg_error *err)
+{
+	return finish_rows(ctx, width, k > 0, k + 1 < count, nrows, z, levels, w, err);
 }

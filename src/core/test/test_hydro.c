@@ -1510,12 +1510,17 @@ test_fill_blocks(void)
 					z[i] = rng_uniform() < 0.03 ? ND : floor(rng_uniform() * 12);
 			check(fill64(TG_BACKEND_CPU, z, W, H, TG_FILL_PRIORITY_FLOOD, 0, ref) == TG_OK,
 				  "blocked fill %dx%d: reference", W, H);
-			for (int split = 0; split < 4; split++)
+			/* random strips and one strip again, each scanned in sub-strips of 2 rows */
+			for (int split = 0; split < 6; split++)
 			{
-				int			nb = split_rows(H, split, rows);
-				bool		same = true;
+				int			nb = split_rows(H, split < 4 ? split : split == 4 ? 3 : 1, rows);
+				bool		same = true,
+							ran;
 
-				if (!fill_in_strips(z, W, H, rows, nb, got))
+				tg_part_scan_rows = split < 4 ? 256 : 2;
+				ran = fill_in_strips(z, W, H, rows, nb, got);
+				tg_part_scan_rows = 256;
+				if (!ran)
 				{
 					check(false, "fill %dx%d in %d strips ran", W, H, nb);
 					continue;
@@ -1526,8 +1531,8 @@ test_fill_blocks(void)
 
 					same &= (isnan(r) && isnan(got[i])) || r == got[i];
 				}
-				check(same, "fill %dx%d (terrain %d) in %d strips equals the in-memory fill",
-					  W, H, terrain, nb);
+				check(same, "fill %dx%d (terrain %d) in %d strips%s equals the in-memory fill",
+					  W, H, terrain, nb, split < 4 ? "" : " of sub-strips");
 			}
 			free(z);
 			free(ref);
