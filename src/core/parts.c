@@ -1150,6 +1150,22 @@ apply_row_change(const uint8_t *change, size_t W, int32_t *towards, int32_t *awa
 	}
 }
 
+/* The two distances of a round of the flats, one a task: towards lower ground (0), away from higher (1). */
+typedef struct flats_round
+{
+	const part_state *s;
+	bool		first;
+} flats_round;
+
+static tg_status
+flats_distance_task(const tg_ctx *ctx, void *arg, int64_t which, tg_error *err)
+{
+	const flats_round *f = arg;
+
+	return which == 0 ? flats_distance(ctx, f->s, TG_SEED_DRAINS, f->s->nb_towards, f->first, f->s->towards, err)
+		: flats_distance(ctx, f->s, TG_SEED_HIGHER, f->s->nb_away, f->first, f->s->away, err);
+}
+
 /* A round of the flats: the neighbours' boundary values in, ours out. */
 static tg_status
 part_flats(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error *err)
@@ -1180,9 +1196,7 @@ part_flats(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_erro
 	}
 	st = reader_done(r, "a flats message", err);
 	if (st == TG_OK)
-		st = flats_distance(ctx, s, TG_SEED_DRAINS, s->nb_towards, round == 0, s->towards, err);
-	if (st == TG_OK)
-		st = flats_distance(ctx, s, TG_SEED_HIGHER, s->nb_away, round == 0, s->away, err);
+		st = tg_parallel(ctx, 2, flats_distance_task, &(flats_round) {s, round == 0}, err);
 	if (st == TG_OK)
 		flats_label(s);
 	if (st == TG_OK)
