@@ -91,11 +91,11 @@ tg_fill_strips_bytes_per_cell(void)
 	/*
 	 * The scan: input doubles, local level; label, pit and climb; the
 	 * flood's state; its queue at worst (a heap, for float DEMs).  The
-	 * finish: input doubles, the raised copy, and tg_fill's own (an
-	 * in-memory fill's 40 bytes, output included).
+	 * finish: the raised copy, and tg_fill's own (an in-memory fill's 40
+	 * bytes, decoding and output included).
 	 */
 	const size_t scan = sizeof(double) * 2 + sizeof(uint32_t) * 3 + 1 + sizeof(tg_heap_item),
-				finish = sizeof(double) * 2 + 40;
+				finish = sizeof(double) + 40;
 
 	return scan > finish ? scan : finish;
 }
