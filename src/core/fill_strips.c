@@ -81,7 +81,7 @@ bottom_base(int width, int k)
 static tg_status scan_rows(const tg_ctx *ctx, int width, int k, bool above, bool below, int nrows,
 						   const double *z, tg_fill_part *out, tg_error *err);
 static tg_status finish_rows(const tg_ctx *ctx, int width, bool above, bool below, int nrows,
-							 const double *z, const double *levels, double *w, tg_error *err);
+							 double *z, const double *levels, double *w, tg_error *err);
 
 /* ------------------------------------------------------------------------ */
 
@@ -91,11 +91,11 @@ tg_fill_strips_bytes_per_cell(void)
 	/*
 	 * The scan: input doubles, local level; label, pit and climb; the
 	 * flood's state; its queue at worst (a heap, for float DEMs).  The
-	 * finish: the raised copy, and tg_fill's own (an in-memory fill's 40
-	 * bytes, decoding and output included).
+	 * finish: tg_fill's own (an in-memory fill's 40 bytes, decoding and
+	 * output included) over the input, raised in place.
 	 */
 	const size_t scan = sizeof(double) * 2 + sizeof(uint32_t) * 3 + 1 + sizeof(tg_heap_item),
-				finish = sizeof(double) + 40;
+				finish = 40;
 
 	return scan > finish ? scan : finish;
 }
@@ -194,7 +194,7 @@ tg_fill_strips_solve(const tg_ctx *ctx, tg_fill_strips *fb, tg_error *err)
 }
 
 tg_status
-tg_fill_strips_finish(const tg_ctx *ctx, tg_fill_strips *fb, int row0, int nrows, const double *z,
+tg_fill_strips_finish(const tg_ctx *ctx, tg_fill_strips *fb, int row0, int nrows, double *z,
 					  double *w, tg_error *err)
 {
 	const size_t W = (size_t) fb->width;
@@ -659,21 +659,19 @@ tg_fill_part_solve(const tg_ctx *ctx, int width, int count, const tg_fill_part *
  * filled surface is unique).
  */
 static tg_status
-finish_rows(const tg_ctx *ctx, int width, bool above, bool below, int nrows, const double *z,
+finish_rows(const tg_ctx *ctx, int width, bool above, bool below, int nrows, double *z,
 			const double *levels, double *w, tg_error *err)
 {
-	const size_t W = (size_t) width,
-				n = W * nrows;
-	const double *rows = z + (above ? W : 0);
-	double	   *raised = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
+	const size_t W = (size_t) width;
+	double	   *raised = z + (above ? W : 0);
 	tg_band		band;
 	tg_fill_params fp = {TG_FILL_PRIORITY_FLOOD, 0, TG_PT_64BF};
-	tg_status	st;
 
-	if (raised == NULL)
-		return tg_error_set(err, TG_ENOMEM, "could not allocate a fill part of %zu cells", n);
-	memcpy(raised, rows, n * sizeof(double));
-	/* seeded as the flood seeds: the top row's labels first, then the bottom row's */
+	/*
+	 * seeded as the flood seeds: the top row's labels first, then the bottom
+	 * row's; raised in place (an outlet depends on nodata only, which
+	 * raising leaves as it is)
+	 */
 	for (int y = 0; y < nrows; y += nrows > 1 ? nrows - 1 : 1)
 	{
 		const bool	top = y == 0 && above,
@@ -695,13 +693,11 @@ finish_rows(const tg_ctx *ctx, int width, bool above, bool below, int nrows, con
 	band.height = nrows;
 	band.pixtype = TG_PT_64BF;
 	band.data = raised;
-	st = tg_fill(ctx, &band, &fp, NAN, w, err);
-	tg_free(ctx, raised);
-	return st;
+	return tg_fill(ctx, &band, &fp, NAN, w, err);
 }
 
 tg_status
-tg_fill_part_finish(const tg_ctx *ctx, int width, int k, int count, int nrows, const double *z,
+tg_fill_part_finish(const tg_ctx *ctx, int width, int k, int count, int nrows, double *z,
 					const double *levels, double *w, tg_error *err)
 {
 	return finish_rows(ctx, width, k > 0, k + 1 < count, nrows, z, levels, w, err);

@@ -427,7 +427,8 @@ tg_status	tg_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *p
 
 /*
  * Depression filling (epsilon 0) of a grid larger than memory, in strips
- * of rows (fill_strips.c, CPU): the same surface as tg_fill's priority-flood.
+ * of rows (fill_strips.c: the scans on the CPU's threads, each strip
+ * finished by tg_fill): the same surface as tg_fill's priority-flood.
  * Scan every strip, top to bottom, then solve, then finish each strip (in
  * any order) to get its filled rows.  z: the strip's rows as doubles (NaN =
  * nodata), preceded by the row above and followed by the row below where
@@ -443,8 +444,9 @@ tg_status	tg_fill_strips_begin(const tg_ctx *ctx, int width, int height, tg_fill
 tg_status	tg_fill_strips_scan(const tg_ctx *ctx, tg_fill_strips *fb, int row0, int nrows,
 								const double *z, tg_error *err);
 tg_status	tg_fill_strips_solve(const tg_ctx *ctx, tg_fill_strips *fb, tg_error *err);
+/* z as for the scan; its strip's first and last rows are raised in place (spent) */
 tg_status	tg_fill_strips_finish(const tg_ctx *ctx, tg_fill_strips *fb, int row0, int nrows,
-								  const double *z, double *w, tg_error *err);
+								  double *z, double *w, tg_error *err);
 void		tg_fill_strips_end(const tg_ctx *ctx, tg_fill_strips *fb);
 
 /*
@@ -475,8 +477,9 @@ void		tg_fill_part_free(const tg_ctx *ctx, tg_fill_part *p);
 tg_status	tg_fill_part_solve(const tg_ctx *ctx, int width, int count, const tg_fill_part *parts,
 							   const double *const *first_rows, const double *const *last_rows,
 							   double *const *levels, tg_error *err);
+/* z as for the scan, raised in place (spent) */
 tg_status	tg_fill_part_finish(const tg_ctx *ctx, int width, int k, int count, int nrows,
-								const double *z, const double *levels, double *w, tg_error *err);
+								double *z, const double *levels, double *w, tg_error *err);
 
 typedef enum tg_routing
 {
