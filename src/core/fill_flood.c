@@ -582,9 +582,8 @@ tg_label_graph_add(const tg_ctx *ctx, tg_label_graph *g, uint32_t a, uint32_t b,
 }
 
 tg_status
-tg_label_graph_join_rows(const tg_ctx *ctx, tg_label_graph *g, int width,
-						 const uint32_t *upper_labels, const double *upper_z,
-						 const uint32_t *lower_labels, const double *lower_z, tg_error *err)
+tg_label_rows_meet(int width, const uint32_t *upper_labels, const double *upper_z, const uint32_t *lower_labels,
+				   const double *lower_z, tg_label_meet_fn meet, void *arg, tg_error *err)
 {
 	for (int x = 0; x < width; x++)
 	{
@@ -597,13 +596,36 @@ tg_label_graph_join_rows(const tg_ctx *ctx, tg_label_graph *g, int width,
 
 			if (ax < 0 || ax >= width || isnan(upper_z[ax]))
 				continue;
-			st = tg_label_graph_add(ctx, g, lower_labels[x], upper_labels[ax],
-									fmax(lower_z[x], upper_z[ax]), err);
+			st = meet(arg, lower_labels[x], upper_labels[ax], fmax(lower_z[x], upper_z[ax]), err);
 			if (st != TG_OK)
 				return st;
 		}
 	}
 	return TG_OK;
+}
+
+typedef struct graph_meet
+{
+	const tg_ctx *ctx;
+	tg_label_graph *g;
+} graph_meet;
+
+static tg_status
+add_meeting(void *arg, uint32_t lower, uint32_t upper, double height, tg_error *err)
+{
+	const graph_meet *m = arg;
+
+	return tg_label_graph_add(m->ctx, m->g, lower, upper, height, err);
+}
+
+tg_status
+tg_label_graph_join_rows(const tg_ctx *ctx, tg_label_graph *g, int width,
+						 const uint32_t *upper_labels, const double *upper_z,
+						 const uint32_t *lower_labels, const double *lower_z, tg_error *err)
+{
+	graph_meet	m = {ctx, g};
+
+	return tg_label_rows_meet(width, upper_labels, upper_z, lower_labels, lower_z, add_meeting, &m, err);
 }
 
 /* Dijkstra with max for +: level(v) = min over edges (u, v) of max(level(u), h). */

@@ -46,10 +46,18 @@ tg_status	tg_label_graph_add(const tg_ctx *ctx, tg_label_graph *g, uint32_t a, u
 							   double height, tg_error *err);
 
 /*
- * Join the facing rows of two strips: `upper_labels`/`upper_z` are the last
- * row of the strip above, `lower_labels`/`lower_z` the first row of the strip
- * below; water crosses at the higher of two adjacent cells.
+ * Where the facing rows of two strips meet: `upper_labels`/`upper_z` are the
+ * last row of the strip above, `lower_labels`/`lower_z` the first row of the
+ * strip below; water crosses at the higher of two adjacent valid cells.
+ * meet() is told each such pair (the lower cell's label first); its error
+ * stops the walk.
  */
+typedef tg_status (*tg_label_meet_fn) (void *arg, uint32_t lower, uint32_t upper, double height, tg_error *err);
+tg_status	tg_label_rows_meet(int width, const uint32_t *upper_labels, const double *upper_z,
+							   const uint32_t *lower_labels, const double *lower_z, tg_label_meet_fn meet,
+							   void *arg, tg_error *err);
+
+/* The same pairs as edges of the graph. */
 tg_status	tg_label_graph_join_rows(const tg_ctx *ctx, tg_label_graph *g, int width,
 									 const uint32_t *upper_labels, const double *upper_z,
 									 const uint32_t *lower_labels, const double *lower_z,

@@ -74,14 +74,13 @@ bottom_base(int width, int k)
 /*
  * Strip k of rows (nrows; z from the row above where there is one, on to
  * the row below where there is one) scanned: its label edges, its first and
- * last rows' labels; and finished from the levels of its outlets and of
- * those rows' labels (1 + 2 * width: level 0, the top row's, the bottom
- * row's).
+ * last rows' labels; and finished from the levels of those rows' labels
+ * (2 * width: the top row's, then the bottom row's).
  */
 static tg_status scan_rows(const tg_ctx *ctx, int width, int k, bool above, bool below, int nrows,
 						   const double *z, tg_fill_part *out, tg_error *err);
 static tg_status finish_rows(const tg_ctx *ctx, int width, bool above, bool below, int nrows,
-							 double *z, const double *levels, double *w, tg_error *err);
+							 double *z, const double *row_levels, double *w, tg_error *err);
 
 /* ------------------------------------------------------------------------ */
 
@@ -197,22 +196,14 @@ tg_status
 tg_fill_strips_finish(const tg_ctx *ctx, tg_fill_strips *fb, int row0, int nrows, double *z,
 					  double *w, tg_error *err)
 {
-	const size_t W = (size_t) fb->width;
 	const int	k = strip_index(fb, row0, nrows);
-	double	   *levels;
-	tg_status	st;
 
 	if (!fb->solved || k < 0)
 		return tg_error_set(err, TG_EINVAL, "blocked fill: strip at row %d of %d rows was not scanned",
 							row0, nrows);
-	if ((levels = tg_alloc(ctx, (1 + 2 * W) * sizeof(double))) == NULL)
-		return tg_error_set(err, TG_ENOMEM, "could not allocate a fill strip's levels");
-	/* the outlets', then the strip's top row labels', then its bottom row's */
-	levels[0] = fb->level[0];
-	memcpy(levels + 1, fb->level + top_base(fb->width, k), 2 * W * sizeof(double));
-	st = finish_rows(ctx, fb->width, row0 > 0, row0 + nrows < fb->height, nrows, z, levels, w, err);
-	tg_free(ctx, levels);
-	return st;
+	/* the strip's top row labels, then its bottom row's, follow each other */
+	return finish_rows(ctx, fb->width, row0 > 0, row0 + nrows < fb->height, nrows, z,
+					   fb->level + top_base(fb->width, k), w, err);
 }
 
 void
@@ -270,10 +261,9 @@ typedef struct part_scan
 	int			width;
 	int			nrows;
 	int			nsub;
-	bool		above;			/* the part has a row above (z starts there) */
+	bool		above;			/* the part has a row above */
 	bool		below;
-	const double *z;
-	const double *rows;			/* z from the part's first row */
+	const double *rows;			/* the part's rows (nodata NaN), between the rows above and below where given */
 	uint32_t   *label;			/* nrows * width, every sub-strip's rows */
 	double	   *lf;
 	scan_edge **kept;			/* per range of sub-strips (by its first): at most 2 * width edges */
@@ -341,6 +331,13 @@ dense_label(const scan_labels *m, uint32_t l)
 	return 0;
 }
 
+/* The label a dense one stands for. */
+static uint32_t
+sparse_label(const scan_labels *m, uint32_t d)
+{
+	return d == 0 ? 0 : m->base[(d - 1) / m->width] + (d - 1) % m->width;
+}
+
 /*
  * Kruskal over edges (sorted here), keeping in out (at most 2 * width edges)
  * those that first join two groups each holding a kept dense label: 0 and
@@ -375,15 +372,7 @@ keep_edges(const tg_ctx *ctx, const scan_labels *m, scan_edge *e, size_t n, scan
 		if (ra == rb)
 			continue;
 		if (rep[ra] != UINT32_MAX && rep[rb] != UINT32_MAX && *nout < 2 * (size_t) m->width)
-		{
-			/* the kept labels' own numbers: row 0 and row 3 hold the range's outer rows */
-			const uint32_t la = rep[ra],
-						lb = rep[rb];
-
-			out[(*nout)++] = (scan_edge) {e[i].height,
-				la == 0 ? 0 : la <= m->width ? m->base[0] + la - 1 : m->base[3] + la - 1 - 3 * m->width,
-				lb == 0 ? 0 : lb <= m->width ? m->base[0] + lb - 1 : m->base[3] + lb - 1 - 3 * m->width};
-		}
+			out[(*nout)++] = (scan_edge) {e[i].height, sparse_label(m, rep[ra]), sparse_label(m, rep[rb])};
 		parent[rb] = ra;
 		if (rep[ra] == UINT32_MAX)
 			rep[ra] = rep[rb];
@@ -449,6 +438,22 @@ scan_substrip(const tg_ctx *ctx, void *arg, int64_t j, tg_error *err)
 	return st;
 }
 
+/* Edges gathered for a merge (room made beforehand). */
+typedef struct edge_list
+{
+	scan_edge  *e;
+	size_t		n;
+} edge_list;
+
+static tg_status
+append_meeting(void *arg, uint32_t lower, uint32_t upper, double height, tg_error *err)
+{
+	edge_list  *list = arg;
+
+	list->e[list->n++] = (scan_edge) {height, upper, lower};
+	return TG_OK;
+}
+
 /* Ranges [i, i + span) and [i + span, i + 2 * span) of sub-strips, with i = 2 * span * task, as one. */
 static tg_status
 merge_ranges(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
@@ -461,38 +466,24 @@ merge_ranges(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 	const scan_labels m = {{top_base(s->width, i), bottom_base(s->width, mid - 1), top_base(s->width, mid),
 	bottom_base(s->width, last)}, (uint32_t) W};
 	const size_t cap = s->nkept[i] + s->nkept[mid] + 3 * W + 1;
-	scan_edge  *e = tg_alloc(ctx, cap * sizeof(scan_edge));
+	edge_list	list = {tg_alloc(ctx, cap * sizeof(scan_edge)), 0};
 	int64_t		r0,
 				r1;
-	size_t		n = 0;
 	tg_status	st;
 
-	if (e == NULL)
+	if (list.e == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a fill part's %zu label edges", cap);
-	memcpy(e, s->kept[i], s->nkept[i] * sizeof(scan_edge));
-	n = s->nkept[i];
-	memcpy(e + n, s->kept[mid], s->nkept[mid] * sizeof(scan_edge));
-	n += s->nkept[mid];
-	/* the last row of sub-strip mid - 1 faces the first of mid: water crosses at the higher cell */
+	memcpy(list.e, s->kept[i], s->nkept[i] * sizeof(scan_edge));
+	list.n = s->nkept[i];
+	memcpy(list.e + list.n, s->kept[mid], s->nkept[mid] * sizeof(scan_edge));
+	list.n += s->nkept[mid];
+	/* the last row of sub-strip mid - 1 faces the first of mid */
 	tg_part_range(s->nrows, s->nsub, mid, &r0, &r1);
-	for (size_t x = 0; x < W; x++)
-	{
-		const size_t lower = (size_t) r0 * W + x;
-
-		if (isnan(s->rows[lower]))
-			continue;
-		for (int dx = -1; dx <= 1; dx++)
-		{
-			const size_t ax = x + dx,
-						upper = (size_t) (r0 - 1) * W + ax;
-
-			if (ax >= W || isnan(s->rows[upper]))
-				continue;
-			e[n++] = (scan_edge) {fmax(s->rows[upper], s->rows[lower]), s->label[upper], s->label[lower]};
-		}
-	}
-	st = keep_edges(ctx, &m, e, n, s->kept[i], &s->nkept[i], err);
-	tg_free(ctx, e);
+	st = tg_label_rows_meet(s->width, s->label + (size_t) (r0 - 1) * W, s->rows + (size_t) (r0 - 1) * W,
+							s->label + (size_t) r0 * W, s->rows + (size_t) r0 * W, append_meeting, &list, err);
+	if (st == TG_OK)
+		st = keep_edges(ctx, &m, list.e, list.n, s->kept[i], &s->nkept[i], err);
+	tg_free(ctx, list.e);
 	return st;
 }
 
@@ -543,7 +534,6 @@ scan_rows(const tg_ctx *ctx, int width, int k, bool above, bool below, int nrows
 	s.nsub = scan_substrips(width, nrows);
 	s.above = above;
 	s.below = below;
-	s.z = z;
 	s.rows = z + (s.above ? W : 0);
 	s.label = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
 	s.lf = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
@@ -660,7 +650,7 @@ tg_fill_part_solve(const tg_ctx *ctx, int width, int count, const tg_fill_part *
  */
 static tg_status
 finish_rows(const tg_ctx *ctx, int width, bool above, bool below, int nrows, double *z,
-			const double *levels, double *w, tg_error *err)
+			const double *row_levels, double *w, tg_error *err)
 {
 	const size_t W = (size_t) width;
 	double	   *raised = z + (above ? W : 0);
@@ -685,7 +675,7 @@ finish_rows(const tg_ctx *ctx, int width, bool above, bool below, int nrows, dou
 
 			/* an outlet as the flood seeds it: the halo rows' nodata counts */
 			if (!isnan(*c) && !tg_cpu_is_outlet(z, width, nrows + above + below, x, y + above))
-				*c = fmax(*c, levels[1 + (top ? 0 : W) + (size_t) x]);
+				*c = fmax(*c, row_levels[(top ? 0 : W) + (size_t) x]);
 		}
 	}
 	memset(&band, 0, sizeof band);
@@ -700,5 +690,6 @@ tg_status
 tg_fill_part_finish(const tg_ctx *ctx, int width, int k, int count, int nrows, double *z,
 					const double *levels, double *w, tg_error *err)
 {
-	return finish_rows(ctx, width, k > 0, k + 1 < count, nrows, z, levels, w, err);
+	/* levels[0], the outlets', is not needed: they stay as they are */
+	return finish_rows(ctx, width, k > 0, k + 1 < count, nrows, z, levels + 1, w, err);
 }
