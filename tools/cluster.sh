@@ -135,13 +135,15 @@ CREATE TRIGGER place_tile BEFORE INSERT ON $table FOR EACH ROW EXECUTE FUNCTION 
 }
 
 # rid as raster2pgsql numbers the whole file's tiles (row by row, from 1),
-# given the tiles of the workers above; then the table's keys and checks.
+# after the TILES_ABOVE[k] tiles of the workers above; then the table's keys
+# and checks.
 number_part() {
-	local k=$1 lo=$2 hi=$3 table=$4 before=$5 west=$6
+	local k=$1 lo=$2 hi=$3 table=$4 west=$5
 	sql_on "$k" -c "SET client_min_messages = warning;
 DROP TRIGGER place_tile ON $table; DROP FUNCTION ${table}_place_tile();
 UPDATE $table t SET rid = o.r
-FROM (SELECT ctid AS c, $before + row_number() OVER (ORDER BY tile_row, $west * ST_UpperLeftX(rast)) AS r FROM $table) o
+FROM (SELECT ctid AS c, ${TILES_ABOVE[k]} + row_number() OVER (ORDER BY tile_row, $west * ST_UpperLeftX(rast)) AS r
+      FROM $table) o
 WHERE t.ctid = o.c;
 ALTER TABLE $table ALTER COLUMN tile_row SET NOT NULL, ALTER COLUMN rid SET NOT NULL, ADD PRIMARY KEY (rid),
   ADD CHECK (tile_row >= $lo AND tile_row < $hi);" >/dev/null
@@ -208,19 +210,13 @@ load() {
 	sql_on 0 -c "SET client_min_messages = warning; DROP TABLE IF EXISTS $table CASCADE"
 	each_worker "$n" "$nrows" load_part @K@ @LO@ @HI@ "$dem" "$table" "$tile" "$srid" "$LOAD_TMP" || exit 1
 	# each worker's rid follows the tiles of the workers above it
-	local counts=() before=0 west=1 k
+	local west=1 k
 	[[ $GRID_SX == -* ]] && west=-1
-	for k in $(seq 1 "$n"); do counts+=("$(sql_on "$k" -c "SELECT count(*) FROM $table")"); done
-	local pids=()
+	TILES_ABOVE=(0 0)
 	for k in $(seq 1 "$n"); do
-		number_part "$k" $(((k - 1) * nrows / n)) $((k * nrows / n)) "$table" "$before" "$west" \
-			>"$DIR/load-w$k.log" 2>&1 &
-		pids+=($!)
-		before=$((before + counts[k - 1]))
+		TILES_ABOVE[k + 1]=$((TILES_ABOVE[k] + $(sql_on "$k" -c "SELECT count(*) FROM $table")))
 	done
-	for k in $(seq 1 "$n"); do
-		wait "${pids[k - 1]}" || { echo "worker w$k:" >&2; cat "$DIR/load-w$k.log" >&2; exit 1; }
-	done
+	each_worker "$n" "$nrows" number_part @K@ @LO@ @HI@ "$table" "$west" || exit 1
 	# the coordinator's table: partitioned by tile_row, each partition a
 	# postgres_fdw foreign table on its worker
 	local s="SET client_min_messages = warning;
