@@ -459,12 +459,18 @@ typedef struct part_state
 	uint32_t   *cell;			/* y * W + x over its own rows, raster order */
 	uint8_t    *seed;
 	int32_t    *at;				/* H * W: the index in cell[] of each own cell, -1 */
-	int32_t    *towards;
-	int32_t    *away;
-	int64_t    *label;			/* 1 + the smallest grid cell number of the flat */
 	int32_t    *comp;			/* the flat each belongs to, as far as the part sees it */
 	int64_t    *comp_least;		/* each such flat's label from its own cells: ncomp */
-	int64_t    *least;			/* and with its neighbours': ncomp */
+	int64_t    *least;			/* and with its neighbours': ncomp; a cell's label (1 + the smallest
+								 * grid cell number of its flat) is its flat's */
+	/* until the masks: the distances over the crossing cells, as tg_flat_steps keeps them */
+	int32_t    *flat_id;		/* H * W: each own crossing cell's comp, -1 */
+	int32_t    *dist[2];		/* H * W: towards the drains, away from higher ground */
+	uint8_t    *dist_queued[2];	/* H * W: their FIFO marks */
+	int			fx0,
+				fx1,
+				fy0,
+				fy1;			/* the crossing cells' box, inclusive */
 	size_t		ncomp;
 	uint32_t   *edge;			/* the crossing cells of the part's first and last rows (indices) */
 	size_t		nedge;
@@ -499,8 +505,8 @@ keep_alloc(const tg_part *part, size_t size)
 static void
 state_free(const tg_part *part, part_state *s)
 {
-	void	   *bufs[] = {s->z, s->cell, s->seed, s->at, s->towards, s->away, s->label, s->comp, s->comp_least,
-		s->least, s->edge, s->mask,
+	void	   *bufs[] = {s->z, s->cell, s->seed, s->at, s->comp, s->comp_least, s->least, s->flat_id,
+		s->dist[0], s->dist[1], s->dist_queued[0], s->dist_queued[1], s->edge, s->mask,
 		s->nb_towards, s->nb_away, s->nb_label, s->nb_mask, s->sent, s->d8,
 		s->flow_d8, s->flow_frac, s->flow_w, s->flow_acc, s->flow_level, s->sent_acc};
 
@@ -886,9 +892,12 @@ flats_begin(const tg_ctx *ctx, tg_part *part, reader *r, tg_error *err)
 	if (st != TG_OK)
 		return st;
 	s->at = keep_alloc(part, n * sizeof(int32_t));
-	s->towards = keep_alloc(part, s->nflat * sizeof(int32_t));
-	s->away = keep_alloc(part, s->nflat * sizeof(int32_t));
-	s->label = keep_alloc(part, s->nflat * sizeof(int64_t));
+	s->flat_id = keep_alloc(part, n * sizeof(int32_t));
+	for (int p = 0; p < 2; p++)
+	{
+		s->dist[p] = keep_alloc(part, n * sizeof(int32_t));
+		s->dist_queued[p] = keep_alloc(part, n);
+	}
 	s->mask = keep_alloc(part, s->nflat * sizeof(int32_t));
 	s->nb_towards = keep_alloc(part, 2 * W * sizeof(int32_t));
 	s->nb_away = keep_alloc(part, 2 * W * sizeof(int32_t));
@@ -897,8 +906,9 @@ flats_begin(const tg_ctx *ctx, tg_part *part, reader *r, tg_error *err)
 	s->sent = keep_alloc(part, 32 * W);
 	s->comp = keep_alloc(part, s->nflat * sizeof(int32_t));
 	s->edge = keep_alloc(part, s->nflat * sizeof(uint32_t));
-	if (!s->at || !s->towards || !s->away || !s->label || !s->mask || !s->nb_towards || !s->nb_away ||
-		!s->nb_label || !s->nb_mask || !s->sent || !s->comp || !s->edge)
+	if (!s->at || !s->flat_id || !s->dist[0] || !s->dist[1] || !s->dist_queued[0] || !s->dist_queued[1] ||
+		!s->mask || !s->nb_towards || !s->nb_away || !s->nb_label || !s->nb_mask || !s->sent || !s->comp ||
+		!s->edge)
 		return tg_error_set(err, TG_ENOMEM, "could not keep the flats of a part of %zu cells", n);
 	memset(s->at, 0xff, n * sizeof(int32_t));
 	for (size_t j = 0; j < s->nflat; j++)
@@ -910,7 +920,54 @@ flats_begin(const tg_ctx *ctx, tg_part *part, reader *r, tg_error *err)
 	memset(s->sent, 0, 32 * W);
 	for (size_t j = 0; j < s->nflat; j++)
 		s->at[s->cell[j]] = (int32_t) j;
-	return flats_components(ctx, part, err);
+	st = flats_components(ctx, part, err);
+	if (st != TG_OK)
+		return st;
+	/* the distances start at the seeds; the box the steps scan */
+	memset(s->flat_id, 0xff, n * sizeof(int32_t));
+	memset(s->dist_queued[0], 0, n);
+	memset(s->dist_queued[1], 0, n);
+	s->fx0 = s->W;
+	s->fx1 = -1;
+	s->fy0 = s->nflat ? (int) (s->cell[0] / W) : 0;
+	s->fy1 = s->nflat ? (int) (s->cell[s->nflat - 1] / W) : -1;
+	for (size_t c = 0; c < s->nflat; c++)
+	{
+		const uint32_t i = s->cell[c];
+		const int	x = (int) (i % W);
+
+		s->flat_id[i] = s->comp[c];
+		s->dist[0][i] = s->seed[c] & TG_SEED_DRAINS ? 1 : TG_FLAT_FAR;
+		s->dist[1][i] = s->seed[c] & TG_SEED_HIGHER ? 1 : TG_FLAT_FAR;
+		s->fx0 = x < s->fx0 ? x : s->fx0;
+		s->fx1 = x > s->fx1 ? x : s->fx1;
+	}
+	return TG_OK;
+}
+
+/* The distances' grids, once the masks are known. */
+static void
+forget_flat_steps(const tg_part *part)
+{
+	part_state *s = part->state;
+	void	  **bufs[] = {(void **) &s->flat_id, (void **) &s->dist[0], (void **) &s->dist[1],
+		(void **) &s->dist_queued[0], (void **) &s->dist_queued[1]};
+
+	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+		if (*bufs[i])
+		{
+			part->keep.free(*bufs[i], part->keep.arg);
+			*bufs[i] = NULL;
+		}
+}
+
+/* Own crossing cell c's distance p (0: towards the drains, 1: away from higher ground); 0: none reaches it. */
+static inline int32_t
+flat_dist(const part_state *s, int p, size_t c)
+{
+	const int32_t d = s->dist[p][s->cell[c]];
+
+	return d == TG_FLAT_FAR ? 0 : d;
 }
 
 /*
@@ -937,112 +994,47 @@ flat_neighbour(const part_state *s, size_t c, int k, int *nb, int *col)
 	return s->at[(size_t) y * s->W + x];
 }
 
-static int
-cmp_u64(const void *a, const void *b)
-{
-	const uint64_t x = *(const uint64_t *) a,
-				y = *(const uint64_t *) b;
-
-	return (x > y) - (x < y);
-}
-
 /*
- * Breadth-first distances over the own crossing cells from those with
- * `seed` (1) and from the neighbours' cells along the boundary (their value
- * + 1), taken in order of distance and merged with the queue.  The first
- * round starts afresh; later ones only lower what the boundary's new
- * values lower (they only ever fall), from the part's edge cells.
+ * The edge cells' distances lowered by what the neighbours hold across the
+ * boundary (their value + 1), those lowered listed in raster order (room for
+ * nedge each); the steps carry it on over the flats.
  */
-static tg_status
-flats_distance(const tg_ctx *ctx, const part_state *s, uint8_t seed, const int32_t *nb, bool first,
-			   int32_t *dist, tg_error *err)
+static void
+flats_lower_edges(const part_state *s, uint32_t *lowered[2], size_t n[2])
 {
-	const size_t n = s->nflat;
-	uint32_t   *queue = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
-	int32_t    *start = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
-	uint32_t   *order = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
-	uint64_t   *keyed = tg_alloc(ctx, (n ? n : 1) * sizeof(uint64_t));
-	size_t		head = 0,
-				tail = 0,
-				next = 0,
-				nsrc = 0;
-
-	if (!queue || !start || !order || !keyed)
-	{
-		tg_free(ctx, queue);
-		tg_free(ctx, start);
-		tg_free(ctx, order);
-		tg_free(ctx, keyed);
-		return tg_error_set(err, TG_ENOMEM, "could not allocate a part's flat distances (%zu cells)", n);
-	}
-	memset(start, 0, n * sizeof(int32_t));
-	if (first)
-		for (size_t c = 0; c < n; c++)
-		{
-			dist[c] = 0;
-			start[c] = s->seed[c] & seed ? 1 : 0;
-		}
-	/* the edge cells' best start across the boundary */
+	n[0] = n[1] = 0;
 	for (size_t e = 0; e < s->nedge; e++)
 	{
 		const uint32_t c = s->edge[e];
+		bool		fell[2] = {false, false};
 
 		for (int k = 0; k < 8; k++)
 		{
 			int			side,
 						col;
-			int32_t		v;
 
 			(void) flat_neighbour(s, c, k, &side, &col);
-			v = side >= 0 ? nb[(size_t) side * s->W + col] : 0;
-			if (v > 0 && (start[c] == 0 || v + 1 < start[c]))
-				start[c] = v + 1;
-		}
-	}
-	for (size_t c = 0; c < n; c++)
-		if (start[c] > 0 && (dist[c] == 0 || start[c] < dist[c]))
-			keyed[nsrc++] = ((uint64_t) (uint32_t) start[c] << 32) | c;
-	qsort(keyed, nsrc, sizeof(uint64_t), cmp_u64);
-	for (size_t i = 0; i < nsrc; i++)
-		order[i] = (uint32_t) keyed[i];
-	while (head < tail || next < nsrc)
-	{
-		uint32_t	c;
-
-		/* the nearer of the queue's head and the next source */
-		if (next < nsrc && (head == tail || start[order[next]] <= dist[queue[head]]))
-		{
-			c = order[next++];
-			if (dist[c] != 0 && dist[c] <= start[c])
-				continue;
-			dist[c] = start[c];
-		}
-		else
-			c = queue[head++];
-		for (int k = 0; k < 8; k++)
-		{
-			int			side,
-						col;
-			int64_t		j = flat_neighbour(s, c, k, &side, &col);
-
-			/* lowered once, in order; a source no farther than this is left to be taken as one */
-			if (j >= 0 && (dist[j] == 0 || dist[j] > dist[c] + 1) && (start[j] == 0 || start[j] > dist[c] + 1))
+			for (int p = 0; side >= 0 && p < 2; p++)
 			{
-				dist[j] = dist[c] + 1;
-				queue[tail++] = (uint32_t) j;
+				const int32_t v = (p == 0 ? s->nb_towards : s->nb_away)[(size_t) side * s->W + col];
+				int32_t    *d = &s->dist[p][s->cell[c]];
+
+				if (v > 0 && v + 1 < *d)
+				{
+					*d = v + 1;
+					fell[p] = true;
+				}
 			}
 		}
+		for (int p = 0; p < 2; p++)
+			if (fell[p])
+				lowered[p][n[p]++] = s->cell[c];
 	}
-	tg_free(ctx, queue);
-	tg_free(ctx, start);
-	tg_free(ctx, order);
-	tg_free(ctx, keyed);
-	return tg_canceled(ctx) ? tg_error_set(err, TG_ECANCELED, "flow routing canceled") : TG_OK;
 }
 
 /*
  * Each flat's label: 1 + the smallest grid cell number among its cells,
- * here and, through the boundary, beyond.
+ * here and, through the boundary, beyond (least[]).
  */
 static void
 flats_label(const part_state *s)
@@ -1064,8 +1056,6 @@ flats_label(const part_state *s)
 				s->least[s->comp[c]] = v;
 		}
 	}
-	for (size_t c = 0; c < s->nflat; c++)
-		s->label[c] = s->least[s->comp[c]];
 }
 
 /*
@@ -1080,9 +1070,9 @@ row_values(const part_state *s, int y, uint8_t *out)
 
 	for (size_t x = 0; x < W; x++)
 	{
-		const int32_t t = at[x] < 0 ? 0 : s->towards[at[x]],
-					a = at[x] < 0 ? 0 : s->away[at[x]];
-		const int64_t l = at[x] < 0 ? 0 : s->label[at[x]];
+		const int32_t t = at[x] < 0 ? 0 : flat_dist(s, 0, (size_t) at[x]),
+					a = at[x] < 0 ? 0 : flat_dist(s, 1, (size_t) at[x]);
+		const int64_t l = at[x] < 0 ? 0 : s->least[s->comp[at[x]]];
 
 		memcpy(out + 4 * x, &t, 4);
 		memcpy(out + 4 * (W + x), &a, 4);
@@ -1150,22 +1140,6 @@ apply_row_change(const uint8_t *change, size_t W, int32_t *towards, int32_t *awa
 	}
 }
 
-/* The two distances of a round of the flats, one a task: towards lower ground (0), away from higher (1). */
-typedef struct flats_round
-{
-	const part_state *s;
-	bool		first;
-} flats_round;
-
-static tg_status
-flats_distance_task(const tg_ctx *ctx, void *arg, int64_t which, tg_error *err)
-{
-	const flats_round *f = arg;
-
-	return which == 0 ? flats_distance(ctx, f->s, TG_SEED_DRAINS, f->s->nb_towards, f->first, f->s->towards, err)
-		: flats_distance(ctx, f->s, TG_SEED_HIGHER, f->s->nb_away, f->first, f->s->away, err);
-}
-
 /* A round of the flats: the neighbours' boundary values in, ours out. */
 static tg_status
 part_flats(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error *err)
@@ -1175,8 +1149,8 @@ part_flats(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_erro
 	writer		w = {.ctx = ctx};
 	tg_status	st = TG_OK;
 
-	if (s == NULL || (round > 0 && s->at == NULL))
-		return tg_error_set(err, TG_EDATA, "a flats message reached a part that kept no surface");
+	if (s == NULL || (round > 0 && s->dist[0] == NULL))
+		return tg_error_set(err, TG_EDATA, "a flats message reached a part that kept no flats");
 	if (round == 0)
 		st = flats_begin(ctx, part, r, err);
 	if (st != TG_OK)
@@ -1196,7 +1170,24 @@ part_flats(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_erro
 	}
 	st = reader_done(r, "a flats message", err);
 	if (st == TG_OK)
-		st = tg_parallel(ctx, 2, flats_distance_task, &(flats_round) {s, round == 0}, err);
+	{
+		const tg_flat_grid g = {s->W, s->H, s->flat_id, {s->dist[0], s->dist[1]},
+			{s->dist_queued[0], s->dist_queued[1]}};
+		uint32_t   *lowered[2] = {tg_alloc(ctx, (s->nedge ? s->nedge : 1) * sizeof(uint32_t)),
+			tg_alloc(ctx, (s->nedge ? s->nedge : 1) * sizeof(uint32_t))};
+		tg_flat_lowered low = {{lowered[0], lowered[1]}, {0, 0}};
+
+		if (lowered[0] == NULL || lowered[1] == NULL)
+			st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's %zu edge cells of flats", s->nedge);
+		if (st == TG_OK)
+		{
+			/* the first round from the seeds over every cell; later ones from what the boundary lowered */
+			flats_lower_edges(s, lowered, low.n);
+			st = tg_flat_steps(ctx, &g, -1, s->fx0, s->fx1, s->fy0, s->fy1, round == 0 ? NULL : &low, err);
+		}
+		tg_free(ctx, lowered[0]);
+		tg_free(ctx, lowered[1]);
+	}
 	if (st == TG_OK)
 		flats_label(s);
 	if (st == TG_OK)
@@ -1241,21 +1232,29 @@ static tg_status
 part_heights(const tg_ctx *ctx, const tg_op *op, tg_part *part, tg_error *err)
 {
 	const part_state *s = part->state;
-	label_height *lh = tg_alloc(ctx, (s->nflat ? s->nflat : 1) * sizeof(label_height));
+	label_height *lh = tg_alloc(ctx, (s->ncomp ? s->ncomp : 1) * sizeof(label_height));
 	size_t		m = 0;
 	writer		w = {.ctx = ctx};
 	tg_status	st;
 
 	if (lh == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a part's flat heights");
+	for (size_t f = 0; f < s->ncomp; f++)
+		lh[f] = (label_height) {s->least[f], 0};
 	for (size_t c = 0; c < s->nflat; c++)
-		lh[c] = (label_height) {s->label[c], s->away[c]};
-	qsort(lh, s->nflat, sizeof *lh, cmp_label_height);
-	for (size_t c = 0; c < s->nflat; c++)
-		if (m > 0 && lh[m - 1].label == lh[c].label)
-			lh[m - 1].height = lh[c].height > lh[m - 1].height ? lh[c].height : lh[m - 1].height;
+	{
+		const int32_t a = flat_dist(s, 1, c);
+		label_height *h = &lh[s->comp[c]];
+
+		h->height = a > h->height ? a : h->height;
+	}
+	/* the part's flats of one label (joined beyond the part) as one */
+	qsort(lh, s->ncomp, sizeof *lh, cmp_label_height);
+	for (size_t f = 0; f < s->ncomp; f++)
+		if (m > 0 && lh[m - 1].label == lh[f].label)
+			lh[m - 1].height = lh[f].height > lh[m - 1].height ? lh[f].height : lh[m - 1].height;
 		else
-			lh[m++] = lh[c];
+			lh[m++] = lh[f];
 	put_header(&w, TG_PART_HEIGHTS | REPLY, op->kind);
 	put(&w, &m, sizeof m);
 	for (size_t i = 0; i < m; i++)
@@ -1430,11 +1429,13 @@ accumulate_part(const tg_ctx *ctx, const tg_op *op, const part_state *s, const t
 
 /* Every crossing flat's height (from the coordinator), and from them the masks of the part's crossing cells and its neighbours'. */
 static tg_status
-read_heights(const tg_ctx *ctx, part_state *s, reader *r, tg_error *err)
+read_heights(const tg_ctx *ctx, tg_part *part, reader *r, tg_error *err)
 {
+	part_state *s = part->state;
 	const size_t W = (size_t) s->W;
 	size_t		m = 0;
 	label_height *lh;
+	int32_t    *height;			/* of each of the part's flats */
 
 	get(r, &m, sizeof m);
 	if (r->bad || m > r->left / (sizeof(int64_t) + sizeof(int32_t)))
@@ -1446,12 +1447,25 @@ read_heights(const tg_ctx *ctx, part_state *s, reader *r, tg_error *err)
 		get(r, &lh[i].label, sizeof lh[i].label);
 		get(r, &lh[i].height, sizeof lh[i].height);
 	}
-	for (size_t c = 0; c < s->nflat; c++)
-		s->mask[c] = tg_flat_mask_value(s->towards[c], s->away[c], height_of(lh, m, s->label[c]));
+	/* the own masks once (the distances are then let go) */
+	if (s->dist[0] != NULL)
+	{
+		if ((height = tg_alloc(ctx, (s->ncomp ? s->ncomp : 1) * sizeof(int32_t))) == NULL)
+		{
+			tg_free(ctx, lh);
+			return tg_error_set(err, TG_ENOMEM, "could not allocate %zu flat heights", s->ncomp);
+		}
+		for (size_t f = 0; f < s->ncomp; f++)
+			height[f] = height_of(lh, m, s->least[f]);
+		for (size_t c = 0; c < s->nflat; c++)
+			s->mask[c] = tg_flat_mask_value(flat_dist(s, 0, c), flat_dist(s, 1, c), height[s->comp[c]]);
+		tg_free(ctx, height);
+	}
 	for (size_t i = 0; i < 2 * W; i++)
 		s->nb_mask[i] = s->nb_label[i] > 0 ?
 			tg_flat_mask_value(s->nb_towards[i], s->nb_away[i], height_of(lh, m, s->nb_label[i])) : 0;
 	tg_free(ctx, lh);
+	forget_flat_steps(part);
 	return TG_OK;
 }
 
@@ -1473,7 +1487,7 @@ part_link(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error
 
 	if (s == NULL || s->mask == NULL)
 		return tg_error_set(err, TG_EDATA, "a link message reached a part that kept no flats");
-	st = dest ? read_heights(ctx, s, r, err) : tg_error_set(err, TG_ENOMEM, "could not allocate a part's ends");
+	st = dest ? read_heights(ctx, part, r, err) : tg_error_set(err, TG_ENOMEM, "could not allocate a part's ends");
 	if (st == TG_OK)
 		st = reader_done(r, "a link message", err);
 	if (st == TG_OK)
@@ -1765,7 +1779,7 @@ flow_begin(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, writer 
 				n = W * (H + 2);
 	double	   *own = NULL;
 	tg_route	route;
-	tg_status	st = read_heights(ctx, s, r, err);
+	tg_status	st = read_heights(ctx, part, r, err);
 
 	if (st == TG_OK)
 		st = route_part(ctx, op, s, 1, &route, err);
@@ -2072,7 +2086,7 @@ finish_directions(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, 
 
 	if (s == NULL || s->mask == NULL)
 		return tg_error_set(err, TG_EDATA, "a finish message reached a part that kept no flats");
-	st = read_heights(ctx, s, r, err);
+	st = read_heights(ctx, part, r, err);
 	if (st == TG_OK)
 		st = route_part(ctx, op, s, 0, &strip, err);
 	if (st != TG_OK)
@@ -2258,7 +2272,7 @@ tg_run_part(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err
 		case TG_PART_FLATS:
 			return part_flats(ctx, op, part, &r, err);
 		case TG_PART_HEIGHTS:
-			if (part->state == NULL || ((part_state *) part->state)->label == NULL)
+			if (part->state == NULL || ((part_state *) part->state)->dist[0] == NULL)
 				return tg_error_set(err, TG_EDATA, "a heights message reached a part that kept no flats");
 			st = reader_done(&r, "a heights message", err);
 			return st == TG_OK ? part_heights(ctx, op, part, err) : st;

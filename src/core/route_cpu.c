@@ -130,6 +130,7 @@ label_strip(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 }
 
 int64_t		tg_flat_strip_cells = 65536;
+int			tg_flat_strip_rows = 64;
 
 /* M = 2 T + (H - A), H the flat's largest A; undrained flat cells (T = 0) keep 0. */
 static void
@@ -151,37 +152,48 @@ combine_flat(const flat_job *j, int64_t f)
 }
 
 /* ------------------------------------------------------------------------
- * A large flat's two distances in strips of rows, on the call's threads.
- * The distance is the greatest fixed point of d = min(d, d(neighbour) + 1)
- * under the seeds' 1, which any order of lowering reaches: Vincent's hybrid,
- * as in the fill.  A forward and a backward raster scan over the whole flat
- * (the scans one thread would make, wavefront.h), then a FIFO of what the
- * scans left in strips of rows: each strip lowers its own rows, reading its
+ * Flat distances in strips of rows, on the call's threads (tg_flat_steps:
+ * a large flat here, the flats that cross parts in parts.c).  Each distance
+ * is the greatest fixed point of d = min(d, d(neighbour) + 1) under its
+ * starting values, which any order of lowering reaches: Vincent's hybrid, as
+ * in the fill.  A forward and a backward raster scan over the region (the
+ * scans one thread would make, wavefront.h), then a FIFO of what the scans
+ * left in strips of rows: each strip lowers its own rows, reading its
  * neighbours' facing rows from a copy taken between rounds, and strips whose
  * facing rows fell run again from their edges, until none fell.  The result
  * depends neither on the strips nor on the threads.
  * ------------------------------------------------------------------------ */
-#define FAR INT32_MAX
+#define FAR TG_FLAT_FAR
 
 typedef struct flat_strips
 {
-	const flat_job *j;
-	int64_t		f;
+	const tg_flat_grid *g;
+	int32_t		only;			/* the one flat taken, or -1: every flat */
+	const tg_flat_lowered *lowered; /* NULL: every cell may lower a neighbour */
 	int			x0,
 				x1,
 				y0,
-				y1;				/* the flat's bounding box, inclusive */
+				y1;				/* the region, inclusive */
 	int			nstrips;
 	int32_t    *facing;			/* per distance and strip: the row above it and the row below */
 	bool	   *fell;			/* per distance and strip: its facing rows fell since the last copy */
 	int64_t    *todo;			/* this round's tasks: distance * nstrips + strip */
-	bool		first;			/* the first round: full scans */
+	bool		first;			/* the first round: every cell may lower a neighbour */
 } flat_strips;
 
-static inline bool
-in_flat(const flat_job *j, int x, int y, int64_t f)
+/* The flat of cell i if the region takes it, else -1. */
+static inline int32_t
+taken(const flat_strips *s, size_t i)
 {
-	return x >= 0 && y >= 0 && x < j->W && y < j->H && j->parent[(size_t) y * j->W + x] == (int32_t) f;
+	const int32_t id = s->g->id[i];
+
+	return (s->only >= 0 ? id == s->only : id >= 0) ? id : -1;
+}
+
+static inline bool
+in_flat(const tg_flat_grid *g, int x, int y, int32_t id)
+{
+	return x >= 0 && y >= 0 && x < g->W && y < g->H && g->id[(size_t) y * g->W + x] == id;
 }
 
 static void
@@ -193,32 +205,34 @@ flat_strip_rows(const flat_strips *s, int k, int *r0, int *r1)
 	*r1 = s->y0 + (int) (rows * (k + 1) / s->nstrips);
 }
 
-/* d at (x, y) as the strip of rows [r0, r1) sees it: FAR off the flat, facing rows as copied. */
+/* d at (x, y) of flat id as the strip of rows [r0, r1) sees it: FAR off the flat, facing rows as copied. */
 static inline int32_t
 seen(const flat_strips *s, const int32_t *d, const int32_t *above, const int32_t *below, int r0, int r1,
-	 int x, int y)
+	 int x, int y, int32_t id)
 {
-	if (!in_flat(s->j, x, y, s->f))
+	if (!in_flat(s->g, x, y, id))
 		return FAR;
 	if (y < r0)
 		return above[x - s->x0];
 	if (y >= r1)
 		return below[x - s->x0];
-	return d[(size_t) y * s->j->W + x];
+	return d[(size_t) y * s->g->W + x];
 }
 
 /*
- * Both distances of the flat over block b of chunk c of a raster scan (the
- * cells before a cell in the scan: left, up-left, up, up-right forward).
+ * Both distances over block b of chunk c of a raster scan (the cells before
+ * a cell in the scan: left, up-left, up, up-right forward).
  */
 static void
 flat_scan_block(void *arg, const tg_wave *wave, int b, int c)
 {
 	static const int fwd[4][2] = {{-1, 0}, {-1, -1}, {0, -1}, {1, -1}};
 	const flat_strips *s = arg;
-	const flat_job *j = s->j;
+	const tg_flat_grid *g = s->g;
+	int32_t    *towards = g->d[0],
+			   *away = g->d[1];
 	const int	dir = wave->backward ? -1 : 1;
-	const size_t W = (size_t) j->W;
+	const size_t W = (size_t) g->W;
 	int			r0,
 				r1;
 
@@ -232,26 +246,29 @@ flat_scan_block(void *arg, const tg_wave *wave, int b, int c)
 		for (int x = dir > 0 ? c0 : c1 - 1; dir > 0 ? x < c1 : x >= c0; x += dir)
 		{
 			const size_t i = (size_t) y * W + x;
-			int32_t		t = j->mask[i],
-						a = j->away[i];
+			const int32_t id = taken(s, i);
+			int32_t		t,
+						a;
 
-			if (j->parent[i] != (int32_t) s->f)
+			if (id < 0)
 				continue;
+			t = towards[i];
+			a = away[i];
 			for (int k = 0; k < 4; k++)
 			{
 				const int	nx = x + dir * fwd[k][0],
 							ny = y + dir * fwd[k][1];
 
-				if (in_flat(j, nx, ny, s->f))
+				if (in_flat(g, nx, ny, id))
 				{
 					const size_t ni = (size_t) ny * W + nx;
 
-					t = j->mask[ni] != FAR && j->mask[ni] + 1 < t ? j->mask[ni] + 1 : t;
-					a = j->away[ni] != FAR && j->away[ni] + 1 < a ? j->away[ni] + 1 : a;
+					t = towards[ni] != FAR && towards[ni] + 1 < t ? towards[ni] + 1 : t;
+					a = away[ni] != FAR && away[ni] + 1 < a ? away[ni] + 1 : a;
 				}
 			}
-			j->mask[i] = t;
-			j->away[i] = a;
+			towards[i] = t;
+			away[i] = a;
 		}
 	}
 }
@@ -260,39 +277,50 @@ static tg_status
 flat_strip_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 {
 	const flat_strips *s = arg;
-	const flat_job *j = s->j;
+	const tg_flat_grid *g = s->g;
 	const int64_t t = s->todo[task];
 	const int	pass = (int) (t / s->nstrips);
-	const size_t W = (size_t) j->W,
+	const size_t W = (size_t) g->W,
 				BW = (size_t) (s->x1 - s->x0 + 1);
-	const int32_t f = (int32_t) s->f;
 	const int32_t *above = s->facing + 2 * (size_t) t * BW,
 			   *below = above + BW;
-	int32_t    *d = pass == 0 ? j->mask : j->away;
-	uint8_t    *queued = j->queued[pass];
+	int32_t    *d = g->d[pass];
+	uint8_t    *queued = g->queued[pass];
 	cell_fifo	q = {NULL, 0, 0, 0};
 	bool		ok = true;
 	int			r0,
 				r1;
 
 	flat_strip_rows(s, (int) (t % s->nstrips), &r0, &r1);
-	/* what may still fall: after the scans, any cell; later, the edge rows the facing rows lower */
-	for (int y = r0; y < r1; y++)
+	/* what may still fall: in the first round, what was lowered or else any cell; later, the edge rows the
+	 * facing rows lower */
+	for (size_t k = 0; s->first && s->lowered && k < s->lowered->n[pass] && ok; k++)
+	{
+		const uint32_t i = s->lowered->cells[pass][k];
+
+		if (i >= (size_t) r0 * W && i < (size_t) r1 * W && !queued[i])
+		{
+			ok = fifo_push(ctx, &q, i);
+			queued[i] = ok;
+		}
+	}
+	for (int y = r0; y < r1 && !(s->first && s->lowered); y++)
 	{
 		if (!s->first && y != r0 && y != r1 - 1)
 			continue;
 		for (int x = s->x0; x <= s->x1; x++)
 		{
 			const size_t i = (size_t) y * W + x;
+			const int32_t id = taken(s, i);
 			bool		push = false;
 
-			if (j->parent[i] != f)
+			if (id < 0)
 				continue;
 			for (int k = 0; k < 8; k++)
 			{
 				const int	nx = x + tg_nbr_dx(k),
 							ny = y + tg_nbr_dy(k);
-				const int32_t dn = seen(s, d, above, below, r0, r1, nx, ny);
+				const int32_t dn = seen(s, d, above, below, r0, r1, nx, ny, id);
 
 				if (ny < r0 || ny >= r1)
 				{
@@ -302,7 +330,7 @@ flat_strip_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 						push = true;
 					}
 				}
-				else if (s->first && d[i] != FAR && in_flat(j, nx, ny, f) && (dn == FAR || dn > d[i] + 1))
+				else if (s->first && d[i] != FAR && in_flat(g, nx, ny, id) && (dn == FAR || dn > d[i] + 1))
 					push = true;
 			}
 			if (push && !queued[i] && ok)
@@ -317,6 +345,7 @@ flat_strip_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 		const uint32_t c = fifo_pop(&q);
 		const int	x = (int) (c % W),
 					y = (int) (c / W);
+		const int32_t id = g->id[c];
 
 		queued[c] = 0;
 		if (steps % 65536 == 0 && tg_canceled(ctx))
@@ -327,7 +356,7 @@ flat_strip_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 						ny = y + tg_nbr_dy(k);
 			const size_t ni = (size_t) ny * W + nx;
 
-			if (ny < r0 || ny >= r1 || !in_flat(j, nx, ny, f) || d[ni] <= d[c] + 1)
+			if (ny < r0 || ny >= r1 || !in_flat(g, nx, ny, id) || d[ni] <= d[c] + 1)
 				continue;
 			d[ni] = d[c] + 1;
 			if (!queued[ni] && ok)
@@ -350,9 +379,9 @@ static tg_status
 flat_facing_task(const tg_ctx *ctx, void *arg, int64_t t, tg_error *err)
 {
 	const flat_strips *s = arg;
-	const size_t W = (size_t) s->j->W,
+	const size_t W = (size_t) s->g->W,
 				BW = (size_t) (s->x1 - s->x0 + 1);
-	const int32_t *d = t < s->nstrips ? s->j->mask : s->j->away;
+	const int32_t *d = s->g->d[t < s->nstrips ? 0 : 1];
 	int32_t    *above = s->facing + 2 * (size_t) t * BW;
 	int			r0,
 				r1;
@@ -375,6 +404,58 @@ flat_strips_facing(const tg_ctx *ctx, flat_strips *s, int64_t *n, tg_error *err)
 	for (int64_t t = 0; st == TG_OK && t < 2 * s->nstrips; t++)
 		if (s->fell[t])
 			s->todo[(*n)++] = t;
+	return st;
+}
+
+tg_status
+tg_flat_steps(const tg_ctx *ctx, const tg_flat_grid *g, int32_t only, int x0, int x1, int y0, int y1,
+			  const tg_flat_lowered *lowered, tg_error *err)
+{
+	flat_strips s = {.g = g, .only = only, .lowered = lowered, .x0 = x0, .x1 = x1, .y0 = y0, .y1 = y1};
+	int			strips = tg_threads_wanted(ctx) * 4;
+	const size_t BW = (size_t) (x1 - x0 + 1);
+	tg_wave		wave;
+	int64_t		n;
+	tg_status	st;
+
+	if (x1 < x0 || y1 < y0)
+		return TG_OK;
+	if (strips > (y1 - y0 + 1) / tg_flat_strip_rows)
+		strips = (y1 - y0 + 1) / tg_flat_strip_rows;
+	s.nstrips = strips > 1 ? strips : 1;
+	s.facing = tg_alloc(ctx, 4 * (size_t) s.nstrips * BW * sizeof(int32_t));
+	s.fell = tg_alloc(ctx, 2 * (size_t) s.nstrips * sizeof(bool));
+	s.todo = tg_alloc(ctx, 2 * (size_t) s.nstrips * sizeof(int64_t));
+	if (s.facing == NULL || s.fell == NULL || s.todo == NULL)
+	{
+		tg_free(ctx, s.facing);
+		tg_free(ctx, s.fell);
+		tg_free(ctx, s.todo);
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the strips of flats over %zu x %d cells",
+							BW, y1 - y0 + 1);
+	}
+	/* both distances' raster scans, as one thread would make them; not for a few cells lowered */
+	tg_wave_plan(ctx, &wave, x0, x1 + 1, y0, y1 + 1);
+	st = lowered ? TG_OK : tg_wavefront(ctx, &wave, flat_scan_block, &s, err);
+	wave.backward = true;
+	if (st == TG_OK && !lowered)
+		st = tg_wavefront(ctx, &wave, flat_scan_block, &s, err);
+	/* the first round: every strip, from the scans' distances or the cells lowered */
+	if (st == TG_OK)
+		st = flat_strips_facing(ctx, &s, &n, err);
+	for (n = 0; n < 2 * s.nstrips; n++)
+		s.todo[n] = n;
+	s.first = true;
+	while (st == TG_OK && n > 0)
+	{
+		st = tg_parallel(ctx, n, flat_strip_task, &s, err);
+		s.first = false;
+		if (st == TG_OK)
+			st = flat_strips_facing(ctx, &s, &n, err);
+	}
+	tg_free(ctx, s.facing);
+	tg_free(ctx, s.fell);
+	tg_free(ctx, s.todo);
 	return st;
 }
 
@@ -445,12 +526,11 @@ large_flat(const tg_ctx *ctx, const flat_job *j, int64_t f, tg_error *err)
 	const uint32_t *cells = j->cells + j->first[f];
 	const int64_t ncells = j->first[f + 1] - j->first[f];
 	const int64_t ntasks = tg_list_tasks((size_t) ncells);
-	flat_strips s = {.j = j, .f = f, .x0 = j->W, .x1 = -1, .y0 = (int) (cells[0] / j->W),
-		.y1 = (int) (cells[ncells - 1] / j->W)};
+	const tg_flat_grid g = {j->W, j->H, j->parent, {j->mask, j->away}, {j->queued[0], j->queued[1]}};
 	flat_cells_job fc = {j, cells, ncells, FLAT_START, tg_alloc(ctx, ntasks * sizeof(int)),
 		tg_alloc(ctx, ntasks * sizeof(int)), tg_alloc(ctx, ntasks * sizeof(int32_t)), 0};
-	int			strips = tg_threads_wanted(ctx) * 4;
-	size_t		BW;
+	int			x0 = j->W,
+				x1 = -1;
 	tg_status	st = TG_OK;
 
 	if (fc.x0 == NULL || fc.x1 == NULL || fc.height == NULL)
@@ -460,53 +540,12 @@ large_flat(const tg_ctx *ctx, const flat_job *j, int64_t f, tg_error *err)
 		st = tg_parallel(ctx, ntasks, flat_cells_task, &fc, err);
 	for (int64_t t = 0; st == TG_OK && t < ntasks; t++)
 	{
-		s.x0 = fc.x0[t] < s.x0 ? fc.x0[t] : s.x0;
-		s.x1 = fc.x1[t] > s.x1 ? fc.x1[t] : s.x1;
-	}
-	if (strips > (s.y1 - s.y0 + 1) / 64)
-		strips = (s.y1 - s.y0 + 1) / 64;
-	s.nstrips = strips > 1 ? strips : 1;
-	BW = (size_t) (s.x1 - s.x0 + 1);
-	if (st == TG_OK)
-	{
-		s.facing = tg_alloc(ctx, 4 * (size_t) s.nstrips * BW * sizeof(int32_t));
-		s.fell = tg_alloc(ctx, 2 * (size_t) s.nstrips * sizeof(bool));
-		s.todo = tg_alloc(ctx, 2 * (size_t) s.nstrips * sizeof(int64_t));
-		if (s.facing == NULL || s.fell == NULL || s.todo == NULL)
-			st = tg_error_set(err, TG_ENOMEM, "could not allocate the strips of a flat of %lld cells",
-							  (long long) ncells);
+		x0 = fc.x0[t] < x0 ? fc.x0[t] : x0;
+		x1 = fc.x1[t] > x1 ? fc.x1[t] : x1;
 	}
 	if (st == TG_OK)
-	{
-		tg_wave		wave;
-
-		/* both distances' raster scans, as one thread would make them */
-		tg_wave_plan(ctx, &wave, s.x0, s.x1 + 1, s.y0, s.y1 + 1);
-		st = tg_wavefront(ctx, &wave, flat_scan_block, &s, err);
-		wave.backward = true;
-		if (st == TG_OK)
-			st = tg_wavefront(ctx, &wave, flat_scan_block, &s, err);
-	}
-	if (st == TG_OK)
-	{
-		int64_t		n;
-
-		/* the first round: every strip, from the scans' distances */
-		st = flat_strips_facing(ctx, &s, &n, err);
-		for (n = 0; n < 2 * s.nstrips; n++)
-			s.todo[n] = n;
-		s.first = true;
-		while (st == TG_OK && n > 0)
-		{
-			st = tg_parallel(ctx, n, flat_strip_task, &s, err);
-			s.first = false;
-			if (st == TG_OK)
-				st = flat_strips_facing(ctx, &s, &n, err);
-		}
-	}
-	tg_free(ctx, s.facing);
-	tg_free(ctx, s.fell);
-	tg_free(ctx, s.todo);
+		st = tg_flat_steps(ctx, &g, (int32_t) f, x0, x1, (int) (cells[0] / j->W),
+							   (int) (cells[ncells - 1] / j->W), NULL, err);
 	if (st == TG_OK)
 	{
 		fc.pass = FLAT_END;

@@ -183,6 +183,8 @@ void		tg_cpu_flat_cells(const double *z, int W, int H, uint8_t *flat);
  * down each.
  */
 extern int64_t tg_flat_strip_cells;
+/* Rows of a flat per strip, at least (tests set fewer to cut small flats in many strips). */
+extern int	tg_flat_strip_rows;
 
 /*
  * The routing of a surface as it is (tg_cpu_route_build does the decoding
@@ -241,6 +243,36 @@ tg_status	tg_cpu_hydrology(const tg_ctx *ctx, const tg_band *dem, const tg_band 
 typedef tg_status (*tg_crossing_flat_fn) (void *arg, size_t i, uint8_t seed, tg_error *err);
 tg_status	tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
 							  tg_crossing_flat_fn keep, void *arg, tg_error *err);
+
+/*
+ * The two breadth-first distances over flats (towards the drains, away from
+ * higher ground), in place, on the call's threads (route_cpu.c).  A cell
+ * joins its 8 neighbours of the same flat number.  Every cell of the flats
+ * taken in columns [x0, x1] and rows [y0, y1] (flat `only`, or every flat
+ * when it is negative) holds where each distance starts (TG_FLAT_FAR where
+ * it does not) and is left with min over the cells c' of its flat of
+ * start(c') + steps(c', c), TG_FLAT_FAR where none reaches it.  Starting
+ * from distances already so computed, of which `lowered` lists the cells
+ * whose start fell since (raster order, per distance), gives the same and
+ * walks only from those; lowered NULL scans every cell.  queued[] must be
+ * 0 on those cells and is left so.
+ */
+#define TG_FLAT_FAR INT32_MAX
+typedef struct tg_flat_grid
+{
+	int			W,
+				H;
+	const int32_t *id;			/* per cell: its flat's number; negative off the flats */
+	int32_t    *d[2];			/* per cell: towards the drains, away from higher ground */
+	uint8_t    *queued[2];		/* per cell and distance: FIFO marks */
+} tg_flat_grid;
+typedef struct tg_flat_lowered
+{
+	const uint32_t *cells[2];
+	size_t		n[2];
+} tg_flat_lowered;
+tg_status	tg_flat_steps(const tg_ctx *ctx, const tg_flat_grid *g, int32_t only, int x0, int x1, int y0,
+						  int y1, const tg_flat_lowered *lowered, tg_error *err);
 
 static inline int32_t
 tg_flat_mask_value(int32_t towards, int32_t away, int32_t height)

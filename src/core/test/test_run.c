@@ -731,8 +731,9 @@ test_parts(coverage *tiles)
 	tg_error	err;
 	int			rounds[2];
 
-	/* parts scanned in sub-strips of 3 rows (their labels cut down before they leave) */
+	/* parts scanned in sub-strips of 3 rows (their labels cut down before they leave), their crossing flats' distances in strips of 3 */
 	tg_part_scan_rows = 3;
+	tg_flat_strip_rows = 3;
 	check_parts("fill", &op, tiles);
 	op = base_op(TG_OP_SLOPE);
 	op.slope_units = TG_SLOPE_PERCENT;
@@ -775,6 +776,7 @@ test_parts(coverage *tiles)
 	op = base_op(TG_OP_HYDROLOGY);
 	check_parts("d8 hydrology, parts scanned whole", &op, tiles);
 	tg_part_scan_rows = 256;
+	tg_flat_strip_rows = 64;
 
 	for (int k = 0; k < NPARTS; k++)
 		make_part(tiles, k, &parts[k]);
@@ -822,7 +824,12 @@ test_run(void)
 				v = 100;		/* a lake: a flat crossing strips */
 			if (x >= 150 && x < 200 && y >= 50 && y < 140)
 				v = 120;		/* a pit: once filled, a flat crossing two part boundaries */
-			if ((x * 13 + y * 7) % 211 == 0)
+			if (x >= 150 && x < 200 && ((y == 65 && x >= 152) || y == 126))
+				v = 1000;		/* and within the middle part, walled in but for one gap, */
+			if (x >= 153 && x < 198 && (x - 153) % 3 == 0 && y > 65 && y < 126 &&
+				(((x - 153) / 3) % 2 == 0 ? y < 123 : y > 68))
+				v = 1000;		/* a serpentine that no few raster scans resolve */
+			if ((x * 13 + y * 7) % 211 == 0 && !(x >= 150 && x < 200 && y >= 65 && y <= 126))
 				v = ND;
 			dem[(size_t) y * GW + x] = (int16_t) v;
 		}
