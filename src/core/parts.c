@@ -781,7 +781,7 @@ typedef struct crossing_keep
 } crossing_keep;
 
 static tg_status
-keep_crossing(void *arg, size_t i, uint8_t seed, tg_error *err)
+keep_crossing(void *arg, size_t i, uint8_t seed, int64_t flat, tg_error *err)
 {
 	crossing_keep *k = arg;
 	part_state *s = k->s;
@@ -791,83 +791,54 @@ keep_crossing(void *arg, size_t i, uint8_t seed, tg_error *err)
 		size_t		cap = s->flat_cap ? 2 * s->flat_cap : 4096;
 		uint32_t   *cell = keep_alloc(k->part, cap * sizeof(uint32_t));
 		uint8_t    *seeds = keep_alloc(k->part, cap);
+		int32_t    *comp = keep_alloc(k->part, cap * sizeof(int32_t));
 
-		if (cell == NULL || seeds == NULL)
+		if (cell == NULL || seeds == NULL || comp == NULL)
+		{
+			void	   *got[] = {cell, seeds, comp};
+
+			for (int g = 0; g < 3; g++)
+				if (got[g])
+					k->part->keep.free(got[g], k->part->keep.arg);
 			return tg_error_set(err, TG_ENOMEM, "could not keep %zu cells of flats across parts", cap);
+		}
 		if (s->nflat)
 		{
 			memcpy(cell, s->cell, s->nflat * sizeof(uint32_t));
 			memcpy(seeds, s->seed, s->nflat);
+			memcpy(comp, s->comp, s->nflat * sizeof(int32_t));
 			k->part->keep.free(s->cell, k->part->keep.arg);
 			k->part->keep.free(s->seed, k->part->keep.arg);
+			k->part->keep.free(s->comp, k->part->keep.arg);
 		}
 		s->cell = cell;
 		s->seed = seeds;
+		s->comp = comp;
 		s->flat_cap = cap;
 	}
 	s->cell[s->nflat] = (uint32_t) (i - k->own0);
-	s->seed[s->nflat++] = seed;
+	s->seed[s->nflat] = seed;
+	s->comp[s->nflat++] = (int32_t) flat;
+	s->ncomp = (size_t) flat + 1 > s->ncomp ? (size_t) flat + 1 : s->ncomp;
 	return TG_OK;
 }
 
-/* Flat neighbour j (index in cell[]) of own cell c, or -1 (defined below). */
-static int64_t flat_neighbour(const part_state *s, size_t c, int k, int *nb, int *col);
-
-/* The flats as the part sees them (its own crossing cells joined), each with its own least label. */
+/* Each flat's label from its own cells: 1 + the grid cell number of its first (cells are in raster order). */
 static tg_status
-flats_components(const tg_ctx *ctx, tg_part *part, tg_error *err)
+flats_least(tg_part *part, tg_error *err)
 {
 	part_state *s = part->state;
-	const size_t n = s->nflat;
-	uint32_t   *queue = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
-	int64_t    *least = tg_alloc(ctx, (n ? n : 1) * sizeof(int64_t));
 
-	if (queue == NULL || least == NULL)
-	{
-		tg_free(ctx, queue);
-		tg_free(ctx, least);
-		return tg_error_set(err, TG_ENOMEM, "could not allocate a part's flats (%zu cells)", n);
-	}
-	memset(s->comp, 0xff, n * sizeof(int32_t));
-	s->ncomp = 0;
-	for (size_t c0 = 0; c0 < n; c0++)
-	{
-		size_t		tail = 0;
-
-		if (s->comp[c0] >= 0)
-			continue;
-		least[s->ncomp] = INT64_MAX;
-		s->comp[c0] = (int32_t) s->ncomp;
-		queue[tail++] = (uint32_t) c0;
-		for (size_t head = 0; head < tail; head++)
-		{
-			const uint32_t c = queue[head];
-			const int64_t own = 1 + (int64_t) (s->row0 + s->cell[c] / s->W) * s->W + s->cell[c] % s->W;
-
-			least[s->ncomp] = own < least[s->ncomp] ? own : least[s->ncomp];
-			for (int k = 0; k < 8; k++)
-			{
-				int			side,
-							col;
-				int64_t		j = flat_neighbour(s, c, k, &side, &col);
-
-				if (j >= 0 && s->comp[j] < 0)
-				{
-					s->comp[j] = (int32_t) s->ncomp;
-					queue[tail++] = (uint32_t) j;
-				}
-			}
-		}
-		s->ncomp++;
-	}
 	s->comp_least = keep_alloc(part, s->ncomp * sizeof(int64_t));
 	s->least = keep_alloc(part, s->ncomp * sizeof(int64_t));
-	if (s->comp_least && s->least)
-		memcpy(s->comp_least, least, s->ncomp * sizeof(int64_t));
-	tg_free(ctx, queue);
-	tg_free(ctx, least);
-	return s->comp_least && s->least ? TG_OK
-		: tg_error_set(err, TG_ENOMEM, "could not keep a part's %zu flats", s->ncomp);
+	if (s->comp_least == NULL || s->least == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not keep a part's %zu flats", s->ncomp);
+	for (size_t f = 0; f < s->ncomp; f++)
+		s->comp_least[f] = 0;
+	for (size_t c = 0; c < s->nflat; c++)
+		if (s->comp_least[s->comp[c]] == 0)
+			s->comp_least[s->comp[c]] = 1 + (int64_t) (s->row0 + s->cell[c] / s->W) * s->W + s->cell[c] % s->W;
+	return TG_OK;
 }
 
 /* Round 0 of the flats: the neighbours' rows around the surface, the crossing flats' cells. */
@@ -904,11 +875,9 @@ flats_begin(const tg_ctx *ctx, tg_part *part, reader *r, tg_error *err)
 	s->nb_label = keep_alloc(part, 2 * W * sizeof(int64_t));
 	s->nb_mask = keep_alloc(part, 2 * W * sizeof(int32_t));
 	s->sent = keep_alloc(part, 32 * W);
-	s->comp = keep_alloc(part, s->nflat * sizeof(int32_t));
 	s->edge = keep_alloc(part, s->nflat * sizeof(uint32_t));
 	if (!s->at || !s->flat_id || !s->dist[0] || !s->dist[1] || !s->dist_queued[0] || !s->dist_queued[1] ||
-		!s->mask || !s->nb_towards || !s->nb_away || !s->nb_label || !s->nb_mask || !s->sent || !s->comp ||
-		!s->edge)
+		!s->mask || !s->nb_towards || !s->nb_away || !s->nb_label || !s->nb_mask || !s->sent || !s->edge)
 		return tg_error_set(err, TG_ENOMEM, "could not keep the flats of a part of %zu cells", n);
 	memset(s->at, 0xff, n * sizeof(int32_t));
 	for (size_t j = 0; j < s->nflat; j++)
@@ -920,7 +889,7 @@ flats_begin(const tg_ctx *ctx, tg_part *part, reader *r, tg_error *err)
 	memset(s->sent, 0, 32 * W);
 	for (size_t j = 0; j < s->nflat; j++)
 		s->at[s->cell[j]] = (int32_t) j;
-	st = flats_components(ctx, part, err);
+	st = flats_least(part, err);
 	if (st != TG_OK)
 		return st;
 	/* the distances start at the seeds; the box the steps scan */

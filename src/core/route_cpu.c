@@ -663,7 +663,8 @@ start_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 			const size_t i = (size_t) y * j->W + x;
 			uint8_t		seed = 0;
 
-			j->mask[i] = 0;
+			if (j->mask)
+				j->mask[i] = 0;
 			j->parent[i] = j->flat[i] ? (int32_t) i : -1;
 			for (int k = 0; k < 8 && j->flat[i]; k++)
 			{
@@ -1015,6 +1016,37 @@ plan_flat_tasks(const tg_ctx *ctx, flat_job *j, int64_t nflats)
 }
 
 /*
+ * Number and list the flats of j (z, flat, W, H; parent, away and seed
+ * allocated, mask NULL or to be zeroed): each flat cell's seeds and its
+ * flat's number in parent[], the flats' cells in first[] and cells[].
+ */
+static tg_status
+label_flats(const tg_ctx *ctx, flat_job *j, int64_t *nflats, tg_error *err)
+{
+	tg_status	st = tg_parallel_rows(ctx, j->W, j->H, start_rows, j, err);
+
+	if (st == TG_OK)
+		st = tg_parallel(ctx, (j->H + FLAT_STRIP_ROWS - 1) / FLAT_STRIP_ROWS, label_strip, j, err);
+	/* join across the strips' edges: each strip's last row with the next one's first */
+	for (int y = FLAT_STRIP_ROWS - 1; st == TG_OK && y + 1 < j->H; y += FLAT_STRIP_ROWS)
+		for (int x = 0; x < j->W; x++)
+		{
+			const size_t i = (size_t) y * j->W + x;
+
+			if (!j->flat[i])
+				continue;
+			for (int k = 1; k < 4; k++)		/* south-east, south, south-west */
+			{
+				const int64_t ni = neighbour(j->W, j->H, x, y, k);
+
+				if (same_flat(j, i, ni))
+					unite(j->parent, (int32_t) i, (int32_t) ni);
+			}
+		}
+	return st == TG_OK ? list_flats(ctx, j, nflats, err) : st;
+}
+
+/*
  * The flat mask M (0 off flats).  flat[i]: i is a flat cell; a cell next to a
  * flat cell of equal elevation that is not flat itself drains.
  */
@@ -1040,29 +1072,9 @@ flat_mask(const tg_ctx *ctx, const double *z, const uint8_t *flat, int W, int H,
 	j.seed = tg_alloc(ctx, n ? n : 1);
 	if (!j.away || !j.parent || !j.seed)
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate flat-resolution buffers (%zu cells)", n);
-	if (st == TG_OK)
-		st = tg_parallel_rows(ctx, W, H, start_rows, &j, err);
 	tg_phase(ctx, "flats: labels");
 	if (st == TG_OK)
-		st = tg_parallel(ctx, (H + FLAT_STRIP_ROWS - 1) / FLAT_STRIP_ROWS, label_strip, &j, err);
-	/* join across the strips' edges: each strip's last row with the next one's first */
-	for (int y = FLAT_STRIP_ROWS - 1; st == TG_OK && y + 1 < H; y += FLAT_STRIP_ROWS)
-		for (int x = 0; x < W; x++)
-		{
-			const size_t i = (size_t) y * W + x;
-
-			if (!flat[i])
-				continue;
-			for (int k = 1; k < 4; k++)		/* south-east, south, south-west */
-			{
-				const int64_t ni = neighbour(W, H, x, y, k);
-
-				if (same_flat(&j, i, ni))
-					unite(j.parent, (int32_t) i, (int32_t) ni);
-			}
-		}
-	if (st == TG_OK)
-		st = list_flats(ctx, &j, &nflats, err);
+		st = label_flats(ctx, &j, &nflats, err);
 	tg_phase(ctx, "flats: distances");
 	if (st == TG_OK && nflats > 0)
 	{
@@ -1096,17 +1108,18 @@ flat_mask(const tg_ctx *ctx, const double *z, const uint8_t *flat, int W, int H,
 
 /*
  * Flat cells: valid, no valid neighbour strictly lower, not an outlet (the
- * edge or next to nodata).  tg_cpu_route_surface finds them in its gradient
- * pass by the same rule; the routing in strips' tests hold the two together.
+ * edge or next to nodata), in rows [y0, y1).  tg_cpu_route_surface finds them
+ * in its gradient pass by the same rule; the routing in strips' tests hold
+ * the two together.
  */
-void
-tg_cpu_flat_cells(const double *z, int W, int H, uint8_t *flat)
+static void
+flat_cells_rows(const double *z, int W, int H, int y0, int y1, uint8_t *flat)
 {
 	int			x,
 				y,
 				k;
 
-	for (y = 0; y < H; y++)
+	for (y = y0; y < y1; y++)
 		for (x = 0; x < W; x++)
 		{
 			size_t		i = (size_t) y * W + x;
@@ -1123,6 +1136,105 @@ tg_cpu_flat_cells(const double *z, int W, int H, uint8_t *flat)
 			}
 			flat[i] = !lower && !tg_cpu_is_outlet(z, W, H, x, y);
 		}
+}
+
+typedef struct flat_flags_job
+{
+	const double *z;
+	int			W,
+				H;
+	uint8_t    *flat;
+} flat_flags_job;
+
+static tg_status
+flat_flags_task(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const flat_flags_job *f = arg;
+
+	flat_cells_rows(f->z, f->W, f->H, y0, y1, f->flat);
+	return TG_OK;
+}
+
+/*
+ * The flats of rows [y0, y0 + nrows) as those rows alone join them, labelled
+ * and listed on the threads as the whole grid's (label_flats); a flat
+ * crosses when a cell of it in the first or last row has a flat neighbour of
+ * equal elevation beyond.  Those rows' seeds get their neighbours beyond.
+ */
+tg_status
+tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
+				  tg_crossing_flat_fn keep, void *arg, tg_error *err)
+{
+	const size_t n = (size_t) W * count,
+				own = (size_t) W * nrows,
+				off = (size_t) W * y0;
+	uint8_t    *flat = tg_alloc(ctx, n ? n : 1);
+	flat_job	j = {.z = z + off, .W = W, .H = nrows};
+	flat_flags_job fc = {z, W, count, flat};
+	int64_t		nflats = 0,
+				ncrossing = 0,
+			   *crossing = NULL;	/* per flat: 1 + its number among the crossing flats, or -1 */
+	tg_status	st = TG_OK;
+
+	j.flat = flat ? flat + off : NULL;
+	j.parent = tg_alloc(ctx, (own ? own : 1) * sizeof(int32_t));
+	j.away = tg_alloc(ctx, (own ? own : 1) * sizeof(int32_t));
+	j.seed = tg_alloc(ctx, own ? own : 1);
+	if (flat == NULL || j.parent == NULL || j.away == NULL || j.seed == NULL)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate the flats of %zu cells", own);
+	else if (own > INT32_MAX)
+		st = tg_error_set(err, TG_ELIMIT, "flat resolution handles at most %d cells", INT32_MAX);
+	if (st == TG_OK)
+		st = tg_parallel_rows(ctx, W, count, flat_flags_task, &fc, err);
+	if (st == TG_OK)
+		st = label_flats(ctx, &j, &nflats, err);
+	if (st == TG_OK && (crossing = tg_alloc(ctx, (size_t) (nflats ? nflats : 1) * sizeof(int64_t))) == NULL)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate %lld flats", (long long) nflats);
+	if (st == TG_OK)
+	{
+		for (int64_t f = 0; f < nflats; f++)
+			crossing[f] = -1;
+		/* the first and last rows: flat neighbours beyond, and the seeds they give */
+		for (int y = 0; y < nrows; y += (nrows > 1 ? nrows - 1 : 1))
+			for (int x = 0; x < W; x++)
+			{
+				const size_t i = (size_t) y * W + x;
+
+				if (!j.flat[i])
+					continue;
+				for (int k = 0; k < 8; k++)
+				{
+					const int	nx = x + tg_nbr_dx(k),
+								ny = y0 + y + tg_nbr_dy(k);
+					size_t		ni;
+
+					if (nx < 0 || nx >= W || ny < 0 || ny >= count || (ny >= y0 && ny < y0 + nrows))
+						continue;
+					ni = (size_t) ny * W + nx;
+					if (flat[ni] && z[ni] == j.z[i])
+						crossing[j.parent[i]] = 0;
+					if (!flat[ni] && z[ni] == j.z[i])
+						j.seed[i] |= TG_SEED_DRAINS;
+					if (z[ni] > j.z[i])
+						j.seed[i] |= TG_SEED_HIGHER;
+				}
+			}
+		for (int64_t f = 0; f < nflats; f++)
+			if (crossing[f] == 0)
+				crossing[f] = ++ncrossing;
+	}
+	/* their cells in raster order */
+	for (size_t i = 0; st == TG_OK && i < own; i++)
+		if (j.flat[i] && crossing[j.parent[i]] > 0)
+			st = keep(arg, off + i, j.seed[i], crossing[j.parent[i]] - 1, err);
+	tg_free(ctx, flat);
+	tg_free(ctx, j.parent);
+	tg_free(ctx, j.away);
+	tg_free(ctx, j.seed);
+	tg_free(ctx, j.first);
+	tg_free(ctx, j.cells);
+	tg_free(ctx, crossing);
+	return st;
 }
 
 tg_status
@@ -1178,7 +1290,7 @@ set_shares(tg_route *r, size_t i, const tg_flow_params *p, bool on_flat, const d
 		r->frac[(size_t) k * n + i] = share[k];
 }
 
-/* Slopes on the surface; flat cells as tg_cpu_flat_cells finds them. */
+/* Slopes on the surface; flat cells as flat_cells_rows finds them. */
 static tg_status
 gradient_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 {

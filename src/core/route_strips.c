@@ -259,12 +259,6 @@ cmp_leading_cell(const void *a, const void *b)
  * Flats across strips
  * ------------------------------------------------------------------------ */
 
-static inline bool
-inside(int W, int H, int x, int y)
-{
-	return x >= 0 && y >= 0 && x < W && y < H;
-}
-
 /* Append a cell of a crossing flat (the three arrays share one capacity). */
 static bool
 keep_flat_cell(const tg_ctx *ctx, tg_route_strips *rb, int64_t cell, double z, uint8_t seed)
@@ -288,110 +282,6 @@ keep_flat_cell(const tg_ctx *ctx, tg_route_strips *rb, int64_t cell, double z, u
 	return true;
 }
 
-tg_status
-tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
-				  tg_crossing_flat_fn keep, void *arg, tg_error *err)
-{
-	const size_t n = (size_t) W * count;
-	uint8_t    *flat = tg_alloc(ctx, n ? n : 1);
-	int32_t    *label = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
-	uint32_t   *queue = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
-	uint8_t    *crossing = NULL;
-	int32_t		nlabels = 0;
-	size_t		crossing_cap = 0;
-	tg_status	st = TG_OK;
-
-	if (flat == NULL || label == NULL || queue == NULL)
-	{
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate a strip's flat labels (%zu cells)", n);
-		goto done;
-	}
-	tg_cpu_flat_cells(z, W, count, flat);
-	memset(label, 0, n * sizeof(int32_t));
-	CHECK_CANCELED(ctx, "flow routing");
-
-	/* label the strip's own flats; note those that reach over its edges */
-	for (int y = y0; y < y0 + nrows; y++)
-		for (int x = 0; x < W; x++)
-		{
-			size_t		i = (size_t) y * W + x,
-						head = 0,
-						tail = 0;
-			bool		crosses = false;
-
-			if (!flat[i] || label[i] != 0)
-				continue;
-			label[i] = ++nlabels;
-			queue[tail++] = (uint32_t) i;
-			while (head < tail)
-			{
-				uint32_t	c = queue[head++];
-				int			cx = (int) (c % W),
-							cy = (int) (c / W);
-
-				for (int k = 0; k < 8; k++)
-				{
-					int			nx = cx + tg_nbr_dx(k),
-								ny = cy + tg_nbr_dy(k);
-					size_t		ni;
-
-					if (!inside(W, count, nx, ny))
-						continue;
-					ni = (size_t) ny * W + nx;
-					if (!flat[ni] || z[ni] != z[c])
-						continue;
-					if (ny < y0 || ny >= y0 + nrows)
-						crosses = true;
-					else if (label[ni] == 0)
-					{
-						label[ni] = nlabels;
-						queue[tail++] = (uint32_t) ni;
-					}
-				}
-			}
-			if (!grow(ctx, (void **) &crossing, &crossing_cap, (size_t) nlabels + 1, 1))
-			{
-				st = tg_error_set(err, TG_ENOMEM, "could not allocate flat labels");
-				goto done;
-			}
-			crossing[nlabels] = crosses;
-			if (tg_canceled(ctx))
-				CHECK_CANCELED(ctx, "flow routing");
-		}
-
-	/* the cells of crossing flats, in raster order, with their seeds */
-	for (int y = y0; y < y0 + nrows && st == TG_OK; y++)
-		for (int x = 0; x < W && st == TG_OK; x++)
-		{
-			size_t		i = (size_t) y * W + x;
-			uint8_t		seed = 0;
-
-			if (!flat[i] || !crossing[label[i]])
-				continue;
-			for (int k = 0; k < 8; k++)
-			{
-				int			nx = x + tg_nbr_dx(k),
-							ny = y + tg_nbr_dy(k);
-				size_t		ni = (size_t) ny * W + nx;
-
-				if (!inside(W, count, nx, ny))
-					continue;
-				if (!flat[ni] && z[ni] == z[i])
-					seed |= TG_SEED_DRAINS;
-				if (z[ni] > z[i])
-					seed |= TG_SEED_HIGHER;
-			}
-			st = keep(arg, i, seed, err);
-		}
-
-done:
-	tg_free(ctx, flat);
-	tg_free(ctx, label);
-	tg_free(ctx, queue);
-	tg_free(ctx, crossing);
-	return st;
-}
-
 typedef struct scan_keep
 {
 	const tg_ctx *ctx;
@@ -402,7 +292,7 @@ typedef struct scan_keep
 } scan_keep;
 
 static tg_status
-keep_crossing(void *arg, size_t i, uint8_t seed, tg_error *err)
+keep_crossing(void *arg, size_t i, uint8_t seed, int64_t flat, tg_error *err)
 {
 	scan_keep  *k = arg;
 	tg_route_strips *rb = k->rb;

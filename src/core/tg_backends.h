@@ -173,9 +173,6 @@ typedef struct tg_flat_masks
 	const int32_t *mask;
 } tg_flat_masks;
 
-/* Flat cells (no valid neighbour lower, not an outlet) of a surface. */
-void		tg_cpu_flat_cells(const double *z, int W, int H, uint8_t *flat);
-
 /*
  * Flats of at least this many cells are resolved in strips of rows on the
  * call's threads, smaller ones each by a walk on one thread: the two ways
@@ -230,9 +227,11 @@ tg_status	tg_cpu_hydrology(const tg_ctx *ctx, const tg_band *dem, const tg_band 
 
 /*
  * Flats that reach over the edges of rows [y0, y0 + nrows) of a surface z
- * (W x count, NaN = nodata, with rows around them): keep() hears each of
- * their cells in those rows, in raster order (its index in z), with its
- * seeds: next to a draining cell of equal elevation, next to a higher one.
+ * (W x count, NaN = nodata, with rows around them), as those rows alone join
+ * them: keep() hears each of their cells in those rows, in raster order (its
+ * index in z), with its seeds (next to a draining cell of equal elevation,
+ * next to a higher one) and its flat's number among them (0, 1, ... in the
+ * order of their first cells).  On the call's threads (route_cpu.c).
  * Their masks, once the breadth-first distances over the whole flats
  * are known (towards the drains, away from higher ground, and the flat's
  * greatest distance away), are route_cpu.c's M = 2 T + (H - A), 0 where
@@ -240,7 +239,7 @@ tg_status	tg_cpu_hydrology(const tg_ctx *ctx, const tg_band *dem, const tg_band 
  */
 #define TG_SEED_DRAINS 1
 #define TG_SEED_HIGHER 2
-typedef tg_status (*tg_crossing_flat_fn) (void *arg, size_t i, uint8_t seed, tg_error *err);
+typedef tg_status (*tg_crossing_flat_fn) (void *arg, size_t i, uint8_t seed, int64_t flat, tg_error *err);
 tg_status	tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
 							  tg_crossing_flat_fn keep, void *arg, tg_error *err);
 
