@@ -438,7 +438,8 @@ typedef struct part_message
 {
 	int			index;
 	int			count;
-	int			width;
+	int			width;			/* of the grid */
+	int			col0;			/* of the grid: the part's first column (its tiles may not span the width) */
 	int			row0;			/* of the grid: the part's first row */
 	double		lat_top;		/* of the grid: its first row's latitude (geographic grids) */
 } part_message;
@@ -530,9 +531,11 @@ read_header(reader *r, tg_op_kind kind, part_message *m, tg_error *err)
 	m->index = get_i32(r);
 	m->count = get_i32(r);
 	m->width = get_i32(r);
+	m->col0 = get_i32(r);
 	m->row0 = get_i32(r);
 	get(r, &m->lat_top, sizeof m->lat_top);
-	if (r->bad || m->count < 1 || m->index < 0 || m->index >= m->count || m->width < 1 || m->row0 < 0)
+	if (r->bad || m->count < 1 || m->index < 0 || m->index >= m->count || m->width < 1 || m->col0 < 0 ||
+		m->col0 >= m->width || m->row0 < 0)
 		return tg_error_set(err, TG_EDATA, "a part message names part %d of %d, %d wide", m->index, m->count,
 							m->width);
 	return TG_OK;
@@ -2171,21 +2174,25 @@ part_finish(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_part *part
 	return st;
 }
 
+static tg_status run_phase(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_part *part, uint8_t type,
+						   reader *rd, const part_message *mp, tg_error *err);
+
 tg_status
 tg_run_part(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err)
 {
 	const tg_layout *l = job->layout;
 	tg_part    *part = job->part;
+	tg_layout	wide;
+	tg_tile_place *places = NULL;
+	tg_input	dem;
+	tg_job		on_grid;
 	const char *why_not;
-	tg_grid_band g;
 	part_message m;
 	tg_op_kind	kind;
-	tg_op		own;
 	reader		r;
 	uint8_t		type;
 	tg_status	st;
 
-	memset(&g, 0, sizeof g);
 	memset(&m, 0, sizeof m);
 	part->reply.data = NULL;
 	part->reply.size = 0;
@@ -2198,6 +2205,37 @@ tg_run_part(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err
 	st = open_reader(&r, &part->message, type, &kind, "a part message", err);
 	if (st == TG_OK && kind != op->kind)
 		st = tg_error_set(err, TG_EDATA, "a part message for another operation reached %s", job->function);
+	if (st == TG_OK && type != TG_PART_EDGES && type != TG_PART_HEIGHTS)
+	{
+		st = read_header(&r, kind, &m, err);
+		if (st == TG_OK && m.col0 + l->width > m.width)
+			st = tg_error_set(err, TG_EDATA, "the part message is for a grid %d wide from column %d, %s is %d wide",
+							  m.width, m.col0, l->name, l->width);
+	}
+	if (st == TG_OK && m.width > 0 && (m.width != l->width || m.col0 != 0))
+	{
+		/* the grid's whole rows: the part's tiles moved by its first column, nodata around them */
+		places = tg_alloc(ctx, (l->ntiles ? l->ntiles : 1) * sizeof(tg_tile_place));
+		if (places == NULL)
+			return tg_error_set(err, TG_ENOMEM, "could not place %d tiles", l->ntiles);
+		for (int i = 0; i < l->ntiles; i++)
+		{
+			places[i] = l->tiles[i];
+			places[i].col0 += m.col0;
+		}
+		wide = *l;
+		wide.width = m.width;
+		wide.tiles = places;
+		wide.geo.upperleft_x -= m.col0 * l->geo.scale_x;
+		wide.geo.upperleft_y -= m.col0 * l->geo.skew_y;
+		dem = job->inputs[0];
+		dem.layout = &wide;
+		on_grid = *job;
+		on_grid.layout = l = &wide;
+		on_grid.inputs = &dem;
+		on_grid.ninputs = 1;	/* a part reads the DEM alone */
+		job = &on_grid;
+	}
 	if (st == TG_OK && (size_t) l->width * ((size_t) l->height + 4) * tg_op_bytes_per_cell(op) > job->memory_budget)
 	{
 		tg_error_set(err, TG_ELIMIT, "%s: the part %s of %d x %d cells needs about %zu MB, more than %s (%zu MB)",
@@ -2208,21 +2246,33 @@ tg_run_part(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err
 					  job->budget_name);
 		st = TG_ELIMIT;
 	}
-	if (st == TG_OK && type != TG_PART_EDGES && type != TG_PART_HEIGHTS)
-	{
-		st = read_header(&r, kind, &m, err);
-		if (st == TG_OK && m.width != l->width)
-			st = tg_error_set(err, TG_EDATA, "the part message is for a part %d wide, %s is %d wide", m.width,
-							  l->name, l->width);
-	}
-	if (st != TG_OK)
-		return st;
+	if (st == TG_OK)
+		st = run_phase(ctx, op, job, part, type, &r, &m, err);
+	tg_free(ctx, places);
+	return st;
+}
+
+/* Phase `type` of a part, its message's header read (m; zero for the edges and the heights). */
+static tg_status
+run_phase(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_part *part, uint8_t type, reader *rd,
+		  const part_message *mp, tg_error *err)
+{
+	part_message m = *mp;
+	reader		r = *rd;
+	tg_grid_band g;
+	tg_op		own;
+	tg_status	st;
+
+	memset(&g, 0, sizeof g);
 	/*
-	 * A geographic grid's rows have the whole grid's latitudes, as the
-	 * single server computes them (from its first row's), for weights,
-	 * distances and shares identical to its.
+	 * The grid's whole rows (the part's own columns may be fewer).  A
+	 * geographic grid's rows have the whole grid's latitudes, as the single
+	 * server computes them (from its first row's), for weights, distances
+	 * and shares identical to its.
 	 */
 	own = *op;
+	if (m.width > 0)
+		own.flow.geom.width = m.width;
 	if (own.flow.geom.geographic && m.width > 0)
 	{
 		own.flow.geom.lat_top = m.lat_top;
@@ -2279,8 +2329,9 @@ typedef struct coordinator
 	bool		multiple;		/* multiple-flow accumulation: flow rounds */
 	int		   *order;			/* order[k]: the part k-th from the top */
 	int		   *row0;			/* each part's first row on the grid */
+	int		   *col0;			/* and first column (where its rows of tiles begin) */
 	int		   *height;
-	double	  **dem_first;		/* each part's first and last DEM rows */
+	double	  **dem_first;		/* each part's first and last DEM rows, the grid's width */
 	double	  **dem_last;
 } coordinator;
 
@@ -2298,6 +2349,7 @@ coordinator_free(coordinator *c)
 	tg_free(c->ctx, c->dem_last);
 	tg_free(c->ctx, c->order);
 	tg_free(c->ctx, c->row0);
+	tg_free(c->ctx, c->col0);
 	tg_free(c->ctx, c->height);
 }
 
@@ -2364,7 +2416,13 @@ near(double a, double b, double tolerance)
 	return fabs(a - b) <= tolerance;
 }
 
-/* Every part's place on the grid from its edges reply; they must stack into one grid of whole rows. */
+/*
+ * Every part's place on the grid from its edges reply; they must stack into
+ * one grid of whole rows.  A part's rows of tiles may begin after the grid's
+ * first column or end before its last (raster2pgsql leaves out tiles of
+ * nodata alone): the grid spans every part's columns, and the parts read and
+ * send their rows that wide.
+ */
 static tg_status
 place_parts(coordinator *c, tg_error *err)
 {
@@ -2374,16 +2432,20 @@ place_parts(coordinator *c, tg_error *err)
 	int		   *width = tg_alloc(c->ctx, n * sizeof(int));
 	tg_georef  *geo = tg_alloc(c->ctx, n * sizeof(tg_georef));
 	bool	   *aligned = tg_alloc(c->ctx, n * sizeof(bool));
-	int64_t    *offset = tg_alloc(c->ctx, n * sizeof(int64_t));
+	int64_t    *offset = tg_alloc(c->ctx, n * sizeof(int64_t)),
+			   *column = tg_alloc(c->ctx, n * sizeof(int64_t)),
+				first_col = 0,
+				end_col = 0;
 	tg_status	st = TG_OK;
 
 	c->order = tg_alloc(c->ctx, n * sizeof(int));
 	c->row0 = tg_alloc(c->ctx, n * sizeof(int));
+	c->col0 = tg_alloc(c->ctx, n * sizeof(int));
 	c->height = tg_alloc(c->ctx, n * sizeof(int));
 	c->dem_first = tg_alloc(c->ctx, n * sizeof(double *));
 	c->dem_last = tg_alloc(c->ctx, n * sizeof(double *));
-	if (!width || !geo || !aligned || !offset || !c->order || !c->row0 || !c->height || !c->dem_first ||
-		!c->dem_last)
+	if (!width || !geo || !aligned || !offset || !column || !c->order || !c->row0 || !c->col0 || !c->height ||
+		!c->dem_first || !c->dem_last)
 	{
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate %d parts", n);
 		goto done;
@@ -2424,16 +2486,19 @@ place_parts(coordinator *c, tg_error *err)
 	}
 	/*
 	 * Each part's place on the first part's grid (tg_georef_offset, as for
-	 * the tiles of one coverage): its first row there, then top to bottom.
+	 * the tiles of one coverage): its first row and column there, then top to
+	 * bottom.
 	 */
 	for (int i = 0; i < n && st == TG_OK; i++)
 	{
 		double		col,
 					row;
 
-		aligned[i] = tg_georef_offset(&geo[0], geo[i].upperleft_x, geo[i].upperleft_y, &col, &row) &&
-			rint(col) == 0;
+		aligned[i] = tg_georef_offset(&geo[0], geo[i].upperleft_x, geo[i].upperleft_y, &col, &row);
 		offset[i] = aligned[i] ? (int64_t) rint(row) : 0;
+		column[i] = aligned[i] ? (int64_t) rint(col) : 0;
+		first_col = i == 0 || column[i] < first_col ? column[i] : first_col;
+		end_col = i == 0 || column[i] + width[i] > end_col ? column[i] + width[i] : end_col;
 	}
 	for (int i = 1; i < n && st == TG_OK; i++)
 		for (int j = i; j > 0 && offset[c->order[j]] < offset[c->order[j - 1]]; j--)
@@ -2449,17 +2514,18 @@ place_parts(coordinator *c, tg_error *err)
 					q = k > 0 ? c->order[k - 1] : p;
 
 		c->row0[p] = k > 0 ? c->row0[q] + c->height[q] : 0;
-		if (width[p] != width[q] || geo[p].srid != geo[q].srid || !aligned[p] ||
+		c->col0[p] = (int) (column[p] - first_col);
+		if (end_col - first_col > INT32_MAX / 2 || geo[p].srid != geo[q].srid || !aligned[p] ||
 			!near(geo[p].scale_x, geo[q].scale_x, 1e-9 * fabs(geo[q].scale_x)) ||
 			!near(geo[p].scale_y, geo[q].scale_y, 1e-9 * fabs(geo[q].scale_y)) ||
 			geo[p].skew_x != geo[q].skew_x || geo[p].skew_y != geo[q].skew_y)
 		{
-			tg_error_set(err, TG_EDATA, "the parts on %s and %s do not lie on one grid of whole rows",
+			tg_error_set(err, TG_EDATA, "the parts on %s and %s do not lie on one grid",
 						 names[q], names[p]);
 			tg_error_detail(err, "%s: %d columns from x %.9g, SRID %d; %s: %d columns from x %.9g, SRID %d",
 							names[q], width[q], geo[q].upperleft_x, geo[q].srid,
 							names[p], width[p], geo[p].upperleft_x, geo[p].srid);
-			tg_error_hint(err, "Partition the coverage by rows of tiles that span its whole width.");
+			tg_error_hint(err, "Partition one coverage by rows of tiles.");
 			st = TG_EDATA;
 		}
 		else if (k > 0 && offset[p] != offset[q] + c->height[q])
@@ -2470,10 +2536,35 @@ place_parts(coordinator *c, tg_error *err)
 			st = TG_EDATA;
 		}
 	}
-	c->W = width[0];
+	c->W = (int) (end_col - first_col);
+	/* the edge rows as wide as the grid, nodata where a part has no tiles */
+	for (int i = 0; i < n && st == TG_OK; i++)
+		if (width[i] != c->W)
+		{
+			double	  **rows[2] = {&c->dem_first[i], &c->dem_last[i]};
+
+			for (int e = 0; e < 2 && st == TG_OK; e++)
+			{
+				double	   *wide = tg_alloc(c->ctx, (size_t) c->W * halo * sizeof(double) + 1);
+
+				if (wide == NULL)
+				{
+					st = tg_error_set(err, TG_ENOMEM, "could not allocate the edges of %d parts", n);
+					break;
+				}
+				for (size_t x = 0; x < (size_t) c->W * halo; x++)
+					wide[x] = NAN;
+				for (int y = 0; y < halo; y++)
+					memcpy(wide + (size_t) y * c->W + c->col0[i], *rows[e] + (size_t) y * width[i],
+						   (size_t) width[i] * sizeof(double));
+				tg_free(c->ctx, *rows[e]);
+				*rows[e] = wide;
+			}
+		}
 	if (st == TG_OK)
 		c->lat_top = geo[c->order[0]].upperleft_y + 0.5 * geo[c->order[0]].scale_y;
 done:
+	tg_free(c->ctx, column);
 	tg_free(c->ctx, width);
 	tg_free(c->ctx, geo);
 	tg_free(c->ctx, aligned);
@@ -2582,6 +2673,7 @@ put_part_header(writer *w, const coordinator *c, tg_part_phase phase, int i)
 	put_i32(w, k);
 	put_i32(w, c->n);
 	put_i32(w, c->W);
+	put_i32(w, c->col0[i]);
 	put_i32(w, c->row0[i]);
 	put(w, &c->lat_top, sizeof c->lat_top);
 }

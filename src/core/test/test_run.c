@@ -562,9 +562,11 @@ make_part(const coverage *c, int k, coverage *p)
 				r0 = k * tile_rows / NPARTS * TILE_H,
 				r1 = (k + 1) * tile_rows / NPARTS * TILE_H < GH ? (k + 1) * tile_rows / NPARTS * TILE_H : GH;
 
+	int64_t		c0 = GW,
+				c1 = 0;
+
 	memset(p, 0, sizeof *p);
 	p->layout.name = "a part";
-	p->layout.width = GW;
 	p->layout.height = r1 - r0;
 	p->layout.geo = c->layout.geo;
 	p->layout.geo.upperleft_y += r0 * c->layout.geo.scale_y;
@@ -574,7 +576,14 @@ make_part(const coverage *c, int k, coverage *p)
 			p->places[p->layout.ntiles] = c->places[t];
 			p->places[p->layout.ntiles].row0 -= r0;
 			p->tiles[p->layout.ntiles++] = c->tiles[t];
+			c0 = c->places[t].col0 < c0 ? c->places[t].col0 : c0;
+			c1 = c->places[t].col0 + c->places[t].width > c1 ? c->places[t].col0 + c->places[t].width : c1;
 		}
+	/* as a server's table of the part describes it: over the columns its tiles span */
+	p->layout.width = (int) (c1 - c0);
+	p->layout.geo.upperleft_x += c0 * c->layout.geo.scale_x;
+	for (int t = 0; t < p->layout.ntiles; t++)
+		p->places[t].col0 -= c0;
 	p->layout.tiles = p->places;
 }
 
@@ -652,6 +661,7 @@ run_parts(coverage *parts, const int *given, int n, const tg_op *op, results *r,
 				/* as on a server: the call's grid is the part's own */
 				tg_op		own = *op;
 
+				own.flow.geom.width = parts[given[i]].layout.width;
 				own.flow.geom.height = parts[given[i]].layout.height;
 				st = run_job(&parts[given[i]], NULL, &own, 2, SIZE_MAX, false, false, &part[i],
 							 phase == TG_PART_FINISH ? &r[given[i]] : &none, NULL, err);
@@ -777,6 +787,41 @@ test_parts(coverage *tiles)
 	check_parts("d8 hydrology, parts scanned whole", &op, tiles);
 	tg_part_scan_rows = 256;
 	tg_flat_strip_rows = 64;
+
+	/*
+	 * Parts whose rows of tiles do not span the grid, as raster2pgsql leaves
+	 * out tiles of nodata alone: the first part lacks the first column of
+	 * tiles, the last part the last; each describes only its own columns.
+	 */
+	{
+		coverage   *ragged = malloc(sizeof *ragged);
+		int			n = 0;
+
+		*ragged = *tiles;
+		for (int t = 0; t < tiles->layout.ntiles; t++)
+		{
+			const tg_tile_place *p = &tiles->places[t];
+
+			if ((p->col0 == 0 && p->row0 < 4 * TILE_H) || (p->col0 + p->width == GW && p->row0 >= 8 * TILE_H))
+				continue;
+			ragged->places[n] = *p;
+			ragged->tiles[n++] = tiles->tiles[t];
+		}
+		ragged->layout.ntiles = n;
+		ragged->layout.tiles = ragged->places;
+		op = base_op(TG_OP_FILL);
+		check_parts("fill of ragged parts", &op, ragged);
+		op = base_op(TG_OP_ACCUMULATION);
+		check_parts("d8 accumulation of ragged parts", &op, ragged);
+		op.flow.routing = TG_ROUTE_MFD_MD;
+		op.flow.threshold = 40;
+		check_parts("mfd-md accumulation of ragged parts", &op, ragged);
+		op = base_op(TG_OP_HYDROLOGY);
+		check_parts("d8 hydrology of ragged parts", &op, ragged);
+		op = base_op(TG_OP_SLOPE);
+		check_parts("slope of ragged parts", &op, ragged);
+		free(ragged);
+	}
 
 	for (int k = 0; k < NPARTS; k++)
 		make_part(tiles, k, &parts[k]);
