@@ -1173,7 +1173,7 @@ tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, 
 	flat_flags_job fc = {z, W, count, flat};
 	int64_t		nflats = 0,
 				ncrossing = 0,
-			   *crossing = NULL;	/* per flat: 1 + its number among the crossing flats, or -1 */
+			   *number = NULL;	/* per flat: its number among the crossing flats, or -1 */
 	tg_status	st = TG_OK;
 
 	j.flat = flat ? flat + off : NULL;
@@ -1188,12 +1188,12 @@ tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, 
 		st = tg_parallel_rows(ctx, W, count, flat_flags_task, &fc, err);
 	if (st == TG_OK)
 		st = label_flats(ctx, &j, &nflats, err);
-	if (st == TG_OK && (crossing = tg_alloc(ctx, (size_t) (nflats ? nflats : 1) * sizeof(int64_t))) == NULL)
+	if (st == TG_OK && (number = tg_alloc(ctx, (size_t) (nflats ? nflats : 1) * sizeof(int64_t))) == NULL)
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate %lld flats", (long long) nflats);
 	if (st == TG_OK)
 	{
 		for (int64_t f = 0; f < nflats; f++)
-			crossing[f] = -1;
+			number[f] = -1;
 		/* the first and last rows: flat neighbours beyond, and the seeds they give */
 		for (int y = 0; y < nrows; y += (nrows > 1 ? nrows - 1 : 1))
 			for (int x = 0; x < W; x++)
@@ -1212,7 +1212,7 @@ tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, 
 						continue;
 					ni = (size_t) ny * W + nx;
 					if (flat[ni] && z[ni] == j.z[i])
-						crossing[j.parent[i]] = 0;
+						number[j.parent[i]] = INT64_MAX;	/* it crosses: numbered below */
 					if (!flat[ni] && z[ni] == j.z[i])
 						j.seed[i] |= TG_SEED_DRAINS;
 					if (z[ni] > j.z[i])
@@ -1220,20 +1220,24 @@ tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, 
 				}
 			}
 		for (int64_t f = 0; f < nflats; f++)
-			if (crossing[f] == 0)
-				crossing[f] = ++ncrossing;
+			if (number[f] == INT64_MAX)
+				number[f] = ncrossing++;
 	}
 	/* their cells in raster order */
 	for (size_t i = 0; st == TG_OK && i < own; i++)
-		if (j.flat[i] && crossing[j.parent[i]] > 0)
-			st = keep(arg, off + i, j.seed[i], crossing[j.parent[i]] - 1, err);
+	{
+		if (j.flat[i] && number[j.parent[i]] >= 0)
+			st = keep(arg, off + i, j.seed[i], number[j.parent[i]], err);
+		if (i % ((size_t) 1 << 22) == 0 && st == TG_OK && tg_canceled(ctx))
+			st = tg_error_set(err, TG_ECANCELED, "flow routing canceled");
+	}
 	tg_free(ctx, flat);
 	tg_free(ctx, j.parent);
 	tg_free(ctx, j.away);
 	tg_free(ctx, j.seed);
 	tg_free(ctx, j.first);
 	tg_free(ctx, j.cells);
-	tg_free(ctx, crossing);
+	tg_free(ctx, number);
 	return st;
 }
 
