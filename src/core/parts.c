@@ -138,6 +138,29 @@ put_values(writer *w, const double *v, size_t n)
  * n labels as differences from the label before plus one: a row's labels
  * mostly run on by one, and their zeros compress well.
  */
+/*
+ * n values as the bits that changed since the values the reader holds
+ * (x XOR before), byte plane by byte plane from the most significant: a
+ * value that changed a little leaves its sign, exponent and high mantissa
+ * bytes zero, which the message's compression takes in long runs.
+ */
+static void
+put_bit_changes(writer *w, const uint64_t *change, size_t n)
+{
+	uint8_t    *planes = w->failed ? NULL : tg_alloc(w->ctx, 8 * n);
+
+	if (planes == NULL)
+	{
+		w->failed = true;
+		return;
+	}
+	for (int b = 0; b < 8; b++)
+		for (size_t j = 0; j < n; j++)
+			planes[(size_t) b * n + j] = (uint8_t) (change[j] >> (8 * (7 - b)));
+	put(w, planes, 8 * n);
+	tg_free(w->ctx, planes);
+}
+
 static void
 put_runs(writer *w, const uint32_t *v, size_t n)
 {
@@ -276,6 +299,28 @@ get_cells(reader *r, int64_t *v, size_t n, size_t stride)
 }
 
 /* n labels (put_runs) into v. */
+/* n values changed in place by put_bit_changes' planes. */
+static void
+get_bit_changes(reader *r, double *v, size_t n)
+{
+	if (r->bad || n > r->left / 8)
+	{
+		r->bad = true;
+		return;
+	}
+	for (size_t j = 0; j < n; j++)
+	{
+		uint64_t	bits;
+
+		memcpy(&bits, &v[j], sizeof bits);
+		for (int b = 0; b < 8; b++)
+			bits ^= (uint64_t) r->p[(size_t) b * n + j] << (8 * (7 - b));
+		memcpy(&v[j], &bits, sizeof bits);
+	}
+	r->p += 8 * n;
+	r->left -= 8 * n;
+}
+
 static void
 get_runs(reader *r, uint32_t *v, size_t n)
 {
@@ -1670,28 +1715,34 @@ put_acc_changes(writer *w, const part_state *s, size_t y, double *sent, bool all
 	const size_t W = (size_t) s->W;
 	const double *acc = s->flow_acc + y * W;
 	uint32_t   *col = tg_alloc(w->ctx, W * sizeof(uint32_t));
-	double	   *value = tg_alloc(w->ctx, W * sizeof(double));
+	uint64_t   *change = tg_alloc(w->ctx, W * sizeof(uint64_t));
 	const size_t at = begin_section(w);
 	size_t		count = 0;
 
-	if (col == NULL || value == NULL)
+	if (col == NULL || change == NULL)
 		w->failed = true;
 	for (size_t x = 0; !w->failed && x < W; x++)
 		if (all || memcmp(&acc[x], &sent[x], sizeof(double)) != 0)
 		{
+			uint64_t	now,
+						before = 0;	/* the neighbour holds 0 before the first */
+
+			memcpy(&now, &acc[x], sizeof now);
+			if (!all)
+				memcpy(&before, &sent[x], sizeof before);
 			col[count] = (uint32_t) x;
-			value[count++] = acc[x];
+			change[count++] = now ^ before;
 			sent[x] = acc[x];
 		}
 	put(w, &count, sizeof count);
 	if (count > 0)
 	{
 		put_runs(w, col, count);
-		put_values(w, value, count);
+		put_bit_changes(w, change, count);
 	}
 	end_section(w, at);
 	tg_free(w->ctx, col);
-	tg_free(w->ctx, value);
+	tg_free(w->ctx, change);
 }
 
 /*
@@ -1723,15 +1774,17 @@ get_acc_changes(const tg_ctx *ctx, reader *sec, part_state *s, size_t y, uint32_
 		return tg_error_set(err, TG_ENOMEM, "could not allocate %zu changes", count);
 	}
 	get_runs(sec, col, count);
-	get_values(sec, value, count);
 	for (size_t j = 0; j < count && !sec->bad; j++)
 		if (col[j] >= W)
 			sec->bad = true;
 		else
-		{
-			s->flow_w[y * W + col[j]] = value[j];
-			seed[(*nseed)++] = (uint32_t) (y * W + col[j]);
-		}
+			value[j] = s->flow_w[y * W + col[j]];
+	get_bit_changes(sec, value, count);
+	for (size_t j = 0; j < count && !sec->bad; j++)
+	{
+		s->flow_w[y * W + col[j]] = value[j];
+		seed[(*nseed)++] = (uint32_t) (y * W + col[j]);
+	}
 	tg_free(ctx, col);
 	tg_free(ctx, value);
 	return sec->bad || sec->left != 0 ? tg_error_set(err, TG_EDATA, "a flow message's changes are malformed") : TG_OK;
