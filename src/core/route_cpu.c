@@ -64,10 +64,12 @@ typedef struct flat_job
 	const uint8_t *flat;
 	int			W,
 				H;
+	int			above,
+				below;			/* rows of z and flat beyond [0, H) that the seeds see (a band's) */
 	int32_t    *parent;			/* union-find, then each flat cell's flat number */
 	int64_t    *first;			/* per flat: where its cells start in cells[] (nflats + 1) */
 	uint32_t   *cells;			/* the flats' cells, flat by flat, each in row-major order */
-	uint8_t    *seed;			/* bit 0: a seed of T, bit 1: of A */
+	uint8_t    *seed;			/* TG_SEED_DRAINS: a seed of T, TG_SEED_HIGHER: of A */
 	struct flat_task *tasks;
 	int32_t    *mask;			/* out: M, and T on the way */
 	int32_t    *away;			/* A (before: each flat cell's root, while the flats are listed) */
@@ -668,12 +670,17 @@ start_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 			j->parent[i] = j->flat[i] ? (int32_t) i : -1;
 			for (int k = 0; k < 8 && j->flat[i]; k++)
 			{
-				const int64_t ni = neighbour(j->W, j->H, x, y, k);
+				const int	nx = x + tg_nbr_dx(k),
+							ny = y + tg_nbr_dy(k);
+				ptrdiff_t	ni;
 
-				if (ni >= 0 && !j->flat[ni] && j->z[ni] == j->z[i])
-					seed |= 1;
-				if (ni >= 0 && j->z[ni] > j->z[i])
-					seed |= 2;
+				if (nx < 0 || nx >= j->W || ny < -j->above || ny >= j->H + j->below)
+					continue;
+				ni = (ptrdiff_t) ny * j->W + nx;
+				if (!j->flat[ni] && j->z[ni] == j->z[i])
+					seed |= TG_SEED_DRAINS;
+				if (j->z[ni] > j->z[i])
+					seed |= TG_SEED_HIGHER;
 			}
 			j->seed[i] = seed;
 		}
@@ -1016,9 +1023,10 @@ plan_flat_tasks(const tg_ctx *ctx, flat_job *j, int64_t nflats)
 }
 
 /*
- * Number and list the flats of j (z, flat, W, H; parent, away and seed
- * allocated, mask NULL or to be zeroed): each flat cell's seeds and its
- * flat's number in parent[], the flats' cells in first[] and cells[].
+ * Number and list the flats of j (z, flat, W, H, the rows beyond; parent,
+ * away and seed allocated, mask NULL or to be zeroed): each flat cell's
+ * seeds and its flat's number in parent[], the flats' cells in first[] and
+ * cells[].
  */
 static tg_status
 label_flats(const tg_ctx *ctx, flat_job *j, int64_t *nflats, tg_error *err)
@@ -1157,9 +1165,9 @@ flat_flags_task(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 
 /*
  * The flats of rows [y0, y0 + nrows) as those rows alone join them, labelled
- * and listed on the threads as the whole grid's (label_flats); a flat
- * crosses when a cell of it in the first or last row has a flat neighbour of
- * equal elevation beyond.  Those rows' seeds get their neighbours beyond.
+ * and listed on the threads as the whole grid's (label_flats, its seeds
+ * seeing the rows beyond); a flat crosses when a cell of it in the first or
+ * last row has a flat neighbour of equal elevation beyond.
  */
 tg_status
 tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
@@ -1169,7 +1177,7 @@ tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, 
 				own = (size_t) W * nrows,
 				off = (size_t) W * y0;
 	uint8_t    *flat = tg_alloc(ctx, n ? n : 1);
-	flat_job	j = {.z = z + off, .W = W, .H = nrows};
+	flat_job	j = {.z = z + off, .W = W, .H = nrows, .above = y0, .below = count - y0 - nrows};
 	flat_flags_job fc = {z, W, count, flat};
 	int64_t		nflats = 0,
 				ncrossing = 0,
@@ -1194,7 +1202,7 @@ tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, 
 	{
 		for (int64_t f = 0; f < nflats; f++)
 			number[f] = -1;
-		/* the first and last rows: flat neighbours beyond, and the seeds they give */
+		/* the first and last rows' flat neighbours beyond */
 		for (int y = 0; y < nrows; y += (nrows > 1 ? nrows - 1 : 1))
 			for (int x = 0; x < W; x++)
 			{
@@ -1213,10 +1221,6 @@ tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, 
 					ni = (size_t) ny * W + nx;
 					if (flat[ni] && z[ni] == j.z[i])
 						number[j.parent[i]] = INT64_MAX;	/* it crosses: numbered below */
-					if (!flat[ni] && z[ni] == j.z[i])
-						j.seed[i] |= TG_SEED_DRAINS;
-					if (z[ni] > j.z[i])
-						j.seed[i] |= TG_SEED_HIGHER;
 				}
 			}
 		for (int64_t f = 0; f < nflats; f++)
