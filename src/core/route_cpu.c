@@ -1022,6 +1022,20 @@ plan_flat_tasks(const tg_ctx *ctx, flat_job *j, int64_t nflats)
 	return ntasks;
 }
 
+/* What a flat_job allocated (z, flat and mask are its caller's). */
+static void
+flat_job_free(const tg_ctx *ctx, flat_job *j)
+{
+	tg_free(ctx, j->away);
+	tg_free(ctx, j->parent);
+	tg_free(ctx, j->first);
+	tg_free(ctx, j->cells);
+	tg_free(ctx, j->seed);
+	tg_free(ctx, j->tasks);
+	tg_free(ctx, j->queued[0]);
+	tg_free(ctx, j->queued[1]);
+}
+
 /*
  * Number and list the flats of j (z, flat, W, H, the rows beyond; parent,
  * away and seed allocated, mask NULL or to be zeroed): each flat cell's
@@ -1103,14 +1117,7 @@ flat_mask(const tg_ctx *ctx, const double *z, const uint8_t *flat, int W, int H,
 			if (j.first[f + 1] - j.first[f] >= tg_flat_strip_cells)
 				st = large_flat(ctx, &j, f, err);
 	}
-	tg_free(ctx, j.away);
-	tg_free(ctx, j.parent);
-	tg_free(ctx, j.first);
-	tg_free(ctx, j.cells);
-	tg_free(ctx, j.seed);
-	tg_free(ctx, j.tasks);
-	tg_free(ctx, j.queued[0]);
-	tg_free(ctx, j.queued[1]);
+	flat_job_free(ctx, &j);
 	return st;
 }
 
@@ -1236,11 +1243,7 @@ tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, 
 			st = tg_error_set(err, TG_ECANCELED, "flow routing canceled");
 	}
 	tg_free(ctx, flat);
-	tg_free(ctx, j.parent);
-	tg_free(ctx, j.away);
-	tg_free(ctx, j.seed);
-	tg_free(ctx, j.first);
-	tg_free(ctx, j.cells);
+	flat_job_free(ctx, &j);
 	tg_free(ctx, number);
 	return st;
 }
