@@ -135,10 +135,6 @@ put_values(writer *w, const double *v, size_t n)
 }
 
 /*
- * n labels as differences from the label before plus one: a row's labels
- * mostly run on by one, and their zeros compress well.
- */
-/*
  * n values as the bits that changed since the values the reader holds
  * (x XOR before), byte plane by byte plane from the most significant: a
  * value that changed a little leaves its sign, exponent and high mantissa
@@ -161,6 +157,10 @@ put_bit_changes(writer *w, const uint64_t *change, size_t n)
 	tg_free(w->ctx, planes);
 }
 
+/*
+ * n labels as differences from the label before plus one: a row's labels
+ * mostly run on by one, and their zeros compress well.
+ */
 static void
 put_runs(writer *w, const uint32_t *v, size_t n)
 {
@@ -298,7 +298,6 @@ get_cells(reader *r, int64_t *v, size_t n, size_t stride)
 	}
 }
 
-/* n labels (put_runs) into v. */
 /* n values changed in place by put_bit_changes' planes. */
 static void
 get_bit_changes(reader *r, double *v, size_t n)
@@ -321,6 +320,7 @@ get_bit_changes(reader *r, double *v, size_t n)
 	r->left -= 8 * n;
 }
 
+/* n labels (put_runs) into v. */
 static void
 get_runs(reader *r, uint32_t *v, size_t n)
 {
