@@ -172,7 +172,7 @@ run_op(const options *o, tg_backend backend, const tg_band *b, void *out, tg_run
 		/* the surface and receivers an accumulation used: doubles, then 16-bit masks */
 		const size_t n = (size_t) b->width * b->height;
 		double	   *acc = malloc(n * sizeof(double));
-		tg_flow_products products = {acc, out, TG_PT_64BF, NAN, (uint16_t *) ((double *) out + n)};
+		tg_flow_products products = {acc, out, TG_PT_64BF, NAN, (uint16_t *) ((double *) out + n), NULL};
 		tg_status	st = tg_hydrology(&ctx, b, NULL, &o->flow, parse_accum(o->method), TG_UNITS_CELLS,
 									  &products, err);
 
@@ -811,7 +811,7 @@ bench_drainage(const options *o, const tg_band *dem)
 	size_t		streams = 0,
 				ends = 0;
 	tg_flow_params flow = o->flow;
-	tg_flow_products pr = {acc, surface, TG_PT_64BF, NAN, receivers};
+	tg_flow_products pr = {acc, surface, TG_PT_64BF, NAN, receivers, NULL};
 	tg_ctx		ctx;
 	tg_run_stats stats;
 	tg_error	err;

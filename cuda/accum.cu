@@ -1083,17 +1083,17 @@ tgk_export_receivers(tg_route_view r, const uint8_t *__restrict__ kind,
 	}
 }
 
+/* The products beside the accumulation, on the device: routing surface and receiver masks. */
 template <typename V>
 tg_status
-export_products(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_params *p,
-				const double *d_acc, const tg_flow_products *out, tg_error *err)
+export_products(const device_route<V> &route, const tg_flow_params *p, const double *d_acc,
+				const tg_flow_products *out, dbuf<uint8_t> &d_surface, dbuf<uint16_t> &d_mask, tg_error *err)
 {
 	const size_t n = route.n;
 
 	if (out->surface)
 	{
 		const size_t size = out->surface_type == TG_PT_64BF ? sizeof(double) : sizeof(float);
-		dbuf<uint8_t> d_surface;
 
 		TG_CUDA_CHECK(d_surface.alloc(n * size), "allocating the routing surface");
 		if (out->surface_type == TG_PT_64BF)
@@ -1104,20 +1104,53 @@ export_products(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_p
 																(float) out->surface_nodata,
 																(float *) d_surface.p);
 		TG_CUDA_CHECK(cudaGetLastError(), "exporting the routing surface");
-		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out->surface, d_surface.p, n * size),
-					  "copying the routing surface back from the GPU");
 	}
 	if (out->receivers)
 	{
-		dbuf<uint16_t> d_mask;
-
 		TG_CUDA_CHECK(d_mask.alloc(n), "allocating receiver masks");
 		tgk_export_receivers<<<grid_for(n), 256>>>(route.view(p->threshold), route.kind.p, d_acc,
 													d_mask.p);
 		TG_CUDA_CHECK(cudaGetLastError(), "exporting receivers");
+	}
+	return TG_OK;
+}
+
+/*
+ * The products to the host: to the sink band by band where one is given and
+ * the bands fit the staging, else into the product planes.  *copy_ms: the
+ * copies' device time.
+ */
+tg_status
+fetch_products(const tg_ctx *ctx, const tg_band *dem, const tg_flow_products *out, const double *d_acc,
+			   const dbuf<uint8_t> &d_surface, const dbuf<uint16_t> &d_mask, double *copy_ms, tg_error *err)
+{
+	const size_t n = (size_t) dem->width * dem->height,
+				surface_size = out->surface_type == TG_PT_64BF ? sizeof(double) : sizeof(float);
+	event_timer down;
+
+	if (out->sink)
+	{
+		const void *const dev[TG_SINK_PLANES] = {out->surface ? d_surface.p : nullptr,
+		out->receivers ? d_mask.p : nullptr, d_acc};
+		const size_t elem[TG_SINK_PLANES] = {surface_size, sizeof(uint16_t), sizeof(double)};
+		tg_status	st = tg_cuda_stream_rows(ctx, dev, elem, dem->width, dem->height, out->sink, copy_ms, err);
+
+		if (st != TG_OK || out->sink->used)
+			return st;
+	}
+	TG_CUDA_CHECK(down.init(), "creating timing events");
+	TG_CUDA_CHECK(cudaEventRecord(down.start), "recording an event");
+	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out->acc, d_acc, n * sizeof(double)),
+				  "copying the accumulation back from the GPU");
+	if (out->surface)
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out->surface, d_surface.p, n * surface_size),
+					  "copying the routing surface back from the GPU");
+	if (out->receivers)
 		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out->receivers, d_mask.p, n * sizeof(uint16_t)),
 					  "copying receivers back from the GPU");
-	}
+	TG_CUDA_CHECK(cudaEventRecord(down.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventSynchronize(down.stop), "copying products back from the GPU");
+	*copy_ms += down.elapsed();
 	return TG_OK;
 }
 
@@ -1136,18 +1169,18 @@ accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
 				  const double *row_weight, const tg_flow_params *p, tg_accum_method method,
 				  const tg_flow_products *products, tg_error *err)
 {
-	double	   *const out = products->acc;
-
 	const size_t n = (size_t) dem->width * dem->height;
 	device_route<V> route;
 	dbuf<double> d_weight,
 				d_row_weight,
 				d_acc;
+	dbuf<uint8_t> d_surface;
+	dbuf<uint16_t> d_mask;
 	event_timer prep,
 				compute,
-				up,
-				down;
-	double		transfer_ms = 0;
+				up;
+	double		transfer_ms = 0,
+				down_ms = 0;
 	int			route_rounds = 0,
 				rounds = 0;
 	const char *used = "";
@@ -1163,7 +1196,6 @@ accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
 	TG_CUDA_CHECK(prep.init(), "creating timing events");
 	TG_CUDA_CHECK(compute.init(), "creating timing events");
 	TG_CUDA_CHECK(up.init(), "creating timing events");
-	TG_CUDA_CHECK(down.init(), "creating timing events");
 
 	TG_CUDA_CHECK(cudaEventRecord(prep.start), "recording an event");
 	st = build_route<V>(ctx, dem, p, route, &transfer_ms, &route_rounds, err);
@@ -1191,16 +1223,14 @@ accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
 	st = accumulate<V>(ctx, route, p, d_weight.p, method, d_acc.p, &rounds, &used, err);
 	if (st != TG_OK)
 		return st;
-	TG_CUDA_CHECK(cudaEventRecord(compute.stop), "recording an event");
-
-	TG_CUDA_CHECK(cudaEventRecord(down.start), "recording an event");
-	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out, d_acc.p, n * sizeof(double)),
-				  "copying the accumulation back from the GPU");
-	st = export_products<V>(ctx, route, p, d_acc.p, products, err);
+	st = export_products<V>(route, p, d_acc.p, products, d_surface, d_mask, err);
 	if (st != TG_OK)
 		return st;
-	TG_CUDA_CHECK(cudaEventRecord(down.stop), "recording an event");
-	TG_CUDA_CHECK(cudaEventSynchronize(down.stop), "accumulating flow");
+	TG_CUDA_CHECK(cudaEventRecord(compute.stop), "recording an event");
+	st = fetch_products(ctx, dem, products, d_acc.p, d_surface, d_mask, &down_ms, err);
+	if (st != TG_OK)
+		return st;
+	TG_CUDA_CHECK(cudaEventSynchronize(compute.stop), "accumulating flow");
 
 	if (ctx->stats)
 	{
@@ -1209,7 +1239,7 @@ accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
 
 		ctx->stats->prep_ms += prep_ms;
 		ctx->stats->kernel_ms += prep_ms + compute.elapsed();
-		ctx->stats->transfer_ms += transfer_ms + up.elapsed() + down.elapsed();
+		ctx->stats->transfer_ms += transfer_ms + up.elapsed() + down_ms;
 		ctx->stats->iterations = rounds;
 		ctx->stats->chunks = route_rounds;
 		snprintf(ctx->stats->method, sizeof ctx->stats->method, "%s", used);

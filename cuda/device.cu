@@ -283,9 +283,10 @@ tg_cuda_probe(int device, tg_device_info *info, tg_error *err)
  * pinning the caller's arrays would cost more than it saves.  So copies go
  * through a ring of pinned slots: the host fills (or empties) one slot on the
  * call's threads while the DMA of the others runs on a stream of the copy's
- * own.  The slots are allocated by the first staged copy after a successful
- * probe, and kept for the life of the process: freeing them at exit could
- * call into a CUDA runtime already torn down.
+ * own.  The slots (one block) are allocated by the first staged copy after a
+ * successful probe, and kept for the life of the process: freeing them at
+ * exit could call into a CUDA runtime already torn down.  Products streamed
+ * to a sink use the block as two halves instead (tg_cuda_stream_rows).
  * ------------------------------------------------------------------------ */
 namespace
 {
@@ -296,6 +297,7 @@ constexpr size_t STAGE_MIN_BYTES = (size_t) 1 << 20;	/* smaller copies go direct
 enum stage_state { STAGE_UNTRIED, STAGE_READY, STAGE_NONE };
 
 stage_state stage = STAGE_UNTRIED;
+void	   *stage_block;			/* the slots, one after the other */
 void	   *stage_slot[STAGE_SLOTS];
 std::mutex	stage_lock;			/* one staged copy at a time in a process */
 
@@ -309,20 +311,14 @@ staging_ready(void)
 	if (stage == STAGE_UNTRIED)
 	{
 		stage = STAGE_NONE;		/* one try: a failure is not retried call after call */
-		for (int s = 0; s < STAGE_SLOTS; s++)
+		if (cudaHostAlloc(&stage_block, STAGE_SLOTS * STAGE_SLOT_BYTES, cudaHostAllocPortable) != cudaSuccess)
 		{
-			if (cudaHostAlloc(&stage_slot[s], STAGE_SLOT_BYTES, cudaHostAllocPortable) == cudaSuccess)
-				continue;
 			(void) cudaGetLastError();
-			for (int t = 0; t < s; t++)
-			{
-				cudaFreeHost(stage_slot[t]);
-				stage_slot[t] = nullptr;
-			}
-			stage_slot[s] = nullptr;
-			(void) cudaGetLastError();
+			stage_block = nullptr;
 			return false;
 		}
+		for (int s = 0; s < STAGE_SLOTS; s++)
+			stage_slot[s] = (uint8_t *) stage_block + s * STAGE_SLOT_BYTES;
 		stage = STAGE_READY;
 	}
 	return stage == STAGE_READY;
@@ -440,6 +436,158 @@ tg_cuda_copy_to_host(const tg_ctx *ctx, void *dst, const void *src, size_t bytes
 			rc = fetch_chunk(c, src, bytes, k + STAGE_SLOTS);
 	}
 	return rc;
+}
+
+/*
+ * Products streamed to a sink: each band of rows comes back into one half of
+ * the staging block while the sink reads the band before it from the other.
+ */
+namespace
+{
+constexpr size_t STREAM_ROOM = STAGE_SLOTS * STAGE_SLOT_BYTES / 2;
+
+size_t
+plane_room(size_t bytes)
+{
+	return (bytes + 63) & ~(size_t) 63;
+}
+
+/* The room of a band: a half, or less for the tests. */
+size_t
+stream_room(void)
+{
+	return tg_stream_band_bytes > 0 && tg_stream_band_bytes < STREAM_ROOM ? tg_stream_band_bytes : STREAM_ROOM;
+}
+
+/* The bytes nrows rows of every plane take in a half, each plane aligned. */
+size_t
+band_bytes(const size_t elem[TG_SINK_PLANES], int width, int nrows)
+{
+	size_t		total = 0;
+
+	for (int k = 0; k < TG_SINK_PLANES; k++)
+		total += plane_room(elem[k] * width * (size_t) nrows);
+	return total;
+}
+
+/* The band from `start`: up to the furthest cut whose rows fit a half (start: not even the next). */
+int
+band_end(const tg_rows_sink *sink, const size_t elem[TG_SINK_PLANES], int width, int start)
+{
+	int			end = start;
+
+	for (int c = 0; c < sink->ncuts; c++)
+		if (sink->cuts[c] > start)
+		{
+			if (sink->cuts[c] < end || band_bytes(elem, width, sink->cuts[c] - start) > stream_room())
+				break;
+			end = sink->cuts[c];
+		}
+	return end;
+}
+
+struct streamed_half
+{
+	int			row0 = 0,
+				nrows = 0;		/* 0: nothing queued */
+	cuda_event	start,
+				stop;			/* timing the half's DMA */
+};
+
+tg_status
+stream_bands(const tg_ctx *ctx, const void *const dev[TG_SINK_PLANES], const size_t elem[TG_SINK_PLANES],
+			 int width, int height, tg_rows_sink *sink, double *dma_ms, tg_error *err)
+{
+	cuda_event	queued_before;
+	streamed_half half[2];
+	cuda_stream stream;			/* last: synchronised before the halves' events go */
+	int			next = 0;
+
+	TG_CUDA_CHECK(stream.create(cudaStreamNonBlocking), "creating a copy stream");
+	TG_CUDA_CHECK(queued_before.create(cudaEventDisableTiming), "creating an event");
+	for (int h = 0; h < 2; h++)
+	{
+		TG_CUDA_CHECK(half[h].start.create(), "creating an event");
+		TG_CUDA_CHECK(half[h].stop.create(), "creating an event");
+	}
+	/* after the kernels that wrote the planes, on the legacy stream */
+	TG_CUDA_CHECK(cudaEventRecord(queued_before, cudaStreamLegacy), "recording an event");
+	TG_CUDA_CHECK(cudaStreamWaitEvent(stream, queued_before, 0), "ordering the copies");
+
+	auto		queue = [&](int h) -> cudaError_t {
+		uint8_t    *slot = (uint8_t *) stage_block + h * STREAM_ROOM;
+		const int	end = band_end(sink, elem, width, next);
+		cudaError_t rc = cudaEventRecord(half[h].start, stream);
+
+		for (int k = 0; k < TG_SINK_PLANES && rc == cudaSuccess; k++)
+			if (dev[k])
+			{
+				const size_t bytes = elem[k] * width * (size_t) (end - next);
+
+				rc = cudaMemcpyAsync(slot, (const uint8_t *) dev[k] + elem[k] * width * (size_t) next, bytes,
+									 cudaMemcpyDeviceToHost, stream);
+				slot += plane_room(bytes);
+			}
+		if (rc == cudaSuccess)
+			rc = cudaEventRecord(half[h].stop, stream);
+		half[h].row0 = next;
+		half[h].nrows = end - next;
+		next = end;
+		return rc;
+	};
+
+	for (int h = 0; h < 2 && next < height; h++)
+		TG_CUDA_CHECK(queue(h), "copying products back from the GPU");
+	for (int k = 0; half[k % 2].nrows > 0; k++)
+	{
+		streamed_half &b = half[k % 2];
+		uint8_t    *slot = (uint8_t *) stage_block + (k % 2) * STREAM_ROOM;
+		void	   *planes[TG_SINK_PLANES];
+		tg_status	st;
+
+		TG_CUDA_CHECK(cudaEventSynchronize(b.stop), "copying products back from the GPU");
+		*dma_ms += tg_cuda_elapsed_ms(b.start, b.stop);
+		for (int p = 0; p < TG_SINK_PLANES; p++)
+		{
+			planes[p] = dev[p] ? slot : nullptr;
+			if (dev[p])
+				slot += plane_room(elem[p] * width * (size_t) b.nrows);
+		}
+		sink->used = true;
+		st = sink->rows(ctx, sink->arg, b.row0, b.nrows, planes, err);
+		if (st != TG_OK)
+			return st;
+		b.nrows = 0;
+		if (next < height)
+			TG_CUDA_CHECK(queue(k % 2), "copying products back from the GPU");
+	}
+	return TG_OK;
+}
+}								/* namespace */
+
+tg_status
+tg_cuda_stream_rows(const tg_ctx *ctx, const void *const dev[TG_SINK_PLANES], const size_t elem[TG_SINK_PLANES],
+					int width, int height, tg_rows_sink *sink, double *dma_ms, tg_error *err)
+{
+	std::lock_guard<std::mutex> hold(stage_lock);
+	tg_status	st;
+
+	/* every band must fit a half: otherwise the caller copies the planes whole */
+	if (!staging_ready())
+		return TG_OK;
+	for (int row = 0; row < height;)
+	{
+		const int	end = band_end(sink, elem, width, row);
+
+		if (end == row)
+			return TG_OK;
+		row = end;
+	}
+	st = stream_bands(ctx, dev, elem, width, height, sink, dma_ms, err);
+	/* what the sink took is not undone: no other backend may start over */
+	if (st != TG_OK && sink->used && err)
+		err->on_device = false;
+	return st;
 }
 
 /* ------------------------------------------------------------------------

@@ -61,6 +61,18 @@ cudaError_t tg_cuda_copy_to_device(const tg_ctx *ctx, void *dst, const void *src
 cudaError_t tg_cuda_copy_to_host(const tg_ctx *ctx, void *dst, const void *src, size_t bytes);
 
 /*
+ * Device planes of width * height cells (elem[k] bytes each; dev[k] NULL:
+ * none) handed to sink in bands of its cuts, each band copied into pinned
+ * memory while the sink reads the one before (tg_rows_sink).  sink->used
+ * stays false where some band would not fit the staging or there is no
+ * pinned memory: nothing was done, copy the planes as before.  *dma_ms: the
+ * device time of the copies alone.
+ */
+tg_status	tg_cuda_stream_rows(const tg_ctx *ctx, const void *const dev[TG_SINK_PLANES],
+								const size_t elem[TG_SINK_PLANES], int width, int height,
+								tg_rows_sink *sink, double *dma_ms, tg_error *err);
+
+/*
  * A device array that frees itself; nothing in here throws.  It comes from
  * the device's stream-ordered pool, in the order of the legacy default
  * stream: neither allocating nor freeing waits for the device, and a call

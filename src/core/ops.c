@@ -412,28 +412,107 @@ compute_directions(const tg_ctx *ctx, const tg_op *op, const tg_band *dem, tg_op
 	return tg_parallel_rows(ctx, dem->width, dem->height, mask_rows, &j, err);
 }
 
+/* Tiles written as the flow products come back from the device, band by band (tg_rows_sink). */
+typedef struct tile_sink
+{
+	const tg_job *job;
+	const tg_op_result *r;
+	int			out_of[TG_SINK_PLANES];	/* the output each product is, or -1 */
+} tile_sink;
+
 static tg_status
-compute_hydrology(const tg_ctx *ctx, const tg_op *op, const tg_grid_band *grids, tg_op_result *r,
-				  tg_error *err)
+write_band(const tg_ctx *ctx, void *arg, int row0, int nrows, void *const planes[TG_SINK_PLANES], tg_error *err)
+{
+	const tile_sink *t = arg;
+	tg_output	outs[TG_MAX_OUTPUTS];
+	char		resume[64];
+	tg_status	st;
+
+	memcpy(outs, t->r->outs, sizeof outs);
+	for (int k = 0; k < TG_SINK_PLANES; k++)
+		if (t->out_of[k] >= 0)
+			outs[t->out_of[k]].planes[0].data = planes[k];
+	tg_phase_running(ctx, resume, sizeof resume);
+	tg_phase(ctx, "encode");
+	st = tg_write_tiles(ctx, t->job, outs, t->r->nout, row0, nrows, err);
+	if (resume[0])
+		tg_phase(ctx, resume);
+	else
+		tg_phase_end(ctx);
+	return st;
+}
+
+/* The rows that no tile of the layout straddles, 0 and its height among them. */
+static int *
+tile_cuts(const tg_ctx *ctx, const tg_layout *l, int *ncuts)
+{
+	uint8_t    *inside = tg_alloc(ctx, (size_t) l->height + 1);
+	int		   *cuts = tg_alloc(ctx, ((size_t) l->height + 1) * sizeof(int));
+
+	*ncuts = 0;
+	if (inside == NULL || cuts == NULL)
+	{
+		tg_free(ctx, inside);
+		tg_free(ctx, cuts);
+		return NULL;
+	}
+	memset(inside, 0, (size_t) l->height + 1);
+	for (int t = 0; t < l->ntiles; t++)
+		for (int y = l->tiles[t].row0 + 1; y < l->tiles[t].row0 + l->tiles[t].height && y < l->height; y++)
+			inside[y] = 1;
+	for (int y = 0; y <= l->height; y++)
+		if (!inside[y])
+			cuts[(*ncuts)++] = y;
+	tg_free(ctx, inside);
+	return cuts;
+}
+
+/*
+ * Flow accumulation (output 0) or tg_hydrology (routing surface, receivers,
+ * accumulation).  With `writing` set, the GPU path writes the job's tiles
+ * while the products come back, and sets r->written.
+ */
+static tg_status
+compute_flow(const tg_ctx *ctx, const tg_op *op, const tg_layout *layout, const tg_grid_band *grids,
+			 const tg_job *writing, tg_op_result *r, tg_error *err)
 {
 	const tg_band *dem = &grids[0].band;
 	const size_t n = (size_t) dem->width * dem->height;
 	const tg_band *weight = op->weight_input > 0 ? &grids[op->weight_input].band : NULL;
+	const bool	chain = op->kind == TG_OP_HYDROLOGY;
+	tile_sink	to_tiles = {writing, r, {chain ? 0 : -1, chain ? 1 : -1, chain ? 2 : 0}};
+	tg_rows_sink sink = {.rows = write_band, .arg = &to_tiles};
 	tg_flow_products pr;
+	tg_status	st;
 
 	memset(&pr, 0, sizeof pr);
-	pr.surface_type = r->outs[0].specs[0].pixtype;
-	pr.surface_nodata = r->outs[0].specs[0].nodata;
-	pr.surface = new_plane(ctx, r, 0, 0, pr.surface_type, n);
-	pr.receivers = new_plane(ctx, r, 1, 0, TG_PT_16BUI, n);
-	pr.acc = new_plane(ctx, r, 2, 0, TG_PT_64BF, n);
-	if (pr.surface == NULL || pr.receivers == NULL || pr.acc == NULL)
-		return tg_error_set(err, TG_ENOMEM, "could not allocate the flow chain's products");
-	r->outs[0].planes[0].has_marker = true;
-	r->outs[0].planes[0].marker = pr.surface_nodata;
-	r->outs[1].planes[0].has_marker = true;
-	r->outs[1].planes[0].marker = TG_NODATA_RECEIVERS;
-	return tg_hydrology(ctx, dem, weight, &op->flow, op->method, op->units, &pr, err);
+	if (chain)
+	{
+		pr.surface_type = r->outs[0].specs[0].pixtype;
+		pr.surface_nodata = r->outs[0].specs[0].nodata;
+		pr.surface = new_plane(ctx, r, 0, 0, pr.surface_type, n);
+		pr.receivers = new_plane(ctx, r, 1, 0, TG_PT_16BUI, n);
+		if (pr.surface == NULL || pr.receivers == NULL)
+			return tg_error_set(err, TG_ENOMEM, "could not allocate the flow chain's products");
+		r->outs[0].planes[0].has_marker = true;
+		r->outs[0].planes[0].marker = pr.surface_nodata;
+		r->outs[1].planes[0].has_marker = true;
+		r->outs[1].planes[0].marker = TG_NODATA_RECEIVERS;
+	}
+	pr.acc = new_plane(ctx, r, chain ? 2 : 0, 0, TG_PT_64BF, n);
+	if (pr.acc == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the accumulation");
+	if (writing)
+	{
+		sink.cuts = tile_cuts(ctx, layout, &sink.ncuts);
+		if (sink.cuts == NULL)
+			return tg_error_set(err, TG_ENOMEM, "could not allocate the rows of %s", layout->name);
+		pr.sink = &sink;
+	}
+	st = tg_hydrology(ctx, dem, weight, &op->flow, op->method, op->units, &pr, err);
+	r->written = sink.used;
+	tg_free(ctx, (void *) sink.cuts);
+	return st;
 }
 
 /* The products after the accumulation (drainage.c) */
@@ -465,7 +544,7 @@ compute_drainage(const tg_ctx *ctx, const tg_op *op, const tg_band *dem, tg_op_r
 
 tg_status
 tg_op_compute(const tg_ctx *ctx, const tg_op *op, const tg_layout *layout, const tg_grid_band *grids,
-			  tg_op_result *r, tg_error *err)
+			  const tg_job *writing, tg_op_result *r, tg_error *err)
 {
 	const tg_band *dem = &grids[0].band;
 	const size_t n = (size_t) dem->width * dem->height;
@@ -502,16 +581,8 @@ tg_op_compute(const tg_ctx *ctx, const tg_op *op, const tg_layout *layout, const
 		case TG_OP_DIRECTIONS:
 			return compute_directions(ctx, op, dem, r, err);
 		case TG_OP_ACCUMULATION:
-			{
-				double	   *acc = new_plane(ctx, r, 0, 0, TG_PT_64BF, n);
-
-				return acc ? tg_flow_accumulation(ctx, dem, op->weight_input > 0 ?
-												  &grids[op->weight_input].band : NULL,
-												  &op->flow, op->method, op->units, acc, err)
-					: tg_error_set(err, TG_ENOMEM, "could not allocate the accumulation");
-			}
 		case TG_OP_HYDROLOGY:
-			return compute_hydrology(ctx, op, grids, r, err);
+			return compute_flow(ctx, op, layout, grids, writing, r, err);
 		case TG_OP_LS_FACTOR:
 		case TG_OP_RUSLE:
 			{

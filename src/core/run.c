@@ -96,10 +96,10 @@ run_in_memory(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *e
 	if (st == TG_OK)
 		st = check_results(op, job, &grids[0].band, err);
 	if (st == TG_OK)
-		st = tg_op_compute(ctx, op, job->layout, grids, &r, err);
+		st = tg_op_compute(ctx, op, job->layout, grids, job, &r, err);
 	for (int k = 0; k < job->ninputs; k++)
 		tg_grid_band_free(ctx, &grids[k]);
-	if (st == TG_OK)
+	if (st == TG_OK && !r.written)
 	{
 		tg_phase(ctx, "encode");
 		st = tg_write_tiles(ctx, job, r.outs, r.nout, 0, job->layout->height, err);

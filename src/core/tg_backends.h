@@ -66,6 +66,9 @@ typedef struct tg_copy_rates
 
 tg_status	tg_cuda_copy_rates(const tg_ctx *ctx, size_t bytes, tg_copy_rates *rates, tg_error *err);
 
+/* For the tests: the pinned room of a band of streamed products (tg_rows_sink), 0 = all there is. */
+extern size_t tg_stream_band_bytes;
+
 tg_status	tg_cuda_slope(const tg_ctx *ctx, const tg_band *dem,
 						  const tg_slope_params *params, float *out, tg_error *err);
 

@@ -613,6 +613,30 @@ tg_status	tg_flow_accumulation(const tg_ctx *ctx, const tg_band *dem,
 								 double *out, tg_error *err);
 
 /*
+ * Products taken in bands of rows as the device hands them back, for a
+ * caller that only encodes them: the bands are read from pinned staging
+ * memory, and the product planes (allocated all the same: the CPU path
+ * writes them) are never touched, so no fresh host page is faulted in for
+ * them.  A band begins and ends at one of `cuts` (increasing rows from 0
+ * to the height: rows that no tile straddles); it may span several.
+ * planes[k]: rows [row0, row0 + nrows) of product k (surface, receivers,
+ * accumulation; NULL where not asked), valid during the call alone.
+ * `used` is set once the first band went to rows(): the caller then must not
+ * read the planes.  A rows() failure ends the computation with its status.
+ */
+#define TG_SINK_PLANES 3
+
+typedef struct tg_rows_sink
+{
+	const int  *cuts;
+	int			ncuts;
+	tg_status	(*rows) (const tg_ctx *ctx, void *arg, int row0, int nrows,
+						 void *const planes[TG_SINK_PLANES], tg_error *err);
+	void	   *arg;
+	bool		used;
+} tg_rows_sink;
+
+/*
  * What the chain fill -> directions -> accumulation produces, for callers
  * that want more than the accumulation (the chained call keeps the data on
  * the device from DEM to accumulation).  acc is required, the rest optional.
@@ -625,6 +649,7 @@ typedef struct tg_flow_products
 	double		surface_nodata;
 	uint16_t   *receivers;		/* OR of the ESRI codes of the neighbours receiving flow
 								 * (D8: one code); 0 none; TG_NODATA_RECEIVERS for nodata */
+	tg_rows_sink *sink;			/* or NULL: on the GPU, the products go there instead */
 } tg_flow_products;
 
 #define TG_NODATA_RECEIVERS 0xFFFF

@@ -348,13 +348,47 @@ accum_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
 							f->units, f->out, err);
 }
 
+size_t		tg_stream_band_bytes = 0;
+
+/* A sink's bands in specific catchment area: the accumulation converted before they go on. */
+typedef struct sca_sink
+{
+	tg_rows_sink *to;
+	const tg_grid_geometry *geom;
+} sca_sink;
+
+static tg_status
+sca_band(const tg_ctx *ctx, void *arg, int row0, int nrows, void *const planes[TG_SINK_PLANES], tg_error *err)
+{
+	const sca_sink *s = arg;
+	tg_grid_geometry g = *s->geom;
+	tg_status	st;
+
+	g.row0 += row0;
+	g.height = nrows;
+	st = tg_to_sca(ctx, &g, planes[2], err);
+	s->to->used = true;
+	return st == TG_OK ? s->to->rows(ctx, s->to->arg, row0, nrows, planes, err) : st;
+}
+
 static tg_status
 accum_gpu(const tg_ctx *ctx, const void *a, tg_error *err)
 {
 	const accum_args *f = a;
+	tg_flow_products out = *f->out;
+	sca_sink	to_sca = {f->out->sink, &f->params->geom};
+	tg_rows_sink sca;
 	double	   *w = NULL,
 			   *row_w = NULL;
 	tg_status	st;
+
+	if (out.sink && f->units == TG_UNITS_SCA)
+	{
+		sca = *out.sink;
+		sca.rows = sca_band;
+		sca.arg = &to_sca;
+		out.sink = &sca;
+	}
 
 	/* without a weight raster the weights are one per row: the device spreads them */
 	if (f->weight)
@@ -369,10 +403,10 @@ accum_gpu(const tg_ctx *ctx, const void *a, tg_error *err)
 												  w ? (size_t) f->dem->width * f->dem->height
 												  : (size_t) f->dem->height,
 												  (size_t) f->dem->width * f->dem->height),
-								   f->out, err);
+								   &out, err);
 	tg_free(ctx, w);
 	tg_free(ctx, row_w);
-	if (st == TG_OK && f->units == TG_UNITS_SCA)
+	if (st == TG_OK && f->units == TG_UNITS_SCA && !(out.sink && out.sink->used))
 		st = tg_to_sca(ctx, &f->params->geom, f->out->acc, err);
 	return st;
 }
@@ -411,7 +445,7 @@ tg_flow_accumulation(const tg_ctx *ctx, const tg_band *dem, const tg_band *weigh
 					 const tg_flow_params *params, tg_accum_method method,
 					 tg_accum_units units, double *out, tg_error *err)
 {
-	tg_flow_products products = {out, NULL, TG_PT_64BF, 0, NULL};
+	tg_flow_products products = {out, NULL, TG_PT_64BF, 0, NULL, NULL};
 
 	return tg_hydrology(ctx, dem, weight, params, method, units, &products, err);
 }

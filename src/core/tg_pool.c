@@ -390,6 +390,12 @@ tg_phase_charge(const tg_ctx *ctx, const char *name, double ms)
 }
 
 void
+tg_phase_running(const tg_ctx *ctx, char *name, size_t size)
+{
+	snprintf(name, size, "%s", ctx->pool && ctx->worker == 0 ? ctx->pool->phase : "");
+}
+
+void
 tg_phase(const tg_ctx *ctx, const char *name)
 {
 	tg_pool    *pool = ctx->pool;

@@ -31,6 +31,9 @@ double		tg_clock_ms(void);
  */
 void		tg_phase_charge(const tg_ctx *ctx, const char *name, double ms);
 
+/* The running phase's name ("" when none): a callback that runs a phase of its own resumes it after. */
+void		tg_phase_running(const tg_ctx *ctx, char *name, size_t size);
+
 /* Cores this process may run on (its CPU affinity), at least 1. */
 int			tg_cores_available(void);
 

@@ -82,10 +82,17 @@ typedef struct tg_op_result
 	int			nout;
 	void	   *buffers[TG_MAX_OUTPUTS * TG_MAX_OUTPUT_BANDS];
 	int			nbuffers;
+	bool		written;		/* the tiles went to the job while computed: the planes hold nothing */
 } tg_op_result;
 
+/*
+ * op over the grids into r's planes.  writing (or NULL): a job whose tiles
+ * may be written during the computation, where results come back from the
+ * device in bands (the flow products); r->written says whether they were.
+ */
 tg_status	tg_op_compute(const tg_ctx *ctx, const tg_op *op, const tg_layout *layout,
-						  const tg_grid_band *grids, tg_op_result *r, tg_error *err);
+						  const tg_grid_band *grids, const tg_job *writing, tg_op_result *r,
+						  tg_error *err);
 void		tg_op_free(const tg_ctx *ctx, tg_op_result *r);
 
 /* Strips beyond the memory budget (strips.c): whether op can, and the run. */

@@ -1237,6 +1237,114 @@ test_cuda_flat_labels(void)
 	free(z);
 }
 
+/* What a sink of the flow products saw: the bands' rows copied out, and whether they came in order. */
+typedef struct band_log
+{
+	int			W,
+				H,
+				every;			/* the cuts: every `every` rows */
+	size_t		surface_size;
+	uint8_t    *surface;
+	uint16_t   *recv;
+	double	   *acc;
+	int			next_row,
+				bands,
+				stop_at;		/* a band after which the sink fails (0: none) */
+	bool		ordered;
+} band_log;
+
+static tg_status
+log_band(const tg_ctx *ctx, void *arg, int row0, int nrows, void *const planes[TG_SINK_PLANES], tg_error *err)
+{
+	band_log   *l = arg;
+	const size_t cells = (size_t) nrows * l->W,
+				at = (size_t) row0 * l->W;
+
+	l->ordered = l->ordered && row0 == l->next_row && nrows > 0 &&
+		((row0 + nrows) % l->every == 0 || row0 + nrows == l->H);
+	if (l->ordered)
+	{
+		memcpy(l->surface + at * l->surface_size, planes[0], cells * l->surface_size);
+		memcpy(l->recv + at, planes[1], cells * sizeof(uint16_t));
+		memcpy(l->acc + at, planes[2], cells * sizeof(double));
+	}
+	l->next_row = row0 + nrows;
+	if (++l->bands == l->stop_at)
+		return tg_error_set(err, TG_ECALLBACK, "the sink stopped after band %d", l->bands);
+	return TG_OK;
+}
+
+/*
+ * The GPU chain handing its products to a sink in bands of rows (cut every 7
+ * rows, room for 10): the bands come in order, each ending at a cut, their
+ * rows equal the products written into planes (acc, surface, recv), and the
+ * planes are left as they were; a failing sink ends the call with its error;
+ * a room smaller than one cut's rows streams nothing and fills the planes.
+ */
+static void
+check_chain_sink(const tg_band *b, const tg_flow_params *p, tg_pixtype surface_type, tg_accum_units units,
+				 const double *acc, const void *surface, const uint16_t *recv, const char *ty)
+{
+	const int	W = b->width,
+				H = b->height;
+	const size_t n = (size_t) W * H,
+				ssize = surface_type == TG_PT_32BF ? 4 : 8;
+	int		   *cuts = malloc(sizeof(int) * (H / 7 + 2));
+	int			ncuts = 0;
+	band_log	log = {W, H, 7, ssize, malloc(8 * n), malloc(2 * n), malloc(8 * n), 0, 0, 0, true};
+	uint8_t    *planes = malloc(18 * n),
+			   *blank = malloc(18 * n);
+	tg_rows_sink sink = {NULL, 0, log_band, &log, false};
+	tg_flow_products out = {(double *) planes, planes + 8 * n, surface_type, ND, (uint16_t *) (planes + 16 * n),
+	&sink};
+	tg_ctx		ctx = cpu_ctx(NULL);
+	tg_error	err;
+	tg_status	st;
+
+	for (int y = 0; y < H; y += 7)
+		cuts[ncuts++] = y;
+	cuts[ncuts++] = H;
+	sink.cuts = cuts;
+	sink.ncuts = ncuts;
+	ctx.backend = TG_BACKEND_GPU;
+	memset(planes, 0xA5, 18 * n);
+	memcpy(blank, planes, 18 * n);
+	tg_stream_band_bytes = 10 * (size_t) W * (ssize + 2 + 8) + 3 * 64;
+	tg_error_clear(&err);
+	st = tg_hydrology(&ctx, b, NULL, p, TG_ACC_AUTO, units, &out, &err);
+	check(st == TG_OK && sink.used && log.ordered && log.next_row == H && log.bands == (H + 6) / 7 &&
+		  memcmp(log.acc, acc, 8 * n) == 0 && memcmp(log.surface, surface, ssize * n) == 0 &&
+		  memcmp(log.recv, recv, 2 * n) == 0 && memcmp(planes, blank, 18 * n) == 0,
+		  "cuda chain %s %dx%d routing %d units %d: %d bands of 7 rows to the sink (%s) equal the planes, left untouched",
+		  ty, W, H, p->routing, units, log.bands, err.message);
+
+	log.next_row = log.bands = 0;
+	log.stop_at = 2;
+	log.ordered = true;
+	sink.used = false;
+	tg_error_clear(&err);
+	st = tg_hydrology(&ctx, b, NULL, p, TG_ACC_AUTO, units, &out, &err);
+	check(st == TG_ECALLBACK && log.bands == 2 && !err.on_device && strstr(err.message, "after band 2") != NULL,
+		  "cuda chain %s %dx%d: a sink failing after band 2 ends the call with its error (%s)", ty, W, H,
+		  err.message);
+
+	log.next_row = log.bands = log.stop_at = 0;
+	sink.used = false;
+	tg_stream_band_bytes = 6 * (size_t) W * (ssize + 2 + 8);
+	tg_error_clear(&err);
+	st = tg_hydrology(&ctx, b, NULL, p, TG_ACC_AUTO, units, &out, &err);
+	check(st == TG_OK && !sink.used && log.bands == 0 && memcmp(planes, acc, 8 * n) == 0 &&
+		  memcmp(planes + 8 * n, surface, ssize * n) == 0 && memcmp(planes + 16 * n, recv, 2 * n) == 0,
+		  "cuda chain %s %dx%d: 7 rows beyond the room of 6 stream nothing and fill the planes", ty, W, H);
+	tg_stream_band_bytes = 0;
+	free(cuts);
+	free(log.surface);
+	free(log.recv);
+	free(log.acc);
+	free(planes);
+	free(blank);
+}
+
 /*
  * The chained call: its surface is tg_fill's (priority-flood, epsilon 0), its
  * receivers are tg_flow_direction's, its accumulation tg_flow_accumulation's,
@@ -1256,7 +1364,7 @@ check_chain(tg_backend backend, const tg_band *b, int W, int H, tg_routing routi
 			   *ref_surface = malloc(sizeof(double) * n);
 	uint16_t   *recv = malloc(sizeof(uint16_t) * n);
 	float	   *frac = malloc(sizeof(float) * 8 * n);
-	tg_flow_products out = {acc, surface, fp.out_type, ND, recv};
+	tg_flow_products out = {acc, surface, fp.out_type, ND, recv, NULL};
 	tg_ctx		ctx = cpu_ctx(NULL);
 	tg_error	err;
 	size_t		i;
@@ -1292,7 +1400,7 @@ check_chain(tg_backend backend, const tg_band *b, int W, int H, tg_routing routi
 	{
 		double	   *cpu_surface = malloc(sizeof(double) * n);
 		uint16_t   *cpu_recv = malloc(sizeof(uint16_t) * n);
-		tg_flow_products cpu_out = {ref_acc, cpu_surface, fp.out_type, ND, cpu_recv};
+		tg_flow_products cpu_out = {ref_acc, cpu_surface, fp.out_type, ND, cpu_recv, NULL};
 
 		ctx.backend = TG_BACKEND_CPU;
 		tg_hydrology(&ctx, b, NULL, &p, TG_ACC_AUTO, TG_UNITS_CELLS, &cpu_out, &err);
@@ -1300,6 +1408,17 @@ check_chain(tg_backend backend, const tg_band *b, int W, int H, tg_routing routi
 			  memcmp(recv, cpu_recv, n * sizeof(uint16_t)) == 0,
 			  "cuda chain %s %dx%d routing %d: surface and receivers equal the CPU chain",
 			  ty, W, H, routing);
+		if (H >= 7)
+		{
+			double	   *sca = malloc(sizeof(double) * n);
+			tg_flow_products sca_out = {sca, cpu_surface, fp.out_type, ND, cpu_recv, NULL};
+
+			ctx.backend = TG_BACKEND_GPU;
+			check_chain_sink(b, &p, fp.out_type, TG_UNITS_CELLS, acc, surface, recv, ty);
+			tg_hydrology(&ctx, b, NULL, &p, TG_ACC_AUTO, TG_UNITS_SCA, &sca_out, &err);
+			check_chain_sink(b, &p, fp.out_type, TG_UNITS_SCA, sca, cpu_surface, cpu_recv, ty);
+			free(sca);
+		}
 		free(cpu_surface);
 		free(cpu_recv);
 	}

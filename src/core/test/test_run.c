@@ -278,6 +278,17 @@ spill_read(void *arg, size_t offset, void *data, size_t bytes, tg_error *err)
 	return TG_OK;
 }
 
+/* The backend the runs below take (the GPU in test_streamed_tiles alone). */
+static tg_backend run_backend = TG_BACKEND_CPU;
+static int	encode_starts;		/* times a run's encode phase began */
+
+static void
+count_encodes(void *arg, const char *phase, double fraction)
+{
+	if (fraction == 0.0 && strcmp(phase, "encode") == 0)
+		encode_starts++;
+}
+
 static tg_status
 run_job(coverage *c, coverage *weights, const tg_op *op, int threads, size_t budget, bool compress,
 		bool keep, tg_part *part, results *r, tg_run_stats *stats, tg_error *err)
@@ -302,7 +313,8 @@ run_job(coverage *c, coverage *weights, const tg_op *op, int threads, size_t bud
 	job.memory_budget = budget;
 	job.part = part;
 	tg_ctx_init(&ctx);
-	ctx.backend = TG_BACKEND_CPU;
+	ctx.backend = run_backend;
+	ctx.progress = count_encodes;
 	ctx.threads = threads;
 	ctx.stats = stats;
 	memset(r, 0, sizeof *r);
@@ -847,6 +859,82 @@ test_parts(coverage *tiles)
 	free(parts);
 }
 
+/*
+ * On a GPU, the flow products written as tiles while they come back in bands
+ * of two rows of tiles equal, tile for tile, the same call's products copied
+ * back whole first (a room too small for one row of tiles), and D8's equal
+ * the CPU's.
+ */
+static void
+test_streamed_tiles(coverage *tiles, coverage *weights)
+{
+	tg_device_info info;
+	tg_op		ops[4];
+	static const char *const names[4] = {"hydrology d8", "hydrology mfd-md", "accumulation d8 sca",
+	"accumulation mfd-md weighted"};
+
+	tg_device_query(0, &info);
+	if (!info.available)
+	{
+		printf("skipped: tiles written as the GPU's products come back (no GPU)\n");
+		return;
+	}
+	ops[0] = base_op(TG_OP_HYDROLOGY);
+	ops[1] = ops[0];
+	ops[1].flow.routing = TG_ROUTE_MFD_MD;
+	ops[2] = base_op(TG_OP_ACCUMULATION);
+	ops[2].units = TG_UNITS_SCA;
+	ops[3] = base_op(TG_OP_ACCUMULATION);
+	ops[3].flow.routing = TG_ROUTE_MFD_MD;
+	ops[3].weight_input = 1;
+	ops[3].weight_band = 1;
+	ops[3].units = TG_UNITS_AREA;
+	for (int k = 0; k < 4; k++)
+	{
+		const bool	d8 = ops[k].flow.routing == TG_ROUTE_D8;
+		coverage   *w = ops[k].weight_input ? weights : NULL;
+		results		streamed,
+					copied,
+					cpu;
+		tg_run_stats stats;
+		tg_error	err;
+		bool		same = true;
+		int			bands;
+		tg_status	st1,
+					st2,
+					st3 = TG_OK;
+
+		run_backend = TG_BACKEND_GPU;
+		memset(&stats, 0, sizeof stats);
+		/* two rows of tiles of the products: the filled int16 DEM as 32BF, receivers, accumulation */
+		tg_stream_band_bytes = (size_t) 2 * TILE_H * GW * (ops[k].kind == TG_OP_HYDROLOGY ? 4 + 2 + 8 : 8) + 3 * 64;
+		encode_starts = 0;
+		st1 = run_on(tiles, w, &ops[k], 0, SIZE_MAX, true, false, &streamed, &stats, &err);
+		bands = encode_starts;
+		tg_stream_band_bytes = 1;
+		st2 = run_on(tiles, w, &ops[k], 0, SIZE_MAX, true, false, &copied, NULL, &err);
+		run_backend = TG_BACKEND_CPU;
+		tg_stream_band_bytes = 0;
+		if (d8)
+			st3 = run_on(tiles, w, &ops[k], 0, SIZE_MAX, true, false, &cpu, NULL, &err);
+		for (int t = 0; t < tiles->layout.ntiles; t++)
+			for (int o = 0; o < tg_op_outputs(&ops[k]); o++)
+				same = same && streamed.size[t][o] == copied.size[t][o] &&
+					memcmp(streamed.tile[t][o] + 4, copied.tile[t][o] + 4, copied.size[t][o] - 4) == 0 &&
+					(!d8 || (streamed.size[t][o] == cpu.size[t][o] &&
+							 memcmp(streamed.tile[t][o] + 4, cpu.tile[t][o] + 4, cpu.size[t][o] - 4) == 0));
+		check(st1 == TG_OK && st2 == TG_OK && st3 == TG_OK && streamed.in_order &&
+			  streamed.written == tiles->layout.ntiles && stats.backend == TG_BACKEND_GPU &&
+			  bands == (GH + 2 * TILE_H - 1) / (2 * TILE_H) && same,
+			  "cuda %s: tiles written as the products come back in %d bands equal those of whole copies%s",
+			  names[k], bands, d8 ? " and the CPU's" : "");
+		res_free(&streamed);
+		res_free(&copied);
+		if (d8)
+			res_free(&cpu);
+	}
+}
+
 void
 test_run(void)
 {
@@ -940,6 +1028,7 @@ test_run(void)
 	op.observer_rows = obs_rows;
 	check_op("cumulative viewshed", &op, tiles, whole, NULL, NO_STRIPS);
 	test_parts(tiles);
+	test_streamed_tiles(tiles, weights);
 
 	/* what cannot run in strips says so, before reading a pixel */
 	{

@@ -174,7 +174,7 @@ op_hydrology(const tg_ctx *ctx, const tg_band *dem, const void *arg, void *out, 
 {
 	const accum_arg *a = arg;
 	const size_t n = (size_t) dem->width * dem->height;
-	tg_flow_products pr = {out, (double *) out + n, TG_PT_64BF, ND, (uint16_t *) ((double *) out + 2 * n)};
+	tg_flow_products pr = {out, (double *) out + n, TG_PT_64BF, ND, (uint16_t *) ((double *) out + 2 * n), NULL};
 
 	return tg_hydrology(ctx, dem, NULL, &a->p, a->method, a->units, &pr, err);
 }
