@@ -1132,7 +1132,8 @@ fetch_products(const tg_ctx *ctx, const tg_band *dem, const tg_flow_products *ou
 	{
 		const void *const dev[TG_SINK_PLANES] = {out->surface ? d_surface.p : nullptr,
 		out->receivers ? d_mask.p : nullptr, d_acc};
-		const size_t elem[TG_SINK_PLANES] = {surface_size, sizeof(uint16_t), sizeof(double)};
+		const size_t elem[TG_SINK_PLANES] = {out->surface ? surface_size : 0,
+		out->receivers ? sizeof(uint16_t) : 0, sizeof(double)};
 		tg_status	st = tg_cuda_stream_rows(ctx, dev, elem, dem->width, dem->height, out->sink, copy_ms, err);
 
 		if (st != TG_OK || out->sink->used)

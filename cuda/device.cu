@@ -268,11 +268,17 @@ probe(int device, tg_device_info *info, tg_error *err)
 	return TG_OK;
 }
 
+static void stage_at_start(void);
+
 extern "C" tg_status
 tg_cuda_probe(int device, tg_device_info *info, tg_error *err)
 {
 	return tg_cuda_catch_all(err, [&] {
-		return probe(device, info, err);
+		tg_status	st = probe(device, info, err);
+
+		if (st == TG_OK)
+			stage_at_start();
+		return st;
 	});
 }
 
@@ -323,7 +329,22 @@ staging_ready(void)
 	}
 	return stage == STAGE_READY;
 }
+}								/* namespace */
 
+/*
+ * Pinning the slots takes tens of milliseconds: done when the process's GPU
+ * starts, as CUDA's own start is, rather than in its first copy.
+ */
+static void
+stage_at_start(void)
+{
+	std::lock_guard<std::mutex> hold(stage_lock);
+
+	(void) staging_ready();
+}
+
+namespace
+{
 /*
  * One staged copy's stream and events, on the current device.  The stream
  * is non-blocking, so start() orders it explicitly after the work queued on

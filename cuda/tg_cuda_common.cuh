@@ -61,8 +61,8 @@ cudaError_t tg_cuda_copy_to_device(const tg_ctx *ctx, void *dst, const void *src
 cudaError_t tg_cuda_copy_to_host(const tg_ctx *ctx, void *dst, const void *src, size_t bytes);
 
 /*
- * Device planes of width * height cells (elem[k] bytes each; dev[k] NULL:
- * none) handed to sink in bands of its cuts, each band copied into pinned
+ * Device planes of width * height cells (elem[k] bytes each; dev[k] NULL
+ * and elem[k] 0: none) handed to sink in bands of its cuts, each band copied into pinned
  * memory while the sink reads the one before (tg_rows_sink).  sink->used
  * stays false where some band would not fit the staging or there is no
  * pinned memory: nothing was done, copy the planes as before.  *dma_ms: the

@@ -475,49 +475,47 @@ convert_row(const tg_plane *p, size_t from, const tg_band_spec *spec, void *dst,
 	}
 }
 
+/* Task i * nout + o: output o of the batch's tile i (a task per raster, so that a row of tiles balances). */
 static tg_status
 encode_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 {
 	const write_job *j = arg;
-	encoded    *e = &j->batch[task];
+	const int	o = (int) (task % j->nout);
+	encoded    *e = &j->batch[task / j->nout];
 	const tg_layout *l = j->job->layout;
 	const tg_tile_place *t = &l->tiles[e->tile];
 	const tg_tile_writer *w = &j->job->writer;
+	const tg_output *out = &j->outs[o];
+	tg_raster_info info = {(uint16_t) out->nbands, (uint16_t) t->width, (uint16_t) t->height, t->geo};
+	void	   *band_data[TG_MAX_OUTPUT_BANDS];
+	uint8_t    *raster = e->packed[o] ? j->scratch + (size_t) tg_worker_index(ctx) * j->scratch_size
+		: e->raw[o];
+	tg_status	st = tg_raster_write(raster, e->raw_size[o], &info, out->specs, band_data, err);
+	size_t		packed = 0;
 
-	for (int o = 0; o < j->nout; o++)
+	if (st != TG_OK)
+		return st;
+	for (int b = 0; b < out->nbands; b++)
+		for (int y = 0; y < t->height; y++)
+			convert_row(&out->planes[b], (size_t) (t->row0 + y - j->row0) * l->width + t->col0,
+						&out->specs[b], band_data[b], (size_t) y * t->width, t->width);
+	/* the payload after the length word, kept only where it saves room */
+	if (e->packed[o])
+		packed = tg_lz4_compress(raster + 4, e->raw_size[o] - 4, e->packed[o] + w->header_room,
+								 e->packed_room[o] - w->header_room);
+	if (packed > 0 && w->header_room + packed < e->raw_size[o])
 	{
-		const tg_output *out = &j->outs[o];
-		tg_raster_info info = {(uint16_t) out->nbands, (uint16_t) t->width, (uint16_t) t->height, t->geo};
-		void	   *band_data[TG_MAX_OUTPUT_BANDS];
-		uint8_t    *raster = e->packed[o] ? j->scratch + (size_t) tg_worker_index(ctx) * j->scratch_size
-			: e->raw[o];
-		tg_status	st = tg_raster_write(raster, e->raw_size[o], &info, out->specs, band_data, err);
-		size_t		packed = 0;
-
-		if (st != TG_OK)
-			return st;
-		for (int b = 0; b < out->nbands; b++)
-			for (int y = 0; y < t->height; y++)
-				convert_row(&out->planes[b], (size_t) (t->row0 + y - j->row0) * l->width + t->col0,
-							&out->specs[b], band_data[b], (size_t) y * t->width, t->width);
-		/* the payload after the length word, kept only where it saves room */
-		if (e->packed[o])
-			packed = tg_lz4_compress(raster + 4, e->raw_size[o] - 4, e->packed[o] + w->header_room,
-									 e->packed_room[o] - w->header_room);
-		if (packed > 0 && w->header_room + packed < e->raw_size[o])
-		{
-			e->values[o].data = e->packed[o];
-			e->values[o].size = w->header_room + packed;
-			e->values[o].compressed = true;
-			e->values[o].raw_size = e->raw_size[o] - 4;
-			continue;
-		}
-		if (raster != e->raw[o])
-			memcpy(e->raw[o], raster, e->raw_size[o]);
-		e->values[o].data = e->raw[o];
-		e->values[o].size = e->raw_size[o];
-		e->values[o].compressed = false;
+		e->values[o].data = e->packed[o];
+		e->values[o].size = w->header_room + packed;
+		e->values[o].compressed = true;
+		e->values[o].raw_size = e->raw_size[o] - 4;
+		return TG_OK;
 	}
+	if (raster != e->raw[o])
+		memcpy(e->raw[o], raster, e->raw_size[o]);
+	e->values[o].data = e->raw[o];
+	e->values[o].size = e->raw_size[o];
+	e->values[o].compressed = false;
 	return TG_OK;
 }
 
@@ -624,7 +622,7 @@ tg_write_tiles(const tg_ctx *ctx, const tg_job *job, const tg_output *outs, int 
 		if (st == TG_OK && n > 0)
 			st = ensure_scratch(ctx, &j, n, err);
 		if (st == TG_OK && n > 0)
-			st = tg_parallel(&q, n, encode_task, &j, err);
+			st = tg_parallel(&q, (int64_t) n * nout, encode_task, &j, err);
 		for (; st == TG_OK && written < n; written++)
 		{
 			bool		kept = false;

@@ -1276,7 +1276,7 @@ log_band(const tg_ctx *ctx, void *arg, int row0, int nrows, void *const planes[T
 
 /*
  * The GPU chain handing its products to a sink in bands of rows (cut every 7
- * rows, room for 10): the bands come in order, each ending at a cut, their
+ * rows, room for 9): the bands come in order, each ending at a cut, their
  * rows equal the products written into planes (acc, surface, recv), and the
  * planes are left as they were; a failing sink ends the call with its error;
  * a room smaller than one cut's rows streams nothing and fills the planes.
@@ -1309,7 +1309,7 @@ check_chain_sink(const tg_band *b, const tg_flow_params *p, tg_pixtype surface_t
 	ctx.backend = TG_BACKEND_GPU;
 	memset(planes, 0xA5, 18 * n);
 	memcpy(blank, planes, 18 * n);
-	tg_stream_band_bytes = 10 * (size_t) W * (ssize + 2 + 8) + 3 * 64;
+	tg_stream_band_bytes = 9 * (size_t) W * (ssize + 2 + 8) + 3 * 64;
 	tg_error_clear(&err);
 	st = tg_hydrology(&ctx, b, NULL, p, TG_ACC_AUTO, units, &out, &err);
 	check(st == TG_OK && sink.used && log.ordered && log.next_row == H && log.bands == (H + 6) / 7 &&
