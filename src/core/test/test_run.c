@@ -6,7 +6,8 @@
  * result tiles decompress to the plain ones; 1 and 4 threads agree; the
  * codecs refuse corrupt input; fill, slope, D8 directions and accumulation
  * over the coverage split in parts of rows of tiles, phase by phase, give
- * the whole run's tiles.
+ * the whole run's tiles (D8 in areas: those of the run in strips of the
+ * parts' rows).
  */
 #include "test.h"
 #include "tg_codec.h"
@@ -694,6 +695,26 @@ run_parts(coverage *parts, const int *given, int n, const tg_op *op, results *r,
 	return st;
 }
 
+/* The parts' tiles (r[k], freed) are those of one run over the coverage, in the parts' order. */
+static bool
+parts_match(const coverage *tiles, const coverage *parts, results *r, const results *whole, const tg_op *op)
+{
+	bool		same = true;
+	int			t0 = 0;
+
+	for (int k = 0; k < NPARTS; k++)
+	{
+		for (int t = 0; t < parts[k].layout.ntiles; t++)
+			for (int o = 0; o < tg_op_outputs(op); o++)
+				same = same && r[k].size[t][o] == whole->size[t0 + t][o] &&
+					memcmp(r[k].tile[t][o] + 4, whole->tile[t0 + t][o] + 4, r[k].size[t][o] - 4) == 0;
+		same = same && r[k].written == parts[k].layout.ntiles;
+		t0 += parts[k].layout.ntiles;
+		res_free(&r[k]);
+	}
+	return same && t0 == tiles->layout.ntiles;
+}
+
 static void
 check_parts(const char *name, const tg_op *op, coverage *tiles)
 {
@@ -702,9 +723,7 @@ check_parts(const char *name, const tg_op *op, coverage *tiles)
 	results		whole,
 				r[NPARTS];
 	tg_error	err;
-	bool		same = true;
-	int			t0 = 0,
-				rounds[2];
+	int			rounds[2];
 	tg_status	ran;
 
 	for (int k = 0; k < NPARTS; k++)
@@ -719,17 +738,7 @@ check_parts(const char *name, const tg_op *op, coverage *tiles)
 		free(parts);
 		return;
 	}
-	for (int k = 0; k < NPARTS; k++)
-	{
-		for (int t = 0; t < parts[k].layout.ntiles; t++)
-			for (int o = 0; o < tg_op_outputs(op); o++)
-				same = same && r[k].size[t][o] == whole.size[t0 + t][o] &&
-					memcmp(r[k].tile[t][o] + 4, whole.tile[t0 + t][o] + 4, r[k].size[t][o] - 4) == 0;
-		same = same && r[k].written == parts[k].layout.ntiles;
-		t0 += parts[k].layout.ntiles;
-		res_free(&r[k]);
-	}
-	check(same && t0 == tiles->layout.ntiles,
+	check(parts_match(tiles, parts, r, &whole, op),
 		  "%s over %d parts given out of order: every tile equals the whole run's", name, NPARTS);
 	/* the flats that cross the parts (a lake over their boundaries) take more than one round */
 	check((op->kind != TG_OP_ACCUMULATION && op->kind != TG_OP_DIRECTIONS) || rounds[0] > 1,
@@ -739,6 +748,62 @@ check_parts(const char *name, const tg_op *op, coverage *tiles)
 		  "%s: the flow across parts settled in %d rounds", name, rounds[1]);
 	res_free(&whole);
 	free(parts);
+}
+
+/*
+ * D8 over the parts against one server in strips of the parts' rows: its
+ * strips take in the water entering them as the parts do, so where the sums
+ * round (areas), every tile still agrees bit for bit, which the run in
+ * memory, adding in another order, does not.
+ */
+static void
+check_parts_in_strips(const char *name, const tg_op *op, coverage *tiles)
+{
+	static const int order[NPARTS] = {2, 0, 1};
+	coverage   *parts = malloc(NPARTS * sizeof(coverage));
+	results		strips,
+				r[NPARTS];
+	tg_run_stats stats;
+	tg_error	err;
+	int			rounds[2],
+				nstrips = 0,
+				most = 0;
+	size_t		budget = (size_t) GW * GH * tg_op_bytes_per_cell(op) / 3;
+	tg_status	ran;
+
+	for (int k = 0; k < NPARTS; k++)
+		make_part(tiles, k, &parts[k]);
+	/* strips of at most about 72 rows: the parts' 64, 64 and 62 (whole rows of tiles) */
+	check(run_on(tiles, NULL, op, 1, budget, false, false, &strips, &stats, &err) == TG_OK &&
+		  sscanf(stats.note, "%d strips of at most %d rows", &nstrips, &most) == 2,
+		  "%s in strips: %s (%s)", name, err.message, stats.note);
+	res_free(&strips);
+	budget = (size_t) ((double) budget * 73 / (most + 2));
+	check(run_on(tiles, NULL, op, 1, budget, false, false, &strips, &stats, &err) == TG_OK &&
+		  sscanf(stats.note, "%d strips of at most %d rows", &nstrips, &most) == 2 &&
+		  nstrips == NPARTS && most >= 64 && most < 80,
+		  "%s in strips as the parts: %s (%s)", name, err.message, stats.note);
+	ran = run_parts(parts, order, NPARTS, op, r, rounds, &err);
+	check(ran == TG_OK, "%s over %d parts: %s", name, NPARTS, err.message);
+	if (ran == TG_OK)
+		check(parts_match(tiles, parts, r, &strips, op),
+			  "%s over %d parts: every tile equals the run in strips of the parts' rows", name, NPARTS);
+	res_free(&strips);
+	free(parts);
+}
+
+/*
+ * A geographic grid (the test tiles' georeference read as degrees, as the
+ * parts read their first row's latitude from it: about 25 N), for weights
+ * that differ by row and round when summed.
+ */
+static void
+geographic(tg_op *op)
+{
+	op->flow.geom.geographic = true;
+	op->flow.geom.lat_top = 4000000 - 15;
+	op->flow.geom.lat_step = -1.0 / 1200;
+	op->flow.geom.lon_step = 1.0 / 1200;
 }
 
 static void
@@ -797,6 +862,18 @@ test_parts(coverage *tiles)
 	check_parts("fill, parts scanned whole", &op, tiles);
 	op = base_op(TG_OP_HYDROLOGY);
 	check_parts("d8 hydrology, parts scanned whole", &op, tiles);
+	/* areas, which round: the water entering each part added in the same order as the strips add it */
+	op = base_op(TG_OP_ACCUMULATION);
+	op.units = TG_UNITS_AREA;
+	geographic(&op);
+	check_parts_in_strips("d8 accumulation in areas of a geographic grid", &op, tiles);
+	op.units = TG_UNITS_SCA;
+	op.flow.fill = false;
+	check_parts_in_strips("d8 accumulation in sca of a geographic grid, the DEM as it is", &op, tiles);
+	op = base_op(TG_OP_HYDROLOGY);
+	op.units = TG_UNITS_AREA;
+	geographic(&op);
+	check_parts_in_strips("d8 hydrology in areas of a geographic grid", &op, tiles);
 	tg_part_scan_rows = 256;
 	tg_flat_strip_rows = 64;
 
