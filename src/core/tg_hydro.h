@@ -526,9 +526,9 @@ tg_route_donors(const tg_route_view *r, size_t i)
 }
 
 /*
- * acc(i) = w(i) + sum over donors n (bits of `donors`, tg_route_donors), in
- * neighbour order k = 0..7, of acc(n) share(n -> i).  Donors must be final.
- * weight NULL: every cell weighs 1.
+ * acc(i) = own + sum over donors n (bits of `donors`, tg_route_donors), in
+ * neighbour order k = 0..7, of acc(n) share(n -> i), own being cell i's
+ * weight.  Donors must be final.
  * gathered (NULL: read the routing's planes): the shares of fixed-share
  * routings gathered per receiving cell, share(neighbour k -> i) at
  * gathered[8 i + k], so a pull reads 32 contiguous bytes; the same values,
@@ -537,15 +537,15 @@ tg_route_donors(const tg_route_view *r, size_t i)
  * another.
  */
 TG_HD double
-tg_route_pull_from(const tg_route_view *r, const double *weight, const double *acc, size_t i,
-				   unsigned donors, const float *gathered)
+tg_route_pull_own(const tg_route_view *r, double own, const double *acc, size_t i, unsigned donors,
+				  const float *gathered)
 {
 	const int	W = r->width;
 	const int	x = (int) (i % W),
 				y = (int) (i / W);
 	double		a[8];
 	float		g[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-	double		sum = weight ? weight[i] : 1.0;
+	double		sum = own;
 	int			k;
 
 	if (gathered)
@@ -574,6 +574,14 @@ tg_route_pull_from(const tg_route_view *r, const double *weight, const double *a
 				sum = TG_DADD(sum, TG_DMUL(a[k], s));
 		}
 	return sum;
+}
+
+/* The same with cell i's weight from `weight` (NULL: every cell weighs 1). */
+TG_HD double
+tg_route_pull_from(const tg_route_view *r, const double *weight, const double *acc, size_t i,
+				   unsigned donors, const float *gathered)
+{
+	return tg_route_pull_own(r, weight ? weight[i] : 1.0, acc, i, donors, gathered);
 }
 
 /* The same, finding the donors first. */
