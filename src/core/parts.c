@@ -20,8 +20,10 @@
  *                 ground; link: each part routed with those masks and
  *                 accumulated alone, its exits and the exits its edge rows
  *                 drain by handed over (Barnes 2017, route_strips.c) and
- *                 solved where they meet; finish: each part accumulated again
- *                 with the water entering it.
+ *                 solved where they meet; finish: the water entering each
+ *                 part added to its link's accumulation, the cells
+ *                 downstream of where it enters pulled again (the values of
+ *                 the part accumulated again with it).
  *   multiple-flow as D8 up to the heights; flow: each part routed with the
  *   accumulation  masks and accumulated with a row of its neighbours' around
  *                 it, whose cells hold what those neighbours last handed
@@ -528,6 +530,7 @@ typedef struct part_state
 	int32_t    *nb_mask;
 	uint8_t    *sent;			/* our first and last rows' values as last handed over (32 * W bytes) */
 	uint8_t    *d8;				/* after the link: the part's directions (H * W) */
+	double	   *acc;			/* and its accumulation alone; the finish adds the inflows */
 	/*
 	 * Multiple-flow accumulation: the part's routing with a row of each
 	 * neighbour's around it ((H + 2) * W cells; its z is z's rows from the
@@ -553,7 +556,7 @@ state_free(const tg_part *part, part_state *s)
 {
 	void	   *bufs[] = {s->z, s->cell, s->seed, s->at, s->comp, s->comp_least, s->least, s->flat_id,
 		s->dist[0], s->dist[1], s->dist_queued[0], s->dist_queued[1], s->edge, s->mask,
-		s->nb_towards, s->nb_away, s->nb_label, s->nb_mask, s->sent, s->d8,
+		s->nb_towards, s->nb_away, s->nb_label, s->nb_mask, s->sent, s->d8, s->acc,
 		s->flow_d8, s->flow_frac, s->flow_w, s->flow_acc, s->flow_level, s->sent_acc};
 
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
@@ -1422,24 +1425,15 @@ route_part(const tg_ctx *ctx, const tg_op *op, const part_state *s, int halo, tg
 	return st;
 }
 
-/* The part's routing, accumulated with `inflows` added where given. */
+/* The part's routing accumulated alone into acc (H * W). */
 static tg_status
-accumulate_part(const tg_ctx *ctx, const tg_op *op, const part_state *s, const tg_route *strip,
-				const tg_strip_inflow *inflows, size_t ninflows, double **acc, tg_error *err)
+accumulate_part(const tg_ctx *ctx, const tg_op *op, const tg_route *strip, double *acc, tg_error *err)
 {
-	const size_t nb = (size_t) s->W * s->H;
-	const int64_t begin = (int64_t) s->row0 * s->W;
 	double	   *w = NULL;
 	tg_status	st = tg_cell_weights(ctx, NULL, &op->flow.geom, op->units, &w, err);
 
-	*acc = NULL;
-	for (size_t j = 0; st == TG_OK && j < ninflows; j++)
-		if (inflows[j].cell >= begin && inflows[j].cell < begin + (int64_t) nb)
-			w[inflows[j].cell - begin] += inflows[j].amount;
-	if (st == TG_OK && (*acc = tg_alloc(ctx, nb * sizeof(double) + 1)) == NULL)
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's accumulation (%zu cells)", nb);
 	if (st == TG_OK)
-		st = tg_cpu_accumulate(ctx, strip, &op->flow, w, TG_ACC_INDEGREE, *acc, err);
+		st = tg_cpu_accumulate(ctx, strip, &op->flow, w, TG_ACC_INDEGREE, acc, err);
 	tg_free(ctx, w);
 	return st;
 }
@@ -1498,7 +1492,6 @@ part_link(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error
 	int64_t    *dest = tg_alloc(ctx, 2 * W * sizeof(int64_t));
 	writer		w = {.ctx = ctx};
 	tg_route	strip;
-	double	   *acc = NULL;
 	bool		routed = false;
 	tg_status	st = TG_OK;
 
@@ -1511,17 +1504,22 @@ part_link(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error
 	{
 		st = route_part(ctx, op, s, 0, &strip, err);
 		routed = st == TG_OK;
-		/* the finish accumulates the same routing again: keep its codes */
-		if (st == TG_OK && (s->d8 = keep_alloc(part, (size_t) s->W * s->H)) == NULL)
-			st = tg_error_set(err, TG_ENOMEM, "could not keep a part's directions");
+		/* the finish adds the inflows to this accumulation of the same routing: keep both */
+		if (st == TG_OK)
+		{
+			s->d8 = keep_alloc(part, (size_t) s->W * s->H);
+			s->acc = keep_alloc(part, (size_t) s->W * s->H * sizeof(double));
+			if (s->d8 == NULL || s->acc == NULL)
+				st = tg_error_set(err, TG_ENOMEM, "could not keep a part's directions and accumulation");
+		}
 		if (st == TG_OK)
 		{
 			memcpy(s->d8, strip.d8, (size_t) s->W * s->H);
-			st = accumulate_part(ctx, op, s, &strip, NULL, 0, &acc, err);
+			st = accumulate_part(ctx, op, &strip, s->acc, err);
 		}
 	}
 	if (st == TG_OK)
-		st = tg_strip_link(ctx, &strip, acc, s->row0, &exits, &nexits, &cap, dest, err);
+		st = tg_strip_link(ctx, &strip, s->acc, s->row0, &exits, &nexits, &cap, dest, err);
 	if (st == TG_OK)
 	{
 		double	   *amount = tg_alloc(ctx, (nexits + 1) * sizeof(double));
@@ -1551,7 +1549,6 @@ part_link(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error
 	}
 	if (routed)
 		tg_route_free(ctx, &strip);
-	tg_free(ctx, acc);
 	tg_free(ctx, exits);
 	tg_free(ctx, dest);
 	return st;
@@ -2034,6 +2031,152 @@ part_flow(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error
 	return st;
 }
 
+static inline bool
+is_marked(const uint8_t *mark, size_t i)
+{
+	return (mark[i >> 3] >> (i & 7)) & 1u;
+}
+
+/*
+ * The link's accumulation of the part made the one with the water entering
+ * it (in[0 .. n): grid cells; those of other parts are not the part's).
+ * Only the cells downstream of an inflow cell change.  Each is pulled again
+ * as a whole accumulation of the part would pull it (its weight, the inflows
+ * added to it, then its donors in neighbour order), after its donors that
+ * change; every other cell keeps the link's value, which such an
+ * accumulation gives it too, so the result is the same bit for bit.  Rivers
+ * entering a part are thin lines: few cells change, and one thread walks
+ * them.
+ */
+static tg_status
+add_inflows(const tg_ctx *ctx, const tg_op *op, const part_state *s, const tg_strip_inflow *in, size_t n,
+			tg_error *err)
+{
+	const int	W = s->W,
+				H = s->H;
+	const size_t nb = (size_t) W * H;
+	const int64_t begin = (int64_t) s->row0 * W;
+	const tg_route strip = {W, H, TG_ROUTE_D8, s->z + 2 * (size_t) W, s->d8, NULL};
+	const tg_route_view v = tg_cpu_route_view(&strip, op->flow.threshold);
+	tg_grid_geometry g = op->flow.geom;
+	double	   *acc = s->acc,
+			   *rw = NULL;
+	uint8_t    *mark = tg_alloc(ctx, nb / 8 + 1);
+	uint32_t   *root = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t)),
+			   *stack = NULL;
+	size_t		nroot = 0,
+				nmarked = 0,
+				steps = 0;
+	tg_status	st;
+
+	/* a cell's weight as tg_cell_weights gives it without a weight raster: its row's */
+	g.height = H;
+	st = tg_row_weights(ctx, &g, op->units, &rw, err);
+	if (st == TG_OK && (mark == NULL || root == NULL))
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's inflows (%zu cells)", nb);
+	if (st == TG_OK)
+		memset(mark, 0, nb / 8 + 1);
+
+	/*
+	 * The paths down from the inflow cells marked, each cell holding its
+	 * weight until it is pulled: every marked cell drains into a marked one
+	 * but the roots, where a path ends or leaves the part, so the marks make
+	 * trees.  A nodata cell no donor drains into is never pulled: it stays.
+	 */
+	for (size_t j = 0; st == TG_OK && j < n; j++)
+	{
+		size_t		c;
+
+		if (in[j].cell < begin || in[j].cell >= begin + (int64_t) nb)
+			continue;
+		c = (size_t) (in[j].cell - begin);
+		if (is_marked(mark, c) || isnan(acc[c]))
+			continue;
+		for (;;)
+		{
+			const int	k = s->d8[c];
+			int			x,
+						y;
+
+			mark[c >> 3] |= (uint8_t) (1u << (c & 7));
+			acc[c] = rw[c / W];
+			nmarked++;
+			if (++steps % CANCEL_EVERY == 0 && tg_canceled(ctx))
+			{
+				st = tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
+				break;
+			}
+			if (k == TG_NO_DIRECTION)
+			{
+				root[nroot++] = (uint32_t) c;
+				break;
+			}
+			x = (int) (c % W) + tg_nbr_dx(k);
+			y = (int) (c / W) + tg_nbr_dy(k);
+			if (x < 0 || y < 0 || x >= W || y >= H)
+			{
+				root[nroot++] = (uint32_t) c;
+				break;
+			}
+			c = (size_t) y * W + x;
+			if (is_marked(mark, c))
+				break;
+		}
+	}
+	/* the inflows added in their order, as to the weights of a whole accumulation */
+	for (size_t j = 0; st == TG_OK && j < n; j++)
+		if (in[j].cell >= begin && in[j].cell < begin + (int64_t) nb && is_marked(mark, in[j].cell - begin))
+			acc[in[j].cell - begin] += in[j].amount;
+
+	/*
+	 * Each tree pulled depth-first from its root upstream, a cell after its
+	 * marked donors: its mark is cleared when its donors are put on the
+	 * stack above it, and it is pulled when it is on top again.  Each
+	 * marked cell has one receiver, so it is put on the stack once.
+	 */
+	if (st == TG_OK && (stack = tg_alloc(ctx, (nmarked ? nmarked : 1) * sizeof(uint32_t))) == NULL)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's inflow paths (%zu cells)", nmarked);
+	for (size_t j = 0; st == TG_OK && j < nroot; j++)
+	{
+		size_t		top = 0;
+
+		stack[top++] = root[j];
+		while (top > 0)
+		{
+			const uint32_t c = stack[top - 1];
+			const unsigned donors = tg_route_donors(&v, c);
+
+			if (is_marked(mark, c))
+			{
+				mark[c >> 3] &= (uint8_t) ~(1u << (c & 7));
+				for (int k = 0; k < 8; k++)
+					if ((donors >> k) & 1u)
+					{
+						const size_t d = (size_t) ((int) (c / W) + tg_nbr_dy(k)) * W +
+							(size_t) ((int) (c % W) + tg_nbr_dx(k));
+
+						if (is_marked(mark, d))
+							stack[top++] = (uint32_t) d;
+					}
+				continue;
+			}
+			acc[c] = tg_route_pull_own(&v, acc[c], acc, c, donors, NULL);
+			top--;
+			if (++steps % CANCEL_EVERY == 0 && tg_canceled(ctx))
+			{
+				st = tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
+				break;
+			}
+		}
+	}
+	tg_free(ctx, rw);
+	tg_free(ctx, mark);
+	tg_free(ctx, root);
+	tg_free(ctx, stack);
+	return st;
+}
+
+/* The part's accumulation with the water entering it: *acc, kept by the part (its last phase frees it). */
 static tg_status
 finish_accumulation(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, double **acc,
 					tg_error *err)
@@ -2043,17 +2186,14 @@ finish_accumulation(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r
 	size_t		n = 0;
 	tg_status	st = TG_OK;
 
+	*acc = NULL;
 	if (s != NULL && s->flow_acc != NULL)
 	{
-		/* the flow's rounds left the settled accumulation */
-		const size_t cells = (size_t) s->W * s->H;
-
-		if ((*acc = tg_alloc(ctx, cells * sizeof(double) + 1)) == NULL)
-			return tg_error_set(err, TG_ENOMEM, "could not allocate a part's accumulation (%zu cells)", cells);
-		memcpy(*acc, s->flow_acc + s->W, cells * sizeof(double));
+		/* the flow's rounds left the settled accumulation: the part's own rows */
+		*acc = s->flow_acc + s->W;
 		return TG_OK;
 	}
-	if (s == NULL || s->d8 == NULL)
+	if (s == NULL || s->d8 == NULL || s->acc == NULL)
 		return tg_error_set(err, TG_EDATA, "a finish message reached a part that was not linked");
 	get(r, &n, sizeof n);
 	if (r->bad || n > r->left / sizeof(tg_strip_inflow))
@@ -2066,11 +2206,11 @@ finish_accumulation(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r
 	st = reader_done(r, "a finish message", err);
 	if (st == TG_OK)
 	{
-		const tg_route strip = {s->W, s->H, TG_ROUTE_D8, s->z + 2 * (size_t) s->W, s->d8, NULL};
-
 		tg_phase(ctx, "accumulation of the part");
-		st = accumulate_part(ctx, op, s, &strip, in, n, acc, err);
+		st = add_inflows(ctx, op, s, in, n, err);
 	}
+	if (st == TG_OK)
+		*acc = s->acc;
 	tg_free(ctx, in);
 	return st;
 }
@@ -2133,7 +2273,7 @@ part_finish(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_part *part
 	writer		w = {.ctx = ctx};
 	tg_output	out[3];
 	int			nout = 1;
-	double	   *values = NULL;
+	double	   *values = NULL;	/* the part's own where it accumulates: freed with its state */
 	float	   *slope = NULL;
 	uint8_t    *codes = NULL;
 	uint16_t   *receivers = NULL;
@@ -2218,7 +2358,8 @@ part_finish(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_part *part
 		put_i32(&w, l->ntiles);
 		st = writer_done(&w, &part->reply, err);
 	}
-	tg_free(ctx, values);
+	if (!accumulates(op->kind))
+		tg_free(ctx, values);
 	tg_free(ctx, slope);
 	tg_free(ctx, codes);
 	tg_free(ctx, receivers);
