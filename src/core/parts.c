@@ -36,7 +36,8 @@
  *                 settled values are the single grid's bit for bit (a path
  *                 that crosses k times settles in k rounds).
  *   tg_hydrology  as the accumulation of its routing; the finish also writes
- *                 the part's routing surface and receivers.
+ *                 the part's routing surface and receivers (of the routing
+ *                 the part kept).
  *
  * A part runs a phase as tg_run with job->part set: the coordinator's
  * message in, the reply out, and what it keeps between phases in
@@ -543,6 +544,9 @@ typedef struct part_state
 	double	   *flow_acc;
 	uint32_t   *flow_level;		/* each cell's level in the routing: the order of the later rounds */
 	double	   *sent_acc;		/* our first and last rows' accumulation as last handed over: 2 * W */
+	/* tg_hydrology: the first and last own rows' routing before its shares towards the neighbours were cut */
+	uint8_t    *edge_d8;		/* 2 * W */
+	float	   *edge_frac;		/* 8 planes of 2 * W */
 } part_state;
 
 static void *
@@ -557,7 +561,8 @@ state_free(const tg_part *part, part_state *s)
 	void	   *bufs[] = {s->z, s->cell, s->seed, s->at, s->comp, s->comp_least, s->least, s->flat_id,
 		s->dist[0], s->dist[1], s->dist_queued[0], s->dist_queued[1], s->edge, s->mask,
 		s->nb_towards, s->nb_away, s->nb_label, s->nb_mask, s->sent, s->d8, s->acc,
-		s->flow_d8, s->flow_frac, s->flow_w, s->flow_acc, s->flow_level, s->sent_acc};
+		s->flow_d8, s->flow_frac, s->flow_w, s->flow_acc, s->flow_level, s->sent_acc,
+		s->edge_d8, s->edge_frac};
 
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		if (bufs[i])
@@ -1787,6 +1792,30 @@ get_acc_changes(const tg_ctx *ctx, reader *sec, part_state *s, size_t y, uint32_
 	return sec->bad || sec->left != 0 ? tg_error_set(err, TG_EDATA, "a flow message's changes are malformed") : TG_OK;
 }
 
+/* The first and last own rows of the flow routing kept (save) or put back. */
+static void
+edge_routing(part_state *s, bool save)
+{
+	const size_t W = (size_t) s->W,
+				n = W * (s->H + 2);
+
+	for (size_t j = 0; j < 2; j++)
+	{
+		const size_t y = j == 0 ? 1 : (size_t) s->H;
+		uint8_t    *kept = s->edge_d8 + j * W,
+				   *own = s->flow_d8 + y * W;
+
+		memcpy(save ? kept : own, save ? own : kept, W);
+		for (int k = 0; k < 8; k++)
+		{
+			float	   *kf = s->edge_frac + ((size_t) k * 2 + j) * W,
+					   *of = s->flow_frac + (size_t) k * n + y * W;
+
+			memcpy(save ? kf : of, save ? of : kf, W * sizeof(float));
+		}
+	}
+}
+
 /*
  * The first round: every crossing flat's height, the part routed with a row
  * around it and kept, its edge rows' routing towards the neighbours handed
@@ -1840,6 +1869,15 @@ flow_begin(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, writer 
 		if (s->index + 1 < s->count)
 			put_edge_routing(w, s, H, 1);
 		end_section(w, at);
+	}
+	/* tg_hydrology's receivers include the shares about to be cut */
+	if (op->kind == TG_OP_HYDROLOGY)
+	{
+		s->edge_d8 = keep_alloc(part, 2 * W);
+		s->edge_frac = keep_alloc(part, 16 * W * sizeof(float));
+		if (!s->edge_d8 || !s->edge_frac)
+			return tg_error_set(err, TG_ENOMEM, "could not keep a part's edge routing (%zu cells)", 2 * W);
+		edge_routing(s, true);
 	}
 	cut_edge_routing(s, 1, -1);
 	cut_edge_routing(s, H, 1);
@@ -2215,29 +2253,71 @@ finish_accumulation(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r
 	return st;
 }
 
+typedef struct receivers_job
+{
+	tg_route_view v;
+	const double *acc;			/* over the routing's cells */
+	size_t		skip;			/* the routing's cells before the part's own */
+	uint16_t   *out;			/* indexed as the routing */
+} receivers_job;
+
+static tg_status
+receiver_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const receivers_job *j = arg;
+	const size_t W = (size_t) j->v.width;
+
+	tg_route_receivers(&j->v, j->acc, j->skip + (size_t) y0 * W, j->skip + (size_t) y1 * W, j->out);
+	return TG_OK;
+}
+
 /*
  * The receivers of every cell of the part (as tg_hydrology exports them:
  * the ESRI codes of the neighbours that get a share, fdd8 by the cell's
- * accumulation in cells), from its routing with the crossing flats' masks.
+ * accumulation in cells, acc), from its routing with the crossing flats'
+ * masks as the part kept it: D8's codes (all a D8 routing's receivers are),
+ * or the flow rounds' routing, whose own rows are that routing's once the
+ * edge rows' shares towards the neighbours are put back.
  */
 static tg_status
-part_receivers(const tg_ctx *ctx, const tg_op *op, const part_state *s, const double *acc, uint16_t **out,
+part_receivers(const tg_ctx *ctx, const tg_op *op, part_state *s, const double *acc, uint16_t **out,
 			   tg_error *err)
 {
-	const size_t n = (size_t) s->W * s->H;
-	tg_route	strip;
-	tg_route_view v;
-	tg_status	st = route_part(ctx, op, s, 0, &strip, err);
+	const size_t W = (size_t) s->W,
+				n = W * s->H;
+	tg_route	route;
+	receivers_job j;
+	tg_status	st;
 
-	if (st != TG_OK)
-		return st;
-	v = tg_cpu_route_view(&strip, op->flow.threshold);
-	if ((*out = tg_alloc(ctx, n * sizeof(uint16_t) + 1)) == NULL)
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's receivers (%zu cells)", n);
+	*out = NULL;
+	if (s->d8 != NULL)
+	{
+		route = (tg_route) {s->W, s->H, TG_ROUTE_D8, s->z + 2 * W, s->d8, NULL};
+		j.acc = acc;
+		j.skip = 0;
+	}
+	else if (s->flow_d8 != NULL && s->edge_d8 != NULL)
+	{
+		/* the routing has a row around the part; acc is the own rows of its accumulation */
+		route = (tg_route) {s->W, s->H + 2, op->flow.routing, s->z + W, s->flow_d8, s->flow_frac};
+		j.acc = s->flow_acc;
+		j.skip = W;
+		edge_routing(s, false);
+	}
 	else
-		tg_route_receivers(&v, acc, 0, n, *out);
-	tg_route_free(ctx, &strip);
-	return st;
+		return tg_error_set(err, TG_EDATA, "a finish message reached a part that kept no routing");
+	j.v = tg_cpu_route_view(&route, op->flow.threshold);
+	if ((j.out = tg_alloc(ctx, (j.skip + n) * sizeof(uint16_t) + 1)) == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a part's receivers (%zu cells)", n);
+	st = tg_parallel_rows(ctx, s->W, s->H, receiver_rows, &j, err);
+	if (st != TG_OK)
+	{
+		tg_free(ctx, j.out);
+		return st;
+	}
+	memmove(j.out, j.out + j.skip, n * sizeof(uint16_t));
+	*out = j.out;
+	return TG_OK;
 }
 
 /* The part's D8 codes (ESRI; 255 where none), once every crossing flat's height is known. */
