@@ -68,6 +68,7 @@ typedef struct donors_job
 {
 	const tg_route *r;
 	uint8_t    *indeg;
+	uint8_t    *donors;			/* or NULL: each cell's donors (bit k: neighbour k) */
 } donors_job;
 
 static tg_status
@@ -81,7 +82,8 @@ donor_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 	for (int y = y0; y < y1; y++)
 		for (int x = 0; x < W; x++)
 		{
-			uint8_t		c = 0;
+			uint8_t		c = 0,
+						mask = 0;
 
 			for (int k = 0; k < 8; k++)
 			{
@@ -90,18 +92,23 @@ donor_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 
 				if (nx >= 0 && ny >= 0 && nx < W && ny < H &&
 					drains_to(r, (size_t) ny * W + nx, tg_nbr_opposite(k)))
+				{
 					c++;
+					mask |= (uint8_t) (1u << k);
+				}
 			}
 			d->indeg[(size_t) y * W + x] = c;
+			if (d->donors)
+				d->donors[(size_t) y * W + x] = mask;
 		}
 	return TG_OK;
 }
 
-/* Number of donors of each cell. */
+/* Number of donors of each cell, and (donors not NULL) which they are. */
 static tg_status
-count_donors(const tg_ctx *ctx, const tg_route *r, uint8_t *indeg, tg_error *err)
+count_donors(const tg_ctx *ctx, const tg_route *r, uint8_t *indeg, uint8_t *donors, tg_error *err)
 {
-	donors_job	d = {r, indeg};
+	donors_job	d = {r, indeg, donors};
 
 	return tg_parallel_rows(ctx, r->width, r->height, donor_rows, &d, err);
 }
@@ -127,8 +134,55 @@ typedef struct indegree_job
 	const double *weight;
 	double	   *acc;
 	uint8_t    *indeg;
+	uint8_t    *donors;			/* D8: each cell's donors, counted once (NULL otherwise) */
 	int			rows;			/* per task */
 } indegree_job;
+
+/*
+ * Cell c's value, and its receivers counted down: those it frees pushed on
+ * the stack.  D8 reads the donors counted before and its one receiver; the
+ * other routings look at every neighbour.
+ */
+static inline void
+finish_cell(const indegree_job *j, const tg_route_view *v, uint32_t c, uint32_t *stack, size_t *top)
+{
+	const tg_route *r = j->r;
+	const int	W = r->width,
+				H = r->height;
+	const int	cx = (int) (c % W),
+				cy = (int) (c / W);
+
+	if (j->donors)
+	{
+		const int	k = r->d8[c];
+
+		j->acc[c] = tg_route_pull_own(v, j->weight ? j->weight[c] : 1.0, j->acc, c, j->donors[c], NULL);
+		if (k != TG_NO_DIRECTION)
+		{
+			const int	nx = cx + tg_nbr_dx(k),
+						ny = cy + tg_nbr_dy(k);
+			const size_t ni = (size_t) ny * W + nx;
+
+			if (nx >= 0 && ny >= 0 && nx < W && ny < H &&
+				__atomic_sub_fetch(&j->indeg[ni], 1, __ATOMIC_ACQ_REL) == 0)
+				stack[(*top)++] = (uint32_t) ni;
+		}
+		return;
+	}
+	j->acc[c] = pull(r, j->p, j->weight, j->acc, c);
+	for (int k = 0; k < 8; k++)
+	{
+		int			nx = cx + tg_nbr_dx(k),
+					ny = cy + tg_nbr_dy(k);
+		size_t		ni;
+
+		if (nx < 0 || ny < 0 || nx >= W || ny >= H || !drains_to(r, c, k))
+			continue;
+		ni = (size_t) ny * W + nx;
+		if (__atomic_sub_fetch(&j->indeg[ni], 1, __ATOMIC_ACQ_REL) == 0)
+			stack[(*top)++] = (uint32_t) ni;
+	}
+}
 
 static tg_status
 indegree_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
@@ -139,6 +193,7 @@ indegree_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 				H = r->height;
 	const size_t first = (size_t) task * j->rows * W;
 	const size_t end = (size_t) ((task + 1) * j->rows < H ? (task + 1) * j->rows : H) * W;
+	const tg_route_view v = tg_cpu_route_view(r, j->p->threshold);
 	size_t		cap = 1024,
 				done = 0;
 	uint32_t   *stack = tg_alloc(ctx, cap * sizeof(uint32_t));
@@ -158,39 +213,23 @@ indegree_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 		while (top > 0)
 		{
 			const uint32_t c = stack[--top];
-			const int	cx = (int) (c % W),
-						cy = (int) (c / W);
 
-			j->acc[c] = pull(r, j->p, j->weight, j->acc, c);
-			for (int k = 0; k < 8; k++)
+			/* room for every receiver a cell may free */
+			if (cap - top < 8)
 			{
-				int			nx = cx + tg_nbr_dx(k),
-							ny = cy + tg_nbr_dy(k);
-				size_t		ni;
+				uint32_t   *bigger = tg_alloc(ctx, 2 * cap * sizeof(uint32_t));
 
-				if (nx < 0 || ny < 0 || nx >= W || ny >= H || !drains_to(r, c, k))
-					continue;
-				ni = (size_t) ny * W + nx;
-				if (__atomic_sub_fetch(&j->indeg[ni], 1, __ATOMIC_ACQ_REL) != 0)
-					continue;
-				if (top == cap)
+				if (bigger == NULL)
 				{
-					uint32_t   *bigger = tg_alloc(ctx, 2 * cap * sizeof(uint32_t));
-
-					if (bigger == NULL)
-					{
-						st = tg_error_set(err, TG_ENOMEM, "could not grow an accumulation stack");
-						break;
-					}
-					memcpy(bigger, stack, cap * sizeof(uint32_t));
-					tg_free(ctx, stack);
-					stack = bigger;
-					cap *= 2;
+					st = tg_error_set(err, TG_ENOMEM, "could not grow an accumulation stack");
+					break;
 				}
-				stack[top++] = (uint32_t) ni;
+				memcpy(bigger, stack, top * sizeof(uint32_t));
+				tg_free(ctx, stack);
+				stack = bigger;
+				cap *= 2;
 			}
-			if (st != TG_OK)
-				break;
+			finish_cell(j, &v, c, stack, &top);
 			if (++done % CANCEL_EVERY == 0 && tg_canceled(ctx))
 			{
 				st = tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
@@ -221,19 +260,26 @@ accumulate_indegree(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *
 	const int	W = r->width,
 				H = r->height;
 	const size_t n = (size_t) W * H;
-	indegree_job j = {r, p, weight, acc, tg_alloc(ctx, n ? n : 1), 1};
+	indegree_job j = {r, p, weight, acc, tg_alloc(ctx, n ? n : 1), NULL, 1};
 	tg_status	st;
 
-	if (j.indeg == NULL)
+	if (r->routing == TG_ROUTE_D8)
+		j.donors = tg_alloc(ctx, n ? n : 1);
+	if (j.indeg == NULL || (r->routing == TG_ROUTE_D8 && j.donors == NULL))
+	{
+		tg_free(ctx, j.indeg);
+		tg_free(ctx, j.donors);
 		return tg_error_set(err, TG_ENOMEM, "could not allocate accumulation buffers (%zu cells)", n);
+	}
 	if (W > 0 && W < TG_TASK_CELLS)
 		j.rows = TG_TASK_CELLS / W;
-	st = count_donors(ctx, r, j.indeg, err);
+	st = count_donors(ctx, r, j.indeg, j.donors, err);
 	if (st == TG_OK)
 		st = tg_parallel_rows(ctx, W, H, mark_source_rows, &j, err);
 	if (st == TG_OK)
 		st = tg_parallel(ctx, (H + j.rows - 1) / j.rows, indegree_task, &j, err);
 	tg_free(ctx, j.indeg);
+	tg_free(ctx, j.donors);
 	return st;
 }
 
@@ -319,7 +365,7 @@ tg_cpu_route_levels(const tg_ctx *ctx, const tg_route *r, uint32_t *order, size_
 	*levels = 0;
 	if (j.indeg == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate donor counts (%zu cells)", n);
-	st = count_donors(ctx, r, j.indeg, err);
+	st = count_donors(ctx, r, j.indeg, NULL, err);
 	if (st == TG_OK)
 		st = tg_parallel_rows(ctx, r->width, r->height, source_rows, &j, err);
 	level_start[0] = 0;
