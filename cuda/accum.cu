@@ -1164,16 +1164,25 @@ tgk_spread_row_weights(const double *__restrict__ row_weight, int width, size_t 
 		weight[i] = row_weight[i / (size_t) width];
 }
 
+/* Each cell of row y divided by divisor[y] (IEEE division: the host's tg_to_sca bit for bit). */
+__global__ void
+tgk_divide_rows(const double *__restrict__ divisor, int width, size_t n, double *__restrict__ acc)
+{
+	TG_GRID_STRIDE(i, n)
+		acc[i] = acc[i] / divisor[i / (size_t) width];
+}
+
 template <typename V>
 tg_status
 accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
-				  const double *row_weight, const tg_flow_params *p, tg_accum_method method,
-				  const tg_flow_products *products, tg_error *err)
+				  const double *row_weight, const double *row_divisor, const tg_flow_params *p,
+				  tg_accum_method method, const tg_flow_products *products, tg_error *err)
 {
 	const size_t n = (size_t) dem->width * dem->height;
 	device_route<V> route;
 	dbuf<double> d_weight,
 				d_row_weight,
+				d_row_divisor,
 				d_acc;
 	dbuf<uint8_t> d_surface;
 	dbuf<uint16_t> d_mask;
@@ -1218,15 +1227,28 @@ accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
 		tgk_spread_row_weights<<<grid_for(n), 256>>>(d_row_weight.p, dem->width, n, d_weight.p);
 		TG_CUDA_CHECK(cudaGetLastError(), "spreading row weights");
 	}
+	if (row_divisor)
+	{
+		TG_CUDA_CHECK(d_row_divisor.alloc(dem->height), "allocating contour widths");
+		TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, d_row_divisor.p, row_divisor,
+											 (size_t) dem->height * sizeof(double)),
+					  "copying contour widths to the GPU");
+	}
 	TG_CUDA_CHECK(cudaEventRecord(up.stop), "recording an event");
 
 	TG_CUDA_CHECK(cudaEventRecord(compute.start), "recording an event");
 	st = accumulate<V>(ctx, route, p, d_weight.p, method, d_acc.p, &rounds, &used, err);
 	if (st != TG_OK)
 		return st;
+	/* the receivers first: fdd8's read the accumulation in cells */
 	st = export_products<V>(route, p, d_acc.p, products, d_surface, d_mask, err);
 	if (st != TG_OK)
 		return st;
+	if (row_divisor)
+	{
+		tgk_divide_rows<<<grid_for(n), 256>>>(d_row_divisor.p, dem->width, n, d_acc.p);
+		TG_CUDA_CHECK(cudaGetLastError(), "dividing by contour widths");
+	}
 	TG_CUDA_CHECK(cudaEventRecord(compute.stop), "recording an event");
 	st = fetch_products(ctx, dem, products, d_acc.p, d_surface, d_mask, &down_ms, err);
 	if (st != TG_OK)
@@ -1342,13 +1364,15 @@ direction_impl(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, u
 
 extern "C" tg_status
 tg_cuda_flow_accumulation(const tg_ctx *ctx, const tg_band *dem, const double *weight,
-						  const double *row_weight, const tg_flow_params *params,
+						  const double *row_weight, const double *row_divisor, const tg_flow_params *params,
 						  tg_accum_method method, const tg_flow_products *out, tg_error *err)
 {
 	return tg_cuda_catch_all(err, [&] {
 		if (pixtype_fits_float(dem->pixtype))
-			return accumulation_impl<float>(ctx, dem, weight, row_weight, params, method, out, err);
-		return accumulation_impl<double>(ctx, dem, weight, row_weight, params, method, out, err);
+			return accumulation_impl<float>(ctx, dem, weight, row_weight, row_divisor, params, method, out,
+											err);
+		return accumulation_impl<double>(ctx, dem, weight, row_weight, row_divisor, params, method, out,
+										 err);
 	});
 }
 

@@ -59,13 +59,14 @@ tg_cuda_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params
 
 tg_status
 tg_cuda_flow_accumulation(const tg_ctx *ctx, const tg_band *dem, const double *weight,
-						  const double *row_weight, const tg_flow_params *params,
+						  const double *row_weight, const double *row_divisor, const tg_flow_params *params,
 						  tg_accum_method method, const tg_flow_products *out, tg_error *err)
 {
 	(void) ctx;
 	(void) dem;
 	(void) weight;
 	(void) row_weight;
+	(void) row_divisor;
 	(void) params;
 	(void) method;
 	(void) out;

@@ -87,6 +87,31 @@ tg_cell_weights(const tg_ctx *ctx, const tg_band *weight, const tg_grid_geometry
 	return st;
 }
 
+/* The contour width of row y (sqrt(dx dy)): what an accumulated area is divided by to be specific. */
+static double
+contour_width(const tg_grid_geometry *g, int y)
+{
+	double		dx,
+				dy;
+
+	tg_row_spacing(g, y, &dx, &dy);
+	return sqrt(dx * dy);
+}
+
+tg_status
+tg_row_contour_widths(const tg_ctx *ctx, const tg_grid_geometry *g, double **out, tg_error *err)
+{
+	double	   *w = tg_alloc(ctx, (g->height > 0 ? g->height : 1) * sizeof(double));
+
+	*out = NULL;
+	if (w == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate contour widths");
+	for (int y = 0; y < g->height; y++)
+		w[y] = contour_width(g, y);
+	*out = w;
+	return TG_OK;
+}
+
 typedef struct sca_job
 {
 	const tg_grid_geometry *g;
@@ -100,12 +125,8 @@ sca_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 
 	for (int y = y0; y < y1; y++)
 	{
-		double		dx,
-					dy,
-					width;
+		const double width = contour_width(j->g, y);
 
-		tg_row_spacing(j->g, y, &dx, &dy);
-		width = sqrt(dx * dy);
 		for (int x = 0; x < j->g->width; x++)
 			j->acc[(size_t) y * j->g->width + x] /= width;
 	}

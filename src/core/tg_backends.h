@@ -79,10 +79,12 @@ tg_status	tg_cuda_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_para
  * weight: per-cell weights already multiplied by cell areas (n doubles); or
  * NULL, and row_weight one weight per row (without a weight raster every cell
  * of a row weighs the same: the device spreads them, sparing the upload).
+ * row_divisor (or NULL): the accumulation of row y divided by row_divisor[y]
+ * once the receivers are exported (specific catchment area, as tg_to_sca).
  */
 tg_status	tg_cuda_flow_accumulation(const tg_ctx *ctx, const tg_band *dem,
 									  const double *weight, const double *row_weight,
-									  const tg_flow_params *params,
+									  const double *row_divisor, const tg_flow_params *params,
 									  tg_accum_method method, const tg_flow_products *out,
 									  tg_error *err);
 
@@ -331,6 +333,9 @@ tg_status	tg_cell_weights(const tg_ctx *ctx, const tg_band *weight, const tg_gri
 tg_status	tg_row_weights(const tg_ctx *ctx, const tg_grid_geometry *g, tg_accum_units units,
 						   double **out, tg_error *err);
 tg_status	tg_to_sca(const tg_ctx *ctx, const tg_grid_geometry *g, double *acc, tg_error *err);
+/* What tg_to_sca divides each row by (height doubles), for the device to divide the same way. */
+tg_status	tg_row_contour_widths(const tg_ctx *ctx, const tg_grid_geometry *g, double **out,
+								  tg_error *err);
 /*
  * The receiver masks of cells [i0, i1) of a routing as tg_hydrology exports
  * them (bit k: neighbour k gets a share; TG_NODATA_RECEIVERS where the

@@ -350,64 +350,34 @@ accum_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
 
 size_t		tg_stream_band_bytes = 0;
 
-/* A sink's bands in specific catchment area: the accumulation converted before they go on. */
-typedef struct sca_sink
-{
-	tg_rows_sink *to;
-	const tg_grid_geometry *geom;
-} sca_sink;
-
-static tg_status
-sca_band(const tg_ctx *ctx, void *arg, int row0, int nrows, void *const planes[TG_SINK_PLANES], tg_error *err)
-{
-	const sca_sink *s = arg;
-	tg_grid_geometry g = *s->geom;
-	tg_status	st;
-
-	g.row0 += row0;
-	g.height = nrows;
-	st = tg_to_sca(ctx, &g, planes[2], err);
-	s->to->used = true;
-	return st == TG_OK ? s->to->rows(ctx, s->to->arg, row0, nrows, planes, err) : st;
-}
-
 static tg_status
 accum_gpu(const tg_ctx *ctx, const void *a, tg_error *err)
 {
 	const accum_args *f = a;
-	tg_flow_products out = *f->out;
-	sca_sink	to_sca = {f->out->sink, &f->params->geom};
-	tg_rows_sink sca;
 	double	   *w = NULL,
-			   *row_w = NULL;
+			   *row_w = NULL,
+			   *widths = NULL;
 	tg_status	st;
-
-	if (out.sink && f->units == TG_UNITS_SCA)
-	{
-		sca = *out.sink;
-		sca.rows = sca_band;
-		sca.arg = &to_sca;
-		out.sink = &sca;
-	}
 
 	/* without a weight raster the weights are one per row: the device spreads them */
 	if (f->weight)
 		st = tg_cell_weights(ctx, f->weight, &f->params->geom, f->units, &w, err);
 	else
 		st = tg_row_weights(ctx, &f->params->geom, f->units, &row_w, err);
-	if (st != TG_OK)
-		return st;
-	st = tg_cuda_flow_accumulation(ctx, f->dem, w, row_w, f->params,
-								   resolve_method(TG_BACKEND_GPU, f->method, f->params->routing,
-												  w ? w : row_w,
-												  w ? (size_t) f->dem->width * f->dem->height
-												  : (size_t) f->dem->height,
-												  (size_t) f->dem->width * f->dem->height),
-								   &out, err);
+	/* specific catchment area: divided on the device, before the products come back */
+	if (st == TG_OK && f->units == TG_UNITS_SCA)
+		st = tg_row_contour_widths(ctx, &f->params->geom, &widths, err);
+	if (st == TG_OK)
+		st = tg_cuda_flow_accumulation(ctx, f->dem, w, row_w, widths, f->params,
+									   resolve_method(TG_BACKEND_GPU, f->method, f->params->routing,
+													  w ? w : row_w,
+													  w ? (size_t) f->dem->width * f->dem->height
+													  : (size_t) f->dem->height,
+													  (size_t) f->dem->width * f->dem->height),
+									   f->out, err);
 	tg_free(ctx, w);
 	tg_free(ctx, row_w);
-	if (st == TG_OK && f->units == TG_UNITS_SCA && !(out.sink && out.sink->used))
-		st = tg_to_sca(ctx, &f->params->geom, f->out->acc, err);
+	tg_free(ctx, widths);
 	return st;
 }
 
