@@ -134,8 +134,10 @@ def main():
             moved = sum(int(p[3]) for p in parts)
             # what crosses grows with the width, not the rows: on this small DEM
             # (a few hundred rows) a fraction, on the 13 M-cell one under 2 %;
-            # a splitting routing hands its edge rows over once per round, as
-            # often as water crosses a boundary back and forth (tens of times here)
+            # a splitting routing also hands over the routing of the rows its
+            # neighbours compute too (a few rows each way: on parts of two rows
+            # of 64-pixel tiles, most of the DEM's bytes) and then a row each way
+            # per round, as often as water leaves those rows and comes back
             bound = dem_bytes if "routing" in opts else dem_bytes / 3
             check(0 < moved < bound, "%s %s: %d bytes crossed between servers, %.1f %% of the DEM's %d"
                   % (op, opts, moved, 100.0 * moved / dem_bytes, dem_bytes))

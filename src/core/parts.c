@@ -25,16 +25,20 @@
  *                 downstream of where it enters pulled again (the values of
  *                 the part accumulated again with it).
  *   multiple-flow as D8 up to the heights; flow: each part routed with the
- *   accumulation  masks and accumulated with a row of its neighbours' around
- *                 it, whose cells hold what those neighbours last handed
- *                 over (their accumulation, and once their shares towards
- *                 the part); rounds until no boundary value changes.  Water
- *                 may cross a boundary several times, so a split cannot be
- *                 solved at once as D8's exits are; a cell is pulled from its
- *                 donors in neighbour order as the single grid does (after
- *                 the first round only where a donor changed), so the
- *                 settled values are the single grid's bit for bit (a path
- *                 that crosses k times settles in k rounds).
+ *   accumulation  masks, its rows next to each neighbour's (the halo,
+ *                 tg_part_flow_halo of them, and one more) handed over once
+ *                 as routing; then each part accumulates its rows with the
+ *                 halos around them, and around those the row after, whose
+ *                 cells hold what that neighbour last handed over of its
+ *                 accumulation there; rounds until no such value changes.
+ *                 Water may cross a boundary several times, so a split
+ *                 cannot be solved at once as D8's exits are; a cell is
+ *                 pulled from its donors in neighbour order as the single
+ *                 grid does (after the first sums only where a donor
+ *                 changed), so the settled values are the single grid's bit
+ *                 for bit.  A round settles water that leaves a part's
+ *                 halo and comes back; water that zigzags across a boundary
+ *                 within the halos costs no rounds.
  *   tg_hydrology  as the accumulation of its routing; the finish also writes
  *                 the part's routing surface and receivers (of the routing
  *                 the part kept).
@@ -64,6 +68,8 @@
 #define REPLY 0x80				/* a reply's type: its phase | REPLY */
 #define MAX_ROUNDS 100000		/* of the flats or the flow */
 #define CANCEL_EVERY 65536		/* cells between looks at a cancel in a serial pass */
+
+int			tg_part_flow_halo = 4;
 
 /* ------------------------------------------------------------------------
  * Byte strings
@@ -533,20 +539,21 @@ typedef struct part_state
 	uint8_t    *d8;				/* after the link: the part's directions (H * W) */
 	double	   *acc;			/* and its accumulation alone; the finish adds the inflows */
 	/*
-	 * Multiple-flow accumulation: the part's routing with a row of each
-	 * neighbour's around it ((H + 2) * W cells; its z is z's rows from the
-	 * second), the neighbours' cells draining only into the part's and
-	 * weighing what the neighbour last handed over of its accumulation.
+	 * Multiple-flow accumulation: the part's routing with flow_halo rows of
+	 * each neighbour's around it, which it computes too (their routing as
+	 * the neighbour handed it over), and around those one row taken in,
+	 * whose cells weigh what the neighbour last handed over of their
+	 * accumulation.  (H + 2 (flow_halo + 1)) * W cells, the part's own from
+	 * row flow_halo + 1; flow_z is the own rows' z (NaN: nodata), 0 around.
 	 */
+	int			flow_halo;
+	double	   *flow_z;
 	uint8_t    *flow_d8;
 	float	   *flow_frac;		/* 8 planes */
 	double	   *flow_w;
 	double	   *flow_acc;
 	uint32_t   *flow_level;		/* each cell's level in the routing: the order of the later rounds */
-	double	   *sent_acc;		/* our first and last rows' accumulation as last handed over: 2 * W */
-	/* tg_hydrology: the first and last own rows' routing before its shares towards the neighbours were cut */
-	uint8_t    *edge_d8;		/* 2 * W */
-	float	   *edge_frac;		/* 8 planes of 2 * W */
+	double	   *sent_acc;		/* the rows the neighbours take in as last handed over: 2 * W */
 } part_state;
 
 static void *
@@ -561,8 +568,7 @@ state_free(const tg_part *part, part_state *s)
 	void	   *bufs[] = {s->z, s->cell, s->seed, s->at, s->comp, s->comp_least, s->least, s->flat_id,
 		s->dist[0], s->dist[1], s->dist_queued[0], s->dist_queued[1], s->edge, s->mask,
 		s->nb_towards, s->nb_away, s->nb_label, s->nb_mask, s->sent, s->d8, s->acc,
-		s->flow_d8, s->flow_frac, s->flow_w, s->flow_acc, s->flow_level, s->sent_acc,
-		s->edge_d8, s->edge_frac};
+		s->flow_z, s->flow_d8, s->flow_frac, s->flow_w, s->flow_acc, s->flow_level, s->sent_acc};
 
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		if (bufs[i])
@@ -1623,88 +1629,279 @@ get_section(reader *r)
 	return sec;
 }
 
-/* The three neighbours of a cell in the row dy (-1: above, 1: below), in neighbour order. */
-static void
-towards_row(int dy, int k3[3])
+/* The computed rows' first (the part's own first row) and their count (rows around included). */
+static inline size_t
+flow_own0(const part_state *s)
 {
-	int			m = 0;
-
-	for (int k = 0; k < 8; k++)
-		if (tg_nbr_dy(k) == dy)
-			k3[m++] = k;
+	return (size_t) s->flow_halo + 1;
 }
 
-/* Row y of the part's flow routing into the row y + dy: W codes (TG_NO_DIRECTION unless there), 3 W shares. */
-static void
-put_edge_routing(writer *w, const part_state *s, size_t y, int dy)
+static inline size_t
+flow_rows(const part_state *s)
 {
-	const size_t W = (size_t) s->W,
-				n = W * (s->H + 2);
-	int			k3[3];
+	return (size_t) s->H + 2 * flow_own0(s);
+}
 
-	towards_row(dy, k3);
-	for (size_t x = 0; x < W; x++)
+/* The row of the flow's rows that the neighbour on `side` (0: above, 1: below) takes as its row around. */
+static inline size_t
+handed_row(const part_state *s, int side)
+{
+	return side == 0 ? flow_own0(s) + s->flow_halo : flow_own0(s) + s->H - 1 - s->flow_halo;
+}
+
+/*
+ * The nonzero shares of a row (8 planes n apart, W cells) in raster order,
+ * byte plane by byte plane from the most significant: shares lie in (0, 1],
+ * so their sign and exponent bytes compress to runs.
+ */
+static void
+put_share_planes(writer *w, const float *row, size_t n, size_t W)
+{
+	uint32_t   *bits = w->failed ? NULL : tg_alloc(w->ctx, 8 * W * sizeof(uint32_t) + 1);
+	size_t		m = 0;
+
+	if (bits == NULL)
 	{
-		const uint8_t d = s->flow_d8[y * W + x];
-
-		put_u8(w, d != TG_NO_DIRECTION && tg_nbr_dy(d) == dy ? d : TG_NO_DIRECTION);
+		w->failed = true;
+		return;
 	}
 	for (size_t x = 0; x < W; x++)
-		for (int j = 0; j < 3; j++)
-			put(w, &s->flow_frac[(size_t) k3[j] * n + y * W + x], sizeof(float));
+		for (int k = 0; k < 8; k++)
+			if (row[(size_t) k * n + x] != 0)
+				memcpy(&bits[m++], &row[(size_t) k * n + x], sizeof(uint32_t));
+	for (int b = 3; b >= 0; b--)
+		for (size_t j = 0; j < m; j++)
+			put_u8(w, (uint8_t) (bits[j] >> (8 * b)));
+	tg_free(w->ctx, bits);
 }
 
-/* Row y's routing into the row y + dy: none (the water there is the neighbour's to count). */
+/* m shares of put_share_planes into out. */
 static void
-cut_edge_routing(part_state *s, size_t y, int dy)
+get_share_planes(reader *r, uint32_t *out, size_t m)
+{
+	if (r->bad || m > r->left / 4)
+	{
+		r->bad = true;
+		return;
+	}
+	for (size_t j = 0; j < m; j++)
+		out[j] = 0;
+	for (int b = 3; b >= 0; b--)
+		for (size_t j = 0; j < m; j++)
+			out[j] |= (uint32_t) r->p[(size_t) (3 - b) * m + j] << (8 * b);
+	r->p += 4 * m;
+	r->left -= 4 * m;
+}
+
+/* The flow's rows as a routing (its z tells cells from nodata). */
+static tg_route
+flow_route(const tg_op *op, const part_state *s)
+{
+	return (tg_route) {s->W, (int) flow_rows(s), op->flow.routing, s->flow_z, s->flow_d8, s->flow_frac};
+}
+
+/* Row j of the rows the neighbour on `side` (0: above, 1: below) computes too, nearest the boundary first. */
+static inline size_t
+halo_row(const part_state *s, int side, int j)
+{
+	return side == 0 ? flow_own0(s) + j : flow_own0(s) + s->H - 1 - j;
+}
+
+/*
+ * Of the part's rows that the neighbour on `side` computes too (rows j = 0
+ * .. flow_halo, halo_row), mark in reach the cells whose water reaches the
+ * neighbour's rows without leaving them: the halo's, and of the row the
+ * neighbour takes in those that drain into such cells.  The routing of the
+ * others changes nothing of the neighbour's own values.
+ */
+static bool
+halo_reach(const tg_ctx *ctx, const tg_op *op, const part_state *s, int side, uint8_t *reach)
 {
 	const size_t W = (size_t) s->W,
-				n = W * (s->H + 2);
-	int			k3[3];
+				cells = W * (s->flow_halo + 1);
+	const int	toward = side == 0 ? -1 : 1;
+	const tg_route route = flow_route(op, s);
+	const tg_route_view v = tg_cpu_route_view(&route, op->flow.threshold);
+	uint32_t   *queue = tg_alloc(ctx, cells * sizeof(uint32_t));
+	size_t		head = 0,
+				tail = 0;
 
-	towards_row(dy, k3);
+	if (queue == NULL)
+		return false;
+	memset(reach, 0, cells);
 	for (size_t x = 0; x < W; x++)
-	{
-		uint8_t    *d = &s->flow_d8[y * W + x];
+		for (int k = 0; k < 8; k++)
+		{
+			const long	nx = (long) x + tg_nbr_dx(k);
 
-		if (*d != TG_NO_DIRECTION && tg_nbr_dy(*d) == dy)
-			*d = TG_NO_DIRECTION;
-		for (int j = 0; j < 3; j++)
-			s->flow_frac[(size_t) k3[j] * n + y * W + x] = 0;
+			if (tg_nbr_dy(k) == toward && nx >= 0 && nx < (long) W &&
+				tg_route_drains_to(&v, halo_row(s, side, 0) * W + x, k) && !reach[x])
+			{
+				reach[x] = 1;
+				queue[tail++] = (uint32_t) x;
+			}
+		}
+	while (head < tail)
+	{
+		const uint32_t q = queue[head++];
+		const int	j = (int) (q / W);
+		const size_t x = q % W,
+					i = halo_row(s, side, j) * W + x;
+		const unsigned donors = j < s->flow_halo ? tg_route_donors(&v, i) : 0;
+
+		for (int k = 0; k < 8; k++)
+			if ((donors >> k) & 1u)
+			{
+				const int	dj = j - toward * tg_nbr_dy(k);
+				const size_t at = (size_t) dj * W + x + tg_nbr_dx(k);
+
+				if (dj >= 0 && dj <= s->flow_halo && !reach[at])
+				{
+					reach[at] = 1;
+					queue[tail++] = (uint32_t) at;
+				}
+			}
 	}
+	tg_free(ctx, queue);
+	return true;
 }
 
-/* A neighbour's routing (put_edge_routing) into the part's row y + dy, for the row y around it. */
+/*
+ * The routing of the part's rows that the neighbour on `side` computes too
+ * (halo_reach): per row j the cells reached as a bitmap, then their codes,
+ * bytes of the neighbours that get a share, and those shares
+ * (put_share_planes).
+ */
+static void
+put_halo_routing(writer *w, const tg_op *op, const part_state *s, int side)
+{
+	const size_t W = (size_t) s->W,
+				n = W * flow_rows(s);
+	uint8_t    *reach = w->failed ? NULL : tg_alloc(w->ctx, W * (s->flow_halo + 1));
+	float	   *row = w->failed ? NULL : tg_alloc(w->ctx, 8 * W * sizeof(float));
+
+	if (reach == NULL || row == NULL || !halo_reach(w->ctx, op, s, side, reach))
+	{
+		tg_free(w->ctx, reach);
+		tg_free(w->ctx, row);
+		w->failed = true;
+		return;
+	}
+	for (int j = 0; j <= s->flow_halo; j++)
+	{
+		const size_t y = halo_row(s, side, j);
+		const uint8_t *in = reach + (size_t) j * W;
+		size_t		m = 0;
+
+		for (size_t x = 0; x < W; x += 8)
+		{
+			uint8_t		b = 0;
+
+			for (size_t e = 0; e < 8 && x + e < W; e++)
+				b |= (uint8_t) (in[x + e] << e);
+			put_u8(w, b);
+		}
+		for (size_t x = 0; x < W; x++)
+			if (in[x])
+				put_u8(w, s->flow_d8[y * W + x]);
+		for (size_t x = 0; x < W; x++)
+			if (in[x])
+			{
+				uint8_t		bits = 0;
+
+				for (int k = 0; k < 8; k++)
+				{
+					const float f = s->flow_frac[(size_t) k * n + y * W + x];
+
+					row[(size_t) k * W + m] = f;
+					bits |= (uint8_t) ((f != 0) << k);
+				}
+				m++;
+				put_u8(w, bits);
+			}
+		put_share_planes(w, row, W, m);
+	}
+	tg_free(w->ctx, reach);
+	tg_free(w->ctx, row);
+}
+
+/*
+ * A neighbour's routing (put_halo_routing) into the rows around the part on
+ * `side`; cells not reached route nothing.  (The row taken in is never
+ * pulled, only set: what its routing says beyond the computed rows, or the
+ * halo's into it, changes nothing; nor does a cell of nodata there, which
+ * sends and receives no water.)
+ */
 static tg_status
-get_edge_routing(reader *sec, part_state *s, size_t y, int dy, tg_error *err)
+get_halo_routing(const tg_ctx *ctx, reader *sec, part_state *s, int side, tg_error *err)
 {
 	const size_t W = (size_t) s->W,
-				n = W * (s->H + 2);
-	int			k3[3];
+				n = W * flow_rows(s),
+				nb = (W + 7) / 8;
+	uint8_t    *bitmap = NULL;
+	uint32_t   *shares = NULL;
 
 	if (sec->left == 0)
 		return TG_OK;
-	if (sec->left != W * (1 + 3 * sizeof(float)))
-		return tg_error_set(err, TG_EDATA, "a flow message's routing row is %zu bytes, not %zu", sec->left,
-							W * (1 + 3 * sizeof(float)));
-	towards_row(dy, k3);
-	for (size_t x = 0; x < W; x++)
+	bitmap = tg_alloc(ctx, nb);
+	shares = tg_alloc(ctx, 8 * W * sizeof(uint32_t));
+	if (bitmap == NULL || shares == NULL)
 	{
-		const uint8_t d = get_u8(sec);
-
-		s->flow_d8[y * W + x] = d == k3[0] || d == k3[1] || d == k3[2] ? d : TG_NO_DIRECTION;
+		tg_free(ctx, bitmap);
+		tg_free(ctx, shares);
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a routing row");
 	}
-	for (size_t x = 0; x < W; x++)
-		for (int j = 0; j < 3; j++)
-		{
-			float		f;
+	for (int j = 0; j <= s->flow_halo && !sec->bad; j++)
+	{
+		const size_t y = side == 0 ? flow_own0(s) - 1 - j : flow_own0(s) + s->H + j;
+		size_t		count = 0,
+					m = 0;
+		const uint8_t *codes,
+				   *bits;
 
-			get(sec, &f, sizeof f);
-			if (!(f >= 0 && f <= 1))
-				return tg_error_set(err, TG_EDATA, "a flow message holds a share of %g", (double) f);
-			s->flow_frac[(size_t) k3[j] * n + y * W + x] = f;
+		get(sec, bitmap, nb);
+		for (size_t b = 0; b < nb; b++)
+			count += (size_t) __builtin_popcount(bitmap[b]);
+		if (sec->bad || count > W || 2 * count > sec->left)
+		{
+			sec->bad = true;
+			break;
 		}
-	return TG_OK;
+		codes = sec->p;
+		bits = sec->p + count;
+		sec->p += 2 * count;
+		sec->left -= 2 * count;
+		for (size_t c = 0; c < count; c++)
+			m += (size_t) __builtin_popcount(bits[c]);
+		get_share_planes(sec, shares, m);
+		m = 0;
+		for (size_t x = 0, c = 0; x < W && !sec->bad; x++)
+		{
+			const bool	reached = (bitmap[x / 8] >> (x % 8)) & 1u;
+			const uint8_t d = reached ? codes[c] : TG_NO_DIRECTION;
+
+			if (d != TG_NO_DIRECTION && d > 7)
+				sec->bad = true;
+			s->flow_d8[y * W + x] = d;
+			for (int k = 0; k < 8; k++)
+			{
+				float		f = 0;
+
+				if (reached && ((bits[c] >> k) & 1u))
+				{
+					memcpy(&f, &shares[m++], sizeof f);
+					if (!(f > 0 && f <= 1))
+						sec->bad = true;
+				}
+				s->flow_frac[(size_t) k * n + y * W + x] = f;
+			}
+			c += reached;
+		}
+	}
+	tg_free(ctx, bitmap);
+	tg_free(ctx, shares);
+	return sec->bad || sec->left != 0 ? tg_error_set(err, TG_EDATA, "a flow message's routing rows are malformed")
+		: TG_OK;
 }
 
 /*
@@ -1749,7 +1946,7 @@ put_acc_changes(writer *w, const part_state *s, size_t y, double *sent, bool all
 
 /*
  * A neighbour's accumulation changes (put_acc_changes) into the weights of
- * the row y around the part; the cells changed appended to seed[*nseed].
+ * the row y it hands over; the cells changed appended to seed[*nseed].
  */
 static tg_status
 get_acc_changes(const tg_ctx *ctx, reader *sec, part_state *s, size_t y, uint32_t *seed, size_t *nseed,
@@ -1792,117 +1989,97 @@ get_acc_changes(const tg_ctx *ctx, reader *sec, part_state *s, size_t y, uint32_
 	return sec->bad || sec->left != 0 ? tg_error_set(err, TG_EDATA, "a flow message's changes are malformed") : TG_OK;
 }
 
-/* The first and last own rows of the flow routing kept (save) or put back. */
-static void
-edge_routing(part_state *s, bool save)
-{
-	const size_t W = (size_t) s->W,
-				n = W * (s->H + 2);
-
-	for (size_t j = 0; j < 2; j++)
-	{
-		const size_t y = j == 0 ? 1 : (size_t) s->H;
-		uint8_t    *kept = s->edge_d8 + j * W,
-				   *own = s->flow_d8 + y * W;
-
-		memcpy(save ? kept : own, save ? own : kept, W);
-		for (int k = 0; k < 8; k++)
-		{
-			float	   *kf = s->edge_frac + ((size_t) k * 2 + j) * W,
-					   *of = s->flow_frac + (size_t) k * n + y * W;
-
-			memcpy(save ? kf : of, save ? of : kf, W * sizeof(float));
-		}
-	}
-}
-
 /*
- * The first round: every crossing flat's height, the part routed with a row
- * around it and kept, its edge rows' routing towards the neighbours handed
- * over (into w) and then cut from the part's, the weights set.
+ * Round 0: every crossing flat's height and the halo's depth; the part
+ * routed with the crossing flats' masks and kept in rows with room around
+ * it (no cells there yet), its rows that the neighbours compute too handed
+ * over (into w), the weights of all its rows set.
  */
 static tg_status
 flow_begin(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, writer *w, tg_error *err)
 {
 	part_state *s = part->state;
-	const size_t W = (size_t) s->W,
+	const int	halo = get_i32(r);
+	size_t		W = (size_t) s->W,
 				H = (size_t) s->H,
-				n = W * (H + 2);
-	double	   *own = NULL;
+				n,
+				own0;
+	double	   *weights = NULL;
+	tg_grid_geometry g = op->flow.geom;
 	tg_route	route;
-	tg_status	st = read_heights(ctx, part, r, err);
+	tg_status	st;
 
+	if (r->bad || halo < 1 || halo >= s->H)
+		return tg_error_set(err, TG_EDATA, "a flow message asks for %d halo rows of a part of %d", halo, s->H);
+	s->flow_halo = halo;
+	n = W * flow_rows(s);
+	own0 = flow_own0(s);
+	st = read_heights(ctx, part, r, err);
 	if (st == TG_OK)
-		st = route_part(ctx, op, s, 1, &route, err);
+		st = route_part(ctx, op, s, 0, &route, err);
 	if (st != TG_OK)
 		return st;
+	s->flow_z = keep_alloc(part, n * sizeof(double));
 	s->flow_d8 = keep_alloc(part, n);
 	s->flow_frac = keep_alloc(part, 8 * n * sizeof(float));
 	s->flow_w = keep_alloc(part, n * sizeof(double));
 	s->flow_acc = keep_alloc(part, n * sizeof(double));
 	s->sent_acc = keep_alloc(part, 2 * W * sizeof(double));
-	if (!s->flow_d8 || !s->flow_frac || !s->flow_w || !s->flow_acc || !s->sent_acc || route.frac == NULL)
+	if (!s->flow_z || !s->flow_d8 || !s->flow_frac || !s->flow_w || !s->flow_acc || !s->sent_acc ||
+		route.frac == NULL)
 	{
 		tg_route_free(ctx, &route);
 		return tg_error_set(err, TG_ENOMEM, "could not keep a part's routing (%zu cells)", n);
 	}
-	memcpy(s->flow_d8, route.d8, n);
-	memcpy(s->flow_frac, route.frac, 8 * n * sizeof(float));
+	/*
+	 * no routing around the part until its neighbours hand theirs over; the
+	 * cells there all count (their nodata neither sends nor receives water)
+	 */
+	memset(s->flow_z, 0, n * sizeof(double));
+	memcpy(s->flow_z + own0 * W, s->z + 2 * W, W * H * sizeof(double));
+	memset(s->flow_d8, TG_NO_DIRECTION, n);
+	memcpy(s->flow_d8 + own0 * W, route.d8, W * H);
+	for (int k = 0; k < 8; k++)
+	{
+		float	   *plane = s->flow_frac + (size_t) k * n;
+
+		memset(plane, 0, n * sizeof(float));
+		memcpy(plane + own0 * W, route.frac + (size_t) k * W * H, W * H * sizeof(float));
+	}
 	tg_route_free(ctx, &route);
-	/* the rows around route nothing until their parts hand over their own routing */
-	for (size_t y = 0; y < H + 2; y += H + 1)
-	{
-		memset(s->flow_d8 + y * W, TG_NO_DIRECTION, W);
-		for (int k = 0; k < 8; k++)
-			memset(s->flow_frac + (size_t) k * n + y * W, 0, W * sizeof(float));
-	}
+	for (int side = 0; side < 2; side++)
 	{
 		const size_t at = begin_section(w);
 
-		if (s->index > 0)
-			put_edge_routing(w, s, 1, -1);
+		if (side == 0 ? s->index > 0 : s->index + 1 < s->count)
+			put_halo_routing(w, op, s, side);
 		end_section(w, at);
 	}
-	{
-		const size_t at = begin_section(w);
-
-		if (s->index + 1 < s->count)
-			put_edge_routing(w, s, H, 1);
-		end_section(w, at);
-	}
-	/* tg_hydrology's receivers include the shares about to be cut */
-	if (op->kind == TG_OP_HYDROLOGY)
-	{
-		s->edge_d8 = keep_alloc(part, 2 * W);
-		s->edge_frac = keep_alloc(part, 16 * W * sizeof(float));
-		if (!s->edge_d8 || !s->edge_frac)
-			return tg_error_set(err, TG_ENOMEM, "could not keep a part's edge routing (%zu cells)", 2 * W);
-		edge_routing(s, true);
-	}
-	cut_edge_routing(s, 1, -1);
-	cut_edge_routing(s, H, 1);
-	st = tg_cell_weights(ctx, NULL, &op->flow.geom, op->units, &own, err);
+	/* the weights of the rows around too: the grid's rows there */
+	g.row0 -= (int) own0;
+	g.height = (int) flow_rows(s);
+	st = tg_cell_weights(ctx, NULL, &g, op->units, &weights, err);
 	if (st == TG_OK)
 	{
-		memset(s->flow_w, 0, n * sizeof(double));
-		memcpy(s->flow_w + W, own, W * H * sizeof(double));
+		/* the rows taken in weigh what the neighbours hand over: 0 before the first (the changes' base) */
+		memcpy(s->flow_w, weights, n * sizeof(double));
+		memset(s->flow_w, 0, W * sizeof(double));
+		memset(s->flow_w + n - W, 0, W * sizeof(double));
 	}
-	tg_free(ctx, own);
+	tg_free(ctx, weights);
 	return st;
 }
 
 /*
- * Each cell's level in the part's flow routing (the longest chain of donors
- * to it; the rows around have none of their own yet): kept, the order of
- * the later rounds' updates.
+ * Each cell's level in the flow's routing (the longest chain of donors to
+ * it): kept, the order of the later rounds' updates.
  */
 static tg_status
 flow_levels(const tg_ctx *ctx, const tg_op *op, tg_part *part, tg_error *err)
 {
 	part_state *s = part->state;
-	const size_t W = (size_t) s->W,
-				n = W * (s->H + 2);
-	const tg_route route = {s->W, s->H + 2, op->flow.routing, s->z + W, s->flow_d8, s->flow_frac};
+	const size_t n = (size_t) s->W * flow_rows(s);
+	const tg_route route = flow_route(op, s);
 	uint32_t   *order = tg_alloc(ctx, n * sizeof(uint32_t)),
 			   *start = tg_alloc(ctx, (n + 1) * sizeof(uint32_t));
 	size_t		count = 0;
@@ -1926,13 +2103,14 @@ flow_levels(const tg_ctx *ctx, const tg_op *op, tg_part *part, tg_error *err)
 	return st;
 }
 
-/* Queue the part's cells that `i` sends water to, each once. */
+/* Queue the computed cells (not the rows taken in) that `i` sends water to, each once. */
 static void
 queue_receivers(const part_state *s, const tg_route_view *v, size_t i, uint8_t *queued, tg_heap *pq)
 {
 	const size_t W = (size_t) s->W;
 	const int	x = (int) (i % W),
-				y = (int) (i / W);
+				y = (int) (i / W),
+				last = (int) flow_rows(s) - 2;
 
 	for (int k = 0; k < 8; k++)
 	{
@@ -1940,7 +2118,7 @@ queue_receivers(const part_state *s, const tg_route_view *v, size_t i, uint8_t *
 					ny = y + tg_nbr_dy(k);
 		size_t		ni;
 
-		if (nx < 0 || nx >= (int) W || ny < 1 || ny > s->H || !tg_route_drains_to(v, i, k))
+		if (nx < 0 || nx >= (int) W || ny < 1 || ny > last || !tg_route_drains_to(v, i, k))
 			continue;
 		ni = (size_t) ny * W + nx;
 		if (!queued[ni])
@@ -1953,18 +2131,16 @@ queue_receivers(const part_state *s, const tg_route_view *v, size_t i, uint8_t *
 
 /*
  * The accumulation pulled again where the seeds' water (cells of the rows
- * around the part whose weight changed) reaches, level by level so that a
- * cell's changed donors are pulled before it, and only past cells whose
- * value changed: every other cell's donors hold what they held, hence its
- * value.
+ * taken in whose weight changed) reaches, level by level so that a cell's
+ * changed donors are pulled before it, and only past cells whose value
+ * changed: every other cell's donors hold what they held, hence its value.
  */
 static tg_status
 flow_update(const tg_ctx *ctx, const tg_op *op, const part_state *s, const uint32_t *seed, size_t nseed,
 			tg_error *err)
 {
-	const size_t W = (size_t) s->W,
-				n = W * (s->H + 2);
-	const tg_route route = {s->W, s->H + 2, op->flow.routing, s->z + W, s->flow_d8, s->flow_frac};
+	const size_t n = (size_t) s->W * flow_rows(s);
+	const tg_route route = flow_route(op, s);
 	const tg_route_view v = tg_cpu_route_view(&route, op->flow.threshold);
 	uint8_t    *queued = tg_alloc(ctx, n);
 	tg_heap		pq = {tg_alloc(ctx, n * sizeof(tg_heap_item)), 0};
@@ -1999,7 +2175,13 @@ flow_update(const tg_ctx *ctx, const tg_op *op, const part_state *s, const uint3
 	return st;
 }
 
-/* A round of the flow: the neighbours' routing (once) and accumulation changes in, ours out. */
+/*
+ * A round of the flow.  Round 0: routed, the rows the neighbours compute
+ * too handed over; round 1: theirs in, every computed cell accumulated;
+ * later rounds: the changes of the rows taken in, the cells they reach
+ * pulled again.  From round 1 the reply holds the rows the neighbours
+ * take in, where they changed.
+ */
 static tg_status
 part_flow(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error *err)
 {
@@ -2019,51 +2201,45 @@ part_flow(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's flow changes");
 	else
 	{
-		/* the neighbour above's last row is the row before ours, the one below's first the row after */
+		/* from the neighbour above into the rows before ours, from the one below into those after */
 		for (int side = 0; side < 2 && st == TG_OK; side++)
 		{
-			const size_t y = side == 0 ? 0 : (size_t) s->H + 1;
 			reader		routing = get_section(r),
 						acc = get_section(r);
 
-			st = get_edge_routing(&routing, s, y, side == 0 ? 1 : -1, err);
+			st = get_halo_routing(ctx, &routing, s, side, err);
 			if (st == TG_OK)
-				st = get_acc_changes(ctx, &acc, s, y, seed, &nseed, err);
+				st = get_acc_changes(ctx, &acc, s, side == 0 ? 0 : flow_rows(s) - 1, seed, &nseed, err);
 		}
 		put_section(&w, NULL, 0);
 		put_section(&w, NULL, 0);
 	}
 	if (st == TG_OK)
 		st = reader_done(r, "a flow message", err);
-	if (st == TG_OK && round == 0)
+	if (st == TG_OK && round == 1)
 	{
-		const tg_route route = {s->W, s->H + 2, op->flow.routing, s->z + s->W, s->flow_d8, s->flow_frac};
+		const tg_route route = flow_route(op, s);
 
 		tg_phase(ctx, "flow of the part");
 		st = tg_cpu_accumulate(ctx, &route, &op->flow, s->flow_w, TG_ACC_INDEGREE, s->flow_acc, err);
 		if (st == TG_OK)
 			st = flow_levels(ctx, op, part, err);
 	}
-	else if (st == TG_OK)
+	else if (st == TG_OK && round > 1)
 	{
 		tg_phase(ctx, "flow of the part: update");
 		st = flow_update(ctx, op, s, seed, nseed, err);
 	}
 	tg_free(ctx, seed);
-	if (st == TG_OK)
+	for (int side = 0; side < 2 && st == TG_OK; side++)
 	{
-		const size_t W = (size_t) s->W;
-
-		if (s->index > 0)
-			put_acc_changes(&w, s, 1, s->sent_acc, round == 0);
+		if (round > 0 && (side == 0 ? s->index > 0 : s->index + 1 < s->count))
+			put_acc_changes(&w, s, handed_row(s, side), s->sent_acc + side * (size_t) s->W, round == 1);
 		else
 			put_section(&w, NULL, 0);
-		if (s->index + 1 < s->count)
-			put_acc_changes(&w, s, (size_t) s->H, s->sent_acc + W, round == 0);
-		else
-			put_section(&w, NULL, 0);
-		st = writer_done(&w, &part->reply, err);
 	}
+	if (st == TG_OK)
+		st = writer_done(&w, &part->reply, err);
 	else
 		tg_free(ctx, w.data);
 	return st;
@@ -2228,7 +2404,7 @@ finish_accumulation(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r
 	if (s != NULL && s->flow_acc != NULL)
 	{
 		/* the flow's rounds left the settled accumulation: the part's own rows */
-		*acc = s->flow_acc + s->W;
+		*acc = s->flow_acc + flow_own0(s) * s->W;
 		return TG_OK;
 	}
 	if (s == NULL || s->d8 == NULL || s->acc == NULL)
@@ -2276,8 +2452,7 @@ receiver_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
  * the ESRI codes of the neighbours that get a share, fdd8 by the cell's
  * accumulation in cells, acc), from its routing with the crossing flats'
  * masks as the part kept it: D8's codes (all a D8 routing's receivers are),
- * or the flow rounds' routing, whose own rows are that routing's once the
- * edge rows' shares towards the neighbours are put back.
+ * or the flow rounds' routing (of the own rows and the rows around them).
  */
 static tg_status
 part_receivers(const tg_ctx *ctx, const tg_op *op, part_state *s, const double *acc, uint16_t **out,
@@ -2296,13 +2471,12 @@ part_receivers(const tg_ctx *ctx, const tg_op *op, part_state *s, const double *
 		j.acc = acc;
 		j.skip = 0;
 	}
-	else if (s->flow_d8 != NULL && s->edge_d8 != NULL)
+	else if (s->flow_d8 != NULL)
 	{
-		/* the routing has a row around the part; acc is the own rows of its accumulation */
-		route = (tg_route) {s->W, s->H + 2, op->flow.routing, s->z + W, s->flow_d8, s->flow_frac};
+		/* the routing has rows around the part; acc is the own rows of its accumulation */
+		route = flow_route(op, s);
 		j.acc = s->flow_acc;
-		j.skip = W;
-		edge_routing(s, false);
+		j.skip = flow_own0(s) * W;
 	}
 	else
 		return tg_error_set(err, TG_EDATA, "a finish message reached a part that kept no routing");
@@ -3214,11 +3388,14 @@ flow_reply_section(const tg_part_bytes *b, int which)
 	return sec;
 }
 
-/* Did no part's edge rows' accumulation change in the round (the first always hands them all over)? */
+/*
+ * Did no part's handed-over rows' accumulation change in the round?  (The
+ * first hands routing over, the second every value.)
+ */
 static tg_status
 flow_settled(const coordinator *c, const tg_part_bytes *replies, bool *settled, tg_error *err)
 {
-	*settled = c->round > 0;
+	*settled = c->round > 1;
 	for (int i = 0; i < c->n; i++)
 		for (int which = ROUTING_FIRST; which <= ACC_LAST; which++)
 		{
@@ -3236,15 +3413,24 @@ flow_settled(const coordinator *c, const tg_part_bytes *replies, bool *settled, 
 }
 
 /*
- * Round 0: every crossing flat's height; every round after: the sections
- * of the neighbours' last replies that face part i.
+ * Round 0: the halo's depth (rows each part computes of each neighbour's:
+ * as many as allowed, short of a whole part) and every crossing flat's
+ * height; every round after: the sections of the neighbours' last replies
+ * that face part i.
  */
 static tg_status
 put_flow(writer *w, const coordinator *c, int i, tg_error *err)
 {
 	put_i32(w, c->round);
 	if (c->round == 0)
+	{
+		int			halo = tg_part_flow_halo;
+
+		for (int k = 0; k < c->n; k++)
+			halo = c->height[k] - 1 < halo ? c->height[k] - 1 : halo;
+		put_i32(w, halo < 1 ? 1 : halo);
 		return put_heights(w, c, err);
+	}
 	for (int side = 0; side < 2; side++)
 	{
 		const int	j = neighbour(c, i, side);

@@ -472,6 +472,11 @@ tg_status	tg_fill_part_scan(const tg_ctx *ctx, int width, int k, int count, int 
 							  tg_fill_part *out, tg_error *err);
 /* Rows of a part's sub-strips, scanned at once (at most 64 of them; the tests change it). */
 extern int	tg_part_scan_rows;
+/*
+ * Rows of each neighbour's that a part computes too in the multiple-flow
+ * rounds (fewer where a part is shorter; the tests change it).
+ */
+extern int	tg_part_flow_halo;
 void		tg_fill_part_free(const tg_ctx *ctx, tg_fill_part *p);
 /* first_rows[k], last_rows[k]: part k's first and last rows of the DEM (width each). */
 tg_status	tg_fill_part_solve(const tg_ctx *ctx, int width, int count, const tg_fill_part *parts,
