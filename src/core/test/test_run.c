@@ -715,37 +715,49 @@ parts_match(const coverage *tiles, const coverage *parts, results *r, const resu
 	return same && t0 == tiles->layout.ntiles;
 }
 
-/* The rounds of the flow (multiple-flow accumulation), -1 where the parts failed. */
-static int
-check_parts(const char *name, const tg_op *op, coverage *tiles)
+/*
+ * op over the coverage's 3 parts, given to the coordinator out of order,
+ * against `reference` (one server's tiles, freed; `against` names it):
+ * every tile equal.  The rounds of the flats and of the flow into rounds[];
+ * false where the parts failed.
+ */
+static bool
+parts_equal(const char *name, const tg_op *op, coverage *tiles, results *reference, const char *against,
+			int rounds[2])
 {
 	static const int order[NPARTS] = {2, 0, 1};
 	coverage   *parts = malloc(NPARTS * sizeof(coverage));
-	results		whole,
-				r[NPARTS];
+	results		r[NPARTS];
 	tg_error	err;
-	int			rounds[2];
 	tg_status	ran;
 
 	for (int k = 0; k < NPARTS; k++)
 		make_part(tiles, k, &parts[k]);
-	check(run_on(tiles, NULL, op, 1, SIZE_MAX, false, false, &whole, NULL, &err) == TG_OK,
-		  "%s over the whole coverage: %s", name, err.message);
 	ran = run_parts(parts, order, NPARTS, op, r, rounds, &err);
 	check(ran == TG_OK, "%s over %d parts: %s", name, NPARTS, err.message);
-	if (ran != TG_OK)
-	{
-		res_free(&whole);
-		free(parts);
+	if (ran == TG_OK)
+		check(parts_match(tiles, parts, r, reference, op),
+			  "%s over %d parts given out of order: every tile equals %s", name, NPARTS, against);
+	res_free(reference);
+	free(parts);
+	return ran == TG_OK;
+}
+
+/* Against the whole coverage in memory; the rounds of the flow (multiple-flow accumulation), -1 where the parts failed. */
+static int
+check_parts(const char *name, const tg_op *op, coverage *tiles)
+{
+	results		whole;
+	tg_error	err;
+	int			rounds[2];
+
+	check(run_on(tiles, NULL, op, 1, SIZE_MAX, false, false, &whole, NULL, &err) == TG_OK,
+		  "%s over the whole coverage: %s", name, err.message);
+	if (!parts_equal(name, op, tiles, &whole, "the whole run's", rounds))
 		return -1;
-	}
-	check(parts_match(tiles, parts, r, &whole, op),
-		  "%s over %d parts given out of order: every tile equals the whole run's", name, NPARTS);
 	/* the flats that cross the parts (a lake over their boundaries) take more than one round */
 	check((op->kind != TG_OP_ACCUMULATION && op->kind != TG_OP_DIRECTIONS) || rounds[0] > 1,
 		  "%s: the flats across parts settled in %d rounds", name, rounds[0]);
-	res_free(&whole);
-	free(parts);
 	return rounds[1];
 }
 
@@ -758,20 +770,14 @@ check_parts(const char *name, const tg_op *op, coverage *tiles)
 static void
 check_parts_in_strips(const char *name, const tg_op *op, coverage *tiles)
 {
-	static const int order[NPARTS] = {2, 0, 1};
-	coverage   *parts = malloc(NPARTS * sizeof(coverage));
-	results		strips,
-				r[NPARTS];
+	results		strips;
 	tg_run_stats stats;
 	tg_error	err;
 	int			rounds[2],
 				nstrips = 0,
 				most = 0;
 	size_t		budget = (size_t) GW * GH * tg_op_bytes_per_cell(op) / 3;
-	tg_status	ran;
 
-	for (int k = 0; k < NPARTS; k++)
-		make_part(tiles, k, &parts[k]);
 	/* strips of at most about 72 rows: the parts' 64, 64 and 62 (whole rows of tiles) */
 	check(run_on(tiles, NULL, op, 1, budget, false, false, &strips, &stats, &err) == TG_OK &&
 		  sscanf(stats.note, "%d strips of at most %d rows", &nstrips, &most) == 2,
@@ -782,13 +788,7 @@ check_parts_in_strips(const char *name, const tg_op *op, coverage *tiles)
 		  sscanf(stats.note, "%d strips of at most %d rows", &nstrips, &most) == 2 &&
 		  nstrips == NPARTS && most >= 64 && most < 80,
 		  "%s in strips as the parts: %s (%s)", name, err.message, stats.note);
-	ran = run_parts(parts, order, NPARTS, op, r, rounds, &err);
-	check(ran == TG_OK, "%s over %d parts: %s", name, NPARTS, err.message);
-	if (ran == TG_OK)
-		check(parts_match(tiles, parts, r, &strips, op),
-			  "%s over %d parts: every tile equals the run in strips of the parts' rows", name, NPARTS);
-	res_free(&strips);
-	free(parts);
+	parts_equal(name, op, tiles, &strips, "the run in strips of the parts' rows", rounds);
 }
 
 /*
