@@ -55,7 +55,6 @@
 #include "tg_tiles.h"
 #include "tg_backends.h"
 #include "tg_hydro.h"
-#include "tg_heap.h"
 #include "tg_pool.h"
 
 #include <math.h>
@@ -553,6 +552,7 @@ typedef struct part_state
 	double	   *flow_w;
 	double	   *flow_acc;
 	uint32_t   *flow_level;		/* each cell's level in the routing: the order of the later rounds */
+	int			flow_nlevels;
 	double	   *sent_acc;		/* the rows the neighbours take in as last handed over: 2 * W */
 } part_state;
 
@@ -2093,6 +2093,7 @@ flow_levels(const tg_ctx *ctx, const tg_op *op, tg_part *part, tg_error *err)
 		st = tg_cpu_route_levels(ctx, &route, order, &count, start, &levels, err);
 	if (st == TG_OK)
 	{
+		s->flow_nlevels = levels;
 		memset(s->flow_level, 0, n * sizeof(uint32_t));
 		for (int l = 0; l < levels; l++)
 			for (uint32_t j = start[l]; j < start[l + 1]; j++)
@@ -2103,9 +2104,24 @@ flow_levels(const tg_ctx *ctx, const tg_op *op, tg_part *part, tg_error *err)
 	return st;
 }
 
-/* Queue the computed cells (not the rows taken in) that `i` sends water to, each once. */
+/*
+ * The cells an update pulls again, in a list per level (head[level], then
+ * next[cell]; NONE ends it): a cell's level exceeds its donors', so taking
+ * the levels upwards pulls every cell after its changed donors.
+ */
+#define NONE UINT32_MAX
+
+typedef struct level_queue
+{
+	uint32_t   *head;			/* flow_nlevels */
+	uint32_t   *next;			/* each cell's successor in its level's list */
+	uint8_t    *queued;			/* each cell once */
+	uint32_t	lowest;			/* no cell is queued below this level */
+} level_queue;
+
+/* Queue the computed cells (not the rows taken in) that `i` sends water to. */
 static void
-queue_receivers(const part_state *s, const tg_route_view *v, size_t i, uint8_t *queued, tg_heap *pq)
+queue_receivers(const part_state *s, const tg_route_view *v, size_t i, level_queue *q)
 {
 	const size_t W = (size_t) s->W;
 	const int	x = (int) (i % W),
@@ -2117,15 +2133,19 @@ queue_receivers(const part_state *s, const tg_route_view *v, size_t i, uint8_t *
 		const int	nx = x + tg_nbr_dx(k),
 					ny = y + tg_nbr_dy(k);
 		size_t		ni;
+		uint32_t	l;
 
 		if (nx < 0 || nx >= (int) W || ny < 1 || ny > last || !tg_route_drains_to(v, i, k))
 			continue;
 		ni = (size_t) ny * W + nx;
-		if (!queued[ni])
-		{
-			queued[ni] = 1;
-			tg_heap_push(pq, (double) s->flow_level[ni], (uint32_t) ni);
-		}
+		if (q->queued[ni])
+			continue;
+		q->queued[ni] = 1;
+		l = s->flow_level[ni];
+		q->next[ni] = q->head[l];
+		q->head[l] = (uint32_t) ni;
+		if (l < q->lowest)
+			q->lowest = l;
 	}
 }
 
@@ -2142,36 +2162,44 @@ flow_update(const tg_ctx *ctx, const tg_op *op, const part_state *s, const uint3
 	const size_t n = (size_t) s->W * flow_rows(s);
 	const tg_route route = flow_route(op, s);
 	const tg_route_view v = tg_cpu_route_view(&route, op->flow.threshold);
-	uint8_t    *queued = tg_alloc(ctx, n);
-	tg_heap		pq = {tg_alloc(ctx, n * sizeof(tg_heap_item)), 0};
+	level_queue q = {tg_alloc(ctx, (size_t) s->flow_nlevels * sizeof(uint32_t) + 1),
+	tg_alloc(ctx, n * sizeof(uint32_t)), tg_alloc(ctx, n), UINT32_MAX};
 	size_t		pulled = 0;
 	tg_status	st = TG_OK;
 
-	if (!queued || !pq.a)
+	if (!q.head || !q.next || !q.queued)
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's flow update (%zu cells)", n);
 	else
-		memset(queued, 0, n);
+	{
+		memset(q.queued, 0, n);
+		for (int l = 0; l < s->flow_nlevels; l++)
+			q.head[l] = NONE;
+	}
 	for (size_t j = 0; st == TG_OK && j < nseed; j++)
 	{
-		s->flow_acc[seed[j]] = s->flow_w[seed[j]];	/* no donors of their own */
-		queue_receivers(s, &v, seed[j], queued, &pq);
+		/* the neighbour's value, whatever the halo sends the cell */
+		s->flow_acc[seed[j]] = s->flow_w[seed[j]];
+		queue_receivers(s, &v, seed[j], &q);
 	}
-	while (st == TG_OK && pq.len > 0)
-	{
-		const uint32_t c = tg_heap_pop(&pq).i;
-		const double before = s->flow_acc[c],
-					after = tg_route_pull(&v, s->flow_w, s->flow_acc, c);
-
-		if (memcmp(&before, &after, sizeof after) != 0)
+	for (uint32_t l = q.lowest; st == TG_OK && l < (uint32_t) s->flow_nlevels; l++)
+		while (st == TG_OK && q.head[l] != NONE)
 		{
-			s->flow_acc[c] = after;
-			queue_receivers(s, &v, c, queued, &pq);
+			const uint32_t c = q.head[l];
+			const double before = s->flow_acc[c],
+						after = tg_route_pull(&v, s->flow_w, s->flow_acc, c);
+
+			q.head[l] = q.next[c];
+			if (memcmp(&before, &after, sizeof after) != 0)
+			{
+				s->flow_acc[c] = after;
+				queue_receivers(s, &v, c, &q);
+			}
+			if (++pulled % CANCEL_EVERY == 0 && tg_canceled(ctx))
+				st = tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
 		}
-		if (++pulled % CANCEL_EVERY == 0 && tg_canceled(ctx))
-			st = tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
-	}
-	tg_free(ctx, queued);
-	tg_free(ctx, pq.a);
+	tg_free(ctx, q.head);
+	tg_free(ctx, q.next);
+	tg_free(ctx, q.queued);
 	return st;
 }
 
