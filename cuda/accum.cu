@@ -1360,6 +1360,79 @@ direction_impl(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, u
 	}
 	return TG_OK;
 }
+
+/*
+ * A part's routing with its crossing flats' masks and the D8 accumulation of
+ * its own rows (parts.c's link): the rows around the own ones shape the
+ * routing only; in the own rows' accumulation a direction out of them is an
+ * exit, as in the CPU's accumulation of those rows copied alone.
+ */
+tg_status
+part_d8_impl(const tg_ctx *ctx, const double *z, int W, int rows, int own0, int own_rows,
+			 const tg_flow_params *p, const tg_flat_masks *given, const double *weight, uint8_t *d8,
+			 double *acc, tg_error *err)
+{
+	const size_t n = (size_t) W * rows,
+				own = (size_t) W * own_rows,
+				off = (size_t) W * own0;
+	const tg_band band = {TG_PT_64BF, false, false, false, 0, W, rows, z};
+	device_route<double> route;
+	dbuf<double> d_weight,
+				d_acc;
+	dbuf<uint32_t> indeg,
+				order;
+	dbuf<uint16_t> links;
+	event_timer compute,
+				down;
+	double		transfer_ms = 0;
+	int			rounds = 0,
+				launches = 0;
+	tg_route_view v;
+	tg_status	st;
+
+	if (p->routing != TG_ROUTE_D8 || p->fill || own0 < 0 || own0 + own_rows > rows)
+		return tg_error_set(err, TG_EINVAL, "a part's D8 link on the GPU takes a D8 routing of a filled surface");
+	st = tg_cuda_check_budget(ctx, n * route_bytes_per_cell(&band, p, sizeof(double)) +
+							  own * accumulation_bytes_per_cell(TG_ACC_INDEGREE, TG_ROUTE_D8) +
+							  given->count * (sizeof(size_t) + sizeof(int32_t)),
+							  "a part's flow accumulation", err);
+	if (st != TG_OK)
+		return st;
+	TG_CUDA_CHECK(compute.init(), "creating timing events");
+	TG_CUDA_CHECK(down.init(), "creating timing events");
+	TG_CUDA_CHECK(cudaEventRecord(compute.start), "recording an event");
+	st = build_route<double>(ctx, &band, p, route, &transfer_ms, &rounds, err, given);
+	if (st != TG_OK)
+		return st;
+	TG_CUDA_CHECK(d_weight.alloc(own), "allocating weights");
+	TG_CUDA_CHECK(d_acc.alloc(own), "allocating the accumulation");
+	TG_CUDA_CHECK(indeg.alloc(own), "allocating donor counts");
+	TG_CUDA_CHECK(order.alloc(own), "allocating the order");
+	TG_CUDA_CHECK(links.alloc(own), "allocating donor masks");
+	TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, d_weight.p, weight, own * sizeof(double)),
+				  "copying weights to the GPU");
+	/* the own rows alone: their routing out of them leaves the grid */
+	v = route.view(p->threshold);
+	v.height = own_rows;
+	v.d8 = route.d8.p + off;
+	st = d8_chains(ctx, v, route.kind.p + off, d_weight.p, d_acc.p, links.p, indeg.p, order.p, &launches, err);
+	if (st != TG_OK)
+		return st;
+	TG_CUDA_CHECK(cudaEventRecord(compute.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventRecord(down.start), "recording an event");
+	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, d8, route.d8.p + off, own), "copying directions back from the GPU");
+	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, acc, d_acc.p, own * sizeof(double)),
+				  "copying the accumulation back from the GPU");
+	TG_CUDA_CHECK(cudaEventRecord(down.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventSynchronize(down.stop), "accumulating a part's flow");
+	if (ctx->stats)
+	{
+		ctx->stats->kernel_ms += compute.elapsed() - transfer_ms;
+		ctx->stats->transfer_ms += transfer_ms + down.elapsed();
+		ctx->stats->chunks += rounds;
+	}
+	return TG_OK;
+}
 }								/* namespace */
 
 extern "C" tg_status
@@ -1373,6 +1446,16 @@ tg_cuda_flow_accumulation(const tg_ctx *ctx, const tg_band *dem, const double *w
 											err);
 		return accumulation_impl<double>(ctx, dem, weight, row_weight, row_divisor, params, method, out,
 										 err);
+	});
+}
+
+extern "C" tg_status
+tg_cuda_part_d8(const tg_ctx *ctx, const double *z, int W, int rows, int own0, int own_rows,
+				const tg_flow_params *params, const tg_flat_masks *given, const double *weight, uint8_t *d8,
+				double *acc, tg_error *err)
+{
+	return tg_cuda_catch_all(err, [&] {
+		return part_d8_impl(ctx, z, W, rows, own0, own_rows, params, given, weight, d8, acc, err);
 	});
 }
 

@@ -335,10 +335,19 @@ tgk_flat_route(const V *__restrict__ z, const uint8_t *__restrict__ flat,
 	}
 }
 
+/* Flat-mask values decided elsewhere replace the local ones (tg_flat_masks). */
+__global__ void
+tgk_given_masks(const size_t *__restrict__ cell, const int32_t *__restrict__ value, size_t count,
+				int32_t *__restrict__ mask)
+{
+	TG_GRID_STRIDE(g, count)
+		mask[cell[g]] = value[g];
+}
+
 template <typename V>
 tg_status
-drain_flats(const tg_ctx *ctx, device_route<V> &r, double flat_exponent, int *rounds,
-			tg_error *err)
+drain_flats(const tg_ctx *ctx, device_route<V> &r, double flat_exponent, const tg_flat_masks *given,
+			int *rounds, tg_error *err)
 {
 	const size_t n = r.n;
 	dbuf<uint64_t> dist;
@@ -366,6 +375,20 @@ drain_flats(const tg_ctx *ctx, device_route<V> &r, double flat_exponent, int *ro
 	TG_CUDA_CHECK(cudaGetLastError(), "measuring flats");
 	tgk_flat_mask<<<grid_for(n), 256>>>(r.flat.p, n, dist.p, label.p, height.p, mask.p);
 	TG_CUDA_CHECK(cudaGetLastError(), "combining flat gradients");
+	if (given && given->count > 0)
+	{
+		dbuf<size_t> cell;
+		dbuf<int32_t> value;
+
+		TG_CUDA_CHECK(cell.alloc(given->count), "allocating given flat masks");
+		TG_CUDA_CHECK(value.alloc(given->count), "allocating given flat masks");
+		TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, cell.p, given->cell, given->count * sizeof(size_t)),
+					  "copying given flat masks to the GPU");
+		TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, value.p, given->mask, given->count * sizeof(int32_t)),
+					  "copying given flat masks to the GPU");
+		tgk_given_masks<<<grid_for(given->count), 256>>>(cell.p, value.p, given->count, mask.p);
+		TG_CUDA_CHECK(cudaGetLastError(), "setting given flat masks");
+	}
 	tgk_flat_route<V><<<grid_for(n), 256>>>(r.z.p, r.flat.p, mask.p, r.width, r.height,
 											 r.routing, flat_exponent, r.d8.p,
 											 r.routing == TG_ROUTE_D8 ? nullptr : r.frac.p);
@@ -386,7 +409,7 @@ route_bytes_per_cell(const tg_band *dem, const tg_flow_params *p, size_t value_s
 template <typename V>
 tg_status
 build_route(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, device_route<V> &r,
-			double *transfer_ms, int *rounds, tg_error *err)
+			double *transfer_ms, int *rounds, tg_error *err, const tg_flat_masks *given)
 {
 	const int	W = dem->width,
 				H = dem->height;
@@ -446,10 +469,12 @@ build_route(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, devi
 											p->routing == TG_ROUTE_D8 ? nullptr : r.frac.p,
 											r.flat.p);
 	TG_CUDA_CHECK(cudaGetLastError(), "computing flow directions");
-	return drain_flats<V>(ctx, r, p->routing == TG_ROUTE_MFD_MD ? 1.1 : p->exponent, rounds, err);
+	return drain_flats<V>(ctx, r, p->routing == TG_ROUTE_MFD_MD ? 1.1 : p->exponent, given, rounds, err);
 }
 
 template tg_status build_route<float>(const tg_ctx *, const tg_band *, const tg_flow_params *,
-									  device_route<float> &, double *, int *, tg_error *);
+									  device_route<float> &, double *, int *, tg_error *,
+									  const tg_flat_masks *);
 template tg_status build_route<double>(const tg_ctx *, const tg_band *, const tg_flow_params *,
-									   device_route<double> &, double *, int *, tg_error *);
+									   device_route<double> &, double *, int *, tg_error *,
+									   const tg_flat_masks *);

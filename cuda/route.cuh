@@ -33,11 +33,14 @@ size_t		route_bytes_per_cell(const tg_band *dem, const tg_flow_params *p, size_t
 
 /*
  * Upload the DEM and compute its routing on the device (fill with
- * p->fill).  rounds: relaxation rounds of the fill and the flats.
+ * p->fill).  rounds: relaxation rounds of the fill and the flats.  given:
+ * flat-mask values decided elsewhere (a part's flats that cross its edges),
+ * as tg_cpu_route_surface takes them.
  */
 template <typename V>
 tg_status	build_route(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p,
-						device_route<V> &r, double *transfer_ms, int *rounds, tg_error *err);
+						device_route<V> &r, double *transfer_ms, int *rounds, tg_error *err,
+						const tg_flat_masks *given = nullptr);
 
 /*
  * accum.cu: accumulate on a routing already on the device (auto: the tiled

@@ -86,6 +86,25 @@ tg_cuda_flow_direction(const tg_ctx *ctx, const tg_band *dem, const tg_flow_para
 }
 
 tg_status
+tg_cuda_part_d8(const tg_ctx *ctx, const double *z, int W, int rows, int own0, int own_rows,
+				const tg_flow_params *p, const tg_flat_masks *given, const double *weight, uint8_t *d8,
+				double *acc, tg_error *err)
+{
+	(void) ctx;
+	(void) z;
+	(void) W;
+	(void) rows;
+	(void) own0;
+	(void) own_rows;
+	(void) p;
+	(void) given;
+	(void) weight;
+	(void) d8;
+	(void) acc;
+	return no_cuda(err);
+}
+
+tg_status
 tg_cuda_bmmq_build(const tg_ctx *ctx, const tg_band *tiles, int ntiles, const double *bounds,
 				   int nbounds, tg_bmmq_tree *trees, tg_error *err)
 {

@@ -1367,6 +1367,62 @@ copy_routed_rows(const tg_ctx *ctx, const part_state *s, const tg_route *sub, in
 }
 
 /*
+ * The crossing flats' masks over the rows the part routes (routed_rows:
+ * `first` is the first of them in s->z), in raster order: the row above's
+ * crossing cells, the part's own, the row below's; and the routing's
+ * parameters for those rows.  given's arrays are the caller's to free.
+ */
+static tg_status
+crossing_masks(const tg_ctx *ctx, const tg_op *op, const part_state *s, int first, int count,
+			   tg_flat_masks *given, tg_flow_params *p, tg_error *err)
+{
+	const size_t W = (size_t) s->W,
+				nb = W * s->H,
+				off = (size_t) (2 - first) * W;
+	size_t	   *cells = tg_alloc(ctx, (s->nflat + 2 * W + 1) * sizeof(size_t));
+	int32_t    *masks = tg_alloc(ctx, (s->nflat + 2 * W + 1) * sizeof(int32_t));
+	size_t		n = 0;
+
+	if (!cells || !masks)
+	{
+		tg_free(ctx, cells);
+		tg_free(ctx, masks);
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a part's flat masks (%zu cells)", nb);
+	}
+	if (s->index > 0)
+		for (size_t x = 0; x < W; x++)
+			if (s->nb_label[x] > 0)
+			{
+				cells[n] = off - W + x;
+				masks[n++] = s->nb_mask[x];
+			}
+	for (size_t c = 0; c < s->nflat; c++)
+	{
+		cells[n] = off + s->cell[c];
+		masks[n++] = s->mask[c];
+	}
+	if (s->index + 1 < s->count)
+		for (size_t x = 0; x < W; x++)
+			if (s->nb_label[W + x] > 0)
+			{
+				cells[n] = off + nb + x;
+				masks[n++] = s->nb_mask[W + x];
+			}
+	*given = (tg_flat_masks) {n, cells, masks};
+	*p = op->flow;
+	p->geom.height = count;
+	p->geom.row0 += first - 2;
+	return TG_OK;
+}
+
+static void
+free_masks(const tg_ctx *ctx, tg_flat_masks *given)
+{
+	tg_free(ctx, (void *) given->cell);
+	tg_free(ctx, (void *) given->mask);
+}
+
+/*
  * The part routed with the crossing flats' masks: its own rows and `halo`
  * rows around them (0 or 1; a row beyond the grid has no cells and no
  * routing).
@@ -1374,59 +1430,27 @@ copy_routed_rows(const tg_ctx *ctx, const part_state *s, const tg_route *sub, in
 static tg_status
 route_part(const tg_ctx *ctx, const tg_op *op, const part_state *s, int halo, tg_route *strip, tg_error *err)
 {
-	const size_t W = (size_t) s->W,
-				nb = W * s->H;
+	const size_t W = (size_t) s->W;
 	int			first,
 				count;
-	size_t		given_n = 0,
-				off;
-	size_t	   *cells;
-	int32_t    *masks;
 	double	   *z;
-	tg_flow_params p = op->flow;
+	tg_flow_params p;
 	tg_flat_masks given;
 	tg_route	sub;
 	tg_status	st;
 
 	routed_rows(s, &first, &count);
-	off = (size_t) (2 - first) * W;
-	cells = tg_alloc(ctx, (s->nflat + 2 * W + 1) * sizeof(size_t));
-	masks = tg_alloc(ctx, (s->nflat + 2 * W + 1) * sizeof(int32_t));
-	z = tg_alloc(ctx, W * count * sizeof(double));
-	if (!cells || !masks || !z)
+	st = crossing_masks(ctx, op, s, first, count, &given, &p, err);
+	if (st != TG_OK)
+		return st;
+	if ((z = tg_alloc(ctx, W * count * sizeof(double))) == NULL)
 	{
-		tg_free(ctx, cells);
-		tg_free(ctx, masks);
-		tg_free(ctx, z);
-		return tg_error_set(err, TG_ENOMEM, "could not allocate a part's routing (%zu cells)", nb);
+		free_masks(ctx, &given);
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a part's routing (%zu cells)", W * count);
 	}
 	memcpy(z, s->z + (size_t) first * W, W * count * sizeof(double));
-	/* in raster order: the row above's crossing cells, the part's own, the row below's */
-	if (s->index > 0)
-		for (size_t x = 0; x < W; x++)
-			if (s->nb_label[x] > 0)
-			{
-				cells[given_n] = off - W + x;
-				masks[given_n++] = s->nb_mask[x];
-			}
-	for (size_t c = 0; c < s->nflat; c++)
-	{
-		cells[given_n] = off + s->cell[c];
-		masks[given_n++] = s->mask[c];
-	}
-	if (s->index + 1 < s->count)
-		for (size_t x = 0; x < W; x++)
-			if (s->nb_label[W + x] > 0)
-			{
-				cells[given_n] = off + nb + x;
-				masks[given_n++] = s->nb_mask[W + x];
-			}
-	given = (tg_flat_masks) {given_n, cells, masks};
-	p.geom.height = count;
-	p.geom.row0 += first - 2;
 	st = tg_cpu_route_surface(ctx, z, s->W, count, &p, &given, &sub, err);
-	tg_free(ctx, cells);
-	tg_free(ctx, masks);
+	free_masks(ctx, &given);
 	if (st != TG_OK)
 		return st;
 	st = copy_routed_rows(ctx, s, &sub, first, count, halo, strip, err);
@@ -1436,16 +1460,52 @@ route_part(const tg_ctx *ctx, const tg_op *op, const part_state *s, int halo, tg
 	return st;
 }
 
-/* The part's routing accumulated alone into acc (H * W). */
-static tg_status
-accumulate_part(const tg_ctx *ctx, const tg_op *op, const tg_route *strip, double *acc, tg_error *err)
+/*
+ * The link's routing and D8 accumulation of the part's own rows into
+ * s->d8 and s->acc, on the backend the call's policy chooses: the same
+ * directions and the same sums either way.
+ */
+typedef struct link_step
 {
-	double	   *w = NULL;
-	tg_status	st = tg_cell_weights(ctx, NULL, &op->flow.geom, op->units, &w, err);
+	const tg_op *op;
+	part_state *s;
+	const double *weight;		/* of the own rows */
+} link_step;
 
-	if (st == TG_OK)
-		st = tg_cpu_accumulate(ctx, strip, &op->flow, w, TG_ACC_INDEGREE, acc, err);
-	tg_free(ctx, w);
+static tg_status
+link_cpu(const tg_ctx *ctx, const void *arg, tg_error *err)
+{
+	const link_step *l = arg;
+	tg_route	strip;
+	tg_status	st = route_part(ctx, l->op, l->s, 0, &strip, err);
+
+	if (st != TG_OK)
+		return st;
+	memcpy(l->s->d8, strip.d8, (size_t) l->s->W * l->s->H);
+	st = tg_cpu_accumulate(ctx, &strip, &l->op->flow, l->weight, TG_ACC_INDEGREE, l->s->acc, err);
+	tg_route_free(ctx, &strip);
+	return st;
+}
+
+static tg_status
+link_gpu(const tg_ctx *ctx, const void *arg, tg_error *err)
+{
+	const link_step *l = arg;
+	const part_state *s = l->s;
+	int			first,
+				count;
+	tg_flow_params p;
+	tg_flat_masks given;
+	tg_status	st;
+
+	routed_rows(s, &first, &count);
+	st = crossing_masks(ctx, l->op, s, first, count, &given, &p, err);
+	if (st != TG_OK)
+		return st;
+	p.fill = false;				/* the part's surface is filled already, where asked */
+	st = tg_cuda_part_d8(ctx, s->z + (size_t) first * s->W, s->W, count, 2 - first, s->H, &p, &given, l->weight,
+						 s->d8, s->acc, err);
+	free_masks(ctx, &given);
 	return st;
 }
 
@@ -1502,8 +1562,8 @@ part_link(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error
 	tg_strip_exit *exits = NULL;
 	int64_t    *dest = tg_alloc(ctx, 2 * W * sizeof(int64_t));
 	writer		w = {.ctx = ctx};
+	double	   *weight = NULL;
 	tg_route	strip;
-	bool		routed = false;
 	tg_status	st = TG_OK;
 
 	if (s == NULL || s->mask == NULL)
@@ -1511,24 +1571,25 @@ part_link(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error
 	st = dest ? read_heights(ctx, part, r, err) : tg_error_set(err, TG_ENOMEM, "could not allocate a part's ends");
 	if (st == TG_OK)
 		st = reader_done(r, "a link message", err);
+	/* the finish adds the inflows to this accumulation of the same routing: keep both */
 	if (st == TG_OK)
 	{
-		st = route_part(ctx, op, s, 0, &strip, err);
-		routed = st == TG_OK;
-		/* the finish adds the inflows to this accumulation of the same routing: keep both */
-		if (st == TG_OK)
-		{
-			s->d8 = keep_alloc(part, (size_t) s->W * s->H);
-			s->acc = keep_alloc(part, (size_t) s->W * s->H * sizeof(double));
-			if (s->d8 == NULL || s->acc == NULL)
-				st = tg_error_set(err, TG_ENOMEM, "could not keep a part's directions and accumulation");
-		}
-		if (st == TG_OK)
-		{
-			memcpy(s->d8, strip.d8, (size_t) s->W * s->H);
-			st = accumulate_part(ctx, op, &strip, s->acc, err);
-		}
+		s->d8 = keep_alloc(part, W * s->H);
+		s->acc = keep_alloc(part, W * s->H * sizeof(double));
+		if (s->d8 == NULL || s->acc == NULL)
+			st = tg_error_set(err, TG_ENOMEM, "could not keep a part's directions and accumulation");
 	}
+	if (st == TG_OK)
+		st = tg_cell_weights(ctx, NULL, &op->flow.geom, op->units, &weight, err);
+	if (st == TG_OK)
+	{
+		link_step	l = {op, s, weight};
+
+		tg_phase(ctx, "link: routing and accumulation of the part");
+		st = tg_run_step(ctx, (int64_t) W * s->H, link_cpu, link_gpu, &l, err);
+	}
+	tg_free(ctx, weight);
+	strip = (tg_route) {s->W, s->H, TG_ROUTE_D8, s->z + 2 * W, s->d8, NULL};
 	if (st == TG_OK)
 		st = tg_strip_link(ctx, &strip, s->acc, s->row0, &exits, &nexits, &cap, dest, err);
 	if (st == TG_OK)
@@ -1558,8 +1619,6 @@ part_link(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error
 		else
 			tg_free(ctx, w.data);
 	}
-	if (routed)
-		tg_route_free(ctx, &strip);
 	tg_free(ctx, exits);
 	tg_free(ctx, dest);
 	return st;

@@ -179,6 +179,18 @@ typedef struct tg_flat_masks
 } tg_flat_masks;
 
 /*
+ * A part's routing and D8 accumulation (parts.c's link) on the device: z
+ * the routing surface of `rows` rows (NaN: nodata), the part's own being
+ * own_rows of them from own0, routed with `given` as tg_cpu_route_surface
+ * routes them (p's geometry that of the rows); out, for the own rows, their
+ * directions (D8 indices) and the accumulation of `weight` (own rows) with
+ * directions out of them taken as exits, as tg_cpu_accumulate gives it.
+ */
+tg_status	tg_cuda_part_d8(const tg_ctx *ctx, const double *z, int W, int rows, int own0, int own_rows,
+							const tg_flow_params *p, const tg_flat_masks *given, const double *weight,
+							uint8_t *d8, double *acc, tg_error *err);
+
+/*
  * Flats of at least this many cells are resolved in strips of rows on the
  * call's threads, smaller ones each by a walk on one thread: the two ways
  * give the same distances, which the tests check by sending every flat

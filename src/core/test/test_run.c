@@ -281,6 +281,8 @@ spill_read(void *arg, size_t offset, void *data, size_t bytes, tg_error *err)
 
 /* The backend the runs below take (the GPU in test_streamed_tiles alone). */
 static tg_backend run_backend = TG_BACKEND_CPU;
+/* the parts' backend (run_parts), whatever the reference's */
+static tg_backend parts_backend = TG_BACKEND_CPU;
 static int	encode_starts;		/* times a run's encode phase began */
 
 static void
@@ -673,11 +675,15 @@ run_parts(coverage *parts, const int *given, int n, const tg_op *op, results *r,
 			{
 				/* as on a server: the call's grid is the part's own */
 				tg_op		own = *op;
+				tg_backend	saved;
 
 				own.flow.geom.width = parts[given[i]].layout.width;
 				own.flow.geom.height = parts[given[i]].layout.height;
+				saved = run_backend;
+				run_backend = parts_backend;
 				st = run_job(&parts[given[i]], NULL, &own, 2, SIZE_MAX, false, false, &part[i],
 							 phase == TG_PART_FINISH ? &r[given[i]] : &none, NULL, err);
+				run_backend = saved;
 				if (phase != TG_PART_FINISH)
 					res_free(&none);
 			}
@@ -969,6 +975,45 @@ test_parts(coverage *tiles)
  * back whole first (a room too small for one row of tiles), and D8's equal
  * the CPU's.
  */
+/*
+ * The parts on the GPU (their link: routing with the crossing flats' masks
+ * and D8 accumulation on the device) against the CPU's runs: in memory in
+ * cells, in strips of the parts' rows in areas.
+ */
+static void
+test_parts_on_gpu(coverage *tiles)
+{
+	tg_device_info info;
+	tg_op		op;
+
+	tg_device_query(0, &info);
+	if (!info.available)
+	{
+		printf("skipped: parts linked on the GPU (no GPU)\n");
+		return;
+	}
+	parts_backend = TG_BACKEND_GPU;
+	tg_part_scan_rows = 3;
+	tg_flat_strip_rows = 3;
+	op = base_op(TG_OP_ACCUMULATION);
+	check_parts("d8 accumulation of the filled DEM, parts on the GPU", &op, tiles);
+	op.flow.fill = false;
+	check_parts("d8 accumulation of the DEM as it is, parts on the GPU", &op, tiles);
+	op = base_op(TG_OP_HYDROLOGY);
+	check_parts("d8 hydrology, parts on the GPU", &op, tiles);
+	op = base_op(TG_OP_ACCUMULATION);
+	op.units = TG_UNITS_AREA;
+	geographic(&op);
+	check_parts_in_strips("d8 accumulation in areas of a geographic grid, parts on the GPU", &op, tiles);
+	op = base_op(TG_OP_HYDROLOGY);
+	op.units = TG_UNITS_AREA;
+	geographic(&op);
+	check_parts_in_strips("d8 hydrology in areas of a geographic grid, parts on the GPU", &op, tiles);
+	tg_part_scan_rows = 256;
+	tg_flat_strip_rows = 64;
+	parts_backend = TG_BACKEND_CPU;
+}
+
 static void
 test_streamed_tiles(coverage *tiles, coverage *weights)
 {
@@ -1132,6 +1177,7 @@ test_run(void)
 	op.observer_rows = obs_rows;
 	check_op("cumulative viewshed", &op, tiles, whole, NULL, NO_STRIPS);
 	test_parts(tiles);
+	test_parts_on_gpu(tiles);
 	test_streamed_tiles(tiles, weights);
 
 	/* what cannot run in strips says so, before reading a pixel */
