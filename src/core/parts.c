@@ -1317,56 +1317,6 @@ height_of(const label_height *lh, size_t m, int64_t label)
 }
 
 /*
- * Of a routing of the surface's rows first .. first + count - 1 (part_state
- * z's numbering), the part's own rows and `halo` rows around them.
- */
-static tg_status
-copy_routed_rows(const tg_ctx *ctx, const part_state *s, const tg_route *sub, int first, int count, int halo,
-				 tg_route *out, tg_error *err)
-{
-	const size_t W = (size_t) s->W,
-				rows = (size_t) s->H + 2 * halo,
-				n = W * rows,
-				nsub = W * count;
-
-	memset(out, 0, sizeof *out);
-	out->width = s->W;
-	out->height = (int) rows;
-	out->routing = sub->routing;
-	out->z = tg_alloc(ctx, n * sizeof(double) + 1);
-	out->d8 = tg_alloc(ctx, n + 1);
-	if (sub->frac)
-		out->frac = tg_alloc(ctx, 8 * n * sizeof(float) + 1);
-	if (!out->z || !out->d8 || (sub->frac && !out->frac))
-	{
-		tg_route_free(ctx, out);
-		return tg_error_set(err, TG_ENOMEM, "could not allocate a part's routing (%zu cells)", n);
-	}
-	for (size_t y = 0; y < rows; y++)
-	{
-		const int	zr = 2 - halo + (int) y,
-					sr = zr - first;
-		const bool	routed = sr >= 0 && sr < count;
-
-		memcpy(out->z + y * W, s->z + (size_t) zr * W, W * sizeof(double));
-		if (routed)
-			memcpy(out->d8 + y * W, sub->d8 + (size_t) sr * W, W);
-		else
-			memset(out->d8 + y * W, TG_NO_DIRECTION, W);
-		for (int k = 0; out->frac && k < 8; k++)
-		{
-			float	   *to = out->frac + (size_t) k * n + y * W;
-
-			if (routed)
-				memcpy(to, sub->frac + (size_t) k * nsub + (size_t) sr * W, W * sizeof(float));
-			else
-				memset(to, 0, W * sizeof(float));
-		}
-	}
-	return TG_OK;
-}
-
-/*
  * The crossing flats' masks over the rows the part routes (routed_rows:
  * `first` is the first of them in s->z), in raster order: the row above's
  * crossing cells, the part's own, the row below's; and the routing's
@@ -1423,12 +1373,12 @@ free_masks(const tg_ctx *ctx, tg_flat_masks *given)
 }
 
 /*
- * The part routed with the crossing flats' masks: its own rows and `halo`
- * rows around them (0 or 1; a row beyond the grid has no cells and no
- * routing).
+ * The part routed with the crossing flats' masks: the rows routed_rows
+ * names (its own and the neighbours' around them, which shape the routing
+ * of its edge rows); *own: the index in sub of its first own cell.
  */
 static tg_status
-route_part(const tg_ctx *ctx, const tg_op *op, const part_state *s, int halo, tg_route *strip, tg_error *err)
+route_part(const tg_ctx *ctx, const tg_op *op, const part_state *s, tg_route *sub, size_t *own, tg_error *err)
 {
 	const size_t W = (size_t) s->W;
 	int			first,
@@ -1436,10 +1386,10 @@ route_part(const tg_ctx *ctx, const tg_op *op, const part_state *s, int halo, tg
 	double	   *z;
 	tg_flow_params p;
 	tg_flat_masks given;
-	tg_route	sub;
 	tg_status	st;
 
 	routed_rows(s, &first, &count);
+	*own = (size_t) (2 - first) * W;
 	st = crossing_masks(ctx, op, s, first, count, &given, &p, err);
 	if (st != TG_OK)
 		return st;
@@ -1449,15 +1399,16 @@ route_part(const tg_ctx *ctx, const tg_op *op, const part_state *s, int halo, tg
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a part's routing (%zu cells)", W * count);
 	}
 	memcpy(z, s->z + (size_t) first * W, W * count * sizeof(double));
-	st = tg_cpu_route_surface(ctx, z, s->W, count, &p, &given, &sub, err);
+	st = tg_cpu_route_surface(ctx, z, s->W, count, &p, &given, sub, err);
 	free_masks(ctx, &given);
-	if (st != TG_OK)
-		return st;
-	st = copy_routed_rows(ctx, s, &sub, first, count, halo, strip, err);
-	tg_route_free(ctx, &sub);
-	if (st != TG_OK)
-		tg_route_free(ctx, strip);
 	return st;
+}
+
+/* A D8 routing's own rows (route_part) as a routing of their own, pointing into it. */
+static tg_route
+own_rows_d8(const part_state *s, const tg_route *sub, size_t own)
+{
+	return (tg_route) {s->W, s->H, sub->routing, sub->z + own, sub->d8 + own, NULL};
 }
 
 /*
@@ -1476,14 +1427,17 @@ static tg_status
 link_cpu(const tg_ctx *ctx, const void *arg, tg_error *err)
 {
 	const link_step *l = arg;
-	tg_route	strip;
-	tg_status	st = route_part(ctx, l->op, l->s, 0, &strip, err);
+	tg_route	sub,
+				strip;
+	size_t		own;
+	tg_status	st = route_part(ctx, l->op, l->s, &sub, &own, err);
 
 	if (st != TG_OK)
 		return st;
+	strip = own_rows_d8(l->s, &sub, own);
 	memcpy(l->s->d8, strip.d8, (size_t) l->s->W * l->s->H);
 	st = tg_cpu_accumulate(ctx, &strip, &l->op->flow, l->weight, TG_ACC_INDEGREE, l->s->acc, err);
-	tg_route_free(ctx, &strip);
+	tg_route_free(ctx, &sub);
 	return st;
 }
 
@@ -1701,13 +1655,6 @@ flow_rows(const part_state *s)
 	return (size_t) s->H + 2 * flow_own0(s);
 }
 
-/* The row of the flow's rows that the neighbour on `side` (0: above, 1: below) takes as its row around. */
-static inline size_t
-handed_row(const part_state *s, int side)
-{
-	return side == 0 ? flow_own0(s) + s->flow_halo : flow_own0(s) + s->H - 1 - s->flow_halo;
-}
-
 /*
  * The nonzero shares of a row (8 planes n apart, W cells) in raster order,
  * byte plane by byte plane from the most significant: shares lie in (0, 1],
@@ -1759,11 +1706,22 @@ flow_route(const tg_op *op, const part_state *s)
 	return (tg_route) {s->W, (int) flow_rows(s), op->flow.routing, s->flow_z, s->flow_d8, s->flow_frac};
 }
 
-/* Row j of the rows the neighbour on `side` (0: above, 1: below) computes too, nearest the boundary first. */
+/*
+ * Row j of the part's own rows that the neighbour on `side` (0: above, 1:
+ * below) computes too, nearest the boundary first; row flow_halo is the one
+ * it takes in.
+ */
 static inline size_t
 halo_row(const part_state *s, int side, int j)
 {
 	return side == 0 ? flow_own0(s) + j : flow_own0(s) + s->H - 1 - j;
+}
+
+/* Row j of the rows around the part on `side` that are the neighbour's, nearest the boundary first. */
+static inline size_t
+around_row(const part_state *s, int side, int j)
+{
+	return side == 0 ? flow_own0(s) - 1 - j : flow_own0(s) + s->H + j;
 }
 
 /*
@@ -1912,7 +1870,7 @@ get_halo_routing(const tg_ctx *ctx, reader *sec, part_state *s, int side, tg_err
 	}
 	for (int j = 0; j <= s->flow_halo && !sec->bad; j++)
 	{
-		const size_t y = side == 0 ? flow_own0(s) - 1 - j : flow_own0(s) + s->H + j;
+		const size_t y = around_row(s, side, j);
 		size_t		count = 0,
 					m = 0;
 		const uint8_t *codes,
@@ -2062,7 +2020,8 @@ flow_begin(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, writer 
 	size_t		W = (size_t) s->W,
 				H = (size_t) s->H,
 				n,
-				own0;
+				own0,
+				own;
 	double	   *weights = NULL;
 	tg_grid_geometry g = op->flow.geom;
 	tg_route	route;
@@ -2075,7 +2034,7 @@ flow_begin(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, writer 
 	own0 = flow_own0(s);
 	st = read_heights(ctx, part, r, err);
 	if (st == TG_OK)
-		st = route_part(ctx, op, s, 0, &route, err);
+		st = route_part(ctx, op, s, &route, &own, err);
 	if (st != TG_OK)
 		return st;
 	s->flow_z = keep_alloc(part, n * sizeof(double));
@@ -2097,13 +2056,13 @@ flow_begin(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, writer 
 	memset(s->flow_z, 0, n * sizeof(double));
 	memcpy(s->flow_z + own0 * W, s->z + 2 * W, W * H * sizeof(double));
 	memset(s->flow_d8, TG_NO_DIRECTION, n);
-	memcpy(s->flow_d8 + own0 * W, route.d8, W * H);
+	memcpy(s->flow_d8 + own0 * W, route.d8 + own, W * H);
 	for (int k = 0; k < 8; k++)
 	{
 		float	   *plane = s->flow_frac + (size_t) k * n;
 
 		memset(plane, 0, n * sizeof(float));
-		memcpy(plane + own0 * W, route.frac + (size_t) k * W * H, W * H * sizeof(float));
+		memcpy(plane + own0 * W, route.frac + (size_t) k * W * route.height + own, W * H * sizeof(float));
 	}
 	tg_route_free(ctx, &route);
 	for (int side = 0; side < 2; side++)
@@ -2296,7 +2255,7 @@ part_flow(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error
 
 			st = get_halo_routing(ctx, &routing, s, side, err);
 			if (st == TG_OK)
-				st = get_acc_changes(ctx, &acc, s, side == 0 ? 0 : flow_rows(s) - 1, seed, &nseed, err);
+				st = get_acc_changes(ctx, &acc, s, around_row(s, side, s->flow_halo), seed, &nseed, err);
 		}
 		put_section(&w, NULL, 0);
 		put_section(&w, NULL, 0);
@@ -2321,7 +2280,7 @@ part_flow(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error
 	for (int side = 0; side < 2 && st == TG_OK; side++)
 	{
 		if (round > 0 && (side == 0 ? s->index > 0 : s->index + 1 < s->count))
-			put_acc_changes(&w, s, handed_row(s, side), s->sent_acc + side * (size_t) s->W, round == 1);
+			put_acc_changes(&w, s, halo_row(s, side, s->flow_halo), s->sent_acc + side * (size_t) s->W, round == 1);
 		else
 			put_section(&w, NULL, 0);
 	}
@@ -2587,20 +2546,23 @@ finish_directions(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, 
 				  tg_error *err)
 {
 	part_state *s = part->state;
-	tg_route	strip;
+	tg_route	sub,
+				strip;
+	size_t		own;
 	tg_status	st;
 
 	if (s == NULL || s->mask == NULL)
 		return tg_error_set(err, TG_EDATA, "a finish message reached a part that kept no flats");
 	st = read_heights(ctx, part, r, err);
 	if (st == TG_OK)
-		st = route_part(ctx, op, s, 0, &strip, err);
+		st = route_part(ctx, op, s, &sub, &own, err);
 	if (st != TG_OK)
 		return st;
+	strip = own_rows_d8(s, &sub, own);
 	*codes = tg_alloc(ctx, (size_t) s->W * s->H + 1);
 	st = *codes ? tg_cpu_export_directions(ctx, &strip, &op->flow, NULL, *codes, NULL, err)
 		: tg_error_set(err, TG_ENOMEM, "could not allocate a part's directions");
-	tg_route_free(ctx, &strip);
+	tg_route_free(ctx, &sub);
 	return st;
 }
 
