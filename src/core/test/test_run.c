@@ -811,6 +811,43 @@ geographic(tg_op *op)
 	op->flow.geom.lon_step = 1.0 / 1200;
 }
 
+/*
+ * The D8 operations over the parts (their link: routing with the crossing
+ * flats' masks and D8 accumulation) on parts_backend: in cells against the
+ * whole run in memory; in areas, which round, against the run in strips of
+ * the parts' rows, which adds the water entering each part in the same
+ * order.  `where` ends the names.
+ */
+static void
+check_d8_parts(coverage *tiles, const char *where)
+{
+	tg_op		op = base_op(TG_OP_ACCUMULATION);
+	char		name[128];
+
+	snprintf(name, sizeof name, "d8 accumulation of the filled DEM%s", where);
+	check_parts(name, &op, tiles);
+	op.flow.fill = false;
+	snprintf(name, sizeof name, "d8 accumulation of the DEM as it is%s", where);
+	check_parts(name, &op, tiles);
+	op = base_op(TG_OP_HYDROLOGY);
+	snprintf(name, sizeof name, "d8 hydrology%s", where);
+	check_parts(name, &op, tiles);
+	op = base_op(TG_OP_ACCUMULATION);
+	op.units = TG_UNITS_AREA;
+	geographic(&op);
+	snprintf(name, sizeof name, "d8 accumulation in areas of a geographic grid%s", where);
+	check_parts_in_strips(name, &op, tiles);
+	op.units = TG_UNITS_SCA;
+	op.flow.fill = false;
+	snprintf(name, sizeof name, "d8 accumulation in sca of a geographic grid, the DEM as it is%s", where);
+	check_parts_in_strips(name, &op, tiles);
+	op = base_op(TG_OP_HYDROLOGY);
+	op.units = TG_UNITS_AREA;
+	geographic(&op);
+	snprintf(name, sizeof name, "d8 hydrology in areas of a geographic grid%s", where);
+	check_parts_in_strips(name, &op, tiles);
+}
+
 static void
 test_parts(coverage *tiles)
 {
@@ -833,10 +870,7 @@ test_parts(coverage *tiles)
 	op = base_op(TG_OP_DIRECTIONS);
 	op.directions = TG_DIRECTIONS_CODES;
 	check_parts("d8 directions of the filled DEM", &op, tiles);
-	op = base_op(TG_OP_ACCUMULATION);
-	check_parts("d8 accumulation of the filled DEM", &op, tiles);
-	op.flow.fill = false;
-	check_parts("d8 accumulation of the DEM as it is", &op, tiles);
+	check_d8_parts(tiles, "");
 	/* the splitting routings: flow rounds instead of D8's link */
 	for (int k = 0; k < 5; k++)
 	{
@@ -884,7 +918,6 @@ test_parts(coverage *tiles)
 	tg_part_flow_halo = 4;
 	/* fill, directions and accumulation in one call: three outputs per tile */
 	op = base_op(TG_OP_HYDROLOGY);
-	check_parts("d8 hydrology", &op, tiles);
 	op.flow.routing = TG_ROUTE_FDD8;
 	op.flow.threshold = 40;
 	op.units = TG_UNITS_SCA;
@@ -895,18 +928,6 @@ test_parts(coverage *tiles)
 	check_parts("fill, parts scanned whole", &op, tiles);
 	op = base_op(TG_OP_HYDROLOGY);
 	check_parts("d8 hydrology, parts scanned whole", &op, tiles);
-	/* areas, which round: the water entering each part added in the same order as the strips add it */
-	op = base_op(TG_OP_ACCUMULATION);
-	op.units = TG_UNITS_AREA;
-	geographic(&op);
-	check_parts_in_strips("d8 accumulation in areas of a geographic grid", &op, tiles);
-	op.units = TG_UNITS_SCA;
-	op.flow.fill = false;
-	check_parts_in_strips("d8 accumulation in sca of a geographic grid, the DEM as it is", &op, tiles);
-	op = base_op(TG_OP_HYDROLOGY);
-	op.units = TG_UNITS_AREA;
-	geographic(&op);
-	check_parts_in_strips("d8 hydrology in areas of a geographic grid", &op, tiles);
 	tg_part_scan_rows = 256;
 	tg_flat_strip_rows = 64;
 
@@ -984,7 +1005,6 @@ static void
 test_parts_on_gpu(coverage *tiles)
 {
 	tg_device_info info;
-	tg_op		op;
 
 	tg_device_query(0, &info);
 	if (!info.available)
@@ -995,20 +1015,7 @@ test_parts_on_gpu(coverage *tiles)
 	parts_backend = TG_BACKEND_GPU;
 	tg_part_scan_rows = 3;
 	tg_flat_strip_rows = 3;
-	op = base_op(TG_OP_ACCUMULATION);
-	check_parts("d8 accumulation of the filled DEM, parts on the GPU", &op, tiles);
-	op.flow.fill = false;
-	check_parts("d8 accumulation of the DEM as it is, parts on the GPU", &op, tiles);
-	op = base_op(TG_OP_HYDROLOGY);
-	check_parts("d8 hydrology, parts on the GPU", &op, tiles);
-	op = base_op(TG_OP_ACCUMULATION);
-	op.units = TG_UNITS_AREA;
-	geographic(&op);
-	check_parts_in_strips("d8 accumulation in areas of a geographic grid, parts on the GPU", &op, tiles);
-	op = base_op(TG_OP_HYDROLOGY);
-	op.units = TG_UNITS_AREA;
-	geographic(&op);
-	check_parts_in_strips("d8 hydrology in areas of a geographic grid, parts on the GPU", &op, tiles);
+	check_d8_parts(tiles, ", parts on the GPU");
 	tg_part_scan_rows = 256;
 	tg_flat_strip_rows = 64;
 	parts_backend = TG_BACKEND_CPU;
