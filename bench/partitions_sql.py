@@ -10,7 +10,7 @@ results tile for tile.
 
     bench/partitions_sql.py DEM [--workers 3] [--tile 256] [--reps 3] [--ops fill,slope,d8,mfd-md,hydrology]
                             [--worker-backend cpu|gpu] [--worker-device-mb N] [--gpus 4,2,1] [--budget-mb N]
-                            [--no-local]
+                            [--no-local | --local-over-fdw] [--digests FILE]
 
 --gpus G1,G2,...: the same N parts (loaded once) computed with the workers
 spread over G1, then G2, ... GPUs of this host (worker k on device
@@ -19,6 +19,12 @@ each worker's result tiles, computed on the worker).  --budget-mb: the
 single-server run under terra_gpu.max_memory_mb = N (in bands where the grid
 does not fit).  --no-local: no single-server run (a coverage too large to
 load twice); the GPU counts are then compared with each other only.
+--local-over-fdw: the single server reads the workers' tiles through the
+coordinator's partitioned table (postgres_fdw) instead of a copy loaded on
+it.  --digests FILE: each tile's digest of each operation's result, written
+to FILE when it holds none for that operation, else compared with those it
+holds (another run: another number of workers, another machine).  Tiles
+are compared by digests computed where they lie.
 
 Every server runs on this machine: the workers share its cores, so the wall
 time measures the stitch and its traffic, not a cluster's speed-up.
@@ -59,6 +65,9 @@ def main():
     ap.add_argument("--backend", help="terra_gpu.backend of the single-server run")
     ap.add_argument("--budget-mb", type=int, help="terra_gpu.max_memory_mb of the single-server run")
     ap.add_argument("--no-local", action="store_true", help="no single-server run")
+    ap.add_argument("--local-over-fdw", action="store_true",
+                    help="the single server reads the workers' tiles through postgres_fdw (no second load)")
+    ap.add_argument("--digests", help="per-tile digests: written when FILE has none for an operation, else compared")
     ap.add_argument("--worker-backend", help="terra_gpu.backend of the workers")
     ap.add_argument("--worker-device-mb", type=int, help="terra_gpu.max_device_memory_mb of the workers")
     ap.add_argument("--gpus", default="",
@@ -85,10 +94,24 @@ def main():
         out, notices = psql(node, *queries)
         return time.perf_counter() - t0, out, notices
 
-    def digests(n, table, cols):
-        """Per worker, one digest of its result tiles in rid order (computed there)."""
-        return [psql(k, "SELECT md5(string_agg(md5(%s), '' ORDER BY rid)) FROM %s_part%d"
-                     % (" || ".join("ST_AsBinary(%s)" % c for c in cols), table, k))[0] for k in range(1, n + 1)]
+    def tile_digests(node, table, cols):
+        """rid -> the digest of the tile's result columns, computed on that server."""
+        out, _ = psql(node, "SELECT rid, md5(%s) FROM %s" % (" || ".join("ST_AsBinary(%s)" % c for c in cols), table))
+        return dict(line.split("|") for line in out.splitlines())
+
+    def part_digests(n, table, cols):
+        """Per worker, its result tiles' digests (computed there)."""
+        return [tile_digests(k, "%s_part%d" % (table, k), cols) for k in range(1, n + 1)]
+
+    def equal_tiles(a, b):
+        return "%d of %d" % (sum(a.get(rid) == d for rid, d in b.items()), max(len(a), len(b)))
+
+    saved = {}
+    if args.digests and os.path.exists(args.digests):
+        with open(args.digests) as f:
+            for line in f:
+                key, rid, d = line.split()
+                saved.setdefault(key, {})[rid] = d
 
     try:
         subprocess.run([CLUSTER, "up", str(args.workers)], env=env, check=True, capture_output=True)
@@ -107,7 +130,7 @@ def main():
                                             "sum(ST_Width(rast)::bigint * ST_Height(rast) * "
                                             "(CASE ST_BandPixelType(rast) WHEN '16BSI' THEN 2 WHEN '16BUI' THEN 2 "
                                             "WHEN '8BUI' THEN 1 ELSE 4 END)) FROM dem")[0].split("|"))
-        if not args.no_local:
+        if not args.no_local and not args.local_over_fdw:
             srid = psql(0, "SELECT ST_SRID(rast) FROM dem LIMIT 1")[0]
             tiles = tiles_sql(args.dem, srid, "dem_local", args.tile)
             subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", sock, "-p", str(args.port), "-d", db],
@@ -116,9 +139,10 @@ def main():
               % (os.path.basename(args.dem), cells, args.tile, args.workers, load_s))
         print("# host: %s; %s; single server: %s; workers: backend %s%s\n"
               % (machine_description(), time.strftime("%Y-%m-%d"),
-                 "none" if args.no_local else "backend %s%s" % (args.backend or "auto",
+                 "none" if args.no_local else "backend %s%s%s" % (args.backend or "auto",
                                                                ", max_memory_mb %d" % args.budget_mb
-                                                               if args.budget_mb else ""),
+                                                               if args.budget_mb else "",
+                                                               ", over postgres_fdw" if args.local_over_fdw else ""),
                  args.worker_backend or "auto",
                  ", max_device_memory_mb %d" % args.worker_device_mb if args.worker_device_mb else ""))
         print("| operation | one server, s (device) | GPUs | %d workers, s | phases (slowest worker), s |"
@@ -127,6 +151,8 @@ def main():
         print("|---|---:|---:|---:|---|---|---|---:|---:|---|")
         for key in args.ops.split(","):
             op, opts, local = OPERATIONS[key]
+            if args.local_over_fdw:
+                local = local.replace("dem_local", "dem")
             cols = ["filled", "direction", "accumulation"] if op == "tg_hydrology" else ["rast"]
             one, one_device = [], []
             for _ in range(0 if args.no_local else args.reps):
@@ -134,6 +160,7 @@ def main():
                                   "SELECT coalesce(kernel_ms, 0) + coalesce(transfer_ms, 0) FROM tg_last_run()")
                 one.append(w)
                 one_device.append(float(out.splitlines()[-1]) / 1000)
+            one_tiles = tile_digests(0, "one", cols) if one else None
             first = None
             for g in gpu_counts:
                 for node in range(1, args.workers + 1) if g else []:
@@ -151,19 +178,22 @@ def main():
                         "%s %s%s" % (m[0], m[1], " (%s rounds)" % m[3] if m[3] else "")
                         for m in re.findall(r": (\w+) of \w+ on \d+ workers in ([\d.]+) s, ([\d.]+) kB"
                                             r"(?: \((\d+) rounds\))?", notices))
+                parts = part_digests(args.workers, "many", cols)
+                tiles = {rid: d for part in parts for rid, d in part.items()}
                 same = []
-                if not args.no_local:
-                    same.append(psql(0, "SELECT count(*) FILTER (WHERE %s) || ' of ' || count(*) || ' (one server)' "
-                                        "FROM many a JOIN one b USING (rid)"
-                                     % " AND ".join("ST_AsBinary(a.%s) = ST_AsBinary(b.%s)" % (c, c)
-                                                    for c in cols))[0])
-                if len(gpu_counts) > 1:
-                    d = digests(args.workers, "many", cols)
-                    if first is None:
-                        first = (g, d)
-                    else:
-                        same.append("%d of %d parts (%d GPUs)" % (sum(a == b for a, b in zip(d, first[1])),
-                                                                 len(d), first[0]))
+                if one_tiles is not None:
+                    same.append(equal_tiles(tiles, one_tiles) + " (one server)")
+                if first is None:
+                    first = (g, parts)
+                else:
+                    same.append("%d of %d parts (%d GPUs)" % (sum(a == b for a, b in zip(parts, first[1])),
+                                                             len(parts), first[0]))
+                if args.digests and key in saved:
+                    same.append(equal_tiles(tiles, saved[key]) + " (%s)" % os.path.basename(args.digests))
+                elif args.digests:
+                    saved[key] = tiles
+                    with open(args.digests, "a") as f:
+                        f.writelines("%s %s %s\n" % (key, rid, d) for rid, d in sorted(tiles.items()))
                 print("| %s %s | %s | %s | %.2f | %s | %s | %s | %d | %.2f %% | %s |"
                       % (op, opts if opts != "{}" else "",
                          "%.2f (%.2f)" % (statistics.median(one), statistics.median(one_device)) if one else "—",
