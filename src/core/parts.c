@@ -497,6 +497,23 @@ typedef struct part_message
 	double		lat_top;		/* of the grid: its first row's latitude (geographic grids) */
 } part_message;
 
+/*
+ * The cells an update pulls again, in a list per level (head[level], then
+ * next[cell]; NONE ends it): a cell's level exceeds its donors', so taking
+ * the levels upwards pulls every cell after its changed donors.  Kept
+ * from round to round: an update touches a few cells of a part whose
+ * grid-sized lists would cost more to set up than the update itself.
+ */
+#define NONE UINT32_MAX
+
+typedef struct level_queue
+{
+	uint32_t   *head;			/* flow_nlevels */
+	uint32_t   *next;			/* each cell's successor in its level's list */
+	uint8_t    *queued;			/* each cell once; cleared as it is taken, so empty between rounds */
+	uint32_t	lowest;			/* no cell is queued below this level */
+} level_queue;
+
 /* What an accumulating part keeps between phases. */
 typedef struct part_state
 {
@@ -553,6 +570,7 @@ typedef struct part_state
 	double	   *flow_acc;
 	uint32_t   *flow_level;		/* each cell's level in the routing: the order of the later rounds */
 	int			flow_nlevels;
+	level_queue flow_queue;		/* the updates' lists */
 	double	   *sent_acc;		/* the rows the neighbours take in as last handed over: 2 * W */
 } part_state;
 
@@ -568,7 +586,8 @@ state_free(const tg_part *part, part_state *s)
 	void	   *bufs[] = {s->z, s->cell, s->seed, s->at, s->comp, s->comp_least, s->least, s->flat_id,
 		s->dist[0], s->dist[1], s->dist_queued[0], s->dist_queued[1], s->edge, s->mask,
 		s->nb_towards, s->nb_away, s->nb_label, s->nb_mask, s->sent, s->d8, s->acc,
-		s->flow_z, s->flow_d8, s->flow_frac, s->flow_w, s->flow_acc, s->flow_level, s->sent_acc};
+		s->flow_z, s->flow_d8, s->flow_frac, s->flow_w, s->flow_acc, s->flow_level, s->sent_acc,
+		s->flow_queue.head, s->flow_queue.next, s->flow_queue.queued};
 
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		if (bufs[i])
@@ -2105,13 +2124,20 @@ flow_levels(const tg_ctx *ctx, const tg_op *op, tg_part *part, tg_error *err)
 	tg_status	st = TG_OK;
 
 	s->flow_level = keep_alloc(part, n * sizeof(uint32_t));
-	if (!order || !start || !s->flow_level)
+	s->flow_queue.next = keep_alloc(part, n * sizeof(uint32_t));
+	s->flow_queue.queued = keep_alloc(part, n);
+	if (!order || !start || !s->flow_level || !s->flow_queue.next || !s->flow_queue.queued)
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's flow levels (%zu cells)", n);
 	if (st == TG_OK)
 		st = tg_cpu_route_levels(ctx, &route, order, &count, start, &levels, err);
+	if (st == TG_OK && (s->flow_queue.head = keep_alloc(part, (size_t) levels * sizeof(uint32_t))) == NULL)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's %d flow levels", levels);
 	if (st == TG_OK)
 	{
 		s->flow_nlevels = levels;
+		memset(s->flow_queue.queued, 0, n);
+		for (int l = 0; l < levels; l++)
+			s->flow_queue.head[l] = NONE;
 		memset(s->flow_level, 0, n * sizeof(uint32_t));
 		for (int l = 0; l < levels; l++)
 			for (uint32_t j = start[l]; j < start[l + 1]; j++)
@@ -2121,21 +2147,6 @@ flow_levels(const tg_ctx *ctx, const tg_op *op, tg_part *part, tg_error *err)
 	tg_free(ctx, start);
 	return st;
 }
-
-/*
- * The cells an update pulls again, in a list per level (head[level], then
- * next[cell]; NONE ends it): a cell's level exceeds its donors', so taking
- * the levels upwards pulls every cell after its changed donors.
- */
-#define NONE UINT32_MAX
-
-typedef struct level_queue
-{
-	uint32_t   *head;			/* flow_nlevels */
-	uint32_t   *next;			/* each cell's successor in its level's list */
-	uint8_t    *queued;			/* each cell once */
-	uint32_t	lowest;			/* no cell is queued below this level */
-} level_queue;
 
 /* Queue the computed cells (not the rows taken in) that `i` sends water to. */
 static void
@@ -2174,50 +2185,38 @@ queue_receivers(const part_state *s, const tg_route_view *v, size_t i, level_que
  * changed: every other cell's donors hold what they held, hence its value.
  */
 static tg_status
-flow_update(const tg_ctx *ctx, const tg_op *op, const part_state *s, const uint32_t *seed, size_t nseed,
-			tg_error *err)
+flow_update(const tg_ctx *ctx, const tg_op *op, part_state *s, const uint32_t *seed, size_t nseed, tg_error *err)
 {
-	const size_t n = (size_t) s->W * flow_rows(s);
 	const tg_route route = flow_route(op, s);
 	const tg_route_view v = tg_cpu_route_view(&route, op->flow.threshold);
-	level_queue q = {tg_alloc(ctx, (size_t) s->flow_nlevels * sizeof(uint32_t) + 1),
-	tg_alloc(ctx, n * sizeof(uint32_t)), tg_alloc(ctx, n), UINT32_MAX};
+	level_queue *q = &s->flow_queue;
 	size_t		pulled = 0;
 	tg_status	st = TG_OK;
 
-	if (!q.head || !q.next || !q.queued)
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's flow update (%zu cells)", n);
-	else
-	{
-		memset(q.queued, 0, n);
-		for (int l = 0; l < s->flow_nlevels; l++)
-			q.head[l] = NONE;
-	}
-	for (size_t j = 0; st == TG_OK && j < nseed; j++)
+	q->lowest = UINT32_MAX;
+	for (size_t j = 0; j < nseed; j++)
 	{
 		/* the neighbour's value, whatever the halo sends the cell */
 		s->flow_acc[seed[j]] = s->flow_w[seed[j]];
-		queue_receivers(s, &v, seed[j], &q);
+		queue_receivers(s, &v, seed[j], q);
 	}
-	for (uint32_t l = q.lowest; st == TG_OK && l < (uint32_t) s->flow_nlevels; l++)
-		while (st == TG_OK && q.head[l] != NONE)
+	for (uint32_t l = q->lowest; st == TG_OK && l < (uint32_t) s->flow_nlevels; l++)
+		while (st == TG_OK && q->head[l] != NONE)
 		{
-			const uint32_t c = q.head[l];
+			const uint32_t c = q->head[l];
 			const double before = s->flow_acc[c],
 						after = tg_route_pull(&v, s->flow_w, s->flow_acc, c);
 
-			q.head[l] = q.next[c];
+			q->head[l] = q->next[c];
+			q->queued[c] = 0;
 			if (memcmp(&before, &after, sizeof after) != 0)
 			{
 				s->flow_acc[c] = after;
-				queue_receivers(s, &v, c, &q);
+				queue_receivers(s, &v, c, q);
 			}
 			if (++pulled % CANCEL_EVERY == 0 && tg_canceled(ctx))
 				st = tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
 		}
-	tg_free(ctx, q.head);
-	tg_free(ctx, q.next);
-	tg_free(ctx, q.queued);
 	return st;
 }
 
