@@ -2108,28 +2108,27 @@ flow_begin(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, writer 
 }
 
 /*
- * Each cell's level in the flow's routing (the longest chain of donors to
- * it): kept, the order of the later rounds' updates.
+ * The first sums of every computed cell, with each cell's level in the
+ * flow's routing (the longest chain of donors to it): kept, the order of the
+ * later rounds' updates.
  */
 static tg_status
-flow_levels(const tg_ctx *ctx, const tg_op *op, tg_part *part, tg_error *err)
+flow_first_sums(const tg_ctx *ctx, const tg_op *op, tg_part *part, tg_error *err)
 {
 	part_state *s = part->state;
 	const size_t n = (size_t) s->W * flow_rows(s);
 	const tg_route route = flow_route(op, s);
-	uint32_t   *order = tg_alloc(ctx, n * sizeof(uint32_t)),
-			   *start = tg_alloc(ctx, (n + 1) * sizeof(uint32_t));
-	size_t		count = 0;
 	int			levels = 0;
 	tg_status	st = TG_OK;
 
 	s->flow_level = keep_alloc(part, n * sizeof(uint32_t));
 	s->flow_queue.next = keep_alloc(part, n * sizeof(uint32_t));
 	s->flow_queue.queued = keep_alloc(part, n);
-	if (!order || !start || !s->flow_level || !s->flow_queue.next || !s->flow_queue.queued)
+	if (!s->flow_level || !s->flow_queue.next || !s->flow_queue.queued)
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's flow levels (%zu cells)", n);
 	if (st == TG_OK)
-		st = tg_cpu_route_levels(ctx, &route, order, &count, start, &levels, err);
+		st = tg_cpu_accumulate_with_levels(ctx, &route, &op->flow, s->flow_w, s->flow_acc, s->flow_level, &levels,
+										   err);
 	if (st == TG_OK && (s->flow_queue.head = keep_alloc(part, (size_t) levels * sizeof(uint32_t))) == NULL)
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's %d flow levels", levels);
 	if (st == TG_OK)
@@ -2138,13 +2137,7 @@ flow_levels(const tg_ctx *ctx, const tg_op *op, tg_part *part, tg_error *err)
 		memset(s->flow_queue.queued, 0, n);
 		for (int l = 0; l < levels; l++)
 			s->flow_queue.head[l] = NONE;
-		memset(s->flow_level, 0, n * sizeof(uint32_t));
-		for (int l = 0; l < levels; l++)
-			for (uint32_t j = start[l]; j < start[l + 1]; j++)
-				s->flow_level[order[j]] = (uint32_t) l;
 	}
-	tg_free(ctx, order);
-	tg_free(ctx, start);
 	return st;
 }
 
@@ -2263,12 +2256,8 @@ part_flow(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error
 		st = reader_done(r, "a flow message", err);
 	if (st == TG_OK && round == 1)
 	{
-		const tg_route route = flow_route(op, s);
-
 		tg_phase(ctx, "flow of the part");
-		st = tg_cpu_accumulate(ctx, &route, &op->flow, s->flow_w, TG_ACC_INDEGREE, s->flow_acc, err);
-		if (st == TG_OK)
-			st = flow_levels(ctx, op, part, err);
+		st = flow_first_sums(ctx, op, part, err);
 	}
 	else if (st == TG_OK && round > 1)
 	{
