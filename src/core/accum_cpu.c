@@ -277,7 +277,7 @@ mark_source_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 	return TG_OK;
 }
 
-/* level: NULL, or each cell's level (zeroed by the caller) and *levels their count */
+/* level: NULL, or each cell's level (zeroed before) and *levels their count */
 static tg_status
 accumulate_indegree(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
 					const double *weight, double *acc, uint32_t *level, int *levels, tg_error *err)
@@ -797,24 +797,29 @@ typedef struct clear_job
 {
 	const tg_route *r;
 	double	   *acc;
+	uint32_t   *level;			/* or NULL */
 } clear_job;
 
 static tg_status
 clear_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 {
 	const clear_job *j = arg;
+	const size_t i0 = (size_t) y0 * j->r->width,
+				i1 = (size_t) y1 * j->r->width;
 
-	for (size_t i = (size_t) y0 * j->r->width; i < (size_t) y1 * j->r->width; i++)
+	for (size_t i = i0; i < i1; i++)
 		j->acc[i] = isnan(j->r->z[i]) ? NAN : 0.0;
+	if (j->level)
+		memset(j->level + i0, 0, (i1 - i0) * sizeof(uint32_t));
 	return TG_OK;
 }
 
-tg_status
-tg_cpu_accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
-				  const double *weight, tg_accum_method method, double *acc,
-				  tg_error *err)
+/* level: NULL, or each cell's level and *levels their count (indegree only) */
+static tg_status
+accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p, const double *weight,
+		   tg_accum_method method, double *acc, uint32_t *level, int *levels, tg_error *err)
 {
-	clear_job	c = {r, acc};
+	clear_job	c = {r, acc, level};
 	int			rounds = 0;
 	tg_status	st;
 
@@ -834,7 +839,7 @@ tg_cpu_accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
 			st = accumulate_topological(ctx, r, p, weight, acc, &rounds, err);
 			break;
 		case TG_ACC_INDEGREE:
-			st = accumulate_indegree(ctx, r, p, weight, acc, NULL, NULL, err);
+			st = accumulate_indegree(ctx, r, p, weight, acc, level, levels, err);
 			break;
 		default:
 			st = tg_error_set(err, TG_EINVAL, "accumulation method %s does not run on the CPU",
@@ -847,18 +852,18 @@ tg_cpu_accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
 }
 
 tg_status
+tg_cpu_accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
+				  const double *weight, tg_accum_method method, double *acc,
+				  tg_error *err)
+{
+	return accumulate(ctx, r, p, weight, method, acc, NULL, NULL, err);
+}
+
+tg_status
 tg_cpu_accumulate_with_levels(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
 							  const double *weight, double *acc, uint32_t *level, int *levels, tg_error *err)
 {
-	clear_job	c = {r, acc};
-	tg_status	st;
-
-	tg_phase(ctx, "accumulation");
-	memset(level, 0, (size_t) r->width * r->height * sizeof(uint32_t));
-	st = tg_parallel_rows(ctx, r->width, r->height, clear_rows, &c, err);
-	if (st == TG_OK)
-		st = accumulate_indegree(ctx, r, p, weight, acc, level, levels, err);
-	return st;
+	return accumulate(ctx, r, p, weight, TG_ACC_INDEGREE, acc, level, levels, err);
 }
 
 /* ------------------------------------------------------------------------
