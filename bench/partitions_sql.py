@@ -45,12 +45,12 @@ from tg_tools import machine_description, tiles_sql  # noqa: E402
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 CLUSTER = os.path.join(REPO, "tools", "cluster.sh")
 
-OPERATIONS = {"fill": ("tg_fill", "{}", "tg_fill(coverage => ''dem_local'')"),
-              "slope": ("tg_slope", "{}", "tg_slope(coverage => ''dem_local'')"),
-              "d8": ("tg_flow_accumulation", "{}", "tg_flow_accumulation(coverage => ''dem_local'')"),
+OPERATIONS = {"fill": ("tg_fill", "{}", "tg_fill(coverage => ''{table}'')"),
+              "slope": ("tg_slope", "{}", "tg_slope(coverage => ''{table}'')"),
+              "d8": ("tg_flow_accumulation", "{}", "tg_flow_accumulation(coverage => ''{table}'')"),
               "mfd-md": ("tg_flow_accumulation", '{"routing": "mfd-md"}',
-                         "tg_flow_accumulation(coverage => ''dem_local'', routing => ''mfd-md'')"),
-              "hydrology": ("tg_hydrology", "{}", "tg_hydrology(coverage => ''dem_local'')")}
+                         "tg_flow_accumulation(coverage => ''{table}'', routing => ''mfd-md'')"),
+              "hydrology": ("tg_hydrology", "{}", "tg_hydrology(coverage => ''{table}'')")}
 
 
 def main():
@@ -151,8 +151,7 @@ def main():
         print("|---|---:|---:|---:|---|---|---|---:|---:|---|")
         for key in args.ops.split(","):
             op, opts, local = OPERATIONS[key]
-            if args.local_over_fdw:
-                local = local.replace("dem_local", "dem")
+            local = local.format(table="dem" if args.local_over_fdw else "dem_local")
             cols = ["filled", "direction", "accumulation"] if op == "tg_hydrology" else ["rast"]
             one, one_device = [], []
             for _ in range(0 if args.no_local else args.reps):
