@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from tg_tools import machine_description, tiles_sql  # noqa: E402
@@ -100,8 +101,9 @@ def main():
         return dict(line.split("|") for line in out.splitlines())
 
     def part_digests(n, table, cols):
-        """Per worker, its result tiles' digests (computed there)."""
-        return [tile_digests(k, "%s_part%d" % (table, k), cols) for k in range(1, n + 1)]
+        """Per worker, its result tiles' digests (computed there, on every worker at once)."""
+        with ThreadPoolExecutor(max_workers=n) as pool:
+            return list(pool.map(lambda k: tile_digests(k, "%s_part%d" % (table, k), cols), range(1, n + 1)))
 
     def equal_tiles(a, b):
         return "%d of %d" % (sum(a.get(rid) == d for rid, d in b.items()), max(len(a), len(b)))
