@@ -833,7 +833,7 @@ part_surface(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_part *par
 		s->row0 = m->row0;
 		for (size_t i = 0; i < 4 * W; i++)
 			s->z[i < 2 * W ? i : n + i] = NAN;
-		memcpy(s->z + 2 * W, surface, n * sizeof(double));
+		tg_parallel_memcpy(ctx, s->z + 2 * W, surface, n * sizeof(double));
 		put_header(&w, TG_PART_SURFACE | REPLY, op->kind);
 		/* the rows a neighbour routes with: the first two for the part above, the last two for the one below */
 		if (m->index > 0)
@@ -960,7 +960,7 @@ flats_begin(const tg_ctx *ctx, tg_part *part, reader *r, tg_error *err)
 	if (!s->at || !s->flat_id || !s->dist[0] || !s->dist[1] || !s->dist_queued[0] || !s->dist_queued[1] ||
 		!s->mask || !s->nb_towards || !s->nb_away || !s->nb_label || !s->nb_mask || !s->sent || !s->edge)
 		return tg_error_set(err, TG_ENOMEM, "could not keep the flats of a part of %zu cells", n);
-	memset(s->at, 0xff, n * sizeof(int32_t));
+	tg_parallel_memset(ctx, s->at, 0xff, n * sizeof(int32_t));
 	for (size_t j = 0; j < s->nflat; j++)
 		if (s->cell[j] < W || s->cell[j] >= n - W)
 			s->edge[s->nedge++] = (uint32_t) j;
@@ -974,9 +974,9 @@ flats_begin(const tg_ctx *ctx, tg_part *part, reader *r, tg_error *err)
 	if (st != TG_OK)
 		return st;
 	/* the distances start at the seeds; the box the steps scan */
-	memset(s->flat_id, 0xff, n * sizeof(int32_t));
-	memset(s->dist_queued[0], 0, n);
-	memset(s->dist_queued[1], 0, n);
+	tg_parallel_memset(ctx, s->flat_id, 0xff, n * sizeof(int32_t));
+	tg_parallel_memset(ctx, s->dist_queued[0], 0, n);
+	tg_parallel_memset(ctx, s->dist_queued[1], 0, n);
 	s->fx0 = s->W;
 	s->fx1 = -1;
 	s->fy0 = s->nflat ? (int) (s->cell[0] / W) : 0;
@@ -1417,7 +1417,7 @@ route_part(const tg_ctx *ctx, const tg_op *op, const part_state *s, tg_route *su
 		free_masks(ctx, &given);
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a part's routing (%zu cells)", W * count);
 	}
-	memcpy(z, s->z + (size_t) first * W, W * count * sizeof(double));
+	tg_parallel_memcpy(ctx, z, s->z + (size_t) first * W, W * count * sizeof(double));
 	st = tg_cpu_route_surface(ctx, z, s->W, count, &p, &given, sub, err);
 	free_masks(ctx, &given);
 	return st;
@@ -1454,7 +1454,7 @@ link_cpu(const tg_ctx *ctx, const void *arg, tg_error *err)
 	if (st != TG_OK)
 		return st;
 	strip = own_rows_d8(l->s, &sub, own);
-	memcpy(l->s->d8, strip.d8, (size_t) l->s->W * l->s->H);
+	tg_parallel_memcpy(ctx, l->s->d8, strip.d8, (size_t) l->s->W * l->s->H);
 	st = tg_cpu_accumulate(ctx, &strip, &l->op->flow, l->weight, TG_ACC_INDEGREE, l->s->acc, err);
 	tg_route_free(ctx, &sub);
 	return st;
@@ -2026,6 +2026,21 @@ get_acc_changes(const tg_ctx *ctx, reader *sec, part_state *s, size_t y, uint32_
 }
 
 /*
+ * A kept array of the flow's rows: `around` cells before and after the
+ * part's own `own` cells set to the byte `none`, its own copied from src
+ * (size bytes a cell), on the call's threads.
+ */
+static void
+around_and_own(const tg_ctx *ctx, void *dst, int none, const void *src, size_t size, size_t around, size_t own)
+{
+	uint8_t    *d = dst;
+
+	memset(d, none, around * size);
+	tg_parallel_memcpy(ctx, d + around * size, src, own * size);
+	memset(d + (around + own) * size, none, around * size);
+}
+
+/*
  * Round 0: every crossing flat's height and the halo's depth; the part
  * routed with the crossing flats' masks and kept in rows with room around
  * it (no cells there yet), its rows that the neighbours compute too handed
@@ -2072,17 +2087,11 @@ flow_begin(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, writer 
 	 * no routing around the part until its neighbours hand theirs over; the
 	 * cells there all count (their nodata neither sends nor receives water)
 	 */
-	memset(s->flow_z, 0, n * sizeof(double));
-	memcpy(s->flow_z + own0 * W, s->z + 2 * W, W * H * sizeof(double));
-	memset(s->flow_d8, TG_NO_DIRECTION, n);
-	memcpy(s->flow_d8 + own0 * W, route.d8 + own, W * H);
+	around_and_own(ctx, s->flow_z, 0, s->z + 2 * W, sizeof(double), own0 * W, W * H);
+	around_and_own(ctx, s->flow_d8, TG_NO_DIRECTION, route.d8 + own, 1, own0 * W, W * H);
 	for (int k = 0; k < 8; k++)
-	{
-		float	   *plane = s->flow_frac + (size_t) k * n;
-
-		memset(plane, 0, n * sizeof(float));
-		memcpy(plane + own0 * W, route.frac + (size_t) k * W * route.height + own, W * H * sizeof(float));
-	}
+		around_and_own(ctx, s->flow_frac + (size_t) k * n, 0, route.frac + (size_t) k * W * route.height + own,
+					   sizeof(float), own0 * W, W * H);
 	tg_route_free(ctx, &route);
 	for (int side = 0; side < 2; side++)
 	{
@@ -2099,7 +2108,7 @@ flow_begin(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, writer 
 	if (st == TG_OK)
 	{
 		/* the rows taken in weigh what the neighbours hand over: 0 before the first (the changes' base) */
-		memcpy(s->flow_w, weights, n * sizeof(double));
+		tg_parallel_memcpy(ctx, s->flow_w, weights, n * sizeof(double));
 		memset(s->flow_w, 0, W * sizeof(double));
 		memset(s->flow_w + n - W, 0, W * sizeof(double));
 	}
@@ -2134,7 +2143,7 @@ flow_first_sums(const tg_ctx *ctx, const tg_op *op, tg_part *part, tg_error *err
 	if (st == TG_OK)
 	{
 		s->flow_nlevels = levels;
-		memset(s->flow_queue.queued, 0, n);
+		tg_parallel_memset(ctx, s->flow_queue.queued, 0, n);
 		for (int l = 0; l < levels; l++)
 			s->flow_queue.head[l] = NONE;
 	}

@@ -570,7 +570,8 @@ tg_parallel_rows(const tg_ctx *ctx, int width, int height, tg_rows_fn fn, void *
 typedef struct memcpy_job
 {
 	char	   *dst;
-	const char *src;
+	const char *src;			/* NULL: set every byte to `value` */
+	int			value;
 	size_t		bytes;
 	size_t		part;
 } memcpy_job;
@@ -582,25 +583,46 @@ memcpy_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 	size_t		off = (size_t) task * m->part;
 	size_t		len = m->bytes - off < m->part ? m->bytes - off : m->part;
 
-	memcpy(m->dst + off, m->src + off, len);
+	if (m->src)
+		memcpy(m->dst + off, m->src + off, len);
+	else
+		memset(m->dst + off, m->value, len);
 	return TG_OK;
+}
+
+static void
+parallel_bytes(const tg_ctx *ctx, memcpy_job *m)
+{
+	tg_ctx		quiet = *ctx;
+	size_t		part = m->bytes / (size_t) tg_threads_wanted(ctx);
+
+	part = (part + 4095) & ~(size_t) 4095;	/* a multiple of the page size */
+	m->part = part < MEMCPY_MIN_PART ? MEMCPY_MIN_PART : part > MEMCPY_MAX_PART ? MEMCPY_MAX_PART : part;
+	/* a copy is not canceled half-way */
+	quiet.cancel = NULL;
+	quiet.progress = NULL;
+	if (m->bytes < 2 * MEMCPY_MIN_PART ||
+		tg_parallel(&quiet, (int64_t) ((m->bytes + m->part - 1) / m->part), memcpy_task, m, NULL) != TG_OK)
+	{
+		m->part = m->bytes;
+		memcpy_task(ctx, m, 0, NULL);
+	}
 }
 
 void
 tg_parallel_memcpy(const tg_ctx *ctx, void *dst, const void *src, size_t bytes)
 {
-	memcpy_job	m = {dst, src, bytes, 0};
-	tg_ctx		quiet = *ctx;
-	size_t		part = bytes / (size_t) tg_threads_wanted(ctx);
+	memcpy_job	m = {dst, src, 0, bytes, 0};
 
-	part = (part + 4095) & ~(size_t) 4095;	/* a multiple of the page size */
-	m.part = part < MEMCPY_MIN_PART ? MEMCPY_MIN_PART : part > MEMCPY_MAX_PART ? MEMCPY_MAX_PART : part;
-	/* a copy is not canceled half-way */
-	quiet.cancel = NULL;
-	quiet.progress = NULL;
-	if (bytes < 2 * MEMCPY_MIN_PART ||
-		tg_parallel(&quiet, (int64_t) ((bytes + m.part - 1) / m.part), memcpy_task, &m, NULL) != TG_OK)
-		memcpy(dst, src, bytes);
+	parallel_bytes(ctx, &m);
+}
+
+void
+tg_parallel_memset(const tg_ctx *ctx, void *dst, int value, size_t bytes)
+{
+	memcpy_job	m = {dst, NULL, value, bytes, 0};
+
+	parallel_bytes(ctx, &m);
 }
 
 /* ------------------------------------------------------------------------

@@ -102,8 +102,12 @@ bool		tg_block_keep(const tg_ctx *ctx, void *p);
 /* From now on the call keeps no block: one planned to fill a memory budget (strips). */
 void		tg_blocks_keep_none(const tg_ctx *ctx);
 
-/* memcpy on the call's threads (large copies only are split). */
+/*
+ * memcpy and memset on the call's threads (large ones only are split): into
+ * fresh memory each page's fault and zeroing then happen on every thread.
+ */
 void		tg_parallel_memcpy(const tg_ctx *ctx, void *dst, const void *src, size_t bytes);
+void		tg_parallel_memset(const tg_ctx *ctx, void *dst, int value, size_t bytes);
 
 /* Index of the thread running a task (0 .. threads - 1); 0 on the calling thread. */
 static inline int

@@ -207,6 +207,23 @@ nodata_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 	return TG_OK;
 }
 
+/* Rows of doubles to set to nodata (NaN) on the threads, where their fresh pages are touched first. */
+typedef struct nan_job
+{
+	double	   *rows;
+	size_t		width;
+} nan_job;
+
+static tg_status
+nan_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const nan_job *j = arg;
+
+	for (size_t i = (size_t) y0 * j->width; i < (size_t) y1 * j->width; i++)
+		j->rows[i] = NAN;
+	return TG_OK;
+}
+
 /* Copy a tile's band into the grid or the rows; a foreign nodata marker is translated. */
 static void
 place_tile(tg_grid_band *g, const tg_band *src, const tg_tile_place *t)
@@ -341,9 +358,13 @@ tg_read_input(const tg_ctx *ctx, const tg_layout *grid, const tg_input *in, tg_g
 
 	if (batch == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a batch of tiles");
-	if (g->as_rows)
-		for (size_t i = 0; i < (size_t) grid->width * nrows; i++)
-			g->rows[i] = NAN;
+	if (g->as_rows &&
+		(st = tg_parallel_rows(&q, grid->width, nrows, nan_rows, &(nan_job) {g->rows, (size_t) grid->width},
+							   err)) != TG_OK)
+	{
+		tg_free(ctx, batch);
+		return st;
+	}
 	t0 = tg_clock_ms();
 	st = in->reader.start(in->reader.arg, row0, nrows, err);
 	tg_phase_charge(ctx, "fetch", tg_clock_ms() - t0);
