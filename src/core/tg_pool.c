@@ -567,19 +567,19 @@ tg_parallel_rows(const tg_ctx *ctx, int width, int height, tg_rows_fn fn, void *
 #define MEMCPY_MIN_PART ((size_t) 1 << 20)
 #define MEMCPY_MAX_PART ((size_t) 8 << 20)
 
-typedef struct memcpy_job
+typedef struct bytes_job
 {
 	char	   *dst;
 	const char *src;			/* NULL: set every byte to `value` */
 	int			value;
 	size_t		bytes;
 	size_t		part;
-} memcpy_job;
+} bytes_job;
 
 static tg_status
-memcpy_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+bytes_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 {
-	const memcpy_job *m = arg;
+	const bytes_job *m = arg;
 	size_t		off = (size_t) task * m->part;
 	size_t		len = m->bytes - off < m->part ? m->bytes - off : m->part;
 
@@ -591,7 +591,7 @@ memcpy_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 }
 
 static void
-parallel_bytes(const tg_ctx *ctx, memcpy_job *m)
+parallel_bytes(const tg_ctx *ctx, bytes_job *m)
 {
 	tg_ctx		quiet = *ctx;
 	size_t		part = m->bytes / (size_t) tg_threads_wanted(ctx);
@@ -602,17 +602,17 @@ parallel_bytes(const tg_ctx *ctx, memcpy_job *m)
 	quiet.cancel = NULL;
 	quiet.progress = NULL;
 	if (m->bytes < 2 * MEMCPY_MIN_PART ||
-		tg_parallel(&quiet, (int64_t) ((m->bytes + m->part - 1) / m->part), memcpy_task, m, NULL) != TG_OK)
+		tg_parallel(&quiet, (int64_t) ((m->bytes + m->part - 1) / m->part), bytes_task, m, NULL) != TG_OK)
 	{
 		m->part = m->bytes;
-		memcpy_task(ctx, m, 0, NULL);
+		bytes_task(ctx, m, 0, NULL);
 	}
 }
 
 void
 tg_parallel_memcpy(const tg_ctx *ctx, void *dst, const void *src, size_t bytes)
 {
-	memcpy_job	m = {dst, src, 0, bytes, 0};
+	bytes_job	m = {dst, src, 0, bytes, 0};
 
 	parallel_bytes(ctx, &m);
 }
@@ -620,7 +620,7 @@ tg_parallel_memcpy(const tg_ctx *ctx, void *dst, const void *src, size_t bytes)
 void
 tg_parallel_memset(const tg_ctx *ctx, void *dst, int value, size_t bytes)
 {
-	memcpy_job	m = {dst, NULL, value, bytes, 0};
+	bytes_job	m = {dst, NULL, value, bytes, 0};
 
 	parallel_bytes(ctx, &m);
 }

@@ -429,6 +429,33 @@ test_pool(void)
 		tg_free(&call, c);		/* kept until the call ends (ASan: no leak) */
 		tg_kept_block_bytes = usual;
 	}
+	/* copies and clears on the threads: every byte, split or not, odd lengths and offsets */
+	{
+		const size_t sizes[] = {1000, ((size_t) 2 << 20) - 1, ((size_t) 37 << 20) + 4093};
+
+		for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+		{
+			const size_t len = sizes[k];
+			uint8_t    *src = malloc(len + 2),
+					   *dst = malloc(len + 2);
+			bool		same = true,
+						set = true;
+
+			for (size_t i = 0; i < len + 2; i++)
+				src[i] = (uint8_t) (i * 2654435761u >> 13);
+			memset(dst, 0x5a, len + 2);
+			tg_parallel_memcpy(&call, dst + 1, src + 1, len);
+			for (size_t i = 1; i <= len; i++)
+				same = same && dst[i] == src[i];
+			check(same && dst[0] == 0x5a && dst[len + 1] == 0x5a, "pool: a copy of %zu bytes, every byte and no more", len);
+			tg_parallel_memset(&call, dst + 1, 0xc3, len);
+			for (size_t i = 1; i <= len; i++)
+				set = set && dst[i] == 0xc3;
+			check(set && dst[0] == 0x5a && dst[len + 1] == 0x5a, "pool: a clear of %zu bytes, every byte and no more", len);
+			free(src);
+			free(dst);
+		}
+	}
 	tg_call_close(&call);
 	check(stats.threads == 4, "pool: 4 threads asked, %d ran", stats.threads);
 	free(j);
