@@ -179,6 +179,9 @@ def main():
                         "%s %s%s" % (m[0], m[1], " (%s rounds)" % m[3] if m[3] else "")
                         for m in re.findall(r": (\w+) of \w+ on \d+ workers in ([\d.]+) s, ([\d.]+) kB"
                                             r"(?: \((\d+) rounds\))?", notices))
+                    by_phase = ", ".join("%s %s kB" % (m[0], m[2]) for m in re.findall(
+                        r": (\w+) of \w+ on \d+ workers in ([\d.]+) s, ([\d.]+) kB", notices))
+                    print("# %s %s: bytes by phase: %s" % (op, opts, by_phase), flush=True)
                 parts = part_digests(args.workers, "many", cols)
                 tiles = {rid: d for part in parts for rid, d in part.items()}
                 same = []

@@ -49,8 +49,9 @@
  * (tg_parts_step) keeps its own state between phases as bytes too.
  * Messages and replies are byte strings in this file's format (native byte
  * order, which the first word checks), read with every length checked.
- * Rows of values travel as floats where every value of the row set is exact
- * in one (integer DEMs), else as doubles; labels as differences.
+ * Rows of values travel as varints of their differences where every value
+ * is an integer (integer DEMs), else as floats where each is exact in one,
+ * else as doubles; labels and cell numbers as varints of differences.
  */
 #include "tg_tiles.h"
 #include "tg_backends.h"
@@ -122,16 +123,67 @@ put_u8(writer *w, uint8_t v)
 	put(w, &v, 1);
 }
 
-/* n values: floats where every one is exact as a float (NaN included), else doubles. */
+static void
+put_varint(writer *w, uint64_t v)
+{
+	while (v >= 0x80)
+	{
+		put_u8(w, (uint8_t) (v | 0x80));
+		v >>= 7;
+	}
+	put_u8(w, (uint8_t) v);
+}
+
+/* How put_values writes a row of values. */
+enum
+{
+	VALUES_DOUBLE, VALUES_FLOAT, VALUES_INTEGER
+};
+
+#define INTEGER_LIMIT 4503599627370496.0	/* 2^52: integers and their differences exact in doubles */
+
+/* Is v an integer put_values may write as one (its sign and bits come back the same)? */
+static inline bool
+integer_value(double v)
+{
+	return fabs(v) < INTEGER_LIMIT && v == trunc(v) && !(v == 0 && signbit(v));
+}
+
+/*
+ * n values: where each is NaN or an integer (a DEM of integers, its filled
+ * surface, cell counts) as varints of the difference from the one before
+ * (0 for NaN, else 1 + the difference zigzagged): neighbouring cells differ
+ * a little; else as floats where every one is exact as a float (NaN
+ * included), else as doubles.
+ */
 static void
 put_values(writer *w, const double *v, size_t n)
 {
-	bool		single = true;
+	bool		integer = true,
+				single = true;
 
-	for (size_t i = 0; i < n && single; i++)
-		single = isnan(v[i]) || (double) (float) v[i] == v[i];
-	put_u8(w, single);
-	if (single)
+	for (size_t i = 0; i < n && (integer || single); i++)
+	{
+		integer = integer && (isnan(v[i]) || integer_value(v[i]));
+		single = single && (isnan(v[i]) || (double) (float) v[i] == v[i]);
+	}
+	put_u8(w, integer ? VALUES_INTEGER : single ? VALUES_FLOAT : VALUES_DOUBLE);
+	if (integer)
+	{
+		int64_t		prev = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (isnan(v[i]))
+				put_u8(w, 0);
+			else
+			{
+				const int64_t d = (int64_t) v[i] - prev;
+
+				put_varint(w, 1 + (((uint64_t) d << 1) ^ (uint64_t) (d >> 63)));
+				prev = (int64_t) v[i];
+			}
+	}
+	else if (single)
 		for (size_t i = 0; i < n; i++)
 		{
 			const float f = (float) v[i];
@@ -166,8 +218,9 @@ put_bit_changes(writer *w, const uint64_t *change, size_t n)
 }
 
 /*
- * n labels as differences from the label before plus one: a row's labels
- * mostly run on by one, and their zeros compress well.
+ * n labels (or sorted columns) as varints of their differences from the
+ * one before plus one, zigzagged: a row's labels mostly run on by one, and
+ * their zeros compress well.
  */
 static void
 put_runs(writer *w, const uint32_t *v, size_t n)
@@ -178,7 +231,7 @@ put_runs(writer *w, const uint32_t *v, size_t n)
 	{
 		const uint32_t d = v[i] - prev - 1;
 
-		put(w, &d, sizeof d);
+		put_varint(w, (d << 1) ^ (uint32_t) -(int32_t) (d >> 31));
 		prev = v[i];
 	}
 }
@@ -243,21 +296,57 @@ get_u8(reader *r)
 	return v;
 }
 
+static uint64_t
+get_varint(reader *r)
+{
+	uint64_t	v = 0;
+
+	for (int shift = 0; shift < 64 && !r->bad; shift += 7)
+	{
+		const uint8_t b = get_u8(r);
+
+		v |= (uint64_t) (b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return v;
+	}
+	r->bad = true;
+	return 0;
+}
+
 /* n values (put_values) into v. */
 static void
 get_values(reader *r, double *v, size_t n)
 {
-	const bool	single = get_u8(r) != 0;
-	const size_t size = single ? sizeof(float) : sizeof(double);
+	const uint8_t mode = get_u8(r);
+	const size_t size = mode == VALUES_FLOAT ? sizeof(float) : sizeof(double);
 
-	if (r->bad || n > r->left / size)
+	if (mode == VALUES_INTEGER)
+	{
+		int64_t		prev = 0;
+
+		for (size_t i = 0; i < n && !r->bad; i++)
+		{
+			const uint64_t code = get_varint(r);
+			const uint64_t z = code - 1;
+			const int64_t d = (int64_t) (z >> 1) ^ -(int64_t) (z & 1);
+
+			if (code == 0)
+				v[i] = NAN;
+			else if (fabs((double) prev + (double) d) >= INTEGER_LIMIT)
+				r->bad = true;
+			else
+				v[i] = (double) (prev += d);
+		}
+		return;
+	}
+	if (r->bad || mode > VALUES_INTEGER || n > r->left / size)
 	{
 		r->bad = true;
 		return;
 	}
 	for (size_t i = 0; i < n; i++)
 	{
-		if (single)
+		if (mode == VALUES_FLOAT)
 		{
 			float		f;
 
@@ -271,38 +360,39 @@ get_values(reader *r, double *v, size_t n)
 	r->left -= n * size;
 }
 
-/* n cell numbers as differences from the one before: sorted or repeated ones compress well. */
+/*
+ * n cell numbers as varints of their differences from the one before,
+ * zigzagged: sorted or repeated ones take a byte or two.
+ */
 static void
 put_cells(writer *w, const int64_t *v, size_t n, size_t stride)
 {
-	int64_t		prev = 0;
+	uint64_t	prev = 0;
 
 	for (size_t i = 0; i < n; i++)
 	{
-		int64_t		c,
-					d;
+		int64_t		c;
+		uint64_t	d;
 
 		memcpy(&c, (const uint8_t *) v + i * stride, sizeof c);
-		d = c - prev;
-		put(w, &d, sizeof d);
-		prev = c;
+		d = (uint64_t) c - prev;
+		put_varint(w, (d << 1) ^ (uint64_t) -(int64_t) (d >> 63));
+		prev = (uint64_t) c;
 	}
 }
 
 static void
 get_cells(reader *r, int64_t *v, size_t n, size_t stride)
 {
-	int64_t		prev = 0;
+	uint64_t	prev = 0;
 
 	for (size_t i = 0; i < n && !r->bad; i++)
 	{
-		int64_t		d,
-					c;
+		const uint64_t z = get_varint(r);
+		const int64_t c = (int64_t) (prev + ((z >> 1) ^ (uint64_t) -(int64_t) (z & 1)));
 
-		get(r, &d, sizeof d);
-		c = prev + d;
 		memcpy((uint8_t *) v + i * stride, &c, sizeof c);
-		prev = c;
+		prev = (uint64_t) c;
 	}
 }
 
@@ -336,12 +426,71 @@ get_runs(reader *r, uint32_t *v, size_t n)
 
 	for (size_t i = 0; i < n && !r->bad; i++)
 	{
-		uint32_t	d;
+		const uint64_t z = get_varint(r);
+		const uint32_t d = (uint32_t) (z >> 1) ^ (uint32_t) -(int32_t) (z & 1);
 
-		get(r, &d, sizeof d);
+		if (z > UINT32_MAX)
+			r->bad = true;
 		v[i] = prev + 1 + d;
 		prev = v[i];
 	}
+}
+
+/*
+ * Sections: a length (a varint), then that many bytes.  begin_section
+ * leaves a byte for the length; end_section makes room for a longer one.
+ */
+static size_t
+begin_section(writer *w)
+{
+	const size_t at = w->size;
+
+	put_u8(w, 0);
+	return at;
+}
+
+static void
+end_section(writer *w, size_t at)
+{
+	const size_t len = w->size - at - 1;
+	uint8_t		head[10];
+	size_t		k = 0;
+
+	for (uint64_t v = len; k == 0 || v > 0; v >>= 7)
+		head[k++] = (uint8_t) ((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+	for (size_t more = 1; more < k; more++)
+		put_u8(w, 0);
+	if (w->failed)
+		return;
+	memmove(w->data + at + k, w->data + at + 1, len);
+	memcpy(w->data + at, head, k);
+}
+
+static void
+put_section(writer *w, const uint8_t *data, size_t len)
+{
+	put_varint(w, len);
+	if (len)
+		put(w, data, len);
+}
+
+/* The next section of r as a reader of its own. */
+static reader
+get_section(reader *r)
+{
+	const uint64_t len = get_varint(r);
+	reader		sec = {NULL, 0, false};
+
+	if (r->bad || len > r->left)
+		r->bad = sec.bad = true;
+	else
+	{
+		sec.p = r->p;
+		sec.left = len;
+		r->p += len;
+		r->left -= len;
+	}
+	return sec;
 }
 
 /* Open a message or reply of `type`; its operation into *kind. */
@@ -1190,6 +1339,60 @@ apply_row_change(const uint8_t *change, size_t W, int32_t *towards, int32_t *awa
 	}
 }
 
+/*
+ * A row block's change (encode_change) as a section: its 3 W numbers as
+ * zigzagged varints, nothing where every one is zero.
+ */
+static void
+put_change_block(writer *w, const uint8_t *change, size_t W)
+{
+	const size_t at = begin_section(w);
+	bool		any = false;
+
+	for (size_t b = 0; b < 16 * W && !any; b++)
+		any = change[b] != 0;
+	for (size_t x = 0; any && x < 2 * W; x++)
+	{
+		uint32_t	v;
+
+		memcpy(&v, change + 4 * x, 4);
+		put_varint(w, (v << 1) ^ (uint32_t) -(int32_t) (v >> 31));
+	}
+	for (size_t x = 0; any && x < W; x++)
+	{
+		uint64_t	v;
+
+		memcpy(&v, change + 8 * (W + x), 8);
+		put_varint(w, (v << 1) ^ (uint64_t) -(int64_t) (v >> 63));
+	}
+	end_section(w, at);
+}
+
+/* A put_change_block into change (16 W bytes, encode_change's layout). */
+static void
+get_change_block(reader *r, uint8_t *change, size_t W)
+{
+	reader		sec = get_section(r);
+
+	memset(change, 0, 16 * W);
+	for (size_t x = 0; sec.left > 0 && x < 2 * W; x++)
+	{
+		const uint64_t z = get_varint(&sec);
+		const uint32_t v = (uint32_t) (z >> 1) ^ (uint32_t) -(int32_t) (z & 1);
+
+		memcpy(change + 4 * x, &v, 4);
+	}
+	for (size_t x = 0; sec.left > 0 && x < W; x++)
+	{
+		const uint64_t z = get_varint(&sec);
+		const uint64_t v = (z >> 1) ^ (uint64_t) -(int64_t) (z & 1);
+
+		memcpy(change + 8 * (W + x), &v, 8);
+	}
+	if (sec.bad || sec.left != 0)
+		r->bad = true;
+}
+
 /* A round of the flats: the neighbours' boundary values in, ours out. */
 static tg_status
 part_flats(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error *err)
@@ -1212,7 +1415,7 @@ part_flats(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_erro
 
 		if (change == NULL)
 			return tg_error_set(err, TG_ENOMEM, "could not allocate a part's flat values");
-		get(r, change, 16 * (size_t) s->W);
+		get_change_block(r, change, (size_t) s->W);
 		if (!r->bad)
 			apply_row_change(change, s->W, s->nb_towards + (size_t) side * s->W, s->nb_away + (size_t) side * s->W,
 							 s->nb_label + (size_t) side * s->W);
@@ -1253,7 +1456,8 @@ part_flats(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_erro
 		encode_change(now, s->sent, s->W);
 		encode_change(now + bytes / 2, s->sent + bytes / 2, s->W);
 		put_header(&w, TG_PART_FLATS | REPLY, op->kind);
-		put(&w, now, bytes);
+		put_change_block(&w, now, (size_t) s->W);
+		put_change_block(&w, now + bytes / 2, (size_t) s->W);
 		tg_free(ctx, now);
 		st = writer_done(&w, &part->reply, err);
 	}
@@ -1613,53 +1817,6 @@ enum
 {
 	ROUTING_FIRST, ROUTING_LAST, ACC_FIRST, ACC_LAST
 };
-
-static size_t
-begin_section(writer *w)
-{
-	const size_t at = w->size,
-				zero = 0;
-
-	put(w, &zero, sizeof zero);
-	return at;
-}
-
-static void
-end_section(writer *w, size_t at)
-{
-	const size_t len = w->size - at - sizeof(size_t);
-
-	if (!w->failed)
-		memcpy(w->data + at, &len, sizeof len);
-}
-
-static void
-put_section(writer *w, const uint8_t *data, size_t len)
-{
-	put(w, &len, sizeof len);
-	if (len)
-		put(w, data, len);
-}
-
-/* The next section of r as a reader of its own. */
-static reader
-get_section(reader *r)
-{
-	size_t		len = 0;
-	reader		sec = {NULL, 0, false};
-
-	get(r, &len, sizeof len);
-	if (r->bad || len > r->left)
-		r->bad = sec.bad = true;
-	else
-	{
-		sec.p = r->p;
-		sec.left = len;
-		r->p += len;
-		r->left -= len;
-	}
-	return sec;
-}
 
 /* The computed rows' first (the part's own first row) and their count (rows around included). */
 static inline size_t
@@ -2453,7 +2610,8 @@ finish_accumulation(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r
 	if (s == NULL || s->d8 == NULL || s->acc == NULL)
 		return tg_error_set(err, TG_EDATA, "a finish message reached a part that was not linked");
 	get(r, &n, sizeof n);
-	if (r->bad || n > r->left / sizeof(tg_strip_inflow))
+	/* each inflow at least a byte of its cell and its amount */
+	if (r->bad || n > r->left / (1 + sizeof(double)))
 		return tg_error_set(err, TG_EDATA, "a finish message is truncated");
 	if ((in = tg_alloc(ctx, (n ? n : 1) * sizeof(tg_strip_inflow))) == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate %zu inflows", n);
@@ -3102,7 +3260,8 @@ solve_fill(coordinator *c, double **levels, tg_error *err)
 			break;
 		}
 		get(&r, &ne, sizeof ne);
-		if (r.bad || ne > r.left / (2 * sizeof(uint32_t) + sizeof(float)))
+		/* each edge at least a byte of each label and one of its height */
+		if (r.bad || ne > r.left / 3)
 		{
 			st = tg_error_set(err, TG_EDATA, "the scan reply of %s is truncated", c->names[i]);
 			break;
@@ -3185,13 +3344,6 @@ put_dem_halos(writer *w, const coordinator *c, int i)
 		put_values(w, c->dem_first[below], (size_t) c->W * dem_halo(c->kind));
 }
 
-/* Bytes of a surface or flats reply after its header, at `offset`. */
-static const uint8_t *
-reply_at(const tg_part_bytes *b, size_t offset, size_t size)
-{
-	return b->size >= 6 + offset + size ? b->data + 6 + offset : NULL;
-}
-
 /*
  * Round 0: the neighbours' surface rows; every round: the change of their
  * boundary values in the round before (none before the first).
@@ -3199,9 +3351,7 @@ reply_at(const tg_part_bytes *b, size_t offset, size_t size)
 static tg_status
 put_flats(writer *w, const coordinator *c, int i, tg_error *err)
 {
-	const size_t W = (size_t) c->W,
-				triple = 16 * W;
-	static const uint8_t zero[4096];
+	const size_t W = (size_t) c->W;
 
 	put_i32(w, c->round);
 	for (int side = 0; side < 2 && c->round == 0; side++)
@@ -3244,16 +3394,21 @@ put_flats(writer *w, const coordinator *c, int i, tg_error *err)
 	for (int side = 0; side < 2; side++)
 	{
 		const int	j = neighbour(c, i, side);
-		const uint8_t *v = j >= 0 && c->round > 0 ?
-			reply_at(&c->slot[TG_PART_FLATS][j], side == 0 ? triple : 0, triple) : NULL;
+		reader		sec = {NULL, 0, false};
 
-		if (j >= 0 && c->round > 0 && v == NULL)
-			return tg_error_set(err, TG_EDATA, "the flats reply of %s is truncated", c->names[j]);
-		if (v)
-			put(w, v, triple);
-		else
-			for (size_t left = triple; left > 0; left -= left < sizeof zero ? left : sizeof zero)
-				put(w, zero, left < sizeof zero ? left : sizeof zero);
+		if (j >= 0 && c->round > 0)
+		{
+			/* the part above: its last row's block, after its first row's; the part below: its first row's */
+			const tg_part_bytes *b = &c->slot[TG_PART_FLATS][j];
+			reader		r = {b->data + 6, b->size - 6, b->size < 6};
+
+			sec = get_section(&r);
+			if (side == 0)
+				sec = get_section(&r);
+			if (sec.bad)
+				return tg_error_set(err, TG_EDATA, "the flats reply of %s is truncated", c->names[j]);
+		}
+		put_section(w, sec.p, sec.left);
 	}
 	return TG_OK;
 }
@@ -3344,7 +3499,8 @@ solve_flow(const coordinator *c, tg_strip_inflow **inflows, size_t *ninflows, tg
 			break;
 
 		get(&r, &count, sizeof count);
-		if (r.bad || count > r.left / (2 * sizeof(int64_t) + sizeof(float)))
+		/* each exit at least a byte of its cell, its receiver and its amount */
+		if (r.bad || count > r.left / 3)
 		{
 			st = tg_error_set(err, TG_EDATA, "the link reply of %s is truncated", c->names[i]);
 			break;
@@ -3411,14 +3567,13 @@ put_inflows(writer *w, const coordinator *c, int i, const tg_strip_inflow *in, s
 		put(w, &in[j].amount, sizeof(double));
 }
 
-/* Did no part's boundary values change in the round (its reply: the change, after the header)? */
+/* Did no part's boundary values change in the round (its reply: two empty blocks after the header)? */
 static bool
 nothing_changed(const tg_part_bytes *replies, int n)
 {
 	for (int i = 0; i < n; i++)
-		for (size_t b = 6; b < replies[i].size; b++)
-			if (replies[i].data[b] != 0)
-				return false;
+		if (replies[i].size != 8 || replies[i].data[6] != 0 || replies[i].data[7] != 0)
+			return false;
 	return true;
 }
 
