@@ -721,6 +721,7 @@ typedef struct part_state
 	int			flow_nlevels;
 	level_queue flow_queue;		/* the updates' lists */
 	double	   *sent_acc;		/* the rows the neighbours take in as last handed over: 2 * W */
+	uint8_t    *taken_reach;	/* of those rows, the cells that route into the neighbour's rows: 2 * W */
 } part_state;
 
 static void *
@@ -735,7 +736,7 @@ state_free(const tg_part *part, part_state *s)
 	void	   *bufs[] = {s->z, s->cell, s->seed, s->at, s->comp, s->comp_least, s->least, s->flat_id,
 		s->dist[0], s->dist[1], s->dist_queued[0], s->dist_queued[1], s->edge, s->mask,
 		s->nb_towards, s->nb_away, s->nb_label, s->nb_mask, s->sent, s->d8, s->acc,
-		s->flow_z, s->flow_d8, s->flow_frac, s->flow_w, s->flow_acc, s->flow_level, s->sent_acc,
+		s->flow_z, s->flow_d8, s->flow_frac, s->flow_w, s->flow_acc, s->flow_level, s->sent_acc, s->taken_reach,
 		s->flow_queue.head, s->flow_queue.next, s->flow_queue.queued};
 
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
@@ -1963,10 +1964,11 @@ halo_reach(const tg_ctx *ctx, const tg_op *op, const part_state *s, int side, ui
  * The routing of the part's rows that the neighbour on `side` computes too
  * (halo_reach): per row j the cells reached as a bitmap, then their codes,
  * bytes of the neighbours that get a share, and those shares
- * (put_share_planes).
+ * (put_share_planes).  The cells reached of the row it takes in into
+ * taken (W).
  */
 static void
-put_halo_routing(writer *w, const tg_op *op, const part_state *s, int side)
+put_halo_routing(writer *w, const tg_op *op, const part_state *s, int side, uint8_t *taken)
 {
 	const size_t W = (size_t) s->W,
 				n = W * flow_rows(s);
@@ -1980,6 +1982,7 @@ put_halo_routing(writer *w, const tg_op *op, const part_state *s, int side)
 		w->failed = true;
 		return;
 	}
+	memcpy(taken, reach + (size_t) s->flow_halo * W, W);
 	for (int j = 0; j <= s->flow_halo; j++)
 	{
 		const size_t y = halo_row(s, side, j);
@@ -2099,10 +2102,12 @@ get_halo_routing(const tg_ctx *ctx, reader *sec, part_state *s, int side, tg_err
 
 /*
  * Row y's accumulation where it differs (bit for bit) from sent[] or
- * everywhere (all): count, columns, values; sent[] becomes it.
+ * everywhere (all), in the cells of `reach` (the others route nothing into
+ * the neighbour's rows, so their values change none of its): count,
+ * columns, values; sent[] becomes it.
  */
 static void
-put_acc_changes(writer *w, const part_state *s, size_t y, double *sent, bool all)
+put_acc_changes(writer *w, const part_state *s, size_t y, double *sent, const uint8_t *reach, bool all)
 {
 	const size_t W = (size_t) s->W;
 	const double *acc = s->flow_acc + y * W;
@@ -2114,7 +2119,7 @@ put_acc_changes(writer *w, const part_state *s, size_t y, double *sent, bool all
 	if (col == NULL || change == NULL)
 		w->failed = true;
 	for (size_t x = 0; !w->failed && x < W; x++)
-		if (all || memcmp(&acc[x], &sent[x], sizeof(double)) != 0)
+		if (reach[x] && (all || memcmp(&acc[x], &sent[x], sizeof(double)) != 0))
 		{
 			uint64_t	now,
 						before = 0;	/* the neighbour holds 0 before the first */
@@ -2234,8 +2239,9 @@ flow_begin(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, writer 
 	s->flow_w = keep_alloc(part, n * sizeof(double));
 	s->flow_acc = keep_alloc(part, n * sizeof(double));
 	s->sent_acc = keep_alloc(part, 2 * W * sizeof(double));
+	s->taken_reach = keep_alloc(part, 2 * W);
 	if (!s->flow_z || !s->flow_d8 || !s->flow_frac || !s->flow_w || !s->flow_acc || !s->sent_acc ||
-		route.frac == NULL)
+		!s->taken_reach || route.frac == NULL)
 	{
 		tg_route_free(ctx, &route);
 		return tg_error_set(err, TG_ENOMEM, "could not keep a part's routing (%zu cells)", n);
@@ -2255,7 +2261,7 @@ flow_begin(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, writer 
 		const size_t at = begin_section(w);
 
 		if (side == 0 ? s->index > 0 : s->index + 1 < s->count)
-			put_halo_routing(w, op, s, side);
+			put_halo_routing(w, op, s, side, s->taken_reach + side * W);
 		end_section(w, at);
 	}
 	/* the weights of the rows around too: the grid's rows there */
@@ -2434,7 +2440,8 @@ part_flow(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error
 	for (int side = 0; side < 2 && st == TG_OK; side++)
 	{
 		if (round > 0 && (side == 0 ? s->index > 0 : s->index + 1 < s->count))
-			put_acc_changes(&w, s, halo_row(s, side, s->flow_halo), s->sent_acc + side * (size_t) s->W, round == 1);
+			put_acc_changes(&w, s, halo_row(s, side, s->flow_halo), s->sent_acc + side * (size_t) s->W,
+							s->taken_reach + side * (size_t) s->W, round == 1);
 		else
 			put_section(&w, NULL, 0);
 	}
