@@ -1960,35 +1960,59 @@ halo_reach(const tg_ctx *ctx, const tg_op *op, const part_state *s, int side, ui
 	return true;
 }
 
+/* The neighbour distances of grid row `row` (the op's geometry is the part's). */
+static void
+row_distances(const tg_op *op, int row, double dist[8])
+{
+	double		dx,
+				dy;
+
+	tg_row_spacing(&op->flow.geom, row - op->flow.geom.row0, &dx, &dy);
+	tg_nbr_distances(dx, dy, dist);
+}
+
 /*
  * The routing of the part's rows that the neighbour on `side` computes too
- * (halo_reach): per row j the cells reached as a bitmap, then their codes,
- * bytes of the neighbours that get a share, and those shares
- * (put_share_planes).  The cells reached of the row it takes in into
- * taken (W).
+ * (halo_reach), as the neighbour can route them itself: the surface's rows
+ * beyond the two it holds (depths 2 .. flow_halo + 1 from the boundary),
+ * then per row j the cells reached as a bitmap and, of those, the ones on
+ * flats (whose masks it does not know): their count, codes, bytes of the
+ * neighbours that get a share, and those shares (put_share_planes).  The
+ * cells reached of the row it takes in into taken (W).
  */
 static void
 put_halo_routing(writer *w, const tg_op *op, const part_state *s, int side, uint8_t *taken)
 {
 	const size_t W = (size_t) s->W,
-				n = W * flow_rows(s);
-	uint8_t    *reach = w->failed ? NULL : tg_alloc(w->ctx, W * (s->flow_halo + 1));
+				n = W * flow_rows(s),
+				h = (size_t) s->flow_halo;
+	uint8_t    *reach = w->failed ? NULL : tg_alloc(w->ctx, W * (h + 1));
 	float	   *row = w->failed ? NULL : tg_alloc(w->ctx, 8 * W * sizeof(float));
+	double	   *beyond = w->failed ? NULL : tg_alloc(w->ctx, h * W * sizeof(double));
 
-	if (reach == NULL || row == NULL || !halo_reach(w->ctx, op, s, side, reach))
+	if (reach == NULL || row == NULL || beyond == NULL || !halo_reach(w->ctx, op, s, side, reach))
 	{
 		tg_free(w->ctx, reach);
 		tg_free(w->ctx, row);
+		tg_free(w->ctx, beyond);
 		w->failed = true;
 		return;
 	}
-	memcpy(taken, reach + (size_t) s->flow_halo * W, W);
-	for (int j = 0; j <= s->flow_halo; j++)
+	memcpy(taken, reach + h * W, W);
+	/* depth d is own row d (side 0) or H - 1 - d, row 2 + that of s->z */
+	for (size_t d = 2; d <= h + 1; d++)
+		memcpy(beyond + (d - 2) * W, s->z + (side == 0 ? 2 + d : (size_t) s->H + 1 - d) * W, W * sizeof(double));
+	put_values(w, beyond, h * W);
+	for (size_t j = 0; j <= h; j++)
 	{
-		const size_t y = halo_row(s, side, j);
-		const uint8_t *in = reach + (size_t) j * W;
-		size_t		m = 0;
+		const size_t y = halo_row(s, side, (int) j),
+					zy = y + 2 - flow_own0(s);	/* its row in s->z */
+		const uint8_t *in = reach + j * W;
+		double		dist[8];
+		size_t		m = 0,
+					flat = 0;
 
+		row_distances(op, s->row0 + (int) y - (int) flow_own0(s), dist);
 		for (size_t x = 0; x < W; x += 8)
 		{
 			uint8_t		b = 0;
@@ -1997,11 +2021,24 @@ put_halo_routing(writer *w, const tg_op *op, const part_state *s, int side, uint
 				b |= (uint8_t) (in[x + e] << e);
 			put_u8(w, b);
 		}
+		/* the reached cells on flats, marked in `in` as 2 */
 		for (size_t x = 0; x < W; x++)
-			if (in[x])
+		{
+			uint8_t		d8;
+
+			if (in[x] && tg_cpu_route_cell(s->z, s->W, s->H + 4, (int) x, (int) zy, &op->flow, dist, &d8, NULL) ==
+				TG_CELL_FLAT)
+			{
+				reach[j * W + x] = 2;
+				flat++;
+			}
+		}
+		put_varint(w, flat);
+		for (size_t x = 0; x < W; x++)
+			if (in[x] == 2)
 				put_u8(w, s->flow_d8[y * W + x]);
 		for (size_t x = 0; x < W; x++)
-			if (in[x])
+			if (in[x] == 2)
 			{
 				uint8_t		bits = 0;
 
@@ -2019,83 +2056,123 @@ put_halo_routing(writer *w, const tg_op *op, const part_state *s, int side, uint
 	}
 	tg_free(w->ctx, reach);
 	tg_free(w->ctx, row);
+	tg_free(w->ctx, beyond);
 }
 
 /*
  * A neighbour's routing (put_halo_routing) into the rows around the part on
- * `side`; cells not reached route nothing.  (The row taken in is never
- * pulled, only set: what its routing says beyond the computed rows, or the
- * halo's into it, changes nothing; nor does a cell of nodata there, which
- * sends and receives no water.)
+ * `side`: each reached cell routed from the surface's rows (the two the
+ * part holds and those handed over) as the neighbour routes it, but those
+ * on flats, whose routing comes handed over; cells not reached route
+ * nothing.  (The row taken in is never pulled, only set: what its routing
+ * says beyond the computed rows, or the halo's into it, changes nothing;
+ * nor does a cell of nodata there, which sends and receives no water.)
  */
 static tg_status
-get_halo_routing(const tg_ctx *ctx, reader *sec, part_state *s, int side, tg_error *err)
+get_halo_routing(const tg_ctx *ctx, const tg_op *op, reader *sec, part_state *s, int side, tg_error *err)
 {
 	const size_t W = (size_t) s->W,
+				H = (size_t) s->H,
 				n = W * flow_rows(s),
+				h = (size_t) s->flow_halo,
 				nb = (W + 7) / 8;
 	uint8_t    *bitmap = NULL;
 	uint32_t   *shares = NULL;
+	double	   *z = NULL,
+			   *beyond = NULL;
 
 	if (sec->left == 0)
 		return TG_OK;
 	bitmap = tg_alloc(ctx, nb);
 	shares = tg_alloc(ctx, 8 * W * sizeof(uint32_t));
-	if (bitmap == NULL || shares == NULL)
+	z = tg_alloc(ctx, (h + 3) * W * sizeof(double));
+	beyond = tg_alloc(ctx, h * W * sizeof(double) + 1);
+	if (bitmap == NULL || shares == NULL || z == NULL || beyond == NULL)
 	{
 		tg_free(ctx, bitmap);
 		tg_free(ctx, shares);
+		tg_free(ctx, z);
+		tg_free(ctx, beyond);
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a routing row");
 	}
-	for (int j = 0; j <= s->flow_halo && !sec->bad; j++)
+
+	/*
+	 * The surface from the part's edge row to depth h + 1 of the
+	 * neighbour's, in raster order: depth d at row h + 1 - d above the
+	 * part's first row (side 0), at row d + 1 below its last (side 1).
+	 * Depths 0 and 1 are the rows around the part it holds.
+	 */
+	get_values(sec, beyond, h * W);
+	for (size_t d = 0; d <= h + 1; d++)
+		memcpy(z + (side == 0 ? h + 1 - d : d + 1) * W,
+			   d >= 2 ? beyond + (d - 2) * W : s->z + (side == 0 ? 1 - d : H + 2 + d) * W, W * sizeof(double));
+	memcpy(z + (side == 0 ? h + 2 : 0) * W, s->z + (side == 0 ? 2 : H + 1) * W, W * sizeof(double));
+	for (size_t j = 0; j <= h && !sec->bad; j++)
 	{
-		const size_t y = around_row(s, side, j);
+		const size_t y = around_row(s, side, (int) j),
+					zy = side == 0 ? h + 1 - j : j + 1;
 		size_t		count = 0,
+					flat,
 					m = 0;
 		const uint8_t *codes,
 				   *bits;
+		double		dist[8];
 
+		row_distances(op, s->row0 + (int) y - (int) flow_own0(s), dist);
 		get(sec, bitmap, nb);
 		for (size_t b = 0; b < nb; b++)
 			count += (size_t) __builtin_popcount(bitmap[b]);
-		if (sec->bad || count > W || 2 * count > sec->left)
+		flat = get_varint(sec);
+		if (sec->bad || count > W || flat > count || 2 * flat > sec->left)
 		{
 			sec->bad = true;
 			break;
 		}
 		codes = sec->p;
-		bits = sec->p + count;
-		sec->p += 2 * count;
-		sec->left -= 2 * count;
-		for (size_t c = 0; c < count; c++)
+		bits = sec->p + flat;
+		sec->p += 2 * flat;
+		sec->left -= 2 * flat;
+		for (size_t c = 0; c < flat; c++)
 			m += (size_t) __builtin_popcount(bits[c]);
 		get_share_planes(sec, shares, m);
 		m = 0;
 		for (size_t x = 0, c = 0; x < W && !sec->bad; x++)
 		{
 			const bool	reached = (bitmap[x / 8] >> (x % 8)) & 1u;
-			const uint8_t d = reached ? codes[c] : TG_NO_DIRECTION;
+			uint8_t		d = TG_NO_DIRECTION;
+			float		share[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+			const tg_cell_kind kind = reached ?
+				tg_cpu_route_cell(z, s->W, (int) h + 3, (int) x, (int) zy, &op->flow, dist, &d, share) :
+				TG_CELL_NODATA;
 
-			if (d != TG_NO_DIRECTION && d > 7)
-				sec->bad = true;
+			if (kind == TG_CELL_FLAT)
+			{
+				if (c == flat || (codes[c] != TG_NO_DIRECTION && codes[c] > 7))
+				{
+					sec->bad = true;
+					break;
+				}
+				d = codes[c];
+				for (int k = 0; k < 8; k++)
+					if ((bits[c] >> k) & 1u)
+					{
+						memcpy(&share[k], &shares[m++], sizeof(float));
+						if (!(share[k] > 0 && share[k] <= 1))
+							sec->bad = true;
+					}
+				c++;
+			}
 			s->flow_d8[y * W + x] = d;
 			for (int k = 0; k < 8; k++)
-			{
-				float		f = 0;
-
-				if (reached && ((bits[c] >> k) & 1u))
-				{
-					memcpy(&f, &shares[m++], sizeof f);
-					if (!(f > 0 && f <= 1))
-						sec->bad = true;
-				}
-				s->flow_frac[(size_t) k * n + y * W + x] = f;
-			}
-			c += reached;
+				s->flow_frac[(size_t) k * n + y * W + x] = share[k];
+			if (x == W - 1 && c != flat)
+				sec->bad = true;
 		}
 	}
 	tg_free(ctx, bitmap);
 	tg_free(ctx, shares);
+	tg_free(ctx, z);
+	tg_free(ctx, beyond);
 	return sec->bad || sec->left != 0 ? tg_error_set(err, TG_EDATA, "a flow message's routing rows are malformed")
 		: TG_OK;
 }
@@ -2417,7 +2494,7 @@ part_flow(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error
 			reader		routing = get_section(r),
 						acc = get_section(r);
 
-			st = get_halo_routing(ctx, &routing, s, side, err);
+			st = get_halo_routing(ctx, op, &routing, s, side, err);
 			if (st == TG_OK)
 				st = get_acc_changes(ctx, &acc, s, around_row(s, side, s->flow_halo), seed, &nseed, err);
 		}

@@ -1301,6 +1301,35 @@ set_shares(tg_route *r, size_t i, const tg_flow_params *p, bool on_flat, const d
 		r->frac[(size_t) k * n + i] = share[k];
 }
 
+tg_cell_kind
+tg_cpu_route_cell(const double *z, int W, int H, int x, int y, const tg_flow_params *p, const double dist[8],
+				  uint8_t *d8, float share[8])
+{
+	const size_t i = (size_t) y * W + x;
+	double		drop[8],
+				g[8];
+	int			lower = 0;
+
+	*d8 = TG_NO_DIRECTION;
+	if (isnan(z[i]))
+		return TG_CELL_NODATA;
+	for (int k = 0; k < 8; k++)
+	{
+		int64_t		ni = neighbour(W, H, x, y, k);
+
+		drop[k] = (ni < 0 || isnan(z[ni])) ? 0.0 : z[i] - z[ni];
+		g[k] = drop[k] / dist[k];
+		lower |= g[k] > 0;
+	}
+	/* outlets pass their water off the raster */
+	if (!lower)
+		return tg_cpu_is_outlet(z, W, H, x, y) ? TG_CELL_OUTLET : TG_CELL_FLAT;
+	*d8 = (uint8_t) tg_d8_choose(g);
+	if (share)
+		tg_flow_shares(p->routing, p->exponent, false, drop, dist, share);
+	return TG_CELL_SLOPE;
+}
+
 /* Slopes on the surface; flat cells as flat_cells_rows finds them. */
 static tg_status
 gradient_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
@@ -1309,11 +1338,12 @@ gradient_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 	tg_route   *r = j->r;
 	const int	W = r->width,
 				H = r->height;
+	const size_t n = (size_t) W * H;
 
 	/* the rows' shares start at 0, on the thread that writes them (not one memset of 8 planes) */
 	if (r->frac)
 		for (int k = 0; k < 8; k++)
-			memset(r->frac + (size_t) k * W * H + (size_t) y0 * W, 0, (size_t) (y1 - y0) * W * sizeof(float));
+			memset(r->frac + (size_t) k * n + (size_t) y0 * W, 0, (size_t) (y1 - y0) * W * sizeof(float));
 	for (int y = y0; y < y1; y++)
 	{
 		double		dx,
@@ -1324,32 +1354,15 @@ gradient_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 		tg_nbr_distances(dx, dy, dist);
 		for (int x = 0; x < W; x++)
 		{
-			size_t		i = (size_t) y * W + x;
-			double		drop[8],
-						g[8];
-			int			lower = 0;
+			const size_t i = (size_t) y * W + x;
+			float		share[8];
+			const tg_cell_kind kind = tg_cpu_route_cell(r->z, W, H, x, y, j->p, dist, &r->d8[i],
+													   r->frac ? share : NULL);
 
-			j->flat[i] = 0;
-			r->d8[i] = TG_NO_DIRECTION;
-			if (isnan(r->z[i]))
-				continue;
-			for (int k = 0; k < 8; k++)
-			{
-				int64_t		ni = neighbour(W, H, x, y, k);
-
-				drop[k] = (ni < 0 || isnan(r->z[ni])) ? 0.0 : r->z[i] - r->z[ni];
-				g[k] = drop[k] / dist[k];
-				lower |= g[k] > 0;
-			}
-			if (!lower)
-			{
-				/* outlets pass their water off the raster */
-				j->flat[i] = !tg_cpu_is_outlet(r->z, W, H, x, y);
-				continue;
-			}
-			r->d8[i] = (uint8_t) tg_d8_choose(g);
-			if (r->frac)
-				set_shares(r, i, j->p, false, drop, dist);
+			j->flat[i] = kind == TG_CELL_FLAT;
+			if (kind == TG_CELL_SLOPE && r->frac)
+				for (int k = 0; k < 8; k++)
+					r->frac[(size_t) k * n + i] = share[k];
 		}
 	}
 	return TG_OK;

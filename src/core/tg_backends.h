@@ -137,6 +137,21 @@ tg_status	tg_cpu_slope(const tg_ctx *ctx, const tg_band *dem,
 /* Hydrology on the CPU: the fill surface, the routing, accumulation. */
 tg_status	tg_cpu_decode(const tg_ctx *ctx, const tg_band *dem, double **z, tg_error *err);
 bool		tg_cpu_is_outlet(const double *z, int W, int H, int x, int y);
+/*
+ * Cell (x, y) of a surface z (W x H) as the routing's gradient pass sees it:
+ * nodata; an outlet (none lower, on the edge or next to nodata: its water
+ * leaves); flat (none lower: it drains down its flat's mask, which this
+ * does not know); or on a slope, its steepest receiver into d8 and, where
+ * share is given, its shares under p's routing (dist: the row's neighbour
+ * distances, tg_nbr_distances).  d8 is TG_NO_DIRECTION off a slope.
+ */
+typedef enum tg_cell_kind
+{
+	TG_CELL_NODATA, TG_CELL_OUTLET, TG_CELL_FLAT, TG_CELL_SLOPE
+} tg_cell_kind;
+
+tg_cell_kind tg_cpu_route_cell(const double *z, int W, int H, int x, int y, const tg_flow_params *p,
+							   const double dist[8], uint8_t *d8, float share[8]);
 tg_status	tg_cpu_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
 						double out_nodata, void *out, tg_error *err);
 
