@@ -135,21 +135,8 @@ typedef struct indegree_job
 	double	   *acc;
 	uint8_t    *indeg;
 	uint8_t    *donors;			/* D8: each cell's donors, counted once (NULL otherwise) */
-	uint32_t   *level;			/* or NULL: each cell's level, raised by its donors as they finish */
-	uint32_t	top_level;		/* atomic: the highest level */
 	int			rows;			/* per task */
 } indegree_job;
-
-/* A receiver's level at least one above its donor's (donors finish on several threads). */
-static inline void
-raise_level(uint32_t *level, uint32_t at_least)
-{
-	uint32_t	now = __atomic_load_n(level, __ATOMIC_RELAXED);
-
-	while (now < at_least &&
-		   !__atomic_compare_exchange_n(level, &now, at_least, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		;
-}
 
 /*
  * Cell c's value, and its receivers counted down: those it frees pushed on
@@ -176,13 +163,9 @@ finish_cell(const indegree_job *j, const tg_route_view *v, uint32_t c, uint32_t 
 						ny = cy + tg_nbr_dy(k);
 			const size_t ni = (size_t) ny * W + nx;
 
-			if (nx >= 0 && ny >= 0 && nx < W && ny < H)
-			{
-				if (j->level)
-					raise_level(&j->level[ni], j->level[c] + 1);
-				if (__atomic_sub_fetch(&j->indeg[ni], 1, __ATOMIC_ACQ_REL) == 0)
-					stack[(*top)++] = (uint32_t) ni;
-			}
+			if (nx >= 0 && ny >= 0 && nx < W && ny < H &&
+				__atomic_sub_fetch(&j->indeg[ni], 1, __ATOMIC_ACQ_REL) == 0)
+				stack[(*top)++] = (uint32_t) ni;
 		}
 		return;
 	}
@@ -196,8 +179,6 @@ finish_cell(const indegree_job *j, const tg_route_view *v, uint32_t c, uint32_t 
 		if (nx < 0 || ny < 0 || nx >= W || ny >= H || !drains_to(r, c, k))
 			continue;
 		ni = (size_t) ny * W + nx;
-		if (j->level)
-			raise_level(&j->level[ni], j->level[c] + 1);
 		if (__atomic_sub_fetch(&j->indeg[ni], 1, __ATOMIC_ACQ_REL) == 0)
 			stack[(*top)++] = (uint32_t) ni;
 	}
@@ -215,8 +196,7 @@ indegree_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 	const tg_route_view v = tg_cpu_route_view(r, j->p->threshold);
 	size_t		cap = 1024,
 				done = 0;
-	uint32_t   *stack = tg_alloc(ctx, cap * sizeof(uint32_t)),
-				top_level = 0;
+	uint32_t   *stack = tg_alloc(ctx, cap * sizeof(uint32_t));
 	tg_status	st = TG_OK;
 
 	if (stack == NULL)
@@ -250,8 +230,6 @@ indegree_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 				cap *= 2;
 			}
 			finish_cell(j, &v, c, stack, &top);
-			if (j->level && j->level[c] > top_level)
-				top_level = j->level[c];
 			if (++done % CANCEL_EVERY == 0 && tg_canceled(ctx))
 			{
 				st = tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
@@ -260,8 +238,6 @@ indegree_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 		}
 	}
 	tg_free(ctx, stack);
-	if (j->level)
-		raise_level((uint32_t *) &j->top_level, top_level);
 	return st;
 }
 
@@ -277,15 +253,14 @@ mark_source_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 	return TG_OK;
 }
 
-/* level: NULL, or each cell's level (zeroed before) and *levels their count */
 static tg_status
 accumulate_indegree(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
-					const double *weight, double *acc, uint32_t *level, int *levels, tg_error *err)
+					const double *weight, double *acc, tg_error *err)
 {
 	const int	W = r->width,
 				H = r->height;
 	const size_t n = (size_t) W * H;
-	indegree_job j = {r, p, weight, acc, tg_alloc(ctx, n ? n : 1), NULL, level, 0, 1};
+	indegree_job j = {r, p, weight, acc, tg_alloc(ctx, n ? n : 1), NULL, 1};
 	tg_status	st;
 
 	if (r->routing == TG_ROUTE_D8)
@@ -303,8 +278,6 @@ accumulate_indegree(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *
 		st = tg_parallel_rows(ctx, W, H, mark_source_rows, &j, err);
 	if (st == TG_OK)
 		st = tg_parallel(ctx, (H + j.rows - 1) / j.rows, indegree_task, &j, err);
-	if (levels)
-		*levels = n ? (int) j.top_level + 1 : 0;
 	tg_free(ctx, j.indeg);
 	tg_free(ctx, j.donors);
 	return st;
@@ -797,7 +770,6 @@ typedef struct clear_job
 {
 	const tg_route *r;
 	double	   *acc;
-	uint32_t   *level;			/* or NULL */
 } clear_job;
 
 static tg_status
@@ -809,17 +781,15 @@ clear_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 
 	for (size_t i = i0; i < i1; i++)
 		j->acc[i] = isnan(j->r->z[i]) ? NAN : 0.0;
-	if (j->level)
-		memset(j->level + i0, 0, (i1 - i0) * sizeof(uint32_t));
 	return TG_OK;
 }
 
-/* level: NULL, or each cell's level and *levels their count (indegree only) */
-static tg_status
-accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p, const double *weight,
-		   tg_accum_method method, double *acc, uint32_t *level, int *levels, tg_error *err)
+tg_status
+tg_cpu_accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
+				  const double *weight, tg_accum_method method, double *acc,
+				  tg_error *err)
 {
-	clear_job	c = {r, acc, level};
+	clear_job	c = {r, acc};
 	int			rounds = 0;
 	tg_status	st;
 
@@ -839,7 +809,7 @@ accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p, const 
 			st = accumulate_topological(ctx, r, p, weight, acc, &rounds, err);
 			break;
 		case TG_ACC_INDEGREE:
-			st = accumulate_indegree(ctx, r, p, weight, acc, level, levels, err);
+			st = accumulate_indegree(ctx, r, p, weight, acc, err);
 			break;
 		default:
 			st = tg_error_set(err, TG_EINVAL, "accumulation method %s does not run on the CPU",
@@ -849,21 +819,6 @@ accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p, const 
 	if (ctx->stats)
 		ctx->stats->iterations = rounds;
 	return st;
-}
-
-tg_status
-tg_cpu_accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
-				  const double *weight, tg_accum_method method, double *acc,
-				  tg_error *err)
-{
-	return accumulate(ctx, r, p, weight, method, acc, NULL, NULL, err);
-}
-
-tg_status
-tg_cpu_accumulate_with_levels(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
-							  const double *weight, double *acc, uint32_t *level, int *levels, tg_error *err)
-{
-	return accumulate(ctx, r, p, weight, TG_ACC_INDEGREE, acc, level, levels, err);
 }
 
 /* ------------------------------------------------------------------------

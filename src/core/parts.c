@@ -25,20 +25,23 @@
  *                 downstream of where it enters pulled again (the values of
  *                 the part accumulated again with it).
  *   multiple-flow as D8 up to the heights; flow: each part routed with the
- *   accumulation  masks, its rows next to each neighbour's (the halo,
- *                 tg_part_flow_halo of them, and one more) handed over once
- *                 as routing; then each part accumulates its rows with the
- *                 halos around them, and around those the row after, whose
- *                 cells hold what that neighbour last handed over of its
- *                 accumulation there; rounds until no such value changes.
+ *   accumulation  masks; its rows next to each neighbour's (the halo,
+ *                 tg_part_flow_halo of them, and one more) handed over once,
+ *                 as the surface's rows the neighbour lacks to route them
+ *                 itself and the routing of their cells on flats; then each
+ *                 part sums its rows with the halos around them and, around
+ *                 those, the row taken in, whose cells hold the value its
+ *                 neighbour hands over once it is final.  A cell is pulled
+ *                 once every donor's value is final (Kahn's order over the
+ *                 cells downstream of a row taken in), from its donors in
+ *                 neighbour order as the single grid pulls it, so its value
+ *                 is the single grid's bit for bit; each value crosses once,
+ *                 in the round it becomes final; rounds until none does.
  *                 Water may cross a boundary several times, so a split
- *                 cannot be solved at once as D8's exits are; a cell is
- *                 pulled from its donors in neighbour order as the single
- *                 grid does (after the first sums only where a donor
- *                 changed), so the settled values are the single grid's bit
- *                 for bit.  A round settles water that leaves a part's
- *                 halo and comes back; water that zigzags across a boundary
- *                 within the halos costs no rounds.
+ *                 cannot be solved at once as D8's exits are: a round
+ *                 settles water that leaves a part's halo and comes back;
+ *                 water that zigzags across a boundary within the halos
+ *                 costs no rounds.
  *   tg_hydrology  as the accumulation of its routing; the finish also writes
  *                 the part's routing surface and receivers (of the routing
  *                 the part kept).
@@ -192,29 +195,6 @@ put_values(writer *w, const double *v, size_t n)
 		}
 	else
 		put(w, v, n * sizeof(double));
-}
-
-/*
- * n values as the bits that changed since the values the reader holds
- * (x XOR before), byte plane by byte plane from the most significant: a
- * value that changed a little leaves its sign, exponent and high mantissa
- * bytes zero, which the message's compression takes in long runs.
- */
-static void
-put_bit_changes(writer *w, const uint64_t *change, size_t n)
-{
-	uint8_t    *planes = w->failed ? NULL : tg_alloc(w->ctx, 8 * n);
-
-	if (planes == NULL)
-	{
-		w->failed = true;
-		return;
-	}
-	for (int b = 0; b < 8; b++)
-		for (size_t j = 0; j < n; j++)
-			planes[(size_t) b * n + j] = (uint8_t) (change[j] >> (8 * (7 - b)));
-	put(w, planes, 8 * n);
-	tg_free(w->ctx, planes);
 }
 
 /*
@@ -394,28 +374,6 @@ get_cells(reader *r, int64_t *v, size_t n, size_t stride)
 		memcpy((uint8_t *) v + i * stride, &c, sizeof c);
 		prev = (uint64_t) c;
 	}
-}
-
-/* n values changed in place by put_bit_changes' planes. */
-static void
-get_bit_changes(reader *r, double *v, size_t n)
-{
-	if (r->bad || n > r->left / 8)
-	{
-		r->bad = true;
-		return;
-	}
-	for (size_t j = 0; j < n; j++)
-	{
-		uint64_t	bits;
-
-		memcpy(&bits, &v[j], sizeof bits);
-		for (int b = 0; b < 8; b++)
-			bits ^= (uint64_t) r->p[(size_t) b * n + j] << (8 * (7 - b));
-		memcpy(&v[j], &bits, sizeof bits);
-	}
-	r->p += 8 * n;
-	r->left -= 8 * n;
 }
 
 /* n labels (put_runs) into v. */
@@ -646,23 +604,6 @@ typedef struct part_message
 	double		lat_top;		/* of the grid: its first row's latitude (geographic grids) */
 } part_message;
 
-/*
- * The cells an update pulls again, in a list per level (head[level], then
- * next[cell]; NONE ends it): a cell's level exceeds its donors', so taking
- * the levels upwards pulls every cell after its changed donors.  Kept
- * from round to round: an update touches a few cells of a part whose
- * grid-sized lists would cost more to set up than the update itself.
- */
-#define NONE UINT32_MAX
-
-typedef struct level_queue
-{
-	uint32_t   *head;			/* flow_nlevels */
-	uint32_t   *next;			/* each cell's successor in its level's list */
-	uint8_t    *queued;			/* each cell once; cleared as it is taken, so empty between rounds */
-	uint32_t	lowest;			/* no cell is queued below this level */
-} level_queue;
-
 /* What an accumulating part keeps between phases. */
 typedef struct part_state
 {
@@ -717,11 +658,13 @@ typedef struct part_state
 	float	   *flow_frac;		/* 8 planes */
 	double	   *flow_w;
 	double	   *flow_acc;
-	uint32_t   *flow_level;		/* each cell's level in the routing: the order of the later rounds */
-	int			flow_nlevels;
-	level_queue flow_queue;		/* the updates' lists */
-	double	   *sent_acc;		/* the rows the neighbours take in as last handed over: 2 * W */
-	uint8_t    *taken_reach;	/* of those rows, the cells that route into the neighbour's rows: 2 * W */
+	uint8_t    *flow_wait;		/* computed cells: donors not yet final; cells taken in: 1 until their value comes */
+	uint32_t   *flow_stack;		/* cells final, their receivers not yet told */
+	size_t		nstack;
+	size_t		npending;		/* cells taken in still waiting for their value */
+	uint8_t    *taken_reach;	/* of the rows the neighbours take in, the cells that route into theirs: 2 * W */
+	uint32_t   *ready[2];		/* cells of those rows final since last handed over */
+	size_t		nready[2];
 } part_state;
 
 static void *
@@ -736,8 +679,8 @@ state_free(const tg_part *part, part_state *s)
 	void	   *bufs[] = {s->z, s->cell, s->seed, s->at, s->comp, s->comp_least, s->least, s->flat_id,
 		s->dist[0], s->dist[1], s->dist_queued[0], s->dist_queued[1], s->edge, s->mask,
 		s->nb_towards, s->nb_away, s->nb_label, s->nb_mask, s->sent, s->d8, s->acc,
-		s->flow_z, s->flow_d8, s->flow_frac, s->flow_w, s->flow_acc, s->flow_level, s->sent_acc, s->taken_reach,
-		s->flow_queue.head, s->flow_queue.next, s->flow_queue.queued};
+		s->flow_z, s->flow_d8, s->flow_frac, s->flow_w, s->flow_acc, s->flow_wait, s->flow_stack, s->taken_reach,
+		s->ready[0], s->ready[1]};
 
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		if (bufs[i])
@@ -1807,16 +1750,16 @@ part_link(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error
  * ------------------------------------------------------------------------ */
 
 /*
- * A flow reply holds four sections, each its length (size_t) and its
- * bytes, empty where there is nothing to say: the part's first and last
- * rows' routing towards the neighbour there (the first round only), then
- * those rows' accumulation where it changed since last handed over.  A flow
- * message holds, after its round, the sections of the neighbour above (its
- * last row's) and then below (its first row's): routing, accumulation.
+ * A flow reply holds four sections (begin_section), empty where there is
+ * nothing to say: the routing of the part's rows that the neighbour above
+ * and the one below compute too (round 0), then the values of the row each
+ * takes in that became final since last handed over.  A flow message
+ * holds, after its round, the sections of the neighbour above (its last
+ * rows') and then below (its first rows'): routing, values.
  */
 enum
 {
-	ROUTING_FIRST, ROUTING_LAST, ACC_FIRST, ACC_LAST
+	ROUTING_FIRST, ROUTING_LAST, VALUES_FIRST, VALUES_LAST
 };
 
 /* The computed rows' first (the part's own first row) and their count (rows around included). */
@@ -2178,90 +2121,104 @@ get_halo_routing(const tg_ctx *ctx, const tg_op *op, reader *sec, part_state *s,
 }
 
 /*
- * Row y's accumulation where it differs (bit for bit) from sent[] or
- * everywhere (all), in the cells of `reach` (the others route nothing into
- * the neighbour's rows, so their values change none of its): count,
- * columns, values; sent[] becomes it.
+ * The values of s->ready[side] (cells of the row the neighbour on `side`
+ * takes in, final since last handed over): their count, their columns as
+ * varints of the gaps between them, the values byte plane by byte plane
+ * from the most significant (values of one magnitude share their sign and
+ * exponent bytes, which the message's compression takes in runs).  The
+ * list is emptied.
  */
 static void
-put_acc_changes(writer *w, const part_state *s, size_t y, double *sent, const uint8_t *reach, bool all)
+put_ready(writer *w, part_state *s, int side)
 {
-	const size_t W = (size_t) s->W;
-	const double *acc = s->flow_acc + y * W;
-	uint32_t   *col = tg_alloc(w->ctx, W * sizeof(uint32_t));
-	uint64_t   *change = tg_alloc(w->ctx, W * sizeof(uint64_t));
+	const size_t W = (size_t) s->W,
+				count = s->nready[side];
+	uint32_t   *cell = s->ready[side];
+	uint8_t    *planes = w->failed ? NULL : tg_alloc(w->ctx, 8 * count + 1);
 	const size_t at = begin_section(w);
-	size_t		count = 0;
+	size_t		next = 0;
 
-	if (col == NULL || change == NULL)
+	if (planes == NULL)
+	{
 		w->failed = true;
-	for (size_t x = 0; !w->failed && x < W; x++)
-		if (reach[x] && (all || memcmp(&acc[x], &sent[x], sizeof(double)) != 0))
-		{
-			uint64_t	now,
-						before = 0;	/* the neighbour holds 0 before the first */
-
-			memcpy(&now, &acc[x], sizeof now);
-			if (!all)
-				memcpy(&before, &sent[x], sizeof before);
-			col[count] = (uint32_t) x;
-			change[count++] = now ^ before;
-			sent[x] = acc[x];
-		}
-	put(w, &count, sizeof count);
+		return;
+	}
 	if (count > 0)
 	{
-		put_runs(w, col, count);
-		put_bit_changes(w, change, count);
+		/* in column order (cells of one row) */
+		for (size_t j = 1; j < count; j++)
+			for (size_t k = j; k > 0 && cell[k - 1] > cell[k]; k--)
+			{
+				const uint32_t t = cell[k];
+
+				cell[k] = cell[k - 1];
+				cell[k - 1] = t;
+			}
+		put_varint(w, count);
+		for (size_t j = 0; j < count; j++)
+		{
+			const size_t x = cell[j] % W;
+			uint64_t	bits;
+
+			put_varint(w, x - next);
+			next = x + 1;
+			memcpy(&bits, &s->flow_acc[cell[j]], sizeof bits);
+			for (int b = 0; b < 8; b++)
+				planes[(size_t) b * count + j] = (uint8_t) (bits >> (8 * (7 - b)));
+		}
+		put(w, planes, 8 * count);
 	}
 	end_section(w, at);
-	tg_free(w->ctx, col);
-	tg_free(w->ctx, change);
+	tg_free(w->ctx, planes);
+	s->nready[side] = 0;
 }
 
 /*
- * A neighbour's accumulation changes (put_acc_changes) into the weights of
- * the row y it hands over; the cells changed appended to seed[*nseed].
+ * A neighbour's put_ready into the row taken in on `side`: each cell must
+ * still wait for its value; it is then final and pushed on the stack.
  */
 static tg_status
-get_acc_changes(const tg_ctx *ctx, reader *sec, part_state *s, size_t y, uint32_t *seed, size_t *nseed,
-				tg_error *err)
+get_ready(const tg_ctx *ctx, reader *sec, part_state *s, int side, tg_error *err)
 {
-	const size_t W = (size_t) s->W;
-	size_t		count = 0;
+	const size_t W = (size_t) s->W,
+				y = around_row(s, side, s->flow_halo);
+	const uint64_t count = get_varint(sec);
 	uint32_t   *col;
-	double	   *value;
+	size_t		x = 0;
+	tg_status	st = TG_OK;
 
-	if (sec->left == 0)
-		return TG_OK;
-	get(sec, &count, sizeof count);
-	if (sec->bad || count > W)
-		return tg_error_set(err, TG_EDATA, "a flow message's changes are truncated");
-	if (count == 0)
-		return sec->left == 0 ? TG_OK : tg_error_set(err, TG_EDATA, "a flow message's changes are malformed");
-	col = tg_alloc(ctx, (count + 1) * sizeof(uint32_t));
-	value = tg_alloc(ctx, (count + 1) * sizeof(double));
-	if (col == NULL || value == NULL)
-	{
-		tg_free(ctx, col);
-		tg_free(ctx, value);
-		return tg_error_set(err, TG_ENOMEM, "could not allocate %zu changes", count);
-	}
-	get_runs(sec, col, count);
+	if (sec->bad || count > W || count * 9 > sec->left)
+		return tg_error_set(err, TG_EDATA, "a flow message's values are malformed");
+	if ((col = tg_alloc(ctx, count * sizeof(uint32_t) + 1)) == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate %zu values", (size_t) count);
 	for (size_t j = 0; j < count && !sec->bad; j++)
-		if (col[j] >= W)
+	{
+		x += get_varint(sec);
+		col[j] = (uint32_t) x++;
+		if (x > W)
 			sec->bad = true;
-		else
-			value[j] = s->flow_w[y * W + col[j]];
-	get_bit_changes(sec, value, count);
-	for (size_t j = 0; j < count && !sec->bad; j++)
+	}
+	if (sec->bad || sec->left != 8 * count)
+		st = tg_error_set(err, TG_EDATA, "a flow message's values are malformed");
+	for (size_t j = 0; j < count && st == TG_OK; j++)
 	{
-		s->flow_w[y * W + col[j]] = value[j];
-		seed[(*nseed)++] = (uint32_t) (y * W + col[j]);
+		const size_t i = y * W + col[j];
+		uint64_t	bits = 0;
+
+		for (int b = 0; b < 8; b++)
+			bits |= (uint64_t) sec->p[(size_t) b * count + j] << (8 * (7 - b));
+		if (s->flow_wait[i] != 1)
+			st = tg_error_set(err, TG_EDATA, "a flow message hands over a value the part does not wait for");
+		else
+		{
+			memcpy(&s->flow_acc[i], &bits, sizeof bits);
+			s->flow_wait[i] = 0;
+			s->flow_stack[s->nstack++] = (uint32_t) i;
+			s->npending--;
+		}
 	}
 	tg_free(ctx, col);
-	tg_free(ctx, value);
-	return sec->bad || sec->left != 0 ? tg_error_set(err, TG_EDATA, "a flow message's changes are malformed") : TG_OK;
+	return st;
 }
 
 /*
@@ -2315,10 +2272,9 @@ flow_begin(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, writer 
 	s->flow_frac = keep_alloc(part, 8 * n * sizeof(float));
 	s->flow_w = keep_alloc(part, n * sizeof(double));
 	s->flow_acc = keep_alloc(part, n * sizeof(double));
-	s->sent_acc = keep_alloc(part, 2 * W * sizeof(double));
 	s->taken_reach = keep_alloc(part, 2 * W);
-	if (!s->flow_z || !s->flow_d8 || !s->flow_frac || !s->flow_w || !s->flow_acc || !s->sent_acc ||
-		!s->taken_reach || route.frac == NULL)
+	if (!s->flow_z || !s->flow_d8 || !s->flow_frac || !s->flow_w || !s->flow_acc || !s->taken_reach ||
+		route.frac == NULL)
 	{
 		tg_route_free(ctx, &route);
 		return tg_error_set(err, TG_ENOMEM, "could not keep a part's routing (%zu cells)", n);
@@ -2341,133 +2297,141 @@ flow_begin(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, writer 
 			put_halo_routing(w, op, s, side, s->taken_reach + side * W);
 		end_section(w, at);
 	}
-	/* the weights of the rows around too: the grid's rows there */
+	/* the weights of the rows around too: the grid's rows there (the rows taken in are only set) */
 	g.row0 -= (int) own0;
 	g.height = (int) flow_rows(s);
 	st = tg_cell_weights(ctx, NULL, &g, op->units, &weights, err);
 	if (st == TG_OK)
-	{
-		/* the rows taken in weigh what the neighbours hand over: 0 before the first (the changes' base) */
 		tg_parallel_memcpy(ctx, s->flow_w, weights, n * sizeof(double));
-		memset(s->flow_w, 0, W * sizeof(double));
-		memset(s->flow_w + n - W, 0, W * sizeof(double));
-	}
 	tg_free(ctx, weights);
 	return st;
 }
 
+/* Computed cell i final: listed to hand over where it lies in a row a neighbour takes in and reaches it. */
+static void
+flow_final(part_state *s, size_t i)
+{
+	const size_t W = (size_t) s->W;
+
+	for (int side = 0; side < 2; side++)
+		if (i / W == halo_row(s, side, s->flow_halo) && s->taken_reach[side * W + i % W] &&
+			(side == 0 ? s->index > 0 : s->index + 1 < s->count))
+			s->ready[side][s->nready[side]++] = (uint32_t) i;
+}
+
 /*
- * The first sums of every computed cell, with each cell's level in the
- * flow's routing (the longest chain of donors to it): kept, the order of the
- * later rounds' updates.
+ * The computed cells that the stack's cells send water to, each once the
+ * last of its donors is final: pulled then (every donor final: the single
+ * grid's value), pushed in turn.  count: add 1 to each receiver's wait
+ * instead, pushing it when it first waits (the first round's count of the
+ * donors that wait).
+ */
+static tg_status
+flow_push(const tg_ctx *ctx, const tg_op *op, part_state *s, bool count, tg_error *err)
+{
+	const tg_route route = flow_route(op, s);
+	const tg_route_view v = tg_cpu_route_view(&route, op->flow.threshold);
+	const size_t W = (size_t) s->W,
+				last = flow_rows(s) - 2;
+	size_t		done = 0;
+
+	while (s->nstack > 0)
+	{
+		const size_t c = s->flow_stack[--s->nstack],
+					x = c % W,
+					y = c / W;
+
+		for (int k = 0; k < 8; k++)
+		{
+			const long	nx = (long) x + tg_nbr_dx(k);
+			const size_t ny = y + tg_nbr_dy(k),
+						ni = ny * W + (size_t) nx;
+
+			if (nx < 0 || nx >= (long) W || ny < 1 || ny > last || !tg_route_drains_to(&v, c, k))
+				continue;
+			if (count)
+			{
+				if (s->flow_wait[ni]++ == 0)
+					s->flow_stack[s->nstack++] = (uint32_t) ni;
+			}
+			else if (--s->flow_wait[ni] == 0)
+			{
+				s->flow_acc[ni] = tg_route_pull(&v, s->flow_w, s->flow_acc, ni);
+				s->flow_stack[s->nstack++] = (uint32_t) ni;
+				flow_final(s, ni);
+			}
+		}
+		if (++done % CANCEL_EVERY == 0 && tg_canceled(ctx))
+			return tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
+	}
+	return TG_OK;
+}
+
+/*
+ * Round 1, the neighbours' routing in: the sums of every computed cell,
+ * final where no cell taken in that drains into the computed rows is
+ * upstream; each other cell waits for as many donors as wait themselves,
+ * and each such cell taken in for its value.
  */
 static tg_status
 flow_first_sums(const tg_ctx *ctx, const tg_op *op, tg_part *part, tg_error *err)
 {
 	part_state *s = part->state;
-	const size_t n = (size_t) s->W * flow_rows(s);
-	const tg_route route = flow_route(op, s);
-	int			levels = 0;
-	tg_status	st = TG_OK;
-
-	s->flow_level = keep_alloc(part, n * sizeof(uint32_t));
-	s->flow_queue.next = keep_alloc(part, n * sizeof(uint32_t));
-	s->flow_queue.queued = keep_alloc(part, n);
-	if (!s->flow_level || !s->flow_queue.next || !s->flow_queue.queued)
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's flow levels (%zu cells)", n);
-	if (st == TG_OK)
-		st = tg_cpu_accumulate_with_levels(ctx, &route, &op->flow, s->flow_w, s->flow_acc, s->flow_level, &levels,
-										   err);
-	if (st == TG_OK && (s->flow_queue.head = keep_alloc(part, (size_t) levels * sizeof(uint32_t))) == NULL)
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's %d flow levels", levels);
-	if (st == TG_OK)
-	{
-		s->flow_nlevels = levels;
-		tg_parallel_memset(ctx, s->flow_queue.queued, 0, n);
-		for (int l = 0; l < levels; l++)
-			s->flow_queue.head[l] = NONE;
-	}
-	return st;
-}
-
-/* Queue the computed cells (not the rows taken in) that `i` sends water to. */
-static void
-queue_receivers(const part_state *s, const tg_route_view *v, size_t i, level_queue *q)
-{
-	const size_t W = (size_t) s->W;
-	const int	x = (int) (i % W),
-				y = (int) (i / W),
-				last = (int) flow_rows(s) - 2;
-
-	for (int k = 0; k < 8; k++)
-	{
-		const int	nx = x + tg_nbr_dx(k),
-					ny = y + tg_nbr_dy(k);
-		size_t		ni;
-		uint32_t	l;
-
-		if (nx < 0 || nx >= (int) W || ny < 1 || ny > last || !tg_route_drains_to(v, i, k))
-			continue;
-		ni = (size_t) ny * W + nx;
-		if (q->queued[ni])
-			continue;
-		q->queued[ni] = 1;
-		l = s->flow_level[ni];
-		q->next[ni] = q->head[l];
-		q->head[l] = (uint32_t) ni;
-		if (l < q->lowest)
-			q->lowest = l;
-	}
-}
-
-/*
- * The accumulation pulled again where the seeds' water (cells of the rows
- * taken in whose weight changed) reaches, level by level so that a cell's
- * changed donors are pulled before it, and only past cells whose value
- * changed: every other cell's donors hold what they held, hence its value.
- */
-static tg_status
-flow_update(const tg_ctx *ctx, const tg_op *op, part_state *s, const uint32_t *seed, size_t nseed, tg_error *err)
-{
+	const size_t W = (size_t) s->W,
+				n = W * flow_rows(s),
+				last = flow_rows(s) - 2;
 	const tg_route route = flow_route(op, s);
 	const tg_route_view v = tg_cpu_route_view(&route, op->flow.threshold);
-	level_queue *q = &s->flow_queue;
-	size_t		pulled = 0;
-	tg_status	st = TG_OK;
+	tg_status	st;
 
-	q->lowest = UINT32_MAX;
-	for (size_t j = 0; j < nseed; j++)
-	{
-		/* the neighbour's value, whatever the halo sends the cell */
-		s->flow_acc[seed[j]] = s->flow_w[seed[j]];
-		queue_receivers(s, &v, seed[j], q);
-	}
-	for (uint32_t l = q->lowest; st == TG_OK && l < (uint32_t) s->flow_nlevels; l++)
-		while (st == TG_OK && q->head[l] != NONE)
+	s->flow_wait = keep_alloc(part, n);
+	s->flow_stack = keep_alloc(part, n * sizeof(uint32_t));
+	s->ready[0] = keep_alloc(part, W * sizeof(uint32_t));
+	s->ready[1] = keep_alloc(part, W * sizeof(uint32_t));
+	if (!s->flow_wait || !s->flow_stack || !s->ready[0] || !s->ready[1])
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a part's flow (%zu cells)", n);
+	st = tg_cpu_accumulate(ctx, &route, &op->flow, s->flow_w, TG_ACC_INDEGREE, s->flow_acc, err);
+	if (st != TG_OK)
+		return st;
+	tg_parallel_memset(ctx, s->flow_wait, 0, n);
+	for (int side = 0; side < 2; side++)
+		for (size_t x = 0; x < W && (side == 0 ? s->index > 0 : s->index + 1 < s->count); x++)
 		{
-			const uint32_t c = q->head[l];
-			const double before = s->flow_acc[c],
-						after = tg_route_pull(&v, s->flow_w, s->flow_acc, c);
+			const size_t t = around_row(s, side, s->flow_halo) * W + x;
+			bool		drains = false;
 
-			q->head[l] = q->next[c];
-			q->queued[c] = 0;
-			if (memcmp(&before, &after, sizeof after) != 0)
+			for (int k = 0; k < 8 && !drains; k++)
 			{
-				s->flow_acc[c] = after;
-				queue_receivers(s, &v, c, q);
+				const long	nx = (long) x + tg_nbr_dx(k);
+				const size_t ny = t / W + tg_nbr_dy(k);
+
+				drains = nx >= 0 && nx < (long) W && ny >= 1 && ny <= last && tg_route_drains_to(&v, t, k);
 			}
-			if (++pulled % CANCEL_EVERY == 0 && tg_canceled(ctx))
-				st = tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
+			if (drains)
+			{
+				s->flow_wait[t] = 1;
+				s->flow_stack[s->nstack++] = (uint32_t) t;
+				s->npending++;
+			}
 		}
+	st = flow_push(ctx, op, s, true, err);
+	for (int side = 0; side < 2 && st == TG_OK; side++)
+	{
+		const size_t y = halo_row(s, side, s->flow_halo);
+
+		for (size_t x = 0; x < W && (side == 0 ? s->index > 0 : s->index + 1 < s->count); x++)
+			if (s->flow_wait[y * W + x] == 0 && s->taken_reach[side * W + x])
+				s->ready[side][s->nready[side]++] = (uint32_t) (y * W + x);
+	}
 	return st;
 }
 
 /*
  * A round of the flow.  Round 0: routed, the rows the neighbours compute
- * too handed over; round 1: theirs in, every computed cell accumulated;
- * later rounds: the changes of the rows taken in, the cells they reach
- * pulled again.  From round 1 the reply holds the rows the neighbours
- * take in, where they changed.
+ * too handed over; round 1: theirs in, every computed cell summed, the
+ * final values of the rows the neighbours take in handed over; later
+ * rounds: the neighbours' final values in, the cells that no longer wait
+ * pulled, and the values of those rows that became final handed over.
  */
 static tg_status
 part_flow(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error *err)
@@ -2475,28 +2439,29 @@ part_flow(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error
 	part_state *s = part->state;
 	const int	round = get_i32(r);
 	writer		w = {.ctx = ctx};
-	uint32_t   *seed = NULL;
-	size_t		nseed = 0;
 	tg_status	st = TG_OK;
 
-	if (s == NULL || s->mask == NULL || (round > 0 && s->flow_acc == NULL))
+	if (s == NULL || s->mask == NULL || (round > 0 && s->flow_acc == NULL) || (round > 1 && s->flow_wait == NULL))
 		return tg_error_set(err, TG_EDATA, "a flow message reached a part that was not routed");
 	put_header(&w, TG_PART_FLOW | REPLY, op->kind);
 	if (round == 0)
 		st = flow_begin(ctx, op, part, r, &w, err);
-	else if ((seed = tg_alloc(ctx, 2 * (size_t) s->W * sizeof(uint32_t))) == NULL)
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's flow changes");
 	else
 	{
 		/* from the neighbour above into the rows before ours, from the one below into those after */
 		for (int side = 0; side < 2 && st == TG_OK; side++)
 		{
 			reader		routing = get_section(r),
-						acc = get_section(r);
+						values = get_section(r);
 
-			st = get_halo_routing(ctx, op, &routing, s, side, err);
-			if (st == TG_OK)
-				st = get_acc_changes(ctx, &acc, s, around_row(s, side, s->flow_halo), seed, &nseed, err);
+			if (routing.bad || values.bad)
+				st = tg_error_set(err, TG_EDATA, "a flow message is truncated");
+			else if ((routing.left > 0 && round != 1) || (values.left > 0 && round == 1))
+				st = tg_error_set(err, TG_EDATA, "a flow message of round %d is malformed", round);
+			else if (routing.left > 0)
+				st = get_halo_routing(ctx, op, &routing, s, side, err);
+			else if (values.left > 0)
+				st = get_ready(ctx, &values, s, side, err);
 		}
 		put_section(&w, NULL, 0);
 		put_section(&w, NULL, 0);
@@ -2510,15 +2475,13 @@ part_flow(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error
 	}
 	else if (st == TG_OK && round > 1)
 	{
-		tg_phase(ctx, "flow of the part: update");
-		st = flow_update(ctx, op, s, seed, nseed, err);
+		tg_phase(ctx, "flow of the part: values handed over");
+		st = flow_push(ctx, op, s, false, err);
 	}
-	tg_free(ctx, seed);
 	for (int side = 0; side < 2 && st == TG_OK; side++)
 	{
-		if (round > 0 && (side == 0 ? s->index > 0 : s->index + 1 < s->count))
-			put_acc_changes(&w, s, halo_row(s, side, s->flow_halo), s->sent_acc + side * (size_t) s->W,
-							s->taken_reach + side * (size_t) s->W, round == 1);
+		if (round > 0)
+			put_ready(&w, s, side);
 		else
 			put_section(&w, NULL, 0);
 	}
@@ -2688,6 +2651,9 @@ finish_accumulation(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r
 	if (s != NULL && s->flow_acc != NULL)
 	{
 		/* the flow's rounds left the settled accumulation: the part's own rows */
+		if (s->flow_wait == NULL || s->npending > 0)
+			return tg_error_set(err, TG_EDATA, "the flow between parts ended with %zu values not handed over",
+								s->npending);
 		*acc = s->flow_acc + flow_own0(s) * s->W;
 		return TG_OK;
 	}
@@ -3673,25 +3639,19 @@ flow_reply_section(const tg_part_bytes *b, int which)
 	return sec;
 }
 
-/*
- * Did no part's handed-over rows' accumulation change in the round?  (The
- * first hands routing over, the second every value.)
- */
+/* Did no part hand a value over in the round?  (Round 0 hands routing over.) */
 static tg_status
 flow_settled(const coordinator *c, const tg_part_bytes *replies, bool *settled, tg_error *err)
 {
-	*settled = c->round > 1;
+	*settled = c->round > 0;
 	for (int i = 0; i < c->n; i++)
-		for (int which = ROUTING_FIRST; which <= ACC_LAST; which++)
+		for (int which = ROUTING_FIRST; which <= VALUES_LAST; which++)
 		{
 			reader		sec = flow_reply_section(&replies[i], which);
-			size_t		count = 0;
 
 			if (sec.bad)
 				return tg_error_set(err, TG_EDATA, "the flow reply of %s is truncated", c->names[i]);
-			if (which >= ACC_FIRST && sec.left > 0)
-				get(&sec, &count, sizeof count);
-			if (count > 0)
+			if (which >= VALUES_FIRST && sec.left > 0)
 				*settled = false;
 		}
 	return TG_OK;
@@ -3719,7 +3679,7 @@ put_flow(writer *w, const coordinator *c, int i, tg_error *err)
 	for (int side = 0; side < 2; side++)
 	{
 		const int	j = neighbour(c, i, side);
-		const int	sections[2] = {side == 0 ? ROUTING_LAST : ROUTING_FIRST, side == 0 ? ACC_LAST : ACC_FIRST};
+		const int	sections[2] = {side == 0 ? ROUTING_LAST : ROUTING_FIRST, side == 0 ? VALUES_LAST : VALUES_FIRST};
 
 		for (int s = 0; s < 2; s++)
 		{

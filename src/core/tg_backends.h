@@ -375,13 +375,6 @@ void		tg_route_receivers(const tg_route_view *v, const double *acc, size_t i0, s
 tg_status	tg_cpu_accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
 							  const double *weight, tg_accum_method method, double *acc,
 							  tg_error *err);
-/*
- * The same sums (indegree), with each cell's level: the longest chain of
- * donors to it, 0 where it has none and at nodata; *levels: their count.
- */
-tg_status	tg_cpu_accumulate_with_levels(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
-										  const double *weight, double *acc, uint32_t *level, int *levels,
-										  tg_error *err);
 
 /*
  * factors.c: a factor decoded for the backends: a band becomes n doubles
