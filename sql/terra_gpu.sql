@@ -1995,6 +1995,15 @@ BEGIN
 					HINT = 'Set max_prepared_transactions on every worker and restart it: results are published with two-phase commit.';
 			END IF;
 			ext[k] := info.nsp;
+			-- every phase but the finish calls this statement with its message (base64): only the message
+			-- crosses; the reply is the part's bytes (base64) and the device time of the phase
+			-- (tg_last_run() read after the phase's call)
+			sql := format('PREPARE terra_gpu_part(text) AS SELECT translate(encode(r, ''base64''), E''\n'', '''') || '' '' || '
+						  '(SELECT coalesce(l.kernel_ms, 0) + coalesce(l.transfer_ms, 0) FROM %I.tg_last_run() l '
+						  'WHERE r IS NOT NULL) FROM (SELECT %I.tg_part_run(%L, %L, %L, decode($1, ''base64'')) AS r OFFSET 0) s',
+						  ext[k], ext[k], operation, remote[k], options::text);
+			EXECUTE format('SELECT %I.dblink_exec($1, $2)', dbl) USING conns[k], sql;
+			sent[k] := sent[k] + octet_length(sql);
 		END LOOP;
 
 		-- the phases, as the coordinator's steps say, all workers at once in each
@@ -2004,14 +2013,17 @@ BEGIN
 			coordinated := step.next_state;
 			queries := array_fill(NULL::text, ARRAY[n]);
 			-- each worker replies with its part's bytes and the device time of
-			-- the phase (tg_last_run() read after the phase's call)
+			-- the phase; the finish also writes the result
 			FOR k IN 1..n LOOP
-				queries[k] := format('SELECT encode(r, ''base64'') || '' '' || (SELECT coalesce(l.kernel_ms, 0) + '
-									 'coalesce(l.transfer_ms, 0) FROM %I.tg_last_run() l WHERE r IS NOT NULL) '
-									 'FROM (SELECT %I.tg_part_run(%L, %L, %L, decode(%L, ''base64'')%s) AS r OFFSET 0) s',
-									 ext[k], ext[k], operation, remote[k], options::text, encode(step.messages[k], 'base64'),
-									 CASE WHEN step.phase = 'finish' THEN format(', %L, %s, %L', results[k], k, replace)
-										  ELSE '' END);
+				IF step.phase = 'finish' THEN
+					queries[k] := format('SELECT translate(encode(r, ''base64''), E''\n'', '''') || '' '' || '
+										 '(SELECT coalesce(l.kernel_ms, 0) + coalesce(l.transfer_ms, 0) FROM %I.tg_last_run() l '
+										 'WHERE r IS NOT NULL) FROM (SELECT %I.tg_part_run(%L, %L, %L, decode(%L, ''base64''), '
+										 '%L, %s, %L) AS r OFFSET 0) s', ext[k], ext[k], operation, remote[k], options::text,
+										 translate(encode(step.messages[k], 'base64'), E'\n', ''), results[k], k, replace);
+				ELSE
+					queries[k] := format('EXECUTE terra_gpu_part(%L)', translate(encode(step.messages[k], 'base64'), E'\n', ''));
+				END IF;
 				sent[k] := sent[k] + octet_length(queries[k]);
 			END LOOP;
 			pass := @extschema@.tg_parts_round(dbl, conns, srv, queries);
