@@ -1903,6 +1903,35 @@ halo_reach(const tg_ctx *ctx, const tg_op *op, const part_state *s, int side, ui
 	return true;
 }
 
+/*
+ * The mask of the cell of the part's row y (-1 and H: the neighbours' rows
+ * next to it), column x, where it is a cell of a flat that crosses a part
+ * boundary: false where it is not.
+ */
+static bool
+crossing_mask(const part_state *s, int y, size_t x, int32_t *m)
+{
+	const size_t W = (size_t) s->W;
+
+	if (y >= 0 && y < s->H)
+	{
+		const int32_t at = s->at[(size_t) y * W + x];
+
+		if (at >= 0)
+			*m = s->mask[at];
+		return at >= 0;
+	}
+	if ((y == -1 && s->index > 0) || (y == s->H && s->index + 1 < s->count))
+	{
+		const size_t o = (y == -1 ? 0 : W) + x;
+
+		if (s->nb_label[o] > 0)
+			*m = s->nb_mask[o];
+		return s->nb_label[o] > 0;
+	}
+	return false;
+}
+
 /* The neighbour distances of grid row `row` (the op's geometry is the part's). */
 static void
 row_distances(const tg_op *op, int row, double dist[8])
@@ -1946,6 +1975,30 @@ put_halo_routing(writer *w, const tg_op *op, const part_state *s, int side, uint
 	for (size_t d = 2; d <= h + 1; d++)
 		memcpy(beyond + (d - 2) * W, s->z + (side == 0 ? 2 + d : (size_t) s->H + 1 - d) * W, W * sizeof(double));
 	put_values(w, beyond, h * W);
+	/* depths 0 .. h + 1: the cells of flats that cross part boundaries as a bitmap, then their masks */
+	for (size_t d = 0; d <= h + 1; d++)
+	{
+		const int	y = side == 0 ? (int) d : s->H - 1 - (int) d;
+		int64_t		prev = 0;
+		int32_t		m;
+
+		for (size_t x = 0; x < W; x += 8)
+		{
+			uint8_t		b = 0;
+
+			for (size_t e = 0; e < 8 && x + e < W; e++)
+				b |= (uint8_t) (crossing_mask(s, y, x + e, &m) << e);
+			put_u8(w, b);
+		}
+		for (size_t x = 0; x < W; x++)
+			if (crossing_mask(s, y, x, &m))
+			{
+				const int64_t diff = m - prev;
+
+				put_varint(w, ((uint64_t) diff << 1) ^ (uint64_t) (diff >> 63));
+				prev = m;
+			}
+	}
 	for (size_t j = 0; j <= h; j++)
 	{
 		const size_t y = halo_row(s, side, (int) j),
@@ -1964,12 +2017,14 @@ put_halo_routing(writer *w, const tg_op *op, const part_state *s, int side, uint
 				b |= (uint8_t) (in[x + e] << e);
 			put_u8(w, b);
 		}
-		/* the reached cells on flats, marked in `in` as 2 */
+		/* the reached cells on flats that do not cross (whose masks go with them), marked in `in` as 2 */
 		for (size_t x = 0; x < W; x++)
 		{
 			uint8_t		d8;
+			int32_t		m;
 
-			if (in[x] && tg_cpu_route_cell(s->z, s->W, s->H + 4, (int) x, (int) zy, &op->flow, dist, &d8, NULL) ==
+			if (in[x] && !crossing_mask(s, (int) zy - 2, x, &m) &&
+				tg_cpu_route_cell(s->z, s->W, s->H + 4, (int) x, (int) zy, &op->flow, dist, &d8, NULL) ==
 				TG_CELL_FLAT)
 			{
 				reach[j * W + x] = 2;
@@ -2019,8 +2074,10 @@ get_halo_routing(const tg_ctx *ctx, const tg_op *op, reader *sec, part_state *s,
 				n = W * flow_rows(s),
 				h = (size_t) s->flow_halo,
 				nb = (W + 7) / 8;
-	uint8_t    *bitmap = NULL;
+	uint8_t    *bitmap = NULL,
+			   *flats = NULL;
 	uint32_t   *shares = NULL;
+	int32_t    *masks = NULL;
 	double	   *z = NULL,
 			   *beyond = NULL;
 
@@ -2030,12 +2087,16 @@ get_halo_routing(const tg_ctx *ctx, const tg_op *op, reader *sec, part_state *s,
 	shares = tg_alloc(ctx, 8 * W * sizeof(uint32_t));
 	z = tg_alloc(ctx, (h + 3) * W * sizeof(double));
 	beyond = tg_alloc(ctx, h * W * sizeof(double) + 1);
-	if (bitmap == NULL || shares == NULL || z == NULL || beyond == NULL)
+	flats = tg_alloc(ctx, (h + 3) * W);
+	masks = tg_alloc(ctx, (h + 3) * W * sizeof(int32_t));
+	if (bitmap == NULL || shares == NULL || z == NULL || beyond == NULL || flats == NULL || masks == NULL)
 	{
 		tg_free(ctx, bitmap);
 		tg_free(ctx, shares);
 		tg_free(ctx, z);
 		tg_free(ctx, beyond);
+		tg_free(ctx, flats);
+		tg_free(ctx, masks);
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a routing row");
 	}
 
@@ -2050,6 +2111,33 @@ get_halo_routing(const tg_ctx *ctx, const tg_op *op, reader *sec, part_state *s,
 		memcpy(z + (side == 0 ? h + 1 - d : d + 1) * W,
 			   d >= 2 ? beyond + (d - 2) * W : s->z + (side == 0 ? 1 - d : H + 2 + d) * W, W * sizeof(double));
 	memcpy(z + (side == 0 ? h + 2 : 0) * W, s->z + (side == 0 ? 2 : H + 1) * W, W * sizeof(double));
+	/* the cells of flats that cross part boundaries, and their masks: the part's edge row's, depths 0 .. h + 1 */
+	memset(flats, 0, (h + 3) * W);
+	memset(masks, 0, (h + 3) * W * sizeof(int32_t));
+	for (size_t x = 0; x < W; x++)
+	{
+		const size_t at = (side == 0 ? h + 2 : 0) * W + x;
+
+		flats[at] = crossing_mask(s, side == 0 ? 0 : (int) H - 1, x, &masks[at]);
+	}
+	for (size_t d = 0; d <= h + 1 && !sec->bad; d++)
+	{
+		const size_t row = (side == 0 ? h + 1 - d : d + 1) * W;
+		int64_t		prev = 0;
+
+		get(sec, bitmap, nb);
+		for (size_t x = 0; x < W && !sec->bad; x++)
+			if ((bitmap[x / 8] >> (x % 8)) & 1u)
+			{
+				const uint64_t zz = get_varint(sec);
+
+				prev += (int64_t) (zz >> 1) ^ -(int64_t) (zz & 1);
+				if (prev < INT32_MIN || prev > INT32_MAX)
+					sec->bad = true;
+				flats[row + x] = 1;
+				masks[row + x] = (int32_t) prev;
+			}
+	}
 	for (size_t j = 0; j <= h && !sec->bad; j++)
 	{
 		const size_t y = around_row(s, side, (int) j),
@@ -2088,7 +2176,13 @@ get_halo_routing(const tg_ctx *ctx, const tg_op *op, reader *sec, part_state *s,
 				tg_cpu_route_cell(z, s->W, (int) h + 3, (int) x, (int) zy, &op->flow, dist, &d, share) :
 				TG_CELL_NODATA;
 
-			if (kind == TG_CELL_FLAT)
+			if (kind == TG_CELL_FLAT && flats[zy * W + x])
+			{
+				/* a flat that crosses: down its mask, as the neighbour routes it */
+				if (masks[zy * W + x] != 0)
+					tg_cpu_flat_route_cell(z, flats, masks, s->W, (int) h + 3, (int) x, (int) zy, &op->flow, &d, share);
+			}
+			else if (kind == TG_CELL_FLAT)
 			{
 				if (c == flat || (codes[c] != TG_NO_DIRECTION && codes[c] > 7))
 				{
@@ -2116,6 +2210,8 @@ get_halo_routing(const tg_ctx *ctx, const tg_op *op, reader *sec, part_state *s,
 	tg_free(ctx, shares);
 	tg_free(ctx, z);
 	tg_free(ctx, beyond);
+	tg_free(ctx, flats);
+	tg_free(ctx, masks);
 	return sec->bad || sec->left != 0 ? tg_error_set(err, TG_EDATA, "a flow message's routing rows are malformed")
 		: TG_OK;
 }

@@ -1289,18 +1289,6 @@ typedef struct surface_job
 	const int32_t *mask;
 } surface_job;
 
-static void
-set_shares(tg_route *r, size_t i, const tg_flow_params *p, bool on_flat, const double drop[8],
-		   const double dist[8])
-{
-	const size_t n = (size_t) r->width * r->height;
-	float		share[8];
-
-	tg_flow_shares(p->routing, p->exponent, on_flat, drop, dist, share);
-	for (int k = 0; k < 8; k++)
-		r->frac[(size_t) k * n + i] = share[k];
-}
-
 tg_cell_kind
 tg_cpu_route_cell(const double *z, int W, int H, int x, int y, const tg_flow_params *p, const double dist[8],
 				  uint8_t *d8, float share[8])
@@ -1368,6 +1356,36 @@ gradient_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 	return TG_OK;
 }
 
+void
+tg_cpu_flat_route_cell(const double *z, const uint8_t *flat, const int32_t *mask, int W, int H, int x, int y,
+					   const tg_flow_params *p, uint8_t *d8, float share[8])
+{
+	const size_t i = (size_t) y * W + x;
+	double		dist[8],
+				drop[8],
+				g[8];
+
+	tg_flat_distances(dist);
+	for (int k = 0; k < 8; k++)
+	{
+		int64_t		ni = neighbour(W, H, x, y, k);
+		int32_t		m;
+
+		drop[k] = 0;
+		g[k] = 0;
+		if (ni < 0 || z[ni] != z[i])
+			continue;
+		m = flat[ni] ? mask[ni] : 0;
+		if (flat[ni] && m == 0)
+			continue;			/* an undrained flat cannot receive */
+		drop[k] = (double) (mask[i] - m);
+		g[k] = drop[k] / dist[k];
+	}
+	*d8 = (uint8_t) tg_d8_choose(g);
+	if (share)
+		tg_flow_shares(p->routing, p->exponent, true, drop, dist, share);
+}
+
 /* Flat cells drain down the mask, in cell units. */
 static tg_status
 flat_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
@@ -1376,36 +1394,20 @@ flat_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 	tg_route   *r = j->r;
 	const int	W = r->width,
 				H = r->height;
-	double		dist[8];
+	const size_t n = (size_t) W * H;
 
-	tg_flat_distances(dist);
 	for (int y = y0; y < y1; y++)
 		for (int x = 0; x < W; x++)
 		{
-			size_t		i = (size_t) y * W + x;
-			double		drop[8],
-						g[8];
+			const size_t i = (size_t) y * W + x;
+			float		share[8];
 
 			if (!j->flat[i] || j->mask[i] == 0)
 				continue;
-			for (int k = 0; k < 8; k++)
-			{
-				int64_t		ni = neighbour(W, H, x, y, k);
-				int32_t		m;
-
-				drop[k] = 0;
-				g[k] = 0;
-				if (ni < 0 || r->z[ni] != r->z[i])
-					continue;
-				m = j->flat[ni] ? j->mask[ni] : 0;
-				if (j->flat[ni] && m == 0)
-					continue;	/* an undrained flat cannot receive */
-				drop[k] = (double) (j->mask[i] - m);
-				g[k] = drop[k] / dist[k];
-			}
-			r->d8[i] = (uint8_t) tg_d8_choose(g);
+			tg_cpu_flat_route_cell(r->z, j->flat, j->mask, W, H, x, y, j->p, &r->d8[i], r->frac ? share : NULL);
 			if (r->frac)
-				set_shares(r, i, j->p, true, drop, dist);
+				for (int k = 0; k < 8; k++)
+					r->frac[(size_t) k * n + i] = share[k];
 		}
 	return TG_OK;
 }

@@ -152,6 +152,13 @@ typedef enum tg_cell_kind
 
 tg_cell_kind tg_cpu_route_cell(const double *z, int W, int H, int x, int y, const tg_flow_params *p,
 							   const double dist[8], uint8_t *d8, float share[8]);
+/*
+ * A flat cell's routing down its flat's mask (Barnes et al. 2014): flat
+ * marks the surface's flat cells, mask their masks (mask[(x, y)] not 0); its
+ * steepest receiver into d8, its shares where share is given.
+ */
+void		tg_cpu_flat_route_cell(const double *z, const uint8_t *flat, const int32_t *mask, int W, int H, int x,
+								   int y, const tg_flow_params *p, uint8_t *d8, float share[8]);
 tg_status	tg_cpu_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
 						double out_nodata, void *out, tg_error *err);
 
