@@ -1784,6 +1784,14 @@ BEGIN
 	replies := array_fill(NULL::text, ARRAY[n]);
 	seconds := array_fill(NULL::double precision, ARRAY[n]);
 	FOR k IN 1..n LOOP
+		-- a NULL query: that worker has nothing to do this time, and replies nothing
+		IF queries[k] IS NULL THEN
+			replies[k] := '';
+			seconds[k] := 0;
+			done[k] := true;
+			waiting := waiting - 1;
+			CONTINUE;
+		END IF;
 		EXECUTE format('SELECT %I.dblink_send_query($1, $2)', dblink) INTO busy USING connections[k], queries[k];
 		IF busy <> 1 THEN
 			EXECUTE format('SELECT %I.dblink_error_message($1)', dblink) INTO msg USING connections[k];
@@ -1822,7 +1830,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION tg_parts_round(name, text[], text[], text[]) IS
-'Internal (tg_create_partitioned_result): one query per dblink connection, all running at once; their one-column replies and the seconds each took; an error names the worker';
+'Internal (tg_create_partitioned_result): one query per dblink connection (none where NULL: an empty reply), all running at once; their one-column replies and the seconds each took; an error names the worker';
 
 CREATE FUNCTION tg_parts_close(dblink name, connections text[], servers text[], prepared text[])
 	RETURNS void
@@ -2021,18 +2029,19 @@ BEGIN
 										 'WHERE r IS NOT NULL) FROM (SELECT %I.tg_part_run(%L, %L, %L, decode(%L, ''base64''), '
 										 '%L, %s, %L) AS r OFFSET 0) s', ext[k], ext[k], operation, remote[k], options::text,
 										 translate(encode(step.messages[k], 'base64'), E'\n', ''), results[k], k, replace);
-				ELSE
+				ELSIF octet_length(step.messages[k]) > 0 THEN
 					queries[k] := format('EXECUTE terra_gpu_part(%L)', translate(encode(step.messages[k], 'base64'), E'\n', ''));
 				END IF;
-				sent[k] := sent[k] + octet_length(queries[k]);
+				-- no message: the worker sits this round out (NULL query, empty reply)
+				sent[k] := sent[k] + coalesce(octet_length(queries[k]), 0);
 			END LOOP;
 			pass := @extschema@.tg_parts_round(dbl, conns, srv, queries);
 			moved := 0;
 			FOR k IN 1..n LOOP
 				received[k] := received[k] + octet_length(pass.replies[k]);
 				busy[k] := busy[k] + pass.seconds[k];
-				device[k] := device[k] + split_part(pass.replies[k], ' ', 2)::double precision / 1000;
-				moved := moved + octet_length(queries[k]) + octet_length(pass.replies[k]);
+				device[k] := device[k] + coalesce(nullif(split_part(pass.replies[k], ' ', 2), ''), '0')::double precision / 1000;
+				moved := moved + coalesce(octet_length(queries[k]), 0) + octet_length(pass.replies[k]);
 			END LOOP;
 			SELECT array_agg(decode(split_part(r, ' ', 1), 'base64') ORDER BY i) INTO replies
 			FROM unnest(pass.replies) WITH ORDINALITY u(r, i);

@@ -69,6 +69,7 @@
 #define PART_MAGIC 0x54475031u	/* "TGP1" */
 #define STATE_MAGIC 0x54475053u	/* "TGPS" */
 #define REPLY 0x80				/* a reply's type: its phase | REPLY */
+#define BARE 0x40				/* a message's type without the part's header (the flow's later rounds) */
 #define MAX_ROUNDS 100000		/* of the flats or the flow */
 #define CANCEL_EVERY 65536		/* cells between looks at a cancel in a serial pass */
 
@@ -89,7 +90,7 @@ typedef struct writer
 static void
 put(writer *w, const void *p, size_t n)
 {
-	if (w->failed)
+	if (w->failed || n == 0)
 		return;
 	if (w->size + n > w->cap)
 	{
@@ -3003,7 +3004,11 @@ tg_run_part(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err
 	st = open_reader(&r, &part->message, type, &kind, "a part message", err);
 	if (st == TG_OK && kind != op->kind)
 		st = tg_error_set(err, TG_EDATA, "a part message for another operation reached %s", job->function);
-	if (st == TG_OK && type != TG_PART_EDGES && type != TG_PART_HEIGHTS)
+	if (st == TG_OK && (type & BARE) && type != (TG_PART_FLOW | BARE))
+		st = tg_error_set(err, TG_EDATA, "a part message of type %d comes without its header", type & ~BARE);
+	if (st == TG_OK && (type & BARE))
+		type = TG_PART_FLOW;
+	else if (st == TG_OK && type != TG_PART_EDGES && type != TG_PART_HEIGHTS)
 	{
 		st = read_header(&r, kind, &m, err);
 		if (st == TG_OK && m.col0 + l->width > m.width)
@@ -3723,16 +3728,40 @@ nothing_changed(const tg_part_bytes *replies, int n)
 	return true;
 }
 
-/* Section `which` of a flow reply (after its header) as a reader, bad where the reply is cut short. */
+/*
+ * Section `which` of a flow reply (after its header) as a reader, bad where
+ * the reply is cut short; empty for a part the round left out (flow_idle).
+ */
 static reader
 flow_reply_section(const tg_part_bytes *b, int which)
 {
 	reader		r = {b->data + 6, b->size - 6, b->size < 6};
 	reader		sec = {NULL, 0, true};
 
+	if (b->size == 0)
+		return (reader) {NULL, 0, false};
+
 	for (int k = 0; k <= which && !r.bad; k++)
 		sec = get_section(&r);
 	return sec;
+}
+
+/*
+ * Does part i have nothing to do in the flow's next round (from round 2 on:
+ * its neighbours handed it no value in the round whose replies c keeps)?
+ * It is then left out: no message, no reply.
+ */
+static bool
+flow_idle(const coordinator *c, int i)
+{
+	for (int side = 0; side < 2; side++)
+	{
+		const int	j = neighbour(c, i, side);
+
+		if (j >= 0 && flow_reply_section(&c->slot[TG_PART_FLOW][j], side == 0 ? VALUES_LAST : VALUES_FIRST).left > 0)
+			return false;
+	}
+	return true;
 }
 
 /* Did no part hand a value over in the round?  (Round 0 hands routing over.) */
@@ -3827,7 +3856,8 @@ tg_parts_step(const tg_ctx *ctx, tg_op_kind kind, int n, const char *const *name
 	double	  **levels = NULL;
 	tg_strip_inflow *inflows = NULL;
 	size_t		ninflows = 0;
-	bool		settled = false;
+	bool		settled = false,
+				placed = false;
 	tg_status	st = TG_OK;
 
 	memset(&c, 0, sizeof c);
@@ -3844,15 +3874,26 @@ tg_parts_step(const tg_ctx *ctx, tg_op_kind kind, int n, const char *const *name
 		return tg_error_set(err, TG_EUNSUPPORTED, "this operation cannot run over a partitioned coverage");
 	if (state_in && state_in->data)
 		st = read_state(&c, state_in, err);
+	/* where the parts lie, once their edges are in (the flow's rounds need it to check their replies) */
+	if (st == TG_OK && c.slot[TG_PART_EDGES])
+	{
+		st = place_parts(&c, err);
+		placed = true;
+	}
 	/* the replies of the phase just run */
 	if (st == TG_OK && c.last != TG_PART_DONE)
 	{
 		if (replies == NULL)
 			st = tg_error_set(err, TG_EINVAL, "the replies of the %s phase are missing", tg_part_phase_name(c.last));
 		for (int i = 0; i < n && st == TG_OK; i++)
-			if (replies[i].size < 6 || replies[i].data[4] != (c.last | REPLY))
+		{
+			/* a part the flow's round left out replies nothing */
+			const bool	left_out = c.last == TG_PART_FLOW && c.round >= 2 && flow_idle(&c, i);
+
+			if (left_out ? replies[i].size != 0 : replies[i].size < 6 || replies[i].data[4] != (c.last | REPLY))
 				st = tg_error_set(err, TG_EDATA, "the reply of %s is not one of the %s phase", names[i],
 								  tg_part_phase_name(c.last));
+		}
 		if (st == TG_OK && c.last == TG_PART_FLATS)
 			settled = nothing_changed(replies, n);
 		if (st == TG_OK && c.last == TG_PART_FLOW)
@@ -3865,7 +3906,7 @@ tg_parts_step(const tg_ctx *ctx, tg_op_kind kind, int n, const char *const *name
 				memcpy(c.slot[c.last], replies, n * sizeof(tg_part_bytes));
 		}
 	}
-	if (st == TG_OK && c.slot[TG_PART_EDGES])
+	if (st == TG_OK && c.slot[TG_PART_EDGES] && !placed)
 		st = place_parts(&c, err);
 	if (st != TG_OK)
 		goto done;
@@ -3899,8 +3940,15 @@ tg_parts_step(const tg_ctx *ctx, tg_op_kind kind, int n, const char *const *name
 	{
 		writer		w = {.ctx = ctx};
 
+		if (*phase == TG_PART_FLOW && c.round >= 2 && flow_idle(&c, i))
+		{
+			messages[i] = (tg_part_bytes) {NULL, 0};
+			continue;
+		}
 		if (*phase == TG_PART_EDGES || *phase == TG_PART_HEIGHTS)
 			put_header(&w, (uint8_t) *phase, kind);
+		else if (*phase == TG_PART_FLOW && c.round >= 2)
+			put_header(&w, TG_PART_FLOW | BARE, kind);
 		else
 			put_part_header(&w, &c, *phase, i);
 		if (*phase == TG_PART_SCAN || (*phase == TG_PART_FINISH && !routes(c.kind)) ||

@@ -99,7 +99,8 @@ tgpg_part_keep_reply(tg_part *part)
 }
 
 /* ------------------------------------------------------------------------
- * Packing: one byte (0 plain, 1 pglz), the plain size, the bytes
+ * Packing: one byte (0 plain, 1 pglz), the plain size, the bytes; nothing
+ * for an empty message
  * ------------------------------------------------------------------------ */
 #define PACK_HEADER 5
 
@@ -113,6 +114,12 @@ pack(const uint8_t *data, size_t size)
 		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 						errmsg("a part message of %zu bytes is too large", size)));
 	out = palloc(VARHDRSZ + PACK_HEADER + PGLZ_MAX_OUTPUT((int32) size));
+	/* nothing to say (a part the flow's round leaves out) stays nothing */
+	if (size == 0)
+	{
+		SET_VARSIZE(out, VARHDRSZ);
+		return out;
+	}
 	if (size >= 32)
 		n = pglz_compress((const char *) data, (int32) size, VARDATA(out) + PACK_HEADER, PGLZ_strategy_always);
 	VARDATA(out)[0] = n >= 0;
@@ -134,6 +141,8 @@ unpack(bytea *in, const char *what)
 	tg_part_bytes b = {NULL, 0};
 	uint32		size;
 
+	if (n == 0)
+		return b;
 	if (n < PACK_HEADER || (p[0] != 0 && p[0] != 1))
 		ereport(ERROR, (errcode(ERRCODE_DATA_EXCEPTION), errmsg("%s is not a packed part message", what)));
 	memcpy(&size, p + 1, 4);

@@ -616,6 +616,9 @@ test_free(void *ptr, void *arg)
 	free(ptr);
 }
 
+/* Parts left out of a round of the flow (no message, no reply), over the runs so far. */
+static int	parts_left_out;
+
 /*
  * Run op over the parts (given to the coordinator in the order `given`),
  * phase by phase as the coordinator says; the finished parts' tiles into
@@ -669,9 +672,10 @@ run_parts(coverage *parts, const int *given, int n, const tg_op *op, results *r,
 			results		none;
 
 			part[i].message = msgs[i];
-			/* after a part failed, the others are not run (their replies would be stale) */
+			/* after a part failed, the others are not run (their replies would be stale); a part left out of a round gets no message and replies nothing */
 			part[i].reply = (tg_part_bytes) {NULL, 0};
-			if (st == TG_OK)
+			parts_left_out += st == TG_OK && msgs[i].size == 0;
+			if (st == TG_OK && msgs[i].size > 0)
 			{
 				/* as on a server: the call's grid is the part's own */
 				tg_op		own = *op;
@@ -872,6 +876,7 @@ test_parts(coverage *tiles)
 	check_parts("d8 directions of the filled DEM", &op, tiles);
 	check_d8_parts(tiles, "");
 	/* the splitting routings: flow rounds instead of D8's link */
+	parts_left_out = 0;
 	for (int k = 0; k < 5; k++)
 	{
 		static const tg_routing routings[5] = {TG_ROUTE_MFD_MD, TG_ROUTE_FD8, TG_ROUTE_FDD8, TG_ROUTE_DINF,
@@ -902,6 +907,8 @@ test_parts(coverage *tiles)
 		 */
 		check(shallow > 3 && deep < shallow, "%s: %d rounds with a halo of 4 rows, %d with 1", name, deep, shallow);
 	}
+	/* a part whose neighbours handed it nothing in a round sits the next one out */
+	check(parts_left_out > 0, "the splitting routings: %d parts left out of a flow round", parts_left_out);
 	/* areas that differ by row (the rows around each part weigh as the grid's rows there) */
 	op = base_op(TG_OP_ACCUMULATION);
 	op.flow.routing = TG_ROUTE_MFD_MD;
