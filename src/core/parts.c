@@ -1945,11 +1945,56 @@ row_distances(const tg_op *op, int row, double dist[8])
 }
 
 /*
+ * Of depths 0 .. h + 1 from the boundary (rows of W), the cells a reached
+ * cell (reach: depths 0 .. h) reads to be routed: itself and its
+ * neighbours.
+ */
+static void
+halo_need(const uint8_t *reach, size_t W, size_t h, uint8_t *need)
+{
+	memset(need, 0, (h + 2) * W);
+	for (size_t j = 0; j <= h; j++)
+		for (size_t x = 0; x < W; x++)
+			if (reach[j * W + x])
+				for (size_t d = j > 0 ? j - 1 : 0; d <= j + 1; d++)
+					for (size_t c = x > 0 ? x - 1 : 0; c <= x + 1 && c < W; c++)
+						need[d * W + c] = 1;
+}
+
+/* n flags as a bitmap. */
+static void
+put_bits(writer *w, const uint8_t *flag, size_t n)
+{
+	for (size_t x = 0; x < n; x += 8)
+	{
+		uint8_t		b = 0;
+
+		for (size_t e = 0; e < 8 && x + e < n; e++)
+			b |= (uint8_t) ((flag[x + e] != 0) << e);
+		put_u8(w, b);
+	}
+}
+
+static void
+get_bits(reader *r, uint8_t *flag, size_t n)
+{
+	for (size_t x = 0; x < n && !r->bad; x += 8)
+	{
+		const uint8_t b = get_u8(r);
+
+		for (size_t e = 0; e < 8 && x + e < n; e++)
+			flag[x + e] = (b >> e) & 1u;
+	}
+}
+
+/*
  * The routing of the part's rows that the neighbour on `side` computes too
- * (halo_reach), as the neighbour can route them itself: the surface's rows
- * beyond the two it holds (depths 2 .. flow_halo + 1 from the boundary),
- * then per row j the cells reached as a bitmap and, of those, the ones on
- * flats (whose masks it does not know): their count, codes, bytes of the
+ * (halo_reach), as the neighbour can route them itself: per row j the
+ * cells reached, as bitmaps; of the cells those read (halo_need), the
+ * surface where the neighbour lacks it (depths 2 .. flow_halo + 1: it holds
+ * the two rows next to it), then which are cells of flats that cross part
+ * boundaries, as a bitmap, and their masks; then per row j the reached
+ * cells on flats that do not cross: their count, codes, bytes of the
  * neighbours that get a share, and those shares (put_share_planes).  The
  * cells reached of the row it takes in into taken (W).
  */
@@ -1960,39 +2005,53 @@ put_halo_routing(writer *w, const tg_op *op, const part_state *s, int side, uint
 				n = W * flow_rows(s),
 				h = (size_t) s->flow_halo;
 	uint8_t    *reach = w->failed ? NULL : tg_alloc(w->ctx, W * (h + 1));
+	uint8_t    *need = w->failed ? NULL : tg_alloc(w->ctx, W * (h + 2));
+	uint8_t    *crossing = w->failed ? NULL : tg_alloc(w->ctx, W * (h + 2));
 	float	   *row = w->failed ? NULL : tg_alloc(w->ctx, 8 * W * sizeof(float));
-	double	   *beyond = w->failed ? NULL : tg_alloc(w->ctx, h * W * sizeof(double));
+	double	   *beyond = w->failed ? NULL : tg_alloc(w->ctx, h * W * sizeof(double) + 1);
+	size_t		nz = 0,
+				nc = 0;
+	int64_t		prev = 0;
 
-	if (reach == NULL || row == NULL || beyond == NULL || !halo_reach(w->ctx, op, s, side, reach))
+	if (reach == NULL || need == NULL || crossing == NULL || row == NULL || beyond == NULL ||
+		!halo_reach(w->ctx, op, s, side, reach))
 	{
 		tg_free(w->ctx, reach);
+		tg_free(w->ctx, need);
+		tg_free(w->ctx, crossing);
 		tg_free(w->ctx, row);
 		tg_free(w->ctx, beyond);
 		w->failed = true;
 		return;
 	}
 	memcpy(taken, reach + h * W, W);
-	/* depth d is own row d (side 0) or H - 1 - d, row 2 + that of s->z */
-	for (size_t d = 2; d <= h + 1; d++)
-		memcpy(beyond + (d - 2) * W, s->z + (side == 0 ? 2 + d : (size_t) s->H + 1 - d) * W, W * sizeof(double));
-	put_values(w, beyond, h * W);
-	/* depths 0 .. h + 1: the cells of flats that cross part boundaries as a bitmap, then their masks */
+	put_bits(w, reach, (h + 1) * W);
+	halo_need(reach, W, h, need);
+	/* depth d is own row d (side 0) or H - 1 - d (row 2 + that of s->z; -1 and H: the rows around) */
 	for (size_t d = 0; d <= h + 1; d++)
 	{
 		const int	y = side == 0 ? (int) d : s->H - 1 - (int) d;
-		int64_t		prev = 0;
+
+		for (size_t x = 0; x < W; x++)
+		{
+			int32_t		m = 0;
+
+			if (!need[d * W + x])
+				continue;
+			if (d >= 2)
+				beyond[nz++] = s->z[(size_t) (y + 2) * W + x];
+			crossing[nc++] = crossing_mask(s, y, x, &m);
+		}
+	}
+	put_values(w, beyond, nz);
+	put_bits(w, crossing, nc);
+	for (size_t d = 0; d <= h + 1; d++)
+	{
+		const int	y = side == 0 ? (int) d : s->H - 1 - (int) d;
 		int32_t		m;
 
-		for (size_t x = 0; x < W; x += 8)
-		{
-			uint8_t		b = 0;
-
-			for (size_t e = 0; e < 8 && x + e < W; e++)
-				b |= (uint8_t) (crossing_mask(s, y, x + e, &m) << e);
-			put_u8(w, b);
-		}
 		for (size_t x = 0; x < W; x++)
-			if (crossing_mask(s, y, x, &m))
+			if (need[d * W + x] && crossing_mask(s, y, x, &m))
 			{
 				const int64_t diff = m - prev;
 
@@ -2004,31 +2063,23 @@ put_halo_routing(writer *w, const tg_op *op, const part_state *s, int side, uint
 	{
 		const size_t y = halo_row(s, side, (int) j),
 					zy = y + 2 - flow_own0(s);	/* its row in s->z */
-		const uint8_t *in = reach + j * W;
+		uint8_t    *in = reach + j * W;
 		double		dist[8];
 		size_t		m = 0,
 					flat = 0;
 
 		row_distances(op, s->row0 + (int) y - (int) flow_own0(s), dist);
-		for (size_t x = 0; x < W; x += 8)
-		{
-			uint8_t		b = 0;
-
-			for (size_t e = 0; e < 8 && x + e < W; e++)
-				b |= (uint8_t) (in[x + e] << e);
-			put_u8(w, b);
-		}
 		/* the reached cells on flats that do not cross (whose masks go with them), marked in `in` as 2 */
 		for (size_t x = 0; x < W; x++)
 		{
 			uint8_t		d8;
-			int32_t		m;
+			int32_t		mask;
 
-			if (in[x] && !crossing_mask(s, (int) zy - 2, x, &m) &&
+			if (in[x] && !crossing_mask(s, (int) zy - 2, x, &mask) &&
 				tg_cpu_route_cell(s->z, s->W, s->H + 4, (int) x, (int) zy, &op->flow, dist, &d8, NULL) ==
 				TG_CELL_FLAT)
 			{
-				reach[j * W + x] = 2;
+				in[x] = 2;
 				flat++;
 			}
 		}
@@ -2054,18 +2105,21 @@ put_halo_routing(writer *w, const tg_op *op, const part_state *s, int side, uint
 		put_share_planes(w, row, W, m);
 	}
 	tg_free(w->ctx, reach);
+	tg_free(w->ctx, need);
+	tg_free(w->ctx, crossing);
 	tg_free(w->ctx, row);
 	tg_free(w->ctx, beyond);
 }
 
 /*
  * A neighbour's routing (put_halo_routing) into the rows around the part on
- * `side`: each reached cell routed from the surface's rows (the two the
- * part holds and those handed over) as the neighbour routes it, but those
- * on flats, whose routing comes handed over; cells not reached route
- * nothing.  (The row taken in is never pulled, only set: what its routing
- * says beyond the computed rows, or the halo's into it, changes nothing;
- * nor does a cell of nodata there, which sends and receives no water.)
+ * `side`: each reached cell routed from the surface (the two rows the part
+ * holds and the cells handed over) as the neighbour routes it: on a slope
+ * by its gradient, on a flat that crosses part boundaries down that flat's
+ * mask, on another flat as handed over; cells not reached route nothing.
+ * (The row taken in is never pulled, only set: what its routing says
+ * beyond the computed rows, or the halo's into it, changes nothing; nor
+ * does a cell of nodata there, which sends and receives no water.)
  */
 static tg_status
 get_halo_routing(const tg_ctx *ctx, const tg_op *op, reader *sec, part_state *s, int side, tg_error *err)
@@ -2073,89 +2127,87 @@ get_halo_routing(const tg_ctx *ctx, const tg_op *op, reader *sec, part_state *s,
 	const size_t W = (size_t) s->W,
 				H = (size_t) s->H,
 				n = W * flow_rows(s),
-				h = (size_t) s->flow_halo,
-				nb = (W + 7) / 8;
-	uint8_t    *bitmap = NULL,
-			   *flats = NULL;
-	uint32_t   *shares = NULL;
-	int32_t    *masks = NULL;
-	double	   *z = NULL,
-			   *beyond = NULL;
+				h = (size_t) s->flow_halo;
+	uint8_t    *reach = tg_alloc(ctx, (h + 1) * W),
+			   *need = tg_alloc(ctx, (h + 2) * W),
+			   *crossing = tg_alloc(ctx, (h + 2) * W),
+			   *flats = tg_alloc(ctx, (h + 3) * W);
+	uint32_t   *shares = tg_alloc(ctx, 8 * W * sizeof(uint32_t));
+	int32_t    *masks = tg_alloc(ctx, (h + 3) * W * sizeof(int32_t));
+	double	   *z = tg_alloc(ctx, (h + 3) * W * sizeof(double)),
+			   *beyond = tg_alloc(ctx, h * W * sizeof(double) + 1);
+	const bool	oom = !reach || !need || !crossing || !flats || !shares || !masks || !z || !beyond;
+	size_t		nz = 0,
+				nc = 0,
+				at = 0;
+	int64_t		prev = 0;
 
-	if (sec->left == 0)
-		return TG_OK;
-	bitmap = tg_alloc(ctx, nb);
-	shares = tg_alloc(ctx, 8 * W * sizeof(uint32_t));
-	z = tg_alloc(ctx, (h + 3) * W * sizeof(double));
-	beyond = tg_alloc(ctx, h * W * sizeof(double) + 1);
-	flats = tg_alloc(ctx, (h + 3) * W);
-	masks = tg_alloc(ctx, (h + 3) * W * sizeof(int32_t));
-	if (bitmap == NULL || shares == NULL || z == NULL || beyond == NULL || flats == NULL || masks == NULL)
+	if (oom)
+		sec->bad = true;
+	else if (sec->left > 0)
 	{
-		tg_free(ctx, bitmap);
-		tg_free(ctx, shares);
-		tg_free(ctx, z);
-		tg_free(ctx, beyond);
-		tg_free(ctx, flats);
-		tg_free(ctx, masks);
-		return tg_error_set(err, TG_ENOMEM, "could not allocate a routing row");
-	}
+		/*
+		 * The surface, flats and masks from the part's edge row to depth
+		 * h + 1 of the neighbour's, in raster order: depth d at row
+		 * h + 1 - d above the part's first row (side 0), at row d + 1 below
+		 * its last (side 1).  Depths 0 and 1 are the rows around the part
+		 * it holds; cells no reached cell reads stay 0.
+		 */
+		get_bits(sec, reach, (h + 1) * W);
+		halo_need(reach, W, h, need);
+		for (size_t i = 0; i < (h + 2) * W; i++)
+			nz += i >= 2 * W && need[i];
+		for (size_t i = 0; i < (h + 2) * W; i++)
+			nc += need[i];
+		get_values(sec, beyond, nz);
+		get_bits(sec, crossing, nc);
+		memset(z, 0, (h + 3) * W * sizeof(double));
+		memset(flats, 0, (h + 3) * W);
+		memset(masks, 0, (h + 3) * W * sizeof(int32_t));
+		memcpy(z + (side == 0 ? h + 2 : 0) * W, s->z + (side == 0 ? 2 : H + 1) * W, W * sizeof(double));
+		for (size_t x = 0; x < W; x++)
+		{
+			const size_t edge = (side == 0 ? h + 2 : 0) * W + x;
 
-	/*
-	 * The surface from the part's edge row to depth h + 1 of the
-	 * neighbour's, in raster order: depth d at row h + 1 - d above the
-	 * part's first row (side 0), at row d + 1 below its last (side 1).
-	 * Depths 0 and 1 are the rows around the part it holds.
-	 */
-	get_values(sec, beyond, h * W);
-	for (size_t d = 0; d <= h + 1; d++)
-		memcpy(z + (side == 0 ? h + 1 - d : d + 1) * W,
-			   d >= 2 ? beyond + (d - 2) * W : s->z + (side == 0 ? 1 - d : H + 2 + d) * W, W * sizeof(double));
-	memcpy(z + (side == 0 ? h + 2 : 0) * W, s->z + (side == 0 ? 2 : H + 1) * W, W * sizeof(double));
-	/* the cells of flats that cross part boundaries, and their masks: the part's edge row's, depths 0 .. h + 1 */
-	memset(flats, 0, (h + 3) * W);
-	memset(masks, 0, (h + 3) * W * sizeof(int32_t));
-	for (size_t x = 0; x < W; x++)
-	{
-		const size_t at = (side == 0 ? h + 2 : 0) * W + x;
+			flats[edge] = crossing_mask(s, side == 0 ? 0 : (int) H - 1, x, &masks[edge]);
+		}
+		for (size_t d = 0, c = 0, b = 0; d <= h + 1 && !sec->bad; d++)
+		{
+			const size_t row = (side == 0 ? h + 1 - d : d + 1) * W;
 
-		flats[at] = crossing_mask(s, side == 0 ? 0 : (int) H - 1, x, &masks[at]);
-	}
-	for (size_t d = 0; d <= h + 1 && !sec->bad; d++)
-	{
-		const size_t row = (side == 0 ? h + 1 - d : d + 1) * W;
-		int64_t		prev = 0;
-
-		get(sec, bitmap, nb);
-		for (size_t x = 0; x < W && !sec->bad; x++)
-			if ((bitmap[x / 8] >> (x % 8)) & 1u)
+			if (d < 2)
+				memcpy(z + row, s->z + (side == 0 ? 1 - d : H + 2 + d) * W, W * sizeof(double));
+			for (size_t x = 0; x < W && !sec->bad; x++)
 			{
-				const uint64_t zz = get_varint(sec);
+				if (!need[d * W + x])
+					continue;
+				if (d >= 2)
+					z[row + x] = beyond[b++];
+				if (crossing[c++])
+				{
+					const uint64_t zz = get_varint(sec);
 
-				prev += (int64_t) (zz >> 1) ^ -(int64_t) (zz & 1);
-				if (prev < INT32_MIN || prev > INT32_MAX)
-					sec->bad = true;
-				flats[row + x] = 1;
-				masks[row + x] = (int32_t) prev;
+					prev += (int64_t) (zz >> 1) ^ -(int64_t) (zz & 1);
+					if (prev < INT32_MIN || prev > INT32_MAX)
+						sec->bad = true;
+					flats[row + x] = 1;
+					masks[row + x] = (int32_t) prev;
+				}
 			}
+		}
 	}
-	for (size_t j = 0; j <= h && !sec->bad; j++)
+	for (size_t j = 0; j <= h && !sec->bad && sec->left > 0; j++)
 	{
 		const size_t y = around_row(s, side, (int) j),
 					zy = side == 0 ? h + 1 - j : j + 1;
-		size_t		count = 0,
-					flat,
-					m = 0;
+		const uint64_t flat = get_varint(sec);
+		size_t		m = 0;
 		const uint8_t *codes,
 				   *bits;
 		double		dist[8];
 
 		row_distances(op, s->row0 + (int) y - (int) flow_own0(s), dist);
-		get(sec, bitmap, nb);
-		for (size_t b = 0; b < nb; b++)
-			count += (size_t) __builtin_popcount(bitmap[b]);
-		flat = get_varint(sec);
-		if (sec->bad || count > W || flat > count || 2 * flat > sec->left)
+		if (sec->bad || flat > W || 2 * flat > sec->left)
 		{
 			sec->bad = true;
 			break;
@@ -2168,12 +2220,12 @@ get_halo_routing(const tg_ctx *ctx, const tg_op *op, reader *sec, part_state *s,
 			m += (size_t) __builtin_popcount(bits[c]);
 		get_share_planes(sec, shares, m);
 		m = 0;
-		for (size_t x = 0, c = 0; x < W && !sec->bad; x++)
+		at = 0;
+		for (size_t x = 0; x < W && !sec->bad; x++)
 		{
-			const bool	reached = (bitmap[x / 8] >> (x % 8)) & 1u;
 			uint8_t		d = TG_NO_DIRECTION;
 			float		share[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-			const tg_cell_kind kind = reached ?
+			const tg_cell_kind kind = reach[j * W + x] ?
 				tg_cpu_route_cell(z, s->W, (int) h + 3, (int) x, (int) zy, &op->flow, dist, &d, share) :
 				TG_CELL_NODATA;
 
@@ -2185,34 +2237,38 @@ get_halo_routing(const tg_ctx *ctx, const tg_op *op, reader *sec, part_state *s,
 			}
 			else if (kind == TG_CELL_FLAT)
 			{
-				if (c == flat || (codes[c] != TG_NO_DIRECTION && codes[c] > 7))
+				if (at == flat || (codes[at] != TG_NO_DIRECTION && codes[at] > 7))
 				{
 					sec->bad = true;
 					break;
 				}
-				d = codes[c];
+				d = codes[at];
 				for (int k = 0; k < 8; k++)
-					if ((bits[c] >> k) & 1u)
+					if ((bits[at] >> k) & 1u)
 					{
 						memcpy(&share[k], &shares[m++], sizeof(float));
 						if (!(share[k] > 0 && share[k] <= 1))
 							sec->bad = true;
 					}
-				c++;
+				at++;
 			}
 			s->flow_d8[y * W + x] = d;
 			for (int k = 0; k < 8; k++)
 				s->flow_frac[(size_t) k * n + y * W + x] = share[k];
-			if (x == W - 1 && c != flat)
-				sec->bad = true;
 		}
+		if (at != flat)
+			sec->bad = true;
 	}
-	tg_free(ctx, bitmap);
+	tg_free(ctx, reach);
+	tg_free(ctx, need);
+	tg_free(ctx, crossing);
+	tg_free(ctx, flats);
 	tg_free(ctx, shares);
+	tg_free(ctx, masks);
 	tg_free(ctx, z);
 	tg_free(ctx, beyond);
-	tg_free(ctx, flats);
-	tg_free(ctx, masks);
+	if (oom)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a part's routing rows");
 	return sec->bad || sec->left != 0 ? tg_error_set(err, TG_EDATA, "a flow message's routing rows are malformed")
 		: TG_OK;
 }
