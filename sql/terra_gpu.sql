@@ -2006,7 +2006,7 @@ BEGIN
 			-- every phase but the finish calls this statement with its message (base64): only the message
 			-- crosses; the reply is the part's bytes (base64) and the device time of the phase
 			-- (tg_last_run() read after the phase's call)
-			sql := format('PREPARE terra_gpu_part(text) AS SELECT translate(encode(r, ''base64''), E''\n'', '''') || '' '' || '
+			sql := format('PREPARE tg_part(text) AS SELECT translate(encode(r, ''base64''), E''\n'', '''') || '' '' || '
 						  '(SELECT coalesce(l.kernel_ms, 0) + coalesce(l.transfer_ms, 0) FROM %I.tg_last_run() l '
 						  'WHERE r IS NOT NULL) FROM (SELECT %I.tg_part_run(%L, %L, %L, decode($1, ''base64'')) AS r OFFSET 0) s',
 						  ext[k], ext[k], operation, remote[k], options::text);
@@ -2030,7 +2030,7 @@ BEGIN
 										 '%L, %s, %L) AS r OFFSET 0) s', ext[k], ext[k], operation, remote[k], options::text,
 										 translate(encode(step.messages[k], 'base64'), E'\n', ''), results[k], k, replace);
 				ELSIF octet_length(step.messages[k]) > 0 THEN
-					queries[k] := format('EXECUTE terra_gpu_part(%L)', translate(encode(step.messages[k], 'base64'), E'\n', ''));
+					queries[k] := format('EXECUTE tg_part(%L)', translate(encode(step.messages[k], 'base64'), E'\n', ''));
 				END IF;
 				-- no message: the worker sits this round out (NULL query, empty reply)
 				sent[k] := sent[k] + coalesce(octet_length(queries[k]), 0);

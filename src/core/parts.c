@@ -2590,10 +2590,13 @@ static tg_status
 part_flow(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error *err)
 {
 	part_state *s = part->state;
-	const int	round = get_i32(r);
+	const uint64_t round_in = get_varint(r);
+	const int	round = round_in > MAX_ROUNDS ? -1 : (int) round_in;
 	writer		w = {.ctx = ctx};
 	tg_status	st = TG_OK;
 
+	if (round < 0)
+		return tg_error_set(err, TG_EDATA, "a flow message names round %llu", (unsigned long long) round_in);
 	if (s == NULL || s->mask == NULL || (round > 0 && s->flow_acc == NULL) || (round > 1 && s->flow_wait == NULL))
 		return tg_error_set(err, TG_EDATA, "a flow message reached a part that was not routed");
 	put_header(&w, TG_PART_FLOW | REPLY, op->kind);
@@ -3847,7 +3850,7 @@ flow_settled(const coordinator *c, const tg_part_bytes *replies, bool *settled, 
 static tg_status
 put_flow(writer *w, const coordinator *c, int i, tg_error *err)
 {
-	put_i32(w, c->round);
+	put_varint(w, (uint64_t) c->round);
 	if (c->round == 0)
 	{
 		int			halo = tg_part_flow_halo;

@@ -99,37 +99,46 @@ tgpg_part_keep_reply(tg_part *part)
 }
 
 /* ------------------------------------------------------------------------
- * Packing: one byte (0 plain, 1 pglz), the plain size, the bytes; nothing
- * for an empty message
+ * Packing: one byte 0 and the bytes as they are, or one byte 1, the plain
+ * size as a varint and the bytes pglz-compressed; nothing for an empty
+ * message
  * ------------------------------------------------------------------------ */
-#define PACK_HEADER 5
+#define PACK_HEADER 6			/* at most: the byte and a varint of 32 bits */
 
 static bytea *
 pack(const uint8_t *data, size_t size)
 {
 	bytea	   *out;
+	char	   *p;
 	int32		n = -1;
+	int			head = 1;
 
 	if (size > MaxAllocSize - VARHDRSZ - PACK_HEADER - PGLZ_MAX_OUTPUT(0) || size > PG_INT32_MAX / 2)
 		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 						errmsg("a part message of %zu bytes is too large", size)));
 	out = palloc(VARHDRSZ + PACK_HEADER + PGLZ_MAX_OUTPUT((int32) size));
+	p = VARDATA(out);
 	/* nothing to say (a part the flow's round leaves out) stays nothing */
 	if (size == 0)
 	{
 		SET_VARSIZE(out, VARHDRSZ);
 		return out;
 	}
+	for (size_t v = size; v > 0; v >>= 7)
+		head++;
 	if (size >= 32)
-		n = pglz_compress((const char *) data, (int32) size, VARDATA(out) + PACK_HEADER, PGLZ_strategy_always);
-	VARDATA(out)[0] = n >= 0;
-	memcpy(VARDATA(out) + 1, &(uint32) {(uint32) size}, 4);
-	if (n < 0)
+		n = pglz_compress((const char *) data, (int32) size, p + head, PGLZ_strategy_always);
+	if (n < 0 || n + head >= (int32) size + 1)
 	{
-		memcpy(VARDATA(out) + PACK_HEADER, data, size);
-		n = (int32) size;
+		p[0] = 0;
+		memcpy(p + 1, data, size);
+		SET_VARSIZE(out, VARHDRSZ + 1 + size);
+		return out;
 	}
-	SET_VARSIZE(out, VARHDRSZ + PACK_HEADER + n);
+	p[0] = 1;
+	for (size_t v = size, k = 1; v > 0; v >>= 7)
+		p[k++] = (char) ((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+	SET_VARSIZE(out, VARHDRSZ + head + n);
 	return out;
 }
 
@@ -137,24 +146,34 @@ static tg_part_bytes
 unpack(bytea *in, const char *what)
 {
 	const size_t n = VARSIZE_ANY_EXHDR(in);
-	const char *p = VARDATA_ANY(in);
+	const uint8_t *p = (const uint8_t *) VARDATA_ANY(in);
 	tg_part_bytes b = {NULL, 0};
-	uint32		size;
+	uint64		size = 0;
+	size_t		head = 1;
 
 	if (n == 0)
 		return b;
-	if (n < PACK_HEADER || (p[0] != 0 && p[0] != 1))
+	if (p[0] == 0)
+	{
+		b.data = palloc(n);
+		b.size = n - 1;
+		memcpy(b.data, p + 1, n - 1);
+		return b;
+	}
+	if (p[0] != 1)
 		ereport(ERROR, (errcode(ERRCODE_DATA_EXCEPTION), errmsg("%s is not a packed part message", what)));
-	memcpy(&size, p + 1, 4);
-	if (size > MaxAllocSize)
-		ereport(ERROR, (errcode(ERRCODE_DATA_EXCEPTION), errmsg("%s claims %u bytes", what, size)));
+	for (int shift = 0; head < n && shift < 35; shift += 7)
+	{
+		size |= (uint64) (p[head] & 0x7f) << shift;
+		if (!(p[head++] & 0x80))
+			break;
+	}
+	if (head >= n || size > MaxAllocSize || (p[head - 1] & 0x80))
+		ereport(ERROR, (errcode(ERRCODE_DATA_EXCEPTION), errmsg("%s is not a packed part message", what)));
 	b.data = palloc(size + 1);
 	b.size = size;
-	if (p[0] == 0 ? n - PACK_HEADER != size
-		: pglz_decompress(p + PACK_HEADER, (int32) (n - PACK_HEADER), (char *) b.data, (int32) size, true) != (int32) size)
+	if (pglz_decompress((const char *) p + head, (int32) (n - head), (char *) b.data, (int32) size, true) != (int32) size)
 		ereport(ERROR, (errcode(ERRCODE_DATA_EXCEPTION), errmsg("%s is corrupt", what)));
-	if (p[0] == 0)
-		memcpy(b.data, p + PACK_HEADER, size);
 	return b;
 }
 
