@@ -830,6 +830,14 @@ BEGIN
 	replies := array_fill(NULL::text, ARRAY[n]);
 	seconds := array_fill(NULL::double precision, ARRAY[n]);
 	FOR k IN 1..n LOOP
+		-- a NULL query: that worker has nothing to do this time, and replies nothing
+		IF queries[k] IS NULL THEN
+			replies[k] := '';
+			seconds[k] := 0;
+			done[k] := true;
+			waiting := waiting - 1;
+			CONTINUE;
+		END IF;
 		EXECUTE format('SELECT %I.dblink_send_query($1, $2)', dblink) INTO busy USING connections[k], queries[k];
 		IF busy <> 1 THEN
 			EXECUTE format('SELECT %I.dblink_error_message($1)', dblink) INTO msg USING connections[k];
@@ -867,7 +875,7 @@ BEGIN
 	END LOOP;
 END
 $function$;
-COMMENT ON FUNCTION @extschema@.tg_parts_round(name,text[],text[],text[]) IS 'Internal (tg_create_partitioned_result): one query per dblink connection, all running at once; their one-column replies and the seconds each took; an error names the worker';
+COMMENT ON FUNCTION @extschema@.tg_parts_round(name,text[],text[],text[]) IS 'Internal (tg_create_partitioned_result): one query per dblink connection (none where NULL: an empty reply), all running at once; their one-column replies and the seconds each took; an error names the worker';
 CREATE OR REPLACE FUNCTION @extschema@.tg_parts_close(dblink name, connections text[], servers text[], prepared text[])
  RETURNS void
  LANGUAGE plpgsql
@@ -1031,6 +1039,15 @@ BEGIN
 					HINT = 'Set max_prepared_transactions on every worker and restart it: results are published with two-phase commit.';
 			END IF;
 			ext[k] := info.nsp;
+			-- every phase but the finish calls this statement with its message (base64): only the message
+			-- crosses; the reply is the part's bytes (base64) and the device time of the phase
+			-- (tg_last_run() read after the phase's call)
+			sql := format('PREPARE tg_part(text) AS SELECT translate(encode(r, ''base64''), E''\n'', '''') || '' '' || '
+						  '(SELECT coalesce(l.kernel_ms, 0) + coalesce(l.transfer_ms, 0) FROM %I.tg_last_run() l '
+						  'WHERE r IS NOT NULL) FROM (SELECT %I.tg_part_run(%L, %L, %L, decode($1, ''base64'')) AS r OFFSET 0) s',
+						  ext[k], ext[k], operation, remote[k], options::text);
+			EXECUTE format('SELECT %I.dblink_exec($1, $2)', dbl) USING conns[k], sql;
+			sent[k] := sent[k] + octet_length(sql);
 		END LOOP;
 
 		-- the phases, as the coordinator's steps say, all workers at once in each
@@ -1040,23 +1057,27 @@ BEGIN
 			coordinated := step.next_state;
 			queries := array_fill(NULL::text, ARRAY[n]);
 			-- each worker replies with its part's bytes and the device time of
-			-- the phase (tg_last_run() read after the phase's call)
+			-- the phase; the finish also writes the result
 			FOR k IN 1..n LOOP
-				queries[k] := format('SELECT encode(r, ''base64'') || '' '' || (SELECT coalesce(l.kernel_ms, 0) + '
-									 'coalesce(l.transfer_ms, 0) FROM %I.tg_last_run() l WHERE r IS NOT NULL) '
-									 'FROM (SELECT %I.tg_part_run(%L, %L, %L, decode(%L, ''base64'')%s) AS r OFFSET 0) s',
-									 ext[k], ext[k], operation, remote[k], options::text, encode(step.messages[k], 'base64'),
-									 CASE WHEN step.phase = 'finish' THEN format(', %L, %s, %L', results[k], k, replace)
-										  ELSE '' END);
-				sent[k] := sent[k] + octet_length(queries[k]);
+				IF step.phase = 'finish' THEN
+					queries[k] := format('SELECT translate(encode(r, ''base64''), E''\n'', '''') || '' '' || '
+										 '(SELECT coalesce(l.kernel_ms, 0) + coalesce(l.transfer_ms, 0) FROM %I.tg_last_run() l '
+										 'WHERE r IS NOT NULL) FROM (SELECT %I.tg_part_run(%L, %L, %L, decode(%L, ''base64''), '
+										 '%L, %s, %L) AS r OFFSET 0) s', ext[k], ext[k], operation, remote[k], options::text,
+										 translate(encode(step.messages[k], 'base64'), E'\n', ''), results[k], k, replace);
+				ELSIF octet_length(step.messages[k]) > 0 THEN
+					queries[k] := format('EXECUTE tg_part(%L)', translate(encode(step.messages[k], 'base64'), E'\n', ''));
+				END IF;
+				-- no message: the worker sits this round out (NULL query, empty reply)
+				sent[k] := sent[k] + coalesce(octet_length(queries[k]), 0);
 			END LOOP;
 			pass := @extschema@.tg_parts_round(dbl, conns, srv, queries);
 			moved := 0;
 			FOR k IN 1..n LOOP
 				received[k] := received[k] + octet_length(pass.replies[k]);
 				busy[k] := busy[k] + pass.seconds[k];
-				device[k] := device[k] + split_part(pass.replies[k], ' ', 2)::double precision / 1000;
-				moved := moved + octet_length(queries[k]) + octet_length(pass.replies[k]);
+				device[k] := device[k] + coalesce(nullif(split_part(pass.replies[k], ' ', 2), ''), '0')::double precision / 1000;
+				moved := moved + coalesce(octet_length(queries[k]), 0) + octet_length(pass.replies[k]);
 			END LOOP;
 			SELECT array_agg(decode(split_part(r, ' ', 1), 'base64') ORDER BY i) INTO replies
 			FROM unnest(pass.replies) WITH ORDINALITY u(r, i);
