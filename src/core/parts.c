@@ -127,15 +127,37 @@ put_u8(writer *w, uint8_t v)
 	put(w, &v, 1);
 }
 
+/* v as a varint (7 bits a byte, the low ones first) into out; its length. */
+static size_t
+varint_bytes(uint64_t v, uint8_t out[10])
+{
+	size_t		k = 0;
+
+	for (; v >= 0x80; v >>= 7)
+		out[k++] = (uint8_t) (v | 0x80);
+	out[k++] = (uint8_t) v;
+	return k;
+}
+
 static void
 put_varint(writer *w, uint64_t v)
 {
-	while (v >= 0x80)
-	{
-		put_u8(w, (uint8_t) (v | 0x80));
-		v >>= 7;
-	}
-	put_u8(w, (uint8_t) v);
+	uint8_t		b[10];
+
+	put(w, b, varint_bytes(v, b));
+}
+
+/* A signed number as an unsigned one, small either side of 0 (zigzag), and back. */
+static inline uint64_t
+zigzag(int64_t v)
+{
+	return ((uint64_t) v << 1) ^ (uint64_t) -(int64_t) ((uint64_t) v >> 63);
+}
+
+static inline int64_t
+unzigzag(uint64_t z)
+{
+	return (int64_t) ((z >> 1) ^ (uint64_t) -(int64_t) (z & 1));
 }
 
 /* How put_values writes a row of values. */
@@ -183,7 +205,7 @@ put_values(writer *w, const double *v, size_t n)
 			{
 				const int64_t d = (int64_t) v[i] - prev;
 
-				put_varint(w, 1 + (((uint64_t) d << 1) ^ (uint64_t) (d >> 63)));
+				put_varint(w, 1 + zigzag(d));
 				prev = (int64_t) v[i];
 			}
 	}
@@ -212,7 +234,7 @@ put_runs(writer *w, const uint32_t *v, size_t n)
 	{
 		const uint32_t d = v[i] - prev - 1;
 
-		put_varint(w, (d << 1) ^ (uint32_t) -(int32_t) (d >> 31));
+		put_varint(w, zigzag((int32_t) d));
 		prev = v[i];
 	}
 }
@@ -308,8 +330,7 @@ get_values(reader *r, double *v, size_t n)
 		for (size_t i = 0; i < n && !r->bad; i++)
 		{
 			const uint64_t code = get_varint(r);
-			const uint64_t z = code - 1;
-			const int64_t d = (int64_t) (z >> 1) ^ -(int64_t) (z & 1);
+			const int64_t d = unzigzag(code - 1);
 
 			if (code == 0)
 				v[i] = NAN;
@@ -353,11 +374,9 @@ put_cells(writer *w, const int64_t *v, size_t n, size_t stride)
 	for (size_t i = 0; i < n; i++)
 	{
 		int64_t		c;
-		uint64_t	d;
 
 		memcpy(&c, (const uint8_t *) v + i * stride, sizeof c);
-		d = (uint64_t) c - prev;
-		put_varint(w, (d << 1) ^ (uint64_t) -(int64_t) (d >> 63));
+		put_varint(w, zigzag((int64_t) ((uint64_t) c - prev)));
 		prev = (uint64_t) c;
 	}
 }
@@ -369,8 +388,7 @@ get_cells(reader *r, int64_t *v, size_t n, size_t stride)
 
 	for (size_t i = 0; i < n && !r->bad; i++)
 	{
-		const uint64_t z = get_varint(r);
-		const int64_t c = (int64_t) (prev + ((z >> 1) ^ (uint64_t) -(int64_t) (z & 1)));
+		const int64_t c = (int64_t) (prev + (uint64_t) unzigzag(get_varint(r)));
 
 		memcpy((uint8_t *) v + i * stride, &c, sizeof c);
 		prev = (uint64_t) c;
@@ -385,12 +403,11 @@ get_runs(reader *r, uint32_t *v, size_t n)
 
 	for (size_t i = 0; i < n && !r->bad; i++)
 	{
-		const uint64_t z = get_varint(r);
-		const uint32_t d = (uint32_t) (z >> 1) ^ (uint32_t) -(int32_t) (z & 1);
+		const int64_t d = unzigzag(get_varint(r));
 
-		if (z > UINT32_MAX)
+		if (d < INT32_MIN || d > INT32_MAX)
 			r->bad = true;
-		v[i] = prev + 1 + d;
+		v[i] = prev + 1 + (uint32_t) d;
 		prev = v[i];
 	}
 }
@@ -413,10 +430,8 @@ end_section(writer *w, size_t at)
 {
 	const size_t len = w->size - at - 1;
 	uint8_t		head[10];
-	size_t		k = 0;
+	const size_t k = varint_bytes(len, head);
 
-	for (uint64_t v = len; k == 0 || v > 0; v >>= 7)
-		head[k++] = (uint8_t) ((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
 	for (size_t more = 1; more < k; more++)
 		put_u8(w, 0);
 	if (w->failed)
@@ -1301,14 +1316,14 @@ put_change_block(writer *w, const uint8_t *change, size_t W)
 		uint32_t	v;
 
 		memcpy(&v, change + 4 * x, 4);
-		put_varint(w, (v << 1) ^ (uint32_t) -(int32_t) (v >> 31));
+		put_varint(w, zigzag((int32_t) v));
 	}
 	for (size_t x = 0; any && x < W; x++)
 	{
 		uint64_t	v;
 
 		memcpy(&v, change + 8 * (W + x), 8);
-		put_varint(w, (v << 1) ^ (uint64_t) -(int64_t) (v >> 63));
+		put_varint(w, zigzag((int64_t) v));
 	}
 	end_section(w, at);
 }
@@ -1322,15 +1337,13 @@ get_change_block(reader *r, uint8_t *change, size_t W)
 	memset(change, 0, 16 * W);
 	for (size_t x = 0; sec.left > 0 && x < 2 * W; x++)
 	{
-		const uint64_t z = get_varint(&sec);
-		const uint32_t v = (uint32_t) (z >> 1) ^ (uint32_t) -(int32_t) (z & 1);
+		const uint32_t v = (uint32_t) unzigzag(get_varint(&sec));
 
 		memcpy(change + 4 * x, &v, 4);
 	}
 	for (size_t x = 0; sec.left > 0 && x < W; x++)
 	{
-		const uint64_t z = get_varint(&sec);
-		const uint64_t v = (z >> 1) ^ (uint64_t) -(int64_t) (z & 1);
+		const uint64_t v = (uint64_t) unzigzag(get_varint(&sec));
 
 		memcpy(change + 8 * (W + x), &v, 8);
 	}
@@ -1820,6 +1833,13 @@ get_share_planes(reader *r, uint32_t *out, size_t m)
 	r->left -= 4 * m;
 }
 
+/* Has the part a neighbour on `side` (0: above, 1: below)? */
+static inline bool
+has_neighbour(const part_state *s, int side)
+{
+	return side == 0 ? s->index > 0 : s->index + 1 < s->count;
+}
+
 /* The flow's rows as a routing (its z tells cells from nodata). */
 static tg_route
 flow_route(const tg_op *op, const part_state *s)
@@ -2007,18 +2027,21 @@ put_halo_routing(writer *w, const tg_op *op, const part_state *s, int side, uint
 	uint8_t    *reach = w->failed ? NULL : tg_alloc(w->ctx, W * (h + 1));
 	uint8_t    *need = w->failed ? NULL : tg_alloc(w->ctx, W * (h + 2));
 	uint8_t    *crossing = w->failed ? NULL : tg_alloc(w->ctx, W * (h + 2));
+	int32_t    *masks = w->failed ? NULL : tg_alloc(w->ctx, W * (h + 2) * sizeof(int32_t));
 	float	   *row = w->failed ? NULL : tg_alloc(w->ctx, 8 * W * sizeof(float));
 	double	   *beyond = w->failed ? NULL : tg_alloc(w->ctx, h * W * sizeof(double) + 1);
 	size_t		nz = 0,
-				nc = 0;
+				nc = 0,
+				nm = 0;
 	int64_t		prev = 0;
 
-	if (reach == NULL || need == NULL || crossing == NULL || row == NULL || beyond == NULL ||
+	if (reach == NULL || need == NULL || crossing == NULL || masks == NULL || row == NULL || beyond == NULL ||
 		!halo_reach(w->ctx, op, s, side, reach))
 	{
 		tg_free(w->ctx, reach);
 		tg_free(w->ctx, need);
 		tg_free(w->ctx, crossing);
+		tg_free(w->ctx, masks);
 		tg_free(w->ctx, row);
 		tg_free(w->ctx, beyond);
 		w->failed = true;
@@ -2034,30 +2057,20 @@ put_halo_routing(writer *w, const tg_op *op, const part_state *s, int side, uint
 
 		for (size_t x = 0; x < W; x++)
 		{
-			int32_t		m = 0;
-
 			if (!need[d * W + x])
 				continue;
 			if (d >= 2)
 				beyond[nz++] = s->z[(size_t) (y + 2) * W + x];
-			crossing[nc++] = crossing_mask(s, y, x, &m);
+			crossing[nc] = crossing_mask(s, y, x, &masks[nm]);
+			nm += crossing[nc++];
 		}
 	}
 	put_values(w, beyond, nz);
 	put_bits(w, crossing, nc);
-	for (size_t d = 0; d <= h + 1; d++)
+	for (size_t j = 0; j < nm; j++)
 	{
-		const int	y = side == 0 ? (int) d : s->H - 1 - (int) d;
-		int32_t		m;
-
-		for (size_t x = 0; x < W; x++)
-			if (need[d * W + x] && crossing_mask(s, y, x, &m))
-			{
-				const int64_t diff = m - prev;
-
-				put_varint(w, ((uint64_t) diff << 1) ^ (uint64_t) (diff >> 63));
-				prev = m;
-			}
+		put_varint(w, zigzag(masks[j] - prev));
+		prev = masks[j];
 	}
 	for (size_t j = 0; j <= h; j++)
 	{
@@ -2107,6 +2120,7 @@ put_halo_routing(writer *w, const tg_op *op, const part_state *s, int side, uint
 	tg_free(w->ctx, reach);
 	tg_free(w->ctx, need);
 	tg_free(w->ctx, crossing);
+	tg_free(w->ctx, masks);
 	tg_free(w->ctx, row);
 	tg_free(w->ctx, beyond);
 }
@@ -2156,9 +2170,10 @@ get_halo_routing(const tg_ctx *ctx, const tg_op *op, reader *sec, part_state *s,
 		get_bits(sec, reach, (h + 1) * W);
 		halo_need(reach, W, h, need);
 		for (size_t i = 0; i < (h + 2) * W; i++)
+		{
 			nz += i >= 2 * W && need[i];
-		for (size_t i = 0; i < (h + 2) * W; i++)
 			nc += need[i];
+		}
 		get_values(sec, beyond, nz);
 		get_bits(sec, crossing, nc);
 		memset(z, 0, (h + 3) * W * sizeof(double));
@@ -2185,9 +2200,7 @@ get_halo_routing(const tg_ctx *ctx, const tg_op *op, reader *sec, part_state *s,
 					z[row + x] = beyond[b++];
 				if (crossing[c++])
 				{
-					const uint64_t zz = get_varint(sec);
-
-					prev += (int64_t) (zz >> 1) ^ -(int64_t) (zz & 1);
+					prev += unzigzag(get_varint(sec));
 					if (prev < INT32_MIN || prev > INT32_MAX)
 						sec->bad = true;
 					flats[row + x] = 1;
@@ -2446,7 +2459,7 @@ flow_begin(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, writer 
 	{
 		const size_t at = begin_section(w);
 
-		if (side == 0 ? s->index > 0 : s->index + 1 < s->count)
+		if (has_neighbour(s, side))
 			put_halo_routing(w, op, s, side, s->taken_reach + side * W);
 		end_section(w, at);
 	}
@@ -2468,7 +2481,7 @@ flow_final(part_state *s, size_t i)
 
 	for (int side = 0; side < 2; side++)
 		if (i / W == halo_row(s, side, s->flow_halo) && s->taken_reach[side * W + i % W] &&
-			(side == 0 ? s->index > 0 : s->index + 1 < s->count))
+			has_neighbour(s, side))
 			s->ready[side][s->nready[side]++] = (uint32_t) i;
 }
 
@@ -2548,7 +2561,7 @@ flow_first_sums(const tg_ctx *ctx, const tg_op *op, tg_part *part, tg_error *err
 		return st;
 	tg_parallel_memset(ctx, s->flow_wait, 0, n);
 	for (int side = 0; side < 2; side++)
-		for (size_t x = 0; x < W && (side == 0 ? s->index > 0 : s->index + 1 < s->count); x++)
+		for (size_t x = 0; x < W && has_neighbour(s, side); x++)
 		{
 			const size_t t = around_row(s, side, s->flow_halo) * W + x;
 			bool		drains = false;
@@ -2572,7 +2585,7 @@ flow_first_sums(const tg_ctx *ctx, const tg_op *op, tg_part *part, tg_error *err
 	{
 		const size_t y = halo_row(s, side, s->flow_halo);
 
-		for (size_t x = 0; x < W && (side == 0 ? s->index > 0 : s->index + 1 < s->count); x++)
+		for (size_t x = 0; x < W && has_neighbour(s, side); x++)
 			if (s->flow_wait[y * W + x] == 0 && s->taken_reach[side * W + x])
 				s->ready[side][s->nready[side]++] = (uint32_t) (y * W + x);
 	}

@@ -124,8 +124,10 @@ pack(const uint8_t *data, size_t size)
 		SET_VARSIZE(out, VARHDRSZ);
 		return out;
 	}
+	/* compressed: 1, the size as a varint, the bytes; kept where shorter than 0 and the bytes */
+	p[0] = 1;
 	for (size_t v = size; v > 0; v >>= 7)
-		head++;
+		p[head++] = (char) ((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
 	if (size >= 32)
 		n = pglz_compress((const char *) data, (int32) size, p + head, PGLZ_strategy_always);
 	if (n < 0 || n + head >= (int32) size + 1)
@@ -135,9 +137,6 @@ pack(const uint8_t *data, size_t size)
 		SET_VARSIZE(out, VARHDRSZ + 1 + size);
 		return out;
 	}
-	p[0] = 1;
-	for (size_t v = size, k = 1; v > 0; v >>= 7)
-		p[k++] = (char) ((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
 	SET_VARSIZE(out, VARHDRSZ + head + n);
 	return out;
 }
