@@ -1909,6 +1909,7 @@ DECLARE
 	rounds_bytes bigint := 0;
 	moved bigint;
 	queries text[];
+	prepare_sql text;
 	pass record;
 	sql text;
 	t0 timestamptz := clock_timestamp();
@@ -2003,13 +2004,16 @@ BEGIN
 					HINT = 'Set max_prepared_transactions on every worker and restart it: results are published with two-phase commit.';
 			END IF;
 			ext[k] := info.nsp;
-			-- every phase but the finish calls this statement with its message (base64): only the message
-			-- crosses; the reply is the part's bytes (base64) and the device time of the phase
-			-- (tg_last_run() read after the phase's call)
-			sql := format('PREPARE tg_part(text) AS SELECT translate(encode(r, ''base64''), E''\n'', '''') || '' '' || '
-						  '(SELECT coalesce(l.kernel_ms, 0) + coalesce(l.transfer_ms, 0) FROM %I.tg_last_run() l '
-						  'WHERE r IS NOT NULL) FROM (SELECT %I.tg_part_run(%L, %L, %L, decode($1, ''base64'')) AS r OFFSET 0) s',
-						  ext[k], ext[k], operation, remote[k], options::text);
+			-- each phase calls one of these statements with its message (base64), so only the message
+			-- crosses; the finish also writes the result.  The reply is the part's bytes (base64) and the
+			-- device time of the phase (tg_last_run() read after the phase's call).
+			prepare_sql := 'PREPARE %6$s(text) AS SELECT translate(encode(r, ''base64''), E''\n'', '''') || '' '' || '
+						   '(SELECT coalesce(l.kernel_ms, 0) + coalesce(l.transfer_ms, 0) FROM %1$I.tg_last_run() l '
+						   'WHERE r IS NOT NULL) FROM (SELECT %1$I.tg_part_run(%2$L, %3$L, %4$L, decode($1, ''base64'')%5$s) '
+						   'AS r OFFSET 0) s';
+			sql := format(prepare_sql, ext[k], operation, remote[k], options::text, '', 'tg_part') || '; ' ||
+				   format(prepare_sql, ext[k], operation, remote[k], options::text,
+						  format(', %L, %s, %L', results[k], k, replace), 'tg_part_finish');
 			EXECUTE format('SELECT %I.dblink_exec($1, $2)', dbl) USING conns[k], sql;
 			sent[k] := sent[k] + octet_length(sql);
 		END LOOP;
@@ -2020,17 +2024,10 @@ BEGIN
 			EXIT WHEN step.phase = 'done';
 			coordinated := step.next_state;
 			queries := array_fill(NULL::text, ARRAY[n]);
-			-- each worker replies with its part's bytes and the device time of
-			-- the phase; the finish also writes the result
 			FOR k IN 1..n LOOP
-				IF step.phase = 'finish' THEN
-					queries[k] := format('SELECT translate(encode(r, ''base64''), E''\n'', '''') || '' '' || '
-										 '(SELECT coalesce(l.kernel_ms, 0) + coalesce(l.transfer_ms, 0) FROM %I.tg_last_run() l '
-										 'WHERE r IS NOT NULL) FROM (SELECT %I.tg_part_run(%L, %L, %L, decode(%L, ''base64''), '
-										 '%L, %s, %L) AS r OFFSET 0) s', ext[k], ext[k], operation, remote[k], options::text,
-										 translate(encode(step.messages[k], 'base64'), E'\n', ''), results[k], k, replace);
-				ELSIF octet_length(step.messages[k]) > 0 THEN
-					queries[k] := format('EXECUTE tg_part(%L)', translate(encode(step.messages[k], 'base64'), E'\n', ''));
+				IF octet_length(step.messages[k]) > 0 THEN
+					queries[k] := format('EXECUTE %s(%L)', CASE WHEN step.phase = 'finish' THEN 'tg_part_finish' ELSE 'tg_part' END,
+										 translate(encode(step.messages[k], 'base64'), E'\n', ''));
 				END IF;
 				-- no message: the worker sits this round out (NULL query, empty reply)
 				sent[k] := sent[k] + coalesce(octet_length(queries[k]), 0);

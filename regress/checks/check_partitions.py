@@ -175,7 +175,7 @@ def main():
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
             waited = 0
             for _ in range(300):
-                waited = int(sql(2, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%tg_part_run%' "
+                waited = int(sql(2, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%tg_part_finish%' "
                                     "AND wait_event_type = 'Lock'"))
                 if waited:
                     break
