@@ -44,9 +44,10 @@ NVCCFLAGS    = -O3 -std=c++17 --cudart=static -Xcompiler -fPIC \
                -Isrc/core -Icuda $(EXTRA_NVCCFLAGS)
 CUDA_LINK    = $(CUDA_LIB) -L$(CUDA_HOME)/lib64 -lcudart_static -lrt -ldl -lpthread -lstdc++
 
-# LZ4 for tiles (the runtime library PostgreSQL itself links; no headers needed)
-LZ4_LINK     = -l:liblz4.so.1
-SHLIB_LINK  += $(LZ4_LINK) -lpthread
+# LZ4 for tiles, zlib for the messages between servers (the runtime libraries
+# PostgreSQL itself links; no headers needed)
+CODEC_LINK   = -l:liblz4.so.1 -l:libz.so.1
+SHLIB_LINK  += $(CODEC_LINK) -lpthread
 
 ifeq ($(WITH_CUDA),1)
 SHLIB_LINK  += $(CUDA_LINK)
@@ -87,9 +88,9 @@ build/regress/expected:
 CORE_TEST_CFLAGS = -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter \
                    -Wno-sign-compare -Wdeclaration-after-statement -Isrc/core
 ifeq ($(WITH_CUDA),1)
-CORE_TEST_LIBS   = $(CUDA_LINK) $(LZ4_LINK) -lpthread -lm
+CORE_TEST_LIBS   = $(CUDA_LINK) $(CODEC_LINK) -lpthread -lm
 else
-CORE_TEST_LIBS   = $(LZ4_LINK) -lpthread -lm
+CORE_TEST_LIBS   = $(CODEC_LINK) -lpthread -lm
 endif
 SANITIZE         = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_ITERATIONS ?= 200000
@@ -106,20 +107,20 @@ build/test_core: $(CORE_TEST_SRCS) src/core/test/test.h $(CORE_SRCS) $(wildcard 
 build/test_core_asan: $(CORE_TEST_SRCS) src/core/test/test.h $(CORE_SRCS) $(wildcard src/core/*.h)
 	mkdir -p build
 	$(CC) $(CORE_TEST_CFLAGS) $(SANITIZE) -o $@ $(CORE_TEST_SRCS) $(CORE_SRCS) cuda/tg_cuda_stub.c \
-		$(LZ4_LINK) -lpthread -lm
+		$(CODEC_LINK) -lpthread -lm
 
 FUZZ_SRCS = src/core/test/fuzz_raster.c src/core/tg_raster.c src/core/tg_error.c src/core/slope_cpu.c \
             src/core/tg_pool.c src/core/tile_codec.c
 
 build/fuzz_raster: $(FUZZ_SRCS) $(wildcard src/core/*.h)
 	mkdir -p build
-	$(CC) $(CORE_TEST_CFLAGS) $(SANITIZE) -o $@ $(FUZZ_SRCS) $(LZ4_LINK) -lpthread -lm
+	$(CC) $(CORE_TEST_CFLAGS) $(SANITIZE) -o $@ $(FUZZ_SRCS) $(CODEC_LINK) -lpthread -lm
 
 # coverage-guided variant (needs clang): build/fuzz_raster_libfuzzer -runs=N
 build/fuzz_raster_libfuzzer: $(FUZZ_SRCS) $(wildcard src/core/*.h)
 	mkdir -p build
 	clang -DTG_LIBFUZZER -g -O1 -Isrc/core -fsanitize=fuzzer,address,undefined \
-		-o $@ $(FUZZ_SRCS) $(LZ4_LINK) -lpthread -lm
+		-o $@ $(FUZZ_SRCS) $(CODEC_LINK) -lpthread -lm
 
 fuzz-libfuzzer: build/fuzz_raster_libfuzzer
 	build/fuzz_raster_libfuzzer -runs=$(FUZZ_ITERATIONS) -max_len=4096

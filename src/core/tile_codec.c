@@ -1,8 +1,9 @@
 /*
  * tile_codec.c — the compressed forms a tile travels in: PostgreSQL's own
  * (pglz) and LZ4, decompressed on worker threads when tiles are read, and
- * LZ4 made on them when result tiles are written.  Pure functions: no
- * state, no allocation.
+ * LZ4 made on them when result tiles are written; and zlib's, for the
+ * messages between the servers of a partitioned coverage, where bytes
+ * count more than time.  Pure functions: no state, no allocation.
  *
  * pglz's format: a control byte, then up to eight items, each a literal
  * byte (control bit 0, lowest bit first) or a back-reference (bit 1) of two
@@ -19,6 +20,14 @@
 extern int	LZ4_compressBound(int inputSize);
 extern int	LZ4_compress_default(const char *src, char *dst, int srcSize, int dstCapacity);
 extern int	LZ4_decompress_safe(const char *src, char *dst, int compressedSize, int dstCapacity);
+
+/* zlib's one-shot API (uncompress2 since 1.2.9) */
+extern unsigned long compressBound(unsigned long sourceLen);
+extern int	compress2(uint8_t *dest, unsigned long *destLen, const uint8_t *source, unsigned long sourceLen, int level);
+extern int	uncompress2(uint8_t *dest, unsigned long *destLen, const uint8_t *source, unsigned long *sourceLen);
+
+#define ZLIB_OK 0
+#define ZLIB_BEST_COMPRESSION 9
 
 bool
 tg_pglz_decompress(const uint8_t *src, size_t src_size, uint8_t *dst, size_t dst_size)
@@ -87,4 +96,28 @@ tg_lz4_compress(const uint8_t *src, size_t src_size, uint8_t *dst, size_t dst_ca
 		return 0;
 	n = LZ4_compress_default((const char *) src, (char *) dst, (int) src_size, (int) dst_capacity);
 	return n > 0 ? (size_t) n : 0;
+}
+
+size_t
+tg_zlib_bound(size_t size)
+{
+	return size > SIZE_MAX / 2 ? 0 : (size_t) compressBound(size);
+}
+
+size_t
+tg_zlib_compress(const uint8_t *src, size_t src_size, uint8_t *dst, size_t dst_capacity)
+{
+	unsigned long n = dst_capacity;
+
+	return compress2(dst, &n, src, src_size, ZLIB_BEST_COMPRESSION) == ZLIB_OK ? (size_t) n : 0;
+}
+
+bool
+tg_zlib_decompress(const uint8_t *src, size_t src_size, uint8_t *dst, size_t dst_size)
+{
+	unsigned long n = dst_size,
+				used = src_size;
+
+	/* the whole stream, its checksum right, and exactly dst_size bytes out of it */
+	return uncompress2(dst, &n, src, &used) == ZLIB_OK && n == dst_size && used == src_size;
 }

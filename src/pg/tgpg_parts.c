@@ -15,13 +15,13 @@
  * the first coverage call of the query makes (tgpg_tiles.c).  What a part
  * keeps between phases lives in a memory context under the transaction's,
  * so that it goes when the transaction ends (or is prepared), whatever
- * happens.  Messages and replies travel pglz-compressed where that makes
+ * happens.  Messages and replies travel zlib-compressed where that makes
  * them smaller.
  */
 #include "tgpg.h"
+#include "tg_codec.h"
 
 #include "catalog/pg_type.h"
-#include "common/pg_lzcompress.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "utils/array.h"
@@ -100,37 +100,39 @@ tgpg_part_keep_reply(tg_part *part)
 
 /* ------------------------------------------------------------------------
  * Packing: one byte 0 and the bytes as they are, or one byte 1, the plain
- * size as a varint and the bytes pglz-compressed; nothing for an empty
- * message
+ * size as a varint and the bytes as a zlib stream (its checksum guards
+ * them); nothing for an empty message
  * ------------------------------------------------------------------------ */
-#define PACK_HEADER 6			/* at most: the byte and a varint of 32 bits */
+#define PACK_HEADER 11			/* at most: the byte and a varint of 64 bits */
+#define PACK_SMALL 32			/* messages shorter than this go as they are */
 
 static bytea *
 pack(const uint8_t *data, size_t size)
 {
+	const size_t room = tg_zlib_bound(size);
 	bytea	   *out;
-	char	   *p;
-	int32		n = -1;
+	uint8_t    *p;
+	size_t		n = 0;
 	int			head = 1;
 
-	if (size > MaxAllocSize - VARHDRSZ - PACK_HEADER - PGLZ_MAX_OUTPUT(0) || size > PG_INT32_MAX / 2)
+	if (room == 0 || room > MaxAllocSize - VARHDRSZ - PACK_HEADER)
 		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 						errmsg("a part message of %zu bytes is too large", size)));
-	out = palloc(VARHDRSZ + PACK_HEADER + PGLZ_MAX_OUTPUT((int32) size));
-	p = VARDATA(out);
+	out = palloc(VARHDRSZ + PACK_HEADER + room);
+	p = (uint8_t *) VARDATA(out);
 	/* nothing to say (a part the flow's round leaves out) stays nothing */
 	if (size == 0)
 	{
 		SET_VARSIZE(out, VARHDRSZ);
 		return out;
 	}
-	/* compressed: 1, the size as a varint, the bytes; kept where shorter than 0 and the bytes */
+	/* compressed: 1, the size as a varint, the stream; kept where shorter than 0 and the bytes */
 	p[0] = 1;
 	for (size_t v = size; v > 0; v >>= 7)
-		p[head++] = (char) ((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
-	if (size >= 32)
-		n = pglz_compress((const char *) data, (int32) size, p + head, PGLZ_strategy_always);
-	if (n < 0 || n + head >= (int32) size + 1)
+		p[head++] = (uint8_t) ((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+	if (size >= PACK_SMALL)
+		n = tg_zlib_compress(data, size, p + head, room);
+	if (n == 0 || head + n >= size + 1)
 	{
 		p[0] = 0;
 		memcpy(p + 1, data, size);
@@ -161,7 +163,7 @@ unpack(bytea *in, const char *what)
 	}
 	if (p[0] != 1)
 		ereport(ERROR, (errcode(ERRCODE_DATA_EXCEPTION), errmsg("%s is not a packed part message", what)));
-	for (int shift = 0; head < n && shift < 35; shift += 7)
+	for (int shift = 0; head < n && shift < 64; shift += 7)
 	{
 		size |= (uint64) (p[head] & 0x7f) << shift;
 		if (!(p[head++] & 0x80))
@@ -171,7 +173,7 @@ unpack(bytea *in, const char *what)
 		ereport(ERROR, (errcode(ERRCODE_DATA_EXCEPTION), errmsg("%s is not a packed part message", what)));
 	b.data = palloc(size + 1);
 	b.size = size;
-	if (pglz_decompress((const char *) p + head, (int32) (n - head), (char *) b.data, (int32) size, true) != (int32) size)
+	if (!tg_zlib_decompress(p + head, n - head, b.data, size))
 		ereport(ERROR, (errcode(ERRCODE_DATA_EXCEPTION), errmsg("%s is corrupt", what)));
 	return b;
 }

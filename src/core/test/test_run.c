@@ -533,6 +533,13 @@ test_codecs(void)
 	n = tg_lz4_compress(src, sizeof src, packed, sizeof packed);
 	check(n > 0 && n < sizeof src && tg_lz4_decompress(packed, n, back, sizeof back) &&
 		  memcmp(src, back, sizeof src) == 0, "lz4 round trip");
+	n = tg_zlib_compress(src, sizeof src, packed, tg_zlib_bound(sizeof src));
+	check(n > 0 && n < sizeof src && tg_zlib_decompress(packed, n, back, sizeof back) &&
+		  memcmp(src, back, sizeof src) == 0, "zlib round trip");
+	check(!tg_zlib_decompress(packed, n, back, sizeof back - 1) && !tg_zlib_decompress(packed, n - 1, back, sizeof back),
+		  "zlib refuses a stream of another size or cut short");
+	packed[n / 2] ^= 0x10;
+	check(!tg_zlib_decompress(packed, n, back, sizeof back), "zlib refuses a changed stream");
 	/* a pglz stream with a back-reference: "abcabcabc" = 3 literals + copy of 6 at offset 3 */
 	{
 		const uint8_t z[] = {0x08, 'a', 'b', 'c', 0x03, 0x03};
@@ -553,6 +560,7 @@ test_codecs(void)
 			junk[i] = (uint8_t) rng_next();
 		(void) tg_pglz_decompress(junk, len, out, 1 + rng_next() % sizeof out);
 		(void) tg_lz4_decompress(junk, len, out, 1 + rng_next() % sizeof out);
+		(void) tg_zlib_decompress(junk, len, out, 1 + rng_next() % sizeof out);
 	}
 	{
 		const uint8_t bad[] = {0x01, 0x0f, 0xff};	/* a copy from before the start */
