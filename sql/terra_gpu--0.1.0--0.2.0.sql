@@ -1024,7 +1024,9 @@ BEGIN
 			gids[k] := left(format('terra_gpu %s %s %s', pg_backend_pid(), k, qname), 199);
 			EXECUTE format('SELECT %I.dblink_connect($1, $2)', dbl) USING format('terra_gpu_%s_%s', pg_backend_pid(), k), srv[k];
 			conns[k] := format('terra_gpu_%s_%s', pg_backend_pid(), k);
-			sql := 'BEGIN; SELECT n.nspname, e.extversion, current_setting(''max_prepared_transactions'')::integer '
+			-- one snapshot for every phase: each phase reads the same tiles (and a part keeps its
+			-- table's layout from the first)
+			sql := 'BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT n.nspname, e.extversion, current_setting(''max_prepared_transactions'')::integer '
 				   'FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace '
 				   'WHERE e.extname = ''terra_gpu''';
 			EXECUTE format('SELECT * FROM %I.dblink($1, $2) AS t(nsp name, version text, prepared integer)', dbl)

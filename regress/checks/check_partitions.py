@@ -120,9 +120,24 @@ def main():
                                 ("tg_hydrology", '{"routing": "mfd-md", "units": "area"}',
                                  "tg_hydrology(coverage => 'dem_local', routing => 'mfd-md', units => 'area')")):
             cols = ["filled", "direction", "accumulation"] if op == "tg_hydrology" else ["rast"]
+            scans = "SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'dem'"
+            scans_before = None
+            while scans_before != int(sql(1, scans)):   # the last run's statistics in
+                scans_before = int(sql(1, scans))
+                time.sleep(0.3)
             rows = sql(0, "SELECT part, server, tiles, bytes_sent + bytes_received FROM "
                           "tg_create_partitioned_result('res', 'dem', '%s', '%s', replace => true) ORDER BY part"
                        % (op, opts)).splitlines()
+            if opts == '{"routing": "mfd-md"}':
+                # the worker's statistics arrive when its connection has closed
+                for _ in range(50):
+                    scanned = int(sql(1, scans)) - scans_before
+                    if scanned > 0:
+                        break
+                    time.sleep(0.1)
+                # its table read once for the layout and once in each phase that
+                # reads tiles (edges, scan, surface, finish), not in every round
+                check(0 < scanned <= 5, "%s %s: the worker scanned its table %d times" % (op, opts, scanned))
             parts = [r.split("|") for r in rows]
             check(len(parts) == n and all(int(p[2]) == r[2] for p, r in zip(parts, ranges)),
                   "%s over %d workers: each wrote its own tiles (%s)" % (op, n, ", ".join(p[2] for p in parts)))

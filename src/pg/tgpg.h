@@ -207,6 +207,15 @@ Datum		tgpg_call_run(tgpg_call *c, const tg_op *op, tgpg_result result);
 tg_part    *tgpg_part_take(void);
 void		tgpg_part_keep_reply(tg_part *part);
 
+/*
+ * The layout of a part's table as its first phase read it, for the later
+ * phases of the transaction (NULL: none kept, or no part's phase running),
+ * and keeping it.
+ */
+const tg_layout *tgpg_part_layout(Oid relid, const char *rast_column, const char *id_column, int band);
+void		tgpg_part_keep_layout(Oid relid, const char *rast_column, const char *id_column, int band,
+								  const tg_layout *layout);
+
 /* tgpg_raster.c: a raster value opened for the core codec (BMMQ reads tiles this way) */
 typedef struct tgpg_raster
 {

@@ -15,7 +15,10 @@
  * the first coverage call of the query makes (tgpg_tiles.c).  What a part
  * keeps between phases lives in a memory context under the transaction's,
  * so that it goes when the transaction ends (or is prepared), whatever
- * happens.  Messages and replies travel zlib-compressed where that makes
+ * happens; so does the layout of the part's table (every tile's place),
+ * read once in the first phase: the transaction reads one snapshot
+ * (repeatable read), and a flow of many rounds would otherwise read every
+ * tile's header again in each.  Messages and replies travel zlib-compressed where that makes
  * them smaller.
  */
 #include "tgpg.h"
@@ -42,10 +45,23 @@ static pending_part *pending = NULL;
 static void *kept_state = NULL;
 static MemoryContext kept_cxt = NULL;
 
+/* The part's table's layout, kept there too. */
+typedef struct kept_table
+{
+	Oid			relid;
+	char	   *rast_column;
+	char	   *id_column;		/* NULL: none */
+	int			band;
+	tg_layout	layout;
+} kept_table;
+
+static kept_table *kept_layout = NULL;
+
 static void
 kept_reset(void *arg)
 {
 	kept_state = NULL;
+	kept_layout = NULL;
 	kept_cxt = NULL;
 }
 
@@ -87,6 +103,47 @@ tgpg_part_take(void)
 		return NULL;
 	pending->taken = true;
 	return &pending->part;
+}
+
+/* Only the coverage call that is to take the part (its query's first) reads or keeps the layout. */
+static bool
+part_call_opening(void)
+{
+	return pending != NULL && !pending->taken && kept_cxt != NULL;
+}
+
+const tg_layout *
+tgpg_part_layout(Oid relid, const char *rast_column, const char *id_column, int band)
+{
+	const kept_table *k = kept_layout;
+
+	if (!part_call_opening() || k == NULL || k->relid != relid || k->band != band ||
+		strcmp(k->rast_column, rast_column) != 0 || (k->id_column == NULL) != (id_column == NULL) ||
+		(id_column != NULL && strcmp(k->id_column, id_column) != 0))
+		return NULL;
+	return &k->layout;
+}
+
+void
+tgpg_part_keep_layout(Oid relid, const char *rast_column, const char *id_column, int band,
+					  const tg_layout *layout)
+{
+	kept_table *k;
+	tg_tile_place *tiles;
+
+	if (!part_call_opening())
+		return;
+	k = MemoryContextAllocZero(kept_cxt, sizeof *k);
+	tiles = MemoryContextAllocHuge(kept_cxt, sizeof(tg_tile_place) * Max(layout->ntiles, 1));
+	memcpy(tiles, layout->tiles, sizeof(tg_tile_place) * layout->ntiles);
+	k->relid = relid;
+	k->rast_column = MemoryContextStrdup(kept_cxt, rast_column);
+	k->id_column = id_column ? MemoryContextStrdup(kept_cxt, id_column) : NULL;
+	k->band = band;
+	k->layout = *layout;
+	k->layout.name = NULL;		/* each call names it */
+	k->layout.tiles = tiles;
+	kept_layout = k;
 }
 
 void

@@ -407,6 +407,8 @@ static void
 table_source(tgpg_source *s, Oid relid, const char *rast_column, const char *id_column, bool id_required,
 			 const char *column_argument, const tg_layout *onto)
 {
+	const tg_layout *kept;
+
 	s->table = true;
 	s->relid = relid;
 	s->relname = relation_name(relid);
@@ -416,7 +418,16 @@ table_source(tgpg_source *s, Oid relid, const char *rast_column, const char *id_
 		check_column(relid, s->relname, id_column, "id_column");
 	if (get_attnum(relid, id_column) != InvalidAttrNumber)
 		s->id_column = id_column;
+	/* a part's later phases: the layout its first phase read, in the same snapshot */
+	if (onto == NULL && (kept = tgpg_part_layout(relid, rast_column, s->id_column, s->band)) != NULL)
+	{
+		s->layout = *kept;
+		s->layout.name = s->relname;
+		return;
+	}
 	read_layout(s, onto);
+	if (onto == NULL)
+		tgpg_part_keep_layout(relid, rast_column, s->id_column, s->band, &s->layout);
 }
 
 /* A name argument, or its default. */
