@@ -18,8 +18,8 @@
  * happens; so does the layout of the part's table (every tile's place),
  * read once in the first phase: the transaction reads one snapshot
  * (repeatable read), and a flow of many rounds would otherwise read every
- * tile's header again in each.  Messages and replies travel zlib-compressed where that makes
- * them smaller.
+ * tile's header again in each.  Messages and replies travel
+ * zlib-compressed where that makes them smaller.
  */
 #include "tgpg.h"
 #include "tg_codec.h"
