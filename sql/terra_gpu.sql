@@ -1689,7 +1689,7 @@ COMMENT ON FUNCTION tg_create_result(text, text, boolean, text) IS
 -- holds a band of whole rows of tiles.  The coordinator runs the operation
 -- in phases over dblink connections, all workers at once (asynchronous
 -- queries); between phases only the rows along part boundaries and the
--- fill's label summaries cross the network (tg_parts_messages).  Each
+-- fill's label summaries cross the network (tg_parts_step).  Each
 -- worker writes its part of the result next to its input with
 -- tg_create_result, inside a transaction that is prepared (two-phase
 -- commit) and committed only once every worker has finished: a failure
