@@ -1942,7 +1942,7 @@ crossing_mask(const part_state *s, int y, size_t x, int32_t *m)
 			*m = s->mask[at];
 		return at >= 0;
 	}
-	if ((y == -1 && s->index > 0) || (y == s->H && s->index + 1 < s->count))
+	if ((y == -1 || y == s->H) && has_neighbour(s, y == -1 ? 0 : 1))
 	{
 		const size_t o = (y == -1 ? 0 : W) + x;
 
@@ -2294,6 +2294,15 @@ get_halo_routing(const tg_ctx *ctx, const tg_op *op, reader *sec, part_state *s,
  * exponent bytes, which the message's compression takes in runs).  The
  * list is emptied.
  */
+static int
+cmp_cell(const void *a, const void *b)
+{
+	const uint32_t x = *(const uint32_t *) a,
+				y = *(const uint32_t *) b;
+
+	return (x > y) - (x < y);
+}
+
 static void
 put_ready(writer *w, part_state *s, int side)
 {
@@ -2312,14 +2321,7 @@ put_ready(writer *w, part_state *s, int side)
 	if (count > 0)
 	{
 		/* in column order (cells of one row) */
-		for (size_t j = 1; j < count; j++)
-			for (size_t k = j; k > 0 && cell[k - 1] > cell[k]; k--)
-			{
-				const uint32_t t = cell[k];
-
-				cell[k] = cell[k - 1];
-				cell[k - 1] = t;
-			}
+		qsort(cell, count, sizeof *cell, cmp_cell);
 		put_varint(w, count);
 		for (size_t j = 0; j < count; j++)
 		{
@@ -2486,6 +2488,21 @@ flow_final(part_state *s, size_t i)
 }
 
 /*
+ * Does cell c send water to its neighbour k, a computed cell (rows 1 ..
+ * last: not a row taken in)?  Its index into *ni.
+ */
+static inline bool
+flow_receiver(const part_state *s, const tg_route_view *v, size_t c, int k, size_t last, size_t *ni)
+{
+	const size_t W = (size_t) s->W;
+	const long	nx = (long) (c % W) + tg_nbr_dx(k);
+	const size_t ny = c / W + tg_nbr_dy(k);
+
+	*ni = ny * W + (size_t) nx;
+	return nx >= 0 && nx < (long) W && ny >= 1 && ny <= last && tg_route_drains_to(v, c, k);
+}
+
+/*
  * The computed cells that the stack's cells send water to, each once the
  * last of its donors is final: pulled then (every donor final: the single
  * grid's value), pushed in turn.  count: add 1 to each receiver's wait
@@ -2497,23 +2514,18 @@ flow_push(const tg_ctx *ctx, const tg_op *op, part_state *s, bool count, tg_erro
 {
 	const tg_route route = flow_route(op, s);
 	const tg_route_view v = tg_cpu_route_view(&route, op->flow.threshold);
-	const size_t W = (size_t) s->W,
-				last = flow_rows(s) - 2;
+	const size_t last = flow_rows(s) - 2;
 	size_t		done = 0;
 
 	while (s->nstack > 0)
 	{
-		const size_t c = s->flow_stack[--s->nstack],
-					x = c % W,
-					y = c / W;
+		const size_t c = s->flow_stack[--s->nstack];
 
 		for (int k = 0; k < 8; k++)
 		{
-			const long	nx = (long) x + tg_nbr_dx(k);
-			const size_t ny = y + tg_nbr_dy(k),
-						ni = ny * W + (size_t) nx;
+			size_t		ni;
 
-			if (nx < 0 || nx >= (long) W || ny < 1 || ny > last || !tg_route_drains_to(&v, c, k))
+			if (!flow_receiver(s, &v, c, k, last, &ni))
 				continue;
 			if (count)
 			{
@@ -2565,14 +2577,10 @@ flow_first_sums(const tg_ctx *ctx, const tg_op *op, tg_part *part, tg_error *err
 		{
 			const size_t t = around_row(s, side, s->flow_halo) * W + x;
 			bool		drains = false;
+			size_t		ni;
 
 			for (int k = 0; k < 8 && !drains; k++)
-			{
-				const long	nx = (long) x + tg_nbr_dx(k);
-				const size_t ny = t / W + tg_nbr_dy(k);
-
-				drains = nx >= 0 && nx < (long) W && ny >= 1 && ny <= last && tg_route_drains_to(&v, t, k);
-			}
+				drains = flow_receiver(s, &v, t, k, last, &ni);
 			if (drains)
 			{
 				s->flow_wait[t] = 1;
