@@ -58,6 +58,7 @@
  */
 #include "tg_tiles.h"
 #include "tg_backends.h"
+#include "tg_codec.h"
 #include "tg_hydro.h"
 #include "tg_pool.h"
 
@@ -127,24 +128,12 @@ put_u8(writer *w, uint8_t v)
 	put(w, &v, 1);
 }
 
-/* v as a varint (7 bits a byte, the low ones first) into out; its length. */
-static size_t
-varint_bytes(uint64_t v, uint8_t out[10])
-{
-	size_t		k = 0;
-
-	for (; v >= 0x80; v >>= 7)
-		out[k++] = (uint8_t) (v | 0x80);
-	out[k++] = (uint8_t) v;
-	return k;
-}
-
 static void
 put_varint(writer *w, uint64_t v)
 {
 	uint8_t		b[10];
 
-	put(w, b, varint_bytes(v, b));
+	put(w, b, tg_varint_put(v, b));
 }
 
 /* A signed number as an unsigned one, small either side of 0 (zigzag), and back. */
@@ -303,17 +292,16 @@ static uint64_t
 get_varint(reader *r)
 {
 	uint64_t	v = 0;
+	const size_t k = r->bad ? 0 : tg_varint_get(r->p, r->left, &v);
 
-	for (int shift = 0; shift < 64 && !r->bad; shift += 7)
+	if (k == 0)
 	{
-		const uint8_t b = get_u8(r);
-
-		v |= (uint64_t) (b & 0x7f) << shift;
-		if (!(b & 0x80))
-			return v;
+		r->bad = true;
+		return 0;
 	}
-	r->bad = true;
-	return 0;
+	r->p += k;
+	r->left -= k;
+	return v;
 }
 
 /* n values (put_values) into v. */
@@ -430,7 +418,7 @@ end_section(writer *w, size_t at)
 {
 	const size_t len = w->size - at - 1;
 	uint8_t		head[10];
-	const size_t k = varint_bytes(len, head);
+	const size_t k = tg_varint_put(len, head);
 
 	for (size_t more = 1; more < k; more++)
 		put_u8(w, 0);

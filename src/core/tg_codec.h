@@ -1,6 +1,7 @@
 /*
  * tg_codec.h — decompressing stored tiles and compressing result tiles,
- * and the zlib streams of the messages between servers (tile_codec.c).
+ * and the zlib streams and varints of the messages between servers
+ * (tile_codec.c).
  */
 #ifndef TG_CODEC_H
 #define TG_CODEC_H
@@ -21,5 +22,13 @@ size_t		tg_lz4_compress(const uint8_t *src, size_t src_size, uint8_t *dst, size_
 size_t		tg_zlib_bound(size_t size);
 size_t		tg_zlib_compress(const uint8_t *src, size_t src_size, uint8_t *dst, size_t dst_capacity);
 bool		tg_zlib_decompress(const uint8_t *src, size_t src_size, uint8_t *dst, size_t dst_size);
+
+/*
+ * Varints (7 bits a byte, the low ones first, at most 10 bytes): v into
+ * out, its length; from the n bytes at p into *v, the bytes read (0: cut
+ * short or longer than 10 bytes).
+ */
+size_t		tg_varint_put(uint64_t v, uint8_t out[10]);
+size_t		tg_varint_get(const uint8_t *p, size_t n, uint64_t *v);
 
 #endif							/* TG_CODEC_H */

@@ -3,7 +3,8 @@
  * (pglz) and LZ4, decompressed on worker threads when tiles are read, and
  * LZ4 made on them when result tiles are written; and zlib's, for the
  * messages between the servers of a partitioned coverage, where bytes
- * count more than time.  Pure functions: no state, no allocation.
+ * count more than time, with the varints their numbers and sizes travel
+ * as.  Pure functions: no state, no allocation.
  *
  * pglz's format: a control byte, then up to eight items, each a literal
  * byte (control bit 0, lowest bit first) or a back-reference (bit 1) of two
@@ -120,4 +121,29 @@ tg_zlib_decompress(const uint8_t *src, size_t src_size, uint8_t *dst, size_t dst
 
 	/* the whole stream, its checksum right, and exactly dst_size bytes out of it */
 	return uncompress2(dst, &n, src, &used) == ZLIB_OK && n == dst_size && used == src_size;
+}
+
+size_t
+tg_varint_put(uint64_t v, uint8_t out[10])
+{
+	size_t		k = 0;
+
+	for (; v >= 0x80; v >>= 7)
+		out[k++] = (uint8_t) (v | 0x80);
+	out[k++] = (uint8_t) v;
+	return k;
+}
+
+size_t
+tg_varint_get(const uint8_t *p, size_t n, uint64_t *v)
+{
+	*v = 0;
+	for (size_t k = 0; k < n && k < 10; k++)
+	{
+		*v |= (uint64_t) (p[k] & 0x7f) << (7 * k);
+		if (!(p[k] & 0x80))
+			return k + 1;
+	}
+	*v = 0;
+	return 0;
 }

@@ -169,8 +169,8 @@ pack(const uint8_t *data, size_t size)
 	const size_t room = tg_zlib_bound(size);
 	bytea	   *out;
 	uint8_t    *p;
-	size_t		n = 0;
-	int			head = 1;
+	size_t		n = 0,
+				head = 1;
 
 	if (room == 0 || room > MaxAllocSize - VARHDRSZ - PACK_HEADER)
 		ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -185,8 +185,7 @@ pack(const uint8_t *data, size_t size)
 	}
 	/* compressed: 1, the size as a varint, the stream; kept where shorter than 0 and the bytes */
 	p[0] = 1;
-	for (size_t v = size; v > 0; v >>= 7)
-		p[head++] = (uint8_t) ((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+	head += tg_varint_put(size, p + 1);
 	if (size >= PACK_SMALL)
 		n = tg_zlib_compress(data, size, p + head, room);
 	if (n == 0 || head + n >= size + 1)
@@ -206,7 +205,7 @@ unpack(bytea *in, const char *what)
 	const size_t n = VARSIZE_ANY_EXHDR(in);
 	const uint8_t *p = (const uint8_t *) VARDATA_ANY(in);
 	tg_part_bytes b = {NULL, 0};
-	uint64		size = 0;
+	uint64_t	size = 0;
 	size_t		head = 1;
 
 	if (n == 0)
@@ -220,13 +219,8 @@ unpack(bytea *in, const char *what)
 	}
 	if (p[0] != 1)
 		ereport(ERROR, (errcode(ERRCODE_DATA_EXCEPTION), errmsg("%s is not a packed part message", what)));
-	for (int shift = 0; head < n && shift < 64; shift += 7)
-	{
-		size |= (uint64) (p[head] & 0x7f) << shift;
-		if (!(p[head++] & 0x80))
-			break;
-	}
-	if (head >= n || size > MaxAllocSize || (p[head - 1] & 0x80))
+	head += tg_varint_get(p + 1, n - 1, &size);
+	if (head == 1 || head >= n || size > MaxAllocSize)
 		ereport(ERROR, (errcode(ERRCODE_DATA_EXCEPTION), errmsg("%s is not a packed part message", what)));
 	b.data = palloc(size + 1);
 	b.size = size;

@@ -540,6 +540,24 @@ test_codecs(void)
 		  "zlib refuses a stream of another size or cut short");
 	packed[n / 2] ^= 0x10;
 	check(!tg_zlib_decompress(packed, n, back, sizeof back), "zlib refuses a changed stream");
+	{
+		const uint64_t v[] = {0, 127, 128, 300, UINT32_MAX, UINT64_MAX};
+		const size_t len[] = {1, 1, 2, 2, 5, 10};
+		const uint8_t eleven[11] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01};
+		uint8_t		b[10];
+		uint64_t	got;
+		bool		ok = true;
+
+		for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+		{
+			const size_t k = tg_varint_put(v[i], b);
+
+			ok = ok && k == len[i] && tg_varint_get(b, k, &got) == k && got == v[i] &&
+				tg_varint_get(b, k - 1, &got) == 0;
+		}
+		check(ok, "varints round trip in 1 to 10 bytes and are refused when cut short");
+		check(tg_varint_get(eleven, sizeof eleven, &got) == 0, "a varint longer than 10 bytes is refused");
+	}
 	/* a pglz stream with a back-reference: "abcabcabc" = 3 literals + copy of 6 at offset 3 */
 	{
 		const uint8_t z[] = {0x08, 'a', 'b', 'c', 0x03, 0x03};
