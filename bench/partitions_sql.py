@@ -175,12 +175,11 @@ def main():
                     busy = ", ".join("%.2f" % float(r[4]) for r in rows)
                     device = ", ".join("%.2f" % float(r[5]) for r in rows)
                     moved = sum(int(r[6]) + int(r[7]) for r in rows)
-                    phases = ", ".join(
-                        "%s %s%s" % (m[0], m[1], " (%s rounds)" % m[3] if m[3] else "")
-                        for m in re.findall(r": (\w+) of \w+ on \d+ workers in ([\d.]+) s, ([\d.]+) kB"
-                                            r"(?: \((\d+) rounds\))?", notices))
-                    by_phase = ", ".join("%s %s kB" % (m[0], m[2]) for m in re.findall(
-                        r": (\w+) of \w+ on \d+ workers in ([\d.]+) s, ([\d.]+) kB", notices))
+                    # each phase's NOTICE: name, seconds, kB, rounds (if in rounds)
+                    said = re.findall(r": (\w+) of \w+ on \d+ workers in ([\d.]+) s, ([\d.]+) kB"
+                                      r"(?: \((\d+) rounds\))?", notices)
+                    phases = ", ".join("%s %s%s" % (m[0], m[1], " (%s rounds)" % m[3] if m[3] else "") for m in said)
+                    by_phase = ", ".join("%s %s kB" % (m[0], m[2]) for m in said)
                     print("# %s %s: bytes by phase: %s" % (op, opts, by_phase), flush=True)
                 parts = part_digests(args.workers, "many", cols)
                 tiles = {rid: d for part in parts for rid, d in part.items()}
