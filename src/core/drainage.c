@@ -1032,6 +1032,12 @@ tg_basins(const tg_ctx *ctx, const tg_band *dem, const tg_basin_params *bp, uint
 			int			col,
 						row;
 
+			/* each point searches up to the whole grid: many points take long */
+			if (tg_canceled(&call))
+			{
+				st = tg_error_set(err, TG_ECANCELED, "snapping the pour points canceled");
+				break;
+			}
 			st = tg_snap_choose(dem, &sp, d.acc, &col, &row, err);
 			if (st == TG_OK)
 				mark[(size_t) row * d.width + col] = (uint32_t) k + 1;

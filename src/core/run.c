@@ -26,7 +26,7 @@ beyond_budget(const tg_ctx *ctx, const tg_op *op, const tg_job *job, const char 
 		tg_error_hint(err, "Process the coverage in parts (by extent).");
 		return TG_ELIMIT;
 	}
-	tg_error_set(err, TG_ELIMIT, "%s over %s needs about %zu MB as one grid, more than the %zu MB a coverage job may use",
+	tg_error_set(err, TG_ELIMIT, "%s over %s needs about %zu MB as one grid, more than the %zu MB a call may use",
 				 job->function, l->name,
 				 ((size_t) l->width * l->height * tg_op_bytes_per_cell(op)) >> 20, job->memory_budget >> 20);
 	if (why_not)
@@ -34,6 +34,12 @@ beyond_budget(const tg_ctx *ctx, const tg_op *op, const tg_job *job, const char 
 		tg_error_detail(err, "Beyond %s, %s runs in strips of rows on the CPU only with %s.",
 						job->budget_name, job->function, why_not);
 		tg_error_hint(err, "Raise %s, or call it as the detail says.", job->budget_name);
+	}
+	else if (job->whole)
+	{
+		tg_error_detail(err, "The raster is %d x %d cells, processed as one grid.", l->width, l->height);
+		tg_error_hint(err, "Raise %s if the server has the memory, or tile the raster (ST_Tile) and call the coverage form, which runs in strips where the operation allows.",
+					  job->budget_name);
 	}
 	else
 	{
@@ -82,14 +88,6 @@ run_in_memory(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *e
 	memset(&r, 0, sizeof r);
 	if (job->ninputs < 1 || job->ninputs > 8)
 		return tg_error_set(err, TG_EINVAL, "an operation takes 1 to 8 inputs, got %d", job->ninputs);
-	/* refused from the tiles' sizes alone, whatever the DEM's type, before any pixel is read */
-	{
-		const tg_band smallest = {.pixtype = TG_PT_8BUI};
-
-		st = check_results(op, job, &smallest, err);
-		if (st != TG_OK)
-			return st;
-	}
 	tg_phase(ctx, "decode");
 	for (int k = 0; k < job->ninputs && st == TG_OK; k++)
 		st = tg_read_input(ctx, job->layout, &job->inputs[k], &grids[k], 0, job->layout->height, err);
@@ -114,6 +112,7 @@ tg_run(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err)
 	const tg_layout *l = job->layout;
 	const double t0 = tg_stats_begin(ctx, (int64_t) l->width * l->height);
 	const char *why_not = NULL;
+	const tg_band smallest = {.pixtype = TG_PT_8BUI};	/* whatever the DEM's type */
 	tg_ctx		call;
 	tg_status	st;
 
@@ -122,10 +121,12 @@ tg_run(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err)
 	tg_call_open(ctx, &call);
 	if (job->part != NULL)
 		st = tg_run_part(&call, op, job, err);
+	else if ((st = check_results(op, job, &smallest, err)) != TG_OK)
+		;						/* refused from the tiles' sizes alone, before any pixel is read */
 	else if ((size_t) l->width * l->height * tg_op_bytes_per_cell(op) <= job->memory_budget &&
 		(uint64_t) l->width * l->height <= TG_MAX_GRID_CELLS)
 		st = run_in_memory(&call, op, job, err);
-	else if (tg_op_in_strips(op, ctx, &why_not))
+	else if (!job->whole && tg_op_in_strips(op, ctx, &why_not))
 		st = tg_run_strips(&call, op, job, err);
 	else
 		st = beyond_budget(ctx, op, job, why_not, err);

@@ -1276,6 +1276,7 @@ typedef struct tg_job
 	tg_tile_writer writer;
 	tg_spill	spill;			/* may be empty: strips that need one are then refused */
 	size_t		memory_budget;	/* bytes of host memory the job may hold */
+	bool		whole;			/* one raster value: read whole, never in strips */
 	/* say why a call runs as it does (strips), on the calling thread */
 	void		(*notice) (void *arg, const char *message);
 	void	   *notice_arg;

@@ -183,9 +183,23 @@ typedef struct tgpg_call
 	tgpg_source *inputs[8];		/* [0] the DEM */
 	int			ninputs;
 	tg_layout  *layout;			/* the DEM's */
+	bool		geographic;		/* its SRID is geographic (longitude, latitude) */
 	/* TGPG_RESULT_TILES: the result rasters of each tile (Datums, in tile order) */
 	List	   *tiles;
 } tgpg_call;
+
+/*
+ * A column named by an argument: it exists and has the type its role needs
+ * (42703, 42804), checked before a query is built on it.
+ */
+typedef enum tgpg_column_kind
+{
+	TGPG_COLUMN_RASTER,			/* raster (or a domain over it), a user column */
+	TGPG_COLUMN_ID				/* smallint, integer or bigint */
+} tgpg_column_kind;
+
+void		tgpg_check_column(Oid relid, const char *column, tgpg_column_kind kind, const char *argument);
+Oid			tgpg_raster_type(void);
 
 /* The DEM: the first argument, a raster (one tile) or a table (coverage, rast_column, id_column). */
 void		tgpg_call_open(tgpg_call *c, const tgpg_args *args, const char *function);
@@ -198,10 +212,13 @@ tg_grid_geometry tgpg_call_geometry(const tgpg_call *c);
 void		tgpg_call_point(const tgpg_call *c, Datum point, Oid type, const char *what, int *col, int *row);
 void		tgpg_call_point_at(const tgpg_call *c, Datum point, Oid type, const char *what,
 							   double *col, double *row);
+/* Many points at once (a geometry[] of n, none NULL): "item k" in messages. */
+void		tgpg_call_points_at(const tgpg_call *c, Datum points, Oid array_type, int n, const char *what,
+								const char *item, double *cols, double *rows);
 Datum		tgpg_call_run(tgpg_call *c, const tg_op *op, tgpg_result result);
 
 /*
- * tgpg_parts.c: the part a running tg_part_exec hands to the first coverage
+ * tgpg_parts.c: the part a running terra_gpu._part_exec hands to the first coverage
  * call of its query (NULL when none), and that call's reply kept for it.
  */
 tg_part    *tgpg_part_take(void);

@@ -6,6 +6,8 @@
  */
 #include "tgpg.h"
 
+#include "catalog/catalog.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -17,7 +19,9 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/hsearch.h"
 #include "utils/memutils.h"
+#include "utils/rls.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
@@ -259,9 +263,9 @@ Datum
 tgpg_bmmq_build_nodes(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Oid			coverage = PG_GETARG_OID(0);
-	const char *rast_col = NameStr(*PG_GETARG_NAME(1));
-	const char *id_col = NameStr(*PG_GETARG_NAME(2));
+	Oid			coverage;
+	const char *rast_col;
+	const char *id_col;
 	int			band_no = int_arg(fcinfo, 3, "band");
 	MemoryContext outer = CurrentMemoryContext;
 	MemoryContext batch_cxt;
@@ -274,6 +278,13 @@ tgpg_bmmq_build_nodes(PG_FUNCTION_ARGS)
 	SPIPlanPtr	plan;
 	int64		total_tiles;
 
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("coverage, rast_column and id_column must not be NULL")));
+	coverage = PG_GETARG_OID(0);
+	rast_col = NameStr(*PG_GETARG_NAME(1));
+	id_col = NameStr(*PG_GETARG_NAME(2));
 	InitMaterializedSRF(fcinfo, 0);
 	memset(&s, 0, sizeof s);
 	s.rsinfo = rsinfo;
@@ -282,6 +293,12 @@ tgpg_bmmq_build_nodes(PG_FUNCTION_ARGS)
 	s.last_progress = GetCurrentTimestamp();
 	s.current_tile = PG_INT64_MIN;
 
+	if (get_rel_name(coverage) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", coverage)));
+	tgpg_check_column(coverage, rast_col, TGPG_COLUMN_RASTER, "rast_column");
+	tgpg_check_column(coverage, id_col, TGPG_COLUMN_ID, "id_column");
 	relname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(coverage)),
 										 get_rel_name(coverage));
 	s.coverage = relname;
@@ -587,6 +604,10 @@ has_trigger(Oid rel, const char *name)
 #define TABLES_UNDER_SQL \
 	"WITH RECURSIVE d(oid) AS (SELECT $1 UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN d ON i.inhparent = d.oid) " \
 	"SELECT d.oid FROM d JOIN pg_catalog.pg_class c ON c.oid = d.oid WHERE c.relkind IN ('r', 'p') ORDER BY 1"
+/* ... every relation under it, whatever its kind (checked before any is locked) */
+#define TABLES_UNDER_ALL_SQL \
+	"WITH RECURSIVE d(oid) AS (SELECT $1 UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN d ON i.inhparent = d.oid) " \
+	"SELECT d.oid FROM d WHERE d.oid <> $1 ORDER BY 1"
 /* ... and those of them that no index uses any more, through itself or an ancestor */
 #define TABLES_UNWATCHED_SQL \
 	"WITH RECURSIVE d(oid) AS (SELECT $1 UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN d ON i.inhparent = d.oid), " \
@@ -623,17 +644,44 @@ run_command(const char *sql)
 }
 
 /*
+ * A source and every table under it, checked before anything is locked: a
+ * plain, partitioned or foreign table (the first two get the stale
+ * triggers), not a system catalog, owned by the caller (as CREATE INDEX
+ * requires).
+ */
+static void
+check_watchable(Oid rel, Oid caller, const char *relname)
+{
+	char		kind = get_rel_relkind(rel);
+
+	if (kind != RELKIND_RELATION && kind != RELKIND_PARTITIONED_TABLE && kind != RELKIND_FOREIGN_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("%s is not a table", relname),
+				 errhint("A BMMQ index is built on a table of tiles (plain, partitioned or foreign).")));
+	if (IsCatalogRelationOid(rel) || IsToastNamespace(get_rel_namespace(rel)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("%s is a system catalog", relname)));
+	if (!pg_class_ownercheck(rel, caller))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of table %s", relname),
+				 errhint("A BMMQ index is built by the owner of its table, as CREATE INDEX is: ask them to build it, or build it on a copy you own.")));
+}
+
+/*
  * terra_gpu._bmmq_watch(source, watch): with watch, lock the source of an
  * index being built in SHARE mode (no writes until the caller's transaction
- * ends) and make sure its stale triggers exist; without, drop those
- * triggers once no index uses the table.
+ * ends) and make sure its stale triggers exist (on every partition and child
+ * too); without, drop those triggers once no index uses the table.
  *
- * Both need more than reading the table (LOCK ... SHARE needs UPDATE,
- * DELETE or TRUNCATE, CREATE TRIGGER the TRIGGER privilege), yet anyone who
- * may SELECT a table may index it.  So the caller's SELECT privilege is
- * checked here, with the caller's own identity, and only these fixed
- * commands then run as the owner of this function (the role that installed
- * the extension), with a fixed search_path.  A SECURITY DEFINER function
+ * Only for tables the caller owns, checked with the caller's identity before
+ * anything is locked (a table the caller does not own keeps its triggers on
+ * unwatch: they mark nothing once no index uses it).  The fixed commands then
+ * run as the owner of this function (the role that installed the extension),
+ * with a fixed search_path, because CREATE TRIGGER needs EXECUTE on the
+ * trigger function, which PUBLIC does not have.  A SECURITY DEFINER function
  * could not do this: it cannot see who called it.
  */
 PG_FUNCTION_INFO_V1(tgpg_bmmq_watch);
@@ -663,11 +711,22 @@ tgpg_bmmq_watch(PG_FUNCTION_ARGS)
 		PG_RETURN_VOID();		/* dropped: its triggers went with it */
 	}
 	qualified = quote_qualified_identifier(nsp, relname);
-	if (watch && pg_class_aclcheck(rel, caller, ACL_SELECT) != ACLCHECK_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for table %s", relname),
-				 errhint("A BMMQ index can be built only by a role that may SELECT its source table.")));
+	if (watch)
+	{
+		List	   *under;
+		ListCell   *lc;
+
+		check_watchable(rel, caller, qualified);
+		/* a lock on a parent covers its partitions and children: check them first */
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		under = tables_to_watch(rel, TABLES_UNDER_ALL_SQL);
+		foreach(lc, under)
+			check_watchable(lfirst_oid(lc), caller,
+							quote_qualified_identifier(get_namespace_name(get_rel_namespace(lfirst_oid(lc))),
+													   get_rel_name(lfirst_oid(lc))));
+		SPI_finish();
+	}
 
 	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fcinfo->flinfo->fn_oid));
 	if (!HeapTupleIsValid(tup))
@@ -720,8 +779,11 @@ tgpg_bmmq_watch(PG_FUNCTION_ARGS)
 				const char *name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(t)),
 															  get_rel_name(t));
 
+				if (!pg_class_ownercheck(t, caller))
+					continue;
 				for (int i = 0; i < lengthof(stale_triggers); i++)
-					run_command(psprintf("DROP TRIGGER IF EXISTS %s ON %s", stale_triggers[i][0], name));
+					if (has_trigger(t, stale_triggers[i][0]))
+						run_command(psprintf("DROP TRIGGER %s ON %s", stale_triggers[i][0], name));
 			}
 		}
 		SPI_finish();
@@ -733,4 +795,169 @@ tgpg_bmmq_watch(PG_FUNCTION_ARGS)
 	}
 	PG_END_TRY();
 	PG_RETURN_VOID();
+}
+
+/* ------------------------------------------------------------------------
+ * Row security of the index tables: what of an index a role may see
+ * ------------------------------------------------------------------------ */
+
+/*
+ * terra_gpu._bmmq_readable(source, rast_column, id_column): may the caller
+ * read the tiles an index was built from, i.e. SELECT both columns (a table
+ * grant or column grants)?  NULL when the table or a column is gone.
+ */
+PG_FUNCTION_INFO_V1(tgpg_bmmq_readable);
+Datum
+tgpg_bmmq_readable(PG_FUNCTION_ARGS)
+{
+	Oid			rel = PG_GETARG_OID(0);
+	Oid			caller = GetUserId();
+	AttrNumber	rast;
+	AttrNumber	id;
+
+	if (get_rel_name(rel) == NULL)
+		PG_RETURN_NULL();
+	rast = get_attnum(rel, NameStr(*PG_GETARG_NAME(1)));
+	id = get_attnum(rel, NameStr(*PG_GETARG_NAME(2)));
+	if (rast == InvalidAttrNumber || id == InvalidAttrNumber)
+		PG_RETURN_NULL();
+	PG_RETURN_BOOL(pg_class_aclcheck(rel, caller, ACL_SELECT) == ACLCHECK_OK ||
+				   (pg_attribute_aclcheck(rel, rast, caller, ACL_SELECT) == ACLCHECK_OK &&
+					pg_attribute_aclcheck(rel, id, caller, ACL_SELECT) == ACLCHECK_OK));
+}
+
+/*
+ * What one statement has learnt of an index: whether the caller sees none of
+ * its tiles, all of them, or those whose ids the source table shows it
+ * under its row security policies.
+ */
+typedef enum
+{
+	TILES_NONE,
+	TILES_ALL,
+	TILES_LISTED
+} tiles_seen;
+
+typedef struct index_view
+{
+	int64		index_id;
+	tiles_seen	seen;
+	HTAB	   *ids;			/* TILES_LISTED: the visible tile ids */
+} index_view;
+
+typedef struct index_views
+{
+	int			n;
+	index_view	views[8];		/* a statement reads few indexes; beyond, the oldest is forgotten */
+} index_views;
+
+static void
+learn_index_view(index_view *v, MemoryContext cxt)
+{
+	Datum		arg = Int64GetDatum(v->index_id);
+	Oid			type = INT8OID;
+	Oid			source;
+	char	   *rast_col;
+	char	   *id_col;
+	bool		isnull;
+
+	v->seen = TILES_NONE;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	/* as the caller: the catalog's own policy hides indexes of tables the caller may not read */
+	if (SPI_execute_with_args("SELECT source::pg_catalog.oid, rast_column::pg_catalog.text, id_column::pg_catalog.text "
+							  "FROM terra_gpu.bmmq_index WHERE id = $1",
+							  1, &type, &arg, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read BMMQ index %lld", (long long) v->index_id);
+	if (SPI_processed == 1)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+
+		source = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+		rast_col = SPI_getvalue(tup, desc, 2);
+		id_col = SPI_getvalue(tup, desc, 3);
+		if (get_rel_name(source) == NULL)
+			v->seen = TILES_ALL;	/* the source is gone: only its owner sees the index, to drop it */
+		else if (check_enable_rls(source, InvalidOid, true) != RLS_ENABLED)
+			v->seen = TILES_ALL;
+		else
+		{
+			/* the source's policies decide, through a query of the caller's */
+			char	   *query;
+			HASHCTL		ctl;
+
+			tgpg_check_column(source, id_col, TGPG_COLUMN_ID, "id_column");
+			query = psprintf("SELECT %s::pg_catalog.int8 FROM %s WHERE %s IS NOT NULL",
+							 quote_identifier(id_col),
+							 quote_qualified_identifier(get_namespace_name(get_rel_namespace(source)),
+														get_rel_name(source)),
+							 quote_identifier(rast_col));
+			if (SPI_execute(query, true, 0) != SPI_OK_SELECT)
+				elog(ERROR, "could not read the tile ids of BMMQ index %lld", (long long) v->index_id);
+			memset(&ctl, 0, sizeof ctl);
+			ctl.keysize = sizeof(int64);
+			ctl.entrysize = sizeof(int64);
+			ctl.hcxt = cxt;
+			v->ids = hash_create("terra_gpu visible tiles", Max(SPI_processed, 16), &ctl,
+								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+			for (uint64 i = 0; i < SPI_processed; i++)
+			{
+				int64		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1,
+															 &isnull));
+
+				if (!isnull)
+					(void) hash_search(v->ids, &id, HASH_ENTER, NULL);
+			}
+			v->seen = TILES_LISTED;
+		}
+	}
+	SPI_finish();
+}
+
+/*
+ * terra_gpu._bmmq_tile_visible(index_id, tile_id): the row security policy
+ * of the index's tiles and nodes.  A role sees the quadrants of a tile only
+ * if it sees the index and may read the tile itself: where the source table
+ * has row security that applies to the caller, the tile ids it shows the
+ * caller are read once per statement.
+ */
+PG_FUNCTION_INFO_V1(tgpg_bmmq_tile_visible);
+Datum
+tgpg_bmmq_tile_visible(PG_FUNCTION_ARGS)
+{
+	int64		index_id = PG_GETARG_INT64(0);
+	int64		tile_id = PG_GETARG_INT64(1);
+	index_views *views = fcinfo->flinfo->fn_extra;
+	index_view *v = NULL;
+
+	if (views == NULL)
+		views = fcinfo->flinfo->fn_extra = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(index_views));
+	for (int i = 0; i < views->n && v == NULL; i++)
+		if (views->views[i].index_id == index_id)
+			v = &views->views[i];
+	if (v == NULL)
+	{
+		if (views->n == lengthof(views->views))
+		{
+			if (views->views[0].ids)
+				hash_destroy(views->views[0].ids);
+			memmove(&views->views[0], &views->views[1], sizeof(index_view) * (views->n - 1));
+			views->n--;
+		}
+		v = &views->views[views->n];
+		memset(v, 0, sizeof *v);
+		v->index_id = index_id;
+		learn_index_view(v, fcinfo->flinfo->fn_mcxt);
+		views->n++;
+	}
+	switch (v->seen)
+	{
+		case TILES_ALL:
+			PG_RETURN_BOOL(true);
+		case TILES_LISTED:
+			PG_RETURN_BOOL(hash_search(v->ids, &tile_id, HASH_FIND, NULL) != NULL);
+		default:
+			PG_RETURN_BOOL(false);
+	}
 }

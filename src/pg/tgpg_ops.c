@@ -327,7 +327,7 @@ points_arg(const tgpg_args *a, const tgpg_call *c, const char *name, const char 
 	int			n;
 
 	get_typlenbyvalalign(elem_type, &typlen, &typbyval, &typalign);
-	deconstruct_array(points, elem_type, typlen, typbyval, typalign, &pd, &pn, &n);
+	deconstruct_array(points, elem_type, typlen, typbyval, typalign, &pd, &pn, &n);	/* for the NULLs */
 	if (n == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -336,15 +336,12 @@ points_arg(const tgpg_args *a, const tgpg_call *c, const char *name, const char 
 	*xs = palloc(sizeof(double) * n);
 	*ys = palloc(sizeof(double) * n);
 	for (int k = 0; k < n; k++)
-	{
-		char	   *what = psprintf("%s %d", item, k + 1);
-
 		if (pn[k])
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("%s is NULL", what)));
-		tgpg_call_point_at(c, pd[k], elem_type, what, &(*xs)[k], &(*ys)[k]);
-	}
+					 errmsg("%s %d is NULL", item, k + 1)));
+	tgpg_call_points_at(c, PointerGetDatum(points), get_array_type(elem_type), n, psprintf("%s 1", item), item,
+						*xs, *ys);
 	return n;
 }
 
@@ -896,20 +893,6 @@ tiles_array(const tgpg_call *c, Oid raster_type, int *n)
 	return PointerGetDatum(construct_array(items, *n, raster_type, typlen, typbyval, typalign));
 }
 
-/* The raster type: the DEM argument's, or the coverage column's. */
-static Oid
-raster_type(const tgpg_args *a)
-{
-	FunctionCallInfo fcinfo = a->fcinfo;
-
-	if (!a->coverage)
-		return get_fn_expr_argtype(fcinfo->flinfo, 0);
-	return get_atttype(PG_GETARG_OID(0), get_attnum(PG_GETARG_OID(0), tgpg_arg_index(a, "rast_column") >= 0 &&
-													 tgpg_given(a, "rast_column")
-													 ? NameStr(*DatumGetName(tgpg_datum(a, "rast_column")))
-													 : "rast"));
-}
-
 /*
  * Isochrones: each band of times [(k - 1) interval, k interval) as one
  * multipolygon, from every tile's band raster (ST_DumpAsPolygons), merged
@@ -938,8 +921,8 @@ tgpg_isochrones(PG_FUNCTION_ARGS)
 	op.interval = tgpg_float(&a, "interval");
 	(void) tgpg_call_run(&c, &op, TGPG_RESULT_TILES);
 
-	types[0] = get_array_type(raster_type(&a));
-	args[0] = tiles_array(&c, raster_type(&a), &n);
+	types[0] = get_array_type(tgpg_raster_type());
+	args[0] = tiles_array(&c, tgpg_raster_type(), &n);
 	if (n == 0)
 		return (Datum) 0;
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -988,8 +971,8 @@ tgpg_watershed_polygon(PG_FUNCTION_ARGS)
 	outlet_arg(&a, &c, &op);
 	(void) tgpg_call_run(&c, &op, TGPG_RESULT_TILES);
 
-	types[0] = get_array_type(raster_type(&a));
-	args[0] = tiles_array(&c, raster_type(&a), &n);
+	types[0] = get_array_type(tgpg_raster_type());
+	args[0] = tiles_array(&c, tgpg_raster_type(), &n);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "could not connect to SPI");
 	if (SPI_execute_with_args("SELECT ST_Multi(ST_Union(ST_Polygon(t.r))) FROM unnest($1) AS t(r)",

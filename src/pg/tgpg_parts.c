@@ -3,13 +3,14 @@
  * functions under tg_create_partitioned_result (sql/terra_gpu.sql), which
  * moves their byte strings between the servers with dblink.
  *
- *   tg_part_exec(query, message)      on a worker: runs the query (a coverage
- *                                     function over the worker's own table)
- *                                     as one part's phase, returns the reply
- *   tg_parts_step(operation, ...)     on the coordinator: the next phase and
- *                                     its message for every part, from the
- *                                     replies of the phase just run and the
- *                                     state it keeps between phases
+ *   terra_gpu._part_exec(query, message)  on a worker: runs the query (a
+ *                                         coverage function over the worker's
+ *                                         own table) as one part's phase,
+ *                                         returns the reply
+ *   terra_gpu._parts_step(operation, ...) on the coordinator: the next phase
+ *                                         and its message for every part, from
+ *                                         the replies of the phase just run and
+ *                                         the state it keeps between phases
  *
  * The message reaches the coverage function through tgpg_part_take, which
  * the first coverage call of the query makes (tgpg_tiles.c).  What a part
@@ -31,7 +32,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-/* The part the running tg_part_exec hands to its query's coverage call. */
+/* The part the running terra_gpu._part_exec hands to its query's coverage call. */
 typedef struct pending_part
 {
 	tg_part		part;
@@ -242,7 +243,7 @@ tgpg_part_exec(PG_FUNCTION_ARGS)
 
 	if (pending != NULL)
 		ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						errmsg("tg_part_exec cannot run inside another tg_part_exec")));
+						errmsg("terra_gpu._part_exec cannot run inside another")));
 	memset(&p, 0, sizeof p);
 	p.part.message = unpack(PG_GETARG_BYTEA_PP(1), "the message");
 	p.cxt = CurrentMemoryContext;
@@ -252,7 +253,7 @@ tgpg_part_exec(PG_FUNCTION_ARGS)
 	{
 		SPI_connect();
 		if (SPI_execute(query, false, 0) < 0)
-			elog(ERROR, "tg_part_exec: the query failed");
+			elog(ERROR, "terra_gpu._part_exec: the query failed");
 		SPI_finish();
 	}
 	PG_FINALLY();
@@ -263,7 +264,7 @@ tgpg_part_exec(PG_FUNCTION_ARGS)
 	PG_END_TRY();
 	if (!p.taken || p.part.reply.data == NULL)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("tg_part_exec: the query ran no coverage function as a part"),
+						errmsg("terra_gpu._part_exec: the query ran no coverage function as a part"),
 						errhint("The query calls a terra_gpu coverage function once, over the worker's table.")));
 	reply = pack(p.part.reply.data, p.part.reply.size);
 	PG_RETURN_BYTEA_P(reply);
@@ -324,7 +325,7 @@ tgpg_parts_step(PG_FUNCTION_ARGS)
 	tg_status	st;
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "tg_parts_step must return a record");
+		elog(ERROR, "terra_gpu._parts_step must return a record");
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("operation and servers must not be NULL")));
 	kind = tgpg_lookup("operation", text_to_cstring(PG_GETARG_TEXT_PP(0)), TGPG_WORDS(part_operations));

@@ -21,6 +21,10 @@
 #include "access/toast_compression.h"
 #include "access/toast_internals.h"
 #include "catalog/pg_type.h"
+#include "access/genam.h"
+#include "access/table.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -28,7 +32,9 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/fmgroids.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 #include "utils/wait_event.h"
 
 /* Rows an SPI cursor fetch brings at a time */
@@ -60,6 +66,8 @@ struct tgpg_source
 	bool		done;
 };
 
+static void check_geographic_grid(tgpg_call *c);
+
 /* ------------------------------------------------------------------------
  * Layouts
  * ------------------------------------------------------------------------ */
@@ -73,21 +81,88 @@ relation_name(Oid relid)
 	return DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(relid)));
 }
 
-/* Refuse a column the table lacks before building a query on it. */
-static void
-check_column(Oid relid, const char *relname, const char *column, const char *argument)
+/* The schema an extension lives in (InvalidOid: not installed). */
+static Oid
+extension_namespace(const char *name)
 {
-	if (get_attnum(relid, column) == InvalidAttrNumber)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("column \"%s\" of %s does not exist", column, relname),
-				 errhint("Name the column with %s =>.", argument)));
+	Relation	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Oid			nsp = InvalidOid;
+
+	ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ, CStringGetDatum(name));
+	scan = systable_beginscan(rel, ExtensionNameIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+		nsp = ((Form_pg_extension) GETSTRUCT(tup))->extnamespace;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return nsp;
 }
 
-/* Zero pixel size (or a degenerate skew) places no tile: 22023 before any work. */
+/* The raster type of the postgis_raster extension (PostGIS' types have no fixed OIDs). */
+Oid
+tgpg_raster_type(void)
+{
+	Oid			nsp = extension_namespace("postgis_raster");
+	Oid			type = InvalidOid;
+
+	if (OidIsValid(nsp))
+		type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("raster"), ObjectIdGetDatum(nsp));
+	if (!OidIsValid(type))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("type raster of extension postgis_raster not found"),
+				 errhint("CREATE EXTENSION postgis_raster;")));
+	return type;
+}
+
+/*
+ * Refuse a column the table lacks, or one of another type than `kind` says,
+ * before a query is built on it or a byte of it is read: a raster column
+ * must hold rasters (a domain over raster too), an id column integers.
+ */
+void
+tgpg_check_column(Oid relid, const char *column, tgpg_column_kind kind, const char *argument)
+{
+	AttrNumber	attnum = get_attnum(relid, column);
+	Oid			type;
+	bool		fits;
+
+	if (attnum == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of %s does not exist", column, relation_name(relid)),
+				 errhint("Name the column with %s =>.", argument)));
+	type = getBaseType(get_atttype(relid, attnum));
+	if (kind == TGPG_COLUMN_RASTER)
+		fits = attnum > 0 && type == tgpg_raster_type();
+	else
+		fits = type == INT2OID || type == INT4OID || type == INT8OID;
+	if (!fits)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("column \"%s\" of %s is of type %s, not %s", column, relation_name(relid),
+						format_type_be(get_atttype(relid, attnum)),
+						kind == TGPG_COLUMN_RASTER ? "raster" : "an integer type"),
+				 errhint("Name the %s column with %s =>.", kind == TGPG_COLUMN_RASTER ? "raster" : "tile id",
+						 argument)));
+}
+
+/*
+ * A georeference no grid can be built on, refused with 22023 before any
+ * work: a number that is not finite, a zero pixel size or a degenerate skew.
+ */
 static void
 check_pixel_size(const tg_georef *g)
 {
+	if (!isfinite(g->upperleft_x) || !isfinite(g->upperleft_y) || !isfinite(g->scale_x) ||
+		!isfinite(g->scale_y) || !isfinite(g->skew_x) || !isfinite(g->skew_y))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("georeference must be finite, got upper-left (%g, %g), pixel size %g x %g, skew (%g, %g)",
+						g->upperleft_x, g->upperleft_y, g->scale_x, g->scale_y, g->skew_x, g->skew_y)));
 	if (g->scale_x * g->scale_y - g->skew_x * g->skew_y == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -413,11 +488,12 @@ table_source(tgpg_source *s, Oid relid, const char *rast_column, const char *id_
 	s->relid = relid;
 	s->relname = relation_name(relid);
 	s->rast_column = rast_column;
-	check_column(relid, s->relname, rast_column, column_argument);
-	if (id_required)
-		check_column(relid, s->relname, id_column, "id_column");
-	if (get_attnum(relid, id_column) != InvalidAttrNumber)
+	tgpg_check_column(relid, rast_column, TGPG_COLUMN_RASTER, column_argument);
+	if (id_required || get_attnum(relid, id_column) != InvalidAttrNumber)
+	{
+		tgpg_check_column(relid, id_column, TGPG_COLUMN_ID, "id_column");
 		s->id_column = id_column;
+	}
 	/* a part's later phases: the layout its first phase read, in the same snapshot */
 	if (onto == NULL && (kept = tgpg_part_layout(relid, rast_column, s->id_column, s->band)) != NULL)
 	{
@@ -458,6 +534,8 @@ tgpg_call_open(tgpg_call *c, const tgpg_args *args, const char *function)
 	else
 		value_layout(s, PG_GETARG_DATUM(0));
 	c->layout = &s->layout;
+	if (c->layout->ntiles > 0)
+		check_geographic_grid(c);
 }
 
 int
@@ -512,6 +590,36 @@ srid_is_geographic(int32 srid)
 	return geographic;
 }
 
+/*
+ * The one check of a call's grid against its SRID, made when the call opens:
+ * a geographic grid must lie within the poles (its cell spacing comes from
+ * the latitude of each row), north-up.
+ */
+static void
+check_geographic_grid(tgpg_call *c)
+{
+	const tg_layout *l = c->layout;
+	const tg_georef *g = &l->geo;
+	const double tolerance = 1e-9 * Max(fabs(g->scale_y), 1e-12);
+	double		top = g->upperleft_y,
+				bottom = g->upperleft_y + l->height * g->scale_y;
+
+	c->geographic = srid_is_geographic(g->srid);
+	if (!c->geographic)
+		return;
+	if (g->skew_x != 0 || g->skew_y != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("skewed rasters in a geographic SRID are not supported"),
+				 errhint("Warp the raster to a north-up grid (ST_Transform) or to a projected SRID.")));
+	if (Max(top, bottom) > 90 + tolerance || Min(top, bottom) < -90 - tolerance)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s reaches beyond the poles: its rows span latitudes %.10g to %.10g in SRID %d",
+						l->name, Max(top, bottom), Min(top, bottom), g->srid),
+				 errhint("A geographic raster's rows lie within -90 and 90 degrees of latitude: check its upper-left corner and pixel size (ST_Georeference).")));
+}
+
 tg_grid_geometry
 tgpg_call_geometry(const tgpg_call *c)
 {
@@ -523,17 +631,8 @@ tgpg_call_geometry(const tgpg_call *c)
 	g.height = c->layout->height;
 	g.cell_x = tg_georef_pixel_width(geo);
 	g.cell_y = tg_georef_pixel_height(geo);
-	if (!(g.cell_x > 0) || !(g.cell_y > 0))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("pixel size must be positive, got %g x %g", g.cell_x, g.cell_y)));
-	if (srid_is_geographic(geo->srid))
+	if (c->geographic)
 	{
-		if (geo->skew_x != 0 || geo->skew_y != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("skewed rasters in a geographic SRID are not supported"),
-					 errhint("Warp the raster to a north-up grid (ST_Transform) or to a projected SRID.")));
 		g.geographic = true;
 		g.lat_top = geo->upperleft_y + 0.5 * geo->scale_y;
 		g.lat_step = geo->scale_y;
@@ -558,58 +657,78 @@ tgpg_call_point(const tgpg_call *c, Datum point, Oid type, const char *what, int
 	*row = (int) floor(fr);
 }
 
-/* The point in columns and rows from the grid's upper-left corner (fractional). */
+/*
+ * Points in columns and rows from the grid's upper-left corner (fractional),
+ * read with one query however many there are.  points: a geometry[] of n
+ * elements, none NULL; a point is named in messages as `what` where it is
+ * the only one, else as "item k".
+ */
 void
-tgpg_call_point_at(const tgpg_call *c, Datum point, Oid type, const char *what, double *col, double *row)
+tgpg_call_points_at(const tgpg_call *c, Datum points, Oid array_type, int n, const char *what,
+					const char *item, double *cols, double *rows)
 {
 	const tg_georef *g = &c->layout->geo;
-	Datum		values[1] = {point};
-	char	   *gtype;
-	int32		srid;
-	double		x,
-				y,
-				det,
-				dx,
-				dy,
-				fc,
-				fr;
-	bool		isnull;
+	const double det = g->scale_x * g->scale_y - g->skew_x * g->skew_y;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "could not connect to SPI");
 	/* CASE, not WHERE: ST_X of a non-point raises even in a branch not taken */
-	if (SPI_execute_with_args("SELECT GeometryType($1), ST_SRID($1), "
-							  "CASE WHEN GeometryType($1) = 'POINT' AND NOT ST_IsEmpty($1) THEN ST_X($1) END, "
-							  "CASE WHEN GeometryType($1) = 'POINT' AND NOT ST_IsEmpty($1) THEN ST_Y($1) END",
-							  1, &type, values, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not read the %s", what);
-	gtype = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	srid = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	x = DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
-	if (isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s must be a point, got %s%s", what, gtype ? gtype : "NULL",
-						gtype && strcmp(gtype, "POINT") == 0 ? " EMPTY" : "")));
-	y = DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
+	if (SPI_execute_with_args("SELECT GeometryType(p), ST_SRID(p), "
+							  "CASE WHEN GeometryType(p) = 'POINT' AND NOT ST_IsEmpty(p) THEN ST_X(p) END, "
+							  "CASE WHEN GeometryType(p) = 'POINT' AND NOT ST_IsEmpty(p) THEN ST_Y(p) END "
+							  "FROM unnest($1) WITH ORDINALITY AS u(p, k) ORDER BY k",
+							  1, &array_type, &points, NULL, true, 0) != SPI_OK_SELECT || SPI_processed != n)
+		elog(ERROR, "could not read the %s", n == 1 ? what : psprintf("%ss", item));
+	for (int k = 0; k < n; k++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[k];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		const char *name = n == 1 ? what : psprintf("%s %d", item, k + 1);
+		char	   *gtype = SPI_getvalue(tup, desc, 1);
+		bool		isnull;
+		int32		srid = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+		double		x = DatumGetFloat8(SPI_getbinval(tup, desc, 3, &isnull)),
+					y,
+					dx,
+					dy;
+
+		if (isnull)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s must be a point, got %s%s", name, gtype ? gtype : "NULL",
+							gtype && strcmp(gtype, "POINT") == 0 ? " EMPTY" : "")));
+		y = DatumGetFloat8(SPI_getbinval(tup, desc, 4, &isnull));
+		if (srid != g->srid)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s has SRID %d, the raster %d", name, srid, g->srid),
+					 errhint("ST_Transform the %s to the raster's SRID.", n == 1 ? what : psprintf("%ss", item))));
+		/* the inverse of the affine georeference */
+		dx = x - g->upperleft_x;
+		dy = y - g->upperleft_y;
+		cols[k] = (dx * g->scale_y - dy * g->skew_x) / det;
+		rows[k] = (dy * g->scale_x - dx * g->skew_y) / det;
+		if (!(floor(cols[k]) >= 0 && floor(cols[k]) < c->layout->width && floor(rows[k]) >= 0 &&
+			  floor(rows[k]) < c->layout->height))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s POINT(%.10g %.10g) is outside the raster", name, x, y)));
+	}
 	SPI_finish();
-	if (srid != g->srid)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s has SRID %d, the raster %d", what, srid, g->srid),
-				 errhint("ST_Transform the %s to the raster's SRID.", what)));
-	/* the inverse of the affine georeference */
-	det = g->scale_x * g->scale_y - g->skew_x * g->skew_y;
-	dx = x - g->upperleft_x;
-	dy = y - g->upperleft_y;
-	fc = (dx * g->scale_y - dy * g->skew_x) / det;
-	fr = (dy * g->scale_x - dx * g->skew_y) / det;
-	if (!(floor(fc) >= 0 && floor(fc) < c->layout->width && floor(fr) >= 0 && floor(fr) < c->layout->height))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s POINT(%.10g %.10g) is outside the raster", what, x, y)));
-	*col = fc;
-	*row = fr;
+}
+
+/* One point in columns and rows from the grid's upper-left corner (fractional). */
+void
+tgpg_call_point_at(const tgpg_call *c, Datum point, Oid type, const char *what, double *col, double *row)
+{
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	ArrayType  *one;
+
+	get_typlenbyvalalign(type, &typlen, &typbyval, &typalign);
+	one = construct_array(&point, 1, type, typlen, typbyval, typalign);
+	tgpg_call_points_at(c, PointerGetDatum(one), get_array_type(type), 1, what, NULL, col, row);
 }
 
 /* ------------------------------------------------------------------------
@@ -986,7 +1105,8 @@ tgpg_call_run(tgpg_call *c, const tg_op *op, tgpg_result result)
 	job.spill.write = spill_write;
 	job.spill.read = spill_read;
 	job.spill.arg = &sp;
-	job.memory_budget = c->args->coverage ? tgpg_memory_budget() : SIZE_MAX;
+	job.memory_budget = tgpg_memory_budget();
+	job.whole = !c->args->coverage;
 	job.notice = job_notice;
 	job.notice_arg = &ns;
 	job.part = c->args->coverage ? tgpg_part_take() : NULL;
