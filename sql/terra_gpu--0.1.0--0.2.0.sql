@@ -11,30 +11,14 @@ ALTER TABLE terra_gpu.bmmq_index ADD COLUMN owner regrole NOT NULL DEFAULT quote
 COMMENT ON TABLE terra_gpu.bmmq_index IS
 'One row per BMMQ-tree index (tg_bmmq_build): its source coverage, bin boundaries, state (stale once the source changed) and owner (the role that built it)';
 
-ALTER TABLE terra_gpu.bmmq_index ENABLE ROW LEVEL SECURITY;
-ALTER TABLE terra_gpu.bmmq_tile ENABLE ROW LEVEL SECURITY;
-ALTER TABLE terra_gpu.bmmq_node ENABLE ROW LEVEL SECURITY;
-CREATE POLICY bmmq_index_read ON terra_gpu.bmmq_index FOR SELECT
-	USING (coalesce(pg_catalog.has_table_privilege(source, 'SELECT'), pg_catalog.pg_has_role(owner, 'MEMBER')));
-CREATE POLICY bmmq_index_insert ON terra_gpu.bmmq_index FOR INSERT
-	WITH CHECK (pg_catalog.pg_has_role(owner, 'MEMBER') AND pg_catalog.has_table_privilege(source, 'SELECT'));
-CREATE POLICY bmmq_index_update ON terra_gpu.bmmq_index FOR UPDATE
-	USING (pg_catalog.pg_has_role(owner, 'MEMBER')) WITH CHECK (pg_catalog.pg_has_role(owner, 'MEMBER'));
-CREATE POLICY bmmq_index_delete ON terra_gpu.bmmq_index FOR DELETE
-	USING (pg_catalog.pg_has_role(owner, 'MEMBER'));
-CREATE POLICY bmmq_tile_read ON terra_gpu.bmmq_tile FOR SELECT
-	USING (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id));
-CREATE POLICY bmmq_tile_write ON terra_gpu.bmmq_tile FOR ALL
-	USING (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')))
-	WITH CHECK (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')));
-CREATE POLICY bmmq_node_read ON terra_gpu.bmmq_node FOR SELECT
-	USING (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id));
-CREATE POLICY bmmq_node_write ON terra_gpu.bmmq_node FOR ALL
-	USING (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')))
-	WITH CHECK (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')));
-GRANT USAGE ON SCHEMA terra_gpu TO PUBLIC;
-GRANT SELECT, INSERT, UPDATE, DELETE ON terra_gpu.bmmq_index, terra_gpu.bmmq_tile, terra_gpu.bmmq_node TO PUBLIC;
-GRANT USAGE ON SEQUENCE terra_gpu.bmmq_index_id_seq TO PUBLIC;
+-- The role that may run the protocol between servers (granted on the
+-- functions below).
+DO $$
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'terra_gpu_parts') THEN
+		CREATE ROLE terra_gpu_parts NOLOGIN;
+	END IF;
+END $$;
 
 -- functions gone, or whose arguments or result changed
 DROP FUNCTION @extschema@.tg_watershed_polygon(regclass,name,name,geometry,boolean,integer,text);
@@ -62,45 +46,178 @@ DROP FUNCTION @extschema@.tg_slope(regclass,name,name,integer,text,double precis
 DROP FUNCTION @extschema@.tg_last_run();
 
 -- functions new or changed
+CREATE OR REPLACE FUNCTION @extschema@.tg_version()
+ RETURNS text
+ LANGUAGE c
+ IMMUTABLE PARALLEL SAFE STRICT
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_version$function$;
+CREATE OR REPLACE FUNCTION @extschema@.tg_gpu_info(OUT available boolean, OUT device integer, OUT name text, OUT compute_capability text, OUT total_memory_mb bigint, OUT free_memory_mb bigint, OUT multiprocessors integer, OUT driver_version text, OUT runtime_version text, OUT reason text)
+ RETURNS record
+ LANGUAGE c
+ PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_gpu_info$function$;
 CREATE OR REPLACE FUNCTION @extschema@.tg_last_run(OUT function text, OUT backend text, OUT cells bigint, OUT kernel_ms double precision, OUT transfer_ms double precision, OUT core_ms double precision, OUT chunks integer, OUT note text, OUT method text, OUT iterations integer, OUT prep_ms double precision, OUT threads integer, OUT phases text)
  RETURNS record
  LANGUAGE c
  PARALLEL RESTRICTED STRICT
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_last_run$function$;
 COMMENT ON FUNCTION @extschema@.tg_last_run() IS 'What the last terra_gpu call of this backend ran on (cpu or gpu), its device kernel and transfer times, its time in the library, the threads it used and the time of each phase';
+CREATE OR REPLACE FUNCTION @extschema@.tg_slope(rast raster, band integer DEFAULT 1, units text DEFAULT 'DEGREES'::text, scale double precision DEFAULT 1.0, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text)
+ RETURNS raster
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_slope$function$;
 CREATE OR REPLACE FUNCTION @extschema@.tg_slope(coverage regclass, band integer DEFAULT 1, units text DEFAULT 'DEGREES'::text, scale double precision DEFAULT 1.0, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_slope$function$;
 COMMENT ON FUNCTION @extschema@.tg_slope(regclass,integer,text,double precision,double precision,text,name,name) IS 'Coverage form: the slope of a whole tiled raster table, computed as one grid (no tile-edge effects), one row per input tile with its extent';
+CREATE OR REPLACE FUNCTION @extschema@.tg_fill(rast raster, band integer DEFAULT 1, method text DEFAULT 'priority-flood'::text, epsilon double precision DEFAULT 0, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text)
+ RETURNS raster
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_fill$function$;
 COMMENT ON FUNCTION @extschema@.tg_fill(raster,integer,text,double precision,double precision,text) IS 'Depression-filled DEM (priority-flood or planchon-darboux; the same surface), or with method breach the DEM breached instead (Lindsay 2016: cells lowered along least-cost paths from the pits, none raised): every cell drains to the raster edge or nodata; epsilon > 0 makes it strictly drainable';
 CREATE OR REPLACE FUNCTION @extschema@.tg_fill(coverage regclass, band integer DEFAULT 1, method text DEFAULT 'priority-flood'::text, epsilon double precision DEFAULT 0, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_fill$function$;
 COMMENT ON FUNCTION @extschema@.tg_fill(regclass,integer,text,double precision,double precision,text,name,name) IS 'Coverage form: depression filling of a whole tiled raster table as one grid, one row per input tile with its extent (equal to the raster form on the mosaic)';
+CREATE OR REPLACE FUNCTION @extschema@.tg_flow_direction(rast raster, band integer DEFAULT 1, routing text DEFAULT 'd8'::text, fill boolean DEFAULT true, exponent double precision DEFAULT 1.1, threshold double precision DEFAULT 1000, output text DEFAULT 'auto'::text, backend text DEFAULT NULL::text)
+ RETURNS raster
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_flow_direction$function$;
 COMMENT ON FUNCTION @extschema@.tg_flow_direction(raster,integer,text,boolean,double precision,double precision,text,text) IS 'Flow directions of a DEM (d8, fd8, mfd-md, fdd8, dinf, anisotropic): D8 ESRI codes (8BUI), a receiver bit mask (16BUI) or 8 bands of flow shares (32BF, E SE S SW W NW N NE); flats resolved (Barnes 2014)';
 CREATE OR REPLACE FUNCTION @extschema@.tg_flow_direction(coverage regclass, band integer DEFAULT 1, routing text DEFAULT 'd8'::text, fill boolean DEFAULT true, exponent double precision DEFAULT 1.1, threshold double precision DEFAULT 1000, output text DEFAULT 'auto'::text, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_flow_direction$function$;
 COMMENT ON FUNCTION @extschema@.tg_flow_direction(regclass,integer,text,boolean,double precision,double precision,text,text,name,name) IS 'Coverage form: flow directions of a whole tiled raster table as one grid, one row per input tile with its extent';
+CREATE OR REPLACE FUNCTION @extschema@.tg_flow_accumulation(rast raster, band integer DEFAULT 1, routing text DEFAULT 'd8'::text, method text DEFAULT 'auto'::text, weight raster DEFAULT NULL::raster, units text DEFAULT 'cells'::text, fill boolean DEFAULT true, exponent double precision DEFAULT 1.1, threshold double precision DEFAULT 1000, weight_band integer DEFAULT 1, pixeltype text DEFAULT '64BF'::text, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text)
+ RETURNS raster
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_flow_accumulation$function$;
 COMMENT ON FUNCTION @extschema@.tg_flow_accumulation(raster,integer,text,text,raster,text,boolean,double precision,double precision,integer,text,double precision,text) IS 'Flow accumulation of a DEM (cells, area or sca), every cell counting itself; routings d8, fd8, mfd-md, fdd8, dinf, anisotropic; methods flow-transfer, dependency-transfer, indegree, topological (all give the same result)';
 CREATE OR REPLACE FUNCTION @extschema@.tg_flow_accumulation(coverage regclass, band integer DEFAULT 1, routing text DEFAULT 'd8'::text, method text DEFAULT 'auto'::text, weight regclass DEFAULT NULL::regclass, units text DEFAULT 'cells'::text, fill boolean DEFAULT true, exponent double precision DEFAULT 1.1, threshold double precision DEFAULT 1000, weight_band integer DEFAULT 1, pixeltype text DEFAULT '64BF'::text, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name, weight_column name DEFAULT 'rast'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_flow_accumulation$function$;
 COMMENT ON FUNCTION @extschema@.tg_flow_accumulation(regclass,integer,text,text,regclass,text,boolean,double precision,double precision,integer,text,double precision,text,name,name,name) IS 'Coverage form: flow accumulation over a whole tiled raster table as one grid (flow crosses tile edges), one row per input tile with its extent; weight is another coverage on the same grid';
+CREATE OR REPLACE FUNCTION @extschema@.tg_hydrology(rast raster, band integer DEFAULT 1, routing text DEFAULT 'd8'::text, method text DEFAULT 'auto'::text, weight raster DEFAULT NULL::raster, units text DEFAULT 'cells'::text, exponent double precision DEFAULT 1.1, threshold double precision DEFAULT 1000, weight_band integer DEFAULT 1, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text, OUT filled raster, OUT direction raster, OUT accumulation raster)
+ RETURNS record
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_hydrology$function$;
 CREATE OR REPLACE FUNCTION @extschema@.tg_hydrology(coverage regclass, band integer DEFAULT 1, routing text DEFAULT 'd8'::text, method text DEFAULT 'auto'::text, weight regclass DEFAULT NULL::regclass, units text DEFAULT 'cells'::text, exponent double precision DEFAULT 1.1, threshold double precision DEFAULT 1000, weight_band integer DEFAULT 1, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name, weight_column name DEFAULT 'rast'::name)
  RETURNS TABLE(rid bigint, filled raster, direction raster, accumulation raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_hydrology$function$;
 COMMENT ON FUNCTION @extschema@.tg_hydrology(regclass,integer,text,text,regclass,text,double precision,double precision,integer,double precision,text,name,name,name) IS 'Coverage form of the chained call: filled DEM, directions and accumulation of a whole tiled raster table as one grid, one row per input tile';
+CREATE OR REPLACE FUNCTION terra_gpu._bmmq_readable(source regclass, rast_column name, id_column name)
+ RETURNS boolean
+ LANGUAGE c
+ STABLE PARALLEL SAFE STRICT
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_bmmq_readable$function$;
+COMMENT ON FUNCTION terra_gpu._bmmq_readable(regclass,name,name) IS 'Internal (row security of terra_gpu.bmmq_index): may the caller SELECT both columns of the source; NULL when the table or a column is gone';
+CREATE OR REPLACE FUNCTION terra_gpu._bmmq_tile_visible(index_id bigint, tile_id bigint)
+ RETURNS boolean
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED STRICT
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_bmmq_tile_visible$function$;
+COMMENT ON FUNCTION terra_gpu._bmmq_tile_visible(bigint,bigint) IS 'Internal (row security of terra_gpu.bmmq_tile and bmmq_node): does the caller see the index and the source row of the tile, under the source''s row security policies';
+CREATE OR REPLACE FUNCTION terra_gpu._bmmq_cells_in_range(rast raster, band integer, levels integer, quad_level integer[], quad_morton bigint[], lo double precision, hi double precision, OUT level integer, OUT morton bigint)
+ RETURNS SETOF record
+ LANGUAGE c
+ IMMUTABLE PARALLEL SAFE STRICT
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_bmmq_cells_in_range$function$;
+CREATE OR REPLACE FUNCTION terra_gpu._bmmq_build_nodes(coverage regclass, rast_column name, id_column name, band integer, bounds double precision[], backend text, OUT tile_id bigint, OUT pos integer, OUT level smallint, OUT morton bigint, OUT min_bin smallint, OUT max_bin smallint, OUT fc_pos integer, OUT parent_min smallint, OUT parent_max smallint)
+ RETURNS SETOF record
+ LANGUAGE c
+ PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_bmmq_build_nodes$function$;
+CREATE OR REPLACE FUNCTION terra_gpu._bmmq_equal_bounds(lo double precision, hi double precision, nbins integer)
+ RETURNS double precision[]
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE STRICT
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+RETURN CASE WHEN (hi > lo) THEN ARRAY(SELECT (_bmmq_equal_bounds.lo + (((_bmmq_equal_bounds.hi - _bmmq_equal_bounds.lo) * (k.k)::double precision) / (_bmmq_equal_bounds.nbins)::double precision)) FROM generate_series(1, (_bmmq_equal_bounds.nbins - 1)) k(k)) ELSE ARRAY[lo] END;
+CREATE OR REPLACE FUNCTION terra_gpu._bmmq_check_bounds(bins double precision[])
+ RETURNS double precision[]
+ LANGUAGE plpgsql
+ IMMUTABLE
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS $function$
+BEGIN
+	IF cardinality(bins) IS NULL OR cardinality(bins) < 1 THEN
+		RAISE EXCEPTION 'bins must hold at least one boundary' USING ERRCODE = '22023';
+	END IF;
+	IF cardinality(bins) > 32764 THEN
+		RAISE EXCEPTION 'at most 32764 bin boundaries are supported, got %', cardinality(bins)
+			USING ERRCODE = '22023';
+	END IF;
+	IF EXISTS (SELECT 1 FROM unnest(bins) WITH ORDINALITY b(v, i)
+			   WHERE v IS NULL OR v = 'NaN' OR v IN ('Infinity', '-Infinity')
+				  OR v <= bins[i - 1]) THEN
+		RAISE EXCEPTION 'bin boundaries must be finite and strictly increasing: %', bins
+			USING ERRCODE = '22023';
+	END IF;
+	RETURN bins;
+END $function$;
+CREATE OR REPLACE FUNCTION @extschema@.tg_bmmq(rast raster, band integer DEFAULT 1, bins double precision[] DEFAULT NULL::double precision[], nbins integer DEFAULT 8, backend text DEFAULT NULL::text, OUT pos integer, OUT level integer, OUT morton bigint, OUT min_bin integer, OUT max_bin integer, OUT fc_pos integer)
+ RETURNS SETOF record
+ LANGUAGE plpgsql
+ IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS $function$
+DECLARE
+	s record;
+BEGIN
+	IF rast IS NULL THEN
+		RETURN;
+	END IF;
+	IF bins IS NULL THEN
+		IF nbins IS NULL OR nbins < 2 OR nbins > 32765 THEN
+			RAISE EXCEPTION 'nbins must be between 2 and 32765, got %', nbins USING ERRCODE = '22023';
+		END IF;
+		s := ST_SummaryStats(rast, band, true);
+		IF s.count = 0 THEN
+			RAISE EXCEPTION 'band % has no valid cells to compute bins from', band
+				USING ERRCODE = '22000', HINT = 'Give the bin boundaries with bins => ARRAY[...].';
+		END IF;
+		bins := terra_gpu._bmmq_equal_bounds(s.min, s.max, nbins);
+	END IF;
+	RETURN QUERY SELECT * FROM terra_gpu._bmmq_value(rast, band, terra_gpu._bmmq_check_bounds(bins), backend);
+END $function$;
+CREATE OR REPLACE FUNCTION terra_gpu._bmmq_value(rast raster, band integer, bounds double precision[], backend text, OUT pos integer, OUT level integer, OUT morton bigint, OUT min_bin integer, OUT max_bin integer, OUT fc_pos integer)
+ RETURNS SETOF record
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_bmmq_value$function$;
 CREATE OR REPLACE FUNCTION terra_gpu.bmmq_mark_stale()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -121,6 +238,7 @@ CREATE OR REPLACE FUNCTION terra_gpu._bmmq_watch(source regclass, watch boolean)
  RETURNS void
  LANGUAGE c
  STRICT
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_bmmq_watch$function$;
 CREATE OR REPLACE FUNCTION terra_gpu.bmmq_source_dropped()
  RETURNS event_trigger
@@ -140,6 +258,7 @@ CREATE OR REPLACE FUNCTION terra_gpu._bmmq_check_source(ix terra_gpu.bmmq_index)
  RETURNS void
  LANGUAGE plpgsql
  STABLE
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS $function$
 BEGIN
 	IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = ix.source) THEN
@@ -151,6 +270,7 @@ END $function$;
 CREATE OR REPLACE FUNCTION terra_gpu._bmmq_fill(ix terra_gpu.bmmq_index, backend text)
  RETURNS void
  LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS $function$
 DECLARE
 	bad record;
@@ -211,6 +331,7 @@ END $function$;
 CREATE OR REPLACE FUNCTION @extschema@.tg_bmmq_build(name text, coverage regclass, rast_column name DEFAULT 'rast'::name, band integer DEFAULT 1, bins double precision[] DEFAULT NULL::double precision[], nbins integer DEFAULT 8, bin_method text DEFAULT 'equal'::text, id_column name DEFAULT 'rid'::name, backend text DEFAULT NULL::text)
  RETURNS bigint
  LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS $function$
 DECLARE
 	ix terra_gpu.bmmq_index;
@@ -302,6 +423,7 @@ CREATE OR REPLACE FUNCTION terra_gpu._bmmq_index(name text)
  RETURNS terra_gpu.bmmq_index
  LANGUAGE plpgsql
  STABLE
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS $function$
 DECLARE
 	ix terra_gpu.bmmq_index;
@@ -320,6 +442,7 @@ END $function$;
 CREATE OR REPLACE FUNCTION terra_gpu._bmmq_own(name text, if_exists boolean)
  RETURNS terra_gpu.bmmq_index
  LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS $function$
 DECLARE
 	ix terra_gpu.bmmq_index;
@@ -338,6 +461,7 @@ END $function$;
 CREATE OR REPLACE FUNCTION @extschema@.tg_bmmq_refresh(name text)
  RETURNS bigint
  LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS $function$
 DECLARE
 	ix terra_gpu.bmmq_index := terra_gpu._bmmq_own(name, false);
@@ -354,6 +478,7 @@ END $function$;
 CREATE OR REPLACE FUNCTION @extschema@.tg_bmmq_drop(name text, if_exists boolean DEFAULT false)
  RETURNS boolean
  LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS $function$
 DECLARE
 	ix terra_gpu.bmmq_index := terra_gpu._bmmq_own(name, if_exists);
@@ -369,10 +494,136 @@ BEGIN
 	PERFORM terra_gpu._bmmq_watch(ix.source, false);
 	RETURN true;
 END $function$;
+CREATE OR REPLACE FUNCTION terra_gpu._bmmq_code_from(bounds double precision[], c integer)
+ RETURNS double precision
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+RETURN CASE WHEN (c = 0) THEN '-Infinity'::double precision WHEN (c <= cardinality(bounds)) THEN (bounds)[c] ELSE NULL::double precision END;
+CREATE OR REPLACE FUNCTION terra_gpu._bmmq_code_to(bounds double precision[], c integer)
+ RETURNS double precision
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+RETURN CASE WHEN (c < cardinality(bounds)) THEN (bounds)[(c + 1)] WHEN (c = cardinality(bounds)) THEN 'Infinity'::double precision ELSE NULL::double precision END;
+CREATE OR REPLACE FUNCTION terra_gpu._bmmq_quadrant_geom(t terra_gpu.bmmq_tile, level integer, morton bigint, srid integer)
+ RETURNS geometry
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+RETURN st_makeenvelope(((t).upperleft_x + (((terra_gpu.morton_col(morton) * (1 << ((t).levels - level))))::double precision * (t).scale_x)), ((t).upperleft_y + ((((terra_gpu.morton_row(morton) + 1) * (1 << ((t).levels - level))))::double precision * (t).scale_y)), ((t).upperleft_x + ((((terra_gpu.morton_col(morton) + 1) * (1 << ((t).levels - level))))::double precision * (t).scale_x)), ((t).upperleft_y + (((terra_gpu.morton_row(morton) * (1 << ((t).levels - level))))::double precision * (t).scale_y)), srid);
+CREATE OR REPLACE FUNCTION @extschema@.tg_bmmq_range(name text, "window" geometry)
+ RETURNS TABLE(tile_id bigint, level integer, morton bigint, min_bin integer, max_bin integer, value_from double precision, value_to double precision, geom geometry)
+ LANGUAGE plpgsql
+ STABLE PARALLEL SAFE
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS $function$
+DECLARE
+	ix terra_gpu.bmmq_index := terra_gpu._bmmq_index(name);
+BEGIN
+	IF "window" IS NULL OR ST_IsEmpty("window") THEN
+		RAISE EXCEPTION 'window must be a non-empty geometry' USING ERRCODE = '22023';
+	END IF;
+	IF ST_SRID("window") <> ix.srid THEN
+		RAISE EXCEPTION 'window has SRID %, index "%" is in SRID %', ST_SRID("window"), name, ix.srid
+			USING ERRCODE = '22023', HINT = 'ST_Transform the window to the raster''s SRID.';
+	END IF;
+	RETURN QUERY
+	WITH w AS (
+		SELECT ST_XMin("window") x0, ST_XMax("window") x1, ST_YMin("window") y0, ST_YMax("window") y1),
+	t AS (
+		-- cells whose closed extent meets the window's bounding box
+		SELECT tt, greatest(0, ceil((w.x0 - tt.upperleft_x) / tt.scale_x - 1))::int c0,
+			   least(tt.width, floor((w.x1 - tt.upperleft_x) / tt.scale_x) + 1)::int c1,
+			   greatest(0, ceil((tt.upperleft_y - w.y1) / -tt.scale_y - 1))::int r0,
+			   least(tt.height, floor((tt.upperleft_y - w.y0) / -tt.scale_y) + 1)::int r1
+		FROM terra_gpu.bmmq_tile tt, w
+		WHERE tt.index_id = ix.id
+		  AND tt.upperleft_x <= w.x1 AND tt.upperleft_x + tt.width * tt.scale_x >= w.x0
+		  AND tt.upperleft_y >= w.y0 AND tt.upperleft_y + tt.height * tt.scale_y <= w.y1),
+	leaf AS (
+		SELECT t.*, n.level AS nlevel, n.morton AS nmorton, n.min_bin AS nmin, n.max_bin AS nmax
+		FROM t JOIN terra_gpu.bmmq_node n
+		  ON n.index_id = ix.id AND n.tile_id = (t.tt).tile_id AND n.fc_pos = -1
+		WHERE t.c0 < t.c1 AND t.r0 < t.r1
+		  AND terra_gpu.morton_col(n.morton) * (1 << ((t.tt).levels - n.level)) < t.c1
+		  AND (terra_gpu.morton_col(n.morton) + 1) * (1 << ((t.tt).levels - n.level)) > t.c0
+		  AND terra_gpu.morton_row(n.morton) * (1 << ((t.tt).levels - n.level)) < t.r1
+		  AND (terra_gpu.morton_row(n.morton) + 1) * (1 << ((t.tt).levels - n.level)) > t.r0)
+	SELECT (leaf.tt).tile_id, q.level, q.morton, leaf.nmin::int, leaf.nmax::int,
+		   terra_gpu._bmmq_code_from(ix.bounds, leaf.nmin), terra_gpu._bmmq_code_to(ix.bounds, leaf.nmax),
+		   terra_gpu._bmmq_quadrant_geom(leaf.tt, q.level, q.morton, ix.srid)
+	FROM leaf, terra_gpu._bmmq_rect_quadrants((leaf.tt).levels, leaf.nlevel, leaf.nmorton,
+											  leaf.c0, leaf.r0, leaf.c1, leaf.r1) q;
+END $function$;
+CREATE OR REPLACE FUNCTION @extschema@.tg_bmmq_roi(name text, lo double precision, hi double precision, refine boolean DEFAULT false)
+ RETURNS TABLE(tile_id bigint, level integer, morton bigint, min_bin integer, max_bin integer, value_from double precision, value_to double precision, boundary boolean, geom geometry)
+ LANGUAGE plpgsql
+ STABLE PARALLEL SAFE
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS $function$
+DECLARE
+	ix terra_gpu.bmmq_index := terra_gpu._bmmq_index(name);
+	n integer := cardinality(ix.bounds);
+	a integer; b integer;		-- codes wholly inside [lo, hi)
+	a2 integer; b2 integer;		-- codes that may hold values in [lo, hi)
+BEGIN
+	IF lo IS NULL OR hi IS NULL OR lo = 'NaN' OR hi = 'NaN' OR NOT lo < hi THEN
+		RAISE EXCEPTION 'the value range [%, %) is empty or invalid', lo, hi USING ERRCODE = '22023';
+	END IF;
+	SELECT min(c), max(c) INTO a, b FROM generate_series(0, n) c
+	WHERE terra_gpu._bmmq_code_from(ix.bounds, c) >= lo AND terra_gpu._bmmq_code_to(ix.bounds, c) <= hi;
+	SELECT min(c), max(c) INTO a2, b2 FROM generate_series(0, n) c
+	WHERE terra_gpu._bmmq_code_from(ix.bounds, c) < hi AND terra_gpu._bmmq_code_to(ix.bounds, c) > lo;
+
+	-- the highest quadrants wholly inside: their parent is not
+	RETURN QUERY
+	SELECT nd.tile_id, nd.level::int, nd.morton, nd.min_bin::int, nd.max_bin::int,
+		   terra_gpu._bmmq_code_from(ix.bounds, nd.min_bin), terra_gpu._bmmq_code_to(ix.bounds, nd.max_bin),
+		   false, terra_gpu._bmmq_quadrant_geom(t, nd.level, nd.morton, ix.srid)
+	FROM terra_gpu.bmmq_node nd
+	JOIN terra_gpu.bmmq_tile t ON t.index_id = ix.id AND t.tile_id = nd.tile_id
+	WHERE a IS NOT NULL AND nd.index_id = ix.id AND nd.min_bin BETWEEN a AND b AND nd.max_bin <= b
+	  AND NOT (nd.parent_min >= a AND nd.parent_max <= b);
+
+	IF a2 IS NULL OR (a2 = a AND b2 = b) THEN
+		RETURN;
+	END IF;
+	IF NOT refine THEN
+		-- leaves of a straddling code: some of their cells may be in the range
+		RETURN QUERY
+		SELECT nd.tile_id, nd.level::int, nd.morton, nd.min_bin::int, nd.max_bin::int,
+			   terra_gpu._bmmq_code_from(ix.bounds, nd.min_bin), terra_gpu._bmmq_code_to(ix.bounds, nd.max_bin),
+			   true, terra_gpu._bmmq_quadrant_geom(t, nd.level, nd.morton, ix.srid)
+		FROM terra_gpu.bmmq_node nd
+		JOIN terra_gpu.bmmq_tile t ON t.index_id = ix.id AND t.tile_id = nd.tile_id
+		WHERE nd.index_id = ix.id AND nd.fc_pos = -1
+		  AND nd.min_bin IN (a2, b2) AND nd.min_bin NOT BETWEEN coalesce(a, -1) AND coalesce(b, -2);
+		RETURN;
+	END IF;
+	-- refined: the cells of those leaves whose value is in [lo, hi), from the source tiles
+	RETURN QUERY EXECUTE format($q$
+		WITH leaf AS (
+			SELECT nd.tile_id, nd.min_bin, array_agg(nd.level::int) lv, array_agg(nd.morton) mk
+			FROM terra_gpu.bmmq_node nd
+			WHERE nd.index_id = $1 AND nd.fc_pos = -1
+			  AND nd.min_bin IN ($2, $3) AND nd.min_bin NOT BETWEEN coalesce($4, -1) AND coalesce($5, -2)
+			GROUP BY nd.tile_id, nd.min_bin)
+		SELECT leaf.tile_id, c.level, c.morton, leaf.min_bin::int, leaf.min_bin::int,
+			   terra_gpu._bmmq_code_from($6, leaf.min_bin), terra_gpu._bmmq_code_to($6, leaf.min_bin),
+			   false, terra_gpu._bmmq_quadrant_geom(t, c.level, c.morton, $7)
+		FROM leaf
+		JOIN terra_gpu.bmmq_tile t ON t.index_id = $1 AND t.tile_id = leaf.tile_id
+		JOIN %1$s src ON src.%2$I = leaf.tile_id,
+		LATERAL terra_gpu._bmmq_cells_in_range(src.%3$I, $8, t.levels, leaf.lv, leaf.mk, $9, $10) c $q$,
+		ix.source, ix.id_column, ix.rast_column)
+	USING ix.id, a2, b2, a, b, ix.bounds, ix.srid, ix.band, lo, hi;
+END $function$;
 CREATE OR REPLACE FUNCTION @extschema@.tg_bmmq_roi(names text[], lo double precision[], hi double precision[], combine text DEFAULT 'and'::text, refine boolean DEFAULT false)
  RETURNS TABLE(tile_id bigint, level integer, morton bigint, boundary boolean, geom geometry)
  LANGUAGE plpgsql
  STABLE PARALLEL SAFE
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS $function$
 DECLARE
 	k integer := cardinality(names);
@@ -444,196 +695,241 @@ CREATE OR REPLACE FUNCTION @extschema@.tg_viewshed(rast raster, observer geometr
  RETURNS raster
  LANGUAGE c
  IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_viewshed$function$;
 CREATE OR REPLACE FUNCTION @extschema@.tg_viewshed(coverage regclass, observer geometry, observer_height double precision DEFAULT 1.75, target_height double precision DEFAULT 0, max_distance double precision DEFAULT NULL::double precision, earth_radius double precision DEFAULT 6370997, refraction double precision DEFAULT 0.14286, output text DEFAULT 'visible'::text, band integer DEFAULT 1, backend text DEFAULT NULL::text, algorithm text DEFAULT 'r2'::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_viewshed$function$;
 COMMENT ON FUNCTION @extschema@.tg_viewshed(regclass,geometry,double precision,double precision,double precision,double precision,double precision,text,integer,text,text,name,name) IS 'Coverage form of tg_viewshed: the whole tiled raster table as one grid (sight lines cross tiles), one row per input tile';
 CREATE OR REPLACE FUNCTION @extschema@.tg_viewshed_count(rast raster, observers geometry[], observer_height double precision DEFAULT 1.75, target_height double precision DEFAULT 0, max_distance double precision DEFAULT NULL::double precision, earth_radius double precision DEFAULT 6370997, refraction double precision DEFAULT 0.14286, band integer DEFAULT 1, backend text DEFAULT NULL::text)
  RETURNS raster
  LANGUAGE c
  IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_viewshed_count$function$;
 CREATE OR REPLACE FUNCTION @extschema@.tg_viewshed_count(coverage regclass, observers geometry[], observer_height double precision DEFAULT 1.75, target_height double precision DEFAULT 0, max_distance double precision DEFAULT NULL::double precision, earth_radius double precision DEFAULT 6370997, refraction double precision DEFAULT 0.14286, band integer DEFAULT 1, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_viewshed_count$function$;
 COMMENT ON FUNCTION @extschema@.tg_viewshed_count(regclass,geometry[],double precision,double precision,double precision,double precision,double precision,integer,text,name,name) IS 'Coverage form of tg_viewshed_count, one row per input tile';
+CREATE OR REPLACE FUNCTION @extschema@.tg_ls_factor(dem raster, routing text DEFAULT 'mfd-md'::text, m double precision DEFAULT 0.4, n double precision DEFAULT 1.3, a0 double precision DEFAULT 22.1, b0 double precision DEFAULT 0.0896, fill boolean DEFAULT false, band integer DEFAULT 1, method text DEFAULT 'auto'::text, exponent double precision DEFAULT 1.1, threshold double precision DEFAULT 1000, nodata double precision DEFAULT '-9999'::integer, backend text DEFAULT NULL::text)
+ RETURNS raster
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_ls_factor$function$;
 CREATE OR REPLACE FUNCTION @extschema@.tg_ls_factor(coverage regclass, routing text DEFAULT 'mfd-md'::text, m double precision DEFAULT 0.4, n double precision DEFAULT 1.3, a0 double precision DEFAULT 22.1, b0 double precision DEFAULT 0.0896, fill boolean DEFAULT false, band integer DEFAULT 1, method text DEFAULT 'auto'::text, exponent double precision DEFAULT 1.1, threshold double precision DEFAULT 1000, nodata double precision DEFAULT '-9999'::integer, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_ls_factor$function$;
 COMMENT ON FUNCTION @extschema@.tg_ls_factor(regclass,text,double precision,double precision,double precision,double precision,boolean,integer,text,double precision,double precision,double precision,text,name,name) IS 'Coverage form of tg_ls_factor: a whole tiled raster table as one grid, one row per input tile';
+CREATE OR REPLACE FUNCTION @extschema@.tg_rusle(dem raster, r "any", k "any", c "any" DEFAULT (1)::double precision, p "any" DEFAULT (1)::double precision, routing text DEFAULT 'mfd-md'::text, m double precision DEFAULT 0.4, n double precision DEFAULT 1.3, a0 double precision DEFAULT 22.1, b0 double precision DEFAULT 0.0896, fill boolean DEFAULT false, band integer DEFAULT 1, method text DEFAULT 'auto'::text, exponent double precision DEFAULT 1.1, threshold double precision DEFAULT 1000, nodata double precision DEFAULT '-9999'::integer, backend text DEFAULT NULL::text)
+ RETURNS raster
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_rusle$function$;
 CREATE OR REPLACE FUNCTION @extschema@.tg_rusle(coverage regclass, r "any", k "any", c "any" DEFAULT (1)::double precision, p "any" DEFAULT (1)::double precision, routing text DEFAULT 'mfd-md'::text, m double precision DEFAULT 0.4, n double precision DEFAULT 1.3, a0 double precision DEFAULT 22.1, b0 double precision DEFAULT 0.0896, fill boolean DEFAULT false, band integer DEFAULT 1, method text DEFAULT 'auto'::text, exponent double precision DEFAULT 1.1, threshold double precision DEFAULT 1000, nodata double precision DEFAULT '-9999'::integer, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_rusle$function$;
 COMMENT ON FUNCTION @extschema@.tg_rusle(regclass,"any","any","any","any",text,double precision,double precision,double precision,double precision,boolean,integer,text,double precision,double precision,double precision,text,name,name) IS 'Coverage form of tg_rusle: each factor a number or a table of tiles on the same grid; one row per input tile';
 CREATE OR REPLACE FUNCTION @extschema@.tg_travel_time(dem raster, outlet geometry DEFAULT NULL::geometry, n "any" DEFAULT (1)::double precision, k "any" DEFAULT (1)::double precision, b double precision DEFAULT 0.5, min_slope double precision DEFAULT 0.001, fill boolean DEFAULT true, band integer DEFAULT 1, nodata double precision DEFAULT '-9999'::integer, backend text DEFAULT NULL::text, snap double precision DEFAULT 0)
  RETURNS raster
  LANGUAGE c
  IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_travel_time$function$;
 COMMENT ON FUNCTION @extschema@.tg_travel_time(raster,geometry,"any","any",double precision,double precision,boolean,integer,double precision,text,double precision) IS 'Travel time along D8 paths (Zhao et al. 2010): each step n L / (K max(S, min_slope)^b), summed to the outlet point (cells outside its watershed are nodata) or, without one, to each path''s end (32BF; seconds when L is in metres and K in m/s)';
 CREATE OR REPLACE FUNCTION @extschema@.tg_travel_time(coverage regclass, outlet geometry DEFAULT NULL::geometry, n "any" DEFAULT (1)::double precision, k "any" DEFAULT (1)::double precision, b double precision DEFAULT 0.5, min_slope double precision DEFAULT 0.001, fill boolean DEFAULT true, band integer DEFAULT 1, nodata double precision DEFAULT '-9999'::integer, backend text DEFAULT NULL::text, snap double precision DEFAULT 0, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_travel_time$function$;
 COMMENT ON FUNCTION @extschema@.tg_travel_time(regclass,geometry,"any","any",double precision,double precision,boolean,integer,double precision,text,double precision,name,name) IS 'Coverage form of tg_travel_time: a whole tiled raster table as one grid (paths cross tiles), one row per input tile';
 CREATE OR REPLACE FUNCTION @extschema@.tg_isochrone_bands(dem raster, outlet geometry, "interval" double precision, n "any" DEFAULT (1)::double precision, k "any" DEFAULT (1)::double precision, b double precision DEFAULT 0.5, min_slope double precision DEFAULT 0.001, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, snap double precision DEFAULT 0)
  RETURNS raster
  LANGUAGE c
  IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_isochrone_bands$function$;
 COMMENT ON FUNCTION @extschema@.tg_isochrone_bands(raster,geometry,double precision,"any","any",double precision,double precision,boolean,integer,text,double precision) IS 'Isochrone band of each cell of the outlet''s watershed (32BUI): band k holds travel times in [(k-1) interval, k interval); 0 (nodata) outside';
 CREATE OR REPLACE FUNCTION @extschema@.tg_isochrone_bands(coverage regclass, outlet geometry, "interval" double precision, n "any" DEFAULT (1)::double precision, k "any" DEFAULT (1)::double precision, b double precision DEFAULT 0.5, min_slope double precision DEFAULT 0.001, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, snap double precision DEFAULT 0, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_isochrone_bands$function$;
 COMMENT ON FUNCTION @extschema@.tg_isochrone_bands(regclass,geometry,double precision,"any","any",double precision,double precision,boolean,integer,text,double precision,name,name) IS 'Coverage form of tg_isochrone_bands, one row per input tile';
 CREATE OR REPLACE FUNCTION @extschema@.tg_isochrones(dem raster, outlet geometry, "interval" double precision, n "any" DEFAULT (1)::double precision, k "any" DEFAULT (1)::double precision, b double precision DEFAULT 0.5, min_slope double precision DEFAULT 0.001, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, snap double precision DEFAULT 0)
  RETURNS TABLE(time_from double precision, time_to double precision, geom geometry)
  LANGUAGE c
  IMMUTABLE PARALLEL RESTRICTED ROWS 20
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_isochrones$function$;
 COMMENT ON FUNCTION @extschema@.tg_isochrones(raster,geometry,double precision,"any","any",double precision,double precision,boolean,integer,text,double precision) IS 'Isochrone polygons of the outlet''s watershed: one multipolygon per travel-time band [time_from, time_to); together they tile the watershed';
 CREATE OR REPLACE FUNCTION @extschema@.tg_isochrones(coverage regclass, outlet geometry, "interval" double precision, n "any" DEFAULT (1)::double precision, k "any" DEFAULT (1)::double precision, b double precision DEFAULT 0.5, min_slope double precision DEFAULT 0.001, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, snap double precision DEFAULT 0, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(time_from double precision, time_to double precision, geom geometry)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED ROWS 20
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_isochrones$function$;
 COMMENT ON FUNCTION @extschema@.tg_isochrones(regclass,geometry,double precision,"any","any",double precision,double precision,boolean,integer,text,double precision,name,name) IS 'Coverage form of tg_isochrones: polygons merged across tiles';
 CREATE OR REPLACE FUNCTION @extschema@.tg_watershed(dem raster, outlet geometry, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, snap double precision DEFAULT 0)
  RETURNS raster
  LANGUAGE c
  IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_watershed$function$;
 COMMENT ON FUNCTION @extschema@.tg_watershed(raster,geometry,boolean,integer,text,double precision) IS 'Catchment of a pour point: 1 for every cell whose D8 path passes through the outlet''s cell, nodata (0) elsewhere (8BUI)';
 CREATE OR REPLACE FUNCTION @extschema@.tg_watershed(coverage regclass, outlet geometry, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, snap double precision DEFAULT 0, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_watershed$function$;
 COMMENT ON FUNCTION @extschema@.tg_watershed(regclass,geometry,boolean,integer,text,double precision,name,name) IS 'Coverage form of tg_watershed, one row per input tile';
 CREATE OR REPLACE FUNCTION @extschema@.tg_watershed_polygon(dem raster, outlet geometry, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, snap double precision DEFAULT 0)
  RETURNS geometry
  LANGUAGE c
  IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_watershed_polygon$function$;
 COMMENT ON FUNCTION @extschema@.tg_watershed_polygon(raster,geometry,boolean,integer,text,double precision) IS 'Catchment of a pour point as a multipolygon (the cells of tg_watershed)';
 CREATE OR REPLACE FUNCTION @extschema@.tg_watershed_polygon(coverage regclass, outlet geometry, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, snap double precision DEFAULT 0, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS geometry
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_watershed_polygon$function$;
 COMMENT ON FUNCTION @extschema@.tg_watershed_polygon(regclass,geometry,boolean,integer,text,double precision,name,name) IS 'Coverage form of tg_watershed_polygon: the catchment across all tiles as one multipolygon';
 CREATE OR REPLACE FUNCTION @extschema@.tg_snap_pour_point(dem raster, point geometry, distance double precision, band integer DEFAULT 1, fill boolean DEFAULT true, backend text DEFAULT NULL::text)
  RETURNS geometry
  LANGUAGE c
  IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_snap_pour_point$function$;
 COMMENT ON FUNCTION @extschema@.tg_snap_pour_point(raster,geometry,double precision,integer,boolean,text) IS 'Pour point snapping: the centre of the cell of highest D8 accumulation (ties: nearest, then first in row-major order) among the cell under the point and those whose centre lies within distance of it (map units; metres on geographic rasters)';
 CREATE OR REPLACE FUNCTION @extschema@.tg_snap_pour_point(coverage regclass, point geometry, distance double precision, band integer DEFAULT 1, fill boolean DEFAULT true, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS geometry
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_snap_pour_point$function$;
 COMMENT ON FUNCTION @extschema@.tg_snap_pour_point(regclass,geometry,double precision,integer,boolean,text,name,name) IS 'Coverage form of tg_snap_pour_point: the whole tiled raster table as one grid';
 CREATE OR REPLACE FUNCTION @extschema@.tg_stream_order(dem raster, threshold double precision DEFAULT 1000, units text DEFAULT 'cells'::text, ordering text DEFAULT 'strahler'::text, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text)
  RETURNS raster
  LANGUAGE c
  IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_stream_order$function$;
 COMMENT ON FUNCTION @extschema@.tg_stream_order(raster,double precision,text,text,boolean,integer,text) IS 'Stream order (32BUI) of the stream cells, those whose D8 accumulation is at least threshold (units: cells, or area in map units squared, square metres on geographic rasters); ordering strahler (Strahler 1957) or shreve (Shreve 1966); 0 (nodata) off the streams';
 CREATE OR REPLACE FUNCTION @extschema@.tg_stream_order(coverage regclass, threshold double precision DEFAULT 1000, units text DEFAULT 'cells'::text, ordering text DEFAULT 'strahler'::text, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_stream_order$function$;
 COMMENT ON FUNCTION @extschema@.tg_stream_order(regclass,double precision,text,text,boolean,integer,text,name,name) IS 'Coverage form of tg_stream_order: a whole tiled raster table as one grid, one row per input tile';
 CREATE OR REPLACE FUNCTION @extschema@.tg_stream_links(dem raster, threshold double precision DEFAULT 1000, units text DEFAULT 'cells'::text, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text)
  RETURNS TABLE(link_id bigint, downstream_id bigint, strahler integer, shreve bigint, length double precision, upstream_cells double precision, upstream_area double precision, geom geometry)
  LANGUAGE c
  IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_stream_links$function$;
 COMMENT ON FUNCTION @extschema@.tg_stream_links(raster,double precision,text,boolean,integer,text) IS 'The stream network as one row per link (TauDEM StreamNet): from a source or confluence to the next confluence (its last vertex) or the end of the stream; the link it flows into (NULL at an outlet), Strahler and Shreve order, length along the cells (map units; metres on geographic rasters), upstream cells and area at its last cell, LineString through the cell centres';
 CREATE OR REPLACE FUNCTION @extschema@.tg_stream_links(coverage regclass, threshold double precision DEFAULT 1000, units text DEFAULT 'cells'::text, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(link_id bigint, downstream_id bigint, strahler integer, shreve bigint, length double precision, upstream_cells double precision, upstream_area double precision, geom geometry)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_stream_links$function$;
 COMMENT ON FUNCTION @extschema@.tg_stream_links(regclass,double precision,text,boolean,integer,text,name,name) IS 'Coverage form of tg_stream_links: the whole tiled raster table as one grid, links continuous across tiles';
 CREATE OR REPLACE FUNCTION @extschema@.tg_basins(dem raster, pour_points geometry[] DEFAULT NULL::geometry[], snap double precision DEFAULT 0, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text)
  RETURNS raster
  LANGUAGE c
  IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_basins$function$;
 COMMENT ON FUNCTION @extschema@.tg_basins(raster,geometry[],double precision,boolean,integer,text) IS 'D8 basins (32BUI labels, 0 = nodata): of pour_points, each cell labelled by the nearest point downstream (its place in the array; nested gauges), each point snapped within snap as by tg_snap_pour_point; without points, of every path end (outlet, pit, raster edge), numbered in row-major order';
 CREATE OR REPLACE FUNCTION @extschema@.tg_basins(coverage regclass, pour_points geometry[] DEFAULT NULL::geometry[], snap double precision DEFAULT 0, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_basins$function$;
 COMMENT ON FUNCTION @extschema@.tg_basins(regclass,geometry[],double precision,boolean,integer,text,name,name) IS 'Coverage form of tg_basins: a whole tiled raster table as one grid, one row per input tile';
 CREATE OR REPLACE FUNCTION @extschema@.tg_subbasins(dem raster, threshold double precision DEFAULT 1000, units text DEFAULT 'cells'::text, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text)
  RETURNS raster
  LANGUAGE c
  IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_subbasins$function$;
 COMMENT ON FUNCTION @extschema@.tg_subbasins(raster,double precision,text,boolean,integer,text) IS 'Sub-basins per stream link (32BUI, 0 = nodata): each cell labelled by the link_id of tg_stream_links whose cells its D8 path meets first';
 CREATE OR REPLACE FUNCTION @extschema@.tg_subbasins(coverage regclass, threshold double precision DEFAULT 1000, units text DEFAULT 'cells'::text, fill boolean DEFAULT true, band integer DEFAULT 1, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_subbasins$function$;
 COMMENT ON FUNCTION @extschema@.tg_subbasins(regclass,double precision,text,boolean,integer,text,name,name) IS 'Coverage form of tg_subbasins: a whole tiled raster table as one grid, one row per input tile';
 CREATE OR REPLACE FUNCTION @extschema@.tg_flow_length(dem raster, direction text DEFAULT 'downstream'::text, fill boolean DEFAULT true, band integer DEFAULT 1, nodata double precision DEFAULT '-9999'::integer, backend text DEFAULT NULL::text)
  RETURNS raster
  LANGUAGE c
  IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_flow_length$function$;
 COMMENT ON FUNCTION @extschema@.tg_flow_length(raster,text,boolean,integer,double precision,text) IS 'D8 flow length (32BF, map units; metres on geographic rasters): downstream, along the path to its end (outlet, pit or raster edge); upstream, the longest path from the divide to the cell';
 CREATE OR REPLACE FUNCTION @extschema@.tg_flow_length(coverage regclass, direction text DEFAULT 'downstream'::text, fill boolean DEFAULT true, band integer DEFAULT 1, nodata double precision DEFAULT '-9999'::integer, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_flow_length$function$;
 COMMENT ON FUNCTION @extschema@.tg_flow_length(regclass,text,boolean,integer,double precision,text,name,name) IS 'Coverage form of tg_flow_length: a whole tiled raster table as one grid, one row per input tile';
 CREATE OR REPLACE FUNCTION @extschema@.tg_hand(dem raster, threshold double precision DEFAULT 1000, units text DEFAULT 'cells'::text, fill boolean DEFAULT true, band integer DEFAULT 1, nodata double precision DEFAULT '-9999'::integer, backend text DEFAULT NULL::text)
  RETURNS raster
  LANGUAGE c
  IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_hand$function$;
 COMMENT ON FUNCTION @extschema@.tg_hand(raster,double precision,text,boolean,integer,double precision,text) IS 'Height above the nearest drainage (32BF, Renno et al. 2008): a cell''s height above the first stream cell (D8 accumulation at least threshold) on its D8 path, on the routing surface; nodata where the path meets no stream';
 CREATE OR REPLACE FUNCTION @extschema@.tg_hand(coverage regclass, threshold double precision DEFAULT 1000, units text DEFAULT 'cells'::text, fill boolean DEFAULT true, band integer DEFAULT 1, nodata double precision DEFAULT '-9999'::integer, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_hand$function$;
 COMMENT ON FUNCTION @extschema@.tg_hand(regclass,double precision,text,boolean,integer,double precision,text,name,name) IS 'Coverage form of tg_hand: a whole tiled raster table as one grid, one row per input tile';
 CREATE OR REPLACE FUNCTION @extschema@.tg_wetness_index(dem raster, routing text DEFAULT 'mfd-md'::text, min_slope double precision DEFAULT 0.001, fill boolean DEFAULT true, band integer DEFAULT 1, method text DEFAULT 'auto'::text, exponent double precision DEFAULT 1.1, threshold double precision DEFAULT 1000, nodata double precision DEFAULT '-9999'::integer, backend text DEFAULT NULL::text)
  RETURNS raster
  LANGUAGE c
  IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_wetness_index$function$;
 COMMENT ON FUNCTION @extschema@.tg_wetness_index(raster,text,double precision,boolean,integer,text,double precision,double precision,double precision,text) IS 'Topographic wetness index ln(a / tan b) (32BF, Beven and Kirkby 1979): a the specific catchment area of the routing, b the Horn slope of the routing surface, tan b at least min_slope';
 CREATE OR REPLACE FUNCTION @extschema@.tg_wetness_index(coverage regclass, routing text DEFAULT 'mfd-md'::text, min_slope double precision DEFAULT 0.001, fill boolean DEFAULT true, band integer DEFAULT 1, method text DEFAULT 'auto'::text, exponent double precision DEFAULT 1.1, threshold double precision DEFAULT 1000, nodata double precision DEFAULT '-9999'::integer, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
  RETURNS TABLE(rid bigint, rast raster)
  LANGUAGE c
  STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_wetness_index$function$;
 COMMENT ON FUNCTION @extschema@.tg_wetness_index(regclass,text,double precision,boolean,integer,text,double precision,double precision,double precision,text,name,name) IS 'Coverage form of tg_wetness_index: a whole tiled raster table as one grid, one row per input tile';
-CREATE OR REPLACE FUNCTION @extschema@.tg_table_name(name text)
+CREATE OR REPLACE FUNCTION terra_gpu._table_name(name text)
  RETURNS name[]
  LANGUAGE plpgsql
  IMMUTABLE STRICT
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS $function$
 DECLARE
 	parts text[];
@@ -650,12 +946,35 @@ BEGIN
 	RETURN ARRAY[CASE WHEN cardinality(parts) = 2 THEN parts[1] END, parts[cardinality(parts)]]::name[];
 END
 $function$;
-COMMENT ON FUNCTION @extschema@.tg_table_name(text) IS 'Internal (tg_create_result, tg_create_partitioned_result): a table name as {schema, table}, the schema NULL where not given; 42602 if it is not one';
-CREATE OR REPLACE FUNCTION @extschema@.tg_create_result(name text, query text, replace boolean DEFAULT false, compression text DEFAULT 'lz4'::text)
- RETURNS regclass
+COMMENT ON FUNCTION terra_gpu._table_name(text) IS 'Internal (tg_create_result, tg_create_partitioned_result): a table name as {schema, table}, the schema NULL where not given; 42602 if it is not one';
+CREATE OR REPLACE FUNCTION terra_gpu._creation_schema(search_path text)
+ RETURNS name
  LANGUAGE plpgsql
+ STABLE
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS $function$
 DECLARE
+	pinned text := pg_catalog.current_setting('search_path');
+	sch name;
+BEGIN
+	PERFORM pg_catalog.set_config('search_path', coalesce(search_path, ''), true);
+	sch := pg_catalog.current_schema();
+	PERFORM pg_catalog.set_config('search_path', pinned, true);
+	RETURN sch;
+END
+$function$;
+COMMENT ON FUNCTION terra_gpu._creation_schema(text) IS 'Internal (tg_create_result, tg_create_partitioned_result): the schema an unqualified table name is created in on the given search_path';
+CREATE OR REPLACE FUNCTION @extschema@.tg_create_result(name text, query text, replace boolean DEFAULT false, compression text DEFAULT 'lz4'::text, search_path text DEFAULT current_setting('search_path'::text))
+ RETURNS regclass
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS $function$
+DECLARE
+	-- this function's own (pinned) path, and the caller's (the default is
+	-- evaluated where the call is written): only the caller's query and the
+	-- schema of an unqualified name are resolved on the caller's path
+	pinned text := pg_catalog.current_setting('search_path');
+	statement text;
 	parts name[];
 	qname text;
 	sch name;
@@ -678,8 +997,8 @@ BEGIN
 		RAISE EXCEPTION 'unknown compression "%"', compression USING ERRCODE = '22023',
 			HINT = 'Use lz4, pglz or none (uncompressed, stored out of line).';
 	END IF;
-	parts := @extschema@.tg_table_name(name);
-	sch := coalesce(parts[1], current_schema());
+	parts := terra_gpu._table_name(name);
+	sch := coalesce(parts[1], terra_gpu._creation_schema(search_path));
 	tab := parts[2];
 	IF sch IS NULL THEN
 		RAISE EXCEPTION 'no schema to create "%" in', name USING ERRCODE = '3F000';
@@ -693,7 +1012,10 @@ BEGIN
 		EXECUTE format('DROP TABLE %s', qname);
 	END IF;
 
-	EXECUTE format('CREATE TABLE %s AS %s WITH NO DATA', qname, query);
+	statement := format('CREATE TABLE %s AS %s WITH NO DATA', qname, query);
+	PERFORM set_config('search_path', search_path, true);
+	EXECUTE statement;
+	PERFORM set_config('search_path', pinned, true);
 	rel := qname::regclass;
 	-- GDAL's PostGISRaster driver reads no tile through a bigint key: tile ids
 	-- are integers (raster2pgsql's serial)
@@ -722,7 +1044,10 @@ BEGIN
 	IF compression <> 'lz4' THEN
 		PERFORM set_config('terra_gpu.tile_compression', 'none', true);
 	END IF;
-	EXECUTE format('INSERT INTO %s %s', rel, query);
+	statement := format('INSERT INTO %s %s', rel, query);
+	PERFORM set_config('search_path', search_path, true);
+	EXECUTE statement;
+	PERFORM set_config('search_path', pinned, true);
 	PERFORM set_config('terra_gpu.tile_compression', tilecomp, true);
 
 	-- key: the tile id of raster results, else a generated one
@@ -763,22 +1088,29 @@ BEGIN
 	RETURN rel;
 END
 $function$;
-COMMENT ON FUNCTION @extschema@.tg_create_result(text,text,boolean,text) IS 'Writes a query''s result (e.g. SELECT * FROM tg_...(coverage => ...)) to a new table ready for GIS clients: primary key, GiST index, raster constraints (raster_columns) or a typed geometry column (geometry_columns), lz4/pglz/none storage of rasters; 42P07 if it exists unless replace';
-CREATE OR REPLACE FUNCTION @extschema@.tg_part_exec(query text, message bytea)
+COMMENT ON FUNCTION @extschema@.tg_create_result(text,text,boolean,text,text) IS 'Writes a query''s result (e.g. SELECT * FROM tg_...(coverage => ...)) to a new table ready for GIS clients: primary key, GiST index, raster constraints (raster_columns) or a typed geometry column (geometry_columns), lz4/pglz/none storage of rasters; 42P07 if it exists unless replace; the query and an unqualified name are resolved on search_path (the caller''s)';
+CREATE OR REPLACE FUNCTION terra_gpu._part_exec(query text, message bytea)
  RETURNS bytea
  LANGUAGE c
  STRICT
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_part_exec$function$;
-COMMENT ON FUNCTION @extschema@.tg_part_exec(text,bytea) IS 'Internal (tg_create_partitioned_result, on a worker): runs a query that calls one coverage function, as one part''s phase given by the coordinator''s message; returns the part''s reply';
-CREATE OR REPLACE FUNCTION @extschema@.tg_parts_step(operation text, servers text[], replies bytea[], state bytea, OUT phase text, OUT round integer, OUT messages bytea[], OUT next_state bytea)
+COMMENT ON FUNCTION terra_gpu._part_exec(text,bytea) IS 'Internal (tg_create_partitioned_result, on a worker): runs a query that calls one coverage function, as one part''s phase given by the coordinator''s message; returns the part''s reply';
+REVOKE ALL ON FUNCTION terra_gpu._part_exec(text,bytea) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION terra_gpu._part_exec(text,bytea) TO terra_gpu_parts;
+CREATE OR REPLACE FUNCTION terra_gpu._parts_step(operation text, servers text[], replies bytea[], state bytea, OUT phase text, OUT round integer, OUT messages bytea[], OUT next_state bytea)
  RETURNS record
  LANGUAGE c
  IMMUTABLE PARALLEL SAFE
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_parts_step$function$;
-COMMENT ON FUNCTION @extschema@.tg_parts_step(text,text[],bytea[],bytea) IS 'Internal (tg_create_partitioned_result, on the coordinator): from the replies of the phase just run and its state, the next phase (done at the end) and its message for every part; checks that the parts stack into one grid';
-CREATE OR REPLACE FUNCTION @extschema@.tg_part_run(operation text, coverage regclass, options jsonb, message bytea, result text DEFAULT NULL::text, part integer DEFAULT NULL::integer, replace boolean DEFAULT false)
+COMMENT ON FUNCTION terra_gpu._parts_step(text,text[],bytea[],bytea) IS 'Internal (tg_create_partitioned_result, on the coordinator): from the replies of the phase just run and its state, the next phase (done at the end) and its message for every part; checks that the parts stack into one grid';
+REVOKE ALL ON FUNCTION terra_gpu._parts_step(text,text[],bytea[],bytea) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION terra_gpu._parts_step(text,text[],bytea[],bytea) TO terra_gpu_parts;
+CREATE OR REPLACE FUNCTION terra_gpu._part_run(operation text, coverage regclass, options jsonb, message bytea, result text DEFAULT NULL::text, part integer DEFAULT NULL::integer, replace boolean DEFAULT false)
  RETURNS bytea
  LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS $function$
 DECLARE
 	args text;
@@ -801,9 +1133,9 @@ BEGIN
 	END LOOP;
 	call := format('@extschema@.%I(%s)', operation, args);
 	IF result IS NULL THEN
-		RETURN @extschema@.tg_part_exec(format('SELECT count(*) FROM %s', call), message);
+		RETURN terra_gpu._part_exec(format('SELECT count(*) FROM %s', call), message);
 	END IF;
-	RETURN @extschema@.tg_part_exec(
+	RETURN terra_gpu._part_exec(
 		format('SELECT @extschema@.tg_create_result(%L, %L, replace => %L)', result,
 			   format('SELECT rid, %s AS part, %s FROM %s', part,
 					  CASE operation WHEN 'tg_hydrology' THEN 'filled, direction, accumulation' ELSE 'rast' END, call),
@@ -811,10 +1143,13 @@ BEGIN
 		message);
 END
 $function$;
-COMMENT ON FUNCTION @extschema@.tg_part_run(text,regclass,jsonb,bytea,text,integer,boolean) IS 'Internal (tg_create_partitioned_result, on a worker): one phase of a coverage function over the worker''s own table; with result, its tiles written with tg_create_result';
-CREATE OR REPLACE FUNCTION @extschema@.tg_parts_round(dblink name, connections text[], servers text[], queries text[], OUT replies text[], OUT seconds double precision[])
+COMMENT ON FUNCTION terra_gpu._part_run(text,regclass,jsonb,bytea,text,integer,boolean) IS 'Internal (tg_create_partitioned_result, on a worker): one phase of a coverage function over the worker''s own table; with result, its tiles written with tg_create_result';
+REVOKE ALL ON FUNCTION terra_gpu._part_run(text,regclass,jsonb,bytea,text,integer,boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION terra_gpu._part_run(text,regclass,jsonb,bytea,text,integer,boolean) TO terra_gpu_parts;
+CREATE OR REPLACE FUNCTION terra_gpu._parts_round(dblink name, connections text[], servers text[], queries text[], OUT replies text[], OUT seconds double precision[])
  RETURNS record
  LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS $function$
 DECLARE
 	n integer := cardinality(connections);
@@ -875,10 +1210,13 @@ BEGIN
 	END LOOP;
 END
 $function$;
-COMMENT ON FUNCTION @extschema@.tg_parts_round(name,text[],text[],text[]) IS 'Internal (tg_create_partitioned_result): one query per dblink connection (none where NULL: an empty reply), all running at once; their one-column replies and the seconds each took; an error names the worker';
-CREATE OR REPLACE FUNCTION @extschema@.tg_parts_close(dblink name, connections text[], servers text[], prepared text[])
+COMMENT ON FUNCTION terra_gpu._parts_round(name,text[],text[],text[]) IS 'Internal (tg_create_partitioned_result): one query per dblink connection (none where NULL: an empty reply), all running at once; their one-column replies and the seconds each took; an error names the worker';
+REVOKE ALL ON FUNCTION terra_gpu._parts_round(name,text[],text[],text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION terra_gpu._parts_round(name,text[],text[],text[]) TO terra_gpu_parts;
+CREATE OR REPLACE FUNCTION terra_gpu._parts_close(dblink name, connections text[], servers text[], prepared text[])
  RETURNS void
  LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS $function$
 DECLARE
 	open_ text[];
@@ -907,10 +1245,13 @@ BEGIN
 	END LOOP;
 END
 $function$;
-COMMENT ON FUNCTION @extschema@.tg_parts_close(name,text[],text[],text[]) IS 'Internal (tg_create_partitioned_result): cancels, rolls back and closes its dblink connections';
-CREATE OR REPLACE FUNCTION @extschema@.tg_create_partitioned_result(name text, coverage regclass, operation text, options jsonb DEFAULT '{}'::jsonb, replace boolean DEFAULT false)
+COMMENT ON FUNCTION terra_gpu._parts_close(name,text[],text[],text[]) IS 'Internal (tg_create_partitioned_result): cancels, rolls back and closes its dblink connections';
+REVOKE ALL ON FUNCTION terra_gpu._parts_close(name,text[],text[],text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION terra_gpu._parts_close(name,text[],text[],text[]) TO terra_gpu_parts;
+CREATE OR REPLACE FUNCTION @extschema@.tg_create_partitioned_result(name text, coverage regclass, operation text, options jsonb DEFAULT '{}'::jsonb, replace boolean DEFAULT false, search_path text DEFAULT current_setting('search_path'::text))
  RETURNS TABLE(part integer, server name, partition_table text, tiles bigint, seconds double precision, device_seconds double precision, bytes_sent bigint, bytes_received bigint)
  LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS $function$
 DECLARE
 	dbl name;
@@ -980,8 +1321,8 @@ BEGIN
 			HINT = 'On one server, write the coverage form''s result with tg_create_result.';
 	END IF;
 	-- the result: name or schema.name on this server, tables name_part1.. on the workers
-	names := @extschema@.tg_table_name(name);
-	sch := coalesce(names[1], current_schema());
+	names := terra_gpu._table_name(name);
+	sch := coalesce(names[1], terra_gpu._creation_schema(search_path));
 	tab := names[2];
 	qname := format('%I.%I', sch, tab);
 	IF to_regclass(qname) IS NOT NULL AND NOT replace THEN
@@ -1047,7 +1388,7 @@ BEGIN
 			-- device time of the phase (tg_last_run() read after the phase's call).
 			prepare_sql := 'PREPARE %6$s(text) AS SELECT translate(encode(r, ''base64''), E''\n'', '''') || '' '' || '
 						   '(SELECT coalesce(l.kernel_ms, 0) + coalesce(l.transfer_ms, 0) FROM %1$I.tg_last_run() l '
-						   'WHERE r IS NOT NULL) FROM (SELECT %1$I.tg_part_run(%2$L, %3$L, %4$L, decode($1, ''base64'')%5$s) '
+						   'WHERE r IS NOT NULL) FROM (SELECT terra_gpu._part_run(%2$L, %3$L, %4$L, decode($1, ''base64'')%5$s) '
 						   'AS r OFFSET 0) s';
 			sql := format(prepare_sql, ext[k], operation, remote[k], options::text, '', 'tg_part') || '; ' ||
 				   format(prepare_sql, ext[k], operation, remote[k], options::text,
@@ -1058,7 +1399,7 @@ BEGIN
 
 		-- the phases, as the coordinator's steps say, all workers at once in each
 		LOOP
-			SELECT * INTO step FROM @extschema@.tg_parts_step(operation, srv, replies, coordinated);
+			SELECT * INTO step FROM terra_gpu._parts_step(operation, srv, replies, coordinated);
 			EXIT WHEN step.phase = 'done';
 			coordinated := step.next_state;
 			queries := array_fill(NULL::text, ARRAY[n]);
@@ -1070,7 +1411,7 @@ BEGIN
 				-- no message: the worker sits this round out (NULL query, empty reply)
 				sent[k] := sent[k] + coalesce(octet_length(queries[k]), 0);
 			END LOOP;
-			pass := @extschema@.tg_parts_round(dbl, conns, srv, queries);
+			pass := terra_gpu._parts_round(dbl, conns, srv, queries);
 			moved := 0;
 			FOR k IN 1..n LOOP
 				received[k] := received[k] + octet_length(pass.replies[k]);
@@ -1132,9 +1473,9 @@ BEGIN
 			prepared[k] := NULL;
 			sent[k] := sent[k] + octet_length(sql);
 		END LOOP;
-		PERFORM @extschema@.tg_parts_close(dbl, conns, srv, prepared);
+		PERFORM terra_gpu._parts_close(dbl, conns, srv, prepared);
 	EXCEPTION WHEN OTHERS OR query_canceled THEN
-		PERFORM @extschema@.tg_parts_close(dbl, conns, srv, prepared);
+		PERFORM terra_gpu._parts_close(dbl, conns, srv, prepared);
 		RAISE;
 	END;
 	RAISE NOTICE 'tg_create_partitioned_result: % written on % workers in % s, % kB exchanged', qname, n,
@@ -1145,7 +1486,7 @@ BEGIN
 				 FROM generate_series(1, n) k;
 END
 $function$;
-COMMENT ON FUNCTION @extschema@.tg_create_partitioned_result(text,regclass,text,jsonb,boolean) IS 'Runs tg_fill, tg_slope, tg_flow_direction (D8), tg_flow_accumulation or tg_hydrology (any routing, no weight; options: their named arguments as JSON) over a table partitioned over worker servers (postgres_fdw foreign partitions, each a band of whole rows of tiles): every worker computes its own part and writes it beside its input as NAME_partK (tg_create_result), only part-boundary data crosses the network, and the result appears on every server at once (two-phase commit) as the partitioned table NAME here; one row per worker with its tiles, busy seconds, device seconds (GPU kernels and copies) and bytes exchanged';
+COMMENT ON FUNCTION @extschema@.tg_create_partitioned_result(text,regclass,text,jsonb,boolean,text) IS 'Runs tg_fill, tg_slope, tg_flow_direction (D8), tg_flow_accumulation or tg_hydrology (any routing, no weight; options: their named arguments as JSON) over a table partitioned over worker servers (postgres_fdw foreign partitions, each a band of whole rows of tiles): every worker computes its own part and writes it beside its input as NAME_partK (tg_create_result), only part-boundary data crosses the network, and the result appears on every server at once (two-phase commit) as the partitioned table NAME here; one row per worker with its tiles, busy seconds, device seconds (GPU kernels and copies) and bytes exchanged';
 
 -- terra_gpu 0.1.0 -> 0.2.0, after the functions: what needs them.
 
@@ -1157,34 +1498,66 @@ CREATE EVENT TRIGGER tg_bmmq_source_dropped ON sql_drop
 -- event, transition tables) in place of 0.1.0's single tg_bmmq_stale.
 SELECT terra_gpu._bmmq_watch(s.source, true)
 FROM (SELECT DISTINCT source FROM terra_gpu.bmmq_index) s
-WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = s.source);
+WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = s.source AND c.relkind IN ('r', 'p', 'f'));
+
+-- Row security of the index tables (its functions are created above): a
+-- role sees an index if it may read both its columns, and of its tiles and
+-- nodes those of source rows it may read.
+ALTER TABLE terra_gpu.bmmq_index ENABLE ROW LEVEL SECURITY;
+ALTER TABLE terra_gpu.bmmq_tile ENABLE ROW LEVEL SECURITY;
+ALTER TABLE terra_gpu.bmmq_node ENABLE ROW LEVEL SECURITY;
+CREATE POLICY bmmq_index_read ON terra_gpu.bmmq_index FOR SELECT
+	USING (coalesce(terra_gpu._bmmq_readable(source, rast_column, id_column), pg_catalog.pg_has_role(owner, 'MEMBER')));
+CREATE POLICY bmmq_index_insert ON terra_gpu.bmmq_index FOR INSERT
+	WITH CHECK (pg_catalog.pg_has_role(owner, 'MEMBER') AND terra_gpu._bmmq_readable(source, rast_column, id_column));
+CREATE POLICY bmmq_index_update ON terra_gpu.bmmq_index FOR UPDATE
+	USING (pg_catalog.pg_has_role(owner, 'MEMBER')) WITH CHECK (pg_catalog.pg_has_role(owner, 'MEMBER'));
+CREATE POLICY bmmq_index_delete ON terra_gpu.bmmq_index FOR DELETE
+	USING (pg_catalog.pg_has_role(owner, 'MEMBER'));
+CREATE POLICY bmmq_tile_read ON terra_gpu.bmmq_tile FOR SELECT
+	USING (terra_gpu._bmmq_tile_visible(index_id, tile_id));
+CREATE POLICY bmmq_tile_write ON terra_gpu.bmmq_tile FOR ALL
+	USING (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')))
+	WITH CHECK (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')));
+CREATE POLICY bmmq_node_read ON terra_gpu.bmmq_node FOR SELECT
+	USING (terra_gpu._bmmq_tile_visible(index_id, tile_id));
+CREATE POLICY bmmq_node_write ON terra_gpu.bmmq_node FOR ALL
+	USING (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')))
+	WITH CHECK (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')));
+GRANT USAGE ON SCHEMA terra_gpu TO PUBLIC;
+GRANT SELECT, INSERT, UPDATE, DELETE ON terra_gpu.bmmq_index, terra_gpu.bmmq_tile, terra_gpu.bmmq_node TO PUBLIC;
+GRANT USAGE ON SEQUENCE terra_gpu.bmmq_index_id_seq TO PUBLIC;
 
 -------------------------------------------------------------------------------
--- A fixed search_path for every PL/pgSQL function (they run dynamic SQL):
--- pg_catalog, this extension's schema and PostGIS', then pg_temp, so that no
--- object of the caller's search_path can stand in for one they call.
--- Keep this block last: it covers every function created above, and an
--- upgrade script ends with it too.  tg_create_result and
--- tg_create_partitioned_result are left out: they create the caller's table
--- in the caller's schema (tg_create_result also runs a query written for the
--- caller's search_path).
+-- A fixed search_path for every function that resolves a name while it runs
+-- (the SQL and PL/pgSQL bodies, and the C functions' own queries):
+-- pg_catalog, PostGIS' schema, then pg_temp, so that no object of the
+-- caller's search_path can stand in for one they call; this extension's own
+-- objects are written schema-qualified.  The caller's path reaches only what
+-- the caller wrote: tg_create_result's query and an unqualified result name
+-- (its search_path argument).  Left out: the trigger functions (SECURITY
+-- DEFINER, pinned where they are created to pg_catalog, pg_temp) and the C
+-- helpers a query calls once per row, which run no query and look up no
+-- name (a SET clause would cost each call a path change).  Keep this block
+-- last: it covers every function created above, and an upgrade script ends
+-- with it too.
 -------------------------------------------------------------------------------
 DO $$
 DECLARE
-	path text := (SELECT format('pg_catalog, %I, %I, pg_temp', t.nspname, g.nspname)
-				  FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace t ON t.oid = e.extnamespace,
-					   pg_catalog.pg_extension p JOIN pg_catalog.pg_namespace g ON g.oid = p.extnamespace
-				  WHERE e.extname = 'terra_gpu' AND p.extname = 'postgis');
+	path text := (SELECT format('pg_catalog, %I, pg_temp', g.nspname)
+				  FROM pg_catalog.pg_extension p JOIN pg_catalog.pg_namespace g ON g.oid = p.extnamespace
+				  WHERE p.extname = 'postgis_raster');
 	f regprocedure;
 BEGIN
 	FOR f IN SELECT p.oid FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_proc p ON p.oid = d.objid
 			 WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
 			   AND d.refclassid = 'pg_catalog.pg_extension'::regclass
 			   AND d.refobjid = (SELECT oid FROM pg_catalog.pg_extension WHERE extname = 'terra_gpu')
-			   AND p.prolang = (SELECT oid FROM pg_catalog.pg_language WHERE lanname = 'plpgsql')
 			   AND NOT p.prosecdef
-			   -- they create the caller's table (and tg_create_result runs the caller's query): the caller's path
-			   AND p.proname NOT IN ('tg_create_result', 'tg_create_partitioned_result')
+			   AND p.oid NOT IN ('terra_gpu.morton_col(bigint)'::pg_catalog.regprocedure,
+								 'terra_gpu.morton_row(bigint)'::pg_catalog.regprocedure,
+								 'terra_gpu._bmmq_rect_quadrants(integer, integer, bigint, integer, integer, integer, integer)'::pg_catalog.regprocedure,
+								 'terra_gpu._bmmq_z_quadrants(integer, bigint, bigint)'::pg_catalog.regprocedure)
 			 ORDER BY p.oid LOOP
 		EXECUTE format('ALTER FUNCTION %s SET search_path = %s', f, path);
 	END LOOP;

@@ -298,30 +298,47 @@ SELECT pg_catalog.pg_extension_config_dump('terra_gpu.bmmq_index_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('terra_gpu.bmmq_tile', '');
 SELECT pg_catalog.pg_extension_config_dump('terra_gpu.bmmq_node', '');
 
--- Who sees and changes which index: anyone who may SELECT an index's source
--- table reads it; only its owner (or a member of the owning role) refreshes
--- or drops it.  Row-level security enforces this for the query functions,
--- which run as their caller, and for direct access alike; the table owner
--- and superusers are not bound by it.  The owner of an index whose source is
--- gone still sees it, to drop it.
+-- Who sees and changes which index: a role sees an index if it may read the
+-- columns it was built from (SELECT on the table or on both columns), and of
+-- its tiles and nodes only those of source rows it may read: the source's
+-- row security policies decide, through the caller's own query of the
+-- source's tile ids (once per statement, and only where a policy applies to
+-- the caller).  Only an index's owner (or a member of the owning role)
+-- refreshes or drops it.  Row-level security enforces this for the query
+-- functions, which run as their caller, and for direct access alike; the
+-- table owner and superusers are not bound by it.  The owner of an index
+-- whose source is gone still sees it, to drop it.
+CREATE FUNCTION terra_gpu._bmmq_readable(source regclass, rast_column name, id_column name)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'tgpg_bmmq_readable'
+	LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION terra_gpu._bmmq_readable(regclass, name, name) IS
+'Internal (row security of terra_gpu.bmmq_index): may the caller SELECT both columns of the source; NULL when the table or a column is gone';
+CREATE FUNCTION terra_gpu._bmmq_tile_visible(index_id bigint, tile_id bigint)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'tgpg_bmmq_tile_visible'
+	LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION terra_gpu._bmmq_tile_visible(bigint, bigint) IS
+'Internal (row security of terra_gpu.bmmq_tile and bmmq_node): does the caller see the index and the source row of the tile, under the source''s row security policies';
+
 ALTER TABLE terra_gpu.bmmq_index ENABLE ROW LEVEL SECURITY;
 ALTER TABLE terra_gpu.bmmq_tile ENABLE ROW LEVEL SECURITY;
 ALTER TABLE terra_gpu.bmmq_node ENABLE ROW LEVEL SECURITY;
 CREATE POLICY bmmq_index_read ON terra_gpu.bmmq_index FOR SELECT
-	USING (coalesce(pg_catalog.has_table_privilege(source, 'SELECT'), pg_catalog.pg_has_role(owner, 'MEMBER')));
+	USING (coalesce(terra_gpu._bmmq_readable(source, rast_column, id_column), pg_catalog.pg_has_role(owner, 'MEMBER')));
 CREATE POLICY bmmq_index_insert ON terra_gpu.bmmq_index FOR INSERT
-	WITH CHECK (pg_catalog.pg_has_role(owner, 'MEMBER') AND pg_catalog.has_table_privilege(source, 'SELECT'));
+	WITH CHECK (pg_catalog.pg_has_role(owner, 'MEMBER') AND terra_gpu._bmmq_readable(source, rast_column, id_column));
 CREATE POLICY bmmq_index_update ON terra_gpu.bmmq_index FOR UPDATE
 	USING (pg_catalog.pg_has_role(owner, 'MEMBER')) WITH CHECK (pg_catalog.pg_has_role(owner, 'MEMBER'));
 CREATE POLICY bmmq_index_delete ON terra_gpu.bmmq_index FOR DELETE
 	USING (pg_catalog.pg_has_role(owner, 'MEMBER'));
 CREATE POLICY bmmq_tile_read ON terra_gpu.bmmq_tile FOR SELECT
-	USING (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id));
+	USING (terra_gpu._bmmq_tile_visible(index_id, tile_id));
 CREATE POLICY bmmq_tile_write ON terra_gpu.bmmq_tile FOR ALL
 	USING (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')))
 	WITH CHECK (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')));
 CREATE POLICY bmmq_node_read ON terra_gpu.bmmq_node FOR SELECT
-	USING (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id));
+	USING (terra_gpu._bmmq_tile_visible(index_id, tile_id));
 CREATE POLICY bmmq_node_write ON terra_gpu.bmmq_node FOR ALL
 	USING (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')))
 	WITH CHECK (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')));
@@ -1542,7 +1559,7 @@ COMMENT ON FUNCTION tg_wetness_index(regclass, text, double precision, boolean, 
 -- an error leaves nothing behind.
 -- A result table's name, table or schema.table, as {schema, table}; the
 -- schema NULL where not given (the caller's current schema then).
-CREATE FUNCTION tg_table_name(name text)
+CREATE FUNCTION terra_gpu._table_name(name text)
 	RETURNS name[]
 	LANGUAGE plpgsql IMMUTABLE STRICT
 AS $$
@@ -1561,18 +1578,43 @@ BEGIN
 	RETURN ARRAY[CASE WHEN cardinality(parts) = 2 THEN parts[1] END, parts[cardinality(parts)]]::name[];
 END
 $$;
-COMMENT ON FUNCTION tg_table_name(text) IS
+COMMENT ON FUNCTION terra_gpu._table_name(text) IS
 'Internal (tg_create_result, tg_create_partitioned_result): a table name as {schema, table}, the schema NULL where not given; 42602 if it is not one';
+
+-- The schema an unqualified name is created in on a search_path (the first
+-- existing schema of it), looked up on that path alone.
+CREATE FUNCTION terra_gpu._creation_schema(search_path text)
+	RETURNS name
+	LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+	pinned text := pg_catalog.current_setting('search_path');
+	sch name;
+BEGIN
+	PERFORM pg_catalog.set_config('search_path', coalesce(search_path, ''), true);
+	sch := pg_catalog.current_schema();
+	PERFORM pg_catalog.set_config('search_path', pinned, true);
+	RETURN sch;
+END
+$$;
+COMMENT ON FUNCTION terra_gpu._creation_schema(text) IS
+'Internal (tg_create_result, tg_create_partitioned_result): the schema an unqualified table name is created in on the given search_path';
 
 CREATE FUNCTION tg_create_result(
 	name text,
 	query text,
 	replace boolean DEFAULT false,
-	compression text DEFAULT 'lz4')
+	compression text DEFAULT 'lz4',
+	search_path text DEFAULT pg_catalog.current_setting('search_path'))
 	RETURNS regclass
 	LANGUAGE plpgsql VOLATILE
 AS $$
 DECLARE
+	-- this function's own (pinned) path, and the caller's (the default is
+	-- evaluated where the call is written): only the caller's query and the
+	-- schema of an unqualified name are resolved on the caller's path
+	pinned text := pg_catalog.current_setting('search_path');
+	statement text;
 	parts name[];
 	qname text;
 	sch name;
@@ -1595,8 +1637,8 @@ BEGIN
 		RAISE EXCEPTION 'unknown compression "%"', compression USING ERRCODE = '22023',
 			HINT = 'Use lz4, pglz or none (uncompressed, stored out of line).';
 	END IF;
-	parts := @extschema@.tg_table_name(name);
-	sch := coalesce(parts[1], current_schema());
+	parts := terra_gpu._table_name(name);
+	sch := coalesce(parts[1], terra_gpu._creation_schema(search_path));
 	tab := parts[2];
 	IF sch IS NULL THEN
 		RAISE EXCEPTION 'no schema to create "%" in', name USING ERRCODE = '3F000';
@@ -1610,7 +1652,10 @@ BEGIN
 		EXECUTE format('DROP TABLE %s', qname);
 	END IF;
 
-	EXECUTE format('CREATE TABLE %s AS %s WITH NO DATA', qname, query);
+	statement := format('CREATE TABLE %s AS %s WITH NO DATA', qname, query);
+	PERFORM set_config('search_path', search_path, true);
+	EXECUTE statement;
+	PERFORM set_config('search_path', pinned, true);
 	rel := qname::regclass;
 	-- GDAL's PostGISRaster driver reads no tile through a bigint key: tile ids
 	-- are integers (raster2pgsql's serial)
@@ -1639,7 +1684,10 @@ BEGIN
 	IF compression <> 'lz4' THEN
 		PERFORM set_config('terra_gpu.tile_compression', 'none', true);
 	END IF;
-	EXECUTE format('INSERT INTO %s %s', rel, query);
+	statement := format('INSERT INTO %s %s', rel, query);
+	PERFORM set_config('search_path', search_path, true);
+	EXECUTE statement;
+	PERFORM set_config('search_path', pinned, true);
 	PERFORM set_config('terra_gpu.tile_compression', tilecomp, true);
 
 	-- key: the tile id of raster results, else a generated one
@@ -1680,8 +1728,8 @@ BEGIN
 	RETURN rel;
 END
 $$;
-COMMENT ON FUNCTION tg_create_result(text, text, boolean, text) IS
-'Writes a query''s result (e.g. SELECT * FROM tg_...(coverage => ...)) to a new table ready for GIS clients: primary key, GiST index, raster constraints (raster_columns) or a typed geometry column (geometry_columns), lz4/pglz/none storage of rasters; 42P07 if it exists unless replace';
+COMMENT ON FUNCTION tg_create_result(text, text, boolean, text, text) IS
+'Writes a query''s result (e.g. SELECT * FROM tg_...(coverage => ...)) to a new table ready for GIS clients: primary key, GiST index, raster constraints (raster_columns) or a typed geometry column (geometry_columns), lz4/pglz/none storage of rasters; 42P07 if it exists unless replace; the query and an unqualified name are resolved on search_path (the caller''s)';
 
 -------------------------------------------------------------------------------
 -- A coverage partitioned over several servers: a partitioned table whose
@@ -1689,20 +1737,20 @@ COMMENT ON FUNCTION tg_create_result(text, text, boolean, text) IS
 -- holds a band of whole rows of tiles.  The coordinator runs the operation
 -- in phases over dblink connections, all workers at once (asynchronous
 -- queries); between phases only the rows along part boundaries and the
--- fill's label summaries cross the network (tg_parts_step).  Each
+-- fill's label summaries cross the network (terra_gpu._parts_step).  Each
 -- worker writes its part of the result next to its input with
 -- tg_create_result, inside a transaction that is prepared (two-phase
 -- commit) and committed only once every worker has finished: a failure
 -- anywhere leaves no result anywhere.
 -------------------------------------------------------------------------------
-CREATE FUNCTION tg_part_exec(query text, message bytea)
+CREATE FUNCTION terra_gpu._part_exec(query text, message bytea)
 	RETURNS bytea
 	AS 'MODULE_PATHNAME', 'tgpg_part_exec'
 	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
-COMMENT ON FUNCTION tg_part_exec(text, bytea) IS
+COMMENT ON FUNCTION terra_gpu._part_exec(text, bytea) IS
 'Internal (tg_create_partitioned_result, on a worker): runs a query that calls one coverage function, as one part''s phase given by the coordinator''s message; returns the part''s reply';
 
-CREATE FUNCTION tg_parts_step(
+CREATE FUNCTION terra_gpu._parts_step(
 	operation text,
 	servers text[],
 	replies bytea[],
@@ -1713,10 +1761,10 @@ CREATE FUNCTION tg_parts_step(
 	OUT next_state bytea)
 	AS 'MODULE_PATHNAME', 'tgpg_parts_step'
 	LANGUAGE C IMMUTABLE PARALLEL SAFE;
-COMMENT ON FUNCTION tg_parts_step(text, text[], bytea[], bytea) IS
+COMMENT ON FUNCTION terra_gpu._parts_step(text, text[], bytea[], bytea) IS
 'Internal (tg_create_partitioned_result, on the coordinator): from the replies of the phase just run and its state, the next phase (done at the end) and its message for every part; checks that the parts stack into one grid';
 
-CREATE FUNCTION tg_part_run(
+CREATE FUNCTION terra_gpu._part_run(
 	operation text,
 	coverage regclass,
 	options jsonb,
@@ -1748,9 +1796,9 @@ BEGIN
 	END LOOP;
 	call := format('@extschema@.%I(%s)', operation, args);
 	IF result IS NULL THEN
-		RETURN @extschema@.tg_part_exec(format('SELECT count(*) FROM %s', call), message);
+		RETURN terra_gpu._part_exec(format('SELECT count(*) FROM %s', call), message);
 	END IF;
-	RETURN @extschema@.tg_part_exec(
+	RETURN terra_gpu._part_exec(
 		format('SELECT @extschema@.tg_create_result(%L, %L, replace => %L)', result,
 			   format('SELECT rid, %s AS part, %s FROM %s', part,
 					  CASE operation WHEN 'tg_hydrology' THEN 'filled, direction, accumulation' ELSE 'rast' END, call),
@@ -1758,10 +1806,10 @@ BEGIN
 		message);
 END
 $$;
-COMMENT ON FUNCTION tg_part_run(text, regclass, jsonb, bytea, text, integer, boolean) IS
+COMMENT ON FUNCTION terra_gpu._part_run(text, regclass, jsonb, bytea, text, integer, boolean) IS
 'Internal (tg_create_partitioned_result, on a worker): one phase of a coverage function over the worker''s own table; with result, its tiles written with tg_create_result';
 
-CREATE FUNCTION tg_parts_round(
+CREATE FUNCTION terra_gpu._parts_round(
 	dblink name,
 	connections text[],
 	servers text[],
@@ -1829,10 +1877,10 @@ BEGIN
 	END LOOP;
 END
 $$;
-COMMENT ON FUNCTION tg_parts_round(name, text[], text[], text[]) IS
+COMMENT ON FUNCTION terra_gpu._parts_round(name, text[], text[], text[]) IS
 'Internal (tg_create_partitioned_result): one query per dblink connection (none where NULL: an empty reply), all running at once; their one-column replies and the seconds each took; an error names the worker';
 
-CREATE FUNCTION tg_parts_close(dblink name, connections text[], servers text[], prepared text[])
+CREATE FUNCTION terra_gpu._parts_close(dblink name, connections text[], servers text[], prepared text[])
 	RETURNS void
 	LANGUAGE plpgsql VOLATILE
 AS $$
@@ -1863,15 +1911,37 @@ BEGIN
 	END LOOP;
 END
 $$;
-COMMENT ON FUNCTION tg_parts_close(name, text[], text[], text[]) IS
+COMMENT ON FUNCTION terra_gpu._parts_close(name, text[], text[], text[]) IS
 'Internal (tg_create_partitioned_result): cancels, rolls back and closes its dblink connections';
+
+-- The protocol's entry points parse other servers' bytes and run a part's
+-- phases: not for PUBLIC.  Members of terra_gpu_parts may run them: on the
+-- coordinator the role that calls tg_create_partitioned_result, on each
+-- worker the role its user mapping logs in as (see the README's Security
+-- section).  The role is shared by every database of the cluster and stays
+-- when the extension is dropped.
+DO $$
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = 'terra_gpu_parts') THEN
+		CREATE ROLE terra_gpu_parts NOLOGIN;
+	END IF;
+END $$;
+REVOKE ALL ON FUNCTION terra_gpu._part_exec(text, bytea), terra_gpu._parts_step(text, text[], bytea[], bytea),
+	terra_gpu._part_run(text, regclass, jsonb, bytea, text, integer, boolean),
+	terra_gpu._parts_round(name, text[], text[], text[]), terra_gpu._parts_close(name, text[], text[], text[])
+	FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION terra_gpu._part_exec(text, bytea), terra_gpu._parts_step(text, text[], bytea[], bytea),
+	terra_gpu._part_run(text, regclass, jsonb, bytea, text, integer, boolean),
+	terra_gpu._parts_round(name, text[], text[], text[]), terra_gpu._parts_close(name, text[], text[], text[])
+	TO terra_gpu_parts;
 
 CREATE FUNCTION tg_create_partitioned_result(
 	name text,
 	coverage regclass,
 	operation text,
 	options jsonb DEFAULT '{}',
-	replace boolean DEFAULT false)
+	replace boolean DEFAULT false,
+	search_path text DEFAULT pg_catalog.current_setting('search_path'))
 	RETURNS TABLE(part integer, server name, partition_table text, tiles bigint, seconds double precision,
 				  device_seconds double precision, bytes_sent bigint, bytes_received bigint)
 	LANGUAGE plpgsql VOLATILE
@@ -1944,8 +2014,8 @@ BEGIN
 			HINT = 'On one server, write the coverage form''s result with tg_create_result.';
 	END IF;
 	-- the result: name or schema.name on this server, tables name_part1.. on the workers
-	names := @extschema@.tg_table_name(name);
-	sch := coalesce(names[1], current_schema());
+	names := terra_gpu._table_name(name);
+	sch := coalesce(names[1], terra_gpu._creation_schema(search_path));
 	tab := names[2];
 	qname := format('%I.%I', sch, tab);
 	IF to_regclass(qname) IS NOT NULL AND NOT replace THEN
@@ -2011,7 +2081,7 @@ BEGIN
 			-- device time of the phase (tg_last_run() read after the phase's call).
 			prepare_sql := 'PREPARE %6$s(text) AS SELECT translate(encode(r, ''base64''), E''\n'', '''') || '' '' || '
 						   '(SELECT coalesce(l.kernel_ms, 0) + coalesce(l.transfer_ms, 0) FROM %1$I.tg_last_run() l '
-						   'WHERE r IS NOT NULL) FROM (SELECT %1$I.tg_part_run(%2$L, %3$L, %4$L, decode($1, ''base64'')%5$s) '
+						   'WHERE r IS NOT NULL) FROM (SELECT terra_gpu._part_run(%2$L, %3$L, %4$L, decode($1, ''base64'')%5$s) '
 						   'AS r OFFSET 0) s';
 			sql := format(prepare_sql, ext[k], operation, remote[k], options::text, '', 'tg_part') || '; ' ||
 				   format(prepare_sql, ext[k], operation, remote[k], options::text,
@@ -2022,7 +2092,7 @@ BEGIN
 
 		-- the phases, as the coordinator's steps say, all workers at once in each
 		LOOP
-			SELECT * INTO step FROM @extschema@.tg_parts_step(operation, srv, replies, coordinated);
+			SELECT * INTO step FROM terra_gpu._parts_step(operation, srv, replies, coordinated);
 			EXIT WHEN step.phase = 'done';
 			coordinated := step.next_state;
 			queries := array_fill(NULL::text, ARRAY[n]);
@@ -2034,7 +2104,7 @@ BEGIN
 				-- no message: the worker sits this round out (NULL query, empty reply)
 				sent[k] := sent[k] + coalesce(octet_length(queries[k]), 0);
 			END LOOP;
-			pass := @extschema@.tg_parts_round(dbl, conns, srv, queries);
+			pass := terra_gpu._parts_round(dbl, conns, srv, queries);
 			moved := 0;
 			FOR k IN 1..n LOOP
 				received[k] := received[k] + octet_length(pass.replies[k]);
@@ -2096,9 +2166,9 @@ BEGIN
 			prepared[k] := NULL;
 			sent[k] := sent[k] + octet_length(sql);
 		END LOOP;
-		PERFORM @extschema@.tg_parts_close(dbl, conns, srv, prepared);
+		PERFORM terra_gpu._parts_close(dbl, conns, srv, prepared);
 	EXCEPTION WHEN OTHERS OR query_canceled THEN
-		PERFORM @extschema@.tg_parts_close(dbl, conns, srv, prepared);
+		PERFORM terra_gpu._parts_close(dbl, conns, srv, prepared);
 		RAISE;
 	END;
 	RAISE NOTICE 'tg_create_partitioned_result: % written on % workers in % s, % kB exchanged', qname, n,
@@ -2109,35 +2179,39 @@ BEGIN
 				 FROM generate_series(1, n) k;
 END
 $$;
-COMMENT ON FUNCTION tg_create_partitioned_result(text, regclass, text, jsonb, boolean) IS
+COMMENT ON FUNCTION tg_create_partitioned_result(text, regclass, text, jsonb, boolean, text) IS
 'Runs tg_fill, tg_slope, tg_flow_direction (D8), tg_flow_accumulation or tg_hydrology (any routing, no weight; options: their named arguments as JSON) over a table partitioned over worker servers (postgres_fdw foreign partitions, each a band of whole rows of tiles): every worker computes its own part and writes it beside its input as NAME_partK (tg_create_result), only part-boundary data crosses the network, and the result appears on every server at once (two-phase commit) as the partitioned table NAME here; one row per worker with its tiles, busy seconds, device seconds (GPU kernels and copies) and bytes exchanged';
 
 -------------------------------------------------------------------------------
--- A fixed search_path for every PL/pgSQL function (they run dynamic SQL):
--- pg_catalog, this extension's schema and PostGIS', then pg_temp, so that no
--- object of the caller's search_path can stand in for one they call.
--- Keep this block last: it covers every function created above, and an
--- upgrade script ends with it too.  tg_create_result and
--- tg_create_partitioned_result are left out: they create the caller's table
--- in the caller's schema (tg_create_result also runs a query written for the
--- caller's search_path).
+-- A fixed search_path for every function that resolves a name while it runs
+-- (the SQL and PL/pgSQL bodies, and the C functions' own queries):
+-- pg_catalog, PostGIS' schema, then pg_temp, so that no object of the
+-- caller's search_path can stand in for one they call; this extension's own
+-- objects are written schema-qualified.  The caller's path reaches only what
+-- the caller wrote: tg_create_result's query and an unqualified result name
+-- (its search_path argument).  Left out: the trigger functions (SECURITY
+-- DEFINER, pinned where they are created to pg_catalog, pg_temp) and the C
+-- helpers a query calls once per row, which run no query and look up no
+-- name (a SET clause would cost each call a path change).  Keep this block
+-- last: it covers every function created above, and an upgrade script ends
+-- with it too.
 -------------------------------------------------------------------------------
 DO $$
 DECLARE
-	path text := (SELECT format('pg_catalog, %I, %I, pg_temp', t.nspname, g.nspname)
-				  FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace t ON t.oid = e.extnamespace,
-					   pg_catalog.pg_extension p JOIN pg_catalog.pg_namespace g ON g.oid = p.extnamespace
-				  WHERE e.extname = 'terra_gpu' AND p.extname = 'postgis');
+	path text := (SELECT format('pg_catalog, %I, pg_temp', g.nspname)
+				  FROM pg_catalog.pg_extension p JOIN pg_catalog.pg_namespace g ON g.oid = p.extnamespace
+				  WHERE p.extname = 'postgis_raster');
 	f regprocedure;
 BEGIN
 	FOR f IN SELECT p.oid FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_proc p ON p.oid = d.objid
 			 WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.deptype = 'e'
 			   AND d.refclassid = 'pg_catalog.pg_extension'::regclass
 			   AND d.refobjid = (SELECT oid FROM pg_catalog.pg_extension WHERE extname = 'terra_gpu')
-			   AND p.prolang = (SELECT oid FROM pg_catalog.pg_language WHERE lanname = 'plpgsql')
 			   AND NOT p.prosecdef
-			   -- they create the caller's table (and tg_create_result runs the caller's query): the caller's path
-			   AND p.proname NOT IN ('tg_create_result', 'tg_create_partitioned_result')
+			   AND p.oid NOT IN ('terra_gpu.morton_col(bigint)'::pg_catalog.regprocedure,
+								 'terra_gpu.morton_row(bigint)'::pg_catalog.regprocedure,
+								 'terra_gpu._bmmq_rect_quadrants(integer, integer, bigint, integer, integer, integer, integer)'::pg_catalog.regprocedure,
+								 'terra_gpu._bmmq_z_quadrants(integer, bigint, bigint)'::pg_catalog.regprocedure)
 			 ORDER BY p.oid LOOP
 		EXECUTE format('ALTER FUNCTION %s SET search_path = %s', f, path);
 	END LOOP;

@@ -98,7 +98,7 @@ def literal(s):
 def fixed_path_block():
     with open(os.path.join(REPO, "sql", EXT + ".sql")) as f:
         script = f.read()
-    marker = "-- A fixed search_path for every PL/pgSQL function"
+    marker = "-- A fixed search_path for every function that resolves a name while it runs"
     start = script.rindex("\n-----", 0, script.index(marker)) + 1
     return script[start:].rstrip() + "\n"
 

@@ -8,4 +8,32 @@ CREATE EVENT TRIGGER tg_bmmq_source_dropped ON sql_drop
 -- event, transition tables) in place of 0.1.0's single tg_bmmq_stale.
 SELECT terra_gpu._bmmq_watch(s.source, true)
 FROM (SELECT DISTINCT source FROM terra_gpu.bmmq_index) s
-WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = s.source);
+WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = s.source AND c.relkind IN ('r', 'p', 'f'));
+
+-- Row security of the index tables (its functions are created above): a
+-- role sees an index if it may read both its columns, and of its tiles and
+-- nodes those of source rows it may read.
+ALTER TABLE terra_gpu.bmmq_index ENABLE ROW LEVEL SECURITY;
+ALTER TABLE terra_gpu.bmmq_tile ENABLE ROW LEVEL SECURITY;
+ALTER TABLE terra_gpu.bmmq_node ENABLE ROW LEVEL SECURITY;
+CREATE POLICY bmmq_index_read ON terra_gpu.bmmq_index FOR SELECT
+	USING (coalesce(terra_gpu._bmmq_readable(source, rast_column, id_column), pg_catalog.pg_has_role(owner, 'MEMBER')));
+CREATE POLICY bmmq_index_insert ON terra_gpu.bmmq_index FOR INSERT
+	WITH CHECK (pg_catalog.pg_has_role(owner, 'MEMBER') AND terra_gpu._bmmq_readable(source, rast_column, id_column));
+CREATE POLICY bmmq_index_update ON terra_gpu.bmmq_index FOR UPDATE
+	USING (pg_catalog.pg_has_role(owner, 'MEMBER')) WITH CHECK (pg_catalog.pg_has_role(owner, 'MEMBER'));
+CREATE POLICY bmmq_index_delete ON terra_gpu.bmmq_index FOR DELETE
+	USING (pg_catalog.pg_has_role(owner, 'MEMBER'));
+CREATE POLICY bmmq_tile_read ON terra_gpu.bmmq_tile FOR SELECT
+	USING (terra_gpu._bmmq_tile_visible(index_id, tile_id));
+CREATE POLICY bmmq_tile_write ON terra_gpu.bmmq_tile FOR ALL
+	USING (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')))
+	WITH CHECK (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')));
+CREATE POLICY bmmq_node_read ON terra_gpu.bmmq_node FOR SELECT
+	USING (terra_gpu._bmmq_tile_visible(index_id, tile_id));
+CREATE POLICY bmmq_node_write ON terra_gpu.bmmq_node FOR ALL
+	USING (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')))
+	WITH CHECK (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')));
+GRANT USAGE ON SCHEMA terra_gpu TO PUBLIC;
+GRANT SELECT, INSERT, UPDATE, DELETE ON terra_gpu.bmmq_index, terra_gpu.bmmq_tile, terra_gpu.bmmq_node TO PUBLIC;
+GRANT USAGE ON SEQUENCE terra_gpu.bmmq_index_id_seq TO PUBLIC;
