@@ -34,6 +34,13 @@ if grep -q "skipped: no GPU" build/regress/results/gpu_parity.out 2>/dev/null; t
 	echo "gpu_parity: skipped (no GPU; $(psql -X -At -c "SELECT reason FROM tg_gpu_info()"))"
 fi
 
+echo "== SQLsmith: random queries as an unprivileged role, no server crash"
+if ! command -v sqlsmith >/dev/null; then
+	as_root apt-get update -qq
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends sqlsmith >/dev/null
+fi
+python3 regress/checks/check_sqlsmith.py --queries "${TG_SQLSMITH_QUERIES:-20000}"
+
 echo "== upgrade from every release: ALTER EXTENSION terra_gpu UPDATE against a fresh install"
 python3 regress/checks/check_upgrade.py
 
