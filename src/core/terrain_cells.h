@@ -51,11 +51,11 @@ typedef struct tg_terrain_consts
 				eyy,
 				exy;
 	/* geomorphons: per direction (tg_nbr_dx/dy's: E, SE, S, SW, W, NW, N, NE) the steps
-	 * first..last along it and one step's length in vertical units */
-	double		tan_flat;
+	 * first..last along it, and the rise of one step at the flat threshold (its
+	 * tangent times the step's length in vertical units) */
 	int			first_step[8],
 				last_step[8];
-	double		step_length[8];
+	double		flat_rise[8];
 } tg_terrain_consts;
 
 /* On the host: the constants of a call (parameters already checked). */
@@ -98,7 +98,6 @@ tg_terrain_prepare(const tg_terrain_params *p, tg_terrain_consts *c)
 	c->exx = 1.0 / (3.0 * dx * dx);
 	c->eyy = 1.0 / (3.0 * dy * dy);
 	c->exy = 1.0 / (4.0 * dx * dy);
-	c->tan_flat = tan(p->flat_threshold * rad);
 	for (int k = 0; k < 8; k++)
 	{
 		/* a step's length in cells: 1 along a row or column, sqrt 2 along a diagonal */
@@ -106,7 +105,8 @@ tg_terrain_prepare(const tg_terrain_params *p, tg_terrain_consts *c)
 
 		c->first_step[k] = (int) floor(p->skip / cells) + 1;
 		c->last_step[k] = (int) floor(p->search_radius / cells + 1e-9);
-		c->step_length[k] = sqrt((tg_nbr_dx(k) * dx) * (tg_nbr_dx(k) * dx) + (tg_nbr_dy(k) * dy) * (tg_nbr_dy(k) * dy));
+		c->flat_rise[k] = tan(p->flat_threshold * rad) *
+			sqrt((tg_nbr_dx(k) * dx) * (tg_nbr_dx(k) * dx) + (tg_nbr_dy(k) * dy) * (tg_nbr_dy(k) * dy));
 	}
 }
 
@@ -299,11 +299,13 @@ tg_geomorphon_form(int lower, int higher)
  * The geomorphon of the cell at `centre` in a block of decoded rows (row
  * stride `stride`, NaN for nodata and beyond the raster, at least
  * search_radius cells of it on every side).  Along each direction the
- * steepest rise and the steepest drop seen (as tangents, the same order as
- * the angles) decide: higher where the rise exceeds the flat threshold and
- * the drop, lower where the drop exceeds the threshold and the rise, else
- * level (r.geomorphon's comparison=anglev2).  Nodata cells on the way are
- * passed over; a direction with none valid is level.
+ * steepest rise and the steepest drop seen decide: higher where the rise
+ * exceeds the flat threshold and the drop, lower where the drop exceeds the
+ * threshold and the rise, else level (r.geomorphon's comparison=anglev2).
+ * Slopes along a direction are compared as fractions dz / n (the step's
+ * length is common to them) by cross-multiplying, so equal slopes stay
+ * equal: exact for integer elevations.  Nodata cells on the way are passed
+ * over; a direction with none valid is level.
  */
 TG_HD int
 tg_terrain_geomorphon(const tg_terrain_consts *c, const double *centre, ptrdiff_t stride)
@@ -315,23 +317,33 @@ tg_terrain_geomorphon(const tg_terrain_consts *c, const double *centre, ptrdiff_
 	for (int k = 0; k < 8; k++)
 	{
 		const ptrdiff_t step = tg_nbr_dy(k) * stride + tg_nbr_dx(k);
-		double		rise = -INFINITY,
-					drop = -INFINITY;
+		double		rise = 0,
+					drop = 0;	/* the steepest, as dz over rise_n and drop_n steps */
+		int			rise_n = 0,
+					drop_n = 0;
 
 		for (int n = c->first_step[k]; n <= c->last_step[k]; n++)
 		{
-			const double z = centre[n * step];
-			double		tangent;
+			const double dz = centre[n * step] - z0;
 
-			if (isnan(z))
+			if (isnan(dz))
 				continue;
-			tangent = (z - z0) / (n * c->step_length[k]);
-			rise = fmax(rise, tangent);
-			drop = fmax(drop, -tangent);
+			if (rise_n == 0 || dz * rise_n > rise * n)
+			{
+				rise = dz;
+				rise_n = n;
+			}
+			if (drop_n == 0 || -dz * drop_n > drop * n)
+			{
+				drop = -dz;
+				drop_n = n;
+			}
 		}
-		if (rise > c->tan_flat && rise > drop)
+		if (rise_n == 0)
+			continue;
+		if (rise > c->flat_rise[k] * rise_n && rise * drop_n > drop * rise_n)
 			higher++;
-		else if (drop > c->tan_flat && drop > rise)
+		else if (drop > c->flat_rise[k] * drop_n && drop * rise_n > rise * drop_n)
 			lower++;
 	}
 	return tg_geomorphon_form(lower, higher);
