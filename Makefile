@@ -75,6 +75,8 @@ $(CUDA_LIB): $(CUDA_SRCS:.cu=.o)
 	rm -f $@ && $(AR) crs $@ $^
 cuda/%.o: cuda/%.cu $(CUDA_HDRS)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+# the terrain derivatives round as the CPU does: no fused multiply-add
+cuda/terrain.o: NVCCFLAGS += -fmad=false
 endif
 
 build/regress/sql:
@@ -109,7 +111,7 @@ build/test_core_asan: $(CORE_TEST_SRCS) src/core/test/test.h $(CORE_SRCS) $(wild
 	$(CC) $(CORE_TEST_CFLAGS) $(SANITIZE) -o $@ $(CORE_TEST_SRCS) $(CORE_SRCS) cuda/tg_cuda_stub.c \
 		$(CODEC_LINK) -lpthread -lm
 
-FUZZ_SRCS = src/core/test/fuzz_raster.c src/core/tg_raster.c src/core/tg_error.c src/core/slope_cpu.c \
+FUZZ_SRCS = src/core/test/fuzz_raster.c src/core/tg_raster.c src/core/tg_error.c src/core/terrain_cpu.c \
             src/core/tg_pool.c src/core/tile_codec.c
 
 build/fuzz_raster: $(FUZZ_SRCS) $(wildcard src/core/*.h)

@@ -7,7 +7,7 @@
  *
  *   bench_core FILE WIDTH HEIGHT PIXTYPE NODATA|none OPTION=VALUE...
  *
- * options: op=slope|fill|direction|accumulation|routing|rusle|bmmq|viewshed|levels|drainage (slope), reps=N (3),
+ * options: op=slope|terrain|fill|direction|accumulation|routing|rusle|bmmq|viewshed|levels|drainage (slope), reps=N (3),
  *   backends=cpu,gpu (both; gpu skipped without a device), geographic=0|1,
  *   pixel_w=, pixel_h= (projected), lat_top=, lat_step=, lon_step= (geographic),
  *   scale= (slope), method= (fill: priority-flood|planchon-darboux;
@@ -179,6 +179,33 @@ run_op(const options *o, tg_backend backend, const tg_band *b, void *out, tg_run
 		free(acc);
 		return st;
 	}
+	if (strcmp(o->op, "terrain") == 0)
+	{
+		/* every local derivative: seven 32BF planes, then the geomorphons' bytes (search radius 10) */
+		const size_t n = (size_t) b->width * b->height;
+		tg_terrain_params p;
+		void	   *planes[TG_TERRAIN_PRODUCTS];
+
+		memset(&p, 0, sizeof p);
+		p.pixel_width = o->flow.geom.cell_x;
+		p.pixel_height = o->flow.geom.cell_y;
+		p.scale = o->scale;
+		p.azimuth = 315;
+		p.altitude = 45;
+		p.max_bright = 255;
+		p.z_factor = 1;
+		p.search_radius = 10;
+		p.flat_threshold = 1;
+		p.nproducts = TG_TERRAIN_PRODUCTS;
+		for (int k = 0; k < TG_TERRAIN_PRODUCTS; k++)
+		{
+			p.products[k] = (tg_terrain_product) k;
+			p.types[k] = k == TG_TERRAIN_GEOMORPHONS ? TG_PT_8BUI : TG_PT_32BF;
+			p.nodata[k] = k == TG_TERRAIN_GEOMORPHONS ? 0 : -9999;
+			planes[k] = (float *) out + (size_t) k * n;
+		}
+		return tg_terrain(&ctx, b, &p, planes, err);
+	}
 	{
 		tg_slope_params sp = {o->flow.geom.cell_x, o->flow.geom.cell_y, o->scale,
 		TG_SLOPE_DEGREES, -9999.0f};
@@ -203,6 +230,8 @@ output_bytes(const options *o, size_t n)
 		return o->flow.routing == TG_ROUTE_D8 ? n : n * 8 * sizeof(float);
 	if (strcmp(o->op, "routing") == 0)
 		return n * (sizeof(double) + sizeof(uint16_t));
+	if (strcmp(o->op, "terrain") == 0)
+		return n * ((TG_TERRAIN_PRODUCTS - 1) * sizeof(float) + 1);
 	return single_output(o) ? n * sizeof(float) : n * sizeof(double);
 }
 

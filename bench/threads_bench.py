@@ -26,6 +26,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # label, bench_core options
 OPS = [
     ("slope", ["op=slope"]),
+    ("terrain (8 products, geomorphons radius 10)", ["op=terrain"]),
     ("fill", ["op=fill"]),
     ("d8 directions", ["op=direction", "routing=d8", "fill=1"]),
     ("d8 accumulation (chain)", ["op=accumulation", "routing=d8", "fill=1"]),

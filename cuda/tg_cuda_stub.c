@@ -35,8 +35,8 @@ tg_cuda_copy_rates(const tg_ctx *ctx, size_t bytes, tg_copy_rates *rates, tg_err
 }
 
 tg_status
-tg_cuda_slope(const tg_ctx *ctx, const tg_band *dem, const tg_slope_params *params,
-			  float *out, tg_error *err)
+tg_cuda_terrain(const tg_ctx *ctx, const tg_band *dem, const tg_terrain_params *params,
+				void *const *out, tg_error *err)
 {
 	(void) ctx;
 	(void) dem;

@@ -78,6 +78,118 @@ CREATE OR REPLACE FUNCTION @extschema@.tg_slope(coverage regclass, band integer 
  SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_slope$function$;
 COMMENT ON FUNCTION @extschema@.tg_slope(regclass,integer,text,double precision,double precision,text,name,name) IS 'Coverage form: the slope of a whole tiled raster table, computed as one grid (no tile-edge effects), one row per input tile with its extent';
+CREATE OR REPLACE FUNCTION @extschema@.tg_aspect(rast raster, band integer DEFAULT 1, units text DEFAULT 'DEGREES'::text, pixeltype text DEFAULT '32BF'::text, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text)
+ RETURNS raster
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_aspect$function$;
+COMMENT ON FUNCTION @extschema@.tg_aspect(raster,integer,text,text,double precision,text) IS 'Horn aspect of a DEM band (32BF or 64BF): clockwise from north in DEGREES or RADIANS, -1 where flat, as ST_Aspect';
+CREATE OR REPLACE FUNCTION @extschema@.tg_aspect(coverage regclass, band integer DEFAULT 1, units text DEFAULT 'DEGREES'::text, pixeltype text DEFAULT '32BF'::text, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+ RETURNS TABLE(rid bigint, rast raster)
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_aspect$function$;
+COMMENT ON FUNCTION @extschema@.tg_aspect(regclass,integer,text,text,double precision,text,name,name) IS 'Coverage form: the aspect of a whole tiled raster table as one grid (no tile-edge effects), one row per input tile';
+CREATE OR REPLACE FUNCTION @extschema@.tg_hillshade(rast raster, band integer DEFAULT 1, azimuth double precision DEFAULT 315, altitude double precision DEFAULT 45, max_bright double precision DEFAULT 255, scale double precision DEFAULT 1.0, z_factor double precision DEFAULT 1.0, method text DEFAULT 'standard'::text, pixeltype text DEFAULT '32BF'::text, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text)
+ RETURNS raster
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_hillshade$function$;
+COMMENT ON FUNCTION @extschema@.tg_hillshade(raster,integer,double precision,double precision,double precision,double precision,double precision,text,text,double precision,text) IS 'Hillshade of a DEM band as ST_HillShade (32BF/64BF, 0 to max_bright) or as gdaldem hillshade (8BUI: 1 to 255, 0 nodata); method standard, multidirectional or combined (gdaldem''s); scale as tg_slope''s, z_factor an exaggeration';
+CREATE OR REPLACE FUNCTION @extschema@.tg_hillshade(coverage regclass, band integer DEFAULT 1, azimuth double precision DEFAULT 315, altitude double precision DEFAULT 45, max_bright double precision DEFAULT 255, scale double precision DEFAULT 1.0, z_factor double precision DEFAULT 1.0, method text DEFAULT 'standard'::text, pixeltype text DEFAULT '32BF'::text, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+ RETURNS TABLE(rid bigint, rast raster)
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_hillshade$function$;
+COMMENT ON FUNCTION @extschema@.tg_hillshade(regclass,integer,double precision,double precision,double precision,double precision,double precision,text,text,double precision,text,name,name) IS 'Coverage form: the hillshade of a whole tiled raster table as one grid (no tile-edge effects), one row per input tile';
+CREATE OR REPLACE FUNCTION @extschema@.tg_tpi(rast raster, band integer DEFAULT 1, pixeltype text DEFAULT '32BF'::text, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text)
+ RETURNS raster
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_tpi$function$;
+COMMENT ON FUNCTION @extschema@.tg_tpi(raster,integer,text,double precision,text) IS 'Topographic position index of a DEM band: the centre minus the mean of its 8 neighbours, as ST_TPI and gdaldem TPI';
+CREATE OR REPLACE FUNCTION @extschema@.tg_tpi(coverage regclass, band integer DEFAULT 1, pixeltype text DEFAULT '32BF'::text, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+ RETURNS TABLE(rid bigint, rast raster)
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_tpi$function$;
+COMMENT ON FUNCTION @extschema@.tg_tpi(regclass,integer,text,double precision,text,name,name) IS 'Coverage form: the TPI of a whole tiled raster table as one grid (no tile-edge effects), one row per input tile';
+CREATE OR REPLACE FUNCTION @extschema@.tg_tri(rast raster, band integer DEFAULT 1, algorithm text DEFAULT 'wilson'::text, pixeltype text DEFAULT '32BF'::text, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text)
+ RETURNS raster
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_tri$function$;
+COMMENT ON FUNCTION @extschema@.tg_tri(raster,integer,text,text,double precision,text) IS 'Terrain ruggedness index of a DEM band: wilson (Wilson et al. 2007, the mean absolute difference to the 8 neighbours, as ST_TRI) or riley (Riley et al. 1999, the root of the summed squared differences, gdaldem''s default)';
+CREATE OR REPLACE FUNCTION @extschema@.tg_tri(coverage regclass, band integer DEFAULT 1, algorithm text DEFAULT 'wilson'::text, pixeltype text DEFAULT '32BF'::text, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+ RETURNS TABLE(rid bigint, rast raster)
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_tri$function$;
+COMMENT ON FUNCTION @extschema@.tg_tri(regclass,integer,text,text,double precision,text,name,name) IS 'Coverage form: the TRI of a whole tiled raster table as one grid (no tile-edge effects), one row per input tile';
+CREATE OR REPLACE FUNCTION @extschema@.tg_roughness(rast raster, band integer DEFAULT 1, pixeltype text DEFAULT '32BF'::text, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text)
+ RETURNS raster
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_roughness$function$;
+COMMENT ON FUNCTION @extschema@.tg_roughness(raster,integer,text,double precision,text) IS 'Roughness of a DEM band: the largest minus the smallest of the 3 x 3 window, as ST_Roughness and gdaldem roughness';
+CREATE OR REPLACE FUNCTION @extschema@.tg_roughness(coverage regclass, band integer DEFAULT 1, pixeltype text DEFAULT '32BF'::text, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+ RETURNS TABLE(rid bigint, rast raster)
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_roughness$function$;
+COMMENT ON FUNCTION @extschema@.tg_roughness(regclass,integer,text,double precision,text,name,name) IS 'Coverage form: the roughness of a whole tiled raster table as one grid (no tile-edge effects), one row per input tile';
+CREATE OR REPLACE FUNCTION @extschema@.tg_curvature(rast raster, band integer DEFAULT 1, type text DEFAULT 'profile'::text, scale double precision DEFAULT 1.0, pixeltype text DEFAULT '32BF'::text, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text)
+ RETURNS raster
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_curvature$function$;
+COMMENT ON FUNCTION @extschema@.tg_curvature(raster,integer,text,double precision,text,double precision,text) IS 'Curvature of a DEM band from Evans-Young derivatives (Florinsky 2016 definitions, convex positive, 1/vertical unit): profile, plan, tangential, mean, gaussian, minimal, maximal or total';
+CREATE OR REPLACE FUNCTION @extschema@.tg_curvature(coverage regclass, band integer DEFAULT 1, type text DEFAULT 'profile'::text, scale double precision DEFAULT 1.0, pixeltype text DEFAULT '32BF'::text, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+ RETURNS TABLE(rid bigint, rast raster)
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_curvature$function$;
+COMMENT ON FUNCTION @extschema@.tg_curvature(regclass,integer,text,double precision,text,double precision,text,name,name) IS 'Coverage form: the curvature of a whole tiled raster table as one grid (no tile-edge effects), one row per input tile';
+CREATE OR REPLACE FUNCTION @extschema@.tg_geomorphons(rast raster, band integer DEFAULT 1, search_radius integer DEFAULT 3, skip integer DEFAULT 0, flat_threshold double precision DEFAULT 1.0, scale double precision DEFAULT 1.0, backend text DEFAULT NULL::text)
+ RETURNS raster
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_geomorphons$function$;
+COMMENT ON FUNCTION @extschema@.tg_geomorphons(raster,integer,integer,integer,double precision,double precision,text) IS 'Geomorphons (Jasiewicz and Stepinski 2013) of a DEM band as 8BUI landforms: 1 flat, 2 peak, 3 ridge, 4 shoulder, 5 spur, 6 slope, 7 hollow, 8 footslope, 9 valley, 10 pit (0 nodata), from lines of sight of search_radius cells in 8 directions, the first skip cells left out, flat_threshold in degrees';
+CREATE OR REPLACE FUNCTION @extschema@.tg_geomorphons(coverage regclass, band integer DEFAULT 1, search_radius integer DEFAULT 3, skip integer DEFAULT 0, flat_threshold double precision DEFAULT 1.0, scale double precision DEFAULT 1.0, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+ RETURNS TABLE(rid bigint, rast raster)
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_geomorphons$function$;
+COMMENT ON FUNCTION @extschema@.tg_geomorphons(regclass,integer,integer,integer,double precision,double precision,text,name,name) IS 'Coverage form: the geomorphons of a whole tiled raster table as one grid (lines of sight cross tile edges), one row per input tile';
+CREATE OR REPLACE FUNCTION @extschema@.tg_terrain(rast raster, products text[] DEFAULT ARRAY['slope'::text, 'aspect'::text, 'hillshade'::text], band integer DEFAULT 1, scale double precision DEFAULT 1.0, units text DEFAULT 'DEGREES'::text, aspect_units text DEFAULT 'DEGREES'::text, azimuth double precision DEFAULT 315, altitude double precision DEFAULT 45, max_bright double precision DEFAULT 255, z_factor double precision DEFAULT 1.0, hillshade_method text DEFAULT 'standard'::text, tri_algorithm text DEFAULT 'wilson'::text, curvature_type text DEFAULT 'profile'::text, search_radius integer DEFAULT 3, skip integer DEFAULT 0, flat_threshold double precision DEFAULT 1.0, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text, OUT slope raster, OUT aspect raster, OUT hillshade raster, OUT tpi raster, OUT tri raster, OUT roughness raster, OUT curvature raster, OUT geomorphons raster)
+ RETURNS record
+ LANGUAGE c
+ IMMUTABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_terrain$function$;
+COMMENT ON FUNCTION @extschema@.tg_terrain(raster,text[],integer,double precision,text,text,double precision,double precision,double precision,double precision,text,text,text,integer,integer,double precision,double precision,text) IS 'Several local derivatives of a DEM band from one pass over it: one raster per product named in products (slope, aspect, hillshade, tpi, tri, roughness, curvature, geomorphons; the others NULL), with the options of tg_slope, tg_aspect (aspect_units), tg_hillshade (hillshade_method), tg_tri (tri_algorithm), tg_curvature (curvature_type) and tg_geomorphons';
+CREATE OR REPLACE FUNCTION @extschema@.tg_terrain(coverage regclass, products text[] DEFAULT ARRAY['slope'::text, 'aspect'::text, 'hillshade'::text], band integer DEFAULT 1, scale double precision DEFAULT 1.0, units text DEFAULT 'DEGREES'::text, aspect_units text DEFAULT 'DEGREES'::text, azimuth double precision DEFAULT 315, altitude double precision DEFAULT 45, max_bright double precision DEFAULT 255, z_factor double precision DEFAULT 1.0, hillshade_method text DEFAULT 'standard'::text, tri_algorithm text DEFAULT 'wilson'::text, curvature_type text DEFAULT 'profile'::text, search_radius integer DEFAULT 3, skip integer DEFAULT 0, flat_threshold double precision DEFAULT 1.0, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text, rast_column name DEFAULT 'rast'::name, id_column name DEFAULT 'rid'::name)
+ RETURNS TABLE(rid bigint, slope raster, aspect raster, hillshade raster, tpi raster, tri raster, roughness raster, curvature raster, geomorphons raster)
+ LANGUAGE c
+ STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_terrain$function$;
+COMMENT ON FUNCTION @extschema@.tg_terrain(regclass,text[],integer,double precision,text,text,double precision,double precision,double precision,double precision,text,text,text,integer,integer,double precision,double precision,text,name,name) IS 'Coverage form: several local derivatives of a whole tiled raster table read once as one grid, one row per input tile with a raster column per product (NULL for those not asked for; tg_create_result leaves such columns out)';
 CREATE OR REPLACE FUNCTION @extschema@.tg_fill(rast raster, band integer DEFAULT 1, method text DEFAULT 'priority-flood'::text, epsilon double precision DEFAULT 0, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text)
  RETURNS raster
  LANGUAGE c
@@ -987,6 +1099,7 @@ DECLARE
 	ntypes integer;
 	msgs text;
 	tilecomp text;
+	unfilled boolean;
 BEGIN
 	IF name IS NULL OR query IS NULL THEN
 		RAISE EXCEPTION 'name and query must not be NULL' USING ERRCODE = '22004';
@@ -1049,6 +1162,17 @@ BEGIN
 	EXECUTE statement;
 	PERFORM set_config('search_path', pinned, true);
 	PERFORM set_config('terra_gpu.tile_compression', tilecomp, true);
+	-- a raster column no row fills (the products tg_terrain was not asked
+	-- for) is left out: GIS clients would list it as an empty layer
+	FOR col IN SELECT a.attname FROM pg_attribute a
+			   WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped
+				 AND a.atttypid = 'raster'::regtype LOOP
+		EXECUTE format('SELECT EXISTS (SELECT FROM %1$s) AND NOT EXISTS (SELECT FROM %1$s WHERE %2$I IS NOT NULL)',
+					   rel, col.attname) INTO unfilled;
+		IF unfilled THEN
+			EXECUTE format('ALTER TABLE %s DROP COLUMN %I', rel, col.attname);
+		END IF;
+	END LOOP;
 
 	-- key: the tile id of raster results, else a generated one
 	SELECT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = rel AND a.attname = 'rid'

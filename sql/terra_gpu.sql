@@ -81,6 +81,271 @@ CREATE FUNCTION tg_slope(
 COMMENT ON FUNCTION tg_slope(regclass, integer, text, double precision, double precision, text, name, name) IS
 'Coverage form: the slope of a whole tiled raster table, computed as one grid (no tile-edge effects), one row per input tile with its extent';
 
+CREATE FUNCTION tg_aspect(
+	rast raster,
+	band integer DEFAULT 1,
+	units text DEFAULT 'DEGREES',
+	pixeltype text DEFAULT '32BF',
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_aspect'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_aspect(raster, integer, text, text, double precision, text) IS
+'Horn aspect of a DEM band (32BF or 64BF): clockwise from north in DEGREES or RADIANS, -1 where flat, as ST_Aspect';
+
+CREATE FUNCTION tg_aspect(
+	coverage regclass,
+	band integer DEFAULT 1,
+	units text DEFAULT 'DEGREES',
+	pixeltype text DEFAULT '32BF',
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_aspect'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_aspect(regclass, integer, text, text, double precision, text, name, name) IS
+'Coverage form: the aspect of a whole tiled raster table as one grid (no tile-edge effects), one row per input tile';
+
+CREATE FUNCTION tg_hillshade(
+	rast raster,
+	band integer DEFAULT 1,
+	azimuth double precision DEFAULT 315,
+	altitude double precision DEFAULT 45,
+	max_bright double precision DEFAULT 255,
+	scale double precision DEFAULT 1.0,
+	z_factor double precision DEFAULT 1.0,
+	method text DEFAULT 'standard',
+	pixeltype text DEFAULT '32BF',
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_hillshade'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_hillshade(raster, integer, double precision, double precision, double precision, double precision, double precision, text, text, double precision, text) IS
+'Hillshade of a DEM band as ST_HillShade (32BF/64BF, 0 to max_bright) or as gdaldem hillshade (8BUI: 1 to 255, 0 nodata); method standard, multidirectional or combined (gdaldem''s); scale as tg_slope''s, z_factor an exaggeration';
+
+CREATE FUNCTION tg_hillshade(
+	coverage regclass,
+	band integer DEFAULT 1,
+	azimuth double precision DEFAULT 315,
+	altitude double precision DEFAULT 45,
+	max_bright double precision DEFAULT 255,
+	scale double precision DEFAULT 1.0,
+	z_factor double precision DEFAULT 1.0,
+	method text DEFAULT 'standard',
+	pixeltype text DEFAULT '32BF',
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_hillshade'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_hillshade(regclass, integer, double precision, double precision, double precision, double precision, double precision, text, text, double precision, text, name, name) IS
+'Coverage form: the hillshade of a whole tiled raster table as one grid (no tile-edge effects), one row per input tile';
+
+CREATE FUNCTION tg_tpi(
+	rast raster,
+	band integer DEFAULT 1,
+	pixeltype text DEFAULT '32BF',
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_tpi'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_tpi(raster, integer, text, double precision, text) IS
+'Topographic position index of a DEM band: the centre minus the mean of its 8 neighbours, as ST_TPI and gdaldem TPI';
+
+CREATE FUNCTION tg_tpi(
+	coverage regclass,
+	band integer DEFAULT 1,
+	pixeltype text DEFAULT '32BF',
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_tpi'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_tpi(regclass, integer, text, double precision, text, name, name) IS
+'Coverage form: the TPI of a whole tiled raster table as one grid (no tile-edge effects), one row per input tile';
+
+CREATE FUNCTION tg_tri(
+	rast raster,
+	band integer DEFAULT 1,
+	algorithm text DEFAULT 'wilson',
+	pixeltype text DEFAULT '32BF',
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_tri'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_tri(raster, integer, text, text, double precision, text) IS
+'Terrain ruggedness index of a DEM band: wilson (Wilson et al. 2007, the mean absolute difference to the 8 neighbours, as ST_TRI) or riley (Riley et al. 1999, the root of the summed squared differences, gdaldem''s default)';
+
+CREATE FUNCTION tg_tri(
+	coverage regclass,
+	band integer DEFAULT 1,
+	algorithm text DEFAULT 'wilson',
+	pixeltype text DEFAULT '32BF',
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_tri'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_tri(regclass, integer, text, text, double precision, text, name, name) IS
+'Coverage form: the TRI of a whole tiled raster table as one grid (no tile-edge effects), one row per input tile';
+
+CREATE FUNCTION tg_roughness(
+	rast raster,
+	band integer DEFAULT 1,
+	pixeltype text DEFAULT '32BF',
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_roughness'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_roughness(raster, integer, text, double precision, text) IS
+'Roughness of a DEM band: the largest minus the smallest of the 3 x 3 window, as ST_Roughness and gdaldem roughness';
+
+CREATE FUNCTION tg_roughness(
+	coverage regclass,
+	band integer DEFAULT 1,
+	pixeltype text DEFAULT '32BF',
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_roughness'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_roughness(regclass, integer, text, double precision, text, name, name) IS
+'Coverage form: the roughness of a whole tiled raster table as one grid (no tile-edge effects), one row per input tile';
+
+CREATE FUNCTION tg_curvature(
+	rast raster,
+	band integer DEFAULT 1,
+	type text DEFAULT 'profile',
+	scale double precision DEFAULT 1.0,
+	pixeltype text DEFAULT '32BF',
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_curvature'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_curvature(raster, integer, text, double precision, text, double precision, text) IS
+'Curvature of a DEM band from Evans-Young derivatives (Florinsky 2016 definitions, convex positive, 1/vertical unit): profile, plan, tangential, mean, gaussian, minimal, maximal or total';
+
+CREATE FUNCTION tg_curvature(
+	coverage regclass,
+	band integer DEFAULT 1,
+	type text DEFAULT 'profile',
+	scale double precision DEFAULT 1.0,
+	pixeltype text DEFAULT '32BF',
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_curvature'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_curvature(regclass, integer, text, double precision, text, double precision, text, name, name) IS
+'Coverage form: the curvature of a whole tiled raster table as one grid (no tile-edge effects), one row per input tile';
+
+CREATE FUNCTION tg_geomorphons(
+	rast raster,
+	band integer DEFAULT 1,
+	search_radius integer DEFAULT 3,
+	skip integer DEFAULT 0,
+	flat_threshold double precision DEFAULT 1.0,
+	scale double precision DEFAULT 1.0,
+	backend text DEFAULT NULL)
+	RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_geomorphons'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_geomorphons(raster, integer, integer, integer, double precision, double precision, text) IS
+'Geomorphons (Jasiewicz and Stepinski 2013) of a DEM band as 8BUI landforms: 1 flat, 2 peak, 3 ridge, 4 shoulder, 5 spur, 6 slope, 7 hollow, 8 footslope, 9 valley, 10 pit (0 nodata), from lines of sight of search_radius cells in 8 directions, the first skip cells left out, flat_threshold in degrees';
+
+CREATE FUNCTION tg_geomorphons(
+	coverage regclass,
+	band integer DEFAULT 1,
+	search_radius integer DEFAULT 3,
+	skip integer DEFAULT 0,
+	flat_threshold double precision DEFAULT 1.0,
+	scale double precision DEFAULT 1.0,
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
+	RETURNS TABLE(rid bigint, rast raster)
+	AS 'MODULE_PATHNAME', 'tgpg_geomorphons'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_geomorphons(regclass, integer, integer, integer, double precision, double precision, text, name, name) IS
+'Coverage form: the geomorphons of a whole tiled raster table as one grid (lines of sight cross tile edges), one row per input tile';
+
+CREATE FUNCTION tg_terrain(
+	rast raster,
+	products text[] DEFAULT ARRAY['slope', 'aspect', 'hillshade'],
+	band integer DEFAULT 1,
+	scale double precision DEFAULT 1.0,
+	units text DEFAULT 'DEGREES',
+	aspect_units text DEFAULT 'DEGREES',
+	azimuth double precision DEFAULT 315,
+	altitude double precision DEFAULT 45,
+	max_bright double precision DEFAULT 255,
+	z_factor double precision DEFAULT 1.0,
+	hillshade_method text DEFAULT 'standard',
+	tri_algorithm text DEFAULT 'wilson',
+	curvature_type text DEFAULT 'profile',
+	search_radius integer DEFAULT 3,
+	skip integer DEFAULT 0,
+	flat_threshold double precision DEFAULT 1.0,
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL,
+	OUT slope raster,
+	OUT aspect raster,
+	OUT hillshade raster,
+	OUT tpi raster,
+	OUT tri raster,
+	OUT roughness raster,
+	OUT curvature raster,
+	OUT geomorphons raster)
+	AS 'MODULE_PATHNAME', 'tgpg_terrain'
+	LANGUAGE C IMMUTABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION tg_terrain(raster, text[], integer, double precision, text, text, double precision, double precision, double precision, double precision, text, text, text, integer, integer, double precision, double precision, text) IS
+'Several local derivatives of a DEM band from one pass over it: one raster per product named in products (slope, aspect, hillshade, tpi, tri, roughness, curvature, geomorphons; the others NULL), with the options of tg_slope, tg_aspect (aspect_units), tg_hillshade (hillshade_method), tg_tri (tri_algorithm), tg_curvature (curvature_type) and tg_geomorphons';
+
+CREATE FUNCTION tg_terrain(
+	coverage regclass,
+	products text[] DEFAULT ARRAY['slope', 'aspect', 'hillshade'],
+	band integer DEFAULT 1,
+	scale double precision DEFAULT 1.0,
+	units text DEFAULT 'DEGREES',
+	aspect_units text DEFAULT 'DEGREES',
+	azimuth double precision DEFAULT 315,
+	altitude double precision DEFAULT 45,
+	max_bright double precision DEFAULT 255,
+	z_factor double precision DEFAULT 1.0,
+	hillshade_method text DEFAULT 'standard',
+	tri_algorithm text DEFAULT 'wilson',
+	curvature_type text DEFAULT 'profile',
+	search_radius integer DEFAULT 3,
+	skip integer DEFAULT 0,
+	flat_threshold double precision DEFAULT 1.0,
+	nodata double precision DEFAULT NULL,
+	backend text DEFAULT NULL,
+	rast_column name DEFAULT 'rast',
+	id_column name DEFAULT 'rid')
+	RETURNS TABLE(rid bigint, slope raster, aspect raster, hillshade raster, tpi raster, tri raster, roughness raster, curvature raster, geomorphons raster)
+	AS 'MODULE_PATHNAME', 'tgpg_terrain'
+	LANGUAGE C STABLE PARALLEL RESTRICTED ROWS 1000;
+COMMENT ON FUNCTION tg_terrain(regclass, text[], integer, double precision, text, text, double precision, double precision, double precision, double precision, text, text, text, integer, integer, double precision, double precision, text, name, name) IS
+'Coverage form: several local derivatives of a whole tiled raster table read once as one grid, one row per input tile with a raster column per product (NULL for those not asked for; tg_create_result leaves such columns out)';
+
 -------------------------------------------------------------------------------
 -- Hydrology
 -------------------------------------------------------------------------------
@@ -1627,6 +1892,7 @@ DECLARE
 	ntypes integer;
 	msgs text;
 	tilecomp text;
+	unfilled boolean;
 BEGIN
 	IF name IS NULL OR query IS NULL THEN
 		RAISE EXCEPTION 'name and query must not be NULL' USING ERRCODE = '22004';
@@ -1689,6 +1955,17 @@ BEGIN
 	EXECUTE statement;
 	PERFORM set_config('search_path', pinned, true);
 	PERFORM set_config('terra_gpu.tile_compression', tilecomp, true);
+	-- a raster column no row fills (the products tg_terrain was not asked
+	-- for) is left out: GIS clients would list it as an empty layer
+	FOR col IN SELECT a.attname FROM pg_attribute a
+			   WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped
+				 AND a.atttypid = 'raster'::regtype LOOP
+		EXECUTE format('SELECT EXISTS (SELECT FROM %1$s) AND NOT EXISTS (SELECT FROM %1$s WHERE %2$I IS NOT NULL)',
+					   rel, col.attname) INTO unfilled;
+		IF unfilled THEN
+			EXECUTE format('ALTER TABLE %s DROP COLUMN %I', rel, col.attname);
+		END IF;
+	END LOOP;
 
 	-- key: the tile id of raster results, else a generated one
 	SELECT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = rel AND a.attname = 'rid'

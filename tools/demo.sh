@@ -149,7 +149,10 @@ psql -X -At -c "SELECT json_agg(json_build_array(strahler, ST_AsGeoJSON(geom)::j
 # on the DEM's grid: 1201 x 1201 cells of 3", corners at the cell centres 8/46 E/N and 9/47 E/N
 gdal_rasterize -q -burn 1 -init 0 -ot Byte -te 7.99958333 45.99958333 9.00041667 47.00041667 -ts 1201 1201 \
 	-sql "SELECT geom FROM alps_roi" "$pg" "$out/alps_roi.tif"
-gdaldem hillshade -q -s 111120 -z 1.5 -multidirectional "$out/alps_dem.tif" "$out/hillshade.tif"
+# the maps' relief: tg_hillshade of the coverage (gdaldem's multidirectional bytes)
+psql -X -q -At -c "SELECT tg_create_result('alps_hillshade', \$\$SELECT * FROM tg_hillshade(coverage => 'alps_dem',
+	scale => 111120, z_factor => 1.5, method => 'multidirectional', pixeltype => '8BUI')\$\$, replace => true)" > /dev/null
+gdal_translate -q "$pg table=alps_hillshade mode=2" "$out/hillshade.tif"
 
 echo "== maps (title, legend, scale bar) into demo-output/"
 "$py" "$REPO/tools/demo_maps.py" "$out"

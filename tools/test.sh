@@ -2,7 +2,8 @@
 # Run every test on a fresh Debian 12 machine: install and build (setup.sh),
 # the core unit tests and the raster decoder fuzz test (no server), the
 # pg_regress suites against a throwaway cluster, the README's SQL examples,
-# the agreement of tg_slope with ST_Slope and gdaldem, hydrology
+# the agreement of tg_slope with ST_Slope and gdaldem, of the other local
+# derivatives with gdaldem, PostGIS and references, hydrology
 # invariants, BMMQ-tree queries, stream order, flow length, HAND and wetness
 # against a reference, the coverage forms and a coverage
 # partitioned over several throwaway servers, on real DEMs.
@@ -55,6 +56,14 @@ for d in small_bigtujunga_srtm30_utm11 small_enoriver_ned10m medium_alps_n46e008
 done
 [ ${#dems[@]} -gt 0 ] || dems=("$REPO/tools/data/medium_alps_n46e008_srtm3.tif")
 python3 regress/checks/check_slope_agreement.py "${dems[@]}"
+
+echo "== aspect, hillshade, TPI, TRI, roughness against gdaldem and PostGIS, curvatures and geomorphons against references"
+dems=("$REPO/tools/data/medium_alps_n46e008_srtm3.tif")
+for d in small_bigtujunga_srtm30_utm11; do
+	f="$REPO/../shared/data/dem/$d.tif"
+	[ -f "$f" ] && dems+=("$f")
+done
+python3 regress/checks/check_terrain.py "${dems[@]}"
 
 echo "== hydrology invariants on real DEMs"
 dems=()

@@ -20,6 +20,8 @@
 int
 tg_op_outputs(const tg_op *op)
 {
+	if (op->kind == TG_OP_TERRAIN)
+		return op->terrain.nproducts;
 	return op->kind == TG_OP_HYDROLOGY ? 3 : 1;
 }
 
@@ -52,6 +54,22 @@ slope_nodata(const tg_op *op, const tg_band *dem)
 	if (dem->has_nodata && (float) dem->nodata < 0)
 		return (float) dem->nodata;
 	return FLOAT_NODATA;
+}
+
+/*
+ * A terrain product's nodata: 0 for bytes, else the slope's rule (aspect
+ * never takes -1 from the DEM: it is its flat).
+ */
+static double
+terrain_nodata(const tg_op *op, const tg_band *dem, int k)
+{
+	const double v = slope_nodata(op, dem);
+
+	if (op->terrain.types[k] == TG_PT_8BUI)
+		return 0;
+	if (op->terrain.products[k] == TG_TERRAIN_ASPECT && v == -1 && !op->has_nodata)
+		return FLOAT_NODATA;
+	return op->terrain.types[k] == TG_PT_32BF ? (float) v : v;
 }
 
 static void
@@ -136,6 +154,10 @@ tg_op_plan(const tg_op *op, const tg_band *dem, tg_output *outs, tg_error *err)
 		case TG_OP_VIEWSHED_COUNT:
 			one_band(&outs[0], TG_PT_32BUI, dem->has_nodata, COUNT_NODATA);
 			break;
+		case TG_OP_TERRAIN:
+			for (int k = 0; k < op->terrain.nproducts && k < TG_MAX_OUTPUTS; k++)
+				one_band(&outs[k], op->terrain.types[k], true, terrain_nodata(op, dem, k));
+			break;
 		default:
 			return tg_error_set(err, TG_EINVAL, "unknown operation %d", (int) op->kind);
 	}
@@ -173,6 +195,8 @@ tg_op_bytes_per_cell(const tg_op *op)
 		case TG_OP_VIEWSHED:
 		case TG_OP_VIEWSHED_COUNT:
 			return 16;
+		case TG_OP_TERRAIN:
+			return 8 + 8 * (size_t) op->terrain.nproducts;
 	}
 	return 160;
 }
@@ -682,6 +706,22 @@ tg_op_compute(const tg_ctx *ctx, const tg_op *op, const tg_layout *layout, const
 		case TG_OP_HAND:
 		case TG_OP_WETNESS_INDEX:
 			return compute_drainage(ctx, op, dem, r, err);
+		case TG_OP_TERRAIN:
+			{
+				tg_terrain_params p = op->terrain;
+				void	   *planes[TG_TERRAIN_PRODUCTS];
+
+				p.pixel_width = tg_georef_pixel_width(&layout->geo);
+				p.pixel_height = tg_georef_pixel_height(&layout->geo);
+				for (int k = 0; k < p.nproducts; k++)
+				{
+					p.nodata[k] = r->outs[k].specs[0].nodata;
+					planes[k] = new_plane(ctx, r, k, 0, p.types[k], n);
+					if (planes[k] == NULL)
+						return tg_error_set(err, TG_ENOMEM, "could not allocate the terrain derivatives");
+				}
+				return tg_terrain(ctx, dem, &p, planes, err);
+			}
 	}
 	return tg_error_set(err, TG_EINVAL, "unknown operation %d", (int) op->kind);
 }

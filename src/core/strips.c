@@ -2,8 +2,9 @@
  * strips.c — operations on grids larger than the memory budget, in strips
  * of whole tile rows (a strip boundary never cuts a tile), CPU only.
  *
- *   slope        each strip read with a row of halo above and below: the
- *                3 x 3 window needs no more.
+ *   slope and    each strip read with the rows of halo above and below its
+ *   terrain      window reads: one for the 3 x 3 window, the search radius
+ *                for the geomorphons.
  *   fill         priority-flood without epsilon after Barnes (2016)
  *                (fill_strips.c): every strip is read twice, once to scan
  *                it and once to finish it, with a row of halo.
@@ -170,60 +171,48 @@ progress(const tg_ctx *ctx, const char *phase, int done, int total)
 }
 
 /* ------------------------------------------------------------------------
- * Slope
+ * Slope and the other local derivatives: each strip with the rows of halo
+ * its window reads
  * ------------------------------------------------------------------------ */
 static tg_status
-slope_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *err)
+local_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *err)
 {
-	const int	W = s->width;
+	const char *phase = op->kind == TG_OP_SLOPE ? "slope in strips" : "terrain in strips";
+	const int	halo = op->kind == TG_OP_TERRAIN ? tg_terrain_halo(&op->terrain) : 1;
 	tg_status	st = TG_OK;
 
-	tg_phase(ctx, "slope in strips");
+	tg_phase(ctx, phase);
 	for (int k = 0; k < s->n && st == TG_OK; k++)
 	{
+		tg_grid_band rows;
+		tg_op_result r;
 		double	   *z;
 		int			first,
 					count;
-		float	   *slope;
 
-		st = read_rows(ctx, s, &s->job->inputs[0], &s->dem, s->row0[k], s->nrows[k], 1, &z, &first,
+		st = read_rows(ctx, s, &s->job->inputs[0], &s->dem, s->row0[k], s->nrows[k], halo, &z, &first,
 					   &count, err);
 		if (st != TG_OK)
 			break;
-		slope = tg_alloc(ctx, sizeof(float) * (size_t) W * count + 1);
-		if (slope == NULL)
-			st = tg_error_set(err, TG_ENOMEM, "could not allocate a strip of slopes");
-		else
-		{
-			tg_output	out;
-			tg_band		rows;
-			tg_slope_params p;
-
-			/* the rows as a 64BF band, nodata NaN, with the strip's halo */
-			memset(&rows, 0, sizeof rows);
-			rows.pixtype = TG_PT_64BF;
-			rows.width = W;
-			rows.height = count;
-			rows.data = z;
-			st = tg_op_plan(op, &s->dem.band, &out, err);
-			p.pixel_width = tg_georef_pixel_width(&s->job->layout->geo);
-			p.pixel_height = tg_georef_pixel_height(&s->job->layout->geo);
-			p.scale = op->slope_scale;
-			p.units = op->slope_units;
-			p.out_nodata = (float) out.specs[0].nodata;
-			if (st == TG_OK)
-				st = tg_slope(ctx, &rows, &p, slope, err);
-			out.planes[0].data = slope + (size_t) (s->row0[k] - first) * W;
-			out.planes[0].type = TG_PT_32BF;
-			out.planes[0].has_marker = false;
-			if (st == TG_OK)
-				st = write_strip(ctx, s, &out, 1, k, err);
-		}
-		tg_free(ctx, slope);
+		/* the rows as a 64BF band (nodata NaN) with the DEM's nodata, which plans the outputs alike */
+		memset(&rows, 0, sizeof rows);
+		rows.band = s->dem.band;
+		rows.band.pixtype = TG_PT_64BF;
+		rows.band.width = s->width;
+		rows.band.height = count;
+		rows.band.data = z;
+		st = tg_op_compute(ctx, op, s->job->layout, &rows, NULL, &r, err);
+		for (int o = 0; st == TG_OK && o < r.nout; o++)
+			for (int b = 0; b < r.outs[o].nbands; b++)
+				r.outs[o].planes[b].data = (const uint8_t *) r.outs[o].planes[b].data +
+					(size_t) (s->row0[k] - first) * s->width * tg_pixtype_size(r.outs[o].planes[b].type);
+		if (st == TG_OK)
+			st = write_strip(ctx, s, r.outs, r.nout, k, err);
+		tg_op_free(ctx, &r);
 		tg_free(ctx, z);
-		progress(ctx, "slope in strips", k + 1, s->n);
+		progress(ctx, phase, k + 1, s->n);
 	}
-	strip_stats(ctx, s, "slope in strips");
+	strip_stats(ctx, s, phase);
 	return st;
 }
 
@@ -675,7 +664,7 @@ tg_op_in_strips(const tg_op *op, const tg_ctx *ctx, const char **why_not)
 	*why_not = NULL;
 	if (ctx->backend == TG_BACKEND_GPU)
 		*why_not = "backend auto or cpu";
-	else if (op->kind == TG_OP_SLOPE)
+	else if (op->kind == TG_OP_SLOPE || op->kind == TG_OP_TERRAIN)
 		return true;
 	else if (op->kind == TG_OP_FILL && (op->fill_method != TG_FILL_PRIORITY_FLOOD || op->epsilon != 0))
 		*why_not = "method priority-flood with epsilon 0";
@@ -698,6 +687,7 @@ strip_bytes_per_cell(const tg_op *op)
 	switch (op->kind)
 	{
 		case TG_OP_SLOPE:
+		case TG_OP_TERRAIN:
 			return tg_op_bytes_per_cell(op);
 		case TG_OP_FILL:
 			return fill;
@@ -732,9 +722,10 @@ tg_run_strips(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *e
 		switch (op->kind)
 		{
 			case TG_OP_SLOPE:
+			case TG_OP_TERRAIN:
 				tg_job_notice(job, "%s spans %d x %d cells, more than %s holds: computing it in %d strips of rows",
 							  job->layout->name, s.width, s.height, job->budget_name, s.n);
-				st = slope_in_strips(ctx, op, &s, err);
+				st = local_in_strips(ctx, op, &s, err);
 				break;
 			case TG_OP_FILL:
 				st = fill_in_strips(ctx, op, &s, err);

@@ -69,8 +69,9 @@ tg_status	tg_cuda_copy_rates(const tg_ctx *ctx, size_t bytes, tg_copy_rates *rat
 /* For the tests: the pinned room of a band of streamed products (tg_rows_sink), 0 = all there is. */
 extern size_t tg_stream_band_bytes;
 
-tg_status	tg_cuda_slope(const tg_ctx *ctx, const tg_band *dem,
-						  const tg_slope_params *params, float *out, tg_error *err);
+/* out[k]: product k's plane (tg_terrain) */
+tg_status	tg_cuda_terrain(const tg_ctx *ctx, const tg_band *dem, const tg_terrain_params *params,
+							void *const *out, tg_error *err);
 
 tg_status	tg_cuda_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
 						 double out_nodata, void *out, tg_error *err);
@@ -131,8 +132,8 @@ tg_status	tg_cuda_stream_order(const tg_ctx *ctx, int width, int height, const u
  * The CPU backend (the *_cpu.c files of src/core)
  * ------------------------------------------------------------------------ */
 
-tg_status	tg_cpu_slope(const tg_ctx *ctx, const tg_band *dem,
-						 const tg_slope_params *params, float *out, tg_error *err);
+tg_status	tg_cpu_terrain(const tg_ctx *ctx, const tg_band *dem, const tg_terrain_params *params,
+						   void *const *out, tg_error *err);
 
 /* Hydrology on the CPU: the fill surface, the routing, accumulation. */
 tg_status	tg_cpu_decode(const tg_ctx *ctx, const tg_band *dem, double **z, tg_error *err);

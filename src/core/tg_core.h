@@ -352,6 +352,100 @@ typedef struct tg_slope_params
 tg_status	tg_slope(const tg_ctx *ctx, const tg_band *dem,
 					 const tg_slope_params *params, float *out, tg_error *err);
 
+/*
+ * Local terrain derivatives (terrain_cpu.c, cuda/terrain.cu): any of them
+ * from one pass over the DEM, each into a plane of its own.  Every product
+ * but the geomorphons reads the 3 x 3 window of a cell, a neighbour outside
+ * the raster or nodata taking the centre's value (as tg_slope and PostGIS'
+ * ST_Aspect, ST_TPI, ST_TRI, ST_Roughness do); a nodata centre gives the
+ * product's nodata.  The horizontal spacing is the pixel size times scale.
+ */
+typedef enum tg_terrain_product
+{
+	TG_TERRAIN_SLOPE = 0,		/* Horn (1981), tg_slope's arithmetic */
+	TG_TERRAIN_ASPECT,			/* Horn; clockwise from north, flat -1 */
+	TG_TERRAIN_HILLSHADE,		/* Horn; as ST_HillShade / gdaldem hillshade */
+	TG_TERRAIN_TPI,				/* centre minus the mean of the 8 neighbours */
+	TG_TERRAIN_TRI,				/* Riley 1999 or Wilson 2007 */
+	TG_TERRAIN_ROUGHNESS,		/* largest minus smallest of the 9 cells */
+	TG_TERRAIN_CURVATURE,		/* Evans-Young derivatives, Florinsky (2016) definitions */
+	TG_TERRAIN_GEOMORPHONS		/* Jasiewicz and Stepinski (2013): landform 1..10 */
+} tg_terrain_product;
+
+#define TG_TERRAIN_PRODUCTS 8
+
+typedef enum tg_hillshade_method
+{
+	TG_HILLSHADE_STANDARD = 0,	/* one light at azimuth, altitude */
+	TG_HILLSHADE_MULTIDIRECTIONAL,	/* gdaldem's: lights at 225, 270, 315, 360 weighted by aspect */
+	TG_HILLSHADE_COMBINED		/* gdaldem's: the standard one darkened by the slope */
+} tg_hillshade_method;
+
+typedef enum tg_tri_algorithm
+{
+	TG_TRI_WILSON = 0,			/* mean absolute difference to the centre (ST_TRI) */
+	TG_TRI_RILEY				/* root of the summed squared differences (gdaldem's default) */
+} tg_tri_algorithm;
+
+typedef enum tg_curvature_type
+{
+	TG_CURVATURE_PROFILE = 0,	/* vertical (normal) curvature along the gradient, kv */
+	TG_CURVATURE_PLAN,			/* curvature of the contour line, kp */
+	TG_CURVATURE_TANGENTIAL,	/* horizontal (normal) curvature across the gradient, kh */
+	TG_CURVATURE_MEAN,			/* H */
+	TG_CURVATURE_GAUSSIAN,		/* K */
+	TG_CURVATURE_MINIMAL,		/* kmin = H - sqrt(H^2 - K) */
+	TG_CURVATURE_MAXIMAL,		/* kmax = H + sqrt(H^2 - K) */
+	TG_CURVATURE_TOTAL			/* r^2 + 2 s^2 + t^2 */
+} tg_curvature_type;
+
+/* Geomorphon landforms, r.geomorphon's codes (0 is the output's nodata). */
+enum
+{
+	TG_FORM_FLAT = 1, TG_FORM_PEAK, TG_FORM_RIDGE, TG_FORM_SHOULDER, TG_FORM_SPUR,
+	TG_FORM_SLOPE, TG_FORM_HOLLOW, TG_FORM_FOOTSLOPE, TG_FORM_VALLEY, TG_FORM_PIT
+};
+
+#define TG_GEOMORPHON_MAX_RADIUS 1024
+
+typedef struct tg_terrain_params
+{
+	double		pixel_width;	/* map units, > 0 */
+	double		pixel_height;
+	double		scale;			/* vertical units per horizontal unit, as tg_slope's */
+	tg_slope_units slope_units;
+	tg_slope_units aspect_units;	/* degrees or radians */
+	/* hillshade: azimuth clockwise from north and altitude in degrees,
+	 * max_bright the value of full light (32BF/64BF), z_factor an
+	 * exaggeration of the relief; an 8BUI hillshade is gdaldem's bytes */
+	tg_hillshade_method hillshade;
+	double		azimuth;
+	double		altitude;
+	double		max_bright;
+	double		z_factor;
+	tg_tri_algorithm tri;
+	tg_curvature_type curvature;
+	/* geomorphons: lines of sight of up to search_radius cells (a diagonal
+	 * step counts sqrt 2), the first skip cells left out, flat_threshold in
+	 * degrees */
+	int			search_radius;
+	int			skip;
+	double		flat_threshold;
+	/* the products, each with its output type (32BF, 64BF; 8BUI for the
+	 * hillshade and the geomorphons) and nodata value */
+	int			nproducts;
+	tg_terrain_product products[TG_TERRAIN_PRODUCTS];
+	tg_pixtype	types[TG_TERRAIN_PRODUCTS];
+	double		nodata[TG_TERRAIN_PRODUCTS];
+} tg_terrain_params;
+
+/* The rows a product reads above and below a cell: 1, or search_radius for the geomorphons. */
+int			tg_terrain_halo(const tg_terrain_params *params);
+
+/* out[k]: width * height values of types[k] for products[k]. */
+tg_status	tg_terrain(const tg_ctx *ctx, const tg_band *dem, const tg_terrain_params *params,
+					   void *const *out, tg_error *err);
+
 /* ------------------------------------------------------------------------
  * Hydrology
  *
@@ -1059,7 +1153,8 @@ typedef enum tg_op_kind
 	TG_OP_BASINS,				/* 32BUI basin labels (tg_basins), 0 (nodata) outside */
 	TG_OP_FLOW_LENGTH,
 	TG_OP_HAND,
-	TG_OP_WETNESS_INDEX
+	TG_OP_WETNESS_INDEX,
+	TG_OP_TERRAIN				/* local derivatives (tg_terrain): one output per product */
 } tg_op_kind;
 
 typedef enum tg_direction_output
@@ -1136,6 +1231,8 @@ typedef struct tg_op
 	int			nobservers;
 	const int  *observer_cols;
 	const int  *observer_rows;
+	/* local derivatives: the pixel size is the grid's */
+	tg_terrain_params terrain;
 } tg_op;
 
 /* A tile's place on the grid and its own georeference (given back to its result). */

@@ -152,49 +152,100 @@ tg_device_query(int device, tg_device_info *info)
 }
 
 /* ------------------------------------------------------------------------
- * Slope
+ * Local terrain derivatives (slope among them)
  * ------------------------------------------------------------------------ */
-typedef struct slope_args
+typedef struct terrain_args
 {
 	const tg_band *dem;
-	const tg_slope_params *params;
-	float	   *out;
-} slope_args;
+	const tg_terrain_params *params;
+	void	   *const *out;
+} terrain_args;
 
 static tg_status
-slope_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
+terrain_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
 {
-	const slope_args *s = a;
+	const terrain_args *t = a;
 
-	return tg_cpu_slope(ctx, s->dem, s->params, s->out, err);
+	return tg_cpu_terrain(ctx, t->dem, t->params, t->out, err);
 }
 
 static tg_status
-slope_gpu(const tg_ctx *ctx, const void *a, tg_error *err)
+terrain_gpu(const tg_ctx *ctx, const void *a, tg_error *err)
 {
-	const slope_args *s = a;
+	const terrain_args *t = a;
 
-	return tg_cuda_slope(ctx, s->dem, s->params, s->out, err);
+	return tg_cuda_terrain(ctx, t->dem, t->params, t->out, err);
 }
 
+static bool
+terrain_type_ok(tg_terrain_product product, tg_pixtype type)
+{
+	if (product == TG_TERRAIN_GEOMORPHONS)
+		return type == TG_PT_8BUI;
+	return type == TG_PT_32BF || type == TG_PT_64BF ||
+		(product == TG_TERRAIN_HILLSHADE && type == TG_PT_8BUI);
+}
+
+tg_status
+tg_terrain(const tg_ctx *ctx, const tg_band *dem, const tg_terrain_params *params, void *const *out,
+		   tg_error *err)
+{
+	terrain_args args = {dem, params, out};
+	const tg_terrain_params *p = params;
+
+	if (dem->data == NULL)
+		return tg_error_set(err, TG_EUNSUPPORTED, "terrain derivatives need an in-db band");
+	if (!(p->pixel_width > 0) || !(p->pixel_height > 0) || isinf(p->pixel_width) || isinf(p->pixel_height))
+		return tg_error_set(err, TG_EINVAL, "pixel size must be positive, got %g x %g",
+							p->pixel_width, p->pixel_height);
+	if (!(p->scale > 0) || isinf(p->scale))
+		return tg_error_set(err, TG_EINVAL, "scale must be positive, got %g", p->scale);
+	if (p->nproducts < 1 || p->nproducts > TG_TERRAIN_PRODUCTS)
+		return tg_error_set(err, TG_EINVAL, "ask for 1 to %d products, got %d", TG_TERRAIN_PRODUCTS,
+							p->nproducts);
+	for (int k = 0; k < p->nproducts; k++)
+	{
+		if ((int) p->products[k] < 0 || (int) p->products[k] >= TG_TERRAIN_PRODUCTS)
+			return tg_error_set(err, TG_EINVAL, "unknown terrain product %d", (int) p->products[k]);
+		if (!terrain_type_ok(p->products[k], p->types[k]))
+			return tg_error_set(err, TG_EINVAL, "terrain product %d cannot be written as %s",
+								(int) p->products[k], tg_pixtype_name(p->types[k]));
+		for (int q = 0; q < k; q++)
+			if (p->products[q] == p->products[k])
+				return tg_error_set(err, TG_EINVAL, "terrain product %d asked for twice", (int) p->products[k]);
+		if (p->products[k] == TG_TERRAIN_HILLSHADE &&
+			(!(p->altitude >= 0 && p->altitude <= 90) || !isfinite(p->azimuth) ||
+			 !(p->max_bright >= 0) || !isfinite(p->max_bright) || !(p->z_factor > 0) || isinf(p->z_factor)))
+			return tg_error_set(err, TG_EINVAL,
+								"hillshade needs an altitude in [0, 90], a finite azimuth, max_bright >= 0 and z_factor > 0");
+		if (p->products[k] == TG_TERRAIN_GEOMORPHONS &&
+			(p->search_radius < 1 || p->search_radius > TG_GEOMORPHON_MAX_RADIUS || p->skip < 0 ||
+			 p->skip >= p->search_radius || !(p->flat_threshold >= 0 && p->flat_threshold < 90)))
+			return tg_error_set(err, TG_EINVAL,
+								"geomorphons need 1 <= search_radius <= %d, 0 <= skip < search_radius and a flat threshold in [0, 90), got %d, %d and %g",
+								TG_GEOMORPHON_MAX_RADIUS, p->search_radius, p->skip, p->flat_threshold);
+	}
+	return run(ctx, (int64_t) dem->width * dem->height, terrain_cpu, terrain_gpu, &args, err);
+}
+
+/* Horn slope: the slope product alone */
 tg_status
 tg_slope(const tg_ctx *ctx, const tg_band *dem, const tg_slope_params *params,
 		 float *out, tg_error *err)
 {
-	slope_args	args = {dem, params, out};
+	tg_terrain_params p;
+	void	   *planes[1] = {out};
 
-	if (dem->data == NULL)
-		return tg_error_set(err, TG_EUNSUPPORTED, "slope needs an in-db band");
-	if (!(params->pixel_width > 0) || !(params->pixel_height > 0))
-		return tg_error_set(err, TG_EINVAL,
-							"pixel size must be positive, got %g x %g",
-							params->pixel_width, params->pixel_height);
-	if (!(params->scale > 0))
-		return tg_error_set(err, TG_EINVAL, "scale must be positive, got %g",
-							params->scale);
-
-	return run(ctx, (int64_t) dem->width * dem->height, slope_cpu, slope_gpu,
-			   &args, err);
+	memset(&p, 0, sizeof p);
+	p.pixel_width = params->pixel_width;
+	p.pixel_height = params->pixel_height;
+	p.scale = params->scale;
+	p.slope_units = params->units;
+	p.nproducts = 1;
+	p.products[0] = TG_TERRAIN_SLOPE;
+	p.types[0] = TG_PT_32BF;
+	p.nodata[0] = params->out_nodata;
+	return tg_terrain(ctx, dem, &p, planes, err);
 }
 
 /* ------------------------------------------------------------------------

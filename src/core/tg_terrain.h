@@ -62,17 +62,18 @@ tg_horn_factors_for(const tg_slope_params p)
 }
 
 /*
- * tan of the Horn slope of a 3x3 window
+ * Horn's gradient of a 3x3 window
  *     a b c
  *     d e f
  *     g h i
  * given as w[0..8], NaN for a missing neighbour (outside the raster or
  * nodata), which takes the centre's value as in PostGIS' _st_slope4ma.
  * The centre must be valid.  Sums are formed in PostGIS' order.
- * kx = 1 / (8 scale dx), ky = 1 / (8 scale dy).
+ * kx = 1 / (8 scale dx), ky = 1 / (8 scale dy): *gx is dz/dx eastwards,
+ * *gy dz/dy southwards (down the rows).
  */
-TG_HD double
-tg_horn_tan(const double w[9], double kx, double ky)
+TG_HD void
+tg_horn_gradient(const double w[9], double kx, double ky, double *gx, double *gy)
 {
 	double		e = w[4];
 	double		a = isnan(w[0]) ? e : w[0];
@@ -83,13 +84,24 @@ tg_horn_tan(const double w[9], double kx, double ky)
 	double		g = isnan(w[6]) ? e : w[6];
 	double		h = isnan(w[7]) ? e : w[7];
 	double		i = isnan(w[8]) ? e : w[8];
-	double		gy = ((g + h + h + i) - (a + b + b + c)) * ky;
-	double		gx = ((c + r + r + i) - (a + d + d + g)) * kx;
 
+	*gy = ((g + h + h + i) - (a + b + b + c)) * ky;
+	*gx = ((c + r + r + i) - (a + d + d + g)) * kx;
+}
+
+/* tan of the Horn slope of a 3x3 window (tg_horn_gradient's). */
+TG_HD double
+tg_horn_tan(const double w[9], double kx, double ky)
+{
+	double		gx,
+				gy;
+
+	tg_horn_gradient(w, kx, ky, &gx, &gy);
 	return sqrt(gx * gx + gy * gy);
 }
 
-TG_HD float
+/* The Horn slope in the call's units (tg_slope stores it as 32BF). */
+TG_HD double
 tg_horn_slope(const double w[9], const tg_horn_factors f)
 {
 	double		tan_slope = tg_horn_tan(w, f.kx, f.ky);
@@ -97,12 +109,12 @@ tg_horn_slope(const double w[9], const tg_horn_factors f)
 	switch (f.units)
 	{
 		case TG_SLOPE_PERCENT:
-			return (float) (100.0 * tan_slope);
+			return 100.0 * tan_slope;
 		case TG_SLOPE_RADIANS:
-			return (float) atan(tan_slope);
+			return atan(tan_slope);
 		case TG_SLOPE_DEGREES:
 		default:
-			return (float) (atan(tan_slope) * TG_DEGREES_PER_RADIAN);
+			return atan(tan_slope) * TG_DEGREES_PER_RADIAN;
 	}
 }
 

@@ -12,8 +12,8 @@
 
 #include "tg_core.h"
 
-/* Largest operation output: hydrology writes 3 rasters, direction shares 8 bands. */
-#define TG_MAX_OUTPUTS 3
+/* Largest operation output: tg_terrain writes 8 rasters, direction shares 8 bands. */
+#define TG_MAX_OUTPUTS 8
 #define TG_MAX_OUTPUT_BANDS 8
 
 /* One input's values over the grid, or over rows [row0, row0 + nrows) as doubles. */

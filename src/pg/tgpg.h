@@ -110,7 +110,8 @@ typedef enum tgpg_kind
 	TGPG_POINT,					/* geometry: a point in the raster's SRID */
 	TGPG_POINTS,				/* geometry[] */
 	TGPG_FACTOR,				/* "any": a number, or a raster / table on the DEM's grid */
-	TGPG_WEIGHT					/* a raster / table on the DEM's grid */
+	TGPG_WEIGHT,				/* a raster / table on the DEM's grid */
+	TGPG_WORD_LIST				/* text[] of distinct words from a vocabulary */
 } tgpg_kind;
 
 /* checks */
@@ -150,6 +151,8 @@ int32		tgpg_int(const tgpg_args *a, const char *name);
 double		tgpg_float(const tgpg_args *a, const char *name);
 bool		tgpg_bool(const tgpg_args *a, const char *name);
 int			tgpg_word_value(const tgpg_args *a, const char *name);
+/* The words of a TGPG_WORD_LIST argument as their values, in the given order; returns how many. */
+int			tgpg_word_list(const tgpg_args *a, const char *name, int *values, int max);
 char	   *tgpg_text(const tgpg_args *a, const char *name);
 Datum		tgpg_datum(const tgpg_args *a, const char *name);
 Oid			tgpg_type(const tgpg_args *a, const char *name);
@@ -186,6 +189,11 @@ typedef struct tgpg_call
 	bool		geographic;		/* its SRID is geographic (longitude, latitude) */
 	/* TGPG_RESULT_TILES: the result rasters of each tile (Datums, in tile order) */
 	List	   *tiles;
+	/*
+	 * NULL, or the result column of each output (1 is the first after the
+	 * id): the columns no output fills are NULL (tg_terrain's products)
+	 */
+	const int  *columns;
 } tgpg_call;
 
 /*

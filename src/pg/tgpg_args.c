@@ -16,6 +16,7 @@
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/syscache.h"
 
@@ -137,6 +138,47 @@ check_number(const tgpg_param *p, double v)
 				 p->hint ? errhint("%s", p->hint) : 0));
 }
 
+/*
+ * The words of a text[] (22004 for a NULL one, 22023 for none, an unknown
+ * one or one given twice) as their values; returns how many.
+ */
+static int
+word_list(const tgpg_param *p, Datum array, int *values, int max)
+{
+	Datum	   *items;
+	bool	   *nulls;
+	int			n;
+
+	deconstruct_array(DatumGetArrayTypeP(array), TEXTOID, -1, false, TYPALIGN_INT, &items, &nulls, &n);
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s must name at least one", p->name)));
+	if (n > max)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s names %d, at most %d are possible", p->name, n, max)));
+	for (int i = 0; i < n; i++)
+	{
+		const char *given;
+		int			w;
+
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("%s must not hold NULL", p->name)));
+		given = TextDatumGetCString(items[i]);
+		w = find_word(given, p->words, p->nwords, false);
+		values[i] = w >= 0 ? p->words[w].value : tgpg_lookup(p->name, given, p->words, p->nwords);
+		for (int q = 0; q < i; q++)
+			if (values[q] == values[i])
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("%s names \"%s\" twice", p->name, given)));
+	}
+	return n;
+}
+
 /* The checks of one argument against its description. */
 static void
 check_argument(const tgpg_args *a, int i, const tgpg_param *p)
@@ -161,6 +203,14 @@ check_argument(const tgpg_args *a, int i, const tgpg_param *p)
 						  (p->checks & TGPG_PREFIX) != 0) < 0)
 				(void) tgpg_lookup(p->name, TextDatumGetCString(PG_GETARG_DATUM(i)), p->words, p->nwords);
 			break;
+		case TGPG_WORD_LIST:
+			{
+				int		   *values = palloc(sizeof(int) * p->nwords);
+
+				(void) word_list(p, PG_GETARG_DATUM(i), values, p->nwords);
+				pfree(values);
+				break;
+			}
 		default:
 			break;
 	}
@@ -241,6 +291,12 @@ tgpg_word_value(const tgpg_args *a, const char *name)
 	int			i = find_word(given, p->words, p->nwords, (p->checks & TGPG_PREFIX) != 0);
 
 	return i >= 0 ? p->words[i].value : tgpg_lookup(name, given, p->words, p->nwords);
+}
+
+int
+tgpg_word_list(const tgpg_args *a, const char *name, int *values, int max)
+{
+	return word_list(describe(a, name), tgpg_datum(a, name), values, max);
 }
 
 Datum

@@ -61,6 +61,31 @@ static const tgpg_word stream_orderings[] = {
 static const tgpg_word length_directions[] = {
 	{"downstream", false}, {"upstream", true},
 };
+static const tgpg_word aspect_units[] = {
+	{"DEGREES", TG_SLOPE_DEGREES}, {"RADIANS", TG_SLOPE_RADIANS},
+};
+static const tgpg_word hillshade_methods[] = {
+	{"standard", TG_HILLSHADE_STANDARD}, {"multidirectional", TG_HILLSHADE_MULTIDIRECTIONAL},
+	{"combined", TG_HILLSHADE_COMBINED},
+};
+static const tgpg_word hillshade_pixeltypes[] = {
+	{"32BF", TG_PT_32BF}, {"64BF", TG_PT_64BF}, {"8BUI", TG_PT_8BUI},
+};
+static const tgpg_word tri_algorithms[] = {
+	{"wilson", TG_TRI_WILSON}, {"riley", TG_TRI_RILEY},
+};
+static const tgpg_word curvature_types[] = {
+	{"profile", TG_CURVATURE_PROFILE}, {"plan", TG_CURVATURE_PLAN}, {"tangential", TG_CURVATURE_TANGENTIAL},
+	{"mean", TG_CURVATURE_MEAN}, {"gaussian", TG_CURVATURE_GAUSSIAN}, {"minimal", TG_CURVATURE_MINIMAL},
+	{"maximal", TG_CURVATURE_MAXIMAL}, {"total", TG_CURVATURE_TOTAL},
+};
+/* in the order of tg_terrain's result columns */
+static const tgpg_word terrain_products[] = {
+	{"slope", TG_TERRAIN_SLOPE}, {"aspect", TG_TERRAIN_ASPECT}, {"hillshade", TG_TERRAIN_HILLSHADE},
+	{"tpi", TG_TERRAIN_TPI}, {"tri", TG_TERRAIN_TRI}, {"roughness", TG_TERRAIN_ROUGHNESS},
+	{"curvature", TG_TERRAIN_CURVATURE}, {"geomorphons", TG_TERRAIN_GEOMORPHONS},
+};
+
 /* r2: ray casting, GPU or CPU; r3: exact, CPU */
 static const tgpg_word view_algorithms[] = {
 	{"r2", TG_VIEW_R2}, {"r3", TG_VIEW_R3},
@@ -96,6 +121,44 @@ static const tgpg_param slope_args[] = {
 	{"scale", TGPG_FLOAT, TGPG_POSITIVE, NULL, 0,
 	"For a DEM in degrees with elevations in metres use scale => 111120."},
 	NODATA, BACKEND, {NULL}
+};
+/* the local derivatives: PostGIS' argument names (ST_Aspect, ST_HillShade, ST_TPI, ST_TRI, ST_Roughness) */
+#define SCALE			{"scale", TGPG_FLOAT, TGPG_POSITIVE, NULL, 0, \
+						 "For a DEM in degrees with elevations in metres use scale => 111120."}
+#define FLOAT_PIXELTYPE {"pixeltype", TGPG_WORD, 0, TGPG_WORDS(pixeltypes)}
+#define LIGHT			{"azimuth", TGPG_FLOAT}, {"altitude", TGPG_FLOAT}, \
+						{"max_bright", TGPG_FLOAT, TGPG_NONNEGATIVE}
+#define LOOKUP			{"search_radius", TGPG_INT}, {"skip", TGPG_INT}, \
+						{"flat_threshold", TGPG_FLOAT, TGPG_NONNEGATIVE}
+static const tgpg_param aspect_args[] = {
+	BAND, {"units", TGPG_WORD, TGPG_PREFIX, TGPG_WORDS(aspect_units)}, FLOAT_PIXELTYPE, NODATA, BACKEND, {NULL}
+};
+static const tgpg_param hillshade_args[] = {
+	BAND, LIGHT, SCALE, {"z_factor", TGPG_FLOAT, TGPG_POSITIVE},
+	{"method", TGPG_WORD, 0, TGPG_WORDS(hillshade_methods)},
+	{"pixeltype", TGPG_WORD, 0, TGPG_WORDS(hillshade_pixeltypes)}, NODATA, BACKEND, {NULL}
+};
+static const tgpg_param window_args[] = {
+	BAND, FLOAT_PIXELTYPE, NODATA, BACKEND, {NULL}
+};
+static const tgpg_param tri_args[] = {
+	BAND, {"algorithm", TGPG_WORD, 0, TGPG_WORDS(tri_algorithms)}, FLOAT_PIXELTYPE, NODATA, BACKEND, {NULL}
+};
+static const tgpg_param curvature_args[] = {
+	BAND, {"type", TGPG_WORD, 0, TGPG_WORDS(curvature_types)}, SCALE, FLOAT_PIXELTYPE, NODATA, BACKEND, {NULL}
+};
+static const tgpg_param geomorphon_args[] = {
+	BAND, LOOKUP, SCALE, BACKEND, {NULL}
+};
+static const tgpg_param terrain_args[] = {
+	{"products", TGPG_WORD_LIST, 0, TGPG_WORDS(terrain_products)}, BAND, SCALE,
+	{"units", TGPG_WORD, TGPG_PREFIX, TGPG_WORDS(slope_units)},
+	{"aspect_units", TGPG_WORD, TGPG_PREFIX, TGPG_WORDS(aspect_units)},
+	LIGHT, {"z_factor", TGPG_FLOAT, TGPG_POSITIVE},
+	{"hillshade_method", TGPG_WORD, 0, TGPG_WORDS(hillshade_methods)},
+	{"tri_algorithm", TGPG_WORD, 0, TGPG_WORDS(tri_algorithms)},
+	{"curvature_type", TGPG_WORD, 0, TGPG_WORDS(curvature_types)},
+	LOOKUP, NODATA, BACKEND, {NULL}
 };
 static const tgpg_param fill_args[] = {
 	BAND, {"method", TGPG_WORD, 0, TGPG_WORDS(fill_methods)},
@@ -377,6 +440,171 @@ tgpg_slope(PG_FUNCTION_ARGS)
 	op.slope_units = tgpg_word_value(&a, "units");
 	op.slope_scale = tgpg_float(&a, "scale");
 	return run_op(&c, &op);
+}
+
+/* ------------------------------------------------------------------------
+ * The local derivatives beside the slope: one product each, or several
+ * (tg_terrain) from one pass over the DEM
+ * ------------------------------------------------------------------------ */
+
+/* The derivatives' options the function declares (their defaults otherwise). */
+static void
+terrain_options(const tgpg_args *a, tg_terrain_params *t)
+{
+#define OPTION(name, get, otherwise) (tgpg_arg_index(a, name) >= 0 ? get(a, name) : (otherwise))
+	t->scale = OPTION("scale", tgpg_float, 1.0);
+	t->slope_units = OPTION("units", tgpg_word_value, TG_SLOPE_DEGREES);
+	t->aspect_units = OPTION("aspect_units", tgpg_word_value, TG_SLOPE_DEGREES);
+	t->azimuth = OPTION("azimuth", tgpg_float, 315);
+	t->altitude = OPTION("altitude", tgpg_float, 45);
+	t->max_bright = OPTION("max_bright", tgpg_float, 255);
+	t->z_factor = OPTION("z_factor", tgpg_float, 1.0);
+	t->hillshade = OPTION("hillshade_method", tgpg_word_value, TG_HILLSHADE_STANDARD);
+	t->tri = OPTION("tri_algorithm", tgpg_word_value, TG_TRI_WILSON);
+	t->curvature = OPTION("curvature_type", tgpg_word_value, TG_CURVATURE_PROFILE);
+	t->search_radius = OPTION("search_radius", tgpg_int, 3);
+	t->skip = OPTION("skip", tgpg_int, 0);
+	t->flat_threshold = OPTION("flat_threshold", tgpg_float, 1.0);
+#undef OPTION
+}
+
+/* Each product in its type: floats 32BF, the geomorphons 8BUI, or the function's pixeltype. */
+static void
+add_product(const tgpg_args *a, tg_terrain_params *t, tg_terrain_product product)
+{
+	t->products[t->nproducts] = product;
+	t->types[t->nproducts] = product == TG_TERRAIN_GEOMORPHONS ? TG_PT_8BUI
+		: tgpg_arg_index(a, "pixeltype") >= 0 ? (tg_pixtype) tgpg_word_value(a, "pixeltype") : TG_PT_32BF;
+	t->nproducts++;
+}
+
+/* tg_aspect, tg_hillshade, ...: one product (the function's own words name its options) */
+static Datum
+one_product(FunctionCallInfo fcinfo, const char *function, const tgpg_param *params, tg_terrain_product product)
+{
+	tgpg_args	a;
+	tgpg_call	c;
+	tg_op		op;
+
+	tgpg_args_open(&a, fcinfo, function, params);
+	NULL_RASTER_GIVES_NULL(&a);
+	tgpg_call_open(&c, &a, function);
+	op_init(&op, &a);
+	op.kind = TG_OP_TERRAIN;
+	terrain_options(&a, &op.terrain);
+	if (product == TG_TERRAIN_ASPECT)
+		op.terrain.aspect_units = tgpg_word_value(&a, "units");
+	if (product == TG_TERRAIN_HILLSHADE)
+		op.terrain.hillshade = tgpg_word_value(&a, "method");
+	if (product == TG_TERRAIN_TRI)
+		op.terrain.tri = tgpg_word_value(&a, "algorithm");
+	if (product == TG_TERRAIN_CURVATURE)
+		op.terrain.curvature = tgpg_word_value(&a, "type");
+	add_product(&a, &op.terrain, product);
+	return run_op(&c, &op);
+}
+
+PG_FUNCTION_INFO_V1(tgpg_aspect);
+Datum
+tgpg_aspect(PG_FUNCTION_ARGS)
+{
+	return one_product(fcinfo, "tg_aspect", aspect_args, TG_TERRAIN_ASPECT);
+}
+
+PG_FUNCTION_INFO_V1(tgpg_hillshade);
+Datum
+tgpg_hillshade(PG_FUNCTION_ARGS)
+{
+	return one_product(fcinfo, "tg_hillshade", hillshade_args, TG_TERRAIN_HILLSHADE);
+}
+
+PG_FUNCTION_INFO_V1(tgpg_tpi);
+Datum
+tgpg_tpi(PG_FUNCTION_ARGS)
+{
+	return one_product(fcinfo, "tg_tpi", window_args, TG_TERRAIN_TPI);
+}
+
+PG_FUNCTION_INFO_V1(tgpg_tri);
+Datum
+tgpg_tri(PG_FUNCTION_ARGS)
+{
+	return one_product(fcinfo, "tg_tri", tri_args, TG_TERRAIN_TRI);
+}
+
+PG_FUNCTION_INFO_V1(tgpg_roughness);
+Datum
+tgpg_roughness(PG_FUNCTION_ARGS)
+{
+	return one_product(fcinfo, "tg_roughness", window_args, TG_TERRAIN_ROUGHNESS);
+}
+
+PG_FUNCTION_INFO_V1(tgpg_curvature);
+Datum
+tgpg_curvature(PG_FUNCTION_ARGS)
+{
+	return one_product(fcinfo, "tg_curvature", curvature_args, TG_TERRAIN_CURVATURE);
+}
+
+PG_FUNCTION_INFO_V1(tgpg_geomorphons);
+Datum
+tgpg_geomorphons(PG_FUNCTION_ARGS)
+{
+	return one_product(fcinfo, "tg_geomorphons", geomorphon_args, TG_TERRAIN_GEOMORPHONS);
+}
+
+/*
+ * Several products from one pass: a column for every product (in
+ * terrain_products' order), NULL for those not asked for.
+ */
+PG_FUNCTION_INFO_V1(tgpg_terrain);
+Datum
+tgpg_terrain(PG_FUNCTION_ARGS)
+{
+	tgpg_args	a;
+	tgpg_call	c;
+	tg_op		op;
+	int			wanted[TG_TERRAIN_PRODUCTS];
+	int		   *columns = palloc(sizeof(int) * TG_TERRAIN_PRODUCTS);
+	int			n;
+
+	tgpg_args_open(&a, fcinfo, "tg_terrain", terrain_args);
+	NULL_RASTER_GIVES_NULL(&a);
+	tgpg_call_open(&c, &a, "tg_terrain");
+	op_init(&op, &a);
+	op.kind = TG_OP_TERRAIN;
+	terrain_options(&a, &op.terrain);
+	n = tgpg_word_list(&a, "products", wanted, TG_TERRAIN_PRODUCTS);
+	for (int k = 0; k < n; k++)
+	{
+		add_product(&a, &op.terrain, (tg_terrain_product) wanted[k]);
+		columns[k] = 1 + wanted[k];
+	}
+	c.columns = columns;
+	if (a.coverage)
+		return run_op(&c, &op);
+	/* the raster form returns one raster per product, NULL for the others */
+	{
+		TupleDesc	tupdesc;
+		Datum		values[TG_TERRAIN_PRODUCTS];
+		bool		nulls[TG_TERRAIN_PRODUCTS];
+		ListCell   *lc;
+		int			k = 0;
+
+		if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE ||
+			tupdesc->natts != TG_TERRAIN_PRODUCTS)
+			elog(ERROR, "tg_terrain must return a row of %d rasters", TG_TERRAIN_PRODUCTS);
+		for (int q = 0; q < TG_TERRAIN_PRODUCTS; q++)
+			nulls[q] = true;
+		(void) tgpg_call_run(&c, &op, TGPG_RESULT_TILES);
+		foreach(lc, c.tiles)
+		{
+			values[columns[k] - 1] = PointerGetDatum(lfirst(lc));
+			nulls[columns[k] - 1] = false;
+			k++;
+		}
+		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+	}
 }
 
 PG_FUNCTION_INFO_V1(tgpg_fill);

@@ -938,8 +938,8 @@ put_tile(writer_state *w, int tile, tg_tile_value *values, int nvalues, bool *ke
 {
 	FunctionCallInfo fcinfo = w->fcinfo;
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Datum		row[1 + 3];
-	bool		nulls[1 + 3] = {false, false, false, false};
+	Datum		row[1 + TG_TERRAIN_PRODUCTS];
+	bool		nulls[1 + TG_TERRAIN_PRODUCTS];
 
 	switch (w->result)
 	{
@@ -958,9 +958,17 @@ put_tile(writer_state *w, int tile, tg_tile_value *values, int nvalues, bool *ke
 				break;
 			}
 		case TGPG_RESULT_ROWS:
+			for (int k = 0; k < rsinfo->setDesc->natts; k++)
+				nulls[k] = w->call->columns != NULL;
 			row[0] = Int64GetDatum(w->call->layout->tiles[tile].id);
+			nulls[0] = false;
 			for (int k = 0; k < nvalues; k++)
-				row[1 + k] = tile_datum(&values[k]);
+			{
+				const int	column = w->call->columns ? w->call->columns[k] : 1 + k;
+
+				row[column] = tile_datum(&values[k]);
+				nulls[column] = false;
+			}
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, nulls);
 			*kept = false;
 			break;
@@ -1115,9 +1123,10 @@ tgpg_call_run(tgpg_call *c, const tg_op *op, tgpg_result result)
 		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
 		InitMaterializedSRF(fcinfo, 0);
-		if (rsinfo->setDesc->natts != 1 + tg_op_outputs(op))
+		if (c->columns == NULL ? rsinfo->setDesc->natts != 1 + tg_op_outputs(op)
+			: rsinfo->setDesc->natts != 1 + TG_TERRAIN_PRODUCTS)
 			elog(ERROR, "%s: the result has %d columns, expected %d", c->function,
-				 rsinfo->setDesc->natts, 1 + tg_op_outputs(op));
+				 rsinfo->setDesc->natts, c->columns ? 1 + TG_TERRAIN_PRODUCTS : 1 + tg_op_outputs(op));
 	}
 	tg_error_clear(&err);
 	st = tg_run(&ctx, op, &job, &err);

@@ -8,8 +8,8 @@
  *     nodata flags, out-db bands), mutates them (bit flips, interesting
  *     bytes, header field overwrites, truncation, extension, splicing) and
  *     feeds every result, in a buffer of exactly its size, to the decoder,
- *     then reads every pixel of every band it accepts and runs the CPU slope
- *     on it.  Any out-of-bounds read, UB or crash aborts the run.
+ *     then reads every pixel of every band it accepts and runs every CPU
+ *     terrain derivative on it.  Any out-of-bounds read, UB or crash aborts the run.
  *         build/fuzz_raster [iterations] [seed]
  *   - with -DTG_LIBFUZZER and clang -fsanitize=fuzzer,address: a libFuzzer
  *     target over the same harness (make fuzz-libfuzzer).
@@ -52,14 +52,32 @@ exercise(const uint8_t *buf, size_t len)
 			sum += tg_band_get(&band, i) * (tg_band_value_is_nodata(&band, tg_band_get(&band, i)) ? 0 : 1);
 		if (n > 0 && n <= 4096)
 		{
-			float	   *out = malloc(n * sizeof(float));
-			tg_slope_params p = {1.0, 1.0, 1.0, TG_SLOPE_DEGREES, -9999.0f};
+			/* every local derivative at once, each plane of doubles */
+			double	   *out = malloc(TG_TERRAIN_PRODUCTS * n * sizeof(double));
+			void	   *planes[TG_TERRAIN_PRODUCTS];
+			tg_terrain_params p;
 			tg_ctx		ctx;
 
+			memset(&p, 0, sizeof p);
+			p.pixel_width = p.pixel_height = p.scale = 1.0;
+			p.altitude = 45;
+			p.azimuth = 315;
+			p.max_bright = 255;
+			p.z_factor = 1;
+			p.search_radius = 3;
+			p.flat_threshold = 1;
+			p.nproducts = TG_TERRAIN_PRODUCTS;
+			for (int k = 0; k < TG_TERRAIN_PRODUCTS; k++)
+			{
+				p.products[k] = (tg_terrain_product) k;
+				p.types[k] = k == TG_TERRAIN_GEOMORPHONS ? TG_PT_8BUI : TG_PT_64BF;
+				p.nodata[k] = -9999;
+				planes[k] = out + (size_t) k * n;
+			}
 			tg_ctx_init(&ctx);
 			ctx.backend = TG_BACKEND_CPU;
 			tg_error_clear(&err);
-			if (tg_cpu_slope(&ctx, &band, &p, out, &err) != TG_OK)
+			if (tg_cpu_terrain(&ctx, &band, &p, planes, &err) != TG_OK)
 				abort();
 			free(out);
 		}

@@ -38,6 +38,32 @@ test_band(tg_pixtype pixtype, const void *data, int width, int height, bool has_
 	return b;
 }
 
+/*
+ * Every terrain derivative (tg_terrain) of cells `cell` wide, in planes of
+ * doubles (the geomorphons in bytes): product k's plane at out + k * n.
+ */
+static inline void
+test_terrain_params(tg_terrain_params *p, double cell)
+{
+	memset(p, 0, sizeof *p);
+	p->pixel_width = p->pixel_height = cell;
+	p->scale = 1;
+	p->azimuth = 315;
+	p->altitude = 45;
+	p->max_bright = 255;
+	p->z_factor = 1;
+	p->search_radius = 5;
+	p->skip = 1;
+	p->flat_threshold = 1;
+	p->nproducts = TG_TERRAIN_PRODUCTS;
+	for (int k = 0; k < TG_TERRAIN_PRODUCTS; k++)
+	{
+		p->products[k] = (tg_terrain_product) k;
+		p->types[k] = k == TG_TERRAIN_GEOMORPHONS ? TG_PT_8BUI : TG_PT_64BF;
+		p->nodata[k] = k == TG_TERRAIN_GEOMORPHONS ? 0 : -9999;
+	}
+}
+
 /* xorshift64* */
 static inline uint64_t
 rng_next(void)
@@ -54,12 +80,13 @@ rng_uniform(void)
 	return (rng_next() >> 11) * (1.0 / 9007199254740992.0);
 }
 
-/* The suites of test_hydro.c, test_bmmq.c, test_viewshed.c, test_catchment.c, test_threads.c */
+/* The suites of test_hydro.c, test_bmmq.c, test_viewshed.c, test_catchment.c, test_threads.c, test_terrain.c */
 void		test_hydro(void);
 void		test_bmmq(void);
 void		test_viewshed(void);
 void		test_catchment(void);
 void		test_threads(void);
+void		test_terrain(void);
 void		test_run(void);
 
 #endif							/* TG_TEST_H */

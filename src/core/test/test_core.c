@@ -734,7 +734,7 @@ main(int argc, char **argv)
 		{"slope_plane", test_slope_plane}, {"slope_random", test_slope_random_vs_reference},
 		{"slope_nodata", test_slope_nodata_cases}, {"cancel", test_cancel_and_dispatch},
 		{"cuda_parity", test_cuda_parity}, {"hydro", test_hydro}, {"bmmq", test_bmmq},
-		{"viewshed", test_viewshed}, {"catchment", test_catchment}, {"threads", test_threads},
+		{"viewshed", test_viewshed}, {"catchment", test_catchment}, {"threads", test_threads}, {"terrain", test_terrain},
 		{"run", test_run},
 	};
 

@@ -138,6 +138,20 @@ op_slope(const tg_ctx *ctx, const tg_band *dem, const void *arg, void *out, tg_e
 	return tg_slope(ctx, dem, &p, out, err);
 }
 
+/* every terrain derivative, each product's plane 8 bytes a cell apart */
+static tg_status
+op_terrain(const tg_ctx *ctx, const tg_band *dem, const void *arg, void *out, tg_error *err)
+{
+	const size_t n = (size_t) dem->width * dem->height;
+	tg_terrain_params p;
+	void	   *planes[TG_TERRAIN_PRODUCTS];
+
+	test_terrain_params(&p, 30);
+	for (int k = 0; k < TG_TERRAIN_PRODUCTS; k++)
+		planes[k] = (double *) out + (size_t) k * n;
+	return tg_terrain(ctx, dem, &p, planes, err);
+}
+
 static tg_status
 op_fill(const tg_ctx *ctx, const tg_band *dem, const void *arg, void *out, tg_error *err)
 {
@@ -587,6 +601,7 @@ test_threads(void)
 
 	test_flat_strips(&bi);
 	check_threads(&(op_case) {"slope", op_slope, NULL, sizeof(float)}, &bi);
+	check_threads(&(op_case) {"terrain derivatives", op_terrain, NULL, TG_TERRAIN_PRODUCTS * sizeof(double)}, &bf);
 	check_threads(&(op_case) {"fill, integer DEM", op_fill, &pf, sizeof(double)}, &bi);
 	check_threads(&(op_case) {"fill, float DEM", op_fill, &pf, sizeof(double)}, &bf);
 	check_threads(&(op_case) {"fill, wide integer DEM", op_fill, &pf, sizeof(double)}, &bw);
