@@ -6,6 +6,7 @@
 #   make upgrade-scripts regenerate sql/terra_gpu--0.1.0--0.2.0.sql (after make install)
 #   make check-core      core unit tests (also under ASan/UBSan) and the raster decoder
 #                        fuzz test (no server)
+#   make qgis-plugin     the QGIS plugin as a zip for Plugins > Install from ZIP
 #
 # Variables: WITH_CUDA=0 builds without CUDA; NVCC_GENCODE picks the GPU
 # architectures (default sm_80 and sm_90 machine code plus sm_90 PTX).
@@ -154,3 +155,23 @@ check-upgrade:
 	python3 regress/checks/check_upgrade.py
 
 .PHONY: upgrade-scripts check-upgrade
+
+# ---------------------------------------------------------------------------
+# QGIS plugin: qgis-plugin/terra_gpu as the zip Plugins > Install from ZIP
+# takes (its styles are links to docs/*.qml, stored as files); its version is
+# the extension's
+# ---------------------------------------------------------------------------
+QGIS_PLUGIN_ZIP   = build/terra_gpu-qgis-$(EXTVERSION).zip
+QGIS_PLUGIN_FILES = $(sort $(shell find qgis-plugin/terra_gpu -name __pycache__ -prune -o \( -type f -o -type l \) -print))
+
+qgis-plugin: $(QGIS_PLUGIN_ZIP)
+
+$(QGIS_PLUGIN_ZIP): $(QGIS_PLUGIN_FILES) $(EXTENSION).control
+	@grep -qx 'version=$(EXTVERSION)' qgis-plugin/terra_gpu/metadata.txt || \
+		{ echo "qgis-plugin/terra_gpu/metadata.txt: version must be $(EXTVERSION), the extension's"; exit 1; }
+	mkdir -p build
+	python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED); \
+		[z.write(f, f.split("/", 1)[1]) for f in sys.argv[2:]]; z.close()' $@.tmp $(QGIS_PLUGIN_FILES)
+	mv $@.tmp $@
+
+.PHONY: qgis-plugin

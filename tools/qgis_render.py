@@ -12,23 +12,30 @@ Optional (QGIS is too heavy for CI).  On Debian 12:
 Connection: the PG* variables of tools/localpg.sh (host may be a socket
 directory).  Layers: alps_accumulation (raster, postgresraster provider,
 styled with docs/alps_accumulation.qml: singleband pseudocolor, log-like
-classes of upslope area; the script builds that style with the PyQGIS API and
---write-style writes it there) over alps_dem (hillshade renderer), with the
-watershed outline (alps_watershed, postgres provider).
+classes of upslope area) over alps_dem (hillshade renderer), with the
+watershed outline (alps_watershed, postgres provider, docs/alps_watershed.qml).
+
+The script builds the styles of docs/ with the PyQGIS API, writes them beside
+the image (--write-style: into docs/) and renders with docs/'s, as a user
+loading them would: the accumulation in area and in cells
+(accumulation_cells.qml: under 1000 cells, the functions' default stream
+threshold, transparent), the stream network by Strahler order
+(alps_streams.qml) and the watershed outline.  The QGIS plugin styles its
+results with them.
 """
 import os
 import sys
 
 from qgis.core import (QgsApplication, QgsColorRampShader, QgsCoordinateReferenceSystem, QgsCoordinateTransform,
-                       QgsDataSourceUri, QgsFillSymbol, QgsProject,
+                       QgsDataSourceUri, QgsFillSymbol, QgsGraduatedSymbolRenderer, QgsLineSymbol, QgsMapLayer, QgsProject,
                        QgsHillshadeRenderer, QgsMapRendererParallelJob, QgsMapSettings, QgsRasterLayer,
-                       QgsRasterShader, QgsSingleBandPseudoColorRenderer, QgsSingleSymbolRenderer,
-                       QgsVectorLayer)
+                       QgsRasterShader, QgsRendererRange, QgsSingleBandPseudoColorRenderer,
+                       QgsSingleSymbolRenderer, QgsVectorLayer)
 from qgis.PyQt.QtCore import QSize
 from qgis.PyQt.QtGui import QColor, QImage
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-STYLE = os.path.join(REPO, "docs", "alps_accumulation.qml")
+DOCS = os.path.join(REPO, "docs")
 
 
 def uri(table, column, key):
@@ -39,12 +46,22 @@ def uri(table, column, key):
     return u.uri(False)
 
 
-def accumulation_renderer(layer):
-    """Singleband pseudocolor, discrete log-like classes of upslope area (m²): streams stand out,
-    hillslopes (under 0.5 km²) stay transparent."""
-    classes = [(5e5, "#9ecae1", 0, "< 0.5 km²"), (2e6, "#9ecae1", 255, "0.5 - 2 km²"),
-               (1e7, "#4292c6", 255, "2 - 10 km²"), (5e7, "#2171b5", 255, "10 - 50 km²"),
-               (2.5e8, "#08519c", 255, "50 - 250 km²"), (float("inf"), "#08306b", 255, "> 250 km²")]
+# Discrete log-like classes of upslope area (m²): streams stand out, hillslopes (under 0.5 km²)
+# stay transparent
+AREA_CLASSES = [(5e5, "#9ecae1", 0, "< 0.5 km²"), (2e6, "#9ecae1", 255, "0.5 - 2 km²"),
+                (1e7, "#4292c6", 255, "2 - 10 km²"), (5e7, "#2171b5", 255, "10 - 50 km²"),
+                (2.5e8, "#08519c", 255, "50 - 250 km²"), (float("inf"), "#08306b", 255, "> 250 km²")]
+# The same in cells: under 1000 (the functions' default stream threshold) transparent
+CELL_CLASSES = [(1e3, "#9ecae1", 0, "< 1,000 cells"), (1e4, "#9ecae1", 255, "1,000 - 10,000"),
+                (1e5, "#4292c6", 255, "10,000 - 100,000"), (1e6, "#2171b5", 255, "100,000 - 1 M"),
+                (1e7, "#08519c", 255, "1 M - 10 M"), (float("inf"), "#08306b", 255, "> 10 M cells")]
+# Strahler order: wider and darker downstream
+STRAHLER = [(1, "#9ecae1", 0.25), (2, "#6baed6", 0.45), (3, "#4292c6", 0.7), (4, "#2171b5", 1.0),
+            (5, "#08519c", 1.4), (6, "#08306b", 1.9)]
+
+
+def accumulation_renderer(layer, classes):
+    """Singleband pseudocolor with discrete classes."""
     items = []
     for value, colour, alpha, label in classes:
         c = QColor(colour)
@@ -57,6 +74,36 @@ def accumulation_renderer(layer):
     return QgsSingleBandPseudoColorRenderer(layer.dataProvider(), 1, shader)
 
 
+def streams_renderer():
+    """Lines graduated by Strahler order (the last class takes every higher order)."""
+    ranges = []
+    for i, (order, colour, width) in enumerate(STRAHLER):
+        top = 1e9 if i == len(STRAHLER) - 1 else order + 0.5
+        symbol = QgsLineSymbol.createSimple({"line_color": colour, "line_width": str(width), "capstyle": "round"})
+        label = "order %d%s" % (order, " and higher" if i == len(STRAHLER) - 1 else "")
+        ranges.append(QgsRendererRange(order - 0.5, top, symbol, label))
+    return QgsGraduatedSymbolRenderer("strahler", ranges)
+
+
+def watershed_renderer():
+    return QgsSingleSymbolRenderer(QgsFillSymbol.createSimple(
+        {"color": "0,0,0,0", "outline_color": "#d00000", "outline_width": "0.6"}))
+
+
+def write_and_load(layer, renderer, name, beside):
+    """The renderer saved as a style (docs/NAME with --write-style, else beside the image), then docs/NAME
+    loaded, as a user would; an error message or None."""
+    layer.setRenderer(renderer)
+    written = os.path.join(DOCS if "--write-style" in sys.argv else beside, name)
+    # a vector style without the table's fields, so that it fits any table with the styled column
+    categories = QgsMapLayer.Symbology if isinstance(layer, QgsVectorLayer) else QgsMapLayer.AllStyleCategories
+    msg, ok = layer.saveNamedStyle(written, categories=categories)
+    if not ok:
+        return "style %s: %s" % (written, msg)
+    msg, ok = layer.loadNamedStyle(os.path.join(DOCS, name))
+    return None if ok else "style %s: %s" % (name, msg)
+
+
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     out = args[0] if args else os.path.join(REPO, "demo-output", "qgis_accumulation.png")
@@ -66,32 +113,30 @@ def main():
         dem = QgsRasterLayer(uri("alps_dem", "rast", "rid"), "alps_dem", "postgresraster")
         acc = QgsRasterLayer(uri("alps_accumulation", "rast", "rid"), "alps_accumulation", "postgresraster")
         shed = QgsVectorLayer(uri("alps_watershed", "geom", "id"), "alps_watershed", "postgres")
-        for layer in (dem, acc, shed):
+        streams = QgsVectorLayer(uri("alps_streams", "geom", "id"), "alps_streams", "postgres")
+        for layer in (dem, acc, shed, streams):
             if not layer.isValid():
                 print("QGIS could not open %s: %s" % (layer.name(), layer.error().summary()))
                 return 1
         print("opened: alps_dem %d x %d, alps_accumulation %d x %d (CRS %s), alps_watershed %d feature(s)"
               % (dem.width(), dem.height(), acc.width(), acc.height(), acc.crs().authid(), shed.featureCount()))
 
-        # the style as a .qml for the desktop (Layer Properties > Symbology > Style > Load Style):
-        # written beside the image (--write-style: into docs/), then docs/'s read back, as a user would
-        acc.setRenderer(accumulation_renderer(acc))
-        written = STYLE if "--write-style" in sys.argv else os.path.splitext(out)[0] + ".qml"
-        msg, ok = acc.saveNamedStyle(written)
-        if not ok:
-            print("style %s: %s" % (written, msg))
-            return 1
-        msg, ok = acc.loadNamedStyle(STYLE)
-        if not ok:
-            print("style %s: %s" % (STYLE, msg))
-            return 1
+        # the styles as .qml files for the desktop (Layer Properties > Symbology > Style > Load Style)
+        # and the QGIS plugin; the accumulation's in cells first, as the one in area is drawn
+        beside = os.path.dirname(os.path.abspath(out))
+        for layer, renderer, name in ((acc, accumulation_renderer(acc, CELL_CLASSES), "accumulation_cells.qml"),
+                                      (acc, accumulation_renderer(acc, AREA_CLASSES), "alps_accumulation.qml"),
+                                      (streams, streams_renderer(), "alps_streams.qml"),
+                                      (shed, watershed_renderer(), "alps_watershed.qml")):
+            error = write_and_load(layer, renderer, name, beside)
+            if error:
+                print(error)
+                return 1
         shade = QgsHillshadeRenderer(dem.dataProvider(), 1, 315, 45)
         shade.setZFactor(1 / 111120)
         shade.setMultiDirectional(True)
         shade.setOpacity(0.6)
         dem.setRenderer(shade)
-        shed.setRenderer(QgsSingleSymbolRenderer(QgsFillSymbol.createSimple(
-            {"color": "0,0,0,0", "outline_color": "#d00000", "outline_width": "0.6"})))
 
         settings = QgsMapSettings()
         settings.setLayers([shed, acc, dem])  # top first

@@ -122,4 +122,13 @@ dem="$REPO/../shared/data/dem/small_fortworth_srtm3.tif"
 [ -f "$dem" ] || dem="$REPO/tools/data/medium_alps_n46e008_srtm3.tif"
 python3 regress/checks/check_partitions.py "$dem"
 
+echo "== the QGIS plugin: its zip, and each algorithm through headless Processing against its SQL call"
+dpkg-query -W -f='${Status}' python3-qgis 2>/dev/null | grep -q "install ok installed" || {
+	echo "== installing: python3-qgis"
+	as_root apt-get update -qq
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-qgis >/dev/null
+}
+make -s qgis-plugin
+/usr/bin/python3 regress/checks/check_qgis.py
+
 echo "== all tests passed"

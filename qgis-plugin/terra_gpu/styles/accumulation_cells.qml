@@ -1,0 +1,1 @@
+../../../docs/accumulation_cells.qml

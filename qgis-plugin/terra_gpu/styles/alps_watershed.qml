@@ -1,0 +1,1 @@
+../../../docs/alps_watershed.qml
