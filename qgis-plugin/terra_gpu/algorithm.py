@@ -276,6 +276,8 @@ class Run:
         values = {name: self.algorithm.parameterAsEnumString(self.parameters, name, self.context)
                   for name, argument in d.arguments.items() if isinstance(argument, Choice)}
         for column in d.columns:
+            if column not in columns:
+                continue        # a product not asked for (tg_terrain)
             uri = QgsDataSourceUri(self.uri.connectionInfo(False))
             uri.setDataSource(schema, table, column, "", "rid" if "rid" in columns else "id")
             title = table if len(d.columns) == 1 else "%s %s" % (table, column)

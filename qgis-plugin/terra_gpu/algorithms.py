@@ -18,7 +18,7 @@ regress/checks/check_qgis.py checks every entry against
 the installed function (names, defaults, vocabularies) and every function of
 the extension against this list and WITHOUT_ALGORITHM.
 """
-from .arguments import (REQUIRED, Argument, Boolean, Bound, Choice, Extent, Factor, IndexRanges,
+from .arguments import (REQUIRED, Argument, Boolean, Bound, Choice, Choices, Extent, Factor, IndexRanges,
                         Integer, Number, Numbers, Point, Points, Raster, Text)
 
 TERRAIN = "Terrain"
@@ -42,6 +42,10 @@ INDEX = "index"              # BMMQ indexes of a stored connection's database
 ROUTINGS = ["d8", "fd8", "mfd-md", "fdd8", "dinf", "anisotropic"]
 ACCUMULATION_METHODS = ["auto", "flow-transfer", "dependency-transfer", "indegree", "topological"]
 STREAM_UNITS = ["cells", "area"]
+HILLSHADE_METHODS = ["standard", "multidirectional", "combined"]
+TRI_ALGORITHMS = ["wilson", "riley"]
+CURVATURE_TYPES = ["profile", "plan", "tangential", "mean", "gaussian", "minimal", "maximal", "total"]
+TERRAIN_PRODUCTS = ("slope", "aspect", "hillshade", "tpi", "tri", "roughness", "curvature", "geomorphons")
 
 
 class Style:
@@ -125,6 +129,53 @@ ALGORITHMS = (
               "Horn slope of each cell (the conventions of ST_Slope).",
               band=1, units=Choice("Units", ["DEGREES", "RADIANS", "PERCENT"], "DEGREES"), scale=1.0, nodata=None,
               backend=None),
+    Algorithm("aspect", "Aspect", TERRAIN, "tg_aspect",
+              "Horn aspect, clockwise from north; -1 where flat (the conventions of ST_Aspect).",
+              band=1, units=Choice("Units", ["DEGREES", "RADIANS"], "DEGREES"), pixeltype="32BF", nodata=None,
+              backend=None),
+    Algorithm("hillshade", "Hillshade", TERRAIN, "tg_hillshade",
+              "Shaded relief under a light from azimuth and altitude: standard (as ST_HillShade), "
+              "multidirectional or combined (as gdaldem's).",
+              band=1, azimuth=Number("Azimuth of the light (degrees clockwise from north)", 315),
+              altitude=Number("Altitude of the light (degrees)", 45), max_bright=Number("Brightest value", 255),
+              scale=1.0, z_factor=Number("Vertical exaggeration", 1.0),
+              method=Choice("Method", HILLSHADE_METHODS, "standard"),
+              pixeltype=Choice("Pixel type of the result", ["32BF", "64BF", "8BUI"], "32BF", advanced=True),
+              nodata=None, backend=None),
+    Algorithm("tpi", "Topographic position index", TERRAIN, "tg_tpi",
+              "Each cell's height above the mean of its 8 neighbours (as ST_TPI).",
+              band=1, pixeltype="32BF", nodata=None, backend=None),
+    Algorithm("tri", "Terrain ruggedness index", TERRAIN, "tg_tri",
+              "Mean (wilson, as ST_TRI) or root of the summed squares (riley) of the differences to the 8 "
+              "neighbours.",
+              band=1, algorithm=Choice("Algorithm", TRI_ALGORITHMS, "wilson"), pixeltype="32BF", nodata=None,
+              backend=None),
+    Algorithm("roughness", "Roughness", TERRAIN, "tg_roughness",
+              "Largest difference within each 3 x 3 window (as ST_Roughness).",
+              band=1, pixeltype="32BF", nodata=None, backend=None),
+    Algorithm("curvature", "Curvature", TERRAIN, "tg_curvature",
+              "Curvature from the Evans-Young derivatives (Florinsky 2016's definitions, convex positive).",
+              band=1, type=Choice("Curvature", CURVATURE_TYPES, "profile"), scale=1.0, pixeltype="32BF",
+              nodata=None, backend=None),
+    Algorithm("geomorphons", "Geomorphons", TERRAIN, "tg_geomorphons",
+              "The ten landforms of Jasiewicz and Stepinski (2013) from lines of sight in 8 directions.",
+              band=1, search_radius=Integer("Search radius (cells)", 3), skip=Integer("Cells skipped near each cell", 0),
+              flat_threshold=Number("Flat threshold (degrees)", 1.0), scale=1.0, backend=None),
+    Algorithm("terrain", "Several terrain derivatives", TERRAIN, "tg_terrain",
+              "Several local derivatives from one pass over the DEM: one raster column per product.",
+              columns=TERRAIN_PRODUCTS,
+              products=Choices("Products", TERRAIN_PRODUCTS, ["slope", "aspect", "hillshade"]), band=1, scale=1.0,
+              units=Choice("Units of the slope", ["DEGREES", "RADIANS", "PERCENT"], "DEGREES"),
+              aspect_units=Choice("Units of the aspect", ["DEGREES", "RADIANS"], "DEGREES"),
+              azimuth=Number("Azimuth of the light (degrees clockwise from north)", 315),
+              altitude=Number("Altitude of the light (degrees)", 45), max_bright=Number("Brightest value", 255),
+              z_factor=Number("Vertical exaggeration", 1.0),
+              hillshade_method=Choice("Hillshade method", HILLSHADE_METHODS, "standard"),
+              tri_algorithm=Choice("TRI algorithm", TRI_ALGORITHMS, "wilson"),
+              curvature_type=Choice("Curvature", CURVATURE_TYPES, "profile"),
+              search_radius=Integer("Geomorphons' search radius (cells)", 3),
+              skip=Integer("Geomorphons' cells skipped", 0),
+              flat_threshold=Number("Geomorphons' flat threshold (degrees)", 1.0), nodata=None, backend=None),
     Algorithm("fill", "Fill or breach depressions", HYDROLOGY, "tg_fill",
               "The depression-filled DEM (priority-flood or planchon-darboux: the same surface), or the DEM "
               "breached along least-cost paths (breach: no cell raised).",
@@ -266,13 +317,7 @@ WITHOUT_ALGORITHM = {
     "tg_last_run": "information: what the session's last call ran on",
     "tg_bmmq": "value form only (one raster value's tree); Build a BMMQ-tree index covers tables",
     "tg_create_result": "the writer every algorithm calls",
-    "tg_table_name": "internal to tg_create_result",
     "tg_create_partitioned_result": "coverages partitioned over several servers: set up and run by a DBA in SQL",
-    "tg_part_exec": "internal: a worker's phase of a partitioned call",
-    "tg_part_run": "internal: a worker's phase of a partitioned call",
-    "tg_parts_step": "internal: the coordinator's step of a partitioned call",
-    "tg_parts_round": "internal: the coordinator's round of a partitioned call",
-    "tg_parts_close": "internal: the end of a partitioned call",
 }
 
 # tg_create_result's own arguments, offered by every algorithm that writes a table

@@ -139,6 +139,20 @@ class Choice(Argument):
         return run.algorithm.parameterAsEnumString(run.parameters, name, run.context)
 
 
+class Choices(Choice):
+    """Several words of a fixed vocabulary, as a text[]; the default is a list of them."""
+
+    def parameters(self, name):
+        return [self._finish(QgsProcessingParameterEnum(
+            name, self.label, self.options, True, self.initial, self.optional, True))]
+
+    def read(self, name, run):
+        return run.algorithm.parameterAsEnumStrings(run.parameters, name, run.context) or None
+
+    def literal(self, value):
+        return sql.SQL("{}::text[]").format(sql.Literal(list(value)))
+
+
 class Text(Argument):
     def parameters(self, name):
         return [self._finish(QgsProcessingParameterString(name, self.label, self.initial, False, self.optional))]

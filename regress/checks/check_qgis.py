@@ -222,10 +222,12 @@ def signatures(server):
     return result
 
 
-def valid_words(server, function, argument, first):
-    """The words the server accepts for a vocabulary argument, from its error on a bad one."""
-    statement = sql.SQL("SELECT * FROM {}({}, {} => 'no-such-word')").format(
-        sql.Identifier(function), first, sql.Identifier(argument))
+def valid_words(server, function, argument, first, several=False):
+    """The words the server accepts for a vocabulary argument (a text[] of them where several),
+    from its error on a bad one."""
+    statement = sql.SQL("SELECT * FROM {}({}, {} => {})").format(
+        sql.Identifier(function), first, sql.Identifier(argument),
+        sql.SQL("ARRAY['no-such-word']" if several else "'no-such-word'"))
     try:
         server.rows(statement)
     except psycopg2.Error as e:
@@ -313,7 +315,8 @@ def check_vocabularies(server, algorithms):
     for a in algorithms.ALGORITHMS:
         for name, argument in a.arguments.items():
             if isinstance(argument, algorithms.Choice):
-                words = valid_words(server, a.function, name, required_arguments(server, a, algorithms))
+                words = valid_words(server, a.function, name, required_arguments(server, a, algorithms),
+                                    several=isinstance(argument, algorithms.Choices))
                 check(words == set(argument.options), "%s %s: %s" % (
                     a.name, name, ", ".join(argument.options) if words == set(argument.options) else
                     "offered %s, the server takes %s" % (argument.options, words)))
@@ -396,6 +399,21 @@ def check_algorithms(server, dem, outlet, observer):
          "tg_viewshed(%s, observer => %s, observer_height => 2, output => 'angle')" % (C, OBS)),
         ("viewshed_count", {"observers": point_layer(towers), "max_distance": 20000},
          "tg_viewshed_count(%s, observers => %s, max_distance => 20000)" % (C, towers_sql)),
+    ]
+    terrain = ("slope", "aspect", "hillshade")
+    cases += [
+        ("aspect", {"units": "RADIANS"}, "tg_aspect(%s, units => 'RADIANS')" % C),
+        ("hillshade", {"method": "multidirectional", "scale": 111120, "pixeltype": "8BUI"},
+         "tg_hillshade(%s, method => 'multidirectional', scale => 111120, pixeltype => '8BUI')" % C),
+        ("tpi", {}, "tg_tpi(%s)" % C),
+        ("tri", {"algorithm": "riley"}, "tg_tri(%s, algorithm => 'riley')" % C),
+        ("roughness", {}, "tg_roughness(%s)" % C),
+        ("curvature", {"type": "plan", "scale": 111120}, "tg_curvature(%s, type => 'plan', scale => 111120)" % C),
+        ("geomorphons", {"search_radius": 5, "flat_threshold": 2, "scale": 111120},
+         "tg_geomorphons(%s, search_radius => 5, flat_threshold => 2, scale => 111120)" % C),
+        ("terrain", {"scale": 111120}, "tg_terrain(%s, scale => 111120)" % C, raster_digest(terrain)),
+        ("terrain", {"products": ["tpi", "geomorphons"]}, "tg_terrain(%s, products => ARRAY['tpi', 'geomorphons'])" % C,
+         raster_digest(("tpi", "geomorphons"))),
     ]
     for case in cases:
         algorithm, parameters, call = case[:3]
