@@ -77,6 +77,21 @@ SELECT (SELECT ST_DumpValues(ST_Union(rast)) FROM tg_rusle(coverage => 'v_tiles'
 SELECT count(*) AS bands, sum(ST_Area(geom)) AS area
 FROM tg_isochrones(coverage => 'v_tiles', outlet => (SELECT foot FROM v), "interval" => 20, n => 0.05, k => 2);
 SELECT ST_Area(tg_watershed_polygon(coverage => 'v_tiles', outlet => (SELECT foot FROM v))) AS coverage_watershed_area;
+-- in degrees each tile's corner is its own sum, a few units in the last place off its
+-- neighbour's: the polygons are put on the grid's vertices, and merge as the value form's
+CREATE TEMP TABLE v_deg AS
+SELECT ST_SetSRID(ST_SetGeoReference(rast, 8.0, 47.0, 1.0 / 1200, -1.0 / 1200, 0, 0), 4326) AS rast,
+       ST_SetSRID(ST_MakePoint(8.0 + 10.5 / 1200, 47.0 - 29.5 / 1200), 4326) AS foot FROM v;
+CREATE TEMP TABLE v_deg_tiles AS SELECT (row_number() OVER ())::int AS rid, t AS rast FROM v_deg, ST_Tile(rast, 8, 8) AS t;
+SELECT ST_NumGeometries(ST_Union(ST_Polygon(rast))) AS tiles_polygons_unmerged
+FROM tg_watershed(coverage => 'v_deg_tiles', outlet => (SELECT foot FROM v_deg));
+SELECT ST_NumGeometries(tg_watershed_polygon(coverage => 'v_deg_tiles', outlet => (SELECT foot FROM v_deg))) AS coverage_parts,
+       (SELECT ST_NumGeometries(tg_watershed_polygon(rast, foot)) FROM v_deg) AS value_parts;
+SELECT count(*) AS bands, count(*) FILTER (WHERE c.parts = w.parts) AS same_parts
+FROM (SELECT time_from, ST_NumGeometries(geom) AS parts
+      FROM tg_isochrones(coverage => 'v_deg_tiles', outlet => (SELECT foot FROM v_deg), "interval" => 20, n => 0.05, k => 2)) c
+JOIN (SELECT time_from, ST_NumGeometries(geom) AS parts FROM v_deg, tg_isochrones(rast, foot, 20, n => 0.05, k => 2)) w
+USING (time_from);
 
 -- pour point snapping: from (8, 10) on the hillside (1-based; D8 accumulation 8 cells)
 -- the channel cell (11, 10) lies 15 m away and drains rows 1 to 10 (210 cells); within

@@ -1122,6 +1122,24 @@ tiles_array(const tgpg_call *c, Oid raster_type, int *n)
 }
 
 /*
+ * The polygons of result tiles on the grid's own vertices, so that those of
+ * neighbouring tiles share theirs exactly and merge into one (each tile's
+ * corner is its own sum of the origin and pixel sizes, a few units in the
+ * last place off its neighbour's): geom snapped to the grid when it is
+ * north-up, as SQL.
+ */
+static char *
+on_grid_vertices(const tgpg_call *c, const char *geom)
+{
+	const tg_georef *g = &c->layout->geo;
+
+	if (g->skew_x != 0 || g->skew_y != 0)
+		return pstrdup(geom);
+	return psprintf("ST_SnapToGrid(%s, %.17g, %.17g, %.17g, %.17g)", geom, g->upperleft_x, g->upperleft_y,
+					fabs(g->scale_x), fabs(g->scale_y));
+}
+
+/*
  * Isochrones: each band of times [(k - 1) interval, k interval) as one
  * multipolygon, from every tile's band raster (ST_DumpAsPolygons), merged
  * per band across tiles.
@@ -1155,9 +1173,10 @@ tgpg_isochrones(PG_FUNCTION_ARGS)
 		return (Datum) 0;
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "could not connect to SPI");
-	if (SPI_execute_with_args("SELECT d.val::int8, ST_Multi(ST_Union(d.geom)) "
-							  "FROM unnest($1) AS t(r), ST_DumpAsPolygons(t.r, 1, true) AS d "
-							  "GROUP BY d.val ORDER BY d.val", 1, types, args, NULL, true, 0) != SPI_OK_SELECT)
+	if (SPI_execute_with_args(psprintf("SELECT d.val::int8, ST_Multi(ST_Union(%s)) "
+									   "FROM unnest($1) AS t(r), ST_DumpAsPolygons(t.r, 1, true) AS d "
+									   "GROUP BY d.val ORDER BY d.val", on_grid_vertices(&c, "d.geom")),
+							  1, types, args, NULL, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not polygonize isochrone bands");
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
@@ -1203,7 +1222,8 @@ tgpg_watershed_polygon(PG_FUNCTION_ARGS)
 	args[0] = tiles_array(&c, tgpg_raster_type(), &n);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "could not connect to SPI");
-	if (SPI_execute_with_args("SELECT ST_Multi(ST_Union(ST_Polygon(t.r))) FROM unnest($1) AS t(r)",
+	if (SPI_execute_with_args(psprintf("SELECT ST_Multi(ST_Union(%s)) FROM unnest($1) AS t(r)",
+									   on_grid_vertices(&c, "ST_Polygon(t.r)")),
 							  1, types, args, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not polygonize the watershed");
 	result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
