@@ -75,9 +75,10 @@ SELECT tg_create_result('alps_watershed',
                        ST_Multi(ST_UnaryUnion(ST_SnapToGrid(
                          tg_watershed_polygon(coverage => 'alps_dem', outlet => %L), 1e-9))) AS geom$$,
               :'outlet')) AS written \gset
-\echo travel time and 30-minute isochrones (Manning-like n 0.05, K 2 m/s; times in seconds)
+\echo travel time (Manning-like n 0.05, K 2 m/s; seconds)
 SELECT tg_create_result('alps_travel_time',
        format($$SELECT * FROM tg_travel_time(coverage => 'alps_dem', outlet => %L, n => 0.05, k => 2)$$, :'outlet')) AS written \gset
+\echo 30-minute isochrones
 SELECT tg_create_result('alps_isochrones',
        format($$SELECT time_from, time_to, ST_Multi(ST_UnaryUnion(ST_SnapToGrid(geom, 1e-9))) AS geom
                 FROM tg_isochrones(coverage => 'alps_dem', outlet => %L, "interval" => 1800, n => 0.05, k => 2)$$,
