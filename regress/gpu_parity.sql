@@ -63,6 +63,13 @@ WHERE w = 700 AND pt = '16BSI' ORDER BY r;
 SELECT (SELECT ST_DumpValues(tg_flow_direction(rast, routing => 'dinf', output => 'angle', backend => 'gpu')))
      = (SELECT ST_DumpValues(tg_flow_direction(rast, routing => 'dinf', output => 'angle', backend => 'cpu'))) AS dinf_angle_same
 FROM dems WHERE w = 700 AND pt = '16BSI';
+-- and on a geographic grid, whose cells are oblong and differ from row to row
+SELECT (SELECT array_agg(valarray ORDER BY nband) FROM ST_DumpValues(tg_flow_direction(g, routing => 'dinf', backend => 'gpu')))
+     = (SELECT array_agg(valarray ORDER BY nband) FROM ST_DumpValues(tg_flow_direction(g, routing => 'dinf', backend => 'cpu'))) AS dinf_shares_same,
+       (SELECT ST_DumpValues(tg_flow_direction(g, routing => 'dinf', output => 'angle', backend => 'gpu')))
+     = (SELECT ST_DumpValues(tg_flow_direction(g, routing => 'dinf', output => 'angle', backend => 'cpu'))) AS dinf_angle_same
+FROM (SELECT ST_SetGeoReference(ST_SetSRID(rast, 4326), 8, 47, 0.0005, -0.0003, 0, 0) AS g
+      FROM dems WHERE w = 700 AND pt = '16BSI') AS geographic;
 SELECT tg_flow_accumulation(rast, backend => 'gpu') IS NOT NULL FROM dems WHERE w = 700 AND pt = '32BF';
 SELECT function, backend, method, kernel_ms > 0 AS kernel_timed, prep_ms > 0 AS prep_timed, iterations > 0 AS rounds FROM tg_last_run();
 

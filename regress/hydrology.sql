@@ -122,6 +122,26 @@ FROM unnest(ARRAY[0, 30, 100, 250]) AS a,
                  (SELECT y, array_agg(100 - ((x - 1) * cos(radians(a)) + (1 - y) * sin(radians(a))) ORDER BY x) AS row
                   FROM generate_series(0, 2) x, generate_series(0, 2) y GROUP BY y) t)) AS r) p
 ORDER BY a;
+-- ... and on a geographic raster, whose cells are not square (0.001 degrees at 60 N: about
+-- 56 m x 111 m): the angle is the one of the shares' facet, whose diagonal lies at
+-- atan2(dy, dx) from the east-west axis (TauDEM's definition), also where all the water goes
+-- to the corner; dx and dy here are the geodesic distances to the east and north neighbours
+SELECT c.name, round(a.angle::numeric, 4) AS angle,
+       round((CASE c.name WHEN 'all to NE' THEN f.diagonal WHEN 'all to SW' THEN pi() + f.diagonal
+                          ELSE s.ne * f.diagonal END)::numeric, 4) AS from_shares_facet,
+       round(s.e::numeric, 4) AS share_e, round(s.ne::numeric, 4) AS share_ne, round(s.sw::numeric, 4) AS share_sw
+FROM (VALUES ('all to NE', ARRAY[[100, 100, 90], [100, 100, 100], [100, 100, 100]]),
+             ('all to SW', ARRAY[[100, 100, 100], [100, 100, 100], [90, 100, 100]]),
+             ('E and NE', ARRAY[[100, 100, 98], [100, 100, 99], [100, 100, 100]])) AS c(name, z),
+     LATERAL (SELECT ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(3, 3, 10, 60.0015, 0.001, -0.001, 0, 0, 4326),
+                                             '64BF'::text, 0, NULL), 1, 1, 1, c.z::float8[]) AS rast) r,
+     LATERAL (SELECT atan2(ST_Distance(ST_PixelAsCentroid(r.rast, 2, 2)::geography, ST_PixelAsCentroid(r.rast, 2, 1)::geography),
+                           ST_Distance(ST_PixelAsCentroid(r.rast, 2, 2)::geography, ST_PixelAsCentroid(r.rast, 3, 2)::geography))
+                     AS diagonal) f,
+     LATERAL (SELECT ST_Value(tg_flow_direction(r.rast, routing => 'dinf', output => 'angle', fill => false), 2, 2) AS angle) a,
+     LATERAL (SELECT ST_Value(d, 1, 2, 2) AS e, ST_Value(d, 8, 2, 2) AS ne, ST_Value(d, 4, 2, 2) AS sw
+              FROM tg_flow_direction(r.rast, routing => 'dinf', fill => false) AS d) s
+ORDER BY c.name;
 
 \i regress/include/try.sql
 CREATE TEMP TABLE dem3 AS

@@ -33,20 +33,17 @@ pg="PG:host=$PGHOST port=$PGPORT user=$PGUSER dbname=$PGDATABASE"
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
 
-# SRTM leaves radar voids (7.2 % of this tile, on steep slopes and peaks) as
-# nodata.  Nodata cells are outlets for the hydrology functions, so voids would
-# cut the streams short: interpolate them first (GDAL's inverse-distance fill).
+# SRTM leaves radar voids as nodata, which would cut the streams short (nodata
+# cells are outlets): tools/demo_dem.sh interpolates them first
 echo "== filling the SRTM voids of $(basename "$dem") (gdal_fillnodata.py)"
-rm -f "$out/alps_dem.tif"
-"$py" /usr/bin/gdal_fillnodata.py -q -md 200 -si 0 "$dem" "$out/alps_dem.tif" -co COMPRESS=DEFLATE
+"$REPO/tools/demo_dem.sh" "$out"
 
 echo "== loading it as 256 x 256 tiles (raster2pgsql)"
-raster2pgsql -s 4326 -t 256x256 -I -C -M -Y "$out/alps_dem.tif" public.alps_dem 2>/dev/null > "$out/load.sql"
 PGOPTIONS="-c client_min_messages=warning" psql -X -q -v ON_ERROR_STOP=1 -o /dev/null \
 	-c "SELECT tg_bmmq_drop(n, if_exists => true) FROM unnest(ARRAY['alps_elevation', 'alps_steepness']) n" \
-	-c "DROP TABLE IF EXISTS alps_dem, alps_filled, alps_accumulation, alps_slope, alps_watershed,
+	-c "DROP TABLE IF EXISTS alps_dem, alps_filled, alps_accumulation, alps_streams, alps_slope, alps_watershed,
 	    alps_isochrones, alps_travel_time, alps_viewshed, alps_roi" \
-	-f "$out/load.sql"
+	-f "$out/alps_dem.sql"
 psql -X -At -c "SELECT count(*) || ' tiles, ' || sum(ST_Width(rast) * ST_Height(rast)) || ' cells' FROM alps_dem"
 
 echo "== the products, one coverage-form call each (whole table as one grid: no tile-edge effects)"
@@ -70,15 +67,22 @@ WHERE ST_DWithin(a.rast::geometry, 'SRID=4326;POINT(8.67 46.77)'::geometry, 0.02
 ORDER BY c.val DESC LIMIT 1 \gset
 \echo pour point :outlet
 \timing on
+-- (the polygons snapped to 1e-9 degrees and merged again: the tiles' corners,
+-- stored as floats, leave slivers along the seams between the per-tile polygons)
 \echo watershed
-CREATE TABLE alps_watershed AS
-SELECT 1 AS id, 'Reuss at Amsteg'::text AS name, tg_watershed_polygon(coverage => 'alps_dem', outlet => :'outlet') AS geom;
-\echo travel time and 30-minute isochrones (Manning-like n 0.05, K 2 m/s)
+SELECT tg_create_result('alps_watershed',
+       format($$SELECT 'Reuss at Amsteg' AS name,
+                       ST_Multi(ST_UnaryUnion(ST_SnapToGrid(
+                         tg_watershed_polygon(coverage => 'alps_dem', outlet => %L), 1e-9))) AS geom$$,
+              :'outlet')) AS written \gset
+\echo travel time (Manning-like n 0.05, K 2 m/s; seconds)
 SELECT tg_create_result('alps_travel_time',
        format($$SELECT * FROM tg_travel_time(coverage => 'alps_dem', outlet => %L, n => 0.05, k => 2)$$, :'outlet')) AS written \gset
-CREATE TABLE alps_isochrones AS
-SELECT row_number() OVER (ORDER BY time_from) AS id, time_from / 60 AS minutes_from, time_to / 60 AS minutes_to, geom
-FROM tg_isochrones(coverage => 'alps_dem', outlet => :'outlet', "interval" => 1800, n => 0.05, k => 2);
+\echo 30-minute isochrones
+SELECT tg_create_result('alps_isochrones',
+       format($$SELECT time_from, time_to, ST_Multi(ST_UnaryUnion(ST_SnapToGrid(geom, 1e-9))) AS geom
+                FROM tg_isochrones(coverage => 'alps_dem', outlet => %L, "interval" => 1800, n => 0.05, k => 2)$$,
+              :'outlet')) AS written \gset
 \timing off
 -- the highest cell of the DEM: the Finsteraarhorn
 SELECT ST_AsEWKT(c.geom) AS peak, ST_X(c.geom) AS peak_x, ST_Y(c.geom) AS peak_y, c.val AS peak_m
@@ -90,26 +94,22 @@ SELECT tg_create_result('alps_viewshed',
 \echo BMMQ-tree indexes on elevation and slope
 SELECT tg_bmmq_build('alps_elevation', 'alps_dem', bins => ARRAY[1000, 1500, 2000, 2500, 3000, 3500]) AS elevation_index;
 SELECT tg_bmmq_build('alps_steepness', 'alps_slope', bins => ARRAY[10, 20, 30, 40]) AS steepness_index;
+\timing off
 -- statistics on the fresh index rows, or the planner may scan them badly
 ANALYZE terra_gpu.bmmq_index, terra_gpu.bmmq_tile, terra_gpu.bmmq_node;
 \echo region of interest: above 2,000 m and flatter than 10 degrees
--- (exact without refine: 2,000 and 10 are bin boundaries)
+-- (exact without refine: 2,000 and 10 are bin boundaries); one multipolygon per quadrant
 SELECT clock_timestamp() AS roi_start \gset
-CREATE TABLE alps_roi AS
-SELECT row_number() OVER () AS id, level, geom
-FROM tg_bmmq_roi(ARRAY['alps_elevation', 'alps_steepness'], ARRAY[2000, '-Infinity']::float8[],
-                 ARRAY['Infinity', 10]::float8[], 'and');
+\timing on
+SELECT tg_create_result('alps_roi',
+       $$SELECT level, ST_Multi(geom) AS geom
+         FROM tg_bmmq_roi(ARRAY['alps_elevation', 'alps_steepness'], '{2000, -Infinity}', '{Infinity, 10}', 'and')$$)
+       AS written \gset
 \timing off
 SELECT round(extract(epoch FROM clock_timestamp() - :'roi_start'::timestamptz) * 1000) AS roi_ms \gset
--- (tg_create_result registered the raster tables in raster_columns, with a key and
--- a spatial index, for GDAL and QGIS; the polygons are typed below)
--- (snapped to 1e-9 degrees and merged again: the tiles' corners, stored as
--- floats, leave slivers along the seams between the per-tile polygons)
-ALTER TABLE alps_watershed ALTER COLUMN geom TYPE geometry(MultiPolygon, 4326)
-  USING ST_Multi(ST_UnaryUnion(ST_SnapToGrid(geom, 1e-9)));
-ALTER TABLE alps_isochrones ALTER COLUMN geom TYPE geometry(MultiPolygon, 4326)
-  USING ST_Multi(ST_UnaryUnion(ST_SnapToGrid(geom, 1e-9)));
-ALTER TABLE alps_roi ALTER COLUMN geom TYPE geometry(Polygon, 4326);
+-- (tg_create_result gave every table a key and a spatial index, registered the
+-- rasters in raster_columns and typed the polygons geometry(MultiPolygon, 4326),
+-- for GDAL and QGIS)
 \echo
 \echo what came out:
 SELECT 'filled DEM' AS product, count(*) || ' cells raised, up to ' || round(max(filled - dem)) || ' m' AS result
@@ -118,7 +118,7 @@ WHERE filled > dem
 UNION ALL SELECT 'largest upslope area', round(max((ST_SummaryStats(rast)).max) / 1e6) || ' km2' FROM alps_accumulation
 UNION ALL SELECT 'stream network', count(*) || ' links, ' || round(sum(length) / 1000) || ' km, Strahler order up to ' || max(strahler) FROM alps_streams
 UNION ALL SELECT 'watershed', round(ST_Area(geom::geography) / 1e6) || ' km2' FROM alps_watershed
-UNION ALL SELECT 'isochrones', count(*) || ' bands of 30 min, longest ' || round(max(minutes_to)) || ' min' FROM alps_isochrones
+UNION ALL SELECT 'isochrones', count(*) || ' bands of 30 min, longest ' || round(max(time_to) / 60) || ' min' FROM alps_isochrones
 UNION ALL SELECT 'slope', 'mean ' || round(avg((ST_SummaryStats(rast)).mean)::numeric, 1) || ' degrees' FROM alps_slope
 UNION ALL SELECT 'viewshed', round((100.0 * sum((ST_SummaryStats(rast)).sum) / 1442401)::numeric, 1) || ' % of the cells visible' FROM alps_viewshed
 UNION ALL SELECT 'region of interest', count(*) || ' quadrants and cells, ' || round(sum(ST_Area(geom::geography)) / 1e6) || ' km2' FROM alps_roi;

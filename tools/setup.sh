@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Install what terra_gpu needs on Debian 12 (PostgreSQL 15, PostGIS 3.3, GDAL,
-# build tools), then build and install the extension.  CUDA kernels are built
-# when nvcc is found (PATH or /usr/local/cuda); without it the extension is
-# built CPU-only.  Safe to run again.
+# Install what terra_gpu needs on Debian 12 (PostgreSQL 15, PostGIS 3.3, GDAL
+# and its Python bindings for the demo's DEM, build tools), then build and
+# install the extension.  CUDA kernels are built when nvcc is found (PATH or
+# /usr/local/cuda); without it the extension is built CPU-only.  Safe to run
+# again.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 cd "$REPO"
 
 packages=(postgresql-15 postgresql-server-dev-15 postgresql-15-postgis-3
-          postgresql-15-postgis-3-scripts postgis gdal-bin make gcc python3)
+          postgresql-15-postgis-3-scripts postgis gdal-bin python3-gdal make gcc python3)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -6,7 +6,7 @@
 # derivatives with gdaldem, PostGIS and references, hydrology
 # invariants, BMMQ-tree queries, stream order, flow length, HAND and wetness
 # against a reference, the coverage forms and a coverage
-# partitioned over several throwaway servers, on real DEMs.
+# partitioned over several throwaway servers, on the real DEMs of tools/data.
 # Exit status 0 only if all pass.  The cluster (the demo's too: they share
 # .tgdb/) is stopped at the end; tools/localpg.sh start starts it again.
 set -euo pipefail
@@ -48,14 +48,33 @@ python3 regress/checks/check_upgrade.py
 echo "== README examples"
 python3 tools/run_doc_examples.py
 
+# The real DEMs are those of tools/data (tools/data/PROVENANCE.md): a check
+# whose file is missing fails.  TG_EXTRA_DEMS may name a directory of more
+# DEMs; the checks then also run on the ones named after "--" below that it
+# holds, which never decides whether a check runs.
+dems() {
+	local d extra=false
+	DEMS=()
+	for d in "$@"; do
+		if [ "$d" = -- ]; then
+			extra=true
+		elif ! $extra; then
+			DEMS+=("$REPO/tools/data/$d.tif")
+		elif [ -n "${TG_EXTRA_DEMS:-}" ] && [ -f "$TG_EXTRA_DEMS/$d.tif" ]; then
+			DEMS+=("$TG_EXTRA_DEMS/$d.tif")
+		fi
+	done
+}
+ALPS=medium_alps_n46e008_srtm3                      # geographic, oblong cells, voids
+HIGHLANDS=small_srilanka_highlands_srtm3_utm44_90m  # projected, Int16, steep
+ALPS_UTM=small_alps_srtm3_utm32_250m                # projected, Float32, nodata holes
+PUTTALAM=small_srilanka_puttalam_srtm3              # geographic, low relief, the sea a flat at 0
+SRILANKA_30S=tiny_srilanka_30s                      # geographic, small, the sea nodata
+
 echo "== tg_slope against ST_Slope and gdaldem on real DEMs"
-dems=()
-for d in small_bigtujunga_srtm30_utm11 small_enoriver_ned10m medium_alps_n46e008_srtm3 medium_meghalaya_50m_utm46; do
-	f="$REPO/../shared/data/dem/$d.tif"
-	[ -f "$f" ] && dems+=("$f")
-done
-[ ${#dems[@]} -gt 0 ] || dems=("$REPO/tools/data/medium_alps_n46e008_srtm3.tif")
-python3 regress/checks/check_slope_agreement.py "${dems[@]}"
+dems $HIGHLANDS $ALPS $ALPS_UTM $PUTTALAM -- small_bigtujunga_srtm30_utm11 small_enoriver_ned10m \
+	medium_meghalaya_50m_utm46
+python3 regress/checks/check_slope_agreement.py "${DEMS[@]}"
 
 echo "== aspect, hillshade, TPI, TRI, roughness against gdaldem and PostGIS, curvatures and geomorphons against references"
 dems=("$REPO/tools/data/medium_alps_n46e008_srtm3.tif")
@@ -66,61 +85,38 @@ done
 python3 regress/checks/check_terrain.py "${dems[@]}"
 
 echo "== hydrology invariants on real DEMs"
-dems=()
-for d in small_fortworth_srtm3 tiny_luxembourg_30s tiny_vinschgau_250m_utm32; do
-	f="$REPO/../shared/data/dem/$d.tif"
-	[ -f "$f" ] && dems+=("$f")
-done
-[ ${#dems[@]} -gt 0 ] || dems=("$REPO/tools/data/medium_alps_n46e008_srtm3.tif")
-python3 regress/checks/check_hydrology.py "${dems[@]}"
+dems $SRILANKA_30S $PUTTALAM $ALPS_UTM $ALPS -- small_fortworth_srtm3 tiny_luxembourg_30s tiny_vinschgau_250m_utm32
+python3 regress/checks/check_hydrology.py "${DEMS[@]}"
 
 echo "== BMMQ-tree queries against brute force on real DEMs"
-dems=()
-for d in small_bigtujunga_srtm30_utm11 tiny_vinschgau_250m_utm32; do
-	f="$REPO/../shared/data/dem/$d.tif"
-	[ -f "$f" ] && dems+=("$f")
-done
-[ ${#dems[@]} -gt 0 ] || dems=("$REPO/tools/data/medium_alps_n46e008_srtm3.tif")
-python3 regress/checks/check_bmmq.py "${dems[@]}"
+dems $HIGHLANDS $ALPS_UTM -- small_bigtujunga_srtm30_utm11 tiny_vinschgau_250m_utm32
+python3 regress/checks/check_bmmq.py "${DEMS[@]}"
 
 echo "== coverage forms against the value forms on real DEMs"
-dems=()
-for d in small_fortworth_srtm3 tiny_vinschgau_250m_utm32 small_bigtujunga_srtm30_utm11; do
-	f="$REPO/../shared/data/dem/$d.tif"
-	[ -f "$f" ] && dems+=("$f")
-done
-[ ${#dems[@]} -gt 0 ] || dems=("$REPO/tools/data/medium_alps_n46e008_srtm3.tif")
-python3 regress/checks/check_coverage.py "${dems[@]}"
+dems $PUTTALAM $ALPS_UTM $HIGHLANDS -- small_fortworth_srtm3 tiny_vinschgau_250m_utm32 small_bigtujunga_srtm30_utm11
+python3 regress/checks/check_coverage.py "${DEMS[@]}"
 
 echo "== many sessions, cancels and repetition on real DEMs"
-dem="$REPO/../shared/data/dem/medium_alps_n46e008_srtm3.tif"
-[ -f "$dem" ] || dem="$REPO/tools/data/medium_alps_n46e008_srtm3.tif"
-big="$REPO/../shared/data/dem/medium_srilanka_srtm3_3x3.tif"
-[ -f "$big" ] || big="$dem"
-python3 regress/checks/check_sessions.py "$dem" --big "$big"
+dems $ALPS
+python3 regress/checks/check_sessions.py "${DEMS[0]}" --big-scale 3
 
 echo "== RUSLE, travel time, watersheds and isochrones against references on real DEMs"
-for d in small_fortworth_srtm3 small_bigtujunga_srtm30_utm11; do
-	f="$REPO/../shared/data/dem/$d.tif"
-	[ -f "$f" ] || f="$REPO/tools/data/medium_alps_n46e008_srtm3.tif"
+dems $PUTTALAM $HIGHLANDS -- small_fortworth_srtm3 small_bigtujunga_srtm30_utm11
+for f in "${DEMS[@]}"; do
 	python3 regress/checks/check_catchment.py "$f"
 done
 
 echo "== pour point snapping on the demo DEM (the Rhône below Mörel)"
-python3 regress/checks/check_snap.py "$REPO/tools/data/medium_alps_n46e008_srtm3.tif"
+dems $ALPS
+python3 regress/checks/check_snap.py "${DEMS[0]}"
 
 echo "== stream order, flow length, HAND and wetness index against a reference on real DEMs"
-dems=()
-for d in tiny_vinschgau_250m_utm32 small_bigtujunga_srtm30_utm11; do
-	f="$REPO/../shared/data/dem/$d.tif"
-	[ -f "$f" ] && dems+=("$f")
-done
-python3 regress/checks/check_drainage.py "${dems[@]}" "$REPO/tools/data/medium_alps_n46e008_srtm3.tif"
+dems $ALPS_UTM $HIGHLANDS $ALPS -- tiny_vinschgau_250m_utm32 small_bigtujunga_srtm30_utm11
+python3 regress/checks/check_drainage.py "${DEMS[@]}"
 
 echo "== a coverage partitioned over a coordinator and 3 workers (tools/cluster.sh)"
-dem="$REPO/../shared/data/dem/small_fortworth_srtm3.tif"
-[ -f "$dem" ] || dem="$REPO/tools/data/medium_alps_n46e008_srtm3.tif"
-python3 regress/checks/check_partitions.py "$dem"
+dems $PUTTALAM
+python3 regress/checks/check_partitions.py "${DEMS[0]}"
 
 echo "== the QGIS plugin: its zip, and each algorithm through headless Processing against its SQL call"
 dpkg-query -W -f='${Status}' python3-qgis 2>/dev/null | grep -q "install ok installed" || {

@@ -3,6 +3,7 @@ so they run wherever psql and the GDAL command-line tools are on PATH)."""
 
 import collections
 import json
+import math
 import os
 import re
 import shutil
@@ -50,6 +51,9 @@ class Dem:
         self.cells = self.width * self.height
         self.gdal_type = band["type"]
         self.nodata = band.get("noDataValue")
+        if self.nodata is not None and self.gdal_type == "Float32":
+            # as the pixels hold it: GDAL's -3.4e+38 is -3.3999999521443642e+38 in single precision
+            self.nodata = array("f", [self.nodata])[0]
         gt = info["geoTransform"]
         self.pixel_width, self.pixel_height = abs(gt[1]), abs(gt[5])
         wkt = info.get("coordinateSystem", {}).get("wkt", "")
@@ -101,6 +105,25 @@ def load_dem(dem, table, db=None, tile=None):
         cmd += ["-t", "%dx%d" % (tile, tile), "-I", "-C"]
     sql = run(cmd + [dem.path, table])
     psql_script("DROP TABLE IF EXISTS %s;\n%s\nANALYZE %s;\n" % (table, sql, table), db)
+
+
+WGS84_A = 6378137.0
+WGS84_F = 1 / 298.257223563
+
+
+def row_spacing(dem, geo, row):
+    """Metric cell spacing (dx, dy) of a row, as terra_gpu measures it: the pixel
+    size, or on a geographic DEM the WGS84 radii at the row's latitude.  geo is
+    GDAL's geotransform (upper left x, scale x, 0, upper left y, 0, scale y)."""
+    if not dem.geographic:
+        return dem.pixel_width, dem.pixel_height
+    e2 = WGS84_F * (2 - WGS84_F)
+    phi = math.radians(geo[3] + (row + 0.5) * geo[5])
+    s = math.sin(phi)
+    w = math.sqrt(1 - e2 * s * s)
+    dx = WGS84_A / w * math.cos(phi) * math.radians(abs(geo[1]))
+    dy = WGS84_A * (1 - e2) / (w * w * w) * math.radians(abs(geo[5]))
+    return dx, dy
 
 
 def raw_pixels(path, typecode="d"):

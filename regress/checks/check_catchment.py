@@ -27,26 +27,11 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 from tg_tools import (RASTER_BYTES_FUNCTION, Dem, load_dem, psql, psql_script,  # noqa: E402
-                      raw_pixels, sql_raster_band)
+                      raw_pixels, row_spacing, sql_raster_band)
 
-WGS84_A = 6378137.0
-WGS84_F = 1 / 298.257223563
 N, K, B, MIN_SLOPE = 0.05, 2.0, 0.5, 0.001
 DX = (1, 1, 0, -1, -1, -1, 0, 1)
 DY = (0, 1, 1, 1, 0, -1, -1, -1)
-
-
-def row_spacing(dem, geo, row):
-    """Metric cell spacing of a row (WGS84 radii at the row's latitude)."""
-    if not dem.geographic:
-        return dem.pixel_width, dem.pixel_height
-    e2 = WGS84_F * (2 - WGS84_F)
-    phi = math.radians(geo[3] + (row + 0.5) * geo[5])
-    s = math.sin(phi)
-    w = math.sqrt(1 - e2 * s * s)
-    dx = WGS84_A / w * math.cos(phi) * math.radians(abs(geo[1]))
-    dy = WGS84_A * (1 - e2) / (w * w * w) * math.radians(abs(geo[5]))
-    return dx, dy
 
 
 def rel(a, b):

@@ -12,20 +12,26 @@
 3. A thousand threaded calls in one session leave the backend with the
    threads it had and without memory growth beyond a few MB (/proc VmRSS).
 
-The server must run on this machine (it reads /proc/<backend pid>).
+The cancels run on the DEM enlarged --big-scale times a side (bilinear, by
+gdalwarp; 3: about 13 M cells for the demo DEM), so that one call takes
+seconds; the cumulative viewshed's observers stand on valid cells only.  The
+server must run on this machine (it reads /proc/<backend pid>).
 
-    check_sessions.py DEM.tif [--big BIG.tif] [--backend cpu]
+    check_sessions.py DEM.tif [--big-scale 3] [--backend cpu]
 """
 
 import argparse
+import json
+import math
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from tg_tools import check, failures, Dem, load_dem, psql  # noqa: E402
+from tg_tools import check, failures, Dem, load_dem, psql, run  # noqa: E402
 
 def digest_sql(call, columns):
     """One md5 over every result tile of a call, in rid order (or of one raster)."""
@@ -98,7 +104,22 @@ def state_of(pid, db):
     return psql("SELECT state || ':' || query FROM pg_stat_activity WHERE pid = %d" % pid, db)
 
 
-def cancels(db, backend):
+def observers_on_valid_cells(dem, count):
+    """EWKT points on a circle around the DEM's centre (a quarter of its width
+    across), those on a valid cell."""
+    info = json.loads(run(["gdalinfo", "-json", dem.path]))
+    (x0, y0), (x1, y1) = info["cornerCoordinates"]["upperLeft"], info["cornerCoordinates"]["lowerRight"]
+    cx, cy, r = (x0 + x1) / 2, (y0 + y1) / 2, (x1 - x0) / 4
+    points = []
+    for k in range(count):
+        x, y = cx + r * math.cos(2 * math.pi * k / count), cy + r * math.sin(2 * math.pi * k / count)
+        value = run(["gdallocationinfo", "-valonly", "-geoloc", dem.path, repr(x), repr(y)]).strip()
+        if value and (dem.nodata is None or float(value) != dem.nodata):
+            points.append("SRID=%d;POINT(%r %r)" % (dem.srid, x, y))
+    return points
+
+
+def cancels(db, backend, observers):
     print("pg_cancel_backend on threaded calls")
     # calls repeated so that one is surely running when the cancel comes, however fast the machine
     jobs = [
@@ -111,10 +132,9 @@ def cancels(db, backend):
         ("rusle mfd-md value form",
          "CREATE TABLE ses_out AS SELECT count(tg_rusle(rast, 300.0, 0.03, routing => 'mfd-md')) FROM ses_big_whole, "
          "generate_series(1, 100)"),
-        ("cumulative viewshed of 40 observers",
-         "CREATE TABLE ses_out AS SELECT count(tg_viewshed_count(rast, (SELECT array_agg(ST_PointN(ST_Boundary("
-         "ST_Buffer(ST_Centroid(ST_Envelope(rast)), ST_Width(rast) * ST_ScaleX(rast) / 4, 10)), k)) "
-         "FROM generate_series(1, 40) k), observer_height => 10)) FROM ses_big_whole, generate_series(1, 100)"),
+        ("cumulative viewshed of %d observers" % len(observers),
+         "CREATE TABLE ses_out AS SELECT count(tg_viewshed_count(rast, ARRAY[%s]::geometry[], observer_height => 10)) "
+         "FROM ses_big_whole, generate_series(1, 100)" % ", ".join("'%s'" % p for p in observers)),
     ]
     for name, sql in jobs:
         tag = "tg_cancel_%d" % abs(hash(name))
@@ -208,21 +228,28 @@ def repetition(db, backend, calls=1000):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dem")
-    ap.add_argument("--big", help="a larger DEM for the cancels (default: the same)")
+    ap.add_argument("--big-scale", type=int, default=3,
+                    help="the cancels' DEM: DEM enlarged this many times a side (default 3)")
     ap.add_argument("--backend", default="cpu")
     ap.add_argument("--db")
     args = ap.parse_args()
     db = args.db
     os.environ["PGOPTIONS"] = "-c client_min_messages=warning"
-    dem, big = Dem(args.dem), Dem(args.big or args.dem)
-    print("%s; cancels on %s; %s path" % (dem.name, big.name, args.backend))
-    load_dem(dem, "ses_tiles", db, tile=256)
-    load_dem(dem, "ses_whole", db)
-    load_dem(big, "ses_big", db, tile=256)
-    load_dem(big, "ses_big_whole", db)
+    dem = Dem(args.dem)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "%s_x%d.tif" % (dem.name, args.big_scale))
+        run(["gdalwarp", "-q", "-r", "bilinear", "-ot", "Float32", "-ts", str(dem.width * args.big_scale),
+             str(dem.height * args.big_scale), dem.path, path])
+        big = Dem(path)
+        print("%s; cancels on it enlarged to %d x %d cells; %s path" % (dem.name, big.width, big.height, args.backend))
+        load_dem(dem, "ses_tiles", db, tile=256)
+        load_dem(dem, "ses_whole", db)
+        load_dem(big, "ses_big", db, tile=256)
+        load_dem(big, "ses_big_whole", db)
+        observers = observers_on_valid_cells(big, 40)
     psql("DROP TABLE IF EXISTS ses_out", db)
     concurrent(db, args.backend)
-    cancels(db, args.backend)
+    cancels(db, args.backend, observers)
     repetition(db, args.backend)
     psql("DROP TABLE IF EXISTS ses_tiles, ses_whole, ses_big, ses_big_whole, ses_out", db)
     print("session checks: %s" % ("all ok" if failures() == 0 else "%d FAILED" % failures()))

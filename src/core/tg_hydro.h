@@ -299,7 +299,9 @@ tg_dinf_shares(const double drop[8], const double dist[8], float share[8])
  * The D-infinity flow angle back from a cell's shares (tg_dinf_shares: one
  * receiver, or a side and its corner): the side's direction turned towards
  * the corner by the corner's share of the facet angle atan(d2 / d1); -1
- * where no share is positive.  dist as for tg_dinf_shares.
+ * where no share is positive.  All the water on a corner points along the
+ * facet's diagonal, atan2(dy, dx) from the east-west axis as TauDEM has it,
+ * which is 45 degrees only on square cells.  dist as for tg_dinf_shares.
  */
 TG_HD double
 tg_dinf_angle(const float share[8], const double dist[8])
@@ -322,7 +324,7 @@ tg_dinf_angle(const float share[8], const double dist[8])
 	if (side < 0 && corner < 0)
 		return -1.0;
 	if (side < 0)
-		return (double) ((8 - corner) & 7) * 0.78539816339744831;
+		side = corner == 1 || corner == 7 ? 0 : 4;	/* measured from east or west */
 	base = (double) ((8 - side) & 7) * 0.78539816339744831;	/* ESRI order runs clockwise */
 	if (corner < 0)
 		return base;

@@ -497,6 +497,7 @@ static void
 test_dinf_anisotropic_shares(void)
 {
 	double		dist[8],
+				oblong[8],
 				drop[8];
 	float		share[8];
 	double		angle;
@@ -533,6 +534,50 @@ test_dinf_anisotropic_shares(void)
 	}
 	memset(drop, 0, sizeof drop);
 	check(tg_dinf_shares(drop, dist, share) == -1.0 && share[0] == 0, "dinf: no lower neighbour: -1");
+
+	/*
+	 * Cells that are not square (geographic rasters): the angle read back
+	 * from the shares is the one the facets chose, also where all the water
+	 * goes to a corner, whose direction is atan2(dy, dx) from the east-west
+	 * axis (a 573 m x 927 m cell: NE at 58.3 degrees, not 45).
+	 */
+	tg_nbr_distances(573, 927, oblong);
+	memset(drop, 0, sizeof drop);
+	drop[7] = 10, drop[0] = 1;
+	angle = tg_dinf_shares(drop, oblong, share);
+	check(share[7] == 1.0f && fabs(angle - atan2(927, 573)) < 1e-15 &&
+		  fabs(tg_dinf_angle(share, oblong) - atan2(927, 573)) < 1e-15,
+		  "dinf: all to the NE corner of a 573 x 927 cell: angle %.9g from the facets, %.9g from the shares",
+		  angle, tg_dinf_angle(share, oblong));
+	{
+		const double cells[4][2] = {{1, 1}, {573, 927}, {927, 573}, {64.3, 92.6}};
+		double		worst_gap = 0;
+		int			cornered = 0;
+
+		for (int c = 0; c < 4; c++)
+		{
+			tg_nbr_distances(cells[c][0], cells[c][1], oblong);
+			for (int t = 0; t < 20000; t++)
+			{
+				double		gap;
+				int			receivers = 0;
+
+				for (int k = 0; k < 8; k++)
+					drop[k] = rng_uniform() * 20 - 10;
+				angle = tg_dinf_shares(drop, oblong, share);
+				if (angle < 0)
+					continue;
+				gap = fabs(remainder(tg_dinf_angle(share, oblong) - angle, 2 * M_PI));
+				worst_gap = fmax(worst_gap, gap);
+				for (int k = 0; k < 8; k++)
+					receivers += share[k] > 0;
+				cornered += receivers == 1 && (share[1] > 0 || share[3] > 0 || share[5] > 0 || share[7] > 0);
+			}
+		}
+		check(worst_gap < 1e-6 && cornered > 1000,
+			  "dinf: the angle from the shares is the facets' angle on square and oblong cells "
+			  "(worst gap %.3g rad; %d cells all to a corner)", worst_gap, cornered);
+	}
 
 	/* anisotropic: on planes at 0..45 deg the shares move the water one cell
 	 * along the flow with lateral variance 1 - 1/sqrt(2) at every angle */
