@@ -77,12 +77,8 @@ dems $HIGHLANDS $ALPS $ALPS_UTM $PUTTALAM -- small_bigtujunga_srtm30_utm11 small
 python3 regress/checks/check_slope_agreement.py "${DEMS[@]}"
 
 echo "== aspect, hillshade, TPI, TRI, roughness against gdaldem and PostGIS, curvatures and geomorphons against references"
-dems=("$REPO/tools/data/medium_alps_n46e008_srtm3.tif")
-for d in small_bigtujunga_srtm30_utm11; do
-	f="$REPO/../shared/data/dem/$d.tif"
-	[ -f "$f" ] && dems+=("$f")
-done
-python3 regress/checks/check_terrain.py "${dems[@]}"
+dems $ALPS $HIGHLANDS -- small_bigtujunga_srtm30_utm11
+python3 regress/checks/check_terrain.py "${DEMS[@]}"
 
 echo "== hydrology invariants on real DEMs"
 dems $SRILANKA_30S $PUTTALAM $ALPS_UTM $ALPS -- small_fortworth_srtm3 tiny_luxembourg_30s tiny_vinschgau_250m_utm32
