@@ -39,9 +39,9 @@
  * Prints one line of key=value pairs.
  */
 #include "tg_core.h"
-#include "tg_backends.h"
-#include "tg_hydro.h"
-#include "tg_pool.h"
+#include "dispatch/dispatch.h"
+#include "hydro/hydro.h"
+#include "runtime/runtime.h"
 
 #include <math.h>
 #include <stdio.h>

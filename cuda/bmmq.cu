@@ -26,7 +26,7 @@
 #include <cub/device/device_scan.cuh>
 #include <thrust/iterator/transform_iterator.h>
 
-#include "tg_bmmq.h"
+#include "bmmq/bmmq.h"
 #include "tg_cuda_common.cuh"
 #include "tg_pixels.cuh"
 

@@ -22,7 +22,7 @@
 /* tg_pool.h declares C functions without an extern "C" block of its own. */
 extern "C"
 {
-#include "tg_pool.h"
+#include "runtime/runtime.h"
 }
 
 /* Oldest architecture the fat binary carries machine code for (sm_80). */

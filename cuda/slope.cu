@@ -15,7 +15,7 @@
 
 #include "tg_cuda_common.cuh"
 #include "tg_pixels.cuh"
-#include "tg_terrain.h"
+#include "terrain/terrain.h"
 
 namespace
 {

@@ -11,7 +11,7 @@
 
 #include <cuda_runtime.h>
 
-#include "tg_backends.h"
+#include "dispatch/dispatch.h"
 
 /*
  * Record a failed CUDA call in err and return its status from the calling

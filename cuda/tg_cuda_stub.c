@@ -2,7 +2,7 @@
  * tg_cuda_stub.c — the CUDA side of a build made without nvcc (WITH_CUDA=0):
  * there is never a device, so `auto` runs on the CPU and `gpu` says why not.
  */
-#include "tg_backends.h"
+#include "dispatch/dispatch.h"
 
 static tg_status
 no_cuda(tg_error *err)

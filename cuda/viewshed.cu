@@ -14,7 +14,7 @@
 #include <cub/block/block_scan.cuh>
 
 #include "hydro.cuh"
-#include "tg_viewshed.h"
+#include "viewshed/viewshed.h"
 
 namespace
 {

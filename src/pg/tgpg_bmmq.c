@@ -21,7 +21,7 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
-#include "tg_bmmq.h"
+#include "bmmq/bmmq.h"
 
 /* Tiles per build call: enough cells to keep a GPU busy, bounded host memory. */
 #define BATCH_CELLS (16 * 1024 * 1024)

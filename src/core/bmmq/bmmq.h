@@ -6,7 +6,7 @@
 #ifndef TG_BMMQ_H
 #define TG_BMMQ_H
 
-#include "tg_terrain.h"
+#include "terrain/terrain.h"
 
 /* Number of boundaries <= v (binary search; bounds strictly increasing). */
 TG_HD int

@@ -5,9 +5,9 @@
  * The breadth-first walk uses an explicit list per level, an independent
  * derivation of the positions the GPU computes with a prefix sum.
  */
-#include "tg_backends.h"
-#include "tg_bmmq.h"
-#include "tg_pool.h"
+#include "dispatch/dispatch.h"
+#include "bmmq/bmmq.h"
+#include "runtime/runtime.h"
 
 #include <string.h>
 

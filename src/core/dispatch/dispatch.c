@@ -9,8 +9,8 @@
  *         device memory falls back to the CPU.
  * What ran, and how long it took, goes to ctx->stats.
  */
-#include "tg_backends.h"
-#include "tg_pool.h"
+#include "dispatch/dispatch.h"
+#include "runtime/runtime.h"
 
 #include <math.h>
 #include <stdio.h>

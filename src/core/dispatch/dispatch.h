@@ -10,7 +10,7 @@
 #define TG_BACKENDS_H
 
 #include "tg_core.h"
-#include "tg_hydro.h"
+#include "hydro/hydro.h"
 
 #ifdef __cplusplus
 extern "C"

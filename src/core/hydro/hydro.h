@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tg_terrain.h"
+#include "terrain/terrain.h"
 
 /*
  * Arithmetic that must round the same on both backends: on the device, no

@@ -3,9 +3,9 @@
  * their bands) and how it computes them on a grid in memory, through the
  * dispatcher's entry points (so each runs on the backend chosen for it).
  */
-#include "tg_tiles.h"
-#include "tg_pool.h"
-#include "tg_hydro.h"
+#include "raster/raster.h"
+#include "runtime/runtime.h"
+#include "hydro/hydro.h"
 
 #include <math.h>
 #include <string.h>

@@ -14,7 +14,7 @@
  * checked against the value's length before it is read.
  */
 #include "tg_core.h"
-#include "tg_terrain.h"
+#include "terrain/terrain.h"
 
 #include <float.h>
 #include <math.h>

@@ -7,9 +7,9 @@
  * order.  Only the calling thread touches the callbacks and the caller's
  * allocator.
  */
-#include "tg_tiles.h"
-#include "tg_codec.h"
-#include "tg_pool.h"
+#include "raster/raster.h"
+#include "raster/codec.h"
+#include "runtime/runtime.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -4,8 +4,8 @@
  * write the tiles), else in strips where the operation allows it, or one
  * part's phase of a partitioned coverage (parts.c); all in one call scope, so the threads are joined before it returns.
  */
-#include "tg_tiles.h"
-#include "tg_pool.h"
+#include "raster/raster.h"
+#include "runtime/runtime.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * tg_error.c — status names, error recording, execution context defaults.
  */
 #include "tg_core.h"
-#include "tg_pool.h"
+#include "runtime/runtime.h"
 
 #include <stdarg.h>
 #include <stdio.h>

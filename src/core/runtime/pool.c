@@ -11,7 +11,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE				/* sched_getaffinity, CPU_COUNT */
 #endif
-#include "tg_pool.h"
+#include "runtime/runtime.h"
 
 #include <pthread.h>
 #include <sched.h>

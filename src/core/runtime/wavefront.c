@@ -1,8 +1,8 @@
 /*
  * wavefront.c — raster scans on the call's threads (wavefront.h).
  */
-#include "wavefront.h"
-#include "tg_pool.h"
+#include "runtime/wavefront.h"
+#include "runtime/runtime.h"
 
 #include <sched.h>
 #include <stdatomic.h>

@@ -6,9 +6,9 @@
  * checks and works for every pixel type alike.  Each task of rows rolls its
  * own buffers, starting from the row above its first.
  */
-#include "tg_backends.h"
-#include "tg_pool.h"
-#include "tg_terrain.h"
+#include "dispatch/dispatch.h"
+#include "runtime/runtime.h"
+#include "terrain/terrain.h"
 
 #include <math.h>
 

@@ -5,7 +5,7 @@
 #ifndef TG_TEST_H
 #define TG_TEST_H
 
-#include "tg_backends.h"
+#include "dispatch/dispatch.h"
 
 #include <float.h>
 #include <math.h>

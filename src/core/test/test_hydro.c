@@ -10,7 +10,7 @@
  *   CPU where a GPU is usable.
  */
 #include "test.h"
-#include "tg_hydro.h"
+#include "hydro/hydro.h"
 
 #define ND (-9999.0)
 

@@ -10,8 +10,8 @@
  * parts' rows).
  */
 #include "test.h"
-#include "tg_codec.h"
-#include "tg_tiles.h"
+#include "raster/codec.h"
+#include "raster/raster.h"
 
 #define GW 230
 #define GH 190

@@ -8,7 +8,7 @@
  * and the threads asked for are the threads that ran.
  */
 #include "test.h"
-#include "tg_pool.h"
+#include "runtime/runtime.h"
 
 #define TW 300
 #define TH 1200

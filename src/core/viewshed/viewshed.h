@@ -8,7 +8,7 @@
 #ifndef TG_VIEWSHED_H
 #define TG_VIEWSHED_H
 
-#include "tg_hydro.h"
+#include "hydro/hydro.h"
 
 /*
  * Rays per edge cell.  Two rays a cell halve the gap between neighbouring

@@ -3,9 +3,9 @@
  * horizon carried along it) and the exact R3 reference (every cell's own
  * line of sight, sampled at every grid line it crosses).
  */
-#include "tg_backends.h"
-#include "tg_pool.h"
-#include "tg_viewshed.h"
+#include "dispatch/dispatch.h"
+#include "runtime/runtime.h"
+#include "viewshed/viewshed.h"
 
 #include <string.h>
 

@@ -27,10 +27,10 @@
  * threshold), which the pull order provides; flow transfer moves water before
  * a cell's total is known, so it cannot route fdd8.
  */
-#include "tg_backends.h"
-#include "cell_list.h"
-#include "tg_hydro.h"
-#include "tg_pool.h"
+#include "dispatch/dispatch.h"
+#include "runtime/cell_list.h"
+#include "hydro/hydro.h"
+#include "runtime/runtime.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -2,8 +2,8 @@
  * cell_weights.c — what each cell puts into a flow accumulation, and the
  * conversion of accumulated area into specific catchment area, on row tasks.
  */
-#include "tg_backends.h"
-#include "tg_pool.h"
+#include "dispatch/dispatch.h"
+#include "runtime/runtime.h"
 
 #include <math.h>
 

@@ -3,9 +3,9 @@
  * routing of route_cpu.c.  The per-cell formulas are tg_hydro.h's, shared
  * with cuda/catchment.cu.
  */
-#include "tg_backends.h"
-#include "cell_list.h"
-#include "tg_pool.h"
+#include "dispatch/dispatch.h"
+#include "runtime/cell_list.h"
+#include "runtime/runtime.h"
 
 #include <math.h>
 #include <stdio.h>

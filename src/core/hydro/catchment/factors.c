@@ -2,8 +2,8 @@
  * factors.c — per-cell factors (RUSLE's R, K, C, P; travel time's n and K)
  * decoded for the backends, on row tasks.
  */
-#include "tg_backends.h"
-#include "tg_pool.h"
+#include "dispatch/dispatch.h"
+#include "runtime/runtime.h"
 
 #include <math.h>
 

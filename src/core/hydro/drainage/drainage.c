@@ -18,9 +18,9 @@
  *   computed, from all of its donors at once, by the task whose donor
  *   finished last.
  */
-#include "tg_backends.h"
-#include "cell_list.h"
-#include "tg_pool.h"
+#include "dispatch/dispatch.h"
+#include "runtime/cell_list.h"
+#include "runtime/runtime.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -24,12 +24,12 @@
  *                 (tg_core.h, tg_fill; one thread: the paths depend on the
  *                 flood's order).
  */
-#include "tg_backends.h"
-#include "cell_fifo.h"
-#include "tg_heap.h"
-#include "tg_hydro.h"
-#include "tg_pool.h"
-#include "wavefront.h"
+#include "dispatch/dispatch.h"
+#include "runtime/cell_fifo.h"
+#include "runtime/heap.h"
+#include "hydro/hydro.h"
+#include "runtime/runtime.h"
+#include "runtime/wavefront.h"
 
 #include <math.h>
 #include <string.h>
@@ -50,7 +50,7 @@
 #define RECON_PT TG_PT_32BF
 #define RECON_DECODE tg_band_row_to_f32
 #define RECON(name) name##_f32
-#include "fill_recon.h"
+#include "hydro/fill/fill_recon.h"
 #undef RECON_T
 #undef RECON_PT
 #undef RECON_DECODE
@@ -60,7 +60,7 @@
 #define RECON_PT TG_PT_64BF
 #define RECON_DECODE tg_band_row_to_f64
 #define RECON(name) name##_f64
-#include "fill_recon.h"
+#include "hydro/fill/fill_recon.h"
 #undef RECON_T
 #undef RECON_PT
 #undef RECON_DECODE

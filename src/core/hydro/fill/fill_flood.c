@@ -20,9 +20,9 @@
  * The filled surface does not depend on the order in which cells of one
  * level are taken, so neither addition changes a single value.
  */
-#include "fill_flood.h"
-#include "tg_heap.h"
-#include "tg_hydro.h"
+#include "hydro/fill/fill.h"
+#include "runtime/heap.h"
+#include "hydro/hydro.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -14,12 +14,12 @@
  *    touches a draining cell drains.  Flats with no draining edge (only in an
  *    unfilled DEM) keep no direction.
  */
-#include "tg_backends.h"
-#include "cell_fifo.h"
-#include "cell_list.h"
-#include "tg_hydro.h"
-#include "tg_pool.h"
-#include "wavefront.h"
+#include "dispatch/dispatch.h"
+#include "runtime/cell_fifo.h"
+#include "runtime/cell_list.h"
+#include "hydro/hydro.h"
+#include "runtime/runtime.h"
+#include "runtime/wavefront.h"
 
 #include <math.h>
 #include <string.h>

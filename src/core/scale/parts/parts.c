@@ -56,11 +56,11 @@
  * is an integer (integer DEMs), else as floats where each is exact in one,
  * else as doubles; labels and cell numbers as varints of differences.
  */
-#include "tg_tiles.h"
-#include "tg_backends.h"
-#include "tg_codec.h"
-#include "tg_hydro.h"
-#include "tg_pool.h"
+#include "raster/raster.h"
+#include "dispatch/dispatch.h"
+#include "raster/codec.h"
+#include "hydro/hydro.h"
+#include "runtime/runtime.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -25,10 +25,10 @@
  * exist, so that cells next to nodata across the boundary are outlets, as in
  * the in-memory fill.
  */
-#include "tg_backends.h"
-#include "fill_flood.h"
-#include "tg_heap.h"
-#include "tg_pool.h"
+#include "dispatch/dispatch.h"
+#include "hydro/fill/fill.h"
+#include "runtime/heap.h"
+#include "runtime/runtime.h"
 
 #include <math.h>
 #include <stdlib.h>

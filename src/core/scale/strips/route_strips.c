@@ -36,8 +36,8 @@
  * z is always the routing surface of rows [row0 - 2, row0 + nrows + 2)
  * clipped to the grid.
  */
-#include "tg_backends.h"
-#include "tg_hydro.h"
+#include "dispatch/dispatch.h"
+#include "hydro/hydro.h"
 
 #include <math.h>
 #include <stddef.h>

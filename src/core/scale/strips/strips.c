@@ -22,9 +22,9 @@
  * Results equal the in-memory runs (the fill and D8 counts bit for bit,
  * weighted and multiple-flow sums to rounding).
  */
-#include "tg_tiles.h"
-#include "tg_hydro.h"
-#include "tg_pool.h"
+#include "raster/raster.h"
+#include "hydro/hydro.h"
+#include "runtime/runtime.h"
 
 #include <math.h>
 #include <stdio.h>
