@@ -149,11 +149,27 @@ def digest_query(select):
             "(SELECT row_number() OVER () AS n, md5(r::text) AS h FROM %s AS r) d;" % select)
 
 
+def in_strips(query):
+    """The query under the smallest terra_gpu.max_memory_mb its strips accept:
+    first 1 MB, then what each refusal says a row of tiles, three rows, or
+    the flats that cross strips need (a refusal for the grid as one piece
+    stands: the operation does not run in strips)."""
+    budget = 1
+    for _ in range(6):
+        rows, err = psql("SET terra_gpu.max_memory_mb = %d;\n" % budget + query)
+        need = re.search(r"(?:rows of tiles, .* need|resolving them needs) (\d+) MB", err or "")
+        if need and int(need.group(1)) + 1 > budget:
+            budget = int(need.group(1)) + 1     # the refusal's MB are rounded down
+        elif err and "not even 3 rows" in err:
+            budget *= 8
+        else:
+            break
+    return rows, err, "%d MB: " % budget
+
+
 def run_products(products, fmt, log, strips=False):
-    """Each product's digest, with the method tg_last_run() names.  In strips,
-    each runs under the smallest terra_gpu.max_memory_mb its strips accept
-    (first asked with 1 MB, then with what the refusal says one row of tiles needs), so
-    that a strip is one row of tiles, and tg_last_run()'s note is kept too."""
+    """Each product's digest, with the method tg_last_run() names; in strips
+    (in_strips) with tg_last_run()'s note too."""
     out = {}
     for name, expr in sorted(products.items()):
         t0 = time.perf_counter()
@@ -161,11 +177,7 @@ def run_products(products, fmt, log, strips=False):
                  + "SELECT coalesce(method, '') || coalesce(' / ' || note, '') FROM tg_last_run();\n")
         budget = ""
         if strips:
-            rows, err = psql("SET terra_gpu.max_memory_mb = 1;\n" + query)
-            least = re.search(r"rows of tiles, .* need (\d+) MB", err or "")
-            budget = "%s MB: " % (least.group(1) if least else 1)
-            if least:
-                rows, err = psql("SET terra_gpu.max_memory_mb = %s;\n" % least.group(1) + query)
+            rows, err, budget = in_strips(query)
         else:
             rows, err = psql(query)
         if err:
@@ -201,7 +213,14 @@ def parts_digests(dem, tile, log):
     env = dict(os.environ, TG_CLUSTER_DIR=os.path.join(tmp, "c"), TG_CLUSTER_PORT=str(port))
     out = {}
     try:
-        subprocess.run([CLUSTER, "up", "3"], env=env, check=True, capture_output=True)
+        for attempt in range(10):   # the workers' ports may be another cluster's for a while
+            up = subprocess.run([CLUSTER, "up", "3"], env=env, capture_output=True, text=True)
+            if up.returncode == 0:
+                break
+            subprocess.run([CLUSTER, "down"], env=env, capture_output=True)
+            time.sleep(30)
+        else:
+            raise RuntimeError("tools/cluster.sh up 3 failed:\n" + up.stderr)
         subprocess.run([CLUSTER, "load", dem.path, "dem", str(tile)], env=env, check=True, capture_output=True)
         for name, (op, opts) in sorted(PARTS.items()):
             t0 = time.perf_counter()
