@@ -503,9 +503,6 @@ build_trees(const tg_ctx *ctx, const tg_band *tiles, int ntiles, const double *b
 			ctx->stats->chunks++;
 		i += n;
 	}
-	if (err->code != TG_OK)
-		for (int i = 0; i < ntiles; i++)
-			tg_bmmq_tree_free(ctx, &trees[i]);
 	return err->code;
 }
 

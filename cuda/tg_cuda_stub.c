@@ -4,6 +4,9 @@
  */
 #include "dispatch/dispatch.h"
 
+/* no device streams products: kept for the tests, which set it either way */
+size_t		tg_stream_slice_bytes = 0;
+
 static tg_status
 no_cuda(tg_error *err)
 {

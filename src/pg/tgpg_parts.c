@@ -22,7 +22,6 @@
  * zlib-compressed where that makes them smaller.
  */
 #include "tgpg.h"
-#include "raster/codec.h"
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"

@@ -1,12 +1,13 @@
 /*
- * tg_bmmq.h — BMMQ-tree pieces shared by the CPU and CUDA builders, so both
- * bin, order and lay out cells in exactly the same way.  Internal to the
- * core and cuda/; the public description is in tg_core.h.
+ * bmmq.h — BMMQ-trees (bmmq/): the pieces the CPU and CUDA builders share,
+ * so both bin, order and lay out cells in exactly the same way, and the CPU
+ * builder (bmmq_cpu.c).  Internal to the core and cuda/; the trees are
+ * described in tg_core.h.
  */
 #ifndef TG_BMMQ_H
 #define TG_BMMQ_H
 
-#include "terrain/terrain.h"
+#include "raster/raster.h"
 
 /* Number of boundaries <= v (binary search; bounds strictly increasing). */
 TG_HD int
@@ -62,5 +63,22 @@ tg_bmmq_level_start(int l)
 {
 	return (((int64_t) 1 << (2 * l)) - 1) / 3;
 }
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+/* Bin code of a stored value (the band's nodata rules apply). */
+int			tg_bmmq_code(const tg_band *band, double value, const double *bounds, int nbounds);
+
+/* tg_bmmq_build's CPU side. */
+tg_status	tg_cpu_bmmq_build(const tg_ctx *ctx, const tg_band *tiles, int ntiles,
+							  const double *bounds, int nbounds, tg_bmmq_tree *trees,
+							  tg_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif							/* TG_BMMQ_H */

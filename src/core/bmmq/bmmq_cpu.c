@@ -5,22 +5,9 @@
  * The breadth-first walk uses an explicit list per level, an independent
  * derivation of the positions the GPU computes with a prefix sum.
  */
-#include "dispatch/dispatch.h"
 #include "bmmq/bmmq.h"
-#include "runtime/runtime.h"
 
 #include <string.h>
-
-int
-tg_bmmq_levels(int width, int height)
-{
-	int			side = width > height ? width : height;
-	int			levels = 0;
-
-	while ((1 << levels) < side)
-		levels++;
-	return levels;
-}
 
 int
 tg_bmmq_code(const tg_band *band, double value, const double *bounds, int nbounds)
@@ -213,8 +200,8 @@ pyramids_free(const tg_ctx *ctx, pyramid *pyr, int n)
 		tg_free(ctx, pyr[k].lmin);
 		tg_free(ctx, pyr[k].lmax);
 		tg_free(ctx, pyr[k].keys);
+		memset(&pyr[k], 0, sizeof pyr[k]);
 	}
-	memset(pyr, 0, n * sizeof *pyr);
 }
 
 tg_status
@@ -263,8 +250,5 @@ tg_cpu_bmmq_build(const tg_ctx *ctx, const tg_band *tiles, int ntiles,
 			st = tg_parallel(ctx, n, emit_task, &j, err);
 		pyramids_free(ctx, pyr, n);
 	}
-	if (st != TG_OK)
-		for (int i = 0; i < ntiles; i++)
-			tg_bmmq_tree_free(ctx, &trees[i]);
 	return st;
 }

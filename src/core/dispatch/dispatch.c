@@ -1,5 +1,7 @@
 /*
- * tg_dispatch.c — backend selection and the public operation entry points.
+ * dispatch.c — backend selection and the operations on one grid
+ * (dispatch.h), each calling the CPU side in its domain's folder or the
+ * CUDA backend.
  *
  * One policy for every operation:
  *   cpu   always the CPU;
@@ -11,6 +13,12 @@
  */
 #include "dispatch/dispatch.h"
 #include "runtime/runtime.h"
+#include "terrain/terrain.h"
+#include "viewshed/viewshed.h"
+#include "bmmq/bmmq.h"
+#include "hydro/fill/fill.h"
+#include "hydro/accum/accum.h"
+#include "hydro/catchment/catchment.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -263,27 +271,6 @@ tg_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
 /* ------------------------------------------------------------------------
  * Flow direction and accumulation
  * ------------------------------------------------------------------------ */
-const char *
-tg_accum_method_name(tg_accum_method m)
-{
-	switch (m)
-	{
-		case TG_ACC_AUTO:
-			return "auto";
-		case TG_ACC_FLOW_TRANSFER:
-			return "flow-transfer";
-		case TG_ACC_DEPENDENCY_TRANSFER:
-			return "dependency-transfer";
-		case TG_ACC_INDEGREE:
-			return "indegree";
-		case TG_ACC_TOPOLOGICAL:
-			return "topological";
-		case TG_ACC_TILED:
-			return "tiled (d8)";
-	}
-	return "unknown";
-}
-
 static tg_status
 check_flow_params(const tg_band *dem, const tg_flow_params *p, tg_error *err)
 {
@@ -347,8 +334,6 @@ accum_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
 							resolve_method(TG_BACKEND_CPU, f->method, f->params->routing, NULL, 0, 0),
 							f->units, f->out, err);
 }
-
-size_t		tg_stream_band_bytes = 0;
 
 static tg_status
 accum_gpu(const tg_ctx *ctx, const void *a, tg_error *err)
@@ -469,12 +454,23 @@ typedef struct bmmq_args
 	tg_bmmq_tree *trees;
 } bmmq_args;
 
+/* A failed build leaves no tree behind (the CPU may take over from the GPU). */
+static tg_status
+trees_or_none(const tg_ctx *ctx, const bmmq_args *b, tg_status st)
+{
+	if (st != TG_OK)
+		for (int i = 0; i < b->ntiles; i++)
+			tg_bmmq_tree_free(ctx, &b->trees[i]);
+	return st;
+}
+
 static tg_status
 bmmq_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
 {
 	const bmmq_args *b = a;
 
-	return tg_cpu_bmmq_build(ctx, b->tiles, b->ntiles, b->bounds, b->nbounds, b->trees, err);
+	return trees_or_none(ctx, b, tg_cpu_bmmq_build(ctx, b->tiles, b->ntiles, b->bounds, b->nbounds, b->trees,
+												   err));
 }
 
 static tg_status
@@ -482,7 +478,8 @@ bmmq_gpu(const tg_ctx *ctx, const void *a, tg_error *err)
 {
 	const bmmq_args *b = a;
 
-	return tg_cuda_bmmq_build(ctx, b->tiles, b->ntiles, b->bounds, b->nbounds, b->trees, err);
+	return trees_or_none(ctx, b, tg_cuda_bmmq_build(ctx, b->tiles, b->ntiles, b->bounds, b->nbounds, b->trees,
+													err));
 }
 
 tg_status

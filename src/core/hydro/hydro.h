@@ -1,8 +1,9 @@
 /*
- * tg_hydro.h — per-cell hydrology formulas shared by the CPU and CUDA code
- * (fill increment, neighbour geometry, D8 choice, multiple-flow shares), so
- * both backends evaluate the same expressions in the same order.
- * Internal to the core and cuda/; not part of the public API.
+ * hydro.h — what the hydrology folders (hydro/fill, flats, route, accum,
+ * catchment, drainage) and cuda/ share: the per-cell formulas (fill
+ * increment, neighbour geometry, D8 choice, multiple-flow shares, the pull
+ * of an accumulation), so both backends evaluate the same expressions in the
+ * same order.  Internal to the core and cuda/.
  */
 #ifndef TG_HYDRO_H
 #define TG_HYDRO_H
@@ -14,20 +15,29 @@
 
 #include "terrain/terrain.h"
 
-/*
- * Arithmetic that must round the same on both backends: on the device, no
- * fused multiply-add may merge a product into a sum the CPU rounds twice.
- */
-#ifdef __CUDA_ARCH__
-#define TG_DADD(a, b) __dadd_rn((a), (b))
-#define TG_DMUL(a, b) __dmul_rn((a), (b))
-/* values other blocks of a running kernel may have written: read from L2 */
-#define TG_LOAD_SHARED(p) __ldcg(p)
-#else
-#define TG_DADD(a, b) ((a) + (b))
-#define TG_DMUL(a, b) ((a) * (b))
-#define TG_LOAD_SHARED(p) (*(p))
-#endif
+#define TG_NO_DIRECTION 0xFF	/* internal D8 index: no receiver */
+
+/* The name of an accumulation method, as tg_last_run() reports it. */
+static inline const char *
+tg_accum_method_name(tg_accum_method m)
+{
+	switch (m)
+	{
+		case TG_ACC_AUTO:
+			return "auto";
+		case TG_ACC_FLOW_TRANSFER:
+			return "flow-transfer";
+		case TG_ACC_DEPENDENCY_TRANSFER:
+			return "dependency-transfer";
+		case TG_ACC_INDEGREE:
+			return "indegree";
+		case TG_ACC_TOPOLOGICAL:
+			return "topological";
+		case TG_ACC_TILED:
+			return "tiled (d8)";
+	}
+	return "unknown";
+}
 
 /* Neighbour k (ESRI order, clockwise from east): column and row offsets. */
 TG_HD int
@@ -40,6 +50,16 @@ TG_HD int
 tg_nbr_dy(int k)
 {
 	return (k >= 1 && k <= 3) ? 1 : (k >= 5 && k <= 7) ? -1 : 0;
+}
+
+/* Neighbour k of cell (x, y) of a W x H grid, or -1 outside it. */
+static inline int64_t
+tg_nbr_cell(int W, int H, int x, int y, int k)
+{
+	int			nx = x + tg_nbr_dx(k),
+				ny = y + tg_nbr_dy(k);
+
+	return (nx < 0 || ny < 0 || nx >= W || ny >= H) ? -1 : (int64_t) ny * W + nx;
 }
 
 /* The neighbour of a cell's neighbour k that points back at the cell. */
@@ -466,7 +486,7 @@ tg_flow_shares(tg_routing routing, double exponent, bool on_flat, const double d
 }
 
 /*
- * A routing as the accumulation reads it (tg_backends.h's tg_route, or its
+ * A routing as the accumulation reads it (route.h's tg_route, or its
  * device copy): d8 = steepest receiver index; frac = 8 planes of shares
  * (multiple-flow routings only).
  */
@@ -636,5 +656,47 @@ tg_step_time(double drop, double length, double roughness, double velocity, doub
 		s = min_slope;
 	return TG_DMUL(roughness, length) / TG_DMUL(velocity, pow(s, b));
 }
+
+/*
+ * Products taken in slices of rows as the device hands them back, for a
+ * caller that only encodes them: the slices are read from pinned staging
+ * memory, and the product planes (allocated all the same: the CPU path
+ * writes them) are never touched, so no fresh host page is faulted in for
+ * them.  A slice begins and ends at one of `cuts` (increasing rows from 0
+ * to the height: rows that no tile straddles); it may span several.
+ * planes[k]: rows [row0, row0 + nrows) of product k (surface, receivers,
+ * accumulation; NULL where not asked), valid during the call alone.
+ * `used` is set once the first slice went to rows(): the caller then must not
+ * read the planes.  A rows() failure ends the computation with its status.
+ */
+#define TG_SINK_PLANES 3
+
+typedef struct tg_rows_sink
+{
+	const int  *cuts;
+	int			ncuts;
+	tg_status	(*rows) (const tg_ctx *ctx, void *arg, int row0, int nrows,
+						 void *const planes[TG_SINK_PLANES], tg_error *err);
+	void	   *arg;
+	bool		used;
+} tg_rows_sink;
+
+/*
+ * What the chain fill -> directions -> accumulation produces, for callers
+ * that want more than the accumulation (the chained call keeps the data on
+ * the device from DEM to accumulation).  acc is required, the rest optional.
+ */
+typedef struct tg_flow_products
+{
+	double	   *acc;			/* width * height, NaN where the DEM is nodata */
+	void	   *surface;		/* the routing surface (the filled DEM when params->fill) */
+	tg_pixtype	surface_type;	/* of surface: TG_PT_32BF or TG_PT_64BF */
+	double		surface_nodata;
+	uint16_t   *receivers;		/* OR of the ESRI codes of the neighbours receiving flow
+								 * (D8: one code); 0 none; TG_NODATA_RECEIVERS for nodata */
+	tg_rows_sink *sink;			/* or NULL: on the GPU, the products go there instead */
+} tg_flow_products;
+
+#define TG_NODATA_RECEIVERS 0xFFFF
 
 #endif							/* TG_HYDRO_H */

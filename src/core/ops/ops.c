@@ -3,9 +3,8 @@
  * their bands) and how it computes them on a grid in memory, through the
  * dispatcher's entry points (so each runs on the backend chosen for it).
  */
-#include "raster/raster.h"
-#include "runtime/runtime.h"
-#include "hydro/hydro.h"
+#include "ops/ops.h"
+#include "hydro/drainage/drainage.h"
 
 #include <math.h>
 #include <string.h>
@@ -412,7 +411,7 @@ compute_directions(const tg_ctx *ctx, const tg_op *op, const tg_band *dem, tg_op
 	return tg_parallel_rows(ctx, dem->width, dem->height, mask_rows, &j, err);
 }
 
-/* Tiles written as the flow products come back from the device, band by band (tg_rows_sink). */
+/* Tiles written as the flow products come back from the device, slice by slice (tg_rows_sink). */
 typedef struct tile_sink
 {
 	const tg_job *job;
@@ -421,7 +420,7 @@ typedef struct tile_sink
 } tile_sink;
 
 static tg_status
-write_band(const tg_ctx *ctx, void *arg, int row0, int nrows, void *const planes[TG_SINK_PLANES], tg_error *err)
+write_slice(const tg_ctx *ctx, void *arg, int row0, int nrows, void *const planes[TG_SINK_PLANES], tg_error *err)
 {
 	const tile_sink *t = arg;
 	tg_output	outs[TG_MAX_OUTPUTS];
@@ -481,7 +480,7 @@ compute_flow(const tg_ctx *ctx, const tg_op *op, const tg_layout *layout, const 
 	const tg_band *weight = op->weight_input > 0 ? &grids[op->weight_input].band : NULL;
 	const bool	chain = op->kind == TG_OP_HYDROLOGY;
 	tile_sink	to_tiles = {writing, r, {chain ? 0 : -1, chain ? 1 : -1, chain ? 2 : 0}};
-	tg_rows_sink sink = {.rows = write_band, .arg = &to_tiles};
+	tg_rows_sink sink = {.rows = write_slice, .arg = &to_tiles};
 	tg_flow_products pr;
 	tg_status	st;
 

@@ -6,7 +6,7 @@
  * M(phi) dlat, with N and M the prime-vertical and meridional radii.  Other
  * datums differ from WGS84 by well under 0.01 % in these radii.
  */
-#include "tg_core.h"
+#include "raster/raster.h"
 
 #include <math.h>
 

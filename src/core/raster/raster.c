@@ -1,5 +1,5 @@
 /*
- * tg_raster.c — reader and writer for PostGIS' serialized raster (RFC1, v0).
+ * raster.c — reader and writer for PostGIS' serialized raster (RFC1, v0).
  *
  * Layout (host byte order, as PostGIS stores it):
  *   header, 64 bytes: uint32 length word, uint16 version (0), uint16 band
@@ -13,8 +13,7 @@
  * Unlike PostGIS' own deserializer this one trusts nothing: every offset is
  * checked against the value's length before it is read.
  */
-#include "tg_core.h"
-#include "terrain/terrain.h"
+#include "raster/raster.h"
 
 #include <float.h>
 #include <math.h>
@@ -565,4 +564,40 @@ tg_raster_write(uint8_t *buf, size_t len, const tg_raster_info *info,
 		pos += band_bytes(info, spec);
 	}
 	return TG_OK;
+}
+
+typedef struct decode_job
+{
+	const tg_band *band;
+	double	   *z;
+} decode_job;
+
+static tg_status
+decode_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const decode_job *j = arg;
+
+	for (int y = y0; y < y1; y++)
+		tg_band_row_to_f64(j->band, y, j->z + (size_t) y * j->band->width);
+	return TG_OK;
+}
+
+tg_status
+tg_band_decode(const tg_ctx *ctx, const tg_band *band, double **z, tg_error *err)
+{
+	const size_t n = (size_t) band->width * band->height;
+	decode_job	j = {band, NULL};
+	tg_status	st;
+
+	*z = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
+	if (*z == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate %zu bytes for the DEM", n * sizeof(double));
+	j.z = *z;
+	st = tg_parallel_rows(ctx, band->width, band->height, decode_rows, &j, err);
+	if (st != TG_OK)
+	{
+		tg_free(ctx, *z);
+		*z = NULL;
+	}
+	return st;
 }

@@ -1,17 +1,106 @@
 /*
- * tg_tiles.h — what tg_run's parts share (tile_io.c, ops.c, strips.c,
- * run.c).  Internal to the core.
+ * raster.h — PostGIS raster values and the grids made of them (raster/):
+ * the serialized format read and written in place (raster.c), the
+ * compressed forms tiles travel in (tile_codec.c), each row's cell spacing
+ * (geometry.c), and tiles read into grids and result tiles cut from planes
+ * (tile_io.c).  Internal to the core and cuda/.
  *
  * A grid holds one input's band over the whole DEM grid (in memory) or a
  * strip of its rows as doubles (beyond memory); planes hold what an
  * operation computed, one per output band, over the same rows; tiles are
  * cut from the planes, each with its input tile's extent.
  */
-#ifndef TG_TILES_H
-#define TG_TILES_H
+#ifndef TG_RASTER_H
+#define TG_RASTER_H
 
-#include "tg_core.h"
+#include <float.h>
+#include <math.h>
 
+#include "runtime/runtime.h"
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+/* ------------------------------------------------------------------------
+ * Pixel types, values and bands (raster.c)
+ * ------------------------------------------------------------------------ */
+bool		tg_pixtype_valid(int code);
+int			tg_pixtype_size(tg_pixtype pt); /* bytes per stored pixel */
+const char *tg_pixtype_name(tg_pixtype pt);
+bool		tg_pixtype_is_float(tg_pixtype pt);
+double		tg_pixtype_min_value(tg_pixtype pt);
+
+/* Bytes a serialized raster of this shape takes, or TG_ELIMIT on overflow. */
+tg_status	tg_raster_size(const tg_raster_info *info, const tg_band_spec *bands,
+						   size_t *size, tg_error *err);
+
+/*
+ * Write header and band headers into buf (len bytes, from tg_raster_size) and
+ * return in band_data[i] where band i's pixels go; the caller fills them.
+ * The 4-byte length word is written as a plain uint32 `len`: a PostgreSQL
+ * caller then sets its varlena header.  Padding bytes are zeroed.
+ */
+tg_status	tg_raster_write(uint8_t *buf, size_t len, const tg_raster_info *info,
+							const tg_band_spec *bands, void **band_data,
+							tg_error *err);
+
+/*
+ * Pixel `index` of a row-major array of stored pixels, as double (sub-byte
+ * types masked to their bits), and the reverse (converted as C converts).
+ */
+double		tg_pixel_load(tg_pixtype pt, const void *pixels, size_t index);
+void		tg_pixel_store(tg_pixtype pt, void *pixels, size_t index, double value);
+
+/* Decode one row into doubles (or floats), nodata (and NaN) as NaN. */
+void		tg_band_row_to_f64(const tg_band *band, int row, double *dst);
+void		tg_band_row_to_f32(const tg_band *band, int row, float *dst);
+
+/* Does a float hold every value of this type exactly? */
+bool		tg_pixtype_exact_in_f32(tg_pixtype pt);
+
+/* The band as doubles, nodata (and NaN) as NaN; *z from ctx's allocator. */
+tg_status	tg_band_decode(const tg_ctx *ctx, const tg_band *band, double **z, tg_error *err);
+
+/*
+ * Is a stored value nodata?  NaN always is.  Float types match the nodata
+ * value within FLT_EPSILON (PostGIS' FLT_EQ), integer types exactly; a band
+ * flagged "all nodata" has no valid cell.
+ */
+TG_HD bool
+tg_is_nodata(double v, bool has_nodata, bool all_nodata, bool is_float,
+			 double nodata)
+{
+	if (isnan(v))
+		return true;
+	if (!has_nodata)
+		return false;
+	if (all_nodata)
+		return true;
+	return is_float ? fabs(v - nodata) <= FLT_EPSILON : v == nodata;
+}
+
+/* ------------------------------------------------------------------------
+ * Cell spacing (geometry.c)
+ * ------------------------------------------------------------------------ */
+/* East-west and north-south spacing of row `row`, and a cell's area. */
+void		tg_row_spacing(const tg_grid_geometry *g, int row, double *dx, double *dy);
+
+/* ------------------------------------------------------------------------
+ * Compressed tiles (tile_codec.c)
+ * ------------------------------------------------------------------------ */
+/* dst receives exactly dst_size bytes; false on corrupt input. */
+bool		tg_pglz_decompress(const uint8_t *src, size_t src_size, uint8_t *dst, size_t dst_size);
+bool		tg_lz4_decompress(const uint8_t *src, size_t src_size, uint8_t *dst, size_t dst_size);
+
+/* Room LZ4 may need for size bytes (0: too large), and the compressed size (0: failed). */
+size_t		tg_lz4_bound(size_t size);
+size_t		tg_lz4_compress(const uint8_t *src, size_t src_size, uint8_t *dst, size_t dst_capacity);
+
+/* ------------------------------------------------------------------------
+ * Tiles into grids, result tiles out (tile_io.c)
+ * ------------------------------------------------------------------------ */
 /* Largest operation output: hydrology writes 3 rasters, direction shares 8 bands. */
 #define TG_MAX_OUTPUTS 3
 #define TG_MAX_OUTPUT_BANDS 8
@@ -66,43 +155,11 @@ typedef struct tg_output
 tg_status	tg_write_tiles(const tg_ctx *ctx, const tg_job *job, const tg_output *outs, int nout,
 						   int row0, int nrows, tg_error *err);
 
-/* The outputs' bands (planes not set) of an operation on a DEM band. */
-tg_status	tg_op_plan(const tg_op *op, const tg_band *dem, tg_output *outs, tg_error *err);
-
-/* Bytes per cell an operation holds in memory, input and outputs included. */
-size_t		tg_op_bytes_per_cell(const tg_op *op);
-
-/*
- * Compute op in memory on the DEM and auxiliary grids (grids[0] the DEM);
- * fills the planes of outs (allocated here, freed by tg_op_free).
- */
-typedef struct tg_op_result
-{
-	tg_output	outs[TG_MAX_OUTPUTS];
-	int			nout;
-	void	   *buffers[TG_MAX_OUTPUTS * TG_MAX_OUTPUT_BANDS];
-	int			nbuffers;
-	bool		written;		/* the tiles went to the job while computed: the planes hold nothing */
-} tg_op_result;
-
-/*
- * op over the grids into r's planes.  writing (or NULL): a job whose tiles
- * may be written during the computation, where results come back from the
- * device in bands (the flow products); r->written says whether they were.
- */
-tg_status	tg_op_compute(const tg_ctx *ctx, const tg_op *op, const tg_layout *layout,
-						  const tg_grid_band *grids, const tg_job *writing, tg_op_result *r,
-						  tg_error *err);
-void		tg_op_free(const tg_ctx *ctx, tg_op_result *r);
-
-/* Strips beyond the memory budget (strips.c): whether op can, and the run. */
-bool		tg_op_in_strips(const tg_op *op, const tg_ctx *ctx, const char **why_not);
-tg_status	tg_run_strips(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err);
-
-/* One part's phase of a partitioned coverage (parts.c): job->part set. */
-tg_status	tg_run_part(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err);
-
 /* Say something about the run (job->notice), printf-style. */
 void		tg_job_notice(const tg_job *job, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 
-#endif							/* TG_TILES_H */
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* TG_RASTER_H */

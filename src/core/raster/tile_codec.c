@@ -13,7 +13,7 @@
  * of 15 means a third byte adds up to 255 more.  Copies may overlap their
  * source, so they go byte by byte.
  */
-#include "raster/codec.h"
+#include "raster/raster.h"
 
 #include <string.h>
 

@@ -8,8 +8,6 @@
  * allocator.
  */
 #include "raster/raster.h"
-#include "raster/codec.h"
-#include "runtime/runtime.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -2,10 +2,11 @@
  * run.c — tg_run: an operation over tiles, in memory when its grid fits the
  * budget (read every input, compute on the backend the dispatcher picks,
  * write the tiles), else in strips where the operation allows it, or one
- * part's phase of a partitioned coverage (parts.c); all in one call scope, so the threads are joined before it returns.
+ * part's phase of a partitioned coverage (scale/parts/); all in one call
+ * scope, so the threads are joined before it returns.
  */
-#include "raster/raster.h"
-#include "runtime/runtime.h"
+#include "scale/strips/strips.h"
+#include "scale/parts/parts.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,6 @@
 /*
- * tg_pool.c — worker threads for one core call.
+ * pool.c — the threads of one core call, its phases and statistics, and its
+ * memory (the context's allocator, with the large blocks a call reuses).
  *
  * POSIX threads rather than OpenMP: the threads must start and stop inside
  * one call (OpenMP keeps an idle team alive in the process after a parallel
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -749,4 +751,96 @@ give_back_kept(tg_pool *pool)
 			pool->blocks[k].allocator.free(pool->blocks[k].p, pool->blocks[k].allocator.arg);
 	pool->nblocks = 0;
 	pool->kept_bytes = 0;
+}
+
+/* ------------------------------------------------------------------------
+ * The call's memory: the context's allocator, with the blocks above
+ * ------------------------------------------------------------------------ */
+
+static void *
+malloc_alloc(size_t size, void *arg)
+{
+	(void) arg;
+	return malloc(size);
+}
+
+static void
+malloc_free(void *ptr, void *arg)
+{
+	(void) arg;
+	free(ptr);
+}
+
+void
+tg_ctx_init(tg_ctx *ctx)
+{
+	memset(ctx, 0, sizeof *ctx);
+	ctx->backend = TG_BACKEND_AUTO;
+	ctx->min_cells_for_gpu = 0;
+	ctx->allocator.alloc = malloc_alloc;
+	ctx->allocator.free = malloc_free;
+}
+
+/*
+ * Grids are touched once each, in full: with 4 kB pages most of a pass's
+ * time can go to the kernel faulting pages in.  Large buffers ask for huge
+ * pages where the system leaves it to the program (transparent huge pages
+ * in "madvise" mode); the advice covers whole huge pages inside the buffer.
+ */
+#define HUGE_PAGE ((size_t) 2 << 20)
+
+static void
+advise_huge_pages(void *p, size_t size)
+{
+#ifdef MADV_HUGEPAGE
+	uintptr_t	start = ((uintptr_t) p + HUGE_PAGE - 1) & ~(uintptr_t) (HUGE_PAGE - 1);
+	uintptr_t	end = ((uintptr_t) p + size) & ~(uintptr_t) (HUGE_PAGE - 1);
+
+	if (end > start)
+		(void) madvise((void *) start, end - start, MADV_HUGEPAGE);
+#endif
+}
+
+void *
+tg_alloc(const tg_ctx *ctx, size_t size)
+{
+	void	   *p = tg_block_take(ctx, size);	/* one the call freed: its pages are in */
+
+	if (p != NULL)
+		return p;
+	p = ctx->allocator.alloc(size, ctx->allocator.arg);
+	if (p != NULL && size >= 2 * HUGE_PAGE)
+		advise_huge_pages(p, size);
+	if (p != NULL)
+		tg_block_track(ctx, p, size);
+	return p;
+}
+
+void
+tg_free(const tg_ctx *ctx, void *ptr)
+{
+	if (ptr != NULL && !tg_block_keep(ctx, ptr))
+		ctx->allocator.free(ptr, ctx->allocator.arg);
+}
+
+bool
+tg_grow(const tg_ctx *ctx, void **p, size_t *cap, size_t need, size_t size)
+{
+	size_t		cap2;
+	void	   *q;
+
+	if (need <= *cap)
+		return true;
+	cap2 = *cap ? *cap : 4096;
+	while (cap2 < need)
+		cap2 *= 2;
+	q = tg_alloc(ctx, cap2 * size);
+	if (q == NULL)
+		return false;
+	if (*p)
+		memcpy(q, *p, *cap * size);
+	tg_free(ctx, *p);
+	*p = q;
+	*cap = cap2;
+	return true;
 }

@@ -1,7 +1,6 @@
 /*
- * wavefront.c — raster scans on the call's threads (wavefront.h).
+ * wavefront.c — raster scans on the call's threads (tg_wavefront, runtime.h).
  */
-#include "runtime/wavefront.h"
 #include "runtime/runtime.h"
 
 #include <sched.h>

@@ -6,8 +6,6 @@
  * checks and works for every pixel type alike.  Each task of rows rolls its
  * own buffers, starting from the row above its first.
  */
-#include "dispatch/dispatch.h"
-#include "runtime/runtime.h"
 #include "terrain/terrain.h"
 
 #include <math.h>

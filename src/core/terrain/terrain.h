@@ -1,7 +1,8 @@
 /*
- * tg_terrain.h — per-cell terrain formulas shared by the CPU and CUDA code,
- * so both backends evaluate exactly the same expression in the same order.
- * Internal to the core and cuda/; not part of the public API.
+ * terrain.h — slope and the local derivatives of a DEM (terrain/): the
+ * per-cell formulas the CPU and CUDA code share, so both backends evaluate
+ * exactly the same expression in the same order, and the CPU side
+ * (slope_cpu.c).  Internal to the core and cuda/.
  */
 #ifndef TG_TERRAIN_H
 #define TG_TERRAIN_H
@@ -10,33 +11,7 @@
 #include <math.h>
 #include <stdbool.h>
 
-#include "tg_core.h"
-
-#ifdef __CUDACC__
-#define TG_HD __host__ __device__ __forceinline__
-#else
-#define TG_HD static inline
-#endif
-
-/*
- * Is a stored value nodata?  NaN always is.  Float types match the nodata
- * value within FLT_EPSILON (PostGIS' FLT_EQ), integer types exactly; a band
- * flagged "all nodata" has no valid cell.
- */
-TG_HD bool
-tg_is_nodata(double v, bool has_nodata, bool all_nodata, bool is_float,
-			 double nodata)
-{
-	if (isnan(v))
-		return true;
-	if (!has_nodata)
-		return false;
-	if (all_nodata)
-		return true;
-	return is_float ? fabs(v - nodata) <= FLT_EPSILON : v == nodata;
-}
-
-#define TG_DEGREES_PER_RADIAN 57.295779513082320876798
+#include "raster/raster.h"
 
 /*
  * Horn's gradient factors: tan(slope) = sqrt((kx dz_x)^2 + (ky dz_y)^2) with
@@ -105,5 +80,18 @@ tg_horn_slope(const double w[9], const tg_horn_factors f)
 			return (float) (atan(tan_slope) * TG_DEGREES_PER_RADIAN);
 	}
 }
+
+#ifdef __cplusplus
+extern "C"
+{
+#endif
+
+/* Horn slope on the CPU (tg_slope's CPU side). */
+tg_status	tg_cpu_slope(const tg_ctx *ctx, const tg_band *dem,
+						 const tg_slope_params *params, float *out, tg_error *err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif							/* TG_TERRAIN_H */

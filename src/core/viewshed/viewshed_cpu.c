@@ -3,100 +3,9 @@
  * horizon carried along it) and the exact R3 reference (every cell's own
  * line of sight, sampled at every grid line it crosses).
  */
-#include "dispatch/dispatch.h"
-#include "runtime/runtime.h"
 #include "viewshed/viewshed.h"
 
 #include <string.h>
-
-tg_status
-tg_view_prepare(const tg_band *dem, const tg_viewshed_params *p, const double *z,
-				tg_view_setup *s, tg_error *err)
-{
-	const int	W = dem->width,
-				H = dem->height;
-	double		zo,
-				cx = p->cell_x,
-				cy = p->cell_y;
-
-	if (p->observer_col < 0 || p->observer_col >= W || p->observer_row < 0 || p->observer_row >= H)
-		return tg_error_set(err, TG_EINVAL, "the observer (column %d, row %d, counting from 1) is outside the %d x %d raster",
-							p->observer_col + 1, p->observer_row + 1, W, H);
-	if (!(p->observer_height >= 0) || !(p->target_height >= 0) || !isfinite(p->observer_height) ||
-		!isfinite(p->target_height))
-		return tg_error_set(err, TG_EINVAL, "observer and target heights must be finite and >= 0, got %g and %g",
-							p->observer_height, p->target_height);
-	if (!(p->max_distance >= 0))
-		return tg_error_set(err, TG_EINVAL, "max_distance must be positive, got %g", p->max_distance);
-	if (!(p->earth_radius >= 0) || !(p->refraction >= 0 && p->refraction < 1))
-		return tg_error_set(err, TG_EINVAL, "earth_radius must be >= 0 and refraction in [0, 1), got %g and %g",
-							p->earth_radius, p->refraction);
-	if (p->geom.geographic)
-		tg_row_spacing(&p->geom, p->observer_row, &cx, &cy);
-	if (!(cx > 0) || !(cy > 0) || !isfinite(cx) || !isfinite(cy))
-		return tg_error_set(err, TG_EINVAL, "cell size must be positive, got %g x %g", cx, cy);
-
-	memset(s, 0, sizeof *s);
-	s->width = W;
-	s->height = H;
-	s->ox = p->observer_col;
-	s->oy = p->observer_row;
-	s->x0 = 0;
-	s->y0 = 0;
-	s->x1 = W - 1;
-	s->y1 = H - 1;
-	s->max_d2 = INFINITY;
-	if (p->max_distance > 0 && isfinite(p->max_distance))
-	{
-		/* the square of cells within max_distance: rays end on its edge */
-		double		rx = ceil(p->max_distance / cx),
-					ry = ceil(p->max_distance / cy);
-
-		s->x0 = rx < s->ox ? s->ox - (int) rx : 0;
-		s->y0 = ry < s->oy ? s->oy - (int) ry : 0;
-		s->x1 = rx < W - 1 - s->ox ? s->ox + (int) rx : W - 1;
-		s->y1 = ry < H - 1 - s->oy ? s->oy + (int) ry : H - 1;
-		s->max_d2 = p->max_distance * p->max_distance;
-	}
-	{
-		int			w = s->x1 - s->x0 + 1,
-					h = s->y1 - s->y0 + 1;
-
-		s->density = TG_VIEW_RAY_DENSITY;
-		w = s->density * (w - 1) + 1;
-		h = s->density * (h - 1) + 1;
-		s->nrays = (w == 1 || h == 1) ? w * h : 2 * w + 2 * h - 4;
-	}
-	zo = z ? z[(size_t) s->oy * W + s->ox] : tg_band_get(dem, (size_t) s->oy * W + s->ox);
-	if (isnan(zo) || tg_band_value_is_nodata(dem, zo))
-		return tg_error_set(err, TG_EINVAL, "the observer stands on a nodata cell (column %d, row %d, counting from 1)",
-							s->ox + 1, s->oy + 1);
-	s->eye = zo + p->observer_height;
-	s->target = p->target_height;
-	s->cx = cx;
-	s->cy = cy;
-	s->re = p->earth_radius > 0 ? p->earth_radius / (1.0 - p->refraction) : 0.0;
-	s->output = p->output;
-	return TG_OK;
-}
-
-void
-tg_view_finish(const tg_view_setup *s, float *out)
-{
-	tg_view_finish_rows(s, out, 0, s->height);
-}
-
-void
-tg_view_finish_rows(const tg_view_setup *s, float *out, int y0, int y1)
-{
-	if (s->oy >= y0 && s->oy < y1)
-		out[(size_t) s->oy * s->width + s->ox] = s->output == TG_VIEW_VISIBLE ? 1.0f
-			: s->output == TG_VIEW_HEIGHT ? 0.0f : NAN;
-	if (s->output == TG_VIEW_ANGLE)
-		for (size_t i = (size_t) y0 * s->width; i < (size_t) y1 * s->width; i++)
-			if (!isnan(out[i]))
-				out[i] = (float) (atan((double) out[i]) * TG_DEGREES_PER_RADIAN);
-}
 
 /*
  * One ray of R2, from the observer to its edge cell (dx, dy): at step k the
@@ -279,7 +188,7 @@ tg_cpu_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_p
 	memset(count, 0, cells * sizeof *count);
 	one.output = TG_VIEW_VISIBLE;
 	one.algorithm = TG_VIEW_R2;
-	st = tg_cpu_decode(ctx, dem, &z, err);
+	st = tg_band_decode(ctx, dem, &z, err);
 	if (st == TG_OK && (vis = tg_alloc(ctx, (cells ? cells : 1) * sizeof(float))) == NULL)
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate %zu bytes for a viewshed", cells * sizeof(float));
 	for (int k = 0; k < n && st == TG_OK; k++)
@@ -311,7 +220,7 @@ tg_cpu_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params 
 	double	   *z = NULL;
 	tg_status	st;
 
-	st = tg_cpu_decode(ctx, dem, &z, err);
+	st = tg_band_decode(ctx, dem, &z, err);
 	if (st == TG_OK)
 		st = tg_view_prepare(dem, p, z, &s, err);
 	if (st == TG_OK)

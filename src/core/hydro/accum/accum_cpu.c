@@ -27,17 +27,12 @@
  * threshold), which the pull order provides; flow transfer moves water before
  * a cell's total is known, so it cannot route fdd8.
  */
-#include "dispatch/dispatch.h"
-#include "runtime/cell_list.h"
-#include "hydro/hydro.h"
-#include "runtime/runtime.h"
+#include "hydro/accum/accum.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-
-#define CANCEL_EVERY 65536
 
 static inline bool
 drains_to(const tg_route *r, size_t ni, int k)
@@ -230,7 +225,7 @@ indegree_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 				cap *= 2;
 			}
 			finish_cell(j, &v, c, stack, &top);
-			if (++done % CANCEL_EVERY == 0 && tg_canceled(ctx))
+			if (++done % TG_CANCEL_EVERY == 0 && tg_canceled(ctx))
 			{
 				st = tg_error_set(err, TG_ECANCELED, "flow accumulation canceled");
 				break;
@@ -822,16 +817,8 @@ tg_cpu_accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
 }
 
 /* ------------------------------------------------------------------------
- * The chain: weights, routing, accumulation, and what the caller asked of
- * the routing
+ * The receivers of a routing, as tg_hydrology exports them
  * ------------------------------------------------------------------------ */
-typedef struct export_job
-{
-	const tg_route *r;
-	const tg_flow_params *p;
-	const tg_flow_products *out;
-} export_job;
-
 void
 tg_route_receivers(const tg_route_view *v, const double *acc, size_t i0, size_t i1, uint16_t *receivers)
 {
@@ -847,66 +834,4 @@ tg_route_receivers(const tg_route_view *v, const double *acc, size_t i0, size_t 
 					mask |= (uint16_t) (1u << k);
 		receivers[i] = mask;
 	}
-}
-
-/* The routing surface and receiver masks of a routing, as the GPU exports them. */
-static tg_status
-export_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
-{
-	const export_job *j = arg;
-	const tg_route *r = j->r;
-	const tg_flow_products *out = j->out;
-	const tg_route_view v = tg_cpu_route_view(r, j->p->threshold);
-	const size_t i0 = (size_t) y0 * r->width,
-				i1 = (size_t) y1 * r->width;
-
-	if (out->surface)
-		for (size_t i = i0; i < i1; i++)
-			tg_pixel_store(out->surface_type, out->surface, i, isnan(r->z[i]) ? out->surface_nodata : r->z[i]);
-	if (out->receivers)
-		tg_route_receivers(&v, out->acc, i0, i1, out->receivers);
-	return TG_OK;
-}
-
-tg_status
-tg_cpu_hydrology(const tg_ctx *ctx, const tg_band *dem, const tg_band *weight,
-				 const tg_flow_params *p, tg_accum_method method, tg_accum_units units,
-				 const tg_flow_products *out, tg_error *err)
-{
-	const tg_accum_method m = method;	/* resolved by the dispatcher */
-	tg_route	route;
-	bool		kept;
-	double	   *w = NULL;
-	tg_status	st = TG_OK;
-	struct timespec t0,
-				t1;
-
-	/* unit weights need no array */
-	if (weight || units != TG_UNITS_CELLS)
-		st = tg_cell_weights(ctx, weight, &p->geom, units, &w, err);
-	if (st != TG_OK)
-		return st;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	st = tg_cpu_route_get(ctx, dem, p, &route, &kept, err);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	if (ctx->stats)
-		ctx->stats->prep_ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
-	if (st == TG_OK)
-	{
-		export_job	j = {&route, p, out};
-
-		st = tg_cpu_accumulate(ctx, &route, p, w, m, out->acc, err);
-		if (st == TG_OK && (out->surface || out->receivers))
-		{
-			tg_phase(ctx, "export");
-			st = tg_parallel_rows(ctx, route.width, route.height, export_rows, &j, err);
-		}
-		tg_cpu_route_put(ctx, &route, kept);
-	}
-	tg_free(ctx, w);
-	if (st == TG_OK && units == TG_UNITS_SCA)
-		st = tg_to_sca(ctx, &p->geom, out->acc, err);
-	if (ctx->stats)
-		snprintf(ctx->stats->method, sizeof ctx->stats->method, "%s", tg_accum_method_name(m));
-	return st;
 }

@@ -2,8 +2,7 @@
  * cell_weights.c — what each cell puts into a flow accumulation, and the
  * conversion of accumulated area into specific catchment area, on row tasks.
  */
-#include "dispatch/dispatch.h"
-#include "runtime/runtime.h"
+#include "hydro/accum/accum.h"
 
 #include <math.h>
 

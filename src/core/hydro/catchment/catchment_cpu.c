@@ -1,16 +1,13 @@
 /*
  * catchment_cpu.c — RUSLE soil loss and D8 travel time on the CPU, on the
- * routing of route_cpu.c.  The per-cell formulas are tg_hydro.h's, shared
+ * routing of route_cpu.c.  The per-cell formulas are hydro.h's, shared
  * with cuda/catchment.cu.
  */
-#include "dispatch/dispatch.h"
-#include "runtime/cell_list.h"
-#include "runtime/runtime.h"
+#include "hydro/catchment/catchment.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
 
 /* The 3x3 window of the routing surface around (x, y), NaN outside. */
 static void

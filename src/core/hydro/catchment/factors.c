@@ -2,8 +2,7 @@
  * factors.c — per-cell factors (RUSLE's R, K, C, P; travel time's n and K)
  * decoded for the backends, on row tasks.
  */
-#include "dispatch/dispatch.h"
-#include "runtime/runtime.h"
+#include "hydro/catchment/catchment.h"
 
 #include <math.h>
 

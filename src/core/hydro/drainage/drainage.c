@@ -18,9 +18,7 @@
  *   computed, from all of its donors at once, by the task whose donor
  *   finished last.
  */
-#include "dispatch/dispatch.h"
-#include "runtime/cell_list.h"
-#include "runtime/runtime.h"
+#include "hydro/drainage/drainage.h"
 
 #include <math.h>
 #include <stdio.h>

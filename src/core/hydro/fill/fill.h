@@ -1,6 +1,9 @@
 /*
- * fill_flood.h — the priority-flood of the CPU fill beyond memory
- * (fill_strips.c).  Internal to the core.
+ * fill.h — depression filling on the CPU (hydro/fill/): the fill of a grid
+ * in memory (fill_cpu.c: tg_fill's CPU side), and the priority-flood of a
+ * region of rows with the label graph in which the floods of strips or
+ * parts meet (fill_flood.c; scale/seams/ runs them beyond memory).
+ * Internal to the core.
  *
  * A region of rows is flooded inwards from its seeds: its outlets (valid
  * cells on the grid's edge or next to nodata) and, for a strip of a larger
@@ -12,10 +15,16 @@
  * goes to a label graph, whose solution (minimax distance of every label to
  * label 0, the outlets) completes the fill:  W = max(lf, level(label)).
  */
-#ifndef TG_FILL_FLOOD_H
-#define TG_FILL_FLOOD_H
+#ifndef TG_FILL_H
+#define TG_FILL_H
 
-#include "tg_core.h"
+#include "hydro/hydro.h"
+
+/* tg_fill's CPU side. */
+tg_status	tg_cpu_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
+						double out_nodata, void *out, tg_error *err);
+/* A valid cell on the edge or next to a nodata cell (z: NaN = nodata): water leaves here. */
+bool		tg_cpu_is_outlet(const double *z, int W, int H, int x, int y);
 
 /* Label pairs and the lowest height at which water crosses between them. */
 typedef struct tg_label_graph tg_label_graph;
@@ -73,4 +82,4 @@ size_t		tg_label_graph_edges(const tg_label_graph *g);
 /* Its tg_label_graph_edges() edges into a, b, height (in no particular order). */
 void		tg_label_graph_export(const tg_label_graph *g, uint32_t *a, uint32_t *b, double *height);
 
-#endif							/* TG_FILL_FLOOD_H */
+#endif							/* TG_FILL_H */

@@ -10,7 +10,7 @@
  *                 fall; Soille & Gratin 1994 use it for sinks), which reads
  *                 memory in order where a priority queue jumps about, on the
  *                 call's threads (fill_recon.h); beyond memory, the flood of
- *                 fill_flood.c strip by strip (fill_strips.c).  The surface
+ *                 fill_flood.c strip by strip (scale/seams/).  The surface
  *                 is unique: every way gives the same bits.  With
  *                 epsilon: Barnes, Lehman & Mulla (2014)'s priority-flood
  *                 with the rise added at each step (one thread: the rise
@@ -24,27 +24,20 @@
  *                 (tg_core.h, tg_fill; one thread: the paths depend on the
  *                 flood's order).
  */
-#include "dispatch/dispatch.h"
-#include "runtime/cell_fifo.h"
-#include "runtime/heap.h"
-#include "hydro/hydro.h"
-#include "runtime/runtime.h"
-#include "runtime/wavefront.h"
+#include "hydro/fill/fill.h"
 
 #include <math.h>
 #include <string.h>
-
-#define CANCEL_EVERY 65536
 
 /* ------------------------------------------------------------------------
  * Without epsilon: reconstruction by erosion (fill_recon.h), in float where
  * that holds every DEM value, in double otherwise
  * ------------------------------------------------------------------------ */
 
-/* Fewest rows of a strip: thinner ones cost more rounds than they save. */
-#define MIN_STRIP_ROWS 64
+/* Fewest rows of a block: thinner ones cost more rounds than they save. */
+#define MIN_BLOCK_ROWS 64
 #define MANY_THREADS 8
-#define STRIPS_PER_THREAD 8
+#define BLOCKS_PER_THREAD 8
 
 #define RECON_T float
 #define RECON_PT TG_PT_32BF
@@ -69,28 +62,6 @@
 /* ------------------------------------------------------------------------
  * Shared helpers
  * ------------------------------------------------------------------------ */
-
-/* Decode the band into doubles, nodata as NaN. */
-tg_status
-tg_cpu_decode(const tg_ctx *ctx, const tg_band *dem, double **z, tg_error *err)
-{
-	size_t		n = (size_t) dem->width * dem->height;
-	band_job_f64 d = {.dem = dem};
-	tg_status	st;
-
-	*z = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
-	if (*z == NULL)
-		return tg_error_set(err, TG_ENOMEM, "could not allocate %zu bytes for the DEM",
-							n * sizeof(double));
-	d.z = *z;
-	st = tg_parallel_rows(ctx, dem->width, dem->height, decode_rows_f64, &d, err);
-	if (st != TG_OK)
-	{
-		tg_free(ctx, *z);
-		*z = NULL;
-	}
-	return st;
-}
 
 /* A valid cell on the edge or next to a nodata cell: water leaves here. */
 bool
@@ -154,7 +125,7 @@ fill_priority_flood(const tg_ctx *ctx, const double *z, int W, int H, double eps
 					cy,
 					k;
 
-		if (++processed % CANCEL_EVERY == 0 && tg_canceled(ctx))
+		if (++processed % TG_CANCEL_EVERY == 0 && tg_canceled(ctx))
 		{
 			st = tg_error_set(err, TG_ECANCELED, "fill canceled");
 			goto done;
@@ -244,7 +215,7 @@ breach_depressions(const tg_ctx *ctx, const double *z, int W, int H, double eps,
 		const int	cx = (int) (c % W),
 					cy = (int) (c / W);
 
-		if (++processed % CANCEL_EVERY == 0 && tg_canceled(ctx))
+		if (++processed % TG_CANCEL_EVERY == 0 && tg_canceled(ctx))
 		{
 			st = tg_error_set(err, TG_ECANCELED, "breaching canceled");
 			goto done;
@@ -396,7 +367,7 @@ tg_cpu_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
 		return tg_pixtype_exact_in_f32(dem->pixtype)
 			? fill_band_f32(ctx, dem, params->out_type, out_nodata, out, err)
 			: fill_band_f64(ctx, dem, params->out_type, out_nodata, out, err);
-	st = tg_cpu_decode(ctx, dem, &z, err);
+	st = tg_band_decode(ctx, dem, &z, err);
 	if (st != TG_OK)
 		return st;
 	w = tg_alloc(ctx, (n ? n : 1) * sizeof(double));

@@ -1,5 +1,5 @@
 /*
- * fill_flood.c — the priority-flood of fill_flood.h and the label graph of
+ * fill_flood.c — the priority-flood of fill.h and the label graph of
  * the strip decomposition.
  *
  * The flood is Barnes, Lehman & Mulla (2014)'s improved priority-flood:
@@ -21,14 +21,11 @@
  * level are taken, so neither addition changes a single value.
  */
 #include "hydro/fill/fill.h"
-#include "runtime/heap.h"
-#include "hydro/hydro.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define CANCEL_EVERY 65536
 #define NONE UINT32_MAX
 
 /* Buckets at most: 4 M (16 MB of heads) */
@@ -452,7 +449,7 @@ tg_flood_run(const tg_ctx *ctx, const tg_flood *f, tg_error *err)
 		{
 			const uint32_t c = s.pit_head < s.pit_tail ? s.pit[s.pit_head++] : queue_pop(&s.q, &level);
 
-			if (++processed % CANCEL_EVERY == 0 && tg_canceled(ctx))
+			if (++processed % TG_CANCEL_EVERY == 0 && tg_canceled(ctx))
 				s.st = tg_error_set(err, TG_ECANCELED, "fill canceled");
 			else
 				spread(&s, c, level);

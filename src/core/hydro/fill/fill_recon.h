@@ -1,6 +1,6 @@
 /*
  * fill_recon.h — the fill without epsilon as a reconstruction by erosion, in
- * strips of rows on the call's threads, written once for a working type T.
+ * blocks of rows on the call's threads, written once for a working type T.
  * fill_cpu.c includes it twice: with float where every DEM value is a float
  * (tg_pixtype_exact_in_f32: integers up to 16 bits, 32BF), with double
  * otherwise.  Every value the surface takes is one of the DEM's, so both
@@ -18,14 +18,14 @@
  * one up, then a FIFO over the cells still able to fall.
  *
  * On threads, the two scans are the same scans as on one thread, cell for
- * cell (wavefront.h).  The FIFO then runs in strips of rows, each strip lowering its own rows and
- * reading its neighbours' facing rows from a copy taken between rounds;
- * strips whose facing rows fell since run again from there, until none
- * fell.  Scanning strip by strip instead would start every strip from walls
- * of +inf at its top and bottom, and its FIFO would lower whole basins to
- * the passes of the strip before the true levels came in, round after round.
- * The result depends neither on the blocks nor the strips, hence not on the
- * threads.
+ * cell (tg_wavefront).  The FIFO then runs in blocks of rows, each block
+ * lowering its own rows and reading its neighbours' facing rows from a copy
+ * taken between rounds; blocks whose facing rows fell since run again from
+ * there, until none fell.  Scanning block by block instead would start
+ * every block from walls of +inf at its top and bottom, and its FIFO would
+ * lower whole basins to the passes of the block before the true levels came
+ * in, round after round.  The result depends neither on the scans' blocks
+ * nor on the FIFO's, hence not on the threads.
  */
 
 typedef struct RECON(recon)
@@ -34,12 +34,12 @@ typedef struct RECON(recon)
 	RECON_T    *w;
 	int			width;
 	int			height;
-	int			nstrips;
+	int			nblocks;
 	uint64_t   *queued;			/* per row, a bit per column: cells the scan up left to the FIFO */
 	size_t		queued_words;	/* words per row */
-	RECON_T    *facing;			/* per strip: the row above it and the row below, as last copied */
-	int64_t    *todo;			/* the strips of this round */
-	bool	   *fell;			/* per strip: its facing rows fell since the last copy */
+	RECON_T    *facing;			/* per block: the row above it and the row below, as last copied */
+	int64_t    *todo;			/* the blocks of this round */
+	bool	   *fell;			/* per block: its facing rows fell since the last copy */
 	bool		first;			/* the first round: the FIFO starts from the scans' queued cells */
 } RECON(recon);
 
@@ -52,10 +52,10 @@ RECON(min3)(RECON_T a, RECON_T b, RECON_T c)
 }
 
 static void
-RECON(strip_rows)(const RECON(recon) *r, int64_t k, int *r0, int *r1)
+RECON(block_rows)(const RECON(recon) *r, int64_t k, int *r0, int *r1)
 {
-	*r0 = (int) ((int64_t) r->height * k / r->nstrips);
-	*r1 = (int) ((int64_t) r->height * (k + 1) / r->nstrips);
+	*r0 = (int) ((int64_t) r->height * k / r->nblocks);
+	*r1 = (int) ((int64_t) r->height * (k + 1) / r->nblocks);
 }
 
 /* Lower cell c to max(z, level) if that is lower, and queue it. */
@@ -172,7 +172,7 @@ RECON(queue_marked)(const tg_ctx *ctx, const RECON(recon) *r, int r0, int r1, ce
 	return true;
 }
 
-/* Cells of row y falling to a facing row's values (the neighbour strip's). */
+/* Cells of row y falling to a facing row's values (the neighbour block's). */
 static bool
 RECON(seed_from)(const tg_ctx *ctx, const RECON(recon) *r, int y, const RECON_T *facing, cell_fifo *q)
 {
@@ -187,7 +187,7 @@ RECON(seed_from)(const tg_ctx *ctx, const RECON(recon) *r, int y, const RECON_T 
 }
 
 static tg_status
-RECON(recon_strip)(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+RECON(recon_block)(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 {
 	const RECON(recon) *r = arg;
 	const int64_t k = r->todo[task];
@@ -203,19 +203,19 @@ RECON(recon_strip)(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 				r1;
 	bool		ok;
 
-	RECON(strip_rows)(r, k, &r0, &r1);
+	RECON(block_rows)(r, k, &r0, &r1);
 	lo = (size_t) r0 * R;
 	hi = (size_t) r1 * R;
 	ok = (!r->first || RECON(queue_marked)(ctx, r, r0, r1, &q)) &&
 		(r0 == 0 || RECON(seed_from)(ctx, r, r0, above, &q)) &&
 		(r1 == r->height || RECON(seed_from)(ctx, r, r1 - 1, below, &q));
-	/* the FIFO, within the strip: the facing rows are the neighbours' to lower */
+	/* the FIFO, within the block: the facing rows are the neighbours' to lower */
 	while (ok && q.len > 0)
 	{
 		const uint32_t c = fifo_pop(&q);
 		const RECON_T v = r->w[c];
 
-		if (++steps % CANCEL_EVERY == 0 && tg_canceled(ctx))
+		if (++steps % TG_CANCEL_EVERY == 0 && tg_canceled(ctx))
 		{
 			fifo_free(ctx, &q);
 			return tg_error_set(err, TG_ECANCELED, "fill canceled");
@@ -234,7 +234,7 @@ RECON(recon_strip)(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 
 /* Strip k's copy of its facing rows brought up to date; fell[k]: whether they fell. */
 static tg_status
-RECON(facing_strip)(const tg_ctx *ctx, void *arg, int64_t k, tg_error *err)
+RECON(facing_block)(const tg_ctx *ctx, void *arg, int64_t k, tg_error *err)
 {
 	const RECON(recon) *r = arg;
 	const size_t R = (size_t) r->width;
@@ -243,21 +243,21 @@ RECON(facing_strip)(const tg_ctx *ctx, void *arg, int64_t k, tg_error *err)
 				r1;
 	bool		fell;
 
-	RECON(strip_rows)(r, k, &r0, &r1);
+	RECON(block_rows)(r, k, &r0, &r1);
 	fell = facing_row_refresh(f, r0 > 0 ? r->w + (r0 - 1) * R : NULL, R * sizeof(RECON_T));
 	fell |= facing_row_refresh(f + R, r1 < r->height ? r->w + r1 * R : NULL, R * sizeof(RECON_T));
 	r->fell[k] = fell;
 	return TG_OK;
 }
 
-/* Copy every strip's facing rows; list the strips whose facing rows fell (in order). */
+/* Copy every block's facing rows; list the blocks whose facing rows fell (in order). */
 static tg_status
 RECON(recon_facing)(const tg_ctx *ctx, RECON(recon) *r, int *n, tg_error *err)
 {
-	tg_status	st = tg_parallel(ctx, r->nstrips, RECON(facing_strip), r, err);
+	tg_status	st = tg_parallel(ctx, r->nblocks, RECON(facing_block), r, err);
 
 	*n = 0;
-	for (int k = 0; st == TG_OK && k < r->nstrips; k++)
+	for (int k = 0; st == TG_OK && k < r->nblocks; k++)
 		if (r->fell[k])
 			r->todo[(*n)++] = k;
 	return st;
@@ -287,33 +287,33 @@ RECON(start_rows)(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 static tg_status
 RECON(reconstruct)(const tg_ctx *ctx, const RECON_T *z, int W, int H, RECON_T *w, tg_error *err)
 {
-	RECON(recon) r = {.z = z, .w = w, .width = W, .height = H, .nstrips = 1};
+	RECON(recon) r = {.z = z, .w = w, .width = W, .height = H, .nblocks = 1};
 	const int	threads = tg_threads_wanted(ctx);
-	int			strips = threads,
+	int			blocks = threads,
 				rounds = 0,
 				n;
 	tg_status	st;
 
 	/*
-	 * The FIFO's strips: how much a strip has to lower in later rounds
-	 * depends on where its edges fall, so on many threads, many thin strips
+	 * The FIFO's blocks: how much a block has to lower in later rounds
+	 * depends on where its edges fall, so on many threads, many thin blocks
 	 * spread that uneven work; on a few, the extra rounds would cost more
 	 * than they balance.
 	 */
-	if (strips >= MANY_THREADS)
-		strips *= STRIPS_PER_THREAD;
-	if (strips > H / MIN_STRIP_ROWS)
-		strips = H / MIN_STRIP_ROWS;
-	r.nstrips = strips > 1 ? strips : 1;
+	if (blocks >= MANY_THREADS)
+		blocks *= BLOCKS_PER_THREAD;
+	if (blocks > H / MIN_BLOCK_ROWS)
+		blocks = H / MIN_BLOCK_ROWS;
+	r.nblocks = blocks > 1 ? blocks : 1;
 	r.first = true;
 	r.queued_words = ((size_t) W + 63) / 64;
 	r.queued = tg_alloc(ctx, (size_t) H * r.queued_words * sizeof(uint64_t));
-	r.facing = tg_alloc(ctx, (size_t) 2 * r.nstrips * W * sizeof(RECON_T));
-	r.todo = tg_alloc(ctx, r.nstrips * sizeof(int64_t));
-	r.fell = tg_alloc(ctx, r.nstrips * sizeof(bool));
+	r.facing = tg_alloc(ctx, (size_t) 2 * r.nblocks * W * sizeof(RECON_T));
+	r.todo = tg_alloc(ctx, r.nblocks * sizeof(int64_t));
+	r.fell = tg_alloc(ctx, r.nblocks * sizeof(bool));
 	if (r.queued == NULL || r.facing == NULL || r.todo == NULL || r.fell == NULL)
 	{
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate the fill's strips");
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate the fill's blocks");
 		goto done;
 	}
 	st = tg_parallel_rows(ctx, W, H, RECON(start_rows), &r, err);
@@ -330,11 +330,11 @@ RECON(reconstruct)(const tg_ctx *ctx, const RECON_T *z, int W, int H, RECON_T *w
 	}
 	if (st == TG_OK)
 		st = RECON(recon_facing)(ctx, &r, &n, err);
-	for (int k = 0; k < r.nstrips; k++)
+	for (int k = 0; k < r.nblocks; k++)
 		r.todo[k] = k;
-	for (n = r.nstrips; st == TG_OK && n > 0; rounds++)
+	for (n = r.nblocks; st == TG_OK && n > 0; rounds++)
 	{
-		st = tg_parallel(ctx, n, RECON(recon_strip), &r, err);
+		st = tg_parallel(ctx, n, RECON(recon_block), &r, err);
 		r.first = false;
 		if (st == TG_OK)
 			st = RECON(recon_facing)(ctx, &r, &n, err);
@@ -351,8 +351,8 @@ done:
 
 /*
  * A band decoded into T (decode_rows), or a surface in T written into the
- * output's type (output_rows): fill_cpu.c's other fills and tg_cpu_decode
- * use the double ones too.
+ * output's type (output_rows): fill_cpu.c's other fills use the double
+ * ones too.
  */
 typedef struct RECON(band_job)
 {

@@ -11,7 +11,7 @@
  * routing depends on: the band's stored pixels, type, size and nodata, the
  * grid geometry, and the routing, exponent and fill flag.
  */
-#include "dispatch/dispatch.h"
+#include "hydro/route/route.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * fill_strips.c — depression filling (epsilon 0) of a grid too large for
+ * fill_seams.c — depression filling (epsilon 0) of a grid too large for
  * memory, strip by strip, after Barnes (2016), "Parallel priority-flood
  * depression filling for trillion cell digital elevation models"; the same
  * for the parts of a coverage on several servers.
@@ -25,10 +25,7 @@
  * exist, so that cells next to nodata across the boundary are outlets, as in
  * the in-memory fill.
  */
-#include "dispatch/dispatch.h"
-#include "hydro/fill/fill.h"
-#include "runtime/heap.h"
-#include "runtime/runtime.h"
+#include "scale/seams/seams.h"
 
 #include <math.h>
 #include <stdlib.h>

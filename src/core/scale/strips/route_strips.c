@@ -1,10 +1,10 @@
 /*
  * route_strips.c — flow directions and accumulation of a grid too large for
- * memory, strip by strip, with the same values as route_cpu.c and
- * accum_cpu.c on the whole grid.
+ * memory, strip by strip, with the same values as hydro/route/ and
+ * hydro/accum/ on the whole grid.
  *
  * Directions.  A cell's direction depends on its 3 x 3 window, except on
- * flats, which route_cpu.c drains down a mask built from breadth-first
+ * flats, which hydro/flats/ drains down a mask built from breadth-first
  * distances over the whole flat (Barnes et al. 2014).  A strip is routed on
  * its own rows plus two rows of halo on each side (the outer one decides
  * whether the inner one is flat); flats that lie inside the strip get the same
@@ -36,14 +36,12 @@
  * z is always the routing surface of rows [row0 - 2, row0 + nrows + 2)
  * clipped to the grid.
  */
-#include "dispatch/dispatch.h"
-#include "hydro/hydro.h"
+#include "scale/strips/strips.h"
 
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-
 
 /* Water bound for a cell of another strip; seq orders the sums of one cell's arrivals. */
 typedef struct waiting
@@ -92,8 +90,6 @@ struct tg_route_strips
 	double		progress;		/* windows done / (done + strips whose window has water waiting) */
 	bool		settled;
 };
-
-#define CANCEL_EVERY 65536		/* cells between looks at a cancel in a serial pass */
 
 #define CHECK_CANCELED(ctx, what) \
 	do { \
@@ -181,78 +177,17 @@ halo_rows(const tg_route_strips *rb, int row0, int nrows, int *first, int *count
 	*count = (row0 + nrows + 2 <= rb->H ? row0 + nrows + 2 : rb->H) - *first;
 }
 
-static bool
-grow(const tg_ctx *ctx, void **p, size_t *cap, size_t need, size_t size)
-{
-	size_t		cap2;
-	void	   *q;
-
-	if (need <= *cap)
-		return true;
-	cap2 = *cap ? *cap : 4096;
-	while (cap2 < need)
-		cap2 *= 2;
-	q = tg_alloc(ctx, cap2 * size);
-	if (q == NULL)
-		return false;
-	if (*p)
-		memcpy(q, *p, *cap * size);
-	tg_free(ctx, *p);
-	*p = q;
-	*cap = cap2;
-	return true;
-}
-
 /* A strip linked or spread: its rows and (D8) the exits its edge rows drain by, taken over. */
 static tg_status
 keep_strip(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows, int64_t *dest, tg_error *err)
 {
-	if (!grow(ctx, (void **) &rb->strips, &rb->strip_cap, (size_t) rb->nstrips + 1, sizeof(tg_strip_ends)))
+	if (!tg_grow(ctx, (void **) &rb->strips, &rb->strip_cap, (size_t) rb->nstrips + 1, sizeof(tg_strip_ends)))
 		return tg_error_set(err, TG_ENOMEM, "could not keep the strips");
 	rb->strips[rb->nstrips].row0 = row0;
 	rb->strips[rb->nstrips].nrows = nrows;
 	rb->strips[rb->nstrips].dest = dest;
 	rb->nstrips++;
 	return TG_OK;
-}
-
-/*
- * Of `count` records `stride` bytes apart, sorted by the cell number each
- * begins with, the first whose cell is not below `cell` (count if none).
- */
-static size_t
-first_cell_at(const void *records, size_t count, size_t stride, int64_t cell)
-{
-	size_t		lo = 0,
-				hi = count;
-
-	while (lo < hi)
-	{
-		size_t		mid = lo + (hi - lo) / 2;
-		int64_t		c;
-
-		memcpy(&c, (const char *) records + mid * stride, sizeof c);
-		if (c < cell)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-_Static_assert(offsetof(tg_strip_exit, cell) == 0 && offsetof(tg_strip_inflow, cell) == 0,
-			   "exits and inflows begin with their cell");
-
-/* qsort order of records that begin with their cell number, for first_cell_at. */
-static int
-cmp_leading_cell(const void *a, const void *b)
-{
-	int64_t		x,
-				y;
-
-	memcpy(&x, a, sizeof x);
-	memcpy(&y, b, sizeof y);
-	return (x > y) - (x < y);
 }
 
 /* ------------------------------------------------------------------------
@@ -269,9 +204,9 @@ keep_flat_cell(const tg_ctx *ctx, tg_route_strips *rb, int64_t cell, double z, u
 					cap_z = cap,
 					cap_seed = cap;
 
-		if (!grow(ctx, (void **) &rb->flat_cell, &cap, rb->nflat + 1, sizeof(int64_t)) ||
-			!grow(ctx, (void **) &rb->flat_z, &cap_z, rb->nflat + 1, sizeof(double)) ||
-			!grow(ctx, (void **) &rb->flat_seed, &cap_seed, rb->nflat + 1, 1))
+		if (!tg_grow(ctx, (void **) &rb->flat_cell, &cap, rb->nflat + 1, sizeof(int64_t)) ||
+			!tg_grow(ctx, (void **) &rb->flat_z, &cap_z, rb->nflat + 1, sizeof(double)) ||
+			!tg_grow(ctx, (void **) &rb->flat_seed, &cap_seed, rb->nflat + 1, 1))
 			return false;
 		rb->flat_cap = cap;
 	}
@@ -334,7 +269,7 @@ flat_lower_bound(const tg_route_strips *rb, int x, int y)
 {
 	const int64_t first = rb->row_start[y];
 
-	return first + (int64_t) first_cell_at(rb->flat_cell + first, (size_t) (rb->row_start[y + 1] - first),
+	return first + (int64_t) tg_first_cell_at(rb->flat_cell + first, (size_t) (rb->row_start[y + 1] - first),
 										   sizeof(int64_t), (int64_t) y * rb->W + x);
 }
 
@@ -359,7 +294,7 @@ flats_spread(const tg_ctx *ctx, const tg_route_strips *rb, int32_t *value, bool 
 		int64_t		near[8];
 		int			count = 0;
 
-		if (head % CANCEL_EVERY == 0)
+		if (head % TG_CANCEL_EVERY == 0)
 		{
 			if (tg_canceled(ctx))
 				return false;
@@ -391,8 +326,8 @@ flats_spread(const tg_ctx *ctx, const tg_route_strips *rb, int32_t *value, bool 
 }
 
 /*
- * Over the crossing flats' cells of equal elevation, as route_cpu.c's
- * flat_bfs over the whole grid: the breadth-first distance from the cells
+ * Over the crossing flats' cells of equal elevation, as hydro/flats/ walks
+ * them over the whole grid: the breadth-first distance from the cells
  * with `seed` (1 there).  False when canceled.
  */
 static bool
@@ -471,7 +406,7 @@ tg_route_strips_solve_flats(const tg_ctx *ctx, tg_route_strips *rb, tg_error *er
 	for (size_t s = 0; s < n; s++)
 		if (away[s] > height[label[s]])
 			height[label[s]] = away[s];
-	/* route_cpu.c's flat_mask: M = 2 T + (H - A), 0 where undrained */
+	/* tg_flat_mask's M = 2 T + (H - A), 0 where undrained */
 	for (size_t s = 0; s < n; s++)
 		rb->flat_mask[s] = tg_flat_mask_value(towards[s], away[s], height[label[s]]);
 	rb->flats_solved = true;
@@ -632,7 +567,7 @@ accumulate_strip(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows, co
 		const int64_t begin = (int64_t) row0 * rb->W,
 					end = (int64_t) (row0 + nrows) * rb->W;
 
-		for (size_t j = first_cell_at(rb->inflows, rb->ninflows, sizeof(tg_strip_inflow), begin);
+		for (size_t j = tg_first_cell_at(rb->inflows, rb->ninflows, sizeof(tg_strip_inflow), begin);
 			 j < rb->ninflows && rb->inflows[j].cell < end; j++)
 			w[rb->inflows[j].cell - begin] += rb->inflows[j].amount;
 	}
@@ -641,93 +576,6 @@ accumulate_strip(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows, co
 	tg_free(ctx, w);
 	if (st != TG_OK)
 		tg_route_free(ctx, strip);
-	return st;
-}
-
-/*
- * The exits of a strip's D8 routing (its own rows; its first row is row0
- * of the grid) and its accumulation alone, appended to *exits in raster
- * order; and into dest (2 * width: first row, then last row) the exit each
- * cell of its first and last rows drains by, TG_NO_CELL where none.
- */
-tg_status
-tg_strip_link(const tg_ctx *ctx, const tg_route *strip, const double *acc, int row0,
-			  tg_strip_exit **exits, size_t *nexits, size_t *cap, int64_t *dest, tg_error *err)
-{
-	const int	W = strip->width,
-				nrows = strip->height;
-	const size_t nb = (size_t) W * nrows;
-	uint32_t   *memo = tg_alloc(ctx, (nb ? nb : 1) * sizeof(uint32_t));
-	uint32_t   *path = tg_alloc(ctx, (nb ? nb : 1) * sizeof(uint32_t));
-	const uint32_t unknown = UINT32_MAX,
-				none = UINT32_MAX - 1;
-	tg_status	st = TG_OK;
-
-	if (memo == NULL || path == NULL || nb >= none)
-	{
-		st = memo && path ? tg_error_set(err, TG_ELIMIT, "a strip of %zu cells is too large to link", nb)
-			: tg_error_set(err, TG_ENOMEM, "could not allocate a strip's links (%zu cells)", nb);
-		goto done;
-	}
-	for (int y = 0; y < nrows; y += (nrows > 1 ? nrows - 1 : 1))
-		for (int x = 0; x < W; x++)
-		{
-			size_t		i = (size_t) y * W + x;
-			int			k = strip->d8[i],
-						ny;
-
-			if (k == TG_NO_DIRECTION)
-				continue;
-			ny = y + tg_nbr_dy(k);
-			if (ny >= 0 && ny < nrows)
-				continue;
-			if (!grow(ctx, (void **) exits, cap, *nexits + 1, sizeof(tg_strip_exit)))
-			{
-				st = tg_error_set(err, TG_ENOMEM, "could not keep the strip exits");
-				goto done;
-			}
-			(*exits)[*nexits].cell = (int64_t) (row0 + y) * W + x;
-			(*exits)[*nexits].receiver = (int64_t) (row0 + ny) * W + x + tg_nbr_dx(k);
-			(*exits)[*nexits].acc = acc[i];
-			(*nexits)++;
-		}
-	/* the exit each first- and last-row cell's path leaves by */
-	for (size_t i = 0; i < nb; i++)
-		memo[i] = unknown;
-	for (int side = 0; side < 2; side++)
-		for (int x = 0; x < W; x++)
-		{
-			uint32_t	c = (uint32_t) ((side == 0 ? 0 : (size_t) (nrows - 1) * W) + x),
-						result;
-			size_t		len = 0;
-
-			while (memo[c] == unknown)
-			{
-				int			k = strip->d8[c],
-							ny;
-
-				path[len++] = c;
-				if (k == TG_NO_DIRECTION)
-				{
-					memo[c] = none;
-					break;
-				}
-				ny = (int) (c / W) + tg_nbr_dy(k);
-				if (ny < 0 || ny >= nrows)
-				{
-					memo[c] = c;
-					break;
-				}
-				c = (uint32_t) ((size_t) ny * W + (int) (c % W) + tg_nbr_dx(k));
-			}
-			result = memo[c];
-			while (len > 0)
-				memo[path[--len]] = result;
-			dest[(size_t) side * W + x] = result == none ? TG_NO_CELL : (int64_t) row0 * W + result;
-		}
-done:
-	tg_free(ctx, memo);
-	tg_free(ctx, path);
 	return st;
 }
 
@@ -769,125 +617,6 @@ done:
 		tg_route_free(ctx, &strip);
 	tg_free(ctx, acc);
 	tg_free(ctx, dest);
-	return st;
-}
-
-static int
-cmp_strip(const void *a, const void *b)
-{
-	return ((const tg_strip_ends *) a)->row0 - ((const tg_strip_ends *) b)->row0;
-}
-
-/* The exit a cell of a strip's first or last row leaves by, or TG_NO_CELL. */
-static int64_t
-path_exit(const tg_strip_ends *strips, int nstrips, int W, int64_t cell)
-{
-	const int	y = (int) (cell / W),
-				x = (int) (cell % W);
-	int			lo = 0,
-				hi = nstrips - 1;
-
-	while (lo < hi)				/* the last strip starting at or above y */
-	{
-		int			mid = (lo + hi + 1) / 2;
-
-		if (strips[mid].row0 <= y)
-			lo = mid;
-		else
-			hi = mid - 1;
-	}
-	if (y == strips[lo].row0)
-		return strips[lo].dest[x];
-	if (y == strips[lo].row0 + strips[lo].nrows - 1)
-		return strips[lo].dest[W + x];
-	return TG_NO_CELL;			/* receivers of exits lie on strip edges */
-}
-
-static int64_t
-exit_index(const tg_strip_exit *exits, size_t n, int64_t cell)
-{
-	size_t		j = first_cell_at(exits, n, sizeof(tg_strip_exit), cell);
-
-	return j < n && exits[j].cell == cell ? (int64_t) j : -1;
-}
-
-tg_status
-tg_strips_flow(const tg_ctx *ctx, int W, tg_strip_exit *exits, size_t n, tg_strip_ends *strips, int nstrips,
-			   tg_strip_inflow **inflows, size_t *ninflows, tg_error *err)
-{
-	int64_t    *next = NULL;
-	uint32_t   *indeg = NULL,
-			   *queue = NULL;
-	size_t		head = 0,
-				tail = 0;
-	tg_strip_inflow *in = NULL;
-	tg_status	st = TG_OK;
-
-	*inflows = NULL;
-	*ninflows = 0;
-	if (n > 0)
-		qsort(exits, n, sizeof(tg_strip_exit), cmp_leading_cell);
-	qsort(strips, (size_t) nstrips, sizeof(tg_strip_ends), cmp_strip);
-	next = tg_alloc(ctx, (n ? n : 1) * sizeof(int64_t));
-	indeg = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
-	queue = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
-	in = tg_alloc(ctx, (n ? n : 1) * sizeof(tg_strip_inflow));
-	if (next == NULL || indeg == NULL || queue == NULL || in == NULL)
-	{
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate the flow between strips (%zu exits)", n);
-		goto done;
-	}
-
-	/* exit -> the exit its water leaves the next strip by */
-	memset(indeg, 0, n * sizeof(uint32_t));
-	for (size_t i = 0; i < n; i++)
-	{
-		int64_t		e = path_exit(strips, nstrips, W, exits[i].receiver);
-
-		next[i] = e == TG_NO_CELL ? -1 : exit_index(exits, n, e);
-		if (next[i] >= 0)
-			indeg[next[i]]++;
-	}
-	for (size_t i = 0; i < n; i++)
-		if (indeg[i] == 0)
-			queue[tail++] = (uint32_t) i;
-	while (head < tail)
-	{
-		uint32_t	i = queue[head++];
-
-		if (next[i] >= 0)
-		{
-			exits[next[i]].acc += exits[i].acc;
-			if (--indeg[next[i]] == 0)
-				queue[tail++] = (uint32_t) next[i];
-		}
-	}
-	if (tail != n)
-	{
-		st = tg_error_set(err, TG_EDATA, "the flow between strips has a cycle");
-		goto done;
-	}
-
-	/* what each receiver gets, summed by cell */
-	for (size_t i = 0; i < n; i++)
-	{
-		in[i].cell = exits[i].receiver;
-		in[i].amount = exits[i].acc;
-	}
-	qsort(in, n, sizeof(tg_strip_inflow), cmp_leading_cell);
-	for (size_t i = 0; i < n; i++)
-		if (*ninflows > 0 && in[*ninflows - 1].cell == in[i].cell)
-			in[*ninflows - 1].amount += in[i].amount;
-		else
-			in[(*ninflows)++] = in[i];
-	*inflows = in;
-	in = NULL;
-
-done:
-	tg_free(ctx, next);
-	tg_free(ctx, indeg);
-	tg_free(ctx, queue);
-	tg_free(ctx, in);
 	return st;
 }
 
@@ -982,7 +711,7 @@ tg_route_strips_spill_bytes(const tg_route_strips *rb)
 static bool
 wait_for(const tg_ctx *ctx, tg_route_strips *rb, int64_t cell, double amount)
 {
-	if (!grow(ctx, (void **) &rb->waits, &rb->wait_cap, rb->nwaits + 1, sizeof(waiting)))
+	if (!tg_grow(ctx, (void **) &rb->waits, &rb->wait_cap, rb->nwaits + 1, sizeof(waiting)))
 		return false;
 	rb->waits[rb->nwaits].cell = cell;
 	rb->waits[rb->nwaits].amount = amount;
@@ -1187,9 +916,9 @@ settle_window(const tg_ctx *ctx, tg_route_strips *rb, const tg_spill *spill, siz
 			}
 			w->state[r]++;
 		}
-		if ((h & (CANCEL_EVERY - 1)) == 0 && tg_canceled(ctx))
+		if ((h & (TG_CANCEL_EVERY - 1)) == 0 && tg_canceled(ctx))
 			return tg_error_set(err, TG_ECANCELED, "accumulation in strips canceled");
-		if ((h & (CANCEL_EVERY - 1)) == 0)
+		if ((h & (TG_CANCEL_EVERY - 1)) == 0)
 			tg_phase_progress(ctx, rb->progress);
 	}
 
@@ -1227,9 +956,9 @@ settle_window(const tg_ctx *ctx, tg_route_strips *rb, const tg_spill *spill, siz
 					 !wait_for(ctx, rb, first + (int64_t) ny * W + nx, d * share))
 				return tg_error_set(err, TG_ENOMEM, "could not keep the water leaving a window of strips");
 		}
-		if ((done & (CANCEL_EVERY - 1)) == 0 && tg_canceled(ctx))
+		if ((done & (TG_CANCEL_EVERY - 1)) == 0 && tg_canceled(ctx))
 			return tg_error_set(err, TG_ECANCELED, "accumulation in strips canceled");
-		if ((done & (CANCEL_EVERY - 1)) == 0)
+		if ((done & (TG_CANCEL_EVERY - 1)) == 0)
 			tg_phase_progress(ctx, rb->progress);
 	}
 	if (done != nreached)
@@ -1267,8 +996,8 @@ windows_waiting(const tg_route_strips *rb)
 					b;
 
 		strip_window(rb, j, &a, &b);
-		n += first_cell_at(rb->waits, rb->nwaits, sizeof(waiting), (int64_t) a * rb->W) <
-			first_cell_at(rb->waits, rb->nwaits, sizeof(waiting), (int64_t) b * rb->W);
+		n += tg_first_cell_at(rb->waits, rb->nwaits, sizeof(waiting), (int64_t) a * rb->W) <
+			tg_first_cell_at(rb->waits, rb->nwaits, sizeof(waiting), (int64_t) b * rb->W);
 	}
 	return n;
 }
@@ -1298,7 +1027,7 @@ tg_route_strips_settle(const tg_ctx *ctx, tg_route_strips *rb, const tg_spill *s
 		rows += (size_t) rb->strips[j].nrows;
 	if (rb->p.routing == TG_ROUTE_D8 || rb->settled || rows != (size_t) rb->H)
 		return tg_error_set(err, TG_EINVAL, "settle a multiple-flow routing once, after spreading every strip");
-	qsort(rb->strips, (size_t) rb->nstrips, sizeof(tg_strip_ends), cmp_strip);
+	qsort(rb->strips, (size_t) rb->nstrips, sizeof(tg_strip_ends), tg_cmp_strip_rows);
 	for (int j = 0; j < rb->nstrips; j++)
 	{
 		int			a,
@@ -1336,8 +1065,8 @@ tg_route_strips_settle(const tg_ctx *ctx, tg_route_strips *rb, const tg_spill *s
 
 			strip_window(rb, j, &w.a, &w.b);
 			w.m = (size_t) (w.b - w.a) * W;
-			lo = first_cell_at(rb->waits, rb->nwaits, sizeof(waiting), (int64_t) w.a * W);
-			hi = first_cell_at(rb->waits, rb->nwaits, sizeof(waiting), (int64_t) w.b * W);
+			lo = tg_first_cell_at(rb->waits, rb->nwaits, sizeof(waiting), (int64_t) w.a * W);
+			hi = tg_first_cell_at(rb->waits, rb->nwaits, sizeof(waiting), (int64_t) w.b * W);
 			if (lo == hi)
 				continue;
 			CHECK_CANCELED(ctx, "accumulation in strips");

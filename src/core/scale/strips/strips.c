@@ -5,7 +5,7 @@
  *   slope        each strip read with a row of halo above and below: the
  *                3 x 3 window needs no more.
  *   fill         priority-flood without epsilon after Barnes (2016)
- *                (fill_strips.c): every strip is read twice, once to scan
+ *                (scale/seams/): every strip is read twice, once to scan
  *                it and once to finish it, with a row of halo.
  *   directions   the routing surface (filled as above, or read as it is) is
  *   and          written to the spill, from which later passes read strips
@@ -22,9 +22,7 @@
  * Results equal the in-memory runs (the fill and D8 counts bit for bit,
  * weighted and multiple-flow sums to rounding).
  */
-#include "raster/raster.h"
-#include "hydro/hydro.h"
-#include "runtime/runtime.h"
+#include "scale/strips/strips.h"
 
 #include <math.h>
 #include <stdio.h>
