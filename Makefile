@@ -6,6 +6,7 @@
 #   make upgrade-scripts regenerate sql/terra_gpu--0.1.0--0.2.0.sql (after make install)
 #   make check-core      core unit tests (also under ASan/UBSan) and the raster decoder
 #                        fuzz test (no server)
+#   make check-layering  no circles of calls, nothing calling up, sizes within bounds
 #
 # Variables: WITH_CUDA=0 builds without CUDA; NVCC_GENCODE picks the GPU
 # architectures (default sm_80 and sm_90 machine code plus sm_90 PTX).
@@ -25,15 +26,23 @@ CORE_SRCS   = src/core/runtime/error.c src/core/runtime/pool.c src/core/runtime/
               src/core/viewshed/viewshed_cpu.c \
               src/core/bmmq/bmmq_cpu.c \
               src/core/hydro/fill/fill_cpu.c src/core/hydro/fill/fill_flood.c \
+              src/core/hydro/flats/flat_labels.c src/core/hydro/flats/flat_distances.c \
+              src/core/hydro/flats/flat_masks.c \
               src/core/hydro/route/route_cpu.c src/core/hydro/route/route_cache.c \
               src/core/hydro/accum/accum_cpu.c src/core/hydro/accum/cell_weights.c \
+              src/core/hydro/accum/chain_cpu.c \
               src/core/hydro/catchment/catchment_cpu.c src/core/hydro/catchment/factors.c \
               src/core/dispatch/dispatch.c \
               src/core/hydro/drainage/drainage.c \
               src/core/ops/ops.c \
-              src/core/scale/seams/fill_seams.c \
+              src/core/scale/seams/fill_seams.c src/core/scale/seams/flow_seams.c \
               src/core/scale/strips/strips.c src/core/scale/strips/route_strips.c \
-              src/core/scale/parts/parts.c \
+              src/core/scale/parts/part_state.c src/core/scale/parts/part_run.c \
+              src/core/scale/parts/part_edges.c \
+              src/core/scale/parts/part_fill.c src/core/scale/parts/part_flats.c \
+              src/core/scale/parts/part_link.c src/core/scale/parts/part_halo.c \
+              src/core/scale/parts/part_flow.c src/core/scale/parts/part_finish.c \
+              src/core/scale/parts/part_coordinator.c \
               src/core/run/run.c
 CORE_HDRS   = $(shell find src/core -name '*.h' -not -path 'src/core/test/*')
 PG_SRCS     = $(sort $(wildcard src/pg/*.c))
@@ -148,14 +157,20 @@ check-core: build/test_core build/test_core_asan build/fuzz_raster
 	ASAN_OPTIONS=detect_leaks=1 build/test_core_asan
 	build/fuzz_raster $(FUZZ_ITERATIONS)
 
-.PHONY: check-core fuzz-libfuzzer
+# the core's layers, read from the objects the build left (docs/ARCHITECTURE.md)
+check-layering: all
+	python3 tools/check_layering.py
+
+.PHONY: check-core check-layering fuzz-libfuzzer
 
 # ---------------------------------------------------------------------------
 # Benchmark driver for the core (no server): see bench/run_bench.py
 # ---------------------------------------------------------------------------
-build/bench_core: bench/bench_core.c $(CORE_SRCS) $(CORE_HDRS) $(CORE_CUDA)
+BENCH_CORE_SRCS = bench/bench_core.c bench/bench_studies.c
+
+build/bench_core: $(BENCH_CORE_SRCS) bench/bench_core.h $(CORE_SRCS) $(CORE_HDRS) $(CORE_CUDA)
 	mkdir -p build
-	$(CC) $(CORE_TEST_CFLAGS) -o $@ bench/bench_core.c $(CORE_SRCS) \
+	$(CC) $(CORE_TEST_CFLAGS) -o $@ $(BENCH_CORE_SRCS) $(CORE_SRCS) \
 		$(if $(filter 0,$(WITH_CUDA)),cuda/tg_cuda_stub.c) $(CORE_TEST_LIBS)
 
 # ---------------------------------------------------------------------------
