@@ -17,7 +17,8 @@ form runs on it:
   strips  the operations that run in strips, under the smallest
           terra_gpu.max_memory_mb they accept (a strip is then one row of tiles;
           tg_last_run()'s method and note are part of the digest, so a run that
-          stopped using strips shows);
+          stopped using strips shows), or --compare: under the budget the
+          saved run used;
   parts   tg_create_partitioned_result over 3 throwaway workers
           (tools/cluster.sh; TG_CLUSTER_PORT picks its ports).
 A product's digest is the md5 of its rows' md5s in order (rows as text: a
@@ -149,11 +150,14 @@ def digest_query(select):
             "(SELECT row_number() OVER () AS n, md5(r::text) AS h FROM %s AS r) d;" % select)
 
 
-def in_strips(query):
-    """The query under the smallest terra_gpu.max_memory_mb its strips accept:
-    first 1 MB, then what each refusal says a row of tiles, three rows, or
-    the flats that cross strips need (a refusal for the grid as one piece
-    stands: the operation does not run in strips)."""
+def in_strips(query, budget=None):
+    """The query under `budget` MB or, where none is given, under the smallest
+    terra_gpu.max_memory_mb its strips accept: first 1 MB, then what each
+    refusal says a row of tiles, three rows, or the flats that cross strips
+    need (a refusal for the grid as one piece stands: the operation does not
+    run in strips).  Returns the rows, the error and the budget."""
+    if budget:
+        return psql("SET terra_gpu.max_memory_mb = %d;\n" % budget + query) + (budget,)
     budget = 1
     for _ in range(6):
         rows, err = psql("SET terra_gpu.max_memory_mb = %d;\n" % budget + query)
@@ -164,20 +168,20 @@ def in_strips(query):
             budget *= 8
         else:
             break
-    return rows, err, "%d MB: " % budget
+    return rows, err, budget
 
 
-def run_products(products, fmt, log, strips=False):
+def run_products(products, fmt, log, strips=False, budgets=None):
     """Each product's digest, with the method tg_last_run() names; in strips
-    (in_strips) with tg_last_run()'s note too."""
+    (in_strips) with tg_last_run()'s note too, after the budget it ran under
+    (budgets: a product's budget to use, as an earlier run saved it)."""
     out = {}
     for name, expr in sorted(products.items()):
         t0 = time.perf_counter()
         query = ("SET client_min_messages = warning;\n" + digest_query(expr.format(**fmt))
                  + "SELECT coalesce(method, '') || coalesce(' / ' || note, '') FROM tg_last_run();\n")
-        budget = ""
         if strips:
-            rows, err, budget = in_strips(query)
+            rows, err, budget = in_strips(query, (budgets or {}).get(name))
         else:
             rows, err = psql(query)
         if err:
@@ -187,23 +191,29 @@ def run_products(products, fmt, log, strips=False):
             if not strips:
                 method = method.split(" / ")[0]
             out[name] = digest + (" [%s]" % method if method else "")
-        log("  %-28s %6.1f s  %s%s" % (name, time.perf_counter() - t0, budget, out[name]))
+        if strips:
+            out[name] = "%d MB: %s" % (budget, out[name])
+        log("  %-28s %6.1f s  %s" % (name, time.perf_counter() - t0, out[name]))
     return out
 
 
-def bmmq_digest(table, log):
+def bmmq_digests(table, log):
+    """A BMMQ-tree index built on the table: the digests of a range query over
+    its whole extent and of a region of interest above its 60th percentile."""
     rows, err = psql("SET client_min_messages = warning;\n"
-                     "SELECT tg_bmmq_drop('digest_bins', if_exists => true);\n"
-                     "SELECT tg_bmmq_build('digest_bins', '%s', nbins => 8);\n"
+                     "SELECT tg_bmmq_drop('digest_bins', if_exists => true) IS NOT NULL;\n"
+                     "SELECT tg_bmmq_build('digest_bins', '%s', nbins => 8) > 0;\n"
                      "SELECT md5(string_agg(r::text, ',' ORDER BY r::text)) FROM tg_bmmq_range('digest_bins', "
                      "(SELECT ST_Envelope(ST_Collect(ST_Envelope(rast))) FROM %s)) r;\n"
                      "SELECT md5(string_agg(r::text, ',' ORDER BY r::text)) FROM tg_bmmq_roi('digest_bins', "
                      "(SELECT percentile_disc(0.6) WITHIN GROUP (ORDER BY (ST_SummaryStats(rast)).mean) FROM %s), "
                      "'Infinity', refine => true) r;\n"
                      "SELECT tg_bmmq_drop('digest_bins');\n" % (table, table, table))
-    d = err or " ".join(rows.splitlines()[:3])
-    log("  %-22s %s" % ("bmmq", d))
-    return d
+    lines = (rows or "").splitlines()
+    out = {"bmmq": err or lines[2], "bmmq_roi": err or lines[3]}
+    for k, v in out.items():
+        log("  %-28s %s" % (k, v))
+    return out
 
 
 def parts_digests(dem, tile, log):
@@ -255,6 +265,10 @@ def main():
     def pick(products):
         return {k: v for k, v in products.items() if not only or only.search(k)}
 
+    before = {}
+    if a.compare:
+        with open(a.compare) as f:
+            before = json.load(f)
     found = {}
     for path in a.dems:
         dem = Dem(path)
@@ -274,10 +288,12 @@ def main():
             log(" memory")
             res["memory"] = run_products(pick(memory_products(large)), fmt, log)
             if not only or only.search("bmmq"):
-                res["memory"]["bmmq"] = bmmq_digest(table, log)
+                res["memory"].update(bmmq_digests(table, log))
         if "strips" in modes:
             log(" strips")
-            res["strips"] = run_products(pick(strips_products()), fmt, log, strips=True)
+            saved = before.get(dem.name, {}).get("strips", {})
+            budgets = {k: int(v.split(" MB: ")[0]) for k, v in saved.items() if " MB: " in v}
+            res["strips"] = run_products(pick(strips_products()), fmt, log, strips=True, budgets=budgets)
         if "parts" in modes:
             log(" parts (3 workers)")
             res["parts"] = parts_digests(dem, tile, log) if not only else {}
@@ -288,8 +304,6 @@ def main():
             json.dump(found, f, indent=1, sort_keys=True)
         log("saved %s" % a.save)
         return 0
-    with open(a.compare) as f:
-        before = json.load(f)
     differ = same = 0
     for dem, modes_found in found.items():
         for mode, products in modes_found.items():
