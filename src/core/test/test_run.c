@@ -1024,14 +1024,14 @@ test_streamed_tiles(coverage *tiles, coverage *weights)
 		run_backend = TG_BACKEND_GPU;
 		memset(&stats, 0, sizeof stats);
 		/* two rows of tiles of the products: the filled int16 DEM as 32BF, receivers, accumulation */
-		tg_stream_band_bytes = (size_t) 2 * TILE_H * GW * (ops[k].kind == TG_OP_HYDROLOGY ? 4 + 2 + 8 : 8) + 3 * 64;
+		tg_stream_slice_bytes = (size_t) 2 * TILE_H * GW * (ops[k].kind == TG_OP_HYDROLOGY ? 4 + 2 + 8 : 8) + 3 * 64;
 		encode_starts = 0;
 		st1 = run_on(tiles, w, &ops[k], 0, SIZE_MAX, true, false, &streamed, &stats, &err);
 		bands = encode_starts;
-		tg_stream_band_bytes = 1;
+		tg_stream_slice_bytes = 1;
 		st2 = run_on(tiles, w, &ops[k], 0, SIZE_MAX, true, false, &copied, NULL, &err);
 		run_backend = TG_BACKEND_CPU;
-		tg_stream_band_bytes = 0;
+		tg_stream_slice_bytes = 0;
 		if (d8)
 			st3 = run_on(tiles, w, &ops[k], 0, SIZE_MAX, true, false, &cpu, NULL, &err);
 		for (int t = 0; t < tiles->layout.ntiles; t++)
