@@ -35,7 +35,7 @@ cmp_edge(const void *x, const void *y)
 }
 
 static void
-sort_edges(tg_fill_part *p)
+sort_edges(tg_fill_scan *p)
 {
 	label_edge *e = malloc((p->nedges ? p->nedges : 1) * sizeof(label_edge));
 
@@ -60,7 +60,7 @@ tg_part_scan(const tg_ctx *ctx, const tg_op *op, const tg_job *job, reader *r, c
 	const tg_layout *l = job->layout;
 	const size_t W = (size_t) l->width;
 	writer		w = {.ctx = ctx};
-	tg_fill_part p;
+	tg_fill_scan p;
 	double	   *above,
 			   *below,
 			   *z = NULL;
@@ -89,7 +89,7 @@ tg_part_scan(const tg_ctx *ctx, const tg_op *op, const tg_job *job, reader *r, c
 		put_runs(&w, p.last, W);
 		st = writer_done(&w, reply, err);
 	}
-	tg_fill_part_free(ctx, &p);
+	tg_fill_scan_free(ctx, &p);
 	tg_free(ctx, z);
 	tg_free(ctx, above);
 	tg_free(ctx, below);
@@ -199,7 +199,7 @@ tg_parts_solve_fill(coordinator *c, double **levels, tg_error *err)
 {
 	const int	n = c->n,
 				W = c->W;
-	tg_fill_part *parts = tg_alloc(c->ctx, n * sizeof(tg_fill_part));
+	tg_fill_scan *parts = tg_alloc(c->ctx, n * sizeof(tg_fill_scan));
 	const double **first = tg_alloc(c->ctx, n * sizeof(double *)),
 			  **last = tg_alloc(c->ctx, n * sizeof(double *));
 	double	  **lv = tg_alloc(c->ctx, n * sizeof(double *));
@@ -208,11 +208,11 @@ tg_parts_solve_fill(coordinator *c, double **levels, tg_error *err)
 	if (!parts || !first || !last || !lv)
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate the fill's %d parts", n);
 	else
-		memset(parts, 0, n * sizeof(tg_fill_part));
+		memset(parts, 0, n * sizeof(tg_fill_scan));
 	for (int i = 0; i < n && st == TG_OK; i++)
 	{
 		int			k = 0;
-		tg_fill_part *p;
+		tg_fill_scan *p;
 		reader		r;
 		tg_op_kind	kind;
 		size_t		ne;
@@ -264,7 +264,7 @@ tg_parts_solve_fill(coordinator *c, double **levels, tg_error *err)
 	if (st == TG_OK)
 		st = tg_fill_part_solve(c->ctx, W, n, parts, first, last, lv, err);
 	for (int k = 0; parts && k < n; k++)
-		tg_fill_part_free(c->ctx, &parts[k]);
+		tg_fill_scan_free(c->ctx, &parts[k]);
 	tg_free(c->ctx, parts);
 	tg_free(c->ctx, first);
 	tg_free(c->ctx, last);

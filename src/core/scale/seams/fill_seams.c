@@ -31,16 +31,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * The fill's spill graph over strips or parts: the label edges of each
+ * strip's scan, added from the top, and the rows facing each other across
+ * every seam joined at the higher cell.
+ */
+struct tg_spill_graph
+{
+	int			width;
+	int			nstrips;		/* added so far */
+	uint32_t   *prev_last;		/* labels of the last added strip's last row */
+	tg_label_graph *graph;
+};
+
 struct tg_fill_strips
 {
 	int			width;
 	int			height;
 	int			nstrips;
-	int			strip_cap;
+	size_t		strip_cap;
+	size_t		rows_cap;
 	int		   *strip_row0;
 	int		   *strip_rows;
-	uint32_t   *prev_bottom;	/* labels of the last scanned strip's bottom row */
-	tg_label_graph *graph;
+	tg_spill_graph *spill;
 	double	   *level;			/* after solve: level of every label */
 	int			next_row;		/* the row the next scanned strip must start at */
 	bool		solved;
@@ -53,6 +66,13 @@ strip_index(const tg_fill_strips *fb, int row0, int nrows)
 		if (fb->strip_row0[k] == row0 && fb->strip_rows[k] == nrows)
 			return k;
 	return -1;
+}
+
+/* Do the labels of `count` strips of `width` columns (two rows each, and the outlets') overflow? */
+static bool
+labels_too_many(int width, int count)
+{
+	return (uint64_t) (2 * (uint64_t) count) * (uint64_t) width + 1 > UINT32_MAX;
 }
 
 /* Labels of strip k's seeded rows: its top row, then its bottom row. */
@@ -75,11 +95,86 @@ bottom_base(int width, int k)
  * (2 * width: the top row's, then the bottom row's).
  */
 static tg_status scan_rows(const tg_ctx *ctx, int width, int k, bool above, bool below, int nrows,
-						   const double *z, tg_fill_part *out, tg_error *err);
+						   const double *z, tg_fill_scan *out, tg_error *err);
 static tg_status finish_rows(const tg_ctx *ctx, int width, bool above, bool below, int nrows,
 							 double *z, const double *row_levels, double *w, tg_error *err);
 
-/* ------------------------------------------------------------------------ */
+/* ------------------------------------------------------------------------
+ * The spill graph
+ * ------------------------------------------------------------------------ */
+
+tg_status
+tg_spill_graph_begin(const tg_ctx *ctx, int width, tg_spill_graph **out, tg_error *err)
+{
+	tg_spill_graph *g = tg_alloc(ctx, sizeof *g);
+	tg_status	st;
+
+	*out = NULL;
+	if (g == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the fill's spill graph");
+	memset(g, 0, sizeof *g);
+	g->width = width;
+	g->prev_last = tg_alloc(ctx, (width ? width : 1) * sizeof(uint32_t));
+	st = g->prev_last ? tg_label_graph_create(ctx, &g->graph, err)
+		: tg_error_set(err, TG_ENOMEM, "could not allocate the fill's spill graph");
+	if (st != TG_OK)
+	{
+		tg_spill_graph_end(ctx, g);
+		return st;
+	}
+	*out = g;
+	return TG_OK;
+}
+
+tg_status
+tg_spill_graph_add(const tg_ctx *ctx, tg_spill_graph *g, const tg_fill_scan *scan, const double *row_above,
+				   const double *first_row, tg_error *err)
+{
+	tg_status	st = TG_OK;
+
+	if (labels_too_many(g->width, g->nstrips + 1))
+		return tg_error_set(err, TG_ELIMIT, "a fill over %d strips of %d columns has too many labels",
+							g->nstrips + 1, g->width);
+	for (size_t e = 0; e < scan->nedges && st == TG_OK; e++)
+		st = tg_label_graph_add(ctx, g->graph, scan->a[e], scan->b[e], scan->height[e], err);
+	/* rows facing each other across the seam above: join their labels at the higher cell */
+	if (st == TG_OK && g->nstrips > 0)
+		st = tg_label_graph_join_rows(ctx, g->graph, g->width, g->prev_last, row_above, scan->first, first_row,
+									  err);
+	if (st == TG_OK)
+	{
+		memcpy(g->prev_last, scan->last, (size_t) g->width * sizeof(uint32_t));
+		g->nstrips++;
+	}
+	return st;
+}
+
+tg_status
+tg_spill_graph_solve(const tg_ctx *ctx, tg_spill_graph *g, double **level, tg_error *err)
+{
+	return tg_label_graph_solve(ctx, &g->graph, 1, 1 + (size_t) 2 * g->nstrips * g->width, level, err);
+}
+
+/* Where strip k's labels begin in the levels: its first row's, then its last row's. */
+size_t
+tg_spill_graph_labels(int width, int k)
+{
+	return top_base(width, k);
+}
+
+void
+tg_spill_graph_end(const tg_ctx *ctx, tg_spill_graph *g)
+{
+	if (g == NULL)
+		return;
+	tg_free(ctx, g->prev_last);
+	tg_label_graph_free(ctx, g->graph);
+	tg_free(ctx, g);
+}
+
+/* ------------------------------------------------------------------------
+ * Strips on one server
+ * ------------------------------------------------------------------------ */
 
 size_t
 tg_fill_strips_bytes_per_cell(void)
@@ -108,9 +203,7 @@ tg_fill_strips_begin(const tg_ctx *ctx, int width, int height, tg_fill_strips **
 	memset(fb, 0, sizeof *fb);
 	fb->width = width;
 	fb->height = height;
-	fb->prev_bottom = tg_alloc(ctx, (width ? width : 1) * sizeof(uint32_t));
-	st = fb->prev_bottom ? tg_label_graph_create(ctx, &fb->graph, err)
-		: tg_error_set(err, TG_ENOMEM, "could not allocate the blocked fill");
+	st = tg_spill_graph_begin(ctx, width, &fb->spill, err);
 	if (st != TG_OK)
 	{
 		tg_fill_strips_end(ctx, fb);
@@ -125,52 +218,27 @@ tg_fill_strips_scan(const tg_ctx *ctx, tg_fill_strips *fb, int row0, int nrows, 
 					tg_error *err)
 {
 	const int	W = fb->width;
-	tg_fill_part p;
+	tg_fill_scan p;
 	tg_status	st;
 
 	if (fb->solved || row0 != fb->next_row || nrows < 1 || row0 + nrows > fb->height)
 		return tg_error_set(err, TG_EINVAL, "blocked fill: strip at row %d of %d rows out of order",
 							row0, nrows);
-	if ((uint64_t) (2 * (fb->nstrips + 1)) * (uint64_t) W + 1 > UINT32_MAX)
-		return tg_error_set(err, TG_ELIMIT, "blocked fill: too many strips of %d columns", W);
-	if (fb->nstrips == fb->strip_cap)
-	{
-		int			cap = fb->strip_cap ? 2 * fb->strip_cap : 64;
-		int		   *r0 = tg_alloc(ctx, cap * sizeof(int)),
-				   *rs = tg_alloc(ctx, cap * sizeof(int));
-
-		if (r0 == NULL || rs == NULL)
-		{
-			tg_free(ctx, r0);
-			tg_free(ctx, rs);
-			return tg_error_set(err, TG_ENOMEM, "could not allocate the blocked fill's strips");
-		}
-		if (fb->nstrips)
-		{
-			memcpy(r0, fb->strip_row0, fb->nstrips * sizeof(int));
-			memcpy(rs, fb->strip_rows, fb->nstrips * sizeof(int));
-		}
-		tg_free(ctx, fb->strip_row0);
-		tg_free(ctx, fb->strip_rows);
-		fb->strip_row0 = r0;
-		fb->strip_rows = rs;
-		fb->strip_cap = cap;
-	}
+	if (!tg_grow(ctx, (void **) &fb->strip_row0, &fb->strip_cap, (size_t) fb->nstrips + 1, sizeof(int)) ||
+		!tg_grow(ctx, (void **) &fb->strip_rows, &fb->rows_cap, (size_t) fb->nstrips + 1, sizeof(int)))
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the blocked fill's strips");
 	st = scan_rows(ctx, W, fb->nstrips, row0 > 0, row0 + nrows < fb->height, nrows, z, &p, err);
-	for (size_t e = 0; st == TG_OK && e < p.nedges; e++)
-		st = tg_label_graph_add(ctx, fb->graph, p.a[e], p.b[e], p.height[e], err);
-	/* rows facing the strip above: join their labels at the higher cell */
-	if (st == TG_OK && row0 > 0 && fb->nstrips > 0)
-		st = tg_label_graph_join_rows(ctx, fb->graph, W, fb->prev_bottom, z, p.first, z + W, err);
+	/* z begins with the row above where there is one */
+	if (st == TG_OK)
+		st = tg_spill_graph_add(ctx, fb->spill, &p, row0 > 0 ? z : NULL, row0 > 0 ? z + W : z, err);
 	if (st == TG_OK)
 	{
-		memcpy(fb->prev_bottom, p.last, W * sizeof(uint32_t));
 		fb->strip_row0[fb->nstrips] = row0;
 		fb->strip_rows[fb->nstrips] = nrows;
 		fb->nstrips++;
 		fb->next_row = row0 + nrows;
 	}
-	tg_fill_part_free(ctx, &p);
+	tg_fill_scan_free(ctx, &p);
 	return st;
 }
 
@@ -183,8 +251,7 @@ tg_fill_strips_solve(const tg_ctx *ctx, tg_fill_strips *fb, tg_error *err)
 	if (fb->next_row != fb->height)
 		return tg_error_set(err, TG_EINVAL, "blocked fill: strips cover %d of %d rows",
 							fb->next_row, fb->height);
-	st = tg_label_graph_solve(ctx, &fb->graph, 1, 1 + (size_t) 2 * fb->nstrips * fb->width,
-							  &fb->level, err);
+	st = tg_spill_graph_solve(ctx, fb->spill, &fb->level, err);
 	fb->solved = st == TG_OK;
 	return st;
 }
@@ -200,7 +267,7 @@ tg_fill_strips_finish(const tg_ctx *ctx, tg_fill_strips *fb, int row0, int nrows
 							row0, nrows);
 	/* the strip's top row labels, then its bottom row's, follow each other */
 	return finish_rows(ctx, fb->width, row0 > 0, row0 + nrows < fb->height, nrows, z,
-					   fb->level + top_base(fb->width, k), w, err);
+					   fb->level + tg_spill_graph_labels(fb->width, k), w, err);
 }
 
 void
@@ -210,8 +277,7 @@ tg_fill_strips_end(const tg_ctx *ctx, tg_fill_strips *fb)
 		return;
 	tg_free(ctx, fb->strip_row0);
 	tg_free(ctx, fb->strip_rows);
-	tg_free(ctx, fb->prev_bottom);
-	tg_label_graph_free(ctx, fb->graph);
+	tg_spill_graph_end(ctx, fb->spill);
 	tg_free(ctx, fb->level);
 	tg_free(ctx, fb);
 }
@@ -220,12 +286,6 @@ tg_fill_strips_end(const tg_ctx *ctx, tg_fill_strips *fb)
  * Strips on several servers: each part scanned where it lives, the labels
  * solved where the scans meet, each part finished where it lives.
  * ------------------------------------------------------------------------ */
-
-static bool
-labels_too_many(int width, int count)
-{
-	return (uint64_t) (2 * (uint64_t) count) * (uint64_t) width + 1 > UINT32_MAX;
-}
 
 /*
  * A part's scan on the call's threads.  The part is cut into sub-strips of
@@ -517,7 +577,7 @@ edge_row_labels(const part_scan *s, int k, int y, uint32_t *out, tg_error *err)
 
 static tg_status
 scan_rows(const tg_ctx *ctx, int width, int k, bool above, bool below, int nrows, const double *z,
-		  tg_fill_part *out, tg_error *err)
+		  tg_fill_scan *out, tg_error *err)
 {
 	const size_t W = (size_t) width,
 				n = W * nrows;
@@ -578,13 +638,13 @@ scan_rows(const tg_ctx *ctx, int width, int k, bool above, bool below, int nrows
 	tg_free(ctx, s.label);
 	tg_free(ctx, s.lf);
 	if (st != TG_OK)
-		tg_fill_part_free(ctx, out);
+		tg_fill_scan_free(ctx, out);
 	return st;
 }
 
 tg_status
 tg_fill_part_scan(const tg_ctx *ctx, int width, int k, int count, int nrows, const double *z,
-				  tg_fill_part *out, tg_error *err)
+				  tg_fill_scan *out, tg_error *err)
 {
 	memset(out, 0, sizeof *out);
 	if (labels_too_many(width, count))
@@ -593,7 +653,7 @@ tg_fill_part_scan(const tg_ctx *ctx, int width, int k, int count, int nrows, con
 }
 
 void
-tg_fill_part_free(const tg_ctx *ctx, tg_fill_part *p)
+tg_fill_scan_free(const tg_ctx *ctx, tg_fill_scan *p)
 {
 	tg_free(ctx, p->a);
 	tg_free(ctx, p->b);
@@ -604,35 +664,25 @@ tg_fill_part_free(const tg_ctx *ctx, tg_fill_part *p)
 }
 
 tg_status
-tg_fill_part_solve(const tg_ctx *ctx, int width, int count, const tg_fill_part *parts,
+tg_fill_part_solve(const tg_ctx *ctx, int width, int count, const tg_fill_scan *parts,
 				   const double *const *first_rows, const double *const *last_rows,
 				   double *const *levels, tg_error *err)
 {
-	tg_label_graph *graph = NULL;
+	tg_spill_graph *spill = NULL;
 	double	   *level = NULL;
-	tg_status	st;
+	tg_status	st = tg_spill_graph_begin(ctx, width, &spill, err);
 
-	if (labels_too_many(width, count))
-		return tg_error_set(err, TG_ELIMIT, "a fill over %d parts of %d columns has too many labels", count, width);
-	st = tg_label_graph_create(ctx, &graph, err);
 	for (int k = 0; k < count && st == TG_OK; k++)
-	{
-		for (size_t e = 0; e < parts[k].nedges && st == TG_OK; e++)
-			st = tg_label_graph_add(ctx, graph, parts[k].a[e], parts[k].b[e], parts[k].height[e], err);
-		/* rows facing each other across the boundary above: join at the higher cell */
-		if (st == TG_OK && k > 0)
-			st = tg_label_graph_join_rows(ctx, graph, width, parts[k - 1].last, last_rows[k - 1],
-										  parts[k].first, first_rows[k], err);
-	}
+		st = tg_spill_graph_add(ctx, spill, &parts[k], k > 0 ? last_rows[k - 1] : NULL, first_rows[k], err);
 	if (st == TG_OK)
-		st = tg_label_graph_solve(ctx, &graph, 1, 1 + (size_t) 2 * count * width, &level, err);
+		st = tg_spill_graph_solve(ctx, spill, &level, err);
 	for (int k = 0; k < count && st == TG_OK; k++)
 	{
 		levels[k][0] = level[0];
-		memcpy(levels[k] + 1, level + top_base(width, k), 2 * (size_t) width * sizeof(double));
+		memcpy(levels[k] + 1, level + tg_spill_graph_labels(width, k), 2 * (size_t) width * sizeof(double));
 	}
 	tg_free(ctx, level);
-	tg_label_graph_free(ctx, graph);
+	tg_spill_graph_end(ctx, spill);
 	return st;
 }
 
