@@ -1,7 +1,8 @@
 /*
  * ops.c — what each operation of tg_run writes (its output rasters and
- * their bands) and how it computes them on a grid in memory, through the
- * dispatcher's entry points (so each runs on the backend chosen for it).
+ * their bands), what it holds and where it may run (one table), and how it
+ * computes them on a grid in memory, through the dispatcher's entry points
+ * (so each runs on the backend chosen for it).
  */
 #include "ops/ops.h"
 #include "hydro/drainage/drainage.h"
@@ -16,10 +17,105 @@
 #define MASK_NODATA 65535
 #define COUNT_NODATA 4294967295.0
 
+/*
+ * Every operation's traits, one row each: the result rasters it writes, the
+ * bytes per cell it holds in memory (input and outputs included), and how
+ * it meets the rows beyond its own (what decides whether it runs in strips
+ * or over parts).
+ */
+typedef struct op_traits
+{
+	int			outputs;
+	size_t		bytes_per_cell;
+	tg_op_seams seams;
+} op_traits;
+
+static const op_traits traits[] = {
+	[TG_OP_SLOPE] = {1, 16, TG_SEAMS_WINDOW},
+	[TG_OP_FILL] = {1, 40, TG_SEAMS_FILL},
+	[TG_OP_DIRECTIONS] = {1, 96, TG_SEAMS_ROUTE},
+	[TG_OP_ACCUMULATION] = {1, 96, TG_SEAMS_FLOW},
+	[TG_OP_HYDROLOGY] = {3, 112, TG_SEAMS_FLOW},
+	[TG_OP_LS_FACTOR] = {1, 160, TG_SEAMS_NONE},
+	[TG_OP_RUSLE] = {1, 160, TG_SEAMS_NONE},
+	[TG_OP_TRAVEL_TIME] = {1, 96, TG_SEAMS_NONE},
+	[TG_OP_ISOCHRONE_BANDS] = {1, 96, TG_SEAMS_NONE},
+	[TG_OP_WATERSHED] = {1, 96, TG_SEAMS_NONE},
+	[TG_OP_SNAP_POUR_POINT] = {1, 96, TG_SEAMS_NONE},
+	[TG_OP_VIEWSHED] = {1, 16, TG_SEAMS_NONE},
+	[TG_OP_VIEWSHED_COUNT] = {1, 16, TG_SEAMS_NONE},
+	[TG_OP_STREAM_ORDER] = {1, 160, TG_SEAMS_NONE},
+	[TG_OP_STREAM_LINKS] = {1, 160, TG_SEAMS_NONE},
+	[TG_OP_BASINS] = {1, 160, TG_SEAMS_NONE},
+	[TG_OP_FLOW_LENGTH] = {1, 160, TG_SEAMS_NONE},
+	[TG_OP_HAND] = {1, 160, TG_SEAMS_NONE},
+	[TG_OP_WETNESS_INDEX] = {1, 160, TG_SEAMS_NONE},
+};
+
+static op_traits
+traits_of(tg_op_kind kind)
+{
+	const op_traits unknown = {1, 160, TG_SEAMS_NONE};
+
+	return (unsigned) kind < sizeof traits / sizeof traits[0] ? traits[kind] : unknown;
+}
+
 int
 tg_op_outputs(const tg_op *op)
 {
-	return op->kind == TG_OP_HYDROLOGY ? 3 : 1;
+	return traits_of(op->kind).outputs;
+}
+
+size_t
+tg_op_bytes_per_cell(const tg_op *op)
+{
+	return traits_of(op->kind).bytes_per_cell;
+}
+
+tg_op_seams
+tg_op_seams_of(tg_op_kind kind)
+{
+	return traits_of(kind).seams;
+}
+
+static bool
+fills_in_pieces(const tg_op *op)
+{
+	return op->fill_method == TG_FILL_PRIORITY_FLOOD && op->epsilon == 0;
+}
+
+bool
+tg_op_in_strips(const tg_op *op, const tg_ctx *ctx, const char **why_not)
+{
+	const tg_op_seams seams = tg_op_seams_of(op->kind);
+
+	*why_not = NULL;
+	if (ctx->backend == TG_BACKEND_GPU)
+		*why_not = "backend auto or cpu";
+	else if (seams == TG_SEAMS_FILL && !fills_in_pieces(op))
+		*why_not = "method priority-flood with epsilon 0";
+	else if (seams >= TG_SEAMS_ROUTE && op->flow.routing == TG_ROUTE_FDD8)
+		*why_not = "routing d8, fd8, mfd-md, dinf or anisotropic";
+	else
+		return seams != TG_SEAMS_NONE;
+	return false;
+}
+
+bool
+tg_op_in_parts(const tg_op *op, const char **why_not)
+{
+	const tg_op_seams seams = tg_op_seams_of(op->kind);
+
+	*why_not = NULL;
+	if (seams == TG_SEAMS_NONE)
+		*why_not = "tg_fill, tg_slope, tg_flow_direction, tg_flow_accumulation and tg_hydrology";
+	else if (seams == TG_SEAMS_FILL && !fills_in_pieces(op))
+		*why_not = "tg_fill with method priority-flood and epsilon 0";
+	else if (seams == TG_SEAMS_ROUTE && (op->flow.routing != TG_ROUTE_D8 || op->directions != TG_DIRECTIONS_CODES))
+		*why_not = "tg_flow_direction with routing d8 and output codes";
+	else if (seams == TG_SEAMS_FLOW && op->weight_input > 0)
+		*why_not = "tg_flow_accumulation and tg_hydrology with no weight";
+	return *why_not == NULL;
 }
 
 /* Values exact in float stay 32BF; 32-bit integers and 64BF need 64BF. */
@@ -139,41 +235,6 @@ tg_op_plan(const tg_op *op, const tg_band *dem, tg_output *outs, tg_error *err)
 			return tg_error_set(err, TG_EINVAL, "unknown operation %d", (int) op->kind);
 	}
 	return TG_OK;
-}
-
-size_t
-tg_op_bytes_per_cell(const tg_op *op)
-{
-	switch (op->kind)
-	{
-		case TG_OP_SLOPE:
-			return 16;
-		case TG_OP_FILL:
-			return 40;
-		case TG_OP_DIRECTIONS:
-		case TG_OP_ACCUMULATION:
-		case TG_OP_TRAVEL_TIME:
-		case TG_OP_ISOCHRONE_BANDS:
-		case TG_OP_WATERSHED:
-		case TG_OP_SNAP_POUR_POINT:
-			return 96;
-		case TG_OP_HYDROLOGY:
-			return 112;
-		case TG_OP_STREAM_ORDER:
-		case TG_OP_STREAM_LINKS:
-		case TG_OP_BASINS:
-		case TG_OP_FLOW_LENGTH:
-		case TG_OP_HAND:
-		case TG_OP_WETNESS_INDEX:
-			return 160;
-		case TG_OP_LS_FACTOR:
-		case TG_OP_RUSLE:
-			return 160;
-		case TG_OP_VIEWSHED:
-		case TG_OP_VIEWSHED_COUNT:
-			return 16;
-	}
-	return 160;
 }
 
 /* ------------------------------------------------------------------------

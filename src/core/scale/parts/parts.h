@@ -71,8 +71,6 @@ tg_status	tg_run_part(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_
  * rounds (fewer where a part is shorter; the tests change it).
  */
 extern int	tg_part_flow_halo;
-/* Whether op can run over a partitioned coverage (why_not: what can). */
-bool		tg_op_in_parts(const tg_op *op, const char **why_not);
 
 /* Free what a part kept (its last phase does; a caller ending early should). */
 void		tg_part_forget(tg_part *part);

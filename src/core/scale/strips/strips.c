@@ -660,32 +660,6 @@ accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *
 
 /* ------------------------------------------------------------------------ */
 
-/* Operations that route the surface spilled once, strip by strip. */
-static bool
-routes_in_strips(tg_op_kind kind)
-{
-	return kind == TG_OP_DIRECTIONS || kind == TG_OP_ACCUMULATION || kind == TG_OP_HYDROLOGY;
-}
-
-bool
-tg_op_in_strips(const tg_op *op, const tg_ctx *ctx, const char **why_not)
-{
-	*why_not = NULL;
-	if (ctx->backend == TG_BACKEND_GPU)
-		*why_not = "backend auto or cpu";
-	else if (op->kind == TG_OP_SLOPE)
-		return true;
-	else if (op->kind == TG_OP_FILL && (op->fill_method != TG_FILL_PRIORITY_FLOOD || op->epsilon != 0))
-		*why_not = "method priority-flood with epsilon 0";
-	else if (op->kind == TG_OP_FILL)
-		return true;
-	else if (routes_in_strips(op->kind) && op->flow.routing == TG_ROUTE_FDD8)
-		*why_not = "routing d8, fd8, mfd-md, dinf or anisotropic";
-	else if (routes_in_strips(op->kind))
-		return true;
-	return false;
-}
-
 /* Bytes per cell of a strip, every pass counted: the most any pass holds. */
 static size_t
 strip_bytes_per_cell(const tg_op *op)
@@ -693,13 +667,13 @@ strip_bytes_per_cell(const tg_op *op)
 	const size_t fill = tg_fill_strips_bytes_per_cell() + 2 * sizeof(double);
 	size_t		most = 0;
 
-	switch (op->kind)
+	switch (tg_op_seams_of(op->kind))
 	{
-		case TG_OP_SLOPE:
+		case TG_SEAMS_WINDOW:
 			return tg_op_bytes_per_cell(op);
-		case TG_OP_FILL:
+		case TG_SEAMS_FILL:
 			return fill;
-		case TG_OP_DIRECTIONS:
+		case TG_SEAMS_ROUTE:
 			most = tg_route_strips_bytes_per_cell(op->flow.routing, false) + sizeof(double) +
 				(op->flow.routing == TG_ROUTE_D8 ? 1 : 8 * sizeof(float) + sizeof(uint16_t));
 			break;
@@ -720,24 +694,24 @@ tg_run_strips(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *e
 	strips		s;
 	tg_status	st;
 
-	if (routes_in_strips(op->kind) && job->spill.write == NULL)
+	if (tg_op_seams_of(op->kind) >= TG_SEAMS_ROUTE && job->spill.write == NULL)
 		return tg_error_set(err, TG_EUNSUPPORTED, "%s in strips needs somewhere to spill its surface",
 							job->function);
 	/* the strips fill the budget with what they hold: nothing freed may stay */
 	tg_blocks_keep_none(ctx);
 	st = plan_strips(ctx, job, strip_bytes_per_cell(op), &s, err);
 	if (st == TG_OK)
-		switch (op->kind)
+		switch (tg_op_seams_of(op->kind))
 		{
-			case TG_OP_SLOPE:
+			case TG_SEAMS_WINDOW:
 				tg_job_notice(job, "%s spans %d x %d cells, more than %s holds: computing it in %d strips of rows",
 							  job->layout->name, s.width, s.height, job->budget_name, s.n);
 				st = slope_in_strips(ctx, op, &s, err);
 				break;
-			case TG_OP_FILL:
+			case TG_SEAMS_FILL:
 				st = fill_in_strips(ctx, op, &s, err);
 				break;
-			case TG_OP_DIRECTIONS:
+			case TG_SEAMS_ROUTE:
 				st = directions_in_strips(ctx, op, &s, err);
 				break;
 			default:

@@ -9,8 +9,7 @@
 
 #include "scale/seams/seams.h"
 
-/* Strips beyond the memory budget (strips.c): whether op can, and the run. */
-bool		tg_op_in_strips(const tg_op *op, const tg_ctx *ctx, const char **why_not);
+/* op in strips beyond the memory budget (strips.c), where tg_op_in_strips allows it. */
 tg_status	tg_run_strips(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err);
 
 /*
