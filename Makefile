@@ -36,6 +36,7 @@ CORE_SRCS   = src/core/runtime/error.c src/core/runtime/pool.c src/core/runtime/
               src/core/hydro/drainage/drainage.c \
               src/core/ops/ops.c \
               src/core/scale/seams/fill_seams.c src/core/scale/seams/flow_seams.c \
+              src/core/scale/seams/flat_seams.c \
               src/core/scale/strips/strips.c src/core/scale/strips/route_strips.c \
               src/core/scale/parts/part_state.c src/core/scale/parts/part_run.c \
               src/core/scale/parts/part_edges.c \

@@ -2,7 +2,9 @@
  * test_strips.c — filling, routing and accumulating in strips of rows
  * against the same on the whole grid: every routing, strips of one row, of
  * the whole grid and of random heights, flats and depressions that cross
- * strip boundaries, weights and units.
+ * strip boundaries, weights and units; and the seams' adversaries (a
+ * plateau that crosses every boundary back and forth, a depression over
+ * every strip, nodata islands in it) on one and four threads.
  */
 #include "test_hydro.h"
 
@@ -371,9 +373,147 @@ test_route_strips(void)
 	check(crossing > 1000, "routing in strips: the tests had flats across strips (%zu cells)", crossing);
 }
 
+/*
+ * Adversarial DEMs for the seams (W x H, ND = nodata): 0, a snake of a
+ * plateau crossing every strip boundary back and forth, walls around it,
+ * draining only at its far end on the grid's edge, so that its distances
+ * cross each seam many times; 1, a bowl whose pit spans every strip (after
+ * the fill one lake over the whole grid's middle); 2, a plain of one
+ * elevation over every strip with a hill in it and islands of nodata (each
+ * a drain of its own).
+ */
+static double *
+seam_terrain(int kind, int W, int H)
+{
+	double	   *z = malloc(sizeof(double) * (size_t) W * H);
+
+	for (int y = 0; y < H; y++)
+		for (int x = 0; x < W; x++)
+		{
+			double	   *c = &z[(size_t) y * W + x];
+
+			if (kind == 0)
+			{
+				const int	lane = x / 6,
+							inside = x % 6 >= 1 && x % 6 <= 4;
+				/* lanes joined alternately at the top and at the bottom */
+				const bool	join = (x % 6 == 5 || x % 6 == 0) &&
+					((lane % 2 == 0 && y >= H - 3 && y <= H - 2 && x % 6 == 5) ||
+					 (lane % 2 == 1 && y >= 1 && y <= 2 && x % 6 == 5) ||
+					 (lane % 2 == 1 && y >= H - 3 && y <= H - 2 && x % 6 == 0 && lane > 0 && (lane - 1) % 2 == 0) ||
+					 (lane % 2 == 0 && lane > 0 && y >= 1 && y <= 2 && x % 6 == 0));
+
+				*c = (inside && y >= 1 && y <= H - 2) || join ? 10 : 20 + (x + y) % 3;
+				if (x >= 1 && x <= 4 && y == 0)
+					*c = 10;	/* the snake's only way out: the first lane's top, on the edge */
+			}
+			else if (kind == 1)
+			{
+				const double dx = x - W / 2.0,
+							dy = (y - H / 2.0) * W / H;
+
+				*c = 50 + sqrt(dx * dx + dy * dy) - (x == 0 && y == H / 3 ? 40 : 0);
+			}
+			else
+				*c = x % 9 == 4 && y % 11 == 5 ? ND : abs(x - W / 2) < 3 && abs(y - H / 2) < 5 ? 9 : 7;
+		}
+	return z;
+}
+
+/* The seams' adversaries routed in strips of every split on 1 and 4 threads, against one grid. */
+static void
+test_seams_adversarial(void)
+{
+	static const int shapes[][2] = {{31, 47}, {64, 90}};
+
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+		for (int kind = 0; kind < 3; kind++)
+		{
+			const int	W = shapes[s][0],
+						H = shapes[s][1];
+			const size_t n = (size_t) W * H;
+			double	   *z = seam_terrain(kind, W, H),
+					   *filled = malloc(sizeof(double) * n),
+					   *surf = malloc(sizeof(double) * n),
+					   *ref_acc = malloc(sizeof(double) * n),
+					   *acc = malloc(sizeof(double) * n),
+					   *got = malloc(sizeof(double) * n);
+			uint8_t    *ref_d8 = malloc(n),
+					   *d8 = malloc(n);
+			float	   *ref_frac = malloc(sizeof(float) * 8 * n),
+					   *frac = malloc(sizeof(float) * 8 * n);
+			int		   *rows = malloc(sizeof(int) * H);
+			size_t		flats = 0;
+
+			fill64(TG_BACKEND_CPU, z, W, H, TG_FILL_PRIORITY_FLOOD, 0, filled);
+			for (size_t i = 0; i < n; i++)
+				surf[i] = filled[i] == ND ? NAN : filled[i];
+			for (int split = 0; split < 4; split++)
+			{
+				const int	nb = split_rows(H, split, rows);
+				bool		same = fill_in_strips(z, W, H, rows, nb, got);
+
+				for (size_t i = 0; same && i < n; i++)
+					same = (isnan(got[i]) && isnan(surf[i])) || got[i] == surf[i];
+				check(same, "seams %dx%d (kind %d) in %d strips: the fill equals one grid's", W, H, kind, nb);
+				for (int m = 0; m < 2; m++)
+				{
+					const tg_routing routing = m == 0 ? TG_ROUTE_D8 : TG_ROUTE_MFD_MD;
+					tg_flow_params p = flow_params(routing, W, H, false);
+					tg_band		b = band_f64(filled, W, H);
+					tg_ctx		ctx = cpu_ctx(NULL);
+					tg_error	err;
+
+					tg_error_clear(&err);
+					check(tg_flow_direction(&ctx, &b, &p, m == 0 ? ref_d8 : NULL, m == 0 ? NULL : ref_frac, &err) ==
+						  TG_OK && tg_flow_accumulation(&ctx, &b, NULL, &p, TG_ACC_INDEGREE, TG_UNITS_CELLS, ref_acc,
+														&err) == TG_OK,
+						  "seams %dx%d (kind %d): one grid's routing", W, H, kind);
+					for (int threads = 1; threads <= 4; threads += 3)
+					{
+						const bool	ran = route_in_strips(surf, &p, TG_UNITS_CELLS, NULL, rows, nb, threads, d8, frac,
+														  acc, &flats);
+						size_t		differ = 0;
+						double		worst = 0;
+
+						for (size_t i = 0; ran && i < n; i++)
+						{
+							differ += m == 0 ? d8[i] != ref_d8[i] : 0;
+							for (int k = 0; m == 1 && k < 8; k++)
+								differ += !(frac[(size_t) k * n + i] == ref_frac[(size_t) k * n + i] ||
+											(isnan(frac[(size_t) k * n + i]) && isnan(ref_frac[(size_t) k * n + i])));
+							if (isnan(acc[i]) != isnan(ref_acc[i]))
+								worst = INFINITY;
+							else if (!isnan(acc[i]))
+								worst = fmax(worst, fabs(acc[i] - ref_acc[i]) / fmax(fabs(ref_acc[i]), 1e-300));
+						}
+						check(ran && differ == 0 && (m == 0 ? worst == 0 : worst < 1e-12),
+							  "seams %dx%d (kind %d) %s in %d strips on %d threads: directions and accumulation equal "
+							  "one grid's (%zu directions differ, accumulation %g apart; %zu cells of crossing flats)",
+							  W, H, kind, routing_label(routing), nb, threads, differ, worst, flats);
+					}
+				}
+			}
+			if (kind == 0)
+				check(flats > (size_t) H, "seams %dx%d: the snake crosses the strips (%zu crossing cells)", W, H, flats);
+			free(z);
+			free(filled);
+			free(surf);
+			free(ref_acc);
+			free(acc);
+			free(got);
+			free(ref_d8);
+			free(d8);
+			free(ref_frac);
+			free(frac);
+			free(rows);
+		}
+}
+
 void
 test_strips(void)
 {
 	test_fill_strips();
 	test_route_strips();
+	test_seams_adversarial();
 }

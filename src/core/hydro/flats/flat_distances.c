@@ -35,7 +35,7 @@ combine_flat(const flat_job *j, int64_t f)
 
 /* ------------------------------------------------------------------------
  * Flat distances in blocks of rows, on the call's threads (tg_flat_steps:
- * a large flat here, the flats that cross parts in scale/parts/).  Each distance
+ * a flat too large for one thread).  Each distance
  * is the greatest fixed point of d = min(d, d(neighbour) + 1) under its
  * starting values, which any order of lowering reaches: Vincent's hybrid, as
  * in the fill.  A forward and a backward raster scan over the region (the
@@ -50,7 +50,6 @@ typedef struct flat_blocks
 {
 	const tg_flat_grid *g;
 	int32_t		only;			/* the one flat taken, or -1: every flat */
-	const tg_flat_lowered *lowered; /* NULL: every cell may lower a neighbour */
 	int			x0,
 				x1,
 				y0,
@@ -173,19 +172,8 @@ flat_block_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 				r1;
 
 	flat_block_rows(s, (int) (t % s->nblocks), &r0, &r1);
-	/* what may still fall: in the first round, what was lowered or else any cell; later, the edge rows the
-	 * facing rows lower */
-	for (size_t k = 0; s->first && s->lowered && k < s->lowered->n[pass] && ok; k++)
-	{
-		const uint32_t i = s->lowered->cells[pass][k];
-
-		if (i >= (size_t) r0 * W && i < (size_t) r1 * W && !queued[i])
-		{
-			ok = fifo_push(ctx, &q, i);
-			queued[i] = ok;
-		}
-	}
-	for (int y = r0; y < r1 && !(s->first && s->lowered); y++)
+	/* what may still fall: in the first round any cell; later, the edge rows the facing rows lower */
+	for (int y = r0; y < r1; y++)
 	{
 		if (!s->first && y != r0 && y != r1 - 1)
 			continue;
@@ -290,9 +278,9 @@ flat_blocks_facing(const tg_ctx *ctx, flat_blocks *s, int64_t *n, tg_error *err)
 
 tg_status
 tg_flat_steps(const tg_ctx *ctx, const tg_flat_grid *g, int32_t only, int x0, int x1, int y0, int y1,
-			  const tg_flat_lowered *lowered, tg_error *err)
+			  tg_error *err)
 {
-	flat_blocks s = {.g = g, .only = only, .lowered = lowered, .x0 = x0, .x1 = x1, .y0 = y0, .y1 = y1};
+	flat_blocks s = {.g = g, .only = only, .x0 = x0, .x1 = x1, .y0 = y0, .y1 = y1};
 	int			blocks = tg_threads_wanted(ctx) * 4;
 	const size_t BW = (size_t) (x1 - x0 + 1);
 	tg_wave		wave;
@@ -315,13 +303,13 @@ tg_flat_steps(const tg_ctx *ctx, const tg_flat_grid *g, int32_t only, int x0, in
 		return tg_error_set(err, TG_ENOMEM, "could not allocate the blocks of flats over %zu x %d cells",
 							BW, y1 - y0 + 1);
 	}
-	/* both distances' raster scans, as one thread would make them; not for a few cells lowered */
+	/* both distances' raster scans, as one thread would make them */
 	tg_wave_plan(ctx, &wave, x0, x1 + 1, y0, y1 + 1);
-	st = lowered ? TG_OK : tg_wavefront(ctx, &wave, flat_scan_block, &s, err);
+	st = tg_wavefront(ctx, &wave, flat_scan_block, &s, err);
 	wave.backward = true;
-	if (st == TG_OK && !lowered)
+	if (st == TG_OK)
 		st = tg_wavefront(ctx, &wave, flat_scan_block, &s, err);
-	/* the first round: every block, from the scans' distances or the cells lowered */
+	/* the first round: every block, from the scans' distances */
 	if (st == TG_OK)
 		st = flat_blocks_facing(ctx, &s, &n, err);
 	for (n = 0; n < 2 * s.nblocks; n++)
@@ -426,7 +414,7 @@ tg_flat_resolve_large(const tg_ctx *ctx, const flat_job *j, int64_t f, tg_error 
 	}
 	if (st == TG_OK)
 		st = tg_flat_steps(ctx, &g, (int32_t) f, x0, x1, (int) (cells[0] / j->W),
-							   (int) (cells[ncells - 1] / j->W), NULL, err);
+							   (int) (cells[ncells - 1] / j->W), err);
 	if (st == TG_OK)
 	{
 		fc.pass = FLAT_END;

@@ -68,11 +68,8 @@ tg_status	tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count
  * taken in columns [x0, x1] and rows [y0, y1] (flat `only`, or every flat
  * when it is negative) holds where each distance starts (TG_FLAT_FAR where
  * it does not) and is left with min over the cells c' of its flat of
- * start(c') + steps(c', c), TG_FLAT_FAR where none reaches it.  Starting
- * from distances already so computed, of which `lowered` lists the cells
- * whose start fell since (raster order, per distance), gives the same and
- * walks only from those; lowered NULL scans every cell.  queued[] must be
- * 0 on those cells and is left so.
+ * start(c') + steps(c', c), TG_FLAT_FAR where none reaches it.  queued[]
+ * must be 0 on those cells and is left so.
  */
 #define TG_FLAT_FAR INT32_MAX
 typedef struct tg_flat_grid
@@ -83,13 +80,15 @@ typedef struct tg_flat_grid
 	int32_t    *d[2];			/* per cell: towards the drains, away from higher ground */
 	uint8_t    *queued[2];		/* per cell and distance: FIFO marks */
 } tg_flat_grid;
+tg_status	tg_flat_steps(const tg_ctx *ctx, const tg_flat_grid *g, int32_t only, int x0, int x1, int y0,
+						  int y1, tg_error *err);
+
+/* Cells whose distances fell (by distance: towards the drains, away from higher ground), to walk on from. */
 typedef struct tg_flat_lowered
 {
 	const uint32_t *cells[2];
 	size_t		n[2];
 } tg_flat_lowered;
-tg_status	tg_flat_steps(const tg_ctx *ctx, const tg_flat_grid *g, int32_t only, int x0, int x1, int y0,
-						  int y1, const tg_flat_lowered *lowered, tg_error *err);
 
 static inline int32_t
 tg_flat_mask_value(int32_t towards, int32_t away, int32_t height)

@@ -1,7 +1,8 @@
 /*
  * part_flats.c — flats that cross part boundaries: each part's crossing
- * cells and their distances relaxed in rounds (tg_part_flats) from the
- * boundary values the coordinator hands round (tg_parts_put_flats), then
+ * cells and their distances walked (scale/seams/) in rounds
+ * (tg_part_flats), each from what the boundary values the coordinator hands
+ * round (tg_parts_put_flats) lowered, then
  * each flat's greatest distance away (tg_part_heights, tg_parts_put_heights,
  * tg_part_read_heights), which its masks need.
  */
@@ -102,12 +103,6 @@ flats_begin(const tg_ctx *ctx, tg_part *part, reader *r, tg_error *err)
 	if (st != TG_OK)
 		return st;
 	s->at = keep_alloc(part, n * sizeof(int32_t));
-	s->flat_id = keep_alloc(part, n * sizeof(int32_t));
-	for (int p = 0; p < 2; p++)
-	{
-		s->dist[p] = keep_alloc(part, n * sizeof(int32_t));
-		s->dist_queued[p] = keep_alloc(part, n);
-	}
 	s->mask = keep_alloc(part, s->nflat * sizeof(int32_t));
 	s->nb_towards = keep_alloc(part, 2 * W * sizeof(int32_t));
 	s->nb_away = keep_alloc(part, 2 * W * sizeof(int32_t));
@@ -115,8 +110,7 @@ flats_begin(const tg_ctx *ctx, tg_part *part, reader *r, tg_error *err)
 	s->nb_mask = keep_alloc(part, 2 * W * sizeof(int32_t));
 	s->sent = keep_alloc(part, 32 * W);
 	s->edge = keep_alloc(part, s->nflat * sizeof(uint32_t));
-	if (!s->at || !s->flat_id || !s->dist[0] || !s->dist[1] || !s->dist_queued[0] || !s->dist_queued[1] ||
-		!s->mask || !s->nb_towards || !s->nb_away || !s->nb_label || !s->nb_mask || !s->sent || !s->edge)
+	if (!s->at || !s->mask || !s->nb_towards || !s->nb_away || !s->nb_label || !s->nb_mask || !s->sent || !s->edge)
 		return tg_error_set(err, TG_ENOMEM, "could not keep the flats of a part of %zu cells", n);
 	tg_parallel_memset(ctx, s->at, 0xff, n * sizeof(int32_t));
 	for (size_t j = 0; j < s->nflat; j++)
@@ -131,42 +125,12 @@ flats_begin(const tg_ctx *ctx, tg_part *part, reader *r, tg_error *err)
 	st = flats_least(part, err);
 	if (st != TG_OK)
 		return st;
-	/* the distances start at the seeds; the box the steps scan */
-	tg_parallel_memset(ctx, s->flat_id, 0xff, n * sizeof(int32_t));
-	tg_parallel_memset(ctx, s->dist_queued[0], 0, n);
-	tg_parallel_memset(ctx, s->dist_queued[1], 0, n);
-	s->fx0 = s->W;
-	s->fx1 = -1;
-	s->fy0 = s->nflat ? (int) (s->cell[0] / W) : 0;
-	s->fy1 = s->nflat ? (int) (s->cell[s->nflat - 1] / W) : -1;
-	for (size_t c = 0; c < s->nflat; c++)
-	{
-		const uint32_t i = s->cell[c];
-		const int	x = (int) (i % W);
-
-		s->flat_id[i] = s->comp[c];
-		s->dist[0][i] = s->seed[c] & TG_SEED_DRAINS ? 1 : TG_FLAT_FAR;
-		s->dist[1][i] = s->seed[c] & TG_SEED_HIGHER ? 1 : TG_FLAT_FAR;
-		s->fx0 = x < s->fx0 ? x : s->fx0;
-		s->fx1 = x > s->fx1 ? x : s->fx1;
-	}
-	return TG_OK;
-}
-
-/* The distances' grids, once the masks are known. */
-static void
-forget_flat_steps(const tg_part *part)
-{
-	part_state *s = part->state;
-	void	  **bufs[] = {(void **) &s->flat_id, (void **) &s->dist[0], (void **) &s->dist[1],
-		(void **) &s->dist_queued[0], (void **) &s->dist_queued[1]};
-
-	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
-		if (*bufs[i])
-		{
-			part->keep.free(*bufs[i], part->keep.arg);
-			*bufs[i] = NULL;
-		}
+	/* the crossing cells to walk over, the distances at their seeds */
+	tg_seam_flats_init(&s->flats, &part->keep, s->W);
+	for (size_t c = 0; c < s->nflat && st == TG_OK; c++)
+		st = tg_seam_flats_add(ctx, &s->flats, (int) (s->cell[c] / W), (int) (s->cell[c] % W), s->seed[c],
+							   s->comp[c], err);
+	return st == TG_OK ? tg_seam_flats_link(ctx, &s->flats, s->H, err) : st;
 }
 
 /*
@@ -195,8 +159,8 @@ flat_neighbour(const part_state *s, size_t c, int k, int *nb, int *col)
 
 /*
  * The edge cells' distances lowered by what the neighbours hold across the
- * boundary (their value + 1), those lowered listed in raster order (room for
- * nedge each); the steps carry it on over the flats.
+ * boundary (their value + 1), those lowered listed (their indices in cell[];
+ * room for nedge each); the walk carries it on over the flats.
  */
 static void
 flats_lower_edges(const part_state *s, uint32_t *lowered[2], size_t n[2])
@@ -216,7 +180,7 @@ flats_lower_edges(const part_state *s, uint32_t *lowered[2], size_t n[2])
 			for (int p = 0; side >= 0 && p < 2; p++)
 			{
 				const int32_t v = (p == 0 ? s->nb_towards : s->nb_away)[(size_t) side * s->W + col];
-				int32_t    *d = &s->dist[p][s->cell[c]];
+				int32_t    *d = &s->flats.d[p][c];
 
 				if (v > 0 && v + 1 < *d)
 				{
@@ -227,7 +191,7 @@ flats_lower_edges(const part_state *s, uint32_t *lowered[2], size_t n[2])
 		}
 		for (int p = 0; p < 2; p++)
 			if (fell[p])
-				lowered[p][n[p]++] = s->cell[c];
+				lowered[p][n[p]++] = c;
 	}
 }
 
@@ -400,7 +364,7 @@ tg_part_flats(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_e
 	writer		w = {.ctx = ctx};
 	tg_status	st = TG_OK;
 
-	if (s == NULL || (round > 0 && s->dist[0] == NULL))
+	if (s == NULL || (round > 0 && s->flats.d[0] == NULL))
 		return tg_error_set(err, TG_EDATA, "a flats message reached a part that kept no flats");
 	if (round == 0)
 		st = flats_begin(ctx, part, r, err);
@@ -422,8 +386,6 @@ tg_part_flats(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_e
 	st = reader_done(r, "a flats message", err);
 	if (st == TG_OK)
 	{
-		const tg_flat_grid g = {s->W, s->H, s->flat_id, {s->dist[0], s->dist[1]},
-			{s->dist_queued[0], s->dist_queued[1]}};
 		uint32_t   *lowered[2] = {tg_alloc(ctx, (s->nedge ? s->nedge : 1) * sizeof(uint32_t)),
 			tg_alloc(ctx, (s->nedge ? s->nedge : 1) * sizeof(uint32_t))};
 		tg_flat_lowered low = {{lowered[0], lowered[1]}, {0, 0}};
@@ -434,7 +396,7 @@ tg_part_flats(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_e
 		{
 			/* the first round from the seeds over every cell; later ones from what the boundary lowered */
 			flats_lower_edges(s, lowered, low.n);
-			st = tg_flat_steps(ctx, &g, -1, s->fx0, s->fx1, s->fy0, s->fy1, round == 0 ? NULL : &low, err);
+			st = tg_seam_flats_walk(ctx, &s->flats, round == 0 ? NULL : &low, err);
 		}
 		tg_free(ctx, lowered[0]);
 		tg_free(ctx, lowered[1]);
@@ -558,7 +520,7 @@ tg_part_read_heights(const tg_ctx *ctx, tg_part *part, reader *r, tg_error *err)
 		get(r, &lh[i].height, sizeof lh[i].height);
 	}
 	/* the own masks once (the distances are then let go) */
-	if (s->dist[0] != NULL)
+	if (s->flats.d[0] != NULL)
 	{
 		if ((height = tg_alloc(ctx, (s->ncomp ? s->ncomp : 1) * sizeof(int32_t))) == NULL)
 		{
@@ -575,7 +537,7 @@ tg_part_read_heights(const tg_ctx *ctx, tg_part *part, reader *r, tg_error *err)
 		s->nb_mask[i] = s->nb_label[i] > 0 ?
 			tg_flat_mask_value(s->nb_towards[i], s->nb_away[i], height_of(lh, m, s->nb_label[i])) : 0;
 	tg_free(ctx, lh);
-	forget_flat_steps(part);
+	tg_seam_flats_free(&s->flats);
 	return TG_OK;
 }
 

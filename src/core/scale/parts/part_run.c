@@ -1,7 +1,7 @@
 /*
  * part_run.c — a part's phase (tg_run_part): the coordinator's message
  * read, the phase run on the part's own tiles placed on the grid, its reply
- * written; and which operations can run over parts.
+ * written.
  */
 #include "scale/parts/part_state.h"
 
@@ -20,21 +20,6 @@ tg_part_phase_name(tg_part_phase phase)
 	static const char *const names[] = {"done", "edges", "scan", "surface", "flats", "heights", "link", "flow", "finish"};
 
 	return phase >= TG_PART_DONE && phase <= TG_PART_FINISH ? names[phase] : "?";
-}
-
-bool
-tg_op_in_parts(const tg_op *op, const char **why_not)
-{
-	*why_not = NULL;
-	if (dem_halo(op->kind) == 0)
-		*why_not = "tg_fill, tg_slope, tg_flow_direction, tg_flow_accumulation and tg_hydrology";
-	else if (op->kind == TG_OP_FILL && (op->fill_method != TG_FILL_PRIORITY_FLOOD || op->epsilon != 0))
-		*why_not = "tg_fill with method priority-flood and epsilon 0";
-	else if (op->kind == TG_OP_DIRECTIONS && (op->flow.routing != TG_ROUTE_D8 || op->directions != TG_DIRECTIONS_CODES))
-		*why_not = "tg_flow_direction with routing d8 and output codes";
-	else if (accumulates(op->kind) && op->weight_input > 0)
-		*why_not = "tg_flow_accumulation and tg_hydrology with no weight";
-	return *why_not == NULL;
 }
 
 static tg_status
@@ -92,7 +77,7 @@ run_phase(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_part *part, 
 		case TG_PART_FLATS:
 			return tg_part_flats(ctx, op, part, &r, err);
 		case TG_PART_HEIGHTS:
-			if (part->state == NULL || ((part_state *) part->state)->dist[0] == NULL)
+			if (part->state == NULL || ((part_state *) part->state)->flats.d[0] == NULL)
 				return tg_error_set(err, TG_EDATA, "a heights message reached a part that kept no flats");
 			st = reader_done(&r, "a heights message", err);
 			return st == TG_OK ? tg_part_heights(ctx, op, part, err) : st;

@@ -10,8 +10,7 @@
 static void
 state_free(const tg_part *part, part_state *s)
 {
-	void	   *bufs[] = {s->z, s->cell, s->seed, s->at, s->comp, s->comp_least, s->least, s->flat_id,
-		s->dist[0], s->dist[1], s->dist_queued[0], s->dist_queued[1], s->edge, s->mask,
+	void	   *bufs[] = {s->z, s->cell, s->seed, s->at, s->comp, s->comp_least, s->least, s->edge, s->mask,
 		s->nb_towards, s->nb_away, s->nb_label, s->nb_mask, s->sent, s->d8, s->acc,
 		s->flow_z, s->flow_d8, s->flow_frac, s->flow_w, s->flow_acc, s->flow_wait, s->flow_stack, s->taken_reach,
 		s->ready[0], s->ready[1]};
@@ -19,6 +18,7 @@ state_free(const tg_part *part, part_state *s)
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		if (bufs[i])
 			part->keep.free(bufs[i], part->keep.arg);
+	tg_seam_flats_free(&s->flats);
 	part->keep.free(s, part->keep.arg);
 }
 

@@ -46,14 +46,8 @@ typedef struct part_state
 	int64_t    *comp_least;		/* each such flat's label from its own cells: ncomp */
 	int64_t    *least;			/* and with its neighbours': ncomp; a cell's label (1 + the smallest
 								 * grid cell number of its flat) is its flat's */
-	/* until the masks: the distances over the crossing cells, as tg_flat_steps keeps them */
-	int32_t    *flat_id;		/* H * W: each own crossing cell's comp, -1 */
-	int32_t    *dist[2];		/* H * W: towards the drains, away from higher ground */
-	uint8_t    *dist_queued[2];	/* H * W: their FIFO marks */
-	int			fx0,
-				fx1,
-				fy0,
-				fy1;			/* the crossing cells' box, inclusive */
+	/* until the masks: the crossing cells walked over (scale/seams/), the same order as cell[] */
+	tg_seam_flats flats;
 	size_t		ncomp;
 	uint32_t   *edge;			/* the crossing cells of the part's first and last rows (indices) */
 	size_t		nedge;
@@ -135,26 +129,25 @@ enum
 	ROUTING_FIRST, ROUTING_LAST, VALUES_FIRST, VALUES_LAST
 };
 
-/* Rows each part needs of its neighbours' DEM (fill, slope), 0 where op cannot run over parts. */
+/* Rows of the DEM a part needs of each neighbour's: the seams' rows of halo (0: not over parts). */
 static inline int
 dem_halo(tg_op_kind kind)
 {
-	return kind == TG_OP_SLOPE || kind == TG_OP_FILL || kind == TG_OP_DIRECTIONS || kind == TG_OP_ACCUMULATION ||
-		kind == TG_OP_HYDROLOGY ? 1 : 0;
+	return tg_op_seams_of(kind) != TG_SEAMS_NONE ? 1 : 0;
 }
 
 /* Does op accumulate (tg_flow_accumulation, tg_hydrology)? */
 static inline bool
 accumulates(tg_op_kind kind)
 {
-	return kind == TG_OP_ACCUMULATION || kind == TG_OP_HYDROLOGY;
+	return tg_op_seams_of(kind) == TG_SEAMS_FLOW;
 }
 
 /* Does op route, keeping its surface between the phases? */
 static inline bool
 routes(tg_op_kind kind)
 {
-	return kind == TG_OP_DIRECTIONS || accumulates(kind);
+	return tg_op_seams_of(kind) >= TG_SEAMS_ROUTE;
 }
 
 /* The fewest rows a part may have. */
@@ -195,9 +188,7 @@ routed_rows(const part_state *s, int *first, int *count)
 static inline int32_t
 flat_dist(const part_state *s, int p, size_t c)
 {
-	const int32_t d = s->dist[p][s->cell[c]];
-
-	return d == TG_FLAT_FAR ? 0 : d;
+	return tg_seam_flats_dist(&s->flats, p, c);
 }
 
 /* A D8 routing's own rows (tg_part_route) as a routing of their own, pointing into it. */

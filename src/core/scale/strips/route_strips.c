@@ -60,14 +60,9 @@ struct tg_route_strips
 	int			next_row;		/* scan order check */
 	bool		flats_solved;
 
-	/* cells of flats that cross a strip boundary, in raster order */
-	size_t		nflat;
-	size_t		flat_cap;
-	int64_t    *flat_cell;
-	double	   *flat_z;
-	uint8_t    *flat_seed;
-	int32_t    *flat_mask;		/* after solve_flats */
-	int64_t    *row_start;		/* H + 1: first flat cell of each row */
+	/* cells of flats that cross a strip boundary (scale/seams/) */
+	tg_seam_flats flats;
+	int32_t    *flat_mask;		/* per cell, after solve_flats */
 
 	/* accumulation */
 	tg_strip_ends *strips;
@@ -139,13 +134,7 @@ tg_route_strips_begin(const tg_ctx *ctx, const tg_flow_params *p, tg_accum_units
 	rb->units = units;
 	rb->W = p->geom.width;
 	rb->H = p->geom.height;
-	rb->row_start = tg_alloc(ctx, ((size_t) rb->H + 1) * sizeof(int64_t));
-	if (rb->row_start == NULL)
-	{
-		tg_free(ctx, rb);
-		return tg_error_set(err, TG_ENOMEM, "could not allocate the strip routing");
-	}
-	memset(rb->row_start, 0, ((size_t) rb->H + 1) * sizeof(int64_t));
+	tg_seam_flats_init(&rb->flats, &ctx->allocator, rb->W);
 	*out = rb;
 	return TG_OK;
 }
@@ -155,11 +144,8 @@ tg_route_strips_end(const tg_ctx *ctx, tg_route_strips *rb)
 {
 	if (rb == NULL)
 		return;
-	tg_free(ctx, rb->flat_cell);
-	tg_free(ctx, rb->flat_z);
-	tg_free(ctx, rb->flat_seed);
+	tg_seam_flats_free(&rb->flats);
 	tg_free(ctx, rb->flat_mask);
-	tg_free(ctx, rb->row_start);
 	for (int b = 0; b < rb->nstrips; b++)
 		tg_free(ctx, rb->strips[b].dest);
 	tg_free(ctx, rb->strips);
@@ -191,53 +177,25 @@ keep_strip(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows, int64_t 
 }
 
 /* ------------------------------------------------------------------------
- * Flats across strips
+ * Flats across strips: their cells kept as the strips are scanned, their
+ * distances walked once over all of them (scale/seams/)
  * ------------------------------------------------------------------------ */
-
-/* Append a cell of a crossing flat (the three arrays share one capacity). */
-static bool
-keep_flat_cell(const tg_ctx *ctx, tg_route_strips *rb, int64_t cell, double z, uint8_t seed)
-{
-	if (rb->nflat == rb->flat_cap)
-	{
-		size_t		cap = rb->flat_cap,
-					cap_z = cap,
-					cap_seed = cap;
-
-		if (!tg_grow(ctx, (void **) &rb->flat_cell, &cap, rb->nflat + 1, sizeof(int64_t)) ||
-			!tg_grow(ctx, (void **) &rb->flat_z, &cap_z, rb->nflat + 1, sizeof(double)) ||
-			!tg_grow(ctx, (void **) &rb->flat_seed, &cap_seed, rb->nflat + 1, 1))
-			return false;
-		rb->flat_cap = cap;
-	}
-	rb->flat_cell[rb->nflat] = cell;
-	rb->flat_z[rb->nflat] = z;
-	rb->flat_seed[rb->nflat] = seed;
-	rb->nflat++;
-	return true;
-}
 
 typedef struct scan_keep
 {
 	const tg_ctx *ctx;
 	tg_route_strips *rb;
-	const double *z;
-	int			first;
-	int			next_row;		/* the first row whose start is not yet recorded */
+	int			first;			/* the grid row of z's first row */
+	int64_t		flat0;			/* the strip's first flat number */
 } scan_keep;
 
 static tg_status
 keep_crossing(void *arg, size_t i, uint8_t seed, int64_t flat, tg_error *err)
 {
-	scan_keep  *k = arg;
-	tg_route_strips *rb = k->rb;
-	const int	row = k->first + (int) (i / rb->W);
+	const scan_keep *k = arg;
 
-	while (k->next_row <= row)
-		rb->row_start[k->next_row++] = (int64_t) rb->nflat;
-	if (!keep_flat_cell(k->ctx, rb, (int64_t) k->first * rb->W + (int64_t) i, k->z[i], seed))
-		return tg_error_set(err, TG_ENOMEM, "could not keep the %zu cells of flats across strips", rb->nflat);
-	return TG_OK;
+	return tg_seam_flats_add(k->ctx, &k->rb->flats, k->first + (int) (i / k->rb->W), (int) (i % k->rb->W), seed,
+							 k->flat0 + flat, err);
 }
 
 tg_status
@@ -253,190 +211,52 @@ tg_route_strips_scan(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows
 		return tg_error_set(err, TG_EINVAL, "strips must be scanned top to bottom (row %d, expected %d)",
 							row0, rb->next_row);
 	halo_rows(rb, row0, nrows, &first, &count);
-	k = (scan_keep) {ctx, rb, z, first, row0};
+	k = (scan_keep) {ctx, rb, first, (int64_t) rb->flats.nflats};
 	st = tg_crossing_flats(ctx, z, rb->W, count, row0 - first, nrows, keep_crossing, &k, err);
-	if (st != TG_OK)
-		return st;
-	while (k.next_row <= row0 + nrows)
-		rb->row_start[k.next_row++] = (int64_t) rb->nflat;
-	rb->next_row = row0 + nrows;
-	return TG_OK;
-}
-
-/* First crossing-flat cell of row y at or after column x (row_start[y + 1] if none). */
-static int64_t
-flat_lower_bound(const tg_route_strips *rb, int x, int y)
-{
-	const int64_t first = rb->row_start[y];
-
-	return first + (int64_t) tg_first_cell_at(rb->flat_cell + first, (size_t) (rb->row_start[y + 1] - first),
-										   sizeof(int64_t), (int64_t) y * rb->W + x);
-}
-
-/*
- * Breadth-first from the queued cells: each cell of equal elevation reached
- * gets value(c) + 1 (count_steps) or value(c).  A cell's neighbours are found
- * in raster order: beside it in its row, and by one search in each of the
- * rows above and below.  Progress: pass (of 3) and the cells reached.
- */
-static bool
-flats_spread(const tg_ctx *ctx, const tg_route_strips *rb, int32_t *value, bool count_steps,
-			 uint32_t *queue, size_t head, size_t tail, int pass)
-{
-	while (head < tail)
-	{
-		const uint32_t c = queue[head++];
-		const int64_t cell = rb->flat_cell[c];
-		const int	cx = (int) (cell % rb->W),
-					cy = (int) (cell / rb->W),
-					x0 = cx > 0 ? cx - 1 : 0,
-					x1 = cx + 1 < rb->W ? cx + 1 : cx;
-		int64_t		near[8];
-		int			count = 0;
-
-		if (head % TG_CANCEL_EVERY == 0)
-		{
-			if (tg_canceled(ctx))
-				return false;
-			tg_phase_progress(ctx, (pass + (double) head / rb->nflat) / 3);
-		}
-		if ((int64_t) c > rb->row_start[cy] && rb->flat_cell[c - 1] == cell - 1 && cx > 0)
-			near[count++] = (int64_t) c - 1;
-		if ((int64_t) c + 1 < rb->row_start[cy + 1] && rb->flat_cell[c + 1] == cell + 1 && cx + 1 < rb->W)
-			near[count++] = (int64_t) c + 1;
-		for (int y = cy - 1; y <= cy + 1; y += 2)
-		{
-			if (y < 0 || y >= rb->H)
-				continue;
-			for (int64_t j = flat_lower_bound(rb, x0, y);
-				 j < rb->row_start[y + 1] && rb->flat_cell[j] <= (int64_t) y * rb->W + x1; j++)
-				near[count++] = j;
-		}
-		for (int q = 0; q < count; q++)
-		{
-			const int64_t j = near[q];
-
-			if (value[j] != 0 || rb->flat_z[j] != rb->flat_z[c])
-				continue;
-			value[j] = count_steps ? value[c] + 1 : value[c];
-			queue[tail++] = (uint32_t) j;
-		}
-	}
-	return true;
-}
-
-/*
- * Over the crossing flats' cells of equal elevation, as hydro/flats/ walks
- * them over the whole grid: the breadth-first distance from the cells
- * with `seed` (1 there).  False when canceled.
- */
-static bool
-flats_distance(const tg_ctx *ctx, const tg_route_strips *rb, uint8_t seed, int32_t *dist,
-			   uint32_t *queue)
-{
-	size_t		tail = 0;
-
-	memset(dist, 0, rb->nflat * sizeof(int32_t));
-	for (size_t s = 0; s < rb->nflat; s++)
-		if (rb->flat_seed[s] & seed)
-		{
-			dist[s] = 1;
-			queue[tail++] = (uint32_t) s;
-		}
-	return flats_spread(ctx, rb, dist, true, queue, 0, tail, seed == TG_SEED_DRAINS ? 0 : 1);
-}
-
-/* The flats themselves: component labels 1, 2, ...  False when canceled. */
-static bool
-flats_label(const tg_ctx *ctx, const tg_route_strips *rb, int32_t *label, uint32_t *queue,
-			int32_t *nlabels)
-{
-	memset(label, 0, rb->nflat * sizeof(int32_t));
-	*nlabels = 0;
-	for (size_t s = 0; s < rb->nflat; s++)
-	{
-		if (label[s] != 0)
-			continue;
-		label[s] = ++*nlabels;
-		queue[0] = (uint32_t) s;
-		if (!flats_spread(ctx, rb, label, false, queue, 0, 1, 2))
-			return false;
-	}
-	return true;
+	if (st == TG_OK && row0 > 0)
+		st = tg_seam_flats_seam(ctx, &rb->flats, row0, err);
+	if (st == TG_OK)
+		rb->next_row = row0 + nrows;
+	return st;
 }
 
 tg_status
 tg_route_strips_solve_flats(const tg_ctx *ctx, tg_route_strips *rb, tg_error *err)
 {
-	const size_t n = rb->nflat;
-	int32_t    *towards = NULL,
-			   *away = NULL,
-			   *label = NULL,
-			   *height = NULL;
-	uint32_t   *queue = NULL;
-	int32_t		nlabels = 0;
-	tg_status	st = TG_OK;
+	const size_t n = rb->flats.n;
+	tg_status	st;
 
 	if (rb->next_row != rb->H || rb->flats_solved)
 		return tg_error_set(err, TG_EINVAL, "solve the flats once, after scanning every strip");
-	if (n >= UINT32_MAX)
-		return tg_error_set(err, TG_ELIMIT, "%zu cells of flats cross strip boundaries", n);
-	rb->flat_mask = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
-	towards = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
-	away = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
-	label = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t));
-	queue = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
-	if (rb->flat_mask == NULL || towards == NULL || away == NULL || label == NULL || queue == NULL)
-	{
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate the flats across strips (%zu cells)", n);
-		goto done;
-	}
 	tg_phase(ctx, "flats across strips");
-	if (!flats_distance(ctx, rb, TG_SEED_DRAINS, towards, queue) ||
-		!flats_distance(ctx, rb, TG_SEED_HIGHER, away, queue) ||
-		!flats_label(ctx, rb, label, queue, &nlabels))
-		CHECK_CANCELED(ctx, "flow routing");
-	height = tg_alloc(ctx, ((size_t) nlabels + 1) * sizeof(int32_t));
-	if (height == NULL)
-	{
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate flat heights (%d flats)", nlabels);
-		goto done;
-	}
-	memset(height, 0, ((size_t) nlabels + 1) * sizeof(int32_t));
-	for (size_t s = 0; s < n; s++)
-		if (away[s] > height[label[s]])
-			height[label[s]] = away[s];
-	/* tg_flat_mask's M = 2 T + (H - A), 0 where undrained */
-	for (size_t s = 0; s < n; s++)
-		rb->flat_mask[s] = tg_flat_mask_value(towards[s], away[s], height[label[s]]);
-	rb->flats_solved = true;
-	/* routing needs each cell's mask only */
-	tg_free(ctx, rb->flat_z);
-	tg_free(ctx, rb->flat_seed);
-	rb->flat_z = NULL;
-	rb->flat_seed = NULL;
-
-done:
-	tg_free(ctx, towards);
-	tg_free(ctx, away);
-	tg_free(ctx, label);
-	tg_free(ctx, height);
-	tg_free(ctx, queue);
+	st = tg_seam_flats_link(ctx, &rb->flats, rb->H, err);
+	if (st == TG_OK)
+		st = tg_seam_flats_walk(ctx, &rb->flats, NULL, err);
+	if (st == TG_OK && (rb->flat_mask = tg_alloc(ctx, (n ? n : 1) * sizeof(int32_t))) == NULL)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate the masks of %zu cells of flats across strips", n);
+	if (st == TG_OK)
+		st = tg_seam_flats_masks(ctx, &rb->flats, rb->flat_mask, err);
+	/* routing needs each cell's place and mask only */
+	tg_seam_flats_forget_walk(&rb->flats);
+	rb->flats_solved = st == TG_OK;
 	return st;
 }
 
 size_t
 tg_route_strips_flat_cells(const tg_route_strips *rb)
 {
-	return rb->nflat;
+	return rb->flats.n;
 }
 
 size_t
 tg_route_strips_flat_bytes(const tg_route_strips *rb, bool solving)
 {
-	/* cell, elevation, seeds; solving adds two distances, a label and a queue
-	 * slot; afterwards cell and mask remain */
-	return rb->nflat * (solving ? 8 + 8 + 1 + 16 : 8 + 4);
+	/*
+	 * Kept while scanning: row, column, seeds, flat (13); solving: column,
+	 * flat, the neighbour bits and links, two distances and the walk's two
+	 * fronts, or the masks (33 at most); afterwards column and mask.
+	 */
+	return rb->flats.n * (solving ? 33 : 8) + ((size_t) rb->H + 1) * sizeof(uint32_t);
 }
 
 /* ------------------------------------------------------------------------
@@ -488,8 +308,8 @@ route_strip(const tg_ctx *ctx, const tg_route_strips *rb, int row0, int nrows, c
 	/* the crossing flats' cells in the strip and its inner halo rows */
 	lo = row0 - 1 > first ? row0 - 1 : first;
 	hi = row0 + nrows + 1 < first + count ? row0 + nrows + 1 : first + count;
-	given.count = (size_t) (rb->row_start[hi] - rb->row_start[lo]);
-	given.mask = rb->flat_mask + rb->row_start[lo];
+	given.count = (size_t) (rb->flats.row_start[hi] - rb->flats.row_start[lo]);
+	given.mask = rb->flat_mask + rb->flats.row_start[lo];
 	if (given.count > 0)
 	{
 		cells = tg_alloc(ctx, given.count * sizeof(size_t));
@@ -498,8 +318,9 @@ route_strip(const tg_ctx *ctx, const tg_route_strips *rb, int row0, int nrows, c
 			tg_free(ctx, sub_z);
 			return tg_error_set(err, TG_ENOMEM, "could not allocate a strip's flat cells");
 		}
-		for (size_t j = 0; j < given.count; j++)
-			cells[j] = (size_t) (rb->flat_cell[rb->row_start[lo] + j] - (int64_t) first * W);
+		for (int y = lo; y < hi; y++)
+			for (uint32_t c = rb->flats.row_start[y]; c < rb->flats.row_start[y + 1]; c++)
+				cells[c - rb->flats.row_start[lo]] = (size_t) (y - first) * W + (size_t) rb->flats.col[c];
 		given.cell = cells;
 	}
 	p.geom = strip_geometry(rb, first, count);
