@@ -7,7 +7,8 @@
  *
  *   bench_core FILE WIDTH HEIGHT PIXTYPE NODATA|none OPTION=VALUE...
  *
- * options: op=slope|fill|direction|accumulation|routing|rusle|bmmq|viewshed|levels|drainage (slope), reps=N (3),
+ * options: op=slope|fill|direction|accumulation|routing|rusle|bmmq|viewshed|levels|drainage|seams (slope),
+ *   reps=N (3),
  *   backends=cpu,gpu (both; gpu skipped without a device), geographic=0|1,
  *   pixel_w=, pixel_h= (projected), lat_top=, lat_step=, lon_step= (geographic),
  *   scale= (slope), method= (fill: priority-flood|planchon-darboux;
@@ -23,6 +24,9 @@
  *   tile=N (bmmq: cut the DEM into N x N tiles, edge tiles smaller; default one
  *   tile), nbins=K (bmmq: K equal intervals over the valid values, 8),
  *   obs_col=, obs_row= (viewshed observer; default the centre), obs_h= (1.75),
+ *   strip_rows=N (op=seams: the filled DEM in strips of N rows, 256; the flats that cross
+ *   them scanned and walked, timed), check=1 (op=seams: every strip's D8 directions
+ *   against one grid's, bit for bit),
  *   maxdist= (viewshed range in map units, 0 = unlimited), keep_blocks=0 (large blocks a
  *   call frees are not kept for its later allocations), threads=N (threads a call
  *   may use, 0 = every core; default 0), r3=1 (viewshed: also
@@ -386,6 +390,10 @@ parse_options(int argc, char **argv, options *o, tg_band *b)
 			o->mem_mb = (size_t) atol(v);
 		else if (!strcmp(argv[i], "threshold"))
 			o->threshold = atof(v);
+		else if (!strcmp(argv[i], "strip_rows"))
+			o->strip_rows = atoi(v);
+		else if (!strcmp(argv[i], "check"))
+			o->check = atoi(v) != 0;
 		else if (!strcmp(argv[i], "tile"))
 			o->tile = atoi(v);
 		else if (!strcmp(argv[i], "nbins"))
@@ -519,6 +527,8 @@ main(int argc, char **argv)
 		return bench_levels(&o, &b);
 	if (strcmp(o.op, "drainage") == 0)
 		return bench_drainage(&o, &b);
+	if (strcmp(o.op, "seams") == 0)
+		return bench_seams(&o, &b);
 	cpu = malloc(out_bytes);
 	gpu = malloc(out_bytes);
 

@@ -8,6 +8,7 @@
 #include "bmmq/bmmq.h"
 #include "hydro/accum/accum.h"
 #include "hydro/drainage/drainage.h"
+#include "scale/strips/strips.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,8 @@ typedef struct options
 	size_t		mem_mb;
 	double		threshold;		/* drainage: stream cells' accumulation, in cells */
 	int			threads;		/* 0 = every core */
+	int			strip_rows;		/* seams: rows of each strip */
+	bool		check;			/* seams: the directions in strips against one grid's */
 	tg_flow_params flow;
 } options;
 
@@ -44,6 +47,7 @@ int			bench_bmmq(const options *o, const tg_band *dem);
 int			bench_levels(const options *o, const tg_band *dem);
 int			bench_drainage(const options *o, const tg_band *dem);
 int			bench_viewshed(const options *o, const tg_band *dem);
+int			bench_seams(const options *o, const tg_band *dem);
 int			bench_copies(int argc, char **argv);
 
 #endif							/* TG_BENCH_CORE_H */

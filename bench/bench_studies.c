@@ -739,3 +739,94 @@ bench_copies(int argc, char **argv)
 		   r.staged_down_gbs, r.staged_down_fresh_gbs, r.staged_down_fresh_small_gbs, r.host_memcpy_gbs);
 	return 0;
 }
+
+/*
+ * The flats that cross strip boundaries (scale/seams/): the DEM filled in
+ * memory, cut into strips of strip_rows rows, each scanned for its crossing
+ * flats (with the two rows of halo a reader hands over), then the walk over
+ * all of them; the scans' and the walk's times and the crossing cells.
+ * check=1: every strip's D8 directions against the whole grid's.
+ */
+int
+bench_seams(const options *o, const tg_band *dem)
+{
+	const int	W = dem->width,
+				H = dem->height,
+				R = o->strip_rows > 0 ? o->strip_rows : 256;
+	const size_t n = (size_t) W * H;
+	double	   *z = malloc(n * sizeof(double));
+	double	   *scan_ms = malloc(sizeof(double) * (o->reps > 0 ? o->reps : 1)),
+			   *solve_ms = malloc(sizeof(double) * (o->reps > 0 ? o->reps : 1));
+	uint8_t    *ref = o->check ? malloc(n) : NULL,
+			   *got = o->check ? malloc(n) : NULL;
+	tg_fill_params fp = {TG_FILL_PRIORITY_FLOOD, 0, TG_PT_64BF};
+	tg_flow_params p = o->flow;
+	tg_ctx		ctx;
+	tg_error	err;
+	size_t		crossing = 0,
+				differ = 0;
+	double		t0;
+
+	tg_ctx_init(&ctx);
+	ctx.backend = TG_BACKEND_CPU;
+	ctx.threads = o->threads;
+	tg_error_clear(&err);
+	p.routing = TG_ROUTE_D8;
+	p.fill = false;				/* the surface is filled already */
+	t0 = now_ms();
+	if (tg_fill(&ctx, dem, &fp, NAN, z, &err) != TG_OK)
+	{
+		fprintf(stderr, "fill failed: %s\n", err.message);
+		return 1;
+	}
+	printf("op=seams cells=%zu strip_rows=%d strips=%d fill_ms=%.1f", n, R, (H + R - 1) / R, now_ms() - t0);
+	for (int rep = 0; rep < (o->reps > 0 ? o->reps : 1); rep++)
+	{
+		tg_route_strips *rb = NULL;
+		tg_status	st = tg_route_strips_begin(&ctx, &p, TG_UNITS_CELLS, &rb, &err);
+
+		t0 = now_ms();
+		for (int r0 = 0; st == TG_OK && r0 < H; r0 += R)
+			st = tg_route_strips_scan(&ctx, rb, r0, r0 + R < H ? R : H - r0, z + (size_t) (r0 >= 2 ? r0 - 2 : 0) * W,
+									  &err);
+		scan_ms[rep] = now_ms() - t0;
+		t0 = now_ms();
+		if (st == TG_OK)
+			st = tg_route_strips_solve_flats(&ctx, rb, &err);
+		solve_ms[rep] = now_ms() - t0;
+		crossing = st == TG_OK ? tg_route_strips_flat_cells(rb) : 0;
+		if (st == TG_OK && o->check && rep == 0)
+			for (int r0 = 0; st == TG_OK && r0 < H; r0 += R)
+				st = tg_route_strips_directions(&ctx, rb, r0, r0 + R < H ? R : H - r0,
+												z + (size_t) (r0 >= 2 ? r0 - 2 : 0) * W, got + (size_t) r0 * W,
+												NULL, &err);
+		tg_route_strips_end(&ctx, rb);
+		if (st != TG_OK)
+		{
+			fprintf(stderr, "\nseams failed: %s\n", err.message);
+			return 1;
+		}
+	}
+	if (o->check)
+	{
+		tg_band		surface = {TG_PT_64BF, false, false, false, 0, W, H, z};
+
+		if (tg_flow_direction(&ctx, &surface, &p, ref, NULL, &err) != TG_OK)
+		{
+			fprintf(stderr, "\nreference directions failed: %s\n", err.message);
+			return 1;
+		}
+		for (size_t i = 0; i < n; i++)
+			differ += ref[i] != got[i];
+		printf(" directions_differing=%zu", differ);
+	}
+	printf(" crossing_cells=%zu scan_ms=%.1f solve_ms=%.1f threads=%d\n", crossing,
+		   median(scan_ms, o->reps > 0 ? o->reps : 1), median(solve_ms, o->reps > 0 ? o->reps : 1),
+		   tg_threads_wanted(&ctx));
+	free(z);
+	free(scan_ms);
+	free(solve_ms);
+	free(ref);
+	free(got);
+	return differ != 0;
+}
