@@ -67,7 +67,7 @@ fill_in_strips(const double *z, int W, int H, const int *rows, int nb, double *o
 			ok = tg_fill_strips_solve(&ctx, fb, &err) == TG_OK;
 	}
 	if (!ok)
-		printf("blocked fill: %s\n", err.message);
+		printf("fill in strips: %s\n", err.message);
 	tg_fill_strips_end(&ctx, fb);
 	free(buf);
 	return ok;
@@ -94,7 +94,7 @@ test_fill_strips(void)
 				for (size_t i = 0; i < n; i++)
 					z[i] = rng_uniform() < 0.03 ? ND : floor(rng_uniform() * 12);
 			check(fill64(TG_BACKEND_CPU, z, W, H, TG_FILL_PRIORITY_FLOOD, 0, ref) == TG_OK,
-				  "blocked fill %dx%d: reference", W, H);
+				  "fill in strips %dx%d: reference", W, H);
 			/* random strips and one strip again, each scanned in sub-strips of 2 rows */
 			for (int split = 0; split < 6; split++)
 			{

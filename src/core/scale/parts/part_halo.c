@@ -228,14 +228,8 @@ tg_part_put_halo_routing(writer *w, const tg_op *op, const part_state *s, int si
 	if (reach == NULL || need == NULL || crossing == NULL || masks == NULL || row == NULL || beyond == NULL ||
 		!halo_reach(w->ctx, op, s, side, reach))
 	{
-		tg_free(w->ctx, reach);
-		tg_free(w->ctx, need);
-		tg_free(w->ctx, crossing);
-		tg_free(w->ctx, masks);
-		tg_free(w->ctx, row);
-		tg_free(w->ctx, beyond);
 		w->failed = true;
-		return;
+		goto done;
 	}
 	memcpy(taken, reach + h * W, W);
 	put_bits(w, reach, (h + 1) * W);
@@ -307,6 +301,7 @@ tg_part_put_halo_routing(writer *w, const tg_op *op, const part_state *s, int si
 			}
 		put_share_planes(w, row, W, m);
 	}
+done:
 	tg_free(w->ctx, reach);
 	tg_free(w->ctx, need);
 	tg_free(w->ctx, crossing);

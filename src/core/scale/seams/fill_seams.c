@@ -199,7 +199,7 @@ tg_fill_strips_begin(const tg_ctx *ctx, int width, int height, tg_fill_strips **
 
 	*out = NULL;
 	if (fb == NULL)
-		return tg_error_set(err, TG_ENOMEM, "could not allocate the blocked fill");
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the fill in strips");
 	memset(fb, 0, sizeof *fb);
 	fb->width = width;
 	fb->height = height;
@@ -222,11 +222,11 @@ tg_fill_strips_scan(const tg_ctx *ctx, tg_fill_strips *fb, int row0, int nrows, 
 	tg_status	st;
 
 	if (fb->solved || row0 != fb->next_row || nrows < 1 || row0 + nrows > fb->height)
-		return tg_error_set(err, TG_EINVAL, "blocked fill: strip at row %d of %d rows out of order",
+		return tg_error_set(err, TG_EINVAL, "fill in strips: strip at row %d of %d rows out of order",
 							row0, nrows);
 	if (!tg_grow(ctx, (void **) &fb->strip_row0, &fb->strip_cap, (size_t) fb->nstrips + 1, sizeof(int)) ||
 		!tg_grow(ctx, (void **) &fb->strip_rows, &fb->rows_cap, (size_t) fb->nstrips + 1, sizeof(int)))
-		return tg_error_set(err, TG_ENOMEM, "could not allocate the blocked fill's strips");
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the fill's strips");
 	st = scan_rows(ctx, W, fb->nstrips, row0 > 0, row0 + nrows < fb->height, nrows, z, &p, err);
 	/* z begins with the row above where there is one */
 	if (st == TG_OK)
@@ -249,7 +249,7 @@ tg_fill_strips_solve(const tg_ctx *ctx, tg_fill_strips *fb, tg_error *err)
 	tg_status	st;
 
 	if (fb->next_row != fb->height)
-		return tg_error_set(err, TG_EINVAL, "blocked fill: strips cover %d of %d rows",
+		return tg_error_set(err, TG_EINVAL, "fill in strips: strips cover %d of %d rows",
 							fb->next_row, fb->height);
 	st = tg_spill_graph_solve(ctx, fb->spill, &fb->level, err);
 	fb->solved = st == TG_OK;
@@ -263,7 +263,7 @@ tg_fill_strips_finish(const tg_ctx *ctx, tg_fill_strips *fb, int row0, int nrows
 	const int	k = strip_index(fb, row0, nrows);
 
 	if (!fb->solved || k < 0)
-		return tg_error_set(err, TG_EINVAL, "blocked fill: strip at row %d of %d rows was not scanned",
+		return tg_error_set(err, TG_EINVAL, "fill in strips: strip at row %d of %d rows was not scanned",
 							row0, nrows);
 	/* the strip's top row labels, then its bottom row's, follow each other */
 	return finish_rows(ctx, fb->width, row0 > 0, row0 + nrows < fb->height, nrows, z,

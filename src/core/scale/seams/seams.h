@@ -1,9 +1,9 @@
 /*
  * seams.h — what strips (one server, beyond memory: scale/strips/) and
  * parts (several servers: scale/parts/) share at the seams between their
- * rows: the fill's label graph assembled across them (fill_seams.c, Barnes
- * 2016) and the D8 flow carried across them (flow_seams.c, Barnes 2017).
- * Internal to the core.
+ * rows: the fill's spill graph assembled across them (fill_seams.c, Barnes
+ * 2016), the flats that cross them (flat_seams.c) and the D8 flow carried
+ * across them (flow_seams.c, Barnes 2017).  Internal to the core.
  */
 #ifndef TG_SEAMS_H
 #define TG_SEAMS_H
