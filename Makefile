@@ -7,6 +7,7 @@
 #   make check-core      core unit tests (also under ASan/UBSan) and the raster decoder
 #                        fuzz test (no server)
 #   make qgis-plugin     the QGIS plugin as a zip for Plugins > Install from ZIP
+#   make check-layering  no circles of calls, nothing calling up, sizes within bounds
 #
 # Variables: WITH_CUDA=0 builds without CUDA; NVCC_GENCODE picks the GPU
 # architectures (default sm_80 and sm_90 machine code plus sm_90 PTX).
@@ -18,7 +19,34 @@ DATA_built  = sql/$(EXTENSION)--$(EXTVERSION).sql
 # released install scripts, frozen, and the upgrade scripts (tools/gen_upgrade.py)
 DATA        = sql/$(EXTENSION)--0.1.0.sql $(wildcard sql/$(EXTENSION)--*--*.sql)
 
-CORE_SRCS   = $(sort $(wildcard src/core/*.c))
+# The core by folder, lowest layer first (docs/ARCHITECTURE.md)
+CORE_SRCS   = src/core/runtime/error.c src/core/runtime/pool.c src/core/runtime/wavefront.c \
+              src/core/raster/raster.c src/core/raster/tile_codec.c src/core/raster/geometry.c \
+              src/core/raster/tile_io.c \
+              src/core/terrain/terrain_cpu.c \
+              src/core/viewshed/viewshed_cpu.c \
+              src/core/bmmq/bmmq_cpu.c \
+              src/core/hydro/fill/fill_cpu.c src/core/hydro/fill/fill_flood.c \
+              src/core/hydro/flats/flat_labels.c src/core/hydro/flats/flat_distances.c \
+              src/core/hydro/flats/flat_masks.c \
+              src/core/hydro/route/route_cpu.c src/core/hydro/route/route_cache.c \
+              src/core/hydro/accum/accum_cpu.c src/core/hydro/accum/cell_weights.c \
+              src/core/hydro/accum/chain_cpu.c \
+              src/core/hydro/catchment/catchment_cpu.c src/core/hydro/catchment/factors.c \
+              src/core/dispatch/dispatch.c \
+              src/core/hydro/drainage/drainage.c \
+              src/core/ops/ops.c \
+              src/core/scale/seams/fill_seams.c src/core/scale/seams/flow_seams.c \
+              src/core/scale/seams/flat_seams.c \
+              src/core/scale/strips/strips.c src/core/scale/strips/route_strips.c \
+              src/core/scale/parts/part_state.c src/core/scale/parts/part_run.c \
+              src/core/scale/parts/part_edges.c \
+              src/core/scale/parts/part_fill.c src/core/scale/parts/part_flats.c \
+              src/core/scale/parts/part_link.c src/core/scale/parts/part_halo.c \
+              src/core/scale/parts/part_flow.c src/core/scale/parts/part_finish.c \
+              src/core/scale/parts/part_coordinator.c \
+              src/core/run/run.c
+CORE_HDRS   = $(shell find src/core -name '*.h' -not -path 'src/core/test/*')
 PG_SRCS     = $(sort $(wildcard src/pg/*.c))
 OBJS        = $(CORE_SRCS:.c=.o) $(PG_SRCS:.c=.o)
 PG_CPPFLAGS = -Isrc/core
@@ -36,7 +64,7 @@ NVCC        ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvc
 WITH_CUDA   ?= $(if $(NVCC),1,0)
 CUDA_HOME   ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_SRCS    = $(sort $(wildcard cuda/*.cu))
-CUDA_HDRS    = $(wildcard cuda/*.cuh) $(wildcard src/core/*.h)
+CUDA_HDRS    = $(wildcard cuda/*.cuh) $(CORE_HDRS)
 CUDA_LIB     = cuda/libterra_gpu_cuda.a
 NVCC_GENCODE ?= -gencode arch=compute_80,code=sm_80 \
                 -gencode arch=compute_90,code=[sm_90,compute_90]
@@ -68,7 +96,7 @@ include $(PGXS)
 $(DATA_built): sql/$(EXTENSION).sql $(EXTENSION).control
 	cp $< $@
 
-$(OBJS): $(wildcard src/core/*.h) $(wildcard src/pg/*.h)
+$(OBJS): $(CORE_HDRS) $(wildcard src/pg/*.h)
 
 ifeq ($(WITH_CUDA),1)
 $(shlib): $(CUDA_LIB)
@@ -100,27 +128,27 @@ FUZZ_ITERATIONS ?= 200000
 
 CORE_TEST_SRCS = $(filter-out src/core/test/fuzz_raster.c,$(wildcard src/core/test/*.c))
 
-build/test_core: $(CORE_TEST_SRCS) src/core/test/test.h $(CORE_SRCS) $(wildcard src/core/*.h) $(CORE_CUDA)
+build/test_core: $(CORE_TEST_SRCS) src/core/test/test.h $(CORE_SRCS) $(CORE_HDRS) $(CORE_CUDA)
 	mkdir -p build
 	$(CC) $(CORE_TEST_CFLAGS) -o $@ $(CORE_TEST_SRCS) $(CORE_SRCS) \
 		$(if $(filter 0,$(WITH_CUDA)),cuda/tg_cuda_stub.c) $(CORE_TEST_LIBS)
 
 # the same tests under AddressSanitizer (leaks included: LeakSanitizer runs
 # at exit) and UBSan, on the CPU path: the CUDA runtime does not run under ASan
-build/test_core_asan: $(CORE_TEST_SRCS) src/core/test/test.h $(CORE_SRCS) $(wildcard src/core/*.h)
+build/test_core_asan: $(CORE_TEST_SRCS) src/core/test/test.h $(CORE_SRCS) $(CORE_HDRS)
 	mkdir -p build
 	$(CC) $(CORE_TEST_CFLAGS) $(SANITIZE) -o $@ $(CORE_TEST_SRCS) $(CORE_SRCS) cuda/tg_cuda_stub.c \
 		$(CODEC_LINK) -lpthread -lm
 
-FUZZ_SRCS = src/core/test/fuzz_raster.c src/core/tg_raster.c src/core/tg_error.c src/core/terrain_cpu.c \
-            src/core/tg_pool.c src/core/tile_codec.c
+FUZZ_SRCS = src/core/test/fuzz_raster.c src/core/raster/raster.c src/core/runtime/error.c \
+            src/core/terrain/terrain_cpu.c src/core/runtime/pool.c src/core/raster/tile_codec.c
 
-build/fuzz_raster: $(FUZZ_SRCS) $(wildcard src/core/*.h)
+build/fuzz_raster: $(FUZZ_SRCS) $(CORE_HDRS)
 	mkdir -p build
 	$(CC) $(CORE_TEST_CFLAGS) $(SANITIZE) -o $@ $(FUZZ_SRCS) $(CODEC_LINK) -lpthread -lm
 
 # coverage-guided variant (needs clang): build/fuzz_raster_libfuzzer -runs=N
-build/fuzz_raster_libfuzzer: $(FUZZ_SRCS) $(wildcard src/core/*.h)
+build/fuzz_raster_libfuzzer: $(FUZZ_SRCS) $(CORE_HDRS)
 	mkdir -p build
 	clang -DTG_LIBFUZZER -g -O1 -Isrc/core -fsanitize=fuzzer,address,undefined \
 		-o $@ $(FUZZ_SRCS) $(CODEC_LINK) -lpthread -lm
@@ -133,14 +161,20 @@ check-core: build/test_core build/test_core_asan build/fuzz_raster
 	ASAN_OPTIONS=detect_leaks=1 build/test_core_asan
 	build/fuzz_raster $(FUZZ_ITERATIONS)
 
-.PHONY: check-core fuzz-libfuzzer
+# the core's layers, read from the objects the build left (docs/ARCHITECTURE.md)
+check-layering: all
+	python3 tools/check_layering.py
+
+.PHONY: check-core check-layering fuzz-libfuzzer
 
 # ---------------------------------------------------------------------------
 # Benchmark driver for the core (no server): see bench/run_bench.py
 # ---------------------------------------------------------------------------
-build/bench_core: bench/bench_core.c $(CORE_SRCS) $(wildcard src/core/*.h) $(CORE_CUDA)
+BENCH_CORE_SRCS = bench/bench_core.c bench/bench_studies.c
+
+build/bench_core: $(BENCH_CORE_SRCS) bench/bench_core.h $(CORE_SRCS) $(CORE_HDRS) $(CORE_CUDA)
 	mkdir -p build
-	$(CC) $(CORE_TEST_CFLAGS) -o $@ bench/bench_core.c $(CORE_SRCS) \
+	$(CC) $(CORE_TEST_CFLAGS) -o $@ $(BENCH_CORE_SRCS) $(CORE_SRCS) \
 		$(if $(filter 0,$(WITH_CUDA)),cuda/tg_cuda_stub.c) $(CORE_TEST_LIBS)
 
 # ---------------------------------------------------------------------------

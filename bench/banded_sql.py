@@ -1,15 +1,22 @@
 #!/usr/bin/env python3
 """Coverages larger than terra_gpu.max_memory_mb: the fill -> accumulation
 pipeline as one coverage call (tg_flow_accumulation fills the DEM itself),
-run in bands of rows under a memory budget, timed, with the backend's peak
-resident memory; optionally the same call in memory and a tile-by-tile
-comparison (D8 counts are equal bit for bit; multiple-flow sums are added in
-another order, so their cells are compared to rounding as well).
+or the directions, run in strips of rows under a memory budget, timed, with
+the backend's peak resident memory and each phase's time (tg_last_run():
+"flats across strips" is the seams' walk over the flats that cross strip
+boundaries, whose cells a NOTICE counts); optionally the same call in
+memory and a tile-by-tile comparison (D8 counts and directions are equal bit
+for bit; multiple-flow sums are added in another order, so their cells are
+compared to rounding as well).
 
     bench/banded_sql.py TABLE --budget-mb 4096 [--compare] [--keep]
     bench/banded_sql.py DEM.tif --budget-mb 512 --compare [--memory-backend gpu]
                                               (loads DEM.tif at 256 x 256)
     bench/banded_sql.py DEM.tif --routing mfd-md --budget-mb 360 --compare
+    bench/banded_sql.py BIG.vrt --op directions --budget-mb 4096
+                                              (any GDAL source: a VRT that
+                                              enlarges a DEM bilinearly makes
+                                              large integer plateaus)
 
 The peak is the backend's VmHWM (/proc/PID/status, read through
 pg_read_file, so the role must be a superuser) in a fresh session that runs
@@ -32,7 +39,7 @@ def run_statement(sql, budget_mb, db):
     script = ("SET terra_gpu.max_memory_mb = %d;\n"
               "SET default_toast_compression = lz4;\n"
               "%s;\n"
-              "SELECT method, note FROM tg_last_run();\n"
+              "SELECT method, note, phases FROM tg_last_run();\n"
               "SELECT pg_read_file('/proc/' || pg_backend_pid() || '/status');\n" % (budget_mb, sql))
     cmd = ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"] + (["-d", db] if db else [])
     t0 = time.perf_counter()
@@ -41,7 +48,8 @@ def run_statement(sql, budget_mb, db):
     if p.returncode != 0:
         raise RuntimeError("psql failed:\n" + p.stderr)
     peak = re.search(r"VmHWM:\s+(\d+) kB", p.stdout)
-    method = p.stdout.strip().splitlines()[0]
+    method, note, phases = (p.stdout.strip().splitlines()[0].split("|") + ["", ""])[:3]
+    method = "%s|%s; phases: %s" % (method, note, phases)
     notices = [l for l in p.stderr.splitlines() if l.startswith("NOTICE")]
     return wall, int(peak.group(1)) / 1024 if peak else float("nan"), method, notices
 
@@ -54,12 +62,14 @@ def main():
                     help="also run in memory (budget 1 TB) and compare the tiles")
     ap.add_argument("--memory-backend", default="cpu", help="backend of the in-memory run (cpu, gpu)")
     ap.add_argument("--routing", default="d8", help="d8, fd8, mfd-md, dinf or anisotropic")
+    ap.add_argument("--op", default="accumulation", choices=["accumulation", "directions"],
+                    help="tg_flow_accumulation (filling the DEM) or tg_flow_direction")
     ap.add_argument("--keep", action="store_true", help="keep the result tables")
     ap.add_argument("--db")
     a = ap.parse_args()
 
     table = a.source
-    if a.source.endswith((".tif", ".tiff")):
+    if os.path.exists(a.source):
         dem = Dem(a.source)
         table = re.sub(r"\W", "_", dem.name) + "_tiles"
         t0 = time.perf_counter()
@@ -71,8 +81,9 @@ def main():
     print("# %s: %s tiles" % (table, size.split("|")[0]))
 
     def pipeline(result, backend="cpu"):
-        return ("CREATE TABLE %s AS SELECT * FROM tg_flow_accumulation(coverage => '%s', routing => '%s', "
-                "backend => '%s')" % (result, table, a.routing, backend))
+        function = "tg_flow_accumulation" if a.op == "accumulation" else "tg_flow_direction"
+        return ("CREATE TABLE %s AS SELECT * FROM %s(coverage => '%s', routing => '%s', "
+                "backend => '%s')" % (result, function, table, a.routing, backend))
 
     psql("DROP TABLE IF EXISTS banded_acc, memory_acc", a.db)
     wall, peak, method, notices = run_statement(pipeline("banded_acc"), a.budget_mb, a.db)
@@ -86,7 +97,7 @@ def main():
         same = psql("SELECT count(*), count(*) FILTER (WHERE ST_AsBinary(m.rast) = ST_AsBinary(b.rast)) "
                     "FROM memory_acc m JOIN banded_acc b USING (rid)", a.db)
         print("tiles compared, identical: %s" % same.replace("|", ", "))
-        if a.routing != "d8":
+        if a.routing != "d8" and a.op == "accumulation":
             # every cell: the largest relative difference, and how many differ at all
             cells = ("SELECT rid, c.i, c.v FROM %s, unnest(ST_DumpValues(rast, 1)) WITH ORDINALITY c(v, i)")
             apart = psql("SELECT count(*) FILTER (WHERE m.v IS DISTINCT FROM b.v), count(*), "

@@ -26,7 +26,7 @@
 #include <cub/device/device_scan.cuh>
 #include <thrust/iterator/transform_iterator.h>
 
-#include "tg_bmmq.h"
+#include "bmmq/bmmq.h"
 #include "tg_cuda_common.cuh"
 #include "tg_pixels.cuh"
 
@@ -503,9 +503,6 @@ build_trees(const tg_ctx *ctx, const tg_band *tiles, int ntiles, const double *b
 			ctx->stats->chunks++;
 		i += n;
 	}
-	if (err->code != TG_OK)
-		for (int i = 0; i < ntiles; i++)
-			tg_bmmq_tree_free(ctx, &trees[i]);
 	return err->code;
 }
 

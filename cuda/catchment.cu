@@ -3,7 +3,7 @@
  * routing of route.cu: the DEM crosses PCIe once, the results once.
  *
  *   rusle        routing -> accumulation (accum.cu) -> one kernel for the
- *                Horn slope, LS and R K LS C P (tg_hydro.h's formulas).
+ *                Horn slope, LS and R K LS C P (hydro.h's formulas).
  *   travel time  routing -> step times -> pointer jumping: every cell holds
  *                (next, time to next); a pass replaces both by next's, so
  *                after ceil(log2(longest path)) passes next is the end of

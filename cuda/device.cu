@@ -18,12 +18,7 @@
 #include <vector>
 
 #include "tg_cuda_common.cuh"
-
-/* tg_pool.h declares C functions without an extern "C" block of its own. */
-extern "C"
-{
-#include "tg_pool.h"
-}
+#include "runtime/runtime.h"
 
 /* Oldest architecture the fat binary carries machine code for (sm_80). */
 #define TG_MIN_CC_MAJOR 8
@@ -459,9 +454,12 @@ tg_cuda_copy_to_host(const tg_ctx *ctx, void *dst, const void *src, size_t bytes
 	return rc;
 }
 
+/* 0: a slice of streamed products takes half the staging block (the tests set less) */
+size_t		tg_stream_slice_bytes = 0;
+
 /*
- * Products streamed to a sink: each band of rows comes back into one half of
- * the staging block while the sink reads the band before it from the other.
+ * Products streamed to a sink: each slice of rows comes back into one half of
+ * the staging block while the sink reads the slice before it from the other.
  */
 namespace
 {
@@ -473,16 +471,16 @@ plane_room(size_t bytes)
 	return (bytes + 63) & ~(size_t) 63;
 }
 
-/* The room of a band: a half, or less for the tests. */
+/* The room of a slice: a half, or less for the tests. */
 size_t
 stream_room(void)
 {
-	return tg_stream_band_bytes > 0 && tg_stream_band_bytes < STREAM_ROOM ? tg_stream_band_bytes : STREAM_ROOM;
+	return tg_stream_slice_bytes > 0 && tg_stream_slice_bytes < STREAM_ROOM ? tg_stream_slice_bytes : STREAM_ROOM;
 }
 
 /* The bytes nrows rows of every plane take in a half, each plane aligned. */
 size_t
-band_bytes(const size_t elem[TG_SINK_PLANES], int width, int nrows)
+slice_bytes(const size_t elem[TG_SINK_PLANES], int width, int nrows)
 {
 	size_t		total = 0;
 
@@ -491,16 +489,16 @@ band_bytes(const size_t elem[TG_SINK_PLANES], int width, int nrows)
 	return total;
 }
 
-/* The band from `start`: up to the furthest cut whose rows fit a half (start: not even the next). */
+/* The slice from `start`: up to the furthest cut whose rows fit a half (start: not even the next). */
 int
-band_end(const tg_rows_sink *sink, const size_t elem[TG_SINK_PLANES], int width, int start)
+slice_end(const tg_rows_sink *sink, const size_t elem[TG_SINK_PLANES], int width, int start)
 {
 	int			end = start;
 
 	for (int c = 0; c < sink->ncuts; c++)
 		if (sink->cuts[c] > start)
 		{
-			if (sink->cuts[c] < end || band_bytes(elem, width, sink->cuts[c] - start) > stream_room())
+			if (sink->cuts[c] < end || slice_bytes(elem, width, sink->cuts[c] - start) > stream_room())
 				break;
 			end = sink->cuts[c];
 		}
@@ -516,7 +514,7 @@ struct streamed_half
 };
 
 tg_status
-stream_bands(const tg_ctx *ctx, const void *const dev[TG_SINK_PLANES], const size_t elem[TG_SINK_PLANES],
+stream_slices(const tg_ctx *ctx, const void *const dev[TG_SINK_PLANES], const size_t elem[TG_SINK_PLANES],
 			 int width, int height, tg_rows_sink *sink, double *dma_ms, tg_error *err)
 {
 	cuda_event	queued_before;
@@ -537,7 +535,7 @@ stream_bands(const tg_ctx *ctx, const void *const dev[TG_SINK_PLANES], const siz
 
 	auto		queue = [&](int h) -> cudaError_t {
 		uint8_t    *slot = (uint8_t *) stage_block + h * STREAM_ROOM;
-		const int	end = band_end(sink, elem, width, next);
+		const int	end = slice_end(sink, elem, width, next);
 		cudaError_t rc = cudaEventRecord(half[h].start, stream);
 
 		for (int k = 0; k < TG_SINK_PLANES && rc == cudaSuccess; k++)
@@ -593,18 +591,18 @@ tg_cuda_stream_rows(const tg_ctx *ctx, const void *const dev[TG_SINK_PLANES], co
 	std::lock_guard<std::mutex> hold(stage_lock);
 	tg_status	st;
 
-	/* every band must fit a half: otherwise the caller copies the planes whole */
+	/* every slice must fit a half: otherwise the caller copies the planes whole */
 	if (!staging_ready())
 		return TG_OK;
 	for (int row = 0; row < height;)
 	{
-		const int	end = band_end(sink, elem, width, row);
+		const int	end = slice_end(sink, elem, width, row);
 
 		if (end == row)
 			return TG_OK;
 		row = end;
 	}
-	st = stream_bands(ctx, dev, elem, width, height, sink, dma_ms, err);
+	st = stream_slices(ctx, dev, elem, width, height, sink, dma_ms, err);
 	/* what the sink took is not undone: no other backend may start over */
 	if (st != TG_OK && sink->used && err)
 		err->on_device = false;

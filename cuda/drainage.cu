@@ -28,7 +28,7 @@
 
 #include "levels.cuh"
 #include "tg_cuda_common.cuh"
-#include "tg_hydro.h"
+#include "hydro/hydro.h"
 
 namespace cg = cooperative_groups;
 

@@ -10,7 +10,7 @@
 #include <type_traits>
 
 #include "tg_cuda_common.cuh"
-#include "tg_hydro.h"
+#include "hydro/hydro.h"
 #include "tg_pixels.cuh"
 
 static inline unsigned

@@ -1,5 +1,5 @@
 /*
- * route.cu — the routing of every cell on the GPU, as route_cpu.c computes it:
+ * route.cu — the routing of every cell on the GPU, as hydro/route/ computes it:
  * the (filled) surface, D8 receivers and multiple-flow shares from its
  * gradients, and flats drained by Barnes, Lehman & Mulla (2014)'s combined
  * gradient.  The breadth-first distances towards lower and away from higher

@@ -1,5 +1,6 @@
 /*
- * route.cuh — the routing on the device (route.cu), read by accum.cu.
+ * route.cuh — the routing on the device (route.cu) and the accumulations on
+ * it (accum.cu), read by the chain (flow.cu) and catchment.cu.
  */
 #ifndef TG_ROUTE_CUH
 #define TG_ROUTE_CUH
@@ -50,6 +51,10 @@ template <typename V>
 tg_status	accumulate(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_params *p,
 					   const double *weight, tg_accum_method method, double *acc, int *rounds,
 					   const char **used, tg_error *err);
+/* Indegree on a D8 routing: one launch of chains from its sources (accum.cu). */
+tg_status	d8_chains(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind, const double *weight,
+					  double *acc, uint16_t *links, uint32_t *indeg, uint32_t *order, int *launches,
+					  tg_error *err);
 /* Device bytes per cell of an accumulation by `method`, weights and result included. */
 size_t		accumulation_bytes_per_cell(tg_accum_method method, tg_routing routing);
 

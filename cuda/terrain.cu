@@ -18,7 +18,7 @@
 
 #include "tg_cuda_common.cuh"
 #include "tg_pixels.cuh"
-#include "terrain_cells.h"
+#include "terrain/terrain.h"
 
 namespace
 {

@@ -11,7 +11,7 @@
 
 #include <cuda_runtime.h>
 
-#include "tg_backends.h"
+#include "dispatch/dispatch.h"
 
 /*
  * Record a failed CUDA call in err and return its status from the calling
@@ -62,9 +62,9 @@ cudaError_t tg_cuda_copy_to_host(const tg_ctx *ctx, void *dst, const void *src, 
 
 /*
  * Device planes of width * height cells (elem[k] bytes each; dev[k] NULL
- * and elem[k] 0: none) handed to sink in bands of its cuts, each band copied into pinned
+ * and elem[k] 0: none) handed to sink in slices of its cuts, each slice copied into pinned
  * memory while the sink reads the one before (tg_rows_sink).  sink->used
- * stays false where some band would not fit the staging or there is no
+ * stays false where some slice would not fit the staging or there is no
  * pinned memory: nothing was done, copy the planes as before.  *dma_ms: the
  * device time of the copies alone.
  */

@@ -2,7 +2,10 @@
  * tg_cuda_stub.c — the CUDA side of a build made without nvcc (WITH_CUDA=0):
  * there is never a device, so `auto` runs on the CPU and `gpu` says why not.
  */
-#include "tg_backends.h"
+#include "dispatch/dispatch.h"
+
+/* no device streams products: kept for the tests, which set it either way */
+size_t		tg_stream_slice_bytes = 0;
 
 static tg_status
 no_cuda(tg_error *err)

@@ -8,13 +8,13 @@
  * carried), and the thread decides the cells its step owns under the
  * nearest-ray rule.  Neighbouring threads read neighbouring cells, so loads
  * coalesce along the ray.  Maximum is exact and order-free, and the samples
- * use the same arithmetic as the CPU walk (tg_viewshed.h): the output is
+ * use the same arithmetic as the CPU walk (viewshed/viewshed.h): the output is
  * identical.
  */
 #include <cub/block/block_scan.cuh>
 
 #include "hydro.cuh"
-#include "tg_viewshed.h"
+#include "viewshed/viewshed.h"
 
 namespace
 {

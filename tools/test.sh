@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run every test on a fresh Debian 12 machine: install and build (setup.sh),
-# the core unit tests and the raster decoder fuzz test (no server), the
+# the core's layering, the core unit tests and the raster decoder fuzz test (no server), the
 # pg_regress suites against a throwaway cluster, the README's SQL examples,
 # the agreement of tg_slope with ST_Slope and gdaldem, of the other local
 # derivatives with gdaldem, PostGIS and references, hydrology
@@ -14,6 +14,9 @@ source "$(dirname "$0")/common.sh"
 cd "$REPO"
 
 "$REPO/tools/setup.sh"
+
+echo "== the core's layers: no circles of calls, nothing calling up (docs/ARCHITECTURE.md)"
+python3 tools/check_layering.py
 
 echo "== core unit tests and decoder fuzzing (no server)"
 make -s check-core

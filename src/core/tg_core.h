@@ -1,9 +1,13 @@
 /*
- * tg_core.h — the one public, device-neutral API of terra_gpu's core.
+ * tg_core.h — what the fmgr glue (src/pg/) uses of terra_gpu's core: the
+ * context and errors, raster values, the parameters of every operation,
+ * tg_run over tiles, BMMQ-tree builds and the messages of a partitioned
+ * coverage.  The core's own interfaces are its folders' headers
+ * (docs/ARCHITECTURE.md); the glue includes none of them.
  *
  * Everything here is plain C: no PostgreSQL and no CUDA headers, so the core
  * builds with a bare C compiler, runs in unit tests and benchmarks without a
- * server, and is called by the fmgr glue in src/pg/.
+ * server.
  *
  * Conventions
  *   - Functions return a tg_status; on failure the tg_error says what and why.
@@ -134,7 +138,7 @@ typedef struct tg_ctx
 	int			threads;		/* threads a call may use; 0 = every core it may run on */
 	tg_progress_fn progress;	/* may be NULL; called on the calling thread only */
 	void	   *progress_arg;
-	/* set by the core (tg_pool.h): the call's threads, and which one this is */
+	/* set by the core (runtime/runtime.h): the call's threads, and which one this is */
 	struct tg_pool *pool;
 	int			worker;			/* 0: the calling thread; k > 0: worker k */
 } tg_ctx;
@@ -145,27 +149,8 @@ typedef struct tg_ctx
 /* Defaults: auto backend, malloc allocator, no cancel callback, no cap, every core. */
 void		tg_ctx_init(tg_ctx *ctx);
 
-/*
- * Start a named phase of the running call: the previous one's time goes to
- * ctx->stats, and the progress callback hears of it.  tg_phase_end closes
- * the last.  Calling thread only.
- */
-void		tg_phase(const tg_ctx *ctx, const char *name);
-void		tg_phase_end(const tg_ctx *ctx);
-/* How far the running phase is (0 to 1), told from a serial loop: calling thread only. */
-void		tg_phase_progress(const tg_ctx *ctx, double fraction);
 /* Drop the routing the CPU kept from an earlier call (ctx->route_cache_limit). */
 void		tg_route_cache_clear(void);
-
-/* Poll the cancel callback. */
-static inline bool
-tg_canceled(const tg_ctx *ctx)
-{
-	return ctx->cancel != NULL && ctx->cancel(ctx->cancel_arg);
-}
-
-void	   *tg_alloc(const tg_ctx *ctx, size_t size);
-void		tg_free(const tg_ctx *ctx, void *ptr);
 
 /* ------------------------------------------------------------------------
  * GPU device information (probing initialises CUDA in the calling process)
@@ -206,12 +191,6 @@ typedef enum tg_pixtype
 	TG_PT_32BF = 10,
 	TG_PT_64BF = 11
 } tg_pixtype;
-
-bool		tg_pixtype_valid(int code);
-int			tg_pixtype_size(tg_pixtype pt); /* bytes per stored pixel */
-const char *tg_pixtype_name(tg_pixtype pt);
-bool		tg_pixtype_is_float(tg_pixtype pt);
-double		tg_pixtype_min_value(tg_pixtype pt);
 
 #define TG_RASTER_HEADER_SIZE 64
 #define TG_RASTER_MAX_SIDE 65535
@@ -286,40 +265,12 @@ tg_status	tg_raster_read_info(const uint8_t *buf, size_t len,
 tg_status	tg_raster_read_band(const uint8_t *buf, size_t len, int index,
 								tg_band *band, tg_error *err);
 
-/* Bytes a serialized raster of this shape takes, or TG_ELIMIT on overflow. */
-tg_status	tg_raster_size(const tg_raster_info *info, const tg_band_spec *bands,
-						   size_t *size, tg_error *err);
-
-/*
- * Write header and band headers into buf (len bytes, from tg_raster_size) and
- * return in band_data[i] where band i's pixels go; the caller fills them.
- * The 4-byte length word is written as a plain uint32 `len`: a PostgreSQL
- * caller then sets its varlena header.  Padding bytes are zeroed.
- */
-tg_status	tg_raster_write(uint8_t *buf, size_t len, const tg_raster_info *info,
-							const tg_band_spec *bands, void **band_data,
-							tg_error *err);
-
 /* Is this stored value nodata (flag, value match, or NaN)?  PostGIS matches
  * float nodata within FLT_EPSILON; so do we. */
 bool		tg_band_value_is_nodata(const tg_band *band, double value);
 
-/*
- * Pixel `index` of a row-major array of stored pixels, as double (sub-byte
- * types masked to their bits), and the reverse (converted as C converts).
- */
-double		tg_pixel_load(tg_pixtype pt, const void *pixels, size_t index);
-void		tg_pixel_store(tg_pixtype pt, void *pixels, size_t index, double value);
-
 /* Value of pixel i (row-major index) as double; sub-byte types masked. */
 double		tg_band_get(const tg_band *band, size_t i);
-
-/* Decode one row into doubles (or floats), nodata (and NaN) as NaN. */
-void		tg_band_row_to_f64(const tg_band *band, int row, double *dst);
-void		tg_band_row_to_f32(const tg_band *band, int row, float *dst);
-
-/* Does a float hold every value of this type exactly? */
-bool		tg_pixtype_exact_in_f32(tg_pixtype pt);
 
 /* ------------------------------------------------------------------------
  * Terrain operations
@@ -341,19 +292,7 @@ typedef struct tg_slope_params
 } tg_slope_params;
 
 /*
- * Horn (1981) slope of `dem` into out (width*height floats).
- *
- * Same arithmetic as PostGIS' ST_Slope: a neighbour outside the raster or
- * nodata takes the centre value; a nodata (or NaN) centre gives out_nodata.
- * dz/dx = ((c+2f+i) - (a+2d+g)) / pixel_width,
- * dz/dy = ((g+2h+i) - (a+2b+c)) / pixel_height,
- * tan(slope) = sqrt(dzdx^2 + dzdy^2) / (8 * scale).
- */
-tg_status	tg_slope(const tg_ctx *ctx, const tg_band *dem,
-					 const tg_slope_params *params, float *out, tg_error *err);
-
-/*
- * Local terrain derivatives (terrain_cpu.c, cuda/terrain.cu): any of them
+ * Local terrain derivatives (terrain/terrain_cpu.c, cuda/terrain.cu): any of them
  * from one pass over the DEM, each into a plane of its own.  Every product
  * but the geomorphons reads the 3 x 3 window of a cell, a neighbour outside
  * the raster or nodata taking the centre's value (as tg_slope and PostGIS'
@@ -439,13 +378,6 @@ typedef struct tg_terrain_params
 	double		nodata[TG_TERRAIN_PRODUCTS];
 } tg_terrain_params;
 
-/* The rows a product reads above and below a cell: 1, or search_radius for the geomorphons. */
-int			tg_terrain_halo(const tg_terrain_params *params);
-
-/* out[k]: width * height values of types[k] for products[k]. */
-tg_status	tg_terrain(const tg_ctx *ctx, const tg_band *dem, const tg_terrain_params *params,
-					   void *const *out, tg_error *err);
-
 /* ------------------------------------------------------------------------
  * Hydrology
  *
@@ -458,7 +390,6 @@ tg_status	tg_terrain(const tg_ctx *ctx, const tg_band *dem, const tg_terrain_par
  * Outlets: valid cells on the raster edge or next to a nodata cell.  Water
  * reaching an outlet leaves the raster; a depression fill never raises one.
  * ------------------------------------------------------------------------ */
-#define TG_NO_DIRECTION 0xFF	/* internal D8 index: no receiver */
 
 /*
  * Cell spacing in metres (or map units) per row.  Projected rasters have a
@@ -479,9 +410,6 @@ typedef struct tg_grid_geometry
 								 * (a strip of a larger grid); 0 otherwise */
 } tg_grid_geometry;
 
-/* East-west and north-south spacing of row `row`, and a cell's area. */
-void		tg_row_spacing(const tg_grid_geometry *g, int row, double *dx, double *dy);
-
 typedef enum tg_fill_method
 {
 	TG_FILL_PRIORITY_FLOOD = 0,
@@ -495,90 +423,6 @@ typedef struct tg_fill_params
 	double		epsilon;		/* >= 0: minimum rise per cell along drainage */
 	tg_pixtype	out_type;		/* TG_PT_32BF or TG_PT_64BF */
 } tg_fill_params;
-
-/*
- * Depression filling: the minimal surface W >= Z in which every valid cell
- * drains to an outlet, W(c) = max(Z(c), min over neighbours n of inc(W(n)))
- * for non-outlet cells, W = Z at outlets, where inc(w) = w for epsilon = 0
- * and otherwise the larger of w + epsilon and the next representable value
- * above w in out_type.  This surface is unique, so every method and backend
- * returns the same values bit for bit.  out receives width * height values of
- * out_type; nodata cells (NaN or the band's nodata) get out_nodata.
- *
- * TG_FILL_BREACH instead lowers cells, never raising one: complete breaching
- * after Lindsay (2016).  A priority-flood from the outlets (ties to the
- * smaller cell index) links every cell to the cell it was reached from; at
- * each pit (a valid non-outlet cell with no valid neighbour lower), in the
- * flood's order, the cells along those links are lowered to the pit's
- * elevation (epsilon > 0: each the dec() of the one before, the mirror of
- * inc()) until one is already that low, the outlet included.  Every valid
- * cell then drains to an outlet through cells no higher than itself (flats
- * where epsilon is 0, resolved by the flow routing like a fill's).  CPU only
- * (the result depends on the flood's order).
- */
-tg_status	tg_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
-					double out_nodata, void *out, tg_error *err);
-
-/*
- * Depression filling (epsilon 0) of a grid larger than memory, in strips
- * of rows (fill_strips.c: the scans on the CPU's threads, each strip
- * finished by tg_fill): the same surface as tg_fill's priority-flood.
- * Scan every strip, top to bottom, then solve, then finish each strip (in
- * any order) to get its filled rows.  z: the strip's rows as doubles (NaN =
- * nodata), preceded by the row above and followed by the row below where
- * those exist; w: nrows * width filled values.  Memory: about
- * tg_fill_strips_bytes_per_cell() per cell of the strip being processed, plus
- * 8 bytes per column per strip.
- */
-typedef struct tg_fill_strips tg_fill_strips;
-
-size_t		tg_fill_strips_bytes_per_cell(void);
-tg_status	tg_fill_strips_begin(const tg_ctx *ctx, int width, int height, tg_fill_strips **fb,
-								 tg_error *err);
-tg_status	tg_fill_strips_scan(const tg_ctx *ctx, tg_fill_strips *fb, int row0, int nrows,
-								const double *z, tg_error *err);
-tg_status	tg_fill_strips_solve(const tg_ctx *ctx, tg_fill_strips *fb, tg_error *err);
-/* z as for the scan; its strip's first and last rows are raised in place (spent) */
-tg_status	tg_fill_strips_finish(const tg_ctx *ctx, tg_fill_strips *fb, int row0, int nrows,
-								  double *z, double *w, tg_error *err);
-void		tg_fill_strips_end(const tg_ctx *ctx, tg_fill_strips *fb);
-
-/*
- * The same fill when the strips live on several servers (a partitioned
- * coverage, parts.c): part k of `count`, top to bottom, is scanned where it
- * lives (z as for tg_fill_strips_scan, the rows above and below coming from
- * the neighbouring parts); the scans meet where the parts are solved
- * together, which gives every part its levels (1 + 2 * width: the outlets',
- * then those of its first and last rows' labels); each part is then
- * finished where it lives.
- */
-typedef struct tg_fill_part
-{
-	size_t		nedges;			/* label edges inside the part: a, b, height */
-	uint32_t   *a;
-	uint32_t   *b;
-	double	   *height;
-	uint32_t   *first;			/* labels of its first row (width) */
-	uint32_t   *last;			/* and of its last row */
-} tg_fill_part;
-
-tg_status	tg_fill_part_scan(const tg_ctx *ctx, int width, int k, int count, int nrows, const double *z,
-							  tg_fill_part *out, tg_error *err);
-/* Rows of a part's sub-strips, scanned at once (at most 64 of them; the tests change it). */
-extern int	tg_part_scan_rows;
-/*
- * Rows of each neighbour's that a part computes too in the multiple-flow
- * rounds (fewer where a part is shorter; the tests change it).
- */
-extern int	tg_part_flow_halo;
-void		tg_fill_part_free(const tg_ctx *ctx, tg_fill_part *p);
-/* first_rows[k], last_rows[k]: part k's first and last rows of the DEM (width each). */
-tg_status	tg_fill_part_solve(const tg_ctx *ctx, int width, int count, const tg_fill_part *parts,
-							   const double *const *first_rows, const double *const *last_rows,
-							   double *const *levels, tg_error *err);
-/* z as for the scan, raised in place (spent) */
-tg_status	tg_fill_part_finish(const tg_ctx *ctx, int width, int k, int count, int nrows,
-								double *z, const double *levels, double *w, tg_error *err);
 
 typedef enum tg_routing
 {
@@ -600,19 +444,6 @@ typedef struct tg_flow_params
 	double		threshold;		/* fdd8: upslope cells at which flow turns D8 */
 	tg_grid_geometry geom;
 } tg_flow_params;
-
-/*
- * Flow directions of a DEM.  D8: d8[i] = ESRI code (1..128) of the receiver,
- * 0 for an outlet or an undrained cell, 255 for nodata.  Multiple-flow
- * routings: frac[k * n + i] = the share of cell i's outflow that goes to
- * neighbour k (0 where none; the shares of a draining cell sum to 1), NaN for
- * nodata.  Exactly one of d8 / frac is used, by routing.
- * Flats (after filling) are drained by Barnes et al. (2014)'s combined
- * gradient towards lower and away from higher terrain.
- */
-tg_status	tg_flow_direction(const tg_ctx *ctx, const tg_band *dem,
-							  const tg_flow_params *params, uint8_t *d8, float *frac,
-							  tg_error *err);
 
 typedef enum tg_accum_method
 {
@@ -640,127 +471,6 @@ typedef struct tg_spill
 	void	   *arg;
 } tg_spill;
 
-/*
- * Flow directions and accumulation of a grid larger than memory, in strips
- * of rows (route_strips.c, CPU): the same directions as tg_flow_direction and
- * the same accumulation as tg_flow_accumulation (D8 in cells exactly, weighted
- * and multiple-flow sums to rounding).  Every call gives z, the routing surface (filled or not,
- * as p->fill says the caller prepared it; NaN = nodata) of rows
- * [row0 - 2, row0 + nrows + 2) clipped to the grid.
- *   1. scan every strip, top to bottom; solve_flats;
- *   2. directions: tg_route_strips_directions of any strip (d8: ESRI codes,
- *      frac: 8 planes of shares, either NULL);
- *   3. D8 accumulation: link every strip (any order), solve_flow, then
- *      accumulate any strip (acc: nrows * width, in `units`; weight: the
- *      strip's own rows of the weight band, nodata counting 0, or NULL;
- *      receivers: tg_hydrology's masks, or NULL).
- *   4. multiple-flow accumulation (fd8, mfd-md, dinf, anisotropic): spread
- *      every strip (any order: routed and accumulated alone, its shares and
- *      accumulation written to `spill` from `base` on, the water leaving it
- *      kept), settle (that water carried on until none is left), then
- *      tg_route_strips_flow_result of any strip (receivers as in 3).  The spill holds
- *      tg_route_strips_spill_bytes() from `base`.
- * fdd8 is not available.  Memory: about tg_route_strips_bytes_per_cell()
- * per cell of the strip being processed, plus what the flats that cross
- * strip boundaries take (tg_route_strips_flat_bytes) and 24 bytes per exit
- * (D8) or per cell the water leaving strips enters (multiple flow).
- */
-typedef struct tg_route_strips tg_route_strips;
-
-size_t		tg_route_strips_bytes_per_cell(tg_routing routing, bool accumulate);
-tg_status	tg_route_strips_begin(const tg_ctx *ctx, const tg_flow_params *p, tg_accum_units units,
-								  tg_route_strips **rb, tg_error *err);
-tg_status	tg_route_strips_scan(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
-								 const double *z, tg_error *err);
-tg_status	tg_route_strips_solve_flats(const tg_ctx *ctx, tg_route_strips *rb, tg_error *err);
-size_t		tg_route_strips_flat_cells(const tg_route_strips *rb);
-/* Memory the crossing flats take while solving them (solving) or after. */
-size_t		tg_route_strips_flat_bytes(const tg_route_strips *rb, bool solving);
-tg_status	tg_route_strips_directions(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
-									   const double *z, uint8_t *d8, float *frac, tg_error *err);
-tg_status	tg_route_strips_link(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
-								 const double *z, const tg_band *weight, tg_error *err);
-tg_status	tg_route_strips_solve_flow(const tg_ctx *ctx, tg_route_strips *rb, tg_error *err);
-tg_status	tg_route_strips_accumulate(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
-									   const double *z, const tg_band *weight, double *acc,
-									   uint16_t *receivers, tg_error *err);
-tg_status	tg_route_strips_spread(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
-								   const double *z, const tg_band *weight, const tg_spill *spill,
-								   size_t base, tg_error *err);
-tg_status	tg_route_strips_settle(const tg_ctx *ctx, tg_route_strips *rb, const tg_spill *spill,
-								   size_t base, tg_error *err);
-tg_status	tg_route_strips_flow_result(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
-										const tg_spill *spill, size_t base, double *acc,
-										uint16_t *receivers, tg_error *err);
-size_t		tg_route_strips_spill_bytes(const tg_route_strips *rb);
-/* After settle: the sweeps over the strips and the windows processed. */
-void		tg_route_strips_settled(const tg_route_strips *rb, int *sweeps, int64_t *windows);
-void		tg_route_strips_end(const tg_ctx *ctx, tg_route_strips *rb);
-
-const char *tg_accum_method_name(tg_accum_method m);
-
-/*
- * Flow accumulation of a DEM: every valid cell contributes its weight (1, or
- * the weight band's value; nodata weights count 0) to itself and, split by
- * the routing, to every cell downstream.  out: width * height doubles, NaN
- * where the DEM is nodata.  All methods and backends agree: D8 exactly,
- * multiple-flow routings within rounding (1e-6 relative).
- */
-tg_status	tg_flow_accumulation(const tg_ctx *ctx, const tg_band *dem,
-								 const tg_band *weight, const tg_flow_params *params,
-								 tg_accum_method method, tg_accum_units units,
-								 double *out, tg_error *err);
-
-/*
- * Products taken in bands of rows as the device hands them back, for a
- * caller that only encodes them: the bands are read from pinned staging
- * memory, and the product planes (allocated all the same: the CPU path
- * writes them) are never touched, so no fresh host page is faulted in for
- * them.  A band begins and ends at one of `cuts` (increasing rows from 0
- * to the height: rows that no tile straddles); it may span several.
- * planes[k]: rows [row0, row0 + nrows) of product k (surface, receivers,
- * accumulation; NULL where not asked), valid during the call alone.
- * `used` is set once the first band went to rows(): the caller then must not
- * read the planes.  A rows() failure ends the computation with its status.
- */
-#define TG_SINK_PLANES 3
-
-typedef struct tg_rows_sink
-{
-	const int  *cuts;
-	int			ncuts;
-	tg_status	(*rows) (const tg_ctx *ctx, void *arg, int row0, int nrows,
-						 void *const planes[TG_SINK_PLANES], tg_error *err);
-	void	   *arg;
-	bool		used;
-} tg_rows_sink;
-
-/*
- * What the chain fill -> directions -> accumulation produces, for callers
- * that want more than the accumulation (the chained call keeps the data on
- * the device from DEM to accumulation).  acc is required, the rest optional.
- */
-typedef struct tg_flow_products
-{
-	double	   *acc;			/* width * height, NaN where the DEM is nodata */
-	void	   *surface;		/* the routing surface (the filled DEM when params->fill) */
-	tg_pixtype	surface_type;	/* of surface: TG_PT_32BF or TG_PT_64BF */
-	double		surface_nodata;
-	uint16_t   *receivers;		/* OR of the ESRI codes of the neighbours receiving flow
-								 * (D8: one code); 0 none; TG_NODATA_RECEIVERS for nodata */
-	tg_rows_sink *sink;			/* or NULL: on the GPU, the products go there instead */
-} tg_flow_products;
-
-#define TG_NODATA_RECEIVERS 0xFFFF
-
-/*
- * tg_flow_accumulation plus the routing surface and the receivers the
- * accumulation used (fdd8: D8 where that accumulation reaches the threshold).
- */
-tg_status	tg_hydrology(const tg_ctx *ctx, const tg_band *dem, const tg_band *weight,
-						 const tg_flow_params *params, tg_accum_method method,
-						 tg_accum_units units, const tg_flow_products *out, tg_error *err);
-
 /* ------------------------------------------------------------------------
  * Soil loss and travel time, on top of the flow chain
  * ------------------------------------------------------------------------ */
@@ -786,20 +496,6 @@ typedef struct tg_rusle_params
 	tg_factor	p;				/* support practice */
 } tg_rusle_params;
 
-/*
- * LS factor after Mitasova et al. (1996) and RUSLE soil loss:
- *     LS = (m + 1) (A s / a0)^m (sin b / b0)^n        A = R K LS C P
- * with A the flow accumulation in cells under params->flow (each cell counts
- * itself), s the cell width sqrt(dx dy) (metric per row on geographic
- * rasters) and b the Horn slope of the routing surface (the filled DEM with
- * flow.fill), neighbours outside the raster or nodata taking the centre's
- * value as in ST_Slope.  ls and soil_loss: width * height floats, NaN where
- * the DEM (for soil_loss also a factor) is nodata; either may be NULL.
- * Backends agree within 1e-6 relative (pow rounds differently on the GPU).
- */
-tg_status	tg_rusle(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *params,
-					 float *ls, float *soil_loss, tg_error *err);
-
 typedef struct tg_travel_params
 {
 	tg_flow_params flow;		/* routing must be D8 */
@@ -818,24 +514,6 @@ typedef struct tg_travel_params
 	double		outlet_y;
 } tg_travel_params;
 
-/*
- * Travel time along D8 paths (Zhao et al. 2010).  A cell's step to its
- * receiver takes t = n L / (K max(S, min_slope)^b), L the distance to the
- * receiver and S the drop of the routing surface over L; a cell's time is
- * the sum of the steps from it down to the end of its path, where the time
- * is 0.  With an outlet, paths end there and cells whose path does not pass
- * it get NaN; without, every path ends at its own outlet (a cell without a
- * receiver).  time: width * height floats (NaN for nodata), may be NULL;
- * watershed: 1 for cells draining through the outlet (itself included), 0
- * for other cells, 255 for nodata; needs an outlet; may be NULL.
- * Step times that meet a nodata factor are NaN, and so is every time
- * upstream of them.  Times agree within 1e-6 relative across backends (the
- * GPU sums each path by pointer jumping, in another order); watersheds
- * exactly.
- */
-tg_status	tg_travel_time(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params *params,
-						   float *time, uint8_t *watershed, tg_error *err);
-
 typedef struct tg_snap_params
 {
 	tg_flow_params flow;		/* routing must be D8; fill as the caller's function */
@@ -844,26 +522,9 @@ typedef struct tg_snap_params
 	double		distance;		/* >= 0, map units; metres on geographic grids */
 } tg_snap_params;
 
-/*
- * Pour point snapping: the valid cell of highest D8 accumulation (in cells,
- * on the routing surface of params->flow) among the cell holding the point
- * and the cells whose centre lies within `distance` of it; ties go to the
- * nearer centre, then to the first cell in row-major order.  Distances are
- * measured on the cell spacing of the point's row (tg_row_spacing: metres on
- * geographic grids, as for a viewshed's max_distance).  With distance 0 the
- * cell holding the point.  No valid candidate: TG_EDATA.  The accumulation
- * runs on ctx's backend through tg_flow_accumulation (exact integers on
- * both); the choice is made on the host, so both backends pick the same cell.
- */
-tg_status	tg_snap_pour_point(const tg_ctx *ctx, const tg_band *dem, const tg_snap_params *params,
-							   int *col, int *row, tg_error *err);
-
 /* ------------------------------------------------------------------------
- * After the accumulation (drainage.c): streams, flow lengths, height above
- * the nearest drainage, wetness.  Each runs the flow chain (tg_hydrology,
- * on ctx's backend; D8 except for the wetness index), then passes over its
- * receivers on the host threads: every backend and thread count gives the
- * same result.  Grids of 2^32 cells or more: TG_ELIMIT.
+ * After the accumulation (hydro/drainage/): streams, flow lengths, height
+ * above the nearest drainage, wetness.
  * ------------------------------------------------------------------------ */
 typedef enum tg_stream_ordering
 {
@@ -883,10 +544,6 @@ typedef struct tg_drainage_params
 	bool		upstream;		/* flow length from the divide, else down to the path's end */
 	double		min_slope;		/* wetness index: tan of the slope counts at least this, > 0 */
 } tg_drainage_params;
-
-/* order: width * height; the stream cells' order, 0 elsewhere (nodata too). */
-tg_status	tg_stream_order(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p,
-							uint32_t *order, tg_error *err);
 
 /*
  * The stream network as links (TauDEM's StreamNet): a link starts at a
@@ -919,15 +576,6 @@ typedef struct tg_stream_network
 } tg_stream_network;
 
 /*
- * The links of the streams of p, and the Strahler order of every cell as
- * tg_stream_order gives it.  net's arrays come from ctx's allocator; free
- * them with tg_stream_network_free.
- */
-tg_status	tg_stream_network_build(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p,
-									uint32_t *strahler, tg_stream_network *net, tg_error *err);
-void		tg_stream_network_free(const tg_ctx *ctx, tg_stream_network *net);
-
-/*
  * Basins: every cell labelled by the first outlet on its D8 path, 0 (the
  * output's nodata) where the path meets none and on nodata.
  *   TG_BASINS_OUTLETS  every path's end (an outlet, a pit, the raster's edge),
@@ -955,37 +603,6 @@ typedef struct tg_basin_params
 	const double *ys;			/* upper-left corner (fractional) */
 	double		snap;			/* >= 0 */
 } tg_basin_params;
-
-tg_status	tg_basins(const tg_ctx *ctx, const tg_band *dem, const tg_basin_params *p, uint32_t *labels,
-					  tg_error *err);
-
-/*
- * length (NaN on nodata): downstream, the distance along the D8 path to its
- * end (an outlet, a pit, the edge of the raster); upstream, the longest D8
- * path from the divide down to the cell (0 on the divide).  Steps measure
- * the row's cell spacing of the cell they leave (metres on geographic grids).
- */
-tg_status	tg_flow_length(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p,
-						   float *length, tg_error *err);
-
-/*
- * Height above the nearest drainage (Rennó et al. 2008, Nobre et al. 2011):
- * the routing surface's height of a cell above the first stream cell on its
- * D8 path (0 on streams; never negative on the filled surface); NaN on
- * nodata and where the path ends before it meets a stream.
- */
-tg_status	tg_hand(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p,
-					float *hand, tg_error *err);
-
-/*
- * Topographic wetness index (Beven & Kirkby 1979): ln(a / tan b), a the
- * specific catchment area of p->flow's routing (TG_UNITS_SCA) and b the Horn
- * slope of the routing surface, tan b at least p->min_slope; NaN on nodata.
- */
-tg_status	tg_wetness_index(const tg_ctx *ctx, const tg_band *dem, const tg_drainage_params *p,
-							 float *twi, tg_error *err);
-
-
 
 /* ------------------------------------------------------------------------
  * Viewshed (R2 ray casting, Franklin & Ray 1994 / Osterman et al. 2014)
@@ -1037,26 +654,6 @@ typedef struct tg_viewshed_params
 	tg_grid_geometry geom;
 } tg_viewshed_params;
 
-/*
- * out: width * height floats, NaN where the DEM is nodata or the cell is out
- * of range.  The observer's own cell is visible, with angle NaN and height 0.
- * Nodata cells neither block nor are seen.  CPU and GPU R2 give identical
- * output.
- */
-tg_status	tg_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *params,
-						float *out, tg_error *err);
-
-/*
- * Cumulative viewshed: count[i] = how many of the n observers (cells
- * cols[k], rows[k]; params' own observer is ignored) see cell i under R2.
- * The DEM stays on the device for the whole batch.  Nodata and out-of-range
- * cells count 0; an observer outside the raster or on nodata is refused,
- * named by its position in the list.
- */
-tg_status	tg_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *params,
-							  const int *cols, const int *rows, int n, uint32_t *count,
-							  tg_error *err);
-
 /* ------------------------------------------------------------------------
  * BMMQ-tree: binned min-max quadtree (Zhang & You 2013)
  *
@@ -1098,10 +695,16 @@ typedef struct tg_bmmq_tree
 } tg_bmmq_tree;
 
 /* Smallest L with 2^L >= max(width, height). */
-int			tg_bmmq_levels(int width, int height);
+static inline int
+tg_bmmq_levels(int width, int height)
+{
+	int			side = width > height ? width : height;
+	int			levels = 0;
 
-/* Bin code of a stored value (the band's nodata rules apply). */
-int			tg_bmmq_code(const tg_band *band, double value, const double *bounds, int nbounds);
+	while ((1 << levels) < side)
+		levels++;
+	return levels;
+}
 
 /*
  * Build the trees of `ntiles` bands at once (a batch keeps the GPU busy on
@@ -1320,7 +923,7 @@ typedef struct tg_tile_writer
 } tg_tile_writer;
 
 /*
- * A coverage partitioned by rows of tiles over several servers (parts.c):
+ * A coverage partitioned by rows of tiles over several servers (scale/parts/):
  * the coordinator (tg_parts_step) sends each part a message per phase and
  * reads back its reply; a part runs the phase as tg_run with job->part set,
  * its job's layout being the part's own tiles.  Phases: edges (the reply
@@ -1360,9 +963,6 @@ typedef struct tg_part
 	void	   *state;
 } tg_part;
 
-/* Free what a part kept (its last phase does; a caller ending early should). */
-void		tg_part_forget(tg_part *part);
-
 typedef struct tg_job
 {
 	const char *function;		/* for messages: the SQL function */
@@ -1385,9 +985,6 @@ int			tg_op_outputs(const tg_op *op);
 
 tg_status	tg_run(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err);
 
-/* Whether op can run over a partitioned coverage (why_not: what can). */
-bool		tg_op_in_parts(const tg_op *op, const char **why_not);
-
 /*
  * The coordinator: from the replies of the phase just run (none at first)
  * and the state it keeps between calls (NULL at first), the next phase
@@ -1399,6 +996,22 @@ bool		tg_op_in_parts(const tg_op *op, const char **why_not);
 tg_status	tg_parts_step(const tg_ctx *ctx, tg_op_kind kind, int n, const char *const *names,
 						  const tg_part_bytes *replies, const tg_part_bytes *state_in, tg_part_phase *phase,
 						  int *round, tg_part_bytes *messages, tg_part_bytes *state_out, tg_error *err);
+
+/* ------------------------------------------------------------------------
+ * The bytes of the messages between servers (raster/tile_codec.c)
+ * ------------------------------------------------------------------------ */
+/* zlib streams (header and checksum included): the room, the size made (0: failed), all of src into dst_size bytes */
+size_t		tg_zlib_bound(size_t size);
+size_t		tg_zlib_compress(const uint8_t *src, size_t src_size, uint8_t *dst, size_t dst_capacity);
+bool		tg_zlib_decompress(const uint8_t *src, size_t src_size, uint8_t *dst, size_t dst_size);
+
+/*
+ * Varints (7 bits a byte, the low ones first, at most 10 bytes): v into
+ * out, its length; from the n bytes at p into *v, the bytes read (0: cut
+ * short or longer than 10 bytes).
+ */
+size_t		tg_varint_put(uint64_t v, uint8_t out[10]);
+size_t		tg_varint_get(const uint8_t *p, size_t n, uint64_t *v);
 
 #ifdef __cplusplus
 }

@@ -25,8 +25,6 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
-#include "tg_bmmq.h"
-
 /* Tiles per build call: enough cells to keep a GPU busy, bounded host memory. */
 #define BATCH_CELLS (16 * 1024 * 1024)
 #define BATCH_TILES 4096
@@ -413,14 +411,22 @@ PG_FUNCTION_INFO_V1(tgpg_morton_col);
 Datum
 tgpg_morton_col(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT32((int32) tg_morton_compact((uint64) PG_GETARG_INT64(0)));
+	uint32		col,
+				row;
+
+	tg_morton_decode((uint64) PG_GETARG_INT64(0), &col, &row);
+	PG_RETURN_INT32((int32) col);
 }
 
 PG_FUNCTION_INFO_V1(tgpg_morton_row);
 Datum
 tgpg_morton_row(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT32((int32) tg_morton_compact((uint64) PG_GETARG_INT64(0) >> 1));
+	uint32		col,
+				row;
+
+	tg_morton_decode((uint64) PG_GETARG_INT64(0), &col, &row);
+	PG_RETURN_INT32((int32) row);
 }
 
 static void
@@ -447,9 +453,14 @@ rect_quadrants(ReturnSetInfo *rsinfo, int levels, int level, uint64 key,
 			   int64 c0, int64 r0, int64 c1, int64 r1)
 {
 	const int64 side = (int64) 1 << (levels - level);
-	const int64 qc = (int64) tg_morton_compact(key) * side;
-	const int64 qr = (int64) tg_morton_compact(key >> 1) * side;
+	uint32		col,
+				row;
+	int64		qc,
+				qr;
 
+	tg_morton_decode(key, &col, &row);
+	qc = (int64) col * side;
+	qr = (int64) row * side;
 	if (qc >= c1 || qc + side <= c0 || qr >= r1 || qr + side <= r0)
 		return;
 	if (qc >= c0 && qc + side <= c1 && qr >= r0 && qr + side <= r1)
@@ -547,14 +558,17 @@ tgpg_bmmq_cells_in_range(PG_FUNCTION_ARGS)
 	{
 		const int	level = DatumGetInt32(lv[q]);
 		const uint64 key = (uint64) DatumGetInt64(keys[q]);
+		uint32		col,
+					row;
 		int64		side,
 					qc,
 					qr;
 
 		check_levels(levels, level);
 		side = (int64) 1 << (levels - level);
-		qc = (int64) tg_morton_compact(key) * side;
-		qr = (int64) tg_morton_compact(key >> 1) * side;
+		tg_morton_decode(key, &col, &row);
+		qc = (int64) col * side;
+		qr = (int64) row * side;
 		for (int64 y = qr; y < Min(qr + side, band.height); y++)
 			for (int64 x = qc; x < Min(qc + side, band.width); x++)
 			{

@@ -4,7 +4,7 @@
  * the same arguments), and the tg_op it makes of them.  One C function
  * serves both forms; tgpg_tiles.c tells them apart by their first argument.
  */
-#include "tgpg.h"
+#include "tgpg_op.h"
 
 #include <math.h>
 
@@ -28,11 +28,11 @@ static const tgpg_word fill_methods[] = {
 	{"priority-flood", TG_FILL_PRIORITY_FLOOD}, {"planchon-darboux", TG_FILL_PLANCHON_DARBOUX},
 	{"breach", TG_FILL_BREACH},
 };
-static const tgpg_word routings[] = {
+const tgpg_word tgpg_routings[TGPG_ROUTINGS] = {
 	{"d8", TG_ROUTE_D8}, {"fd8", TG_ROUTE_FD8}, {"mfd-md", TG_ROUTE_MFD_MD}, {"fdd8", TG_ROUTE_FDD8},
 	{"dinf", TG_ROUTE_DINF}, {"anisotropic", TG_ROUTE_ANISOTROPIC},
 };
-static const tgpg_word accum_methods[] = {
+const tgpg_word tgpg_accum_methods[TGPG_ACCUM_METHODS] = {
 	{"auto", TG_ACC_AUTO}, {"flow-transfer", TG_ACC_FLOW_TRANSFER},
 	{"dependency-transfer", TG_ACC_DEPENDENCY_TRANSFER}, {"indegree", TG_ACC_INDEGREE},
 	{"topological", TG_ACC_TOPOLOGICAL},
@@ -51,15 +51,6 @@ static const tgpg_word pixeltypes[] = {
 };
 static const tgpg_word view_outputs[] = {
 	{"visible", TG_VIEW_VISIBLE}, {"angle", TG_VIEW_ANGLE}, {"height", TG_VIEW_HEIGHT},
-};
-static const tgpg_word stream_units[] = {
-	{"cells", TG_UNITS_CELLS}, {"area", TG_UNITS_AREA},
-};
-static const tgpg_word stream_orderings[] = {
-	{"strahler", TG_ORDER_STRAHLER}, {"shreve", TG_ORDER_SHREVE},
-};
-static const tgpg_word length_directions[] = {
-	{"downstream", false}, {"upstream", true},
 };
 static const tgpg_word aspect_units[] = {
 	{"DEGREES", TG_SLOPE_DEGREES}, {"RADIANS", TG_SLOPE_RADIANS},
@@ -94,14 +85,6 @@ static const tgpg_word view_algorithms[] = {
 /* ------------------------------------------------------------------------
  * Argument descriptions, one per SQL function
  * ------------------------------------------------------------------------ */
-#define BAND			{"band", TGPG_INT}
-#define BACKEND			{"backend", TGPG_WORD, TGPG_OPTIONAL, TGPG_WORDS(tgpg_backends)}
-#define NODATA			{"nodata", TGPG_FLOAT, TGPG_OPTIONAL}
-#define ROUTING			{"routing", TGPG_WORD, 0, TGPG_WORDS(routings)}
-#define FILL			{"fill", TGPG_BOOL}
-#define EXPONENT		{"exponent", TGPG_FLOAT, TGPG_POSITIVE}
-#define THRESHOLD		{"threshold", TGPG_FLOAT, TGPG_NONNEGATIVE}
-#define ACCUM_METHOD	{"method", TGPG_WORD, 0, TGPG_WORDS(accum_methods)}
 #define UNITS			{"units", TGPG_WORD, 0, TGPG_WORDS(units_names)}
 #define WEIGHT			{"weight", TGPG_WEIGHT, TGPG_OPTIONAL}, {"weight_band", TGPG_INT}
 #define LS_ARGS			{"m", TGPG_FLOAT, TGPG_NONNEGATIVE}, {"n", TGPG_FLOAT, TGPG_NONNEGATIVE}, \
@@ -183,7 +166,6 @@ static const tgpg_param rusle_args[] = {
 	ROUTING, LS_ARGS, FILL, BAND, ACCUM_METHOD, EXPONENT, THRESHOLD, NODATA, BACKEND, {NULL}
 };
 /* after backend: calls that pass the earlier arguments by position keep working */
-#define SNAP			{"snap", TGPG_FLOAT, TGPG_NONNEGATIVE}
 static const tgpg_param travel_args[] = {
 	{"outlet", TGPG_POINT, TGPG_OPTIONAL}, TRAVEL_ARGS, FILL, BAND, NODATA, BACKEND, SNAP, {NULL}
 };
@@ -197,31 +179,6 @@ static const tgpg_param watershed_args[] = {
 static const tgpg_param snap_args[] = {
 	{"point", TGPG_POINT}, {"distance", TGPG_FLOAT, TGPG_NONNEGATIVE}, BAND, FILL, BACKEND, {NULL}
 };
-/* a stream threshold, in cells or in area (map units squared; square metres if geographic) */
-#define STREAMS			{"threshold", TGPG_FLOAT, TGPG_POSITIVE}, \
-						{"units", TGPG_WORD, 0, TGPG_WORDS(stream_units)}
-static const tgpg_param stream_order_args[] = {
-	STREAMS, {"ordering", TGPG_WORD, 0, TGPG_WORDS(stream_orderings)}, FILL, BAND, BACKEND, {NULL}
-};
-static const tgpg_param flow_length_args[] = {
-	{"direction", TGPG_WORD, 0, TGPG_WORDS(length_directions)}, FILL, BAND, NODATA, BACKEND, {NULL}
-};
-static const tgpg_param hand_args[] = {
-	STREAMS, FILL, BAND, NODATA, BACKEND, {NULL}
-};
-static const tgpg_param stream_link_args[] = {
-	STREAMS, FILL, BAND, BACKEND, {NULL}
-};
-static const tgpg_param basin_args[] = {
-	{"pour_points", TGPG_POINTS, TGPG_OPTIONAL}, SNAP, FILL, BAND, BACKEND, {NULL}
-};
-static const tgpg_param subbasin_args[] = {
-	STREAMS, FILL, BAND, BACKEND, {NULL}
-};
-static const tgpg_param wetness_args[] = {
-	ROUTING, {"min_slope", TGPG_FLOAT, TGPG_POSITIVE}, FILL, BAND, ACCUM_METHOD, EXPONENT, THRESHOLD,
-	NODATA, BACKEND, {NULL}
-};
 static const tgpg_param viewshed_args[] = {
 	{"observer", TGPG_POINT}, VIEW_ARGS, {"output", TGPG_WORD, 0, TGPG_WORDS(view_outputs)}, BAND,
 	BACKEND, {"algorithm", TGPG_WORD, 0, TGPG_WORDS(view_algorithms)}, {NULL}
@@ -233,8 +190,8 @@ static const tgpg_param viewshed_count_args[] = {
 /* ------------------------------------------------------------------------
  * Shared pieces
  * ------------------------------------------------------------------------ */
-static void
-op_init(tg_op *op, const tgpg_args *a)
+void
+tgpg_op_init(tg_op *op, const tgpg_args *a)
 {
 	memset(op, 0, sizeof *op);
 	op->band = tgpg_int(a, "band");
@@ -247,8 +204,8 @@ op_init(tg_op *op, const tgpg_args *a)
 }
 
 /* Routing, fill, exponent and threshold where the function takes them (d8, filled, otherwise). */
-static void
-flow_args(const tgpg_args *a, const tgpg_call *c, tg_op *op)
+void
+tgpg_flow_args(const tgpg_args *a, const tgpg_call *c, tg_op *op)
 {
 	op->flow.routing = tgpg_arg_index(a, "routing") >= 0 ? tgpg_word_value(a, "routing") : TG_ROUTE_D8;
 	op->flow.fill = tgpg_arg_index(a, "fill") >= 0 ? tgpg_bool(a, "fill") : true;
@@ -349,7 +306,7 @@ outlet_arg(const tgpg_args *a, const tgpg_call *c, tg_op *op)
 static void
 travel_args_to_op(const tgpg_args *a, tgpg_call *c, tg_op *op)
 {
-	flow_args(a, c, op);
+	tgpg_flow_args(a, c, op);
 	op->flow.routing = TG_ROUTE_D8;
 	outlet_arg(a, c, op);
 	op->roughness = factor_arg(a, c, "n", "n");
@@ -361,7 +318,7 @@ travel_args_to_op(const tgpg_args *a, tgpg_call *c, tg_op *op)
 static void
 ls_args_to_op(const tgpg_args *a, tgpg_call *c, tg_op *op)
 {
-	flow_args(a, c, op);
+	tgpg_flow_args(a, c, op);
 	op->m = tgpg_float(a, "m");
 	op->n = tgpg_float(a, "n");
 	op->a0 = tgpg_float(a, "a0");
@@ -376,8 +333,8 @@ ls_args_to_op(const tgpg_args *a, tgpg_call *c, tg_op *op)
  * (with hint, if any); a NULL element: 22004; a point that is not one of
  * the grid's: tgpg_call_point_at's error.  item names one point in messages.
  */
-static int
-points_arg(const tgpg_args *a, const tgpg_call *c, const char *name, const char *item, const char *hint,
+int
+tgpg_points_arg(const tgpg_args *a, const tgpg_call *c, const char *name, const char *item, const char *hint,
 		   double **xs, double **ys)
 {
 	ArrayType  *points = DatumGetArrayTypeP(tgpg_datum(a, name));
@@ -408,15 +365,8 @@ points_arg(const tgpg_args *a, const tgpg_call *c, const char *name, const char 
 	return n;
 }
 
-/* A raster form with a NULL raster returns NULL (the coverage form refuses a NULL table). */
-#define NULL_RASTER_GIVES_NULL(a) \
-	do { \
-		if (!(a)->coverage && PG_ARGISNULL(0)) \
-			PG_RETURN_NULL(); \
-	} while (0)
-
-static Datum
-run_op(tgpg_call *c, const tg_op *op)
+Datum
+tgpg_run_op(tgpg_call *c, const tg_op *op)
 {
 	return tgpg_call_run(c, op, c->args->coverage ? TGPG_RESULT_ROWS : TGPG_RESULT_VALUE);
 }
@@ -435,11 +385,11 @@ tgpg_slope(PG_FUNCTION_ARGS)
 	tgpg_args_open(&a, fcinfo, "tg_slope", slope_args);
 	NULL_RASTER_GIVES_NULL(&a);
 	tgpg_call_open(&c, &a, "tg_slope");
-	op_init(&op, &a);
+	tgpg_op_init(&op, &a);
 	op.kind = TG_OP_SLOPE;
 	op.slope_units = tgpg_word_value(&a, "units");
 	op.slope_scale = tgpg_float(&a, "scale");
-	return run_op(&c, &op);
+	return tgpg_run_op(&c, &op);
 }
 
 /* ------------------------------------------------------------------------
@@ -489,7 +439,7 @@ one_product(FunctionCallInfo fcinfo, const char *function, const tgpg_param *par
 	tgpg_args_open(&a, fcinfo, function, params);
 	NULL_RASTER_GIVES_NULL(&a);
 	tgpg_call_open(&c, &a, function);
-	op_init(&op, &a);
+	tgpg_op_init(&op, &a);
 	op.kind = TG_OP_TERRAIN;
 	terrain_options(&a, &op.terrain);
 	if (product == TG_TERRAIN_ASPECT)
@@ -501,7 +451,7 @@ one_product(FunctionCallInfo fcinfo, const char *function, const tgpg_param *par
 	if (product == TG_TERRAIN_CURVATURE)
 		op.terrain.curvature = tgpg_word_value(&a, "type");
 	add_product(&a, &op.terrain, product);
-	return run_op(&c, &op);
+	return tgpg_run_op(&c, &op);
 }
 
 PG_FUNCTION_INFO_V1(tgpg_aspect);
@@ -571,7 +521,7 @@ tgpg_terrain(PG_FUNCTION_ARGS)
 	tgpg_args_open(&a, fcinfo, "tg_terrain", terrain_args);
 	NULL_RASTER_GIVES_NULL(&a);
 	tgpg_call_open(&c, &a, "tg_terrain");
-	op_init(&op, &a);
+	tgpg_op_init(&op, &a);
 	op.kind = TG_OP_TERRAIN;
 	terrain_options(&a, &op.terrain);
 	n = tgpg_word_list(&a, "products", wanted, TG_TERRAIN_PRODUCTS);
@@ -582,7 +532,7 @@ tgpg_terrain(PG_FUNCTION_ARGS)
 	}
 	c.columns = columns;
 	if (a.coverage)
-		return run_op(&c, &op);
+		return tgpg_run_op(&c, &op);
 	/* the raster form returns one raster per product, NULL for the others */
 	{
 		TupleDesc	tupdesc;
@@ -618,11 +568,11 @@ tgpg_fill(PG_FUNCTION_ARGS)
 	tgpg_args_open(&a, fcinfo, "tg_fill", fill_args);
 	NULL_RASTER_GIVES_NULL(&a);
 	tgpg_call_open(&c, &a, "tg_fill");
-	op_init(&op, &a);
+	tgpg_op_init(&op, &a);
 	op.kind = TG_OP_FILL;
 	op.fill_method = tgpg_word_value(&a, "method");
 	op.epsilon = tgpg_float(&a, "epsilon");
-	return run_op(&c, &op);
+	return tgpg_run_op(&c, &op);
 }
 
 PG_FUNCTION_INFO_V1(tgpg_flow_direction);
@@ -637,9 +587,9 @@ tgpg_flow_direction(PG_FUNCTION_ARGS)
 	tgpg_args_open(&a, fcinfo, "tg_flow_direction", direction_args);
 	NULL_RASTER_GIVES_NULL(&a);
 	tgpg_call_open(&c, &a, "tg_flow_direction");
-	op_init(&op, &a);
+	tgpg_op_init(&op, &a);
 	op.kind = TG_OP_DIRECTIONS;
-	flow_args(&a, &c, &op);
+	tgpg_flow_args(&a, &c, &op);
 	output = tgpg_word_value(&a, "output");
 	if (output == OUTPUT_AUTO)
 		output = op.flow.routing == TG_ROUTE_D8 ? TG_DIRECTIONS_CODES : TG_DIRECTIONS_SHARES;
@@ -653,7 +603,7 @@ tgpg_flow_direction(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("output 'angle' needs routing 'dinf'")));
 	op.directions = output;
-	return run_op(&c, &op);
+	return tgpg_run_op(&c, &op);
 }
 
 PG_FUNCTION_INFO_V1(tgpg_flow_accumulation);
@@ -667,12 +617,12 @@ tgpg_flow_accumulation(PG_FUNCTION_ARGS)
 	tgpg_args_open(&a, fcinfo, "tg_flow_accumulation", accumulation_args);
 	NULL_RASTER_GIVES_NULL(&a);
 	tgpg_call_open(&c, &a, "tg_flow_accumulation");
-	op_init(&op, &a);
+	tgpg_op_init(&op, &a);
 	op.kind = TG_OP_ACCUMULATION;
-	flow_args(&a, &c, &op);
+	tgpg_flow_args(&a, &c, &op);
 	op.accumulation_type = tgpg_word_value(&a, "pixeltype");
 	weight_arg(&a, &c, &op);
-	return run_op(&c, &op);
+	return tgpg_run_op(&c, &op);
 }
 
 PG_FUNCTION_INFO_V1(tgpg_hydrology);
@@ -686,12 +636,12 @@ tgpg_hydrology(PG_FUNCTION_ARGS)
 	tgpg_args_open(&a, fcinfo, "tg_hydrology", hydrology_args);
 	NULL_RASTER_GIVES_NULL(&a);
 	tgpg_call_open(&c, &a, "tg_hydrology");
-	op_init(&op, &a);
+	tgpg_op_init(&op, &a);
 	op.kind = TG_OP_HYDROLOGY;
-	flow_args(&a, &c, &op);
+	tgpg_flow_args(&a, &c, &op);
 	weight_arg(&a, &c, &op);
 	if (a.coverage)
-		return run_op(&c, &op);
+		return tgpg_run_op(&c, &op);
 	/* the raster form returns (filled, direction, accumulation) */
 	{
 		TupleDesc	tupdesc;
@@ -720,10 +670,10 @@ tgpg_ls_factor(PG_FUNCTION_ARGS)
 	tgpg_args_open(&a, fcinfo, "tg_ls_factor", ls_args);
 	NULL_RASTER_GIVES_NULL(&a);
 	tgpg_call_open(&c, &a, "tg_ls_factor");
-	op_init(&op, &a);
+	tgpg_op_init(&op, &a);
 	op.kind = TG_OP_LS_FACTOR;
 	ls_args_to_op(&a, &c, &op);
-	return run_op(&c, &op);
+	return tgpg_run_op(&c, &op);
 }
 
 PG_FUNCTION_INFO_V1(tgpg_rusle);
@@ -738,12 +688,12 @@ tgpg_rusle(PG_FUNCTION_ARGS)
 	tgpg_args_open(&a, fcinfo, "tg_rusle", rusle_args);
 	NULL_RASTER_GIVES_NULL(&a);
 	tgpg_call_open(&c, &a, "tg_rusle");
-	op_init(&op, &a);
+	tgpg_op_init(&op, &a);
 	op.kind = TG_OP_RUSLE;
 	ls_args_to_op(&a, &c, &op);
 	for (int f = 0; f < 4; f++)
 		op.rusle[f] = factor_arg(&a, &c, factors[f][0], factors[f][1]);
-	return run_op(&c, &op);
+	return tgpg_run_op(&c, &op);
 }
 
 PG_FUNCTION_INFO_V1(tgpg_travel_time);
@@ -757,10 +707,10 @@ tgpg_travel_time(PG_FUNCTION_ARGS)
 	tgpg_args_open(&a, fcinfo, "tg_travel_time", travel_args);
 	NULL_RASTER_GIVES_NULL(&a);
 	tgpg_call_open(&c, &a, "tg_travel_time");
-	op_init(&op, &a);
+	tgpg_op_init(&op, &a);
 	op.kind = TG_OP_TRAVEL_TIME;
 	travel_args_to_op(&a, &c, &op);
-	return run_op(&c, &op);
+	return tgpg_run_op(&c, &op);
 }
 
 PG_FUNCTION_INFO_V1(tgpg_isochrone_bands);
@@ -774,11 +724,11 @@ tgpg_isochrone_bands(PG_FUNCTION_ARGS)
 	tgpg_args_open(&a, fcinfo, "tg_isochrone_bands", isochrone_args);
 	NULL_RASTER_GIVES_NULL(&a);
 	tgpg_call_open(&c, &a, "tg_isochrone_bands");
-	op_init(&op, &a);
+	tgpg_op_init(&op, &a);
 	op.kind = TG_OP_ISOCHRONE_BANDS;
 	travel_args_to_op(&a, &c, &op);
 	op.interval = tgpg_float(&a, "interval");
-	return run_op(&c, &op);
+	return tgpg_run_op(&c, &op);
 }
 
 PG_FUNCTION_INFO_V1(tgpg_watershed);
@@ -792,11 +742,11 @@ tgpg_watershed(PG_FUNCTION_ARGS)
 	tgpg_args_open(&a, fcinfo, "tg_watershed", watershed_args);
 	NULL_RASTER_GIVES_NULL(&a);
 	tgpg_call_open(&c, &a, "tg_watershed");
-	op_init(&op, &a);
+	tgpg_op_init(&op, &a);
 	op.kind = TG_OP_WATERSHED;
-	flow_args(&a, &c, &op);
+	tgpg_flow_args(&a, &c, &op);
 	outlet_arg(&a, &c, &op);
-	return run_op(&c, &op);
+	return tgpg_run_op(&c, &op);
 }
 
 /*
@@ -822,9 +772,9 @@ tgpg_snap_pour_point(PG_FUNCTION_ARGS)
 	tgpg_args_open(&a, fcinfo, "tg_snap_pour_point", snap_args);
 	NULL_RASTER_GIVES_NULL(&a);
 	tgpg_call_open(&c, &a, "tg_snap_pour_point");
-	op_init(&op, &a);
+	tgpg_op_init(&op, &a);
 	op.kind = TG_OP_SNAP_POUR_POINT;
-	flow_args(&a, &c, &op);
+	tgpg_flow_args(&a, &c, &op);
 	tgpg_call_point_at(&c, tgpg_datum(&a, "point"), tgpg_type(&a, "point"), "point", &op.outlet_x,
 					   &op.outlet_y);
 	op.snap = tgpg_float(&a, "distance");
@@ -849,238 +799,6 @@ tgpg_snap_pour_point(PG_FUNCTION_ARGS)
 	result = SPI_datumTransfer(result, false, -1);
 	SPI_finish();
 	PG_RETURN_DATUM(result);
-}
-
-/* ------------------------------------------------------------------------
- * After the accumulation: streams, flow lengths, HAND, wetness
- * ------------------------------------------------------------------------ */
-
-/* D8 on the filled surface unless told; the stream threshold apart from fdd8's */
-static void
-drainage_args(const tgpg_args *a, tgpg_call *c, tg_op *op)
-{
-	flow_args(a, c, op);
-	op->flow.threshold = 0;
-	if (tgpg_arg_index(a, "threshold") >= 0 && tgpg_arg_index(a, "routing") < 0)
-		op->stream_threshold = tgpg_float(a, "threshold");
-	else if (tgpg_arg_index(a, "threshold") >= 0)
-		op->flow.threshold = tgpg_float(a, "threshold");
-}
-
-PG_FUNCTION_INFO_V1(tgpg_stream_order);
-Datum
-tgpg_stream_order(PG_FUNCTION_ARGS)
-{
-	tgpg_args	a;
-	tgpg_call	c;
-	tg_op		op;
-
-	tgpg_args_open(&a, fcinfo, "tg_stream_order", stream_order_args);
-	NULL_RASTER_GIVES_NULL(&a);
-	tgpg_call_open(&c, &a, "tg_stream_order");
-	op_init(&op, &a);
-	op.kind = TG_OP_STREAM_ORDER;
-	drainage_args(&a, &c, &op);
-	op.ordering = tgpg_word_value(&a, "ordering");
-	return run_op(&c, &op);
-}
-
-PG_FUNCTION_INFO_V1(tgpg_flow_length);
-Datum
-tgpg_flow_length(PG_FUNCTION_ARGS)
-{
-	tgpg_args	a;
-	tgpg_call	c;
-	tg_op		op;
-
-	tgpg_args_open(&a, fcinfo, "tg_flow_length", flow_length_args);
-	NULL_RASTER_GIVES_NULL(&a);
-	tgpg_call_open(&c, &a, "tg_flow_length");
-	op_init(&op, &a);
-	op.kind = TG_OP_FLOW_LENGTH;
-	drainage_args(&a, &c, &op);
-	op.upstream = tgpg_word_value(&a, "direction");
-	return run_op(&c, &op);
-}
-
-PG_FUNCTION_INFO_V1(tgpg_hand);
-Datum
-tgpg_hand(PG_FUNCTION_ARGS)
-{
-	tgpg_args	a;
-	tgpg_call	c;
-	tg_op		op;
-
-	tgpg_args_open(&a, fcinfo, "tg_hand", hand_args);
-	NULL_RASTER_GIVES_NULL(&a);
-	tgpg_call_open(&c, &a, "tg_hand");
-	op_init(&op, &a);
-	op.kind = TG_OP_HAND;
-	drainage_args(&a, &c, &op);
-	return run_op(&c, &op);
-}
-
-PG_FUNCTION_INFO_V1(tgpg_wetness_index);
-Datum
-tgpg_wetness_index(PG_FUNCTION_ARGS)
-{
-	tgpg_args	a;
-	tgpg_call	c;
-	tg_op		op;
-
-	tgpg_args_open(&a, fcinfo, "tg_wetness_index", wetness_args);
-	NULL_RASTER_GIVES_NULL(&a);
-	tgpg_call_open(&c, &a, "tg_wetness_index");
-	op_init(&op, &a);
-	op.kind = TG_OP_WETNESS_INDEX;
-	drainage_args(&a, &c, &op);
-	op.min_slope = tgpg_float(&a, "min_slope");
-	return run_op(&c, &op);
-}
-
-/*
- * Basins: of every outlet, or of pour points (nested: each cell to its
- * nearest downstream point), labelled by the point's place in the array.
- */
-PG_FUNCTION_INFO_V1(tgpg_basins);
-Datum
-tgpg_basins(PG_FUNCTION_ARGS)
-{
-	tgpg_args	a;
-	tgpg_call	c;
-	tg_op		op;
-
-	tgpg_args_open(&a, fcinfo, "tg_basins", basin_args);
-	NULL_RASTER_GIVES_NULL(&a);
-	tgpg_call_open(&c, &a, "tg_basins");
-	op_init(&op, &a);
-	op.kind = TG_OP_BASINS;
-	drainage_args(&a, &c, &op);
-	op.basin_outlets = TG_BASINS_OUTLETS;
-	op.snap = tgpg_float(&a, "snap");
-	if (tgpg_given(&a, "pour_points"))
-	{
-		double	   *xs,
-				   *ys;
-
-		op.npoints = points_arg(&a, &c, "pour_points", "pour point",
-								"Pass NULL (the default) for the basins of every outlet.", &xs, &ys);
-		op.basin_outlets = TG_BASINS_POINTS;
-		op.point_xs = xs;
-		op.point_ys = ys;
-	}
-	return run_op(&c, &op);
-}
-
-/* Sub-basins: each cell labelled by the stream link (tg_stream_links' id) it drains into first. */
-PG_FUNCTION_INFO_V1(tgpg_subbasins);
-Datum
-tgpg_subbasins(PG_FUNCTION_ARGS)
-{
-	tgpg_args	a;
-	tgpg_call	c;
-	tg_op		op;
-
-	tgpg_args_open(&a, fcinfo, "tg_subbasins", subbasin_args);
-	NULL_RASTER_GIVES_NULL(&a);
-	tgpg_call_open(&c, &a, "tg_subbasins");
-	op_init(&op, &a);
-	op.kind = TG_OP_BASINS;
-	drainage_args(&a, &c, &op);
-	op.basin_outlets = TG_BASINS_LINKS;
-	return run_op(&c, &op);
-}
-
-/*
- * A link's vertices (cell centres through the grid's affine georeference)
- * as a LineString of the raster's SRID, made by the geometry type's binary
- * input from EWKB.  A link of one cell (a confluence where the stream ends)
- * repeats its vertex: a line of length 0.
- */
-static Datum
-link_geometry(const tg_stream_network *net, const tg_stream_link *link, const tg_layout *layout,
-			  Oid receive, Oid ioparam)
-{
-	const tg_georef *g = &layout->geo;
-	const uint32 npoints = (uint32) Max(link->count, 2);
-	const int64 width = layout->width;
-	StringInfoData buf;
-	uint32		type = 2 | (g->srid > 0 ? 0x20000000 : 0);
-	uint8		order;
-
-#ifdef WORDS_BIGENDIAN
-	order = 0;
-#else
-	order = 1;
-#endif
-	initStringInfo(&buf);
-	appendBinaryStringInfo(&buf, (const char *) &order, 1);
-	appendBinaryStringInfo(&buf, (const char *) &type, 4);
-	if (g->srid > 0)
-	{
-		uint32		srid = (uint32) g->srid;
-
-		appendBinaryStringInfo(&buf, (const char *) &srid, 4);
-	}
-	appendBinaryStringInfo(&buf, (const char *) &npoints, 4);
-	for (uint32 v = 0; v < npoints; v++)
-	{
-		const uint32 cell = net->vertices[link->first + Min((size_t) v, link->count - 1)];
-		const double col = (double) (cell % width) + 0.5,
-					row = (double) (cell / width) + 0.5;
-		double		xy[2];
-
-		xy[0] = g->upperleft_x + col * g->scale_x + row * g->skew_x;
-		xy[1] = g->upperleft_y + col * g->skew_y + row * g->scale_y;
-		appendBinaryStringInfo(&buf, (const char *) xy, sizeof xy);
-	}
-	return OidReceiveFunctionCall(receive, &buf, ioparam, -1);
-}
-
-/* The stream network as one row per link, with its LineString. */
-PG_FUNCTION_INFO_V1(tgpg_stream_links);
-Datum
-tgpg_stream_links(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	tgpg_args	a;
-	tgpg_call	c;
-	tg_op		op;
-	tg_stream_network net;
-	Oid			receive,
-				ioparam;
-
-	tgpg_args_open(&a, fcinfo, "tg_stream_links", stream_link_args);
-	InitMaterializedSRF(fcinfo, 0);
-	if (!a.coverage && PG_ARGISNULL(0))
-		return (Datum) 0;
-	tgpg_call_open(&c, &a, "tg_stream_links");
-	op_init(&op, &a);
-	op.kind = TG_OP_STREAM_LINKS;
-	drainage_args(&a, &c, &op);
-	memset(&net, 0, sizeof net);
-	op.network = &net;
-	(void) tgpg_call_run(&c, &op, TGPG_RESULT_TILES);
-
-	getTypeBinaryInputInfo(TupleDescAttr(rsinfo->setDesc, 7)->atttypid, &receive, &ioparam);
-	for (size_t k = 0; k < net.nlinks; k++)
-	{
-		const tg_stream_link *link = &net.links[k];
-		Datum		values[8];
-		bool		nulls[8] = {false, link->downstream == 0, false, false, false, false, false, false};
-
-		CHECK_FOR_INTERRUPTS();
-		values[0] = Int64GetDatum(link->id);
-		values[1] = Int64GetDatum(link->downstream);
-		values[2] = Int32GetDatum((int32) link->strahler);
-		values[3] = Int64GetDatum((int64) link->shreve);
-		values[4] = Float8GetDatum(link->length);
-		values[5] = Float8GetDatum(link->cells);
-		values[6] = Float8GetDatum(link->area);
-		values[7] = link_geometry(&net, link, c.layout, receive, ioparam);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	return (Datum) 0;
 }
 
 /* ------------------------------------------------------------------------
@@ -1161,7 +879,7 @@ tgpg_isochrones(PG_FUNCTION_ARGS)
 	if (!a.coverage && PG_ARGISNULL(0))
 		return (Datum) 0;
 	tgpg_call_open(&c, &a, "tg_isochrones");
-	op_init(&op, &a);
+	tgpg_op_init(&op, &a);
 	op.kind = TG_OP_ISOCHRONE_BANDS;
 	travel_args_to_op(&a, &c, &op);
 	op.interval = tgpg_float(&a, "interval");
@@ -1212,9 +930,9 @@ tgpg_watershed_polygon(PG_FUNCTION_ARGS)
 	tgpg_args_open(&a, fcinfo, "tg_watershed_polygon", watershed_args);
 	NULL_RASTER_GIVES_NULL(&a);
 	tgpg_call_open(&c, &a, "tg_watershed_polygon");
-	op_init(&op, &a);
+	tgpg_op_init(&op, &a);
 	op.kind = TG_OP_WATERSHED;
-	flow_args(&a, &c, &op);
+	tgpg_flow_args(&a, &c, &op);
 	outlet_arg(&a, &c, &op);
 	(void) tgpg_call_run(&c, &op, TGPG_RESULT_TILES);
 
@@ -1269,14 +987,14 @@ tgpg_viewshed(PG_FUNCTION_ARGS)
 	tgpg_args_open(&a, fcinfo, "tg_viewshed", viewshed_args);
 	NULL_RASTER_GIVES_NULL(&a);
 	tgpg_call_open(&c, &a, "tg_viewshed");
-	op_init(&op, &a);
+	tgpg_op_init(&op, &a);
 	op.kind = TG_OP_VIEWSHED;
 	view_args_to_op(&a, &c, &op);
 	tgpg_call_point(&c, tgpg_datum(&a, "observer"), tgpg_type(&a, "observer"), "observer",
 					&op.view.observer_col, &op.view.observer_row);
 	op.view.output = tgpg_word_value(&a, "output");
 	op.view.algorithm = tgpg_word_value(&a, "algorithm");
-	return run_op(&c, &op);
+	return tgpg_run_op(&c, &op);
 }
 
 PG_FUNCTION_INFO_V1(tgpg_viewshed_count);
@@ -1295,10 +1013,10 @@ tgpg_viewshed_count(PG_FUNCTION_ARGS)
 	tgpg_args_open(&a, fcinfo, "tg_viewshed_count", viewshed_count_args);
 	NULL_RASTER_GIVES_NULL(&a);
 	tgpg_call_open(&c, &a, "tg_viewshed_count");
-	op_init(&op, &a);
+	tgpg_op_init(&op, &a);
 	op.kind = TG_OP_VIEWSHED_COUNT;
 	view_args_to_op(&a, &c, &op);
-	nobs = points_arg(&a, &c, "observers", "observer", NULL, &xs, &ys);
+	nobs = tgpg_points_arg(&a, &c, "observers", "observer", NULL, &xs, &ys);
 	cols = palloc(sizeof(int) * nobs);
 	rows = palloc(sizeof(int) * nobs);
 	for (int k = 0; k < nobs; k++)
@@ -1309,5 +1027,5 @@ tgpg_viewshed_count(PG_FUNCTION_ARGS)
 	op.nobservers = nobs;
 	op.observer_cols = cols;
 	op.observer_rows = rows;
-	return run_op(&c, &op);
+	return tgpg_run_op(&c, &op);
 }

@@ -23,7 +23,6 @@
  * zlib-compressed where that makes them smaller.
  */
 #include "tgpg.h"
-#include "tg_codec.h"
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"

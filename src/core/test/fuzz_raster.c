@@ -14,7 +14,7 @@
  *   - with -DTG_LIBFUZZER and clang -fsanitize=fuzzer,address: a libFuzzer
  *     target over the same harness (make fuzz-libfuzzer).
  */
-#include "tg_backends.h"
+#include "terrain/terrain.h"
 
 #include <stdio.h>
 #include <stdlib.h>

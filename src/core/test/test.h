@@ -5,7 +5,13 @@
 #ifndef TG_TEST_H
 #define TG_TEST_H
 
-#include "tg_backends.h"
+/* the tests reach into every folder of the core */
+#include "bmmq/bmmq.h"
+#include "hydro/catchment/catchment.h"
+#include "hydro/drainage/drainage.h"
+#include "scale/parts/parts.h"
+#include "scale/strips/strips.h"
+#include "viewshed/viewshed.h"
 
 #include <float.h>
 #include <math.h>
@@ -80,8 +86,10 @@ rng_uniform(void)
 	return (rng_next() >> 11) * (1.0 / 9007199254740992.0);
 }
 
-/* The suites of test_hydro.c, test_bmmq.c, test_viewshed.c, test_catchment.c, test_threads.c, test_terrain.c */
+/* The suites of the test_*.c files */
 void		test_hydro(void);
+void		test_hydro_chain(void);
+void		test_strips(void);
 void		test_bmmq(void);
 void		test_viewshed(void);
 void		test_catchment(void);

@@ -12,7 +12,6 @@
  *   bad input; CUDA against the CPU where a GPU is usable.
  */
 #include "test.h"
-#include "tg_hydro.h"
 
 #define ND (-9999.0)
 

@@ -719,6 +719,77 @@ check(bool ok, const char *fmt,...)
 	fputc('\n', stderr);
 }
 
+/* The compressed forms of tiles and messages: round trips, and corrupt input refused. */
+static void
+test_codecs(void)
+{
+	uint8_t		src[4096],
+				packed[8192],
+				back[4096];
+	size_t		n;
+	bool		refused = true;
+
+	for (int i = 0; i < 4096; i++)
+		src[i] = (uint8_t) (i % 17 == 0 ? i : i / 64);
+	n = tg_lz4_compress(src, sizeof src, packed, sizeof packed);
+	check(n > 0 && n < sizeof src && tg_lz4_decompress(packed, n, back, sizeof back) &&
+		  memcmp(src, back, sizeof src) == 0, "lz4 round trip");
+	n = tg_zlib_compress(src, sizeof src, packed, tg_zlib_bound(sizeof src));
+	check(n > 0 && n < sizeof src && tg_zlib_decompress(packed, n, back, sizeof back) &&
+		  memcmp(src, back, sizeof src) == 0, "zlib round trip");
+	check(!tg_zlib_decompress(packed, n, back, sizeof back - 1) && !tg_zlib_decompress(packed, n - 1, back, sizeof back),
+		  "zlib refuses a stream of another size or cut short");
+	packed[n / 2] ^= 0x10;
+	check(!tg_zlib_decompress(packed, n, back, sizeof back), "zlib refuses a changed stream");
+	{
+		const uint64_t v[] = {0, 127, 128, 300, UINT32_MAX, UINT64_MAX};
+		const size_t len[] = {1, 1, 2, 2, 5, 10};
+		const uint8_t eleven[11] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01};
+		uint8_t		b[10];
+		uint64_t	got;
+		bool		ok = true;
+
+		for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+		{
+			const size_t k = tg_varint_put(v[i], b);
+
+			ok = ok && k == len[i] && tg_varint_get(b, k, &got) == k && got == v[i] &&
+				tg_varint_get(b, k - 1, &got) == 0;
+		}
+		check(ok, "varints round trip in 1 to 10 bytes and are refused when cut short");
+		check(tg_varint_get(eleven, sizeof eleven, &got) == 0, "a varint longer than 10 bytes is refused");
+	}
+	/* a pglz stream with a back-reference: "abcabcabc" = 3 literals + copy of 6 at offset 3 */
+	{
+		const uint8_t z[] = {0x08, 'a', 'b', 'c', 0x03, 0x03};
+		uint8_t		out[9];
+
+		check(tg_pglz_decompress(z, sizeof z, out, 9) && memcmp(out, "abcabcabc", 9) == 0,
+			  "pglz back-reference");
+	}
+	/* corrupt input is refused, never read or written beyond its buffers */
+	rng_state = 77;
+	for (int trial = 0; trial < 20000; trial++)
+	{
+		uint8_t		junk[64],
+					out[128];
+		const size_t len = 1 + rng_next() % sizeof junk;
+
+		for (size_t i = 0; i < len; i++)
+			junk[i] = (uint8_t) rng_next();
+		(void) tg_pglz_decompress(junk, len, out, 1 + rng_next() % sizeof out);
+		(void) tg_lz4_decompress(junk, len, out, 1 + rng_next() % sizeof out);
+		(void) tg_zlib_decompress(junk, len, out, 1 + rng_next() % sizeof out);
+	}
+	{
+		const uint8_t bad[] = {0x01, 0x0f, 0xff};	/* a copy from before the start */
+		uint8_t		out[32];
+
+		refused = !tg_pglz_decompress(bad, sizeof bad, out, sizeof out);
+	}
+	check(refused, "pglz refuses a reference before the output's start");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -732,8 +803,10 @@ main(int argc, char **argv)
 		{"multiband", test_multiband_and_flags}, {"truncations", test_truncations},
 		{"bad_headers", test_bad_headers}, {"slope_postgis", test_slope_postgis_values},
 		{"slope_plane", test_slope_plane}, {"slope_random", test_slope_random_vs_reference},
-		{"slope_nodata", test_slope_nodata_cases}, {"cancel", test_cancel_and_dispatch},
-		{"cuda_parity", test_cuda_parity}, {"hydro", test_hydro}, {"bmmq", test_bmmq},
+		{"slope_nodata", test_slope_nodata_cases}, {"codecs", test_codecs},
+		{"cancel", test_cancel_and_dispatch},
+		{"cuda_parity", test_cuda_parity}, {"hydro", test_hydro}, {"chain", test_hydro_chain},
+		{"strips", test_strips}, {"bmmq", test_bmmq},
 		{"viewshed", test_viewshed}, {"catchment", test_catchment}, {"threads", test_threads}, {"terrain", test_terrain},
 		{"run", test_run},
 	};

@@ -10,8 +10,6 @@
  * parts' rows).
  */
 #include "test.h"
-#include "tg_codec.h"
-#include "tg_tiles.h"
 
 #define GW 230
 #define GH 190
@@ -519,76 +517,6 @@ base_op(tg_op_kind kind)
 	return op;
 }
 
-static void
-test_codecs(void)
-{
-	uint8_t		src[4096],
-				packed[8192],
-				back[4096];
-	size_t		n;
-	bool		refused = true;
-
-	for (int i = 0; i < 4096; i++)
-		src[i] = (uint8_t) (i % 17 == 0 ? i : i / 64);
-	n = tg_lz4_compress(src, sizeof src, packed, sizeof packed);
-	check(n > 0 && n < sizeof src && tg_lz4_decompress(packed, n, back, sizeof back) &&
-		  memcmp(src, back, sizeof src) == 0, "lz4 round trip");
-	n = tg_zlib_compress(src, sizeof src, packed, tg_zlib_bound(sizeof src));
-	check(n > 0 && n < sizeof src && tg_zlib_decompress(packed, n, back, sizeof back) &&
-		  memcmp(src, back, sizeof src) == 0, "zlib round trip");
-	check(!tg_zlib_decompress(packed, n, back, sizeof back - 1) && !tg_zlib_decompress(packed, n - 1, back, sizeof back),
-		  "zlib refuses a stream of another size or cut short");
-	packed[n / 2] ^= 0x10;
-	check(!tg_zlib_decompress(packed, n, back, sizeof back), "zlib refuses a changed stream");
-	{
-		const uint64_t v[] = {0, 127, 128, 300, UINT32_MAX, UINT64_MAX};
-		const size_t len[] = {1, 1, 2, 2, 5, 10};
-		const uint8_t eleven[11] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01};
-		uint8_t		b[10];
-		uint64_t	got;
-		bool		ok = true;
-
-		for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-		{
-			const size_t k = tg_varint_put(v[i], b);
-
-			ok = ok && k == len[i] && tg_varint_get(b, k, &got) == k && got == v[i] &&
-				tg_varint_get(b, k - 1, &got) == 0;
-		}
-		check(ok, "varints round trip in 1 to 10 bytes and are refused when cut short");
-		check(tg_varint_get(eleven, sizeof eleven, &got) == 0, "a varint longer than 10 bytes is refused");
-	}
-	/* a pglz stream with a back-reference: "abcabcabc" = 3 literals + copy of 6 at offset 3 */
-	{
-		const uint8_t z[] = {0x08, 'a', 'b', 'c', 0x03, 0x03};
-		uint8_t		out[9];
-
-		check(tg_pglz_decompress(z, sizeof z, out, 9) && memcmp(out, "abcabcabc", 9) == 0,
-			  "pglz back-reference");
-	}
-	/* corrupt input is refused, never read or written beyond its buffers */
-	rng_state = 77;
-	for (int trial = 0; trial < 20000; trial++)
-	{
-		uint8_t		junk[64],
-					out[128];
-		const size_t len = 1 + rng_next() % sizeof junk;
-
-		for (size_t i = 0; i < len; i++)
-			junk[i] = (uint8_t) rng_next();
-		(void) tg_pglz_decompress(junk, len, out, 1 + rng_next() % sizeof out);
-		(void) tg_lz4_decompress(junk, len, out, 1 + rng_next() % sizeof out);
-		(void) tg_zlib_decompress(junk, len, out, 1 + rng_next() % sizeof out);
-	}
-	{
-		const uint8_t bad[] = {0x01, 0x0f, 0xff};	/* a copy from before the start */
-		uint8_t		out[32];
-
-		refused = !tg_pglz_decompress(bad, sizeof bad, out, sizeof out);
-	}
-	check(refused, "pglz refuses a reference before the output's start");
-}
-
 /* ------------------------------------------------------------------------
  * A coverage partitioned by rows of tiles: each part on its own, the
  * coordinator's messages between the phases
@@ -892,7 +820,7 @@ test_parts(coverage *tiles)
 
 	/* parts scanned in sub-strips of 3 rows (their labels cut down before they leave), their crossing flats' distances in strips of 3 */
 	tg_part_scan_rows = 3;
-	tg_flat_strip_rows = 3;
+	tg_flat_block_rows = 3;
 	check_parts("fill", &op, tiles);
 	op = base_op(TG_OP_SLOPE);
 	op.slope_units = TG_SLOPE_PERCENT;
@@ -962,7 +890,7 @@ test_parts(coverage *tiles)
 	op = base_op(TG_OP_HYDROLOGY);
 	check_parts("d8 hydrology, parts scanned whole", &op, tiles);
 	tg_part_scan_rows = 256;
-	tg_flat_strip_rows = 64;
+	tg_flat_block_rows = 64;
 
 	/*
 	 * Parts whose rows of tiles do not span the grid, as raster2pgsql leaves
@@ -1047,10 +975,10 @@ test_parts_on_gpu(coverage *tiles)
 	}
 	parts_backend = TG_BACKEND_GPU;
 	tg_part_scan_rows = 3;
-	tg_flat_strip_rows = 3;
+	tg_flat_block_rows = 3;
 	check_d8_parts(tiles, ", parts on the GPU");
 	tg_part_scan_rows = 256;
-	tg_flat_strip_rows = 64;
+	tg_flat_block_rows = 64;
 	parts_backend = TG_BACKEND_CPU;
 }
 
@@ -1096,14 +1024,14 @@ test_streamed_tiles(coverage *tiles, coverage *weights)
 		run_backend = TG_BACKEND_GPU;
 		memset(&stats, 0, sizeof stats);
 		/* two rows of tiles of the products: the filled int16 DEM as 32BF, receivers, accumulation */
-		tg_stream_band_bytes = (size_t) 2 * TILE_H * GW * (ops[k].kind == TG_OP_HYDROLOGY ? 4 + 2 + 8 : 8) + 3 * 64;
+		tg_stream_slice_bytes = (size_t) 2 * TILE_H * GW * (ops[k].kind == TG_OP_HYDROLOGY ? 4 + 2 + 8 : 8) + 3 * 64;
 		encode_starts = 0;
 		st1 = run_on(tiles, w, &ops[k], 0, SIZE_MAX, true, false, &streamed, &stats, &err);
 		bands = encode_starts;
-		tg_stream_band_bytes = 1;
+		tg_stream_slice_bytes = 1;
 		st2 = run_on(tiles, w, &ops[k], 0, SIZE_MAX, true, false, &copied, NULL, &err);
 		run_backend = TG_BACKEND_CPU;
-		tg_stream_band_bytes = 0;
+		tg_stream_slice_bytes = 0;
 		if (d8)
 			st3 = run_on(tiles, w, &ops[k], 0, SIZE_MAX, true, false, &cpu, NULL, &err);
 		for (int t = 0; t < tiles->layout.ntiles; t++)
@@ -1135,7 +1063,6 @@ test_run(void)
 	static const int obs_cols[2] = {40, 180},
 				obs_rows[2] = {30, 150};
 
-	test_codecs();
 	rng_state = 4242;
 	for (int y = 0; y < GH; y++)
 		for (int x = 0; x < GW; x++)

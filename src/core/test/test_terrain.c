@@ -13,7 +13,7 @@
  *   parity        CPU and GPU identical on a random DEM (skipped without one)
  */
 #include "test.h"
-#include "terrain_cells.h"
+#include "terrain/terrain.h"
 
 static tg_status
 run_terrain(tg_backend backend, const tg_band *b, const tg_terrain_params *p, void *const *out)

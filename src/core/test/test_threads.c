@@ -8,7 +8,6 @@
  * and the threads asked for are the threads that ran.
  */
 #include "test.h"
-#include "tg_pool.h"
 
 #define TW 300
 #define TH 1200
@@ -483,7 +482,7 @@ static void
 test_flat_strips(const tg_band *dem)
 {
 	const size_t bytes = (size_t) TW * TH * 8 * sizeof(float);
-	const int64_t usual = tg_flat_strip_cells;
+	const int64_t usual = tg_flat_large_cells;
 	uint8_t    *walked = malloc(bytes),
 			   *strips = malloc(bytes);
 	tg_flow_params p = flow(TG_ROUTE_MFD_MD, true, false);
@@ -491,12 +490,12 @@ test_flat_strips(const tg_band *dem)
 	tg_error	err;
 	tg_ctx		ctx;
 
-	tg_flat_strip_cells = INT64_MAX;
+	tg_flat_large_cells = INT64_MAX;
 	ctx = ctx_with(1, &stats);
 	memset(walked, 0xA5, bytes);
 	tg_error_clear(&err);
 	check(op_direction(&ctx, dem, &p, walked, &err) == TG_OK, "flats walked: %s", err.message);
-	tg_flat_strip_cells = 1;
+	tg_flat_large_cells = 1;
 	for (int t = 1; t <= 7; t += 2)
 	{
 		ctx = ctx_with(t, &stats);
@@ -505,7 +504,7 @@ test_flat_strips(const tg_band *dem)
 		check(op_direction(&ctx, dem, &p, strips, &err) == TG_OK, "flats in strips: %s", err.message);
 		check(memcmp(walked, strips, bytes) == 0, "flats in strips on %d threads equal flats walked", t);
 	}
-	tg_flat_strip_cells = usual;
+	tg_flat_large_cells = usual;
 	free(walked);
 	free(strips);
 }

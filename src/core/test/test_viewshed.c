@@ -4,7 +4,6 @@
  * decided by exactly one ray, R2 against the exact R3, GPU against CPU.
  */
 #include "test.h"
-#include "tg_viewshed.h"
 
 #define RE_DEFAULT 6370997.0
 #define REFRACTION_DEFAULT 0.14286

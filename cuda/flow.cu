@@ -1,0 +1,432 @@
+/*
+ * flow.cu — the flow chain on the GPU behind tg_flow_direction,
+ * tg_hydrology and a part's D8 link: the routing (route.cu) and the
+ * accumulation (accum.cu) on the device, then the products the caller asked
+ * for (directions, shares, routing surface, receivers) copied back or
+ * streamed to its sink slice by slice.
+ */
+#include "route.cuh"
+
+#include <cstdio>
+
+namespace
+{
+/* The products beside the accumulation: routing surface and receiver masks. */
+template <typename V, typename O>
+__global__ void
+tgk_export_surface(const V *__restrict__ z, size_t n, O nodata, O *__restrict__ out)
+{
+	TG_GRID_STRIDE(i, n)
+	{
+		V			v = z[i];
+
+		out[i] = isnan(v) ? nodata : (O) v;
+	}
+}
+
+__global__ void
+tgk_export_receivers(tg_route_view r, const uint8_t *__restrict__ kind,
+					 const double *__restrict__ acc, uint16_t *__restrict__ mask_out)
+{
+	const size_t n = (size_t) r.width * r.height;
+
+	TG_GRID_STRIDE(i, n)
+	{
+		uint16_t	mask = 0;
+
+		if (kind[i] == KIND_NODATA)
+			mask = TG_NODATA_RECEIVERS;
+		else
+			for (int k = 0; k < 8; k++)
+				if (tg_route_share(&r, i, k, acc[i]) > 0)
+					mask |= (uint16_t) (1u << k);
+		mask_out[i] = mask;
+	}
+}
+
+/* The products beside the accumulation, on the device: routing surface and receiver masks. */
+template <typename V>
+tg_status
+export_products(const device_route<V> &route, const tg_flow_params *p, const double *d_acc,
+				const tg_flow_products *out, dbuf<uint8_t> &d_surface, dbuf<uint16_t> &d_mask, tg_error *err)
+{
+	const size_t n = route.n;
+
+	if (out->surface)
+	{
+		const size_t size = out->surface_type == TG_PT_64BF ? sizeof(double) : sizeof(float);
+
+		TG_CUDA_CHECK(d_surface.alloc(n * size), "allocating the routing surface");
+		if (out->surface_type == TG_PT_64BF)
+			tgk_export_surface<V, double><<<grid_for(n), 256>>>(route.z.p, n, out->surface_nodata,
+																 (double *) d_surface.p);
+		else
+			tgk_export_surface<V, float><<<grid_for(n), 256>>>(route.z.p, n,
+																(float) out->surface_nodata,
+																(float *) d_surface.p);
+		TG_CUDA_CHECK(cudaGetLastError(), "exporting the routing surface");
+	}
+	if (out->receivers)
+	{
+		TG_CUDA_CHECK(d_mask.alloc(n), "allocating receiver masks");
+		tgk_export_receivers<<<grid_for(n), 256>>>(route.view(p->threshold), route.kind.p, d_acc,
+													d_mask.p);
+		TG_CUDA_CHECK(cudaGetLastError(), "exporting receivers");
+	}
+	return TG_OK;
+}
+
+/*
+ * The products to the host: to the sink slice by slice where one is given and
+ * the bands fit the staging, else into the product planes.  *copy_ms: the
+ * copies' device time.
+ */
+tg_status
+fetch_products(const tg_ctx *ctx, const tg_band *dem, const tg_flow_products *out, const double *d_acc,
+			   const dbuf<uint8_t> &d_surface, const dbuf<uint16_t> &d_mask, double *copy_ms, tg_error *err)
+{
+	const size_t n = (size_t) dem->width * dem->height,
+				surface_size = out->surface_type == TG_PT_64BF ? sizeof(double) : sizeof(float);
+	event_timer down;
+
+	if (out->sink)
+	{
+		const void *const dev[TG_SINK_PLANES] = {out->surface ? d_surface.p : nullptr,
+		out->receivers ? d_mask.p : nullptr, d_acc};
+		const size_t elem[TG_SINK_PLANES] = {out->surface ? surface_size : 0,
+		out->receivers ? sizeof(uint16_t) : 0, sizeof(double)};
+		tg_status	st = tg_cuda_stream_rows(ctx, dev, elem, dem->width, dem->height, out->sink, copy_ms, err);
+
+		if (st != TG_OK || out->sink->used)
+			return st;
+	}
+	TG_CUDA_CHECK(down.init(), "creating timing events");
+	TG_CUDA_CHECK(cudaEventRecord(down.start), "recording an event");
+	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out->acc, d_acc, n * sizeof(double)),
+				  "copying the accumulation back from the GPU");
+	if (out->surface)
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out->surface, d_surface.p, n * surface_size),
+					  "copying the routing surface back from the GPU");
+	if (out->receivers)
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out->receivers, d_mask.p, n * sizeof(uint16_t)),
+					  "copying receivers back from the GPU");
+	TG_CUDA_CHECK(cudaEventRecord(down.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventSynchronize(down.stop), "copying products back from the GPU");
+	*copy_ms += down.elapsed();
+	return TG_OK;
+}
+
+/* Every cell of row y weighs row_weight[y]. */
+__global__ void
+tgk_spread_row_weights(const double *__restrict__ row_weight, int width, size_t n,
+					   double *__restrict__ weight)
+{
+	TG_GRID_STRIDE(i, n)
+		weight[i] = row_weight[i / (size_t) width];
+}
+
+/* Each cell of row y divided by divisor[y] (IEEE division: the host's tg_to_sca bit for bit). */
+__global__ void
+tgk_divide_rows(const double *__restrict__ divisor, int width, size_t n, double *__restrict__ acc)
+{
+	TG_GRID_STRIDE(i, n)
+		acc[i] = acc[i] / divisor[i / (size_t) width];
+}
+
+template <typename V>
+tg_status
+accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
+				  const double *row_weight, const double *row_divisor, const tg_flow_params *p,
+				  tg_accum_method method, const tg_flow_products *products, tg_error *err)
+{
+	const size_t n = (size_t) dem->width * dem->height;
+	device_route<V> route;
+	dbuf<double> d_weight,
+				d_row_weight,
+				d_row_divisor,
+				d_acc;
+	dbuf<uint8_t> d_surface;
+	dbuf<uint16_t> d_mask;
+	event_timer prep,
+				compute,
+				up;
+	double		transfer_ms = 0,
+				down_ms = 0;
+	int			route_rounds = 0,
+				rounds = 0;
+	const char *used = "";
+	tg_status	st;
+
+	st = tg_cuda_check_budget(ctx, n * (route_bytes_per_cell(dem, p, sizeof(V)) +
+								accumulation_bytes_per_cell(method, p->routing) +
+								(products->surface ? sizeof(double) : 0) +
+								(products->receivers ? sizeof(uint16_t) : 0)),
+					  "flow accumulation", err);
+	if (st != TG_OK)
+		return st;
+	TG_CUDA_CHECK(prep.init(), "creating timing events");
+	TG_CUDA_CHECK(compute.init(), "creating timing events");
+	TG_CUDA_CHECK(up.init(), "creating timing events");
+
+	TG_CUDA_CHECK(cudaEventRecord(prep.start), "recording an event");
+	st = build_route<V>(ctx, dem, p, route, &transfer_ms, &route_rounds, err);
+	if (st != TG_OK)
+		return st;
+	TG_CUDA_CHECK(cudaEventRecord(prep.stop), "recording an event");
+	TG_CUDA_CHECK(d_weight.alloc(n), "allocating weights");
+	TG_CUDA_CHECK(d_acc.alloc(n), "allocating the accumulation");
+	TG_CUDA_CHECK(cudaEventRecord(up.start), "recording an event");
+	if (weight)
+		TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, d_weight.p, weight, n * sizeof(double)),
+					  "copying weights to the GPU");
+	else
+	{
+		TG_CUDA_CHECK(d_row_weight.alloc(dem->height), "allocating row weights");
+		TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, d_row_weight.p, row_weight,
+											 (size_t) dem->height * sizeof(double)),
+					  "copying row weights to the GPU");
+		tgk_spread_row_weights<<<grid_for(n), 256>>>(d_row_weight.p, dem->width, n, d_weight.p);
+		TG_CUDA_CHECK(cudaGetLastError(), "spreading row weights");
+	}
+	if (row_divisor)
+	{
+		TG_CUDA_CHECK(d_row_divisor.alloc(dem->height), "allocating contour widths");
+		TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, d_row_divisor.p, row_divisor,
+											 (size_t) dem->height * sizeof(double)),
+					  "copying contour widths to the GPU");
+	}
+	TG_CUDA_CHECK(cudaEventRecord(up.stop), "recording an event");
+
+	TG_CUDA_CHECK(cudaEventRecord(compute.start), "recording an event");
+	st = accumulate<V>(ctx, route, p, d_weight.p, method, d_acc.p, &rounds, &used, err);
+	if (st != TG_OK)
+		return st;
+	/* the receivers first: fdd8's read the accumulation in cells */
+	st = export_products<V>(route, p, d_acc.p, products, d_surface, d_mask, err);
+	if (st != TG_OK)
+		return st;
+	if (row_divisor)
+	{
+		tgk_divide_rows<<<grid_for(n), 256>>>(d_row_divisor.p, dem->width, n, d_acc.p);
+		TG_CUDA_CHECK(cudaGetLastError(), "dividing by contour widths");
+	}
+	TG_CUDA_CHECK(cudaEventRecord(compute.stop), "recording an event");
+	st = fetch_products(ctx, dem, products, d_acc.p, d_surface, d_mask, &down_ms, err);
+	if (st != TG_OK)
+		return st;
+	TG_CUDA_CHECK(cudaEventSynchronize(compute.stop), "accumulating flow");
+
+	if (ctx->stats)
+	{
+		/* the routing's device time (fill, flats) includes the DEM's upload */
+		double		prep_ms = prep.elapsed() - transfer_ms;
+
+		ctx->stats->prep_ms += prep_ms;
+		ctx->stats->kernel_ms += prep_ms + compute.elapsed();
+		ctx->stats->transfer_ms += transfer_ms + up.elapsed() + down_ms;
+		ctx->stats->iterations = rounds;
+		ctx->stats->chunks = route_rounds;
+		snprintf(ctx->stats->method, sizeof ctx->stats->method, "%s", used);
+	}
+	return TG_OK;
+}
+
+__global__ void
+tgk_export_directions(tg_route_view r, const uint8_t *__restrict__ kind,
+					  const double *__restrict__ acc, uint8_t *__restrict__ codes,
+					  float *__restrict__ frac_out)
+{
+	const size_t n = (size_t) r.width * r.height;
+
+	TG_GRID_STRIDE(i, n)
+	{
+		bool		valid = kind[i] != KIND_NODATA;
+		uint8_t		d = r.d8[i];
+
+		if (codes)
+			codes[i] = !valid ? 255 : d == TG_NO_DIRECTION ? 0 : (uint8_t) (1u << d);
+		if (frac_out)
+			for (int k = 0; k < 8; k++)
+				frac_out[(size_t) k * n + i] = !valid ? NAN : (float) tg_route_share(&r, i, k, acc ? acc[i] : 0.0);
+	}
+}
+
+template <typename V>
+tg_status
+direction_impl(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, uint8_t *d8,
+			   float *frac, tg_error *err)
+{
+	const size_t n = (size_t) dem->width * dem->height;
+	const bool	fdd8 = p->routing == TG_ROUTE_FDD8;
+	device_route<V> route;
+	dbuf<uint8_t> d_codes;
+	dbuf<float> d_frac;
+	dbuf<double> d_weight,
+				d_acc;
+	event_timer compute,
+				down;
+	double		transfer_ms = 0;
+	int			rounds = 0,
+				acc_rounds = 0;
+	tg_status	st;
+
+	st = tg_cuda_check_budget(ctx, n * (route_bytes_per_cell(dem, p, sizeof(V)) + (d8 ? 1 : 32) +
+								(fdd8 ? accumulation_bytes_per_cell(TG_ACC_INDEGREE, TG_ROUTE_FDD8) : 0)),
+					  "flow direction", err);
+	if (st != TG_OK)
+		return st;
+	TG_CUDA_CHECK(compute.init(), "creating timing events");
+	TG_CUDA_CHECK(down.init(), "creating timing events");
+	TG_CUDA_CHECK(cudaEventRecord(compute.start), "recording an event");
+	st = build_route<V>(ctx, dem, p, route, &transfer_ms, &rounds, err);
+	if (st != TG_OK)
+		return st;
+	if (fdd8)
+	{
+		/* fdd8 turns D8 where the accumulation (in cells) reaches the threshold */
+		const char *used;
+
+		TG_CUDA_CHECK(d_weight.alloc(n), "allocating weights");
+		TG_CUDA_CHECK(d_acc.alloc(n), "allocating the accumulation");
+		tgk_fill<double><<<grid_for(n), 256>>>(d_weight.p, n, 1.0);
+		TG_CUDA_CHECK(cudaGetLastError(), "setting weights");
+
+		st = accumulate<V>(ctx, route, p, d_weight.p, TG_ACC_INDEGREE, d_acc.p, &acc_rounds, &used, err);
+		if (st != TG_OK)
+			return st;
+	}
+	if (d8)
+		TG_CUDA_CHECK(d_codes.alloc(n), "allocating direction codes");
+	if (frac)
+		TG_CUDA_CHECK(d_frac.alloc(8 * n), "allocating shares");
+	tgk_export_directions<<<grid_for(n), 256>>>(route.view(p->threshold), route.kind.p, d_acc.p,
+												 d8 ? d_codes.p : nullptr, frac ? d_frac.p : nullptr);
+	TG_CUDA_CHECK(cudaGetLastError(), "exporting directions");
+	TG_CUDA_CHECK(cudaEventRecord(compute.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventRecord(down.start), "recording an event");
+	if (d8)
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, d8, d_codes.p, n),
+					  "copying directions back from the GPU");
+	if (frac)
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, frac, d_frac.p, 8 * n * sizeof(float)),
+					  "copying shares back from the GPU");
+	TG_CUDA_CHECK(cudaEventRecord(down.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventSynchronize(down.stop), "computing flow directions");
+	if (ctx->stats)
+	{
+		ctx->stats->kernel_ms += compute.elapsed();
+		ctx->stats->transfer_ms += transfer_ms + down.elapsed();
+		ctx->stats->iterations = acc_rounds;
+		ctx->stats->chunks = rounds;
+	}
+	return TG_OK;
+}
+
+/*
+ * A part's routing with its crossing flats' masks and the D8 accumulation of
+ * its own rows (a part's link, scale/parts/): the rows around the own ones shape the
+ * routing only; in the own rows' accumulation a direction out of them is an
+ * exit, as in the CPU's accumulation of those rows copied alone.
+ */
+tg_status
+part_d8_impl(const tg_ctx *ctx, const double *z, int W, int rows, int own0, int own_rows,
+			 const tg_flow_params *p, const tg_flat_masks *given, const double *weight, uint8_t *d8,
+			 double *acc, tg_error *err)
+{
+	const size_t n = (size_t) W * rows,
+				own = (size_t) W * own_rows,
+				off = (size_t) W * own0;
+	const tg_band band = {TG_PT_64BF, false, false, false, 0, W, rows, z};
+	device_route<double> route;
+	dbuf<double> d_weight,
+				d_acc;
+	dbuf<uint32_t> indeg,
+				order;
+	dbuf<uint16_t> links;
+	event_timer compute,
+				down;
+	double		transfer_ms = 0;
+	int			rounds = 0,
+				launches = 0;
+	tg_route_view v;
+	tg_status	st;
+
+	if (p->routing != TG_ROUTE_D8 || p->fill || own0 < 0 || own0 + own_rows > rows)
+		return tg_error_set(err, TG_EINVAL, "a part's D8 link on the GPU takes a D8 routing of a filled surface");
+	st = tg_cuda_check_budget(ctx, n * route_bytes_per_cell(&band, p, sizeof(double)) +
+							  own * accumulation_bytes_per_cell(TG_ACC_INDEGREE, TG_ROUTE_D8) +
+							  given->count * (sizeof(size_t) + sizeof(int32_t)),
+							  "a part's flow accumulation", err);
+	if (st != TG_OK)
+		return st;
+	TG_CUDA_CHECK(compute.init(), "creating timing events");
+	TG_CUDA_CHECK(down.init(), "creating timing events");
+	TG_CUDA_CHECK(cudaEventRecord(compute.start), "recording an event");
+	st = build_route<double>(ctx, &band, p, route, &transfer_ms, &rounds, err, given);
+	if (st != TG_OK)
+		return st;
+	TG_CUDA_CHECK(d_weight.alloc(own), "allocating weights");
+	TG_CUDA_CHECK(d_acc.alloc(own), "allocating the accumulation");
+	TG_CUDA_CHECK(indeg.alloc(own), "allocating donor counts");
+	TG_CUDA_CHECK(order.alloc(own), "allocating the order");
+	TG_CUDA_CHECK(links.alloc(own), "allocating donor masks");
+	TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, d_weight.p, weight, own * sizeof(double)),
+				  "copying weights to the GPU");
+	/* the own rows alone: their routing out of them leaves the grid */
+	v = route.view(p->threshold);
+	v.height = own_rows;
+	v.d8 = route.d8.p + off;
+	st = d8_chains(ctx, v, route.kind.p + off, d_weight.p, d_acc.p, links.p, indeg.p, order.p, &launches, err);
+	if (st != TG_OK)
+		return st;
+	TG_CUDA_CHECK(cudaEventRecord(compute.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventRecord(down.start), "recording an event");
+	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, d8, route.d8.p + off, own), "copying directions back from the GPU");
+	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, acc, d_acc.p, own * sizeof(double)),
+				  "copying the accumulation back from the GPU");
+	TG_CUDA_CHECK(cudaEventRecord(down.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventSynchronize(down.stop), "accumulating a part's flow");
+	if (ctx->stats)
+	{
+		ctx->stats->kernel_ms += compute.elapsed() - transfer_ms;
+		ctx->stats->transfer_ms += transfer_ms + down.elapsed();
+		ctx->stats->chunks += rounds;
+	}
+	return TG_OK;
+}
+}								/* namespace */
+
+extern "C" tg_status
+tg_cuda_flow_accumulation(const tg_ctx *ctx, const tg_band *dem, const double *weight,
+						  const double *row_weight, const double *row_divisor, const tg_flow_params *params,
+						  tg_accum_method method, const tg_flow_products *out, tg_error *err)
+{
+	return tg_cuda_catch_all(err, [&] {
+		if (pixtype_fits_float(dem->pixtype))
+			return accumulation_impl<float>(ctx, dem, weight, row_weight, row_divisor, params, method, out,
+											err);
+		return accumulation_impl<double>(ctx, dem, weight, row_weight, row_divisor, params, method, out,
+										 err);
+	});
+}
+
+extern "C" tg_status
+tg_cuda_part_d8(const tg_ctx *ctx, const double *z, int W, int rows, int own0, int own_rows,
+				const tg_flow_params *params, const tg_flat_masks *given, const double *weight, uint8_t *d8,
+				double *acc, tg_error *err)
+{
+	return tg_cuda_catch_all(err, [&] {
+		return part_d8_impl(ctx, z, W, rows, own0, own_rows, params, given, weight, d8, acc, err);
+	});
+}
+
+extern "C" tg_status
+tg_cuda_flow_direction(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *params,
+					   uint8_t *d8, float *frac, tg_error *err)
+{
+	return tg_cuda_catch_all(err, [&] {
+		if (pixtype_fits_float(dem->pixtype))
+			return direction_impl<float>(ctx, dem, params, d8, frac, err);
+		return direction_impl<double>(ctx, dem, params, d8, frac, err);
+	});
+}

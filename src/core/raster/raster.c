@@ -1,0 +1,603 @@
+/*
+ * raster.c — reader and writer for PostGIS' serialized raster (RFC1, v0).
+ *
+ * Layout (host byte order, as PostGIS stores it):
+ *   header, 64 bytes: uint32 length word, uint16 version (0), uint16 band
+ *     count, 6 doubles (scale x/y, upper-left x/y, skew x/y), int32 srid,
+ *     uint16 width, uint16 height;
+ *   per band: 1 byte pixtype|flags, padding to the pixel size, the nodata
+ *     value (one pixel), then either width*height pixels (in-db) or a band
+ *     number byte and a NUL-terminated path (out-db); padding to 8 bytes.
+ * Sub-byte types (1BB, 2BUI, 4BUI) take one byte per pixel.
+ *
+ * Unlike PostGIS' own deserializer this one trusts nothing: every offset is
+ * checked against the value's length before it is read.
+ */
+#include "raster/raster.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#define FLAG_OFFDB		0x80
+#define FLAG_HASNODATA	0x40
+#define FLAG_ISNODATA	0x20
+#define PIXTYPE_MASK	0x0F
+
+bool
+tg_pixtype_valid(int code)
+{
+	return (code >= TG_PT_1BB && code <= TG_PT_32BUI) ||
+		code == TG_PT_32BF || code == TG_PT_64BF;
+}
+
+int
+tg_pixtype_size(tg_pixtype pt)
+{
+	switch (pt)
+	{
+		case TG_PT_1BB:
+		case TG_PT_2BUI:
+		case TG_PT_4BUI:
+		case TG_PT_8BSI:
+		case TG_PT_8BUI:
+			return 1;
+		case TG_PT_16BSI:
+		case TG_PT_16BUI:
+			return 2;
+		case TG_PT_32BSI:
+		case TG_PT_32BUI:
+		case TG_PT_32BF:
+			return 4;
+		case TG_PT_64BF:
+			return 8;
+	}
+	return 0;
+}
+
+const char *
+tg_pixtype_name(tg_pixtype pt)
+{
+	switch (pt)
+	{
+		case TG_PT_1BB:
+			return "1BB";
+		case TG_PT_2BUI:
+			return "2BUI";
+		case TG_PT_4BUI:
+			return "4BUI";
+		case TG_PT_8BSI:
+			return "8BSI";
+		case TG_PT_8BUI:
+			return "8BUI";
+		case TG_PT_16BSI:
+			return "16BSI";
+		case TG_PT_16BUI:
+			return "16BUI";
+		case TG_PT_32BSI:
+			return "32BSI";
+		case TG_PT_32BUI:
+			return "32BUI";
+		case TG_PT_32BF:
+			return "32BF";
+		case TG_PT_64BF:
+			return "64BF";
+	}
+	return "unknown";
+}
+
+bool
+tg_pixtype_is_float(tg_pixtype pt)
+{
+	return pt == TG_PT_32BF || pt == TG_PT_64BF;
+}
+
+/* The smallest value a pixel type holds (PostGIS uses it as a default nodata). */
+double
+tg_pixtype_min_value(tg_pixtype pt)
+{
+	switch (pt)
+	{
+		case TG_PT_8BSI:
+			return -128.0;
+		case TG_PT_16BSI:
+			return -32768.0;
+		case TG_PT_32BSI:
+			return -2147483648.0;
+		case TG_PT_32BF:
+			return -FLT_MAX;
+		case TG_PT_64BF:
+			return -DBL_MAX;
+		default:
+			return 0.0;
+	}
+}
+
+double
+tg_georef_pixel_width(const tg_georef *g)
+{
+	return sqrt(g->scale_x * g->scale_x + g->skew_y * g->skew_y);
+}
+
+double
+tg_georef_pixel_height(const tg_georef *g)
+{
+	return sqrt(g->scale_y * g->scale_y + g->skew_x * g->skew_x);
+}
+
+/* ------------------------------------------------------------------------
+ * Reading
+ * ------------------------------------------------------------------------ */
+
+/* Unaligned-safe loads: the buffer may come from anywhere (fuzzers, slices). */
+static uint16_t
+load_u16(const uint8_t *p)
+{
+	uint16_t	v;
+
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
+static double
+load_f64(const uint8_t *p)
+{
+	double		v;
+
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
+double
+tg_pixel_load(tg_pixtype pt, const void *pixels, size_t index)
+{
+	const uint8_t *p = (const uint8_t *) pixels + index * (size_t) tg_pixtype_size(pt);
+
+	switch (pt)
+	{
+		case TG_PT_1BB:
+			return (double) (p[0] & 0x01);
+		case TG_PT_2BUI:
+			return (double) (p[0] & 0x03);
+		case TG_PT_4BUI:
+			return (double) (p[0] & 0x0F);
+		case TG_PT_8BSI:
+			return (double) (int8_t) p[0];
+		case TG_PT_8BUI:
+			return (double) p[0];
+		case TG_PT_16BSI:
+			{
+				int16_t		v;
+
+				memcpy(&v, p, 2);
+				return v;
+			}
+		case TG_PT_16BUI:
+			{
+				uint16_t	v;
+
+				memcpy(&v, p, 2);
+				return v;
+			}
+		case TG_PT_32BSI:
+			{
+				int32_t		v;
+
+				memcpy(&v, p, 4);
+				return v;
+			}
+		case TG_PT_32BUI:
+			{
+				uint32_t	v;
+
+				memcpy(&v, p, 4);
+				return v;
+			}
+		case TG_PT_32BF:
+			{
+				float		v;
+
+				memcpy(&v, p, 4);
+				return v;
+			}
+		case TG_PT_64BF:
+			return load_f64(p);
+	}
+	return NAN;
+}
+
+tg_status
+tg_raster_read_info(const uint8_t *buf, size_t len, tg_raster_info *info,
+					tg_error *err)
+{
+	uint16_t	version;
+
+	if (buf == NULL || len < TG_RASTER_HEADER_SIZE)
+		return tg_error_set(err, TG_EDATA,
+							"raster value is truncated: %zu bytes, the header alone takes %d",
+							buf ? len : 0, TG_RASTER_HEADER_SIZE);
+
+	version = load_u16(buf + 4);
+	if (version != 0)
+		return tg_error_set(err, TG_EDATA,
+							"unsupported raster serialization version %u (expected 0)",
+							(unsigned) version);
+
+	memset(info, 0, sizeof *info);
+	info->num_bands = load_u16(buf + 6);
+	info->geo.scale_x = load_f64(buf + 8);
+	info->geo.scale_y = load_f64(buf + 16);
+	info->geo.upperleft_x = load_f64(buf + 24);
+	info->geo.upperleft_y = load_f64(buf + 32);
+	info->geo.skew_x = load_f64(buf + 40);
+	info->geo.skew_y = load_f64(buf + 48);
+	memcpy(&info->geo.srid, buf + 56, 4);
+	info->width = load_u16(buf + 60);
+	info->height = load_u16(buf + 62);
+	return TG_OK;
+}
+
+/*
+ * Parse the band starting at offset `at`; on success *next is the offset of
+ * the following band.  Nothing beyond len is ever read.
+ */
+static tg_status
+parse_band(const uint8_t *buf, size_t len, const tg_raster_info *info,
+		   int index, size_t at, tg_band *band, size_t *next, tg_error *err)
+{
+	uint8_t		flags;
+	int			code;
+	int			pixbytes;
+	size_t		pos = at;
+
+	if (pos >= len)
+		return tg_error_set(err, TG_EDATA,
+							"raster value is truncated: band %d starts at byte %zu of %zu",
+							index + 1, pos, len);
+
+	flags = buf[pos];
+	code = flags & PIXTYPE_MASK;
+	if (!tg_pixtype_valid(code))
+		return tg_error_set(err, TG_EDATA,
+							"band %d has an invalid pixel type code %d", index + 1, code);
+
+	memset(band, 0, sizeof *band);
+	band->pixtype = (tg_pixtype) code;
+	band->offdb = (flags & FLAG_OFFDB) != 0;
+	band->has_nodata = (flags & FLAG_HASNODATA) != 0;
+	band->is_nodata = band->has_nodata && (flags & FLAG_ISNODATA) != 0;
+	band->width = info->width;
+	band->height = info->height;
+
+	/* type byte plus padding (pixbytes in all), then the nodata pixel */
+	pixbytes = tg_pixtype_size(band->pixtype);
+	if (len - pos < (size_t) 2 * pixbytes)
+		return tg_error_set(err, TG_EDATA,
+							"raster value is truncated in the header of band %d",
+							index + 1);
+	pos += pixbytes;
+	band->nodata = tg_pixel_load(band->pixtype, buf + pos, 0);
+	pos += pixbytes;
+
+	if (band->offdb)
+	{
+		const uint8_t *path;
+		const uint8_t *nul;
+
+		/* band number byte, then a NUL-terminated path inside the value */
+		if (pos >= len)
+			return tg_error_set(err, TG_EDATA,
+								"raster value is truncated in out-db band %d", index + 1);
+		pos += 1;
+		path = buf + pos;
+		nul = pos < len ? memchr(path, '\0', len - pos) : NULL;
+		if (nul == NULL)
+			return tg_error_set(err, TG_EDATA,
+								"out-db band %d has an unterminated file path", index + 1);
+		pos += (size_t) (nul - path) + 1;
+		band->data = NULL;
+	}
+	else
+	{
+		/* width and height are uint16: the product fits size_t comfortably */
+		size_t		bytes = (size_t) info->width * info->height * (size_t) pixbytes;
+
+		if (len - pos < bytes)
+			return tg_error_set(err, TG_EDATA,
+								"raster value is truncated: band %d needs %zu bytes of pixels at byte %zu, the value has %zu",
+								index + 1, bytes, pos, len);
+		band->data = buf + pos;
+		pos += bytes;
+	}
+
+	/* trailing padding to an 8-byte boundary, possibly absent at the end */
+	pos = (pos + 7) & ~(size_t) 7;
+	*next = pos;
+	return TG_OK;
+}
+
+tg_status
+tg_raster_read_band(const uint8_t *buf, size_t len, int index, tg_band *band,
+					tg_error *err)
+{
+	tg_raster_info info;
+	size_t		at = TG_RASTER_HEADER_SIZE;
+	tg_status	st;
+	int			i;
+
+	st = tg_raster_read_info(buf, len, &info, err);
+	if (st != TG_OK)
+		return st;
+	if (index < 0 || index >= info.num_bands)
+		return tg_error_set(err, TG_EINVAL,
+							"band %d does not exist: the raster has %d band%s",
+							index + 1, info.num_bands, info.num_bands == 1 ? "" : "s");
+
+	for (i = 0; i <= index; i++)
+	{
+		st = parse_band(buf, len, &info, i, at, band, &at, err);
+		if (st != TG_OK)
+			return st;
+	}
+	return TG_OK;
+}
+
+bool
+tg_band_value_is_nodata(const tg_band *band, double value)
+{
+	return tg_is_nodata(value, band->has_nodata, band->is_nodata,
+						tg_pixtype_is_float(band->pixtype), band->nodata);
+}
+
+double
+tg_band_get(const tg_band *band, size_t i)
+{
+	return tg_pixel_load(band->pixtype, band->data, i);
+}
+
+/*
+ * One loop per stored type: this runs for every cell of every CPU operation,
+ * so the type switch stays outside it.  Same semantics as tg_band_get() and
+ * tg_band_value_is_nodata(); DST is the destination's type (double, or float
+ * where tg_pixtype_exact_in_f32() says every value fits).
+ */
+#define DECODE_ROW(DST, T, VALUE)											\
+	do {																\
+		T			raw_;												\
+		const uint8_t *p_ = (const uint8_t *) band->data + base * sizeof(T); \
+		for (x = 0; x < band->width; x++)								\
+		{																\
+			double		v_;												\
+			memcpy(&raw_, p_ + (size_t) x * sizeof(T), sizeof(T));		\
+			v_ = (double) (VALUE);										\
+			dst[x] = tg_is_nodata(v_, band->has_nodata, false, is_float, band->nodata) \
+				? (DST) NAN : (DST) v_;									\
+		}																\
+	} while (0)
+
+#define DECODE_BAND_ROW(DST)												\
+	do {																\
+		const size_t base = (size_t) row * band->width;					\
+		const bool	is_float = tg_pixtype_is_float(band->pixtype);		\
+		int			x;													\
+																		\
+		if (band->is_nodata)											\
+		{																\
+			for (x = 0; x < band->width; x++)							\
+				dst[x] = (DST) NAN;										\
+			return;														\
+		}																\
+		switch (band->pixtype)											\
+		{																\
+			case TG_PT_1BB: DECODE_ROW(DST, uint8_t, raw_ & 0x01); break; \
+			case TG_PT_2BUI: DECODE_ROW(DST, uint8_t, raw_ & 0x03); break; \
+			case TG_PT_4BUI: DECODE_ROW(DST, uint8_t, raw_ & 0x0F); break; \
+			case TG_PT_8BSI: DECODE_ROW(DST, int8_t, raw_); break;		\
+			case TG_PT_8BUI: DECODE_ROW(DST, uint8_t, raw_); break;		\
+			case TG_PT_16BSI: DECODE_ROW(DST, int16_t, raw_); break;	\
+			case TG_PT_16BUI: DECODE_ROW(DST, uint16_t, raw_); break;	\
+			case TG_PT_32BSI: DECODE_ROW(DST, int32_t, raw_); break;	\
+			case TG_PT_32BUI: DECODE_ROW(DST, uint32_t, raw_); break;	\
+			case TG_PT_32BF: DECODE_ROW(DST, float, raw_); break;		\
+			case TG_PT_64BF: DECODE_ROW(DST, double, raw_); break;		\
+		}																\
+	} while (0)
+
+void
+tg_band_row_to_f64(const tg_band *band, int row, double *dst)
+{
+	DECODE_BAND_ROW(double);
+}
+
+void
+tg_band_row_to_f32(const tg_band *band, int row, float *dst)
+{
+	DECODE_BAND_ROW(float);
+}
+
+bool
+tg_pixtype_exact_in_f32(tg_pixtype pt)
+{
+	return pt != TG_PT_32BSI && pt != TG_PT_32BUI && pt != TG_PT_64BF;
+}
+
+/* ------------------------------------------------------------------------
+ * Writing
+ * ------------------------------------------------------------------------ */
+
+static size_t
+band_bytes(const tg_raster_info *info, const tg_band_spec *spec)
+{
+	size_t		pixbytes = (size_t) tg_pixtype_size(spec->pixtype);
+	size_t		bytes = 2 * pixbytes + (size_t) info->width * info->height * pixbytes;
+
+	return (bytes + 7) & ~(size_t) 7;
+}
+
+tg_status
+tg_raster_size(const tg_raster_info *info, const tg_band_spec *bands,
+			   size_t *size, tg_error *err)
+{
+	size_t		total = TG_RASTER_HEADER_SIZE;
+	int			i;
+
+	for (i = 0; i < info->num_bands; i++)
+	{
+		if (!tg_pixtype_valid(bands[i].pixtype))
+			return tg_error_set(err, TG_EINVAL, "invalid pixel type code %d for band %d",
+								(int) bands[i].pixtype, i + 1);
+		/* each band is < 2^35 bytes and there are < 2^16 bands: no overflow */
+		total += band_bytes(info, &bands[i]);
+	}
+	if (total > UINT32_MAX)
+		return tg_error_set(err, TG_ELIMIT,
+							"raster of %u x %u pixels in %d bands would take %zu bytes",
+							info->width, info->height, info->num_bands, total);
+	*size = total;
+	return TG_OK;
+}
+
+void
+tg_pixel_store(tg_pixtype pt, void *pixels, size_t index, double v)
+{
+	uint8_t    *p = (uint8_t *) pixels + index * (size_t) tg_pixtype_size(pt);
+
+	switch (pt)
+	{
+		case TG_PT_1BB:
+		case TG_PT_2BUI:
+		case TG_PT_4BUI:
+		case TG_PT_8BUI:
+			p[0] = (uint8_t) v;
+			break;
+		case TG_PT_8BSI:
+			p[0] = (uint8_t) (int8_t) v;
+			break;
+		case TG_PT_16BSI:
+			{
+				int16_t		x = (int16_t) v;
+
+				memcpy(p, &x, 2);
+				break;
+			}
+		case TG_PT_16BUI:
+			{
+				uint16_t	x = (uint16_t) v;
+
+				memcpy(p, &x, 2);
+				break;
+			}
+		case TG_PT_32BSI:
+			{
+				int32_t		x = (int32_t) v;
+
+				memcpy(p, &x, 4);
+				break;
+			}
+		case TG_PT_32BUI:
+			{
+				uint32_t	x = (uint32_t) v;
+
+				memcpy(p, &x, 4);
+				break;
+			}
+		case TG_PT_32BF:
+			{
+				float		x = (float) v;
+
+				memcpy(p, &x, 4);
+				break;
+			}
+		case TG_PT_64BF:
+			memcpy(p, &v, 8);
+			break;
+	}
+}
+
+tg_status
+tg_raster_write(uint8_t *buf, size_t len, const tg_raster_info *info,
+				const tg_band_spec *bands, void **band_data, tg_error *err)
+{
+	size_t		need;
+	size_t		pos = TG_RASTER_HEADER_SIZE;
+	uint32_t	len32;
+	uint16_t	u16;
+	tg_status	st;
+	int			i;
+
+	st = tg_raster_size(info, bands, &need, err);
+	if (st != TG_OK)
+		return st;
+	if (len < need)
+		return tg_error_set(err, TG_EINVAL,
+							"output buffer of %zu bytes is smaller than the %zu the raster needs",
+							len, need);
+
+	memset(buf, 0, need);
+	len32 = (uint32_t) need;
+	memcpy(buf, &len32, 4);
+	/* version 0 stays zero */
+	u16 = info->num_bands;
+	memcpy(buf + 6, &u16, 2);
+	memcpy(buf + 8, &info->geo.scale_x, 8);
+	memcpy(buf + 16, &info->geo.scale_y, 8);
+	memcpy(buf + 24, &info->geo.upperleft_x, 8);
+	memcpy(buf + 32, &info->geo.upperleft_y, 8);
+	memcpy(buf + 40, &info->geo.skew_x, 8);
+	memcpy(buf + 48, &info->geo.skew_y, 8);
+	memcpy(buf + 56, &info->geo.srid, 4);
+	memcpy(buf + 60, &info->width, 2);
+	memcpy(buf + 62, &info->height, 2);
+
+	for (i = 0; i < info->num_bands; i++)
+	{
+		const tg_band_spec *spec = &bands[i];
+		size_t		pixbytes = (size_t) tg_pixtype_size(spec->pixtype);
+		uint8_t		flags = (uint8_t) spec->pixtype;
+
+		if (spec->has_nodata)
+			flags |= FLAG_HASNODATA;
+		buf[pos] = flags;
+		tg_pixel_store(spec->pixtype, buf + pos + pixbytes, 0,
+					   spec->has_nodata ? spec->nodata : 0.0);
+		band_data[i] = buf + pos + 2 * pixbytes;
+		pos += band_bytes(info, spec);
+	}
+	return TG_OK;
+}
+
+typedef struct decode_job
+{
+	const tg_band *band;
+	double	   *z;
+} decode_job;
+
+static tg_status
+decode_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const decode_job *j = arg;
+
+	for (int y = y0; y < y1; y++)
+		tg_band_row_to_f64(j->band, y, j->z + (size_t) y * j->band->width);
+	return TG_OK;
+}
+
+tg_status
+tg_band_decode(const tg_ctx *ctx, const tg_band *band, double **z, tg_error *err)
+{
+	const size_t n = (size_t) band->width * band->height;
+	decode_job	j = {band, NULL};
+	tg_status	st;
+
+	*z = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
+	if (*z == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate %zu bytes for the DEM", n * sizeof(double));
+	j.z = *z;
+	st = tg_parallel_rows(ctx, band->width, band->height, decode_rows, &j, err);
+	if (st != TG_OK)
+	{
+		tg_free(ctx, *z);
+		*z = NULL;
+	}
+	return st;
+}

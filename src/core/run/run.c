@@ -1,0 +1,137 @@
+/*
+ * run.c — tg_run: an operation over tiles, in memory when its grid fits the
+ * budget (read every input, compute on the backend the dispatcher picks,
+ * write the tiles), else in strips where the operation allows it, or one
+ * part's phase of a partitioned coverage (scale/parts/); all in one call
+ * scope, so the threads are joined before it returns.
+ */
+#include "scale/strips/strips.h"
+#include "scale/parts/parts.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* TG_ELIMIT for a grid beyond the budget that cannot run in strips. */
+static tg_status
+beyond_budget(const tg_ctx *ctx, const tg_op *op, const tg_job *job, const char *why_not, tg_error *err)
+{
+	const tg_layout *l = job->layout;
+
+	if ((uint64_t) l->width * l->height > TG_MAX_GRID_CELLS)
+	{
+		tg_error_set(err, TG_ELIMIT, "%s over %s: %d x %d cells are more than one grid holds (%u)",
+					 job->function, l->name, l->width, l->height, (unsigned) TG_MAX_GRID_CELLS);
+		if (why_not)
+			tg_error_detail(err, "Beyond one grid, %s runs in strips of rows on the CPU only with %s.",
+							job->function, why_not);
+		tg_error_hint(err, "Process the coverage in parts (by extent).");
+		return TG_ELIMIT;
+	}
+	tg_error_set(err, TG_ELIMIT, "%s over %s needs about %zu MB as one grid, more than the %zu MB a call may use",
+				 job->function, l->name,
+				 ((size_t) l->width * l->height * tg_op_bytes_per_cell(op)) >> 20, job->memory_budget >> 20);
+	if (why_not)
+	{
+		tg_error_detail(err, "Beyond %s, %s runs in strips of rows on the CPU only with %s.",
+						job->budget_name, job->function, why_not);
+		tg_error_hint(err, "Raise %s, or call it as the detail says.", job->budget_name);
+	}
+	else if (job->whole)
+	{
+		tg_error_detail(err, "The raster is %d x %d cells, processed as one grid.", l->width, l->height);
+		tg_error_hint(err, "Raise %s if the server has the memory, or tile the raster (ST_Tile) and call the coverage form, which runs in strips where the operation allows.",
+					  job->budget_name);
+	}
+	else
+	{
+		tg_error_detail(err, "The coverage spans %d x %d cells and is processed as one grid.", l->width,
+						l->height);
+		tg_error_hint(err, "Raise %s if the server has the memory.", job->budget_name);
+	}
+	return TG_ELIMIT;
+}
+
+/* A result raster the writer cannot take is refused before any work on the pixels. */
+static tg_status
+check_results(const tg_op *op, const tg_job *job, const tg_band *dem, tg_error *err)
+{
+	tg_output	outs[TG_MAX_OUTPUTS];
+	tg_status	st = tg_op_plan(op, dem, outs, err);
+
+	for (int t = 0; st == TG_OK && job->writer.max_value_size && t < job->layout->ntiles; t++)
+		for (int o = 0; st == TG_OK && o < tg_op_outputs(op); o++)
+		{
+			const tg_tile_place *p = &job->layout->tiles[t];
+			tg_raster_info info = {(uint16_t) outs[o].nbands, (uint16_t) p->width, (uint16_t) p->height, p->geo};
+			size_t		size = 0;
+
+			st = tg_raster_size(&info, outs[o].specs, &size, err);
+			if (st == TG_ELIMIT || (st == TG_OK && size > job->writer.max_value_size))
+			{
+				tg_error_clear(err);
+				tg_error_set(err, TG_ELIMIT, "result raster of %u x %u pixels would exceed the %g GB a raster value can hold",
+							 p->width, p->height, (job->writer.max_value_size + 1) / 1073741824.0);
+				tg_error_hint(err, "Tile the raster (raster2pgsql -t 256x256) and process the tiles.");
+				st = TG_ELIMIT;
+			}
+		}
+	return st;
+}
+
+static tg_status
+run_in_memory(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err)
+{
+	tg_grid_band grids[8];
+	tg_op_result r;
+	tg_status	st = TG_OK;
+
+	memset(grids, 0, sizeof grids);
+	memset(&r, 0, sizeof r);
+	if (job->ninputs < 1 || job->ninputs > 8)
+		return tg_error_set(err, TG_EINVAL, "an operation takes 1 to 8 inputs, got %d", job->ninputs);
+	tg_phase(ctx, "decode");
+	for (int k = 0; k < job->ninputs && st == TG_OK; k++)
+		st = tg_read_input(ctx, job->layout, &job->inputs[k], &grids[k], 0, job->layout->height, err);
+	if (st == TG_OK)
+		st = check_results(op, job, &grids[0].band, err);
+	if (st == TG_OK)
+		st = tg_op_compute(ctx, op, job->layout, grids, job, &r, err);
+	for (int k = 0; k < job->ninputs; k++)
+		tg_grid_band_free(ctx, &grids[k]);
+	if (st == TG_OK && !r.written)
+	{
+		tg_phase(ctx, "encode");
+		st = tg_write_tiles(ctx, job, r.outs, r.nout, 0, job->layout->height, err);
+	}
+	tg_op_free(ctx, &r);
+	return st;
+}
+
+tg_status
+tg_run(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err)
+{
+	const tg_layout *l = job->layout;
+	const double t0 = tg_stats_begin(ctx, (int64_t) l->width * l->height);
+	const char *why_not = NULL;
+	const tg_band smallest = {.pixtype = TG_PT_8BUI};	/* whatever the DEM's type */
+	tg_ctx		call;
+	tg_status	st;
+
+	if (l->ntiles < 1 || l->width < 1 || l->height < 1)
+		return tg_error_set(err, TG_EDATA, "%s has no tiles", l->name);
+	tg_call_open(ctx, &call);
+	if (job->part != NULL)
+		st = tg_run_part(&call, op, job, err);
+	else if ((st = check_results(op, job, &smallest, err)) != TG_OK)
+		;						/* refused from the tiles' sizes alone, before any pixel is read */
+	else if ((size_t) l->width * l->height * tg_op_bytes_per_cell(op) <= job->memory_budget &&
+		(uint64_t) l->width * l->height <= TG_MAX_GRID_CELLS)
+		st = run_in_memory(&call, op, job, err);
+	else if (!job->whole && tg_op_in_strips(op, ctx, &why_not))
+		st = tg_run_strips(&call, op, job, err);
+	else
+		st = beyond_budget(ctx, op, job, why_not, err);
+	tg_call_close(&call);
+	tg_stats_end(ctx, t0);
+	return st;
+}

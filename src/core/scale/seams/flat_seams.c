@@ -1,0 +1,588 @@
+/*
+ * flat_seams.c — flats that cross seams, one algorithm for strips and parts.
+ *
+ * A flat (Barnes, Lehman & Mulla 2014) drains down its mask, which needs two
+ * breadth-first distances over the whole flat: towards its draining edge and
+ * away from higher ground.  A flat that crosses a seam has its cells in
+ * several strips or parts, so its distances are taken over its cells alone,
+ * kept compact: each strip's (or part's) crossing cells as
+ * tg_crossing_flats gives them, in raster order, with their columns, seeds
+ * and flat numbers; each row's first cell; and, per cell, which of its eight
+ * neighbours are crossing cells too and where the first of those above and
+ * below it lie.  Two flat cells side by side are of one elevation (neither
+ * has a lower neighbour), so of one flat: a cell's neighbours on its flat
+ * are found without a search or a comparison, and the memory and the work
+ * are bounded by the crossing cells, never by the grid.
+ *
+ * The distances are walked level by level on the call's threads (Dial's
+ * buckets of unit steps): each level's cells lower their neighbours of the
+ * same flat to the next level with one compare-and-swap, so a cell is
+ * reached at exactly its distance whatever the threads, and each cell is
+ * walked once per walk.  A walk starts from the seeds, or from the cells a
+ * seam lowered (a part's rounds: what its neighbours hand over across the
+ * boundary), which it takes in the order of their distances.
+ *
+ * The strips of one server hold every crossing cell, so one walk gives the
+ * whole flats' distances; a part holds its own, and walks again from what
+ * each round lowers until no boundary value changes (scale/parts/).
+ */
+#include "scale/seams/seams.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define NONE UINT32_MAX
+
+static void *
+keep(const tg_seam_flats *f, size_t bytes)
+{
+	return f->mem.alloc(bytes ? bytes : 1, f->mem.arg);
+}
+
+static void
+let_go(const tg_seam_flats *f, void *p)
+{
+	if (p != NULL)
+		f->mem.free(p, f->mem.arg);
+}
+
+/* Room for `need` cells in every per-cell array (doubled as needed, the cells kept). */
+static bool
+room(tg_seam_flats *f, size_t need)
+{
+	size_t		cap = f->cap ? f->cap : 4096;
+	int32_t    *row,
+			   *col,
+			   *flat;
+	uint8_t    *seed;
+
+	if (need <= f->cap)
+		return true;
+	while (cap < need)
+		cap *= 2;
+	row = keep(f, cap * sizeof(int32_t));
+	col = keep(f, cap * sizeof(int32_t));
+	flat = keep(f, cap * sizeof(int32_t));
+	seed = keep(f, cap);
+	if (row == NULL || col == NULL || flat == NULL || seed == NULL)
+	{
+		let_go(f, row);
+		let_go(f, col);
+		let_go(f, flat);
+		let_go(f, seed);
+		return false;
+	}
+	if (f->n)
+	{
+		memcpy(row, f->row, f->n * sizeof(int32_t));
+		memcpy(col, f->col, f->n * sizeof(int32_t));
+		memcpy(flat, f->flat, f->n * sizeof(int32_t));
+		memcpy(seed, f->seed, f->n);
+	}
+	let_go(f, f->row);
+	let_go(f, f->col);
+	let_go(f, f->flat);
+	let_go(f, f->seed);
+	f->row = row;
+	f->col = col;
+	f->flat = flat;
+	f->seed = seed;
+	f->cap = cap;
+	return true;
+}
+
+void
+tg_seam_flats_init(tg_seam_flats *f, const tg_allocator *mem, int W)
+{
+	memset(f, 0, sizeof *f);
+	f->mem = *mem;
+	f->W = W;
+}
+
+tg_status
+tg_seam_flats_add(const tg_ctx *ctx, tg_seam_flats *f, int row, int col, uint8_t seed, int64_t flat, tg_error *err)
+{
+	if (f->n >= NONE - 1 || flat < 0 || flat >= INT32_MAX)
+		return tg_error_set(err, TG_ELIMIT, "%zu cells of flats cross seams, more than one walk takes", f->n);
+	if (!room(f, f->n + 1))
+		return tg_error_set(err, TG_ENOMEM, "could not keep the %zu cells of flats across seams", f->n);
+	f->row[f->n] = row;
+	f->col[f->n] = col;
+	f->seed[f->n] = seed;
+	f->flat[f->n] = (int32_t) flat;
+	f->nflats = (size_t) flat + 1 > f->nflats ? (size_t) flat + 1 : f->nflats;
+	f->n++;
+	return TG_OK;
+}
+
+tg_status
+tg_seam_flats_seam(const tg_ctx *ctx, tg_seam_flats *f, int row, tg_error *err)
+{
+	if (f->nseams == f->seam_cap)
+	{
+		const size_t cap = f->seam_cap ? 2 * f->seam_cap : 64;
+		int32_t    *seams = keep(f, cap * sizeof(int32_t));
+
+		if (seams == NULL)
+			return tg_error_set(err, TG_ENOMEM, "could not keep the seams of flats");
+		if (f->nseams)
+			memcpy(seams, f->seams, f->nseams * sizeof(int32_t));
+		let_go(f, f->seams);
+		f->seams = seams;
+		f->seam_cap = cap;
+	}
+	f->seams[f->nseams++] = row;
+	return TG_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Links: each row's first cell, and each cell's first neighbour above and below
+ * ------------------------------------------------------------------------ */
+
+typedef struct link_job
+{
+	tg_seam_flats *f;
+} link_job;
+
+/* In row y, the first cell at or after column x (the row's end where none). */
+static uint32_t
+row_cell_at(const tg_seam_flats *f, int y, int x, uint32_t from)
+{
+	uint32_t	j = from;
+
+	while (j < f->row_start[y + 1] && f->col[j] < x)
+		j++;
+	return j;
+}
+
+/* Bits of the neighbours (ESRI k) that are cells too, around column x, from row y's cell j on. */
+static uint8_t
+present(const tg_seam_flats *f, int y, int x, uint32_t j, const int k[3])
+{
+	uint8_t		bits = 0;
+
+	for (; j < f->row_start[y + 1] && f->col[j] <= x + 1; j++)
+		bits |= (uint8_t) (1u << k[f->col[j] - x + 1]);
+	return bits;
+}
+
+static tg_status
+link_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	static const int above_k[3] = {5, 6, 7},
+				below_k[3] = {3, 2, 1};
+	tg_seam_flats *f = ((const link_job *) arg)->f;
+
+	for (int y = y0; y < y1; y++)
+	{
+		uint32_t	above = y > 0 ? f->row_start[y - 1] : 0,
+					below = y + 1 < f->H ? f->row_start[y + 1] : 0;
+
+		/* columns rise along a row: each pointer only moves on */
+		for (uint32_t c = f->row_start[y]; c < f->row_start[y + 1]; c++)
+		{
+			const int	x = f->col[c];
+			uint8_t		bits = 0;
+
+			if (c > f->row_start[y] && f->col[c - 1] == x - 1)
+				bits |= 1u << 4;
+			if (c + 1 < f->row_start[y + 1] && f->col[c + 1] == x + 1)
+				bits |= 1u << 0;
+			if (y > 0)
+			{
+				above = row_cell_at(f, y - 1, x - 1, above);
+				bits |= present(f, y - 1, x, above, above_k);
+			}
+			if (y + 1 < f->H)
+			{
+				below = row_cell_at(f, y + 1, x - 1, below);
+				bits |= present(f, y + 1, x, below, below_k);
+			}
+			f->up[c] = y > 0 ? above : NONE;
+			f->down[c] = y + 1 < f->H ? below : NONE;
+			f->nbr[c] = bits;
+		}
+	}
+	return TG_OK;
+}
+
+tg_status
+tg_seam_flats_link(const tg_ctx *ctx, tg_seam_flats *f, int H, tg_error *err)
+{
+	const size_t n = f->n;
+	link_job	j = {f};
+	tg_status	st;
+
+	f->H = H;
+	f->row_start = keep(f, ((size_t) H + 1) * sizeof(uint32_t));
+	f->up = keep(f, n * sizeof(uint32_t));
+	f->down = keep(f, n * sizeof(uint32_t));
+	f->nbr = keep(f, n);
+	f->d[0] = keep(f, n * sizeof(int32_t));
+	f->d[1] = keep(f, n * sizeof(int32_t));
+	if (!f->row_start || !f->up || !f->down || !f->nbr || !f->d[0] || !f->d[1])
+		return tg_error_set(err, TG_ENOMEM, "could not link %zu cells of flats across seams", n);
+	/* each row's first cell (the cells come in raster order) */
+	for (int y = 0, c = 0; y <= H; y++)
+	{
+		while ((size_t) c < n && f->row[c] < y)
+			c++;
+		f->row_start[y] = (uint32_t) c;
+	}
+	st = tg_parallel_rows(ctx, f->W, H, link_rows, &j, err);
+	for (size_t c = 0; c < n && st == TG_OK; c++)
+	{
+		f->d[0][c] = f->seed[c] & TG_SEED_DRAINS ? 1 : TG_FLAT_FAR;
+		f->d[1][c] = f->seed[c] & TG_SEED_HIGHER ? 1 : TG_FLAT_FAR;
+	}
+	/* the walks need neither: a seed starts at 1, and a neighbour is found by its bit */
+	let_go(f, f->row);
+	let_go(f, f->seed);
+	f->row = NULL;
+	f->seed = NULL;
+	return st;
+}
+
+/* The neighbours of cell c on its flat into nb (at most 8): the cells its bits name. */
+static int
+neighbours(const tg_seam_flats *f, uint32_t c, uint32_t nb[8])
+{
+	const uint8_t bits = f->nbr[c];
+	int			count = 0;
+	uint32_t	j;
+
+	if (bits & (1u << 4))
+		nb[count++] = c - 1;
+	if (bits & (1u << 0))
+		nb[count++] = c + 1;
+	/* above: north-west, north, north-east in column order from the link; below likewise */
+	j = f->up[c];
+	for (int k = 5; k <= 7; k++)
+		if (bits & (1u << k))
+			nb[count++] = j++;
+	j = f->down[c];
+	for (int k = 3; k >= 1; k--)
+		if (bits & (1u << k))
+			nb[count++] = j++;
+	return count;
+}
+
+/* ------------------------------------------------------------------------
+ * The walk, level by level
+ * ------------------------------------------------------------------------ */
+
+typedef struct walk_job
+{
+	const tg_seam_flats *f;
+	int32_t    *d;
+	int32_t		level;			/* of the cells in front */
+	const uint32_t *front;
+	size_t		nfront;
+	uint32_t   *next;			/* the cells lowered to level + 1 */
+	size_t		nnext;
+} walk_job;
+
+/* d[j] = min(d[j], v) once, whatever the threads; true when this call lowered it. */
+static inline bool
+lower_to(int32_t *d, uint32_t j, int32_t v)
+{
+	int32_t		cur = __atomic_load_n(&d[j], __ATOMIC_RELAXED);
+
+	while (cur > v)
+		if (__atomic_compare_exchange_n(&d[j], &cur, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			return true;
+	return false;
+}
+
+static tg_status
+walk_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	walk_job   *w = arg;
+	tg_cell_batch b;
+	size_t		lo,
+				hi;
+
+	tg_batch_init(&b, w->next, &w->nnext);
+	tg_list_range(w->nfront, task, &lo, &hi);
+	for (size_t k = lo; k < hi; k++)
+	{
+		const uint32_t c = w->front[k];
+		uint32_t	nb[8];
+		int			count;
+
+		if (w->d[c] != w->level)
+			continue;			/* lowered further since it was listed: walked from there */
+		count = neighbours(w->f, c, nb);
+		for (int q = 0; q < count; q++)
+			if (lower_to(w->d, nb[q], w->level + 1))
+				tg_batch_add(&b, nb[q]);
+	}
+	tg_batch_flush(&b);
+	return TG_OK;
+}
+
+static int
+cmp_key(const void *a, const void *b)
+{
+	const uint64_t x = *(const uint64_t *) a,
+				y = *(const uint64_t *) b;
+
+	return (x > y) - (x < y);
+}
+
+/* Seeds in the order of their distances (then cells); already so where all are equal. */
+static tg_status
+sort_seeds(const tg_ctx *ctx, const int32_t *d, uint32_t *seeds, size_t n, tg_error *err)
+{
+	uint64_t   *key;
+	size_t		k = 1;
+
+	while (k < n && d[seeds[k]] == d[seeds[0]])
+		k++;
+	if (k >= n)
+		return TG_OK;
+	if ((key = tg_alloc(ctx, n * sizeof(uint64_t))) == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not sort %zu cells of flats", n);
+	for (size_t i = 0; i < n; i++)
+		key[i] = (uint64_t) (uint32_t) d[seeds[i]] << 32 | seeds[i];
+	qsort(key, n, sizeof *key, cmp_key);
+	for (size_t i = 0; i < n; i++)
+		seeds[i] = (uint32_t) key[i];
+	tg_free(ctx, key);
+	return TG_OK;
+}
+
+typedef struct seeds_job
+{
+	const int32_t *d;
+	uint32_t   *list;
+	size_t		n;
+	size_t		cells;
+} seeds_job;
+
+/* The cells a distance has reached (every seed, before the first walk). */
+static tg_status
+seeds_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	seeds_job  *s = arg;
+	tg_cell_batch b;
+	size_t		lo,
+				hi;
+
+	tg_batch_init(&b, s->list, &s->n);
+	tg_list_range(s->cells, task, &lo, &hi);
+	for (size_t c = lo; c < hi; c++)
+		if (s->d[c] != TG_FLAT_FAR)
+			tg_batch_add(&b, (uint32_t) c);
+	tg_batch_flush(&b);
+	return TG_OK;
+}
+
+/*
+ * Distance p walked from `seeds` (their distances set, any order; sorted
+ * here) to every cell it lowers; front: room for every cell and every seed,
+ * next: for every cell.
+ */
+static tg_status
+walk(const tg_ctx *ctx, tg_seam_flats *f, int p, uint32_t *seeds, size_t nseeds, uint32_t *front, uint32_t *next,
+	 tg_error *err)
+{
+	walk_job	w = {f, f->d[p], 0, front, 0, next, 0};
+	size_t		taken = 0;
+	tg_status	st = TG_OK;
+
+	if (nseeds == 0)
+		return TG_OK;
+	st = sort_seeds(ctx, f->d[p], seeds, nseeds, err);
+	w.level = f->d[p][seeds[0]];
+	while (st == TG_OK && (taken < nseeds || w.nfront > 0))
+	{
+		/* the seeds at this level join the cells the level before lowered */
+		while (taken < nseeds && f->d[p][seeds[taken]] <= w.level)
+			if (f->d[p][seeds[taken++]] == w.level)
+				front[w.nfront++] = seeds[taken - 1];
+		if (w.nfront == 0)
+		{
+			w.level = f->d[p][seeds[taken]];
+			continue;
+		}
+		w.nnext = 0;
+		st = tg_parallel(ctx, tg_list_tasks(w.nfront), walk_task, &w, err);
+		if (st == TG_OK && tg_canceled(ctx))
+			st = tg_error_set(err, TG_ECANCELED, "flow routing canceled");
+		/* the cells lowered become the next front */
+		memcpy(front, next, w.nnext * sizeof(uint32_t));
+		w.nfront = w.nnext;
+		w.level++;
+		if ((w.level & 63) == 0)
+			tg_phase_progress(ctx, (p + (double) w.level / (w.level + 64)) / 2);
+	}
+	return st;
+}
+
+tg_status
+tg_seam_flats_walk(const tg_ctx *ctx, tg_seam_flats *f, const tg_flat_lowered *lowered, tg_error *err)
+{
+	const size_t n = f->n;
+	uint32_t   *seeds = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t)),
+			   *front = tg_alloc(ctx, (2 * n + 1) * sizeof(uint32_t)),
+			   *next = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+	tg_status	st = TG_OK;
+
+	if (seeds == NULL || front == NULL || next == NULL)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate the walk over %zu cells of flats", n);
+	for (int p = 0; p < 2 && st == TG_OK; p++)
+	{
+		seeds_job	s = {f->d[p], seeds, 0, n};
+
+		if (lowered == NULL)
+			st = tg_parallel(ctx, tg_list_tasks(n), seeds_task, &s, err);
+		else
+		{
+			memcpy(seeds, lowered->cells[p], lowered->n[p] * sizeof(uint32_t));
+			s.n = lowered->n[p];
+		}
+		if (st == TG_OK)
+			st = walk(ctx, f, p, seeds, s.n, front, next, err);
+	}
+	tg_free(ctx, seeds);
+	tg_free(ctx, front);
+	tg_free(ctx, next);
+	return st;
+}
+
+/* ------------------------------------------------------------------------
+ * Masks (one server): flats joined across seams, their heights
+ * ------------------------------------------------------------------------ */
+
+static uint32_t
+root_of(uint32_t *parent, uint32_t v)
+{
+	while (parent[v] != v)
+	{
+		parent[v] = parent[parent[v]];
+		v = parent[v];
+	}
+	return v;
+}
+
+typedef struct mask_job
+{
+	const tg_seam_flats *f;
+	const uint32_t *root;		/* per flat number: its joined flat */
+	int32_t    *height;			/* per joined flat: its greatest distance away */
+	int32_t    *mask;
+} mask_job;
+
+static tg_status
+height_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	const mask_job *m = arg;
+	size_t		lo,
+				hi;
+
+	tg_list_range(m->f->n, task, &lo, &hi);
+	for (size_t c = lo; c < hi; c++)
+	{
+		int32_t    *h = &m->height[m->root[m->f->flat[c]]];
+		const int32_t a = tg_seam_flats_dist(m->f, 1, c);
+		int32_t		cur = __atomic_load_n(h, __ATOMIC_RELAXED);
+
+		while (a > cur && !__atomic_compare_exchange_n(h, &cur, a, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			;
+	}
+	return TG_OK;
+}
+
+static tg_status
+mask_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	const mask_job *m = arg;
+	size_t		lo,
+				hi;
+
+	tg_list_range(m->f->n, task, &lo, &hi);
+	for (size_t c = lo; c < hi; c++)
+		m->mask[c] = tg_flat_mask_value(tg_seam_flats_dist(m->f, 0, c), tg_seam_flats_dist(m->f, 1, c),
+										m->height[m->root[m->f->flat[c]]]);
+	return TG_OK;
+}
+
+tg_status
+tg_seam_flats_masks(const tg_ctx *ctx, const tg_seam_flats *f, int32_t *mask, tg_error *err)
+{
+	const size_t nf = f->nflats;
+	uint32_t   *parent = tg_alloc(ctx, (nf ? nf : 1) * sizeof(uint32_t));
+	int32_t    *height = tg_alloc(ctx, (nf ? nf : 1) * sizeof(int32_t));
+	mask_job	m = {f, parent, height, mask};
+	tg_status	st = TG_OK;
+
+	if (parent == NULL || height == NULL)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate %zu flats across seams", nf);
+	for (size_t k = 0; st == TG_OK && k < nf; k++)
+	{
+		parent[k] = (uint32_t) k;
+		height[k] = 0;
+	}
+	/* a seam's facing cells join their flats */
+	for (size_t sm = 0; st == TG_OK && sm < f->nseams; sm++)
+	{
+		const int	y = f->seams[sm];
+
+		for (uint32_t c = f->row_start[y]; y > 0 && y < f->H && c < f->row_start[y + 1]; c++)
+		{
+			uint32_t	j = f->up[c];
+
+			for (int k = 5; k <= 7; k++)
+				if (f->nbr[c] & (1u << k))
+				{
+					const uint32_t a = root_of(parent, (uint32_t) f->flat[c]),
+								b = root_of(parent, (uint32_t) f->flat[j++]);
+
+					parent[a > b ? a : b] = a < b ? a : b;
+				}
+		}
+	}
+	for (size_t k = 0; st == TG_OK && k < nf; k++)
+		parent[k] = root_of(parent, (uint32_t) k);
+	if (st == TG_OK)
+		st = tg_parallel(ctx, tg_list_tasks(f->n), height_task, &m, err);
+	if (st == TG_OK)
+		st = tg_parallel(ctx, tg_list_tasks(f->n), mask_task, &m, err);
+	tg_free(ctx, parent);
+	tg_free(ctx, height);
+	return st;
+}
+
+/* The distances and links, once the masks are known; the cells' places (rows, columns) stay. */
+void
+tg_seam_flats_forget_walk(tg_seam_flats *f)
+{
+	let_go(f, f->up);
+	let_go(f, f->down);
+	let_go(f, f->nbr);
+	let_go(f, f->d[0]);
+	let_go(f, f->d[1]);
+	let_go(f, f->seed);
+	let_go(f, f->flat);
+	f->up = f->down = NULL;
+	f->nbr = NULL;
+	f->d[0] = f->d[1] = NULL;
+	f->seed = NULL;
+	f->flat = NULL;
+}
+
+void
+tg_seam_flats_free(tg_seam_flats *f)
+{
+	tg_seam_flats_forget_walk(f);
+	let_go(f, f->row);
+	let_go(f, f->col);
+	let_go(f, f->row_start);
+	let_go(f, f->seams);
+	f->row = NULL;
+	f->col = NULL;
+	f->row_start = NULL;
+	f->seams = NULL;
+	f->n = f->cap = f->nseams = f->seam_cap = 0;
+}

@@ -1,0 +1,713 @@
+/*
+ * strips.c — operations on grids larger than the memory budget, in strips
+ * of whole tile rows (a strip boundary never cuts a tile), CPU only.
+ *
+ *   slope and    each strip read with the rows of halo above and below its
+ *   terrain      window reads: one for the 3 x 3 window, the search radius
+ *                for the geomorphons.
+ *   fill         priority-flood without epsilon after Barnes (2016)
+ *                (scale/seams/): every strip is read twice, once to scan
+ *                it and once to finish it, with a row of halo.
+ *   directions   the routing surface (filled as above, or read as it is) is
+ *   and          written to the spill, from which later passes read strips
+ *   accumulation with two rows of halo: flats that cross strip boundaries
+ *                are collected and drained over their own cells
+ *                (route_strips.c), then each strip gets its directions, or
+ *                is accumulated: D8 after Barnes (2017), alone, the water
+ *                leaving it carried along the flow paths of the next, then
+ *                again with its inflows; multiple flow alone, its shares and
+ *                accumulation spilled, then the water leaving it carried on
+ *                in windows of strips read back from the spill.
+ *   tg_hydrology as the accumulation, each strip written with its routing
+ *                surface and receivers.
+ * Results equal the in-memory runs (the fill and D8 counts bit for bit,
+ * weighted and multiple-flow sums to rounding).
+ */
+#include "scale/strips/strips.h"
+#include "terrain/terrain.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Per cell of a strip: the surface read back, and the scan's flat flags, labels and queue. */
+#define FLAT_SCAN_BYTES_PER_CELL 17
+
+typedef struct strips
+{
+	const tg_job *job;
+	int			width;
+	int			height;
+	int			n;				/* strips */
+	int		   *row0;
+	int		   *nrows;
+	int			max_rows;		/* the most rows a strip could have had */
+	tg_grid_band dem;			/* the DEM's type (typed by the first tile read) */
+	bool		spill_single;	/* the spill holds floats: every value is exact in one */
+} strips;
+
+static void
+strips_free(const tg_ctx *ctx, strips *s)
+{
+	tg_free(ctx, s->row0);
+	tg_free(ctx, s->nrows);
+}
+
+/*
+ * Strips of whole tile rows, each holding bytes_per_cell per cell with two
+ * rows of halo within the budget: a boundary may fall at row r only where
+ * no tile covers both r - 1 and r.
+ */
+static tg_status
+plan_strips(const tg_ctx *ctx, const tg_job *job, size_t bytes_per_cell, strips *s, tg_error *err)
+{
+	const tg_layout *l = job->layout;
+	const size_t by_budget = job->memory_budget / ((size_t) l->width * bytes_per_cell),
+				by_cells = TG_MAX_GRID_CELLS / l->width,
+				fit = by_budget < by_cells ? by_budget : by_cells;
+	const int	most = (int) (fit > 2 ? (fit - 2 < INT32_MAX ? fit - 2 : INT32_MAX) : 0);
+	uint8_t    *cut;
+	int			r0 = 0;
+
+	memset(s, 0, sizeof *s);
+	s->job = job;
+	s->width = l->width;
+	s->height = l->height;
+	s->max_rows = most;
+	if (most < 1)
+		return tg_error_set(err, TG_ELIMIT, "%s over %s: not even 3 rows of %d cells fit in %zu MB",
+							job->function, l->name, l->width, job->memory_budget >> 20);
+	cut = tg_alloc(ctx, (size_t) l->height + 1);
+	s->row0 = tg_alloc(ctx, ((size_t) l->height + 1) * sizeof(int));
+	s->nrows = tg_alloc(ctx, ((size_t) l->height + 1) * sizeof(int));
+	if (cut == NULL || s->row0 == NULL || s->nrows == NULL)
+	{
+		tg_free(ctx, cut);
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the strips of %d rows", l->height);
+	}
+	memset(cut, 1, (size_t) l->height + 1);
+	for (int i = 0; i < l->ntiles; i++)
+		for (int64_t r = l->tiles[i].row0 + 1; r < l->tiles[i].row0 + l->tiles[i].height; r++)
+			cut[r] = 0;
+	while (r0 < l->height)
+	{
+		int			best = -1;
+
+		for (int r = r0 + 1; r <= l->height && r - r0 <= most; r++)
+			if (cut[r])
+				best = r;
+		if (best < 0)
+		{
+			int			next = r0 + 1;
+			size_t		need_mb;
+
+			while (next < l->height && !cut[next])
+				next++;
+			need_mb = (((size_t) (next - r0 + 2) * l->width * bytes_per_cell) >> 20) + 1;
+			tg_free(ctx, cut);
+			tg_error_set(err, TG_ELIMIT, "%s: a strip of %s must hold whole rows of tiles, and rows %d to %d of %d cells need %zu MB",
+						 job->function, l->name, r0, next - 1, l->width, need_mb);
+			tg_error_hint(err, "Raise %s to at least %zu.", job->budget_name, need_mb);
+			return TG_ELIMIT;
+		}
+		s->row0[s->n] = r0;
+		s->nrows[s->n++] = best - r0;
+		r0 = best;
+	}
+	tg_free(ctx, cut);
+	return TG_OK;
+}
+
+/* Rows [row0 - halo, row0 + nrows + halo) of the DEM, clipped, as doubles (NaN = nodata). */
+static tg_status
+read_rows(const tg_ctx *ctx, strips *s, const tg_input *in, tg_grid_band *g, int row0, int nrows,
+		  int halo, double **rows, int *first, int *count, tg_error *err)
+{
+	tg_status	st;
+
+	*first = row0 - halo > 0 ? row0 - halo : 0;
+	*count = (row0 + nrows + halo < s->height ? row0 + nrows + halo : s->height) - *first;
+	*rows = tg_alloc(ctx, sizeof(double) * (size_t) s->width * *count + 1);
+	if (*rows == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a strip of %d rows", *count);
+	g->as_rows = true;
+	g->rows = *rows;
+	g->row0 = *first;
+	g->nrows = *count;
+	st = tg_read_input(ctx, s->job->layout, in, g, *first, *count, err);
+	if (st != TG_OK)
+	{
+		tg_free(ctx, *rows);
+		*rows = NULL;
+	}
+	return st;
+}
+
+/* Write the tiles of strip k from nouts outputs, each a plane over its rows. */
+static tg_status
+write_strip(const tg_ctx *ctx, strips *s, const tg_output *outs, int nouts, int k, tg_error *err)
+{
+	return tg_write_tiles(ctx, s->job, outs, nouts, s->row0[k], s->nrows[k], err);
+}
+
+static void
+strip_stats(const tg_ctx *ctx, const strips *s, const char *method)
+{
+	if (ctx->stats == NULL)
+		return;
+	ctx->stats->backend = TG_BACKEND_CPU;
+	ctx->stats->chunks = s->n;
+	snprintf(ctx->stats->method, sizeof ctx->stats->method, "%s", method);
+	snprintf(ctx->stats->note, sizeof ctx->stats->note, "%d strips of at most %d rows within %s",
+			 s->n, s->max_rows, s->job->budget_name);
+}
+
+static void
+progress(const tg_ctx *ctx, const char *phase, int done, int total)
+{
+	if (ctx->progress)
+		ctx->progress(ctx->progress_arg, phase, (double) done / total);
+}
+
+/* ------------------------------------------------------------------------
+ * Slope and the other local derivatives: each strip with the rows of halo
+ * its window reads
+ * ------------------------------------------------------------------------ */
+static tg_status
+local_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *err)
+{
+	const char *phase = op->kind == TG_OP_SLOPE ? "slope in strips" : "terrain in strips";
+	const int	halo = op->kind == TG_OP_TERRAIN ? tg_terrain_halo(&op->terrain) : 1;
+	tg_status	st = TG_OK;
+
+	tg_phase(ctx, phase);
+	for (int k = 0; k < s->n && st == TG_OK; k++)
+	{
+		tg_grid_band rows;
+		tg_op_result r;
+		double	   *z;
+		int			first,
+					count;
+
+		st = read_rows(ctx, s, &s->job->inputs[0], &s->dem, s->row0[k], s->nrows[k], halo, &z, &first,
+					   &count, err);
+		if (st != TG_OK)
+			break;
+		/* the rows as a 64BF band (nodata NaN) with the DEM's nodata, which plans the outputs alike */
+		memset(&rows, 0, sizeof rows);
+		rows.band = s->dem.band;
+		rows.band.pixtype = TG_PT_64BF;
+		rows.band.width = s->width;
+		rows.band.height = count;
+		rows.band.data = z;
+		st = tg_op_compute(ctx, op, s->job->layout, &rows, NULL, &r, err);
+		for (int o = 0; st == TG_OK && o < r.nout; o++)
+			for (int b = 0; b < r.outs[o].nbands; b++)
+				r.outs[o].planes[b].data = (const uint8_t *) r.outs[o].planes[b].data +
+					(size_t) (s->row0[k] - first) * s->width * tg_pixtype_size(r.outs[o].planes[b].type);
+		if (st == TG_OK)
+			st = write_strip(ctx, s, r.outs, r.nout, k, err);
+		tg_op_free(ctx, &r);
+		tg_free(ctx, z);
+		progress(ctx, phase, k + 1, s->n);
+	}
+	strip_stats(ctx, s, phase);
+	return st;
+}
+
+/* ------------------------------------------------------------------------
+ * The filled surface, strip by strip
+ * ------------------------------------------------------------------------ */
+
+/* What receives each strip's rows (width * nrows doubles, NaN = nodata). */
+typedef tg_status (*strip_rows_fn) (const tg_ctx *ctx, strips *s, int k, double *rows, void *arg,
+									tg_error *err);
+
+/*
+ * The DEM's rows strip by strip, in order, to `done`: filled (every strip
+ * read twice, once to scan it and once to finish it) or, without fill, as
+ * read.
+ */
+static tg_status
+surface_strips(const tg_ctx *ctx, strips *s, bool fill, strip_rows_fn done, void *arg, tg_error *err)
+{
+	const int	W = s->width;
+	tg_fill_strips *fb = NULL;
+	tg_status	st = TG_OK;
+
+	if (fill)
+		st = tg_fill_strips_begin(ctx, W, s->height, &fb, err);
+	for (int pass = fill ? 0 : 1; pass < 2 && st == TG_OK; pass++)
+	{
+		const char *phase = pass == 0 ? "fill scan in strips" : fill ? "fill in strips" : "read in strips";
+
+		tg_phase(ctx, phase);
+		for (int k = 0; k < s->n && st == TG_OK; k++)
+		{
+			double	   *z,
+					   *w = NULL;
+			int			first,
+						count;
+
+			st = read_rows(ctx, s, &s->job->inputs[0], &s->dem, s->row0[k], s->nrows[k], 1, &z, &first,
+						   &count, err);
+			if (st != TG_OK)
+				break;
+			if (pass == 0)
+				st = tg_fill_strips_scan(ctx, fb, s->row0[k], s->nrows[k], z, err);
+			else if (fill)
+			{
+				w = tg_alloc(ctx, sizeof(double) * (size_t) W * s->nrows[k] + 1);
+				st = w ? tg_fill_strips_finish(ctx, fb, s->row0[k], s->nrows[k], z, w, err)
+					: tg_error_set(err, TG_ENOMEM, "could not allocate a filled strip");
+				if (st == TG_OK)
+					st = done(ctx, s, k, w, arg, err);
+			}
+			else
+				st = done(ctx, s, k, z + (size_t) (s->row0[k] - first) * W, arg, err);
+			tg_free(ctx, w);
+			tg_free(ctx, z);
+			progress(ctx, phase, k + 1, s->n);
+		}
+		if (pass == 0 && st == TG_OK)
+			st = tg_fill_strips_solve(ctx, fb, err);
+	}
+	tg_fill_strips_end(ctx, fb);
+	return st;
+}
+
+/* tg_fill in strips: each strip's tiles are written as soon as it is filled. */
+static tg_status
+write_filled(const tg_ctx *ctx, strips *s, int k, double *rows, void *arg, tg_error *err)
+{
+	const tg_op *op = arg;
+	tg_output	out;
+	tg_status	st;
+
+	/* the scan read every strip: the first tile read gave the output's type */
+	st = tg_op_plan(op, &s->dem.band, &out, err);
+	out.planes[0].data = rows;
+	out.planes[0].type = TG_PT_64BF;
+	out.planes[0].has_marker = false;
+	return st != TG_OK ? st : write_strip(ctx, s, &out, 1, k, err);
+}
+
+static tg_status
+fill_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *err)
+{
+	tg_status	st;
+
+	tg_job_notice(s->job, "%s spans %d x %d cells, more than %s holds: filling it in %d strips of rows",
+				  s->job->layout->name, s->width, s->height, s->job->budget_name, s->n);
+	st = surface_strips(ctx, s, true, write_filled, (void *) op, err);
+	strip_stats(ctx, s, "priority-flood in strips");
+	return st;
+}
+
+/* ------------------------------------------------------------------------
+ * Directions and D8 accumulation: the surface spilled once, read in strips
+ * ------------------------------------------------------------------------ */
+/* Is every value of this pixel type (and NaN) exact as a float? */
+static bool
+exact_in_float(tg_pixtype t)
+{
+	return t != TG_PT_32BSI && t != TG_PT_32BUI && t != TG_PT_64BF;
+}
+
+static size_t
+spill_bytes(const strips *s)
+{
+	return s->spill_single ? sizeof(float) : sizeof(double);
+}
+
+static tg_status
+spill_rows(const tg_ctx *ctx, strips *s, int k, double *rows, void *arg, tg_error *err)
+{
+	const tg_spill *sp = &s->job->spill;
+	const size_t n = (size_t) s->width * s->nrows[k];
+	const size_t offset = (size_t) s->width * s->row0[k] * spill_bytes(s);
+	float	   *chunk;
+	tg_status	st = TG_OK;
+
+	if (k == 0)					/* the first tile read gave the pixel type */
+		s->spill_single = exact_in_float(s->dem.band.pixtype);
+	if (!s->spill_single)
+		return sp->write(sp->arg, offset, rows, n * sizeof(double), err);
+	chunk = tg_alloc(ctx, sizeof(float) * (1 << 20));
+	if (chunk == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a spill buffer");
+	for (size_t i = 0; i < n && st == TG_OK; i += 1 << 20)
+	{
+		const size_t m = n - i < (1 << 20) ? n - i : (1 << 20);
+
+		for (size_t j = 0; j < m; j++)
+			chunk[j] = (float) rows[i + j];
+		st = sp->write(sp->arg, offset + i * sizeof(float), chunk, m * sizeof(float), err);
+	}
+	tg_free(ctx, chunk);
+	return st;
+}
+
+/* Strip k of the spilled surface with two rows of halo, as route_strips.c takes it. */
+static tg_status
+surface_strip(const tg_ctx *ctx, strips *s, int k, double **rows, tg_error *err)
+{
+	const tg_spill *sp = &s->job->spill;
+	const int	first = s->row0[k] - 2 > 0 ? s->row0[k] - 2 : 0;
+	const int	end = s->row0[k] + s->nrows[k] + 2 < s->height ? s->row0[k] + s->nrows[k] + 2 : s->height;
+	const size_t n = (size_t) s->width * (end - first);
+	tg_status	st;
+
+	*rows = tg_alloc(ctx, sizeof(double) * n + 1);
+	if (*rows == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a strip of the surface");
+	if (!s->spill_single)
+		st = sp->read(sp->arg, (size_t) s->width * first * sizeof(double), *rows, n * sizeof(double), err);
+	else
+	{
+		/* the floats into the buffer's upper half, widened in place from the front */
+		float	   *in = (float *) (*rows + n) - n;
+
+		st = sp->read(sp->arg, (size_t) s->width * first * sizeof(float), in, n * sizeof(float), err);
+		for (size_t i = 0; st == TG_OK && i < n; i++)
+			(*rows)[i] = in[i];
+	}
+	if (st != TG_OK)
+	{
+		tg_free(ctx, *rows);
+		*rows = NULL;
+	}
+	return st;
+}
+
+/*
+ * The surface into the spill, then every strip scanned for flats that
+ * cross strip boundaries, and those solved.
+ */
+static tg_status
+route_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_accum_units units,
+			 tg_route_strips **rb, tg_error *err)
+{
+	const tg_job *job = s->job;
+	tg_status	st;
+	size_t		need;
+
+	*rb = NULL;
+	tg_job_notice(job, "%s spans %d x %d cells, more than %s holds: routing it in %d strips of rows",
+				  job->layout->name, s->width, s->height, job->budget_name, s->n);
+	st = surface_strips(ctx, s, op->flow.fill, spill_rows, NULL, err);
+	if (st == TG_OK)
+		st = tg_route_strips_begin(ctx, &op->flow, units, rb, err);
+	tg_phase(ctx, "flats in strips");
+	for (int k = 0; k < s->n && st == TG_OK; k++)
+	{
+		double	   *z;
+
+		st = surface_strip(ctx, s, k, &z, err);
+		if (st == TG_OK)
+			st = tg_route_strips_scan(ctx, *rb, s->row0[k], s->nrows[k], z, err);
+		tg_free(ctx, z);
+		progress(ctx, "flats in strips", k + 1, s->n);
+	}
+	if (st != TG_OK)
+		return st;
+	need = tg_route_strips_flat_bytes(*rb, true);
+	if (need > job->memory_budget)
+	{
+		tg_error_set(err, TG_ELIMIT, "%s over %s: %zu cells of flats cross strip boundaries, and resolving them "
+					 "needs %zu MB, more than %s (%zu MB)", job->function, job->layout->name,
+					 tg_route_strips_flat_cells(*rb), need >> 20, job->budget_name, job->memory_budget >> 20);
+		tg_error_detail(err, "A flat that crosses strips is drained as a whole: a sea or lake held at one "
+						"elevation across the grid is such a flat.");
+		tg_error_hint(err, "Raise %s, or set the sea to nodata.", job->budget_name);
+		return TG_ELIMIT;
+	}
+	st = tg_route_strips_solve_flats(ctx, *rb, err);
+	if (st == TG_OK)
+		tg_job_notice(job, "flats across strips resolved (%zu cells)", tg_route_strips_flat_cells(*rb));
+	return st;
+}
+
+static tg_status
+directions_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *err)
+{
+	const int	W = s->width;
+	const bool	codes = op->flow.routing == TG_ROUTE_D8 && op->directions != TG_DIRECTIONS_SHARES;
+	tg_route_strips *rb;
+	tg_status	st = route_strips(ctx, op, s, TG_UNITS_CELLS, &rb, err);
+
+	tg_phase(ctx, "directions in strips");
+	for (int k = 0; k < s->n && st == TG_OK; k++)
+	{
+		const size_t n = (size_t) W * s->nrows[k];
+		double	   *z = NULL;
+		uint8_t    *d8 = NULL;
+		float	   *frac = NULL;
+		uint16_t   *mask = NULL;
+		tg_output	out;
+
+		st = surface_strip(ctx, s, k, &z, err);
+		if (st == TG_OK)
+		{
+			d8 = codes ? tg_alloc(ctx, n + 1) : NULL;
+			frac = codes ? NULL : tg_alloc(ctx, 8 * n * sizeof(float) + 1);
+			mask = !codes && op->directions == TG_DIRECTIONS_MASK ? tg_alloc(ctx, n * sizeof(uint16_t) + 1) : NULL;
+			if ((codes && !d8) || (!codes && !frac) || (op->directions == TG_DIRECTIONS_MASK && !codes && !mask))
+				st = tg_error_set(err, TG_ENOMEM, "could not allocate a strip of directions");
+		}
+		if (st == TG_OK)
+			st = tg_route_strips_directions(ctx, rb, s->row0[k], s->nrows[k], z, d8, frac, err);
+		if (st == TG_OK)
+			st = tg_op_plan(op, &s->dem.band, &out, err);
+		if (st == TG_OK)
+		{
+			if (codes)
+			{
+				out.planes[0].data = d8;
+				out.planes[0].type = TG_PT_8BUI;
+				out.planes[0].has_marker = true;
+				out.planes[0].marker = 255;
+			}
+			else if (op->directions == TG_DIRECTIONS_ANGLE)
+			{
+				/* in place into the first plane: cell i reads its own shares first */
+				for (int y = 0; y < s->nrows[k]; y++)
+				{
+					double		dx,
+								dy,
+								dist[8];
+
+					tg_row_spacing(&op->flow.geom, s->row0[k] + y, &dx, &dy);
+					tg_nbr_distances(dx, dy, dist);
+					for (size_t i = (size_t) y * W; i < (size_t) (y + 1) * W; i++)
+					{
+						float		sh[8];
+
+						for (int b = 0; b < 8; b++)
+							sh[b] = frac[(size_t) b * n + i];
+						frac[i] = isnan(sh[0]) ? -1.0f : (float) tg_dinf_angle(sh, dist);
+					}
+				}
+				out.planes[0].data = frac;
+				out.planes[0].type = TG_PT_32BF;
+				out.planes[0].has_marker = false;
+			}
+			else if (mask)
+			{
+				for (size_t i = 0; i < n; i++)
+				{
+					uint16_t	m = 0;
+
+					if (isnan(frac[i]))
+						m = 65535;
+					else
+						for (int b = 0; b < 8; b++)
+							if (frac[(size_t) b * n + i] > 0)
+								m |= (uint16_t) (1u << b);
+					mask[i] = m;
+				}
+				out.planes[0].data = mask;
+				out.planes[0].type = TG_PT_16BUI;
+				out.planes[0].has_marker = true;
+				out.planes[0].marker = 65535;
+			}
+			else
+				for (int b = 0; b < 8; b++)
+				{
+					out.planes[b].data = frac + (size_t) b * n;
+					out.planes[b].type = TG_PT_32BF;
+					out.planes[b].has_marker = false;
+				}
+			st = write_strip(ctx, s, &out, 1, k, err);
+		}
+		tg_free(ctx, z);
+		tg_free(ctx, d8);
+		tg_free(ctx, frac);
+		tg_free(ctx, mask);
+		progress(ctx, "directions in strips", k + 1, s->n);
+	}
+	tg_route_strips_end(ctx, rb);
+	strip_stats(ctx, s, "directions in strips");
+	return st;
+}
+
+/* A strip's weights as a 64BF band over its own rows (nodata NaN). */
+static tg_status
+weight_strip(const tg_ctx *ctx, strips *s, const tg_op *op, int k, tg_grid_band *wg, double **rows,
+			 tg_band *weight, tg_error *err)
+{
+	int			first,
+				count;
+	tg_status	st = read_rows(ctx, s, &s->job->inputs[op->weight_input], wg, s->row0[k], s->nrows[k], 0,
+							   rows, &first, &count, err);
+
+	memset(weight, 0, sizeof *weight);
+	weight->pixtype = TG_PT_64BF;
+	weight->width = s->width;
+	weight->height = s->nrows[k];
+	weight->data = *rows;
+	return st;
+}
+
+/*
+ * Accumulation and tg_hydrology: every strip routed and accumulated alone
+ * (D8: linked; multiple flow: spread into the spill after the surface), the
+ * flow between strips solved or settled, then every strip's result written
+ * (tg_hydrology: its routing surface and receivers too).
+ */
+static tg_status
+accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *err)
+{
+	const int	W = s->width;
+	const bool	d8 = op->flow.routing == TG_ROUTE_D8,
+				hydrology = op->kind == TG_OP_HYDROLOGY;
+	const tg_spill *spill = &s->job->spill;
+	const size_t base = (size_t) W * s->height * spill_bytes(s);
+	tg_route_strips *rb;
+	tg_grid_band wg;
+	tg_status	st = route_strips(ctx, op, s, op->units, &rb, err);
+
+	memset(&wg, 0, sizeof wg);
+	for (int pass = 0; pass < 2 && st == TG_OK; pass++)
+	{
+		const char *phase = pass == 1 ? "accumulation in strips" : d8 ? "linking strips" : "spreading strips";
+
+		tg_phase(ctx, phase);
+		for (int k = 0; k < s->n && st == TG_OK; k++)
+		{
+			double	   *z = NULL,
+					   *wrows = NULL,
+					   *acc = NULL;
+			uint16_t   *receivers = NULL;
+			tg_band		weight;
+			tg_output	out[3];
+
+			if (d8 || pass == 0 || hydrology)
+				st = surface_strip(ctx, s, k, &z, err);
+			if (st == TG_OK && op->weight_input > 0 && (d8 || pass == 0))
+				st = weight_strip(ctx, s, op, k, &wg, &wrows, &weight, err);
+			if (st == TG_OK && pass == 0)
+				st = d8 ? tg_route_strips_link(ctx, rb, s->row0[k], s->nrows[k], z,
+											   op->weight_input > 0 ? &weight : NULL, err)
+					: tg_route_strips_spread(ctx, rb, s->row0[k], s->nrows[k], z,
+											 op->weight_input > 0 ? &weight : NULL, spill, base, err);
+			else if (st == TG_OK)
+			{
+				const size_t n = (size_t) W * s->nrows[k];
+
+				acc = tg_alloc(ctx, sizeof(double) * n + 1);
+				receivers = hydrology ? tg_alloc(ctx, sizeof(uint16_t) * n + 1) : NULL;
+				if (acc == NULL || (hydrology && receivers == NULL))
+					st = tg_error_set(err, TG_ENOMEM, "could not allocate a strip of the accumulation");
+				else if (d8)
+					st = tg_route_strips_accumulate(ctx, rb, s->row0[k], s->nrows[k], z,
+													op->weight_input > 0 ? &weight : NULL, acc, receivers, err);
+				else
+					st = tg_route_strips_flow_result(ctx, rb, s->row0[k], s->nrows[k], spill, base, acc,
+													 receivers, err);
+				if (st == TG_OK)
+					st = tg_op_plan(op, &s->dem.band, out, err);
+				if (st == TG_OK && hydrology)
+				{
+					/* the surface's own rows, after its rows of halo above (two, none on the first strip) */
+					const double *own = z + (size_t) (s->row0[k] >= 2 ? 2 : s->row0[k]) * W;
+
+					out[0].planes[0] = (tg_plane) {own, TG_PT_64BF, false, 0};
+					out[1].planes[0] = (tg_plane) {receivers, TG_PT_16BUI, true, TG_NODATA_RECEIVERS};
+					out[2].planes[0] = (tg_plane) {acc, TG_PT_64BF, false, 0};
+					st = write_strip(ctx, s, out, 3, k, err);
+				}
+				else if (st == TG_OK)
+				{
+					out[0].planes[0] = (tg_plane) {acc, TG_PT_64BF, false, 0};
+					st = write_strip(ctx, s, out, 1, k, err);
+				}
+			}
+			tg_free(ctx, z);
+			tg_free(ctx, wrows);
+			tg_free(ctx, acc);
+			tg_free(ctx, receivers);
+			progress(ctx, phase, k + 1, s->n);
+		}
+		if (pass == 0 && st == TG_OK && d8)
+			st = tg_route_strips_solve_flow(ctx, rb, err);
+		else if (pass == 0 && st == TG_OK)
+		{
+			int			sweeps;
+			int64_t		windows;
+
+			st = tg_route_strips_settle(ctx, rb, spill, base, err);
+			tg_route_strips_settled(rb, &sweeps, &windows);
+			if (st == TG_OK)
+				tg_job_notice(s->job, "water crossing strip boundaries carried on in %lld window%s (%d sweep%s)",
+							  (long long) windows, windows == 1 ? "" : "s", sweeps, sweeps == 1 ? "" : "s");
+		}
+	}
+	tg_route_strips_end(ctx, rb);
+	strip_stats(ctx, s, d8 ? "d8 in strips" : "multiple flow in strips");
+	return st;
+}
+
+/* ------------------------------------------------------------------------ */
+
+/* Bytes per cell of a strip, every pass counted: the most any pass holds. */
+static size_t
+strip_bytes_per_cell(const tg_op *op)
+{
+	const size_t fill = tg_fill_strips_bytes_per_cell() + 2 * sizeof(double);
+	size_t		most = 0;
+
+	switch (tg_op_seams_of(op->kind))
+	{
+		case TG_SEAMS_WINDOW:
+			return tg_op_bytes_per_cell(op);
+		case TG_SEAMS_FILL:
+			return fill;
+		case TG_SEAMS_ROUTE:
+			most = tg_route_strips_bytes_per_cell(op->flow.routing, false) + sizeof(double) +
+				(op->flow.routing == TG_ROUTE_D8 ? 1 : 8 * sizeof(float) + sizeof(uint16_t));
+			break;
+		default:
+			/* accumulation; tg_hydrology also holds the strip's receivers when it writes it */
+			most = tg_route_strips_bytes_per_cell(op->flow.routing, true) +
+				(op->weight_input > 0 ? 4 : 2) * sizeof(double) +
+				(op->kind == TG_OP_HYDROLOGY ? sizeof(uint16_t) : 0);
+			break;
+	}
+	most = most > FLAT_SCAN_BYTES_PER_CELL ? most : FLAT_SCAN_BYTES_PER_CELL;
+	return op->flow.fill && fill > most ? fill : most;
+}
+
+tg_status
+tg_run_strips(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err)
+{
+	strips		s;
+	tg_status	st;
+
+	if (tg_op_seams_of(op->kind) >= TG_SEAMS_ROUTE && job->spill.write == NULL)
+		return tg_error_set(err, TG_EUNSUPPORTED, "%s in strips needs somewhere to spill its surface",
+							job->function);
+	/* the strips fill the budget with what they hold: nothing freed may stay */
+	tg_blocks_keep_none(ctx);
+	st = plan_strips(ctx, job, strip_bytes_per_cell(op), &s, err);
+	if (st == TG_OK)
+		switch (tg_op_seams_of(op->kind))
+		{
+			case TG_SEAMS_WINDOW:
+				tg_job_notice(job, "%s spans %d x %d cells, more than %s holds: computing it in %d strips of rows",
+							  job->layout->name, s.width, s.height, job->budget_name, s.n);
+				st = local_in_strips(ctx, op, &s, err);
+				break;
+			case TG_SEAMS_FILL:
+				st = fill_in_strips(ctx, op, &s, err);
+				break;
+			case TG_SEAMS_ROUTE:
+				st = directions_in_strips(ctx, op, &s, err);
+				break;
+			default:
+				st = accumulation_in_strips(ctx, op, &s, err);
+				break;
+		}
+	strips_free(ctx, &s);
+	return st;
+}

@@ -1,0 +1,519 @@
+/*
+ * test_strips.c — filling, routing and accumulating in strips of rows
+ * against the same on the whole grid: every routing, strips of one row, of
+ * the whole grid and of random heights, flats and depressions that cross
+ * strip boundaries, weights and units; and the seams' adversaries (a
+ * plateau that crosses every boundary back and forth, a depression over
+ * every strip, nodata islands in it) on one and four threads.
+ */
+#include "test_hydro.h"
+
+/*
+ * H rows cut into strips for the tests in strips: split 0 one row each, 1 one
+ * strip, 2 three rows each, 3 random heights of 1 to 9; returns the count.
+ */
+static int
+split_rows(int H, int split, int *rows)
+{
+	int			nb = 0,
+				left = H;
+
+	while (left > 0)
+	{
+		int			r = split == 0 ? 1 : split == 1 ? H : split == 2 ? 3 : 1 + (int) (rng_uniform() * 9);
+
+		r = r > left ? left : r;
+		rows[nb++] = r;
+		left -= r;
+	}
+	return nb;
+}
+
+/* Fill in strips (scale/seams/fill_seams.c) against the in-memory priority-flood. */
+static bool
+fill_in_strips(const double *z, int W, int H, const int *rows, int nb, double *out)
+{
+	tg_ctx		ctx = cpu_ctx(NULL);
+	tg_error	err;
+	tg_fill_strips *fb;
+	double	   *buf = malloc(sizeof(double) * (size_t) W * (H + 2));
+	bool		ok;
+	int			r0;
+
+	tg_error_clear(&err);
+	ok = tg_fill_strips_begin(&ctx, W, H, &fb, &err) == TG_OK;
+	for (int pass = 0; pass < 2 && ok; pass++)
+	{
+		r0 = 0;
+		for (int k = 0; k < nb && ok; k++)
+		{
+			/* the strip with its halo rows, as a reader would hand it over */
+			int			a = r0 > 0 ? r0 - 1 : r0,
+						b = r0 + rows[k] < H ? r0 + rows[k] + 1 : r0 + rows[k];
+
+			for (size_t i = 0; i < (size_t) (b - a) * W; i++)
+			{
+				double		v = z[(size_t) a * W + i];
+
+				buf[i] = v == ND ? NAN : v;
+			}
+			if (pass == 0)
+				ok = tg_fill_strips_scan(&ctx, fb, r0, rows[k], buf, &err) == TG_OK;
+			else
+				ok = tg_fill_strips_finish(&ctx, fb, r0, rows[k], buf, out + (size_t) r0 * W, &err) == TG_OK;
+			r0 += rows[k];
+		}
+		if (pass == 0 && ok)
+			ok = tg_fill_strips_solve(&ctx, fb, &err) == TG_OK;
+	}
+	if (!ok)
+		printf("fill in strips: %s\n", err.message);
+	tg_fill_strips_end(&ctx, fb);
+	free(buf);
+	return ok;
+}
+
+static void
+test_fill_strips(void)
+{
+	static const int shapes[][2] = {{1, 1}, {7, 1}, {1, 9}, {12, 10}, {40, 33}, {160, 97}};
+
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+		for (int terrain = 0; terrain < 3; terrain++)
+		{
+			const int	W = shapes[s][0],
+						H = shapes[s][1];
+			const size_t n = (size_t) W * H;
+			double	   *z = terrain == 0 ? random_terrain(W, H, 5, 0.05)
+				: terrain == 1 ? random_terrain(W, H, 40, 0.0) : malloc(sizeof(double) * n);
+			double	   *ref = malloc(sizeof(double) * n);
+			double	   *got = malloc(sizeof(double) * n);
+			int		   *rows = malloc(sizeof(int) * H);
+
+			if (terrain == 2)	/* noise: pits everywhere, flats of equal values */
+				for (size_t i = 0; i < n; i++)
+					z[i] = rng_uniform() < 0.03 ? ND : floor(rng_uniform() * 12);
+			check(fill64(TG_BACKEND_CPU, z, W, H, TG_FILL_PRIORITY_FLOOD, 0, ref) == TG_OK,
+				  "fill in strips %dx%d: reference", W, H);
+			/* random strips and one strip again, each scanned in sub-strips of 2 rows */
+			for (int split = 0; split < 6; split++)
+			{
+				int			nb = split_rows(H, split < 4 ? split : split == 4 ? 3 : 1, rows);
+				bool		same = true,
+							ran;
+
+				tg_part_scan_rows = split < 4 ? 256 : 2;
+				ran = fill_in_strips(z, W, H, rows, nb, got);
+				tg_part_scan_rows = 256;
+				if (!ran)
+				{
+					check(false, "fill %dx%d in %d strips ran", W, H, nb);
+					continue;
+				}
+				for (size_t i = 0; i < n; i++)
+				{
+					double		r = ref[i] == ND ? NAN : ref[i];
+
+					same &= (isnan(r) && isnan(got[i])) || r == got[i];
+				}
+				check(same, "fill %dx%d (terrain %d) in %d strips%s equals the in-memory fill",
+					  W, H, terrain, nb, split < 4 ? "" : " of sub-strips");
+			}
+			free(z);
+			free(ref);
+			free(got);
+			free(rows);
+		}
+}
+
+static const char *
+routing_label(tg_routing r)
+{
+	static const char *const names[] = {"d8", "fd8", "mfd-md", "fdd8", "dinf", "anisotropic"};
+
+	return r >= 0 && r < (int) (sizeof names / sizeof names[0]) ? names[r] : "?";
+}
+
+/* A spill in memory. */
+static tg_status
+memory_spill_write(void *arg, size_t offset, const void *data, size_t bytes, tg_error *err)
+{
+	memcpy((uint8_t *) arg + offset, data, bytes);
+	return TG_OK;
+}
+
+static tg_status
+memory_spill_read(void *arg, size_t offset, void *data, size_t bytes, tg_error *err)
+{
+	memcpy(data, (const uint8_t *) arg + offset, bytes);
+	return TG_OK;
+}
+
+/*
+ * Directions and accumulation in strips (route_strips.c) of surface `surf`
+ * (NaN = nodata), with the strip sizes `rows`, on `threads` threads.  d8:
+ * ESRI codes, frac: 8 planes of the whole grid, acc: the accumulation.
+ */
+static bool
+route_in_strips(const double *surf, const tg_flow_params *p, tg_accum_units units,
+			   const double *weight, const int *rows, int nb, int threads, uint8_t *d8, float *frac,
+			   double *acc, size_t *flat_cells)
+{
+	const int	W = p->geom.width,
+				H = p->geom.height;
+	const size_t n = (size_t) W * H;
+	tg_ctx		ctx = cpu_ctx(NULL);
+	tg_error	err;
+	tg_route_strips *rb = NULL;
+	float	   *bfrac = malloc(sizeof(float) * 8 * n + 1);
+	tg_spill	spill = {memory_spill_write, memory_spill_read, malloc(40 * n + 1)};
+	bool		ok;
+
+	ctx.threads = threads;
+	tg_error_clear(&err);
+	ok = tg_route_strips_begin(&ctx, p, units, &rb, &err) == TG_OK;
+	for (int pass = 0; pass < 4 && ok; pass++)
+	{
+		int			r0 = 0;
+
+		for (int k = 0; k < nb && ok; k++)
+		{
+			/* the strip with two halo rows each side, as a reader hands it over */
+			const double *z = surf + (size_t) (r0 >= 2 ? r0 - 2 : 0) * W;
+			tg_band		wb = band_f64(weight ? weight + (size_t) r0 * W : surf, W, rows[k]);
+
+			if (pass == 0)
+				ok = tg_route_strips_scan(&ctx, rb, r0, rows[k], z, &err) == TG_OK;
+			else if (pass == 1)
+			{
+				ok = tg_route_strips_directions(&ctx, rb, r0, rows[k], z, d8 + (size_t) r0 * W,
+												bfrac, &err) == TG_OK;
+				for (int j = 0; j < 8 && ok; j++)
+					memcpy(frac + (size_t) j * n + (size_t) r0 * W, bfrac + (size_t) j * rows[k] * W,
+						   sizeof(float) * rows[k] * W);
+			}
+			else if (pass == 2 && p->routing == TG_ROUTE_D8)
+				ok = tg_route_strips_link(&ctx, rb, r0, rows[k], z, weight ? &wb : NULL, &err) == TG_OK;
+			else if (pass == 2)
+				ok = tg_route_strips_spread(&ctx, rb, r0, rows[k], z, weight ? &wb : NULL, &spill, 0,
+											&err) == TG_OK;
+			else if (pass == 3 && p->routing == TG_ROUTE_D8)
+				ok = tg_route_strips_accumulate(&ctx, rb, r0, rows[k], z, weight ? &wb : NULL,
+												acc + (size_t) r0 * W, NULL, &err) == TG_OK;
+			else if (pass == 3)
+				ok = tg_route_strips_flow_result(&ctx, rb, r0, rows[k], &spill, 0, acc + (size_t) r0 * W,
+												 NULL, &err) == TG_OK;
+			r0 += rows[k];
+		}
+		if (pass == 0 && ok)
+			ok = tg_route_strips_solve_flats(&ctx, rb, &err) == TG_OK;
+		if (pass == 2 && ok && p->routing == TG_ROUTE_D8)
+			ok = tg_route_strips_solve_flow(&ctx, rb, &err) == TG_OK;
+		else if (pass == 2 && ok)
+			ok = tg_route_strips_settle(&ctx, rb, &spill, 0, &err) == TG_OK;
+	}
+	if (!ok)
+		printf("routing in strips: %s\n", err.message);
+	*flat_cells = rb ? tg_route_strips_flat_cells(rb) : 0;
+	tg_route_strips_end(&ctx, rb);
+	free(bfrac);
+	free(spill.arg);
+	return ok;
+}
+
+/* Terraces: long flats of a few levels that cross any strip boundary. */
+static double *
+terraced_terrain(int W, int H)
+{
+	double	   *z = malloc(sizeof(double) * (W * H > 0 ? W * H : 1));
+
+	for (int y = 0; y < H; y++)
+		for (int x = 0; x < W; x++)
+			z[(size_t) y * W + x] = rng_uniform() < 0.01 ? ND :
+				floor(((3 * x + 2 * y) % 61) / 12.0) + (rng_uniform() < 0.02 ? 1 : 0);
+	return z;
+}
+
+static void
+test_route_strips(void)
+{
+	static const int shapes[][2] = {{1, 1}, {7, 1}, {1, 9}, {12, 10}, {40, 33}, {160, 97}};
+	size_t		crossing = 0;
+
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+		for (int terrain = 0; terrain < 3; terrain++)
+		{
+			const int	W = shapes[s][0],
+						H = shapes[s][1];
+			const size_t n = (size_t) W * H;
+			double	   *z = terrain == 0 ? random_terrain(W, H, 4, 0.03)
+				: terrain == 1 ? terraced_terrain(W, H) : random_terrain(W, H, 40, 0.0);
+			double	   *filled = malloc(sizeof(double) * n + 1),
+					   *surf = malloc(sizeof(double) * n + 1),
+					   *ref_acc = malloc(sizeof(double) * n + 1),
+					   *acc = malloc(sizeof(double) * n + 1);
+			uint8_t    *ref_d8 = malloc(n + 1),
+					   *d8 = malloc(n + 1);
+			float	   *ref_frac = malloc(sizeof(float) * 8 * n + 1),
+					   *frac = malloc(sizeof(float) * 8 * n + 1);
+			int		   *rows = malloc(sizeof(int) * H);
+			double	   *weight = malloc(sizeof(double) * n + 1);
+
+			/* weights: fractions, some nodata (counting 0) */
+			for (size_t i = 0; i < n; i++)
+				weight[i] = rng_uniform() < 0.05 ? ND : 0.25 + rng_uniform();
+			fill64(TG_BACKEND_CPU, z, W, H, TG_FILL_PRIORITY_FLOOD, 0, filled);
+			for (int c = 0; c < 9; c++)
+			{
+				/*
+				 * D8 filled / raw, MFD-md filled / raw, D8 geographic in area and
+				 * sca, D8 weighted, FD8 weighted, D-infinity geographic in sca
+				 */
+				const tg_routing routing = c == 2 || c == 3 ? TG_ROUTE_MFD_MD : c == 7 ? TG_ROUTE_FD8
+					: c == 8 ? TG_ROUTE_DINF : TG_ROUTE_D8;
+				const bool	fill = c != 1 && c != 3;
+				const bool	weighted = c == 6 || c == 7;
+				const tg_accum_units units = c == 4 ? TG_UNITS_AREA : c == 5 || c == 8 ? TG_UNITS_SCA
+					: TG_UNITS_CELLS;
+				tg_flow_params p = flow_params(routing, W, H, fill);
+				tg_band		b = band_f64(z, W, H);
+				tg_band		wb = band_f64(weight, W, H);
+				tg_ctx		ctx = cpu_ctx(NULL);
+				tg_error	err;
+
+				if (c == 4 || c == 5 || c == 8)
+				{
+					p.geom.geographic = true;
+					p.geom.lat_top = 47.25;
+					p.geom.lat_step = -0.01;
+					p.geom.lon_step = 0.01;
+				}
+				for (size_t i = 0; i < n; i++)
+				{
+					double		v = fill ? filled[i] : z[i];
+
+					surf[i] = v == ND ? NAN : v;
+				}
+				tg_error_clear(&err);
+				check(tg_flow_direction(&ctx, &b, &p, routing == TG_ROUTE_D8 ? ref_d8 : NULL,
+										routing == TG_ROUTE_D8 ? NULL : ref_frac, &err) == TG_OK,
+					  "routing in strips %dx%d: reference directions", W, H);
+				check(tg_flow_accumulation(&ctx, &b, weighted ? &wb : NULL, &p, TG_ACC_INDEGREE, units,
+										   ref_acc, &err) == TG_OK,
+					  "routing in strips %dx%d: reference accumulation", W, H);
+				for (int split = 0; split < 4; split++)
+				{
+					int			nb = split_rows(H, split, rows);
+					size_t		flats = 0,
+								d8_diff = 0,
+								frac_diff = 0;
+					double		acc_diff = 0;
+
+					if (!route_in_strips(surf, &p, units, weighted ? weight : NULL, rows, nb, 1, d8, frac, acc,
+										&flats))
+					{
+						check(false, "routing in strips %dx%d in %d strips ran", W, H, nb);
+						continue;
+					}
+					crossing += flats;
+					for (size_t i = 0; i < n; i++)
+					{
+						double		r = ref_acc[i],
+									g = acc[i];
+
+						if (isnan(r) != isnan(g))
+							acc_diff = INFINITY;
+						else if (!isnan(r))
+							acc_diff = fmax(acc_diff, fabs(r - g) / fmax(fabs(r), 1e-300));
+						if (routing == TG_ROUTE_D8)
+							d8_diff += d8[i] != ref_d8[i];
+						else
+							for (int k = 0; k < 8; k++)
+							{
+								float		r = ref_frac[(size_t) k * n + i],
+											g = frac[(size_t) k * n + i];
+
+								frac_diff += !((isnan(r) && isnan(g)) || r == g);
+							}
+					}
+					check(d8_diff == 0 && frac_diff == 0,
+						  "routing in strips %dx%d (terrain %d, case %d) in %d strips: directions equal the "
+						  "in-memory ones (%zu codes, %zu shares differ)", W, H, terrain, c, nb,
+						  d8_diff, frac_diff);
+					check(routing == TG_ROUTE_D8 && units == TG_UNITS_CELLS && !weighted ? acc_diff == 0
+						  : acc_diff < 1e-12,
+						  "%s accumulation in strips %dx%d (terrain %d, case %d) in %d strips: "
+						  "equals the in-memory one (max relative difference %g)",
+						  routing_label(routing), W, H, terrain, c, nb, acc_diff);
+					if (routing != TG_ROUTE_D8 && split == 3)
+					{
+						/* the water between strips is carried the same way on any number of threads */
+						double	   *acc3 = malloc(sizeof(double) * n + 1);
+
+						check(route_in_strips(surf, &p, units, weighted ? weight : NULL, rows, nb, 3, d8, frac,
+											  acc3, &flats) && memcmp(acc, acc3, sizeof(double) * n) == 0,
+							  "%s accumulation in strips %dx%d (terrain %d): 3 threads give 1 thread's",
+							  routing_label(routing), W, H, terrain);
+						free(acc3);
+					}
+				}
+			}
+			free(z);
+			free(filled);
+			free(surf);
+			free(ref_acc);
+			free(acc);
+			free(ref_d8);
+			free(d8);
+			free(ref_frac);
+			free(frac);
+			free(rows);
+			free(weight);
+		}
+	check(crossing > 1000, "routing in strips: the tests had flats across strips (%zu cells)", crossing);
+}
+
+/*
+ * Adversarial DEMs for the seams (W x H, ND = nodata): 0, a snake of a
+ * plateau crossing every strip boundary back and forth, walls around it,
+ * draining only at its far end on the grid's edge, so that its distances
+ * cross each seam many times; 1, a bowl whose pit spans every strip (after
+ * the fill one lake over the whole grid's middle); 2, a plain of one
+ * elevation over every strip with a hill in it and islands of nodata (each
+ * a drain of its own).
+ */
+static double *
+seam_terrain(int kind, int W, int H)
+{
+	double	   *z = malloc(sizeof(double) * (size_t) W * H);
+
+	for (int y = 0; y < H; y++)
+		for (int x = 0; x < W; x++)
+		{
+			double	   *c = &z[(size_t) y * W + x];
+
+			if (kind == 0)
+			{
+				const int	lane = x / 6,
+							inside = x % 6 >= 1 && x % 6 <= 4;
+				/* lanes joined alternately at the top and at the bottom */
+				const bool	join = (x % 6 == 5 || x % 6 == 0) &&
+					((lane % 2 == 0 && y >= H - 3 && y <= H - 2 && x % 6 == 5) ||
+					 (lane % 2 == 1 && y >= 1 && y <= 2 && x % 6 == 5) ||
+					 (lane % 2 == 1 && y >= H - 3 && y <= H - 2 && x % 6 == 0 && lane > 0 && (lane - 1) % 2 == 0) ||
+					 (lane % 2 == 0 && lane > 0 && y >= 1 && y <= 2 && x % 6 == 0));
+
+				*c = (inside && y >= 1 && y <= H - 2) || join ? 10 : 20 + (x + y) % 3;
+				if (x >= 1 && x <= 4 && y == 0)
+					*c = 10;	/* the snake's only way out: the first lane's top, on the edge */
+			}
+			else if (kind == 1)
+			{
+				const double dx = x - W / 2.0,
+							dy = (y - H / 2.0) * W / H;
+
+				*c = 50 + sqrt(dx * dx + dy * dy) - (x == 0 && y == H / 3 ? 40 : 0);
+			}
+			else
+				*c = x % 9 == 4 && y % 11 == 5 ? ND : abs(x - W / 2) < 3 && abs(y - H / 2) < 5 ? 9 : 7;
+		}
+	return z;
+}
+
+/* The seams' adversaries routed in strips of every split on 1 and 4 threads, against one grid. */
+static void
+test_seams_adversarial(void)
+{
+	static const int shapes[][2] = {{31, 47}, {64, 90}};
+
+	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+		for (int kind = 0; kind < 3; kind++)
+		{
+			const int	W = shapes[s][0],
+						H = shapes[s][1];
+			const size_t n = (size_t) W * H;
+			double	   *z = seam_terrain(kind, W, H),
+					   *filled = malloc(sizeof(double) * n),
+					   *surf = malloc(sizeof(double) * n),
+					   *ref_acc = malloc(sizeof(double) * n),
+					   *acc = malloc(sizeof(double) * n),
+					   *got = malloc(sizeof(double) * n);
+			uint8_t    *ref_d8 = malloc(n),
+					   *d8 = malloc(n);
+			float	   *ref_frac = malloc(sizeof(float) * 8 * n),
+					   *frac = malloc(sizeof(float) * 8 * n);
+			int		   *rows = malloc(sizeof(int) * H);
+			size_t		flats = 0;
+
+			fill64(TG_BACKEND_CPU, z, W, H, TG_FILL_PRIORITY_FLOOD, 0, filled);
+			for (size_t i = 0; i < n; i++)
+				surf[i] = filled[i] == ND ? NAN : filled[i];
+			for (int split = 0; split < 4; split++)
+			{
+				const int	nb = split_rows(H, split, rows);
+				bool		same = fill_in_strips(z, W, H, rows, nb, got);
+
+				for (size_t i = 0; same && i < n; i++)
+					same = (isnan(got[i]) && isnan(surf[i])) || got[i] == surf[i];
+				check(same, "seams %dx%d (kind %d) in %d strips: the fill equals one grid's", W, H, kind, nb);
+				for (int m = 0; m < 2; m++)
+				{
+					const tg_routing routing = m == 0 ? TG_ROUTE_D8 : TG_ROUTE_MFD_MD;
+					tg_flow_params p = flow_params(routing, W, H, false);
+					tg_band		b = band_f64(filled, W, H);
+					tg_ctx		ctx = cpu_ctx(NULL);
+					tg_error	err;
+
+					tg_error_clear(&err);
+					check(tg_flow_direction(&ctx, &b, &p, m == 0 ? ref_d8 : NULL, m == 0 ? NULL : ref_frac, &err) ==
+						  TG_OK && tg_flow_accumulation(&ctx, &b, NULL, &p, TG_ACC_INDEGREE, TG_UNITS_CELLS, ref_acc,
+														&err) == TG_OK,
+						  "seams %dx%d (kind %d): one grid's routing", W, H, kind);
+					for (int threads = 1; threads <= 4; threads += 3)
+					{
+						const bool	ran = route_in_strips(surf, &p, TG_UNITS_CELLS, NULL, rows, nb, threads, d8, frac,
+														  acc, &flats);
+						size_t		differ = 0;
+						double		worst = 0;
+
+						for (size_t i = 0; ran && i < n; i++)
+						{
+							differ += m == 0 ? d8[i] != ref_d8[i] : 0;
+							for (int k = 0; m == 1 && k < 8; k++)
+								differ += !(frac[(size_t) k * n + i] == ref_frac[(size_t) k * n + i] ||
+											(isnan(frac[(size_t) k * n + i]) && isnan(ref_frac[(size_t) k * n + i])));
+							if (isnan(acc[i]) != isnan(ref_acc[i]))
+								worst = INFINITY;
+							else if (!isnan(acc[i]))
+								worst = fmax(worst, fabs(acc[i] - ref_acc[i]) / fmax(fabs(ref_acc[i]), 1e-300));
+						}
+						check(ran && differ == 0 && (m == 0 ? worst == 0 : worst < 1e-12),
+							  "seams %dx%d (kind %d) %s in %d strips on %d threads: directions and accumulation equal "
+							  "one grid's (%zu directions differ, accumulation %g apart; %zu cells of crossing flats)",
+							  W, H, kind, routing_label(routing), nb, threads, differ, worst, flats);
+					}
+				}
+			}
+			if (kind == 0)
+				check(flats > (size_t) H, "seams %dx%d: the snake crosses the strips (%zu crossing cells)", W, H, flats);
+			free(z);
+			free(filled);
+			free(surf);
+			free(ref_acc);
+			free(acc);
+			free(got);
+			free(ref_d8);
+			free(d8);
+			free(ref_frac);
+			free(frac);
+			free(rows);
+		}
+}
+
+void
+test_strips(void)
+{
+	test_fill_strips();
+	test_route_strips();
+	test_seams_adversarial();
+}
