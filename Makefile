@@ -98,6 +98,12 @@ $(DATA_built): sql/$(EXTENSION).sql $(EXTENSION).control
 
 $(OBJS): $(CORE_HDRS) $(wildcard src/pg/*.h)
 
+# a build with CUDA and one without link different objects: switching relinks
+CUDA_STAMP = build/with_cuda_$(WITH_CUDA)
+$(CUDA_STAMP):
+	mkdir -p build && rm -f build/with_cuda_* && touch $@
+$(shlib): $(CUDA_STAMP)
+
 ifeq ($(WITH_CUDA),1)
 $(shlib): $(CUDA_LIB)
 $(CUDA_LIB): $(CUDA_SRCS:.cu=.o)
