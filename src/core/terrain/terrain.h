@@ -504,6 +504,16 @@ tg_terrain_cell(const tg_terrain_consts *c, const double *centre, ptrdiff_t stri
 		tg_terrain_store(out[k], c->types[k], i, tg_terrain_value(c, k, w, centre, stride));
 }
 
+/* The rows a product reads above and below a cell: 1, or search_radius for the geomorphons. */
+static inline int
+tg_terrain_halo(const tg_terrain_params *params)
+{
+	for (int k = 0; k < params->nproducts; k++)
+		if (params->products[k] == TG_TERRAIN_GEOMORPHONS)
+			return params->search_radius;
+	return 1;
+}
+
 #ifdef __cplusplus
 extern "C"
 {
@@ -512,9 +522,6 @@ extern "C"
 /* The local derivatives on the CPU (tg_terrain's CPU side, terrain_cpu.c). */
 tg_status	tg_cpu_terrain(const tg_ctx *ctx, const tg_band *dem, const tg_terrain_params *params,
 						   void *const *out, tg_error *err);
-
-/* The rows a product reads above and below a cell: 1, or search_radius for the geomorphons. */
-int			tg_terrain_halo(const tg_terrain_params *params);
 
 #ifdef __cplusplus
 }

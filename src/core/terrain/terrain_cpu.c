@@ -20,15 +20,6 @@ typedef struct terrain_job
 	void	   *const *out;
 } terrain_job;
 
-int
-tg_terrain_halo(const tg_terrain_params *params)
-{
-	for (int k = 0; k < params->nproducts; k++)
-		if (params->products[k] == TG_TERRAIN_GEOMORPHONS)
-			return params->search_radius;
-	return 1;
-}
-
 static tg_status
 terrain_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 {
