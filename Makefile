@@ -131,8 +131,9 @@ CORE_TEST_LIBS   = $(CODEC_LINK) -lpthread -lm
 endif
 SANITIZE         = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_ITERATIONS ?= 200000
+PARTS_FUZZ_ITERATIONS ?= 5000
 
-CORE_TEST_SRCS = $(filter-out src/core/test/fuzz_raster.c,$(wildcard src/core/test/*.c))
+CORE_TEST_SRCS = $(filter-out src/core/test/fuzz_%.c,$(wildcard src/core/test/*.c))
 
 build/test_core: $(CORE_TEST_SRCS) src/core/test/test.h $(CORE_SRCS) $(CORE_HDRS) $(CORE_CUDA)
 	mkdir -p build
@@ -149,6 +150,14 @@ build/test_core_asan: $(CORE_TEST_SRCS) src/core/test/test.h $(CORE_SRCS) $(CORE
 FUZZ_SRCS = src/core/test/fuzz_raster.c src/core/raster/raster.c src/core/runtime/error.c \
             src/core/terrain/terrain_cpu.c src/core/runtime/pool.c src/core/raster/tile_codec.c
 
+# the messages between the coordinator and the parts, mutated (fuzz_parts.c), under ASan/UBSan
+FUZZ_PARTS_SRCS = src/core/test/fuzz_parts.c src/core/test/tiles.c src/core/test/check.c
+
+build/fuzz_parts: $(FUZZ_PARTS_SRCS) src/core/test/tiles.h src/core/test/test.h $(CORE_SRCS) $(CORE_HDRS)
+	mkdir -p build
+	$(CC) $(CORE_TEST_CFLAGS) $(SANITIZE) -o $@ $(FUZZ_PARTS_SRCS) $(CORE_SRCS) cuda/tg_cuda_stub.c \
+		$(CODEC_LINK) -lpthread -lm
+
 build/fuzz_raster: $(FUZZ_SRCS) $(CORE_HDRS)
 	mkdir -p build
 	$(CC) $(CORE_TEST_CFLAGS) $(SANITIZE) -o $@ $(FUZZ_SRCS) $(CODEC_LINK) -lpthread -lm
@@ -162,10 +171,11 @@ build/fuzz_raster_libfuzzer: $(FUZZ_SRCS) $(CORE_HDRS)
 fuzz-libfuzzer: build/fuzz_raster_libfuzzer
 	build/fuzz_raster_libfuzzer -runs=$(FUZZ_ITERATIONS) -max_len=4096
 
-check-core: build/test_core build/test_core_asan build/fuzz_raster
+check-core: build/test_core build/test_core_asan build/fuzz_raster build/fuzz_parts
 	build/test_core
 	ASAN_OPTIONS=detect_leaks=1 build/test_core_asan
 	build/fuzz_raster $(FUZZ_ITERATIONS)
+	build/fuzz_parts $(PARTS_FUZZ_ITERATIONS)
 
 # the core's layers, read from the objects the build left (docs/ARCHITECTURE.md)
 check-layering: all
