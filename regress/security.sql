@@ -133,6 +133,8 @@ SELECT * FROM pg_temp.try($$SELECT terra_gpu._part_exec('SELECT 1', '\x00'::byte
 SELECT * FROM pg_temp.try($$SELECT terra_gpu._part_run('tg_fill', 'sec_dem', '{}', '\x00'::bytea)$$);
 \x off
 RESET ROLE;
+-- a packed reply that claims 512 MB from one byte of zlib stream is refused before any allocation
+SELECT * FROM pg_temp.try($$SELECT * FROM terra_gpu._parts_step('tg_fill', ARRAY['w1'], ARRAY['\x018080808002ab'::bytea], NULL)$$);
 
 -------------------------------------------------------------------------------
 -- 4. The stale triggers of BMMQ indexes: only on tables the caller owns; a

@@ -162,6 +162,7 @@ tgpg_part_keep_reply(tg_part *part)
  * ------------------------------------------------------------------------ */
 #define PACK_HEADER 11			/* at most: the byte and a varint of 64 bits */
 #define PACK_SMALL 32			/* messages shorter than this go as they are */
+#define ZLIB_MAX_RATIO 1032		/* deflate's greatest expansion of plain bytes */
 
 static bytea *
 pack(const uint8_t *data, size_t size)
@@ -220,7 +221,8 @@ unpack(bytea *in, const char *what)
 	if (p[0] != 1)
 		ereport(ERROR, (errcode(ERRCODE_DATA_EXCEPTION), errmsg("%s is not a packed part message", what)));
 	head += tg_varint_get(p + 1, n - 1, &size);
-	if (head == 1 || head >= n || size > MaxAllocSize)
+	/* deflate expands at most about 1032 to 1: a larger claim is a lie, not worth an allocation */
+	if (head == 1 || head >= n || size > MaxAllocSize || size > (uint64_t) (n - head) * ZLIB_MAX_RATIO + 64)
 		ereport(ERROR, (errcode(ERRCODE_DATA_EXCEPTION), errmsg("%s is not a packed part message", what)));
 	b.data = palloc(size + 1);
 	b.size = size;

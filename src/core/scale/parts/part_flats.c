@@ -97,6 +97,8 @@ flats_begin(const tg_ctx *ctx, tg_part *part, reader *r, tg_error *err)
 		get_values(r, s->z, 2 * W);
 	if (s->index + 1 < s->count)
 		get_values(r, s->z + 2 * W + n, 2 * W);
+	if (r->bad)
+		return tg_error_set(err, TG_EDATA, "a flats message's neighbour rows do not decode");
 	routed_rows(s, &first, &count);
 	k.own0 = (size_t) (2 - first) * W;
 	st = tg_crossing_flats(ctx, s->z + (size_t) first * W, s->W, count, 2 - first, s->H, keep_crossing, &k, err);

@@ -126,6 +126,29 @@ tg_spill_graph_begin(const tg_ctx *ctx, int width, tg_spill_graph **out, tg_erro
 	return TG_OK;
 }
 
+/* A label strip k may name: 0 (where water leaves), or one of its two seeded rows'. */
+static bool
+strip_label(int width, int k, uint32_t label)
+{
+	return label == 0 || (label >= top_base(width, k) && label - top_base(width, k) < 2 * (uint32_t) width);
+}
+
+/*
+ * A part's scan arrives as bytes from another server: every label must be
+ * the part's own and every height a number before the graph indexes by them.
+ */
+static bool
+scan_valid(int width, int k, const tg_fill_scan *scan)
+{
+	for (size_t e = 0; e < scan->nedges; e++)
+		if (!strip_label(width, k, scan->a[e]) || !strip_label(width, k, scan->b[e]) || isnan(scan->height[e]))
+			return false;
+	for (int x = 0; x < width; x++)
+		if (!strip_label(width, k, scan->first[x]) || !strip_label(width, k, scan->last[x]))
+			return false;
+	return true;
+}
+
 tg_status
 tg_spill_graph_add(const tg_ctx *ctx, tg_spill_graph *g, const tg_fill_scan *scan, const double *row_above,
 				   const double *first_row, tg_error *err)
@@ -135,6 +158,9 @@ tg_spill_graph_add(const tg_ctx *ctx, tg_spill_graph *g, const tg_fill_scan *sca
 	if (labels_too_many(g->width, g->nstrips + 1))
 		return tg_error_set(err, TG_ELIMIT, "a fill over %d strips of %d columns has too many labels",
 							g->nstrips + 1, g->width);
+	if (!scan_valid(g->width, g->nstrips, scan))
+		return tg_error_set(err, TG_EDATA, "the fill's summary of part %d names labels not its own",
+							g->nstrips + 1);
 	for (size_t e = 0; e < scan->nedges && st == TG_OK; e++)
 		st = tg_label_graph_add(ctx, g->graph, scan->a[e], scan->b[e], scan->height[e], err);
 	/* rows facing each other across the seam above: join their labels at the higher cell */

@@ -104,6 +104,11 @@ tg_seam_flats_add(const tg_ctx *ctx, tg_seam_flats *f, int row, int col, uint8_t
 {
 	if (f->n >= NONE - 1 || flat < 0 || flat >= INT32_MAX)
 		return tg_error_set(err, TG_ELIMIT, "%zu cells of flats cross seams, more than one walk takes", f->n);
+	/* the walk links neighbours by position: cells in raster order, each once, within the grid */
+	if (row < 0 || col < 0 || col >= f->W ||
+		(f->n > 0 && (row < f->row[f->n - 1] || (row == f->row[f->n - 1] && col <= f->col[f->n - 1]))))
+		return tg_error_set(err, TG_EDATA, "a cell of flats across seams out of raster order (row %d, column %d)",
+							row, col);
 	if (!room(f, f->n + 1))
 		return tg_error_set(err, TG_ENOMEM, "could not keep the %zu cells of flats across seams", f->n);
 	f->row[f->n] = row;
@@ -213,6 +218,9 @@ tg_seam_flats_link(const tg_ctx *ctx, tg_seam_flats *f, int H, tg_error *err)
 	link_job	j = {f};
 	tg_status	st;
 
+	if (n > 0 && f->row[n - 1] >= H)
+		return tg_error_set(err, TG_EDATA, "a cell of flats across seams beyond the last row (%d of %d)",
+							f->row[n - 1], H);
 	f->H = H;
 	f->row_start = keep(f, ((size_t) H + 1) * sizeof(uint32_t));
 	f->up = keep(f, n * sizeof(uint32_t));
