@@ -69,6 +69,12 @@ $(DATA_built): sql/$(EXTENSION).sql $(EXTENSION).control
 
 $(OBJS): $(wildcard src/core/*.h) $(wildcard src/pg/*.h)
 
+# The terrain derivatives' row loops vectorise: sqrt without errno, no FP
+# traps to keep in order, and no fused multiply-adds (they round as the GPU's
+# and PostGIS' arithmetic does).
+TERRAIN_CPU_CFLAGS = -O3 -fno-math-errno -fno-trapping-math -ffp-contract=off
+src/core/terrain_cpu.o: PG_CFLAGS += $(TERRAIN_CPU_CFLAGS)
+
 ifeq ($(WITH_CUDA),1)
 $(shlib): $(CUDA_LIB)
 $(CUDA_LIB): $(CUDA_SRCS:.cu=.o)
@@ -137,10 +143,12 @@ check-core: build/test_core build/test_core_asan build/fuzz_raster
 # ---------------------------------------------------------------------------
 # Benchmark driver for the core (no server): see bench/run_bench.py
 # ---------------------------------------------------------------------------
+# (the terrain derivatives built as in the extension)
 build/bench_core: bench/bench_core.c $(CORE_SRCS) $(wildcard src/core/*.h) $(CORE_CUDA)
 	mkdir -p build
-	$(CC) $(CORE_TEST_CFLAGS) -o $@ bench/bench_core.c $(CORE_SRCS) \
-		$(if $(filter 0,$(WITH_CUDA)),cuda/tg_cuda_stub.c) $(CORE_TEST_LIBS)
+	$(CC) $(CORE_TEST_CFLAGS) $(TERRAIN_CPU_CFLAGS) -c -o build/terrain_cpu.o src/core/terrain_cpu.c
+	$(CC) $(CORE_TEST_CFLAGS) -o $@ bench/bench_core.c $(filter-out src/core/terrain_cpu.c,$(CORE_SRCS)) \
+		build/terrain_cpu.o $(if $(filter 0,$(WITH_CUDA)),cuda/tg_cuda_stub.c) $(CORE_TEST_LIBS)
 
 # ---------------------------------------------------------------------------
 # Upgrade scripts: regenerate after changing sql/terra_gpu.sql (needs a

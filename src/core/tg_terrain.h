@@ -9,6 +9,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "tg_core.h"
 
@@ -39,54 +40,75 @@ tg_is_nodata(double v, bool has_nodata, bool all_nodata, bool is_float,
 #define TG_DEGREES_PER_RADIAN 57.295779513082320876798
 
 /*
- * Horn's gradient factors: tan(slope) = sqrt((kx dz_x)^2 + (ky dz_y)^2) with
- * kx = 1 / (8 scale pixel_width), ky = 1 / (8 scale pixel_height).  Computed
- * once per call so the per-cell work has no division.
- */
-typedef struct tg_horn_factors
-{
-	double		kx;
-	double		ky;
-	tg_slope_units units;
-} tg_horn_factors;
-
-TG_HD tg_horn_factors
-tg_horn_factors_for(const tg_slope_params p)
-{
-	tg_horn_factors f;
-
-	f.kx = 1.0 / (8.0 * p.scale * p.pixel_width);
-	f.ky = 1.0 / (8.0 * p.scale * p.pixel_height);
-	f.units = p.units;
-	return f;
-}
-
-/*
- * Horn's gradient of a 3x3 window
+ * The 3x3 window of a valid cell
  *     a b c
  *     d e f
  *     g h i
- * given as w[0..8], NaN for a missing neighbour (outside the raster or
- * nodata), which takes the centre's value as in PostGIS' _st_slope4ma.
- * The centre must be valid.  Sums are formed in PostGIS' order.
- * kx = 1 / (8 scale dx), ky = 1 / (8 scale dy): *gx is dz/dx eastwards,
- * *gy dz/dy southwards (down the rows).
+ * with each missing neighbour (outside the raster or nodata: NaN) taking the
+ * centre's value, as in PostGIS' _st_slope4ma.  The ternaries are blends
+ * that vectorise (terrain_cpu.c).
+ */
+typedef struct tg_window
+{
+	double		a,
+				b,
+				c,
+				d,
+				e,
+				f,
+				g,
+				h,
+				i;
+} tg_window;
+
+/* The window of the cell at `centre` in rows `stride` apart (centre valid). */
+TG_HD tg_window
+tg_window_at(const double *centre, ptrdiff_t stride)
+{
+	const double e = centre[0];
+	const double *up = centre - stride,
+			   *down = centre + stride;
+	tg_window	w;
+
+	w.a = isnan(up[-1]) ? e : up[-1];
+	w.b = isnan(up[0]) ? e : up[0];
+	w.c = isnan(up[1]) ? e : up[1];
+	w.d = isnan(centre[-1]) ? e : centre[-1];
+	w.e = e;
+	w.f = isnan(centre[1]) ? e : centre[1];
+	w.g = isnan(down[-1]) ? e : down[-1];
+	w.h = isnan(down[0]) ? e : down[0];
+	w.i = isnan(down[1]) ? e : down[1];
+	return w;
+}
+
+/*
+ * Horn's elevation differences, in PostGIS' order: *dzx = (c+2f+i) - (a+2d+g)
+ * eastwards, *dzy = (g+2h+i) - (a+2b+c) southwards (down the rows).  Times
+ * 1 / (8 scale dx) and 1 / (8 scale dy) they are the gradient.
+ */
+TG_HD void
+tg_horn_sums(const tg_window *w, double *dzx, double *dzy)
+{
+	*dzx = (w->c + w->f + w->f + w->i) - (w->a + w->d + w->d + w->g);
+	*dzy = (w->g + w->h + w->h + w->i) - (w->a + w->b + w->b + w->c);
+}
+
+/*
+ * Horn's gradient of a 3x3 window given as w[0..9] (rows top to bottom,
+ * NaN for a missing neighbour; the centre valid), kx = 1 / (8 scale dx),
+ * ky = 1 / (8 scale dy): *gx is dz/dx eastwards, *gy dz/dy southwards.
  */
 TG_HD void
 tg_horn_gradient(const double w[9], double kx, double ky, double *gx, double *gy)
 {
-	double		e = w[4];
-	double		a = isnan(w[0]) ? e : w[0];
-	double		b = isnan(w[1]) ? e : w[1];
-	double		c = isnan(w[2]) ? e : w[2];
-	double		d = isnan(w[3]) ? e : w[3];
-	double		r = isnan(w[5]) ? e : w[5];
-	double		g = isnan(w[6]) ? e : w[6];
-	double		h = isnan(w[7]) ? e : w[7];
-	double		i = isnan(w[8]) ? e : w[8];
+	const tg_window f = tg_window_at(w + 4, 3);
+	double		dzx,
+				dzy;
 
-	*gy = ((g + h + h + i) - (a + b + b + c)) * ky;
-	*gx = ((c + r + r + i) - (a + d + d + g)) * kx;
+	tg_horn_sums(&f, &dzx, &dzy);
+	*gx = dzx * kx;
+	*gy = dzy * ky;
 }
 
 /* tan of the Horn slope of a 3x3 window (tg_horn_gradient's). */
@@ -100,13 +122,11 @@ tg_horn_tan(const double w[9], double kx, double ky)
 	return sqrt(gx * gx + gy * gy);
 }
 
-/* The Horn slope in the call's units (tg_slope stores it as 32BF). */
+/* A slope of tangent tan_slope in the given units (tg_slope stores it as 32BF). */
 TG_HD double
-tg_horn_slope(const double w[9], const tg_horn_factors f)
+tg_slope_in_units(double tan_slope, tg_slope_units units)
 {
-	double		tan_slope = tg_horn_tan(w, f.kx, f.ky);
-
-	switch (f.units)
+	switch (units)
 	{
 		case TG_SLOPE_PERCENT:
 			return 100.0 * tan_slope;
