@@ -201,16 +201,11 @@ run_op(const options *o, tg_backend backend, const tg_band *b, void *out, tg_run
 		tg_terrain_params p;
 		void	   *planes[TG_TERRAIN_PRODUCTS];
 
-		memset(&p, 0, sizeof p);
+		tg_terrain_defaults(&p);
 		p.pixel_width = o->flow.geom.cell_x;
 		p.pixel_height = o->flow.geom.cell_y;
 		p.scale = o->scale;
-		p.azimuth = 315;
-		p.altitude = 45;
-		p.max_bright = 255;
-		p.z_factor = 1;
 		p.search_radius = 10;
-		p.flat_threshold = 1;
 		for (int k = 0; k < TG_TERRAIN_PRODUCTS; k++)
 		{
 			const tg_terrain_product product = (tg_terrain_product) k;

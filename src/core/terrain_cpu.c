@@ -46,6 +46,26 @@ typedef struct terrain_rows
 			   *higher;
 } terrain_rows;
 
+/* (Both backends' callers use these two; they live here beside the reference path.) */
+void
+tg_terrain_defaults(tg_terrain_params *p)
+{
+	memset(p, 0, sizeof *p);
+	p->scale = 1;
+	p->slope_units = TG_SLOPE_DEGREES;
+	p->aspect_units = TG_SLOPE_DEGREES;
+	p->hillshade = TG_HILLSHADE_STANDARD;
+	p->azimuth = 315;
+	p->altitude = 45;
+	p->max_bright = 255;
+	p->z_factor = 1;
+	p->tri = TG_TRI_WILSON;
+	p->curvature = TG_CURVATURE_PROFILE;
+	p->search_radius = 3;
+	p->skip = 0;
+	p->flat_threshold = 1;
+}
+
 int
 tg_terrain_halo(const tg_terrain_params *params)
 {
