@@ -305,11 +305,16 @@ tg_terrain_curvature(const tg_terrain_consts *c, tg_curvature_type type, const t
  * Geomorphons (Jasiewicz and Stepinski 2013).  Along each direction the
  * steepest rise and the steepest drop seen decide: higher where the rise
  * exceeds the flat threshold and the drop, lower where the drop exceeds the
- * threshold and the rise, else level (r.geomorphon's comparison=anglev2).
- * Slopes along a direction are compared as fractions dz / n (the step's
- * length is common to them) by cross-multiplying, so equal slopes stay
- * equal: exact for integer elevations.  Nodata cells on the way are passed
- * over; a direction with none valid is level.
+ * threshold and the rise, else level.  That is GRASS r.geomorphon's rule
+ * (comparison=anglev2: a threshold on each angle, then the steeper wins,
+ * rather than the paper's threshold on their difference), so that maps
+ * compare with the authors' own tool, but on signed slopes: where the rise
+ * and the drop are equally steep, a line that only descends is lower, one
+ * that only rises higher, one that does both level (anglev2 says higher,
+ * anglev1 level).  Slopes along a direction are compared as fractions
+ * dz / n (the step's length is common to them) by cross-multiplying, so
+ * equal slopes stay equal: exact for integer elevations.  Nodata cells on
+ * the way are passed over; a direction with none valid is level.
  *
  * One step along a line of sight: dz at n steps from the centre against the
  * steepest rise (*rise over *rise_n steps) and drop so far (n = 0: none yet).
