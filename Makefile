@@ -104,6 +104,12 @@ $(CUDA_STAMP):
 	mkdir -p build && rm -f build/with_cuda_* && touch $@
 $(shlib): $(CUDA_STAMP)
 
+# The terrain derivatives' row loops vectorise: sqrt without errno, no FP
+# traps to keep in order, and no fused multiply-adds (they round as the GPU's
+# and PostGIS' arithmetic does).
+TERRAIN_CPU_CFLAGS = -O3 -fno-math-errno -fno-trapping-math -ffp-contract=off
+src/core/terrain/terrain_cpu.o: PG_CFLAGS += $(TERRAIN_CPU_CFLAGS)
+
 ifeq ($(WITH_CUDA),1)
 $(shlib): $(CUDA_LIB)
 $(CUDA_LIB): $(CUDA_SRCS:.cu=.o)
@@ -186,12 +192,14 @@ check-layering: all
 # ---------------------------------------------------------------------------
 # Benchmark driver for the core (no server): see bench/run_bench.py
 # ---------------------------------------------------------------------------
+# (the terrain derivatives built as in the extension)
 BENCH_CORE_SRCS = bench/bench_core.c bench/bench_studies.c
 
 build/bench_core: $(BENCH_CORE_SRCS) bench/bench_core.h $(CORE_SRCS) $(CORE_HDRS) $(CORE_CUDA)
 	mkdir -p build
-	$(CC) $(CORE_TEST_CFLAGS) -o $@ $(BENCH_CORE_SRCS) $(CORE_SRCS) \
-		$(if $(filter 0,$(WITH_CUDA)),cuda/tg_cuda_stub.c) $(CORE_TEST_LIBS)
+	$(CC) $(CORE_TEST_CFLAGS) $(TERRAIN_CPU_CFLAGS) -c -o build/terrain_cpu.o src/core/terrain/terrain_cpu.c
+	$(CC) $(CORE_TEST_CFLAGS) -o $@ $(BENCH_CORE_SRCS) $(filter-out src/core/terrain/terrain_cpu.c,$(CORE_SRCS)) \
+		build/terrain_cpu.o $(if $(filter 0,$(WITH_CUDA)),cuda/tg_cuda_stub.c) $(CORE_TEST_LIBS)
 
 # ---------------------------------------------------------------------------
 # Upgrade scripts: regenerate after changing sql/terra_gpu.sql (needs a

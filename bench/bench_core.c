@@ -100,6 +100,18 @@ parse_accum(const char *s)
 }
 
 /* One run of the operation; results go to out (sized for the largest output). */
+/* Is word one of the comma-separated list's? */
+static bool
+word_in_list(const char *word, const char *list)
+{
+	const size_t len = strlen(word);
+
+	for (const char *p = list; p != NULL; p = strchr(p, ','), p = p ? p + 1 : NULL)
+		if (strncmp(p, word, len) == 0 && (p[len] == ',' || p[len] == '\0'))
+			return true;
+	return false;
+}
+
 static tg_status
 run_op(const options *o, tg_backend backend, const tg_band *b, void *out, tg_run_stats *stats,
 	   tg_error *err)
@@ -155,28 +167,29 @@ run_op(const options *o, tg_backend backend, const tg_band *b, void *out, tg_run
 	}
 	if (strcmp(o->op, "terrain") == 0)
 	{
-		/* every local derivative: seven 32BF planes, then the geomorphons' bytes (search radius 10) */
+		/* the products asked for (every one by default), floats but the geomorphons' bytes (search radius 10) */
+		static const char *const names[TG_TERRAIN_PRODUCTS] = {"slope", "aspect", "hillshade", "tpi", "tri",
+		"roughness", "curvature", "geomorphons"};
 		const size_t n = (size_t) b->width * b->height;
 		tg_terrain_params p;
 		void	   *planes[TG_TERRAIN_PRODUCTS];
 
-		memset(&p, 0, sizeof p);
+		tg_terrain_defaults(&p);
 		p.pixel_width = o->flow.geom.cell_x;
 		p.pixel_height = o->flow.geom.cell_y;
 		p.scale = o->scale;
-		p.azimuth = 315;
-		p.altitude = 45;
-		p.max_bright = 255;
-		p.z_factor = 1;
 		p.search_radius = 10;
-		p.flat_threshold = 1;
-		p.nproducts = TG_TERRAIN_PRODUCTS;
 		for (int k = 0; k < TG_TERRAIN_PRODUCTS; k++)
 		{
-			p.products[k] = (tg_terrain_product) k;
-			p.types[k] = k == TG_TERRAIN_GEOMORPHONS ? TG_PT_8BUI : TG_PT_32BF;
-			p.nodata[k] = k == TG_TERRAIN_GEOMORPHONS ? 0 : -9999;
-			planes[k] = (float *) out + (size_t) k * n;
+			const tg_terrain_product product = (tg_terrain_product) k;
+
+			if (o->products && !word_in_list(names[k], o->products))
+				continue;
+			p.products[p.nproducts] = product;
+			p.types[p.nproducts] = product == TG_TERRAIN_GEOMORPHONS ? TG_PT_8BUI : TG_PT_32BF;
+			p.nodata[p.nproducts] = product == TG_TERRAIN_GEOMORPHONS ? 0 : -9999;
+			planes[p.nproducts] = (float *) out + (size_t) k * n;
+			p.nproducts++;
 		}
 		return tg_terrain(&ctx, b, &p, planes, err);
 	}
@@ -327,6 +340,17 @@ compare(const options *o, const void *a, const void *b, size_t n, double *worst,
 		*worst = *differing ? 1 : 0;
 		return;
 	}
+	if (strcmp(o->op, "terrain") == 0)
+	{
+		/* the geomorphons' bytes after seven planes of floats */
+		const uint8_t *fa = (const uint8_t *) ((const float *) a + 7 * n),
+				   *fb = (const uint8_t *) ((const float *) b + 7 * n);
+
+		for (i = 0; i < n; i++)
+			*differing += fa[i] != fb[i];
+		*worst = *differing ? 1 : 0;
+		n *= 7;
+	}
 	if (strcmp(o->op, "direction") == 0)
 		n *= 8;
 	for (i = 0; i < n; i++)
@@ -335,7 +359,7 @@ compare(const options *o, const void *a, const void *b, size_t n, double *worst,
 					y,
 					d;
 
-		if (single_output(o) || strcmp(o->op, "direction") == 0)
+		if (single_output(o) || strcmp(o->op, "direction") == 0 || strcmp(o->op, "terrain") == 0)
 		{
 			x = ((const float *) a)[i];
 			y = ((const float *) b)[i];
@@ -429,6 +453,8 @@ parse_options(int argc, char **argv, options *o, tg_band *b)
 			o->nbins = atoi(v) < 2 ? 2 : atoi(v);
 		else if (!strcmp(argv[i], "reps"))
 			o->reps = atoi(v);
+		else if (!strcmp(argv[i], "products"))
+			o->products = v;
 		else if (!strcmp(argv[i], "threads"))
 			o->threads = atoi(v);
 		else if (!strcmp(argv[i], "keep_blocks"))
@@ -558,8 +584,9 @@ main(int argc, char **argv)
 		return bench_drainage(&o, &b);
 	if (strcmp(o.op, "seams") == 0)
 		return bench_seams(&o, &b);
-	cpu = malloc(out_bytes);
-	gpu = malloc(out_bytes);
+	/* zeroed: the planes of products not asked for compare equal */
+	cpu = calloc(1, out_bytes);
+	gpu = calloc(1, out_bytes);
 
 	if (time_backends(&o, &b, n, cpu, gpu) != 0)
 		return 1;

@@ -35,6 +35,7 @@ typedef struct options
 	size_t		mem_mb;
 	double		threshold;		/* drainage: stream cells' accumulation, in cells */
 	int			threads;		/* 0 = every core */
+	const char *products;		/* terrain: comma-separated product names, NULL = all */
 	int			strip_rows;		/* seams: rows of each strip */
 	bool		check;			/* seams: the directions in strips against one grid's */
 	tg_flow_params flow;

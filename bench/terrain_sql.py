@@ -2,11 +2,14 @@
 """The local terrain derivatives in SQL: speed against PostGIS, and the
 coverage form of tg_terrain against PostgreSQL's floor for the same bytes.
 
-Value form (the DEM as one raster value, same session): each PostGIS
-function (ST_Aspect, ST_HillShade, ST_TPI, ST_TRI, ST_Roughness; once, they
-are slow) against its tg_* counterpart (median of --reps after a warm-up),
-on --backend, with the speed-up; then tg_curvature, tg_geomorphons and
-tg_terrain with three products, which PostGIS lacks.
+Value form (the DEM as one raster value): each PostGIS function (ST_Slope,
+ST_Aspect, ST_HillShade, ST_TPI, ST_TRI, ST_Roughness) and its tg_*
+counterpart on --backend, timed interleaved in one session (PostGIS, tg,
+PostGIS, tg, ... --reps times each, the tg function warmed up once first),
+the medians and their ratio, with the load average before and after: the
+machine's load slows both alike, so the ratio is the figure.  Then
+tg_curvature, tg_geomorphons and tg_terrain with three products, which
+PostGIS lacks (median of --reps after a warm-up, in one session).
 
 Coverage form (--coverage): the DEM in 256 x 256 tiles stored with lz4;
 tg_terrain(coverage, products => slope, aspect, hillshade) not stored
@@ -22,6 +25,8 @@ or fails on time.
 import argparse
 import datetime
 import os
+import re
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
@@ -30,6 +35,7 @@ from e2e_sql import repeat  # noqa: E402
 from tg_tools import Dem, load_dem, machine_description, psql  # noqa: E402
 
 PEERS = [
+    ("slope", "ST_Slope(rast, 1, '32BF', 'DEGREES', {s})", "tg_slope(rast, scale => {s}, backend => '{b}')"),
     ("aspect", "ST_Aspect(rast)", "tg_aspect(rast, backend => '{b}')"),
     ("hillshade", "ST_HillShade(rast, 1, '32BF', 315, 45, 255, {s})", "tg_hillshade(rast, scale => {s}, backend => '{b}')"),
     ("tpi", "ST_TPI(rast)", "tg_tpi(rast, backend => '{b}')"),
@@ -37,7 +43,6 @@ PEERS = [
     ("roughness", "ST_Roughness(rast)", "tg_roughness(rast, backend => '{b}')"),
 ]
 OURS = [
-    ("slope", "tg_slope(rast, scale => {s}, backend => '{b}')"),
     ("curvature (profile)", "tg_curvature(rast, scale => {s}, backend => '{b}')"),
     ("geomorphons (radius 10)", "tg_geomorphons(rast, search_radius => 10, scale => {s}, backend => '{b}')"),
     ("tg_terrain: slope, aspect, hillshade",
@@ -46,24 +51,54 @@ OURS = [
 THREE = "ARRAY['slope', 'aspect', 'hillshade']"
 
 
+def load_average():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[0]
+
+
+def median(values):
+    values = sorted(values)
+    n = len(values)
+    return values[n // 2] if n % 2 else 0.5 * (values[n // 2 - 1] + values[n // 2])
+
+
+def one_session(statements, db):
+    """The ms of each statement (each a ST_Width(...) of tb_whole) run in
+    order in one session, and where the last terra_gpu call ran (backend,
+    threads)."""
+    script = "\\set ON_ERROR_STOP 1\n\\timing on\n%s\\timing off\n%s;\n" % (
+        "".join("SELECT ST_Width(%s) FROM tb_whole;\n" % q for q in statements),
+        "SELECT backend, threads FROM tg_last_run()")
+    cmd = ["psql", "-X", "-q", "-At"] + (["-d", db] if db else [])
+    p = subprocess.run(cmd, input=script, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError("psql failed:\n%s\n%s" % (script, p.stderr))
+    ms = [float(t) for t in re.findall(r"^Time: ([\d.]+) ms", p.stdout, re.M)]
+    return ms, p.stdout.strip().splitlines()[-1].split("|")
+
+
 def value_form(dem, args, db):
     s, b = repr(dem.scale), args.backend
     load_dem(dem, "tb_whole", db)
-    print("| function | PostGIS ms | tg ms (%s) | speed-up | ran on | threads |" % b)
-    print("|---|---:|---:|---:|---|---|")
-
-    def ours(expr):
-        q = "SELECT ST_Width(%s) FROM tb_whole" % expr
-        repeat(1, [q], db)      # warm-up
-        ms, last = repeat(args.reps, [q], db)
-        return ms, last
+    print("PostGIS and terra_gpu interleaved in one session (terra_gpu warmed up first), %d runs each; "
+          "medians; load average (1 min) before → after each pair of series." % args.reps)
+    print()
+    print("| function | PostGIS ms | tg ms (%s) | speed-up | load | ran on | threads |" % b)
+    print("|---|---:|---:|---:|---|---|---|")
     for name, peer, tg in PEERS:
-        peer_ms, _ = repeat(1, ["SELECT ST_Width(%s) FROM tb_whole" % peer.format(s=s)], db)
-        ms, last = ours(tg.format(s=s, b=b))
-        print("| %s | %.0f | %.1f | %.0f× | %s | %s |" % (name, peer_ms, ms, peer_ms / ms, last[0], last[1]))
+        before = load_average()
+        ours = tg.format(s=s, b=b)
+        ms, last = one_session([ours] + [q for _ in range(args.reps) for q in (peer.format(s=s), ours)], db)
+        peer_ms, ours_ms = median(ms[1::2]), median(ms[2::2])
+        print("| %s | %.0f | %.1f | %.0f× | %s → %s | %s | %s |" %
+              (name, peer_ms, ours_ms, peer_ms / ours_ms, before, load_average(), last[0], last[1]))
+        sys.stdout.flush()
+    print()
+    print("| function (no PostGIS counterpart) | tg ms (%s) | ran on | threads |" % b)
+    print("|---|---:|---|---|")
     for name, tg in OURS:
-        ms, last = ours(tg.format(s=s, b=b))
-        print("| %s | — | %.1f | | %s | %s |" % (name, ms, last[0], last[1]))
+        ms, last = one_session([tg.format(s=s, b=b)] * (args.reps + 1), db)
+        print("| %s | %.1f | %s | %s |" % (name, median(ms[1:]), last[0], last[1]))
     psql("DROP TABLE tb_whole", db)
 
 

@@ -6,9 +6,9 @@
  * Int16 DEM) and one kernel decodes it into a block of doubles padded with
  * `halo` NaN columns on either side (nodata as NaN), as terrain_cpu.c
  * decodes its rows; a second runs one thread per cell through
- * tg_terrain_cell(), the function the CPU path runs.  This file is compiled
- * without fused multiply-adds (Makefile), so every sum and product rounds as
- * on the CPU.
+ * tg_terrain_cell(), terrain.h's formulas that the CPU path runs along
+ * rows.  This file is compiled without fused multiply-adds (Makefile), so
+ * every sum and product rounds as on the CPU.
  *
  * The raster is processed in strips of rows sized to the device memory
  * budget (one strip when it fits), each read with `halo` rows above and

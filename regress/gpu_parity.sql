@@ -209,3 +209,82 @@ SELECT ST_Equals((SELECT tg_snap_pour_point(coverage => 'cov', point => ST_SetSR
                                             distance => 1000, backend => 'gpu')),
                  (SELECT tg_snap_pour_point(rast, ST_SetSRID(ST_MakePoint(30 * 200 + 7, -30 * 300 - 11), 32611), 1000, backend => 'cpu')
                   FROM dems WHERE w = 700 AND pt = '16BSI')) AS coverage_snapped_same;
+
+-- Terrain derivatives: every product of tg_terrain at once, on every DEM and option set.  The
+-- GPU equals the CPU bit for bit where the arithmetic is sums, products, quotients and square
+-- roots (TPI, TRI, roughness, curvatures, standard and multidirectional hillshade, percent
+-- slope, geomorphons: cuda/terrain.cu has no fused multiply-adds); within 1e-6 (relative, 1 at
+-- least) where atan or acos enter (slope in degrees or radians, aspect, combined hillshade:
+-- CUDA's and glibc's differ by an ulp or two).
+CREATE FUNCTION pg_temp.agree(g raster, c raster, exact boolean) RETURNS boolean
+LANGUAGE sql AS $$
+  SELECT CASE WHEN exact THEN (SELECT ST_DumpValues(g, 1) = ST_DumpValues(c, 1))
+              ELSE (SELECT max_rel_diff <= 1e-6 AND same_nodata FROM pg_temp.compare(g, c)) END
+$$;
+CREATE TEMP TABLE terrain_options AS
+SELECT * FROM (VALUES (1, 'DEGREES', 'DEGREES', 'standard', 'wilson', 'profile', 3, 0),
+                      (2, 'PERCENT', 'RADIANS', 'multidirectional', 'riley', 'plan', 10, 1),
+                      (3, 'RADIANS', 'DEGREES', 'combined', 'wilson', 'tangential', 5, 2),
+                      (4, 'DEGREES', 'DEGREES', 'standard', 'riley', 'mean', 3, 0),
+                      (5, 'PERCENT', 'DEGREES', 'multidirectional', 'wilson', 'gaussian', 3, 0),
+                      (6, 'DEGREES', 'DEGREES', 'standard', 'wilson', 'minimal', 3, 0),
+                      (7, 'DEGREES', 'DEGREES', 'standard', 'wilson', 'maximal', 3, 0),
+                      (8, 'DEGREES', 'DEGREES', 'standard', 'wilson', 'total', 3, 0))
+  AS o(k, units, aspect_units, hillshade_method, tri_algorithm, curvature_type, search_radius, skip);
+CREATE FUNCTION pg_temp.terrain(r raster, o terrain_options, b text, OUT slope raster, OUT aspect raster,
+                                 OUT hillshade raster, OUT tpi raster, OUT tri raster, OUT roughness raster,
+                                 OUT curvature raster, OUT geomorphons raster)
+LANGUAGE sql AS $$
+  SELECT * FROM tg_terrain(r, ARRAY['slope', 'aspect', 'hillshade', 'tpi', 'tri', 'roughness', 'curvature', 'geomorphons'],
+                           scale => 1.5, units => o.units, aspect_units => o.aspect_units,
+                           hillshade_method => o.hillshade_method, tri_algorithm => o.tri_algorithm,
+                           curvature_type => o.curvature_type, search_radius => o.search_radius, skip => o.skip,
+                           backend => b)
+$$;
+SELECT d.w, d.h, d.pt, o.k,
+       pg_temp.agree(g.slope, c.slope, o.units = 'PERCENT') AS slope,
+       pg_temp.agree(g.aspect, c.aspect, false) AS aspect,
+       pg_temp.agree(g.hillshade, c.hillshade, o.hillshade_method <> 'combined') AS hillshade,
+       pg_temp.agree(g.tpi, c.tpi, true) AS tpi,
+       pg_temp.agree(g.tri, c.tri, true) AS tri,
+       pg_temp.agree(g.roughness, c.roughness, true) AS roughness,
+       pg_temp.agree(g.curvature, c.curvature, true) AS curvature,
+       pg_temp.agree(g.geomorphons, c.geomorphons, true) AS geomorphons
+FROM dems d, terrain_options o, LATERAL pg_temp.terrain(d.rast, o, 'gpu') AS g, LATERAL pg_temp.terrain(d.rast, o, 'cpu') AS c
+ORDER BY 1, 2, 3, 4;
+SELECT (tg_terrain(rast, backend => 'gpu')).hillshade IS NOT NULL AS ran FROM dems WHERE w = 700 AND pt = '16BSI';
+SELECT function, backend, kernel_ms > 0 AS kernel_timed, chunks FROM tg_last_run();
+-- gdaldem's bytes and the single-product functions
+SELECT d.pt,
+       pg_temp.agree(tg_hillshade(d.rast, pixeltype => '8BUI', backend => 'gpu'),
+                     tg_hillshade(d.rast, pixeltype => '8BUI', backend => 'cpu'), true) AS hillshade_bytes,
+       pg_temp.agree(tg_tpi(d.rast, pixeltype => '64BF', backend => 'gpu'),
+                     tg_tpi(d.rast, pixeltype => '64BF', backend => 'cpu'), true) AS tpi_64bf,
+       pg_temp.agree(tg_curvature(d.rast, type => 'mean', pixeltype => '64BF', backend => 'gpu'),
+                     tg_curvature(d.rast, type => 'mean', pixeltype => '64BF', backend => 'cpu'), true) AS curvature_64bf,
+       pg_temp.agree(tg_geomorphons(d.rast, search_radius => 20, skip => 3, flat_threshold => 0.5, backend => 'gpu'),
+                     tg_geomorphons(d.rast, search_radius => 20, skip => 3, flat_threshold => 0.5, backend => 'cpu'), true)
+         AS geomorphons_20
+FROM dems d WHERE d.w = 700 ORDER BY 1;
+-- the coverage form: every tile of the GPU's equals the CPU's
+SELECT count(*) AS tiles,
+       bool_and(pg_temp.agree(g.slope, c.slope, false)) AS slope,
+       bool_and(pg_temp.agree(g.aspect, c.aspect, false)) AS aspect,
+       bool_and(pg_temp.agree(g.hillshade, c.hillshade, true)) AS hillshade,
+       bool_and(pg_temp.agree(g.tpi, c.tpi, true)) AS tpi,
+       bool_and(pg_temp.agree(g.curvature, c.curvature, true)) AS curvature,
+       bool_and(pg_temp.agree(g.geomorphons, c.geomorphons, true)) AS geomorphons
+FROM tg_terrain(coverage => 'cov', products => ARRAY['slope', 'aspect', 'hillshade', 'tpi', 'curvature', 'geomorphons'],
+                search_radius => 10, backend => 'gpu') g
+JOIN tg_terrain(coverage => 'cov', products => ARRAY['slope', 'aspect', 'hillshade', 'tpi', 'curvature', 'geomorphons'],
+                search_radius => 10, backend => 'cpu') c USING (rid);
+-- a device memory cap cuts the raster into strips of rows with the geomorphons' halo: same result
+SET terra_gpu.max_device_memory_mb = 1;
+CREATE TEMP TABLE terrain_strips AS
+SELECT tg_geomorphons(rast, search_radius => 10, backend => 'gpu') AS gpu,
+       tg_geomorphons(rast, search_radius => 10, backend => 'cpu') AS cpu
+FROM dems WHERE w = 700 AND pt = '64BF';
+SELECT tg_geomorphons(rast, search_radius => 10, backend => 'gpu') IS NOT NULL AS ran FROM dems WHERE w = 700 AND pt = '64BF';
+SELECT backend, chunks > 1 AS in_strips FROM tg_last_run();
+SELECT pg_temp.agree(gpu, cpu, true) AS geomorphons_same FROM terrain_strips;
+RESET terra_gpu.max_device_memory_mb;

@@ -378,6 +378,14 @@ typedef struct tg_terrain_params
 	double		nodata[TG_TERRAIN_PRODUCTS];
 } tg_terrain_params;
 
+/*
+ * The defaults of every option (as the SQL functions have them: scale 1,
+ * degrees, light from 315 degrees at 45, 255 for full light, z factor 1,
+ * the standard hillshade, Wilson's TRI, the profile curvature, geomorphons
+ * of radius 3, skip 0, flat below 1 degree); no pixel size, no product.
+ */
+void		tg_terrain_defaults(tg_terrain_params *params);
+
 /* ------------------------------------------------------------------------
  * Hydrology
  *

@@ -397,24 +397,29 @@ tgpg_slope(PG_FUNCTION_ARGS)
  * (tg_terrain) from one pass over the DEM
  * ------------------------------------------------------------------------ */
 
-/* The derivatives' options the function declares (their defaults otherwise). */
+/* The derivatives' options the function declares (the core's defaults otherwise). */
 static void
 terrain_options(const tgpg_args *a, tg_terrain_params *t)
 {
-#define OPTION(name, get, otherwise) (tgpg_arg_index(a, name) >= 0 ? get(a, name) : (otherwise))
-	t->scale = OPTION("scale", tgpg_float, 1.0);
-	t->slope_units = OPTION("units", tgpg_word_value, TG_SLOPE_DEGREES);
-	t->aspect_units = OPTION("aspect_units", tgpg_word_value, TG_SLOPE_DEGREES);
-	t->azimuth = OPTION("azimuth", tgpg_float, 315);
-	t->altitude = OPTION("altitude", tgpg_float, 45);
-	t->max_bright = OPTION("max_bright", tgpg_float, 255);
-	t->z_factor = OPTION("z_factor", tgpg_float, 1.0);
-	t->hillshade = OPTION("hillshade_method", tgpg_word_value, TG_HILLSHADE_STANDARD);
-	t->tri = OPTION("tri_algorithm", tgpg_word_value, TG_TRI_WILSON);
-	t->curvature = OPTION("curvature_type", tgpg_word_value, TG_CURVATURE_PROFILE);
-	t->search_radius = OPTION("search_radius", tgpg_int, 3);
-	t->skip = OPTION("skip", tgpg_int, 0);
-	t->flat_threshold = OPTION("flat_threshold", tgpg_float, 1.0);
+#define OPTION(field, name, get) \
+	do { \
+		if (tgpg_arg_index(a, name) >= 0) \
+			t->field = get(a, name); \
+	} while (0)
+	tg_terrain_defaults(t);
+	OPTION(scale, "scale", tgpg_float);
+	OPTION(slope_units, "units", tgpg_word_value);
+	OPTION(aspect_units, "aspect_units", tgpg_word_value);
+	OPTION(azimuth, "azimuth", tgpg_float);
+	OPTION(altitude, "altitude", tgpg_float);
+	OPTION(max_bright, "max_bright", tgpg_float);
+	OPTION(z_factor, "z_factor", tgpg_float);
+	OPTION(hillshade, "hillshade_method", tgpg_word_value);
+	OPTION(tri, "tri_algorithm", tgpg_word_value);
+	OPTION(curvature, "curvature_type", tgpg_word_value);
+	OPTION(search_radius, "search_radius", tgpg_int);
+	OPTION(skip, "skip", tgpg_int);
+	OPTION(flat_threshold, "flat_threshold", tgpg_float);
 #undef OPTION
 }
 
@@ -454,54 +459,22 @@ one_product(FunctionCallInfo fcinfo, const char *function, const tgpg_param *par
 	return tgpg_run_op(&c, &op);
 }
 
-PG_FUNCTION_INFO_V1(tgpg_aspect);
-Datum
-tgpg_aspect(PG_FUNCTION_ARGS)
-{
-	return one_product(fcinfo, "tg_aspect", aspect_args, TG_TERRAIN_ASPECT);
-}
+/* The SQL function `name`'s C entry `fn`: one product with its own arguments. */
+#define ONE_PRODUCT_FUNCTION(fn, name, params, product) \
+	PG_FUNCTION_INFO_V1(fn); \
+	Datum \
+	fn(PG_FUNCTION_ARGS) \
+	{ \
+		return one_product(fcinfo, name, params, product); \
+	}
 
-PG_FUNCTION_INFO_V1(tgpg_hillshade);
-Datum
-tgpg_hillshade(PG_FUNCTION_ARGS)
-{
-	return one_product(fcinfo, "tg_hillshade", hillshade_args, TG_TERRAIN_HILLSHADE);
-}
-
-PG_FUNCTION_INFO_V1(tgpg_tpi);
-Datum
-tgpg_tpi(PG_FUNCTION_ARGS)
-{
-	return one_product(fcinfo, "tg_tpi", window_args, TG_TERRAIN_TPI);
-}
-
-PG_FUNCTION_INFO_V1(tgpg_tri);
-Datum
-tgpg_tri(PG_FUNCTION_ARGS)
-{
-	return one_product(fcinfo, "tg_tri", tri_args, TG_TERRAIN_TRI);
-}
-
-PG_FUNCTION_INFO_V1(tgpg_roughness);
-Datum
-tgpg_roughness(PG_FUNCTION_ARGS)
-{
-	return one_product(fcinfo, "tg_roughness", window_args, TG_TERRAIN_ROUGHNESS);
-}
-
-PG_FUNCTION_INFO_V1(tgpg_curvature);
-Datum
-tgpg_curvature(PG_FUNCTION_ARGS)
-{
-	return one_product(fcinfo, "tg_curvature", curvature_args, TG_TERRAIN_CURVATURE);
-}
-
-PG_FUNCTION_INFO_V1(tgpg_geomorphons);
-Datum
-tgpg_geomorphons(PG_FUNCTION_ARGS)
-{
-	return one_product(fcinfo, "tg_geomorphons", geomorphon_args, TG_TERRAIN_GEOMORPHONS);
-}
+ONE_PRODUCT_FUNCTION(tgpg_aspect, "tg_aspect", aspect_args, TG_TERRAIN_ASPECT)
+ONE_PRODUCT_FUNCTION(tgpg_hillshade, "tg_hillshade", hillshade_args, TG_TERRAIN_HILLSHADE)
+ONE_PRODUCT_FUNCTION(tgpg_tpi, "tg_tpi", window_args, TG_TERRAIN_TPI)
+ONE_PRODUCT_FUNCTION(tgpg_tri, "tg_tri", tri_args, TG_TERRAIN_TRI)
+ONE_PRODUCT_FUNCTION(tgpg_roughness, "tg_roughness", window_args, TG_TERRAIN_ROUGHNESS)
+ONE_PRODUCT_FUNCTION(tgpg_curvature, "tg_curvature", curvature_args, TG_TERRAIN_CURVATURE)
+ONE_PRODUCT_FUNCTION(tgpg_geomorphons, "tg_geomorphons", geomorphon_args, TG_TERRAIN_GEOMORPHONS)
 
 /*
  * Several products from one pass: a column for every product (in

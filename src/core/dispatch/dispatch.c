@@ -244,7 +244,7 @@ tg_slope(const tg_ctx *ctx, const tg_band *dem, const tg_slope_params *params,
 	tg_terrain_params p;
 	void	   *planes[1] = {out};
 
-	memset(&p, 0, sizeof p);
+	tg_terrain_defaults(&p);
 	p.pixel_width = params->pixel_width;
 	p.pixel_height = params->pixel_height;
 	p.scale = params->scale;

@@ -58,14 +58,8 @@ exercise(const uint8_t *buf, size_t len)
 			tg_terrain_params p;
 			tg_ctx		ctx;
 
-			memset(&p, 0, sizeof p);
-			p.pixel_width = p.pixel_height = p.scale = 1.0;
-			p.altitude = 45;
-			p.azimuth = 315;
-			p.max_bright = 255;
-			p.z_factor = 1;
-			p.search_radius = 3;
-			p.flat_threshold = 1;
+			tg_terrain_defaults(&p);
+			p.pixel_width = p.pixel_height = 1.0;
 			p.nproducts = TG_TERRAIN_PRODUCTS;
 			for (int k = 0; k < TG_TERRAIN_PRODUCTS; k++)
 			{

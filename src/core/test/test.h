@@ -51,16 +51,10 @@ test_band(tg_pixtype pixtype, const void *data, int width, int height, bool has_
 static inline void
 test_terrain_params(tg_terrain_params *p, double cell)
 {
-	memset(p, 0, sizeof *p);
+	tg_terrain_defaults(p);
 	p->pixel_width = p->pixel_height = cell;
-	p->scale = 1;
-	p->azimuth = 315;
-	p->altitude = 45;
-	p->max_bright = 255;
-	p->z_factor = 1;
 	p->search_radius = 5;
 	p->skip = 1;
-	p->flat_threshold = 1;
 	p->nproducts = TG_TERRAIN_PRODUCTS;
 	for (int k = 0; k < TG_TERRAIN_PRODUCTS; k++)
 	{

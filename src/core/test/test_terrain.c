@@ -45,6 +45,17 @@ all_products(const tg_band *b, double cell, void (*adjust) (tg_terrain_params *)
 	return out;
 }
 
+/* The README's window on 10 m cells (gx = 0.35, gy = 0.25 by Horn): all products at its centre, planes[k][4]. */
+static const double readme_window[9] = {10, 12, 15, 11, 14, 18, 13, 17, 22};
+
+static double *
+readme_window_products(void (*adjust) (tg_terrain_params *), double *planes[])
+{
+	tg_band		b = test_band(TG_PT_64BF, readme_window, 3, 3, false, 0);
+
+	return all_products(&b, 10, adjust, planes);
+}
+
 static uint8_t
 form_at(double *planes[], size_t i)
 {
@@ -54,11 +65,8 @@ form_at(double *planes[], size_t i)
 static void
 test_window(void)
 {
-	/* the README's window on 10 m cells: gx = 0.35, gy = 0.25 (Horn) */
-	const double z[9] = {10, 12, 15, 11, 14, 18, 13, 17, 22};
-	tg_band		b = test_band(TG_PT_64BF, z, 3, 3, false, 0);
 	double	   *planes[TG_TERRAIN_PRODUCTS];
-	double	   *out = all_products(&b, 10, NULL, planes);
+	double	   *out = readme_window_products(NULL, planes);
 	const double slope = atan(sqrt(0.35 * 0.35 + 0.25 * 0.25)) * TG_DEGREES_PER_RADIAN;
 
 	check(fabs(planes[TG_TERRAIN_SLOPE][4] - slope) < 1e-12, "slope %.15g, expected %.15g",
@@ -89,10 +97,8 @@ set_riley_byte_hillshade(tg_terrain_params *p)
 static void
 test_window_variants(void)
 {
-	const double z[9] = {10, 12, 15, 11, 14, 18, 13, 17, 22};
-	tg_band		b = test_band(TG_PT_64BF, z, 3, 3, false, 0);
 	double	   *planes[TG_TERRAIN_PRODUCTS];
-	double	   *out = all_products(&b, 10, set_riley_byte_hillshade, planes);
+	double	   *out = readme_window_products(set_riley_byte_hillshade, planes);
 	static const tg_curvature_type types[] = {TG_CURVATURE_PLAN, TG_CURVATURE_MEAN, TG_CURVATURE_GAUSSIAN,
 	TG_CURVATURE_TOTAL};
 	static const double expect[] = {-0.0012567312296629146, -0.007790916257139214, 0, 0.0004};
@@ -105,13 +111,11 @@ test_window_variants(void)
 	free(out);
 	for (int t = 0; t < 4; t++)
 	{
-		double		full[9];
 		tg_terrain_params p;
-		tg_band		one = test_band(TG_PT_64BF, full, 3, 3, false, 0);
+		tg_band		one = test_band(TG_PT_64BF, readme_window, 3, 3, false, 0);
 		double		cells[9];
 		void	   *cp[1] = {cells};
 
-		memcpy(full, z, sizeof full);
 		test_terrain_params(&p, 10);
 		p.nproducts = 1;
 		p.products[0] = TG_TERRAIN_CURVATURE;
@@ -168,22 +172,36 @@ set_curvature_profile(tg_terrain_params *p)
 	p->curvature = TG_CURVATURE_PROFILE;
 }
 
+/* Surfaces on a grid of SIDE x SIDE cells of 10 m */
+enum
+{
+	SIDE = 21
+};
+
+/* All products (adjusted) of the surface f, its elevations into z[SIDE * SIDE]. */
+static double *
+surface_products(double (*f) (double, double), double *z, void (*adjust) (tg_terrain_params *), double *planes[])
+{
+	tg_band		b = test_band(TG_PT_64BF, z, SIDE, SIDE, false, 0);
+
+	surface(z, SIDE, SIDE, 10, f);
+	return all_products(&b, 10, adjust, planes);
+}
+
 static void
 test_surfaces(void)
 {
 	enum
 	{
-		W = 21, H = 21
+		W = SIDE, H = SIDE
 	};
 	double		z[W * H];
-	tg_band		b = test_band(TG_PT_64BF, z, W, H, false, 0);
 	double	   *planes[TG_TERRAIN_PRODUCTS];
 	double	   *out;
 	const size_t centre = (size_t) (H / 2) * W + W / 2;
 	double		worst = 0;
 
-	surface(z, W, H, 10, plane_nw);
-	out = all_products(&b, 10, NULL, planes);
+	out = surface_products(plane_nw, z, NULL, planes);
 	for (int r = 1; r < H - 1; r++)
 		for (int c = 1; c < W - 1; c++)
 		{
@@ -198,22 +216,20 @@ test_surfaces(void)
 	free(out);
 
 	/* a dome: mean curvature 1/200 and gaussian 1/200^2 at the top (convex: positive) */
-	surface(z, W, H, 10, dome);
-	out = all_products(&b, 10, set_curvature_mean, planes);
+	out = surface_products(dome, z, set_curvature_mean, planes);
 	check(fabs(planes[TG_TERRAIN_CURVATURE][centre] - 1 / 200.0) < 1e-12, "dome: mean curvature %.15g",
 		  planes[TG_TERRAIN_CURVATURE][centre]);
 	check(planes[TG_TERRAIN_ASPECT][centre] == -1, "dome top: aspect -1 (flat), got %g",
 		  planes[TG_TERRAIN_ASPECT][centre]);
 	check(form_at(planes, centre) == TG_FORM_PEAK, "dome top: geomorphon peak, got %d", form_at(planes, centre));
 	free(out);
-	out = all_products(&b, 10, set_curvature_gauss, planes);
+	out = surface_products(dome, z, set_curvature_gauss, planes);
 	check(fabs(planes[TG_TERRAIN_CURVATURE][centre] - 1 / 40000.0) < 1e-15, "dome: gaussian curvature %.15g",
 		  planes[TG_TERRAIN_CURVATURE][centre]);
 	free(out);
 
 	/* a cylinder: profile curvature (1/200) / (1 + p^2)^1.5 with p = -x / 200 */
-	surface(z, W, H, 10, cylinder);
-	out = all_products(&b, 10, set_curvature_profile, planes);
+	out = surface_products(cylinder, z, set_curvature_profile, planes);
 	{
 		const size_t i = centre + 3;	/* x = 30 m */
 		const double p = -30 / 200.0,
@@ -265,23 +281,16 @@ test_edges_and_nodata(void)
 	free(out);
 }
 
-/* geomorphon of the centre of a 21 x 21 grid of 10 m cells */
+/* geomorphon of the centre of the surface f */
 static int
 centre_form(double (*f) (double, double))
 {
-	enum
-	{
-		W = 21, H = 21
-	};
-	double		z[W * H];
-	tg_band		b = test_band(TG_PT_64BF, z, W, H, false, 0);
+	double		z[SIDE * SIDE];
 	double	   *planes[TG_TERRAIN_PRODUCTS];
-	double	   *out;
+	double	   *out = surface_products(f, z, NULL, planes);
 	int			form;
 
-	surface(z, W, H, 10, f);
-	out = all_products(&b, 10, NULL, planes);
-	form = form_at(planes, (size_t) (H / 2) * W + W / 2);
+	form = form_at(planes, (size_t) (SIDE / 2) * SIDE + SIDE / 2);
 	free(out);
 	return form;
 }
