@@ -11,6 +11,7 @@
  * ASan/UBSan) fails the run; every mutated input must end in a status.
  *
  *   fuzz_parts [N]    about N mutated inputs in all (default 100000)
+ *   fuzz_parts N SEED MUTATION   only that one (as a FAIL line names it)
  */
 #include "tiles.h"
 
@@ -30,6 +31,9 @@ typedef struct fuzz
 	const char *op_name;
 	bool		in_child;
 	int			exit_pipe;		/* a child's status to its parent */
+	bool		replay;			/* only the mutation below, at the input of this seed */
+	uint64_t	replay_seed;
+	int			replay_mutation;
 } fuzz;
 
 static const char *const kind_names[] = {"message", "reply", "state"};
@@ -123,6 +127,9 @@ at_input(void *arg, int step, parts_bytes_kind kind, int part, tg_part_bytes *b)
 		int			status;
 		int			ended = -1;
 
+		if (f->replay && (seed != f->replay_seed || j != f->replay_mutation))
+			continue;
+
 		if (pipe(fds) != 0)
 		{
 			perror("pipe");
@@ -212,6 +219,13 @@ main(int argc, char **argv)
 	long		points = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	memset(&f, 0, sizeof f);
+	if (argc > 3)
+	{
+		f.replay = true;
+		f.replay_seed = strtoull(argv[2], NULL, 10);
+		f.replay_mutation = atoi(argv[3]);
+	}
 	/* hills with flats, pits and a lake across the parts' boundaries, as test_run.c's */
 	rng_state = 0x5eed;
 	for (int y = 0; y < GH; y++)
@@ -241,7 +255,6 @@ main(int argc, char **argv)
 	ops[5].op = base_op(TG_OP_HYDROLOGY);
 
 	/* the inputs of an unmutated run of each, then the mutations spread over them */
-	memset(&f, 0, sizeof f);
 	for (int o = 0; o < 6; o++)
 	{
 		f.op_name = ops[o].name;

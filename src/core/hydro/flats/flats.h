@@ -90,10 +90,13 @@ typedef struct tg_flat_lowered
 	size_t		n[2];
 } tg_flat_lowered;
 
+/* In 64 bits and clamped: a part's neighbours' distances arrive as bytes from another server. */
 static inline int32_t
 tg_flat_mask_value(int32_t towards, int32_t away, int32_t height)
 {
-	return towards > 0 ? 2 * towards + (away > 0 ? height - away : 0) : 0;
+	const int64_t v = towards > 0 ? 2 * (int64_t) towards + (away > 0 ? (int64_t) height - away : 0) : 0;
+
+	return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t) v;
 }
 
 #endif							/* TG_FLATS_H */

@@ -51,6 +51,37 @@ near(double a, double b, double tolerance)
 	return fabs(a - b) <= tolerance;
 }
 
+/* Part i's edges reply: its width, height and georeference, its first and last rows of the DEM. */
+static tg_status
+read_edges(coordinator *c, int i, int halo, int *width, tg_georef *geo, tg_error *err)
+{
+	reader		r;
+	tg_op_kind	k = TG_OP_SLOPE;	/* open_reader sets it */
+	size_t		cells;
+	tg_status	st = open_reader(&r, &c->slot[TG_PART_EDGES][i], TG_PART_EDGES | REPLY, &k, "an edges reply", err);
+
+	if (st != TG_OK)
+		return st;
+	*width = get_i32(&r);
+	c->height[i] = get_i32(&r);
+	get(&r, geo, sizeof *geo);
+	c->fill = get_u8(&r) != 0;
+	c->multiple = get_u8(&r) != 0;
+	if (r.bad || k != c->kind || *width < 1 || c->height[i] < min_rows(c->kind))
+		return tg_error_set(err, TG_EDATA, "the edges reply of %s does not describe a part", c->names[i]);
+	cells = (size_t) *width * halo;
+	/* every value takes a byte at least: a claim beyond the reply's bytes is refused before allocating */
+	if (2 * cells > r.left)
+		return tg_error_set(err, TG_EDATA, "the edges reply of %s is shorter than its rows", c->names[i]);
+	c->dem_first[i] = tg_alloc(c->ctx, cells * sizeof(double) + 1);
+	c->dem_last[i] = tg_alloc(c->ctx, cells * sizeof(double) + 1);
+	if (!c->dem_first[i] || !c->dem_last[i])
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the edges of %d parts", c->n);
+	get_values(&r, c->dem_first[i], cells);
+	get_values(&r, c->dem_last[i], cells);
+	return reader_done(&r, "an edges reply", err);
+}
+
 /*
  * Every part's place on the grid from its edges reply; they must stack into
  * one grid of whole rows.  A part's rows of tiles may begin after the grid's
@@ -89,34 +120,7 @@ tg_parts_place(coordinator *c, tg_error *err)
 	memset(c->dem_last, 0, n * sizeof(double *));
 	for (int i = 0; i < n && st == TG_OK; i++)
 	{
-		reader		r;
-		tg_op_kind	k = TG_OP_SLOPE;	/* open_reader sets it */
-		size_t		cells;
-
-		st = open_reader(&r, &c->slot[TG_PART_EDGES][i], TG_PART_EDGES | REPLY, &k, "an edges reply", err);
-		if (st != TG_OK)
-			break;
-		width[i] = get_i32(&r);
-		c->height[i] = get_i32(&r);
-		get(&r, &geo[i], sizeof geo[i]);
-		c->fill = get_u8(&r) != 0;
-		c->multiple = get_u8(&r) != 0;
-		if (r.bad || k != c->kind || width[i] < 1 || c->height[i] < min_rows(c->kind))
-		{
-			st = tg_error_set(err, TG_EDATA, "the edges reply of %s does not describe a part", names[i]);
-			break;
-		}
-		cells = (size_t) width[i] * halo;
-		c->dem_first[i] = tg_alloc(c->ctx, cells * sizeof(double) + 1);
-		c->dem_last[i] = tg_alloc(c->ctx, cells * sizeof(double) + 1);
-		if (!c->dem_first[i] || !c->dem_last[i])
-		{
-			st = tg_error_set(err, TG_ENOMEM, "could not allocate the edges of %d parts", n);
-			break;
-		}
-		get_values(&r, c->dem_first[i], cells);
-		get_values(&r, c->dem_last[i], cells);
-		st = reader_done(&r, "an edges reply", err);
+		st = read_edges(c, i, halo, &width[i], &geo[i], err);
 		c->order[i] = i;
 	}
 	/*
@@ -129,7 +133,8 @@ tg_parts_place(coordinator *c, tg_error *err)
 		double		col,
 					row;
 
-		aligned[i] = tg_georef_offset(&geo[0], geo[i].upperleft_x, geo[i].upperleft_y, &col, &row);
+		aligned[i] = tg_georef_offset(&geo[0], geo[i].upperleft_x, geo[i].upperleft_y, &col, &row) &&
+			fabs(col) < INT32_MAX && fabs(row) < INT32_MAX;
 		offset[i] = aligned[i] ? (int64_t) rint(row) : 0;
 		column[i] = aligned[i] ? (int64_t) rint(col) : 0;
 		first_col = i == 0 || column[i] < first_col ? column[i] : first_col;

@@ -65,6 +65,16 @@ run_phase(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_part *part, 
 		own.flow.geom.row0 = m.row0;
 	}
 	op = &own;
+	/* a later phase's message must be for the grid and the part the state was kept for */
+	if (type != TG_PART_SURFACE && m.width > 0 && part->state != NULL)
+	{
+		const part_state *s = part->state;
+
+		if (s->W != job->layout->width || s->H != job->layout->height || s->index != m.index ||
+			s->count != m.count || s->row0 != m.row0)
+			return tg_error_set(err, TG_EDATA, "a part message for part %d of %d, %d wide, reached part %d of %d, "
+								"%d wide", m.index, m.count, m.width, s->index, s->count, s->W);
+	}
 	switch (type)
 	{
 		case TG_PART_EDGES:
