@@ -367,8 +367,8 @@ check_chain_sink(const tg_band *b, const tg_flow_params *p, tg_pixtype surface_t
 	sink.used = false;
 	tg_error_clear(&err);
 	st = tg_hydrology(&ctx, b, NULL, p, TG_ACC_AUTO, units, &out, &err);
-	check(st == TG_ECALLBACK && log.slices == 2 && !err.on_device && strstr(err.message, "after band 2") != NULL,
-		  "cuda chain %s %dx%d: a sink failing after band 2 ends the call with its error (%s)", ty, W, H,
+	check(st == TG_ECALLBACK && log.slices == 2 && !err.on_device && strstr(err.message, "after slice 2") != NULL,
+		  "cuda chain %s %dx%d: a sink failing after slice 2 ends the call with its error (%s)", ty, W, H,
 		  err.message);
 
 	log.next_row = log.slices = log.stop_at = 0;

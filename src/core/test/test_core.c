@@ -675,7 +675,9 @@ test_cuda_parity(void)
 				tg_ctx_init(&ctx);
 				ctx.backend = TG_BACKEND_GPU;
 				ctx.stats = &stats;
-				ctx.device_memory_limit = limit ? (size_t) W * (5 * tg_pixtype_size(pt) + 12) : 0;
+				/* five rows of input and of decoded doubles, two of output: strips of two or three rows */
+				ctx.device_memory_limit = limit ? 5 * ((size_t) W * tg_pixtype_size(pt) + ((size_t) W + 2) * 8) +
+					8 * (size_t) W : 0;
 				memset(gpu, 0xff, sizeof(float) * W * H);	/* poison */
 				tg_error_clear(&err);
 				check(tg_slope(&ctx, &c.band, &p, gpu, &err) == TG_OK,
