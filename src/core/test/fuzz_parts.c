@@ -15,6 +15,7 @@
  */
 #include "tiles.h"
 
+#include <limits.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +26,8 @@ typedef struct fuzz
 	long		mutated;
 	long		failed;
 	long		cut;			/* children stopped still going at step_limit */
+	long		followed;		/* children stopped FOLLOW_STEPS after their mutation */
+	int			child_stop;		/* a child's last step */
 	int			max_step;		/* of the unmutated runs */
 	int			step_limit;
 	long		statuses[TG_ECALLBACK + 1];	/* how the children's runs ended */
@@ -35,6 +38,13 @@ typedef struct fuzz
 	uint64_t	replay_seed;
 	int			replay_mutation;
 } fuzz;
+
+/*
+ * A child follows its mutation this many steps on, where what it broke
+ * shows; one in FOLLOW_TO_END runs on to the protocol's end.
+ */
+#define FOLLOW_STEPS 3
+#define FOLLOW_TO_END 8
 
 static const char *const kind_names[] = {"message", "reply", "state"};
 
@@ -89,10 +99,68 @@ mutate(tg_part_bytes *b)
 	b->size = n;
 }
 
+/* A child at work: what its FAIL line names. */
+typedef struct live_child
+{
+	pid_t		pid;
+	int			fd;				/* its end status comes through this pipe */
+	const char *op_name;
+	parts_bytes_kind kind;
+	int			step,
+				part,
+				mutation;
+	uint64_t	seed;
+} live_child;
+
+#define MAX_LIVE 16
+static live_child live[MAX_LIVE];
+static int	nlive,
+			max_live = 1;
+
+/* Wait for one child to end and count how. */
+static void
+reap_one(fuzz *f)
+{
+	int			status,
+				ended = -1,
+				k;
+	const pid_t pid = waitpid(-1, &status, 0);
+
+	if (pid < 0)
+	{
+		perror("waitpid");
+		exit(2);
+	}
+	for (k = 0; k < nlive && live[k].pid != pid; k++)
+		;
+	if (k == nlive)
+		return;					/* not one of ours */
+	if (read(live[k].fd, &ended, sizeof ended) != sizeof ended)
+		ended = -1;
+	close(live[k].fd);
+	f->mutated++;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && ended == -2)
+		f->cut++;
+	else if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && ended == -3)
+		f->followed++;
+	else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || ended < 0)
+	{
+		f->failed++;
+		printf("FAIL %s: the %s of step %d (part %d) mutated (seed %llu, mutation %d): %s %d\n",
+			   live[k].op_name, kind_names[live[k].kind], live[k].step, live[k].part,
+			   (unsigned long long) live[k].seed, live[k].mutation,
+			   WIFSIGNALED(status) ? "killed by signal" : "exit status",
+			   WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+	}
+	else
+		f->statuses[ended <= TG_ECALLBACK ? ended : TG_ECALLBACK]++;
+	live[k] = live[--nlive];
+}
+
 /*
  * At every input: per_point children, each with the input mutated, run the
- * protocol on from here; the parent waits for each, then goes on with the
- * input as it was.
+ * protocol on from here while the parent goes on with the input as it was;
+ * up to max_live children at once (one a core).
  */
 static void
 at_input(void *arg, int step, parts_bytes_kind kind, int part, tg_part_bytes *b)
@@ -108,9 +176,9 @@ at_input(void *arg, int step, parts_bytes_kind kind, int part, tg_part_bytes *b)
 		 * can wait for: a child still going long after the unmutated run
 		 * ended stops here, counted apart.
 		 */
-		if (step > f->step_limit)
+		if (step > f->step_limit || step > f->child_stop)
 		{
-			const int	ended = -2;
+			const int	ended = step > f->step_limit ? -2 : -3;
 
 			if (write(f->exit_pipe, &ended, sizeof ended) != sizeof ended)
 				_exit(3);
@@ -124,12 +192,11 @@ at_input(void *arg, int step, parts_bytes_kind kind, int part, tg_part_bytes *b)
 	{
 		int			fds[2];
 		pid_t		pid;
-		int			status;
-		int			ended = -1;
 
 		if (f->replay && (seed != f->replay_seed || j != f->replay_mutation))
 			continue;
-
+		while (nlive >= max_live)
+			reap_one(f);
 		if (pipe(fds) != 0)
 		{
 			perror("pipe");
@@ -148,27 +215,12 @@ at_input(void *arg, int step, parts_bytes_kind kind, int part, tg_part_bytes *b)
 			f->in_child = true;
 			f->exit_pipe = fds[1];
 			rng_state = seed * 0x9E3779B97F4A7C15ull + (uint64_t) j + 1;
+			f->child_stop = j % FOLLOW_TO_END == 0 ? INT_MAX : step + FOLLOW_STEPS;
 			mutate(b);
 			return;				/* run on; main _exits with the run's status */
 		}
 		close(fds[1]);
-		if (read(fds[0], &ended, sizeof ended) != sizeof ended)
-			ended = -1;
-		close(fds[0]);
-		waitpid(pid, &status, 0);
-		f->mutated++;
-		if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && ended == -2)
-			f->cut++;
-		else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || ended < 0)
-		{
-			f->failed++;
-			printf("FAIL %s: the %s of step %d (part %d) mutated (seed %llu, mutation %d): %s %d\n",
-				   f->op_name, kind_names[kind], step, part, (unsigned long long) seed, j,
-				   WIFSIGNALED(status) ? "killed by signal" : "exit status",
-				   WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-		}
-		else
-			f->statuses[ended <= TG_ECALLBACK ? ended : TG_ECALLBACK]++;
+		live[nlive++] = (live_child) {pid, fds[0], f->op_name, kind, step, part, j, seed};
 	}
 	rng_state = seed + 1;
 }
@@ -196,6 +248,8 @@ run_fuzzed(fuzz *f, coverage *parts, const tg_op *op)
 			_exit(3);
 		_exit(0);
 	}
+	while (nlive > 0)
+		reap_one(f);
 	if (st != TG_OK)
 	{
 		printf("FAIL %s: the unmutated protocol failed: %s\n", f->op_name, err.message);
@@ -219,6 +273,9 @@ main(int argc, char **argv)
 	long		points = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	parts_threads = 1;			/* children run side by side instead, one a core */
+	max_live = (int) sysconf(_SC_NPROCESSORS_ONLN);
+	max_live = max_live < 1 ? 1 : max_live > MAX_LIVE ? MAX_LIVE : max_live;
 	memset(&f, 0, sizeof f);
 	if (argc > 3)
 	{
@@ -274,10 +331,11 @@ main(int argc, char **argv)
 		printf("%s: %ld mutated inputs\n", ops[o].name, f.mutated - before);
 	}
 	printf("parts fuzzing: %ld mutated messages, replies and states at %ld inputs; ended ok %ld, "
-		   "refused as data %ld, invalid %ld, other %ld, still going at step %d %ld; %ld failed\n",
+		   "refused as data %ld, invalid %ld, other %ld, followed %d steps without a fault %ld, still going at step %d %ld; "
+		   "%ld failed\n",
 		   f.mutated, points, f.statuses[TG_OK], f.statuses[TG_EDATA], f.statuses[TG_EINVAL],
-		   f.mutated - f.failed - f.cut - f.statuses[TG_OK] - f.statuses[TG_EDATA] - f.statuses[TG_EINVAL],
-		   f.step_limit, f.cut, f.failed);
+		   f.mutated - f.failed - f.cut - f.followed - f.statuses[TG_OK] - f.statuses[TG_EDATA] -
+		   f.statuses[TG_EINVAL], FOLLOW_STEPS, f.followed, f.step_limit, f.cut, f.failed);
 	for (int t = 0; t < tiles->layout.ntiles; t++)
 		free(tiles->tiles[t].bytes);	/* the parts share them */
 	free(dem);

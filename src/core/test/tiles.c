@@ -379,6 +379,7 @@ test_free(void *ptr, void *arg)
 }
 
 int			parts_left_out;
+int			parts_threads = 2;
 
 /*
  * Run op over the parts (given to the coordinator in the order `given`),
@@ -459,7 +460,7 @@ run_parts(coverage *parts, const int *given, int n, const tg_op *op, results *r,
 				own.flow.geom.height = parts[given[i]].layout.height;
 				saved = run_backend;
 				run_backend = parts_backend;
-				st = run_job(&parts[given[i]], NULL, &own, 2, PART_BUDGET, false, false, &part[i],
+				st = run_job(&parts[given[i]], NULL, &own, parts_threads, PART_BUDGET, false, false, &part[i],
 							 phase == TG_PART_FINISH ? &r[given[i]] : &none, NULL, err);
 				run_backend = saved;
 				if (phase != TG_PART_FINISH)

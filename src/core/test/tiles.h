@@ -54,6 +54,7 @@ extern tg_backend run_backend;
 extern tg_backend parts_backend;
 extern int	encode_starts;		/* times a run's encode phase began */
 extern int	parts_left_out;		/* parts left out of a round of the flow, over the runs so far */
+extern int	parts_threads;		/* each part's threads in run_parts (2) */
 
 void		make_coverage(coverage *c, const int16_t *dem, bool tiled);
 /* A result tile's plain bytes (malloc'ed; NULL if it does not decompress). */
