@@ -56,10 +56,11 @@ FROM tg_bmmq_roi(ARRAY['demo', 'cols'], ARRAY[10, 2], ARRAY[30, 4]) ORDER BY 1, 
 SELECT count(*) AS quadrants, sum(ST_Area(geom)) / 100 AS cells
 FROM tg_bmmq_roi(ARRAY['demo', 'cols'], ARRAY[10, 2], ARRAY[30, 4], 'or');
 -- the bounds as written without casts: integer or decimal arrays, and open ends as
--- ±Infinity in an array literal or a cast element: rows 1..2, and columns 2..3 or, with
+-- ±Infinity in an array literal or a cast element, or NULL: rows 1..2, and columns 2..3 or, with
 -- the open end, 2..5
 SELECT f.form, count(*) AS quadrants, sum(ST_Area(r.geom)) / 100 AS cells
-FROM (VALUES ('integers'), ('decimals'), ('literal with infinities'), ('cast infinities')) AS f(form),
+FROM (VALUES ('integers'), ('decimals'), ('literal with infinities'), ('cast infinities'),
+             ('NULL for an open end')) AS f(form),
      LATERAL (SELECT * FROM tg_bmmq_roi(ARRAY['demo', 'cols'], ARRAY[10, 2], ARRAY[30, 4]) WHERE f.form = 'integers'
               UNION ALL
               SELECT * FROM tg_bmmq_roi(ARRAY['demo', 'cols'], ARRAY[10.0, 2], ARRAY[29.5, 3.5], refine => true)
@@ -69,7 +70,10 @@ FROM (VALUES ('integers'), ('decimals'), ('literal with infinities'), ('cast inf
               WHERE f.form = 'literal with infinities'
               UNION ALL
               SELECT * FROM tg_bmmq_roi(ARRAY['demo', 'cols'], ARRAY[10, 2], ARRAY[30, 'Infinity'::float8])
-              WHERE f.form = 'cast infinities') AS r
+              WHERE f.form = 'cast infinities'
+              UNION ALL
+              SELECT * FROM tg_bmmq_roi(ARRAY['demo', 'cols'], ARRAY[10, 2], ARRAY[30, NULL])
+              WHERE f.form = 'NULL for an open end') AS r
 GROUP BY f.form ORDER BY f.form;
 
 -- changing the source marks the index stale; queries refuse until refreshed

@@ -777,7 +777,8 @@ BEGIN
 			   int8range(r.morton << (2 * (t1.levels - r.level)), (r.morton + 1) << (2 * (t1.levels - r.level))) z,
 			   r.boundary
 		FROM generate_series(1, k) q(i)
-		CROSS JOIN LATERAL @extschema@.tg_bmmq_roi(names[q.i], lo[q.i], hi[q.i], refine) r
+		CROSS JOIN LATERAL @extschema@.tg_bmmq_roi(names[q.i], coalesce(lo[q.i], '-Infinity'),
+												   coalesce(hi[q.i], 'Infinity'), refine) r
 		JOIN terra_gpu.bmmq_tile ti ON ti.index_id = (SELECT id FROM terra_gpu.bmmq_index WHERE bmmq_index.name = names[q.i])
 								  AND ti.tile_id = r.tile_id
 		JOIN terra_gpu.bmmq_tile t1 ON t1.index_id = first.id
@@ -803,6 +804,7 @@ BEGIN
 	JOIN terra_gpu.bmmq_tile t ON t.index_id = first.id AND t.tile_id = an.tile_id,
 	LATERAL terra_gpu._bmmq_z_quadrants(an.levels, lower(an.z), upper(an.z)) zq;
 END $function$;
+COMMENT ON FUNCTION @extschema@.tg_bmmq_roi(text[],double precision[],double precision[],text,boolean) IS 'Compound region-of-interest query over co-registered BMMQ indexes: names[i] in [lo[i], hi[i]) combined with and/or (a NULL bound is open); quadrants (tile ids of the first index), boundary = may hold matching cells; refine => exact cells';
 CREATE OR REPLACE FUNCTION @extschema@.tg_viewshed(rast raster, observer geometry, observer_height double precision DEFAULT 1.75, target_height double precision DEFAULT 0, max_distance double precision DEFAULT NULL::double precision, earth_radius double precision DEFAULT 6370997, refraction double precision DEFAULT 0.14286, output text DEFAULT 'visible'::text, band integer DEFAULT 1, backend text DEFAULT NULL::text, algorithm text DEFAULT 'r2'::text)
  RETURNS raster
  LANGUAGE c

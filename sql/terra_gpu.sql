@@ -1189,7 +1189,8 @@ BEGIN
 			   int8range(r.morton << (2 * (t1.levels - r.level)), (r.morton + 1) << (2 * (t1.levels - r.level))) z,
 			   r.boundary
 		FROM generate_series(1, k) q(i)
-		CROSS JOIN LATERAL @extschema@.tg_bmmq_roi(names[q.i], lo[q.i], hi[q.i], refine) r
+		CROSS JOIN LATERAL @extschema@.tg_bmmq_roi(names[q.i], coalesce(lo[q.i], '-Infinity'),
+												   coalesce(hi[q.i], 'Infinity'), refine) r
 		JOIN terra_gpu.bmmq_tile ti ON ti.index_id = (SELECT id FROM terra_gpu.bmmq_index WHERE bmmq_index.name = names[q.i])
 								  AND ti.tile_id = r.tile_id
 		JOIN terra_gpu.bmmq_tile t1 ON t1.index_id = first.id
@@ -1216,7 +1217,7 @@ BEGIN
 	LATERAL terra_gpu._bmmq_z_quadrants(an.levels, lower(an.z), upper(an.z)) zq;
 END $$;
 COMMENT ON FUNCTION tg_bmmq_roi(text[], double precision[], double precision[], text, boolean) IS
-'Compound region-of-interest query over co-registered BMMQ indexes: names[i] in [lo[i], hi[i]) combined with and/or; quadrants (tile ids of the first index), boundary = may hold matching cells; refine => exact cells';
+'Compound region-of-interest query over co-registered BMMQ indexes: names[i] in [lo[i], hi[i]) combined with and/or (a NULL bound is open); quadrants (tile ids of the first index), boundary = may hold matching cells; refine => exact cells';
 
 -------------------------------------------------------------------------------
 -- Viewshed
