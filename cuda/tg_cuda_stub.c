@@ -18,8 +18,6 @@ no_cuda(tg_error *err)
 tg_status
 tg_cuda_probe(int device, tg_device_info *info, tg_error *err)
 {
-	(void) device;
-	(void) info;
 	return no_cuda(err);
 }
 
@@ -31,9 +29,6 @@ tg_cuda_release(void)
 tg_status
 tg_cuda_copy_rates(const tg_ctx *ctx, size_t bytes, tg_copy_rates *rates, tg_error *err)
 {
-	(void) ctx;
-	(void) bytes;
-	(void) rates;
 	return no_cuda(err);
 }
 
@@ -41,10 +36,6 @@ tg_status
 tg_cuda_terrain(const tg_ctx *ctx, const tg_band *dem, const tg_terrain_params *params,
 				void *const *out, tg_error *err)
 {
-	(void) ctx;
-	(void) dem;
-	(void) params;
-	(void) out;
 	return no_cuda(err);
 }
 
@@ -52,11 +43,6 @@ tg_status
 tg_cuda_fill(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params,
 			 double out_nodata, void *out, tg_error *err)
 {
-	(void) ctx;
-	(void) dem;
-	(void) params;
-	(void) out_nodata;
-	(void) out;
 	return no_cuda(err);
 }
 
@@ -65,14 +51,6 @@ tg_cuda_flow_accumulation(const tg_ctx *ctx, const tg_band *dem, const double *w
 						  const double *row_weight, const double *row_divisor, const tg_flow_params *params,
 						  tg_accum_method method, const tg_flow_products *out, tg_error *err)
 {
-	(void) ctx;
-	(void) dem;
-	(void) weight;
-	(void) row_weight;
-	(void) row_divisor;
-	(void) params;
-	(void) method;
-	(void) out;
 	return no_cuda(err);
 }
 
@@ -80,11 +58,6 @@ tg_status
 tg_cuda_flow_direction(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *params,
 					   uint8_t *d8, float *frac, tg_error *err)
 {
-	(void) ctx;
-	(void) dem;
-	(void) params;
-	(void) d8;
-	(void) frac;
 	return no_cuda(err);
 }
 
@@ -93,17 +66,6 @@ tg_cuda_part_d8(const tg_ctx *ctx, const double *z, int W, int rows, int own0, i
 				const tg_flow_params *p, const tg_flat_masks *given, const double *weight, uint8_t *d8,
 				double *acc, tg_error *err)
 {
-	(void) ctx;
-	(void) z;
-	(void) W;
-	(void) rows;
-	(void) own0;
-	(void) own_rows;
-	(void) p;
-	(void) given;
-	(void) weight;
-	(void) d8;
-	(void) acc;
 	return no_cuda(err);
 }
 
@@ -111,12 +73,6 @@ tg_status
 tg_cuda_bmmq_build(const tg_ctx *ctx, const tg_band *tiles, int ntiles, const double *bounds,
 				   int nbounds, tg_bmmq_tree *trees, tg_error *err)
 {
-	(void) ctx;
-	(void) tiles;
-	(void) ntiles;
-	(void) bounds;
-	(void) nbounds;
-	(void) trees;
 	return no_cuda(err);
 }
 
@@ -124,10 +80,6 @@ tg_status
 tg_cuda_viewshed(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *params,
 				 float *out, tg_error *err)
 {
-	(void) ctx;
-	(void) dem;
-	(void) params;
-	(void) out;
 	return no_cuda(err);
 }
 
@@ -135,13 +87,6 @@ tg_status
 tg_cuda_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_params *params,
 					   const int *cols, const int *rows, int n, uint32_t *count, tg_error *err)
 {
-	(void) ctx;
-	(void) dem;
-	(void) params;
-	(void) cols;
-	(void) rows;
-	(void) n;
-	(void) count;
 	return no_cuda(err);
 }
 
@@ -149,12 +94,6 @@ tg_status
 tg_cuda_rusle(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *params,
 			  const tg_cell_factor factors[4], float *ls, float *soil_loss, tg_error *err)
 {
-	(void) ctx;
-	(void) dem;
-	(void) params;
-	(void) factors;
-	(void) ls;
-	(void) soil_loss;
 	return no_cuda(err);
 }
 
@@ -163,13 +102,6 @@ tg_cuda_travel_time(const tg_ctx *ctx, const tg_band *dem, const tg_travel_param
 					const tg_cell_factor *roughness, const tg_cell_factor *velocity, float *time,
 					uint8_t *watershed, tg_error *err)
 {
-	(void) ctx;
-	(void) dem;
-	(void) params;
-	(void) roughness;
-	(void) velocity;
-	(void) time;
-	(void) watershed;
 	return no_cuda(err);
 }
 
@@ -177,12 +109,6 @@ tg_status
 tg_cuda_drainage_labels(const tg_ctx *ctx, int width, int height, const uint8_t *down, const uint32_t *mark,
 						uint32_t *labels, tg_error *err)
 {
-	(void) ctx;
-	(void) width;
-	(void) height;
-	(void) down;
-	(void) mark;
-	(void) labels;
 	return no_cuda(err);
 }
 
@@ -190,12 +116,5 @@ tg_status
 tg_cuda_stream_order(const tg_ctx *ctx, int width, int height, const uint8_t *down, const uint8_t *stream,
 					 bool shreve, uint32_t *order, tg_error *err)
 {
-	(void) ctx;
-	(void) width;
-	(void) height;
-	(void) down;
-	(void) stream;
-	(void) shreve;
-	(void) order;
 	return no_cuda(err);
 }

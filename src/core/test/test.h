@@ -91,4 +91,22 @@ void		test_threads(void);
 void		test_terrain(void);
 void		test_run(void);
 
+/* Flow options over a W x H grid of square cells of side `cell` (metres): exponent 1.1, threshold 10. */
+static inline tg_flow_params
+flow_params(tg_routing routing, int W, int H, double cell, bool fill)
+{
+	tg_flow_params p;
+
+	memset(&p, 0, sizeof p);
+	p.routing = routing;
+	p.fill = fill;
+	p.exponent = 1.1;
+	p.threshold = 10;
+	p.geom.width = W;
+	p.geom.height = H;
+	p.geom.cell_x = cell;
+	p.geom.cell_y = cell;
+	return p;
+}
+
 #endif							/* TG_TEST_H */

@@ -15,23 +15,6 @@
 
 #define ND (-9999.0)
 
-static tg_flow_params
-params_for(tg_routing routing, int W, int H, double cell, bool fill)
-{
-	tg_flow_params p;
-
-	memset(&p, 0, sizeof p);
-	p.routing = routing;
-	p.fill = fill;
-	p.exponent = 1.1;
-	p.threshold = 10;
-	p.geom.width = W;
-	p.geom.height = H;
-	p.geom.cell_x = cell;
-	p.geom.cell_y = cell;
-	return p;
-}
-
 static tg_ctx
 ctx_for(tg_backend backend)
 {
@@ -56,7 +39,7 @@ travel_params(int W, int H, double cell, int ocol, int orow)
 	tg_travel_params tp;
 
 	memset(&tp, 0, sizeof tp);
-	tp.flow = params_for(TG_ROUTE_D8, W, H, cell, true);
+	tp.flow = flow_params(TG_ROUTE_D8, W, H, cell, true);
 	tp.has_outlet = ocol >= 0;
 	tp.outlet_col = ocol;
 	tp.outlet_row = orow;
@@ -219,7 +202,7 @@ test_travel_random(void)
 		/* the outlet: the valid cell with the largest D8 accumulation */
 		{
 			double	   *acc = malloc(sizeof(double) * n);
-			tg_flow_params fpar = params_for(TG_ROUTE_D8, W, H, cell, true);
+			tg_flow_params fpar = flow_params(TG_ROUTE_D8, W, H, cell, true);
 			double		best = -1;
 
 			tg_error_clear(&err);
@@ -241,7 +224,7 @@ test_travel_random(void)
 			if (w[i] == ND)
 				w[i] = NAN;
 		{
-			tg_flow_params fpar = params_for(TG_ROUTE_D8, W, H, cell, true);
+			tg_flow_params fpar = flow_params(TG_ROUTE_D8, W, H, cell, true);
 
 			check(tg_flow_direction(&ctx, &b, &fpar, codes, NULL, &err) == TG_OK,
 				  "travel reference directions: %s", err.message);
@@ -318,7 +301,7 @@ test_rusle_reference(void)
 			for (size_t i = 0; i < n; i++)
 				kf[i] = i % 97 == 5 ? -1 : 0.02 + 0.001 * (double) (i % 13);
 			memset(&rp, 0, sizeof rp);
-			rp.flow = params_for(routings[r], W, H, cell, fill);
+			rp.flow = flow_params(routings[r], W, H, cell, fill);
 			rp.method = TG_ACC_AUTO;
 			rp.m = 0.4;
 			rp.n = 1.3;
@@ -437,7 +420,7 @@ test_snap(void)
 	uint8_t		shed[35];
 	tg_band		b = test_band(TG_PT_64BF, z, 7, 5, true, ND);
 	tg_ctx		ctx = ctx_for(TG_BACKEND_CPU);
-	tg_flow_params flow = params_for(TG_ROUTE_D8, 7, 5, 10, true);
+	tg_flow_params flow = flow_params(TG_ROUTE_D8, 7, 5, 10, true);
 	tg_travel_params tp = travel_params(7, 5, 10, 0, 2);
 	tg_error	err;
 	int			col,
@@ -524,7 +507,7 @@ test_snap_nodata(void)
 	double		z[12] = {5, 4, 3, 5, 3, 2, 5, 2, 1, ND, ND, ND};
 	tg_band		b = test_band(TG_PT_64BF, z, 3, 4, true, ND);
 	tg_ctx		ctx = ctx_for(TG_BACKEND_CPU);
-	tg_flow_params flow = params_for(TG_ROUTE_D8, 3, 4, 1, true);
+	tg_flow_params flow = flow_params(TG_ROUTE_D8, 3, 4, 1, true);
 	tg_travel_params tp = travel_params(3, 4, 1, 1, 3);
 	uint8_t		shed[12];
 	tg_error	err;
@@ -589,7 +572,7 @@ test_catchment_errors(void)
 	check(tg_travel_time(&ctx, &b, &tp, t, NULL, &err) == TG_EINVAL, "travel time needs d8");
 
 	memset(&rp, 0, sizeof rp);
-	rp.flow = params_for(TG_ROUTE_D8, 3, 4, 1, false);
+	rp.flow = flow_params(TG_ROUTE_D8, 3, 4, 1, false);
 	rp.m = 0.4;
 	rp.n = 1.3;
 	rp.a0 = 22.1;
@@ -655,7 +638,7 @@ test_cuda_catchment(void)
 				bool		ok = true;
 
 				memset(&rp, 0, sizeof rp);
-				rp.flow = params_for((tg_routing) r, W, H, 25, r % 2 == 0);
+				rp.flow = flow_params((tg_routing) r, W, H, 25, r % 2 == 0);
 				rp.method = TG_ACC_AUTO;
 				rp.m = 0.4;
 				rp.n = 1.3;
@@ -741,7 +724,7 @@ test_cuda_snap(void)
 			for (size_t d = 0; d < sizeof distances / sizeof distances[0]; d++)
 			{
 				tg_band		b = test_band(TG_PT_64BF, z, W, H, true, ND);
-				tg_flow_params flow = params_for(TG_ROUTE_D8, W, H, 5, fill);
+				tg_flow_params flow = flow_params(TG_ROUTE_D8, W, H, 5, fill);
 				tg_ctx		cpu = ctx_for(TG_BACKEND_CPU),
 							gpu = ctx_for(TG_BACKEND_GPU);
 				const double x = (k * 37 % W) + 0.25 * (k % 4),
@@ -786,7 +769,7 @@ test_drainage_v(void)
 		for (int x = 0; x < W; x++)
 			z[y * W + x] = abs(x - 3) * 5 + y;
 	memset(&p, 0, sizeof p);
-	p.flow = params_for(TG_ROUTE_D8, W, H, 10, true);
+	p.flow = flow_params(TG_ROUTE_D8, W, H, 10, true);
 	p.threshold = 2;
 	p.min_slope = 0.001;
 	tg_error_clear(&err);
@@ -942,7 +925,7 @@ test_drainage_threads(void)
 
 			ctx.threads = r == 0 ? 1 : 3;
 			memset(&p, 0, sizeof p);
-			p.flow = params_for(TG_ROUTE_D8, W, H, 5, true);
+			p.flow = flow_params(TG_ROUTE_D8, W, H, 5, true);
 			p.threshold = 40;
 			p.ordering = what == 1 ? TG_ORDER_SHREVE : TG_ORDER_STRAHLER;
 			p.upstream = what == 3;
@@ -1060,7 +1043,7 @@ test_drainage_gpu(void)
 				ctx.threads = 2;
 				ctx.stats = &stats;
 				memset(&bp, 0, sizeof bp);
-				bp.drainage.flow = params_for(TG_ROUTE_D8, W, H, 5, true);
+				bp.drainage.flow = flow_params(TG_ROUTE_D8, W, H, 5, true);
 				bp.drainage.threshold = 20;
 				bp.drainage.ordering = what == 1 ? TG_ORDER_SHREVE : TG_ORDER_STRAHLER;
 				bp.outlets = what == 3 ? TG_BASINS_POINTS : what == 4 ? TG_BASINS_LINKS : TG_BASINS_OUTLETS;

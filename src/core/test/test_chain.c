@@ -97,7 +97,7 @@ test_cuda_hydro(void)
 
 			for (r = 0; r < 6; r++)
 			{
-				tg_flow_params p = flow_params(routings[r], W, H, true);
+				tg_flow_params p = flow_params(routings[r], W, H, 1, true);
 				tg_ctx		ctx = cpu_ctx(NULL);
 				tg_error	err;
 				double		worst = 0;
@@ -191,7 +191,7 @@ test_cuda_hydro(void)
 		double	   *z = random_terrain(W, H, 30, 0.02);
 		double	   *acc = malloc(sizeof(double) * W * H);
 		tg_band		b = band_f64(z, W, H);
-		tg_flow_params p = flow_params(TG_ROUTE_D8, W, H, true);
+		tg_flow_params p = flow_params(TG_ROUTE_D8, W, H, 1, true);
 		tg_run_stats stats;
 		tg_ctx		ctx = cpu_ctx(&stats);
 		tg_error	err;
@@ -245,7 +245,7 @@ test_cuda_flat_labels(void)
 	{
 		const bool	d8 = routings[r] == TG_ROUTE_D8;
 		const size_t bytes = d8 ? n : n * 8 * sizeof(float);
-		tg_flow_params p = flow_params(routings[r], W, H, true);
+		tg_flow_params p = flow_params(routings[r], W, H, 1, true);
 		tg_ctx		ctx = cpu_ctx(NULL);
 		tg_error	err;
 		void	   *cpu = malloc(bytes),
@@ -399,7 +399,7 @@ check_chain(tg_backend backend, const tg_band *b, int W, int H, tg_routing routi
 {
 	const size_t n = (size_t) W * H;
 	const bool	single = b->pixtype == TG_PT_16BSI;
-	tg_flow_params p = flow_params(routing, W, H, true);
+	tg_flow_params p = flow_params(routing, W, H, 1, true);
 	tg_fill_params fp = {TG_FILL_PRIORITY_FLOOD, 0, single ? TG_PT_32BF : TG_PT_64BF};
 	double	   *acc = malloc(sizeof(double) * n),
 			   *ref_acc = malloc(sizeof(double) * n);
@@ -531,7 +531,7 @@ test_route_cache(void)
 	for (size_t r = 0; r < sizeof routings / sizeof routings[0]; r++)
 		for (int m = TG_ACC_INDEGREE; m <= TG_ACC_TOPOLOGICAL; m++)
 		{
-			tg_flow_params p = flow_params(routings[r], W, H, true);
+			tg_flow_params p = flow_params(routings[r], W, H, 1, true);
 			tg_band		b = band_f64(z, W, H);
 			tg_band		wb = band_f64(weight, W, H);
 			tg_ctx		ctx = cpu_ctx(NULL);

@@ -350,7 +350,7 @@ test_flats(void)
 		5, 5, 5, 5, 5, 5};
 	double		acc[30];
 	uint8_t		d8[30];
-	tg_flow_params p = flow_params(TG_ROUTE_D8, 6, 5, true);
+	tg_flow_params p = flow_params(TG_ROUTE_D8, 6, 5, 1, true);
 	int			i,
 				defined = 0;
 
@@ -541,7 +541,7 @@ cone_cv(tg_routing routing)
 	enum { N = 81 };
 	double	   *z = malloc(sizeof(double) * N * N),
 			   *acc = malloc(sizeof(double) * N * N);
-	tg_flow_params p = flow_params(routing, N, N, false);
+	tg_flow_params p = flow_params(routing, N, N, 1, false);
 	double		s = 0,
 				s2 = 0;
 	int			cnt = 0;
@@ -584,7 +584,7 @@ plane_spread(tg_routing routing, int deg, double *offset, double *spread)
 	double	   *z = malloc(sizeof(double) * N * N),
 			   *w = malloc(sizeof(double) * N * N),
 			   *acc = malloc(sizeof(double) * N * N);
-	tg_flow_params p = flow_params(routing, N, N, false);
+	tg_flow_params p = flow_params(routing, N, N, 1, false);
 	tg_band		b = band_f64(z, N, N),
 				wb = band_f64(w, N, N);
 	tg_ctx		ctx = cpu_ctx(NULL);
@@ -683,7 +683,7 @@ test_accumulation_hand(void)
 	const double strip[5] = {5, 4, 3, 2, 1};
 	const double valley[9] = {9, 8, 9, 8, 7, 8, 9, 6, 9};
 	double		acc[9];
-	tg_flow_params p = flow_params(TG_ROUTE_D8, 5, 1, true);
+	tg_flow_params p = flow_params(TG_ROUTE_D8, 5, 1, 1, true);
 	int			m;
 
 	for (m = TG_ACC_FLOW_TRANSFER; m <= TG_ACC_TOPOLOGICAL; m++)
@@ -692,7 +692,7 @@ test_accumulation_hand(void)
 		check(acc[0] == 1 && acc[2] == 3 && acc[4] == 5, "%s: 1x5 strip accumulates 1..5",
 			  tg_accum_method_name((tg_accum_method) m));
 	}
-	p = flow_params(TG_ROUTE_D8, 3, 3, true);
+	p = flow_params(TG_ROUTE_D8, 3, 3, 1, true);
 	accumulate(TG_BACKEND_CPU, valley, 3, 3, &p, TG_ACC_AUTO, acc);
 	/* the middle-row sides reach the outlet diagonally, past the centre */
 	check(acc[4] == 4 && acc[7] == 9 && acc[0] == 1, "valley: centre 4, outlet 9 (%g, %g)", acc[4], acc[7]);
@@ -721,7 +721,7 @@ test_accumulation_random(void)
 			double	   *acc = malloc(sizeof(double) * n);
 			uint8_t    *d8 = malloc(n);
 			float	   *frac = malloc(sizeof(float) * 8 * n);
-			tg_flow_params p = flow_params(routings[r], W, H, true);
+			tg_flow_params p = flow_params(routings[r], W, H, 1, true);
 			double		out_sum = 0,
 						valid = 0;
 			int			m,
@@ -790,7 +790,7 @@ test_weights_units(void)
 				acc[9];
 	tg_band		dem = band_f64(valley, 3, 3),
 				weight;
-	tg_flow_params p = flow_params(TG_ROUTE_D8, 3, 3, true);
+	tg_flow_params p = flow_params(TG_ROUTE_D8, 3, 3, 1, true);
 	tg_ctx		ctx = cpu_ctx(NULL);
 	tg_error	err;
 	int			i;
@@ -826,8 +826,8 @@ test_fdd8_limits(void)
 	double	   *z = random_terrain(W, H, 50, 0.02);
 	double	   *a = malloc(sizeof(double) * n),
 			   *b = malloc(sizeof(double) * n);
-	tg_flow_params fdd8 = flow_params(TG_ROUTE_FDD8, W, H, true);
-	tg_flow_params other = flow_params(TG_ROUTE_FD8, W, H, true);
+	tg_flow_params fdd8 = flow_params(TG_ROUTE_FDD8, W, H, 1, true);
+	tg_flow_params other = flow_params(TG_ROUTE_FD8, W, H, 1, true);
 	bool		same = true;
 
 	fdd8.threshold = INFINITY;
@@ -877,14 +877,14 @@ test_degenerate(void)
 	double		flat[64],
 				out[64],
 				sum = 0;
-	tg_flow_params p = flow_params(TG_ROUTE_MFD_MD, 1, 1, true);
+	tg_flow_params p = flow_params(TG_ROUTE_MFD_MD, 1, 1, 1, true);
 	int			i;
 
 	check(fill64(TG_BACKEND_CPU, one, 1, 1, TG_FILL_PLANCHON_DARBOUX, 0.1, out) == TG_OK && out[0] == 7,
 		  "1x1: fill leaves the cell");
 	accumulate(TG_BACKEND_CPU, one, 1, 1, &p, TG_ACC_TOPOLOGICAL, out);
 	check(out[0] == 1, "1x1: accumulation 1");
-	p = flow_params(TG_ROUTE_D8, 2, 2, true);
+	p = flow_params(TG_ROUTE_D8, 2, 2, 1, true);
 	fill64(TG_BACKEND_CPU, none, 2, 2, TG_FILL_PRIORITY_FLOOD, 0, out);
 	check(out[0] == ND && out[3] == ND, "all nodata: fill gives nodata");
 	accumulate(TG_BACKEND_CPU, none, 2, 2, &p, TG_ACC_INDEGREE, out);
@@ -893,7 +893,7 @@ test_degenerate(void)
 	/* a perfectly flat 8x8: the interior drains to the edges, every cell counted once */
 	for (i = 0; i < 64; i++)
 		flat[i] = 100;
-	p = flow_params(TG_ROUTE_MFD_MD, 8, 8, true);
+	p = flow_params(TG_ROUTE_MFD_MD, 8, 8, 1, true);
 	accumulate(TG_BACKEND_CPU, flat, 8, 8, &p, TG_ACC_INDEGREE, out);
 	for (i = 0; i < 64; i++)
 	{

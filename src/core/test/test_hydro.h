@@ -16,23 +16,6 @@ band_f64(const double *z, int W, int H)
 	return test_band(TG_PT_64BF, z, W, H, true, ND);
 }
 
-static inline tg_flow_params
-flow_params(tg_routing routing, int W, int H, bool fill)
-{
-	tg_flow_params p;
-
-	memset(&p, 0, sizeof p);
-	p.routing = routing;
-	p.fill = fill;
-	p.exponent = 1.1;
-	p.threshold = 10;
-	p.geom.width = W;
-	p.geom.height = H;
-	p.geom.cell_x = 1;
-	p.geom.cell_y = 1;
-	return p;
-}
-
 static inline tg_ctx
 cpu_ctx(tg_run_stats *stats)
 {
@@ -98,7 +81,7 @@ static inline void
 directions(const double *z, int W, int H, tg_routing routing, bool fill, uint8_t *d8, float *frac)
 {
 	tg_band		b = band_f64(z, W, H);
-	tg_flow_params p = flow_params(routing, W, H, fill);
+	tg_flow_params p = flow_params(routing, W, H, 1, fill);
 	tg_ctx		ctx = cpu_ctx(NULL);
 	tg_error	err;
 

@@ -275,7 +275,7 @@ test_route_strips(void)
 				const bool	weighted = c == 6 || c == 7;
 				const tg_accum_units units = c == 4 ? TG_UNITS_AREA : c == 5 || c == 8 ? TG_UNITS_SCA
 					: TG_UNITS_CELLS;
-				tg_flow_params p = flow_params(routing, W, H, fill);
+				tg_flow_params p = flow_params(routing, W, H, 1, fill);
 				tg_band		b = band_f64(z, W, H);
 				tg_band		wb = band_f64(weight, W, H);
 				tg_ctx		ctx = cpu_ctx(NULL);
@@ -459,7 +459,7 @@ test_seams_adversarial(void)
 				for (int m = 0; m < 2; m++)
 				{
 					const tg_routing routing = m == 0 ? TG_ROUTE_D8 : TG_ROUTE_MFD_MD;
-					tg_flow_params p = flow_params(routing, W, H, false);
+					tg_flow_params p = flow_params(routing, W, H, 1, false);
 					tg_band		b = band_f64(filled, W, H);
 					tg_ctx		ctx = cpu_ctx(NULL);
 					tg_error	err;

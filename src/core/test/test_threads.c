@@ -53,17 +53,9 @@ ctx_with(int threads, tg_run_stats *stats)
 static tg_flow_params
 flow(tg_routing routing, bool fill, bool geographic)
 {
-	tg_flow_params p;
+	tg_flow_params p = flow_params(routing, TW, TH, 30, fill);
 
-	memset(&p, 0, sizeof p);
-	p.routing = routing;
-	p.fill = fill;
-	p.exponent = 1.1;
 	p.threshold = 50;
-	p.geom.width = TW;
-	p.geom.height = TH;
-	p.geom.cell_x = 30;
-	p.geom.cell_y = 30;
 	if (geographic)
 	{
 		p.geom.geographic = true;

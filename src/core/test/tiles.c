@@ -298,14 +298,8 @@ base_op(tg_op_kind kind)
 	op.kind = kind;
 	op.band = 1;
 	op.slope_scale = 1;
-	op.flow.routing = TG_ROUTE_D8;
-	op.flow.fill = true;
-	op.flow.exponent = 1.1;
+	op.flow = flow_params(TG_ROUTE_D8, GW, GH, 30, true);
 	op.flow.threshold = 30;
-	op.flow.geom.width = GW;
-	op.flow.geom.height = GH;
-	op.flow.geom.cell_x = 30;
-	op.flow.geom.cell_y = 30;
 	op.accumulation_type = TG_PT_64BF;
 	op.m = 0.4;
 	op.n = 1.3;
