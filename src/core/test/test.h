@@ -109,4 +109,24 @@ flow_params(tg_routing routing, int W, int H, double cell, bool fill)
 	return p;
 }
 
+/* RUSLE over flow: the SQL functions' m, n, a0, b0, the method `auto`, and R 300, K 0.03, C 0.2, P 1. */
+static inline tg_rusle_params
+rusle_params(tg_flow_params flow)
+{
+	tg_rusle_params rp;
+
+	memset(&rp, 0, sizeof rp);
+	rp.flow = flow;
+	rp.method = TG_ACC_AUTO;
+	rp.m = 0.4;
+	rp.n = 1.3;
+	rp.a0 = 22.1;
+	rp.b0 = 0.0896;
+	rp.r.value = 300;
+	rp.k.value = 0.03;
+	rp.c.value = 0.2;
+	rp.p.value = 1;
+	return rp;
+}
+
 #endif							/* TG_TEST_H */

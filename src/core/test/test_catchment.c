@@ -300,16 +300,8 @@ test_rusle_reference(void)
 
 			for (size_t i = 0; i < n; i++)
 				kf[i] = i % 97 == 5 ? -1 : 0.02 + 0.001 * (double) (i % 13);
-			memset(&rp, 0, sizeof rp);
-			rp.flow = flow_params(routings[r], W, H, cell, fill);
-			rp.method = TG_ACC_AUTO;
-			rp.m = 0.4;
-			rp.n = 1.3;
-			rp.a0 = 22.1;
-			rp.b0 = 0.0896;
-			rp.r.value = 300;
+			rp = rusle_params(flow_params(routings[r], W, H, cell, fill));
 			rp.k.band = &kb;
-			rp.c.value = 0.2;
 			rp.p.value = 0.9;
 			tg_error_clear(&err);
 			check(tg_flow_accumulation(&ctx, &b, NULL, &rp.flow, TG_ACC_AUTO, TG_UNITS_CELLS, acc, &err) == TG_OK,
@@ -637,17 +629,10 @@ test_cuda_catchment(void)
 				tg_rusle_params rp;
 				bool		ok = true;
 
-				memset(&rp, 0, sizeof rp);
-				rp.flow = flow_params((tg_routing) r, W, H, 25, r % 2 == 0);
-				rp.method = TG_ACC_AUTO;
-				rp.m = 0.4;
-				rp.n = 1.3;
-				rp.a0 = 22.1;
-				rp.b0 = 0.0896;
+				rp = rusle_params(flow_params((tg_routing) r, W, H, 25, r % 2 == 0));
 				rp.r.value = 250;
 				rp.k.band = &kb;
 				rp.c.value = 0.3;
-				rp.p.value = 1;
 				for (int be = 0; be < 2; be++)
 				{
 					tg_ctx		ctx = ctx_for(be ? TG_BACKEND_GPU : TG_BACKEND_CPU);

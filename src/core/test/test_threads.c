@@ -190,17 +190,7 @@ op_rusle(const tg_ctx *ctx, const tg_band *dem, const void *arg, void *out, tg_e
 	tg_rusle_params rp;
 	const size_t n = (size_t) dem->width * dem->height;
 
-	memset(&rp, 0, sizeof rp);
-	rp.flow = *(const tg_flow_params *) arg;
-	rp.method = TG_ACC_AUTO;
-	rp.m = 0.4;
-	rp.n = 1.3;
-	rp.a0 = 22.1;
-	rp.b0 = 0.0896;
-	rp.r.value = 300;
-	rp.k.value = 0.03;
-	rp.c.value = 0.2;
-	rp.p.value = 1;
+	rp = rusle_params(*(const tg_flow_params *) arg);
 	return tg_rusle(ctx, dem, &rp, out, (float *) out + n, err);
 }
 
