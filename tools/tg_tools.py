@@ -208,3 +208,13 @@ def check(ok, what):
 def failures():
     """How many checks failed so far."""
     return _failures
+
+
+def checks_exit_status(what):
+    """Print how the checks went ("N check(s) failed" or "all <what> checks
+    passed") and return the exit status that says it: 1 if any failed, else 0."""
+    if _failures:
+        print("%d check(s) failed" % _failures)
+        return 1
+    print("all %s checks passed" % what)
+    return 0

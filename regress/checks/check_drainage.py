@@ -31,7 +31,7 @@ import sys
 from array import array
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from tg_tools import (RASTER_BYTES_FUNCTION, Dem, check, failures, load_dem, psql,  # noqa: E402
+from tg_tools import (RASTER_BYTES_FUNCTION, Dem, check, checks_exit_status, load_dem, psql,  # noqa: E402
                       psql_script, sql_raster_band)
 
 THRESHOLD = 500         # cells
@@ -286,11 +286,7 @@ def main():
     psql_script(RASTER_BYTES_FUNCTION, args.db)
     for path in args.dems:
         one_dem(path, args.db)
-    if failures():
-        print("%d check(s) failed" % failures())
-        return 1
-    print("all drainage checks passed")
-    return 0
+    return checks_exit_status("drainage")
 
 
 if __name__ == "__main__":
