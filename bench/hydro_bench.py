@@ -25,7 +25,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-from tg_tools import Dem, machine_description, run  # noqa: E402
+from tg_tools import Dem, machine_description, print_report, run  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROUTINGS = ["d8", "fd8", "fdd8", "mfd-md"]
@@ -102,11 +102,7 @@ def main():
                                                         float(r["basins_kernel_ms"])))
             lines += ["| D8 accumulation alone (tiled, routing excluded) | %s | | | |" %
                       ms(r, "d8_accumulation_kernel_ms"), ""]
-            report = "\n".join(lines)
-            print(report)
-            if args.out:
-                with open(args.out, "w") as f:
-                    f.write(report + "\n")
+            print_report(lines, args.out)
             return
 
         # fill
@@ -182,11 +178,7 @@ def main():
             lines.append("| %s | %s |" % (name, " | ".join(vals.get(b, "–") for b in backends)))
         lines.append("")
 
-    report = "\n".join(lines)
-    print(report)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(report + "\n")
+    print_report(lines, args.out)
 
 
 if __name__ == "__main__":

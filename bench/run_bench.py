@@ -23,13 +23,12 @@ import datetime
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-from tg_tools import Dem, load_dem, machine_description, psql, psql_script, run  # noqa: E402
+from tg_tools import Dem, load_dem, machine_description, print_report, psql, psql_script, run  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -198,11 +197,7 @@ def main():
             t["cpu"]["sql_ms"] / ntiles, "%.3f" % (gpu_ms / ntiles) if gpu_ms else "–"))
     lines.append("")
 
-    report = "\n".join(lines)
-    print(report)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(report + "\n")
+    print_report(lines, args.out)
 
 
 if __name__ == "__main__":

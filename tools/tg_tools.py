@@ -193,6 +193,15 @@ def machine_description():
     return "%s, %d cores, %.0f GB RAM" % (cpu, os.cpu_count() or 0, mem_gb)
 
 
+def print_report(lines, out=None):
+    """Print a benchmark's Markdown report and, where out names a file, write it there too."""
+    report = "\n".join(lines)
+    print(report)
+    if out:
+        with open(out, "w") as f:
+            f.write(report + "\n")
+
+
 _failures = 0
 
 
