@@ -21,7 +21,6 @@ It measures and reports; nothing passes or fails on time.
 
 import argparse
 import datetime
-import hashlib
 import os
 import re
 import subprocess
@@ -29,7 +28,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-from tg_tools import Dem, load_dem, machine_description, psql, run  # noqa: E402
+from tg_tools import Dem, file_sha256, load_dem, machine_description, psql, run  # noqa: E402
 
 LAST_RUN = ("SELECT backend, threads, core_ms, coalesce(kernel_ms, 0), coalesce(transfer_ms, 0), "
             "coalesce(phases, '') FROM tg_last_run()")
@@ -69,12 +68,9 @@ def digest_of_table(table, db, tmp):
     out = os.path.join(tmp, table + ".bil")
     conn = "PG:dbname=%s table=%s mode=2" % (db or os.environ.get("PGDATABASE", ""), table)
     run(["gdal_translate", "-q", "-of", "ENVI", conn, out])
-    h = hashlib.sha256()
-    with open(out, "rb") as f:
-        for block in iter(lambda: f.read(1 << 24), b""):
-            h.update(block)
+    digest = file_sha256(out)
     os.remove(out)
-    return h.hexdigest()
+    return digest
 
 
 def main():

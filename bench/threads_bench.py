@@ -11,7 +11,6 @@ nothing passes or fails on time.
 
 import argparse
 import datetime
-import hashlib
 import os
 import re
 import subprocess
@@ -19,7 +18,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-from tg_tools import Dem, machine_description, run  # noqa: E402
+from tg_tools import Dem, file_sha256, machine_description, run  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -59,14 +58,6 @@ def bench(raw, dem, opts, threads, reps, save):
     return {k: v.strip('"') for k, v in re.findall(r'(\w+)=("[^"]*"|\S+)', out.stdout)}
 
 
-def digest(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dem")
@@ -102,7 +93,7 @@ def main():
                     continue
                 times.append(float(r["cpu_ms"]))
                 if save:
-                    digests.add(digest(save))
+                    digests.add(file_sha256(save))
             cells = ["%.0f ms" % x if x is not None else "–" for x in times]
             speedup = "%.2f×" % (times[0] / times[-1]) if times[0] and times[-1] else "–"
             same = "–" if not digests else "yes" if len(digests) == 1 else "NO"

@@ -2,6 +2,7 @@
 so they run wherever psql and the GDAL command-line tools are on PATH)."""
 
 import collections
+import hashlib
 import json
 import math
 import os
@@ -172,6 +173,15 @@ RASTER_BYTES_FUNCTION = """
 CREATE OR REPLACE FUNCTION terra_gpu_test_raster_bytes(raster) RETURNS bytea
     LANGUAGE internal IMMUTABLE STRICT AS 'byteasend';
 """
+
+
+def file_sha256(path):
+    """The SHA-256 of a file's bytes, in hex, read a block at a time."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 24), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def machine_description():
