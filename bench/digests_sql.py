@@ -102,17 +102,16 @@ def memory_products(large):
     return p
 
 
+STRIPS = ["slope", "fill", "fill_pd", "dir_d8_raw", "acc_d8_area", "acc_d8_weight", "hydrology_d8",
+          "hydrology_mfd"] + ["dir_" + r for r in ROUTINGS]
+
+
 def strips_products():
-    p = {"slope": "tg_slope(coverage => '{t}', scale => {s})",
-         "fill": "tg_fill(coverage => '{t}')",
-         "fill_pd": "tg_fill(coverage => '{t}', method => 'planchon-darboux')",
-         "dir_d8_raw": "tg_flow_direction(coverage => '{t}', fill => false)",
-         "acc_d8_area": "tg_flow_accumulation(coverage => '{t}', units => 'area')",
-         "acc_d8_weight": "tg_flow_accumulation(coverage => '{t}', weight => '{t}')",
-         "hydrology_d8": "tg_hydrology(coverage => '{t}')",
-         "hydrology_mfd": "tg_hydrology(coverage => '{t}', routing => 'mfd-md', units => 'area')"}
+    """The operations that run in strips: those of memory_products named in
+    STRIPS, and the accumulation of every routing with its default method."""
+    memory = memory_products(large=True)
+    p = {name: memory[name] for name in STRIPS}
     for r in ROUTINGS:
-        p["dir_" + r] = "tg_flow_direction(coverage => '{t}', routing => '%s')" % r
         p["acc_" + r] = "tg_flow_accumulation(coverage => '{t}', routing => '%s')" % r
     return p
 
