@@ -39,7 +39,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-from tg_tools import Dem, load_dem  # noqa: E402
+from tg_tools import Dem, load_dem_table  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 CLUSTER = os.path.join(REPO, "tools", "cluster.sh")
@@ -273,8 +273,7 @@ def main():
         dem = Dem(path)
         large = dem.cells >= LARGE
         tile = 256 if large else 64 if dem.height >= 256 else 32
-        table = "digest_" + re.sub(r"\W", "_", dem.name)
-        load_dem(dem, table, tile=tile)
+        table = load_dem_table(dem, "digest_", tile=tile)
         centre = psql("SELECT ST_AsEWKT(ST_Centroid(ST_Envelope(ST_Collect(ST_Envelope(rast))))) FROM %s;" % table)[0]
         # the observer: the highest cell's centre
         top = psql("SELECT ST_AsEWKT(c.geom) FROM (SELECT rast FROM %s ORDER BY (ST_SummaryStats(rast)).max DESC "

@@ -10,12 +10,11 @@ after a warm-up.  Connection: PG* variables.
 import argparse
 import datetime
 import os
-import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from run_bench import timed_statements  # noqa: E402
-from tg_tools import Dem, load_dem, machine_description, psql  # noqa: E402
+from tg_tools import Dem, load_dem_table, machine_description, psql  # noqa: E402
 
 CALLS = [
     ("tg_fill (priority-flood)", "tg_fill(rast, backend => '%s')"),
@@ -34,8 +33,7 @@ def main():
     ap.add_argument("--db")
     args = ap.parse_args()
     dem = Dem(args.dem)
-    table = "hydro_" + re.sub(r"\W", "_", dem.name)
-    load_dem(dem, table, args.db)
+    table = load_dem_table(dem, "hydro_", args.db)
     gpu = psql("SELECT available FROM tg_gpu_info()", args.db) == "t"
     backends = [b for b in args.backends.split(",") if b == "cpu" or gpu]
 

@@ -28,7 +28,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-from tg_tools import Dem, load_dem, machine_description, print_report, psql, psql_script, run  # noqa: E402
+from tg_tools import Dem, load_dem, load_dem_table, machine_description, print_report, psql, psql_script, run  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -127,9 +127,8 @@ def main():
 
     for path in args.dems:
         dem = Dem(path)
-        table = "bench_" + re.sub(r"\W", "_", dem.name)
         print("loading %s (%d x %d) ..." % (dem.name, dem.width, dem.height), file=sys.stderr)
-        load_dem(dem, table, db)
+        table = load_dem_table(dem, "bench_", db)
 
         backends = ["cpu"] + (["gpu"] if gpu_ok else [])
         call = "SELECT ST_Width(tg_slope(rast, scale => %r, backend => '%s')) FROM %s"

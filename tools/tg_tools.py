@@ -108,6 +108,14 @@ def load_dem(dem, table, db=None, tile=None):
     psql_script("DROP TABLE IF EXISTS %s;\n%s\nANALYZE %s;\n" % (table, sql, table), db)
 
 
+def load_dem_table(dem, prefix, db=None, tile=None):
+    """Load a DEM as load_dem does into the table named prefix and the DEM's
+    name (other characters than letters, digits and _ as _); return that name."""
+    table = prefix + re.sub(r"\W", "_", dem.name)
+    load_dem(dem, table, db, tile)
+    return table
+
+
 WGS84_A = 6378137.0
 WGS84_F = 1 / 298.257223563
 
