@@ -7,14 +7,13 @@ after a warm-up.  Connection: PG* variables.
     bench/hydro_sql.py DEM.tif [--backends cpu,gpu] [--reps 3]
 """
 
-import argparse
 import datetime
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from run_bench import timed_statements  # noqa: E402
-from tg_tools import Dem, load_dem_table, machine_description, psql  # noqa: E402
+from tg_tools import Dem, dem_bench_arguments, load_dem_table, machine_description, psql  # noqa: E402
 
 CALLS = [
     ("tg_fill (priority-flood)", "tg_fill(rast, backend => '%s')"),
@@ -26,10 +25,8 @@ CALLS = [
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("dem")
+    ap = dem_bench_arguments(__doc__, reps=3)
     ap.add_argument("--backends", default="cpu,gpu")
-    ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--db")
     args = ap.parse_args()
     dem = Dem(args.dem)

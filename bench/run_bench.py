@@ -28,7 +28,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-from tg_tools import Dem, load_dem, load_dem_table, machine_description, print_report, psql, psql_script, run  # noqa: E402
+from tg_tools import (Dem, load_dem, load_dem_table, machine_description, print_report, psql,  # noqa: E402
+                      psql_script, run)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

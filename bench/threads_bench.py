@@ -9,7 +9,6 @@ nothing passes or fails on time.
     bench/threads_bench.py DEM.tif [--threads 1,2,4,8,16] [--reps 1] [--ops slope,fill,...]
 """
 
-import argparse
 import datetime
 import os
 import re
@@ -18,7 +17,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-from tg_tools import Dem, file_sha256, machine_description, run  # noqa: E402
+from tg_tools import Dem, dem_bench_arguments, file_sha256, machine_description, run  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -59,10 +58,8 @@ def bench(raw, dem, opts, threads, reps, save):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("dem")
+    ap = dem_bench_arguments(__doc__, reps=1)
     ap.add_argument("--threads", default="1,2,4,8,16")
-    ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--ops", help="labels to run, comma-separated prefixes (default: all)")
     args = ap.parse_args()
     cores = len(os.sched_getaffinity(0))

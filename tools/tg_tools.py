@@ -1,6 +1,7 @@
 """Helpers shared by the benchmark and the real-DEM checks (standard library only,
 so they run wherever psql and the GDAL command-line tools are on PATH)."""
 
+import argparse
 import collections
 import hashlib
 import json
@@ -38,6 +39,25 @@ def psql_script(script, db=None):
     if db:
         cmd += ["-d", db]
     return run(cmd, input=script)
+
+
+def dem_checks_arguments(doc):
+    """The command line of a check over real DEMs, for the script to add its
+    own options to: the DEM files and --db, with the script's docstring as help."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("dems", nargs="+")
+    ap.add_argument("--db")
+    return ap
+
+
+def dem_bench_arguments(doc, reps):
+    """The command line of a benchmark on one DEM, for the script to add its
+    own options to: the DEM file and --reps (default reps), with the script's
+    docstring as help."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("dem")
+    ap.add_argument("--reps", type=int, default=reps, help="timed runs per figure, the median reported")
+    return ap
 
 
 class Dem:
