@@ -11,7 +11,6 @@ travel time.  Median of --reps after a warm-up.  Connection: PG* variables.
 whole DEM: minutes on tens of millions of cells).
 """
 
-import argparse
 import datetime
 import os
 import re
@@ -19,7 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from run_bench import timed_statements  # noqa: E402
-from tg_tools import Dem, load_dem, machine_description, psql  # noqa: E402
+from tg_tools import Dem, dem_bench_arguments, load_dem_table, machine_description, psql  # noqa: E402
 
 CALLS = [
     ("tg_ls_factor (mfd-md)", "SELECT ST_Width(tg_ls_factor(rast, backend => '{b}')) FROM {t}"),
@@ -38,18 +37,15 @@ CALLS = [
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("dem")
+    ap = dem_bench_arguments(__doc__, reps=3)
     ap.add_argument("--backends", default="cpu,gpu")
-    ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--only", help="regular expression: time only the calls whose label matches")
     ap.add_argument("--outlet", help="pour point as EWKT (default: the search described above)")
     ap.add_argument("--db")
     args = ap.parse_args()
     db = args.db
     dem = Dem(args.dem)
-    table = "catchment_" + re.sub(r"\W", "_", dem.name)
-    load_dem(dem, table, db)
+    table = load_dem_table(dem, "catchment_", db)
     psql("DROP TABLE IF EXISTS {t}_k; CREATE TABLE {t}_k AS "
          "SELECT ST_MapAlgebra(rast, '32BF', '0.02 + 0.01 * (floor([rast])::int % 3)') AS k FROM {t}".format(t=table), db)
     gpu = psql("SELECT available FROM tg_gpu_info()", db) == "t"

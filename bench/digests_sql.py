@@ -39,7 +39,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-from tg_tools import Dem, load_dem  # noqa: E402
+from tg_tools import Dem, load_dem_table  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 CLUSTER = os.path.join(REPO, "tools", "cluster.sh")
@@ -102,17 +102,16 @@ def memory_products(large):
     return p
 
 
+STRIPS = ["slope", "fill", "fill_pd", "dir_d8_raw", "acc_d8_area", "acc_d8_weight", "hydrology_d8",
+          "hydrology_mfd"] + ["dir_" + r for r in ROUTINGS]
+
+
 def strips_products():
-    p = {"slope": "tg_slope(coverage => '{t}', scale => {s})",
-         "fill": "tg_fill(coverage => '{t}')",
-         "fill_pd": "tg_fill(coverage => '{t}', method => 'planchon-darboux')",
-         "dir_d8_raw": "tg_flow_direction(coverage => '{t}', fill => false)",
-         "acc_d8_area": "tg_flow_accumulation(coverage => '{t}', units => 'area')",
-         "acc_d8_weight": "tg_flow_accumulation(coverage => '{t}', weight => '{t}')",
-         "hydrology_d8": "tg_hydrology(coverage => '{t}')",
-         "hydrology_mfd": "tg_hydrology(coverage => '{t}', routing => 'mfd-md', units => 'area')"}
+    """The operations that run in strips: those of memory_products named in
+    STRIPS, and the accumulation of every routing with its default method."""
+    memory = memory_products(large=True)
+    p = {name: memory[name] for name in STRIPS}
     for r in ROUTINGS:
-        p["dir_" + r] = "tg_flow_direction(coverage => '{t}', routing => '%s')" % r
         p["acc_" + r] = "tg_flow_accumulation(coverage => '{t}', routing => '%s')" % r
     return p
 
@@ -274,8 +273,7 @@ def main():
         dem = Dem(path)
         large = dem.cells >= LARGE
         tile = 256 if large else 64 if dem.height >= 256 else 32
-        table = "digest_" + re.sub(r"\W", "_", dem.name)
-        load_dem(dem, table, tile=tile)
+        table = load_dem_table(dem, "digest_", tile=tile)
         centre = psql("SELECT ST_AsEWKT(ST_Centroid(ST_Envelope(ST_Collect(ST_Envelope(rast))))) FROM %s;" % table)[0]
         # the observer: the highest cell's centre
         top = psql("SELECT ST_AsEWKT(c.geom) FROM (SELECT rast FROM %s ORDER BY (ST_SummaryStats(rast)).max DESC "

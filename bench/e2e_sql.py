@@ -19,9 +19,7 @@ It measures and reports; nothing passes or fails on time.
     bench/e2e_sql.py DEM.tif [--backends gpu,cpu] [--threads 1,2,4,8,16] [--tile 256] [--reps 1]
 """
 
-import argparse
 import datetime
-import hashlib
 import os
 import re
 import subprocess
@@ -29,7 +27,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-from tg_tools import Dem, load_dem, machine_description, psql, run  # noqa: E402
+from tg_tools import Dem, dem_bench_arguments, file_sha256, load_dem, machine_description, psql, run  # noqa: E402
 
 LAST_RUN = ("SELECT backend, threads, core_ms, coalesce(kernel_ms, 0), coalesce(transfer_ms, 0), "
             "coalesce(phases, '') FROM tg_last_run()")
@@ -69,21 +67,16 @@ def digest_of_table(table, db, tmp):
     out = os.path.join(tmp, table + ".bil")
     conn = "PG:dbname=%s table=%s mode=2" % (db or os.environ.get("PGDATABASE", ""), table)
     run(["gdal_translate", "-q", "-of", "ENVI", conn, out])
-    h = hashlib.sha256()
-    with open(out, "rb") as f:
-        for block in iter(lambda: f.read(1 << 24), b""):
-            h.update(block)
+    digest = file_sha256(out)
     os.remove(out)
-    return h.hexdigest()
+    return digest
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("dem")
+    ap = dem_bench_arguments(__doc__, reps=1)
     ap.add_argument("--backends", default="gpu,cpu")
     ap.add_argument("--threads", default="1,2,4,8,16", help="CPU thread counts to scale over ('' for none)")
     ap.add_argument("--tile", type=int, default=256)
-    ap.add_argument("--reps", type=int, default=1, help="median of this many runs per figure")
     ap.add_argument("--db")
     args = ap.parse_args()
     db = args.db

@@ -16,7 +16,6 @@ and reports; nothing passes or fails on time.
     bench/hydro_bench.py DEM.tif [--backends cpu,gpu] [--reps 3] [--timeout 600]
 """
 
-import argparse
 import datetime
 import os
 import re
@@ -25,7 +24,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-from tg_tools import Dem, machine_description, run  # noqa: E402
+from tg_tools import Dem, dem_bench_arguments, machine_description, print_report, run  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROUTINGS = ["d8", "fd8", "fdd8", "mfd-md"]
@@ -55,10 +54,8 @@ def ms(r, key):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("dem")
+    ap = dem_bench_arguments(__doc__, reps=3)
     ap.add_argument("--backends", default="cpu,gpu")
-    ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--timeout", type=int, default=600, help="seconds per run")
     ap.add_argument("--methods", default=",".join(METHODS),
                     help="accumulation strategies to run (flow and dependency transfer are O(n L))")
@@ -102,11 +99,7 @@ def main():
                                                         float(r["basins_kernel_ms"])))
             lines += ["| D8 accumulation alone (tiled, routing excluded) | %s | | | |" %
                       ms(r, "d8_accumulation_kernel_ms"), ""]
-            report = "\n".join(lines)
-            print(report)
-            if args.out:
-                with open(args.out, "w") as f:
-                    f.write(report + "\n")
+            print_report(lines, args.out)
             return
 
         # fill
@@ -182,11 +175,7 @@ def main():
             lines.append("| %s | %s |" % (name, " | ".join(vals.get(b, "–") for b in backends)))
         lines.append("")
 
-    report = "\n".join(lines)
-    print(report)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(report + "\n")
+    print_report(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -7,15 +7,13 @@ after a warm-up.  Connection: PG* variables.
     bench/hydro_sql.py DEM.tif [--backends cpu,gpu] [--reps 3]
 """
 
-import argparse
 import datetime
 import os
-import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 from run_bench import timed_statements  # noqa: E402
-from tg_tools import Dem, load_dem, machine_description, psql  # noqa: E402
+from tg_tools import Dem, dem_bench_arguments, load_dem_table, machine_description, psql  # noqa: E402
 
 CALLS = [
     ("tg_fill (priority-flood)", "tg_fill(rast, backend => '%s')"),
@@ -27,15 +25,12 @@ CALLS = [
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("dem")
+    ap = dem_bench_arguments(__doc__, reps=3)
     ap.add_argument("--backends", default="cpu,gpu")
-    ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--db")
     args = ap.parse_args()
     dem = Dem(args.dem)
-    table = "hydro_" + re.sub(r"\W", "_", dem.name)
-    load_dem(dem, table, args.db)
+    table = load_dem_table(dem, "hydro_", args.db)
     gpu = psql("SELECT available FROM tg_gpu_info()", args.db) == "t"
     backends = [b for b in args.backends.split(",") if b == "cpu" or gpu]
 

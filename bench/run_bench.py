@@ -23,13 +23,13 @@ import datetime
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-from tg_tools import Dem, load_dem, machine_description, psql, psql_script, run  # noqa: E402
+from tg_tools import (Dem, load_dem, load_dem_table, machine_description, print_report, psql,  # noqa: E402
+                      psql_script, run)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -128,9 +128,8 @@ def main():
 
     for path in args.dems:
         dem = Dem(path)
-        table = "bench_" + re.sub(r"\W", "_", dem.name)
         print("loading %s (%d x %d) ..." % (dem.name, dem.width, dem.height), file=sys.stderr)
-        load_dem(dem, table, db)
+        table = load_dem_table(dem, "bench_", db)
 
         backends = ["cpu"] + (["gpu"] if gpu_ok else [])
         call = "SELECT ST_Width(tg_slope(rast, scale => %r, backend => '%s')) FROM %s"
@@ -198,11 +197,7 @@ def main():
             t["cpu"]["sql_ms"] / ntiles, "%.3f" % (gpu_ms / ntiles) if gpu_ms else "–"))
     lines.append("")
 
-    report = "\n".join(lines)
-    print(report)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(report + "\n")
+    print_report(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -9,9 +9,7 @@ nothing passes or fails on time.
     bench/threads_bench.py DEM.tif [--threads 1,2,4,8,16] [--reps 1] [--ops slope,fill,...]
 """
 
-import argparse
 import datetime
-import hashlib
 import os
 import re
 import subprocess
@@ -19,7 +17,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-from tg_tools import Dem, machine_description, run  # noqa: E402
+from tg_tools import Dem, dem_bench_arguments, file_sha256, machine_description, run  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -59,19 +57,9 @@ def bench(raw, dem, opts, threads, reps, save):
     return {k: v.strip('"') for k, v in re.findall(r'(\w+)=("[^"]*"|\S+)', out.stdout)}
 
 
-def digest(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("dem")
+    ap = dem_bench_arguments(__doc__, reps=1)
     ap.add_argument("--threads", default="1,2,4,8,16")
-    ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--ops", help="labels to run, comma-separated prefixes (default: all)")
     args = ap.parse_args()
     cores = len(os.sched_getaffinity(0))
@@ -102,7 +90,7 @@ def main():
                     continue
                 times.append(float(r["cpu_ms"]))
                 if save:
-                    digests.add(digest(save))
+                    digests.add(file_sha256(save))
             cells = ["%.0f ms" % x if x is not None else "–" for x in times]
             speedup = "%.2f×" % (times[0] / times[-1]) if times[0] and times[-1] else "–"
             same = "–" if not digests else "yes" if len(digests) == 1 else "NO"

@@ -1,7 +1,9 @@
 """Helpers shared by the benchmark and the real-DEM checks (standard library only,
 so they run wherever psql and the GDAL command-line tools are on PATH)."""
 
+import argparse
 import collections
+import hashlib
 import json
 import math
 import os
@@ -37,6 +39,25 @@ def psql_script(script, db=None):
     if db:
         cmd += ["-d", db]
     return run(cmd, input=script)
+
+
+def dem_checks_arguments(doc):
+    """The command line of a check over real DEMs, for the script to add its
+    own options to: the DEM files and --db, with the script's docstring as help."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("dems", nargs="+")
+    ap.add_argument("--db")
+    return ap
+
+
+def dem_bench_arguments(doc, reps):
+    """The command line of a benchmark on one DEM, for the script to add its
+    own options to: the DEM file and --reps (default reps), with the script's
+    docstring as help."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("dem")
+    ap.add_argument("--reps", type=int, default=reps, help="timed runs per figure, the median reported")
+    return ap
 
 
 class Dem:
@@ -107,6 +128,14 @@ def load_dem(dem, table, db=None, tile=None):
     psql_script("DROP TABLE IF EXISTS %s;\n%s\nANALYZE %s;\n" % (table, sql, table), db)
 
 
+def load_dem_table(dem, prefix, db=None, tile=None):
+    """Load a DEM as load_dem does into the table named prefix and the DEM's
+    name (other characters than letters, digits and _ as _); return that name."""
+    table = prefix + re.sub(r"\W", "_", dem.name)
+    load_dem(dem, table, db, tile)
+    return table
+
+
 WGS84_A = 6378137.0
 WGS84_F = 1 / 298.257223563
 
@@ -174,6 +203,15 @@ CREATE OR REPLACE FUNCTION terra_gpu_test_raster_bytes(raster) RETURNS bytea
 """
 
 
+def file_sha256(path):
+    """The SHA-256 of a file's bytes, in hex, read a block at a time."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 24), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def machine_description():
     cpu = "unknown CPU"
     try:
@@ -193,6 +231,15 @@ def machine_description():
     return "%s, %d cores, %.0f GB RAM" % (cpu, os.cpu_count() or 0, mem_gb)
 
 
+def print_report(lines, out=None):
+    """Print a benchmark's Markdown report and, where out names a file, write it there too."""
+    report = "\n".join(lines)
+    print(report)
+    if out:
+        with open(out, "w") as f:
+            f.write(report + "\n")
+
+
 _failures = 0
 
 
@@ -208,3 +255,13 @@ def check(ok, what):
 def failures():
     """How many checks failed so far."""
     return _failures
+
+
+def checks_exit_status(what):
+    """Print how the checks went ("N check(s) failed" or "all <what> checks
+    passed") and return the exit status that says it: 1 if any failed, else 0."""
+    if _failures:
+        print("%d check(s) failed" % _failures)
+        return 1
+    print("all %s checks passed" % what)
+    return 0

@@ -15,7 +15,6 @@ with terra_gpu and check:
 Fails (exit 1) when one does not hold.  Connection: PG* variables.
 """
 
-import argparse
 import bisect
 import os
 import random
@@ -23,7 +22,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from tg_tools import check, failures, Dem, load_dem, psql  # noqa: E402
+from tg_tools import check, failures, Dem, dem_checks_arguments, load_dem, psql  # noqa: E402
 
 def tiles_of(table, db):
     """{rid: (ulx, uly, sx, sy, w, h, values)} with values row-major, None = nodata."""
@@ -190,9 +189,7 @@ def run_dem(dem, args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("dems", nargs="+")
-    ap.add_argument("--db")
+    ap = dem_checks_arguments(__doc__)
     ap.add_argument("--tile", type=int, default=256)
     ap.add_argument("--windows", type=int, default=12)
     ap.add_argument("--ranges", type=int, default=8)

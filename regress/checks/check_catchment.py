@@ -22,11 +22,10 @@ Exit status 1 on any mismatch.
 import argparse
 import math
 import os
-import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from tg_tools import (RASTER_BYTES_FUNCTION, Dem, load_dem, psql, psql_script,  # noqa: E402
+from tg_tools import (RASTER_BYTES_FUNCTION, Dem, load_dem_table, psql, psql_script,  # noqa: E402
                       raw_pixels, row_spacing, sql_raster_band)
 
 N, K, B, MIN_SLOPE = 0.05, 2.0, 0.5, 0.001
@@ -52,8 +51,7 @@ def main():
     args = ap.parse_args()
     db = args.db
     dem = Dem(args.dem)
-    table = "catchment_" + re.sub(r"\W", "_", dem.name)
-    load_dem(dem, table, db)
+    table = load_dem_table(dem, "catchment_", db)
     psql_script(RASTER_BYTES_FUNCTION, db)
     W, H, n = dem.width, dem.height, dem.cells
     geo = [float(v) for v in psql("SELECT concat_ws(',', ST_UpperLeftX(rast), ST_ScaleX(rast), 0, "

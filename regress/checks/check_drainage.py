@@ -24,15 +24,14 @@ always drains more cells than each of its donors.
 Exit status 1 on any mismatch.
 """
 
-import argparse
 import math
 import os
 import sys
 from array import array
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from tg_tools import (RASTER_BYTES_FUNCTION, Dem, check, failures, load_dem, psql,  # noqa: E402
-                      psql_script, sql_raster_band)
+from tg_tools import (RASTER_BYTES_FUNCTION, Dem, check, checks_exit_status,  # noqa: E402
+                      dem_checks_arguments, load_dem, psql, psql_script, sql_raster_band)
 
 THRESHOLD = 500         # cells
 DX = (1, 1, 0, -1, -1, -1, 0, 1)    # ESRI codes 1, 2, 4 ... 128: E, SE, S, SW, W, NW, N, NE
@@ -279,18 +278,11 @@ def one_dem(path, db):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("dems", nargs="+")
-    ap.add_argument("--db")
-    args = ap.parse_args()
+    args = dem_checks_arguments(__doc__).parse_args()
     psql_script(RASTER_BYTES_FUNCTION, args.db)
     for path in args.dems:
         one_dem(path, args.db)
-    if failures():
-        print("%d check(s) failed" % failures())
-        return 1
-    print("all drainage checks passed")
-    return 0
+    return checks_exit_status("drainage")
 
 
 if __name__ == "__main__":

@@ -23,14 +23,13 @@ Fails (exit 1) when one does not hold.  Connection: PG* variables; needs a
 superuser (results are read through a byteasend-based helper).
 """
 
-import argparse
 import math
 import os
 import sys
-from array import array
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from tg_tools import RASTER_BYTES_FUNCTION, Dem, load_dem, psql, row_spacing, sql_raster_band  # noqa: E402
+from tg_tools import (RASTER_BYTES_FUNCTION, Dem, dem_checks_arguments, load_dem, psql,  # noqa: E402
+                      row_spacing, sql_raster_band)
 
 DX = (1, 1, 0, -1, -1, -1, 0, 1)    # ESRI codes 1, 2, 4 ... 128: E, SE, S, SW, W, NW, N, NE
 DY = (0, 1, 1, 1, 0, -1, -1, -1)
@@ -176,10 +175,7 @@ def dinf_angles(dem, t, db, W, H):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("dems", nargs="+")
-    ap.add_argument("--db")
-    args = ap.parse_args()
+    args = dem_checks_arguments(__doc__).parse_args()
     psql(RASTER_BYTES_FUNCTION, args.db)
     psql("SET client_min_messages = warning", args.db)
     failed = False

@@ -35,7 +35,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from tg_tools import check, failures, run, tiles_sql  # noqa: E402
+from tg_tools import check, checks_exit_status, run, tiles_sql  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 CLUSTER = os.path.join(REPO, "tools", "cluster.sh")
@@ -232,10 +232,7 @@ def main():
         subprocess.run([CLUSTER, "down"], env=env, capture_output=True)
     check(not os.path.exists(env["TG_CLUSTER_DIR"]), "down removes the clusters")
     os.rmdir(tmp)
-    if failures():
-        print("%d check(s) failed" % failures())
-        sys.exit(1)
-    print("all partition checks passed")
+    sys.exit(checks_exit_status("partition"))
 
 
 if __name__ == "__main__":

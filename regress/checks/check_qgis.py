@@ -29,7 +29,7 @@ import time
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 REPO = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "tools"))
-from tg_tools import Dem, check, failures, load_dem  # noqa: E402
+from tg_tools import Dem, check, checks_exit_status, load_dem  # noqa: E402
 
 import psycopg2  # noqa: E402
 from psycopg2 import sql  # noqa: E402
@@ -684,9 +684,7 @@ def main():
     for name in ("qgis_elevation_sql", "qgis_quantiles"):
         server.value("SELECT tg_bmmq_drop(%s, if_exists => true)", (name,))
     server.value("SET client_min_messages = warning; DROP SCHEMA qgis_check CASCADE")
-    n = failures()
-    print("%d check(s) failed" % n if n else "all QGIS checks passed")
-    return 1 if n else 0
+    return checks_exit_status("QGIS")
 
 
 if __name__ == "__main__":

@@ -18,14 +18,13 @@ Connection: PG* variables; the database needs terra_gpu and a superuser (a
 byteasend-based helper reads result pixels without a client library).
 """
 
-import argparse
 import math
 import os
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from tg_tools import (RASTER_BYTES_FUNCTION, Dem, load_dem, psql, psql_script,  # noqa: E402
+from tg_tools import (RASTER_BYTES_FUNCTION, Dem, dem_checks_arguments, load_dem, psql,  # noqa: E402
                       raw_pixels, run, sql_raster_band)
 
 
@@ -97,11 +96,9 @@ def compare(dem, db, backend, tolerance):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("dems", nargs="+")
+    ap = dem_checks_arguments(__doc__)
     ap.add_argument("--tolerance", type=float, default=1e-4, help="degrees")
     ap.add_argument("--backend", default="cpu")
-    ap.add_argument("--db")
     args = ap.parse_args()
     psql(RASTER_BYTES_FUNCTION, args.db)
 

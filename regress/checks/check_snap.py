@@ -22,7 +22,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from tg_tools import Dem, check, failures, load_dem, psql  # noqa: E402
+from tg_tools import Dem, check, checks_exit_status, load_dem, psql  # noqa: E402
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 POINT = "'SRID=4326;POINT(8.06 46.36)'::geometry"
@@ -86,11 +86,7 @@ def main():
         print("skipped: GPU snapping (no GPU)")
 
     psql("DROP TABLE snap_whole; DROP TABLE snap_tiles", db)
-    if failures():
-        print("%d check(s) failed" % failures())
-        return 1
-    print("all snapping checks passed")
-    return 0
+    return checks_exit_status("snapping")
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ import tempfile
 from fractions import Fraction
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from tg_tools import (RASTER_BYTES_FUNCTION, Dem, check, failures, load_dem, psql,  # noqa: E402
+from tg_tools import (RASTER_BYTES_FUNCTION, Dem, check, checks_exit_status, load_dem, psql,  # noqa: E402
                       psql_script, raw_pixels, run, sql_raster_band)
 
 CURVATURES = ["profile", "plan", "tangential", "mean", "gaussian", "minimal", "maximal", "total"]
@@ -276,10 +276,7 @@ def main():
     psql_script(RASTER_BYTES_FUNCTION)
     for k, path in enumerate(args.dems):
         check_dem(Dem(path), k == 0, args.tolerance, args.window)
-    if failures():
-        print("%d check(s) failed" % failures())
-        sys.exit(1)
-    print("all terrain checks passed")
+    sys.exit(checks_exit_status("terrain"))
 
 
 if __name__ == "__main__":

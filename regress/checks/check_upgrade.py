@@ -22,7 +22,7 @@ import sys
 
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.join(REPO, "tools"))
-from tg_tools import check, failures, psql  # noqa: E402
+from tg_tools import check, checks_exit_status, psql  # noqa: E402
 
 RELEASES = ["0.1.0"]
 def current_version():
@@ -161,10 +161,7 @@ def main():
                     print("      fresh only:    " + line[:300])
         psql("DROP DATABASE %s" % db)
     psql("DROP DATABASE %s" % fresh)
-    if failures():
-        print("%d check(s) failed" % failures())
-        sys.exit(1)
-    print("all upgrade checks passed")
+    sys.exit(checks_exit_status("upgrade"))
 
 
 if __name__ == "__main__":
