@@ -95,17 +95,9 @@ void		test_run(void);
 static inline tg_flow_params
 flow_params(tg_routing routing, int W, int H, double cell, bool fill)
 {
-	tg_flow_params p;
+	tg_flow_params p = {.routing = routing, .fill = fill, .exponent = 1.1, .threshold = 10};
 
-	memset(&p, 0, sizeof p);
-	p.routing = routing;
-	p.fill = fill;
-	p.exponent = 1.1;
-	p.threshold = 10;
-	p.geom.width = W;
-	p.geom.height = H;
-	p.geom.cell_x = cell;
-	p.geom.cell_y = cell;
+	p.geom = (tg_grid_geometry) {.width = W, .height = H, .cell_x = cell, .cell_y = cell};
 	return p;
 }
 
@@ -113,20 +105,8 @@ flow_params(tg_routing routing, int W, int H, double cell, bool fill)
 static inline tg_rusle_params
 rusle_params(tg_flow_params flow)
 {
-	tg_rusle_params rp;
-
-	memset(&rp, 0, sizeof rp);
-	rp.flow = flow;
-	rp.method = TG_ACC_AUTO;
-	rp.m = 0.4;
-	rp.n = 1.3;
-	rp.a0 = 22.1;
-	rp.b0 = 0.0896;
-	rp.r.value = 300;
-	rp.k.value = 0.03;
-	rp.c.value = 0.2;
-	rp.p.value = 1;
-	return rp;
+	return (tg_rusle_params) {.flow = flow, .method = TG_ACC_AUTO, .m = 0.4, .n = 1.3, .a0 = 22.1, .b0 = 0.0896,
+		.r = {NULL, 300}, .k = {NULL, 0.03}, .c = {NULL, 0.2}, .p = {NULL, 1}};
 }
 
 #endif							/* TG_TEST_H */
