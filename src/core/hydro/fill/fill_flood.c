@@ -259,6 +259,23 @@ inside(const tg_flood *f, int x, int y, int k)
 }
 
 /*
+ * Neighbour k of cell c at (x, y) as *m when it lies in the region and is
+ * still open; a done one it reaches is a meeting of two labels.
+ */
+static inline bool
+open_neighbour(flood_state *s, uint32_t c, int x, int y, bool interior, int k, uint32_t *m)
+{
+	if (!interior && !inside(s->f, x, y, k))
+		return false;
+	*m = (uint32_t) ((ptrdiff_t) c + s->offset[k]);
+	if (s->state[*m] == OPEN)
+		return true;
+	if (s->state[*m] == DONE)
+		meet(s, c, *m);
+	return false;
+}
+
+/*
  * Finish every cell reached uphill from `start` (finished at its own
  * elevation): each is final at its own elevation.  A climbed cell with a
  * lower unfinished neighbour is queued at its elevation.
@@ -284,15 +301,8 @@ climb(flood_state *s, uint32_t start)
 		{
 			uint32_t	m;
 
-			if (!interior && !inside(f, x, y, k))
+			if (!open_neighbour(s, c, x, y, interior, k, &m))
 				continue;
-			m = (uint32_t) ((ptrdiff_t) c + s->offset[k]);
-			if (s->state[m] != OPEN)
-			{
-				if (s->state[m] == DONE)
-					meet(s, c, m);
-				continue;
-			}
 			if (f->z[m] >= zc)
 			{
 				s->state[m] = DONE;
@@ -323,15 +333,8 @@ spread(flood_state *s, uint32_t c, double level)
 	{
 		uint32_t	m;
 
-		if (!interior && !inside(f, x, y, k))
+		if (!open_neighbour(s, c, x, y, interior, k, &m))
 			continue;
-		m = (uint32_t) ((ptrdiff_t) c + s->offset[k]);
-		if (s->state[m] != OPEN)
-		{
-			if (s->state[m] == DONE)
-				meet(s, c, m);
-			continue;
-		}
 		s->state[m] = DONE;
 		if (f->label)
 			f->label[m] = f->label[c];
