@@ -167,13 +167,10 @@ finish_cell(const indegree_job *j, const tg_route_view *v, uint32_t c, uint32_t 
 	j->acc[c] = pull(r, j->p, j->weight, j->acc, c);
 	for (int k = 0; k < 8; k++)
 	{
-		int			nx = cx + tg_nbr_dx(k),
-					ny = cy + tg_nbr_dy(k);
-		size_t		ni;
+		const int64_t ni = tg_nbr_cell(W, H, cx, cy, k);
 
-		if (nx < 0 || ny < 0 || nx >= W || ny >= H || !drains_to(r, c, k))
+		if (ni < 0 || !drains_to(r, c, k))
 			continue;
-		ni = (size_t) ny * W + nx;
 		if (__atomic_sub_fetch(&j->indeg[ni], 1, __ATOMIC_ACQ_REL) == 0)
 			stack[(*top)++] = (uint32_t) ni;
 	}
@@ -485,13 +482,10 @@ dependency_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 
 		for (int k = 0; k < 8 && ready; k++)
 		{
-			const int	nx = cx + tg_nbr_dx(k),
-						ny = cy + tg_nbr_dy(k);
-			size_t		ni;
+			const int64_t ni = tg_nbr_cell(W, H, cx, cy, k);
 
-			if (nx < 0 || ny < 0 || nx >= W || ny >= H)
+			if (ni < 0)
 				continue;
-			ni = (size_t) ny * W + nx;
 			if (!j->done[ni] && drains_to(r, ni, tg_nbr_opposite(k)))
 				ready = false;
 		}
@@ -620,13 +614,10 @@ receivers_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 
 		for (int k = 0; k < 8; k++)
 		{
-			const int	nx = cx + tg_nbr_dx(k),
-						ny = cy + tg_nbr_dy(k);
-			size_t		ni;
+			const int64_t ni = tg_nbr_cell(W, H, cx, cy, k);
 
-			if (nx < 0 || ny < 0 || nx >= W || ny >= H || !(share_of(r, j->p, c, k, j->acc) > 0))
+			if (ni < 0 || !(share_of(r, j->p, c, k, j->acc) > 0))
 				continue;
-			ni = (size_t) ny * W + nx;
 			if (__atomic_exchange_n(&j->queued[ni], 1, __ATOMIC_RELAXED) == 0)
 				tg_batch_add(&b, (uint32_t) ni);
 		}

@@ -136,13 +136,10 @@ fill_priority_flood(const tg_ctx *ctx, const double *z, int W, int H, double eps
 		cy = (int) (c / W);
 		for (k = 0; k < 8; k++)
 		{
-			int			nx = cx + tg_nbr_dx(k),
-						ny = cy + tg_nbr_dy(k);
-			size_t		ni;
+			const int64_t ni = tg_nbr_cell(W, H, cx, cy, k);
 
-			if (nx < 0 || ny < 0 || nx >= W || ny >= H)
+			if (ni < 0)
 				continue;
-			ni = (size_t) ny * W + nx;
 			if (closed[ni] || isnan(z[ni]))
 				continue;
 			closed[ni] = 1;
@@ -232,13 +229,10 @@ breach_depressions(const tg_ctx *ctx, const double *z, int W, int H, double eps,
 		}
 		for (int k = 0; k < 8; k++)
 		{
-			const int	nx = cx + tg_nbr_dx(k),
-						ny = cy + tg_nbr_dy(k);
-			size_t		ni;
+			const int64_t ni = tg_nbr_cell(W, H, cx, cy, k);
 
-			if (nx < 0 || ny < 0 || nx >= W || ny >= H)
+			if (ni < 0)
 				continue;
-			ni = (size_t) ny * W + nx;
 			if (closed[ni] || isnan(z[ni]))
 				continue;
 			closed[ni] = 1;
