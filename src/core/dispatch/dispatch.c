@@ -97,7 +97,7 @@ run_on(const tg_ctx *ctx, const tg_ctx *call, tg_backend *use, tg_step_fn cpu, t
 		else if (st != TG_OK)
 			*err = gpu_err;
 	}
-	if (*use == TG_BACKEND_CPU && ctx->backend != TG_BACKEND_CPU && phases)
+	if (*use == TG_BACKEND_CPU && phases)
 		tg_phase(call, "on the CPU");
 	if (*use == TG_BACKEND_CPU)
 		st = cpu(call, args, err);

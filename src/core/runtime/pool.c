@@ -78,6 +78,10 @@ struct tg_pool
 	/* phases of the call (tg_phase) */
 	char		phase[32];
 	double		phase_start;
+	/* progress: what a task list's fraction spans of the phase, and the most reported so far */
+	double		span_lo,
+				span_hi,
+				reported;
 };
 
 typedef struct worker_start
@@ -409,16 +413,39 @@ tg_phase(const tg_ctx *ctx, const char *name)
 		tg_phase_end(ctx);
 		snprintf(pool->phase, sizeof pool->phase, "%s", name);
 		pool->phase_start = tg_clock_ms();
+		pool->span_lo = pool->reported = 0;
+		pool->span_hi = 1;
 	}
 	if (ctx->progress)
 		ctx->progress(ctx->progress_arg, name, 0.0);
 }
 
+/*
+ * A task list's fraction as the phase's: within the span the phase gave it
+ * (tg_phase_span), never below what was reported before, so that a phase of
+ * several task lists (a viewshed per observer) counts up once.
+ */
 static void
 report(const tg_ctx *ctx, double fraction)
 {
-	if (ctx->progress && ctx->pool && ctx->pool->phase[0])
-		ctx->progress(ctx->progress_arg, ctx->pool->phase, fraction);
+	tg_pool    *pool = ctx->pool;
+	double		f;
+
+	if (ctx->progress == NULL || pool == NULL || pool->phase[0] == '\0')
+		return;
+	f = pool->span_lo + fraction * (pool->span_hi - pool->span_lo);
+	pool->reported = f > pool->reported ? f : pool->reported;
+	ctx->progress(ctx->progress_arg, pool->phase, pool->reported);
+}
+
+void
+tg_phase_span(const tg_ctx *ctx, double lo, double hi)
+{
+	if (ctx->worker == 0 && ctx->pool)
+	{
+		ctx->pool->span_lo = ctx->pool->reported = lo;
+		ctx->pool->span_hi = hi;
+	}
 }
 
 void

@@ -99,6 +99,11 @@ void		tg_phase(const tg_ctx *ctx, const char *name);
 void		tg_phase_end(const tg_ctx *ctx);
 /* How far the running phase is (0 to 1), told from a serial loop: calling thread only. */
 void		tg_phase_progress(const tg_ctx *ctx, double fraction);
+/*
+ * The share [lo, hi) of the phase that the task lists from here on cover
+ * (the whole phase: 0, 1); progress counts on from lo.
+ */
+void		tg_phase_span(const tg_ctx *ctx, double lo, double hi);
 
 /* ------------------------------------------------------------------------
  * The call's threads

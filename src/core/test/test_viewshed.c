@@ -280,6 +280,27 @@ test_viewshed_cuda_parity(void)
 }
 
 /* The cumulative count equals the sum of single viewsheds; GPU = CPU. */
+/* The progress a call reports: whether it never went back within a phase, and the last fraction. */
+typedef struct progress_log
+{
+	char		phase[32];
+	double		last;
+	bool		backwards;
+	int			calls;
+} progress_log;
+
+static void
+log_progress(void *arg, const char *phase, double fraction)
+{
+	progress_log *l = arg;
+
+	if (strcmp(phase, l->phase) == 0 && fraction < l->last)
+		l->backwards = true;
+	snprintf(l->phase, sizeof l->phase, "%s", phase);
+	l->last = fraction;
+	l->calls++;
+}
+
 static void
 test_viewshed_count(void)
 {
@@ -297,6 +318,7 @@ test_viewshed_count(void)
 	tg_ctx		ctx;
 	tg_error	err;
 	tg_device_info info;
+	progress_log progress = {"", 0, false, 0};
 	bool		same = true;
 
 	p.cell_x = p.cell_y = 20;
@@ -319,9 +341,16 @@ test_viewshed_count(void)
 	}
 	tg_ctx_init(&ctx);
 	ctx.backend = TG_BACKEND_CPU;
+	ctx.progress = log_progress;
+	ctx.progress_arg = &progress;
 	tg_error_clear(&err);
 	check(tg_viewshed_count(&ctx, &b, &p, cols, rows, n, count, &err) == TG_OK, "count: CPU run");
 	check(memcmp(count, sum, sizeof(uint32_t) * W * H) == 0, "count: CPU = sum of single viewsheds");
+	/* one phase over every observer: its progress counts up once, to the end */
+	check(progress.calls > n && !progress.backwards && strcmp(progress.phase, "on the CPU") == 0 &&
+		  progress.last == 1.0, "count: progress in \"%s\" counts up to %g over %d reports",
+		  progress.phase, progress.last, progress.calls);
+	ctx.progress = NULL;
 
 	tg_device_query(0, &info);
 	if (info.available)

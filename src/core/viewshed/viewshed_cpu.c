@@ -186,6 +186,7 @@ tg_cpu_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_p
 	tg_status	st;
 
 	memset(count, 0, cells * sizeof *count);
+	tg_phase_span(ctx, 0, 0);	/* the phase's progress is the observers' */
 	one.output = TG_VIEW_VISIBLE;
 	one.algorithm = TG_VIEW_R2;
 	st = tg_band_decode(ctx, dem, &z, err);
@@ -197,6 +198,7 @@ tg_cpu_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_viewshed_p
 
 		one.observer_col = cols[k];
 		one.observer_row = rows[k];
+		tg_phase_span(ctx, (double) k / n, (double) (k + 1) / n);
 		st = tg_view_prepare(dem, &one, z, &s, err);
 		if (st != TG_OK)
 			tg_error_detail(err, "Observer %d of the list.", k + 1);
