@@ -366,7 +366,7 @@ tg_part_flats(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_e
 	writer		w = {.ctx = ctx};
 	tg_status	st = TG_OK;
 
-	if (s == NULL || (round > 0 && s->flats.d[0] == NULL))
+	if (s == NULL || round < 0 || (round > 0 && (s->flats.d[0] == NULL || s->nb_towards == NULL)))
 		return tg_error_set(err, TG_EDATA, "a flats message reached a part that kept no flats");
 	if (round == 0)
 		st = flats_begin(ctx, part, r, err);
