@@ -6,9 +6,10 @@
  * tests' coverage; at every message to a part, every reply and every state
  * the coordinator keeps between its steps, children of the process take the
  * bytes mutated (bits flipped, bytes set, cut short, lengthened, pieces
- * repeated) and run the protocol on from there to its end or its first
- * error.  A child that dies (a signal, or a sanitizer's report under
- * ASan/UBSan) fails the run; every mutated input must end in a status.
+ * repeated) and run the protocol on from there, FOLLOW_STEPS steps (one in
+ * FOLLOW_TO_END to the end) or to its first error.  A child that dies (a
+ * signal, or a sanitizer's report under ASan/UBSan) fails the run; every
+ * mutated input must end in a status.
  *
  *   fuzz_parts [N]    about N mutated inputs in all (default 100000)
  *   fuzz_parts N SEED MUTATION   only that one (as a FAIL line names it)
@@ -283,7 +284,7 @@ main(int argc, char **argv)
 		f.replay_seed = strtoull(argv[2], NULL, 10);
 		f.replay_mutation = atoi(argv[3]);
 	}
-	/* hills with flats, pits and a lake across the parts' boundaries, as test_run.c's */
+	/* hills with a lake (a flat) across the parts' boundaries and pits of a cell or two */
 	rng_state = 0x5eed;
 	for (int y = 0; y < GH; y++)
 		for (int x = 0; x < GW; x++)

@@ -366,7 +366,8 @@ tg_part_flats(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_e
 	writer		w = {.ctx = ctx};
 	tg_status	st = TG_OK;
 
-	if (s == NULL || round < 0 || (round > 0 && (s->flats.d[0] == NULL || s->nb_towards == NULL)))
+	/* round 0 keeps the neighbours' rows, then links the walk (d[0]): a later round needs both */
+	if (s == NULL || round < 0 || (round > 0 && s->flats.d[0] == NULL))
 		return tg_error_set(err, TG_EDATA, "a flats message reached a part that kept no flats");
 	if (round == 0)
 		st = flats_begin(ctx, part, r, err);
