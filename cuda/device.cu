@@ -179,6 +179,44 @@ tg_cuda_release(void)
 	});
 }
 
+/* The pool's high mark: what dbuf held at most (device memory outside the pool is the CUDA context's). */
+extern "C" void
+tg_cuda_peak_restart(void)
+{
+	(void) tg_cuda_catch_all(nullptr, [] {
+		cudaMemPool_t pool;
+		int			device;
+		uint64_t	zero = 0;
+
+		if (cudaGetDevice(&device) != cudaSuccess ||
+			cudaDeviceGetDefaultMemPool(&pool, device) != cudaSuccess ||
+			cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero) != cudaSuccess)
+			(void) cudaGetLastError();
+		return TG_OK;
+	});
+}
+
+extern "C" size_t
+tg_cuda_peak_bytes(void)
+{
+	uint64_t	high = 0;
+
+	(void) tg_cuda_catch_all(nullptr, [&] {
+		cudaMemPool_t pool;
+		int			device;
+
+		if (cudaGetDevice(&device) != cudaSuccess ||
+			cudaDeviceGetDefaultMemPool(&pool, device) != cudaSuccess ||
+			cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &high) != cudaSuccess)
+		{
+			(void) cudaGetLastError();
+			high = 0;
+		}
+		return TG_OK;
+	});
+	return (size_t) high;
+}
+
 static tg_status
 probe(int device, tg_device_info *info, tg_error *err)
 {

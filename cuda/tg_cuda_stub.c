@@ -26,6 +26,17 @@ tg_cuda_release(void)
 {
 }
 
+void
+tg_cuda_peak_restart(void)
+{
+}
+
+size_t
+tg_cuda_peak_bytes(void)
+{
+	return 0;
+}
+
 tg_status
 tg_cuda_copy_rates(const tg_ctx *ctx, size_t bytes, tg_copy_rates *rates, tg_error *err)
 {

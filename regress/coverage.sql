@@ -294,3 +294,15 @@ WITH forms AS (
 SELECT c.proname, v.args IS NOT NULL AS has_value_form, c.args = v.args AS same_arguments
 FROM forms c LEFT JOIN forms v ON v.proname = c.proname AND NOT v.coverage
 WHERE c.coverage ORDER BY 1;
+
+-- tg_last_run reports the most host memory the call's buffers held (a
+-- coverage of 600 x 600 cells: planes of a megabyte or more count), within
+-- the memory check's estimate for tg_hydrology on the CPU (112 bytes a cell)
+CREATE TEMP TABLE big_tiles AS
+SELECT row_number() OVER () AS rid, t.rast
+FROM (SELECT ST_Tile(ST_MapAlgebra(ST_AddBand(ST_MakeEmptyRaster(600, 600, 0, 600, 30, -30, 0, 0, 3857), '32BF', 0::double precision, -9999::double precision),
+                                   '32BF', '[rast.x] * 0.5 + [rast.y] * 0.25'), 200, 200) AS rast) AS t;
+SELECT count(*) FROM tg_hydrology(coverage => 'big_tiles');
+SELECT backend, cells, peak_host_bytes BETWEEN 14 * cells AND 112 * cells AS host_peak_sane,
+       peak_device_bytes IS NULL AS no_device_bytes_on_cpu
+FROM tg_last_run();

@@ -58,13 +58,13 @@ CREATE OR REPLACE FUNCTION @extschema@.tg_gpu_info(OUT available boolean, OUT de
  PARALLEL RESTRICTED
  SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_gpu_info$function$;
-CREATE OR REPLACE FUNCTION @extschema@.tg_last_run(OUT function text, OUT backend text, OUT cells bigint, OUT kernel_ms double precision, OUT transfer_ms double precision, OUT core_ms double precision, OUT chunks integer, OUT note text, OUT method text, OUT iterations integer, OUT prep_ms double precision, OUT threads integer, OUT phases text)
+CREATE OR REPLACE FUNCTION @extschema@.tg_last_run(OUT function text, OUT backend text, OUT cells bigint, OUT kernel_ms double precision, OUT transfer_ms double precision, OUT core_ms double precision, OUT chunks integer, OUT note text, OUT method text, OUT iterations integer, OUT prep_ms double precision, OUT threads integer, OUT phases text, OUT peak_host_bytes bigint, OUT peak_device_bytes bigint)
  RETURNS record
  LANGUAGE c
  PARALLEL RESTRICTED STRICT
  SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_last_run$function$;
-COMMENT ON FUNCTION @extschema@.tg_last_run() IS 'What the last terra_gpu call of this backend ran on (cpu or gpu), its device kernel and transfer times, its time in the library, the threads it used and the time of each phase';
+COMMENT ON FUNCTION @extschema@.tg_last_run() IS 'What the last terra_gpu call of this backend ran on (cpu or gpu), its device kernel and transfer times, its time in the library, the threads it used, the time of each phase, and the most host and device memory its buffers held at once';
 CREATE OR REPLACE FUNCTION @extschema@.tg_slope(rast raster, band integer DEFAULT 1, units text DEFAULT 'DEGREES'::text, scale double precision DEFAULT 1.0, nodata double precision DEFAULT NULL::double precision, backend text DEFAULT NULL::text)
  RETURNS raster
  LANGUAGE c

@@ -38,11 +38,13 @@ CREATE FUNCTION tg_last_run(
 	OUT iterations integer,
 	OUT prep_ms double precision,
 	OUT threads integer,
-	OUT phases text)
+	OUT phases text,
+	OUT peak_host_bytes bigint,
+	OUT peak_device_bytes bigint)
 	AS 'MODULE_PATHNAME', 'tgpg_last_run'
 	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
 COMMENT ON FUNCTION tg_last_run() IS
-'What the last terra_gpu call of this backend ran on (cpu or gpu), its device kernel and transfer times, its time in the library, the threads it used and the time of each phase';
+'What the last terra_gpu call of this backend ran on (cpu or gpu), its device kernel and transfer times, its time in the library, the threads it used, the time of each phase, and the most host and device memory its buffers held at once';
 
 -------------------------------------------------------------------------------
 -- Terrain

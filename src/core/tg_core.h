@@ -120,6 +120,9 @@ typedef struct tg_run_stats
 	char		method[32];		/* the algorithm that ran, where there is a choice */
 	char		note[320];		/* why auto chose the CPU, or empty */
 	int			threads;		/* the most threads that ran at once (1: the calling thread) */
+	size_t		peak_host_bytes;	/* the most host memory the call's buffers of a megabyte
+									 * or more held at once (tg_alloc) */
+	size_t		peak_device_bytes;	/* the most device memory its buffers held at once */
 	int			nphases;
 	tg_phase_time phases[TG_MAX_PHASES];	/* in the order they ran */
 } tg_run_stats;

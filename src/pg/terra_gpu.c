@@ -169,8 +169,8 @@ tgpg_last_run(PG_FUNCTION_ARGS)
 	const tg_run_stats *stats;
 	const char *function;
 	StringInfoData phases;
-	Datum		values[13];
-	bool		nulls[13];
+	Datum		values[15];
+	bool		nulls[15];
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -203,6 +203,9 @@ tgpg_last_run(PG_FUNCTION_ARGS)
 		appendStringInfo(&phases, "%s%s %.1f ms", k ? ", " : "", stats->phases[k].name,
 						 stats->phases[k].ms);
 	values[12] = text_or_null(phases.data, &nulls[12]);
+	values[13] = Int64GetDatum((int64) stats->peak_host_bytes);
+	values[14] = Int64GetDatum((int64) stats->peak_device_bytes);
+	nulls[14] = stats->backend != TG_BACKEND_GPU;
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -87,7 +87,10 @@ run_on(const tg_ctx *ctx, const tg_ctx *call, tg_backend *use, tg_step_fn cpu, t
 		if (phases)
 			tg_phase(call, "on the GPU");
 		tg_error_clear(&gpu_err);
+		tg_cuda_peak_restart();
 		st = gpu(call, args, &gpu_err);
+		if (ctx->stats && tg_cuda_peak_bytes() > ctx->stats->peak_device_bytes)
+			ctx->stats->peak_device_bytes = tg_cuda_peak_bytes();
 		tg_cuda_release();
 		if (st == TG_ENOMEM && gpu_err.on_device && ctx->backend == TG_BACKEND_AUTO)
 		{
@@ -142,6 +145,19 @@ tg_run_step(const tg_ctx *ctx, int64_t cells, tg_step_fn cpu, tg_step_fn gpu, co
 	tg_status	st = choose_backend(ctx, cells, &use, err);
 
 	return st == TG_OK ? run_on(ctx, ctx, &use, cpu, gpu, args, false, err) : st;
+}
+
+bool
+tg_gpu_chosen(const tg_ctx *ctx, int64_t cells)
+{
+	tg_ctx		quiet = *ctx;
+	tg_backend	use = TG_BACKEND_CPU;
+	tg_error	err;
+
+	quiet.stats = NULL;			/* the choice's note is the call's to make */
+	tg_error_clear(&err);
+	return ctx->backend == TG_BACKEND_GPU ||
+		(choose_backend(&quiet, cells, &use, &err) == TG_OK && use == TG_BACKEND_GPU);
 }
 
 void

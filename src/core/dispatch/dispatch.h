@@ -179,6 +179,13 @@ typedef tg_status (*tg_step_fn) (const tg_ctx *ctx, const void *args, tg_error *
 tg_status	tg_run_step(const tg_ctx *ctx, int64_t cells, tg_step_fn cpu, tg_step_fn gpu, const void *args,
 						tg_error *err);
 
+/*
+ * Whether the policy sends a call of `cells` to the GPU (backend gpu: always;
+ * auto: a device ready and enough cells), for the memory check of a whole
+ * call (run/run.c), which estimates from the path taken.
+ */
+bool		tg_gpu_chosen(const tg_ctx *ctx, int64_t cells);
+
 /* ------------------------------------------------------------------------
  * The CUDA backend (cuda/, or cuda/tg_cuda_stub.c without nvcc).  Its entry
  * points never throw, never longjmp, free every device buffer on every path
@@ -198,6 +205,14 @@ tg_status	tg_cuda_probe(int device, tg_device_info *info, tg_error *err);
 
 /* After a call that ran on the device: give the memory its buffers took back. */
 void		tg_cuda_release(void);
+
+/*
+ * The most device memory the buffers of this process held at once since the
+ * last call of tg_cuda_peak_restart (the stream-ordered pool's high mark);
+ * 0 without a device.
+ */
+void		tg_cuda_peak_restart(void);
+size_t		tg_cuda_peak_bytes(void);
 
 /*
  * For the benchmarks: GB/s of copies of `bytes` between the host and the

@@ -19,44 +19,57 @@
 
 /*
  * Every operation's traits, one row each: the result rasters it writes, the
- * bytes per cell it holds in memory (input and outputs included), and how
- * it meets the rows beyond its own (what decides whether it runs in strips
- * or over parts).
+ * bytes per cell it holds as one grid on each path (the memory check reads
+ * them: tg_op_bytes_per_cell), and how it meets the rows beyond its own
+ * (what decides whether it runs in strips or over parts).
+ *
+ * CPU one grid: the DEM as doubles where a routing needs them, the call's
+ * scratch and every product plane.  GPU one grid, host: the DEM in its own
+ * pixel type (8 bytes at most) and the product planes the device's results
+ * come back into; the device holds the rest (its column: what the CUDA side
+ * checks against the device's memory before it starts, the routing's worst
+ * case).  0 on the GPU columns: no GPU path of its own, the CPU figure holds.
  */
 typedef struct op_traits
 {
 	int			outputs;
-	size_t		bytes_per_cell;
+	tg_op_memory memory;
 	tg_op_seams seams;
 } op_traits;
 
+#define CPU_ONLY(cpu) {cpu, 0, 0}
+
 static const op_traits traits[] = {
-	[TG_OP_SLOPE] = {1, 16, TG_SEAMS_WINDOW},
-	[TG_OP_FILL] = {1, 40, TG_SEAMS_FILL},
-	[TG_OP_DIRECTIONS] = {1, 96, TG_SEAMS_ROUTE},
-	[TG_OP_ACCUMULATION] = {1, 96, TG_SEAMS_FLOW},
-	[TG_OP_HYDROLOGY] = {3, 112, TG_SEAMS_FLOW},
-	[TG_OP_LS_FACTOR] = {1, 160, TG_SEAMS_NONE},
-	[TG_OP_RUSLE] = {1, 160, TG_SEAMS_NONE},
-	[TG_OP_TRAVEL_TIME] = {1, 96, TG_SEAMS_NONE},
-	[TG_OP_ISOCHRONE_BANDS] = {1, 96, TG_SEAMS_NONE},
-	[TG_OP_WATERSHED] = {1, 96, TG_SEAMS_NONE},
-	[TG_OP_SNAP_POUR_POINT] = {1, 96, TG_SEAMS_NONE},
-	[TG_OP_VIEWSHED] = {1, 16, TG_SEAMS_NONE},
-	[TG_OP_VIEWSHED_COUNT] = {1, 16, TG_SEAMS_NONE},
-	[TG_OP_STREAM_ORDER] = {1, 160, TG_SEAMS_NONE},
-	[TG_OP_STREAM_LINKS] = {1, 160, TG_SEAMS_NONE},
-	[TG_OP_BASINS] = {1, 160, TG_SEAMS_NONE},
-	[TG_OP_FLOW_LENGTH] = {1, 160, TG_SEAMS_NONE},
-	[TG_OP_HAND] = {1, 160, TG_SEAMS_NONE},
-	[TG_OP_WETNESS_INDEX] = {1, 160, TG_SEAMS_NONE},
-	[TG_OP_TERRAIN] = {0, 8, TG_SEAMS_WINDOW},	/* outputs and planes: one per product */
+	/* host: DEM 8 + the product (4 or 8) */
+	[TG_OP_SLOPE] = {1, {16, 12, 20}, TG_SEAMS_WINDOW},
+	[TG_OP_FILL] = {1, {40, 16, 32}, TG_SEAMS_FILL},
+	/* host: DEM 8 + shares, 8 planes of 32BF; device: the routing (47) and the shares */
+	[TG_OP_DIRECTIONS] = {1, {96, 40, 80}, TG_SEAMS_ROUTE},
+	/* host: DEM 8 + accumulation 8; device: the routing (47) and the indegree scratch (26) */
+	[TG_OP_ACCUMULATION] = {1, {96, 16, 73}, TG_SEAMS_FLOW},
+	/* host: DEM 8 + surface 8 + receivers 2 + accumulation 8 (16 in all for a 16-bit DEM); device: 73 + 10 */
+	[TG_OP_HYDROLOGY] = {3, {112, 26, 83}, TG_SEAMS_FLOW},
+	[TG_OP_LS_FACTOR] = {1, CPU_ONLY(160), TG_SEAMS_NONE},
+	[TG_OP_RUSLE] = {1, CPU_ONLY(160), TG_SEAMS_NONE},
+	[TG_OP_TRAVEL_TIME] = {1, CPU_ONLY(96), TG_SEAMS_NONE},
+	[TG_OP_ISOCHRONE_BANDS] = {1, CPU_ONLY(96), TG_SEAMS_NONE},
+	[TG_OP_WATERSHED] = {1, CPU_ONLY(96), TG_SEAMS_NONE},
+	[TG_OP_SNAP_POUR_POINT] = {1, CPU_ONLY(96), TG_SEAMS_NONE},
+	[TG_OP_VIEWSHED] = {1, CPU_ONLY(16), TG_SEAMS_NONE},
+	[TG_OP_VIEWSHED_COUNT] = {1, CPU_ONLY(16), TG_SEAMS_NONE},
+	[TG_OP_STREAM_ORDER] = {1, CPU_ONLY(160), TG_SEAMS_NONE},
+	[TG_OP_STREAM_LINKS] = {1, CPU_ONLY(160), TG_SEAMS_NONE},
+	[TG_OP_BASINS] = {1, CPU_ONLY(160), TG_SEAMS_NONE},
+	[TG_OP_FLOW_LENGTH] = {1, CPU_ONLY(160), TG_SEAMS_NONE},
+	[TG_OP_HAND] = {1, CPU_ONLY(160), TG_SEAMS_NONE},
+	[TG_OP_WETNESS_INDEX] = {1, CPU_ONLY(160), TG_SEAMS_NONE},
+	[TG_OP_TERRAIN] = {0, CPU_ONLY(8), TG_SEAMS_WINDOW},	/* outputs and planes: one per product */
 };
 
 static op_traits
 traits_of(tg_op_kind kind)
 {
-	const op_traits unknown = {1, 160, TG_SEAMS_NONE};
+	const op_traits unknown = {1, CPU_ONLY(160), TG_SEAMS_NONE};
 
 	return (unsigned) kind < sizeof traits / sizeof traits[0] ? traits[kind] : unknown;
 }
@@ -67,11 +80,31 @@ tg_op_outputs(const tg_op *op)
 	return op->kind == TG_OP_TERRAIN ? op->terrain.nproducts : traits_of(op->kind).outputs;
 }
 
-size_t
-tg_op_bytes_per_cell(const tg_op *op)
+tg_op_memory
+tg_op_memory_of(const tg_op *op)
 {
+	tg_op_memory m = traits_of(op->kind).memory;
+
 	/* tg_terrain: the DEM, then a plane per product */
-	return traits_of(op->kind).bytes_per_cell + (op->kind == TG_OP_TERRAIN ? 8 * (size_t) op->terrain.nproducts : 0);
+	if (op->kind == TG_OP_TERRAIN)
+		m.cpu += 8 * (size_t) op->terrain.nproducts;
+	/* beyond D8, the device holds 8 shares a cell in the routing and 8 more in the accumulation */
+	if (op->kind == TG_OP_HYDROLOGY || op->kind == TG_OP_ACCUMULATION || op->kind == TG_OP_DIRECTIONS)
+		m.gpu_device += op->flow.routing != TG_ROUTE_D8 ? 64 : 0;
+	/* a weight raster: its band (8 at most) and the weights as doubles */
+	if ((op->kind == TG_OP_HYDROLOGY || op->kind == TG_OP_ACCUMULATION) && op->weight_input > 0 && m.gpu_host)
+		m.gpu_host += 16;
+	if (m.gpu_host == 0)
+		m.gpu_host = m.cpu;
+	return m;
+}
+
+size_t
+tg_op_bytes_per_cell(const tg_op *op, bool on_gpu)
+{
+	const tg_op_memory m = tg_op_memory_of(op);
+
+	return on_gpu ? m.gpu_host : m.cpu;
 }
 
 tg_op_seams

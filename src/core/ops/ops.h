@@ -12,8 +12,22 @@
 /* The outputs' bands (planes not set) of an operation on a DEM band. */
 tg_status	tg_op_plan(const tg_op *op, const tg_band *dem, tg_output *outs, tg_error *err);
 
-/* Bytes per cell an operation holds in memory, input and outputs included. */
-size_t		tg_op_bytes_per_cell(const tg_op *op);
+/*
+ * Bytes per cell an operation holds as one grid in memory, input and outputs
+ * included, on each path: the CPU's, and the GPU's in host and in device
+ * memory (gpu_device 0: no GPU path of its own; gpu_host then is the CPU's).
+ */
+typedef struct tg_op_memory
+{
+	size_t		cpu;
+	size_t		gpu_host;
+	size_t		gpu_device;
+} tg_op_memory;
+
+tg_op_memory tg_op_memory_of(const tg_op *op);
+
+/* The host's bytes per cell on the path the call takes (on_gpu: the GPU's one-grid path). */
+size_t		tg_op_bytes_per_cell(const tg_op *op, bool on_gpu);
 
 /*
  * How an operation meets the rows beyond its own: what a strip or a part of

@@ -13,7 +13,8 @@
 
 /* TG_ELIMIT for a grid beyond the budget that cannot run in strips. */
 static tg_status
-beyond_budget(const tg_ctx *ctx, const tg_op *op, const tg_job *job, const char *why_not, tg_error *err)
+beyond_budget(const tg_ctx *ctx, const tg_op *op, const tg_job *job, bool on_gpu, const char *why_not,
+			  tg_error *err)
 {
 	const tg_layout *l = job->layout;
 
@@ -27,9 +28,10 @@ beyond_budget(const tg_ctx *ctx, const tg_op *op, const tg_job *job, const char 
 		tg_error_hint(err, "Process the coverage in parts (by extent).");
 		return TG_ELIMIT;
 	}
-	tg_error_set(err, TG_ELIMIT, "%s over %s needs about %zu MB as one grid, more than the %zu MB a call may use",
+	tg_error_set(err, TG_ELIMIT, "%s over %s needs about %zu MB as one grid%s, more than the %zu MB a call may use",
 				 job->function, l->name,
-				 ((size_t) l->width * l->height * tg_op_bytes_per_cell(op)) >> 20, job->memory_budget >> 20);
+				 ((size_t) l->width * l->height * tg_op_bytes_per_cell(op, on_gpu)) >> 20,
+				 on_gpu ? " on the GPU" : "", job->memory_budget >> 20);
 	if (why_not)
 	{
 		tg_error_detail(err, "Beyond %s, %s runs in strips of rows on the CPU only with %s.",
@@ -107,6 +109,43 @@ run_in_memory(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *e
 	return st;
 }
 
+/*
+ * The one grid on the GPU, chosen because the host holds less there than the
+ * CPU path would: the call stays on the GPU (no CPU fallback over the
+ * budget).  Where the device then lacks the memory, it has written nothing
+ * yet (the device's need is checked before the first kernel), so the call
+ * goes on in strips where the operation runs in them: slower, but it
+ * completes, as it would have had the budget been smaller to begin with.
+ * Otherwise the error says which settings to change.
+ */
+static tg_status
+run_on_gpu(const tg_ctx *call, const tg_op *op, const tg_job *job, tg_error *err)
+{
+	tg_ctx		gpu = *call;
+	const char *why_not = NULL;
+	tg_status	st;
+
+	gpu.backend = TG_BACKEND_GPU;
+	st = run_in_memory(&gpu, op, job, err);
+	if (st == TG_ENOMEM && err->on_device && !job->whole && tg_op_in_strips(op, call, &why_not))
+	{
+		if (call->stats)
+			snprintf(call->stats->note, sizeof call->stats->note, "GPU out of memory, ran in strips: %s",
+					 err->message);
+		tg_error_clear(err);
+		return tg_run_strips(call, op, job, err);
+	}
+	if ((st == TG_ENOMEM && err->on_device) || st == TG_ENODEVICE)
+	{
+		tg_error_detail(err, "The grid fits %s on the GPU path only: the CPU path needs about %zu MB.",
+						job->budget_name, (job->layout->width * (size_t) job->layout->height *
+										   tg_op_bytes_per_cell(op, false)) >> 20);
+		tg_error_hint(err, "Set terra_gpu.backend = 'cpu' to run on the CPU%s, or raise terra_gpu.max_device_memory_mb where it caps the device below its free memory.",
+					  job->whole ? "" : " (in strips where the operation runs in them)");
+	}
+	return st;
+}
+
 tg_status
 tg_run(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err)
 {
@@ -114,6 +153,8 @@ tg_run(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err)
 	const double t0 = tg_stats_begin(ctx, (int64_t) l->width * l->height);
 	const char *why_not = NULL;
 	const tg_band smallest = {.pixtype = TG_PT_8BUI};	/* whatever the DEM's type */
+	const size_t cells = (size_t) l->width * l->height;
+	bool		on_gpu = false;
 	tg_ctx		call;
 	tg_status	st;
 
@@ -124,13 +165,18 @@ tg_run(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err)
 		st = tg_run_part(&call, op, job, err);
 	else if ((st = check_results(op, job, &smallest, err)) != TG_OK)
 		;						/* refused from the tiles' sizes alone, before any pixel is read */
-	else if ((size_t) l->width * l->height * tg_op_bytes_per_cell(op) <= job->memory_budget &&
-		(uint64_t) l->width * l->height <= TG_MAX_GRID_CELLS)
+	else if (cells > TG_MAX_GRID_CELLS)
+		st = !job->whole && tg_op_in_strips(op, ctx, &why_not) ? tg_run_strips(&call, op, job, err)
+			: beyond_budget(ctx, op, job, false, why_not, err);
+	else if (cells * tg_op_bytes_per_cell(op, false) <= job->memory_budget)
 		st = run_in_memory(&call, op, job, err);
+	else if ((on_gpu = tg_gpu_chosen(ctx, (int64_t) cells)) &&
+			 cells * tg_op_bytes_per_cell(op, true) <= job->memory_budget)
+		st = run_on_gpu(&call, op, job, err);
 	else if (!job->whole && tg_op_in_strips(op, ctx, &why_not))
 		st = tg_run_strips(&call, op, job, err);
 	else
-		st = beyond_budget(ctx, op, job, why_not, err);
+		st = beyond_budget(ctx, op, job, on_gpu, why_not, err);
 	tg_call_close(&call);
 	tg_stats_end(ctx, t0);
 	return st;

@@ -56,6 +56,13 @@ typedef struct block
 } block;
 
 #define MAX_BLOCKS 64
+#define MAX_HELD 1024			/* beyond, a call's further allocations go uncounted */
+
+typedef struct held_block
+{
+	void	   *p;
+	size_t		size;
+} held_block;
 #define KEPT_LARGEST_TIMES 4	/* kept bytes at most: this many of the largest block */
 
 struct tg_pool
@@ -66,6 +73,12 @@ struct tg_pool
 	size_t		largest;
 	size_t		kept_bytes;
 	bool		keep_none;		/* the call counts every byte it holds against a budget */
+	/* the call's live allocations of tg_tracked_bytes or more, for its peak (any thread) */
+	pthread_mutex_t held_lock;
+	held_block	held[MAX_HELD];
+	int			nheld;
+	size_t		held_bytes;
+	size_t		peak_bytes;
 	pthread_mutex_t lock;
 	pthread_cond_t work;		/* a job or the end was posted */
 	pthread_cond_t idle;		/* a worker left the job */
@@ -267,6 +280,7 @@ pool_create(const tg_ctx *owner)
 		return NULL;
 	pool->owner = owner;
 	pthread_mutex_init(&pool->lock, NULL);
+	pthread_mutex_init(&pool->held_lock, NULL);
 	pthread_cond_init(&pool->work, NULL);
 	pthread_cond_init(&pool->idle, NULL);
 	return pool;
@@ -291,6 +305,7 @@ pool_destroy(tg_pool *pool)
 	for (int i = 0; i < pool->started; i++)
 		pthread_join(pool->threads[i], NULL);
 	pthread_mutex_destroy(&pool->lock);
+	pthread_mutex_destroy(&pool->held_lock);
 	pthread_cond_destroy(&pool->work);
 	pthread_cond_destroy(&pool->idle);
 	free(pool);
@@ -327,6 +342,8 @@ tg_call_close(tg_ctx *call)
 	{
 		tg_phase_end(call);
 		record_threads(call, call->pool->most_busy);
+		if (call->stats && call->pool->peak_bytes > call->stats->peak_host_bytes)
+			call->stats->peak_host_bytes = call->pool->peak_bytes;
 		pool_destroy(call->pool);
 	}
 	call->pool = NULL;
@@ -655,6 +672,45 @@ tg_parallel_memset(const tg_ctx *ctx, void *dst, int value, size_t bytes)
 }
 
 /* ------------------------------------------------------------------------
+ * The call's peak of host memory: its large allocations, counted from the
+ * allocator's view (a kept block still counts), on any thread.
+ * ------------------------------------------------------------------------ */
+size_t		tg_tracked_bytes = (size_t) 1 << 20;	/* smaller buffers are noise per cell */
+
+static void
+held_add(tg_pool *pool, void *p, size_t size)
+{
+	if (pool == NULL || size < tg_tracked_bytes)
+		return;
+	pthread_mutex_lock(&pool->held_lock);
+	if (pool->nheld < MAX_HELD)
+	{
+		pool->held[pool->nheld++] = (held_block) {p, size};
+		pool->held_bytes += size;
+		if (pool->held_bytes > pool->peak_bytes)
+			pool->peak_bytes = pool->held_bytes;
+	}
+	pthread_mutex_unlock(&pool->held_lock);
+}
+
+/* p goes back to its allocator: no longer held (if the call counted it) */
+static void
+held_drop(tg_pool *pool, void *p)
+{
+	if (pool == NULL)
+		return;
+	pthread_mutex_lock(&pool->held_lock);
+	for (int k = pool->nheld - 1; k >= 0; k--)
+		if (pool->held[k].p == p)
+		{
+			pool->held_bytes -= pool->held[k].size;
+			pool->held[k] = pool->held[--pool->nheld];
+			break;
+		}
+	pthread_mutex_unlock(&pool->held_lock);
+}
+
+/* ------------------------------------------------------------------------
  * Large blocks kept for reuse within a call
  *
  * A chain allocates and frees grid-sized buffers phase after phase, and
@@ -752,6 +808,7 @@ tg_block_keep(const tg_ctx *ctx, void *p)
 			if (pool->blocks[j].kept && (smallest < 0 || pool->blocks[j].size < pool->blocks[smallest].size))
 				smallest = j;
 		pool->kept_bytes -= pool->blocks[smallest].size;
+		held_drop(pool, pool->blocks[smallest].p);
 		pool->blocks[smallest].allocator.free(pool->blocks[smallest].p, pool->blocks[smallest].allocator.arg);
 		forget_block(pool, smallest);
 	}
@@ -775,7 +832,10 @@ give_back_kept(tg_pool *pool)
 {
 	for (int k = 0; k < pool->nblocks; k++)
 		if (pool->blocks[k].kept)
+		{
+			held_drop(pool, pool->blocks[k].p);
 			pool->blocks[k].allocator.free(pool->blocks[k].p, pool->blocks[k].allocator.arg);
+		}
 	pool->nblocks = 0;
 	pool->kept_bytes = 0;
 }
@@ -839,7 +899,10 @@ tg_alloc(const tg_ctx *ctx, size_t size)
 	if (p != NULL && size >= 2 * HUGE_PAGE)
 		advise_huge_pages(p, size);
 	if (p != NULL)
+	{
 		tg_block_track(ctx, p, size);
+		held_add(ctx->pool, p, size);
+	}
 	return p;
 }
 
@@ -847,7 +910,10 @@ void
 tg_free(const tg_ctx *ctx, void *ptr)
 {
 	if (ptr != NULL && !tg_block_keep(ctx, ptr))
+	{
+		held_drop(ctx->pool, ptr);
 		ctx->allocator.free(ptr, ctx->allocator.arg);
+	}
 }
 
 bool

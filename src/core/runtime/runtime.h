@@ -184,6 +184,9 @@ tg_part_range(int64_t n, int64_t parts, int64_t t, int64_t *lo, int64_t *hi)
  * no part (the tests lower it to make every grid take part).
  */
 extern size_t tg_kept_block_bytes;
+
+/* Allocations from this size up count in a call's peak_host_bytes (lowered by the tests). */
+extern size_t tg_tracked_bytes;
 void	   *tg_block_take(const tg_ctx *ctx, size_t size);
 void		tg_block_track(const tg_ctx *ctx, void *p, size_t size);
 bool		tg_block_keep(const tg_ctx *ctx, void *p);

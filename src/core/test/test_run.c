@@ -129,7 +129,7 @@ check_op(const char *name, const tg_op *op, coverage *tiles, coverage *whole, co
 	if (strips != NO_STRIPS)
 	{
 		/* a third of the grid in memory */
-		const size_t budget = (size_t) GW * GH * tg_op_bytes_per_cell(op) / 3;
+		const size_t budget = (size_t) GW * GH * tg_op_bytes_per_cell(op, false) / 3;
 
 		check(run_on(tiles, weights, op, 3, budget, false, false, &rs, &stats, &err) == TG_OK,
 			  "%s in strips: %s", name, err.message);
@@ -236,7 +236,7 @@ check_parts_in_strips(const char *name, const tg_op *op, coverage *tiles)
 	int			rounds[2],
 				nstrips = 0,
 				most = 0;
-	size_t		budget = (size_t) GW * GH * tg_op_bytes_per_cell(op) / 3;
+	size_t		budget = (size_t) GW * GH * tg_op_bytes_per_cell(op, false) / 3;
 
 	/* strips of at most about 72 rows: the parts' 64, 64 and 62 (whole rows of tiles) */
 	check(run_on(tiles, NULL, op, 1, budget, false, false, &strips, &stats, &err) == TG_OK &&
@@ -478,6 +478,67 @@ test_parts_on_gpu(coverage *tiles)
 	parts_backend = TG_BACKEND_CPU;
 }
 
+/*
+ * The memory check's table (ops.c): a call whose estimate fits the budget
+ * exactly runs as one grid, never refused nor sent to strips, and the host
+ * memory it measured at its peak (tg_last_run's peak_host_bytes) stays
+ * within that estimate, on 1 and 4 threads, over the tiles and over the
+ * one-tile mosaic; the GPU's one-grid path holds less on the host.
+ */
+static void
+test_memory_estimates(coverage *tiles, coverage *whole)
+{
+	static const tg_op_kind kinds[] = {TG_OP_SLOPE, TG_OP_FILL, TG_OP_DIRECTIONS, TG_OP_ACCUMULATION,
+	TG_OP_HYDROLOGY};
+	const size_t cells = (size_t) GW * GH,
+				tracked = tg_tracked_bytes;
+
+	tg_tracked_bytes = 4096;	/* the test grid's planes are under a megabyte */
+	for (int k = 0; k < (int) (sizeof kinds / sizeof kinds[0]); k++)
+		for (int r = 0; r < 2; r++)
+		{
+			tg_op		op = base_op(kinds[k]);
+			tg_op_memory m;
+			size_t		estimate;
+
+			op.flow.routing = r ? TG_ROUTE_MFD_MD : TG_ROUTE_D8;
+			m = tg_op_memory_of(&op);
+			estimate = cells * m.cpu;
+			for (int pass = 0; pass < 4; pass++)
+			{
+				coverage   *c = pass < 2 ? tiles : whole;
+				const int	threads = pass % 2 ? 4 : 1;
+				results		res;
+				tg_run_stats stats;
+				tg_error	err;
+				tg_status	st = run_on(c, NULL, &op, threads, estimate, false, c == whole, &res, &stats, &err);
+
+				check(st == TG_OK && res.written == c->layout.ntiles && strstr(stats.note, "strips") == NULL,
+					  "op %d routing %d pass %d: a call whose estimate (%zu bytes) fits is run as one grid: %s %s",
+					  (int) kinds[k], r, pass, estimate, err.message, stats.note);
+				check(stats.peak_host_bytes > cells && stats.peak_host_bytes <= estimate,
+					  "op %d routing %d, %d threads: measured peak %zu bytes (%.1f a cell) within the estimate %zu (%zu a cell)",
+					  (int) kinds[k], r, threads, stats.peak_host_bytes,
+					  (double) stats.peak_host_bytes / cells, estimate, m.cpu);
+				if (pass == 1)
+					printf("memory: op %d routing %s on 4 threads: peak %.1f host bytes a cell, estimate %zu\n",
+						   (int) kinds[k], r ? "mfd-md" : "d8", (double) stats.peak_host_bytes / cells, m.cpu);
+				res_free(&res);
+			}
+			check(m.gpu_host < m.cpu && m.gpu_device > 0,
+				  "op %d: the GPU path holds %zu bytes a cell on the host (CPU %zu), %zu on the device",
+				  (int) kinds[k], m.gpu_host, m.cpu, m.gpu_device);
+		}
+	/* the target of the one-grid GPU path: 2 x 10^9 cells of tg_hydrology D8 in 64 GB of host memory */
+	{
+		tg_op		op = base_op(TG_OP_HYDROLOGY);
+
+		check(tg_op_bytes_per_cell(&op, true) <= 26 && tg_op_bytes_per_cell(&op, false) == tg_op_memory_of(&op).cpu,
+			  "tg_hydrology d8 on the GPU: %zu host bytes a cell", tg_op_bytes_per_cell(&op, true));
+	}
+	tg_tracked_bytes = tracked;
+}
+
 static void
 test_streamed_tiles(coverage *tiles, coverage *weights)
 {
@@ -642,6 +703,7 @@ test_run(void)
 	test_parts(tiles);
 	test_parts_on_gpu(tiles);
 	test_streamed_tiles(tiles, weights);
+	test_memory_estimates(tiles, whole);
 
 	/* what cannot run in strips says so, before reading a pixel */
 	{

@@ -165,11 +165,11 @@ tg_run_part(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err
 		on_grid.ninputs = 1;	/* a part reads the DEM alone */
 		job = &on_grid;
 	}
-	if (st == TG_OK && (size_t) l->width * ((size_t) l->height + 4) * tg_op_bytes_per_cell(op) > job->memory_budget)
+	if (st == TG_OK && (size_t) l->width * ((size_t) l->height + 4) * tg_op_bytes_per_cell(op, false) > job->memory_budget)
 	{
 		tg_error_set(err, TG_ELIMIT, "%s: the part %s of %d x %d cells needs about %zu MB, more than %s (%zu MB)",
 					 job->function, l->name, l->width, l->height,
-					 ((size_t) l->width * l->height * tg_op_bytes_per_cell(op)) >> 20, job->budget_name,
+					 ((size_t) l->width * l->height * tg_op_bytes_per_cell(op, false)) >> 20, job->budget_name,
 					 job->memory_budget >> 20);
 		tg_error_hint(err, "Split the coverage into more partitions, or raise %s on this server.",
 					  job->budget_name);

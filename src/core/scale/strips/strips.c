@@ -660,7 +660,7 @@ strip_bytes_per_cell(const tg_op *op)
 	switch (tg_op_seams_of(op->kind))
 	{
 		case TG_SEAMS_WINDOW:
-			return tg_op_bytes_per_cell(op);
+			return tg_op_bytes_per_cell(op, false);
 		case TG_SEAMS_FILL:
 			return fill;
 		case TG_SEAMS_ROUTE:
