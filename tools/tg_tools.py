@@ -120,12 +120,14 @@ def tiles_sql(path, srid, table, tile):
 
 def append_tiles(path, srid, table, tile, db=None):
     """Add a GDAL file's tiles of tile x tile to `table` (rid serial, rast),
-    raster2pgsql's output streamed into psql (never held in memory); where
-    raster2pgsql is missing, the server reads the file (server_read_sql)."""
+    every one of them (-k: tiles of nodata only too, as the server's read
+    keeps them), raster2pgsql's output streamed into psql (never held in
+    memory); where raster2pgsql is missing, the server reads the file
+    (server_read_sql)."""
     if shutil.which("raster2pgsql") is None:
         psql_script(server_read_sql(path, srid, table, tile, append=True), db)
         return
-    tiles = subprocess.Popen(["raster2pgsql", "-a", "-q", "-s", str(srid), "-Y", "-t", "%dx%d" % (tile, tile),
+    tiles = subprocess.Popen(["raster2pgsql", "-a", "-k", "-q", "-s", str(srid), "-Y", "-t", "%dx%d" % (tile, tile),
                               path, table], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     load = subprocess.run(psql_command(db), stdin=tiles.stdout, capture_output=True, text=True)
     tiles.stdout.close()
