@@ -27,25 +27,25 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
-from tg_tools import Dem, dem_bench_arguments, file_sha256, load_dem, machine_description, psql, run  # noqa: E402
+from tg_tools import (Dem, dem_bench_arguments, file_sha256, load_dem, machine_description, psql,  # noqa: E402
+                      psql_command, run)
 
 LAST_RUN = ("SELECT backend, threads, core_ms, coalesce(kernel_ms, 0), coalesce(transfer_ms, 0), "
             "coalesce(phases, '') FROM tg_last_run()")
 
 
-def timed(statements, db, settings=""):
+def timed(statements, db, settings="", report=LAST_RUN):
     """Run statements in one session with psql's \\timing; the server-side ms
-    of the last one and tg_last_run() after it."""
-    script = "\\set ON_ERROR_STOP 1\n%s\n%s\n\\timing on\n%s;\n\\timing off\n%s;\n" % (
+    of the last one and the last line `report` prints after it (by default
+    tg_last_run()'s fields, separated by |)."""
+    script = "%s\n%s\n\\timing on\n%s;\n\\timing off\n%s;\n" % (
         settings, ";\n".join(statements[:-1]) + (";" if len(statements) > 1 else ""),
-        statements[-1], LAST_RUN)
-    cmd = ["psql", "-X", "-q", "-At"] + (["-d", db] if db else [])
-    p = subprocess.run(cmd, input=script, capture_output=True, text=True)
+        statements[-1], report)
+    p = subprocess.run(psql_command(db), input=script, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError("psql failed:\n%s\n%s" % (script, p.stderr))
     ms = float(re.findall(r"^Time: ([\d.]+) ms", p.stdout, re.M)[-1])
-    last = p.stdout.strip().splitlines()[-1].split("|")
-    return ms, last
+    return ms, p.stdout.strip().splitlines()[-1]
 
 
 def repeat(n, statements, db, settings="", before=None):
@@ -54,7 +54,8 @@ def repeat(n, statements, db, settings="", before=None):
     for _ in range(n):
         if before:
             psql(before, db)
-        runs.append(timed(statements, db, settings))
+        ms, last = timed(statements, db, settings)
+        runs.append((ms, last.split("|")))
     runs.sort(key=lambda r: r[0])
     return runs[len(runs) // 2]
 

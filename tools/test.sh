@@ -95,6 +95,10 @@ echo "== coverage forms against the value forms on real DEMs"
 dems $PUTTALAM $ALPS_UTM $HIGHLANDS -- small_fortworth_srtm3 tiny_vinschgau_250m_utm32 small_bigtujunga_srtm30_utm11
 python3 regress/checks/check_coverage.py "${DEMS[@]}"
 
+echo "== the scale benchmark's small run: an enlarged DEM loaded in strips covers its grid once, equals a whole-file load"
+dems $ALPS
+python3 bench/scale_sql.py "${DEMS[0]}" --sizes 2048x2048 --strip-mb 1 --check
+
 echo "== many sessions, cancels and repetition on real DEMs"
 dems $ALPS
 python3 regress/checks/check_sessions.py "${DEMS[0]}" --big-scale 3

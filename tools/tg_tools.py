@@ -26,19 +26,18 @@ def sql_literal(text):
     return "'" + text.replace("'", "''") + "'"
 
 
+def psql_command(db=None):
+    """psql's command line: unaligned rows, stop at the first error (connection from PG* variables)."""
+    return ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"] + (["-d", db] if db else [])
+
+
 def psql(sql, db=None):
-    """Run SQL in psql (connection from PG* variables), return unaligned rows."""
-    cmd = ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"]
-    if db:
-        cmd += ["-d", db]
-    return run(cmd + ["-c", sql]).strip()
+    """Run SQL in psql, return unaligned rows."""
+    return run(psql_command(db) + ["-c", sql]).strip()
 
 
 def psql_script(script, db=None):
-    cmd = ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"]
-    if db:
-        cmd += ["-d", db]
-    return run(cmd, input=script)
+    return run(psql_command(db), input=script)
 
 
 def dem_checks_arguments(doc):
@@ -92,16 +91,22 @@ class Dem:
                 "Float32": "32BF", "Float64": "64BF", "Byte": "8BUI"}[self.gdal_type]
 
 
-def server_read_sql(path, srid, table, tile=None):
+def server_read_sql(path, srid, table, tile=None, append=False):
     """SQL creating `table` from a GDAL file the server reads itself
     (ST_FromGDALRaster: a superuser on the same machine, files under 1 GB),
     one raster value or tiles of tile x tile numbered in raster2pgsql's
-    order: the load where raster2pgsql is missing."""
+    order: the load where raster2pgsql is missing.  With append, the tiles
+    are added to an existing table(rid serial, rast) instead."""
     src = ("ST_SetSRID(ST_FromGDALRaster(pg_read_binary_file(%s)), %d)"
            % (sql_literal(os.path.abspath(path)), int(srid)))
-    rows = ("SELECT (row_number() OVER ())::int AS rid, t AS rast FROM (SELECT %s AS r) s, "
-            "ST_Tile(s.r, %d, %d) AS t" % (src, tile, tile)) if tile else "SELECT 1 AS rid, %s AS rast" % src
-    return ("SET postgis.gdal_enabled_drivers = 'ENABLE_ALL';\nCREATE TABLE %s AS %s;\n" % (table, rows))
+    tiles = "FROM (SELECT %s AS r) s, ST_Tile(s.r, %d, %d) AS t" % (src, tile, tile) if tile else None
+    if append:
+        statement = "INSERT INTO %s (rast) SELECT t %s" % (table, tiles)
+    elif tiles:
+        statement = "CREATE TABLE %s AS SELECT (row_number() OVER ())::int AS rid, t AS rast %s" % (table, tiles)
+    else:
+        statement = "CREATE TABLE %s AS SELECT 1 AS rid, %s AS rast" % (table, src)
+    return "SET postgis.gdal_enabled_drivers = 'ENABLE_ALL';\n%s;\n" % statement
 
 
 def tiles_sql(path, srid, table, tile):
@@ -111,6 +116,25 @@ def tiles_sql(path, srid, table, tile):
     if shutil.which("raster2pgsql") is None:
         return server_read_sql(path, srid, table, tile)
     return run(["raster2pgsql", "-q", "-s", str(srid), "-Y", "-t", "%dx%d" % (tile, tile), path, table])
+
+
+def append_tiles(path, srid, table, tile, db=None):
+    """Add a GDAL file's tiles of tile x tile to `table` (rid serial, rast),
+    every one of them (-k: tiles of nodata only too, as the server's read
+    keeps them), raster2pgsql's output streamed into psql (never held in
+    memory); where raster2pgsql is missing, the server reads the file
+    (server_read_sql)."""
+    if shutil.which("raster2pgsql") is None:
+        psql_script(server_read_sql(path, srid, table, tile, append=True), db)
+        return
+    tiles = subprocess.Popen(["raster2pgsql", "-a", "-k", "-q", "-s", str(srid), "-Y", "-t", "%dx%d" % (tile, tile),
+                              path, table], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    load = subprocess.run(psql_command(db), stdin=tiles.stdout, capture_output=True, text=True)
+    tiles.stdout.close()
+    made = tiles.wait()
+    if made != 0 or load.returncode != 0:
+        raise RuntimeError("loading %s into %s failed:\n%s%s" % (path, table, tiles.stderr.read().decode(),
+                                                               load.stderr))
 
 
 def load_dem(dem, table, db=None, tile=None):
