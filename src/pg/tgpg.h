@@ -26,6 +26,7 @@ extern int	tgpg_max_memory_mb;
 extern int	tgpg_route_cache_mb;
 extern int	tgpg_threads;
 extern int	tgpg_tile_compression;
+extern char *tgpg_coverage_tiles;
 
 enum tgpg_compression
 {

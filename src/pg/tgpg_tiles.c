@@ -15,6 +15,7 @@
  */
 #include "tgpg.h"
 
+#include <errno.h>
 #include <math.h>
 
 #include "access/detoast.h"
@@ -27,6 +28,7 @@
 #include "catalog/pg_extension.h"
 #include "executor/spi.h"
 #include "funcapi.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
 #include "utils/array.h"
@@ -252,13 +254,62 @@ tile_error_context(void *arg)
 		errcontext("tile %lld of %s", (long long) s->current, s->relname);
 }
 
+/*
+ * The condition that keeps a source's tiles to those terra_gpu.coverage_tiles
+ * names for it ("RELID:ID,ID,...", set by tg_refresh), or "" where it names
+ * none or another table.  The setting is parsed as untrusted text: only the
+ * integers read from it reach the query.
+ */
+static char *
+tiles_in_scope(const tgpg_source *s)
+{
+	const char *p = tgpg_coverage_tiles;
+	StringInfoData ids;
+	char	   *end;
+	unsigned long relid;
+
+	if (p == NULL || *p == '\0')
+		return "";
+	errno = 0;
+	relid = strtoul(p, &end, 10);
+	if (errno != 0 || end == p || *end != ':' || relid > PG_UINT32_MAX)
+		goto bad;
+	if ((Oid) relid != s->relid)
+		return "";
+	if (s->id_column == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s has no tile id column to read some of its tiles by", s->relname)));
+	initStringInfo(&ids);
+	p = end + 1;
+	while (*p != '\0')
+	{
+		long long	id;
+
+		errno = 0;
+		id = strtoll(p, &end, 10);
+		if (errno != 0 || end == p || (*end != ',' && *end != '\0'))
+			goto bad;
+		appendStringInfo(&ids, "%s%lld", ids.len > 0 ? "," : "", id);
+		p = *end == ',' ? end + 1 : end;
+	}
+	return psprintf(" AND %s = ANY ('{%s}'::pg_catalog.int8[])", quote_identifier(s->id_column), ids.data);
+bad:
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid value for terra_gpu.coverage_tiles"),
+			 errdetail("It is RELID:ID,ID,... (integers), or empty.")));
+	return NULL;				/* not reached */
+}
+
 static char *
 tiles_query(const tgpg_source *s, const char *what, bool by_id)
 {
-	return psprintf("SELECT %s::bigint, %s FROM %s WHERE %s IS NOT NULL%s%s%s",
+	return psprintf("SELECT %s::bigint, %s FROM %s WHERE %s IS NOT NULL%s%s%s%s",
 					s->id_column ? quote_identifier(s->id_column) : "NULL", what, s->relname,
 					quote_identifier(s->rast_column), by_id ? " AND " : "",
-					by_id ? quote_identifier(s->id_column) : "", by_id ? " = ANY($1)" : "");
+					by_id ? quote_identifier(s->id_column) : "", by_id ? " = ANY($1)" : "",
+					tiles_in_scope(s));
 }
 
 /* The header of every tile: its place on one grid, in grid order; `onto`: another input's grid. */
@@ -511,6 +562,80 @@ static const char *
 name_arg(const tgpg_args *a, const char *name, const char *otherwise)
 {
 	return tgpg_given(a, name) ? pstrdup(NameStr(*DatumGetName(tgpg_datum(a, name)))) : otherwise;
+}
+
+/* ------------------------------------------------------------------------
+ * What the coverage calls of this backend read (tg_create_result records a
+ * product's recipe from it): one entry per table read by a finished call.
+ * ------------------------------------------------------------------------ */
+typedef struct coverage_read
+{
+	Oid			relid;
+	NameData	rast_column;
+	NameData	id_column;		/* empty: none */
+	char		function[NAMEDATALEN];
+	int			halo;			/* of the DEM (input 0): tg_op_halo; -1 for the others */
+} coverage_read;
+
+static List *coverage_reads = NIL;	/* in TopMemoryContext */
+
+static void
+remember_reads(const tgpg_call *c, const tg_op *op)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	for (int k = 0; k < c->ninputs; k++)
+	{
+		const tgpg_source *s = c->inputs[k];
+		coverage_read *r;
+
+		if (!s->table)
+			continue;
+		r = palloc0(sizeof *r);
+		r->relid = s->relid;
+		namestrcpy(&r->rast_column, s->rast_column);
+		namestrcpy(&r->id_column, s->id_column ? s->id_column : "");
+		strlcpy(r->function, c->function, sizeof r->function);
+		r->halo = k == 0 ? tg_op_halo(op) : -1;
+		coverage_reads = lappend(coverage_reads, r);
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * terra_gpu._coverage_reads(reset): the tables the coverage calls of this
+ * backend read since the last reset, in the order they ran; with reset,
+ * forgets them after listing.
+ */
+PG_FUNCTION_INFO_V1(tgpg_coverage_reads);
+Datum
+tgpg_coverage_reads(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, 0);
+	foreach(lc, coverage_reads)
+	{
+		coverage_read *r = lfirst(lc);
+		Datum		values[5];
+		bool		nulls[5] = {false, false, false, false, false};
+
+		values[0] = ObjectIdGetDatum(r->relid);
+		values[1] = NameGetDatum(&r->rast_column);
+		values[2] = NameGetDatum(&r->id_column);
+		nulls[2] = NameStr(r->id_column)[0] == '\0';
+		values[3] = CStringGetTextDatum(r->function);
+		values[4] = Int32GetDatum(r->halo);
+		nulls[4] = r->halo < 0;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	if (PG_GETARG_BOOL(0))
+	{
+		list_free_deep(coverage_reads);
+		coverage_reads = NIL;
+	}
+	return (Datum) 0;
 }
 
 void
@@ -1132,6 +1257,8 @@ tgpg_call_run(tgpg_call *c, const tg_op *op, tgpg_result result)
 	st = tg_run(&ctx, op, &job, &err);
 	if (job.part && st == TG_OK)
 		tgpg_part_keep_reply(job.part);
+	if (st == TG_OK && c->args->coverage)
+		remember_reads(c, op);
 	for (int k = 0; k < c->ninputs; k++)
 		if (c->inputs[k]->connected && guard.error == NULL)
 			finish_reading(c->inputs[k]);
