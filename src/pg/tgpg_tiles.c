@@ -564,80 +564,6 @@ name_arg(const tgpg_args *a, const char *name, const char *otherwise)
 	return tgpg_given(a, name) ? pstrdup(NameStr(*DatumGetName(tgpg_datum(a, name)))) : otherwise;
 }
 
-/* ------------------------------------------------------------------------
- * What the coverage calls of this backend read (tg_create_result records a
- * product's recipe from it): one entry per table read by a finished call.
- * ------------------------------------------------------------------------ */
-typedef struct coverage_read
-{
-	Oid			relid;
-	NameData	rast_column;
-	NameData	id_column;		/* empty: none */
-	char		function[NAMEDATALEN];
-	int			halo;			/* of the DEM (input 0): tg_op_halo; -1 for the others */
-} coverage_read;
-
-static List *coverage_reads = NIL;	/* in TopMemoryContext */
-
-static void
-remember_reads(const tgpg_call *c, const tg_op *op)
-{
-	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-	for (int k = 0; k < c->ninputs; k++)
-	{
-		const tgpg_source *s = c->inputs[k];
-		coverage_read *r;
-
-		if (!s->table)
-			continue;
-		r = palloc0(sizeof *r);
-		r->relid = s->relid;
-		namestrcpy(&r->rast_column, s->rast_column);
-		namestrcpy(&r->id_column, s->id_column ? s->id_column : "");
-		strlcpy(r->function, c->function, sizeof r->function);
-		r->halo = k == 0 ? tg_op_halo(op) : -1;
-		coverage_reads = lappend(coverage_reads, r);
-	}
-	MemoryContextSwitchTo(old);
-}
-
-/*
- * terra_gpu._coverage_reads(reset): the tables the coverage calls of this
- * backend read since the last reset, in the order they ran; with reset,
- * forgets them after listing.
- */
-PG_FUNCTION_INFO_V1(tgpg_coverage_reads);
-Datum
-tgpg_coverage_reads(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	ListCell   *lc;
-
-	InitMaterializedSRF(fcinfo, 0);
-	foreach(lc, coverage_reads)
-	{
-		coverage_read *r = lfirst(lc);
-		Datum		values[5];
-		bool		nulls[5] = {false, false, false, false, false};
-
-		values[0] = ObjectIdGetDatum(r->relid);
-		values[1] = NameGetDatum(&r->rast_column);
-		values[2] = NameGetDatum(&r->id_column);
-		nulls[2] = NameStr(r->id_column)[0] == '\0';
-		values[3] = CStringGetTextDatum(r->function);
-		values[4] = Int32GetDatum(r->halo);
-		nulls[4] = r->halo < 0;
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	if (PG_GETARG_BOOL(0))
-	{
-		list_free_deep(coverage_reads);
-		coverage_reads = NIL;
-	}
-	return (Datum) 0;
-}
-
 void
 tgpg_call_open(tgpg_call *c, const tgpg_args *args, const char *function)
 {
@@ -1258,7 +1184,10 @@ tgpg_call_run(tgpg_call *c, const tg_op *op, tgpg_result result)
 	if (job.part && st == TG_OK)
 		tgpg_part_keep_reply(job.part);
 	if (st == TG_OK && c->args->coverage)
-		remember_reads(c, op);
+		for (int k = 0; k < c->ninputs; k++)
+			if (c->inputs[k]->table)
+				tgpg_remember_read(c->inputs[k]->relid, c->inputs[k]->rast_column, c->inputs[k]->id_column,
+								   c->function, k == 0 ? tg_op_halo(op) : -1);
 	for (int k = 0; k < c->ninputs; k++)
 		if (c->inputs[k]->connected && guard.error == NULL)
 			finish_reading(c->inputs[k]);
