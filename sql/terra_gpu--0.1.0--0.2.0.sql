@@ -1558,13 +1558,18 @@ CREATE OR REPLACE FUNCTION terra_gpu.product_dropped()
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
+DECLARE
+	sources oid[];
 BEGIN
 	WITH gone AS (
 		DELETE FROM terra_gpu.product x USING pg_event_trigger_dropped_objects() d
 		WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0 AND d.objid IN (x.product::oid, x.source::oid)
-		RETURNING x.product::oid AS oid),
-	tiles AS (DELETE FROM terra_gpu.product_tile t USING gone WHERE t.product::oid = gone.oid)
-	DELETE FROM terra_gpu.product_change c USING gone WHERE c.product::oid = gone.oid;
+		RETURNING x.product::oid AS oid, x.source::oid AS source),
+	tiles AS (DELETE FROM terra_gpu.product_tile t USING gone WHERE t.product::oid = gone.oid),
+	changes AS (DELETE FROM terra_gpu.product_change c USING gone WHERE c.product::oid = gone.oid)
+	SELECT array_agg(DISTINCT gone.source) INTO sources FROM gone;
+	PERFORM terra_gpu._bmmq_watch(s::regclass, false)
+	FROM unnest(sources) s WHERE EXISTS (SELECT FROM pg_class c WHERE c.oid = s);
 END $function$;
 REVOKE ALL ON FUNCTION terra_gpu.product_dropped() FROM PUBLIC;
 CREATE OR REPLACE FUNCTION terra_gpu._part_exec(query text, message bytea)

@@ -2404,16 +2404,22 @@ END $$;
 COMMENT ON FUNCTION tg_refresh_all(regclass) IS
 'tg_refresh every product of a source table that the caller owns, one row each';
 
--- A dropped product or source takes the product's recipe with it.
+-- A dropped product or source takes the product's recipe with it; a
+-- source no product or index uses any more loses its change triggers.
 CREATE FUNCTION terra_gpu.product_dropped() RETURNS event_trigger
 	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	sources oid[];
 BEGIN
 	WITH gone AS (
 		DELETE FROM terra_gpu.product x USING pg_event_trigger_dropped_objects() d
 		WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0 AND d.objid IN (x.product::oid, x.source::oid)
-		RETURNING x.product::oid AS oid),
-	tiles AS (DELETE FROM terra_gpu.product_tile t USING gone WHERE t.product::oid = gone.oid)
-	DELETE FROM terra_gpu.product_change c USING gone WHERE c.product::oid = gone.oid;
+		RETURNING x.product::oid AS oid, x.source::oid AS source),
+	tiles AS (DELETE FROM terra_gpu.product_tile t USING gone WHERE t.product::oid = gone.oid),
+	changes AS (DELETE FROM terra_gpu.product_change c USING gone WHERE c.product::oid = gone.oid)
+	SELECT array_agg(DISTINCT gone.source) INTO sources FROM gone;
+	PERFORM terra_gpu._bmmq_watch(s::regclass, false)
+	FROM unnest(sources) s WHERE EXISTS (SELECT FROM pg_class c WHERE c.oid = s);
 END $$;
 REVOKE ALL ON FUNCTION terra_gpu.product_dropped() FROM PUBLIC;
 CREATE EVENT TRIGGER tg_product_dropped ON sql_drop
