@@ -726,18 +726,36 @@ COMMENT ON FUNCTION tg_bmmq(raster, integer, double precision[], integer, text) 
 'The BMMQ-tree node array of one raster band, breadth first (pos 0 = root; fc_pos = first child, -1 for a leaf); bins = boundaries, or nbins equal intervals over the band''s values';
 
 -- Marks the indexes of a source table stale after a statement that changed
--- rows (its transition table "changed" is not empty) or a TRUNCATE; a write
--- to a partition or child marks its parents' indexes.  It runs
--- as the extension's owner: whoever writes the table marks every index of
--- it, whoever owns them.  Only triggers call it (no EXECUTE for PUBLIC).
+-- rows (its transition table "changed" is not empty) or a TRUNCATE, and
+-- records the ids of the changed tiles for its products (tg_refresh); a
+-- write to a partition or child counts for its parents too.  It runs as
+-- the extension's owner: whoever writes the table marks every index and
+-- product of it, whoever owns them.  Only triggers call it (no EXECUTE for
+-- PUBLIC).
 CREATE FUNCTION terra_gpu.bmmq_mark_stale() RETURNS trigger
 	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	tables oid[];
+	id_column name;
 BEGIN
 	IF TG_OP = 'TRUNCATE' OR EXISTS (SELECT 1 FROM changed) THEN
-		-- the indexes of this table and of its ancestors (partitioned and inheritance parents)
+		-- this table and its ancestors (partitioned and inheritance parents)
 		WITH RECURSIVE a(oid) AS (
 			SELECT TG_RELID UNION SELECT i.inhparent FROM pg_inherits i JOIN a ON i.inhrelid = a.oid)
-		UPDATE terra_gpu.bmmq_index SET stale = true WHERE source::oid IN (SELECT oid FROM a) AND NOT stale;
+		SELECT array_agg(oid) INTO tables FROM a;
+		UPDATE terra_gpu.bmmq_index SET stale = true WHERE source::oid = ANY (tables) AND NOT stale;
+		IF TG_OP = 'TRUNCATE' THEN
+			UPDATE terra_gpu.product SET retiled = true WHERE source::oid = ANY (tables) AND NOT retiled;
+		ELSE
+			FOR id_column IN SELECT DISTINCT p.id_column FROM terra_gpu.product p
+							 WHERE p.source::oid = ANY (tables) AND p.captured LOOP
+				EXECUTE format('INSERT INTO terra_gpu.product_change (product, tile_id) '
+							   'SELECT DISTINCT p.product, c.%1$I FROM changed c, terra_gpu.product p '
+							   'WHERE p.source::oid = ANY ($1) AND p.captured AND p.id_column = $2 AND c.%1$I IS NOT NULL '
+							   'ON CONFLICT DO NOTHING', id_column)
+					USING tables, id_column;
+			END LOOP;
+		END IF;
 	END IF;
 	RETURN NULL;
 END $$;
@@ -1954,6 +1972,7 @@ BEGIN
 		PERFORM set_config('terra_gpu.tile_compression', 'none', true);
 	END IF;
 	statement := format('INSERT INTO %s %s', rel, query);
+	PERFORM count(*) FROM terra_gpu._coverage_reads(true);	-- what the query reads, for its recipe
 	PERFORM set_config('search_path', search_path, true);
 	EXECUTE statement;
 	PERFORM set_config('search_path', pinned, true);
@@ -2004,12 +2023,410 @@ BEGIN
 			EXECUTE format('CREATE INDEX ON %s USING gist (%I)', rel, col.attname);
 		END IF;
 	END LOOP;
+	PERFORM terra_gpu._record_product(rel, query, search_path, compression);
 	EXECUTE format('ANALYZE %s', rel);
 	RETURN rel;
 END
 $$;
 COMMENT ON FUNCTION tg_create_result(text, text, boolean, text, text) IS
 'Writes a query''s result (e.g. SELECT * FROM tg_...(coverage => ...)) to a new table ready for GIS clients: primary key, GiST index, raster constraints (raster_columns) or a typed geometry column (geometry_columns), lz4/pglz/none storage of rasters; 42P07 if it exists unless replace; the query and an unqualified name are resolved on search_path (the caller''s)';
+
+-------------------------------------------------------------------------------
+-- Products that know their recipe: tg_create_result records, for a query
+-- that ran one coverage form over one table, the table, the query and the
+-- tiles' georeference; the source's change triggers (those of the BMMQ
+-- indexes, see bmmq_mark_stale) record the ids of the tiles that change;
+-- tg_refresh brings the product up to date in the caller's transaction.
+-------------------------------------------------------------------------------
+CREATE TABLE terra_gpu.product (
+	product regclass PRIMARY KEY,
+	source regclass NOT NULL,
+	rast_column name NOT NULL,
+	id_column name NOT NULL,
+	function text NOT NULL,
+	halo integer CHECK (halo >= 0),
+	query text NOT NULL,
+	search_path text NOT NULL,
+	compression text NOT NULL,
+	source_name text NOT NULL,
+	captured boolean NOT NULL,
+	retiled boolean NOT NULL DEFAULT false,
+	refreshed_at timestamptz NOT NULL DEFAULT pg_catalog.now());
+COMMENT ON TABLE terra_gpu.product IS
+'One row per product of tg_create_result that tg_refresh can bring up to date: its source table and columns, the coverage function and its halo in cells (NULL: a global operation), the query and search_path it was written with and the source''s name in it, its storage; captured: the source''s triggers record its changed tiles (its creator owned it); retiled: the source was truncated since';
+
+CREATE TABLE terra_gpu.product_tile (
+	product regclass NOT NULL,
+	tile_id bigint NOT NULL,
+	upperleft_x double precision NOT NULL,
+	upperleft_y double precision NOT NULL,
+	width integer NOT NULL,
+	height integer NOT NULL,
+	scale_x double precision NOT NULL,
+	scale_y double precision NOT NULL,
+	skew_x double precision NOT NULL,
+	skew_y double precision NOT NULL,
+	srid integer NOT NULL,
+	PRIMARY KEY (product, tile_id));
+COMMENT ON TABLE terra_gpu.product_tile IS
+'The georeference of each source tile a product was computed from (a changed one makes its refresh a full recompute)';
+
+CREATE TABLE terra_gpu.product_change (
+	product regclass NOT NULL,
+	tile_id bigint NOT NULL,
+	PRIMARY KEY (product, tile_id));
+COMMENT ON TABLE terra_gpu.product_change IS
+'The source tiles written (inserted, updated, deleted) since a product''s last refresh, recorded by the source''s statement triggers';
+
+SELECT pg_catalog.pg_extension_config_dump('terra_gpu.product', '');
+SELECT pg_catalog.pg_extension_config_dump('terra_gpu.product_tile', '');
+SELECT pg_catalog.pg_extension_config_dump('terra_gpu.product_change', '');
+
+-- A product's recipe is seen by the roles that may read the product, and
+-- written by its owner (a member of the owning role), as the table itself.
+CREATE FUNCTION terra_gpu._product_owned(product regclass) RETURNS boolean
+	LANGUAGE sql STABLE PARALLEL SAFE
+	RETURN coalesce((SELECT pg_catalog.pg_has_role(c.relowner, 'MEMBER')
+					 FROM pg_catalog.pg_class c WHERE c.oid = product), false);
+COMMENT ON FUNCTION terra_gpu._product_owned(regclass) IS
+'Internal (row security of terra_gpu.product*): is the caller a member of the role that owns the product table';
+CREATE FUNCTION terra_gpu._product_readable(product regclass) RETURNS boolean
+	LANGUAGE sql STABLE PARALLEL SAFE
+	RETURN coalesce((SELECT pg_catalog.has_table_privilege(c.oid, 'SELECT')
+					 FROM pg_catalog.pg_class c WHERE c.oid = product), false);
+COMMENT ON FUNCTION terra_gpu._product_readable(regclass) IS
+'Internal (row security of terra_gpu.product*): may the caller read the product table';
+
+ALTER TABLE terra_gpu.product ENABLE ROW LEVEL SECURITY;
+ALTER TABLE terra_gpu.product_tile ENABLE ROW LEVEL SECURITY;
+ALTER TABLE terra_gpu.product_change ENABLE ROW LEVEL SECURITY;
+CREATE POLICY product_read ON terra_gpu.product FOR SELECT
+	USING (terra_gpu._product_readable(product) OR terra_gpu._product_owned(product));
+CREATE POLICY product_write ON terra_gpu.product FOR ALL
+	USING (terra_gpu._product_owned(product)) WITH CHECK (terra_gpu._product_owned(product));
+CREATE POLICY product_tile_read ON terra_gpu.product_tile FOR SELECT
+	USING (terra_gpu._product_readable(product) OR terra_gpu._product_owned(product));
+CREATE POLICY product_tile_write ON terra_gpu.product_tile FOR ALL
+	USING (terra_gpu._product_owned(product)) WITH CHECK (terra_gpu._product_owned(product));
+CREATE POLICY product_change_read ON terra_gpu.product_change FOR SELECT
+	USING (terra_gpu._product_readable(product) OR terra_gpu._product_owned(product));
+CREATE POLICY product_change_write ON terra_gpu.product_change FOR ALL
+	USING (terra_gpu._product_owned(product)) WITH CHECK (terra_gpu._product_owned(product));
+GRANT SELECT, INSERT, UPDATE, DELETE ON terra_gpu.product, terra_gpu.product_tile,
+	terra_gpu.product_change TO PUBLIC;
+
+CREATE FUNCTION terra_gpu._coverage_reads(reset boolean,
+	OUT source regclass, OUT rast_column name, OUT id_column name, OUT function text, OUT halo integer)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'tgpg_coverage_reads'
+	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION terra_gpu._coverage_reads(boolean) IS
+'Internal (tg_create_result): the tables the coverage calls of this backend read since the last reset, with the call''s function and halo (NULL: global); reset forgets them';
+
+-- The georeference of every tile of a product's source, as it is now.
+-- The georeference of the tiles of a product's source as they are now:
+-- those with the given ids, or every tile (NULL).
+CREATE FUNCTION terra_gpu._product_tiles(p terra_gpu.product, tiles bigint[])
+	RETURNS SETOF terra_gpu.product_tile
+	LANGUAGE plpgsql STABLE AS $$
+BEGIN
+	RETURN QUERY EXECUTE format(
+		'SELECT $1, s.%1$I::bigint, m.upperleftx, m.upperlefty, m.width, m.height, m.scalex, m.scaley, '
+		'       m.skewx, m.skewy, m.srid '
+		'FROM %2$s s, ST_MetaData(s.%3$I) m '
+		'WHERE s.%3$I IS NOT NULL AND ($2 IS NULL OR s.%1$I = ANY ($2))',
+		p.id_column, p.source, p.rast_column) USING p.product, tiles;
+END $$;
+
+-- After tg_create_result wrote a query's rows to rel: its recipe, where the
+-- query ran one coverage form over one table and the result has the tile
+-- ids (rid).  The source's change triggers are added where the caller owns
+-- it (as for a BMMQ index); else every refresh recomputes in full.
+CREATE FUNCTION terra_gpu._record_product(rel regclass, query text, search_path text, compression text)
+	RETURNS boolean
+	LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	r record;
+	p terra_gpu.product;
+	captured boolean := true;
+BEGIN
+	SELECT count(*) AS n, min(c.source::oid)::regclass AS source, min(c.rast_column::text) AS rast_column,
+		   min(c.id_column::text) AS id_column, min(c.function) AS function, min(c.halo) AS halo
+	INTO r FROM terra_gpu._coverage_reads(true) c;
+	IF r.n <> 1 OR r.id_column IS NULL
+	   OR NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = rel AND a.attname = 'rid' AND NOT a.attisdropped) THEN
+		RETURN false;
+	END IF;
+	-- a foreign table (or partition) has no triggers to record its changes
+	captured := NOT EXISTS (
+		WITH RECURSIVE d(oid) AS (SELECT r.source::oid UNION SELECT i.inhrelid FROM pg_inherits i JOIN d ON i.inhparent = d.oid)
+		SELECT FROM d JOIN pg_class c ON c.oid = d.oid WHERE c.relkind NOT IN ('r', 'p'));
+	IF captured THEN
+		BEGIN
+			PERFORM terra_gpu._bmmq_watch(r.source, true);
+		EXCEPTION WHEN insufficient_privilege THEN
+			captured := false;
+		END;
+	END IF;
+	INSERT INTO terra_gpu.product (product, source, rast_column, id_column, function, halo, query,
+								   search_path, compression, source_name, captured)
+	VALUES (rel, r.source, r.rast_column, r.id_column, r.function, r.halo, query, search_path, compression,
+			terra_gpu._name_on_path(r.source, search_path), captured)
+	RETURNING * INTO p;
+	INSERT INTO terra_gpu.product_tile SELECT * FROM terra_gpu._product_tiles(p, NULL);
+	RETURN true;
+END $$;
+COMMENT ON FUNCTION terra_gpu._record_product(regclass, text, text, text) IS
+'Internal (tg_create_result): record a product''s recipe when its query ran one coverage form over one table; false when it did not';
+
+-- A table's name as a query on the given search_path names it.
+CREATE FUNCTION terra_gpu._name_on_path(rel regclass, search_path text) RETURNS text
+	LANGUAGE plpgsql STABLE AS $$
+DECLARE
+	pinned text := pg_catalog.current_setting('search_path');
+	name text;
+BEGIN
+	PERFORM pg_catalog.set_config('search_path', coalesce(search_path, ''), true);
+	name := rel::text;
+	PERFORM pg_catalog.set_config('search_path', pinned, true);
+	RETURN name;
+END $$;
+COMMENT ON FUNCTION terra_gpu._name_on_path(regclass, text) IS
+'Internal (tg_create_result, tg_refresh): a table''s name as it is written on a search_path';
+
+-- The product's tiles within halo cells of the given ones (rectangles of
+-- cells on the grid of its first tile).
+CREATE FUNCTION terra_gpu._product_near(rel regclass, tiles bigint[], halo integer) RETURNS bigint[]
+	LANGUAGE sql STABLE
+	RETURN ARRAY(
+		WITH ref AS (SELECT t.upperleft_x AS x, t.upperleft_y AS y FROM terra_gpu.product_tile t
+					 WHERE t.product = rel ORDER BY t.tile_id LIMIT 1),
+		g AS (SELECT t.tile_id, round((t.upperleft_x - ref.x) / t.scale_x) AS c0,
+					 round((t.upperleft_y - ref.y) / t.scale_y) AS r0, t.width, t.height
+			  FROM terra_gpu.product_tile t, ref WHERE t.product = rel)
+		SELECT o.tile_id FROM g o
+		WHERE EXISTS (SELECT FROM g c WHERE c.tile_id = ANY (tiles)
+					  AND o.c0 < c.c0 + c.width + halo AND c.c0 < o.c0 + o.width + halo
+					  AND o.r0 < c.r0 + c.height + halo AND c.r0 < o.r0 + o.height + halo)
+		ORDER BY 1);
+COMMENT ON FUNCTION terra_gpu._product_near(regclass, bigint[], integer) IS
+'Internal (tg_refresh): the ids of a product''s tiles within halo cells of the given tiles (those included)';
+
+-- Rewrite the rows of a product whose values differ from its query's: the
+-- query reads the source tiles `reads` and keeps the rows `keep` (NULL: all
+-- of them); with retile, also delete the rows the query no longer gives and
+-- add the new ones.  Returns the rows computed and the rows written.
+CREATE FUNCTION terra_gpu._product_write(p terra_gpu.product, reads bigint[], keep bigint[], retile boolean,
+	OUT computed integer, OUT written integer)
+	LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	pinned text := pg_catalog.current_setting('search_path');
+	tilecomp text;
+	cols text;
+	qcols text;
+	differs text;
+	statement text;
+BEGIN
+	SELECT string_agg(format('%I', a.attname), ', ' ORDER BY a.attnum),
+		   string_agg(format('q.%I', a.attname), ', ' ORDER BY a.attnum),
+		   string_agg(CASE WHEN a.atttypid IN ('raster'::regtype, 'geometry'::regtype)
+						   THEN format('p.%1$I::bytea IS DISTINCT FROM q.%1$I::bytea', a.attname)
+						   ELSE format('p.%1$I IS DISTINCT FROM q.%1$I', a.attname) END, ' OR ' ORDER BY a.attnum)
+	INTO cols, qcols, differs
+	FROM pg_attribute a WHERE a.attrelid = p.product AND a.attnum > 0 AND NOT a.attisdropped AND a.attname <> 'rid';
+	statement := format(
+		'WITH q AS MATERIALIZED (SELECT * FROM (%1$s) q WHERE $1 IS NULL OR q.rid = ANY ($1)), '
+		'u AS (UPDATE %2$s p SET (%3$s) = ROW(%4$s) FROM q WHERE p.rid = q.rid AND (%5$s) RETURNING 1)',
+		p.query, p.product, cols, qcols, differs);
+	IF retile THEN
+		statement := statement || format(
+			', d AS (DELETE FROM %1$s p WHERE NOT EXISTS (SELECT FROM q WHERE q.rid = p.rid) RETURNING 1), '
+			'i AS (INSERT INTO %1$s (rid, %2$s) SELECT q.rid, %3$s FROM q '
+			'      WHERE NOT EXISTS (SELECT FROM %1$s p WHERE p.rid = q.rid) RETURNING 1) '
+			'SELECT (SELECT count(*) FROM q), (SELECT count(*) FROM u) + (SELECT count(*) FROM d) + (SELECT count(*) FROM i)',
+			p.product, cols, qcols);
+	ELSE
+		statement := statement || ' SELECT (SELECT count(*) FROM q), (SELECT count(*) FROM u)';
+	END IF;
+
+	-- the coverage forms hand back lz4-compressed tiles only for lz4 columns (as tg_create_result)
+	tilecomp := current_setting('terra_gpu.tile_compression');
+	IF p.compression <> 'lz4' THEN
+		PERFORM set_config('terra_gpu.tile_compression', 'none', true);
+	END IF;
+	IF reads IS NOT NULL THEN
+		PERFORM set_config('terra_gpu.coverage_tiles', format('%s:%s', p.source::oid, array_to_string(reads, ',')), true);
+	END IF;
+	PERFORM set_config('search_path', p.search_path, true);
+	EXECUTE statement INTO computed, written USING keep;
+	PERFORM set_config('search_path', pinned, true);
+	PERFORM set_config('terra_gpu.coverage_tiles', '', true);
+	PERFORM set_config('terra_gpu.tile_compression', tilecomp, true);
+END $$;
+COMMENT ON FUNCTION terra_gpu._product_write(terra_gpu.product, bigint[], bigint[], boolean) IS
+'Internal (tg_refresh): run a product''s query (over some source tiles, or all) and rewrite the rows whose values changed';
+
+CREATE FUNCTION tg_refresh(
+	product regclass,
+	OUT mode text,
+	OUT tiles_changed integer,
+	OUT tiles_computed integer,
+	OUT tiles_rewritten integer)
+	RETURNS record
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
+DECLARE
+	p terra_gpu.product;
+	changed bigint[];
+	outputs bigint[];
+	why text;
+	retile boolean := false;
+	col name;
+	msgs text;
+BEGIN
+	IF product IS NULL THEN
+		RAISE EXCEPTION 'product must not be NULL' USING ERRCODE = '22004';
+	END IF;
+	IF NOT terra_gpu._product_owned(product) THEN
+		RAISE EXCEPTION 'must be owner of table %', product USING ERRCODE = '42501',
+			HINT = 'A product is refreshed by its owner (or a member of the owning role).';
+	END IF;
+	-- two refreshes of one product take turns; readers go on reading the old rows
+	EXECUTE format('LOCK TABLE %s IN EXCLUSIVE MODE', product);
+	SELECT * INTO p FROM terra_gpu.product x WHERE x.product = tg_refresh.product FOR UPDATE;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION '% has no recipe to refresh it from', product USING ERRCODE = '55000',
+			HINT = 'tg_create_result records one when its query runs one coverage form over one table and keeps the tile ids (rid).';
+	END IF;
+	IF NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = p.source) THEN
+		RAISE EXCEPTION 'the source table of % no longer exists', product USING ERRCODE = '42P01';
+	END IF;
+	-- a renamed source: the query names it by its new name from now on
+	IF terra_gpu._name_on_path(p.source, p.search_path) <> p.source_name THEN
+		IF strpos(p.query, quote_literal(p.source_name)) = 0 THEN
+			RAISE EXCEPTION 'the source of % was renamed and its query does not name it as %', product,
+				quote_literal(p.source_name) USING ERRCODE = '55000',
+				HINT = 'Create the product again with tg_create_result(..., replace => true).';
+		END IF;
+		UPDATE terra_gpu.product x
+		SET query = replace(x.query, quote_literal(x.source_name), quote_literal(terra_gpu._name_on_path(x.source, x.search_path))),
+			source_name = terra_gpu._name_on_path(x.source, x.search_path)
+		WHERE x.product = p.product RETURNING * INTO p;
+	END IF;
+	IF p.captured THEN
+		-- no writes to the source until this transaction ends: the changes
+		-- read next are all there are
+		PERFORM terra_gpu._bmmq_watch(p.source, true);
+	END IF;
+	WITH d AS (DELETE FROM terra_gpu.product_change x WHERE x.product = p.product RETURNING x.tile_id)
+	SELECT coalesce(array_agg(d.tile_id ORDER BY d.tile_id), '{}') INTO changed FROM d;
+	tiles_changed := cardinality(changed);
+
+	IF NOT p.captured THEN
+		why := 'the changes of its source are not recorded (its creator did not own the source, or it has foreign partitions)';
+	ELSIF p.retiled THEN
+		why := 'its source was truncated';
+		retile := true;
+	ELSIF tiles_changed = 0 THEN
+		mode := 'unchanged';
+		tiles_computed := 0;
+		tiles_rewritten := 0;
+		RETURN;
+	ELSIF EXISTS (SELECT FROM unnest(changed) c(id)
+				  LEFT JOIN terra_gpu._product_tiles(p, changed) now ON now.tile_id = c.id
+				  LEFT JOIN terra_gpu.product_tile t ON t.product = p.product AND t.tile_id = c.id
+				  WHERE now IS DISTINCT FROM t) THEN
+		why := 'tiles of its source were added, removed or moved';
+		retile := true;
+	ELSIF p.halo IS NULL THEN
+		why := format('%s is a global operation (a change may reach any tile)', p.function);
+	END IF;
+
+	IF why IS NULL THEN
+		-- a local operation: the tiles within its halo of a changed one,
+		-- computed from the tiles within its halo of those
+		mode := 'incremental';
+		outputs := terra_gpu._product_near(p.product, changed, p.halo);
+		SELECT * INTO tiles_computed, tiles_rewritten
+		FROM terra_gpu._product_write(p, terra_gpu._product_near(p.product, outputs, p.halo), outputs, false);
+	ELSE
+		mode := 'full';
+		RAISE NOTICE '% is recomputed in full: %', product, why
+			USING DETAIL = 'Only the tiles whose values changed are rewritten.';
+		IF retile THEN
+			msgs := current_setting('client_min_messages');
+			PERFORM set_config('client_min_messages', 'warning', true);
+			FOR col IN SELECT a.attname FROM pg_attribute a WHERE a.attrelid = p.product AND a.attnum > 0
+					   AND NOT a.attisdropped AND a.atttypid = 'raster'::regtype LOOP
+				PERFORM DropRasterConstraints(n.nspname, c.relname, col)
+				FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = p.product;
+			END LOOP;
+			PERFORM set_config('client_min_messages', msgs, true);
+		END IF;
+		SELECT * INTO tiles_computed, tiles_rewritten FROM terra_gpu._product_write(p, NULL, NULL, retile);
+		IF retile THEN
+			PERFORM set_config('client_min_messages', 'warning', true);
+			FOR col IN SELECT a.attname FROM pg_attribute a WHERE a.attrelid = p.product AND a.attnum > 0
+					   AND NOT a.attisdropped AND a.atttypid = 'raster'::regtype LOOP
+				PERFORM AddRasterConstraints(n.nspname, c.relname, col)
+				FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = p.product;
+			END LOOP;
+			PERFORM set_config('client_min_messages', msgs, true);
+			DELETE FROM terra_gpu.product_tile t WHERE t.product = p.product;
+			INSERT INTO terra_gpu.product_tile SELECT * FROM terra_gpu._product_tiles(p, NULL);
+		END IF;
+	END IF;
+	UPDATE terra_gpu.product x SET retiled = false, refreshed_at = now() WHERE x.product = p.product;
+END $$;
+COMMENT ON FUNCTION tg_refresh(regclass) IS
+'Bring a product of tg_create_result up to date with its source, in the caller''s transaction: a local operation (slope, the terrain derivatives) recomputes only the tiles within its halo of the changed ones; a global one (fill, directions, accumulation, tg_hydrology, the drainage products), or a change of tiling, recomputes in full (said in a NOTICE); either way only the tiles whose values changed are rewritten';
+
+CREATE FUNCTION tg_refresh_all(
+	source regclass,
+	OUT product regclass,
+	OUT mode text,
+	OUT tiles_changed integer,
+	OUT tiles_computed integer,
+	OUT tiles_rewritten integer)
+	RETURNS SETOF record
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
+DECLARE
+	p regclass;
+BEGIN
+	IF source IS NULL THEN
+		RAISE EXCEPTION 'source must not be NULL' USING ERRCODE = '22004';
+	END IF;
+	FOR p IN SELECT x.product FROM terra_gpu.product x
+			 WHERE x.source = tg_refresh_all.source AND terra_gpu._product_owned(x.product)
+			 ORDER BY x.product::oid LOOP
+		product := p;
+		SELECT * INTO mode, tiles_changed, tiles_computed, tiles_rewritten FROM @extschema@.tg_refresh(p);
+		RETURN NEXT;
+	END LOOP;
+END $$;
+COMMENT ON FUNCTION tg_refresh_all(regclass) IS
+'tg_refresh every product of a source table that the caller owns, one row each';
+
+-- A dropped product or source takes the product's recipe with it; a
+-- source no product or index uses any more loses its change triggers.
+CREATE FUNCTION terra_gpu.product_dropped() RETURNS event_trigger
+	LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	sources oid[];
+BEGIN
+	WITH gone AS (
+		DELETE FROM terra_gpu.product x USING pg_event_trigger_dropped_objects() d
+		WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0 AND d.objid IN (x.product::oid, x.source::oid)
+		RETURNING x.product::oid AS oid, x.source::oid AS source),
+	tiles AS (DELETE FROM terra_gpu.product_tile t USING gone WHERE t.product::oid = gone.oid),
+	changes AS (DELETE FROM terra_gpu.product_change c USING gone WHERE c.product::oid = gone.oid)
+	SELECT array_agg(DISTINCT gone.source) INTO sources FROM gone;
+	PERFORM terra_gpu._bmmq_watch(s::regclass, false)
+	FROM unnest(sources) s WHERE EXISTS (SELECT FROM pg_class c WHERE c.oid = s);
+END $$;
+REVOKE ALL ON FUNCTION terra_gpu.product_dropped() FROM PUBLIC;
+CREATE EVENT TRIGGER tg_product_dropped ON sql_drop
+	WHEN TAG IN ('DROP TABLE', 'DROP SCHEMA', 'DROP OWNED', 'DROP MATERIALIZED VIEW', 'DROP FOREIGN TABLE')
+	EXECUTE FUNCTION terra_gpu.product_dropped();
 
 -------------------------------------------------------------------------------
 -- A coverage partitioned over several servers: a partitioned table whose

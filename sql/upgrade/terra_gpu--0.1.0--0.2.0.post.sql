@@ -37,3 +37,26 @@ CREATE POLICY bmmq_node_write ON terra_gpu.bmmq_node FOR ALL
 GRANT USAGE ON SCHEMA terra_gpu TO PUBLIC;
 GRANT SELECT, INSERT, UPDATE, DELETE ON terra_gpu.bmmq_index, terra_gpu.bmmq_tile, terra_gpu.bmmq_node TO PUBLIC;
 GRANT USAGE ON SEQUENCE terra_gpu.bmmq_index_id_seq TO PUBLIC;
+
+-- Products' recipes: row security (its functions are created above) and
+-- the event trigger that forgets a dropped product's.
+ALTER TABLE terra_gpu.product ENABLE ROW LEVEL SECURITY;
+ALTER TABLE terra_gpu.product_tile ENABLE ROW LEVEL SECURITY;
+ALTER TABLE terra_gpu.product_change ENABLE ROW LEVEL SECURITY;
+CREATE POLICY product_read ON terra_gpu.product FOR SELECT
+	USING (terra_gpu._product_readable(product) OR terra_gpu._product_owned(product));
+CREATE POLICY product_write ON terra_gpu.product FOR ALL
+	USING (terra_gpu._product_owned(product)) WITH CHECK (terra_gpu._product_owned(product));
+CREATE POLICY product_tile_read ON terra_gpu.product_tile FOR SELECT
+	USING (terra_gpu._product_readable(product) OR terra_gpu._product_owned(product));
+CREATE POLICY product_tile_write ON terra_gpu.product_tile FOR ALL
+	USING (terra_gpu._product_owned(product)) WITH CHECK (terra_gpu._product_owned(product));
+CREATE POLICY product_change_read ON terra_gpu.product_change FOR SELECT
+	USING (terra_gpu._product_readable(product) OR terra_gpu._product_owned(product));
+CREATE POLICY product_change_write ON terra_gpu.product_change FOR ALL
+	USING (terra_gpu._product_owned(product)) WITH CHECK (terra_gpu._product_owned(product));
+GRANT SELECT, INSERT, UPDATE, DELETE ON terra_gpu.product, terra_gpu.product_tile,
+	terra_gpu.product_change TO PUBLIC;
+CREATE EVENT TRIGGER tg_product_dropped ON sql_drop
+	WHEN TAG IN ('DROP TABLE', 'DROP SCHEMA', 'DROP OWNED', 'DROP MATERIALIZED VIEW', 'DROP FOREIGN TABLE')
+	EXECUTE FUNCTION terra_gpu.product_dropped();

@@ -15,3 +15,48 @@ BEGIN
 		CREATE ROLE terra_gpu_parts NOLOGIN;
 	END IF;
 END $$;
+
+-- Products that know their recipe (tg_refresh): its catalog.
+CREATE TABLE terra_gpu.product (
+	product regclass PRIMARY KEY,
+	source regclass NOT NULL,
+	rast_column name NOT NULL,
+	id_column name NOT NULL,
+	function text NOT NULL,
+	halo integer CHECK (halo >= 0),
+	query text NOT NULL,
+	search_path text NOT NULL,
+	compression text NOT NULL,
+	source_name text NOT NULL,
+	captured boolean NOT NULL,
+	retiled boolean NOT NULL DEFAULT false,
+	refreshed_at timestamptz NOT NULL DEFAULT pg_catalog.now());
+COMMENT ON TABLE terra_gpu.product IS
+'One row per product of tg_create_result that tg_refresh can bring up to date: its source table and columns, the coverage function and its halo in cells (NULL: a global operation), the query and search_path it was written with and the source''s name in it, its storage; captured: the source''s triggers record its changed tiles (its creator owned it); retiled: the source was truncated since';
+
+CREATE TABLE terra_gpu.product_tile (
+	product regclass NOT NULL,
+	tile_id bigint NOT NULL,
+	upperleft_x double precision NOT NULL,
+	upperleft_y double precision NOT NULL,
+	width integer NOT NULL,
+	height integer NOT NULL,
+	scale_x double precision NOT NULL,
+	scale_y double precision NOT NULL,
+	skew_x double precision NOT NULL,
+	skew_y double precision NOT NULL,
+	srid integer NOT NULL,
+	PRIMARY KEY (product, tile_id));
+COMMENT ON TABLE terra_gpu.product_tile IS
+'The georeference of each source tile a product was computed from (a changed one makes its refresh a full recompute)';
+
+CREATE TABLE terra_gpu.product_change (
+	product regclass NOT NULL,
+	tile_id bigint NOT NULL,
+	PRIMARY KEY (product, tile_id));
+COMMENT ON TABLE terra_gpu.product_change IS
+'The source tiles written (inserted, updated, deleted) since a product''s last refresh, recorded by the source''s statement triggers';
+
+SELECT pg_catalog.pg_extension_config_dump('terra_gpu.product', '');
+SELECT pg_catalog.pg_extension_config_dump('terra_gpu.product_tile', '');
+SELECT pg_catalog.pg_extension_config_dump('terra_gpu.product_change', '');

@@ -994,6 +994,13 @@ typedef struct tg_job
 /* Outputs (result rasters per tile) an operation writes, and the bands of each. */
 int			tg_op_outputs(const tg_op *op);
 
+/*
+ * The cells around a cell that a local operation reads to compute it (slope
+ * and the terrain derivatives: 1, or the geomorphons' search radius); -1 for
+ * an operation whose result at a cell may depend on any cell of the grid.
+ */
+int			tg_op_halo(const tg_op *op);
+
 tg_status	tg_run(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err);
 
 /*

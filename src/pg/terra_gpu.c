@@ -23,6 +23,7 @@ int			tgpg_max_device_memory_mb = 0;
 int			tgpg_max_memory_mb = 0;
 int			tgpg_route_cache_mb = 256;
 int			tgpg_threads = 0;
+char	   *tgpg_coverage_tiles = NULL;
 #ifdef USE_LZ4
 int			tgpg_tile_compression = TGPG_COMPRESSION_LZ4;
 #else
@@ -103,6 +104,13 @@ _PG_init(void)
 							 "storing it; a table then stores it without compressing it again.",
 							 &tgpg_tile_compression, tgpg_tile_compression, compression_options,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomStringVariable("terra_gpu.coverage_tiles",
+							   "Internal (tg_refresh): the tiles a coverage form reads of one table.",
+							   "RELID:ID,ID,...: a coverage form over the table with that OID reads "
+							   "only the tiles with those ids; empty: every tile.",
+							   &tgpg_coverage_tiles, "",
+							   PGC_USERSET, GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE,
+							   NULL, NULL, NULL);
 	MarkGUCPrefixReserved("terra_gpu");
 }
 

@@ -26,6 +26,7 @@ extern int	tgpg_max_memory_mb;
 extern int	tgpg_route_cache_mb;
 extern int	tgpg_threads;
 extern int	tgpg_tile_compression;
+extern char *tgpg_coverage_tiles;
 
 enum tgpg_compression
 {
@@ -253,5 +254,9 @@ typedef struct tgpg_raster
 void		tgpg_raster_open(Datum datum, tgpg_raster *r);
 void		tgpg_raster_band(const tgpg_raster *r, int band, tg_band *out);
 void		tgpg_raster_close(tgpg_raster *r, Datum datum);
+
+/* A table a finished coverage call read (tgpg_recipe.c): halo of its operation, or -1 */
+void		tgpg_remember_read(Oid relid, const char *rast_column, const char *id_column,
+							   const char *function, int halo);
 
 #endif							/* TGPG_H */

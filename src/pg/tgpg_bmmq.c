@@ -622,12 +622,13 @@ has_trigger(Oid rel, const char *name)
 #define TABLES_UNDER_ALL_SQL \
 	"WITH RECURSIVE d(oid) AS (SELECT $1 UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN d ON i.inhparent = d.oid) " \
 	"SELECT d.oid FROM d WHERE d.oid <> $1 ORDER BY 1"
-/* ... and those of them that no index uses any more, through itself or an ancestor */
+/* ... and those of them that no index or product uses any more, through itself or an ancestor */
 #define TABLES_UNWATCHED_SQL \
 	"WITH RECURSIVE d(oid) AS (SELECT $1 UNION SELECT i.inhrelid FROM pg_catalog.pg_inherits i JOIN d ON i.inhparent = d.oid), " \
 	"a(leaf, oid) AS (SELECT oid, oid FROM d UNION SELECT a.leaf, i.inhparent FROM pg_catalog.pg_inherits i JOIN a ON i.inhrelid = a.oid) " \
 	"SELECT d.oid FROM d WHERE NOT EXISTS (SELECT 1 FROM a JOIN terra_gpu.bmmq_index x ON x.source::pg_catalog.oid = a.oid " \
-	"WHERE a.leaf = d.oid) ORDER BY 1"
+	"WHERE a.leaf = d.oid) AND NOT EXISTS (SELECT 1 FROM a JOIN terra_gpu.product p ON p.source::pg_catalog.oid = a.oid " \
+	"WHERE a.leaf = d.oid AND p.captured) ORDER BY 1"
 
 static List *
 tables_to_watch(Oid rel, const char *sql)

@@ -15,6 +15,7 @@
  */
 #include "tgpg.h"
 
+#include <errno.h>
 #include <math.h>
 
 #include "access/detoast.h"
@@ -27,6 +28,7 @@
 #include "catalog/pg_extension.h"
 #include "executor/spi.h"
 #include "funcapi.h"
+#include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "storage/fd.h"
 #include "utils/array.h"
@@ -252,13 +254,62 @@ tile_error_context(void *arg)
 		errcontext("tile %lld of %s", (long long) s->current, s->relname);
 }
 
+/*
+ * The condition that keeps a source's tiles to those terra_gpu.coverage_tiles
+ * names for it ("RELID:ID,ID,...", set by tg_refresh), or "" where it names
+ * none or another table.  The setting is parsed as untrusted text: only the
+ * integers read from it reach the query.
+ */
+static char *
+tiles_in_scope(const tgpg_source *s)
+{
+	const char *p = tgpg_coverage_tiles;
+	StringInfoData ids;
+	char	   *end;
+	unsigned long relid;
+
+	if (p == NULL || *p == '\0')
+		return "";
+	errno = 0;
+	relid = strtoul(p, &end, 10);
+	if (errno != 0 || end == p || *end != ':' || relid > PG_UINT32_MAX)
+		goto bad;
+	if ((Oid) relid != s->relid)
+		return "";
+	if (s->id_column == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s has no tile id column to read some of its tiles by", s->relname)));
+	initStringInfo(&ids);
+	p = end + 1;
+	while (*p != '\0')
+	{
+		long long	id;
+
+		errno = 0;
+		id = strtoll(p, &end, 10);
+		if (errno != 0 || end == p || (*end != ',' && *end != '\0'))
+			goto bad;
+		appendStringInfo(&ids, "%s%lld", ids.len > 0 ? "," : "", id);
+		p = *end == ',' ? end + 1 : end;
+	}
+	return psprintf(" AND %s = ANY ('{%s}'::pg_catalog.int8[])", quote_identifier(s->id_column), ids.data);
+bad:
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid value for terra_gpu.coverage_tiles"),
+			 errdetail("It is RELID:ID,ID,... (integers), or empty.")));
+	return NULL;				/* not reached */
+}
+
 static char *
 tiles_query(const tgpg_source *s, const char *what, bool by_id)
 {
-	return psprintf("SELECT %s::bigint, %s FROM %s WHERE %s IS NOT NULL%s%s%s",
+	return psprintf("SELECT %s::bigint, %s FROM %s WHERE %s IS NOT NULL%s%s%s%s",
 					s->id_column ? quote_identifier(s->id_column) : "NULL", what, s->relname,
 					quote_identifier(s->rast_column), by_id ? " AND " : "",
-					by_id ? quote_identifier(s->id_column) : "", by_id ? " = ANY($1)" : "");
+					by_id ? quote_identifier(s->id_column) : "", by_id ? " = ANY($1)" : "",
+					tiles_in_scope(s));
 }
 
 /* The header of every tile: its place on one grid, in grid order; `onto`: another input's grid. */
@@ -1132,6 +1183,11 @@ tgpg_call_run(tgpg_call *c, const tg_op *op, tgpg_result result)
 	st = tg_run(&ctx, op, &job, &err);
 	if (job.part && st == TG_OK)
 		tgpg_part_keep_reply(job.part);
+	if (st == TG_OK && c->args->coverage)
+		for (int k = 0; k < c->ninputs; k++)
+			if (c->inputs[k]->table)
+				tgpg_remember_read(c->inputs[k]->relid, c->inputs[k]->rast_column, c->inputs[k]->id_column,
+								   c->function, k == 0 ? tg_op_halo(op) : -1);
 	for (int k = 0; k < c->ninputs; k++)
 		if (c->inputs[k]->connected && guard.error == NULL)
 			finish_reading(c->inputs[k]);

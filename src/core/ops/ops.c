@@ -5,6 +5,7 @@
  * (so each runs on the backend chosen for it).
  */
 #include "ops/ops.h"
+#include "terrain/terrain.h"
 #include "hydro/drainage/drainage.h"
 
 #include <math.h>
@@ -78,6 +79,14 @@ int
 tg_op_outputs(const tg_op *op)
 {
 	return op->kind == TG_OP_TERRAIN ? op->terrain.nproducts : traits_of(op->kind).outputs;
+}
+
+int
+tg_op_halo(const tg_op *op)
+{
+	if (tg_op_seams_of(op->kind) != TG_SEAMS_WINDOW)
+		return -1;
+	return op->kind == TG_OP_TERRAIN ? tg_terrain_halo(&op->terrain) : 1;
 }
 
 tg_op_memory

@@ -1,0 +1,124 @@
+-- Products that know their recipe: tg_refresh after tile edits equals a full recompute
+SET terra_gpu.backend = 'cpu';
+SET client_min_messages = notice;
+CREATE SCHEMA rf;
+
+-- a 60 x 48 DEM (rolling hills, a pit) cut into 12 x 12 tiles: 5 x 4 tiles
+CREATE TABLE rf.dem AS
+SELECT (row_number() OVER ())::int AS rid, t AS rast
+FROM (SELECT ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(60, 48, 500000, 4000480, 10, -10, 0, 0, 32632),
+                                     '32BF'::text, 0, -9999), 1, 1, 1,
+                          (SELECT array_agg(r ORDER BY y) FROM (
+                             SELECT y, array_agg(100 + 20 * sin(x / 7.0) + 15 * cos(y / 5.0) + ((x * 37 + y * 11) % 13) / 4.0
+                                                 ORDER BY x)::float8[] AS r
+                             FROM generate_series(1, 60) x, generate_series(1, 48) y GROUP BY y) rows)) AS rast) d,
+     ST_Tile(d.rast, 12, 12) AS t;
+ALTER TABLE rf.dem ADD PRIMARY KEY (rid);
+\i regress/include/try.sql
+
+-- the rows of two products with the same tiles that differ in any raster
+CREATE FUNCTION pg_temp.differing(a regclass, b regclass) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+	cond text;
+	n bigint;
+BEGIN
+	SELECT string_agg(format('x.%1$I::bytea IS DISTINCT FROM y.%1$I::bytea', attname), ' OR ')
+	INTO cond FROM pg_attribute WHERE attrelid = a AND atttypid = 'raster'::regtype AND NOT attisdropped;
+	EXECUTE format('SELECT count(*) FROM %s x FULL JOIN %s y USING (rid) WHERE x.rid IS NULL OR y.rid IS NULL OR %s',
+				   a, b, cond) INTO n;
+	RETURN n;
+END $$;
+-- a product recomputed in full beside it
+CREATE FUNCTION pg_temp.full_of(product regclass) RETURNS regclass LANGUAGE plpgsql AS $$
+BEGIN
+	RETURN tg_create_result(product::text || '_full', (SELECT query FROM terra_gpu.product p WHERE p.product = full_of.product),
+							replace => true);
+END $$;
+
+SELECT tg_create_result('rf.slope', 'SELECT * FROM tg_slope(coverage => ''rf.dem'')');
+SELECT tg_create_result('rf.terrain', 'SELECT rid, aspect, curvature FROM tg_terrain(coverage => ''rf.dem'', products => ARRAY[''aspect'', ''curvature''])');
+SELECT tg_create_result('rf.geomorphons', 'SELECT * FROM tg_geomorphons(coverage => ''rf.dem'', search_radius => 14)');
+SELECT tg_create_result('rf.hydro', 'SELECT * FROM tg_hydrology(coverage => ''rf.dem'')');
+-- the recipes: source, function, halo in cells (NULL: global), change capture
+SELECT product, source, function, halo, captured, retiled FROM terra_gpu.product ORDER BY product::text;
+SELECT product::text, count(*) AS tiles FROM terra_gpu.product_tile GROUP BY 1 ORDER BY 1;
+-- a query over no coverage, or without tile ids, has no recipe
+SELECT tg_create_result('rf.no_ids', 'SELECT rast FROM tg_slope(coverage => ''rf.dem'')');
+SELECT count(*) AS no_recipe FROM terra_gpu.product WHERE product = 'rf.no_ids'::regclass;
+
+-- nothing changed: nothing computed
+SELECT * FROM tg_refresh('rf.slope');
+
+-- edits: tile 7 raised 5 m, tile 14 lowered 3 m, a nodata hole in tile 20 (a corner)
+UPDATE rf.dem SET rast = ST_MapAlgebra(rast, 1, '32BF', '[rast] + 5') WHERE rid = 7;
+UPDATE rf.dem SET rast = ST_MapAlgebra(rast, 1, '32BF', '[rast] - 3') WHERE rid = 14;
+UPDATE rf.dem SET rast = ST_SetValues(rast, 1, 3, 4, 5, 3, -9999) WHERE rid = 20;
+SELECT product::text, array_agg(tile_id ORDER BY tile_id) AS changed FROM terra_gpu.product_change GROUP BY 1 ORDER BY 1;
+
+SELECT * FROM tg_refresh('rf.slope');
+SELECT pg_temp.differing('rf.slope', pg_temp.full_of('rf.slope')) AS slope_differing;
+SELECT * FROM tg_refresh('rf.terrain');
+SELECT pg_temp.differing('rf.terrain', pg_temp.full_of('rf.terrain')) AS terrain_differing;
+SELECT * FROM tg_refresh('rf.geomorphons');
+SELECT pg_temp.differing('rf.geomorphons', pg_temp.full_of('rf.geomorphons')) AS geomorphons_differing;
+SELECT * FROM tg_refresh('rf.hydro');
+SELECT pg_temp.differing('rf.hydro', pg_temp.full_of('rf.hydro')) AS hydrology_differing;
+SELECT count(*) AS changes_left FROM terra_gpu.product_change;
+
+-- two batches of changes (a dam across tile 9, then tile 2 raised), then one
+-- refresh; the source renamed between them
+UPDATE rf.dem SET rast = ST_SetValues(rast, 1, 1, 6, 12, 1, 400) WHERE rid = 9;
+ALTER TABLE rf.dem RENAME TO dem_v2;
+UPDATE rf.dem_v2 SET rast = ST_MapAlgebra(rast, 1, '32BF', '[rast] + 5') WHERE rid = 2;
+SELECT source FROM terra_gpu.product WHERE product = 'rf.slope'::regclass;
+SELECT * FROM tg_refresh_all('rf.dem_v2') ORDER BY product::text;
+SELECT pg_temp.differing('rf.slope', pg_temp.full_of('rf.slope')) AS slope_differing,
+       pg_temp.differing('rf.terrain', pg_temp.full_of('rf.terrain')) AS terrain_differing,
+       pg_temp.differing('rf.hydro', pg_temp.full_of('rf.hydro')) AS hydrology_differing;
+ALTER TABLE rf.dem_v2 RENAME TO dem;
+
+-- a failed refresh leaves the product and its pending changes as they were
+UPDATE rf.dem SET rast = ST_MapAlgebra(rast, 1, '32BF', '[rast] + 50') WHERE rid = 11;
+CREATE FUNCTION pg_temp.refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	RAISE EXCEPTION 'no writes to % now', TG_TABLE_NAME;
+END $$;
+CREATE TRIGGER refuse BEFORE UPDATE ON rf.hydro FOR EACH ROW EXECUTE FUNCTION pg_temp.refuse();
+CREATE TABLE rf.hydro_before AS SELECT * FROM rf.hydro;
+SELECT * FROM pg_temp.try($$SELECT tg_refresh('rf.hydro')$$);
+DROP TRIGGER refuse ON rf.hydro;
+SELECT pg_temp.differing('rf.hydro', 'rf.hydro_before') AS hydrology_changed;
+SELECT array_agg(tile_id) AS still_pending FROM terra_gpu.product_change WHERE product = 'rf.hydro'::regclass;
+SELECT * FROM tg_refresh('rf.hydro');
+SELECT pg_temp.differing('rf.hydro', pg_temp.full_of('rf.hydro')) AS hydrology_differing;
+
+-- a tile removed: the tiling changed, a full recompute that drops its row
+DELETE FROM rf.dem WHERE rid = 20;
+SELECT * FROM tg_refresh('rf.slope');
+SELECT pg_temp.differing('rf.slope', pg_temp.full_of('rf.slope')) AS slope_differing,
+       (SELECT count(*) FROM rf.slope) AS tiles;
+
+-- only the product's owner refreshes it
+CREATE ROLE tg_refresh_other;
+GRANT USAGE ON SCHEMA rf TO tg_refresh_other;
+GRANT SELECT ON rf.slope TO tg_refresh_other;
+SET ROLE tg_refresh_other;
+SELECT * FROM pg_temp.try($$SELECT tg_refresh('rf.slope')$$);
+SELECT * FROM pg_temp.try($$SELECT tg_refresh('rf.hydro')$$);
+-- it sees the recipe of what it may read, and changes none
+SELECT product FROM terra_gpu.product ORDER BY 1;
+SELECT * FROM pg_temp.try($$DELETE FROM terra_gpu.product WHERE product = 'rf.slope'::regclass$$);
+SELECT count(*) AS still_there FROM terra_gpu.product WHERE product = 'rf.slope'::regclass;
+RESET ROLE;
+SELECT * FROM pg_temp.try($$SELECT tg_refresh('rf.no_ids')$$);
+SELECT set_config('terra_gpu.coverage_tiles', 'rf.dem'::regclass::oid || ':1,x', false) IS NOT NULL AS set;
+SELECT * FROM pg_temp.try($$SELECT count(*) FROM tg_slope(coverage => 'rf.dem')$$);
+RESET terra_gpu.coverage_tiles;
+
+-- a dropped product takes its recipe, tiles and changes with it
+DROP TABLE rf.slope;
+SELECT count(*) AS recipes, (SELECT count(*) FROM terra_gpu.product_tile WHERE product::oid NOT IN (SELECT product FROM terra_gpu.product)) AS orphan_tiles
+FROM terra_gpu.product;
+DROP SCHEMA rf CASCADE;
+SELECT count(*) AS recipes_left FROM terra_gpu.product;
+DROP ROLE tg_refresh_other;
