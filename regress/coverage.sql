@@ -259,6 +259,25 @@ SELECT indexdef FROM pg_indexes WHERE schemaname = 'Results' AND tablename = 'is
 SELECT * FROM pg_temp.try($$SELECT tg_create_result('"Results"."filled tiles"', 'SELECT * FROM tg_fill(coverage => ''tiles'')')$$);
 SELECT tg_create_result('"Results"."filled tiles"', $$SELECT * FROM tg_flow_direction(coverage => 'tiles')$$, replace => true);
 SELECT pixel_types FROM raster_columns WHERE r_table_schema = 'Results' AND r_table_name = 'filled tiles';
+-- the raster constraints are PostGIS's own (AddRasterConstraints on a copy):
+-- the same raster_columns rows and constraint definitions, and they hold
+-- for later rows
+SELECT tg_create_result('"Results".chain', $$SELECT * FROM tg_hydrology(coverage => 'tiles')$$);
+CREATE TABLE "Results".chain_copy AS SELECT * FROM "Results".chain;
+SET client_min_messages = warning;
+SELECT AddRasterConstraints('Results', 'chain_copy', c) FROM unnest('{filled,direction,accumulation}'::name[]) c;
+RESET client_min_messages;
+SELECT r_table_name, r_raster_column, srid, scale_x, blocksize_x, blocksize_y, same_alignment, num_bands,
+       pixel_types, nodata_values, out_db, ST_AsText(extent) AS extent
+FROM raster_columns WHERE r_table_schema = 'Results' AND r_table_name IN ('chain', 'chain_copy')
+ORDER BY 2, 1;
+SELECT count(*) AS constraints, count(*) FILTER (WHERE a.def = b.def) AS same
+FROM (SELECT conname, regexp_replace(pg_get_constraintdef(oid), ' NOT VALID$', '') AS def
+      FROM pg_constraint WHERE conrelid = '"Results".chain'::regclass AND contype = 'c') a
+FULL JOIN (SELECT conname, regexp_replace(pg_get_constraintdef(oid), ' NOT VALID$', '') AS def
+           FROM pg_constraint WHERE conrelid = '"Results".chain_copy'::regclass AND contype = 'c') b USING (conname);
+SELECT * FROM pg_temp.try($$UPDATE "Results".chain SET accumulation = ST_SetBandNoDataValue(accumulation, 7) WHERE rid = 1$$);
+SELECT * FROM pg_temp.try($$UPDATE "Results".chain SET direction = ST_Reclass(direction, 1, '0-255:0-255', '16BUI') WHERE rid = 1$$);
 SELECT * FROM pg_temp.try($$SELECT tg_create_result('a.b.c', 'SELECT 1')$$);
 SELECT * FROM pg_temp.try($$SELECT tg_create_result('"unclosed', 'SELECT 1')$$);
 SELECT * FROM pg_temp.try($$SELECT tg_create_result('no_schema.t', 'SELECT 1')$$);

@@ -1886,6 +1886,99 @@ $$;
 COMMENT ON FUNCTION terra_gpu._creation_schema(text) IS
 'Internal (tg_create_result, tg_create_partitioned_result): the schema an unqualified table name is created in on the given search_path';
 
+-- The constraints AddRasterConstraints adds by default, under the names and
+-- in the form raster_columns reads (srid, scale, block size, alignment,
+-- bands, pixel types, nodata, out-db, extent), from one pass over the column
+-- instead of two per constraint: tile headers for the raster's properties,
+-- each tile decoded once for its bands'.  The bands' three constraints and
+-- the extent are added NOT VALID, as PostGIS adds the extent: that pass has
+-- just seen every row hold the one value, and every later row is checked.
+-- A property the rows disagree on gets no constraint, as with PostGIS.
+CREATE FUNCTION terra_gpu._add_raster_constraints(rel regclass, col name)
+	RETURNS void
+	LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+	v record;
+	c text := pg_catalog.quote_ident(col);
+	adds text[] := '{}';
+BEGIN
+	EXECUTE pg_catalog.format($q$
+		WITH tiles AS MATERIALIZED (
+			SELECT ST_MetaData(%1$s) AS m, ST_Envelope(%1$s) AS envelope,
+				   (SELECT pg_catalog.array_agg(ROW(b.pixeltype, round(b.nodatavalue::numeric, 10), b.isoutdb)::text
+												ORDER BY b.bandnum)
+					FROM ST_BandMetaData(%1$s, ARRAY[]::integer[]) b) AS bands
+			FROM %2$s WHERE %1$s IS NOT NULL)
+		SELECT count(DISTINCT (m).srid) = 1 AS one_srid, min((m).srid) AS srid,
+			   count(DISTINCT (m).scalex) = 1 AS one_scalex, min((m).scalex) AS scalex,
+			   count(DISTINCT (m).scaley) = 1 AS one_scaley, min((m).scaley) AS scaley,
+			   count(DISTINCT (m).numbands) = 1 AS one_numbands, min((m).numbands) AS numbands,
+			   count(DISTINCT bands) = 1 AS one_bands,
+			   ST_SameAlignment(ST_MakeEmptyRaster(1, 1, (m).upperleftx, (m).upperlefty, (m).scalex, (m).scaley,
+												   (m).skewx, (m).skewy, (m).srid)) AS aligned,
+			   ST_AsHEXEWKB(ST_SetSRID(ST_Extent(envelope)::geometry, min((m).srid))) AS extent,
+			   (SELECT pg_catalog.array_to_string(pg_catalog.array_agg(w ORDER BY n DESC, w), ',')
+				FROM (SELECT (m).width AS w, count(*) AS n FROM tiles GROUP BY 1) g) AS widths,
+			   (SELECT pg_catalog.array_to_string(pg_catalog.array_agg(h ORDER BY n DESC, h), ',')
+				FROM (SELECT (m).height AS h, count(*) AS n FROM tiles GROUP BY 1) g) AS heights
+		FROM tiles$q$, c, rel) INTO v;
+	IF v.srid IS NULL THEN
+		RETURN;					-- no raster in the column
+	END IF;
+	IF v.one_srid THEN
+		adds := adds || pg_catalog.format('ADD CONSTRAINT %I CHECK (st_srid(%s) = %s)', 'enforce_srid_' || col, c, v.srid);
+	END IF;
+	IF v.one_scalex THEN
+		adds := adds || pg_catalog.format('ADD CONSTRAINT %I CHECK (round(st_scalex(%s)::numeric, 10) = round(%s::numeric, 10))',
+										  'enforce_scalex_' || col, c, v.scalex);
+	END IF;
+	IF v.one_scaley THEN
+		adds := adds || pg_catalog.format('ADD CONSTRAINT %I CHECK (round(st_scaley(%s)::numeric, 10) = round(%s::numeric, 10))',
+										  'enforce_scaley_' || col, c, v.scaley);
+	END IF;
+	adds := adds || pg_catalog.format('ADD CONSTRAINT %I CHECK (st_width(%s) IN (%s))', 'enforce_width_' || col, c, v.widths)
+		|| pg_catalog.format('ADD CONSTRAINT %I CHECK (st_height(%s) IN (%s))', 'enforce_height_' || col, c, v.heights);
+	IF v.aligned THEN
+		adds := adds || pg_catalog.format(
+			'ADD CONSTRAINT %I CHECK (st_samealignment(%s, %L::raster))', 'enforce_same_alignment_' || col, c,
+			(SELECT ST_MakeEmptyRaster(1, 1, m.upperleftx, m.upperlefty, m.scalex, m.scaley, m.skewx, m.skewy, m.srid)::text
+			 FROM ST_MetaData(terra_gpu._first_raster(rel, col)) m));
+	END IF;
+	IF v.one_numbands THEN
+		adds := adds || pg_catalog.format('ADD CONSTRAINT %I CHECK (st_numbands(%s) = %s)', 'enforce_num_bands_' || col, c, v.numbands);
+	END IF;
+	IF v.one_numbands AND v.one_bands THEN
+		SELECT adds || pg_catalog.format('ADD CONSTRAINT %I CHECK (_raster_constraint_pixel_types(%s) = %L::text[]) NOT VALID',
+										 'enforce_pixel_types_' || col, c, _raster_constraint_pixel_types(r))
+			|| pg_catalog.format('ADD CONSTRAINT %I CHECK (_raster_constraint_nodata_values(%s) = %L::numeric[]) NOT VALID',
+								 'enforce_nodata_values_' || col, c, _raster_constraint_nodata_values(r))
+			|| pg_catalog.format('ADD CONSTRAINT %I CHECK (_raster_constraint_out_db(%s) = %L::boolean[]) NOT VALID',
+								 'enforce_out_db_' || col, c, _raster_constraint_out_db(r))
+		INTO adds FROM terra_gpu._first_raster(rel, col) r;
+	END IF;
+	adds := adds || pg_catalog.format('ADD CONSTRAINT %I CHECK (st_envelope(%s) @ %L::geometry) NOT VALID',
+									  'enforce_max_extent_' || col, c, v.extent);
+	EXECUTE pg_catalog.format('ALTER TABLE %s %s', rel, pg_catalog.array_to_string(adds, ', '));
+END
+$$;
+COMMENT ON FUNCTION terra_gpu._add_raster_constraints(regclass, name) IS
+'Internal (tg_create_result): the raster constraints AddRasterConstraints adds by default, from one pass over the column';
+
+CREATE FUNCTION terra_gpu._first_raster(rel regclass, col name)
+	RETURNS raster
+	LANGUAGE plpgsql STABLE
+AS $$
+DECLARE
+	r raster;
+BEGIN
+	EXECUTE pg_catalog.format('SELECT %1$I FROM %2$s WHERE %1$I IS NOT NULL LIMIT 1', col, rel) INTO r;
+	RETURN r;
+END
+$$;
+COMMENT ON FUNCTION terra_gpu._first_raster(regclass, name) IS
+'Internal (tg_create_result): a raster of the column, the one the constraints'' reference values come from';
+
 CREATE FUNCTION tg_create_result(
 	name text,
 	query text,
@@ -1911,7 +2004,6 @@ DECLARE
 	srid integer;
 	gtype text;
 	ntypes integer;
-	msgs text;
 	tilecomp text;
 	unfilled boolean;
 BEGIN
@@ -2004,11 +2096,7 @@ BEGIN
 				 AND a.atttypid IN ('raster'::regtype, 'geometry'::regtype) ORDER BY a.attnum LOOP
 		IF col.atttypid = 'raster'::regtype THEN
 			EXECUTE format('CREATE INDEX ON %s USING gist (ST_ConvexHull(%I))', rel, col.attname);
-			-- AddRasterConstraints announces each constraint: keep that quiet
-			msgs := current_setting('client_min_messages');
-			PERFORM set_config('client_min_messages', 'warning', true);
-			PERFORM AddRasterConstraints(sch, tab, col.attname);
-			PERFORM set_config('client_min_messages', msgs, true);
+			PERFORM terra_gpu._add_raster_constraints(rel, col.attname);
 		ELSE
 			-- typed column: one geometry type and SRID, so geometry_columns
 			-- and GDAL see them (multi types kept multi)
@@ -2364,13 +2452,10 @@ BEGIN
 		END IF;
 		SELECT * INTO tiles_computed, tiles_rewritten FROM terra_gpu._product_write(p, NULL, NULL, retile);
 		IF retile THEN
-			PERFORM set_config('client_min_messages', 'warning', true);
 			FOR col IN SELECT a.attname FROM pg_attribute a WHERE a.attrelid = p.product AND a.attnum > 0
 					   AND NOT a.attisdropped AND a.atttypid = 'raster'::regtype LOOP
-				PERFORM AddRasterConstraints(n.nspname, c.relname, col)
-				FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = p.product;
+				PERFORM terra_gpu._add_raster_constraints(p.product, col);
 			END LOOP;
-			PERFORM set_config('client_min_messages', msgs, true);
 			DELETE FROM terra_gpu.product_tile t WHERE t.product = p.product;
 			INSERT INTO terra_gpu.product_tile SELECT * FROM terra_gpu._product_tiles(p, NULL);
 		END IF;
