@@ -192,6 +192,8 @@ def main():
     ap.add_argument("--tmp", help="folder for the strip files (default: the system's)")
     ap.add_argument("--check", action="store_true",
                     help="also assert the tiling and the products' row counts (the test suite's run)")
+    ap.add_argument("--not-stored", action="store_true",
+                    help="measure each operation not stored only (no product table, no write floor)")
     ap.add_argument("--json", help="write every figure to this file")
     ap.add_argument("--db")
     args = ap.parse_args()
@@ -242,7 +244,7 @@ def main():
             for op in ops:
                 call, storable = OPS[op]
                 runs = [("not stored", ["SELECT count(*) FROM %s" % call])]
-                if storable:
+                if storable and not args.not_stored:
                     runs.append(("stored, lz4", ["SELECT tg_create_result('%s', $q$SELECT * FROM %s$q$, "
                                                  "replace => true, compression => 'lz4')" % (STORED, call)]))
                 for result, statements in runs:
