@@ -194,6 +194,7 @@ def main():
                     help="also assert the tiling and the products' row counts (the test suite's run)")
     ap.add_argument("--not-stored", action="store_true",
                     help="measure each operation not stored only (no product table, no write floor)")
+    ap.add_argument("--keep", action="store_true", help="keep the last size's tiles (table %s)" % TABLE)
     ap.add_argument("--json", help="write every figure to this file")
     ap.add_argument("--db")
     args = ap.parse_args()
@@ -225,7 +226,8 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
         os.chmod(tmp, 0o755)
-        for width, height in grid_sizes(args.sizes, dem):
+        grids = grid_sizes(args.sizes, dem)
+        for k, (width, height) in enumerate(grids):
             cells = width * height
             tiles_expected = -(-width // TILE) * -(-height // TILE)
             source = enlarged(dem, width, height, tmp)
@@ -274,7 +276,8 @@ def main():
                     print("  %.0f M cells: %s %s %.1f s (%s)" % (cells / 1e6, op, result, m["sql_s"], m["path"]),
                           file=sys.stderr, flush=True)
             results.append(size)
-            psql("DROP TABLE %s" % TABLE, db)
+            if not (args.keep and k == len(grids) - 1):
+                psql("DROP TABLE %s" % TABLE, db)
 
     print("| cells | grid | tiles | load s | read floor s | write floor s | operation | result | SQL s "
           "| ns/cell | × floor | path | threads | peak RSS MB |")
