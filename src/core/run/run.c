@@ -30,7 +30,8 @@ beyond_budget(const tg_ctx *ctx, const tg_op *op, const tg_job *job, bool on_gpu
 	}
 	tg_error_set(err, TG_ELIMIT, "%s over %s needs about %zu MB as one grid%s, more than the %zu MB a call may use",
 				 job->function, l->name,
-				 (on_gpu ? tg_op_gpu_host_bytes(op, job) : (size_t) l->width * l->height * tg_op_bytes_per_cell(op, false)) >> 20,
+				 (on_gpu ? tg_op_gpu_host_bytes(op, job)
+				  : (size_t) l->width * l->height * tg_op_bytes_per_cell(op, false)) >> 20,
 				 on_gpu ? " on the GPU" : "", job->memory_budget >> 20);
 	if (why_not)
 	{
