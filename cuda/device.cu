@@ -325,7 +325,8 @@ tg_cuda_probe(int device, tg_device_info *info, tg_error *err)
  * own.  The slots (one block) are allocated by the first staged copy after a
  * successful probe, and kept for the life of the process: freeing them at
  * exit could call into a CUDA runtime already torn down.  Products streamed
- * to a sink use the block as two halves instead (tg_cuda_stream_rows).
+ * to a sink use the block as two halves where a row of tiles fits one, else
+ * staging of the call's own (tg_cuda_stream_rows).
  * ------------------------------------------------------------------------ */
 namespace
 {
@@ -557,21 +558,6 @@ band_end(const tg_rows_sink *sink, const size_t elem[TG_SINK_PLANES], int width,
 	return end;
 }
 
-/* Pinned staging of the call's own, freed on every path. */
-struct pinned_block
-{
-	void	   *p = nullptr;
-
-	pinned_block() = default;
-	pinned_block(const pinned_block &) = delete;
-	pinned_block &operator=(const pinned_block &) = delete;
-	~pinned_block()
-	{
-		if (p)
-			cudaFreeHost(p);
-	}
-};
-
 struct streamed_half
 {
 	int			row0 = 0,
@@ -658,7 +644,7 @@ tg_cuda_stream_rows(const tg_ctx *ctx, const void *const dev[TG_SINK_PLANES], co
 {
 	std::lock_guard<std::mutex> hold(stage_lock);
 	const size_t band = widest_band(sink, elem, width);
-	pinned_block own;
+	pinned_buf<uint8_t> own;	/* staging of the call's own, freed on every path */
 	uint8_t    *staging = (uint8_t *) stage_block;
 	size_t		room = shared_room();
 	tg_status	st;
@@ -668,13 +654,13 @@ tg_cuda_stream_rows(const tg_ctx *ctx, const void *const dev[TG_SINK_PLANES], co
 		return TG_OK;
 	if (band > room)
 	{
-		if (cudaHostAlloc(&own.p, 2 * band, cudaHostAllocDefault) != cudaSuccess)
+		if (own.alloc(2 * band) != cudaSuccess)
 		{
 			(void) cudaGetLastError();
 			own.p = nullptr;
 			return TG_OK;
 		}
-		staging = (uint8_t *) own.p;
+		staging = own.p;
 		room = band;
 	}
 	st = stream_bands(ctx, dev, elem, width, height, sink, staging, room, dma_ms, err);
