@@ -325,7 +325,8 @@ tg_cuda_probe(int device, tg_device_info *info, tg_error *err)
  * own.  The slots (one block) are allocated by the first staged copy after a
  * successful probe, and kept for the life of the process: freeing them at
  * exit could call into a CUDA runtime already torn down.  Products streamed
- * to a sink use the block as two halves instead (tg_cuda_stream_rows).
+ * to a sink use the block as two halves where a row of tiles fits one, else
+ * staging of the call's own (tg_cuda_stream_rows).
  * ------------------------------------------------------------------------ */
 namespace
 {
@@ -492,12 +493,15 @@ tg_cuda_copy_to_host(const tg_ctx *ctx, void *dst, const void *src, size_t bytes
 	return rc;
 }
 
-/* 0: a slice of streamed products takes half the staging block (the tests set less) */
+/* 0: a slice of streamed products has half the staging block (the tests set less) */
 size_t		tg_stream_slice_bytes = 0;
 
 /*
- * Products streamed to a sink: each slice of rows comes back into one half of
- * the staging block while the sink reads the slice before it from the other.
+ * Products streamed to a sink band by band: each band of rows comes back
+ * into one half of the staging while the sink reads the band before it from
+ * the other.  The staging is the shared block where a band of one row of
+ * tiles fits its half; a wider grid has pinned staging of its own for the
+ * call, two such bands, freed when the call ends.
  */
 namespace
 {
@@ -509,16 +513,16 @@ plane_room(size_t bytes)
 	return (bytes + 63) & ~(size_t) 63;
 }
 
-/* The room of a slice: a half, or less for the tests. */
+/* The room of a band in the shared block: a half, or less for the tests. */
 size_t
-stream_room(void)
+shared_room(void)
 {
 	return tg_stream_slice_bytes > 0 && tg_stream_slice_bytes < STREAM_ROOM ? tg_stream_slice_bytes : STREAM_ROOM;
 }
 
 /* The bytes nrows rows of every plane take in a half, each plane aligned. */
 size_t
-slice_bytes(const size_t elem[TG_SINK_PLANES], int width, int nrows)
+band_bytes(const size_t elem[TG_SINK_PLANES], int width, int nrows)
 {
 	size_t		total = 0;
 
@@ -527,16 +531,27 @@ slice_bytes(const size_t elem[TG_SINK_PLANES], int width, int nrows)
 	return total;
 }
 
-/* The slice from `start`: up to the furthest cut whose rows fit a half (start: not even the next). */
+/* The bytes of the largest band between two cuts next to each other: one row of tiles. */
+size_t
+widest_band(const tg_rows_sink *sink, const size_t elem[TG_SINK_PLANES], int width)
+{
+	size_t		most = 0;
+
+	for (int c = 1; c < sink->ncuts; c++)
+		most = std::max(most, band_bytes(elem, width, sink->cuts[c] - sink->cuts[c - 1]));
+	return most;
+}
+
+/* The band from `start`: up to the furthest cut whose rows fit `room` (at least the next cut). */
 int
-slice_end(const tg_rows_sink *sink, const size_t elem[TG_SINK_PLANES], int width, int start)
+band_end(const tg_rows_sink *sink, const size_t elem[TG_SINK_PLANES], int width, int start, size_t room)
 {
 	int			end = start;
 
 	for (int c = 0; c < sink->ncuts; c++)
 		if (sink->cuts[c] > start)
 		{
-			if (sink->cuts[c] < end || slice_bytes(elem, width, sink->cuts[c] - start) > stream_room())
+			if (end > start && band_bytes(elem, width, sink->cuts[c] - start) > room)
 				break;
 			end = sink->cuts[c];
 		}
@@ -552,8 +567,9 @@ struct streamed_half
 };
 
 tg_status
-stream_slices(const tg_ctx *ctx, const void *const dev[TG_SINK_PLANES], const size_t elem[TG_SINK_PLANES],
-			 int width, int height, tg_rows_sink *sink, double *dma_ms, tg_error *err)
+stream_bands(const tg_ctx *ctx, const void *const dev[TG_SINK_PLANES], const size_t elem[TG_SINK_PLANES],
+			 int width, int height, tg_rows_sink *sink, uint8_t *staging, size_t room, double *dma_ms,
+			 tg_error *err)
 {
 	cuda_event	queued_before;
 	streamed_half half[2];
@@ -572,8 +588,8 @@ stream_slices(const tg_ctx *ctx, const void *const dev[TG_SINK_PLANES], const si
 	TG_CUDA_CHECK(cudaStreamWaitEvent(stream, queued_before, 0), "ordering the copies");
 
 	auto		queue = [&](int h) -> cudaError_t {
-		uint8_t    *slot = (uint8_t *) stage_block + h * STREAM_ROOM;
-		const int	end = slice_end(sink, elem, width, next);
+		uint8_t    *slot = staging + h * room;
+		const int	end = band_end(sink, elem, width, next, room);
 		cudaError_t rc = cudaEventRecord(half[h].start, stream);
 
 		for (int k = 0; k < TG_SINK_PLANES && rc == cudaSuccess; k++)
@@ -598,7 +614,7 @@ stream_slices(const tg_ctx *ctx, const void *const dev[TG_SINK_PLANES], const si
 	for (int k = 0; half[k % 2].nrows > 0; k++)
 	{
 		streamed_half &b = half[k % 2];
-		uint8_t    *slot = (uint8_t *) stage_block + (k % 2) * STREAM_ROOM;
+		uint8_t    *slot = staging + (k % 2) * room;
 		void	   *planes[TG_SINK_PLANES];
 		tg_status	st;
 
@@ -627,20 +643,27 @@ tg_cuda_stream_rows(const tg_ctx *ctx, const void *const dev[TG_SINK_PLANES], co
 					int width, int height, tg_rows_sink *sink, double *dma_ms, tg_error *err)
 {
 	std::lock_guard<std::mutex> hold(stage_lock);
+	const size_t band = widest_band(sink, elem, width);
+	pinned_buf<uint8_t> own;	/* staging of the call's own, freed on every path */
+	uint8_t    *staging = (uint8_t *) stage_block;
+	size_t		room = shared_room();
 	tg_status	st;
 
-	/* every slice must fit a half: otherwise the caller copies the planes whole */
-	if (!staging_ready())
+	/* no cuts down to the height, or no pinned memory: the caller copies the products whole */
+	if (!staging_ready() || sink->ncuts < 2 || sink->cuts[0] != 0 || sink->cuts[sink->ncuts - 1] != height)
 		return TG_OK;
-	for (int row = 0; row < height;)
+	if (band > room)
 	{
-		const int	end = slice_end(sink, elem, width, row);
-
-		if (end == row)
+		if (own.alloc(2 * band) != cudaSuccess)
+		{
+			(void) cudaGetLastError();
+			own.p = nullptr;
 			return TG_OK;
-		row = end;
+		}
+		staging = own.p;
+		room = band;
 	}
-	st = stream_slices(ctx, dev, elem, width, height, sink, dma_ms, err);
+	st = stream_bands(ctx, dev, elem, width, height, sink, staging, room, dma_ms, err);
 	/* what the sink took is not undone: no other backend may start over */
 	if (st != TG_OK && sink->used && err)
 		err->on_device = false;

@@ -52,7 +52,7 @@ export_products(const device_route<V> &route, const tg_flow_params *p, const dou
 {
 	const size_t n = route.n;
 
-	if (out->surface)
+	if (tg_flow_wants(out, 0))
 	{
 		const size_t size = out->surface_type == TG_PT_64BF ? sizeof(double) : sizeof(float);
 
@@ -66,7 +66,7 @@ export_products(const device_route<V> &route, const tg_flow_params *p, const dou
 																(float *) d_surface.p);
 		TG_CUDA_CHECK(cudaGetLastError(), "exporting the routing surface");
 	}
-	if (out->receivers)
+	if (tg_flow_wants(out, 1))
 	{
 		TG_CUDA_CHECK(d_mask.alloc(n), "allocating receiver masks");
 		tgk_export_receivers<<<grid_for(n), 256>>>(route.view(p->threshold), route.kind.p, d_acc,
@@ -77,38 +77,42 @@ export_products(const device_route<V> &route, const tg_flow_params *p, const dou
 }
 
 /*
- * The products to the host: to the sink slice by slice where one is given and
- * the bands fit the staging, else into the product planes.  *copy_ms: the
- * copies' device time.
+ * The products to the host: to the sink band by band where one is given,
+ * else (or where no staging could be had) into the product planes, whole.
+ * *copy_ms: the copies' device time.
  */
 tg_status
-fetch_products(const tg_ctx *ctx, const tg_band *dem, const tg_flow_products *out, const double *d_acc,
+fetch_products(const tg_ctx *ctx, const tg_band *dem, const tg_flow_products *asked, const double *d_acc,
 			   const dbuf<uint8_t> &d_surface, const dbuf<uint16_t> &d_mask, double *copy_ms, tg_error *err)
 {
 	const size_t n = (size_t) dem->width * dem->height,
-				surface_size = out->surface_type == TG_PT_64BF ? sizeof(double) : sizeof(float);
+				surface_size = asked->surface_type == TG_PT_64BF ? sizeof(double) : sizeof(float);
+	tg_flow_products out;
 	event_timer down;
+	tg_status	st;
 
-	if (out->sink)
+	if (asked->sink)
 	{
-		const void *const dev[TG_SINK_PLANES] = {out->surface ? d_surface.p : nullptr,
-		out->receivers ? d_mask.p : nullptr, d_acc};
-		const size_t elem[TG_SINK_PLANES] = {out->surface ? surface_size : 0,
-		out->receivers ? sizeof(uint16_t) : 0, sizeof(double)};
-		tg_status	st = tg_cuda_stream_rows(ctx, dev, elem, dem->width, dem->height, out->sink, copy_ms, err);
+		const void *const dev[TG_SINK_PLANES] = {d_surface.p, d_mask.p, d_acc};
+		const size_t elem[TG_SINK_PLANES] = {d_surface.p ? surface_size : 0, d_mask.p ? sizeof(uint16_t) : 0,
+		sizeof(double)};
 
-		if (st != TG_OK || out->sink->used)
+		st = tg_cuda_stream_rows(ctx, dev, elem, dem->width, dem->height, asked->sink, copy_ms, err);
+		if (st != TG_OK || asked->sink->used)
 			return st;
 	}
+	st = tg_flow_planes(ctx, asked, &out, err);
+	if (st != TG_OK)
+		return st;
 	TG_CUDA_CHECK(down.init(), "creating timing events");
 	TG_CUDA_CHECK(cudaEventRecord(down.start), "recording an event");
-	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out->acc, d_acc, n * sizeof(double)),
+	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out.acc, d_acc, n * sizeof(double)),
 				  "copying the accumulation back from the GPU");
-	if (out->surface)
-		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out->surface, d_surface.p, n * surface_size),
+	if (out.surface)
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out.surface, d_surface.p, n * surface_size),
 					  "copying the routing surface back from the GPU");
-	if (out->receivers)
-		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out->receivers, d_mask.p, n * sizeof(uint16_t)),
+	if (out.receivers)
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out.receivers, d_mask.p, n * sizeof(uint16_t)),
 					  "copying receivers back from the GPU");
 	TG_CUDA_CHECK(cudaEventRecord(down.stop), "recording an event");
 	TG_CUDA_CHECK(cudaEventSynchronize(down.stop), "copying products back from the GPU");
@@ -159,8 +163,8 @@ accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
 
 	st = tg_cuda_check_budget(ctx, n * (route_bytes_per_cell(dem, p, sizeof(V)) +
 								accumulation_bytes_per_cell(method, p->routing) +
-								(products->surface ? sizeof(double) : 0) +
-								(products->receivers ? sizeof(uint16_t) : 0)),
+								(tg_flow_wants(products, 0) ? sizeof(double) : 0) +
+								(tg_flow_wants(products, 1) ? sizeof(uint16_t) : 0)),
 					  "flow accumulation", err);
 	if (st != TG_OK)
 		return st;

@@ -62,11 +62,13 @@ cudaError_t tg_cuda_copy_to_host(const tg_ctx *ctx, void *dst, const void *src, 
 
 /*
  * Device planes of width * height cells (elem[k] bytes each; dev[k] NULL
- * and elem[k] 0: none) handed to sink in slices of its cuts, each slice copied into pinned
- * memory while the sink reads the one before (tg_rows_sink).  sink->used
- * stays false where some slice would not fit the staging or there is no
- * pinned memory: nothing was done, copy the planes as before.  *dma_ms: the
- * device time of the copies alone.
+ * and elem[k] 0: none) handed to sink in bands of its cuts, each band copied
+ * into pinned staging while the sink reads the one before (tg_rows_sink):
+ * the shared block where a row of tiles fits its half, else staging of the
+ * call's own for two rows of tiles.  sink->used stays false where the cuts
+ * do not run from 0 to the height or no pinned memory could be had: nothing
+ * was done, copy the planes whole.  *dma_ms: the device time of the copies
+ * alone.
  */
 tg_status	tg_cuda_stream_rows(const tg_ctx *ctx, const void *const dev[TG_SINK_PLANES],
 								const size_t elem[TG_SINK_PLANES], int width, int height,

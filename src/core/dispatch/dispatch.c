@@ -396,10 +396,14 @@ static tg_status
 accum_cpu(const tg_ctx *ctx, const void *a, tg_error *err)
 {
 	const accum_args *f = a;
+	tg_flow_products planes;
+	tg_status	st = tg_flow_planes(ctx, f->out, &planes, err);
 
+	if (st != TG_OK)
+		return st;
 	return tg_cpu_hydrology(ctx, f->dem, f->weight, f->params,
 							resolve_method(TG_BACKEND_CPU, f->method, f->params->routing, NULL, 0, 0),
-							f->units, f->out, err);
+							f->units, &planes, err);
 }
 
 static tg_status
@@ -443,9 +447,9 @@ tg_hydrology(const tg_ctx *ctx, const tg_band *dem, const tg_band *weight,
 
 	if (st != TG_OK)
 		return st;
-	if (out->acc == NULL)
+	if (!tg_flow_wants(out, 2))
 		return tg_error_set(err, TG_EINVAL, "the flow chain needs an accumulation buffer");
-	if (out->surface && out->surface_type != TG_PT_32BF && out->surface_type != TG_PT_64BF)
+	if (tg_flow_wants(out, 0) && out->surface_type != TG_PT_32BF && out->surface_type != TG_PT_64BF)
 		return tg_error_set(err, TG_EINVAL, "the routing surface must be 32BF or 64BF");
 	if (weight && (weight->width != dem->width || weight->height != dem->height))
 		return tg_error_set(err, TG_EINVAL, "weight raster is %d x %d, the DEM %d x %d",

@@ -233,7 +233,11 @@ typedef struct tg_copy_rates
 
 tg_status	tg_cuda_copy_rates(const tg_ctx *ctx, size_t bytes, tg_copy_rates *rates, tg_error *err);
 
-/* For the tests: the pinned room of a slice of streamed products (tg_rows_sink), 0 = all there is. */
+/*
+ * For the tests: the room of a band of streamed products in the shared
+ * pinned block (tg_rows_sink), 0 = half of it; a row of tiles beyond it has
+ * staging of its own.
+ */
 extern size_t tg_stream_slice_bytes;
 
 /* out[k]: product k's plane (tg_terrain) */

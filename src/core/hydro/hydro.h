@@ -649,16 +649,24 @@ tg_step_time(double drop, double length, double roughness, double velocity, doub
 /*
  * Products taken in slices of rows as the device hands them back, for a
  * caller that only encodes them: the slices are read from pinned staging
- * memory, and the product planes (allocated all the same: the CPU path
- * writes them) are never touched, so no fresh host page is faulted in for
- * them.  A slice begins and ends at one of `cuts` (increasing rows from 0
- * to the height: rows that no tile straddles); it may span several.
- * planes[k]: rows [row0, row0 + nrows) of product k (surface, receivers,
- * accumulation; NULL where not asked), valid during the call alone.
- * `used` is set once the first slice went to rows(): the caller then must not
- * read the planes.  A rows() failure ends the computation with its status.
+ * memory (room for two slices, so the copy of the next overlaps the sink's
+ * work on this one).  A slice begins and ends at one of `cuts` (increasing
+ * rows from 0 to the height: rows that no tile straddles); it may span
+ * several.  planes[k]: rows [row0, row0 + nrows) of product k (surface,
+ * receivers, accumulation; NULL where not asked), valid during the call
+ * alone.  `used` is set once the first slice went to rows(): the caller then
+ * must not read the planes.  A rows() failure ends the computation with its
+ * status.
+ *
+ * With `planes` set, the caller leaves the product planes NULL (deferred[k]
+ * says which it wants): they are allocated by planes() only where the
+ * products come back whole (the CPU path, a GPU that cannot stream them), so
+ * a streamed call never holds them.  planes() may be called more than once
+ * (a GPU call falling back to the CPU); it hands back the same planes.
  */
 #define TG_SINK_PLANES 3
+
+struct tg_flow_products;
 
 typedef struct tg_rows_sink
 {
@@ -668,12 +676,15 @@ typedef struct tg_rows_sink
 						 void *const planes[TG_SINK_PLANES], tg_error *err);
 	void	   *arg;
 	bool		used;
+	bool		deferred[TG_SINK_PLANES];
+	tg_status	(*planes) (const tg_ctx *ctx, void *arg, struct tg_flow_products *out, tg_error *err);
 } tg_rows_sink;
 
 /*
  * What the chain fill -> directions -> accumulation produces, for callers
  * that want more than the accumulation (the chained call keeps the data on
- * the device from DEM to accumulation).  acc is required, the rest optional.
+ * the device from DEM to accumulation).  acc is required, the rest optional
+ * (a plane given, or deferred to the sink: tg_flow_wants).
  */
 typedef struct tg_flow_products
 {
@@ -685,6 +696,25 @@ typedef struct tg_flow_products
 								 * (D8: one code); 0 none; TG_NODATA_RECEIVERS for nodata */
 	tg_rows_sink *sink;			/* or NULL: on the GPU, the products go there instead */
 } tg_flow_products;
+
+/* Whether product k (surface, receivers, accumulation) is asked for: its plane given or deferred. */
+static inline bool
+tg_flow_wants(const tg_flow_products *out, int k)
+{
+	const void *plane = k == 0 ? out->surface : k == 1 ? (void *) out->receivers : (void *) out->acc;
+
+	return plane != NULL || (out->sink != NULL && out->sink->planes != NULL && out->sink->deferred[k]);
+}
+
+/* *out = *in with every plane there: the deferred ones allocated by the sink, for products coming back whole. */
+static inline tg_status
+tg_flow_planes(const tg_ctx *ctx, const tg_flow_products *in, tg_flow_products *out, tg_error *err)
+{
+	*out = *in;
+	if (in->sink == NULL || in->sink->planes == NULL)
+		return TG_OK;
+	return in->sink->planes(ctx, in->sink->arg, out, err);
+}
 
 #define TG_NODATA_RECEIVERS 0xFFFF
 

@@ -27,9 +27,11 @@
  * CPU one grid: the DEM as doubles where a routing needs them, the call's
  * scratch and every product plane.  GPU one grid, host: the DEM in its own
  * pixel type (8 bytes at most) and the product planes the device's results
- * come back into; the device holds the rest (its column: what the CUDA side
- * checks against the device's memory before it starts, the routing's worst
- * case).  0 on the GPU columns: no GPU path of its own, the CPU figure holds.
+ * come back into, but for the flow chain, whose products are streamed into
+ * the tiles (gpu_planes: what the value form holds besides); the device
+ * holds the rest (its column: what the CUDA side checks against the
+ * device's memory before it starts, the routing's worst case).  0 on the GPU
+ * columns: no GPU path of its own, the CPU figure holds.
  */
 typedef struct op_traits
 {
@@ -38,18 +40,18 @@ typedef struct op_traits
 	tg_op_seams seams;
 } op_traits;
 
-#define CPU_ONLY(cpu) {cpu, 0, 0}
+#define CPU_ONLY(cpu) {cpu, 0, 0, 0}
 
 static const op_traits traits[] = {
 	/* host: DEM 8 + the product (4 or 8) */
-	[TG_OP_SLOPE] = {1, {16, 12, 20}, TG_SEAMS_WINDOW},
-	[TG_OP_FILL] = {1, {40, 16, 32}, TG_SEAMS_FILL},
+	[TG_OP_SLOPE] = {1, {16, 12, 0, 20}, TG_SEAMS_WINDOW},
+	[TG_OP_FILL] = {1, {40, 16, 0, 32}, TG_SEAMS_FILL},
 	/* host: DEM 8 + shares, 8 planes of 32BF; device: the routing (47) and the shares */
-	[TG_OP_DIRECTIONS] = {1, {96, 40, 80}, TG_SEAMS_ROUTE},
-	/* host: DEM 8 + accumulation 8; device: the routing (47) and the indegree scratch (26) */
-	[TG_OP_ACCUMULATION] = {1, {96, 16, 73}, TG_SEAMS_FLOW},
-	/* host: DEM 8 + surface 8 + receivers 2 + accumulation 8 (16 in all for a 16-bit DEM); device: 73 + 10 */
-	[TG_OP_HYDROLOGY] = {3, {112, 26, 83}, TG_SEAMS_FLOW},
+	[TG_OP_DIRECTIONS] = {1, {96, 40, 0, 80}, TG_SEAMS_ROUTE},
+	/* host: DEM 8, the accumulation streamed (8); device: the routing (47) and the indegree scratch (26) */
+	[TG_OP_ACCUMULATION] = {1, {96, 8, 8, 73}, TG_SEAMS_FLOW},
+	/* host: DEM 8, surface 8 + receivers 2 + accumulation 8 streamed; device: 73 + 10 */
+	[TG_OP_HYDROLOGY] = {3, {112, 8, 18, 83}, TG_SEAMS_FLOW},
 	[TG_OP_LS_FACTOR] = {1, CPU_ONLY(160), TG_SEAMS_NONE},
 	[TG_OP_RUSLE] = {1, CPU_ONLY(160), TG_SEAMS_NONE},
 	[TG_OP_TRAVEL_TIME] = {1, CPU_ONLY(96), TG_SEAMS_NONE},
@@ -114,6 +116,20 @@ tg_op_bytes_per_cell(const tg_op *op, bool on_gpu)
 	const tg_op_memory m = tg_op_memory_of(op);
 
 	return on_gpu ? m.gpu_host : m.cpu;
+}
+
+size_t
+tg_op_gpu_host_bytes(const tg_op *op, const tg_job *job)
+{
+	const tg_layout *l = job->layout;
+	const tg_op_memory m = tg_op_memory_of(op);
+	int			tallest = 0;
+
+	if (job->whole)
+		return (size_t) l->width * l->height * (m.gpu_host + m.gpu_planes);
+	for (int t = 0; t < l->ntiles; t++)
+		tallest = l->tiles[t].height > tallest ? l->tiles[t].height : tallest;
+	return (size_t) l->width * l->height * m.gpu_host + 2 * (size_t) tallest * l->width * m.gpu_planes;
 }
 
 tg_op_seams
@@ -536,11 +552,15 @@ compute_directions(const tg_ctx *ctx, const tg_op *op, const tg_band *dem, tg_op
 	return tg_parallel_rows(ctx, dem->width, dem->height, mask_rows, &j, err);
 }
 
-/* Tiles written as the flow products come back from the device, slice by slice (tg_rows_sink). */
+/*
+ * Tiles written as the flow products come back from the device, slice by
+ * slice (tg_rows_sink); the product planes only where they come back whole.
+ */
 typedef struct tile_sink
 {
 	const tg_job *job;
-	const tg_op_result *r;
+	tg_op_result *r;
+	size_t		cells;
 	int			out_of[TG_SINK_PLANES];	/* the output each product is, or -1 */
 } tile_sink;
 
@@ -564,6 +584,32 @@ write_slice(const tg_ctx *ctx, void *arg, int row0, int nrows, void *const plane
 	else
 		tg_phase_end(ctx);
 	return st;
+}
+
+/* The planes of the products the sink would have written, each allocated once. */
+static tg_status
+product_planes(const tg_ctx *ctx, void *arg, tg_flow_products *out, tg_error *err)
+{
+	const tile_sink *t = arg;
+	const tg_pixtype types[TG_SINK_PLANES] = {out->surface_type, TG_PT_16BUI, TG_PT_64BF};
+	void	   *planes[TG_SINK_PLANES];
+
+	for (int k = 0; k < TG_SINK_PLANES; k++)
+	{
+		const int	o = t->out_of[k];
+
+		planes[k] = NULL;
+		if (o < 0)
+			continue;
+		planes[k] = t->r->outs[o].planes[0].data ? (void *) t->r->outs[o].planes[0].data
+			: new_plane(ctx, t->r, o, 0, types[k], t->cells);
+		if (planes[k] == NULL)
+			return tg_error_set(err, TG_ENOMEM, "could not allocate the flow products");
+	}
+	out->surface = planes[0];
+	out->receivers = planes[1];
+	out->acc = planes[2];
+	return TG_OK;
 }
 
 /* The rows that no tile of the layout straddles, 0 and its height among them. */
@@ -593,8 +639,10 @@ tile_cuts(const tg_ctx *ctx, const tg_layout *l, int *ncuts)
 
 /*
  * Flow accumulation (output 0) or tg_hydrology (routing surface, receivers,
- * accumulation).  With `writing` set, the GPU path writes the job's tiles
- * while the products come back, and sets r->written.
+ * accumulation).  With `writing` set on a coverage, the GPU path writes the
+ * job's tiles band by band while the products come back, and sets
+ * r->written; the product planes are then never allocated.  The value form
+ * (one result raster) takes its planes whole.
  */
 static tg_status
 compute_flow(const tg_ctx *ctx, const tg_op *op, const tg_layout *layout, const tg_grid_band *grids,
@@ -604,34 +652,36 @@ compute_flow(const tg_ctx *ctx, const tg_op *op, const tg_layout *layout, const 
 	const size_t n = (size_t) dem->width * dem->height;
 	const tg_band *weight = op->weight_input > 0 ? &grids[op->weight_input].band : NULL;
 	const bool	chain = op->kind == TG_OP_HYDROLOGY;
-	tile_sink	to_tiles = {writing, r, {chain ? 0 : -1, chain ? 1 : -1, chain ? 2 : 0}};
-	tg_rows_sink sink = {.rows = write_slice, .arg = &to_tiles};
+	tile_sink	to_tiles = {writing, r, n, {chain ? 0 : -1, chain ? 1 : -1, chain ? 2 : 0}};
+	tg_rows_sink sink = {.rows = write_slice, .arg = &to_tiles, .planes = product_planes,
+	.deferred = {chain, chain, true}};
 	tg_flow_products pr;
 	tg_status	st;
 
 	memset(&pr, 0, sizeof pr);
+	pr.sink = &sink;
 	if (chain)
 	{
 		pr.surface_type = r->outs[0].specs[0].pixtype;
 		pr.surface_nodata = r->outs[0].specs[0].nodata;
-		pr.surface = new_plane(ctx, r, 0, 0, pr.surface_type, n);
-		pr.receivers = new_plane(ctx, r, 1, 0, TG_PT_16BUI, n);
-		if (pr.surface == NULL || pr.receivers == NULL)
-			return tg_error_set(err, TG_ENOMEM, "could not allocate the flow chain's products");
 		r->outs[0].planes[0].has_marker = true;
 		r->outs[0].planes[0].marker = pr.surface_nodata;
 		r->outs[1].planes[0].has_marker = true;
 		r->outs[1].planes[0].marker = TG_NODATA_RECEIVERS;
 	}
-	pr.acc = new_plane(ctx, r, chain ? 2 : 0, 0, TG_PT_64BF, n);
-	if (pr.acc == NULL)
-		return tg_error_set(err, TG_ENOMEM, "could not allocate the accumulation");
-	if (writing)
+	if (writing && !writing->whole)
 	{
 		sink.cuts = tile_cuts(ctx, layout, &sink.ncuts);
 		if (sink.cuts == NULL)
 			return tg_error_set(err, TG_ENOMEM, "could not allocate the rows of %s", layout->name);
-		pr.sink = &sink;
+	}
+	else
+	{
+		/* no slices: the planes now, and no sink */
+		st = tg_flow_planes(ctx, &pr, &pr, err);
+		pr.sink = NULL;
+		if (st != TG_OK)
+			return st;
 	}
 	st = tg_hydrology(ctx, dem, weight, &op->flow, op->method, op->units, &pr, err);
 	r->written = sink.used;

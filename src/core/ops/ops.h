@@ -16,18 +16,26 @@ tg_status	tg_op_plan(const tg_op *op, const tg_band *dem, tg_output *outs, tg_er
  * Bytes per cell an operation holds as one grid in memory, input and outputs
  * included, on each path: the CPU's, and the GPU's in host and in device
  * memory (gpu_device 0: no GPU path of its own; gpu_host then is the CPU's).
+ * gpu_planes: the product planes of a GPU path that streams its products
+ * into the result tiles band by band (tg_rows_sink), held only where they
+ * come back whole (the value form); the stream's pinned staging holds two
+ * rows of tiles of them.
  */
 typedef struct tg_op_memory
 {
 	size_t		cpu;
 	size_t		gpu_host;
+	size_t		gpu_planes;
 	size_t		gpu_device;
 } tg_op_memory;
 
 tg_op_memory tg_op_memory_of(const tg_op *op);
 
-/* The host's bytes per cell on the path the call takes (on_gpu: the GPU's one-grid path). */
+/* The host's bytes per cell on the path the call takes (on_gpu: the GPU's one-grid path, streamed). */
 size_t		tg_op_bytes_per_cell(const tg_op *op, bool on_gpu);
+
+/* The host bytes of the job as one grid on the GPU: its cells, and the staging or planes of its products. */
+size_t		tg_op_gpu_host_bytes(const tg_op *op, const tg_job *job);
 
 /*
  * How an operation meets the rows beyond its own: what a strip or a part of

@@ -30,7 +30,8 @@ beyond_budget(const tg_ctx *ctx, const tg_op *op, const tg_job *job, bool on_gpu
 	}
 	tg_error_set(err, TG_ELIMIT, "%s over %s needs about %zu MB as one grid%s, more than the %zu MB a call may use",
 				 job->function, l->name,
-				 ((size_t) l->width * l->height * tg_op_bytes_per_cell(op, on_gpu)) >> 20,
+				 (on_gpu ? tg_op_gpu_host_bytes(op, job)
+				  : (size_t) l->width * l->height * tg_op_bytes_per_cell(op, false)) >> 20,
 				 on_gpu ? " on the GPU" : "", job->memory_budget >> 20);
 	if (why_not)
 	{
@@ -171,7 +172,7 @@ tg_run(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err)
 	else if (cells * tg_op_bytes_per_cell(op, false) <= job->memory_budget)
 		st = run_in_memory(&call, op, job, err);
 	else if ((on_gpu = tg_gpu_chosen(ctx, (int64_t) cells)) &&
-			 cells * tg_op_bytes_per_cell(op, true) <= job->memory_budget)
+			 tg_op_gpu_host_bytes(op, job) <= job->memory_budget)
 		st = run_on_gpu(&call, op, job, err);
 	else if (!job->whole && tg_op_in_strips(op, ctx, &why_not))
 		st = tg_run_strips(&call, op, job, err);

@@ -322,7 +322,9 @@ log_slice(const tg_ctx *ctx, void *arg, int row0, int nrows, void *const planes[
  * rows, room for 9): the slices come in order, each ending at a cut, their
  * rows equal the products written into planes (acc, surface, recv), and the
  * planes are left as they were; a failing sink ends the call with its error;
- * a room smaller than one cut's rows streams nothing and fills the planes.
+ * a shared room smaller than one cut's rows streams every 7 rows through
+ * staging of the call's own, the last band short; cuts that stop short of the
+ * height stream nothing and fill the planes.
  */
 static void
 check_chain_sink(const tg_band *b, const tg_flow_params *p, tg_pixtype surface_type, tg_accum_units units,
@@ -337,7 +339,7 @@ check_chain_sink(const tg_band *b, const tg_flow_params *p, tg_pixtype surface_t
 	slice_log	log = {W, H, 7, ssize, malloc(8 * n), malloc(2 * n), malloc(8 * n), 0, 0, 0, true};
 	uint8_t    *planes = malloc(18 * n),
 			   *blank = malloc(18 * n);
-	tg_rows_sink sink = {NULL, 0, log_slice, &log, false};
+	tg_rows_sink sink = {.rows = log_slice, .arg = &log};
 	tg_flow_products out = {(double *) planes, planes + 8 * n, surface_type, ND, (uint16_t *) (planes + 16 * n),
 	&sink};
 	tg_ctx		ctx = cpu_ctx(NULL);
@@ -372,13 +374,26 @@ check_chain_sink(const tg_band *b, const tg_flow_params *p, tg_pixtype surface_t
 		  err.message);
 
 	log.next_row = log.slices = log.stop_at = 0;
+	log.ordered = true;
 	sink.used = false;
+	memset(log.acc, 0, 8 * n);
 	tg_stream_slice_bytes = 6 * (size_t) W * (ssize + 2 + 8);
+	tg_error_clear(&err);
+	st = tg_hydrology(&ctx, b, NULL, p, TG_ACC_AUTO, units, &out, &err);
+	check(st == TG_OK && sink.used && log.ordered && log.next_row == H && log.slices == (H + 6) / 7 &&
+		  memcmp(log.acc, acc, 8 * n) == 0 && memcmp(log.surface, surface, ssize * n) == 0 &&
+		  memcmp(log.recv, recv, 2 * n) == 0 && memcmp(planes, blank, 18 * n) == 0,
+		  "cuda chain %s %dx%d: 7 rows beyond the shared room of 6 stream in %d bands of staging of their own (last %d rows)",
+		  ty, W, H, log.slices, H - (H - 1) / 7 * 7);
+
+	log.next_row = log.slices = 0;
+	sink.used = false;
+	sink.ncuts = ncuts - 1;
 	tg_error_clear(&err);
 	st = tg_hydrology(&ctx, b, NULL, p, TG_ACC_AUTO, units, &out, &err);
 	check(st == TG_OK && !sink.used && log.slices == 0 && memcmp(planes, acc, 8 * n) == 0 &&
 		  memcmp(planes + 8 * n, surface, ssize * n) == 0 && memcmp(planes + 16 * n, recv, 2 * n) == 0,
-		  "cuda chain %s %dx%d: 7 rows beyond the room of 6 stream nothing and fill the planes", ty, W, H);
+		  "cuda chain %s %dx%d: cuts short of the height stream nothing and fill the planes", ty, W, H);
 	tg_stream_slice_bytes = 0;
 	free(cuts);
 	free(log.surface);
