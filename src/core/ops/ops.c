@@ -668,7 +668,11 @@ compute_flow(const tg_ctx *ctx, const tg_op *op, const tg_layout *layout, const 
 		r->outs[0].planes[0].marker = pr.surface_nodata;
 		r->outs[1].planes[0].has_marker = true;
 		r->outs[1].planes[0].marker = TG_NODATA_RECEIVERS;
+		r->outs[1].planes[0].type = TG_PT_16BUI;
+		r->outs[0].planes[0].type = pr.surface_type;
 	}
+	/* the planes' types now: streamed products never get a plane that would set them */
+	r->outs[chain ? 2 : 0].planes[0].type = TG_PT_64BF;
 	if (writing && !writing->whole)
 	{
 		sink.cuts = tile_cuts(ctx, layout, &sink.ncuts);
