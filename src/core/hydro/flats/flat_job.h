@@ -14,7 +14,7 @@
 
 #include "hydro/flats/flats.h"
 
-#define FLAT_BLOCK_ROWS 256		/* rows of the union-find's blocks (their number changes no result) */
+#define LABEL_BLOCK_CELLS 262144	/* cells of the union-find's blocks, about (flat_labels.c) */
 #define FAR TG_FLAT_FAR
 
 typedef struct flat_job

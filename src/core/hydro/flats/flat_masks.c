@@ -67,32 +67,34 @@ tg_flat_mask(const tg_ctx *ctx, const double *z, const uint8_t *flat, int W, int
  * Flat cells: valid, no valid neighbour strictly lower, not an outlet (the
  * edge or next to nodata), in rows [y0, y1).  tg_cpu_route_surface finds them
  * in its gradient pass by the same rule; the routing in strips' tests hold
- * the two together.
+ * the two together.  Off the edge, the three tests are one: every neighbour
+ * at least as high (a comparison with NaN is false).
  */
 static void
 flat_cells_rows(const double *z, int W, int H, int y0, int y1, uint8_t *flat)
 {
-	int			x,
-				y,
-				k;
+	for (int y = y0; y < y1; y++)
+	{
+		const size_t row = (size_t) y * W;
 
-	for (y = y0; y < y1; y++)
-		for (x = 0; x < W; x++)
+		if (y == 0 || y == H - 1)
 		{
-			size_t		i = (size_t) y * W + x;
-			bool		lower = false;
-
-			flat[i] = 0;
-			if (isnan(z[i]))
-				continue;
-			for (k = 0; k < 8 && !lower; k++)
-			{
-				int64_t		ni = tg_nbr_cell(W, H, x, y, k);
-
-				lower = ni >= 0 && z[ni] < z[i];
-			}
-			flat[i] = !lower && !tg_cpu_is_outlet(z, W, H, x, y);
+			memset(flat + row, 0, (size_t) W);
+			continue;
 		}
+		flat[row] = 0;
+		flat[row + W - 1] = 0;
+		for (int x = 1; x < W - 1; x++)
+		{
+			const double *c = z + row + x,
+					   *up = c - W,
+					   *down = c + W;
+			const double v = *c;
+
+			flat[row + x] = (up[-1] >= v) & (up[0] >= v) & (up[1] >= v) & (c[-1] >= v) & (c[1] >= v) &
+				(down[-1] >= v) & (down[0] >= v) & (down[1] >= v);
+		}
+	}
 }
 
 typedef struct flat_flags_job
