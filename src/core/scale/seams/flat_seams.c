@@ -107,25 +107,57 @@ tg_seam_flats_init(tg_seam_flats *f, const tg_allocator *mem, int W)
 	f->W = W;
 }
 
-tg_status
-tg_seam_flats_add(const tg_ctx *ctx, tg_seam_flats *f, int row, int col, uint8_t seed, int64_t flat, tg_error *err)
+typedef struct append_job
 {
-	if (f->n >= NONE - 1 || flat < 0 || flat >= INT32_MAX)
-		return tg_error_set(err, TG_ELIMIT, "%zu cells of flats cross seams, more than one walk takes", f->n);
-	/* the walk links neighbours by position: cells in raster order, each once, within the grid */
-	if (row < 0 || col < 0 || col >= f->W ||
-		(f->n > 0 && (row < f->row[f->n - 1] || (row == f->row[f->n - 1] && col <= f->col[f->n - 1]))))
-		return tg_error_set(err, TG_EDATA, "a cell of flats across seams out of raster order (row %d, column %d)",
-							row, col);
-	if (!room(f, f->n + 1))
-		return tg_error_set(err, TG_ENOMEM, "could not keep the %zu cells of flats across seams", f->n);
-	f->row[f->n] = row;
-	f->col[f->n] = col;
-	f->seed[f->n] = seed;
-	f->flat[f->n] = (int32_t) flat;
-	f->nflats = (size_t) flat + 1 > f->nflats ? (size_t) flat + 1 : f->nflats;
-	f->n++;
+	tg_seam_flats *f;
+	const tg_crossing_list *list;
+	int			row0;
+	int32_t		flat0;
+} append_job;
+
+static tg_status
+append_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	const append_job *a = arg;
+	tg_seam_flats *f = a->f;
+	const size_t W = (size_t) f->W;
+	size_t		lo,
+				hi;
+
+	tg_list_range(a->list->n, task, &lo, &hi);
+	for (size_t k = lo; k < hi; k++)
+	{
+		f->row[f->n + k] = a->row0 + (int32_t) (a->list->cell[k] / W);
+		f->col[f->n + k] = (int32_t) (a->list->cell[k] % W);
+		f->seed[f->n + k] = a->list->seed[k];
+		f->flat[f->n + k] = a->flat0 + a->list->flat[k];
+	}
 	return TG_OK;
+}
+
+tg_status
+tg_seam_flats_append(const tg_ctx *ctx, tg_seam_flats *f, int row0, const tg_crossing_list *list, tg_error *err)
+{
+	append_job	a = {f, list, row0, (int32_t) f->nflats};
+	tg_status	st;
+
+	if (list->n == 0)
+		return TG_OK;
+	if (list->n >= NONE - 1 - f->n || list->nflats >= INT32_MAX - (int64_t) f->nflats)
+		return tg_error_set(err, TG_ELIMIT, "%zu cells of flats cross seams, more than one walk takes",
+							f->n + list->n);
+	/* the walk links neighbours by position: cells in raster order, each once */
+	if (row0 < 0 || (f->n > 0 && row0 + (int64_t) (list->cell[0] / f->W) <= f->row[f->n - 1]))
+		return tg_error_set(err, TG_EDATA, "cells of flats across seams out of raster order (row %d)", row0);
+	if (!room(f, f->n + list->n))
+		return tg_error_set(err, TG_ENOMEM, "could not keep the %zu cells of flats across seams", f->n + list->n);
+	st = tg_parallel(ctx, tg_list_tasks(list->n), append_task, &a, err);
+	if (st == TG_OK)
+	{
+		f->n += list->n;
+		f->nflats += (size_t) list->nflats;
+	}
+	return st;
 }
 
 tg_status

@@ -133,8 +133,8 @@ tg_status	tg_strips_flow(const tg_ctx *ctx, int W, tg_strip_exit *exits, size_t 
 
 /*
  * Flats that cross seams (flat_seams.c), one algorithm for strips and
- * parts: their cells kept compact (raster order: add them row by row, left
- * to right, with their seeds as tg_crossing_flats gives them and a flat
+ * parts: their cells kept compact (raster order: appended strip by strip
+ * as tg_crossing_flats lists them, with their seeds and a flat
  * number each, cells of one number being one flat), linked to their
  * neighbours, and their breadth-first distances (towards the drains, away
  * from higher ground) walked on the call's threads, from the
@@ -170,8 +170,9 @@ typedef struct tg_seam_flats
 } tg_seam_flats;
 
 void		tg_seam_flats_init(tg_seam_flats *f, const tg_allocator *mem, int W);
-tg_status	tg_seam_flats_add(const tg_ctx *ctx, tg_seam_flats *f, int row, int col, uint8_t seed, int64_t flat,
-							  tg_error *err);
+/* A strip's or a part's crossing cells, rows from row0 on, their flats numbered after those kept. */
+tg_status	tg_seam_flats_append(const tg_ctx *ctx, tg_seam_flats *f, int row0, const tg_crossing_list *list,
+								 tg_error *err);
 tg_status	tg_seam_flats_seam(const tg_ctx *ctx, tg_seam_flats *f, int row, tg_error *err);
 /* Every cell added: rows [0, H), the links, the distances at the seeds. */
 tg_status	tg_seam_flats_link(const tg_ctx *ctx, tg_seam_flats *f, int H, tg_error *err);
