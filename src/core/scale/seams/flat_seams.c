@@ -251,6 +251,48 @@ link_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 	return TG_OK;
 }
 
+/* Each row's first cell (the cells come in raster order), by bisection. */
+static tg_status
+row_start_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	tg_seam_flats *f = ((const link_job *) arg)->f;
+
+	for (int y = y0; y < y1; y++)
+	{
+		size_t		a = 0,
+					b = f->n;
+
+		while (a < b)
+		{
+			const size_t m = a + (b - a) / 2;
+
+			if (f->row[m] < y)
+				a = m + 1;
+			else
+				b = m;
+		}
+		f->row_start[y] = (uint32_t) a;
+	}
+	return TG_OK;
+}
+
+/* The distances at the seeds: 1, TG_FLAT_FAR elsewhere. */
+static tg_status
+seed_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	tg_seam_flats *f = ((const link_job *) arg)->f;
+	size_t		lo,
+				hi;
+
+	tg_list_range(f->n, task, &lo, &hi);
+	for (size_t c = lo; c < hi; c++)
+	{
+		f->d[0][c] = f->seed[c] & TG_SEED_DRAINS ? 1 : TG_FLAT_FAR;
+		f->d[1][c] = f->seed[c] & TG_SEED_HIGHER ? 1 : TG_FLAT_FAR;
+	}
+	return TG_OK;
+}
+
 static uint32_t
 root_of(uint32_t *parent, uint32_t v)
 {
@@ -312,21 +354,14 @@ tg_seam_flats_link(const tg_ctx *ctx, tg_seam_flats *f, int H, tg_error *err)
 	f->joined = keep(f, f->nflats * sizeof(uint32_t));
 	if (!f->row_start || !f->up || !f->down || !f->nbr || !f->d[0] || !f->d[1] || !f->joined)
 		return tg_error_set(err, TG_ENOMEM, "could not link %zu cells of flats across seams", n);
-	/* each row's first cell (the cells come in raster order) */
-	for (int y = 0, c = 0; y <= H; y++)
-	{
-		while ((size_t) c < n && f->row[c] < y)
-			c++;
-		f->row_start[y] = (uint32_t) c;
-	}
-	st = tg_parallel_rows(ctx, f->W, H, link_rows, &j, err);
+	f->row_start[H] = (uint32_t) n;
+	st = tg_parallel_rows(ctx, f->W, H, row_start_rows, &j, err);
+	if (st == TG_OK)
+		st = tg_parallel_rows(ctx, f->W, H, link_rows, &j, err);
 	if (st == TG_OK)
 		join_flats(f);
-	for (size_t c = 0; c < n && st == TG_OK; c++)
-	{
-		f->d[0][c] = f->seed[c] & TG_SEED_DRAINS ? 1 : TG_FLAT_FAR;
-		f->d[1][c] = f->seed[c] & TG_SEED_HIGHER ? 1 : TG_FLAT_FAR;
-	}
+	if (st == TG_OK)
+		st = tg_parallel(ctx, tg_list_tasks(n), seed_task, &j, err);
 	/* the walks need neither: a seed starts at 1, and a neighbour is found by its bit */
 	let_go(f, f->row);
 	let_go(f, f->seed);
@@ -854,12 +889,17 @@ height_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 				hi;
 
 	tg_list_range(m->f->n, task, &lo, &hi);
-	for (size_t c = lo; c < hi; c++)
+	/* a run of one joined flat's cells makes its greatest first, then one exchange (the sea spans them all) */
+	for (size_t c = lo; c < hi;)
 	{
-		int32_t    *h = &m->height[m->root[m->f->flat[c]]];
-		const int32_t a = tg_seam_flats_dist(m->f, 1, c);
-		int32_t		cur = __atomic_load_n(h, __ATOMIC_RELAXED);
+		const uint32_t r = m->root[m->f->flat[c]];
+		int32_t		a = 0,
+					cur;
+		int32_t    *h = &m->height[r];
 
+		for (; c < hi && m->root[m->f->flat[c]] == r; c++)
+			a = tg_seam_flats_dist(m->f, 1, c) > a ? tg_seam_flats_dist(m->f, 1, c) : a;
+		cur = __atomic_load_n(h, __ATOMIC_RELAXED);
 		while (a > cur && !__atomic_compare_exchange_n(h, &cur, a, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			;
 	}
