@@ -369,7 +369,7 @@ list_flats(const tg_ctx *ctx, flat_job *j, int64_t *nflats_out, tg_error *err)
 		memset(l.last_chunk, 0, (size_t) (nflats ? nflats : 1) * sizeof(int32_t));
 		st = list_pass_run(ctx, &l, LIST_LABEL, err);
 	}
-	if (st == TG_OK)
+	if (st == TG_OK && !j->numbers_only)
 	{
 		/* where each flat starts; the flats whose cells are in more than one chunk */
 		for (int64_t f = 0; f < nflats; f++)
@@ -387,7 +387,7 @@ list_flats(const tg_ctx *ctx, flat_job *j, int64_t *nflats_out, tg_error *err)
 			st = tg_error_set(err, TG_ENOMEM, "could not list the flats (%lld cells)",
 							  (long long) j->first[nflats]);
 	}
-	if (st == TG_OK && nentries > 0)
+	if (st == TG_OK && !j->numbers_only && nentries > 0)
 	{
 		memset(l.spread_at, 0, (size_t) nentries * sizeof(int64_t));
 		st = list_pass_run(ctx, &l, LIST_COUNT_SPREAD, err);
@@ -407,7 +407,7 @@ list_flats(const tg_ctx *ctx, flat_job *j, int64_t *nflats_out, tg_error *err)
 			}
 		}
 	}
-	if (st == TG_OK)
+	if (st == TG_OK && !j->numbers_only)
 		st = list_pass_run(ctx, &l, LIST_WRITE, err);
 	tg_free(ctx, l.chunk_flats);
 	tg_free(ctx, l.first_chunk);

@@ -225,7 +225,8 @@ tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, 
 				own = (size_t) W * nrows,
 				off = (size_t) W * y0;
 	uint8_t    *flat = tg_alloc(ctx, n ? n : 1);
-	flat_job	j = {.z = z + off, .W = W, .H = nrows, .above = y0, .below = count - y0 - nrows};
+	flat_job	j = {.z = z + off, .W = W, .H = nrows, .above = y0, .below = count - y0 - nrows,
+	.numbers_only = true};
 	flat_flags_job fc = {z, W, count, flat};
 	int64_t		nflats = 0,
 				ncrossing = 0,
