@@ -485,10 +485,14 @@ typedef struct seeds_job
 	uint32_t   *list;
 	size_t		n;
 	size_t		cells;
-	const tg_seam_flats *f;		/* left_task only */
+	const tg_seam_flats *left;	/* NULL, or only the cells with a neighbour farther than one step on */
 } seeds_job;
 
-/* The cells a distance has reached (every seed, before the first walk). */
+/*
+ * The cells a distance has reached (every seed, before the first walk), or
+ * those of them that the scans left with a neighbour too far (where the walk
+ * goes on from).
+ */
 static tg_status
 seeds_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 {
@@ -501,7 +505,16 @@ seeds_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 	tg_list_range(s->cells, task, &lo, &hi);
 	for (size_t c = lo; c < hi; c++)
 		if (s->d[c] != TG_FLAT_FAR)
-			tg_batch_add(&b, (uint32_t) c);
+		{
+			uint32_t	nb[8];
+			const int	count = s->left ? neighbours(s->left, (uint32_t) c, nb) : 0;
+			int			q = 0;
+
+			while (q < count && s->d[nb[q]] <= s->d[c] + 1)
+				q++;
+			if (s->left == NULL || q < count)
+				tg_batch_add(&b, (uint32_t) c);
+		}
 	tg_batch_flush(&b);
 	return TG_OK;
 }
@@ -728,33 +741,6 @@ scan_block(void *arg, const tg_wave *w, int b, int chunk)
 	}
 }
 
-/* The cells reached with a neighbour farther than one step on (where the walk goes on from). */
-static tg_status
-left_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
-{
-	seeds_job  *s = arg;
-	tg_cell_batch b;
-	size_t		lo,
-				hi;
-
-	tg_batch_init(&b, s->list, &s->n);
-	tg_list_range(s->cells, task, &lo, &hi);
-	for (size_t c = lo; c < hi; c++)
-		if (s->d[c] != TG_FLAT_FAR)
-		{
-			uint32_t	nb[8];
-			const int	count = neighbours(s->f, (uint32_t) c, nb);
-			int			q = 0;
-
-			while (q < count && s->d[nb[q]] <= s->d[c] + 1)
-				q++;
-			if (q < count)
-				tg_batch_add(&b, (uint32_t) c);
-		}
-	tg_batch_flush(&b);
-	return TG_OK;
-}
-
 /*
  * The first walk of distance p, all its seeds at one distance: the seeds
  * grouped by joined flat, the smaller flats searched on the threads, the
@@ -802,7 +788,7 @@ first_walk(const tg_ctx *ctx, tg_seam_flats *f, int p, uint32_t *room, uint32_t 
 		if (st == TG_OK)
 			st = tg_wavefront(ctx, &wave, scan_block, &s, err);
 		if (st == TG_OK)
-			st = tg_parallel(ctx, tg_list_tasks(f->n), left_task, &left, err);
+			st = tg_parallel(ctx, tg_list_tasks(f->n), seeds_task, &left, err);
 		if (st == TG_OK)
 			st = walk(ctx, f, p, seeds, left.n, front, next, err);
 	}
@@ -842,7 +828,7 @@ tg_seam_flats_walk(const tg_ctx *ctx, tg_seam_flats *f, const tg_flat_lowered *l
 	}
 	for (int p = 0; p < 2 && st == TG_OK; p++)
 	{
-		seeds_job	s = {f->d[p], seeds, 0, n, f};
+		seeds_job	s = {f->d[p], seeds, 0, n, NULL};
 		bool		one_distance = true;
 
 		if (lowered == NULL)
