@@ -306,6 +306,7 @@ static void
 test_parts(coverage *tiles)
 {
 	static const int gap[2] = {0, 2};
+	const size_t usual_bulk = tg_seam_flat_bulk_cells;
 	coverage   *parts = malloc(NPARTS * sizeof(coverage));
 	tg_op		op = base_op(TG_OP_FILL);
 	tg_part		part = {{(uint8_t *) "TGP1", 4}, {NULL, 0}, {test_alloc, test_free, NULL}, NULL};
@@ -324,6 +325,10 @@ test_parts(coverage *tiles)
 	op = base_op(TG_OP_DIRECTIONS);
 	op.directions = TG_DIRECTIONS_CODES;
 	check_parts("d8 directions of the filled DEM", &op, tiles);
+	/* the parts' crossing flats scanned and walked level by level instead of searched one by one */
+	tg_seam_flat_bulk_cells = 1;
+	check_parts("d8 directions of the filled DEM, crossing flats scanned", &op, tiles);
+	tg_seam_flat_bulk_cells = usual_bulk;
 	check_d8_parts(tiles, "");
 	/* the splitting routings: flow rounds instead of D8's link */
 	parts_left_out = 0;

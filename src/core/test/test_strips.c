@@ -380,7 +380,8 @@ test_route_strips(void)
  * cross each seam many times; 1, a bowl whose pit spans every strip (after
  * the fill one lake over the whole grid's middle); 2, a plain of one
  * elevation over every strip with a hill in it and islands of nodata (each
- * a drain of its own).
+ * a drain of its own); 3, left unfilled, a floor walled in on every side
+ * that crosses every strip and drains nowhere (its mask stays 0).
  */
 static double *
 seam_terrain(int kind, int W, int H)
@@ -414,20 +415,28 @@ seam_terrain(int kind, int W, int H)
 
 				*c = 50 + sqrt(dx * dx + dy * dy) - (x == 0 && y == H / 3 ? 40 : 0);
 			}
-			else
+			else if (kind == 2)
 				*c = x % 9 == 4 && y % 11 == 5 ? ND : abs(x - W / 2) < 3 && abs(y - H / 2) < 5 ? 9 : 7;
+			else
+				*c = x < 2 || x >= W - 2 || y < 2 || y >= H - 2 ? 30 : 5;
 		}
 	return z;
 }
 
-/* The seams' adversaries routed in strips of every split on 1 and 4 threads, against one grid. */
+/*
+ * The seams' adversaries routed in strips of every split on 1, 2 and 7
+ * threads, against one grid, every joined flat searched on its own and every
+ * one scanned and walked level by level (tg_seam_flat_bulk_cells).
+ */
 static void
 test_seams_adversarial(void)
 {
 	static const int shapes[][2] = {{31, 47}, {64, 90}};
+	static const int thread_counts[] = {1, 2, 7};
+	const size_t usual_bulk = tg_seam_flat_bulk_cells;
 
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-		for (int kind = 0; kind < 3; kind++)
+		for (int kind = 0; kind < 4; kind++)
 		{
 			const int	W = shapes[s][0],
 						H = shapes[s][1];
@@ -445,22 +454,25 @@ test_seams_adversarial(void)
 			int		   *rows = malloc(sizeof(int) * H);
 			size_t		flats = 0;
 
+			/* the routing surface: filled, or the walled floor as it is */
+			const double *routed = kind == 3 ? z : filled;
+
 			fill64(TG_BACKEND_CPU, z, W, H, TG_FILL_PRIORITY_FLOOD, 0, filled);
 			for (size_t i = 0; i < n; i++)
-				surf[i] = filled[i] == ND ? NAN : filled[i];
+				surf[i] = routed[i] == ND ? NAN : routed[i];
 			for (int split = 0; split < 4; split++)
 			{
 				const int	nb = split_rows(H, split, rows);
 				bool		same = fill_in_strips(z, W, H, rows, nb, got);
 
 				for (size_t i = 0; same && i < n; i++)
-					same = (isnan(got[i]) && isnan(surf[i])) || got[i] == surf[i];
+					same = filled[i] == ND ? isnan(got[i]) : got[i] == filled[i];
 				check(same, "seams %dx%d (kind %d) in %d strips: the fill equals one grid's", W, H, kind, nb);
 				for (int m = 0; m < 2; m++)
 				{
 					const tg_routing routing = m == 0 ? TG_ROUTE_D8 : TG_ROUTE_MFD_MD;
 					tg_flow_params p = flow_params(routing, W, H, 1, false);
-					tg_band		b = band_f64(filled, W, H);
+					tg_band		b = band_f64(routed, W, H);
 					tg_ctx		ctx = cpu_ctx(NULL);
 					tg_error	err;
 
@@ -469,12 +481,17 @@ test_seams_adversarial(void)
 						  TG_OK && tg_flow_accumulation(&ctx, &b, NULL, &p, TG_ACC_INDEGREE, TG_UNITS_CELLS, ref_acc,
 														&err) == TG_OK,
 						  "seams %dx%d (kind %d): one grid's routing", W, H, kind);
-					for (int threads = 1; threads <= 4; threads += 3)
+					for (int run = 0; run < 6; run++)
 					{
-						const bool	ran = route_in_strips(surf, &p, TG_UNITS_CELLS, NULL, rows, nb, threads, d8, frac,
-														  acc, &flats);
+						const int	threads = thread_counts[run % 3];
+						bool		ran;
 						size_t		differ = 0;
 						double		worst = 0;
+
+						tg_seam_flat_bulk_cells = run < 3 ? SIZE_MAX : 1;
+						ran = route_in_strips(surf, &p, TG_UNITS_CELLS, NULL, rows, nb, threads, d8, frac, acc,
+											  &flats);
+						tg_seam_flat_bulk_cells = usual_bulk;
 
 						for (size_t i = 0; ran && i < n; i++)
 						{
@@ -488,14 +505,16 @@ test_seams_adversarial(void)
 								worst = fmax(worst, fabs(acc[i] - ref_acc[i]) / fmax(fabs(ref_acc[i]), 1e-300));
 						}
 						check(ran && differ == 0 && (m == 0 ? worst == 0 : worst < 1e-12),
-							  "seams %dx%d (kind %d) %s in %d strips on %d threads: directions and accumulation equal "
-							  "one grid's (%zu directions differ, accumulation %g apart; %zu cells of crossing flats)",
-							  W, H, kind, routing_label(routing), nb, threads, differ, worst, flats);
+							  "seams %dx%d (kind %d) %s in %d strips on %d threads, flats %s: directions and "
+							  "accumulation equal one grid's (%zu directions differ, accumulation %g apart; %zu cells "
+							  "of crossing flats)", W, H, kind, routing_label(routing), nb, threads,
+							  run < 3 ? "searched" : "scanned and walked", differ, worst, flats);
 					}
 				}
 			}
-			if (kind == 0)
-				check(flats > (size_t) H, "seams %dx%d: the snake crosses the strips (%zu crossing cells)", W, H, flats);
+			if (kind == 0 || kind == 3)
+				check(flats > (size_t) H, "seams %dx%d (kind %d): the flat crosses the strips (%zu crossing cells)",
+					  W, H, kind, flats);
 			free(z);
 			free(filled);
 			free(surf);

@@ -14,7 +14,7 @@
 
 #include "hydro/flats/flats.h"
 
-#define FLAT_BLOCK_ROWS 256		/* rows of the union-find's blocks (their number changes no result) */
+#define LABEL_BLOCK_CELLS 262144	/* cells of the union-find's blocks, about (flat_labels.c) */
 #define FAR TG_FLAT_FAR
 
 typedef struct flat_job
@@ -25,6 +25,7 @@ typedef struct flat_job
 				H;
 	int			above,
 				below;			/* rows of z and flat beyond [0, H) that the seeds see (a strip's) */
+	bool		numbers_only;	/* the flat numbers wanted, not the lists (tg_crossing_flats) */
 	int32_t    *parent;			/* union-find, then each flat cell's flat number */
 	int64_t    *first;			/* per flat: where its cells start in cells[] (nflats + 1) */
 	uint32_t   *cells;			/* the flats' cells, flat by flat, each in row-major order */
@@ -42,7 +43,7 @@ typedef struct flat_task
 				f1;
 } flat_task;
 
-/* Number and list the flats of j (flat_labels.c). */
+/* Number and list the flats of j (flat_labels.c; numbers_only: first[] counts each flat's cells, no cells[]). */
 tg_status	tg_flat_label(const tg_ctx *ctx, flat_job *j, int64_t *nflats, tg_error *err);
 void		tg_flat_job_free(const tg_ctx *ctx, flat_job *j);
 

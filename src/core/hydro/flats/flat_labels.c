@@ -39,13 +39,27 @@ same_flat(const flat_job *j, size_t i, int64_t ni)
 	return ni >= 0 && j->flat[ni] && j->z[ni] == j->z[i];
 }
 
+/*
+ * Rows of the union-find's blocks: about LABEL_BLOCK_CELLS cells, so that a
+ * strip of a few hundred rows still gives every thread blocks (their number
+ * changes no result).
+ */
+static int
+label_block_rows(int W)
+{
+	const int64_t rows = LABEL_BLOCK_CELLS / (W > 0 ? W : 1);
+
+	return rows < 4 ? 4 : rows > 256 ? 256 : (int) rows;
+}
+
 /* Union of the flat cells of a block with their later neighbours in the block. */
 static tg_status
 label_block(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 {
 	flat_job   *j = arg;
-	const int	y0 = (int) (task * FLAT_BLOCK_ROWS),
-				y1 = y0 + FLAT_BLOCK_ROWS < j->H ? y0 + FLAT_BLOCK_ROWS : j->H;
+	const int	rows = label_block_rows(j->W),
+				y0 = (int) (task * rows),
+				y1 = y0 + rows < j->H ? y0 + rows : j->H;
 
 	for (int y = y0; y < y1; y++)
 		for (int x = 0; x < j->W; x++)
@@ -355,7 +369,7 @@ list_flats(const tg_ctx *ctx, flat_job *j, int64_t *nflats_out, tg_error *err)
 		memset(l.last_chunk, 0, (size_t) (nflats ? nflats : 1) * sizeof(int32_t));
 		st = list_pass_run(ctx, &l, LIST_LABEL, err);
 	}
-	if (st == TG_OK)
+	if (st == TG_OK && !j->numbers_only)
 	{
 		/* where each flat starts; the flats whose cells are in more than one chunk */
 		for (int64_t f = 0; f < nflats; f++)
@@ -373,7 +387,7 @@ list_flats(const tg_ctx *ctx, flat_job *j, int64_t *nflats_out, tg_error *err)
 			st = tg_error_set(err, TG_ENOMEM, "could not list the flats (%lld cells)",
 							  (long long) j->first[nflats]);
 	}
-	if (st == TG_OK && nentries > 0)
+	if (st == TG_OK && !j->numbers_only && nentries > 0)
 	{
 		memset(l.spread_at, 0, (size_t) nentries * sizeof(int64_t));
 		st = list_pass_run(ctx, &l, LIST_COUNT_SPREAD, err);
@@ -393,7 +407,7 @@ list_flats(const tg_ctx *ctx, flat_job *j, int64_t *nflats_out, tg_error *err)
 			}
 		}
 	}
-	if (st == TG_OK)
+	if (st == TG_OK && !j->numbers_only)
 		st = list_pass_run(ctx, &l, LIST_WRITE, err);
 	tg_free(ctx, l.chunk_flats);
 	tg_free(ctx, l.first_chunk);
@@ -428,12 +442,13 @@ tg_flat_job_free(const tg_ctx *ctx, flat_job *j)
 tg_status
 tg_flat_label(const tg_ctx *ctx, flat_job *j, int64_t *nflats, tg_error *err)
 {
+	const int	rows = label_block_rows(j->W);
 	tg_status	st = tg_parallel_rows(ctx, j->W, j->H, start_rows, j, err);
 
 	if (st == TG_OK)
-		st = tg_parallel(ctx, (j->H + FLAT_BLOCK_ROWS - 1) / FLAT_BLOCK_ROWS, label_block, j, err);
+		st = tg_parallel(ctx, (j->H + rows - 1) / rows, label_block, j, err);
 	/* join across the blocks' edges: each block's last row with the next one's first */
-	for (int y = FLAT_BLOCK_ROWS - 1; st == TG_OK && y + 1 < j->H; y += FLAT_BLOCK_ROWS)
+	for (int y = rows - 1; st == TG_OK && y + 1 < j->H; y += rows)
 		for (int x = 0; x < j->W; x++)
 		{
 			const size_t i = (size_t) y * j->W + x;

@@ -67,32 +67,34 @@ tg_flat_mask(const tg_ctx *ctx, const double *z, const uint8_t *flat, int W, int
  * Flat cells: valid, no valid neighbour strictly lower, not an outlet (the
  * edge or next to nodata), in rows [y0, y1).  tg_cpu_route_surface finds them
  * in its gradient pass by the same rule; the routing in strips' tests hold
- * the two together.
+ * the two together.  Off the edge, the three tests are one: every neighbour
+ * at least as high (a comparison with NaN is false).
  */
 static void
 flat_cells_rows(const double *z, int W, int H, int y0, int y1, uint8_t *flat)
 {
-	int			x,
-				y,
-				k;
+	for (int y = y0; y < y1; y++)
+	{
+		const size_t row = (size_t) y * W;
 
-	for (y = y0; y < y1; y++)
-		for (x = 0; x < W; x++)
+		if (y == 0 || y == H - 1)
 		{
-			size_t		i = (size_t) y * W + x;
-			bool		lower = false;
-
-			flat[i] = 0;
-			if (isnan(z[i]))
-				continue;
-			for (k = 0; k < 8 && !lower; k++)
-			{
-				int64_t		ni = tg_nbr_cell(W, H, x, y, k);
-
-				lower = ni >= 0 && z[ni] < z[i];
-			}
-			flat[i] = !lower && !tg_cpu_is_outlet(z, W, H, x, y);
+			memset(flat + row, 0, (size_t) W);
+			continue;
 		}
+		flat[row] = 0;
+		flat[row + W - 1] = 0;
+		for (int x = 1; x < W - 1; x++)
+		{
+			const double *c = z + row + x,
+					   *up = c - W,
+					   *down = c + W;
+			const double v = *c;
+
+			flat[row + x] = (up[-1] >= v) & (up[0] >= v) & (up[1] >= v) & (c[-1] >= v) & (c[1] >= v) &
+				(down[-1] >= v) & (down[0] >= v) & (down[1] >= v);
+		}
+	}
 }
 
 typedef struct flat_flags_job
@@ -112,6 +114,103 @@ flat_flags_task(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 	return TG_OK;
 }
 
+/* Crossing cells listed in blocks of rows: each block's count, then each block writes at its place. */
+#define LIST_BLOCK_CELLS 65536
+
+typedef struct crossing_job
+{
+	const flat_job *j;
+	const int64_t *number;		/* per flat: its number among the crossing flats, or -1 */
+	size_t	   *at;				/* per block: its count, then where its cells start */
+	int			rows;			/* per block */
+	tg_crossing_list *list;
+} crossing_job;
+
+static inline bool
+crossing(const crossing_job *c, size_t i)
+{
+	return c->j->flat[i] && c->number[c->j->parent[i]] >= 0;
+}
+
+static tg_status
+count_crossing(const tg_ctx *ctx, void *arg, int64_t b, tg_error *err)
+{
+	const crossing_job *c = arg;
+	const int	y0 = (int) b * c->rows,
+				y1 = y0 + c->rows < c->j->H ? y0 + c->rows : c->j->H;
+	size_t		count = 0;
+
+	for (size_t i = (size_t) y0 * c->j->W; i < (size_t) y1 * c->j->W; i++)
+		count += crossing(c, i);
+	c->at[b] = count;
+	return TG_OK;
+}
+
+static tg_status
+list_crossing(const tg_ctx *ctx, void *arg, int64_t b, tg_error *err)
+{
+	const crossing_job *c = arg;
+	const flat_job *j = c->j;
+	const int	y0 = (int) b * c->rows,
+				y1 = y0 + c->rows < j->H ? y0 + c->rows : j->H;
+	size_t		k = c->at[b];
+
+	for (size_t i = (size_t) y0 * j->W; i < (size_t) y1 * j->W; i++)
+		if (crossing(c, i))
+		{
+			c->list->cell[k] = (uint32_t) i;
+			c->list->seed[k] = j->seed[i];
+			c->list->flat[k++] = (int32_t) c->number[j->parent[i]];
+		}
+	return TG_OK;
+}
+
+/* The crossing flats' cells of j into list, in raster order, on the threads. */
+static tg_status
+list_crossing_cells(const tg_ctx *ctx, const flat_job *j, const int64_t *number, tg_crossing_list *list,
+					tg_error *err)
+{
+	const int	rows = (int) (LIST_BLOCK_CELLS / j->W > 0 ? LIST_BLOCK_CELLS / j->W : 1);
+	const int64_t nblocks = (j->H + rows - 1) / rows;
+	crossing_job c = {j, number, tg_alloc(ctx, (size_t) (nblocks ? nblocks : 1) * sizeof(size_t)), rows, list};
+	size_t		total = 0;
+	tg_status	st;
+
+	if (c.at == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not list the crossing flats of %d rows", j->H);
+	st = tg_parallel(ctx, nblocks, count_crossing, &c, err);
+	for (int64_t b = 0; st == TG_OK && b < nblocks; b++)
+	{
+		const size_t count = c.at[b];
+
+		c.at[b] = total;
+		total += count;
+	}
+	if (st == TG_OK)
+	{
+		list->cell = tg_alloc(ctx, (total ? total : 1) * sizeof(uint32_t));
+		list->seed = tg_alloc(ctx, total ? total : 1);
+		list->flat = tg_alloc(ctx, (total ? total : 1) * sizeof(int32_t));
+		if (list->cell == NULL || list->seed == NULL || list->flat == NULL)
+			st = tg_error_set(err, TG_ENOMEM, "could not list %zu cells of crossing flats", total);
+	}
+	if (st == TG_OK)
+		st = tg_parallel(ctx, nblocks, list_crossing, &c, err);
+	if (st == TG_OK)
+		list->n = total;
+	tg_free(ctx, c.at);
+	return st;
+}
+
+void
+tg_crossing_list_free(const tg_ctx *ctx, tg_crossing_list *list)
+{
+	tg_free(ctx, list->cell);
+	tg_free(ctx, list->seed);
+	tg_free(ctx, list->flat);
+	memset(list, 0, sizeof *list);
+}
+
 /*
  * The flats of rows [y0, y0 + nrows) as those rows alone join them, labelled
  * and listed on the threads as the whole grid's (label_flats, its seeds
@@ -120,19 +219,21 @@ flat_flags_task(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
  */
 tg_status
 tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
-				  tg_crossing_flat_fn keep, void *arg, tg_error *err)
+				  tg_crossing_list *list, tg_error *err)
 {
 	const size_t n = (size_t) W * count,
 				own = (size_t) W * nrows,
 				off = (size_t) W * y0;
 	uint8_t    *flat = tg_alloc(ctx, n ? n : 1);
-	flat_job	j = {.z = z + off, .W = W, .H = nrows, .above = y0, .below = count - y0 - nrows};
+	flat_job	j = {.z = z + off, .W = W, .H = nrows, .above = y0, .below = count - y0 - nrows,
+	.numbers_only = true};
 	flat_flags_job fc = {z, W, count, flat};
 	int64_t		nflats = 0,
 				ncrossing = 0,
 			   *number = NULL;	/* per flat: its number among the crossing flats, or -1 */
 	tg_status	st = TG_OK;
 
+	memset(list, 0, sizeof *list);
 	j.flat = flat ? flat + off : NULL;
 	j.parent = tg_alloc(ctx, (own ? own : 1) * sizeof(int32_t));
 	j.away = tg_alloc(ctx, (own ? own : 1) * sizeof(int32_t));
@@ -175,15 +276,12 @@ tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, 
 		for (int64_t f = 0; f < nflats; f++)
 			if (number[f] == INT64_MAX)
 				number[f] = ncrossing++;
+		list->nflats = ncrossing;
 	}
-	/* their cells in raster order */
-	for (size_t i = 0; st == TG_OK && i < own; i++)
-	{
-		if (j.flat[i] && number[j.parent[i]] >= 0)
-			st = keep(arg, off + i, j.seed[i], number[j.parent[i]], err);
-		if (i % ((size_t) 1 << 22) == 0 && st == TG_OK && tg_canceled(ctx))
-			st = tg_error_set(err, TG_ECANCELED, "flow routing canceled");
-	}
+	if (st == TG_OK)
+		st = list_crossing_cells(ctx, &j, number, list, err);
+	if (st != TG_OK)
+		tg_crossing_list_free(ctx, list);
 	tg_free(ctx, flat);
 	tg_flat_job_free(ctx, &j);
 	tg_free(ctx, number);

@@ -46,20 +46,28 @@ extern int	tg_flat_block_rows;
 /*
  * Flats that reach over the edges of rows [y0, y0 + nrows) of a surface z
  * (W x count, NaN = nodata, with rows around them), as those rows alone join
- * them: keep() hears each of their cells in those rows, in raster order (its
- * index in z), with its seeds (next to a draining cell of equal elevation,
- * next to a higher one) and its flat's number among them (0, 1, ... in the
- * order of their first cells).  On the call's threads (flat_masks.c).
- * Their masks, once the breadth-first distances over the whole flats
- * are known (towards the drains, away from higher ground, and the flat's
- * greatest distance away), are tg_flat_mask's M = 2 T + (H - A), 0 where
- * undrained.
+ * them: their cells in those rows, in raster order, each with its index in
+ * those rows, its seeds (next to a draining cell of equal elevation, next to
+ * a higher one) and its flat's number among them (0, 1, ... in the order of
+ * their first cells), listed on the call's threads (flat_masks.c; free the
+ * list with tg_crossing_list_free).  Their masks, once the breadth-first
+ * distances over the whole flats are known (towards the drains, away from
+ * higher ground, and the flat's greatest distance away), are tg_flat_mask's
+ * M = 2 T + (H - A), 0 where undrained.
  */
 #define TG_SEED_DRAINS 1
 #define TG_SEED_HIGHER 2
-typedef tg_status (*tg_crossing_flat_fn) (void *arg, size_t i, uint8_t seed, int64_t flat, tg_error *err);
+typedef struct tg_crossing_list
+{
+	size_t		n;				/* cells */
+	uint32_t   *cell;			/* per cell: (row - y0) * W + column */
+	uint8_t    *seed;
+	int32_t    *flat;
+	int64_t		nflats;
+} tg_crossing_list;
 tg_status	tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
-							  tg_crossing_flat_fn keep, void *arg, tg_error *err);
+							  tg_crossing_list *list, tg_error *err);
+void		tg_crossing_list_free(const tg_ctx *ctx, tg_crossing_list *list);
 
 /*
  * The two breadth-first distances over flats (towards the drains, away from

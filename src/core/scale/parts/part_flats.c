@@ -13,53 +13,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct crossing_keep
-{
-	const tg_part *part;
-	part_state *s;
-	size_t		own0;			/* index in the routed rows of the first own cell */
-} crossing_keep;
-
+/* The part's crossing cells kept (their places in its rows, seeds and flats) for the rounds to come. */
 static tg_status
-keep_crossing(void *arg, size_t i, uint8_t seed, int64_t flat, tg_error *err)
+keep_crossing(const tg_part *part, const tg_crossing_list *list, tg_error *err)
 {
-	crossing_keep *k = arg;
-	part_state *s = k->s;
+	part_state *s = part->state;
 
-	if (s->nflat == s->flat_cap)
-	{
-		size_t		cap = s->flat_cap ? 2 * s->flat_cap : 4096;
-		uint32_t   *cell = keep_alloc(k->part, cap * sizeof(uint32_t));
-		uint8_t    *seeds = keep_alloc(k->part, cap);
-		int32_t    *comp = keep_alloc(k->part, cap * sizeof(int32_t));
-
-		if (cell == NULL || seeds == NULL || comp == NULL)
-		{
-			void	   *got[] = {cell, seeds, comp};
-
-			for (int g = 0; g < 3; g++)
-				if (got[g])
-					k->part->keep.free(got[g], k->part->keep.arg);
-			return tg_error_set(err, TG_ENOMEM, "could not keep %zu cells of flats across parts", cap);
-		}
-		if (s->nflat)
-		{
-			memcpy(cell, s->cell, s->nflat * sizeof(uint32_t));
-			memcpy(seeds, s->seed, s->nflat);
-			memcpy(comp, s->comp, s->nflat * sizeof(int32_t));
-			k->part->keep.free(s->cell, k->part->keep.arg);
-			k->part->keep.free(s->seed, k->part->keep.arg);
-			k->part->keep.free(s->comp, k->part->keep.arg);
-		}
-		s->cell = cell;
-		s->seed = seeds;
-		s->comp = comp;
-		s->flat_cap = cap;
-	}
-	s->cell[s->nflat] = (uint32_t) (i - k->own0);
-	s->seed[s->nflat] = seed;
-	s->comp[s->nflat++] = (int32_t) flat;
-	s->ncomp = (size_t) flat + 1 > s->ncomp ? (size_t) flat + 1 : s->ncomp;
+	s->cell = keep_alloc(part, (list->n ? list->n : 1) * sizeof(uint32_t));
+	s->seed = keep_alloc(part, list->n ? list->n : 1);
+	s->comp = keep_alloc(part, (list->n ? list->n : 1) * sizeof(int32_t));
+	if (s->cell == NULL || s->seed == NULL || s->comp == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not keep %zu cells of flats across parts", list->n);
+	memcpy(s->cell, list->cell, list->n * sizeof(uint32_t));
+	memcpy(s->seed, list->seed, list->n);
+	memcpy(s->comp, list->flat, list->n * sizeof(int32_t));
+	s->nflat = list->n;
+	s->ncomp = (size_t) list->nflats;
 	return TG_OK;
 }
 
@@ -90,7 +59,7 @@ flats_begin(const tg_ctx *ctx, tg_part *part, reader *r, tg_error *err)
 				n = W * s->H;
 	int			first,
 				count;
-	crossing_keep k = {part, s, 0};
+	tg_crossing_list list;
 	tg_status	st;
 
 	if (s->index > 0)
@@ -100,8 +69,17 @@ flats_begin(const tg_ctx *ctx, tg_part *part, reader *r, tg_error *err)
 	if (r->bad)
 		return tg_error_set(err, TG_EDATA, "a flats message's neighbour rows do not decode");
 	routed_rows(s, &first, &count);
-	k.own0 = (size_t) (2 - first) * W;
-	st = tg_crossing_flats(ctx, s->z + (size_t) first * W, s->W, count, 2 - first, s->H, keep_crossing, &k, err);
+	st = tg_crossing_flats(ctx, s->z + (size_t) first * W, s->W, count, 2 - first, s->H, &list, err);
+	if (st != TG_OK)
+		return st;
+	st = keep_crossing(part, &list, err);
+	if (st == TG_OK)
+	{
+		/* the crossing cells to walk over, the distances at their seeds */
+		tg_seam_flats_init(&s->flats, &part->keep, s->W);
+		st = tg_seam_flats_append(ctx, &s->flats, 0, &list, err);
+	}
+	tg_crossing_list_free(ctx, &list);
 	if (st != TG_OK)
 		return st;
 	s->at = keep_alloc(part, n * sizeof(int32_t));
@@ -125,13 +103,6 @@ flats_begin(const tg_ctx *ctx, tg_part *part, reader *r, tg_error *err)
 	for (size_t j = 0; j < s->nflat; j++)
 		s->at[s->cell[j]] = (int32_t) j;
 	st = flats_least(part, err);
-	if (st != TG_OK)
-		return st;
-	/* the crossing cells to walk over, the distances at their seeds */
-	tg_seam_flats_init(&s->flats, &part->keep, s->W);
-	for (size_t c = 0; c < s->nflat && st == TG_OK; c++)
-		st = tg_seam_flats_add(ctx, &s->flats, (int) (s->cell[c] / W), (int) (s->cell[c] % W), s->seed[c],
-							   s->comp[c], err);
 	return st == TG_OK ? tg_seam_flats_link(ctx, &s->flats, s->H, err) : st;
 }
 

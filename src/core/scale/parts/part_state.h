@@ -38,7 +38,6 @@ typedef struct part_state
 	double	   *z;				/* (2 + H + 2) * W: the routing surface with two rows around (NaN: none) */
 	/* its own cells of flats that cross its edges */
 	size_t		nflat;
-	size_t		flat_cap;
 	uint32_t   *cell;			/* y * W + x over its own rows, raster order */
 	uint8_t    *seed;
 	int32_t    *at;				/* H * W: the index in cell[] of each own cell, -1 */

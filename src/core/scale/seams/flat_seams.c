@@ -14,13 +14,17 @@
  * are found without a search or a comparison, and the memory and the work
  * are bounded by the crossing cells, never by the grid.
  *
- * The distances are walked level by level on the call's threads (Dial's
- * buckets of unit steps): each level's cells lower their neighbours of the
- * same flat to the next level with one compare-and-swap, so a cell is
- * reached at exactly its distance whatever the threads, and each cell is
- * walked once per walk.  A walk starts from the seeds, or from the cells a
- * seam lowered (a part's rounds: what its neighbours hand over across the
- * boundary), which it takes in the order of their distances.
+ * The flats joined across the seams are independent: a first walk (from
+ * the seeds, every one at distance 1) takes each joined flat as a plain
+ * breadth-first search on one thread, many flats at once, so its cost is
+ * the crossing cells, whatever the flats' widths.  A joined flat of at
+ * least tg_seam_flat_bulk_cells cells (the sea, a wide plain), and every
+ * later walk (from the cells a seam lowered: a part's rounds, what its
+ * neighbours hand over across the boundary, at any distances), goes level by
+ * level on the call's threads instead (Dial's buckets of unit steps): each
+ * level's cells lower their neighbours of the same flat to the next level
+ * with one compare-and-swap, a small level on the calling thread alone.
+ * Either way a cell ends at exactly its distance, whatever the threads.
  *
  * The strips of one server hold every crossing cell, so one walk gives the
  * whole flats' distances; a part holds its own, and walks again from what
@@ -32,6 +36,10 @@
 #include <string.h>
 
 #define NONE UINT32_MAX
+#define SEARCH_TASK_CELLS 65536	/* cells of joined flats per task of searches */
+#define INLINE_FRONT 4096		/* a level this small is walked on the calling thread */
+
+size_t		tg_seam_flat_bulk_cells = (size_t) 1 << 21;
 
 static void *
 keep(const tg_seam_flats *f, size_t bytes)
@@ -99,25 +107,57 @@ tg_seam_flats_init(tg_seam_flats *f, const tg_allocator *mem, int W)
 	f->W = W;
 }
 
-tg_status
-tg_seam_flats_add(const tg_ctx *ctx, tg_seam_flats *f, int row, int col, uint8_t seed, int64_t flat, tg_error *err)
+typedef struct append_job
 {
-	if (f->n >= NONE - 1 || flat < 0 || flat >= INT32_MAX)
-		return tg_error_set(err, TG_ELIMIT, "%zu cells of flats cross seams, more than one walk takes", f->n);
-	/* the walk links neighbours by position: cells in raster order, each once, within the grid */
-	if (row < 0 || col < 0 || col >= f->W ||
-		(f->n > 0 && (row < f->row[f->n - 1] || (row == f->row[f->n - 1] && col <= f->col[f->n - 1]))))
-		return tg_error_set(err, TG_EDATA, "a cell of flats across seams out of raster order (row %d, column %d)",
-							row, col);
-	if (!room(f, f->n + 1))
-		return tg_error_set(err, TG_ENOMEM, "could not keep the %zu cells of flats across seams", f->n);
-	f->row[f->n] = row;
-	f->col[f->n] = col;
-	f->seed[f->n] = seed;
-	f->flat[f->n] = (int32_t) flat;
-	f->nflats = (size_t) flat + 1 > f->nflats ? (size_t) flat + 1 : f->nflats;
-	f->n++;
+	tg_seam_flats *f;
+	const tg_crossing_list *list;
+	int			row0;
+	int32_t		flat0;
+} append_job;
+
+static tg_status
+append_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	const append_job *a = arg;
+	tg_seam_flats *f = a->f;
+	const size_t W = (size_t) f->W;
+	size_t		lo,
+				hi;
+
+	tg_list_range(a->list->n, task, &lo, &hi);
+	for (size_t k = lo; k < hi; k++)
+	{
+		f->row[f->n + k] = a->row0 + (int32_t) (a->list->cell[k] / W);
+		f->col[f->n + k] = (int32_t) (a->list->cell[k] % W);
+		f->seed[f->n + k] = a->list->seed[k];
+		f->flat[f->n + k] = a->flat0 + a->list->flat[k];
+	}
 	return TG_OK;
+}
+
+tg_status
+tg_seam_flats_append(const tg_ctx *ctx, tg_seam_flats *f, int row0, const tg_crossing_list *list, tg_error *err)
+{
+	append_job	a = {f, list, row0, (int32_t) f->nflats};
+	tg_status	st;
+
+	if (list->n == 0)
+		return TG_OK;
+	if (list->n >= NONE - 1 - f->n || list->nflats >= INT32_MAX - (int64_t) f->nflats)
+		return tg_error_set(err, TG_ELIMIT, "%zu cells of flats cross seams, more than one walk takes",
+							f->n + list->n);
+	/* the walk links neighbours by position: cells in raster order, each once */
+	if (row0 < 0 || (f->n > 0 && row0 + (int64_t) (list->cell[0] / f->W) <= f->row[f->n - 1]))
+		return tg_error_set(err, TG_EDATA, "cells of flats across seams out of raster order (row %d)", row0);
+	if (!room(f, f->n + list->n))
+		return tg_error_set(err, TG_ENOMEM, "could not keep the %zu cells of flats across seams", f->n + list->n);
+	st = tg_parallel(ctx, tg_list_tasks(list->n), append_task, &a, err);
+	if (st == TG_OK)
+	{
+		f->n += list->n;
+		f->nflats += (size_t) list->nflats;
+	}
+	return st;
 }
 
 tg_status
@@ -211,6 +251,89 @@ link_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 	return TG_OK;
 }
 
+/* Each row's first cell (the cells come in raster order), by bisection. */
+static tg_status
+row_start_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	tg_seam_flats *f = ((const link_job *) arg)->f;
+
+	for (int y = y0; y < y1; y++)
+	{
+		size_t		a = 0,
+					b = f->n;
+
+		while (a < b)
+		{
+			const size_t m = a + (b - a) / 2;
+
+			if (f->row[m] < y)
+				a = m + 1;
+			else
+				b = m;
+		}
+		f->row_start[y] = (uint32_t) a;
+	}
+	return TG_OK;
+}
+
+/* The distances at the seeds: 1, TG_FLAT_FAR elsewhere. */
+static tg_status
+seed_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	tg_seam_flats *f = ((const link_job *) arg)->f;
+	size_t		lo,
+				hi;
+
+	tg_list_range(f->n, task, &lo, &hi);
+	for (size_t c = lo; c < hi; c++)
+	{
+		f->d[0][c] = f->seed[c] & TG_SEED_DRAINS ? 1 : TG_FLAT_FAR;
+		f->d[1][c] = f->seed[c] & TG_SEED_HIGHER ? 1 : TG_FLAT_FAR;
+	}
+	return TG_OK;
+}
+
+static uint32_t
+root_of(uint32_t *parent, uint32_t v)
+{
+	while (parent[v] != v)
+	{
+		parent[v] = parent[parent[v]];
+		v = parent[v];
+	}
+	return v;
+}
+
+/* Each flat number's joined flat (the smallest number joined to it): a seam's facing cells join theirs. */
+static void
+join_flats(tg_seam_flats *f)
+{
+	uint32_t   *parent = f->joined;
+
+	for (size_t k = 0; k < f->nflats; k++)
+		parent[k] = (uint32_t) k;
+	for (size_t sm = 0; sm < f->nseams; sm++)
+	{
+		const int	y = f->seams[sm];
+
+		for (uint32_t c = f->row_start[y]; y > 0 && y < f->H && c < f->row_start[y + 1]; c++)
+		{
+			uint32_t	j = f->up[c];
+
+			for (int k = 5; k <= 7; k++)
+				if (f->nbr[c] & (1u << k))
+				{
+					const uint32_t a = root_of(parent, (uint32_t) f->flat[c]),
+								b = root_of(parent, (uint32_t) f->flat[j++]);
+
+					parent[a > b ? a : b] = a < b ? a : b;
+				}
+		}
+	}
+	for (size_t k = 0; k < f->nflats; k++)
+		parent[k] = root_of(parent, (uint32_t) k);
+}
+
 tg_status
 tg_seam_flats_link(const tg_ctx *ctx, tg_seam_flats *f, int H, tg_error *err)
 {
@@ -228,21 +351,17 @@ tg_seam_flats_link(const tg_ctx *ctx, tg_seam_flats *f, int H, tg_error *err)
 	f->nbr = keep(f, n);
 	f->d[0] = keep(f, n * sizeof(int32_t));
 	f->d[1] = keep(f, n * sizeof(int32_t));
-	if (!f->row_start || !f->up || !f->down || !f->nbr || !f->d[0] || !f->d[1])
+	f->joined = keep(f, f->nflats * sizeof(uint32_t));
+	if (!f->row_start || !f->up || !f->down || !f->nbr || !f->d[0] || !f->d[1] || !f->joined)
 		return tg_error_set(err, TG_ENOMEM, "could not link %zu cells of flats across seams", n);
-	/* each row's first cell (the cells come in raster order) */
-	for (int y = 0, c = 0; y <= H; y++)
-	{
-		while ((size_t) c < n && f->row[c] < y)
-			c++;
-		f->row_start[y] = (uint32_t) c;
-	}
-	st = tg_parallel_rows(ctx, f->W, H, link_rows, &j, err);
-	for (size_t c = 0; c < n && st == TG_OK; c++)
-	{
-		f->d[0][c] = f->seed[c] & TG_SEED_DRAINS ? 1 : TG_FLAT_FAR;
-		f->d[1][c] = f->seed[c] & TG_SEED_HIGHER ? 1 : TG_FLAT_FAR;
-	}
+	f->row_start[H] = (uint32_t) n;
+	st = tg_parallel_rows(ctx, f->W, H, row_start_rows, &j, err);
+	if (st == TG_OK)
+		st = tg_parallel_rows(ctx, f->W, H, link_rows, &j, err);
+	if (st == TG_OK)
+		join_flats(f);
+	if (st == TG_OK)
+		st = tg_parallel(ctx, tg_list_tasks(n), seed_task, &j, err);
 	/* the walks need neither: a seed starts at 1, and a neighbour is found by its bit */
 	let_go(f, f->row);
 	let_go(f, f->seed);
@@ -366,9 +485,14 @@ typedef struct seeds_job
 	uint32_t   *list;
 	size_t		n;
 	size_t		cells;
+	const tg_seam_flats *left;	/* NULL, or only the cells with a neighbour farther than one step on */
 } seeds_job;
 
-/* The cells a distance has reached (every seed, before the first walk). */
+/*
+ * The cells a distance has reached (every seed, before the first walk), or
+ * those of them that the scans left with a neighbour too far (where the walk
+ * goes on from).
+ */
 static tg_status
 seeds_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 {
@@ -381,7 +505,16 @@ seeds_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 	tg_list_range(s->cells, task, &lo, &hi);
 	for (size_t c = lo; c < hi; c++)
 		if (s->d[c] != TG_FLAT_FAR)
-			tg_batch_add(&b, (uint32_t) c);
+		{
+			uint32_t	nb[8];
+			const int	count = s->left ? neighbours(s->left, (uint32_t) c, nb) : 0;
+			int			q = 0;
+
+			while (q < count && s->d[nb[q]] <= s->d[c] + 1)
+				q++;
+			if (s->left == NULL || q < count)
+				tg_batch_add(&b, (uint32_t) c);
+		}
 	tg_batch_flush(&b);
 	return TG_OK;
 }
@@ -415,7 +548,10 @@ walk(const tg_ctx *ctx, tg_seam_flats *f, int p, uint32_t *seeds, size_t nseeds,
 			continue;
 		}
 		w.nnext = 0;
-		st = tg_parallel(ctx, tg_list_tasks(w.nfront), walk_task, &w, err);
+		if (w.nfront <= INLINE_FRONT)
+			st = walk_task(ctx, &w, 0, err);	/* one task holds it: no hand-over to the threads */
+		else
+			st = tg_parallel(ctx, tg_list_tasks(w.nfront), walk_task, &w, err);
 		if (st == TG_OK && tg_canceled(ctx))
 			st = tg_error_set(err, TG_ECANCELED, "flow routing canceled");
 		/* the cells lowered become the next front */
@@ -428,20 +564,272 @@ walk(const tg_ctx *ctx, tg_seam_flats *f, int p, uint32_t *seeds, size_t nseeds,
 	return st;
 }
 
+/* ------------------------------------------------------------------------
+ * The first walk, joined flat by joined flat
+ * ------------------------------------------------------------------------ */
+
+typedef struct search_job
+{
+	const tg_seam_flats *f;
+	int32_t    *d;
+	uint32_t   *room;			/* per joined flat (its smallest flat number): its cells' place in queue */
+	const uint32_t *seed_end;	/* per joined flat: where its seeds end in seeds (they start at the last's end) */
+	const uint32_t *seeds;
+	uint32_t   *queue;
+} search_job;
+
+static inline uint32_t
+members(const search_job *s, size_t r)
+{
+	return s->room[r + 1] - s->room[r];
+}
+
+/* The cells of each joined flat counted (into room[r + 1]), a run of one flat at a time. */
+static tg_status
+count_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	const search_job *s = arg;
+	const tg_seam_flats *f = s->f;
+	size_t		lo,
+				hi;
+
+	tg_list_range(f->n, task, &lo, &hi);
+	for (size_t c = lo; c < hi;)
+	{
+		const int32_t flat = f->flat[c];
+		const size_t run0 = c;
+
+		while (c < hi && f->flat[c] == flat)
+			c++;
+		__atomic_fetch_add(&s->room[f->joined[flat] + 1], (uint32_t) (c - run0), __ATOMIC_RELAXED);
+	}
+	return TG_OK;
+}
+
+/*
+ * A breadth-first search over one joined flat from its seeds, all at one
+ * distance and every other cell of it TG_FLAT_FAR: each cell joins the queue
+ * once, so its room is the flat's cells.
+ */
+static void
+search(const tg_seam_flats *f, int32_t *d, const uint32_t *seeds, size_t nseeds, uint32_t *queue)
+{
+	size_t		head = 0,
+				tail = 0;
+
+	for (size_t k = 0; k < nseeds || head < tail; k++)
+	{
+		const uint32_t c = k < nseeds ? seeds[k] : queue[head++];
+		const int32_t next = d[c] + 1;
+		uint32_t	nb[8];
+		const int	count = neighbours(f, c, nb);
+
+		for (int q = 0; q < count; q++)
+			if (d[nb[q]] == TG_FLAT_FAR)
+			{
+				d[nb[q]] = next;
+				queue[tail++] = nb[q];
+			}
+	}
+}
+
+/* The joined flats whose room begins in this task's share of the cells, each searched on its own. */
+static tg_status
+search_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	const search_job *s = arg;
+	const size_t nf = s->f->nflats,
+				lo = (size_t) task * SEARCH_TASK_CELLS;
+	size_t		r,
+				a = 0,
+				b = nf;
+
+	/* the first joined flat whose room begins at lo or after */
+	while (a < b)
+	{
+		const size_t m = a + (b - a) / 2;
+
+		if (s->room[m] < lo)
+			a = m + 1;
+		else
+			b = m;
+	}
+	for (r = a; r < nf && s->room[r] < lo + SEARCH_TASK_CELLS; r++)
+	{
+		const uint32_t first = r > 0 ? s->seed_end[r - 1] : 0;
+
+		if (members(s, r) > 0 && members(s, r) < tg_seam_flat_bulk_cells && s->seed_end[r] > first)
+			search(s->f, s->d, s->seeds + first, s->seed_end[r] - first, s->queue + s->room[r]);
+	}
+	return TG_OK;
+}
+
+/*
+ * The bulk flats' distances lowered by a forward and a backward raster scan
+ * (Vincent's hybrid, as the one-grid flats do) on the threads (tg_wavefront:
+ * the one-thread scan's result), so that the walk after them has little
+ * left.  The flats searched already are at their distances and do not change.
+ */
+static inline void
+lower_from(int32_t *d, uint32_t c, uint32_t from)
+{
+	if (d[from] != TG_FLAT_FAR && d[from] + 1 < d[c])
+		d[c] = d[from] + 1;
+}
+
+/* In row y, the first cell at or after column x, by bisection. */
+static uint32_t
+row_cell_from(const tg_seam_flats *f, int y, int x)
+{
+	uint32_t	a = f->row_start[y],
+				b = f->row_start[y + 1];
+
+	while (a < b)
+	{
+		const uint32_t m = a + (b - a) / 2;
+
+		if (f->col[m] < x)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return a;
+}
+
+static void
+scan_block(void *arg, const tg_wave *w, int b, int chunk)
+{
+	const search_job *s = arg;
+	const tg_seam_flats *f = s->f;
+	int32_t    *d = s->d;
+	int			r0,
+				r1;
+
+	tg_wave_rows(w, chunk, &r0, &r1);
+	for (int y = w->backward ? r1 - 1 : r0; w->backward ? y >= r0 : y < r1; y += w->backward ? -1 : 1)
+	{
+		int			c0,
+					c1;
+		uint32_t	lo,
+					hi;
+
+		tg_wave_cols(w, b, r0, r1, y, &c0, &c1);
+		lo = row_cell_from(f, y, c0);
+		hi = row_cell_from(f, y, c1);
+		if (!w->backward)		/* west, then north-west, north, north-east (in column order from the link) */
+			for (uint32_t c = lo; c < hi; c++)
+			{
+				uint32_t	j = f->up[c];
+
+				if (f->nbr[c] & (1u << 4))
+					lower_from(d, c, c - 1);
+				for (int k = 5; k <= 7; k++)
+					if (f->nbr[c] & (1u << k))
+						lower_from(d, c, j++);
+			}
+		else					/* east, then south-west, south, south-east */
+			for (uint32_t c = hi; c-- > lo;)
+			{
+				uint32_t	j = f->down[c];
+
+				if (f->nbr[c] & 1u)
+					lower_from(d, c, c + 1);
+				for (int k = 3; k >= 1; k--)
+					if (f->nbr[c] & (1u << k))
+						lower_from(d, c, j++);
+			}
+	}
+}
+
+/*
+ * The first walk of distance p, all its seeds at one distance: the seeds
+ * grouped by joined flat, the smaller flats searched on the threads, the
+ * bulk ones scanned, then walked level by level together.
+ */
+static tg_status
+first_walk(const tg_ctx *ctx, tg_seam_flats *f, int p, uint32_t *room, uint32_t *seed_end, uint32_t *seeds,
+		   size_t nseeds, uint32_t *front, uint32_t *next, tg_error *err)
+{
+	const size_t nf = f->nflats;
+	search_job	s = {f, f->d[p], room, seed_end, next, front};
+	bool		bulk = false;
+	tg_status	st;
+
+	memset(seed_end, 0, nf * sizeof(uint32_t));
+	for (size_t k = 0; k < nseeds; k++)
+		seed_end[f->joined[f->flat[seeds[k]]]]++;
+	for (size_t r = 1; r < nf; r++)
+		seed_end[r] += seed_end[r - 1];
+	/* backwards, so that each joined flat's slot count ends where the one before begins */
+	for (size_t k = nseeds; k-- > 0;)
+	{
+		const uint32_t r = f->joined[f->flat[seeds[k]]];
+
+		next[--seed_end[r]] = seeds[k];
+	}
+	for (size_t r = 0; r + 1 < nf; r++)
+		seed_end[r] = seed_end[r + 1];
+	if (nf > 0)
+		seed_end[nf - 1] = (uint32_t) nseeds;
+	for (size_t r = 0; r < nf && !bulk; r++)
+		bulk = members(&s, r) >= tg_seam_flat_bulk_cells;
+	st = tg_parallel(ctx, (int64_t) ((f->n + SEARCH_TASK_CELLS - 1) / SEARCH_TASK_CELLS), search_task, &s, err);
+	if (st == TG_OK && tg_canceled(ctx))
+		st = tg_error_set(err, TG_ECANCELED, "flow routing canceled");
+	if (st == TG_OK && bulk)
+	{
+		/* the bulk flats scanned, then walked on from the cells whose neighbours the scans left too far */
+		seeds_job	left = {f->d[p], seeds, 0, f->n, f};
+		tg_wave		wave;
+
+		tg_wave_plan(ctx, &wave, 0, f->W, 0, f->H);
+		st = tg_wavefront(ctx, &wave, scan_block, &s, err);
+		wave.backward = true;
+		if (st == TG_OK)
+			st = tg_wavefront(ctx, &wave, scan_block, &s, err);
+		if (st == TG_OK)
+			st = tg_parallel(ctx, tg_list_tasks(f->n), seeds_task, &left, err);
+		if (st == TG_OK)
+			st = walk(ctx, f, p, seeds, left.n, front, next, err);
+	}
+	return st;
+}
+
 tg_status
 tg_seam_flats_walk(const tg_ctx *ctx, tg_seam_flats *f, const tg_flat_lowered *lowered, tg_error *err)
 {
-	const size_t n = f->n;
+	const size_t n = f->n,
+				nf = f->nflats;
 	uint32_t   *seeds = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t)),
 			   *front = tg_alloc(ctx, (2 * n + 1) * sizeof(uint32_t)),
-			   *next = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
+			   *next = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t)),
+			   *room = NULL,
+			   *seed_end = NULL;
 	tg_status	st = TG_OK;
 
 	if (seeds == NULL || front == NULL || next == NULL)
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate the walk over %zu cells of flats", n);
+	if (st == TG_OK && lowered == NULL)
+	{
+		search_job	plan = {f, NULL, NULL, NULL, NULL, NULL};
+
+		room = tg_alloc(ctx, (nf + 1) * sizeof(uint32_t));
+		seed_end = tg_alloc(ctx, (nf ? nf : 1) * sizeof(uint32_t));
+		if (room == NULL || seed_end == NULL)
+			st = tg_error_set(err, TG_ENOMEM, "could not plan the walk over %zu flats", nf);
+		else
+		{
+			memset(room, 0, (nf + 1) * sizeof(uint32_t));
+			plan.room = room;
+			st = tg_parallel(ctx, tg_list_tasks(n), count_task, &plan, err);
+			for (size_t r = 0; r < nf; r++)
+				room[r + 1] += room[r];
+		}
+	}
 	for (int p = 0; p < 2 && st == TG_OK; p++)
 	{
-		seeds_job	s = {f->d[p], seeds, 0, n};
+		seeds_job	s = {f->d[p], seeds, 0, n, NULL};
+		bool		one_distance = true;
 
 		if (lowered == NULL)
 			st = tg_parallel(ctx, tg_list_tasks(n), seeds_task, &s, err);
@@ -450,29 +838,26 @@ tg_seam_flats_walk(const tg_ctx *ctx, tg_seam_flats *f, const tg_flat_lowered *l
 			memcpy(seeds, lowered->cells[p], lowered->n[p] * sizeof(uint32_t));
 			s.n = lowered->n[p];
 		}
-		if (st == TG_OK)
+		for (size_t k = 1; k < s.n && one_distance; k++)
+			one_distance = f->d[p][seeds[k]] == f->d[p][seeds[0]];
+		if (st != TG_OK)
+			break;
+		if (lowered == NULL && one_distance)
+			st = first_walk(ctx, f, p, room, seed_end, seeds, s.n, front, next, err);
+		else
 			st = walk(ctx, f, p, seeds, s.n, front, next, err);
 	}
 	tg_free(ctx, seeds);
 	tg_free(ctx, front);
 	tg_free(ctx, next);
+	tg_free(ctx, room);
+	tg_free(ctx, seed_end);
 	return st;
 }
 
 /* ------------------------------------------------------------------------
- * Masks (one server): flats joined across seams, their heights
+ * Masks (one server): the joined flats' heights
  * ------------------------------------------------------------------------ */
-
-static uint32_t
-root_of(uint32_t *parent, uint32_t v)
-{
-	while (parent[v] != v)
-	{
-		parent[v] = parent[parent[v]];
-		v = parent[v];
-	}
-	return v;
-}
 
 typedef struct mask_job
 {
@@ -490,12 +875,17 @@ height_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 				hi;
 
 	tg_list_range(m->f->n, task, &lo, &hi);
-	for (size_t c = lo; c < hi; c++)
+	/* a run of one joined flat's cells makes its greatest first, then one exchange (the sea spans them all) */
+	for (size_t c = lo; c < hi;)
 	{
-		int32_t    *h = &m->height[m->root[m->f->flat[c]]];
-		const int32_t a = tg_seam_flats_dist(m->f, 1, c);
-		int32_t		cur = __atomic_load_n(h, __ATOMIC_RELAXED);
+		const uint32_t r = m->root[m->f->flat[c]];
+		int32_t		a = 0,
+					cur;
+		int32_t    *h = &m->height[r];
 
+		for (; c < hi && m->root[m->f->flat[c]] == r; c++)
+			a = tg_seam_flats_dist(m->f, 1, c) > a ? tg_seam_flats_dist(m->f, 1, c) : a;
+		cur = __atomic_load_n(h, __ATOMIC_RELAXED);
 		while (a > cur && !__atomic_compare_exchange_n(h, &cur, a, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			;
 	}
@@ -520,44 +910,18 @@ tg_status
 tg_seam_flats_masks(const tg_ctx *ctx, const tg_seam_flats *f, int32_t *mask, tg_error *err)
 {
 	const size_t nf = f->nflats;
-	uint32_t   *parent = tg_alloc(ctx, (nf ? nf : 1) * sizeof(uint32_t));
 	int32_t    *height = tg_alloc(ctx, (nf ? nf : 1) * sizeof(int32_t));
-	mask_job	m = {f, parent, height, mask};
+	mask_job	m = {f, f->joined, height, mask};
 	tg_status	st = TG_OK;
 
-	if (parent == NULL || height == NULL)
+	if (height == NULL)
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate %zu flats across seams", nf);
 	for (size_t k = 0; st == TG_OK && k < nf; k++)
-	{
-		parent[k] = (uint32_t) k;
 		height[k] = 0;
-	}
-	/* a seam's facing cells join their flats */
-	for (size_t sm = 0; st == TG_OK && sm < f->nseams; sm++)
-	{
-		const int	y = f->seams[sm];
-
-		for (uint32_t c = f->row_start[y]; y > 0 && y < f->H && c < f->row_start[y + 1]; c++)
-		{
-			uint32_t	j = f->up[c];
-
-			for (int k = 5; k <= 7; k++)
-				if (f->nbr[c] & (1u << k))
-				{
-					const uint32_t a = root_of(parent, (uint32_t) f->flat[c]),
-								b = root_of(parent, (uint32_t) f->flat[j++]);
-
-					parent[a > b ? a : b] = a < b ? a : b;
-				}
-		}
-	}
-	for (size_t k = 0; st == TG_OK && k < nf; k++)
-		parent[k] = root_of(parent, (uint32_t) k);
 	if (st == TG_OK)
 		st = tg_parallel(ctx, tg_list_tasks(f->n), height_task, &m, err);
 	if (st == TG_OK)
 		st = tg_parallel(ctx, tg_list_tasks(f->n), mask_task, &m, err);
-	tg_free(ctx, parent);
 	tg_free(ctx, height);
 	return st;
 }
@@ -573,6 +937,8 @@ tg_seam_flats_forget_walk(tg_seam_flats *f)
 	let_go(f, f->d[1]);
 	let_go(f, f->seed);
 	let_go(f, f->flat);
+	let_go(f, f->joined);
+	f->joined = NULL;
 	f->up = f->down = NULL;
 	f->nbr = NULL;
 	f->d[0] = f->d[1] = NULL;

@@ -133,11 +133,11 @@ tg_status	tg_strips_flow(const tg_ctx *ctx, int W, tg_strip_exit *exits, size_t 
 
 /*
  * Flats that cross seams (flat_seams.c), one algorithm for strips and
- * parts: their cells kept compact (raster order: add them row by row, left
- * to right, with their seeds as tg_crossing_flats gives them and a flat
+ * parts: their cells kept compact (raster order: appended strip by strip
+ * as tg_crossing_flats lists them, with their seeds and a flat
  * number each, cells of one number being one flat), linked to their
  * neighbours, and their breadth-first distances (towards the drains, away
- * from higher ground) walked level by level on the call's threads, from the
+ * from higher ground) walked on the call's threads, from the
  * seeds or, later, from the cells a seam lowered (their indices in cells;
  * the caller lowers their distances first).  Memory and work are bounded by
  * the crossing cells.  The strips of one server give every crossing cell
@@ -158,6 +158,7 @@ typedef struct tg_seam_flats
 	uint8_t    *seed;
 	int32_t    *flat;
 	size_t		nflats;
+	uint32_t   *joined;			/* per flat number: the smallest joined to it across the seams (linked) */
 	int32_t    *seams;			/* rows whose row above lies across a seam */
 	size_t		nseams;
 	size_t		seam_cap;
@@ -169,12 +170,19 @@ typedef struct tg_seam_flats
 } tg_seam_flats;
 
 void		tg_seam_flats_init(tg_seam_flats *f, const tg_allocator *mem, int W);
-tg_status	tg_seam_flats_add(const tg_ctx *ctx, tg_seam_flats *f, int row, int col, uint8_t seed, int64_t flat,
-							  tg_error *err);
+/* A strip's or a part's crossing cells, rows from row0 on, their flats numbered after those kept. */
+tg_status	tg_seam_flats_append(const tg_ctx *ctx, tg_seam_flats *f, int row0, const tg_crossing_list *list,
+								 tg_error *err);
 tg_status	tg_seam_flats_seam(const tg_ctx *ctx, tg_seam_flats *f, int row, tg_error *err);
 /* Every cell added: rows [0, H), the links, the distances at the seeds. */
 tg_status	tg_seam_flats_link(const tg_ctx *ctx, tg_seam_flats *f, int H, tg_error *err);
-/* Both distances walked from every cell they reached (lowered NULL) or from the cells lowered. */
+/*
+ * Both distances walked from every cell they reached (lowered NULL) or from the cells lowered.
+ * Joined flats of at least tg_seam_flat_bulk_cells cells are scanned, then walked level by level, on
+ * all the threads; smaller ones each by a search on one thread: the two give the same distances (the
+ * tests send every flat down each way).
+ */
+extern size_t tg_seam_flat_bulk_cells;
 tg_status	tg_seam_flats_walk(const tg_ctx *ctx, tg_seam_flats *f, const tg_flat_lowered *lowered, tg_error *err);
 /* Every cell's mask (n), its flat joined across the seams. */
 tg_status	tg_seam_flats_masks(const tg_ctx *ctx, const tg_seam_flats *f, int32_t *mask, tg_error *err);

@@ -181,38 +181,25 @@ keep_strip(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows, int64_t 
  * distances walked once over all of them (scale/seams/)
  * ------------------------------------------------------------------------ */
 
-typedef struct scan_keep
-{
-	const tg_ctx *ctx;
-	tg_route_strips *rb;
-	int			first;			/* the grid row of z's first row */
-	int64_t		flat0;			/* the strip's first flat number */
-} scan_keep;
-
-static tg_status
-keep_crossing(void *arg, size_t i, uint8_t seed, int64_t flat, tg_error *err)
-{
-	const scan_keep *k = arg;
-
-	return tg_seam_flats_add(k->ctx, &k->rb->flats, k->first + (int) (i / k->rb->W), (int) (i % k->rb->W), seed,
-							 k->flat0 + flat, err);
-}
-
 tg_status
 tg_route_strips_scan(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
 					 const double *z, tg_error *err)
 {
 	int			first,
 				count;
-	scan_keep	k;
+	tg_crossing_list list;
 	tg_status	st;
 
 	if (row0 != rb->next_row || nrows < 1 || row0 + nrows > rb->H || rb->flats_solved)
 		return tg_error_set(err, TG_EINVAL, "strips must be scanned top to bottom (row %d, expected %d)",
 							row0, rb->next_row);
 	halo_rows(rb, row0, nrows, &first, &count);
-	k = (scan_keep) {ctx, rb, first, (int64_t) rb->flats.nflats};
-	st = tg_crossing_flats(ctx, z, rb->W, count, row0 - first, nrows, keep_crossing, &k, err);
+	st = tg_crossing_flats(ctx, z, rb->W, count, row0 - first, nrows, &list, err);
+	if (st == TG_OK)
+	{
+		st = tg_seam_flats_append(ctx, &rb->flats, row0, &list, err);
+		tg_crossing_list_free(ctx, &list);
+	}
 	if (st == TG_OK && row0 > 0)
 		st = tg_seam_flats_seam(ctx, &rb->flats, row0, err);
 	if (st == TG_OK)
