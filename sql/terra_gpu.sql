@@ -2283,7 +2283,9 @@ COMMENT ON FUNCTION terra_gpu._name_on_path(regclass, text) IS
 'Internal (tg_create_result, tg_refresh): a table''s name as it is written on a search_path';
 
 -- The product's tiles within halo cells of the given ones (rectangles of
--- cells on the grid of its first tile).
+-- cells on the grid of its first tile).  The given tiles' rectangles are
+-- found first, so that each catalog row is compared with those few only: the
+-- cost grows with the tiles of the product times the given ones.
 CREATE FUNCTION terra_gpu._product_near(rel regclass, tiles bigint[], halo integer) RETURNS bigint[]
 	LANGUAGE sql STABLE
 	RETURN ARRAY(
@@ -2291,11 +2293,13 @@ CREATE FUNCTION terra_gpu._product_near(rel regclass, tiles bigint[], halo integ
 					 WHERE t.product = rel ORDER BY t.tile_id LIMIT 1),
 		g AS (SELECT t.tile_id, round((t.upperleft_x - ref.x) / t.scale_x) AS c0,
 					 round((t.upperleft_y - ref.y) / t.scale_y) AS r0, t.width, t.height
-			  FROM terra_gpu.product_tile t, ref WHERE t.product = rel)
+			  FROM terra_gpu.product_tile t, ref WHERE t.product = rel),
+		c AS MATERIALIZED (SELECT g.c0 - halo AS c0, g.c0 + g.width + halo AS c1,
+								  g.r0 - halo AS r0, g.r0 + g.height + halo AS r1
+						   FROM g WHERE g.tile_id = ANY (tiles))
 		SELECT o.tile_id FROM g o
-		WHERE EXISTS (SELECT FROM g c WHERE c.tile_id = ANY (tiles)
-					  AND o.c0 < c.c0 + c.width + halo AND c.c0 < o.c0 + o.width + halo
-					  AND o.r0 < c.r0 + c.height + halo AND c.r0 < o.r0 + o.height + halo)
+		WHERE EXISTS (SELECT FROM c WHERE o.c0 < c.c1 AND c.c0 < o.c0 + o.width
+					  AND o.r0 < c.r1 AND c.r0 < o.r0 + o.height)
 		ORDER BY 1);
 COMMENT ON FUNCTION terra_gpu._product_near(regclass, bigint[], integer) IS
 'Internal (tg_refresh): the ids of a product''s tiles within halo cells of the given tiles (those included)';
