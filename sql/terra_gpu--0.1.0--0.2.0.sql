@@ -60,9 +60,10 @@ CREATE TABLE terra_gpu.product_tile (
 	skew_x double precision NOT NULL,
 	skew_y double precision NOT NULL,
 	srid integer NOT NULL,
+	digest bytea,
 	PRIMARY KEY (product, tile_id));
 COMMENT ON TABLE terra_gpu.product_tile IS
-'The georeference of each source tile a product was computed from (a changed one makes its refresh a full recompute)';
+'The georeference of each source tile a product was computed from (a changed one makes its refresh a full recompute), and the digest of the product''s row for it (terra_gpu._row_digest; NULL: not known), which a refresh compares instead of the stored row';
 
 CREATE TABLE terra_gpu.product_change (
 	product regclass NOT NULL,
@@ -1450,6 +1451,34 @@ CREATE OR REPLACE FUNCTION terra_gpu._product_readable(product regclass)
  SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 RETURN COALESCE((SELECT has_table_privilege(c.oid, 'SELECT'::text) AS has_table_privilege FROM pg_class c WHERE (c.oid = (_product_readable.product)::oid)), false);
 COMMENT ON FUNCTION terra_gpu._product_readable(regclass) IS 'Internal (row security of terra_gpu.product*): may the caller read the product table';
+CREATE OR REPLACE FUNCTION terra_gpu._row_digest(VARIADIC "any")
+ RETURNS bytea
+ LANGUAGE c
+ STABLE PARALLEL SAFE
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_row_digest$function$;
+COMMENT ON FUNCTION terra_gpu._row_digest("any") IS 'Internal (tg_create_result, tg_refresh): SHA-256 of the values as they are held (a compressed one by its compressed bytes); equal digests, equal values';
+CREATE OR REPLACE FUNCTION terra_gpu._product_columns(product regclass, alias text, OUT cols text, OUT digest text)
+ RETURNS record
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+BEGIN ATOMIC
+ SELECT string_agg(format('%I'::text, a.attname), ', '::text ORDER BY a.attnum) AS string_agg,
+     format('terra_gpu._row_digest(%s)'::text, string_agg(format('%I.%I'::text, _product_columns.alias, a.attname), ', '::text ORDER BY a.attnum)) AS format
+    FROM pg_attribute a
+   WHERE ((a.attrelid = (_product_columns.product)::oid) AND (a.attnum > 0) AND (NOT a.attisdropped) AND (a.attname <> 'rid'::name));
+END;
+COMMENT ON FUNCTION terra_gpu._product_columns(regclass,text) IS 'Internal (tg_create_result, tg_refresh): a product''s columns but rid, and the digest expression of a row of them';
+CREATE OR REPLACE FUNCTION terra_gpu._product_digests(p terra_gpu.product)
+ RETURNS void
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS $function$
+BEGIN
+	EXECUTE format('UPDATE terra_gpu.product_tile t SET digest = %s FROM %s x WHERE t.product = $1 AND t.tile_id = x.rid',
+				   (terra_gpu._product_columns(p.product, 'x')).digest, p.product) USING p.product;
+END $function$;
 CREATE OR REPLACE FUNCTION terra_gpu._coverage_reads(reset boolean, OUT source regclass, OUT rast_column name, OUT id_column name, OUT function text, OUT halo integer)
  RETURNS SETOF record
  LANGUAGE c
@@ -1466,7 +1495,7 @@ AS $function$
 BEGIN
 	RETURN QUERY EXECUTE format(
 		'SELECT $1, s.%1$I::bigint, m.upperleftx, m.upperlefty, m.width, m.height, m.scalex, m.scaley, '
-		'       m.skewx, m.skewy, m.srid '
+		'       m.skewx, m.skewy, m.srid, NULL::bytea '
 		'FROM %2$s s, ST_MetaData(s.%3$I) m '
 		'WHERE s.%3$I IS NOT NULL AND ($2 IS NULL OR s.%1$I = ANY ($2))',
 		p.id_column, p.source, p.rast_column) USING p.product, tiles;
@@ -1505,6 +1534,7 @@ BEGIN
 			terra_gpu._name_on_path(r.source, search_path), captured)
 	RETURNING * INTO p;
 	INSERT INTO terra_gpu.product_tile SELECT * FROM terra_gpu._product_tiles(p, NULL);
+	PERFORM terra_gpu._product_digests(p);
 	RETURN true;
 END $function$;
 COMMENT ON FUNCTION terra_gpu._record_product(regclass,text,text,text) IS 'Internal (tg_create_result): record a product''s recipe when its query ran one coverage form over one table; false when it did not';
@@ -1541,20 +1571,22 @@ DECLARE
 	tilecomp text;
 	cols text;
 	qcols text;
-	differs text;
+	digest text;
 	statement text;
 BEGIN
-	SELECT string_agg(format('%I', a.attname), ', ' ORDER BY a.attnum),
-		   string_agg(format('q.%I', a.attname), ', ' ORDER BY a.attnum),
-		   string_agg(CASE WHEN a.atttypid IN ('raster'::regtype, 'geometry'::regtype)
-						   THEN format('p.%1$I::bytea IS DISTINCT FROM q.%1$I::bytea', a.attname)
-						   ELSE format('p.%1$I IS DISTINCT FROM q.%1$I', a.attname) END, ' OR ' ORDER BY a.attnum)
-	INTO cols, qcols, differs
+	SELECT c.cols, c.digest INTO cols, digest FROM terra_gpu._product_columns(p.product, 'q') c;
+	SELECT string_agg(format('q.%I', a.attname), ', ' ORDER BY a.attnum) INTO qcols
 	FROM pg_attribute a WHERE a.attrelid = p.product AND a.attnum > 0 AND NOT a.attisdropped AND a.attname <> 'rid';
+	-- a row is rewritten where its digest differs from the catalog's: the
+	-- stored rows are not read
 	statement := format(
-		'WITH q AS MATERIALIZED (SELECT * FROM (%1$s) q WHERE $1 IS NULL OR q.rid = ANY ($1)), '
-		'u AS (UPDATE %2$s p SET (%3$s) = ROW(%4$s) FROM q WHERE p.rid = q.rid AND (%5$s) RETURNING 1)',
-		p.query, p.product, cols, qcols, differs);
+		'WITH q AS MATERIALIZED (SELECT q.*, %5$s AS tg_refresh_digest FROM (%1$s) q WHERE $1 IS NULL OR q.rid = ANY ($1)), '
+		'u AS (UPDATE %2$s p SET (%3$s) = ROW(%4$s) '
+		'      FROM q LEFT JOIN terra_gpu.product_tile t ON t.product = $2 AND t.tile_id = q.rid '
+		'      WHERE p.rid = q.rid AND t.digest IS DISTINCT FROM q.tg_refresh_digest RETURNING p.rid, q.tg_refresh_digest), '
+		'ud AS (UPDATE terra_gpu.product_tile t SET digest = u.tg_refresh_digest FROM u '
+		'       WHERE t.product = $2 AND t.tile_id = u.rid)',
+		p.query, p.product, cols, qcols, digest);
 	IF retile THEN
 		statement := statement || format(
 			', d AS (DELETE FROM %1$s p WHERE NOT EXISTS (SELECT FROM q WHERE q.rid = p.rid) RETURNING 1), '
@@ -1575,7 +1607,7 @@ BEGIN
 		PERFORM set_config('terra_gpu.coverage_tiles', format('%s:%s', p.source::oid, array_to_string(reads, ',')), true);
 	END IF;
 	PERFORM set_config('search_path', p.search_path, true);
-	EXECUTE statement INTO computed, written USING keep;
+	EXECUTE statement INTO computed, written USING keep, p.product;
 	PERFORM set_config('search_path', pinned, true);
 	PERFORM set_config('terra_gpu.coverage_tiles', '', true);
 	PERFORM set_config('terra_gpu.tile_compression', tilecomp, true);
@@ -1646,7 +1678,10 @@ BEGIN
 	ELSIF EXISTS (SELECT FROM unnest(changed) c(id)
 				  LEFT JOIN terra_gpu._product_tiles(p, changed) now ON now.tile_id = c.id
 				  LEFT JOIN terra_gpu.product_tile t ON t.product = p.product AND t.tile_id = c.id
-				  WHERE now IS DISTINCT FROM t) THEN
+				  WHERE (now.upperleft_x, now.upperleft_y, now.width, now.height, now.scale_x, now.scale_y,
+						 now.skew_x, now.skew_y, now.srid)
+						IS DISTINCT FROM (t.upperleft_x, t.upperleft_y, t.width, t.height, t.scale_x, t.scale_y,
+										  t.skew_x, t.skew_y, t.srid)) THEN
 		why := 'tiles of its source were added, removed or moved';
 		retile := true;
 	ELSIF p.halo IS NULL THEN
@@ -1682,6 +1717,7 @@ BEGIN
 			END LOOP;
 			DELETE FROM terra_gpu.product_tile t WHERE t.product = p.product;
 			INSERT INTO terra_gpu.product_tile SELECT * FROM terra_gpu._product_tiles(p, NULL);
+			PERFORM terra_gpu._product_digests(p);
 		END IF;
 	END IF;
 	UPDATE terra_gpu.product x SET retiled = false, refreshed_at = now() WHERE x.product = p.product;

@@ -56,9 +56,10 @@ CREATE TABLE terra_gpu.product_tile (
 	skew_x double precision NOT NULL,
 	skew_y double precision NOT NULL,
 	srid integer NOT NULL,
+	digest bytea,
 	PRIMARY KEY (product, tile_id));
 COMMENT ON TABLE terra_gpu.product_tile IS
-'The georeference of each source tile a product was computed from (a changed one makes its refresh a full recompute)';
+'The georeference of each source tile a product was computed from (a changed one makes its refresh a full recompute), and the digest of the product''s row for it (terra_gpu._row_digest; NULL: not known), which a refresh compares instead of the stored row';
 
 CREATE TABLE terra_gpu.product_change (
 	product regclass NOT NULL,
