@@ -768,19 +768,20 @@ BEGIN
 		UPDATE terra_gpu.product SET retiled = true WHERE source::oid = ANY (tables) AND NOT retiled;
 		UPDATE terra_gpu.bmmq_index SET changes_recorded = false WHERE source::oid = ANY (tables) AND changes_recorded;
 	ELSE
-		FOR id_column IN SELECT DISTINCT i.id_column FROM terra_gpu.bmmq_index i
-						 WHERE i.source::oid = ANY (tables) AND i.changes_recorded LOOP
-			EXECUTE format('INSERT INTO terra_gpu.bmmq_change (index_id, tile_id) '
-						   'SELECT DISTINCT i.id, c.%1$I FROM changed c, terra_gpu.bmmq_index i '
-						   'WHERE i.source::oid = ANY ($1) AND i.changes_recorded AND i.id_column = $2 AND c.%1$I IS NOT NULL '
-						   'ON CONFLICT DO NOTHING', id_column)
-				USING tables, id_column;
-		END LOOP;
-		FOR id_column IN SELECT DISTINCT p.id_column FROM terra_gpu.product p
+		-- the ids of the rows written, read once per id column, for the
+		-- indexes and the products that name that column
+		FOR id_column IN SELECT i.id_column FROM terra_gpu.bmmq_index i
+						 WHERE i.source::oid = ANY (tables) AND i.changes_recorded
+						 UNION SELECT p.id_column FROM terra_gpu.product p
 						 WHERE p.source::oid = ANY (tables) AND p.captured LOOP
-			EXECUTE format('INSERT INTO terra_gpu.product_change (product, tile_id) '
-						   'SELECT DISTINCT p.product, c.%1$I FROM changed c, terra_gpu.product p '
-						   'WHERE p.source::oid = ANY ($1) AND p.captured AND p.id_column = $2 AND c.%1$I IS NOT NULL '
+			EXECUTE format('WITH ids AS MATERIALIZED (SELECT DISTINCT c.%1$I::bigint AS id FROM changed c WHERE c.%1$I IS NOT NULL), '
+						   'ix AS (INSERT INTO terra_gpu.bmmq_change (index_id, tile_id) '
+						   '       SELECT i.id, ids.id FROM ids, terra_gpu.bmmq_index i '
+						   '       WHERE i.source::oid = ANY ($1) AND i.changes_recorded AND i.id_column = $2 '
+						   '       ON CONFLICT DO NOTHING) '
+						   'INSERT INTO terra_gpu.product_change (product, tile_id) '
+						   'SELECT p.product, ids.id FROM ids, terra_gpu.product p '
+						   'WHERE p.source::oid = ANY ($1) AND p.captured AND p.id_column = $2 '
 						   'ON CONFLICT DO NOTHING', id_column)
 				USING tables, id_column;
 		END LOOP;

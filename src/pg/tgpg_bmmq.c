@@ -256,6 +256,11 @@ build_and_emit(build_state *s, build_batch *b)
 	b->cells = 0;
 }
 
+/*
+ * The nodes of every tile of a coverage, or (tiles, argument 6, not NULL)
+ * of the tiles with those ids: a refresh.  0.1.0's declaration, in place
+ * until ALTER EXTENSION UPDATE, has no such argument.
+ */
 PG_FUNCTION_INFO_V1(tgpg_bmmq_build_nodes);
 Datum
 tgpg_bmmq_build_nodes(PG_FUNCTION_ARGS)
@@ -275,12 +280,8 @@ tgpg_bmmq_build_nodes(PG_FUNCTION_ARGS)
 	Portal		portal;
 	SPIPlanPtr	plan;
 	int64		total_tiles;
-	/* tiles (argument 6): only the tiles with these ids (a refresh), NULL:
-	 * all; 0.1.0's declaration, still in place until ALTER EXTENSION UPDATE,
-	 * has no such argument */
 	bool		some_tiles = PG_NARGS() > 6 && !PG_ARGISNULL(6);
 	const char *tile_filter;
-	Oid			tiles_type = INT8ARRAYOID;
 	Datum		tiles = some_tiles ? PG_GETARG_DATUM(6) : (Datum) 0;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
@@ -324,11 +325,11 @@ tgpg_bmmq_build_nodes(PG_FUNCTION_ARGS)
 		elog(ERROR, "could not connect to SPI");
 	if (SPI_execute_with_args(psprintf("SELECT count(*) FROM %s WHERE %s IS NOT NULL%s", relname,
 									   quote_identifier(rast_col), tile_filter),
-							  some_tiles ? 1 : 0, &tiles_type, &tiles, NULL, true, 1) != SPI_OK_SELECT)
+							  some_tiles ? 1 : 0, &(Oid) {INT8ARRAYOID}, &tiles, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not count the tiles of %s", relname);
 	total_tiles = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
 											  &(bool) {false}));
-	plan = SPI_prepare(query, some_tiles ? 1 : 0, &tiles_type);
+	plan = SPI_prepare(query, some_tiles ? 1 : 0, &(Oid) {INT8ARRAYOID});
 	if (plan == NULL)
 		elog(ERROR, "could not prepare \"%s\": %s", query, SPI_result_code_string(SPI_result));
 	portal = SPI_cursor_open(NULL, plan, &tiles, NULL, true);
