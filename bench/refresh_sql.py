@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """tg_refresh against the full call on a real DEM: one tile raised by a few
 metres, then the product refreshed (slope: the tiles within its halo; a
-tg_hydrology product: recomputed in full, only changed tiles rewritten),
-timed against tg_create_result of the same query, with the tiles rewritten
-and a byte-for-byte check against the full recompute.  Prints a Markdown
-table; never passes or fails on time.  Connection: PG* variables.
+tg_hydrology product: recomputed in full, only changed tiles rewritten; a
+BMMQ index: the trees of the changed tiles), timed against tg_create_result
+of the same query (tg_bmmq_build for the index), with the tiles rewritten and
+a check against the full recompute (byte for byte; row for row for the
+index).  The DEM is loaded as raster2pgsql -k does (all-nodata tiles kept).
+Prints a Markdown table; never passes or fails on time.  Connection: PG*
+variables.
 """
 
 import argparse
@@ -29,12 +32,35 @@ def timed(sql, db):
     return ms, rows[-1] if rows else ""
 
 
+def timed_twice(refresh, update, db):
+    """A refresh as the first call of a session (cold: libraries loaded,
+    functions compiled) and again after the same change in that session
+    (warm): both times (ms) and the last row."""
+    out = psql_script("SET terra_gpu.backend = '%s';\n\\timing on\n%s;\n%s;\n%s;\n"
+                      % (BACKEND, refresh, update, refresh), db)
+    times = [float(t) for t in re.findall(r"^Time: ([0-9.]+) ms", out, re.M)]
+    rows = [line for line in out.splitlines() if line and not line.startswith("Time:")]
+    return times[-3], times[-1], rows[-1]
+
+
 def differing(a, b, db):
     cols = psql("SELECT string_agg(format('x.%%1$I::bytea IS DISTINCT FROM y.%%1$I::bytea', attname), ' OR ') "
                 "FROM pg_attribute WHERE attrelid = '%s'::regclass AND atttypid = 'raster'::regtype "
                 "AND NOT attisdropped" % a, db)
     return int(psql("SELECT count(*) FROM %s x FULL JOIN %s y USING (rid) "
                     "WHERE x.rid IS NULL OR y.rid IS NULL OR %s" % (a, b, cols), db))
+
+
+def bmmq_differing(a, b, db):
+    """Tile and node rows of index a that index b lacks, and the other way round."""
+    n = 0
+    for table, cols in (("bmmq_tile", "tile_id, levels, width, height, upperleft_x, upperleft_y, scale_x, scale_y"),
+                        ("bmmq_node", "tile_id, pos, level, morton, min_bin, max_bin, fc_pos, parent_min, parent_max")):
+        rows = ("(SELECT %s FROM terra_gpu.%s WHERE index_id = (SELECT id FROM terra_gpu.bmmq_index WHERE name = '%%s'))"
+                % (cols, table))
+        for x, y in ((a, b), (b, a)):
+            n += int(psql("SELECT count(*) FROM (%s EXCEPT ALL %s) d" % (rows % x, rows % y), db))
+    return n
 
 
 def main():
@@ -45,23 +71,26 @@ def main():
     ap.add_argument("--tile", type=int, default=256)
     ap.add_argument("--raise-m", type=float, default=5.0)
     ap.add_argument("--backend", default="cpu")
-    ap.add_argument("--products", default="slope,tg_hydrology")
+    ap.add_argument("--products", default="slope,tg_hydrology,bmmq",
+                    help="of slope, tg_hydrology, bmmq (a BMMQ index of 16 equal bins)")
     args = ap.parse_args()
     BACKEND = args.backend
     db = args.db
     dem = Dem(args.dem)
     table = "refresh_bench"
-    load_dem(dem, table, db, tile=args.tile)
+    load_dem(dem, table, db, tile=args.tile, keep_empty=True)
     ntiles = int(psql("SELECT count(*) FROM %s" % table, db))
-    # the tile in the middle of the coverage
-    tile = psql("SELECT rid FROM %s ORDER BY ST_UpperLeftY(rast), ST_UpperLeftX(rast) OFFSET %d LIMIT 1"
-                % (table, ntiles // 2), db)
+    # the tile nearest the middle of the coverage
+    tile = psql("WITH c AS (SELECT avg(ST_UpperLeftX(rast)) AS x, avg(ST_UpperLeftY(rast)) AS y FROM %s) "
+                "SELECT rid FROM %s, c ORDER BY (ST_UpperLeftX(rast) - c.x) ^ 2 + (ST_UpperLeftY(rast) - c.y) ^ 2, rid "
+                "LIMIT 1" % (table, table), db)
     print("# %s: %d x %d = %d cells, %d tiles of %d x %d, tile %s raised %g m; backend %s; %s" % (
         dem.name, dem.width, dem.height, dem.cells, ntiles, args.tile, args.tile, tile, args.raise_m,
         args.backend, machine_description()))
     print()
-    print("| product | full (tg_create_result) ms | tg_refresh ms | refresh / full | mode | tiles computed | tiles rewritten | differing from full |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| product | full (tg_create_result) ms | refresh ms, cold session | refresh ms, warm | warm / full "
+          "| mode | tiles computed | tiles rewritten | differing from full |")
+    print("|---|---|---|---|---|---|---|---|---|")
     wanted = args.products.split(",")
     made = []
     for name, query in PRODUCTS:
@@ -70,16 +99,31 @@ def main():
         product = "refresh_bench_" + re.sub(r"\W", "_", name)
         full_ms, _ = timed("SELECT tg_create_result('%s', $q$%s$q$, replace => true)" % (product, query % table), db)
         made.append((name, query, product, full_ms))
-    psql("UPDATE %s SET rast = ST_MapAlgebra(rast, 1, NULL, '[rast] + %g') WHERE rid = %s"
-         % (table, args.raise_m, tile), db)
+    if "bmmq" in wanted:
+        bmmq_ms, _ = timed("SELECT tg_bmmq_build('refresh_bench_ix', '%s', nbins => 16)" % table, db)
+    update = ("UPDATE %s SET rast = ST_MapAlgebra(rast, 1, NULL, '[rast] + %g') WHERE rid = %s"
+              % (table, args.raise_m, tile))
+    psql(update, db)
     for name, query, product, full_ms in made:
-        ms, row = timed("SELECT mode, tiles_computed, tiles_rewritten FROM tg_refresh('%s')" % product, db)
+        cold, ms, row = timed_twice("SELECT mode, tiles_computed, tiles_rewritten FROM tg_refresh('%s')" % product,
+                                    update, db)
         mode, computed, rewritten = row.split("|")
         timed("SELECT tg_create_result('%s_full', $q$%s$q$, replace => true)" % (product, query % table), db)
         diff = differing(product, product + "_full", db)
-        print("| %s | %.0f | %.0f | %.1f %% | %s | %s | %s | %d |"
-              % (name, full_ms, ms, 100.0 * ms / full_ms, mode, computed, rewritten, diff))
+        print("| %s | %.0f | %.0f | %.0f | %.1f %% | %s | %s | %s | %d |"
+              % (name, full_ms, cold, ms, 100.0 * ms / full_ms, mode, computed, rewritten, diff))
         psql("DROP TABLE %s, %s_full" % (product, product), db)
+    if "bmmq" in wanted:
+        cold, ms, _ = timed_twice("SELECT tg_bmmq_refresh('refresh_bench_ix')", update, db)
+        changed = int(psql("SELECT count(*) FROM terra_gpu.bmmq_tile t JOIN terra_gpu.bmmq_index i ON i.id = t.index_id "
+                           "WHERE i.name = 'refresh_bench_ix' AND t.xmin = (SELECT xmin FROM terra_gpu.bmmq_index "
+                           "WHERE name = 'refresh_bench_ix')", db))
+        psql("SELECT tg_bmmq_build('refresh_bench_ix_full', '%s', bins => (SELECT bounds FROM terra_gpu.bmmq_index "
+             "WHERE name = 'refresh_bench_ix'))" % table, db)
+        diff = bmmq_differing("refresh_bench_ix", "refresh_bench_ix_full", db)
+        print("| BMMQ index (16 bins) | %.0f | %.0f | %.0f | %.1f %% | incremental | %d | %d | %d |"
+              % (bmmq_ms, cold, ms, 100.0 * ms / bmmq_ms, changed, changed, diff))
+        psql("SELECT tg_bmmq_drop('refresh_bench_ix'), tg_bmmq_drop('refresh_bench_ix_full')", db)
     psql("DROP TABLE %s" % table, db)
 
 

@@ -297,3 +297,120 @@ SELECT * FROM pg_temp.try($$SELECT tg_bmmq_build('e3', 'bmmq_err')$$);
 \x off
 SELECT tg_bmmq_drop('err'), tg_bmmq_drop('err2');
 DROP TABLE bmmq_err, bmmq_err2;
+
+-- tg_bmmq_refresh rebuilds the trees of the tiles written since the last
+-- build or refresh only (each tile has its own tree), and the result equals
+-- a fresh build row for row: rounds of random edits (raise, lower, nodata
+-- holes, tiles deleted, added, renumbered, emptied), then a TRUNCATE (a
+-- full rebuild).  A 6 x 5 coverage of 5 x 4 tiles, random values 0..99.
+CREATE TABLE bmmq_inc (rid integer PRIMARY KEY, rast raster);
+SELECT setseed(0.46);
+INSERT INTO bmmq_inc
+SELECT tx + 6 * ty + 1, ST_SetValues(
+         ST_AddBand(ST_MakeEmptyRaster(5, 4, 1000 + 5 * tx, 2000 - 4 * ty, 1, -1, 0, 0, 32632), '32BF'::text, 0, -9999),
+         1, 1, 1, ARRAY(SELECT ARRAY(SELECT floor(random() * 100) + 0 * (r + tx + ty) FROM generate_series(1, 5) c)
+                        FROM generate_series(1, 4) r)::float8[])
+FROM generate_series(0, 5) tx, generate_series(0, 4) ty;
+SELECT tg_bmmq_build('inc', 'bmmq_inc', bins => ARRAY[20, 40, 60, 80]) > 0 AS built;
+
+-- one round of edits of tiles picked at random; returns the ids it wrote
+CREATE FUNCTION pg_temp.bmmq_edit(seed float8, structural boolean) RETURNS integer[]
+	LANGUAGE plpgsql AS $$
+DECLARE
+	ids integer[];
+	fresh integer;
+BEGIN
+	PERFORM setseed(seed);
+	SELECT array_agg(rid ORDER BY o) INTO ids
+	FROM (SELECT rid, random() AS o FROM bmmq_inc WHERE rast IS NOT NULL ORDER BY rid) r;
+	ids := ids[1:5];
+	UPDATE bmmq_inc SET rast = ST_MapAlgebra(rast, 1, NULL, '[rast] + 25') WHERE rid = ids[1];
+	UPDATE bmmq_inc SET rast = ST_MapAlgebra(rast, 1, NULL, '[rast] - 30') WHERE rid = ids[2];
+	UPDATE bmmq_inc SET rast = ST_SetValues(rast, 1, 2, 2, ARRAY[[-9999, -9999], [-9999, -9999]]::float8[])
+	WHERE rid = ids[3];
+	IF NOT structural THEN
+		RETURN ids[1:3];
+	END IF;
+	DELETE FROM bmmq_inc WHERE rid = ids[4];
+	UPDATE bmmq_inc SET rid = rid + 100 WHERE rid = ids[5];
+	fresh := (SELECT max(rid) + 1 FROM bmmq_inc);
+	INSERT INTO bmmq_inc
+	SELECT fresh, ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(5, 4, 1000 + 5 * (fresh % 9), 1980, 1, -1, 0, 0, 32632),
+										  '32BF'::text, 0, -9999), 1, 1, 1, ARRAY[[10, 90], [50, 70]]::float8[]);
+	RETURN ids || (ids[5] + 100) || fresh;
+END $$;
+
+-- the index against a fresh build with its bins: rows and counts
+CREATE FUNCTION pg_temp.bmmq_same_as_fresh() RETURNS boolean
+	LANGUAGE plpgsql AS $$
+DECLARE
+	ix terra_gpu.bmmq_index;
+	f terra_gpu.bmmq_index;
+	differing bigint;
+BEGIN
+	SELECT * INTO ix FROM terra_gpu.bmmq_index WHERE name = 'inc';
+	PERFORM tg_bmmq_build('inc_fresh', 'bmmq_inc', bins => ix.bounds);
+	SELECT * INTO f FROM terra_gpu.bmmq_index WHERE name = 'inc_fresh';
+	WITH a AS (SELECT tile_id, levels, width, height, upperleft_x, upperleft_y, scale_x, scale_y
+			   FROM terra_gpu.bmmq_tile WHERE index_id = ix.id),
+		 b AS (SELECT tile_id, levels, width, height, upperleft_x, upperleft_y, scale_x, scale_y
+			   FROM terra_gpu.bmmq_tile WHERE index_id = f.id),
+		 an AS (SELECT tile_id, pos, level, morton, min_bin, max_bin, fc_pos, parent_min, parent_max
+				FROM terra_gpu.bmmq_node WHERE index_id = ix.id),
+		 bn AS (SELECT tile_id, pos, level, morton, min_bin, max_bin, fc_pos, parent_min, parent_max
+				FROM terra_gpu.bmmq_node WHERE index_id = f.id)
+	SELECT (SELECT count(*) FROM (TABLE a EXCEPT ALL TABLE b) x) + (SELECT count(*) FROM (TABLE b EXCEPT ALL TABLE a) x)
+		 + (SELECT count(*) FROM (TABLE an EXCEPT ALL TABLE bn) x) + (SELECT count(*) FROM (TABLE bn EXCEPT ALL TABLE an) x)
+	INTO differing;
+	PERFORM tg_bmmq_drop('inc_fresh');
+	RETURN differing = 0 AND f.node_count > 0 AND NOT ix.stale
+		AND (ix.tile_count, ix.node_count, ix.cell_count) = (f.tile_count, f.node_count, f.cell_count);
+END $$;
+
+CREATE TEMP TABLE bmmq_round (round integer, wrote integer[]);
+INSERT INTO bmmq_round SELECT 1, pg_temp.bmmq_edit(0.1, false);
+BEGIN;
+SELECT tg_bmmq_refresh('inc') > 0 AS refreshed;
+-- the trees rebuilt are those of the tiles written (rows of this transaction)
+SELECT (SELECT count(*) FROM terra_gpu.bmmq_tile t JOIN terra_gpu.bmmq_index i ON i.id = t.index_id
+		WHERE i.name = 'inc' AND t.xmin = pg_current_xact_id()::xid) AS tiles_rebuilt,
+	   (SELECT cardinality(ARRAY(SELECT DISTINCT unnest(wrote))) FROM bmmq_round WHERE round = 1) AS tiles_written;
+COMMIT;
+SELECT pg_temp.bmmq_same_as_fresh() AS same_as_fresh;
+
+-- two rounds (one with deleted, renumbered and new tiles) before one refresh
+INSERT INTO bmmq_round SELECT 2, pg_temp.bmmq_edit(0.2, true);
+INSERT INTO bmmq_round SELECT 3, pg_temp.bmmq_edit(0.3, false);
+BEGIN;
+SELECT tg_bmmq_refresh('inc') > 0 AS refreshed;
+-- rebuilt: the written tiles that still exist (a deleted one is only removed)
+SELECT (SELECT count(*) FROM terra_gpu.bmmq_tile t JOIN terra_gpu.bmmq_index i ON i.id = t.index_id
+		WHERE i.name = 'inc' AND t.xmin = pg_current_xact_id()::xid) AS tiles_rebuilt,
+	   (SELECT count(*) FROM bmmq_inc WHERE rid IN (SELECT unnest(wrote) FROM bmmq_round WHERE round IN (2, 3)))
+		 AS tiles_written_that_exist,
+	   (SELECT count(*) FROM bmmq_inc) AS tiles;
+COMMIT;
+SELECT pg_temp.bmmq_same_as_fresh() AS same_as_fresh;
+-- nothing written: nothing rebuilt
+SELECT tg_bmmq_refresh('inc') > 0 AS refreshed, pg_temp.bmmq_same_as_fresh() AS same_as_fresh;
+-- a tile emptied (rast NULL) leaves the index
+UPDATE bmmq_inc SET rast = NULL WHERE rid = (SELECT min(rid) FROM bmmq_inc);
+SELECT tg_bmmq_refresh('inc') > 0 AS refreshed, pg_temp.bmmq_same_as_fresh() AS same_as_fresh;
+SELECT tile_count, (SELECT count(*) FROM bmmq_inc WHERE rast IS NOT NULL) AS tiles
+FROM terra_gpu.bmmq_index WHERE name = 'inc';
+-- after a TRUNCATE the changes are not all known: every tree is rebuilt
+BEGIN;
+CREATE TEMP TABLE bmmq_keep ON COMMIT DROP AS SELECT * FROM bmmq_inc;
+TRUNCATE bmmq_inc;
+INSERT INTO bmmq_inc SELECT * FROM bmmq_keep WHERE rid % 2 = 0;
+COMMIT;
+SELECT changes_recorded FROM terra_gpu.bmmq_index WHERE name = 'inc';
+BEGIN;
+SELECT tg_bmmq_refresh('inc') > 0 AS refreshed;
+SELECT (SELECT count(*) FROM terra_gpu.bmmq_tile t JOIN terra_gpu.bmmq_index i ON i.id = t.index_id
+		WHERE i.name = 'inc' AND t.xmin = pg_current_xact_id()::xid) AS tiles_rebuilt,
+	   (SELECT count(*) FROM bmmq_inc WHERE rast IS NOT NULL) AS tiles;
+COMMIT;
+SELECT pg_temp.bmmq_same_as_fresh() AS same_as_fresh;
+SELECT tg_bmmq_drop('inc');
+DROP TABLE bmmq_inc;

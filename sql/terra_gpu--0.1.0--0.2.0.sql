@@ -8,8 +8,18 @@
 -- BMMQ indexes have owners; those built before 0.2.0 belong to the role that
 -- upgrades (only superusers could use them: terra_gpu had no USAGE for PUBLIC).
 ALTER TABLE terra_gpu.bmmq_index ADD COLUMN owner regrole NOT NULL DEFAULT quote_ident(current_user)::regrole;
+-- Their changes were not recorded: the first tg_bmmq_refresh rebuilds them
+-- whole, the next ones only the tiles written.
+ALTER TABLE terra_gpu.bmmq_index ADD COLUMN changes_recorded boolean NOT NULL DEFAULT false;
 COMMENT ON TABLE terra_gpu.bmmq_index IS
-'One row per BMMQ-tree index (tg_bmmq_build): its source coverage, bin boundaries, state (stale once the source changed) and owner (the role that built it)';
+'One row per BMMQ-tree index (tg_bmmq_build): its source coverage, bin boundaries, state (stale once the source changed), owner (the role that built it) and whether terra_gpu.bmmq_change holds every tile written since it was built (tg_bmmq_refresh then rebuilds only those)';
+CREATE TABLE terra_gpu.bmmq_change (
+	index_id bigint NOT NULL REFERENCES terra_gpu.bmmq_index (id) ON DELETE CASCADE,
+	tile_id bigint NOT NULL,
+	PRIMARY KEY (index_id, tile_id));
+COMMENT ON TABLE terra_gpu.bmmq_change IS
+'The source tiles written (inserted, updated, deleted) since an index was last built or refreshed, recorded by the source''s statement triggers';
+SELECT pg_catalog.pg_extension_config_dump('terra_gpu.bmmq_change', '');
 
 -- The role that may run the protocol between servers (granted on the
 -- functions below).
@@ -50,9 +60,10 @@ CREATE TABLE terra_gpu.product_tile (
 	skew_x double precision NOT NULL,
 	skew_y double precision NOT NULL,
 	srid integer NOT NULL,
+	digest bytea,
 	PRIMARY KEY (product, tile_id));
 COMMENT ON TABLE terra_gpu.product_tile IS
-'The georeference of each source tile a product was computed from (a changed one makes its refresh a full recompute)';
+'The georeference of each source tile a product was computed from (a changed one makes its refresh a full recompute), and the digest of the product''s row for it (terra_gpu._row_digest; NULL: not known), which a refresh compares instead of the stored row';
 
 CREATE TABLE terra_gpu.product_change (
 	product regclass NOT NULL,
@@ -83,6 +94,8 @@ DROP FUNCTION @extschema@.tg_viewshed(regclass,name,name,geometry,double precisi
 DROP FUNCTION terra_gpu._observer_cell(record,geometry,text);
 DROP FUNCTION terra_gpu._viewshed_count(raster,integer,integer[],integer[],double precision,double precision,double precision,double precision,double precision,text);
 DROP FUNCTION terra_gpu._viewshed(raster,integer,integer,integer,double precision,double precision,double precision,double precision,double precision,text,text,text);
+DROP FUNCTION terra_gpu._bmmq_fill(terra_gpu.bmmq_index,text);
+DROP FUNCTION terra_gpu._bmmq_build_nodes(regclass,name,name,integer,double precision[],text);
 DROP FUNCTION @extschema@.tg_hydrology(regclass,name,name,integer,text,text,regclass,text,double precision,double precision,integer,double precision,text,name);
 DROP FUNCTION @extschema@.tg_flow_accumulation(regclass,name,name,integer,text,text,regclass,text,boolean,double precision,double precision,integer,text,double precision,text,name);
 DROP FUNCTION @extschema@.tg_flow_direction(regclass,name,name,integer,text,boolean,double precision,double precision,text,text);
@@ -310,7 +323,7 @@ CREATE OR REPLACE FUNCTION terra_gpu._bmmq_cells_in_range(rast raster, band inte
  IMMUTABLE PARALLEL SAFE STRICT
  SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_bmmq_cells_in_range$function$;
-CREATE OR REPLACE FUNCTION terra_gpu._bmmq_build_nodes(coverage regclass, rast_column name, id_column name, band integer, bounds double precision[], backend text, OUT tile_id bigint, OUT pos integer, OUT level smallint, OUT morton bigint, OUT min_bin smallint, OUT max_bin smallint, OUT fc_pos integer, OUT parent_min smallint, OUT parent_max smallint)
+CREATE OR REPLACE FUNCTION terra_gpu._bmmq_build_nodes(coverage regclass, rast_column name, id_column name, band integer, bounds double precision[], backend text, tiles bigint[] DEFAULT NULL::bigint[], OUT tile_id bigint, OUT pos integer, OUT level smallint, OUT morton bigint, OUT min_bin smallint, OUT max_bin smallint, OUT fc_pos integer, OUT parent_min smallint, OUT parent_max smallint)
  RETURNS SETOF record
  LANGUAGE c
  PARALLEL RESTRICTED
@@ -385,24 +398,38 @@ DECLARE
 	tables oid[];
 	id_column name;
 BEGIN
-	IF TG_OP = 'TRUNCATE' OR EXISTS (SELECT 1 FROM changed) THEN
-		-- this table and its ancestors (partitioned and inheritance parents)
-		WITH RECURSIVE a(oid) AS (
-			SELECT TG_RELID UNION SELECT i.inhparent FROM pg_inherits i JOIN a ON i.inhrelid = a.oid)
-		SELECT array_agg(oid) INTO tables FROM a;
-		UPDATE terra_gpu.bmmq_index SET stale = true WHERE source::oid = ANY (tables) AND NOT stale;
-		IF TG_OP = 'TRUNCATE' THEN
-			UPDATE terra_gpu.product SET retiled = true WHERE source::oid = ANY (tables) AND NOT retiled;
-		ELSE
-			FOR id_column IN SELECT DISTINCT p.id_column FROM terra_gpu.product p
-							 WHERE p.source::oid = ANY (tables) AND p.captured LOOP
-				EXECUTE format('INSERT INTO terra_gpu.product_change (product, tile_id) '
-							   'SELECT DISTINCT p.product, c.%1$I FROM changed c, terra_gpu.product p '
-							   'WHERE p.source::oid = ANY ($1) AND p.captured AND p.id_column = $2 AND c.%1$I IS NOT NULL '
-							   'ON CONFLICT DO NOTHING', id_column)
-					USING tables, id_column;
-			END LOOP;
+	-- (nested: a TRUNCATE trigger has no transition table to name)
+	IF TG_OP <> 'TRUNCATE' THEN
+		IF NOT EXISTS (SELECT 1 FROM changed) THEN
+			RETURN NULL;
 		END IF;
+	END IF;
+	-- this table and its ancestors (partitioned and inheritance parents)
+	WITH RECURSIVE a(oid) AS (
+		SELECT TG_RELID UNION SELECT i.inhparent FROM pg_inherits i JOIN a ON i.inhrelid = a.oid)
+	SELECT array_agg(oid) INTO tables FROM a;
+	UPDATE terra_gpu.bmmq_index SET stale = true WHERE source::oid = ANY (tables) AND NOT stale;
+	IF TG_OP = 'TRUNCATE' THEN
+		UPDATE terra_gpu.product SET retiled = true WHERE source::oid = ANY (tables) AND NOT retiled;
+		UPDATE terra_gpu.bmmq_index SET changes_recorded = false WHERE source::oid = ANY (tables) AND changes_recorded;
+	ELSE
+		-- the ids of the rows written, read once per id column, for the
+		-- indexes and the products that name that column
+		FOR id_column IN SELECT i.id_column FROM terra_gpu.bmmq_index i
+						 WHERE i.source::oid = ANY (tables) AND i.changes_recorded
+						 UNION SELECT p.id_column FROM terra_gpu.product p
+						 WHERE p.source::oid = ANY (tables) AND p.captured LOOP
+			EXECUTE format('WITH ids AS MATERIALIZED (SELECT DISTINCT c.%1$I::bigint AS id FROM changed c WHERE c.%1$I IS NOT NULL), '
+						   'ix AS (INSERT INTO terra_gpu.bmmq_change (index_id, tile_id) '
+						   '       SELECT i.id, ids.id FROM ids, terra_gpu.bmmq_index i '
+						   '       WHERE i.source::oid = ANY ($1) AND i.changes_recorded AND i.id_column = $2 '
+						   '       ON CONFLICT DO NOTHING) '
+						   'INSERT INTO terra_gpu.product_change (product, tile_id) '
+						   'SELECT p.product, ids.id FROM ids, terra_gpu.product p '
+						   'WHERE p.source::oid = ANY ($1) AND p.captured AND p.id_column = $2 '
+						   'ON CONFLICT DO NOTHING', id_column)
+				USING tables, id_column;
+		END LOOP;
 	END IF;
 	RETURN NULL;
 END $function$;
@@ -440,7 +467,7 @@ BEGIN
 				  HINT = format('Drop the index: SELECT tg_bmmq_drop(%L);', ix.name);
 	END IF;
 END $function$;
-CREATE OR REPLACE FUNCTION terra_gpu._bmmq_fill(ix terra_gpu.bmmq_index, backend text)
+CREATE OR REPLACE FUNCTION terra_gpu._bmmq_fill(ix terra_gpu.bmmq_index, backend text, tiles bigint[])
  RETURNS void
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
@@ -448,19 +475,19 @@ AS $function$
 DECLARE
 	bad record;
 	srid integer;
-	run record;
+	built_with text := ix.build_backend;
+	gone record;
+	added record;
+	nodes bigint;
 BEGIN
-	PERFORM terra_gpu._bmmq_check_source(ix);
-	-- no writes to the source until this transaction ends; its stale triggers
-	PERFORM terra_gpu._bmmq_watch(ix.source, true);
 	EXECUTE format($q$
 		SELECT %1$I::bigint AS tile_id, (ST_MetaData(%2$I)).*, ST_NumBands(%2$I) AS nbands
 		FROM %3$s
-		WHERE %2$I IS NOT NULL
+		WHERE %2$I IS NOT NULL AND ($3 IS NULL OR %1$I = ANY ($3))
 		  AND (%1$I IS NULL OR ST_SkewX(%2$I) <> 0 OR ST_SkewY(%2$I) <> 0 OR ST_ScaleX(%2$I) <= 0
 			   OR ST_ScaleY(%2$I) >= 0 OR ST_NumBands(%2$I) < $1 OR ST_SRID(%2$I) <> $2)
 		LIMIT 1 $q$, ix.id_column, ix.rast_column, ix.source)
-		INTO bad USING ix.band, ix.srid;
+		INTO bad USING ix.band, ix.srid, tiles;
 	IF bad.tile_id IS NULL AND bad.width IS NOT NULL THEN
 		RAISE EXCEPTION 'a tile of % has a NULL %', ix.source, ix.id_column USING ERRCODE = '22004';
 	ELSIF bad.srid <> ix.srid THEN
@@ -475,30 +502,58 @@ BEGIN
 			HINT = 'BMMQ-tree indexes need unrotated rasters with scale_x > 0 and scale_y < 0; ST_Transform or gdalwarp them first.';
 	END IF;
 
+	-- what goes: the counts follow the rows removed and added, so that an
+	-- incremental refresh reads no other tile's rows
+	DELETE FROM terra_gpu.bmmq_node n WHERE n.index_id = ix.id AND (tiles IS NULL OR n.tile_id = ANY (tiles));
+	GET DIAGNOSTICS nodes = ROW_COUNT;
+	WITH d AS (DELETE FROM terra_gpu.bmmq_tile t WHERE t.index_id = ix.id AND (tiles IS NULL OR t.tile_id = ANY (tiles))
+			   RETURNING t.width::bigint * t.height AS cells)
+	SELECT count(*) AS n, coalesce(sum(d.cells), 0) AS cells INTO gone FROM d;
+	IF tiles IS NULL THEN
+		ix.tile_count := 0;
+		ix.node_count := 0;
+		ix.cell_count := 0;
+	ELSE
+		ix.tile_count := ix.tile_count - gone.n;
+		ix.node_count := ix.node_count - nodes;
+		ix.cell_count := ix.cell_count - gone.cells;
+	END IF;
+
 	EXECUTE format($q$
-		INSERT INTO terra_gpu.bmmq_tile
-		SELECT $1, %1$I::bigint,
-			   (SELECT min(l) FROM generate_series(0, 16) l WHERE 1 << l >= greatest(m.width, m.height))::smallint,
-			   m.width, m.height,
-			   m.upperleftx, m.upperlefty, m.scalex, m.scaley
-		FROM %3$s, ST_MetaData(%2$I) m
-		WHERE %2$I IS NOT NULL $q$, ix.id_column, ix.rast_column, ix.source) USING ix.id;
+		WITH i AS (
+			INSERT INTO terra_gpu.bmmq_tile
+			SELECT $1, %1$I::bigint,
+				   (SELECT min(l) FROM generate_series(0, 16) l WHERE 1 << l >= greatest(m.width, m.height))::smallint,
+				   m.width, m.height,
+				   m.upperleftx, m.upperlefty, m.scalex, m.scaley
+			FROM %3$s, ST_MetaData(%2$I) m
+			WHERE %2$I IS NOT NULL AND ($2 IS NULL OR %1$I = ANY ($2))
+			RETURNING width::bigint * height AS cells)
+		SELECT count(*) AS n, coalesce(sum(i.cells), 0) AS cells FROM i $q$,
+		ix.id_column, ix.rast_column, ix.source) INTO added USING ix.id, tiles;
 
-	INSERT INTO terra_gpu.bmmq_node
-	SELECT ix.id, n.*
-	FROM terra_gpu._bmmq_build_nodes(ix.source, ix.rast_column, ix.id_column, ix.band, ix.bounds, backend) n;
+	IF tiles IS NULL OR cardinality(tiles) > 0 THEN
+		INSERT INTO terra_gpu.bmmq_node
+		SELECT ix.id, n.*
+		FROM terra_gpu._bmmq_build_nodes(ix.source, ix.rast_column, ix.id_column, ix.band, ix.bounds, backend, tiles) n;
+		GET DIAGNOSTICS nodes = ROW_COUNT;
+		built_with := (@extschema@.tg_last_run()).backend;
+	ELSE
+		nodes := 0;
+	END IF;
 
-	run := @extschema@.tg_last_run();
 	-- plans for the queries that follow: the bins index (autovacuum's job when
-	-- the caller does not own the table: ANALYZE would only warn)
-	IF pg_has_role((SELECT relowner FROM pg_class WHERE oid = 'terra_gpu.bmmq_node'::regclass), 'USAGE') THEN
+	-- the caller does not own the table: ANALYZE would only warn); a few
+	-- tiles rebuilt leave the statistics as they were
+	IF tiles IS NULL AND pg_has_role((SELECT relowner FROM pg_class WHERE oid = 'terra_gpu.bmmq_node'::regclass), 'USAGE') THEN
 		ANALYZE terra_gpu.bmmq_node;
 	END IF;
 	UPDATE terra_gpu.bmmq_index SET
-		tile_count = (SELECT count(*) FROM terra_gpu.bmmq_tile WHERE index_id = ix.id),
-		node_count = (SELECT count(*) FROM terra_gpu.bmmq_node WHERE index_id = ix.id),
-		cell_count = (SELECT sum(width::bigint * height) FROM terra_gpu.bmmq_tile WHERE index_id = ix.id),
-		built_at = now(), build_backend = run.backend, stale = false
+		tile_count = ix.tile_count + added.n,
+		node_count = ix.node_count + nodes,
+		cell_count = ix.cell_count + added.cells,
+		built_at = now(), build_backend = built_with, stale = false,
+		changes_recorded = true
 	WHERE id = ix.id;
 END $function$;
 CREATE OR REPLACE FUNCTION @extschema@.tg_bmmq_build(name text, coverage regclass, rast_column name DEFAULT 'rast'::name, band integer DEFAULT 1, bins double precision[] DEFAULT NULL::double precision[], nbins integer DEFAULT 8, bin_method text DEFAULT 'equal'::text, id_column name DEFAULT 'rid'::name, backend text DEFAULT NULL::text)
@@ -589,7 +644,10 @@ BEGIN
 		RAISE EXCEPTION 'BMMQ index "%" already exists', name USING ERRCODE = '42710',
 			HINT = 'Index names are unique in the database; choose another one.';
 	END;
-	PERFORM terra_gpu._bmmq_fill(ix, backend);
+	PERFORM terra_gpu._bmmq_check_source(ix);
+	-- no writes to the source until this transaction ends; its stale triggers
+	PERFORM terra_gpu._bmmq_watch(ix.source, true);
+	PERFORM terra_gpu._bmmq_fill(ix, backend, NULL);
 	RETURN ix.id;
 END $function$;
 CREATE OR REPLACE FUNCTION terra_gpu._bmmq_index(name text)
@@ -638,16 +696,39 @@ CREATE OR REPLACE FUNCTION @extschema@.tg_bmmq_refresh(name text)
 AS $function$
 DECLARE
 	ix terra_gpu.bmmq_index := terra_gpu._bmmq_own(name, false);
+	tiles bigint[];
 BEGIN
 	IF ix.id IS NULL THEN
 		RAISE EXCEPTION 'BMMQ index "%" does not exist', name USING ERRCODE = '42704';
 	END IF;
 	PERFORM terra_gpu._bmmq_check_source(ix);
-	DELETE FROM terra_gpu.bmmq_node WHERE index_id = ix.id;
-	DELETE FROM terra_gpu.bmmq_tile WHERE index_id = ix.id;
-	PERFORM terra_gpu._bmmq_fill(ix, NULL);
+	-- no writes to the source until this transaction ends: the changes read
+	-- next are all there are
+	PERFORM terra_gpu._bmmq_watch(ix.source, true);
+	IF ix.changes_recorded THEN
+		-- the tiles written since the last build, and those whose id came or
+		-- went otherwise (an UPDATE of the id records only the new one)
+		WITH d AS (DELETE FROM terra_gpu.bmmq_change c WHERE c.index_id = ix.id RETURNING c.tile_id)
+		SELECT coalesce(array_agg(d.tile_id), '{}') INTO tiles FROM d;
+		EXECUTE format($q$
+			SELECT coalesce(array_agg(DISTINCT id ORDER BY id), '{}') FROM (
+				SELECT unnest($2) AS id
+				UNION ALL
+				(SELECT t.tile_id FROM terra_gpu.bmmq_tile t WHERE t.index_id = $1
+				 EXCEPT ALL
+				 SELECT %1$I::bigint FROM %3$s WHERE %2$I IS NOT NULL)
+				UNION ALL
+				(SELECT %1$I::bigint FROM %3$s WHERE %2$I IS NOT NULL
+				 EXCEPT ALL
+				 SELECT t.tile_id FROM terra_gpu.bmmq_tile t WHERE t.index_id = $1)) c $q$,
+			ix.id_column, ix.rast_column, ix.source) INTO tiles USING ix.id, tiles;
+	ELSE
+		DELETE FROM terra_gpu.bmmq_change c WHERE c.index_id = ix.id;
+	END IF;
+	PERFORM terra_gpu._bmmq_fill(ix, NULL, tiles);
 	RETURN ix.id;
 END $function$;
+COMMENT ON FUNCTION @extschema@.tg_bmmq_refresh(text) IS 'Bring a BMMQ-tree index up to date with its source table, with the same bins: the trees of the tiles written since it was built or refreshed (recorded by the source''s triggers), or of every tile after a TRUNCATE or where the changes were not recorded';
 CREATE OR REPLACE FUNCTION @extschema@.tg_bmmq_drop(name text, if_exists boolean DEFAULT false)
  RETURNS boolean
  LANGUAGE plpgsql
@@ -1371,6 +1452,34 @@ CREATE OR REPLACE FUNCTION terra_gpu._product_readable(product regclass)
  SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 RETURN COALESCE((SELECT has_table_privilege(c.oid, 'SELECT'::text) AS has_table_privilege FROM pg_class c WHERE (c.oid = (_product_readable.product)::oid)), false);
 COMMENT ON FUNCTION terra_gpu._product_readable(regclass) IS 'Internal (row security of terra_gpu.product*): may the caller read the product table';
+CREATE OR REPLACE FUNCTION terra_gpu._row_digest(VARIADIC "any")
+ RETURNS bytea
+ LANGUAGE c
+ STABLE PARALLEL SAFE
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_row_digest$function$;
+COMMENT ON FUNCTION terra_gpu._row_digest("any") IS 'Internal (tg_create_result, tg_refresh): SHA-256 of the values as they are held (a compressed one by its compressed bytes); equal digests, equal values';
+CREATE OR REPLACE FUNCTION terra_gpu._product_columns(product regclass, alias text, OUT cols text, OUT digest text)
+ RETURNS record
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+BEGIN ATOMIC
+ SELECT string_agg(format('%I'::text, a.attname), ', '::text ORDER BY a.attnum) AS string_agg,
+     format('terra_gpu._row_digest(%s)'::text, string_agg(format('%I.%I'::text, _product_columns.alias, a.attname), ', '::text ORDER BY a.attnum)) AS format
+    FROM pg_attribute a
+   WHERE ((a.attrelid = (_product_columns.product)::oid) AND (a.attnum > 0) AND (NOT a.attisdropped) AND (a.attname <> 'rid'::name));
+END;
+COMMENT ON FUNCTION terra_gpu._product_columns(regclass,text) IS 'Internal (tg_create_result, tg_refresh): a product''s columns but rid, and the digest expression of a row of them';
+CREATE OR REPLACE FUNCTION terra_gpu._product_digests(p terra_gpu.product)
+ RETURNS void
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS $function$
+BEGIN
+	EXECUTE format('UPDATE terra_gpu.product_tile t SET digest = %s FROM %s x WHERE t.product = $1 AND t.tile_id = x.rid',
+				   (terra_gpu._product_columns(p.product, 'x')).digest, p.product) USING p.product;
+END $function$;
 CREATE OR REPLACE FUNCTION terra_gpu._coverage_reads(reset boolean, OUT source regclass, OUT rast_column name, OUT id_column name, OUT function text, OUT halo integer)
  RETURNS SETOF record
  LANGUAGE c
@@ -1387,7 +1496,7 @@ AS $function$
 BEGIN
 	RETURN QUERY EXECUTE format(
 		'SELECT $1, s.%1$I::bigint, m.upperleftx, m.upperlefty, m.width, m.height, m.scalex, m.scaley, '
-		'       m.skewx, m.skewy, m.srid '
+		'       m.skewx, m.skewy, m.srid, NULL::bytea '
 		'FROM %2$s s, ST_MetaData(s.%3$I) m '
 		'WHERE s.%3$I IS NOT NULL AND ($2 IS NULL OR s.%1$I = ANY ($2))',
 		p.id_column, p.source, p.rast_column) USING p.product, tiles;
@@ -1426,6 +1535,7 @@ BEGIN
 			terra_gpu._name_on_path(r.source, search_path), captured)
 	RETURNING * INTO p;
 	INSERT INTO terra_gpu.product_tile SELECT * FROM terra_gpu._product_tiles(p, NULL);
+	PERFORM terra_gpu._product_digests(p);
 	RETURN true;
 END $function$;
 COMMENT ON FUNCTION terra_gpu._record_product(regclass,text,text,text) IS 'Internal (tg_create_result): record a product''s recipe when its query ran one coverage form over one table; false when it did not';
@@ -1450,7 +1560,7 @@ CREATE OR REPLACE FUNCTION terra_gpu._product_near(rel regclass, tiles bigint[],
  LANGUAGE sql
  STABLE
  SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
-RETURN ARRAY(WITH ref AS (SELECT t.upperleft_x AS x, t.upperleft_y AS y FROM terra_gpu.product_tile t WHERE ((t.product)::oid = (_product_near.rel)::oid) ORDER BY t.tile_id LIMIT 1), g AS (SELECT t.tile_id, round(((t.upperleft_x - ref.x) / t.scale_x)) AS c0, round(((t.upperleft_y - ref.y) / t.scale_y)) AS r0, t.width, t.height FROM terra_gpu.product_tile t, ref WHERE ((t.product)::oid = (_product_near.rel)::oid)) SELECT o.tile_id FROM g o WHERE (EXISTS (SELECT FROM g c WHERE ((c.tile_id = ANY (_product_near.tiles)) AND (o.c0 < ((c.c0 + (c.width)::double precision) + (_product_near.halo)::double precision)) AND (c.c0 < ((o.c0 + (o.width)::double precision) + (_product_near.halo)::double precision)) AND (o.r0 < ((c.r0 + (c.height)::double precision) + (_product_near.halo)::double precision)) AND (c.r0 < ((o.r0 + (o.height)::double precision) + (_product_near.halo)::double precision))))) ORDER BY o.tile_id);
+RETURN ARRAY(WITH ref AS (SELECT t.upperleft_x AS x, t.upperleft_y AS y FROM terra_gpu.product_tile t WHERE ((t.product)::oid = (_product_near.rel)::oid) ORDER BY t.tile_id LIMIT 1), g AS (SELECT t.tile_id, round(((t.upperleft_x - ref.x) / t.scale_x)) AS c0, round(((t.upperleft_y - ref.y) / t.scale_y)) AS r0, t.width, t.height FROM terra_gpu.product_tile t, ref WHERE ((t.product)::oid = (_product_near.rel)::oid)), c AS MATERIALIZED (SELECT (g.c0 - (_product_near.halo)::double precision) AS c0, ((g.c0 + (g.width)::double precision) + (_product_near.halo)::double precision) AS c1, (g.r0 - (_product_near.halo)::double precision) AS r0, ((g.r0 + (g.height)::double precision) + (_product_near.halo)::double precision) AS r1 FROM g WHERE (g.tile_id = ANY (_product_near.tiles))) SELECT o.tile_id FROM g o WHERE (EXISTS (SELECT FROM c WHERE ((o.c0 < c.c1) AND (c.c0 < (o.c0 + (o.width)::double precision)) AND (o.r0 < c.r1) AND (c.r0 < (o.r0 + (o.height)::double precision))))) ORDER BY o.tile_id);
 COMMENT ON FUNCTION terra_gpu._product_near(regclass,bigint[],integer) IS 'Internal (tg_refresh): the ids of a product''s tiles within halo cells of the given tiles (those included)';
 CREATE OR REPLACE FUNCTION terra_gpu._product_write(p terra_gpu.product, reads bigint[], keep bigint[], retile boolean, OUT computed integer, OUT written integer)
  RETURNS record
@@ -1462,20 +1572,22 @@ DECLARE
 	tilecomp text;
 	cols text;
 	qcols text;
-	differs text;
+	digest text;
 	statement text;
 BEGIN
-	SELECT string_agg(format('%I', a.attname), ', ' ORDER BY a.attnum),
-		   string_agg(format('q.%I', a.attname), ', ' ORDER BY a.attnum),
-		   string_agg(CASE WHEN a.atttypid IN ('raster'::regtype, 'geometry'::regtype)
-						   THEN format('p.%1$I::bytea IS DISTINCT FROM q.%1$I::bytea', a.attname)
-						   ELSE format('p.%1$I IS DISTINCT FROM q.%1$I', a.attname) END, ' OR ' ORDER BY a.attnum)
-	INTO cols, qcols, differs
+	SELECT c.cols, c.digest INTO cols, digest FROM terra_gpu._product_columns(p.product, 'q') c;
+	SELECT string_agg(format('q.%I', a.attname), ', ' ORDER BY a.attnum) INTO qcols
 	FROM pg_attribute a WHERE a.attrelid = p.product AND a.attnum > 0 AND NOT a.attisdropped AND a.attname <> 'rid';
+	-- a row is rewritten where its digest differs from the catalog's: the
+	-- stored rows are not read
 	statement := format(
-		'WITH q AS MATERIALIZED (SELECT * FROM (%1$s) q WHERE $1 IS NULL OR q.rid = ANY ($1)), '
-		'u AS (UPDATE %2$s p SET (%3$s) = ROW(%4$s) FROM q WHERE p.rid = q.rid AND (%5$s) RETURNING 1)',
-		p.query, p.product, cols, qcols, differs);
+		'WITH q AS MATERIALIZED (SELECT q.*, %5$s AS tg_refresh_digest FROM (%1$s) q WHERE $1 IS NULL OR q.rid = ANY ($1)), '
+		'u AS (UPDATE %2$s p SET (%3$s) = ROW(%4$s) '
+		'      FROM q LEFT JOIN terra_gpu.product_tile t ON t.product = $2 AND t.tile_id = q.rid '
+		'      WHERE p.rid = q.rid AND t.digest IS DISTINCT FROM q.tg_refresh_digest RETURNING p.rid, q.tg_refresh_digest), '
+		'ud AS (UPDATE terra_gpu.product_tile t SET digest = u.tg_refresh_digest FROM u '
+		'       WHERE t.product = $2 AND t.tile_id = u.rid)',
+		p.query, p.product, cols, qcols, digest);
 	IF retile THEN
 		statement := statement || format(
 			', d AS (DELETE FROM %1$s p WHERE NOT EXISTS (SELECT FROM q WHERE q.rid = p.rid) RETURNING 1), '
@@ -1496,7 +1608,7 @@ BEGIN
 		PERFORM set_config('terra_gpu.coverage_tiles', format('%s:%s', p.source::oid, array_to_string(reads, ',')), true);
 	END IF;
 	PERFORM set_config('search_path', p.search_path, true);
-	EXECUTE statement INTO computed, written USING keep;
+	EXECUTE statement INTO computed, written USING keep, p.product;
 	PERFORM set_config('search_path', pinned, true);
 	PERFORM set_config('terra_gpu.coverage_tiles', '', true);
 	PERFORM set_config('terra_gpu.tile_compression', tilecomp, true);
@@ -1567,7 +1679,10 @@ BEGIN
 	ELSIF EXISTS (SELECT FROM unnest(changed) c(id)
 				  LEFT JOIN terra_gpu._product_tiles(p, changed) now ON now.tile_id = c.id
 				  LEFT JOIN terra_gpu.product_tile t ON t.product = p.product AND t.tile_id = c.id
-				  WHERE now IS DISTINCT FROM t) THEN
+				  WHERE (now.upperleft_x, now.upperleft_y, now.width, now.height, now.scale_x, now.scale_y,
+						 now.skew_x, now.skew_y, now.srid)
+						IS DISTINCT FROM (t.upperleft_x, t.upperleft_y, t.width, t.height, t.scale_x, t.scale_y,
+										  t.skew_x, t.skew_y, t.srid)) THEN
 		why := 'tiles of its source were added, removed or moved';
 		retile := true;
 	ELSIF p.halo IS NULL THEN
@@ -1603,6 +1718,7 @@ BEGIN
 			END LOOP;
 			DELETE FROM terra_gpu.product_tile t WHERE t.product = p.product;
 			INSERT INTO terra_gpu.product_tile SELECT * FROM terra_gpu._product_tiles(p, NULL);
+			PERFORM terra_gpu._product_digests(p);
 		END IF;
 	END IF;
 	UPDATE terra_gpu.product x SET retiled = false, refreshed_at = now() WHERE x.product = p.product;
@@ -2065,6 +2181,7 @@ WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = s.source AND c.r
 ALTER TABLE terra_gpu.bmmq_index ENABLE ROW LEVEL SECURITY;
 ALTER TABLE terra_gpu.bmmq_tile ENABLE ROW LEVEL SECURITY;
 ALTER TABLE terra_gpu.bmmq_node ENABLE ROW LEVEL SECURITY;
+ALTER TABLE terra_gpu.bmmq_change ENABLE ROW LEVEL SECURITY;
 CREATE POLICY bmmq_index_read ON terra_gpu.bmmq_index FOR SELECT
 	USING (coalesce(terra_gpu._bmmq_readable(source, rast_column, id_column), pg_catalog.pg_has_role(owner, 'MEMBER')));
 CREATE POLICY bmmq_index_insert ON terra_gpu.bmmq_index FOR INSERT
@@ -2084,7 +2201,11 @@ CREATE POLICY bmmq_node_write ON terra_gpu.bmmq_node FOR ALL
 	USING (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')))
 	WITH CHECK (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')));
 GRANT USAGE ON SCHEMA terra_gpu TO PUBLIC;
-GRANT SELECT, INSERT, UPDATE, DELETE ON terra_gpu.bmmq_index, terra_gpu.bmmq_tile, terra_gpu.bmmq_node TO PUBLIC;
+CREATE POLICY bmmq_change_owner ON terra_gpu.bmmq_change FOR ALL
+	USING (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')))
+	WITH CHECK (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')));
+GRANT SELECT, INSERT, UPDATE, DELETE ON terra_gpu.bmmq_index, terra_gpu.bmmq_tile, terra_gpu.bmmq_node,
+	terra_gpu.bmmq_change TO PUBLIC;
 GRANT USAGE ON SEQUENCE terra_gpu.bmmq_index_id_seq TO PUBLIC;
 
 -- Products' recipes: row security (its functions are created above) and

@@ -137,17 +137,18 @@ def append_tiles(path, srid, table, tile, db=None):
                                                                load.stderr))
 
 
-def load_dem(dem, table, db=None, tile=None):
-    """Load a DEM with raster2pgsql (one raster value, or tiles of tile x tile);
-    where raster2pgsql is missing, the server reads the file itself
-    (ST_FromGDALRaster: a superuser on the same machine, files under 1 GB)."""
+def load_dem(dem, table, db=None, tile=None, keep_empty=False):
+    """Load a DEM with raster2pgsql (one raster value, or tiles of tile x tile;
+    keep_empty: all-nodata tiles too, raster2pgsql -k); where raster2pgsql is
+    missing, the server reads the file itself (ST_FromGDALRaster: a superuser
+    on the same machine, files under 1 GB)."""
     if shutil.which("raster2pgsql") is None:
         psql_script("DROP TABLE IF EXISTS %s;\n%sANALYZE %s;\n"
                     % (table, server_read_sql(dem.path, dem.srid, table, tile), table), db)
         return
     cmd = ["raster2pgsql", "-q", "-s", str(dem.srid), "-Y"]
     if tile:
-        cmd += ["-t", "%dx%d" % (tile, tile), "-I", "-C"]
+        cmd += ["-t", "%dx%d" % (tile, tile), "-I", "-C"] + (["-k"] if keep_empty else [])
     sql = run(cmd + [dem.path, table])
     psql_script("DROP TABLE IF EXISTS %s;\n%s\nANALYZE %s;\n" % (table, sql, table), db)
 

@@ -16,6 +16,7 @@ WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = s.source AND c.r
 ALTER TABLE terra_gpu.bmmq_index ENABLE ROW LEVEL SECURITY;
 ALTER TABLE terra_gpu.bmmq_tile ENABLE ROW LEVEL SECURITY;
 ALTER TABLE terra_gpu.bmmq_node ENABLE ROW LEVEL SECURITY;
+ALTER TABLE terra_gpu.bmmq_change ENABLE ROW LEVEL SECURITY;
 CREATE POLICY bmmq_index_read ON terra_gpu.bmmq_index FOR SELECT
 	USING (coalesce(terra_gpu._bmmq_readable(source, rast_column, id_column), pg_catalog.pg_has_role(owner, 'MEMBER')));
 CREATE POLICY bmmq_index_insert ON terra_gpu.bmmq_index FOR INSERT
@@ -35,7 +36,11 @@ CREATE POLICY bmmq_node_write ON terra_gpu.bmmq_node FOR ALL
 	USING (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')))
 	WITH CHECK (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')));
 GRANT USAGE ON SCHEMA terra_gpu TO PUBLIC;
-GRANT SELECT, INSERT, UPDATE, DELETE ON terra_gpu.bmmq_index, terra_gpu.bmmq_tile, terra_gpu.bmmq_node TO PUBLIC;
+CREATE POLICY bmmq_change_owner ON terra_gpu.bmmq_change FOR ALL
+	USING (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')))
+	WITH CHECK (EXISTS (SELECT 1 FROM terra_gpu.bmmq_index i WHERE i.id = index_id AND pg_catalog.pg_has_role(i.owner, 'MEMBER')));
+GRANT SELECT, INSERT, UPDATE, DELETE ON terra_gpu.bmmq_index, terra_gpu.bmmq_tile, terra_gpu.bmmq_node,
+	terra_gpu.bmmq_change TO PUBLIC;
 GRANT USAGE ON SEQUENCE terra_gpu.bmmq_index_id_seq TO PUBLIC;
 
 -- Products' recipes: row security (its functions are created above) and

@@ -4,8 +4,18 @@
 -- BMMQ indexes have owners; those built before 0.2.0 belong to the role that
 -- upgrades (only superusers could use them: terra_gpu had no USAGE for PUBLIC).
 ALTER TABLE terra_gpu.bmmq_index ADD COLUMN owner regrole NOT NULL DEFAULT quote_ident(current_user)::regrole;
+-- Their changes were not recorded: the first tg_bmmq_refresh rebuilds them
+-- whole, the next ones only the tiles written.
+ALTER TABLE terra_gpu.bmmq_index ADD COLUMN changes_recorded boolean NOT NULL DEFAULT false;
 COMMENT ON TABLE terra_gpu.bmmq_index IS
-'One row per BMMQ-tree index (tg_bmmq_build): its source coverage, bin boundaries, state (stale once the source changed) and owner (the role that built it)';
+'One row per BMMQ-tree index (tg_bmmq_build): its source coverage, bin boundaries, state (stale once the source changed), owner (the role that built it) and whether terra_gpu.bmmq_change holds every tile written since it was built (tg_bmmq_refresh then rebuilds only those)';
+CREATE TABLE terra_gpu.bmmq_change (
+	index_id bigint NOT NULL REFERENCES terra_gpu.bmmq_index (id) ON DELETE CASCADE,
+	tile_id bigint NOT NULL,
+	PRIMARY KEY (index_id, tile_id));
+COMMENT ON TABLE terra_gpu.bmmq_change IS
+'The source tiles written (inserted, updated, deleted) since an index was last built or refreshed, recorded by the source''s statement triggers';
+SELECT pg_catalog.pg_extension_config_dump('terra_gpu.bmmq_change', '');
 
 -- The role that may run the protocol between servers (granted on the
 -- functions below).
@@ -46,9 +56,10 @@ CREATE TABLE terra_gpu.product_tile (
 	skew_x double precision NOT NULL,
 	skew_y double precision NOT NULL,
 	srid integer NOT NULL,
+	digest bytea,
 	PRIMARY KEY (product, tile_id));
 COMMENT ON TABLE terra_gpu.product_tile IS
-'The georeference of each source tile a product was computed from (a changed one makes its refresh a full recompute)';
+'The georeference of each source tile a product was computed from (a changed one makes its refresh a full recompute), and the digest of the product''s row for it (terra_gpu._row_digest; NULL: not known), which a refresh compares instead of the stored row';
 
 CREATE TABLE terra_gpu.product_change (
 	product regclass NOT NULL,

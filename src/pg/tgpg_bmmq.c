@@ -256,6 +256,11 @@ build_and_emit(build_state *s, build_batch *b)
 	b->cells = 0;
 }
 
+/*
+ * The nodes of every tile of a coverage, or (tiles, argument 6, not NULL)
+ * of the tiles with those ids: a refresh.  0.1.0's declaration, in place
+ * until ALTER EXTENSION UPDATE, has no such argument.
+ */
 PG_FUNCTION_INFO_V1(tgpg_bmmq_build_nodes);
 Datum
 tgpg_bmmq_build_nodes(PG_FUNCTION_ARGS)
@@ -275,6 +280,9 @@ tgpg_bmmq_build_nodes(PG_FUNCTION_ARGS)
 	Portal		portal;
 	SPIPlanPtr	plan;
 	int64		total_tiles;
+	bool		some_tiles = PG_NARGS() > 6 && !PG_ARGISNULL(6);
+	const char *tile_filter;
+	Datum		tiles = some_tiles ? PG_GETARG_DATUM(6) : (Datum) 0;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		ereport(ERROR,
@@ -300,9 +308,10 @@ tgpg_bmmq_build_nodes(PG_FUNCTION_ARGS)
 	relname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(coverage)),
 										 get_rel_name(coverage));
 	s.coverage = relname;
-	query = psprintf("SELECT %s::bigint, %s FROM %s WHERE %s IS NOT NULL",
+	tile_filter = some_tiles ? psprintf(" AND %s = ANY ($1)", quote_identifier(id_col)) : "";
+	query = psprintf("SELECT %s::bigint, %s FROM %s WHERE %s IS NOT NULL%s",
 					 quote_identifier(id_col), quote_identifier(rast_col), relname,
-					 quote_identifier(rast_col));
+					 quote_identifier(rast_col), tile_filter);
 
 	batch_cxt = AllocSetContextCreate(outer, "tg_bmmq_build batch", ALLOCSET_DEFAULT_SIZES);
 	b = MemoryContextAllocZero(outer, sizeof(build_batch));
@@ -314,15 +323,16 @@ tgpg_bmmq_build_nodes(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "could not connect to SPI");
-	if (SPI_execute(psprintf("SELECT count(*) FROM %s WHERE %s IS NOT NULL", relname,
-							 quote_identifier(rast_col)), true, 1) != SPI_OK_SELECT)
+	if (SPI_execute_with_args(psprintf("SELECT count(*) FROM %s WHERE %s IS NOT NULL%s", relname,
+									   quote_identifier(rast_col), tile_filter),
+							  some_tiles ? 1 : 0, &(Oid) {INT8ARRAYOID}, &tiles, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not count the tiles of %s", relname);
 	total_tiles = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
 											  &(bool) {false}));
-	plan = SPI_prepare(query, 0, NULL);
+	plan = SPI_prepare(query, some_tiles ? 1 : 0, &(Oid) {INT8ARRAYOID});
 	if (plan == NULL)
 		elog(ERROR, "could not prepare \"%s\": %s", query, SPI_result_code_string(SPI_result));
-	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
+	portal = SPI_cursor_open(NULL, plan, &tiles, NULL, true);
 
 	for (;;)
 	{
@@ -384,7 +394,7 @@ tgpg_bmmq_build_nodes(PG_FUNCTION_ARGS)
 		build_and_emit(&s, b);
 		MemoryContextSwitchTo(old);
 	}
-	if (s.tiles_done == 0)
+	if (s.tiles_done == 0 && !some_tiles)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("%s has no tiles in column \"%s\"", relname, rast_col)));

@@ -1,11 +1,17 @@
 /*
  * tgpg_recipe.c — what the coverage calls of a backend read, for the recipe
- * tg_create_result records of a product (tg_refresh).
+ * tg_create_result records of a product (tg_refresh), and the digests of a
+ * product's rows.
  */
 #include "tgpg.h"
 
+#include "access/detoast.h"
+#include "access/tupmacs.h"
+#include "common/cryptohash.h"
+#include "common/sha2.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
 /* ------------------------------------------------------------------------
@@ -74,3 +80,95 @@ tgpg_coverage_reads(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+
+/* ------------------------------------------------------------------------
+ * A digest of a product's row (its columns but the tile id), kept in the
+ * product's catalog, so that a refresh finds the rows whose values changed
+ * without reading the stored ones back.  A value is hashed as it is held:
+ * a compressed one (the coverage forms' lz4 tiles, stored as they come) by
+ * its compressed bytes, without decompressing it.  Equal digests mean equal
+ * bytes, hence equal values; one value held once compressed and once not
+ * gives two digests, which only makes the refresh rewrite that row.
+ * ------------------------------------------------------------------------ */
+static void
+digest_update(pg_cryptohash_ctx *ctx, const void *data, size_t len)
+{
+	if (pg_cryptohash_update(ctx, data, len) < 0)
+		elog(ERROR, "could not compute a row digest: %s", pg_cryptohash_error(ctx));
+}
+
+PG_FUNCTION_INFO_V1(tgpg_row_digest);
+Datum
+tgpg_row_digest(PG_FUNCTION_ARGS)
+{
+	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
+	uint8		out[PG_SHA256_DIGEST_LENGTH];
+	bytea	   *result;
+
+	if (ctx == NULL || pg_cryptohash_init(ctx) < 0)
+		elog(ERROR, "could not start a row digest");
+	for (int i = 0; i < PG_NARGS(); i++)
+	{
+		Oid			type = get_fn_expr_argtype(fcinfo->flinfo, i);
+		int16		typlen;
+		bool		byval;
+		uint8		kind;		/* 0 NULL, 1 plain bytes, 2 compressed bytes */
+		Datum		d;
+
+		if (!OidIsValid(type))
+			elog(ERROR, "could not determine the type of argument %d", i + 1);
+		get_typlenbyval(type, &typlen, &byval);
+		if (PG_ARGISNULL(i))
+		{
+			kind = 0;
+			digest_update(ctx, &kind, 1);
+			continue;
+		}
+		d = PG_GETARG_DATUM(i);
+		if (typlen == -1)
+		{
+			struct varlena *v = (struct varlena *) DatumGetPointer(d);
+			uint32		len;
+
+			/* out of line: fetched, left compressed where it is */
+			if (VARATT_IS_EXTERNAL(v))
+				v = detoast_external_attr(v);
+			kind = VARATT_IS_COMPRESSED(v) ? 2 : 1;
+			len = kind == 2 ? VARSIZE(v) - VARHDRSZ : VARSIZE_ANY_EXHDR(v);
+			digest_update(ctx, &kind, 1);
+			digest_update(ctx, &len, sizeof len);
+			digest_update(ctx, kind == 2 ? VARDATA(v) : VARDATA_ANY(v), len);
+		}
+		else if (typlen == -2)
+		{
+			const char *s = DatumGetCString(d);
+			uint32		len = strlen(s);
+
+			kind = 1;
+			digest_update(ctx, &kind, 1);
+			digest_update(ctx, &len, sizeof len);
+			digest_update(ctx, s, len);
+		}
+		else
+		{
+			char		buf[sizeof(Datum)];
+			const void *p = DatumGetPointer(d);
+
+			if (byval)
+			{
+				store_att_byval(buf, d, typlen);
+				p = buf;
+			}
+			kind = 1;
+			digest_update(ctx, &kind, 1);
+			digest_update(ctx, p, typlen);
+		}
+	}
+	if (pg_cryptohash_final(ctx, out, sizeof out) < 0)
+		elog(ERROR, "could not finish a row digest: %s", pg_cryptohash_error(ctx));
+	pg_cryptohash_free(ctx);
+	result = palloc(VARHDRSZ + sizeof out);
+	SET_VARSIZE(result, VARHDRSZ + sizeof out);
+	memcpy(VARDATA(result), out, sizeof out);
+	PG_RETURN_BYTEA_P(result);
+}
