@@ -1183,7 +1183,8 @@ tgpg_call_run(tgpg_call *c, const tg_op *op, tgpg_result result)
 	st = tg_run(&ctx, op, &job, &err);
 	if (job.part && st == TG_OK)
 		tgpg_part_keep_reply(job.part);
-	if (st == TG_OK && c->args->coverage)
+	/* a part of a partitioned result is no product of its own: refreshed alone it would not be the result's */
+	if (st == TG_OK && c->args->coverage && job.part == NULL)
 		for (int k = 0; k < c->ninputs; k++)
 			if (c->inputs[k]->table)
 				tgpg_remember_read(c->inputs[k]->relid, c->inputs[k]->rast_column, c->inputs[k]->id_column,
