@@ -318,6 +318,8 @@ WITHOUT_ALGORITHM = {
     "tg_bmmq": "value form only (one raster value's tree); Build a BMMQ-tree index covers tables",
     "tg_create_result": "the writer every algorithm calls",
     "tg_create_partitioned_result": "coverages partitioned over several servers: set up and run by a DBA in SQL",
+    "tg_refresh": "products kept fresh by the ETL's scheduled SQL (a pg_cron job), where the changes are made",
+    "tg_refresh_all": "products kept fresh by the ETL's scheduled SQL (a pg_cron job), where the changes are made",
 }
 
 # tg_create_result's own arguments, offered by every algorithm that writes a table
