@@ -1988,6 +1988,7 @@ DECLARE
 	v record;
 	c text := pg_catalog.quote_ident(col);
 	adds text[] := '{}';
+	first raster;				-- where the reference values are taken from
 BEGIN
 	EXECUTE pg_catalog.format($q$
 		WITH tiles AS MATERIALIZED (
@@ -2012,6 +2013,7 @@ BEGIN
 	IF v.srid IS NULL THEN
 		RETURN;					-- no raster in the column
 	END IF;
+	EXECUTE pg_catalog.format('SELECT %1$s FROM %2$s WHERE %1$s IS NOT NULL LIMIT 1', c, rel) INTO first;
 	IF v.one_srid THEN
 		adds := adds || pg_catalog.format('ADD CONSTRAINT %I CHECK (st_srid(%s) = %s)', 'enforce_srid_' || col, c, v.srid);
 	END IF;
@@ -2029,19 +2031,18 @@ BEGIN
 		adds := adds || pg_catalog.format(
 			'ADD CONSTRAINT %I CHECK (st_samealignment(%s, %L::raster))', 'enforce_same_alignment_' || col, c,
 			(SELECT ST_MakeEmptyRaster(1, 1, m.upperleftx, m.upperlefty, m.scalex, m.scaley, m.skewx, m.skewy, m.srid)::text
-			 FROM ST_MetaData(terra_gpu._first_raster(rel, col)) m));
+			 FROM ST_MetaData(first) m));
 	END IF;
 	IF v.one_numbands THEN
 		adds := adds || pg_catalog.format('ADD CONSTRAINT %I CHECK (st_numbands(%s) = %s)', 'enforce_num_bands_' || col, c, v.numbands);
 	END IF;
 	IF v.one_numbands AND v.one_bands THEN
-		SELECT adds || pg_catalog.format('ADD CONSTRAINT %I CHECK (_raster_constraint_pixel_types(%s) = %L::text[]) NOT VALID',
-										 'enforce_pixel_types_' || col, c, _raster_constraint_pixel_types(r))
+		adds := adds || pg_catalog.format('ADD CONSTRAINT %I CHECK (_raster_constraint_pixel_types(%s) = %L::text[]) NOT VALID',
+										  'enforce_pixel_types_' || col, c, _raster_constraint_pixel_types(first))
 			|| pg_catalog.format('ADD CONSTRAINT %I CHECK (_raster_constraint_nodata_values(%s) = %L::numeric[]) NOT VALID',
-								 'enforce_nodata_values_' || col, c, _raster_constraint_nodata_values(r))
+								 'enforce_nodata_values_' || col, c, _raster_constraint_nodata_values(first))
 			|| pg_catalog.format('ADD CONSTRAINT %I CHECK (_raster_constraint_out_db(%s) = %L::boolean[]) NOT VALID',
-								 'enforce_out_db_' || col, c, _raster_constraint_out_db(r))
-		INTO adds FROM terra_gpu._first_raster(rel, col) r;
+								 'enforce_out_db_' || col, c, _raster_constraint_out_db(first));
 	END IF;
 	adds := adds || pg_catalog.format('ADD CONSTRAINT %I CHECK (st_envelope(%s) @ %L::geometry) NOT VALID',
 									  'enforce_max_extent_' || col, c, v.extent);
@@ -2050,20 +2051,6 @@ END
 $$;
 COMMENT ON FUNCTION terra_gpu._add_raster_constraints(regclass, name) IS
 'Internal (tg_create_result): the raster constraints AddRasterConstraints adds by default, from one pass over the column';
-
-CREATE FUNCTION terra_gpu._first_raster(rel regclass, col name)
-	RETURNS raster
-	LANGUAGE plpgsql STABLE
-AS $$
-DECLARE
-	r raster;
-BEGIN
-	EXECUTE pg_catalog.format('SELECT %1$I FROM %2$s WHERE %1$I IS NOT NULL LIMIT 1', col, rel) INTO r;
-	RETURN r;
-END
-$$;
-COMMENT ON FUNCTION terra_gpu._first_raster(regclass, name) IS
-'Internal (tg_create_result): a raster of the column, the one the constraints'' reference values come from';
 
 CREATE FUNCTION tg_create_result(
 	name text,

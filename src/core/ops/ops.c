@@ -591,7 +591,6 @@ static tg_status
 product_planes(const tg_ctx *ctx, void *arg, tg_flow_products *out, tg_error *err)
 {
 	const tile_sink *t = arg;
-	const tg_pixtype types[TG_SINK_PLANES] = {out->surface_type, TG_PT_16BUI, TG_PT_64BF};
 	void	   *planes[TG_SINK_PLANES];
 
 	for (int k = 0; k < TG_SINK_PLANES; k++)
@@ -602,7 +601,7 @@ product_planes(const tg_ctx *ctx, void *arg, tg_flow_products *out, tg_error *er
 		if (o < 0)
 			continue;
 		planes[k] = t->r->outs[o].planes[0].data ? (void *) t->r->outs[o].planes[0].data
-			: new_plane(ctx, t->r, o, 0, types[k], t->cells);
+			: new_plane(ctx, t->r, o, 0, t->r->outs[o].planes[0].type, t->cells);
 		if (planes[k] == NULL)
 			return tg_error_set(err, TG_ENOMEM, "could not allocate the flow products");
 	}
