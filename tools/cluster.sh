@@ -235,11 +235,16 @@ CREATE FOREIGN TABLE ${table}_w$k PARTITION OF $table FOR VALUES FROM ($(((k - 1
 }
 
 stop() {
-	local n; n=$(workers)
+	local n k data; n=$(workers)
 	for k in $(seq 0 "$n"); do
-		local data; data=$(data_of "$k")
+		data=$(data_of "$k")
+		[ -f "$data/postmaster.pid" ] || continue
+		# a server that does not finish a fast shutdown in time is stopped at
+		# once: 'down' must never delete the files of a running server
+		as_cluster_owner "$PG_BIN/pg_ctl" -D "$data" -m fast -t 90 -w stop >/dev/null 2>&1 ||
+			as_cluster_owner "$PG_BIN/pg_ctl" -D "$data" -m immediate -t 60 -w stop >/dev/null 2>&1 || true
 		if [ -f "$data/postmaster.pid" ] && as_cluster_owner "$PG_BIN/pg_ctl" -D "$data" status >/dev/null 2>&1; then
-			as_cluster_owner "$PG_BIN/pg_ctl" -D "$data" -m fast -w stop >/dev/null
+			echo "the server in $data does not stop" >&2; exit 1
 		fi
 	done
 }

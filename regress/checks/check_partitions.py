@@ -29,6 +29,7 @@ PostgreSQL of PG_BIN (default /usr/lib/postgresql/15/bin) with postgres_fdw.
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -229,9 +230,15 @@ def main():
         check(p.returncode != 0 and '"w2"' in p.stderr,
               "a query reaching a stopped worker fails naming it: %s" % p.stderr.strip().splitlines()[0:1])
     finally:
-        subprocess.run([CLUSTER, "down"], env=env, capture_output=True)
-    check(not os.path.exists(env["TG_CLUSTER_DIR"]), "down removes the clusters")
-    os.rmdir(tmp)
+        down = subprocess.run([CLUSTER, "down"], env=env, capture_output=True, text=True)
+    gone = not os.path.exists(env["TG_CLUSTER_DIR"])
+    check(gone, "down removes the clusters")
+    if not gone:
+        print("     tools/cluster.sh down: rc %d %s" % (down.returncode, (down.stdout + down.stderr).strip()))
+        for root, dirs, files in os.walk(env["TG_CLUSTER_DIR"]):
+            print("     left: %s %s" % (root, sorted(files)[:10]))
+        subprocess.run([CLUSTER, "down"], env=env)
+    shutil.rmtree(tmp, ignore_errors=True)
     sys.exit(checks_exit_status("partition"))
 
 
