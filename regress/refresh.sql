@@ -65,13 +65,26 @@ SELECT * FROM tg_refresh('rf.hydro');
 SELECT pg_temp.differing('rf.hydro', pg_temp.full_of('rf.hydro')) AS hydrology_differing;
 SELECT count(*) AS changes_left FROM terra_gpu.product_change;
 
+-- a BMMQ-tree index of the source, which tg_refresh_all refreshes too
+SELECT tg_bmmq_build('rf_ix', 'rf.dem', bins => ARRAY[90, 100, 110, 120]) > 0 AS built;
+
 -- two batches of changes (a dam across tile 9, then tile 2 raised), then one
 -- refresh; the source renamed between them
 UPDATE rf.dem SET rast = ST_SetValues(rast, 1, 1, 6, 12, 1, 400) WHERE rid = 9;
 ALTER TABLE rf.dem RENAME TO dem_v2;
 UPDATE rf.dem_v2 SET rast = ST_MapAlgebra(rast, 1, '32BF', '[rast] + 5') WHERE rid = 2;
 SELECT source FROM terra_gpu.product WHERE product = 'rf.slope'::regclass;
-SELECT * FROM tg_refresh_all('rf.dem_v2') ORDER BY product::text;
+SELECT * FROM tg_refresh_all('rf.dem_v2') ORDER BY product::text, bmmq_index;
+-- the index refreshed equals a fresh build, node for node
+SELECT tg_bmmq_build('rf_ix_fresh', 'rf.dem_v2', bins => ARRAY[90, 100, 110, 120]) > 0 AS built;
+SELECT count(*) AS bmmq_nodes_differing
+FROM (SELECT tile_id, pos, level, morton, min_bin, max_bin, fc_pos, parent_min, parent_max
+	  FROM terra_gpu.bmmq_node n JOIN terra_gpu.bmmq_index i ON i.id = n.index_id WHERE i.name = 'rf_ix') a
+FULL JOIN (SELECT tile_id, pos, level, morton, min_bin, max_bin, fc_pos, parent_min, parent_max
+		   FROM terra_gpu.bmmq_node n JOIN terra_gpu.bmmq_index i ON i.id = n.index_id WHERE i.name = 'rf_ix_fresh') b
+	USING (tile_id, pos, level, morton, min_bin, max_bin, fc_pos, parent_min, parent_max)
+WHERE a.tile_id IS NULL OR b.tile_id IS NULL;
+SELECT tg_bmmq_drop('rf_ix_fresh');
 SELECT pg_temp.differing('rf.slope', pg_temp.full_of('rf.slope')) AS slope_differing,
        pg_temp.differing('rf.terrain', pg_temp.full_of('rf.terrain')) AS terrain_differing,
        pg_temp.differing('rf.hydro', pg_temp.full_of('rf.hydro')) AS hydrology_differing;
@@ -100,7 +113,7 @@ SELECT pg_temp.differing('rf.slope_pglz', pg_temp.full_of('rf.slope_pglz')) AS s
 UPDATE rf.dem SET rast = ST_MapAlgebra(rast, 1, '32BF', '[rast] + 0') WHERE rid = 15;
 SELECT * FROM tg_refresh('rf.slope_pglz');
 SELECT pg_temp.differing('rf.slope_pglz', pg_temp.full_of('rf.slope_pglz')) AS slope_pglz_differing;
-SELECT * FROM tg_refresh_all('rf.dem') ORDER BY product::text;
+SELECT * FROM tg_refresh_all('rf.dem') ORDER BY product::text, bmmq_index;
 
 -- a failed refresh leaves the product and its pending changes as they were
 UPDATE rf.dem SET rast = ST_MapAlgebra(rast, 1, '32BF', '[rast] + 50') WHERE rid = 11;

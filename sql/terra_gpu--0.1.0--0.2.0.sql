@@ -689,27 +689,24 @@ BEGIN
 	SELECT * INTO ix FROM terra_gpu.bmmq_index i WHERE i.id = ix.id FOR UPDATE;
 	RETURN ix;
 END $function$;
-CREATE OR REPLACE FUNCTION @extschema@.tg_bmmq_refresh(name text)
- RETURNS bigint
+CREATE OR REPLACE FUNCTION terra_gpu._bmmq_refresh(ix terra_gpu.bmmq_index, OUT mode text, OUT tiles_changed integer, OUT tiles_rebuilt integer)
+ RETURNS record
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS $function$
 DECLARE
-	ix terra_gpu.bmmq_index := terra_gpu._bmmq_own(name, false);
 	tiles bigint[];
 BEGIN
-	IF ix.id IS NULL THEN
-		RAISE EXCEPTION 'BMMQ index "%" does not exist', name USING ERRCODE = '42704';
-	END IF;
 	PERFORM terra_gpu._bmmq_check_source(ix);
 	-- no writes to the source until this transaction ends: the changes read
 	-- next are all there are
 	PERFORM terra_gpu._bmmq_watch(ix.source, true);
+	WITH d AS (DELETE FROM terra_gpu.bmmq_change c WHERE c.index_id = ix.id RETURNING c.tile_id)
+	SELECT coalesce(array_agg(d.tile_id), '{}') INTO tiles FROM d;
+	tiles_changed := cardinality(tiles);
 	IF ix.changes_recorded THEN
 		-- the tiles written since the last build, and those whose id came or
 		-- went otherwise (an UPDATE of the id records only the new one)
-		WITH d AS (DELETE FROM terra_gpu.bmmq_change c WHERE c.index_id = ix.id RETURNING c.tile_id)
-		SELECT coalesce(array_agg(d.tile_id), '{}') INTO tiles FROM d;
 		EXECUTE format($q$
 			SELECT coalesce(array_agg(DISTINCT id ORDER BY id), '{}') FROM (
 				SELECT unnest($2) AS id
@@ -722,10 +719,30 @@ BEGIN
 				 EXCEPT ALL
 				 SELECT t.tile_id FROM terra_gpu.bmmq_tile t WHERE t.index_id = $1)) c $q$,
 			ix.id_column, ix.rast_column, ix.source) INTO tiles USING ix.id, tiles;
+		mode := CASE WHEN cardinality(tiles) = 0 THEN 'unchanged' ELSE 'incremental' END;
+		tiles_rebuilt := cardinality(tiles);
 	ELSE
-		DELETE FROM terra_gpu.bmmq_change c WHERE c.index_id = ix.id;
+		tiles := NULL;
+		mode := 'full';
 	END IF;
 	PERFORM terra_gpu._bmmq_fill(ix, NULL, tiles);
+	IF tiles IS NULL THEN
+		SELECT i.tile_count INTO tiles_rebuilt FROM terra_gpu.bmmq_index i WHERE i.id = ix.id;
+	END IF;
+END $function$;
+COMMENT ON FUNCTION terra_gpu._bmmq_refresh(terra_gpu.bmmq_index) IS 'Internal (tg_bmmq_refresh, tg_refresh_all): bring an index the caller owns and has locked up to date; how (incremental, full, unchanged), the source tiles written since and the tiles whose trees were rebuilt';
+CREATE OR REPLACE FUNCTION @extschema@.tg_bmmq_refresh(name text)
+ RETURNS bigint
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS $function$
+DECLARE
+	ix terra_gpu.bmmq_index := terra_gpu._bmmq_own(name, false);
+BEGIN
+	IF ix.id IS NULL THEN
+		RAISE EXCEPTION 'BMMQ index "%" does not exist', name USING ERRCODE = '42704';
+	END IF;
+	PERFORM terra_gpu._bmmq_refresh(ix);
 	RETURN ix.id;
 END $function$;
 COMMENT ON FUNCTION @extschema@.tg_bmmq_refresh(text) IS 'Bring a BMMQ-tree index up to date with its source table, with the same bins: the trees of the tiles written since it was built or refreshed (recorded by the source''s triggers), or of every tile after a TRUNCATE or where the changes were not recorded';
@@ -1711,13 +1728,14 @@ BEGIN
 	UPDATE terra_gpu.product x SET retiled = false, refreshed_at = now() WHERE x.product = p.product;
 END $function$;
 COMMENT ON FUNCTION @extschema@.tg_refresh(regclass) IS 'Bring a product of tg_create_result up to date with its source, in the caller''s transaction: a local operation (slope, the terrain derivatives) recomputes only the tiles within its halo of the changed ones; a global one (fill, directions, accumulation, tg_hydrology, the drainage products), or a change of tiling, recomputes in full (said in a NOTICE); either way only the tiles whose values changed are rewritten';
-CREATE OR REPLACE FUNCTION @extschema@.tg_refresh_all(source regclass, OUT product regclass, OUT mode text, OUT tiles_changed integer, OUT tiles_computed integer, OUT tiles_rewritten integer)
+CREATE OR REPLACE FUNCTION @extschema@.tg_refresh_all(source regclass, OUT product regclass, OUT bmmq_index text, OUT mode text, OUT tiles_changed integer, OUT tiles_computed integer, OUT tiles_rewritten integer)
  RETURNS SETOF record
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS $function$
 DECLARE
 	p regclass;
+	ix_name text;
 BEGIN
 	IF source IS NULL THEN
 		RAISE EXCEPTION 'source must not be NULL' USING ERRCODE = '22004';
@@ -1729,8 +1747,19 @@ BEGIN
 		SELECT * INTO mode, tiles_changed, tiles_computed, tiles_rewritten FROM @extschema@.tg_refresh(p);
 		RETURN NEXT;
 	END LOOP;
+	product := NULL;
+	-- the source's BMMQ indexes: a rebuilt tile's tree is computed and rewritten
+	FOR ix_name IN SELECT i.name FROM terra_gpu.bmmq_index i
+				   WHERE i.source = tg_refresh_all.source AND pg_catalog.pg_has_role(i.owner, 'MEMBER')
+				   ORDER BY i.name LOOP
+		bmmq_index := ix_name;
+		SELECT r.mode, r.tiles_changed, r.tiles_rebuilt, r.tiles_rebuilt
+		INTO mode, tiles_changed, tiles_computed, tiles_rewritten
+		FROM terra_gpu._bmmq_refresh(terra_gpu._bmmq_own(ix_name, false)) r;
+		RETURN NEXT;
+	END LOOP;
 END $function$;
-COMMENT ON FUNCTION @extschema@.tg_refresh_all(regclass) IS 'tg_refresh every product of a source table that the caller owns, one row each';
+COMMENT ON FUNCTION @extschema@.tg_refresh_all(regclass) IS 'tg_refresh every product of a source table that the caller owns, then tg_bmmq_refresh every BMMQ-tree index of it the caller owns: one row each (product, or bmmq_index, with how it was refreshed and the tiles changed, computed and rewritten)';
 CREATE OR REPLACE FUNCTION terra_gpu.product_dropped()
  RETURNS event_trigger
  LANGUAGE plpgsql

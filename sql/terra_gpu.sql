@@ -1053,24 +1053,25 @@ BEGIN
 	RETURN ix;
 END $$;
 
-CREATE FUNCTION tg_bmmq_refresh(name text) RETURNS bigint
-	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
+-- Refresh an index the caller owns and has locked (_bmmq_own): the trees
+-- of the tiles written since its last build or refresh, or of every tile
+-- where its changes were not recorded.
+CREATE FUNCTION terra_gpu._bmmq_refresh(ix terra_gpu.bmmq_index,
+	OUT mode text, OUT tiles_changed integer, OUT tiles_rebuilt integer)
+	LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
-	ix terra_gpu.bmmq_index := terra_gpu._bmmq_own(name, false);
 	tiles bigint[];
 BEGIN
-	IF ix.id IS NULL THEN
-		RAISE EXCEPTION 'BMMQ index "%" does not exist', name USING ERRCODE = '42704';
-	END IF;
 	PERFORM terra_gpu._bmmq_check_source(ix);
 	-- no writes to the source until this transaction ends: the changes read
 	-- next are all there are
 	PERFORM terra_gpu._bmmq_watch(ix.source, true);
+	WITH d AS (DELETE FROM terra_gpu.bmmq_change c WHERE c.index_id = ix.id RETURNING c.tile_id)
+	SELECT coalesce(array_agg(d.tile_id), '{}') INTO tiles FROM d;
+	tiles_changed := cardinality(tiles);
 	IF ix.changes_recorded THEN
 		-- the tiles written since the last build, and those whose id came or
 		-- went otherwise (an UPDATE of the id records only the new one)
-		WITH d AS (DELETE FROM terra_gpu.bmmq_change c WHERE c.index_id = ix.id RETURNING c.tile_id)
-		SELECT coalesce(array_agg(d.tile_id), '{}') INTO tiles FROM d;
 		EXECUTE format($q$
 			SELECT coalesce(array_agg(DISTINCT id ORDER BY id), '{}') FROM (
 				SELECT unnest($2) AS id
@@ -1083,10 +1084,29 @@ BEGIN
 				 EXCEPT ALL
 				 SELECT t.tile_id FROM terra_gpu.bmmq_tile t WHERE t.index_id = $1)) c $q$,
 			ix.id_column, ix.rast_column, ix.source) INTO tiles USING ix.id, tiles;
+		mode := CASE WHEN cardinality(tiles) = 0 THEN 'unchanged' ELSE 'incremental' END;
+		tiles_rebuilt := cardinality(tiles);
 	ELSE
-		DELETE FROM terra_gpu.bmmq_change c WHERE c.index_id = ix.id;
+		tiles := NULL;
+		mode := 'full';
 	END IF;
 	PERFORM terra_gpu._bmmq_fill(ix, NULL, tiles);
+	IF tiles IS NULL THEN
+		SELECT i.tile_count INTO tiles_rebuilt FROM terra_gpu.bmmq_index i WHERE i.id = ix.id;
+	END IF;
+END $$;
+COMMENT ON FUNCTION terra_gpu._bmmq_refresh(terra_gpu.bmmq_index) IS
+'Internal (tg_bmmq_refresh, tg_refresh_all): bring an index the caller owns and has locked up to date; how (incremental, full, unchanged), the source tiles written since and the tiles whose trees were rebuilt';
+
+CREATE FUNCTION tg_bmmq_refresh(name text) RETURNS bigint
+	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
+DECLARE
+	ix terra_gpu.bmmq_index := terra_gpu._bmmq_own(name, false);
+BEGIN
+	IF ix.id IS NULL THEN
+		RAISE EXCEPTION 'BMMQ index "%" does not exist', name USING ERRCODE = '42704';
+	END IF;
+	PERFORM terra_gpu._bmmq_refresh(ix);
 	RETURN ix.id;
 END $$;
 COMMENT ON FUNCTION tg_bmmq_refresh(text) IS
@@ -2580,6 +2600,7 @@ COMMENT ON FUNCTION tg_refresh(regclass) IS
 CREATE FUNCTION tg_refresh_all(
 	source regclass,
 	OUT product regclass,
+	OUT bmmq_index text,
 	OUT mode text,
 	OUT tiles_changed integer,
 	OUT tiles_computed integer,
@@ -2588,6 +2609,7 @@ CREATE FUNCTION tg_refresh_all(
 	LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $$
 DECLARE
 	p regclass;
+	ix_name text;
 BEGIN
 	IF source IS NULL THEN
 		RAISE EXCEPTION 'source must not be NULL' USING ERRCODE = '22004';
@@ -2599,9 +2621,20 @@ BEGIN
 		SELECT * INTO mode, tiles_changed, tiles_computed, tiles_rewritten FROM @extschema@.tg_refresh(p);
 		RETURN NEXT;
 	END LOOP;
+	product := NULL;
+	-- the source's BMMQ indexes: a rebuilt tile's tree is computed and rewritten
+	FOR ix_name IN SELECT i.name FROM terra_gpu.bmmq_index i
+				   WHERE i.source = tg_refresh_all.source AND pg_catalog.pg_has_role(i.owner, 'MEMBER')
+				   ORDER BY i.name LOOP
+		bmmq_index := ix_name;
+		SELECT r.mode, r.tiles_changed, r.tiles_rebuilt, r.tiles_rebuilt
+		INTO mode, tiles_changed, tiles_computed, tiles_rewritten
+		FROM terra_gpu._bmmq_refresh(terra_gpu._bmmq_own(ix_name, false)) r;
+		RETURN NEXT;
+	END LOOP;
 END $$;
 COMMENT ON FUNCTION tg_refresh_all(regclass) IS
-'tg_refresh every product of a source table that the caller owns, one row each';
+'tg_refresh every product of a source table that the caller owns, then tg_bmmq_refresh every BMMQ-tree index of it the caller owns: one row each (product, or bmmq_index, with how it was refreshed and the tiles changed, computed and rewritten)';
 
 -- A dropped product or source takes the product's recipe with it; a
 -- source no product or index uses any more loses its change triggers.
