@@ -619,11 +619,15 @@ tg_write_tiles(const tg_ctx *ctx, const tg_job *job, const tg_output *outs, int 
 	const tg_ctx q = quiet(ctx);
 	encoded    *batch = tg_alloc(ctx, most * sizeof(encoded));
 	write_job	j = {job, outs, nout, row0, batch, NULL, 0};
-	int			next = 0;
+	int			next = 0,
+				done = 0;
 	tg_status	st = TG_OK;
 
 	if (batch == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a batch of tiles");
+	/* progress is the whole grid's: a band written alone counts from the tiles above it */
+	for (int k = 0; k < l->ntiles; k++)
+		done += l->tiles[k].row0 < row0;
 	while (st == TG_OK && next < l->ntiles)
 	{
 		int			n = 0,
@@ -654,8 +658,9 @@ tg_write_tiles(const tg_ctx *ctx, const tg_job *job, const tg_output *outs, int 
 		}
 		for (; written < n; written++)
 			finish_tile(ctx, &batch[written], nout, false);
+		done += n;
 		if (st == TG_OK)
-			report(ctx, "write", (double) next / l->ntiles);
+			report(ctx, "write", (double) done / l->ntiles);
 	}
 	tg_free(ctx, batch);
 	tg_free(ctx, j.scratch);

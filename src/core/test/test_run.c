@@ -133,6 +133,9 @@ check_op(const char *name, const tg_op *op, coverage *tiles, coverage *whole, co
 
 		check(run_on(tiles, weights, op, 3, budget, false, false, &rs, &stats, &err) == TG_OK,
 			  "%s in strips: %s", name, err.message);
+		/* each strip writes its own tiles; the progress is the whole grid's */
+		check(!write_went_back && write_last == 1.0, "%s: the write's progress over %d strips counts up once, to %g",
+			  name, stats.chunks, write_last);
 		if (strips == STRIPS_SAME)
 			check(stats.chunks > 1 && same_tiles(tiles, &rt, &rs, nout),
 				  "%s: %d strips give the tiles of the run in memory", name, stats.chunks);
@@ -606,6 +609,8 @@ test_streamed_tiles(coverage *tiles, coverage *weights)
 		encode_starts = 0;
 		st2 = run_on(tiles, w, &ops[k], 0, SIZE_MAX, true, false, &own, NULL, &err);
 		bands_own = encode_starts;
+		check(!write_went_back && write_last == 1.0,
+			  "cuda %s: the write's progress over %d bands counts up once, to %g", names[k], bands_own, write_last);
 		run_backend = TG_BACKEND_CPU;
 		tg_stream_slice_bytes = 0;
 		if (d8)

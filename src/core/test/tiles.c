@@ -237,12 +237,19 @@ spill_read(void *arg, size_t offset, void *data, size_t bytes, tg_error *err)
 tg_backend run_backend = TG_BACKEND_CPU;
 tg_backend parts_backend = TG_BACKEND_CPU;
 int			encode_starts;
+bool		write_went_back;
+double		write_last;
 
 static void
-count_encodes(void *arg, const char *phase, double fraction)
+log_progress(void *arg, const char *phase, double fraction)
 {
 	if (fraction == 0.0 && strcmp(phase, "encode") == 0)
 		encode_starts++;
+	if (strcmp(phase, "write") == 0)
+	{
+		write_went_back |= fraction < write_last;
+		write_last = fraction;
+	}
 }
 
 tg_status
@@ -270,7 +277,9 @@ run_job(coverage *c, coverage *weights, const tg_op *op, int threads, size_t bud
 	job.part = part;
 	tg_ctx_init(&ctx);
 	ctx.backend = run_backend;
-	ctx.progress = count_encodes;
+	ctx.progress = log_progress;
+	write_went_back = false;
+	write_last = 0;
 	ctx.threads = threads;
 	ctx.stats = stats;
 	memset(r, 0, sizeof *r);

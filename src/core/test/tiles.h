@@ -53,6 +53,9 @@ typedef struct results
 extern tg_backend run_backend;
 extern tg_backend parts_backend;
 extern int	encode_starts;		/* times a run's encode phase began */
+/* the last run's "write" progress: whether it ever went back, and its last fraction */
+extern bool write_went_back;
+extern double write_last;
 extern int	parts_left_out;		/* parts left out of a round of the flow, over the runs so far */
 extern int	parts_threads;		/* each part's threads in run_parts (2) */
 
