@@ -252,27 +252,29 @@ link_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 }
 
 /* Each row's first cell (the cells come in raster order), by bisection. */
+/* In the ascending v[a .. b), the first index whose value is key or more (b: none), by bisection. */
+static uint32_t
+first_not_below(const int32_t *v, uint32_t a, uint32_t b, int32_t key)
+{
+	while (a < b)
+	{
+		const uint32_t m = a + (b - a) / 2;
+
+		if (v[m] < key)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return a;
+}
+
 static tg_status
 row_start_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 {
 	tg_seam_flats *f = ((const link_job *) arg)->f;
 
 	for (int y = y0; y < y1; y++)
-	{
-		size_t		a = 0,
-					b = f->n;
-
-		while (a < b)
-		{
-			const size_t m = a + (b - a) / 2;
-
-			if (f->row[m] < y)
-				a = m + 1;
-			else
-				b = m;
-		}
-		f->row_start[y] = (uint32_t) a;
-	}
+		f->row_start[y] = first_not_below(f->row, 0, (uint32_t) f->n, y);
 	return TG_OK;
 }
 
@@ -677,23 +679,11 @@ lower_from(int32_t *d, uint32_t c, uint32_t from)
 		d[c] = d[from] + 1;
 }
 
-/* In row y, the first cell at or after column x, by bisection. */
+/* In row y, the first cell at or after column x. */
 static uint32_t
 row_cell_from(const tg_seam_flats *f, int y, int x)
 {
-	uint32_t	a = f->row_start[y],
-				b = f->row_start[y + 1];
-
-	while (a < b)
-	{
-		const uint32_t m = a + (b - a) / 2;
-
-		if (f->col[m] < x)
-			a = m + 1;
-		else
-			b = m;
-	}
-	return a;
+	return first_not_below(f->col, f->row_start[y], f->row_start[y + 1], x);
 }
 
 static void
