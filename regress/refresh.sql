@@ -151,7 +151,17 @@ RESET ROLE;
 SELECT * FROM pg_temp.try($$SELECT tg_refresh('rf.no_ids')$$);
 SELECT set_config('terra_gpu.coverage_tiles', 'rf.dem'::regclass::oid || ':1,x', false) IS NOT NULL AS set;
 SELECT * FROM pg_temp.try($$SELECT count(*) FROM tg_slope(coverage => 'rf.dem')$$);
+SELECT set_config('terra_gpu.coverage_tiles', 'rf.dem'::regclass::oid || ':1,2/', false) IS NOT NULL AS set;
+SELECT * FROM pg_temp.try($$SELECT count(*) FROM tg_slope(coverage => 'rf.dem')$$);
+SELECT set_config('terra_gpu.coverage_tiles', 'rf.dem'::regclass::oid || ':1,2/1/2', false) IS NOT NULL AS set;
+SELECT * FROM pg_temp.try($$SELECT count(*) FROM tg_slope(coverage => 'rf.dem')$$);
+-- tiles read and, after the slash, the tiles whose results are given: those
+-- equal the results of a call that reads every tile
+SELECT set_config('terra_gpu.coverage_tiles', 'rf.dem'::regclass::oid || ':1,2,3,6,7,8,11,12,13/7,99', false) IS NOT NULL AS set;
+CREATE TEMP TABLE some_tiles AS SELECT * FROM tg_slope(coverage => 'rf.dem');
 RESET terra_gpu.coverage_tiles;
+SELECT array_agg(s.rid) AS tiles_given, count(*) FILTER (WHERE s.rast::bytea = a.rast::bytea) AS equal_to_all_read
+FROM some_tiles s JOIN tg_slope(coverage => 'rf.dem') a USING (rid);
 
 -- a dropped product takes its recipe, tiles and changes with it
 DROP TABLE rf.slope;

@@ -2470,8 +2470,10 @@ BEGIN
 	IF p.compression <> 'lz4' THEN
 		PERFORM set_config('terra_gpu.tile_compression', 'none', true);
 	END IF;
+	-- the coverage form reads the tiles `reads` and encodes the results of those kept only
 	IF reads IS NOT NULL THEN
-		PERFORM set_config('terra_gpu.coverage_tiles', format('%s:%s', p.source::oid, array_to_string(reads, ',')), true);
+		PERFORM set_config('terra_gpu.coverage_tiles', format('%s:%s%s', p.source::oid, array_to_string(reads, ','),
+															  '/' || nullif(array_to_string(keep, ','), '')), true);
 	END IF;
 	PERFORM set_config('search_path', p.search_path, true);
 	EXECUTE statement INTO computed, written USING keep, p.product;

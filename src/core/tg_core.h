@@ -989,6 +989,7 @@ typedef struct tg_job
 	void		(*notice) (void *arg, const char *message);
 	void	   *notice_arg;
 	tg_part    *part;			/* NULL, or one part's phase of a partitioned coverage */
+	const bool *wanted;			/* per tile of the layout: whether its result is written (NULL: every tile's) */
 } tg_job;
 
 /* Outputs (result rasters per tile) an operation writes, and the bands of each. */

@@ -106,8 +106,9 @@ _PG_init(void)
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomStringVariable("terra_gpu.coverage_tiles",
 							   "Internal (tg_refresh): the tiles a coverage form reads of one table.",
-							   "RELID:ID,ID,...: a coverage form over the table with that OID reads "
-							   "only the tiles with those ids; empty: every tile.",
+							   "RELID:ID,ID,...[/ID,ID,...]: a coverage form over the table with that "
+							   "OID reads only the tiles with those ids and, where ids follow a slash, "
+							   "gives the results of those tiles only; empty: every tile.",
 							   &tgpg_coverage_tiles, "",
 							   PGC_USERSET, GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE | GUC_DISALLOW_IN_FILE,
 							   NULL, NULL, NULL);

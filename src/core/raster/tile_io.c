@@ -635,13 +635,19 @@ tg_write_tiles(const tg_ctx *ctx, const tg_job *job, const tg_output *outs, int 
 
 		/* the next tiles lying in the rows, in grid order */
 		for (; next < l->ntiles && n < most; next++)
-			if (l->tiles[next].row0 >= row0 && l->tiles[next].row0 < row0 + nrows)
+		{
+			if (l->tiles[next].row0 < row0 || l->tiles[next].row0 >= row0 + nrows)
+				continue;
+			if (job->wanted && !job->wanted[next])
 			{
-				st = prepare_tile(ctx, &j, &batch[n], next, err);
-				n++;
-				if (st != TG_OK)
-					break;
+				done++;			/* not asked for: counts as written */
+				continue;
 			}
+			st = prepare_tile(ctx, &j, &batch[n], next, err);
+			n++;
+			if (st != TG_OK)
+				break;
+		}
 		if (st == TG_OK && n > 0)
 			st = ensure_scratch(ctx, &j, n, err);
 		if (st == TG_OK && n > 0)
