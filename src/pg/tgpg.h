@@ -255,6 +255,14 @@ void		tgpg_raster_open(Datum datum, tgpg_raster *r);
 void		tgpg_raster_band(const tgpg_raster *r, int band, tg_band *out);
 void		tgpg_raster_close(tgpg_raster *r, Datum datum);
 
+/*
+ * terra_gpu.coverage_tiles for the table relid (tgpg_recipe.c): the condition
+ * that keeps its tiles to those a refresh reads ("" for every tile), and per
+ * tile of its layout whether the refresh asks for its result (NULL: all).
+ */
+char	   *tgpg_refresh_scope(Oid relid, const char *relname, const char *id_column);
+bool	   *tgpg_refresh_wanted(Oid relid, const char *relname, const char *id_column, const tg_layout *l);
+
 /* A table a finished coverage call read (tgpg_recipe.c): halo of its operation, or -1 */
 void		tgpg_remember_read(Oid relid, const char *rast_column, const char *id_column,
 							   const char *function, int halo);

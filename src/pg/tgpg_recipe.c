@@ -1,7 +1,8 @@
 /*
  * tgpg_recipe.c — what the coverage calls of a backend read, for the recipe
- * tg_create_result records of a product (tg_refresh), and the digests of a
- * product's rows.
+ * tg_create_result records of a product (tg_refresh), the tiles a refresh
+ * has a coverage call read and give back, and the digests of a product's
+ * rows.
  */
 #include "tgpg.h"
 
@@ -78,6 +79,106 @@ tgpg_coverage_reads(PG_FUNCTION_ARGS)
 		coverage_reads = NIL;
 	}
 	return (Datum) 0;
+}
+
+/* ------------------------------------------------------------------------
+ * The tiles a refresh has a coverage form read and give back
+ * ------------------------------------------------------------------------ */
+/*
+ * terra_gpu.coverage_tiles ("RELID:ID,ID,...[/ID,ID,...]", set by
+ * tg_refresh): for the table RELID, the ids of the tiles a coverage form
+ * reads and, after the slash, of those whose results it writes (every tile
+ * it reads where none are given).  The setting is parsed as untrusted text:
+ * only the integers read from it are used.  Returns whether it names the
+ * table; reads and writes get the ids as "1,2,3" (writes empty: no slash).
+ */
+static bool
+refresh_scope(Oid relid, const char *relname, const char *id_column, StringInfo reads, StringInfo writes)
+{
+	const char *p = tgpg_coverage_tiles;
+	char	   *end;
+	unsigned long named;
+	StringInfo	into = reads;
+
+	initStringInfo(reads);
+	initStringInfo(writes);
+	if (p == NULL || *p == '\0')
+		return false;
+	errno = 0;
+	named = strtoul(p, &end, 10);
+	if (errno != 0 || end == p || *end != ':' || named > PG_UINT32_MAX)
+		goto bad;
+	if ((Oid) named != relid)
+		return false;
+	if (id_column == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s has no tile id column to read some of its tiles by", relname)));
+	p = end + 1;
+	while (*p != '\0')
+	{
+		long long	id;
+
+		errno = 0;
+		id = strtoll(p, &end, 10);
+		if (errno != 0 || end == p || (*end != ',' && *end != '/' && *end != '\0') ||
+			(*end == '/' && (into == writes || end[1] == '\0')))
+			goto bad;
+		appendStringInfo(into, "%s%lld", into->len > 0 ? "," : "", id);
+		if (*end == '/')
+			into = writes;
+		p = *end != '\0' ? end + 1 : end;
+	}
+	return true;
+bad:
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid value for terra_gpu.coverage_tiles"),
+			 errdetail("It is RELID:ID,ID,... or RELID:ID,ID,.../ID,ID,... (integers), or empty.")));
+	return false;				/* not reached */
+}
+
+char *
+tgpg_refresh_scope(Oid relid, const char *relname, const char *id_column)
+{
+	StringInfoData reads,
+				writes;
+
+	if (!refresh_scope(relid, relname, id_column, &reads, &writes))
+		return "";
+	return psprintf(" AND %s = ANY ('{%s}'::pg_catalog.int8[])", quote_identifier(id_column), reads.data);
+}
+
+static int
+int64_order(const void *a, const void *b)
+{
+	const int64 x = *(const int64 *) a,
+				y = *(const int64 *) b;
+
+	return (x > y) - (x < y);
+}
+
+bool *
+tgpg_refresh_wanted(Oid relid, const char *relname, const char *id_column, const tg_layout *l)
+{
+	StringInfoData reads,
+				writes;
+	int64	   *ids;
+	int			n = 0;
+	bool	   *wanted;
+	char	   *p;
+
+	if (!refresh_scope(relid, relname, id_column, &reads, &writes) || writes.len == 0)
+		return NULL;
+	ids = palloc(sizeof(int64) * (writes.len / 2 + 1));
+	for (p = writes.data; *p != '\0'; p += *p == ',')
+		ids[n++] = strtoll(p, &p, 10);
+	qsort(ids, n, sizeof(int64), int64_order);
+	wanted = palloc(sizeof(bool) * Max(l->ntiles, 1));
+	for (int k = 0; k < l->ntiles; k++)
+		wanted[k] = bsearch(&l->tiles[k].id, ids, n, sizeof(int64), int64_order) != NULL;
+	pfree(ids);
+	return wanted;
 }
 
 

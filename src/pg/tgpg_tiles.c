@@ -254,108 +254,6 @@ tile_error_context(void *arg)
 		errcontext("tile %lld of %s", (long long) s->current, s->relname);
 }
 
-/*
- * terra_gpu.coverage_tiles ("RELID:ID,ID,...[/ID,ID,...]", set by
- * tg_refresh): for the table RELID, the ids of the tiles a coverage form
- * reads and, after the slash, of those whose results it writes (every tile
- * it reads where none are given).  The setting is parsed as untrusted text:
- * only the integers read from it are used.  Returns whether it names s's
- * table; reads and writes get the ids as "1,2,3" (writes empty: no slash).
- */
-static bool
-tiles_scope(const tgpg_source *s, StringInfo reads, StringInfo writes)
-{
-	const char *p = tgpg_coverage_tiles;
-	char	   *end;
-	unsigned long relid;
-	StringInfo	into = reads;
-
-	initStringInfo(reads);
-	initStringInfo(writes);
-	if (p == NULL || *p == '\0')
-		return false;
-	errno = 0;
-	relid = strtoul(p, &end, 10);
-	if (errno != 0 || end == p || *end != ':' || relid > PG_UINT32_MAX)
-		goto bad;
-	if ((Oid) relid != s->relid)
-		return false;
-	if (s->id_column == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s has no tile id column to read some of its tiles by", s->relname)));
-	p = end + 1;
-	while (*p != '\0')
-	{
-		long long	id;
-
-		errno = 0;
-		id = strtoll(p, &end, 10);
-		if (errno != 0 || end == p || (*end != ',' && *end != '/' && *end != '\0') ||
-			(*end == '/' && (into == writes || end[1] == '\0')))
-			goto bad;
-		appendStringInfo(into, "%s%lld", into->len > 0 ? "," : "", id);
-		if (*end == '/')
-			into = writes;
-		p = *end != '\0' ? end + 1 : end;
-	}
-	return true;
-bad:
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("invalid value for terra_gpu.coverage_tiles"),
-			 errdetail("It is RELID:ID,ID,... or RELID:ID,ID,.../ID,ID,... (integers), or empty.")));
-	return false;				/* not reached */
-}
-
-/* The condition that keeps a source's tiles to those terra_gpu.coverage_tiles reads, or "". */
-static char *
-tiles_in_scope(const tgpg_source *s)
-{
-	StringInfoData reads,
-				writes;
-
-	if (!tiles_scope(s, &reads, &writes))
-		return "";
-	return psprintf(" AND %s = ANY ('{%s}'::pg_catalog.int8[])", quote_identifier(s->id_column), reads.data);
-}
-
-static int
-int64_order(const void *a, const void *b)
-{
-	const int64 x = *(const int64 *) a,
-				y = *(const int64 *) b;
-
-	return (x > y) - (x < y);
-}
-
-/*
- * Per tile of the source's layout, whether terra_gpu.coverage_tiles asks for
- * its result; NULL: every tile's.
- */
-static bool *
-tiles_wanted(const tgpg_source *s)
-{
-	StringInfoData reads,
-				writes;
-	int64	   *ids;
-	int			n = 0;
-	bool	   *wanted;
-	char	   *p;
-
-	if (!tiles_scope(s, &reads, &writes) || writes.len == 0)
-		return NULL;
-	ids = palloc(sizeof(int64) * (writes.len / 2 + 1));
-	for (p = writes.data; *p != '\0'; p += *p == ',')
-		ids[n++] = strtoll(p, &p, 10);
-	qsort(ids, n, sizeof(int64), int64_order);
-	wanted = palloc(sizeof(bool) * Max(s->layout.ntiles, 1));
-	for (int k = 0; k < s->layout.ntiles; k++)
-		wanted[k] = bsearch(&s->layout.tiles[k].id, ids, n, sizeof(int64), int64_order) != NULL;
-	pfree(ids);
-	return wanted;
-}
-
 static char *
 tiles_query(const tgpg_source *s, const char *what, bool by_id)
 {
@@ -363,7 +261,7 @@ tiles_query(const tgpg_source *s, const char *what, bool by_id)
 					s->id_column ? quote_identifier(s->id_column) : "NULL", what, s->relname,
 					quote_identifier(s->rast_column), by_id ? " AND " : "",
 					by_id ? quote_identifier(s->id_column) : "", by_id ? " = ANY($1)" : "",
-					tiles_in_scope(s));
+					tgpg_refresh_scope(s->relid, s->relname, s->id_column));
 }
 
 /* The header of every tile: its place on one grid, in grid order; `onto`: another input's grid. */
@@ -1223,7 +1121,9 @@ tgpg_call_run(tgpg_call *c, const tg_op *op, tgpg_result result)
 	job.notice = job_notice;
 	job.notice_arg = &ns;
 	job.part = c->args->coverage ? tgpg_part_take() : NULL;
-	job.wanted = c->args->coverage && c->inputs[0]->table ? tiles_wanted(c->inputs[0]) : NULL;
+	job.wanted = c->args->coverage && c->inputs[0]->table
+		? tgpg_refresh_wanted(c->inputs[0]->relid, c->inputs[0]->relname, c->inputs[0]->id_column, c->layout)
+		: NULL;
 	if (result == TGPG_RESULT_ROWS)
 	{
 		ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;

@@ -95,6 +95,11 @@ struct tg_pool
 	double		span_lo,
 				span_hi,
 				reported;
+	/* the phase a step of which runs the phases now told (tg_phase_within), and its progress */
+	char		outer[32];
+	int			outer_done,
+				outer_total;
+	double		outer_reported;
 };
 
 typedef struct worker_start
@@ -418,6 +423,48 @@ tg_phase_running(const tg_ctx *ctx, char *name, size_t size)
 	snprintf(name, size, "%s", ctx->pool && ctx->worker == 0 ? ctx->pool->phase : "");
 }
 
+/*
+ * What the progress callback hears: the phase as it is, or, within a step of
+ * an outer phase (a strip), the outer phase's progress with the step and
+ * the phase running in it named, never going back.
+ */
+static void
+tell(const tg_ctx *ctx, const char *phase, double fraction)
+{
+	tg_pool    *pool = ctx->pool;
+	char		name[128];
+	double		f;
+
+	if (ctx->progress == NULL)
+		return;
+	if (pool == NULL || pool->outer_total == 0)
+	{
+		ctx->progress(ctx->progress_arg, phase, fraction);
+		return;
+	}
+	f = (pool->outer_done + fraction) / pool->outer_total;
+	pool->outer_reported = f > pool->outer_reported ? f : pool->outer_reported;
+	if (strcmp(phase, pool->outer) == 0)
+		snprintf(name, sizeof name, "%s", pool->outer);
+	else
+		snprintf(name, sizeof name, "%s (strip %d of %d: %s)", pool->outer, pool->outer_done + 1,
+				 pool->outer_total, phase);
+	ctx->progress(ctx->progress_arg, name, pool->outer_reported);
+}
+
+void
+tg_phase_within(const tg_ctx *ctx, const char *outer, int done, int total)
+{
+	tg_pool    *pool = ctx->pool;
+
+	if (ctx->worker != 0 || pool == NULL)
+		return;
+	pool->outer_total = outer != NULL && total > 0 ? total : 0;
+	pool->outer_done = done;
+	snprintf(pool->outer, sizeof pool->outer, "%s", outer ? outer : "");
+	pool->outer_reported = pool->outer_total > 0 ? (double) done / total : 0;
+}
+
 void
 tg_phase(const tg_ctx *ctx, const char *name)
 {
@@ -433,8 +480,7 @@ tg_phase(const tg_ctx *ctx, const char *name)
 		pool->span_lo = pool->reported = 0;
 		pool->span_hi = 1;
 	}
-	if (ctx->progress)
-		ctx->progress(ctx->progress_arg, name, 0.0);
+	tell(ctx, name, 0.0);
 }
 
 /*
@@ -452,7 +498,7 @@ report(const tg_ctx *ctx, double fraction)
 		return;
 	f = pool->span_lo + fraction * (pool->span_hi - pool->span_lo);
 	pool->reported = f > pool->reported ? f : pool->reported;
-	ctx->progress(ctx->progress_arg, pool->phase, pool->reported);
+	tell(ctx, pool->phase, pool->reported);
 }
 
 void

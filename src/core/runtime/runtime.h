@@ -104,6 +104,12 @@ void		tg_phase_progress(const tg_ctx *ctx, double fraction);
  * (the whole phase: 0, 1); progress counts on from lo.
  */
 void		tg_phase_span(const tg_ctx *ctx, double lo, double hi);
+/*
+ * From here on the phases run are step `done` (0-based) of `total` of the
+ * phase `outer` (a strip of rows of it): progress is told as the outer
+ * phase's, naming the step and the phase within it.  NULL ends it.
+ */
+void		tg_phase_within(const tg_ctx *ctx, const char *outer, int done, int total);
 
 /* ------------------------------------------------------------------------
  * The call's threads

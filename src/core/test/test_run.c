@@ -136,6 +136,9 @@ check_op(const char *name, const tg_op *op, coverage *tiles, coverage *whole, co
 		/* each strip writes its own tiles; the progress is the whole grid's */
 		check(!write_went_back && write_last == 1.0, "%s: the write's progress over %d strips counts up once, to %g",
 			  name, stats.chunks, write_last);
+		check(!strip_went_back && (op->kind != TG_OP_HYDROLOGY || strip_reports > 0),
+			  "%s: the %d phases within strips are told as their strips' phase, which never goes back", name,
+			  strip_reports);
 		if (strips == STRIPS_SAME)
 			check(stats.chunks > 1 && same_tiles(tiles, &rt, &rs, nout),
 				  "%s: %d strips give the tiles of the run in memory", name, stats.chunks);

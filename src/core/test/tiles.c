@@ -239,6 +239,10 @@ tg_backend parts_backend = TG_BACKEND_CPU;
 int			encode_starts;
 bool		write_went_back;
 double		write_last;
+int			strip_reports;
+bool		strip_went_back;
+static char strip_outer[64];
+static double strip_last;
 
 static void
 log_progress(void *arg, const char *phase, double fraction)
@@ -249,6 +253,17 @@ log_progress(void *arg, const char *phase, double fraction)
 	{
 		write_went_back |= fraction < write_last;
 		write_last = fraction;
+	}
+	else if (strstr(phase, " (strip ") != NULL)
+	{
+		/* a phase within a strip, told as its strips' phase: that one's progress */
+		const size_t outer = strstr(phase, " (strip ") - phase;
+
+		strip_went_back |= outer == strlen(strip_outer) && strncmp(phase, strip_outer, outer) == 0 &&
+			fraction < strip_last;
+		snprintf(strip_outer, sizeof strip_outer, "%.*s", (int) outer, phase);
+		strip_last = fraction;
+		strip_reports++;
 	}
 }
 
@@ -280,6 +295,9 @@ run_job(coverage *c, coverage *weights, const tg_op *op, int threads, size_t bud
 	ctx.progress = log_progress;
 	write_went_back = false;
 	write_last = 0;
+	strip_reports = 0;
+	strip_went_back = false;
+	strip_outer[0] = '\0';
 	ctx.threads = threads;
 	ctx.stats = stats;
 	memset(r, 0, sizeof *r);

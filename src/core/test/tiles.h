@@ -56,6 +56,9 @@ extern int	encode_starts;		/* times a run's encode phase began */
 /* the last run's "write" progress: whether it ever went back, and its last fraction */
 extern bool write_went_back;
 extern double write_last;
+/* the last run's reports of phases within strips, and whether their strips' progress ever went back */
+extern int	strip_reports;
+extern bool strip_went_back;
 extern int	parts_left_out;		/* parts left out of a round of the flow, over the runs so far */
 extern int	parts_threads;		/* each part's threads in run_parts (2) */
 

@@ -162,9 +162,19 @@ strip_stats(const tg_ctx *ctx, const strips *s, const char *method)
 			 s->n, s->max_rows, s->job->budget_name);
 }
 
+/* A phase run strip by strip begins: the phases each strip runs are told as part of it. */
+static void
+strips_phase(const tg_ctx *ctx, const char *phase, int total)
+{
+	tg_phase(ctx, phase);
+	tg_phase_within(ctx, phase, 0, total);
+}
+
+/* done strips of the phase's total are through: the next one's phases are told as part of it. */
 static void
 progress(const tg_ctx *ctx, const char *phase, int done, int total)
 {
+	tg_phase_within(ctx, done < total ? phase : NULL, done, total);
 	if (ctx->progress)
 		ctx->progress(ctx->progress_arg, phase, (double) done / total);
 }
@@ -180,7 +190,7 @@ local_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *err)
 	const int	halo = op->kind == TG_OP_TERRAIN ? tg_terrain_halo(&op->terrain) : 1;
 	tg_status	st = TG_OK;
 
-	tg_phase(ctx, phase);
+	strips_phase(ctx, phase, s->n);
 	for (int k = 0; k < s->n && st == TG_OK; k++)
 	{
 		tg_grid_band rows;
@@ -241,7 +251,7 @@ surface_strips(const tg_ctx *ctx, strips *s, bool fill, strip_rows_fn done, void
 	{
 		const char *phase = pass == 0 ? "fill scan in strips" : fill ? "fill in strips" : "read in strips";
 
-		tg_phase(ctx, phase);
+		strips_phase(ctx, phase, s->n);
 		for (int k = 0; k < s->n && st == TG_OK; k++)
 		{
 			double	   *z,
@@ -398,7 +408,7 @@ route_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_accum_units units
 	st = surface_strips(ctx, s, op->flow.fill, spill_rows, NULL, err);
 	if (st == TG_OK)
 		st = tg_route_strips_begin(ctx, &op->flow, units, rb, err);
-	tg_phase(ctx, "flats in strips");
+	strips_phase(ctx, "flats in strips", s->n);
 	for (int k = 0; k < s->n && st == TG_OK; k++)
 	{
 		double	   *z;
@@ -436,7 +446,7 @@ directions_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *er
 	tg_route_strips *rb;
 	tg_status	st = route_strips(ctx, op, s, TG_UNITS_CELLS, &rb, err);
 
-	tg_phase(ctx, "directions in strips");
+	strips_phase(ctx, "directions in strips", s->n);
 	for (int k = 0; k < s->n && st == TG_OK; k++)
 	{
 		const size_t n = (size_t) W * s->nrows[k];
@@ -572,7 +582,7 @@ accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *
 	{
 		const char *phase = pass == 1 ? "accumulation in strips" : d8 ? "linking strips" : "spreading strips";
 
-		tg_phase(ctx, phase);
+		strips_phase(ctx, phase, s->n);
 		for (int k = 0; k < s->n && st == TG_OK; k++)
 		{
 			double	   *z = NULL,
