@@ -2503,10 +2503,10 @@ CREATE FUNCTION terra_gpu._bands_step(
 	OUT round integer,
 	OUT messages bytea[],
 	OUT next_state bytea)
-	AS 'MODULE_PATHNAME', 'tgpg_parts_step'
+	AS 'MODULE_PATHNAME', 'tgpg_bands_step'
 	LANGUAGE C IMMUTABLE PARALLEL SAFE;
 COMMENT ON FUNCTION terra_gpu._bands_step(text, text[], bytea[], bytea) IS
-'Internal (tg_refresh): the coordinator''s step over a product''s bands (terra_gpu._parts_step, for the caller''s own product); every reply is read with its lengths checked';
+'Internal (tg_refresh): the coordinator''s step over a product''s bands, as terra_gpu._parts_step but its messages not compressed (they stay in this backend); every reply is read with its lengths checked';
 
 CREATE FUNCTION terra_gpu._product_band(product regclass, band integer, tiles bigint[], message bytea)
 	RETURNS bytea
@@ -2523,11 +2523,27 @@ CREATE FUNCTION terra_gpu._product_band_run(product regclass, tiles bigint[]) RE
 DECLARE
 	p terra_gpu.product;
 BEGIN
+	IF NOT terra_gpu._product_owned(product) THEN
+		RAISE EXCEPTION 'must be owner of table %', product USING ERRCODE = '42501';
+	END IF;
 	SELECT * INTO STRICT p FROM terra_gpu.product x WHERE x.product = _product_band_run.product;
 	PERFORM terra_gpu._product_write(p, tiles, tiles, false);
 END $$;
 COMMENT ON FUNCTION terra_gpu._product_band_run(regclass, bigint[]) IS
 'Internal (terra_gpu._product_band): a product''s recipe over some of its source tiles, its rows rewritten where their values changed';
+
+-- Do the product's rows of tiles, one under the other, leave no row of the
+-- grid between them (the parts of a coverage must meet)?
+CREATE FUNCTION terra_gpu._product_bands_meet(product regclass) RETURNS boolean
+	LANGUAGE sql STABLE
+	RETURN NOT EXISTS (
+		SELECT FROM (SELECT b.r0, b.h, b.even, lead(b.r0) OVER (ORDER BY b.r0) AS next
+					 FROM (SELECT round(t.upperleft_y / t.scale_y) AS r0, max(t.height) AS h,
+								  min(t.height) = max(t.height) AS even
+						   FROM terra_gpu.product_tile t WHERE t.product = _product_bands_meet.product GROUP BY 1) b) x
+		WHERE NOT x.even OR x.next <> x.r0 + x.h);
+COMMENT ON FUNCTION terra_gpu._product_bands_meet(regclass) IS
+'Internal (tg_refresh): whether each row of a product''s tiles is of one height and begins where the one above ends';
 
 -- Refresh a global product in bands (see above); changed: the source tiles
 -- written since the last refresh.  A band none of whose steps were kept
@@ -2543,13 +2559,16 @@ DECLARE
 	ran integer[];				-- steps each band's kept state has been through in this refresh
 	computed boolean[];
 	sent bytea[] := '{}';		-- every step's messages, step by step
+	msgs bytea[];
 	replies bytea[];
 	state bytea;
+	kept_digest bytea[] := '{}';	-- what the last refresh kept, by step and band (step * n + band + 1)
+	kept_reply bytea[] := '{}';
 	step record;
+	r record;
 	n integer;
 	s integer := 0;
 	tiles bigint[];
-	kept bytea;
 	before bytea[];
 	after bytea[];
 BEGIN
@@ -2561,6 +2580,11 @@ BEGIN
 	n := cardinality(band_tiles);
 	bands := n;
 	SELECT array_agg(format('band %s', g) ORDER BY g) INTO names FROM generate_series(0, n - 1) g;
+	FOR r IN SELECT x.step, x.band, x.digest, x.reply FROM terra_gpu.product_seam x
+			 WHERE x.product = p.product AND x.band < n LOOP
+		kept_digest[r.step * n + r.band + 1] := r.digest;
+		kept_reply[r.step * n + r.band + 1] := r.reply;
+	END LOOP;
 	chain := array_fill(''::bytea, ARRAY[n]);
 	ran := array_fill(0, ARRAY[n]);
 	computed := array_fill(false, ARRAY[n]);
@@ -2570,19 +2594,16 @@ BEGIN
 		SELECT * INTO step FROM terra_gpu._bands_step(p.function, names, replies, state);
 		EXIT WHEN step.phase = 'done';
 		state := step.next_state;
-		sent := sent || step.messages;
+		msgs := step.messages;
 		replies := array_fill(''::bytea, ARRAY[n]);
 		FOR b IN 1..n LOOP
+			sent[s * n + b] := msgs[b];
 			-- no message: the band sits this step out (an empty reply)
-			CONTINUE WHEN octet_length(step.messages[b]) = 0;
-			chain[b] := sha256(chain[b] || step.messages[b]);
-			IF NOT dirty[b] THEN
-				SELECT x.reply INTO kept FROM terra_gpu.product_seam x
-				WHERE x.product = p.product AND x.band = b - 1 AND x.step = s AND x.digest = chain[b];
-				IF FOUND THEN
-					replies[b] := kept;
-					CONTINUE;
-				END IF;
+			CONTINUE WHEN octet_length(msgs[b]) = 0;
+			chain[b] := sha256(chain[b] || msgs[b]);
+			IF NOT dirty[b] AND kept_digest[s * n + b] = chain[b] THEN
+				replies[b] := kept_reply[s * n + b];
+				CONTINUE;
 			END IF;
 			tiles := string_to_array(band_tiles[b], ',')::bigint[];
 			-- the steps this band skipped, replayed with this refresh's messages
@@ -2595,7 +2616,7 @@ BEGIN
 				SELECT array_agg(t.digest ORDER BY t.tile_id) INTO before FROM terra_gpu.product_tile t
 				WHERE t.product = p.product AND t.tile_id = ANY (tiles);
 			END IF;
-			replies[b] := terra_gpu._product_band(p.product, b - 1, tiles, step.messages[b]);
+			replies[b] := terra_gpu._product_band(p.product, b - 1, tiles, msgs[b]);
 			IF step.phase = 'finish' THEN
 				SELECT array_agg(t.digest ORDER BY t.tile_id) INTO after FROM terra_gpu.product_tile t
 				WHERE t.product = p.product AND t.tile_id = ANY (tiles);
@@ -2695,13 +2716,21 @@ BEGIN
 		retile := true;
 	ELSIF p.halo IS NULL AND p.function NOT IN ('tg_fill', 'tg_flow_direction', 'tg_flow_accumulation', 'tg_hydrology') THEN
 		why := format('%s is a global operation that does not run in bands (a change may reach any tile)', p.function);
+	ELSIF p.halo IS NULL AND NOT terra_gpu._product_bands_meet(p.product) THEN
+		why := 'its rows of tiles leave rows of the grid between them empty, or are uneven (it cannot run in bands)';
 	END IF;
 
 	IF why IS NULL AND p.halo IS NULL THEN
 		-- a global operation: in bands, those whose tiles or messages changed computed
-		mode := 'bands';
-		SELECT b.tiles_computed, b.tiles_rewritten INTO tiles_computed, tiles_rewritten
-		FROM terra_gpu._product_bands(p, changed) b;
+		BEGIN
+			SELECT b.tiles_computed, b.tiles_rewritten INTO tiles_computed, tiles_rewritten
+			FROM terra_gpu._product_bands(p, changed) b;
+			mode := 'bands';
+		EXCEPTION WHEN feature_not_supported THEN
+			-- options of the recipe that the parts do not compute (nothing was written)
+			GET STACKED DIAGNOSTICS why = MESSAGE_TEXT;
+			why := format('it cannot run in bands (%s)', why);
+		END;
 	ELSIF why IS NULL THEN
 		-- a local operation: the tiles within its halo of a changed one,
 		-- computed from the tiles within its halo of those
@@ -2709,7 +2738,8 @@ BEGIN
 		outputs := terra_gpu._product_near(p.product, changed, p.halo);
 		SELECT * INTO tiles_computed, tiles_rewritten
 		FROM terra_gpu._product_write(p, terra_gpu._product_near(p.product, outputs, p.halo), outputs, false);
-	ELSE
+	END IF;
+	IF mode IS NULL THEN
 		mode := 'full';
 		RAISE NOTICE '% is recomputed in full: %', product, why
 			USING DETAIL = 'Only the tiles whose values changed are rewritten.';
@@ -2739,7 +2769,7 @@ BEGIN
 	UPDATE terra_gpu.product x SET retiled = false, refreshed_at = now() WHERE x.product = p.product;
 END $$;
 COMMENT ON FUNCTION tg_refresh(regclass) IS
-'Bring a product of tg_create_result up to date with its source, in the caller''s transaction: a local operation (slope, the terrain derivatives) recomputes only the tiles within its halo of the changed ones; a global one (fill, directions, accumulation, tg_hydrology, the drainage products), or a change of tiling, recomputes in full (said in a NOTICE); either way only the tiles whose values changed are rewritten';
+'Bring a product of tg_create_result up to date with its source, in the caller''s transaction: a local operation (slope, the terrain derivatives) recomputes only the tiles within its halo of the changed ones; fill, directions, accumulation and tg_hydrology run in bands (rows of tiles), recomputing the bands whose tiles or seams with the others changed (mode bands); the drainage products, or a change of tiling, recompute in full (said in a NOTICE); either way only the tiles whose values changed are rewritten';
 
 CREATE FUNCTION tg_refresh_all(
 	source regclass,

@@ -38,7 +38,6 @@
 #include "funcapi.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
@@ -211,7 +210,7 @@ tgpg_part_keep_reply(tg_part *part)
 #define ZLIB_MAX_RATIO 1032		/* deflate's greatest expansion of plain bytes */
 
 static bytea *
-pack(const uint8_t *data, size_t size)
+pack(const uint8_t *data, size_t size, bool compress)
 {
 	const size_t room = tg_zlib_bound(size);
 	bytea	   *out;
@@ -233,7 +232,7 @@ pack(const uint8_t *data, size_t size)
 	/* compressed: 1, the size as a varint, the stream; kept where shorter than 0 and the bytes */
 	p[0] = 1;
 	head += tg_varint_put(size, p + 1);
-	if (size >= PACK_SMALL)
+	if (compress && size >= PACK_SMALL)
 		n = tg_zlib_compress(data, size, p + head, room);
 	if (n == 0 || head + n >= size + 1)
 	{
@@ -315,7 +314,7 @@ run_part(const char *query, int nargs, Oid *types, Datum *values, bytea *message
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("the part's query ran no coverage function as a part"),
 						errhint("The query calls a terra_gpu coverage function once, over the worker's table.")));
-	return pack(p.part.reply.data, p.part.reply.size);
+	return pack(p.part.reply.data, p.part.reply.size, true);
 }
 
 PG_FUNCTION_INFO_V1(tgpg_part_exec);
@@ -339,7 +338,8 @@ tgpg_product_band(PG_FUNCTION_ARGS)
 
 	if (!pg_class_ownercheck(product, GetUserId()))
 		ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-						errmsg("must be owner of table %s", get_rel_name(product))));
+						errmsg("must be owner of table %s",
+							   DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(product))))));
 	if (band < 0 || band >= MAX_SLOTS)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("band %d is out of range (0 to %d)", band, MAX_SLOTS - 1)));
@@ -377,9 +377,13 @@ unpack_array(ArrayType *a, int n, const char *what)
 	return out;
 }
 
-PG_FUNCTION_INFO_V1(tgpg_parts_step);
-Datum
-tgpg_parts_step(PG_FUNCTION_ARGS)
+/*
+ * The coordinator's step; compress: the messages are packed compressed (they
+ * cross the network), else as they are (a product's bands, in this backend,
+ * where only their digests are kept).
+ */
+static Datum
+parts_step(FunctionCallInfo fcinfo, bool compress)
 {
 	TupleDesc	desc;
 	int			kind,
@@ -441,11 +445,25 @@ tgpg_parts_step(PG_FUNCTION_ARGS)
 
 		out = palloc(n * sizeof(Datum));
 		for (int i = 0; i < n; i++)
-			out[i] = PointerGetDatum(pack(msgs[i].data, msgs[i].size));
+			out[i] = PointerGetDatum(pack(msgs[i].data, msgs[i].size, compress));
 		values[2] = PointerGetDatum(construct_array(out, n, BYTEAOID, -1, false, TYPALIGN_INT));
 		SET_VARSIZE(b, VARHDRSZ + state_out.size);
 		memcpy(VARDATA(b), state_out.data, state_out.size);
 		values[3] = PointerGetDatum(b);
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, isnull)));
+}
+
+PG_FUNCTION_INFO_V1(tgpg_parts_step);
+Datum
+tgpg_parts_step(PG_FUNCTION_ARGS)
+{
+	return parts_step(fcinfo, true);
+}
+
+PG_FUNCTION_INFO_V1(tgpg_bands_step);
+Datum
+tgpg_bands_step(PG_FUNCTION_ARGS)
+{
+	return parts_step(fcinfo, false);
 }
