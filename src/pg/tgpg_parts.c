@@ -296,6 +296,13 @@ run_part(const char *query, int nargs, Oid *types, Datum *values, bytea *message
 	p.part.message = unpack(message, "the message");
 	p.cxt = CurrentMemoryContext;
 	keep_between_phases(&p.part, slot);
+	/* a product's bands keep their states side by side: together, within the budget */
+	if (MemoryContextMemAllocated(kept_cxt, true) > tgpg_memory_budget())
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY),
+						errmsg("the parts kept in this transaction hold %zu MB, more than terra_gpu.max_memory_mb (%zu MB)",
+							   MemoryContextMemAllocated(kept_cxt, true) >> 20, tgpg_memory_budget() >> 20),
+						errhint("A refresh in bands keeps the state of every band it computes until the band's "
+								"last phase; its first refresh computes every band.")));
 	pending = &p;
 	PG_TRY();
 	{
