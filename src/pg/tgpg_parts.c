@@ -31,7 +31,6 @@
  * zlib-compressed where that makes them smaller.
  */
 #include "tgpg.h"
-#include "scale/parts/parts.h"
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
