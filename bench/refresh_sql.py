@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """tg_refresh against the full call on a real DEM: one tile raised by a few
 metres, then the product refreshed (slope: the tiles within its halo; a
-tg_hydrology product: recomputed in full, only changed tiles rewritten; a
-BMMQ index: the trees of the changed tiles), timed against tg_create_result
+tg_hydrology product: in bands of one row of tiles, those whose tiles or
+messages changed computed, only changed tiles rewritten; a BMMQ index: the
+trees of the changed tiles), timed against tg_create_result
 of the same query (tg_bmmq_build for the index), with the tiles rewritten and
 a check against the full recompute (byte for byte; row for row for the
 index).  The DEM is loaded as raster2pgsql -k does (all-nodata tiles kept).
@@ -104,10 +105,17 @@ def main():
     update = ("UPDATE %s SET rast = ST_MapAlgebra(rast, 1, NULL, '[rast] + %g') WHERE rid = %s"
               % (table, args.raise_m, tile))
     psql(update, db)
+    seams = []
     for name, query, product, full_ms in made:
         cold, ms, row = timed_twice("SELECT mode, tiles_computed, tiles_rewritten FROM tg_refresh('%s')" % product,
                                     update, db)
         mode, computed, rewritten = row.split("|")
+        seam = psql("SELECT count(DISTINCT band), coalesce(sum(pg_column_size(x.*)), 0), "
+                    "pg_total_relation_size('%s') FROM terra_gpu.product_seam x WHERE x.product = '%s'::regclass"
+                    % (product, product), db).split("|")
+        if int(seam[0]) > 0:
+            seams.append("%s: %s bands, seams %.2f MB (rows as stored), product %.1f MB: %.2f %%"
+                         % (name, seam[0], int(seam[1]) / 1e6, int(seam[2]) / 1e6, 100.0 * int(seam[1]) / int(seam[2])))
         timed("SELECT tg_create_result('%s_full', $q$%s$q$, replace => true)" % (product, query % table), db)
         diff = differing(product, product + "_full", db)
         print("| %s | %.0f | %.0f | %.0f | %.1f %% | %s | %s | %s | %d |"
@@ -124,6 +132,10 @@ def main():
         print("| BMMQ index (16 bins) | %.0f | %.0f | %.0f | %.1f %% | incremental | %d | %d | %d |"
               % (bmmq_ms, cold, ms, 100.0 * ms / bmmq_ms, changed, changed, diff))
         psql("SELECT tg_bmmq_drop('refresh_bench_ix'), tg_bmmq_drop('refresh_bench_ix_full')", db)
+    if seams:
+        print()
+        for line in seams:
+            print("- " + line)
     psql("DROP TABLE %s" % table, db)
 
 

@@ -136,6 +136,113 @@ SELECT * FROM tg_refresh('rf.slope');
 SELECT pg_temp.differing('rf.slope', pg_temp.full_of('rf.slope')) AS slope_differing,
        (SELECT count(*) FROM rf.slope) AS tiles;
 
+-- Global products refreshed in bands (a row of source tiles each): a 96 x 96
+-- DEM that falls to the south, cut into 12 x 12 tiles (8 bands of 8 tiles),
+-- and rounds of random tile edits; after each, every product equals a fresh
+-- full recompute row for row
+CREATE TABLE rf.slope_dem AS
+SELECT (row_number() OVER ())::int AS rid, t AS rast
+FROM (SELECT ST_SetValues(ST_AddBand(ST_MakeEmptyRaster(96, 96, 500000, 4000960, 10, -10, 0, 0, 32632),
+                                     '32BF'::text, 0, -9999), 1, 1, 1,
+                          (SELECT array_agg(r ORDER BY y) FROM (
+                             SELECT y, array_agg(300 - 2.0 * y + 6 * sin(x / 5.0) + 4 * cos(y / 6.0) + ((x * 37 + y * 11) % 13) / 4.0
+                                                 ORDER BY x)::float8[] AS r
+                             FROM generate_series(1, 96) x, generate_series(1, 96) y GROUP BY y) rows)) AS rast) d,
+     ST_Tile(d.rast, 12, 12) AS t;
+ALTER TABLE rf.slope_dem ADD PRIMARY KEY (rid);
+SELECT tg_create_result('rf.b_hydro', 'SELECT * FROM tg_hydrology(coverage => ''rf.slope_dem'')');
+SELECT tg_create_result('rf.b_hydro_mfd', 'SELECT * FROM tg_hydrology(coverage => ''rf.slope_dem'', routing => ''mfd-md'')');
+SELECT tg_create_result('rf.b_fill', 'SELECT * FROM tg_fill(coverage => ''rf.slope_dem'')');
+SELECT tg_create_result('rf.b_acc', 'SELECT * FROM tg_flow_accumulation(coverage => ''rf.slope_dem'')');
+SELECT tg_create_result('rf.b_acc_mfd', 'SELECT * FROM tg_flow_accumulation(coverage => ''rf.slope_dem'', routing => ''mfd-md'')');
+-- every product refreshed, with the rows of it that differ from the full recompute
+CREATE FUNCTION pg_temp.refresh_bands() RETURNS TABLE (product text, mode text, tiles_changed integer,
+	tiles_computed integer, tiles_rewritten integer, differing bigint) LANGUAGE plpgsql AS $$
+DECLARE
+	p regclass;
+BEGIN
+	FOR p IN SELECT x.product FROM terra_gpu.product x WHERE x.source = 'rf.slope_dem'::regclass
+			 AND x.product::text NOT LIKE '%\_full' ORDER BY x.product::text LOOP
+		product := p::text;
+		SELECT r.mode, r.tiles_changed, r.tiles_computed, r.tiles_rewritten
+		INTO mode, tiles_changed, tiles_computed, tiles_rewritten FROM tg_refresh(p) r;
+		differing := pg_temp.differing(p, pg_temp.full_of(p));
+		RETURN NEXT;
+	END LOOP;
+END $$;
+-- the first refresh computes every band and keeps its seams; it rewrites
+-- nothing but the tile raised (the bands compute what the single grid did)
+UPDATE rf.slope_dem SET rast = ST_MapAlgebra(rast, 1, '32BF', '[rast] + 5') WHERE rid = 60;
+SELECT * FROM pg_temp.refresh_bands();
+SELECT product::text, count(DISTINCT band) AS bands, count(*) > 0 AS kept FROM terra_gpu.product_seam
+WHERE product::text LIKE 'rf.b\_%' AND product::text NOT LIKE '%\_full' GROUP BY 1 ORDER BY 1;
+-- one tile of the last band raised: the water goes south, off the grid; the
+-- band above it receives the last band's changed first row, the six above
+-- those receive the messages they did and are not computed (16 tiles of 64)
+UPDATE rf.slope_dem SET rast = ST_MapAlgebra(rast, 1, '32BF', '[rast] + 5') WHERE rid = 61;
+SELECT * FROM pg_temp.refresh_bands();
+-- a fill with epsilon does not run in parts: recomputed in full, said why
+SELECT tg_create_result('rf.fill_eps', 'SELECT * FROM tg_fill(coverage => ''rf.slope_dem'', epsilon => 0.001)');
+UPDATE rf.slope_dem SET rast = ST_MapAlgebra(rast, 1, '32BF', '[rast] + 1') WHERE rid = 20;
+SELECT * FROM tg_refresh('rf.fill_eps');
+SELECT pg_temp.differing('rf.fill_eps', pg_temp.full_of('rf.fill_eps')) AS fill_eps_differing;
+DROP TABLE rf.fill_eps, rf.fill_eps_full;
+SELECT product, mode, differing FROM pg_temp.refresh_bands();
+-- rounds of random edits: tiles raised, lowered, holes of nodata
+SELECT setseed(0.46);
+CREATE FUNCTION pg_temp.edit_round() RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+	t integer;
+BEGIN
+	FOR k IN 1..3 LOOP
+		t := 1 + floor(random() * 64)::integer;
+		CASE floor(random() * 3)::integer
+			WHEN 0 THEN UPDATE rf.slope_dem SET rast = ST_MapAlgebra(rast, 1, '32BF', format('[rast] + %s', 1 + floor(random() * 9))) WHERE rid = t;
+			WHEN 1 THEN UPDATE rf.slope_dem SET rast = ST_MapAlgebra(rast, 1, '32BF', format('[rast] - %s', 1 + floor(random() * 9))) WHERE rid = t;
+			ELSE UPDATE rf.slope_dem SET rast = ST_SetValues(rast, 1, 1 + floor(random() * 8)::integer, 1 + floor(random() * 8)::integer,
+															 4, 4, -9999) WHERE rid = t;
+		END CASE;
+	END LOOP;
+END $$;
+SELECT pg_temp.edit_round();
+SELECT product, mode, differing FROM pg_temp.refresh_bands();
+SELECT pg_temp.edit_round();
+SELECT product, mode, differing FROM pg_temp.refresh_bands();
+-- a dam: a wall across the whole grid in the fourth band, so that the bands
+-- above drain off the grid's other edges instead of to the south; then a
+-- trench in its place
+UPDATE rf.slope_dem SET rast = ST_SetValues(rast, 1, 1, 6, 12, 1, 400) WHERE rid BETWEEN 25 AND 32;
+SELECT * FROM pg_temp.refresh_bands();
+UPDATE rf.slope_dem SET rast = ST_SetValues(rast, 1, 1, 6, 12, 1, 200) WHERE rid BETWEEN 25 AND 32;
+SELECT * FROM pg_temp.refresh_bands();
+-- two batches of changes, one refresh
+SELECT pg_temp.edit_round();
+SELECT pg_temp.edit_round();
+SELECT product, mode, differing FROM pg_temp.refresh_bands();
+-- a truncated source: a full recompute, its seams gone; the next refresh
+-- computes every band again
+TRUNCATE rf.slope_dem;
+INSERT INTO rf.slope_dem SELECT * FROM rf.b_fill;
+SELECT * FROM pg_temp.refresh_bands();
+SELECT count(*) AS seams_left FROM terra_gpu.product_seam WHERE product::text LIKE 'rf.b\_%';
+UPDATE rf.slope_dem SET rast = ST_MapAlgebra(rast, 1, '32BF', '[rast] + 2') WHERE rid = 5;
+SELECT * FROM pg_temp.refresh_bands();
+-- a tile missing inside a band (removed: a full recompute), then an edit
+DELETE FROM rf.slope_dem WHERE rid = 36;
+SELECT product, mode, differing FROM pg_temp.refresh_bands();
+UPDATE rf.slope_dem SET rast = ST_MapAlgebra(rast, 1, '32BF', '[rast] - 4') WHERE rid = 35;
+SELECT * FROM pg_temp.refresh_bands();
+-- a whole row of tiles missing: the bands would not meet, a full recompute
+DELETE FROM rf.slope_dem WHERE rid BETWEEN 41 AND 48;
+UPDATE rf.slope_dem SET rast = ST_MapAlgebra(rast, 1, '32BF', '[rast] + 3') WHERE rid = 10;
+SELECT product, mode, differing FROM pg_temp.refresh_bands();
+UPDATE rf.slope_dem SET rast = ST_MapAlgebra(rast, 1, '32BF', '[rast] + 3') WHERE rid = 10;
+SELECT product, mode, differing FROM pg_temp.refresh_bands();
+-- a dropped product takes its seams with it
+DROP TABLE rf.b_acc;
+SELECT count(*) AS orphan_seams FROM terra_gpu.product_seam
+WHERE product::oid NOT IN (SELECT product FROM terra_gpu.product);
+
 -- only the product's owner refreshes it
 CREATE ROLE tg_refresh_other;
 GRANT USAGE ON SCHEMA rf TO tg_refresh_other;
@@ -143,12 +250,17 @@ GRANT SELECT ON rf.slope TO tg_refresh_other;
 SET ROLE tg_refresh_other;
 SELECT * FROM pg_temp.try($$SELECT tg_refresh('rf.slope')$$);
 SELECT * FROM pg_temp.try($$SELECT tg_refresh('rf.hydro')$$);
+SELECT * FROM pg_temp.try($$SELECT terra_gpu._product_band('rf.hydro', 0, '{1,2,3,4,5}', '\x00'::bytea)$$);
+SELECT * FROM pg_temp.try($$SELECT terra_gpu._product_band_run('rf.hydro', '{1,2,3,4,5}')$$);
 -- it sees the recipe of what it may read, and changes none
 SELECT product FROM terra_gpu.product ORDER BY 1;
 SELECT * FROM pg_temp.try($$DELETE FROM terra_gpu.product WHERE product = 'rf.slope'::regclass$$);
 SELECT count(*) AS still_there FROM terra_gpu.product WHERE product = 'rf.slope'::regclass;
 RESET ROLE;
 SELECT * FROM pg_temp.try($$SELECT tg_refresh('rf.no_ids')$$);
+-- a band's message is read as untrusted bytes: cut short, or of a band out of range
+SELECT * FROM pg_temp.try($$SELECT terra_gpu._product_band('rf.hydro', 0, '{1,2,3,4,5}', '\x0054470001ff'::bytea)$$);
+SELECT * FROM pg_temp.try($$SELECT terra_gpu._product_band('rf.hydro', -1, '{1,2,3,4,5}', '\x00'::bytea)$$);
 SELECT set_config('terra_gpu.coverage_tiles', 'rf.dem'::regclass::oid || ':1,x', false) IS NOT NULL AS set;
 SELECT * FROM pg_temp.try($$SELECT count(*) FROM tg_slope(coverage => 'rf.dem')$$);
 SELECT set_config('terra_gpu.coverage_tiles', 'rf.dem'::regclass::oid || ':1,2/', false) IS NOT NULL AS set;

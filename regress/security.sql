@@ -98,7 +98,7 @@ FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::re
 JOIN pg_language l ON l.oid = p.prolang
 WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'terra_gpu')
   AND NOT EXISTS (SELECT FROM unnest(p.proconfig) c WHERE c LIKE 'search_path=%')
-ORDER BY 1::text;
+ORDER BY p.oid::regprocedure::text COLLATE "C";
 SELECT DISTINCT c AS pinned_path
 FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass AND d.deptype = 'e',
      unnest(p.proconfig) c
@@ -114,13 +114,13 @@ SELECT p.oid::regprocedure AS internal_for_public
 FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass AND d.deptype = 'e'
 WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'terra_gpu')
   AND p.pronamespace = 'terra_gpu'::regnamespace AND has_function_privilege('public', p.oid, 'EXECUTE')
-ORDER BY 1::text;
+ORDER BY p.oid::regprocedure::text COLLATE "C";
 SELECT p.oid::regprocedure AS not_for_public,
        has_function_privilege('terra_gpu_parts', p.oid, 'EXECUTE') AS parts_role
 FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass AND d.deptype = 'e'
 WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'terra_gpu')
   AND NOT has_function_privilege('public', p.oid, 'EXECUTE')
-ORDER BY 1::text;
+ORDER BY p.oid::regprocedure::text COLLATE "C";
 -- every function outside the internal schema is documented API (tg_*)
 SELECT count(*) AS api_functions, bool_and(p.proname LIKE 'tg\_%') AS all_tg
 FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass AND d.deptype = 'e'

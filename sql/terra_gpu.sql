@@ -2260,9 +2260,22 @@ CREATE TABLE terra_gpu.product_change (
 COMMENT ON TABLE terra_gpu.product_change IS
 'The source tiles written (inserted, updated, deleted) since a product''s last refresh, recorded by the source''s statement triggers';
 
+CREATE TABLE terra_gpu.product_seam (
+	product regclass NOT NULL,
+	band integer NOT NULL,
+	step integer NOT NULL,
+	phase text NOT NULL,
+	round integer NOT NULL,
+	digest bytea NOT NULL,
+	reply bytea NOT NULL,
+	PRIMARY KEY (product, band, step));
+COMMENT ON TABLE terra_gpu.product_seam IS
+'What a global product''s refresh in bands kept of each band (a row of source tiles, numbered from the top) at each step of the coordinator: the digest of every message the band received up to that step (SHA-256 chained) and its reply, packed.  A refresh hands the coordinator the kept reply of a band whose tiles did not change and whose messages are the same';
+
 SELECT pg_catalog.pg_extension_config_dump('terra_gpu.product', '');
 SELECT pg_catalog.pg_extension_config_dump('terra_gpu.product_tile', '');
 SELECT pg_catalog.pg_extension_config_dump('terra_gpu.product_change', '');
+SELECT pg_catalog.pg_extension_config_dump('terra_gpu.product_seam', '');
 
 -- A product's recipe is seen by the roles that may read the product, and
 -- written by its owner (a member of the owning role), as the table itself.
@@ -2282,6 +2295,7 @@ COMMENT ON FUNCTION terra_gpu._product_readable(regclass) IS
 ALTER TABLE terra_gpu.product ENABLE ROW LEVEL SECURITY;
 ALTER TABLE terra_gpu.product_tile ENABLE ROW LEVEL SECURITY;
 ALTER TABLE terra_gpu.product_change ENABLE ROW LEVEL SECURITY;
+ALTER TABLE terra_gpu.product_seam ENABLE ROW LEVEL SECURITY;
 CREATE POLICY product_read ON terra_gpu.product FOR SELECT
 	USING (terra_gpu._product_readable(product) OR terra_gpu._product_owned(product));
 CREATE POLICY product_write ON terra_gpu.product FOR ALL
@@ -2294,8 +2308,12 @@ CREATE POLICY product_change_read ON terra_gpu.product_change FOR SELECT
 	USING (terra_gpu._product_readable(product) OR terra_gpu._product_owned(product));
 CREATE POLICY product_change_write ON terra_gpu.product_change FOR ALL
 	USING (terra_gpu._product_owned(product)) WITH CHECK (terra_gpu._product_owned(product));
+CREATE POLICY product_seam_read ON terra_gpu.product_seam FOR SELECT
+	USING (terra_gpu._product_readable(product) OR terra_gpu._product_owned(product));
+CREATE POLICY product_seam_write ON terra_gpu.product_seam FOR ALL
+	USING (terra_gpu._product_owned(product)) WITH CHECK (terra_gpu._product_owned(product));
 GRANT SELECT, INSERT, UPDATE, DELETE ON terra_gpu.product, terra_gpu.product_tile,
-	terra_gpu.product_change TO PUBLIC;
+	terra_gpu.product_change, terra_gpu.product_seam TO PUBLIC;
 
 CREATE FUNCTION terra_gpu._row_digest(VARIADIC "any") RETURNS bytea
 	AS 'MODULE_PATHNAME', 'tgpg_row_digest'
@@ -2484,6 +2502,166 @@ END $$;
 COMMENT ON FUNCTION terra_gpu._product_write(terra_gpu.product, bigint[], bigint[], boolean) IS
 'Internal (tg_refresh): run a product''s query (over some source tiles, or all) and rewrite the rows whose values changed';
 
+-------------------------------------------------------------------------------
+-- A global product refreshed in bands.  The coverage's parts (scale/parts/)
+-- compute it exactly as a coordinator and parts that exchange messages and
+-- replies phase by phase; a part's reply is a function of its own tiles and
+-- the messages it has received.  tg_refresh runs the coordinator over the
+-- source's rows of tiles (a band each, the finest the parts allow), in this
+-- backend, and keeps each band's replies beside the product
+-- (terra_gpu.product_seam): a band whose tiles did not change and whose
+-- messages are those it was last sent gets its kept reply, nothing computed.
+-- A band computed at a later step first replays the steps it skipped, with
+-- this refresh's messages, to rebuild what it keeps between phases.  The
+-- finish phase writes a band's tiles only where it ran, and rewrites the
+-- rows whose digest changed: the result is the full recompute's.
+-------------------------------------------------------------------------------
+CREATE FUNCTION terra_gpu._bands_step(
+	operation text,
+	bands text[],
+	replies bytea[],
+	state bytea,
+	OUT phase text,
+	OUT round integer,
+	OUT messages bytea[],
+	OUT next_state bytea)
+	AS 'MODULE_PATHNAME', 'tgpg_bands_step'
+	LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION terra_gpu._bands_step(text, text[], bytea[], bytea) IS
+'Internal (tg_refresh): the coordinator''s step over a product''s bands, as terra_gpu._parts_step but its messages not compressed (they stay in this backend); every reply is read with its lengths checked';
+
+CREATE FUNCTION terra_gpu._product_band(product regclass, band integer, tiles bigint[], message bytea)
+	RETURNS bytea
+	AS 'MODULE_PATHNAME', 'tgpg_product_band'
+	LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION terra_gpu._product_band(regclass, integer, bigint[], bytea) IS
+'Internal (tg_refresh): one band''s phase of a product the caller owns (its recipe over the band''s source tiles, terra_gpu._product_band_run), as the coordinator''s message says; the band''s reply.  What the band keeps between phases stays in this transaction';
+
+-- Under terra_gpu._product_band: the recipe over the band's tiles; in the
+-- finish phase its rows are rewritten where their digests changed (the
+-- other phases give no rows).
+CREATE FUNCTION terra_gpu._product_band_run(product regclass, tiles bigint[]) RETURNS void
+	LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	p terra_gpu.product;
+BEGIN
+	IF NOT terra_gpu._product_owned(product) THEN
+		RAISE EXCEPTION 'must be owner of table %', product USING ERRCODE = '42501';
+	END IF;
+	SELECT * INTO STRICT p FROM terra_gpu.product x WHERE x.product = _product_band_run.product;
+	PERFORM terra_gpu._product_write(p, tiles, tiles, false);
+END $$;
+COMMENT ON FUNCTION terra_gpu._product_band_run(regclass, bigint[]) IS
+'Internal (terra_gpu._product_band): a product''s recipe over some of its source tiles, its rows rewritten where their values changed';
+
+-- Do the product's rows of tiles, one under the other, leave no row of the
+-- grid between them (the parts of a coverage must meet)?
+CREATE FUNCTION terra_gpu._product_bands_meet(product regclass) RETURNS boolean
+	LANGUAGE sql STABLE
+	RETURN NOT EXISTS (
+		SELECT FROM (SELECT b.r0, b.h, b.even, lead(b.r0) OVER (ORDER BY b.r0) AS next
+					 FROM (SELECT round(t.upperleft_y / t.scale_y) AS r0, max(t.height) AS h,
+								  min(t.height) = max(t.height) AS even
+						   FROM terra_gpu.product_tile t WHERE t.product = _product_bands_meet.product GROUP BY 1) b) x
+		WHERE NOT x.even OR x.next <> x.r0 + x.h);
+COMMENT ON FUNCTION terra_gpu._product_bands_meet(regclass) IS
+'Internal (tg_refresh): whether each row of a product''s tiles is of one height and begins where the one above ends';
+
+-- Refresh a global product in bands (see above); changed: the source tiles
+-- written since the last refresh.  A band none of whose steps were kept
+-- (the first refresh, after a full one) is computed at every step.
+CREATE FUNCTION terra_gpu._product_bands(p terra_gpu.product, changed bigint[],
+	OUT bands integer, OUT bands_computed integer, OUT tiles_computed integer, OUT tiles_rewritten integer)
+	LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	band_tiles text[];			-- each band's tile ids, 'id,id,...'
+	dirty boolean[];
+	names text[];
+	chain bytea[];
+	ran integer[];				-- steps each band's kept state has been through in this refresh
+	computed boolean[];
+	sent bytea[] := '{}';		-- every step's messages, step by step
+	msgs bytea[];
+	replies bytea[];
+	state bytea;
+	kept_digest bytea[] := '{}';	-- what the last refresh kept, by step and band (step * n + band + 1)
+	kept_reply bytea[] := '{}';
+	step record;
+	r record;
+	n integer;
+	s integer := 0;
+	tiles bigint[];
+	before bytea[];
+	after bytea[];
+BEGIN
+	SELECT array_agg(b.ids ORDER BY b.y), array_agg(b.dirty ORDER BY b.y)
+	INTO band_tiles, dirty
+	FROM (SELECT round(t.upperleft_y / t.scale_y) AS y, string_agg(t.tile_id::text, ',' ORDER BY t.tile_id) AS ids,
+				 bool_or(t.tile_id = ANY (changed)) AS dirty
+		  FROM terra_gpu.product_tile t WHERE t.product = p.product GROUP BY 1) b;
+	n := cardinality(band_tiles);
+	bands := n;
+	SELECT array_agg(format('band %s', g) ORDER BY g) INTO names FROM generate_series(0, n - 1) g;
+	FOR r IN SELECT x.step, x.band, x.digest, x.reply FROM terra_gpu.product_seam x
+			 WHERE x.product = p.product AND x.band < n LOOP
+		kept_digest[r.step * n + r.band + 1] := r.digest;
+		kept_reply[r.step * n + r.band + 1] := r.reply;
+	END LOOP;
+	chain := array_fill(''::bytea, ARRAY[n]);
+	ran := array_fill(0, ARRAY[n]);
+	computed := array_fill(false, ARRAY[n]);
+	tiles_computed := 0;
+	tiles_rewritten := 0;
+	LOOP
+		SELECT * INTO step FROM terra_gpu._bands_step(p.function, names, replies, state);
+		EXIT WHEN step.phase = 'done';
+		state := step.next_state;
+		msgs := step.messages;
+		replies := array_fill(''::bytea, ARRAY[n]);
+		FOR b IN 1..n LOOP
+			sent[s * n + b] := msgs[b];
+			-- no message: the band sits this step out (an empty reply)
+			CONTINUE WHEN octet_length(msgs[b]) = 0;
+			chain[b] := sha256(chain[b] || msgs[b]);
+			IF NOT dirty[b] AND kept_digest[s * n + b] = chain[b] THEN
+				replies[b] := kept_reply[s * n + b];
+				CONTINUE;
+			END IF;
+			tiles := string_to_array(band_tiles[b], ',')::bigint[];
+			-- the steps this band skipped, replayed with this refresh's messages
+			FOR t IN ran[b]..s - 1 LOOP
+				IF octet_length(sent[t * n + b]) > 0 THEN
+					PERFORM terra_gpu._product_band(p.product, b - 1, tiles, sent[t * n + b]);
+				END IF;
+			END LOOP;
+			IF step.phase = 'finish' THEN
+				SELECT array_agg(t.digest ORDER BY t.tile_id) INTO before FROM terra_gpu.product_tile t
+				WHERE t.product = p.product AND t.tile_id = ANY (tiles);
+			END IF;
+			replies[b] := terra_gpu._product_band(p.product, b - 1, tiles, msgs[b]);
+			IF step.phase = 'finish' THEN
+				SELECT array_agg(t.digest ORDER BY t.tile_id) INTO after FROM terra_gpu.product_tile t
+				WHERE t.product = p.product AND t.tile_id = ANY (tiles);
+				tiles_rewritten := tiles_rewritten + (SELECT count(*) FROM unnest(before, after) d(x, y) WHERE x IS DISTINCT FROM y);
+			END IF;
+			ran[b] := s + 1;
+			IF NOT computed[b] THEN
+				computed[b] := true;
+				tiles_computed := tiles_computed + cardinality(tiles);
+			END IF;
+			INSERT INTO terra_gpu.product_seam (product, band, step, phase, round, digest, reply)
+			VALUES (p.product, b - 1, s, step.phase, step.round, chain[b], replies[b])
+			ON CONFLICT ON CONSTRAINT product_seam_pkey DO UPDATE
+			SET phase = excluded.phase, round = excluded.round, digest = excluded.digest, reply = excluded.reply;
+		END LOOP;
+		s := s + 1;
+	END LOOP;
+	DELETE FROM terra_gpu.product_seam x WHERE x.product = p.product AND (x.step >= s OR x.band >= n);
+	bands_computed := (SELECT count(*) FROM unnest(computed) c WHERE c);
+END $$;
+COMMENT ON FUNCTION terra_gpu._product_bands(terra_gpu.product, bigint[]) IS
+'Internal (tg_refresh): a global product refreshed in bands, each band computed only where its tiles or the messages it received changed; its bands, those computed, their tiles and the rows rewritten';
+
 CREATE FUNCTION tg_refresh(
 	product regclass,
 	OUT mode text,
@@ -2558,21 +2736,37 @@ BEGIN
 										  t.skew_x, t.skew_y, t.srid)) THEN
 		why := 'tiles of its source were added, removed or moved';
 		retile := true;
-	ELSIF p.halo IS NULL THEN
-		why := format('%s is a global operation (a change may reach any tile)', p.function);
+	ELSIF p.halo IS NULL AND p.function NOT IN ('tg_fill', 'tg_flow_direction', 'tg_flow_accumulation', 'tg_hydrology') THEN
+		why := format('%s is a global operation that does not run in bands (a change may reach any tile)', p.function);
+	ELSIF p.halo IS NULL AND NOT terra_gpu._product_bands_meet(p.product) THEN
+		why := 'its rows of tiles leave rows of the grid between them empty, or are uneven (it cannot run in bands)';
 	END IF;
 
-	IF why IS NULL THEN
+	IF why IS NULL AND p.halo IS NULL THEN
+		-- a global operation: in bands, those whose tiles or messages changed computed
+		BEGIN
+			SELECT b.tiles_computed, b.tiles_rewritten INTO tiles_computed, tiles_rewritten
+			FROM terra_gpu._product_bands(p, changed) b;
+			mode := 'bands';
+		EXCEPTION WHEN feature_not_supported THEN
+			-- options of the recipe that the parts do not compute (nothing was written)
+			GET STACKED DIAGNOSTICS why = MESSAGE_TEXT;
+			why := format('it cannot run in bands (%s)', why);
+		END;
+	ELSIF why IS NULL THEN
 		-- a local operation: the tiles within its halo of a changed one,
 		-- computed from the tiles within its halo of those
 		mode := 'incremental';
 		outputs := terra_gpu._product_near(p.product, changed, p.halo);
 		SELECT * INTO tiles_computed, tiles_rewritten
 		FROM terra_gpu._product_write(p, terra_gpu._product_near(p.product, outputs, p.halo), outputs, false);
-	ELSE
+	END IF;
+	IF mode IS NULL THEN
 		mode := 'full';
 		RAISE NOTICE '% is recomputed in full: %', product, why
 			USING DETAIL = 'Only the tiles whose values changed are rewritten.';
+		-- what the bands kept is of the source before: the next refresh computes every band
+		DELETE FROM terra_gpu.product_seam x WHERE x.product = p.product;
 		IF retile THEN
 			msgs := current_setting('client_min_messages');
 			PERFORM set_config('client_min_messages', 'warning', true);
@@ -2597,7 +2791,7 @@ BEGIN
 	UPDATE terra_gpu.product x SET retiled = false, refreshed_at = now() WHERE x.product = p.product;
 END $$;
 COMMENT ON FUNCTION tg_refresh(regclass) IS
-'Bring a product of tg_create_result up to date with its source, in the caller''s transaction: a local operation (slope, the terrain derivatives) recomputes only the tiles within its halo of the changed ones; a global one (fill, directions, accumulation, tg_hydrology, the drainage products), or a change of tiling, recomputes in full (said in a NOTICE); either way only the tiles whose values changed are rewritten';
+'Bring a product of tg_create_result up to date with its source, in the caller''s transaction: a local operation (slope, the terrain derivatives) recomputes only the tiles within its halo of the changed ones; fill, directions, accumulation and tg_hydrology run in bands (rows of tiles), recomputing the bands whose tiles or seams with the others changed (mode bands); the drainage products, or a change of tiling, recompute in full (said in a NOTICE); either way only the tiles whose values changed are rewritten';
 
 CREATE FUNCTION tg_refresh_all(
 	source regclass,
@@ -2650,7 +2844,8 @@ BEGIN
 		WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0 AND d.objid IN (x.product::oid, x.source::oid)
 		RETURNING x.product::oid AS oid, x.source::oid AS source),
 	tiles AS (DELETE FROM terra_gpu.product_tile t USING gone WHERE t.product::oid = gone.oid),
-	changes AS (DELETE FROM terra_gpu.product_change c USING gone WHERE c.product::oid = gone.oid)
+	changes AS (DELETE FROM terra_gpu.product_change c USING gone WHERE c.product::oid = gone.oid),
+	seams AS (DELETE FROM terra_gpu.product_seam x USING gone WHERE x.product::oid = gone.oid)
 	SELECT array_agg(DISTINCT gone.source) INTO sources FROM gone;
 	PERFORM terra_gpu._bmmq_watch(s::regclass, false)
 	FROM unnest(sources) s WHERE EXISTS (SELECT FROM pg_class c WHERE c.oid = s);

@@ -48,6 +48,7 @@ GRANT USAGE ON SEQUENCE terra_gpu.bmmq_index_id_seq TO PUBLIC;
 ALTER TABLE terra_gpu.product ENABLE ROW LEVEL SECURITY;
 ALTER TABLE terra_gpu.product_tile ENABLE ROW LEVEL SECURITY;
 ALTER TABLE terra_gpu.product_change ENABLE ROW LEVEL SECURITY;
+ALTER TABLE terra_gpu.product_seam ENABLE ROW LEVEL SECURITY;
 CREATE POLICY product_read ON terra_gpu.product FOR SELECT
 	USING (terra_gpu._product_readable(product) OR terra_gpu._product_owned(product));
 CREATE POLICY product_write ON terra_gpu.product FOR ALL
@@ -60,8 +61,12 @@ CREATE POLICY product_change_read ON terra_gpu.product_change FOR SELECT
 	USING (terra_gpu._product_readable(product) OR terra_gpu._product_owned(product));
 CREATE POLICY product_change_write ON terra_gpu.product_change FOR ALL
 	USING (terra_gpu._product_owned(product)) WITH CHECK (terra_gpu._product_owned(product));
+CREATE POLICY product_seam_read ON terra_gpu.product_seam FOR SELECT
+	USING (terra_gpu._product_readable(product) OR terra_gpu._product_owned(product));
+CREATE POLICY product_seam_write ON terra_gpu.product_seam FOR ALL
+	USING (terra_gpu._product_owned(product)) WITH CHECK (terra_gpu._product_owned(product));
 GRANT SELECT, INSERT, UPDATE, DELETE ON terra_gpu.product, terra_gpu.product_tile,
-	terra_gpu.product_change TO PUBLIC;
+	terra_gpu.product_change, terra_gpu.product_seam TO PUBLIC;
 CREATE EVENT TRIGGER tg_product_dropped ON sql_drop
 	WHEN TAG IN ('DROP TABLE', 'DROP SCHEMA', 'DROP OWNED', 'DROP MATERIALIZED VIEW', 'DROP FOREIGN TABLE')
 	EXECUTE FUNCTION terra_gpu.product_dropped();

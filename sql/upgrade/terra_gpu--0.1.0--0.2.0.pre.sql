@@ -68,6 +68,19 @@ CREATE TABLE terra_gpu.product_change (
 COMMENT ON TABLE terra_gpu.product_change IS
 'The source tiles written (inserted, updated, deleted) since a product''s last refresh, recorded by the source''s statement triggers';
 
+CREATE TABLE terra_gpu.product_seam (
+	product regclass NOT NULL,
+	band integer NOT NULL,
+	step integer NOT NULL,
+	phase text NOT NULL,
+	round integer NOT NULL,
+	digest bytea NOT NULL,
+	reply bytea NOT NULL,
+	PRIMARY KEY (product, band, step));
+COMMENT ON TABLE terra_gpu.product_seam IS
+'What a global product''s refresh in bands kept of each band (a row of source tiles, numbered from the top) at each step of the coordinator: the digest of every message the band received up to that step (SHA-256 chained) and its reply, packed.  A refresh hands the coordinator the kept reply of a band whose tiles did not change and whose messages are the same';
+
 SELECT pg_catalog.pg_extension_config_dump('terra_gpu.product', '');
 SELECT pg_catalog.pg_extension_config_dump('terra_gpu.product_tile', '');
 SELECT pg_catalog.pg_extension_config_dump('terra_gpu.product_change', '');
+SELECT pg_catalog.pg_extension_config_dump('terra_gpu.product_seam', '');

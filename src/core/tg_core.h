@@ -974,6 +974,9 @@ typedef struct tg_part
 	void	   *state;
 } tg_part;
 
+/* Free what a part kept (its last phase does; a caller ending early, or starting it afresh, should). */
+void		tg_part_forget(tg_part *part);
+
 typedef struct tg_job
 {
 	const char *function;		/* for messages: the SQL function */

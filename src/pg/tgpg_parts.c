@@ -12,6 +12,14 @@
  *                                         the replies of the phase just run and
  *                                         the state it keeps between phases
  *
+ * and the one under tg_refresh of a global product, which runs the parts
+ * (bands of rows of tiles of the product's source) one after another in the
+ * calling backend, each keeping its own state:
+ *
+ *   terra_gpu._product_band(product, band, tiles, message)
+ *                                         one band's phase of the product's
+ *                                         recipe (terra_gpu._product_band_run)
+ *
  * The message reaches the coverage function through tgpg_part_take, which
  * the first coverage call of the query makes (tgpg_tiles.c).  What a part
  * keeps between phases lives in a memory context under the transaction's,
@@ -30,6 +38,8 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
 
 /* The part the running terra_gpu._part_exec hands to its query's coverage call. */
 typedef struct pending_part
@@ -41,11 +51,7 @@ typedef struct pending_part
 
 static pending_part *pending = NULL;
 
-/* What this backend's part keeps between phases, in kept_cxt (under TopTransactionContext). */
-static void *kept_state = NULL;
-static MemoryContext kept_cxt = NULL;
-
-/* The part's table's layout, kept there too. */
+/* The part's table's layout, kept between phases too. */
 typedef struct kept_table
 {
 	Oid			relid;
@@ -55,13 +61,31 @@ typedef struct kept_table
 	tg_layout	layout;
 } kept_table;
 
-static kept_table *kept_layout = NULL;
+/*
+ * What each part this backend runs keeps between phases, by slot (a worker's
+ * one part: 0; a product's bands: their numbers), in kept_cxt (under
+ * TopTransactionContext).
+ */
+typedef struct kept_part
+{
+	void	   *state;
+	kept_table *layout;
+} kept_part;
+
+static kept_part *kept = NULL;
+static int	nkept = 0;
+static int	kept_slot = 0;		/* the slot of the part running now */
+static MemoryContext kept_cxt = NULL;
+
+/* A product refreshed in bands has at most this many (a row of tiles each). */
+#define MAX_SLOTS 1000000
 
 static void
 kept_reset(void *arg)
 {
-	kept_state = NULL;
-	kept_layout = NULL;
+	kept = NULL;
+	nkept = 0;
+	kept_slot = 0;
 	kept_cxt = NULL;
 }
 
@@ -78,7 +102,7 @@ kept_free(void *ptr, void *arg)
 }
 
 static void
-keep_between_phases(tg_part *part)
+keep_between_phases(tg_part *part, int slot)
 {
 	if (kept_cxt == NULL)
 	{
@@ -90,10 +114,27 @@ keep_between_phases(tg_part *part)
 		cb->arg = NULL;
 		MemoryContextRegisterResetCallback(kept_cxt, cb);
 	}
+	if (slot >= nkept)
+	{
+		int			n = Max(slot + 1, 2 * nkept);
+
+		kept = kept == NULL ? MemoryContextAlloc(kept_cxt, n * sizeof(kept_part))
+			: repalloc(kept, n * sizeof(kept_part));
+		memset(kept + nkept, 0, (n - nkept) * sizeof(kept_part));
+		nkept = n;
+	}
+	kept_slot = slot;
 	part->keep.alloc = kept_alloc;
 	part->keep.free = kept_free;
 	part->keep.arg = kept_cxt;
-	part->state = kept_state;
+	part->state = kept[slot].state;
+	/* an edges message starts a run afresh: what the slot kept from an earlier one goes */
+	if (part->message.size > 4 && part->message.data[4] == TG_PART_EDGES)
+	{
+		tg_part_forget(part);
+		part->state = NULL;
+		kept[slot].layout = NULL;
+	}
 }
 
 tg_part *
@@ -115,9 +156,12 @@ part_call_opening(void)
 const tg_layout *
 tgpg_part_layout(Oid relid, const char *rast_column, const char *id_column, int band)
 {
-	const kept_table *k = kept_layout;
+	const kept_table *k;
 
-	if (!part_call_opening() || k == NULL || k->relid != relid || k->band != band ||
+	if (!part_call_opening())
+		return NULL;
+	k = kept[kept_slot].layout;
+	if (k == NULL || k->relid != relid || k->band != band ||
 		strcmp(k->rast_column, rast_column) != 0 || (k->id_column == NULL) != (id_column == NULL) ||
 		(id_column != NULL && strcmp(k->id_column, id_column) != 0))
 		return NULL;
@@ -143,7 +187,7 @@ tgpg_part_keep_layout(Oid relid, const char *rast_column, const char *id_column,
 	k->layout = *layout;
 	k->layout.name = NULL;		/* each call names it */
 	k->layout.tiles = tiles;
-	kept_layout = k;
+	kept[kept_slot].layout = k;
 }
 
 void
@@ -165,7 +209,7 @@ tgpg_part_keep_reply(tg_part *part)
 #define ZLIB_MAX_RATIO 1032		/* deflate's greatest expansion of plain bytes */
 
 static bytea *
-pack(const uint8_t *data, size_t size)
+pack(const uint8_t *data, size_t size, bool compress)
 {
 	const size_t room = tg_zlib_bound(size);
 	bytea	   *out;
@@ -187,7 +231,7 @@ pack(const uint8_t *data, size_t size)
 	/* compressed: 1, the size as a varint, the stream; kept where shorter than 0 and the bytes */
 	p[0] = 1;
 	head += tg_varint_put(size, p + 1);
-	if (size >= PACK_SMALL)
+	if (compress && size >= PACK_SMALL)
 		n = tg_zlib_compress(data, size, p + head, room);
 	if (n == 0 || head + n >= size + 1)
 	{
@@ -234,41 +278,79 @@ unpack(bytea *in, const char *what)
 /* ------------------------------------------------------------------------
  * A worker's phase
  * ------------------------------------------------------------------------ */
-PG_FUNCTION_INFO_V1(tgpg_part_exec);
-Datum
-tgpg_part_exec(PG_FUNCTION_ARGS)
+/*
+ * One part's phase: the query (its parameters the n values of types) run
+ * with the part pending for its first coverage call, the part's state kept
+ * in slot; the reply, packed.
+ */
+static bytea *
+run_part(const char *query, int nargs, Oid *types, Datum *values, bytea *message, int slot)
 {
-	char	   *query = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	pending_part p;
-	bytea	   *reply;
 
 	if (pending != NULL)
 		ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						errmsg("terra_gpu._part_exec cannot run inside another")));
+						errmsg("a part's phase cannot run inside another")));
 	memset(&p, 0, sizeof p);
-	p.part.message = unpack(PG_GETARG_BYTEA_PP(1), "the message");
+	p.part.message = unpack(message, "the message");
 	p.cxt = CurrentMemoryContext;
-	keep_between_phases(&p.part);
+	keep_between_phases(&p.part, slot);
+	/* a product's bands keep their states side by side: together, within the budget */
+	if (MemoryContextMemAllocated(kept_cxt, true) > tgpg_memory_budget())
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY),
+						errmsg("the parts kept in this transaction hold %zu MB, more than terra_gpu.max_memory_mb (%zu MB)",
+							   MemoryContextMemAllocated(kept_cxt, true) >> 20, tgpg_memory_budget() >> 20),
+						errhint("A refresh in bands keeps the state of every band it computes until the band's "
+								"last phase; its first refresh computes every band.")));
 	pending = &p;
 	PG_TRY();
 	{
 		SPI_connect();
-		if (SPI_execute(query, false, 0) < 0)
-			elog(ERROR, "terra_gpu._part_exec: the query failed");
+		if (SPI_execute_with_args(query, nargs, types, values, NULL, false, 0) < 0)
+			elog(ERROR, "a part's query failed");
 		SPI_finish();
 	}
 	PG_FINALLY();
 	{
 		pending = NULL;
-		kept_state = p.part.state;
+		kept[slot].state = p.part.state;
 	}
 	PG_END_TRY();
 	if (!p.taken || p.part.reply.data == NULL)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						errmsg("terra_gpu._part_exec: the query ran no coverage function as a part"),
+						errmsg("the part's query ran no coverage function as a part"),
 						errhint("The query calls a terra_gpu coverage function once, over the worker's table.")));
-	reply = pack(p.part.reply.data, p.part.reply.size);
-	PG_RETURN_BYTEA_P(reply);
+	return pack(p.part.reply.data, p.part.reply.size, true);
+}
+
+PG_FUNCTION_INFO_V1(tgpg_part_exec);
+Datum
+tgpg_part_exec(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BYTEA_P(run_part(text_to_cstring(PG_GETARG_TEXT_PP(0)), 0, NULL, NULL, PG_GETARG_BYTEA_PP(1), 0));
+}
+
+/* ------------------------------------------------------------------------
+ * A product's band (tg_refresh)
+ * ------------------------------------------------------------------------ */
+PG_FUNCTION_INFO_V1(tgpg_product_band);
+Datum
+tgpg_product_band(PG_FUNCTION_ARGS)
+{
+	Oid			product = PG_GETARG_OID(0);
+	int			band = PG_GETARG_INT32(1);
+	Oid			types[2] = {REGCLASSOID, INT8ARRAYOID};
+	Datum		values[2] = {PG_GETARG_DATUM(0), PG_GETARG_DATUM(2)};
+
+	if (!pg_class_ownercheck(product, GetUserId()))
+		ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+						errmsg("must be owner of table %s",
+							   DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(product))))));
+	if (band < 0 || band >= MAX_SLOTS)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("band %d is out of range (0 to %d)", band, MAX_SLOTS - 1)));
+	PG_RETURN_BYTEA_P(run_part("SELECT terra_gpu._product_band_run($1, $2)", 2, types, values,
+							   PG_GETARG_BYTEA_PP(3), band));
 }
 
 /* ------------------------------------------------------------------------
@@ -301,9 +383,13 @@ unpack_array(ArrayType *a, int n, const char *what)
 	return out;
 }
 
-PG_FUNCTION_INFO_V1(tgpg_parts_step);
-Datum
-tgpg_parts_step(PG_FUNCTION_ARGS)
+/*
+ * The coordinator's step; compress: the messages are packed compressed (they
+ * cross the network), else as they are (a product's bands, in this backend,
+ * where only their digests are kept).
+ */
+static Datum
+parts_step(FunctionCallInfo fcinfo, bool compress)
 {
 	TupleDesc	desc;
 	int			kind,
@@ -365,11 +451,25 @@ tgpg_parts_step(PG_FUNCTION_ARGS)
 
 		out = palloc(n * sizeof(Datum));
 		for (int i = 0; i < n; i++)
-			out[i] = PointerGetDatum(pack(msgs[i].data, msgs[i].size));
+			out[i] = PointerGetDatum(pack(msgs[i].data, msgs[i].size, compress));
 		values[2] = PointerGetDatum(construct_array(out, n, BYTEAOID, -1, false, TYPALIGN_INT));
 		SET_VARSIZE(b, VARHDRSZ + state_out.size);
 		memcpy(VARDATA(b), state_out.data, state_out.size);
 		values[3] = PointerGetDatum(b);
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, isnull)));
+}
+
+PG_FUNCTION_INFO_V1(tgpg_parts_step);
+Datum
+tgpg_parts_step(PG_FUNCTION_ARGS)
+{
+	return parts_step(fcinfo, true);
+}
+
+PG_FUNCTION_INFO_V1(tgpg_bands_step);
+Datum
+tgpg_bands_step(PG_FUNCTION_ARGS)
+{
+	return parts_step(fcinfo, false);
 }

@@ -72,7 +72,4 @@ tg_status	tg_run_part(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_
  */
 extern int	tg_part_flow_halo;
 
-/* Free what a part kept (its last phase does; a caller ending early should). */
-void		tg_part_forget(tg_part *part);
-
 #endif							/* TG_PARTS_H */
