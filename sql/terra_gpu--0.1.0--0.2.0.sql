@@ -1344,6 +1344,8 @@ DECLARE
 	ntypes integer;
 	tilecomp text;
 	unfilled boolean;
+	digest_ids bigint[];		-- the rows' tile ids and digests, as written
+	digests bytea[];
 BEGIN
 	IF name IS NULL OR query IS NULL THEN
 		RAISE EXCEPTION 'name and query must not be NULL' USING ERRCODE = '22004';
@@ -1401,14 +1403,25 @@ BEGIN
 	IF compression <> 'lz4' THEN
 		PERFORM set_config('terra_gpu.tile_compression', 'none', true);
 	END IF;
-	statement := format('INSERT INTO %s %s', rel, query);
 	PERFORM count(*) FROM terra_gpu._coverage_reads(true);	-- what the query reads, for its recipe
+	-- rows with tile ids may make a product that tg_refresh keeps fresh: the
+	-- digest of each (which a refresh compares with the new row's) is taken
+	-- as it is written, the rows at hand, rather than read back after
+	has_rid := EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = rel AND a.attname = 'rid' AND NOT a.attisdropped);
 	PERFORM set_config('search_path', search_path, true);
-	EXECUTE statement;
+	IF has_rid THEN
+		EXECUTE format('WITH w AS (INSERT INTO %s AS i %s RETURNING i.rid, %s AS digest) '
+					   'SELECT array_agg(w.rid::bigint), array_agg(w.digest) FROM w',
+					   rel, query, (terra_gpu._product_columns(rel, 'i')).digest)
+		INTO digest_ids, digests;
+	ELSE
+		EXECUTE format('INSERT INTO %s %s', rel, query);
+	END IF;
 	PERFORM set_config('search_path', pinned, true);
 	PERFORM set_config('terra_gpu.tile_compression', tilecomp, true);
 	-- a raster column no row fills (the products tg_terrain was not asked
-	-- for) is left out: GIS clients would list it as an empty layer
+	-- for) is left out: GIS clients would list it as an empty layer (and the
+	-- digests taken with it are not those of the rows left)
 	FOR col IN SELECT a.attname FROM pg_attribute a
 			   WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped
 				 AND a.atttypid = 'raster'::regtype LOOP
@@ -1416,6 +1429,7 @@ BEGIN
 					   rel, col.attname) INTO unfilled;
 		IF unfilled THEN
 			EXECUTE format('ALTER TABLE %s DROP COLUMN %I', rel, col.attname);
+			digests := NULL;
 		END IF;
 	END LOOP;
 
@@ -1449,7 +1463,7 @@ BEGIN
 			EXECUTE format('CREATE INDEX ON %s USING gist (%I)', rel, col.attname);
 		END IF;
 	END LOOP;
-	PERFORM terra_gpu._record_product(rel, query, search_path, compression);
+	PERFORM terra_gpu._record_product(rel, query, search_path, compression, digest_ids, digests);
 	EXECUTE format('ANALYZE %s', rel);
 	RETURN rel;
 END
@@ -1518,7 +1532,7 @@ BEGIN
 		'WHERE s.%3$I IS NOT NULL AND ($2 IS NULL OR s.%1$I = ANY ($2))',
 		p.id_column, p.source, p.rast_column) USING p.product, tiles;
 END $function$;
-CREATE OR REPLACE FUNCTION terra_gpu._record_product(rel regclass, query text, search_path text, compression text)
+CREATE OR REPLACE FUNCTION terra_gpu._record_product(rel regclass, query text, search_path text, compression text, digest_ids bigint[], digests bytea[])
  RETURNS boolean
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
@@ -1552,10 +1566,15 @@ BEGIN
 			terra_gpu._name_on_path(r.source, search_path), captured)
 	RETURNING * INTO p;
 	INSERT INTO terra_gpu.product_tile SELECT * FROM terra_gpu._product_tiles(p, NULL);
-	PERFORM terra_gpu._product_digests(p);
+	IF digests IS NULL THEN
+		PERFORM terra_gpu._product_digests(p);
+	ELSE
+		UPDATE terra_gpu.product_tile t SET digest = d.digest
+		FROM unnest(digest_ids, digests) d(tile_id, digest) WHERE t.product = p.product AND t.tile_id = d.tile_id;
+	END IF;
 	RETURN true;
 END $function$;
-COMMENT ON FUNCTION terra_gpu._record_product(regclass,text,text,text) IS 'Internal (tg_create_result): record a product''s recipe when its query ran one coverage form over one table; false when it did not';
+COMMENT ON FUNCTION terra_gpu._record_product(regclass,text,text,text,bigint[],bytea[]) IS 'Internal (tg_create_result): record a product''s recipe when its query ran one coverage form over one table, with the digests of its rows as written (by tile id; NULL: read back from the product); false when it did not';
 CREATE OR REPLACE FUNCTION terra_gpu._name_on_path(rel regclass, search_path text)
  RETURNS text
  LANGUAGE plpgsql
