@@ -45,6 +45,10 @@ SELECT product::text, count(*) AS tiles FROM terra_gpu.product_tile GROUP BY 1 O
 -- a query over no coverage, or without tile ids, has no recipe
 SELECT tg_create_result('rf.no_ids', 'SELECT rast FROM tg_slope(coverage => ''rf.dem'')');
 SELECT count(*) AS no_recipe FROM terra_gpu.product WHERE product = 'rf.no_ids'::regclass;
+-- a rid that is no tile id (not an integer) is kept as a column like any other
+SELECT tg_create_result('rf.text_ids', 'SELECT rid::text AS rid, rast FROM tg_slope(coverage => ''rf.dem'')');
+SELECT count(*) AS rows, (SELECT count(*) FROM terra_gpu.product WHERE product = 'rf.text_ids'::regclass) AS no_recipe
+FROM rf.text_ids;
 
 -- nothing changed: nothing computed
 SELECT * FROM tg_refresh('rf.slope');

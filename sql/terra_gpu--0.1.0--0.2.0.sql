@@ -1404,10 +1404,12 @@ BEGIN
 		PERFORM set_config('terra_gpu.tile_compression', 'none', true);
 	END IF;
 	PERFORM count(*) FROM terra_gpu._coverage_reads(true);	-- what the query reads, for its recipe
-	-- rows with tile ids may make a product that tg_refresh keeps fresh: the
-	-- digest of each (which a refresh compares with the new row's) is taken
-	-- as it is written, the rows at hand, rather than read back after
-	has_rid := EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = rel AND a.attname = 'rid' AND NOT a.attisdropped);
+	-- the tile ids of raster results (the key, below): rows with them may
+	-- make a product that tg_refresh keeps fresh, and the digest of each
+	-- (which a refresh compares with the new row's) is taken as it is
+	-- written, the rows at hand, rather than read back after
+	has_rid := EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = rel AND a.attname = 'rid'
+					   AND NOT a.attisdropped AND a.atttypid IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype));
 	PERFORM set_config('search_path', search_path, true);
 	IF has_rid THEN
 		EXECUTE format('WITH w AS (INSERT INTO %s AS i %s RETURNING i.rid, %s AS digest) '
@@ -1434,9 +1436,6 @@ BEGIN
 	END LOOP;
 
 	-- key: the tile id of raster results, else a generated one
-	SELECT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = rel AND a.attname = 'rid'
-				   AND NOT a.attisdropped AND a.atttypid IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype))
-	INTO has_rid;
 	IF has_rid THEN
 		EXECUTE format('ALTER TABLE %s ADD PRIMARY KEY (rid)', rel);
 	ELSE
@@ -1463,7 +1462,9 @@ BEGIN
 			EXECUTE format('CREATE INDEX ON %s USING gist (%I)', rel, col.attname);
 		END IF;
 	END LOOP;
-	PERFORM terra_gpu._record_product(rel, query, search_path, compression, digest_ids, digests);
+	IF has_rid THEN
+		PERFORM terra_gpu._record_product(rel, query, search_path, compression, digest_ids, digests);
+	END IF;
 	EXECUTE format('ANALYZE %s', rel);
 	RETURN rel;
 END
@@ -1545,8 +1546,7 @@ BEGIN
 	SELECT count(*) AS n, min(c.source::oid)::regclass AS source, min(c.rast_column::text) AS rast_column,
 		   min(c.id_column::text) AS id_column, min(c.function) AS function, min(c.halo) AS halo
 	INTO r FROM terra_gpu._coverage_reads(true) c;
-	IF r.n <> 1 OR r.id_column IS NULL
-	   OR NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = rel AND a.attname = 'rid' AND NOT a.attisdropped) THEN
+	IF r.n <> 1 OR r.id_column IS NULL THEN
 		RETURN false;
 	END IF;
 	-- a foreign table (or partition) has no triggers to record its changes
@@ -1574,7 +1574,7 @@ BEGIN
 	END IF;
 	RETURN true;
 END $function$;
-COMMENT ON FUNCTION terra_gpu._record_product(regclass,text,text,text,bigint[],bytea[]) IS 'Internal (tg_create_result): record a product''s recipe when its query ran one coverage form over one table, with the digests of its rows as written (by tile id; NULL: read back from the product); false when it did not';
+COMMENT ON FUNCTION terra_gpu._record_product(regclass,text,text,text,bigint[],bytea[]) IS 'Internal (tg_create_result): record the recipe of a product keyed by tile ids (rid) when its query ran one coverage form over one table, with the digests of its rows as written (by tile id; NULL: read back from the product); false when it did not';
 CREATE OR REPLACE FUNCTION terra_gpu._name_on_path(rel regclass, search_path text)
  RETURNS text
  LANGUAGE plpgsql

@@ -2159,10 +2159,12 @@ BEGIN
 		PERFORM set_config('terra_gpu.tile_compression', 'none', true);
 	END IF;
 	PERFORM count(*) FROM terra_gpu._coverage_reads(true);	-- what the query reads, for its recipe
-	-- rows with tile ids may make a product that tg_refresh keeps fresh: the
-	-- digest of each (which a refresh compares with the new row's) is taken
-	-- as it is written, the rows at hand, rather than read back after
-	has_rid := EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = rel AND a.attname = 'rid' AND NOT a.attisdropped);
+	-- the tile ids of raster results (the key, below): rows with them may
+	-- make a product that tg_refresh keeps fresh, and the digest of each
+	-- (which a refresh compares with the new row's) is taken as it is
+	-- written, the rows at hand, rather than read back after
+	has_rid := EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = rel AND a.attname = 'rid'
+					   AND NOT a.attisdropped AND a.atttypid IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype));
 	PERFORM set_config('search_path', search_path, true);
 	IF has_rid THEN
 		EXECUTE format('WITH w AS (INSERT INTO %s AS i %s RETURNING i.rid, %s AS digest) '
@@ -2189,9 +2191,6 @@ BEGIN
 	END LOOP;
 
 	-- key: the tile id of raster results, else a generated one
-	SELECT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = rel AND a.attname = 'rid'
-				   AND NOT a.attisdropped AND a.atttypid IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype))
-	INTO has_rid;
 	IF has_rid THEN
 		EXECUTE format('ALTER TABLE %s ADD PRIMARY KEY (rid)', rel);
 	ELSE
@@ -2218,7 +2217,9 @@ BEGIN
 			EXECUTE format('CREATE INDEX ON %s USING gist (%I)', rel, col.attname);
 		END IF;
 	END LOOP;
-	PERFORM terra_gpu._record_product(rel, query, search_path, compression, digest_ids, digests);
+	IF has_rid THEN
+		PERFORM terra_gpu._record_product(rel, query, search_path, compression, digest_ids, digests);
+	END IF;
 	EXECUTE format('ANALYZE %s', rel);
 	RETURN rel;
 END
@@ -2379,9 +2380,9 @@ BEGIN
 		p.id_column, p.source, p.rast_column) USING p.product, tiles;
 END $$;
 
--- After tg_create_result wrote a query's rows to rel: its recipe, where the
--- query ran one coverage form over one table and the result has the tile
--- ids (rid).  The source's change triggers are added where the caller owns
+-- After tg_create_result wrote a query's rows, keyed by tile ids (rid), to
+-- rel: its recipe, where the query ran one coverage form over one table.
+-- The source's change triggers are added where the caller owns
 -- it (as for a BMMQ index); else every refresh recomputes in full.
 CREATE FUNCTION terra_gpu._record_product(rel regclass, query text, search_path text, compression text,
 	digest_ids bigint[], digests bytea[])
@@ -2395,8 +2396,7 @@ BEGIN
 	SELECT count(*) AS n, min(c.source::oid)::regclass AS source, min(c.rast_column::text) AS rast_column,
 		   min(c.id_column::text) AS id_column, min(c.function) AS function, min(c.halo) AS halo
 	INTO r FROM terra_gpu._coverage_reads(true) c;
-	IF r.n <> 1 OR r.id_column IS NULL
-	   OR NOT EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = rel AND a.attname = 'rid' AND NOT a.attisdropped) THEN
+	IF r.n <> 1 OR r.id_column IS NULL THEN
 		RETURN false;
 	END IF;
 	-- a foreign table (or partition) has no triggers to record its changes
@@ -2425,7 +2425,7 @@ BEGIN
 	RETURN true;
 END $$;
 COMMENT ON FUNCTION terra_gpu._record_product(regclass, text, text, text, bigint[], bytea[]) IS
-'Internal (tg_create_result): record a product''s recipe when its query ran one coverage form over one table, with the digests of its rows as written (by tile id; NULL: read back from the product); false when it did not';
+'Internal (tg_create_result): record the recipe of a product keyed by tile ids (rid) when its query ran one coverage form over one table, with the digests of its rows as written (by tile id; NULL: read back from the product); false when it did not';
 
 -- A table's name as a query on the given search_path names it.
 CREATE FUNCTION terra_gpu._name_on_path(rel regclass, search_path text) RETURNS text
