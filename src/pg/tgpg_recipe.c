@@ -90,18 +90,22 @@ tgpg_coverage_reads(PG_FUNCTION_ARGS)
  * reads and, after the slash, of those whose results it writes (every tile
  * it reads where none are given).  The setting is parsed as untrusted text:
  * only the integers read from it are used.  Returns whether it names the
- * table; reads and writes get the ids as "1,2,3" (writes empty: no slash).
+ * table; reads gets the ids read as "1,2,3" (NULL: not wanted), writes (and
+ * nwrites) those written (none: no slash).
  */
 static bool
-refresh_scope(Oid relid, const char *relname, const char *id_column, StringInfo reads, StringInfo writes)
+refresh_scope(Oid relid, const char *relname, const char *id_column, StringInfo reads, int64 **writes,
+			  int *nwrites)
 {
 	const char *p = tgpg_coverage_tiles;
 	char	   *end;
 	unsigned long named;
-	StringInfo	into = reads;
+	bool		writing = false;
 
-	initStringInfo(reads);
-	initStringInfo(writes);
+	if (reads)
+		initStringInfo(reads);
+	*writes = NULL;
+	*nwrites = 0;
 	if (p == NULL || *p == '\0')
 		return false;
 	errno = 0;
@@ -115,6 +119,8 @@ refresh_scope(Oid relid, const char *relname, const char *id_column, StringInfo 
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s has no tile id column to read some of its tiles by", relname)));
 	p = end + 1;
+	/* at most one id every two characters */
+	*writes = palloc(sizeof(int64) * (strlen(p) / 2 + 1));
 	while (*p != '\0')
 	{
 		long long	id;
@@ -122,11 +128,13 @@ refresh_scope(Oid relid, const char *relname, const char *id_column, StringInfo 
 		errno = 0;
 		id = strtoll(p, &end, 10);
 		if (errno != 0 || end == p || (*end != ',' && *end != '/' && *end != '\0') ||
-			(*end == '/' && (into == writes || end[1] == '\0')))
+			(*end == '/' && (writing || end[1] == '\0')))
 			goto bad;
-		appendStringInfo(into, "%s%lld", into->len > 0 ? "," : "", id);
-		if (*end == '/')
-			into = writes;
+		if (writing)
+			(*writes)[(*nwrites)++] = id;
+		else if (reads)
+			appendStringInfo(reads, "%s%lld", reads->len > 0 ? "," : "", id);
+		writing |= *end == '/';
 		p = *end != '\0' ? end + 1 : end;
 	}
 	return true;
@@ -141,10 +149,11 @@ bad:
 char *
 tgpg_refresh_scope(Oid relid, const char *relname, const char *id_column)
 {
-	StringInfoData reads,
-				writes;
+	StringInfoData reads;
+	int64	   *writes;
+	int			nwrites;
 
-	if (!refresh_scope(relid, relname, id_column, &reads, &writes))
+	if (!refresh_scope(relid, relname, id_column, &reads, &writes, &nwrites))
 		return "";
 	return psprintf(" AND %s = ANY ('{%s}'::pg_catalog.int8[])", quote_identifier(id_column), reads.data);
 }
@@ -161,18 +170,12 @@ int64_order(const void *a, const void *b)
 bool *
 tgpg_refresh_wanted(Oid relid, const char *relname, const char *id_column, const tg_layout *l)
 {
-	StringInfoData reads,
-				writes;
 	int64	   *ids;
-	int			n = 0;
+	int			n;
 	bool	   *wanted;
-	char	   *p;
 
-	if (!refresh_scope(relid, relname, id_column, &reads, &writes) || writes.len == 0)
+	if (!refresh_scope(relid, relname, id_column, NULL, &ids, &n) || n == 0)
 		return NULL;
-	ids = palloc(sizeof(int64) * (writes.len / 2 + 1));
-	for (p = writes.data; *p != '\0'; p += *p == ',')
-		ids[n++] = strtoll(p, &p, 10);
 	qsort(ids, n, sizeof(int64), int64_order);
 	wanted = palloc(sizeof(bool) * Max(l->ntiles, 1));
 	for (int k = 0; k < l->ntiles; k++)
@@ -180,7 +183,6 @@ tgpg_refresh_wanted(Oid relid, const char *relname, const char *id_column, const
 	pfree(ids);
 	return wanted;
 }
-
 
 /* ------------------------------------------------------------------------
  * A digest of a product's row (its columns but the tile id), kept in the
