@@ -977,6 +977,9 @@ typedef struct tg_part
 /* Free what a part kept (its last phase does; a caller ending early, or starting it afresh, should). */
 void		tg_part_forget(tg_part *part);
 
+/* The phase a part's message is for, from its header (TG_PART_DONE: not a part message). */
+tg_part_phase tg_part_message_phase(const tg_part_bytes *message);
+
 typedef struct tg_job
 {
 	const char *function;		/* for messages: the SQL function */

@@ -129,7 +129,7 @@ keep_between_phases(tg_part *part, int slot)
 	part->keep.arg = kept_cxt;
 	part->state = kept[slot].state;
 	/* an edges message starts a run afresh: what the slot kept from an earlier one goes */
-	if (part->message.size > 4 && part->message.data[4] == TG_PART_EDGES)
+	if (tg_part_message_phase(&part->message) == TG_PART_EDGES)
 	{
 		tg_part_forget(part);
 		part->state = NULL;

@@ -22,6 +22,20 @@ tg_part_phase_name(tg_part_phase phase)
 	return phase >= TG_PART_DONE && phase <= TG_PART_FINISH ? names[phase] : "?";
 }
 
+tg_part_phase
+tg_part_message_phase(const tg_part_bytes *message)
+{
+	uint32_t	magic;
+	uint8_t		type;
+
+	if (message->data == NULL || message->size < 6)
+		return TG_PART_DONE;
+	memcpy(&magic, message->data, sizeof magic);
+	type = message->data[4] & ~BARE;
+	return magic == PART_MAGIC && type >= TG_PART_EDGES && type <= TG_PART_FINISH ? (tg_part_phase) type
+		: TG_PART_DONE;
+}
+
 static tg_status
 read_header(reader *r, tg_op_kind kind, part_message *m, tg_error *err)
 {
