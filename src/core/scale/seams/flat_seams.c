@@ -251,7 +251,6 @@ link_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 	return TG_OK;
 }
 
-/* Each row's first cell (the cells come in raster order), by bisection. */
 /* In the ascending v[a .. b), the first index whose value is key or more (b: none), by bisection. */
 static uint32_t
 first_not_below(const int32_t *v, uint32_t a, uint32_t b, int32_t key)
@@ -268,6 +267,7 @@ first_not_below(const int32_t *v, uint32_t a, uint32_t b, int32_t key)
 	return a;
 }
 
+/* Each row's first cell (the cells come in raster order). */
 static tg_status
 row_start_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 {
