@@ -276,6 +276,26 @@ FROM (SELECT conname, regexp_replace(pg_get_constraintdef(oid), ' NOT VALID$', '
       FROM pg_constraint WHERE conrelid = '"Results".chain'::regclass AND contype = 'c') a
 FULL JOIN (SELECT conname, regexp_replace(pg_get_constraintdef(oid), ' NOT VALID$', '') AS def
            FROM pg_constraint WHERE conrelid = '"Results".chain_copy'::regclass AND contype = 'c') b USING (conname);
+-- any query's rasters (read from the rows as written): several bands, rows
+-- whose bands differ, a NULL tile, values not compressed
+SELECT tg_create_result('"Results".mixed', $$SELECT rid, ST_AddBand(rast, '16BSI'::text, 3, -1) AS two,
+       CASE WHEN rid % 2 = 0 THEN ST_AddBand(ST_MakeEmptyRaster(rast), '8BUI'::text, 1, NULL)
+            ELSE ST_AddBand(ST_MakeEmptyRaster(rast), '32BF'::text, 1, 0) END AS mixed,
+       CASE WHEN rid <> 1 THEN rast END AS holes FROM tiles$$, compression => 'none');
+CREATE TABLE "Results".mixed_copy AS SELECT * FROM "Results".mixed;
+SET client_min_messages = warning;
+SELECT AddRasterConstraints('Results', 'mixed_copy', c) FROM unnest('{two,mixed,holes}'::name[]) c;
+RESET client_min_messages;
+SELECT r_raster_column, num_bands, pixel_types, nodata_values, out_db, ST_AsText(extent) AS extent
+FROM raster_columns WHERE r_table_schema = 'Results' AND r_table_name = 'mixed' ORDER BY 1;
+SELECT count(*) AS constraints, count(*) FILTER (WHERE a.def = b.def) AS same
+FROM (SELECT conname, regexp_replace(pg_get_constraintdef(oid), ' NOT VALID$', '') AS def
+      FROM pg_constraint WHERE conrelid = '"Results".mixed'::regclass AND contype = 'c') a
+FULL JOIN (SELECT conname, regexp_replace(pg_get_constraintdef(oid), ' NOT VALID$', '') AS def
+           FROM pg_constraint WHERE conrelid = '"Results".mixed_copy'::regclass AND contype = 'c') b USING (conname);
+SELECT terra_gpu._raster_bands(two) AS two, terra_gpu._raster_bands(mixed) AS mixed,
+       ST_AsBinary(terra_gpu._raster_header(two)) = ST_AsBinary(ST_MakeEmptyRaster(two)) AS header_as_postgis
+FROM "Results".mixed WHERE rid = 1;
 SELECT * FROM pg_temp.try($$UPDATE "Results".chain SET accumulation = ST_SetBandNoDataValue(accumulation, 7) WHERE rid = 1$$);
 SELECT * FROM pg_temp.try($$UPDATE "Results".chain SET direction = ST_Reclass(direction, 1, '0-255:0-255', '16BUI') WHERE rid = 1$$);
 SELECT * FROM pg_temp.try($$SELECT tg_create_result('a.b.c', 'SELECT 1')$$);

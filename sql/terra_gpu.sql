@@ -1994,13 +1994,16 @@ COMMENT ON FUNCTION terra_gpu._creation_schema(text) IS
 
 -- The constraints AddRasterConstraints adds by default, under the names and
 -- in the form raster_columns reads (srid, scale, block size, alignment,
--- bands, pixel types, nodata, out-db, extent), from one pass over the column
--- instead of two per constraint: tile headers for the raster's properties,
--- each tile decoded once for its bands'.  The bands' three constraints and
--- the extent are added NOT VALID, as PostGIS adds the extent: that pass has
--- just seen every row hold the one value, and every later row is checked.
--- A property the rows disagree on gets no constraint, as with PostGIS.
-CREATE FUNCTION terra_gpu._add_raster_constraints(rel regclass, col name)
+-- bands, pixel types, nodata, out-db, extent), from the tiles' headers and
+-- band headers (terra_gpu._raster_header, _raster_bands): tg_create_result
+-- takes them from the rows as it writes them, so that no tile is read back;
+-- without them, one pass over the column reads them.  The bands' three
+-- constraints and the extent are added NOT VALID, as PostGIS adds the
+-- extent: every row was just seen to hold the one value, and every later row
+-- is checked.  A property the rows disagree on gets no constraint, as with
+-- PostGIS.
+CREATE FUNCTION terra_gpu._add_raster_constraints(rel regclass, col name,
+	headers raster[] DEFAULT NULL, bands text[] DEFAULT NULL)
 	RETURNS void
 	LANGUAGE plpgsql VOLATILE
 AS $$
@@ -2010,26 +2013,30 @@ DECLARE
 	adds text[] := '{}';
 	first raster;				-- where the reference values are taken from
 BEGIN
-	EXECUTE pg_catalog.format($q$
-		WITH tiles AS MATERIALIZED (
-			SELECT ST_MetaData(%1$s) AS m, ST_Envelope(%1$s) AS envelope,
-				   (SELECT pg_catalog.array_agg(ROW(b.pixeltype, round(b.nodatavalue::numeric, 10), b.isoutdb)::text
-												ORDER BY b.bandnum)
-					FROM ST_BandMetaData(%1$s, ARRAY[]::integer[]) b) AS bands
-			FROM %2$s WHERE %1$s IS NOT NULL)
-		SELECT count(DISTINCT (m).srid) = 1 AS one_srid, min((m).srid) AS srid,
-			   count(DISTINCT (m).scalex) = 1 AS one_scalex, min((m).scalex) AS scalex,
-			   count(DISTINCT (m).scaley) = 1 AS one_scaley, min((m).scaley) AS scaley,
-			   count(DISTINCT (m).numbands) = 1 AS one_numbands, min((m).numbands) AS numbands,
-			   count(DISTINCT bands) = 1 AS one_bands,
-			   ST_SameAlignment(ST_MakeEmptyRaster(1, 1, (m).upperleftx, (m).upperlefty, (m).scalex, (m).scaley,
-												   (m).skewx, (m).skewy, (m).srid)) AS aligned,
-			   ST_AsHEXEWKB(ST_SetSRID(ST_Extent(envelope)::geometry, min((m).srid))) AS extent,
-			   (SELECT pg_catalog.array_to_string(pg_catalog.array_agg(w ORDER BY n DESC, w), ',')
-				FROM (SELECT (m).width AS w, count(*) AS n FROM tiles GROUP BY 1) g) AS widths,
-			   (SELECT pg_catalog.array_to_string(pg_catalog.array_agg(h ORDER BY n DESC, h), ',')
-				FROM (SELECT (m).height AS h, count(*) AS n FROM tiles GROUP BY 1) g) AS heights
-		FROM tiles$q$, c, rel) INTO v;
+	IF headers IS NULL THEN
+		EXECUTE pg_catalog.format('SELECT pg_catalog.array_agg(terra_gpu._raster_header(%1$s)), '
+								  'pg_catalog.array_agg(terra_gpu._raster_bands(%1$s)) FROM %2$s WHERE %1$s IS NOT NULL',
+								  c, rel) INTO headers, bands;
+	END IF;
+	WITH tiles AS MATERIALIZED (
+		SELECT ST_MetaData(t.h) AS m, ST_Envelope(t.h) AS envelope, pg_catalog.split_part(t.b, '|', 1) AS types,
+			   pg_catalog.split_part(t.b, '|', 2) AS nodata, pg_catalog.split_part(t.b, '|', 3) AS storage,
+			   pg_catalog.cardinality(pg_catalog.string_to_array(pg_catalog.split_part(t.b, '|', 1), ',')) AS numbands
+		FROM unnest(headers, bands) t(h, b) WHERE t.h IS NOT NULL)
+	SELECT count(DISTINCT (m).srid) = 1 AS one_srid, min((m).srid) AS srid,
+		   count(DISTINCT (m).scalex) = 1 AS one_scalex, min((m).scalex) AS scalex,
+		   count(DISTINCT (m).scaley) = 1 AS one_scaley, min((m).scaley) AS scaley,
+		   count(DISTINCT tiles.numbands) = 1 AS one_numbands, min(tiles.numbands) AS numbands,
+		   count(DISTINCT types) = 1 AS one_types, count(DISTINCT nodata) = 1 AS one_nodata,
+		   count(DISTINCT storage) = 1 AS one_storage,
+		   ST_SameAlignment(ST_MakeEmptyRaster(1, 1, (m).upperleftx, (m).upperlefty, (m).scalex, (m).scaley,
+											   (m).skewx, (m).skewy, (m).srid)) AS aligned,
+		   ST_AsHEXEWKB(ST_SetSRID(ST_Extent(envelope)::geometry, min((m).srid))) AS extent,
+		   (SELECT pg_catalog.array_to_string(pg_catalog.array_agg(w ORDER BY n DESC, w), ',')
+			FROM (SELECT (m).width AS w, count(*) AS n FROM tiles GROUP BY 1) g) AS widths,
+		   (SELECT pg_catalog.array_to_string(pg_catalog.array_agg(h ORDER BY n DESC, h), ',')
+			FROM (SELECT (m).height AS h, count(*) AS n FROM tiles GROUP BY 1) g) AS heights
+	INTO v FROM tiles;
 	IF v.srid IS NULL THEN
 		RETURN;					-- no raster in the column
 	END IF;
@@ -2056,21 +2063,36 @@ BEGIN
 	IF v.one_numbands THEN
 		adds := adds || pg_catalog.format('ADD CONSTRAINT %I CHECK (st_numbands(%s) = %s)', 'enforce_num_bands_' || col, c, v.numbands);
 	END IF;
-	IF v.one_numbands AND v.one_bands THEN
+	IF v.one_types THEN
 		adds := adds || pg_catalog.format('ADD CONSTRAINT %I CHECK (_raster_constraint_pixel_types(%s) = %L::text[]) NOT VALID',
-										  'enforce_pixel_types_' || col, c, _raster_constraint_pixel_types(first))
-			|| pg_catalog.format('ADD CONSTRAINT %I CHECK (_raster_constraint_nodata_values(%s) = %L::numeric[]) NOT VALID',
-								 'enforce_nodata_values_' || col, c, _raster_constraint_nodata_values(first))
-			|| pg_catalog.format('ADD CONSTRAINT %I CHECK (_raster_constraint_out_db(%s) = %L::boolean[]) NOT VALID',
-								 'enforce_out_db_' || col, c, _raster_constraint_out_db(first));
+										  'enforce_pixel_types_' || col, c, _raster_constraint_pixel_types(first));
+	END IF;
+	IF v.one_nodata THEN
+		adds := adds || pg_catalog.format('ADD CONSTRAINT %I CHECK (_raster_constraint_nodata_values(%s) = %L::numeric[]) NOT VALID',
+										  'enforce_nodata_values_' || col, c, _raster_constraint_nodata_values(first));
+	END IF;
+	IF v.one_storage THEN
+		adds := adds || pg_catalog.format('ADD CONSTRAINT %I CHECK (_raster_constraint_out_db(%s) = %L::boolean[]) NOT VALID',
+										  'enforce_out_db_' || col, c, _raster_constraint_out_db(first));
 	END IF;
 	adds := adds || pg_catalog.format('ADD CONSTRAINT %I CHECK (st_envelope(%s) @ %L::geometry) NOT VALID',
 									  'enforce_max_extent_' || col, c, v.extent);
 	EXECUTE pg_catalog.format('ALTER TABLE %s %s', rel, pg_catalog.array_to_string(adds, ', '));
 END
 $$;
-COMMENT ON FUNCTION terra_gpu._add_raster_constraints(regclass, name) IS
-'Internal (tg_create_result): the raster constraints AddRasterConstraints adds by default, from one pass over the column';
+COMMENT ON FUNCTION terra_gpu._add_raster_constraints(regclass, name, raster[], text[]) IS
+'Internal (tg_create_result, tg_refresh): the raster constraints AddRasterConstraints adds by default, from the tiles'' headers and band headers (terra_gpu._raster_header, _raster_bands) as written, or else from one pass over the column';
+
+CREATE FUNCTION terra_gpu._raster_header(raster) RETURNS raster
+	AS 'MODULE_PATHNAME', 'tgpg_raster_header'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION terra_gpu._raster_header(raster) IS
+'Internal (tg_create_result): the tile with its bands left out (size, georeference, SRID), read from its first bytes only';
+CREATE FUNCTION terra_gpu._raster_bands(raster) RETURNS text
+	AS 'MODULE_PATHNAME', 'tgpg_raster_bands'
+	LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION terra_gpu._raster_bands(raster) IS
+'Internal (tg_create_result): the bands'' pixel type codes, nodata values and storage, '','' between bands, ''|'' between the three (a one-band tile read as far as its band header): equal parts, bands alike in that';
 
 CREATE FUNCTION tg_create_result(
 	name text,
@@ -2098,9 +2120,12 @@ DECLARE
 	gtype text;
 	ntypes integer;
 	tilecomp text;
-	unfilled boolean;
+	rcols name[] := '{}';		-- the raster columns, in order
+	header_exprs text;			-- what the insert returns of them
 	digest_ids bigint[];		-- the rows' tile ids and digests, as written
 	digests bytea[];
+	headers raster[];			-- the tiles' headers and band headers, as written:
+	bands text[];				-- a row a tile, a column a raster column
 BEGIN
 	IF name IS NULL OR query IS NULL THEN
 		RAISE EXCEPTION 'name and query must not be NULL' USING ERRCODE = '22004';
@@ -2137,9 +2162,13 @@ BEGIN
 			   AND NOT a.attisdropped AND a.atttypid = 'int8'::regtype) THEN
 		EXECUTE format('ALTER TABLE %s ALTER COLUMN rid TYPE integer', rel);
 	END IF;
+	-- the raster columns get their spatial indexes before the rows, which
+	-- index each tile as it is written rather than reading it back
 	FOR col IN SELECT a.attname FROM pg_attribute a
 			   WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped
-				 AND a.atttypid = 'raster'::regtype LOOP
+				 AND a.atttypid = 'raster'::regtype ORDER BY a.attnum LOOP
+		rcols := rcols || col.attname;
+		EXECUTE format('CREATE INDEX ON %s USING gist (ST_ConvexHull(%I))', rel, col.attname);
 		IF compression = 'none' THEN
 			EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET STORAGE EXTERNAL', rel, col.attname);
 		ELSE
@@ -2160,33 +2189,40 @@ BEGIN
 	END IF;
 	PERFORM count(*) FROM terra_gpu._coverage_reads(true);	-- what the query reads, for its recipe
 	-- the tile ids of raster results (the key, below): rows with them may
-	-- make a product that tg_refresh keeps fresh, and the digest of each
-	-- (which a refresh compares with the new row's) is taken as it is
-	-- written, the rows at hand, rather than read back after
+	-- make a product that tg_refresh keeps fresh.  The digest of each row
+	-- (which a refresh compares with the new row's) and each tile's headers
+	-- (which the raster constraints are computed from) are taken as the
+	-- rows are written, rather than read back after.
 	has_rid := EXISTS (SELECT FROM pg_attribute a WHERE a.attrelid = rel AND a.attname = 'rid'
 					   AND NOT a.attisdropped AND a.atttypid IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype));
+	-- one row of headers a tile, stacked (array_agg cannot stack empty rows)
+	SELECT format(', ARRAY[%s] AS headers, ARRAY[%s] AS bands',
+				  string_agg(format('terra_gpu._raster_header(i.%I)', r), ', '),
+				  string_agg(format('terra_gpu._raster_bands(i.%I)', r), ', '))
+	INTO header_exprs FROM unnest(rcols) r HAVING count(*) > 0;
 	PERFORM set_config('search_path', search_path, true);
-	IF has_rid THEN
-		EXECUTE format('WITH w AS (INSERT INTO %s AS i %s RETURNING i.rid, %s AS digest) '
-					   'SELECT array_agg(w.rid::bigint), array_agg(w.digest) FROM w',
-					   rel, query, (terra_gpu._product_columns(rel, 'i')).digest)
-		INTO digest_ids, digests;
-	ELSE
-		EXECUTE format('INSERT INTO %s %s', rel, query);
-	END IF;
+	EXECUTE format('WITH w AS (INSERT INTO %s AS i %s RETURNING %s AS rid, %s AS digest%s) '
+				   'SELECT array_agg(w.rid), array_agg(w.digest), %s FROM w',
+				   rel, query,
+				   CASE WHEN has_rid THEN 'i.rid::bigint' ELSE 'NULL::bigint' END,
+				   CASE WHEN has_rid THEN (terra_gpu._product_columns(rel, 'i')).digest ELSE 'NULL::bytea' END,
+				   coalesce(header_exprs, ''),
+				   CASE WHEN header_exprs IS NULL THEN 'NULL::raster[], NULL::text[]'
+						ELSE 'array_agg(w.headers), array_agg(w.bands)' END)
+	INTO digest_ids, digests, headers, bands;
 	PERFORM set_config('search_path', pinned, true);
 	PERFORM set_config('terra_gpu.tile_compression', tilecomp, true);
 	-- a raster column no row fills (the products tg_terrain was not asked
 	-- for) is left out: GIS clients would list it as an empty layer (and the
-	-- digests taken with it are not those of the rows left)
-	FOR col IN SELECT a.attname FROM pg_attribute a
-			   WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped
-				 AND a.atttypid = 'raster'::regtype LOOP
-		EXECUTE format('SELECT EXISTS (SELECT FROM %1$s) AND NOT EXISTS (SELECT FROM %1$s WHERE %2$I IS NOT NULL)',
-					   rel, col.attname) INTO unfilled;
-		IF unfilled THEN
-			EXECUTE format('ALTER TABLE %s DROP COLUMN %I', rel, col.attname);
+	-- digests taken with it are not those of the rows left); the others get
+	-- their raster constraints
+	FOR k IN 1 .. coalesce(cardinality(rcols), 0) LOOP
+		IF headers IS NOT NULL AND NOT EXISTS (SELECT FROM unnest(headers[:][k:k]) h WHERE h IS NOT NULL) THEN
+			EXECUTE format('ALTER TABLE %s DROP COLUMN %I', rel, rcols[k]);
 			digests := NULL;
+		ELSE
+			PERFORM terra_gpu._add_raster_constraints(rel, rcols[k], ARRAY(SELECT unnest(headers[:][k:k])),
+													  ARRAY(SELECT unnest(bands[:][k:k])));
 		END IF;
 	END LOOP;
 
@@ -2197,25 +2233,20 @@ BEGIN
 		EXECUTE format('ALTER TABLE %s ADD COLUMN id bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY', rel);
 	END IF;
 
-	FOR col IN SELECT a.attname, a.atttypid FROM pg_attribute a
+	-- typed geometry columns: one geometry type and SRID, so that
+	-- geometry_columns and GDAL see them (multi types kept multi)
+	FOR col IN SELECT a.attname FROM pg_attribute a
 			   WHERE a.attrelid = rel AND a.attnum > 0 AND NOT a.attisdropped
-				 AND a.atttypid IN ('raster'::regtype, 'geometry'::regtype) ORDER BY a.attnum LOOP
-		IF col.atttypid = 'raster'::regtype THEN
-			EXECUTE format('CREATE INDEX ON %s USING gist (ST_ConvexHull(%I))', rel, col.attname);
-			PERFORM terra_gpu._add_raster_constraints(rel, col.attname);
-		ELSE
-			-- typed column: one geometry type and SRID, so geometry_columns
-			-- and GDAL see them (multi types kept multi)
-			EXECUTE format('SELECT min(ST_SRID(%1$I)), count(DISTINCT ST_SRID(%1$I)), '
-						   'CASE WHEN count(DISTINCT GeometryType(%1$I)) = 1 THEN min(GeometryType(%1$I)) END '
-						   'FROM %2$s WHERE %1$I IS NOT NULL', col.attname, rel)
-			INTO srid, ntypes, gtype;
-			IF ntypes = 1 AND gtype IS NOT NULL THEN
-				EXECUTE format('ALTER TABLE %1$s ALTER COLUMN %2$I TYPE geometry(%3$s, %4$s) USING %2$I',
-							   rel, col.attname, gtype, srid);
-			END IF;
-			EXECUTE format('CREATE INDEX ON %s USING gist (%I)', rel, col.attname);
+				 AND a.atttypid = 'geometry'::regtype ORDER BY a.attnum LOOP
+		EXECUTE format('SELECT min(ST_SRID(%1$I)), count(DISTINCT ST_SRID(%1$I)), '
+					   'CASE WHEN count(DISTINCT GeometryType(%1$I)) = 1 THEN min(GeometryType(%1$I)) END '
+					   'FROM %2$s WHERE %1$I IS NOT NULL', col.attname, rel)
+		INTO srid, ntypes, gtype;
+		IF ntypes = 1 AND gtype IS NOT NULL THEN
+			EXECUTE format('ALTER TABLE %1$s ALTER COLUMN %2$I TYPE geometry(%3$s, %4$s) USING %2$I',
+						   rel, col.attname, gtype, srid);
 		END IF;
+		EXECUTE format('CREATE INDEX ON %s USING gist (%I)', rel, col.attname);
 	END LOOP;
 	IF has_rid THEN
 		PERFORM terra_gpu._record_product(rel, query, search_path, compression, digest_ids, digests);

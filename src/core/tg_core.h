@@ -268,6 +268,21 @@ tg_status	tg_raster_read_info(const uint8_t *buf, size_t len,
 tg_status	tg_raster_read_band(const uint8_t *buf, size_t len, int index,
 								tg_band *band, tg_error *err);
 
+/*
+ * An empty raster (no band) with the size and georeference of the value in
+ * buf, of which the header alone is read.
+ */
+tg_status	tg_raster_empty_like(const uint8_t *buf, size_t len,
+								 uint8_t out[TG_RASTER_HEADER_SIZE], tg_error *err);
+
+/*
+ * The first band's header alone (pixel type, flags, nodata; data = NULL), from
+ * a value that may stop after it: TG_RASTER_BAND1_HEADER_END bytes at most.
+ */
+#define TG_RASTER_BAND1_HEADER_END (TG_RASTER_HEADER_SIZE + 16)
+tg_status	tg_raster_read_band_header(const uint8_t *buf, size_t len,
+									   tg_band *band, tg_error *err);
+
 /* Is this stored value nodata (flag, value match, or NaN)?  PostGIS matches
  * float nodata within FLT_EPSILON; so do we. */
 bool		tg_band_value_is_nodata(const tg_band *band, double value);

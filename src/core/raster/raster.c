@@ -239,11 +239,14 @@ tg_raster_read_info(const uint8_t *buf, size_t len, tg_raster_info *info,
 
 /*
  * Parse the band starting at offset `at`; on success *next is the offset of
- * the following band.  Nothing beyond len is ever read.
+ * the following band.  Nothing beyond len is ever read.  header_only: the
+ * value may end after the band's header (its pixels are not located: data is
+ * NULL and *next is not set).
  */
 static tg_status
 parse_band(const uint8_t *buf, size_t len, const tg_raster_info *info,
-		   int index, size_t at, tg_band *band, size_t *next, tg_error *err)
+		   int index, size_t at, bool header_only, tg_band *band, size_t *next,
+		   tg_error *err)
 {
 	uint8_t		flags;
 	int			code;
@@ -278,6 +281,8 @@ parse_band(const uint8_t *buf, size_t len, const tg_raster_info *info,
 	pos += pixbytes;
 	band->nodata = tg_pixel_load(band->pixtype, buf + pos, 0);
 	pos += pixbytes;
+	if (header_only)
+		return TG_OK;
 
 	if (band->offdb)
 	{
@@ -335,11 +340,40 @@ tg_raster_read_band(const uint8_t *buf, size_t len, int index, tg_band *band,
 
 	for (i = 0; i <= index; i++)
 	{
-		st = parse_band(buf, len, &info, i, at, band, &at, err);
+		st = parse_band(buf, len, &info, i, at, false, band, &at, err);
 		if (st != TG_OK)
 			return st;
 	}
 	return TG_OK;
+}
+
+tg_status
+tg_raster_empty_like(const uint8_t *buf, size_t len, uint8_t out[TG_RASTER_HEADER_SIZE],
+					 tg_error *err)
+{
+	tg_raster_info info;
+	tg_status	st;
+
+	st = tg_raster_read_info(buf, len, &info, err);
+	if (st != TG_OK)
+		return st;
+	info.num_bands = 0;
+	return tg_raster_write(out, TG_RASTER_HEADER_SIZE, &info, NULL, NULL, err);
+}
+
+tg_status
+tg_raster_read_band_header(const uint8_t *buf, size_t len, tg_band *band,
+						   tg_error *err)
+{
+	tg_raster_info info;
+	tg_status	st;
+
+	st = tg_raster_read_info(buf, len, &info, err);
+	if (st != TG_OK)
+		return st;
+	if (info.num_bands == 0)
+		return tg_error_set(err, TG_EINVAL, "band 1 does not exist: the raster has 0 bands");
+	return parse_band(buf, len, &info, 0, TG_RASTER_HEADER_SIZE, true, band, NULL, err);
 }
 
 bool

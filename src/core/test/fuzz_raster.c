@@ -33,6 +33,18 @@ exercise(const uint8_t *buf, size_t len)
 	if (tg_raster_read_info(buf, len, &info, &err) != TG_OK)
 		return 0;
 
+	/* the first band's header alone: never read past len, agrees with the full read */
+	{
+		tg_band		head,
+					full;
+
+		tg_error_clear(&err);
+		if (tg_raster_read_band_header(buf, len, &head, &err) == TG_OK &&
+			tg_raster_read_band(buf, len, 0, &full, &err) == TG_OK &&
+			(head.pixtype != full.pixtype || head.has_nodata != full.has_nodata || head.offdb != full.offdb))
+			abort();
+	}
+
 	/* one past the last band too: must be refused, not read */
 	for (k = 0; k <= info.num_bands && k < 8; k++)
 	{

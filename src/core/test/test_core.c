@@ -202,6 +202,19 @@ test_multiband_and_flags(void)
 	check(tg_raster_read_band(buf, len, 3, &b, &err) == TG_EINVAL &&
 		  strstr(err.message, "band 4 does not exist") != NULL,
 		  "multiband: band 4 refused (%s)", err.message);
+
+	/* the first band's header from the value's first bytes alone */
+	{
+		size_t		cut = TG_RASTER_HEADER_SIZE + 2 * 1;	/* 8BUI: type byte, padding, nodata */
+
+		tg_error_clear(&err);
+		check(tg_raster_read_band_header(buf, cut, &b, &err) == TG_OK && b.pixtype == TG_PT_8BUI &&
+			  !b.has_nodata && !b.offdb && b.data == NULL, "multiband: band 1's header from %zu bytes (%s)",
+			  cut, err.message);
+		tg_error_clear(&err);
+		check(tg_raster_read_band_header(buf, cut - 1, &b, &err) == TG_EDATA,
+			  "multiband: band 1's header cut short refused");
+	}
 	free(buf);
 
 	buf = from_hex(golden_all_nodata, &len);
