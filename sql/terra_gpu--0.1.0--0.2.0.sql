@@ -1333,14 +1333,12 @@ CREATE OR REPLACE FUNCTION terra_gpu._raster_header(raster)
  RETURNS raster
  LANGUAGE c
  IMMUTABLE PARALLEL SAFE STRICT
- SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_raster_header$function$;
 COMMENT ON FUNCTION terra_gpu._raster_header(raster) IS 'Internal (tg_create_result): the tile with its bands left out (size, georeference, SRID), read from its first bytes only';
 CREATE OR REPLACE FUNCTION terra_gpu._raster_bands(raster)
  RETURNS text
  LANGUAGE c
  IMMUTABLE PARALLEL SAFE STRICT
- SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_raster_bands$function$;
 COMMENT ON FUNCTION terra_gpu._raster_bands(raster) IS 'Internal (tg_create_result): the bands'' pixel type codes, nodata values and storage, '','' between bands, ''|'' between the three (a one-band tile read as far as its band header): equal parts, bands alike in that';
 CREATE OR REPLACE FUNCTION @extschema@.tg_create_result(name text, query text, replace boolean DEFAULT false, compression text DEFAULT 'lz4'::text, search_path text DEFAULT current_setting('search_path'::text))
@@ -1519,7 +1517,6 @@ CREATE OR REPLACE FUNCTION terra_gpu._row_digest(VARIADIC "any")
  RETURNS bytea
  LANGUAGE c
  STABLE PARALLEL SAFE
- SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_row_digest$function$;
 COMMENT ON FUNCTION terra_gpu._row_digest("any") IS 'Internal (tg_create_result, tg_refresh): SHA-256 of the values as they are held (a compressed one by its compressed bytes); equal digests, equal values';
 CREATE OR REPLACE FUNCTION terra_gpu._product_columns(product regclass, alias text, OUT cols text, OUT digest text)
@@ -2491,7 +2488,10 @@ BEGIN
 			   AND p.oid NOT IN ('terra_gpu.morton_col(bigint)'::pg_catalog.regprocedure,
 								 'terra_gpu.morton_row(bigint)'::pg_catalog.regprocedure,
 								 'terra_gpu._bmmq_rect_quadrants(integer, integer, bigint, integer, integer, integer, integer)'::pg_catalog.regprocedure,
-								 'terra_gpu._bmmq_z_quadrants(integer, bigint, bigint)'::pg_catalog.regprocedure)
+								 'terra_gpu._bmmq_z_quadrants(integer, bigint, bigint)'::pg_catalog.regprocedure,
+								 'terra_gpu._row_digest("any")'::pg_catalog.regprocedure,
+								 'terra_gpu._raster_header(raster)'::pg_catalog.regprocedure,
+								 'terra_gpu._raster_bands(raster)'::pg_catalog.regprocedure)
 			 ORDER BY p.oid LOOP
 		EXECUTE format('ALTER FUNCTION %s SET search_path = %s', f, path);
 	END LOOP;

@@ -3386,7 +3386,10 @@ BEGIN
 			   AND p.oid NOT IN ('terra_gpu.morton_col(bigint)'::pg_catalog.regprocedure,
 								 'terra_gpu.morton_row(bigint)'::pg_catalog.regprocedure,
 								 'terra_gpu._bmmq_rect_quadrants(integer, integer, bigint, integer, integer, integer, integer)'::pg_catalog.regprocedure,
-								 'terra_gpu._bmmq_z_quadrants(integer, bigint, bigint)'::pg_catalog.regprocedure)
+								 'terra_gpu._bmmq_z_quadrants(integer, bigint, bigint)'::pg_catalog.regprocedure,
+								 'terra_gpu._row_digest("any")'::pg_catalog.regprocedure,
+								 'terra_gpu._raster_header(raster)'::pg_catalog.regprocedure,
+								 'terra_gpu._raster_bands(raster)'::pg_catalog.regprocedure)
 			 ORDER BY p.oid LOOP
 		EXECUTE format('ALTER FUNCTION %s SET search_path = %s', f, path);
 	END LOOP;
