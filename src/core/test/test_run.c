@@ -308,6 +308,65 @@ check_d8_parts(coverage *tiles, const char *where)
 	check_parts_in_strips(name, &op, tiles);
 }
 
+/*
+ * A tamper hook: the first link reply with an exit has that exit's receiver
+ * moved a whole grid above it (outside every part), its cells as they were.
+ */
+static void
+receiver_off_grid(void *arg, int step, parts_bytes_kind kind, int part, tg_part_bytes *b)
+{
+	bool	   *done = arg;
+	uint64_t	nexits,
+				v;
+	size_t		at = 14,
+				k;
+	uint8_t		head[10];
+	uint8_t    *out;
+
+	if (*done || kind != PARTS_REPLY || b->size < 14 || b->data[4] != (TG_PART_LINK | 0x80))
+		return;
+	memcpy(&nexits, b->data + 6, sizeof nexits);
+	if (nexits == 0)
+		return;
+	for (uint64_t e = 0; e < nexits; e++)
+		at += tg_varint_get(b->data + at, b->size - at, &v);
+	k = tg_varint_get(b->data + at, b->size - at, &v);
+	/* zigzag of -2^40: the receiver 2^40 cells before the exit */
+	v = ((uint64_t) 1 << 41) - 1;
+	out = malloc(b->size + 10);
+	memcpy(out, b->data, at);
+	memcpy(out + at, head, tg_varint_put(v, head));
+	memcpy(out + at + tg_varint_put(v, head), b->data + at + k, b->size - at - k);
+	b->size = b->size - k + tg_varint_put(v, head);
+	free(b->data);
+	b->data = out;
+	*done = true;
+}
+
+/* A link reply naming a receiver outside the grid is refused, not followed. */
+static void
+test_parts_link_off_grid(coverage *tiles)
+{
+	static const int given[NPARTS] = {0, 1, 2};
+	coverage   *parts = malloc(NPARTS * sizeof(coverage));
+	const tg_op op = base_op(TG_OP_ACCUMULATION);
+	bool		done = false;
+	const parts_tamper off_grid = {receiver_off_grid, &done};
+	results		r[NPARTS];
+	tg_error	err;
+	int			rounds[2];
+
+	for (int k = 0; k < NPARTS; k++)
+		make_part(tiles, k, &parts[k]);
+	memset(r, 0, sizeof r);
+	check(run_parts(parts, given, NPARTS, &op, r, rounds, &off_grid, &err) == TG_EDATA && done &&
+		  strstr(err.message, "link reply") != NULL,
+		  "a link reply whose exit drains off the grid is refused: %s", err.message);
+	for (int k = 0; k < NPARTS; k++)
+		res_free(&r[k]);
+	free(parts);
+}
+
 static void
 test_parts(coverage *tiles)
 {
@@ -735,6 +794,7 @@ test_run(void)
 	op.observer_rows = obs_rows;
 	check_op("cumulative viewshed", &op, tiles, whole, NULL, NO_STRIPS);
 	test_parts(tiles);
+	test_parts_link_off_grid(tiles);
 	test_parts_on_gpu(tiles);
 	test_streamed_tiles(tiles, weights);
 	test_memory_estimates(tiles, whole);

@@ -157,11 +157,11 @@ tg_status
 tg_part_link(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_error *err)
 {
 	part_state *s = part->state;
-	const size_t W = (size_t) s->W;
-	size_t		nexits = 0,
+	size_t		W,
+				nexits = 0,
 				cap = 0;
 	tg_strip_exit *exits = NULL;
-	int64_t    *dest = tg_alloc(ctx, 2 * W * sizeof(int64_t));
+	int64_t    *dest;
 	writer		w = {.ctx = ctx};
 	double	   *weight = NULL;
 	tg_route	strip;
@@ -169,6 +169,8 @@ tg_part_link(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_er
 
 	if (s == NULL || s->mask == NULL)
 		return tg_error_set(err, TG_EDATA, "a link message reached a part that kept no flats");
+	W = (size_t) s->W;
+	dest = tg_alloc(ctx, 2 * W * sizeof(int64_t));
 	st = dest ? tg_part_read_heights(ctx, part, r, err) : tg_error_set(err, TG_ENOMEM, "could not allocate a part's ends");
 	if (st == TG_OK)
 		st = reader_done(r, "a link message", err);
@@ -418,6 +420,8 @@ tg_status
 tg_parts_solve_flow(const coordinator *c, tg_strip_inflow **inflows, size_t *ninflows, tg_error *err)
 {
 	const size_t W = (size_t) c->W;
+	const int	last = c->order[c->n - 1];
+	const int64_t cells = (int64_t) (c->row0[last] + c->height[last]) * c->W;
 	tg_strip_ends *ends = tg_alloc(c->ctx, c->n * sizeof(tg_strip_ends));
 	tg_strip_exit *exits = NULL;
 	size_t		n = 0;
@@ -465,6 +469,11 @@ tg_parts_solve_flow(const coordinator *c, tg_strip_inflow **inflows, size_t *nin
 		{
 			exits[n + e].receiver += exits[n + e].cell;
 			exits[n + e].acc = amount[e];
+			/* an exit is a cell of the part's, its receiver one of the grid's */
+			if (exits[n + e].cell < (int64_t) c->row0[i] * c->W ||
+				exits[n + e].cell >= (int64_t) (c->row0[i] + c->height[i]) * c->W ||
+				exits[n + e].receiver < 0 || exits[n + e].receiver >= cells)
+				r.bad = true;
 		}
 		tg_free(c->ctx, amount);
 		n += count;
