@@ -315,29 +315,33 @@ check_d8_parts(coverage *tiles, const char *where)
 static void
 receiver_off_grid(void *arg, int step, parts_bytes_kind kind, int part, tg_part_bytes *b)
 {
+	/* a reply: magic (4), type (its phase | 0x80), operation; then the count of exits and their cells */
+	const size_t header = 6,
+				cells = header + sizeof(uint64_t);
 	bool	   *done = arg;
 	uint64_t	nexits,
 				v;
-	size_t		at = 14,
-				k;
-	uint8_t		head[10];
+	size_t		at = cells,
+				old,
+				len;
+	uint8_t		off[10];
 	uint8_t    *out;
 
-	if (*done || kind != PARTS_REPLY || b->size < 14 || b->data[4] != (TG_PART_LINK | 0x80))
+	if (*done || kind != PARTS_REPLY || b->size < cells || b->data[4] != (TG_PART_LINK | 0x80))
 		return;
-	memcpy(&nexits, b->data + 6, sizeof nexits);
+	memcpy(&nexits, b->data + header, sizeof nexits);
 	if (nexits == 0)
 		return;
 	for (uint64_t e = 0; e < nexits; e++)
 		at += tg_varint_get(b->data + at, b->size - at, &v);
-	k = tg_varint_get(b->data + at, b->size - at, &v);
-	/* zigzag of -2^40: the receiver 2^40 cells before the exit */
-	v = ((uint64_t) 1 << 41) - 1;
-	out = malloc(b->size + 10);
+	/* the first receiver, as its difference from its exit: zigzag of -2^40 */
+	old = tg_varint_get(b->data + at, b->size - at, &v);
+	len = tg_varint_put(((uint64_t) 1 << 41) - 1, off);
+	out = malloc(b->size - old + len);
 	memcpy(out, b->data, at);
-	memcpy(out + at, head, tg_varint_put(v, head));
-	memcpy(out + at + tg_varint_put(v, head), b->data + at + k, b->size - at - k);
-	b->size = b->size - k + tg_varint_put(v, head);
+	memcpy(out + at, off, len);
+	memcpy(out + at + len, b->data + at + old, b->size - at - old);
+	b->size = b->size - old + len;
 	free(b->data);
 	b->data = out;
 	*done = true;
