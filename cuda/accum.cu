@@ -51,15 +51,14 @@ namespace
 {
 namespace cg = cooperative_groups;
 
-constexpr int SWEEP_BATCH = 16;
+constexpr int SWEEP_BATCH = 16;		/* sweeps per convergence check */
 
-/* Routings whose shares are fixed (not fdd8's, which depend on the flow): gathered per cell. */
+/* Routings whose shares are fixed (not fdd8's, which depend on the flow): these may be gathered. */
 bool
-gathers_inflow(tg_routing routing)
+shares_gatherable(tg_routing routing)
 {
 	return routing == TG_ROUTE_MFD_MD || routing == TG_ROUTE_FD8;
 }
-		/* sweeps per convergence check */
 
 /*
  * Per cell the donor mask (low byte, tg_route_donors) and the receiver mask
@@ -222,7 +221,7 @@ struct order_step
  * final, as in the level-by-level schemes, so the sums are the CPU's.
  */
 __global__ void __launch_bounds__(256)
-tgk_d8_chains(tg_route_view r, const double *__restrict__ weight, double *acc,
+tgk_d8_chains(tg_route_view r, cell_weights weight, double *acc,
 			  const uint16_t *__restrict__ links, uint32_t *indeg, const uint32_t *__restrict__ queue,
 			  uint32_t count)
 {
@@ -237,7 +236,7 @@ tgk_d8_chains(tg_route_view r, const double *__restrict__ weight, double *acc,
 			const unsigned l = links[c];
 			const unsigned out = l >> 8;
 
-			acc[c] = tg_route_pull_from(&r, weight, acc, c, l & 0xffu, nullptr);
+			acc[c] = tg_route_pull_own(&r, weight.at(c), acc, c, l & 0xffu, nullptr);
 			if (out == 0)
 				break;
 
@@ -330,7 +329,7 @@ global_ns()
  * order: the same sum.  *out: the cell's receivers.
  */
 __device__ __forceinline__ double
-pull_eager(int W, int H, const double *__restrict__ weight, const double *acc,
+pull_eager(int W, int H, cell_weights weight, const double *acc,
 		   const uint16_t *__restrict__ links, const float *__restrict__ inflow, uint32_t c,
 		   unsigned *out)
 {
@@ -341,7 +340,7 @@ pull_eager(int W, int H, const double *__restrict__ weight, const double *acc,
 				g1 = __ldg((const float4 *) inflow + 2 * (size_t) c + 1);
 	const float g[8] = {g0.x, g0.y, g0.z, g0.w, g1.x, g1.y, g1.z, g1.w};
 	double		a[8];
-	double		sum = weight[c];
+	double		sum = weight.at(c);
 
 #pragma unroll
 	for (int k = 0; k < 8; k++)
@@ -370,7 +369,7 @@ pull_eager(int W, int H, const double *__restrict__ weight, const double *acc,
  * (lanes holding a slot take hand-overs, spares).
  */
 __global__ void __launch_bounds__(256)
-tgk_async_pull(tg_route_view r, const double *__restrict__ weight, double *acc,
+tgk_async_pull(tg_route_view r, cell_weights weight, double *acc,
 			   const uint16_t *__restrict__ links, const float *__restrict__ inflow, uint32_t *indeg,
 			   uint32_t *queue, uint32_t capacity, uint32_t requeues, uint32_t *state, uint32_t valid)
 {
@@ -410,7 +409,7 @@ tgk_async_pull(tg_route_view r, const double *__restrict__ weight, double *acc,
 					const unsigned l = links[c];
 
 					out = l >> 8;
-					acc[c] = tg_route_pull_from(&r, weight, acc, c, l & 0xffu, nullptr);
+					acc[c] = tg_route_pull_own(&r, weight.at(c), acc, c, l & 0xffu, nullptr);
 				}
 				finished++;
 				if (out)
@@ -585,7 +584,7 @@ tgk_async_pull(tg_route_view r, const double *__restrict__ weight, double *acc,
 
 /* Accumulate levels [l0, l1) of a recorded order, a grid barrier between levels. */
 __global__ void __launch_bounds__(LEVELS_GRID_THREADS)
-tgk_replay_coop(tg_route_view r, const double *__restrict__ weight, double *acc,
+tgk_replay_coop(tg_route_view r, cell_weights weight, double *acc,
 				const uint16_t *__restrict__ links, const float *__restrict__ inflow,
 				const uint32_t *__restrict__ order, const uint32_t *__restrict__ level_start,
 				uint32_t l0, uint32_t l1)
@@ -598,7 +597,7 @@ tgk_replay_coop(tg_route_view r, const double *__restrict__ weight, double *acc,
 		{
 			const uint32_t c = order[j];
 
-			acc[c] = tg_route_pull_from(&r, weight, acc, c, links[c] & 0xffu, inflow);
+			acc[c] = tg_route_pull_own(&r, weight.at(c), acc, c, links[c] & 0xffu, inflow);
 		}
 		grid.sync();
 	}
@@ -606,7 +605,7 @@ tgk_replay_coop(tg_route_view r, const double *__restrict__ weight, double *acc,
 
 /* The same for narrow levels, in one block. */
 __global__ void __launch_bounds__(LEVELS_BLOCK_THREADS)
-tgk_replay_block(tg_route_view r, const double *__restrict__ weight, double *acc,
+tgk_replay_block(tg_route_view r, cell_weights weight, double *acc,
 				 const uint16_t *__restrict__ links, const float *__restrict__ inflow,
 				 const uint32_t *__restrict__ order, const uint32_t *__restrict__ level_start,
 				 uint32_t l0, uint32_t l1)
@@ -617,20 +616,20 @@ tgk_replay_block(tg_route_view r, const double *__restrict__ weight, double *acc
 		{
 			const uint32_t c = order[j];
 
-			acc[c] = tg_route_pull_from(&r, weight, acc, c, links[c] & 0xffu, inflow);
+			acc[c] = tg_route_pull_own(&r, weight.at(c), acc, c, links[c] & 0xffu, inflow);
 		}
 		__syncthreads();
 	}
 }
 
 __global__ void
-tgk_transfer_init(const uint8_t *__restrict__ kind, const double *__restrict__ weight, size_t n,
+tgk_transfer_init(const uint8_t *__restrict__ kind, cell_weights weight, size_t n,
 				  double *__restrict__ acc, double *__restrict__ flow)
 {
 	TG_GRID_STRIDE(i, n)
 	{
-		acc[i] = kind[i] == KIND_NODATA ? NAN : weight[i];
-		flow[i] = kind[i] == KIND_NODATA ? 0.0 : weight[i];
+		acc[i] = kind[i] == KIND_NODATA ? NAN : weight.at(i);
+		flow[i] = kind[i] == KIND_NODATA ? 0.0 : weight.at(i);
 	}
 }
 
@@ -679,7 +678,7 @@ tgk_transfer_sweep(tg_route_view r, const uint8_t *__restrict__ kind,
 /* One dependency-transfer sweep: done[c] = sweep in which c completed, -1 if not yet. */
 __global__ void
 tgk_dependency_sweep(tg_route_view r, const uint8_t *__restrict__ kind,
-					 const double *__restrict__ weight, double *acc, int32_t *done, int32_t sweep,
+					 cell_weights weight, double *acc, int32_t *done, int32_t sweep,
 					 unsigned *pending)
 {
 	const int	W = r.width,
@@ -710,7 +709,7 @@ tgk_dependency_sweep(tg_route_view r, const uint8_t *__restrict__ kind,
 		}
 		if (ready)
 		{
-			acc[i] = tg_route_pull(&r, weight, acc, i);
+			acc[i] = tg_route_pull_own(&r, weight.at(i), acc, i, tg_route_donors(&r, i), nullptr);
 			done[i] = sweep;
 		}
 		else
@@ -785,7 +784,7 @@ frontier_rounds(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind, 
 
 /* Indegree on a multiple-flow routing: one launch of tgk_async_pull's persistent grid. */
 tg_status
-async_pull(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind, const double *weight,
+async_pull(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind, cell_weights weight,
 		   double *acc, float *inflow, uint16_t *links, uint32_t *indeg, int *launches, tg_error *err)
 {
 	const size_t n = (size_t) r.width * r.height;
@@ -836,7 +835,7 @@ async_pull(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind, const
 }
 
 tg_status
-replay_levels(const tg_ctx *ctx, const tg_route_view &r, const double *weight, double *acc,
+replay_levels(const tg_ctx *ctx, const tg_route_view &r, cell_weights weight, double *acc,
 			  const uint16_t *links, const float *inflow, const uint32_t *order, uint32_t *d_level_start,
 			  const hbuf<uint32_t> &level_start, tg_error *err)
 {
@@ -877,7 +876,7 @@ replay_levels(const tg_ctx *ctx, const tg_route_view &r, const double *weight, d
 
 tg_status
 flow_transfer(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind,
-			  const double *weight, double *acc, int *sweeps, tg_error *err)
+			  cell_weights weight, double *acc, int *sweeps, tg_error *err)
 {
 	const size_t n = (size_t) r.width * r.height;
 	dbuf<double> a,
@@ -915,7 +914,7 @@ flow_transfer(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind,
 
 tg_status
 dependency_transfer(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind,
-					const double *weight, double *acc, int *sweeps, tg_error *err)
+					cell_weights weight, double *acc, int *sweeps, tg_error *err)
 {
 	const size_t n = (size_t) r.width * r.height;
 	dbuf<int32_t> done;
@@ -952,7 +951,7 @@ dependency_transfer(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *ki
 
 /* Indegree on a D8 routing: one launch of chains from the sources. */
 tg_status
-d8_chains(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind, const double *weight,
+d8_chains(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind, cell_weights weight,
 		  double *acc, uint16_t *links, uint32_t *indeg, uint32_t *order, int *launches,
 		  tg_error *err)
 {
@@ -979,7 +978,7 @@ d8_chains(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind, const 
 template <typename V>
 tg_status
 accumulate(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_params *p,
-		   const double *weight, tg_accum_method method, double *acc, int *rounds,
+		   cell_weights weight, tg_accum_method method, bool gather, double *acc, int *rounds,
 		   const char **used, tg_error *err)
 {
 	const tg_route_view r = route.view(p->threshold);
@@ -1008,7 +1007,7 @@ accumulate(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_params
 	if (method == TG_ACC_TOPOLOGICAL || p->routing == TG_ROUTE_D8)
 		TG_CUDA_CHECK(order.alloc(n), "allocating the order");
 	TG_CUDA_CHECK(links.alloc(n), "allocating donor masks");
-	if (gathers_inflow(p->routing))
+	if (gather && shares_gatherable(p->routing))
 		TG_CUDA_CHECK(inflow.alloc(8 * n), "allocating gathered shares");
 	if (method == TG_ACC_TOPOLOGICAL)
 	{
@@ -1037,20 +1036,29 @@ accumulate(const tg_ctx *ctx, const device_route<V> &route, const tg_flow_params
 }
 
 size_t
-accumulation_bytes_per_cell(tg_accum_method method, tg_routing routing)
+accumulation_bytes_per_cell(tg_accum_method method, tg_routing routing, bool weight_plane, bool gather)
 {
-	/* weights and acc, plus the method's own buffers */
-	const size_t indegree = 10 + (gathers_inflow(routing) ? 32 : 0);	/* count, queue, masks, shares */
+	/* count, queue, masks, the gathered shares */
+	const size_t indegree = 10 + (gather && shares_gatherable(routing) ? 32 : 0);
 	size_t		own = method == TG_ACC_FLOW_TRANSFER ? 16 : method == TG_ACC_DEPENDENCY_TRANSFER ? 4 :
 		method == TG_ACC_TOPOLOGICAL ? indegree + 4 :
 		method == TG_ACC_TILED ? tiled_bytes_per_cell() : indegree;
 
-	return 16 + own;
+	return sizeof(double) + (weight_plane ? sizeof(double) : 0) + own;
+}
+
+bool
+device_fits(const tg_ctx *ctx, size_t need)
+{
+	size_t		budget = 0;
+	tg_error	ignored = {};
+
+	return tg_cuda_memory_budget(ctx, &budget, &ignored) == TG_OK && need <= budget;
 }
 
 template tg_status accumulate<float>(const tg_ctx *, const device_route<float> &,
-									 const tg_flow_params *, const double *, tg_accum_method,
+									 const tg_flow_params *, cell_weights, tg_accum_method, bool,
 									 double *, int *, const char **, tg_error *);
 template tg_status accumulate<double>(const tg_ctx *, const device_route<double> &,
-									  const tg_flow_params *, const double *, tg_accum_method,
+									  const tg_flow_params *, cell_weights, tg_accum_method, bool,
 									  double *, int *, const char **, tg_error *);

@@ -195,7 +195,7 @@ warp_sum_by_key(unsigned key, double v, bool *first)
  * outlet inside the tile).  Interior cells' slots are never read.
  */
 __global__ void __launch_bounds__(THREADS)
-tgk_tile_exits(const uint8_t *__restrict__ d8, const double *__restrict__ weight, int W, int H,
+tgk_tile_exits(const uint8_t *__restrict__ d8, cell_weights weight, int W, int H,
 			   int64_t *__restrict__ exits, double *__restrict__ total, uint32_t *__restrict__ nexits,
 			   int32_t *__restrict__ exit_slot)
 {
@@ -256,7 +256,7 @@ tgk_tile_exits(const uint8_t *__restrict__ d8, const double *__restrict__ weight
 		if (inside && local_receiver(s, lx, ly, tw, th) == -1)
 			s.pending[c] = atomicAdd(&s.count[0], 1u);
 		v = warp_sum_by_key(leaves ? (unsigned) t : 0xffffffffu,
-							leaves ? weight[(size_t) (y0 + ly) * W + x0 + lx] : 0.0, &first);
+							leaves ? weight.at((size_t) (y0 + ly) * W + x0 + lx) : 0.0, &first);
 		if (leaves && first)
 			atomicAdd(&s.acc[t], v);
 	}
@@ -344,7 +344,7 @@ struct forest_step
  */
 __global__ void __launch_bounds__(THREADS)
 tgk_tile_accumulate(const uint8_t *__restrict__ d8, const uint8_t *__restrict__ kind,
-					const double *__restrict__ weight, int W, int H,
+					cell_weights weight, int W, int H,
 					const int32_t *__restrict__ exit_slot, const double *__restrict__ total,
 					double *__restrict__ acc)
 {
@@ -366,7 +366,7 @@ tgk_tile_accumulate(const uint8_t *__restrict__ d8, const uint8_t *__restrict__ 
 
 		if (lx < tw && ly < th)
 		{
-			v = weight[(size_t) (y0 + ly) * W + x0 + lx];
+			v = weight.at((size_t) (y0 + ly) * W + x0 + lx);
 			if (on_tile_boundary(lx, ly, tw, th))
 				for (int k = 0; k < 8; k++)
 				{
@@ -426,7 +426,7 @@ struct arena
 
 tg_status
 accumulate_d8_tiled(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind,
-					const double *weight, double *acc, int *rounds, tg_error *err)
+					cell_weights weight, double *acc, int *rounds, tg_error *err)
 {
 	const int	W = r.width,
 				H = r.height;

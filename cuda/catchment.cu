@@ -145,8 +145,7 @@ rusle_impl(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
 				H = dem->height;
 	const size_t n = (size_t) W * H;
 	device_route<V> route;
-	dbuf<double> d_weight,
-				d_acc,
+	dbuf<double> d_acc,
 				d_rows;
 	dbuf<float> d_ls,
 				d_soil;
@@ -166,9 +165,9 @@ rusle_impl(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
 
 	for (int f = 0; f < 4; f++)
 		factor_bytes += factors[f].values ? sizeof(double) : 0;
-	st = tg_cuda_check_budget(ctx, n * (route_bytes_per_cell(dem, &p->flow, sizeof(V)) +
-								accumulation_bytes_per_cell(p->method, p->flow.routing) + factor_bytes +
-								(ls ? 4 : 0) + (soil ? 4 : 0)), "RUSLE", err);
+	st = tg_cuda_check_budget(ctx, n * (route_bytes_per_cell(&p->flow, sizeof(V)) +
+								accumulation_bytes_per_cell(p->method, p->flow.routing, false, true) +
+								factor_bytes + (ls ? 4 : 0) + (soil ? 4 : 0)), "RUSLE", err);
 	if (st != TG_OK)
 		return st;
 	if (!rows.alloc((size_t) H * 3))
@@ -201,11 +200,9 @@ rusle_impl(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
 	if (st != TG_OK)
 		return st;
 	TG_CUDA_CHECK(cudaEventRecord(routed.stop), "recording an event");
-	TG_CUDA_CHECK(d_weight.alloc(n), "allocating weights");
 	TG_CUDA_CHECK(d_acc.alloc(n), "allocating the accumulation");
-	tgk_fill<double><<<grid_for(n), 256>>>(d_weight.p, n, 1.0);
-	TG_CUDA_CHECK(cudaGetLastError(), "setting weights");
-	st = accumulate<V>(ctx, route, &p->flow, d_weight.p, p->method, d_acc.p, &rounds, &used, err);
+	/* the upslope area in cells: every cell weighs 1 */
+	st = accumulate<V>(ctx, route, &p->flow, cell_weights(), p->method, true, d_acc.p, &rounds, &used, err);
 	if (st != TG_OK)
 		return st;
 	if (ls)
@@ -353,7 +350,7 @@ travel_impl(const tg_ctx *ctx, const tg_band *dem, const tg_travel_params *p,
 	if (n >= NO_CELL)
 		return tg_error_set(err, TG_ELIMIT, "travel times on the GPU take at most %u cells, got %zu",
 							NO_CELL - 1, n);
-	st = tg_cuda_check_budget(ctx, n * (route_bytes_per_cell(dem, &p->flow, sizeof(V)) + 24 +
+	st = tg_cuda_check_budget(ctx, n * (route_bytes_per_cell(&p->flow, sizeof(V)) + 24 +
 								(roughness->values ? 8 : 0) + (velocity->values ? 8 : 0) +
 								(time ? 4 : 0) + (watershed ? 1 : 0)), "travel time", err);
 	if (st != TG_OK)

@@ -7,6 +7,7 @@
  */
 #include "route.cuh"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace
@@ -120,15 +121,6 @@ fetch_products(const tg_ctx *ctx, const tg_band *dem, const tg_flow_products *as
 	return TG_OK;
 }
 
-/* Every cell of row y weighs row_weight[y]. */
-__global__ void
-tgk_spread_row_weights(const double *__restrict__ row_weight, int width, size_t n,
-					   double *__restrict__ weight)
-{
-	TG_GRID_STRIDE(i, n)
-		weight[i] = row_weight[i / (size_t) width];
-}
-
 /* Each cell of row y divided by divisor[y] (IEEE division: the host's tg_to_sca bit for bit). */
 __global__ void
 tgk_divide_rows(const double *__restrict__ divisor, int width, size_t n, double *__restrict__ acc)
@@ -144,7 +136,10 @@ accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
 				  tg_accum_method method, const tg_flow_products *products, tg_error *err)
 {
 	const size_t n = (size_t) dem->width * dem->height;
+	const size_t products_bytes = (tg_flow_wants(products, 0) ? sizeof(double) : 0) +
+		(tg_flow_wants(products, 1) ? sizeof(uint16_t) : 0);
 	device_route<V> route;
+	cell_weights w;
 	dbuf<double> d_weight,
 				d_row_weight,
 				d_row_divisor,
@@ -161,11 +156,16 @@ accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
 	const char *used = "";
 	tg_status	st;
 
-	st = tg_cuda_check_budget(ctx, n * (route_bytes_per_cell(dem, p, sizeof(V)) +
-								accumulation_bytes_per_cell(method, p->routing) +
-								(tg_flow_wants(products, 0) ? sizeof(double) : 0) +
-								(tg_flow_wants(products, 1) ? sizeof(uint16_t) : 0)),
-					  "flow accumulation", err);
+	/* the peak: the routing's build, its accumulation, or the products beside the result */
+	auto peak = [&](bool gather) {
+		return n * (route_kept_bytes_per_cell(p, sizeof(V)) +
+					std::max({ROUTE_SCRATCH_BYTES_PER_CELL,
+							  accumulation_bytes_per_cell(method, p->routing, weight != nullptr, gather),
+							  sizeof(double) * (weight ? 2 : 1) + products_bytes}));
+	};
+	const bool	gather = device_fits(ctx, peak(true));
+
+	st = tg_cuda_check_budget(ctx, peak(gather), "flow accumulation", err);
 	if (st != TG_OK)
 		return st;
 	TG_CUDA_CHECK(prep.init(), "creating timing events");
@@ -177,20 +177,23 @@ accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
 	if (st != TG_OK)
 		return st;
 	TG_CUDA_CHECK(cudaEventRecord(prep.stop), "recording an event");
-	TG_CUDA_CHECK(d_weight.alloc(n), "allocating weights");
 	TG_CUDA_CHECK(d_acc.alloc(n), "allocating the accumulation");
 	TG_CUDA_CHECK(cudaEventRecord(up.start), "recording an event");
+	w.width = dem->width;
 	if (weight)
+	{
+		TG_CUDA_CHECK(d_weight.alloc(n), "allocating weights");
 		TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, d_weight.p, weight, n * sizeof(double)),
 					  "copying weights to the GPU");
+		w.cell = d_weight.p;
+	}
 	else
 	{
 		TG_CUDA_CHECK(d_row_weight.alloc(dem->height), "allocating row weights");
 		TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, d_row_weight.p, row_weight,
 											 (size_t) dem->height * sizeof(double)),
 					  "copying row weights to the GPU");
-		tgk_spread_row_weights<<<grid_for(n), 256>>>(d_row_weight.p, dem->width, n, d_weight.p);
-		TG_CUDA_CHECK(cudaGetLastError(), "spreading row weights");
+		w.row = d_row_weight.p;
 	}
 	if (row_divisor)
 	{
@@ -202,7 +205,7 @@ accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
 	TG_CUDA_CHECK(cudaEventRecord(up.stop), "recording an event");
 
 	TG_CUDA_CHECK(cudaEventRecord(compute.start), "recording an event");
-	st = accumulate<V>(ctx, route, p, d_weight.p, method, d_acc.p, &rounds, &used, err);
+	st = accumulate<V>(ctx, route, p, w, method, gather, d_acc.p, &rounds, &used, err);
 	if (st != TG_OK)
 		return st;
 	/* the receivers first: fdd8's read the accumulation in cells */
@@ -265,8 +268,7 @@ direction_impl(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, u
 	device_route<V> route;
 	dbuf<uint8_t> d_codes;
 	dbuf<float> d_frac;
-	dbuf<double> d_weight,
-				d_acc;
+	dbuf<double> d_acc;
 	event_timer compute,
 				down;
 	double		transfer_ms = 0;
@@ -274,8 +276,9 @@ direction_impl(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, u
 				acc_rounds = 0;
 	tg_status	st;
 
-	st = tg_cuda_check_budget(ctx, n * (route_bytes_per_cell(dem, p, sizeof(V)) + (d8 ? 1 : 32) +
-								(fdd8 ? accumulation_bytes_per_cell(TG_ACC_INDEGREE, TG_ROUTE_FDD8) : 0)),
+	st = tg_cuda_check_budget(ctx, n * (route_bytes_per_cell(p, sizeof(V)) + (d8 ? 1 : 32) +
+								(fdd8 ? accumulation_bytes_per_cell(TG_ACC_INDEGREE, TG_ROUTE_FDD8, false, false)
+								 : 0)),
 					  "flow direction", err);
 	if (st != TG_OK)
 		return st;
@@ -290,12 +293,9 @@ direction_impl(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, u
 		/* fdd8 turns D8 where the accumulation (in cells) reaches the threshold */
 		const char *used;
 
-		TG_CUDA_CHECK(d_weight.alloc(n), "allocating weights");
 		TG_CUDA_CHECK(d_acc.alloc(n), "allocating the accumulation");
-		tgk_fill<double><<<grid_for(n), 256>>>(d_weight.p, n, 1.0);
-		TG_CUDA_CHECK(cudaGetLastError(), "setting weights");
-
-		st = accumulate<V>(ctx, route, p, d_weight.p, TG_ACC_INDEGREE, d_acc.p, &acc_rounds, &used, err);
+		st = accumulate<V>(ctx, route, p, cell_weights(), TG_ACC_INDEGREE, false, d_acc.p, &acc_rounds, &used,
+						   err);
 		if (st != TG_OK)
 			return st;
 	}
@@ -357,8 +357,8 @@ part_d8_impl(const tg_ctx *ctx, const double *z, int W, int rows, int own0, int 
 
 	if (p->routing != TG_ROUTE_D8 || p->fill || own0 < 0 || own0 + own_rows > rows)
 		return tg_error_set(err, TG_EINVAL, "a part's D8 link on the GPU takes a D8 routing of a filled surface");
-	st = tg_cuda_check_budget(ctx, n * route_bytes_per_cell(&band, p, sizeof(double)) +
-							  own * accumulation_bytes_per_cell(TG_ACC_INDEGREE, TG_ROUTE_D8) +
+	st = tg_cuda_check_budget(ctx, n * route_bytes_per_cell(p, sizeof(double)) +
+							  own * accumulation_bytes_per_cell(TG_ACC_INDEGREE, TG_ROUTE_D8, true, false) +
 							  given->count * (sizeof(size_t) + sizeof(int32_t)),
 							  "a part's flow accumulation", err);
 	if (st != TG_OK)
@@ -380,7 +380,8 @@ part_d8_impl(const tg_ctx *ctx, const double *z, int W, int rows, int own0, int 
 	v = route.view(p->threshold);
 	v.height = own_rows;
 	v.d8 = route.d8.p + off;
-	st = d8_chains(ctx, v, route.kind.p + off, d_weight.p, d_acc.p, links.p, indeg.p, order.p, &launches, err);
+	st = d8_chains(ctx, v, route.kind.p + off, cell_weights{d_weight.p, nullptr, W}, d_acc.p, links.p, indeg.p,
+				   order.p, &launches, err);
 	if (st != TG_OK)
 		return st;
 	TG_CUDA_CHECK(cudaEventRecord(compute.stop), "recording an event");

@@ -398,12 +398,18 @@ drain_flats(const tg_ctx *ctx, device_route<V> &r, double flat_exponent, const t
 }								/* namespace */
 
 size_t
-route_bytes_per_cell(const tg_band *dem, const tg_flow_params *p, size_t value_size)
+route_kept_bytes_per_cell(const tg_flow_params *p, size_t value_size)
 {
-	/* raw band, surface + fill copy, kinds, receivers, flat flags, shares,
-	 * and the flat-resolution scratch (distances, label, height, mask) */
-	return (size_t) tg_pixtype_size(dem->pixtype) + 2 * value_size + 3 +
-		(p->routing == TG_ROUTE_D8 ? 0 : 8 * sizeof(float)) + 20;
+	/* surface, kinds, receivers, flat flags, shares */
+	return value_size + 3 + (p->routing == TG_ROUTE_D8 ? 0 : 8 * sizeof(float));
+}
+
+size_t
+route_bytes_per_cell(const tg_flow_params *p, size_t value_size)
+{
+	/* the raw band (at most 8) while it is decoded, the fill's copy (value_size) */
+	static_assert(ROUTE_SCRATCH_BYTES_PER_CELL >= 8, "the flats' scratch bounds the other phases'");
+	return route_kept_bytes_per_cell(p, value_size) + ROUTE_SCRATCH_BYTES_PER_CELL;
 }
 
 template <typename V>

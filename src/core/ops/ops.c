@@ -46,12 +46,16 @@ static const op_traits traits[] = {
 	/* host: DEM 8 + the product (4 or 8) */
 	[TG_OP_SLOPE] = {1, {16, 12, 0, 20}, TG_SEAMS_WINDOW},
 	[TG_OP_FILL] = {1, {40, 16, 0, 32}, TG_SEAMS_FILL},
-	/* host: DEM 8 + shares, 8 planes of 32BF; device: the routing (47) and the shares */
-	[TG_OP_DIRECTIONS] = {1, {96, 40, 0, 80}, TG_SEAMS_ROUTE},
-	/* host: DEM 8, the accumulation streamed (8); device: the routing (47) and the indegree scratch (26) */
-	[TG_OP_ACCUMULATION] = {1, {96, 8, 8, 73}, TG_SEAMS_FLOW},
-	/* host: DEM 8, surface 8 + receivers 2 + accumulation 8 streamed; device: 73 + 10 */
-	[TG_OP_HYDROLOGY] = {3, {112, 8, 18, 83}, TG_SEAMS_FLOW},
+	/*
+	 * Device: the routing keeps 11 (surface 8, kinds, receivers, flat flags)
+	 * beside the larger of its flats' scratch (20) and what follows.
+	 */
+	/* host: DEM 8 + shares, 8 planes of 32BF; device: the routing (31) and the codes */
+	[TG_OP_DIRECTIONS] = {1, {96, 40, 0, 32}, TG_SEAMS_ROUTE},
+	/* host: DEM 8, the accumulation streamed (8); device: 11 + the scratch (20; the indegree's is 18) */
+	[TG_OP_ACCUMULATION] = {1, {96, 8, 8, 31}, TG_SEAMS_FLOW},
+	/* host: DEM 8, surface 8 + receivers 2 + accumulation 8 streamed; device: 11 + 20 (the products 18) */
+	[TG_OP_HYDROLOGY] = {3, {112, 8, 18, 31}, TG_SEAMS_FLOW},
 	[TG_OP_LS_FACTOR] = {1, CPU_ONLY(160), TG_SEAMS_NONE},
 	[TG_OP_RUSLE] = {1, CPU_ONLY(160), TG_SEAMS_NONE},
 	[TG_OP_TRAVEL_TIME] = {1, CPU_ONLY(96), TG_SEAMS_NONE},
@@ -99,7 +103,12 @@ tg_op_memory_of(const tg_op *op)
 	/* tg_terrain: the DEM, then a plane per product */
 	if (op->kind == TG_OP_TERRAIN)
 		m.cpu += 8 * (size_t) op->terrain.nproducts;
-	/* beyond D8, the device holds 8 shares a cell in the routing and 8 more in the accumulation */
+	/*
+	 * Beyond D8, the device holds 8 shares a cell in the routing, and as
+	 * many gathered per receiving cell in the accumulation (or exported as
+	 * directions) where it has room for them (else the pulls read the
+	 * routing's: the same sums, slower).
+	 */
 	if (op->kind == TG_OP_HYDROLOGY || op->kind == TG_OP_ACCUMULATION || op->kind == TG_OP_DIRECTIONS)
 		m.gpu_device += op->flow.routing != TG_ROUTE_D8 ? 64 : 0;
 	/* a weight raster: its band (8 at most) and the weights as doubles */

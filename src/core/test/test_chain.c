@@ -212,6 +212,65 @@ test_cuda_hydro(void)
 }
 
 /*
+ * A device without room for the gathered shares (32 bytes a cell beside the
+ * routing's): the multiple-flow accumulation reads the routing's shares
+ * instead, and gives the same bits on the GPU.  The caps bracket the peak
+ * without them (63 bytes a cell here: a 64-bit surface) from the one with
+ * them (93): at 78 the call runs on the GPU, at 60 it is refused.
+ */
+static void
+test_cuda_shares_not_gathered(void)
+{
+	const int	W = 640,
+				H = 480;
+	const size_t n = (size_t) W * H;
+	static const tg_routing routings[] = {TG_ROUTE_MFD_MD, TG_ROUTE_FD8};
+	static const tg_accum_method methods[] = {TG_ACC_INDEGREE, TG_ACC_TOPOLOGICAL};
+	tg_device_info info;
+	double	   *z,
+			   *gathered = malloc(sizeof(double) * n),
+			   *read = malloc(sizeof(double) * n);
+	tg_band		b;
+
+	tg_device_query(0, &info);
+	if (!info.available)
+	{
+		printf("skipped: CUDA accumulation without gathered shares (no GPU)\n");
+		free(gathered);
+		free(read);
+		return;
+	}
+	z = random_terrain(W, H, 41, 0.02);
+	b = band_f64(z, W, H);
+	for (int r = 0; r < 2; r++)
+		for (int m = 0; m < 2; m++)
+		{
+			tg_flow_params p = flow_params(routings[r], W, H, 1, true);
+			tg_run_stats stats;
+			tg_ctx		ctx = cpu_ctx(&stats);
+			tg_error	err;
+
+			ctx.backend = TG_BACKEND_GPU;
+			tg_error_clear(&err);
+			check(tg_flow_accumulation(&ctx, &b, NULL, &p, methods[m], TG_UNITS_CELLS, gathered, &err) == TG_OK,
+				  "cuda routing %d method %d, room for every buffer: %s", r, m, err.message);
+			ctx.device_memory_limit = 78 * n;
+			memset(read, 0x77, sizeof(double) * n);
+			check(tg_flow_accumulation(&ctx, &b, NULL, &p, methods[m], TG_UNITS_CELLS, read, &err) == TG_OK &&
+				  stats.backend == TG_BACKEND_GPU && memcmp(gathered, read, sizeof(double) * n) == 0,
+				  "cuda routing %d method %d in 78 bytes a cell: on the GPU, the same bits (%s)", r, m,
+				  err.message);
+			ctx.device_memory_limit = 60 * n;
+			tg_error_clear(&err);
+			check(tg_flow_accumulation(&ctx, &b, NULL, &p, methods[m], TG_UNITS_CELLS, read, &err) == TG_ENOMEM &&
+				  err.on_device, "cuda routing %d method %d in 60 bytes a cell: refused (%s)", r, m, err.message);
+		}
+	free(z);
+	free(gathered);
+	free(read);
+}
+
+/*
  * Flats labelled on the GPU by union-find: a sea at 0 strewn with islands
  * fills into one flat of intricate shape (holes everywhere).  The GPU must
  * equal the CPU, and eight runs each other.  (A race in the labelling once
@@ -605,6 +664,7 @@ test_hydro_chain(void)
 {
 	test_route_cache();
 	test_cuda_hydro();
+	test_cuda_shares_not_gathered();
 	test_cuda_flat_labels();
 	test_chain();
 }
