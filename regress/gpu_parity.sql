@@ -93,6 +93,22 @@ SELECT (SELECT ST_DumpValues(ST_Union(rast)) FROM tg_flow_accumulation(coverage 
      = (SELECT ST_DumpValues(tg_flow_accumulation(rast, backend => 'gpu')) FROM dems WHERE w = 700 AND pt = '16BSI')
        AS coverage_equals_value_form;
 
+-- beyond terra_gpu.max_memory_mb, D8 with backend gpu runs in strips of rows, each
+-- strip routed and accumulated on the GPU: every tile equals the CPU's one grid
+CREATE TEMP TABLE cov_rows AS SELECT (row_number() OVER ())::int AS rid, t AS rast
+FROM dems, ST_Tile(rast, 100, 40) AS t WHERE w = 700 AND pt = '16BSI';
+SET terra_gpu.max_memory_mb = 3;
+SET client_min_messages = warning;
+CREATE TEMP TABLE gpu_strips AS SELECT * FROM tg_hydrology(coverage => 'cov_rows', backend => 'gpu');
+RESET client_min_messages;
+SELECT function, backend, method, note FROM tg_last_run();
+RESET terra_gpu.max_memory_mb;
+SELECT count(*) AS tiles,
+       count(*) FILTER (WHERE ST_AsBinary(g.filled) = ST_AsBinary(c.filled)
+                        AND ST_AsBinary(g.direction) = ST_AsBinary(c.direction)
+                        AND ST_AsBinary(g.accumulation) = ST_AsBinary(c.accumulation)) AS identical
+FROM gpu_strips g JOIN tg_hydrology(coverage => 'cov_rows', backend => 'cpu') c USING (rid);
+
 -- a device memory cap cuts the work into strips: same result
 SET terra_gpu.max_device_memory_mb = 1;
 CREATE TEMP TABLE strips AS

@@ -147,6 +147,14 @@ tg_run_step(const tg_ctx *ctx, int64_t cells, tg_step_fn cpu, tg_step_fn gpu, co
 	return st == TG_OK ? run_on(ctx, ctx, &use, cpu, gpu, args, false, err) : st;
 }
 
+tg_status
+tg_backend_ready(const tg_ctx *ctx, tg_error *err)
+{
+	tg_backend	use;
+
+	return ctx->backend == TG_BACKEND_GPU ? choose_backend(ctx, 0, &use, err) : TG_OK;
+}
+
 bool
 tg_gpu_chosen(const tg_ctx *ctx, int64_t cells)
 {

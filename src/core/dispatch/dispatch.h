@@ -171,13 +171,21 @@ tg_status	tg_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_view
  * One step of a call on the backend the dispatcher's policy chooses for
  * `cells`: gpu where it chooses the GPU, cpu otherwise and where, under
  * auto, the device runs out of memory.  For the passes of a call already
- * open (no statistics reset, no phases of its own): drainage's passes and a
- * part's D8 link call the CUDA backend through it.
+ * open (no statistics reset, no phases of its own): drainage's passes, a
+ * strip's and a part's D8 routing and accumulation call the CUDA backend
+ * through it.
  */
 typedef tg_status (*tg_step_fn) (const tg_ctx *ctx, const void *args, tg_error *err);
 
 tg_status	tg_run_step(const tg_ctx *ctx, int64_t cells, tg_step_fn cpu, tg_step_fn gpu, const void *args,
 						tg_error *err);
+
+/*
+ * Whether the steps of a call can run: with backend gpu, a usable device
+ * (else TG_ENODEVICE, as the first step would fail), checked before a call
+ * made of many steps reads anything.
+ */
+tg_status	tg_backend_ready(const tg_ctx *ctx, tg_error *err);
 
 /*
  * Whether the policy sends a call of `cells` to the GPU (backend gpu: always;
@@ -192,7 +200,7 @@ bool		tg_gpu_chosen(const tg_ctx *ctx, int64_t cells);
  * and report through tg_error; they are called from the calling thread of a
  * core call only, and only through the dispatcher: by dispatch.c's entry
  * points above, and by the gpu steps handed to tg_run_step (drainage's
- * passes, a part's D8 link).  Each takes the same arguments as its CPU
+ * passes, a strip's and a part's D8 routing and accumulation).  Each takes the same arguments as its CPU
  * counterpart (tg_cpu_* in the domain folders).
  * ------------------------------------------------------------------------ */
 
@@ -287,7 +295,8 @@ tg_status	tg_cuda_bmmq_build(const tg_ctx *ctx, const tg_band *tiles, int ntiles
 							   tg_error *err);
 
 /*
- * A part's routing and D8 accumulation (scale/parts/'s link) on the device: z
+ * A part's routing and D8 accumulation (scale/parts/'s link; a strip's in
+ * scale/strips/) on the device: z
  * the routing surface of `rows` rows (NaN: nodata), the part's own being
  * own_rows of them from own0, routed with `given` as tg_cpu_route_surface
  * routes them (p's geometry that of the rows); out, for the own rows, their

@@ -159,8 +159,10 @@ tg_op_in_strips(const tg_op *op, const tg_ctx *ctx, const char **why_not)
 	const tg_op_seams seams = tg_op_seams_of(op->kind);
 
 	*why_not = NULL;
-	if (ctx->backend == TG_BACKEND_GPU)
-		*why_not = "backend auto or cpu";
+	/* with backend gpu, only what has a GPU step in strips: each strip's D8 routing and accumulation */
+	if (ctx->backend == TG_BACKEND_GPU && !(seams == TG_SEAMS_FLOW && op->flow.routing == TG_ROUTE_D8))
+		*why_not = "backend auto or cpu (with backend gpu, only tg_flow_accumulation and tg_hydrology with "
+			"routing d8 do: each strip routed and accumulated on the GPU)";
 	else if (seams == TG_SEAMS_FILL && !fills_in_pieces(op))
 		*why_not = "method priority-flood with epsilon 0";
 	else if (seams >= TG_SEAMS_ROUTE && op->flow.routing == TG_ROUTE_FDD8)

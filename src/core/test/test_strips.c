@@ -151,13 +151,14 @@ memory_spill_read(void *arg, size_t offset, void *data, size_t bytes, tg_error *
 
 /*
  * Directions and accumulation in strips (route_strips.c) of surface `surf`
- * (NaN = nodata), with the strip sizes `rows`, on `threads` threads.  d8:
- * ESRI codes, frac: 8 planes of the whole grid, acc: the accumulation.
+ * (NaN = nodata), with the strip sizes `rows`, on `threads` threads, each
+ * strip's D8 routing and accumulation on `backend`.  d8: ESRI codes, frac: 8
+ * planes of the whole grid, acc: the accumulation.
  */
 static bool
 route_in_strips(const double *surf, const tg_flow_params *p, tg_accum_units units,
-			   const double *weight, const int *rows, int nb, int threads, uint8_t *d8, float *frac,
-			   double *acc, size_t *flat_cells)
+			   const double *weight, const int *rows, int nb, int threads, tg_backend backend, uint8_t *d8,
+			   float *frac, double *acc, size_t *flat_cells)
 {
 	const int	W = p->geom.width,
 				H = p->geom.height;
@@ -170,6 +171,7 @@ route_in_strips(const double *surf, const tg_flow_params *p, tg_accum_units unit
 	bool		ok;
 
 	ctx.threads = threads;
+	ctx.backend = backend;
 	tg_error_clear(&err);
 	ok = tg_route_strips_begin(&ctx, p, units, &rb, &err) == TG_OK;
 	for (int pass = 0; pass < 4 && ok; pass++)
@@ -309,8 +311,8 @@ test_route_strips(void)
 								frac_diff = 0;
 					double		acc_diff = 0;
 
-					if (!route_in_strips(surf, &p, units, weighted ? weight : NULL, rows, nb, 1, d8, frac, acc,
-										&flats))
+					if (!route_in_strips(surf, &p, units, weighted ? weight : NULL, rows, nb, 1, TG_BACKEND_CPU,
+										 d8, frac, acc, &flats))
 					{
 						check(false, "routing in strips %dx%d in %d strips ran", W, H, nb);
 						continue;
@@ -350,8 +352,9 @@ test_route_strips(void)
 						/* the water between strips is carried the same way on any number of threads */
 						double	   *acc3 = malloc(sizeof(double) * n + 1);
 
-						check(route_in_strips(surf, &p, units, weighted ? weight : NULL, rows, nb, 3, d8, frac,
-											  acc3, &flats) && memcmp(acc, acc3, sizeof(double) * n) == 0,
+						check(route_in_strips(surf, &p, units, weighted ? weight : NULL, rows, nb, 3,
+											  TG_BACKEND_CPU, d8, frac, acc3, &flats) &&
+							  memcmp(acc, acc3, sizeof(double) * n) == 0,
 							  "%s accumulation in strips %dx%d (terrain %d): 3 threads give 1 thread's",
 							  routing_label(routing), W, H, terrain);
 						free(acc3);
@@ -489,8 +492,8 @@ test_seams_adversarial(void)
 						double		worst = 0;
 
 						tg_seam_flat_bulk_cells = run < 3 ? SIZE_MAX : 1;
-						ran = route_in_strips(surf, &p, TG_UNITS_CELLS, NULL, rows, nb, threads, d8, frac, acc,
-											  &flats);
+						ran = route_in_strips(surf, &p, TG_UNITS_CELLS, NULL, rows, nb, threads,
+											  TG_BACKEND_CPU, d8, frac, acc, &flats);
 						tg_seam_flat_bulk_cells = usual_bulk;
 
 						for (size_t i = 0; ran && i < n; i++)
@@ -529,10 +532,83 @@ test_seams_adversarial(void)
 		}
 }
 
+/*
+ * Each strip's D8 routing and accumulation on the GPU (as a part's link):
+ * directions and accumulations equal the CPU strips' bit for bit, in cells,
+ * in areas of a geographic grid and with fractional weights, on the seams'
+ * adversarial DEMs and terraces whose flats cross every boundary.
+ */
+static void
+test_route_strips_gpu(void)
+{
+	const int	W = 150,
+				H = 120;
+	const size_t n = (size_t) W * H;
+	tg_device_info info;
+	double	   *surf = malloc(sizeof(double) * n),
+			   *weight = malloc(sizeof(double) * n),
+			   *acc_cpu = malloc(sizeof(double) * n),
+			   *acc_gpu = malloc(sizeof(double) * n);
+	uint8_t    *d8_cpu = malloc(n),
+			   *d8_gpu = malloc(n);
+	float	   *frac = malloc(sizeof(float) * 8 * n);
+	int			rows[120];
+
+	tg_device_query(0, &info);
+	for (size_t i = 0; i < n; i++)
+		weight[i] = 0.25 + rng_uniform();
+	for (int t = 0; info.available && t < 5; t++)
+	{
+		double	   *z = t < 4 ? seam_terrain(t, W, H) : terraced_terrain(W, H);
+		const bool	fill = t != 3;
+		tg_flow_params p = flow_params(TG_ROUTE_D8, W, H, 1, fill);
+
+		fill64(TG_BACKEND_CPU, z, W, H, TG_FILL_PRIORITY_FLOOD, 0, surf);
+		for (size_t i = 0; i < n; i++)
+		{
+			const double v = fill ? surf[i] : z[i];
+
+			surf[i] = v == ND ? NAN : v;
+		}
+		for (int c = 0; c < 3; c++)
+		{
+			const int	nb = split_rows(H, c == 0 ? 2 : c == 1 ? 3 : 0, rows);	/* 3 rows, 1-9, 1 */
+			size_t		flats = 0,
+						differ = 0;
+			bool		ran;
+
+			p.geom.geographic = c == 1;
+			p.geom.lat_top = 47.25;
+			p.geom.lat_step = -0.01;
+			p.geom.lon_step = 0.01;
+			ran = route_in_strips(surf, &p, c == 1 ? TG_UNITS_AREA : TG_UNITS_CELLS, c == 2 ? weight : NULL, rows,
+								  nb, 2, TG_BACKEND_CPU, d8_cpu, frac, acc_cpu, &flats) &&
+				route_in_strips(surf, &p, c == 1 ? TG_UNITS_AREA : TG_UNITS_CELLS, c == 2 ? weight : NULL, rows,
+								nb, 2, TG_BACKEND_GPU, d8_gpu, frac, acc_gpu, &flats);
+			for (size_t i = 0; ran && i < n; i++)
+				differ += d8_cpu[i] != d8_gpu[i] || memcmp(&acc_cpu[i], &acc_gpu[i], sizeof(double)) != 0;
+			check(ran && differ == 0, "cuda strips %dx%d (terrain %d, case %d) in %d strips: the GPU's D8 "
+				  "routing and accumulation equal the CPU's bit for bit (%zu cells differ, %zu crossing flat cells)",
+				  W, H, t, c, nb, differ, flats);
+		}
+		free(z);
+	}
+	if (!info.available)
+		printf("skipped: CUDA strips (no GPU)\n");
+	free(surf);
+	free(weight);
+	free(acc_cpu);
+	free(acc_gpu);
+	free(d8_cpu);
+	free(d8_gpu);
+	free(frac);
+}
+
 void
 test_strips(void)
 {
 	test_fill_strips();
 	test_route_strips();
 	test_seams_adversarial();
+	test_route_strips_gpu();
 }

@@ -261,6 +261,44 @@ strip_geometry(const tg_route_strips *rb, int row0, int nrows)
 	return g;
 }
 
+/*
+ * The routing of rows [first, first + count) around a strip's own ones:
+ * *p the grid's parameters with these rows' geometry, *given the masks of
+ * the crossing flats' cells in the strip and its inner halo rows (given->cell
+ * allocated; free it).
+ */
+static tg_status
+strip_masks(const tg_ctx *ctx, const tg_route_strips *rb, int row0, int nrows, int first, int count,
+			tg_flow_params *p, tg_flat_masks *given, tg_error *err)
+{
+	const int	W = rb->W;
+	const int	lo = row0 - 1 > first ? row0 - 1 : first,
+				hi = row0 + nrows + 1 < first + count ? row0 + nrows + 1 : first + count;
+	size_t	   *cells = NULL;
+
+	*p = rb->p;
+	p->geom = strip_geometry(rb, first, count);
+	given->count = (size_t) (rb->flats.row_start[hi] - rb->flats.row_start[lo]);
+	given->mask = rb->flat_mask + rb->flats.row_start[lo];
+	given->cell = NULL;
+	if (given->count == 0)
+		return TG_OK;
+	cells = tg_alloc(ctx, given->count * sizeof(size_t));
+	if (cells == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a strip's flat cells");
+	for (int y = lo; y < hi; y++)
+		for (uint32_t c = rb->flats.row_start[y]; c < rb->flats.row_start[y + 1]; c++)
+			cells[c - rb->flats.row_start[lo]] = (size_t) (y - first) * W + (size_t) rb->flats.col[c];
+	given->cell = cells;
+	return TG_OK;
+}
+
+static bool
+strip_in_grid(const tg_route_strips *rb, int row0, int nrows)
+{
+	return rb->flats_solved && nrows >= 1 && row0 >= 0 && row0 + nrows <= rb->H;
+}
+
 /* The routing of the strip's own rows (strip->z, d8, frac: nrows * W). */
 static tg_status
 route_strip(const tg_ctx *ctx, const tg_route_strips *rb, int row0, int nrows, const double *z,
@@ -268,21 +306,18 @@ route_strip(const tg_ctx *ctx, const tg_route_strips *rb, int row0, int nrows, c
 {
 	const int	W = rb->W;
 	int			first,
-				count,
-				lo,
-				hi;
+				count;
 	size_t		n,
 				nb = (size_t) W * nrows,
 				off;
 	double	   *sub_z;
-	size_t	   *cells = NULL;
-	tg_flow_params p = rb->p;
-	tg_flat_masks given = {0, NULL, NULL};
+	tg_flow_params p;
+	tg_flat_masks given;
 	tg_route	sub;
 	tg_status	st;
 
 	memset(strip, 0, sizeof *strip);
-	if (!rb->flats_solved || nrows < 1 || row0 < 0 || row0 + nrows > rb->H)
+	if (!strip_in_grid(rb, row0, nrows))
 		return tg_error_set(err, TG_EINVAL, "route a strip of the grid after solving the flats");
 	halo_rows(rb, row0, nrows, &first, &count);
 	n = (size_t) W * count;
@@ -291,28 +326,14 @@ route_strip(const tg_ctx *ctx, const tg_route_strips *rb, int row0, int nrows, c
 	if (sub_z == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a strip's surface (%zu cells)", n);
 	memcpy(sub_z, z, n * sizeof(double));
-
-	/* the crossing flats' cells in the strip and its inner halo rows */
-	lo = row0 - 1 > first ? row0 - 1 : first;
-	hi = row0 + nrows + 1 < first + count ? row0 + nrows + 1 : first + count;
-	given.count = (size_t) (rb->flats.row_start[hi] - rb->flats.row_start[lo]);
-	given.mask = rb->flat_mask + rb->flats.row_start[lo];
-	if (given.count > 0)
+	st = strip_masks(ctx, rb, row0, nrows, first, count, &p, &given, err);
+	if (st != TG_OK)
 	{
-		cells = tg_alloc(ctx, given.count * sizeof(size_t));
-		if (cells == NULL)
-		{
-			tg_free(ctx, sub_z);
-			return tg_error_set(err, TG_ENOMEM, "could not allocate a strip's flat cells");
-		}
-		for (int y = lo; y < hi; y++)
-			for (uint32_t c = rb->flats.row_start[y]; c < rb->flats.row_start[y + 1]; c++)
-				cells[c - rb->flats.row_start[lo]] = (size_t) (y - first) * W + (size_t) rb->flats.col[c];
-		given.cell = cells;
+		tg_free(ctx, sub_z);
+		return st;
 	}
-	p.geom = strip_geometry(rb, first, count);
 	st = tg_cpu_route_surface(ctx, sub_z, W, count, &p, &given, &sub, err);
-	tg_free(ctx, cells);
+	tg_free(ctx, (void *) given.cell);
 	if (st != TG_OK)
 		return st;
 
@@ -358,6 +379,64 @@ tg_route_strips_directions(const tg_ctx *ctx, tg_route_strips *rb, int row0, int
  * D8 accumulation across strips
  * ------------------------------------------------------------------------ */
 
+/*
+ * A strip's D8 routing and the accumulation of w over its own rows, on the
+ * backend the call's policy chooses (as a part's link: the same directions
+ * and the same sums either way); strip: the own rows' directions.
+ */
+typedef struct strip_step
+{
+	const tg_route_strips *rb;
+	int			row0;
+	int			nrows;
+	const double *z;
+	const double *w;
+	tg_route   *strip;
+	double	   *acc;
+} strip_step;
+
+static tg_status
+strip_d8_cpu(const tg_ctx *ctx, const void *arg, tg_error *err)
+{
+	const strip_step *a = arg;
+	tg_status	st = route_strip(ctx, a->rb, a->row0, a->nrows, a->z, a->strip, err);
+
+	if (st == TG_OK)
+		st = tg_cpu_accumulate(ctx, a->strip, &a->rb->p, a->w, TG_ACC_INDEGREE, a->acc, err);
+	if (st != TG_OK)
+		tg_route_free(ctx, a->strip);
+	return st;
+}
+
+static tg_status
+strip_d8_gpu(const tg_ctx *ctx, const void *arg, tg_error *err)
+{
+	const strip_step *a = arg;
+	const int	W = a->rb->W;
+	int			first,
+				count;
+	tg_flow_params p;
+	tg_flat_masks given;
+	tg_status	st;
+
+	memset(a->strip, 0, sizeof *a->strip);
+	if (!strip_in_grid(a->rb, a->row0, a->nrows))
+		return tg_error_set(err, TG_EINVAL, "route a strip of the grid after solving the flats");
+	halo_rows(a->rb, a->row0, a->nrows, &first, &count);
+	st = strip_masks(ctx, a->rb, a->row0, a->nrows, first, count, &p, &given, err);
+	if (st != TG_OK)
+		return st;
+	p.fill = false;				/* the surface is the routing surface, filled already where asked */
+	*a->strip = (tg_route) {W, a->nrows, TG_ROUTE_D8, NULL, tg_alloc(ctx, (size_t) W * a->nrows + 1), NULL};
+	st = a->strip->d8 == NULL ? tg_error_set(err, TG_ENOMEM, "could not allocate a strip's directions")
+		: tg_cuda_part_d8(ctx, a->z, W, count, a->row0 - first, a->nrows, &p, &given, a->w, a->strip->d8,
+						  a->acc, err);
+	tg_free(ctx, (void *) given.cell);
+	if (st != TG_OK)
+		tg_route_free(ctx, a->strip);
+	return st;
+}
+
 /* The strip's routing, weights and (inflows added where given) accumulation. */
 static tg_status
 accumulate_strip(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows, const double *z,
@@ -367,9 +446,8 @@ accumulate_strip(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows, co
 	double	   *w = NULL;
 	tg_status	st;
 
-	st = route_strip(ctx, rb, row0, nrows, z, strip, err);
-	if (st == TG_OK)
-		st = tg_cell_weights(ctx, weight, &g, rb->units, &w, err);
+	memset(strip, 0, sizeof *strip);
+	st = tg_cell_weights(ctx, weight, &g, rb->units, &w, err);
 	if (st == TG_OK && with_inflows)
 	{
 		const int64_t begin = (int64_t) row0 * rb->W,
@@ -380,10 +458,12 @@ accumulate_strip(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows, co
 			w[rb->inflows[j].cell - begin] += rb->inflows[j].amount;
 	}
 	if (st == TG_OK)
-		st = tg_cpu_accumulate(ctx, strip, &rb->p, w, TG_ACC_INDEGREE, acc, err);
+	{
+		strip_step	a = {rb, row0, nrows, z, w, strip, acc};
+
+		st = tg_run_step(ctx, (int64_t) rb->W * nrows, strip_d8_cpu, strip_d8_gpu, &a, err);
+	}
 	tg_free(ctx, w);
-	if (st != TG_OK)
-		tg_route_free(ctx, strip);
 	return st;
 }
 

@@ -1,6 +1,8 @@
 /*
  * strips.c — operations on grids larger than the memory budget, in strips
- * of whole tile rows (a strip boundary never cuts a tile), CPU only.
+ * of whole tile rows (a strip boundary never cuts a tile), on the CPU but
+ * for each strip's D8 routing and accumulation, which runs where the call's
+ * policy sends it (the GPU where one is ready: route_strips.c).
  *
  *   slope and    each strip read with the rows of halo above and below its
  *   terrain      window reads: one for the 3 x 3 window, the search radius
@@ -153,13 +155,18 @@ write_strip(const tg_ctx *ctx, strips *s, const tg_output *outs, int nouts, int 
 static void
 strip_stats(const tg_ctx *ctx, const strips *s, const char *method)
 {
+	bool		device;
+
 	if (ctx->stats == NULL)
 		return;
-	ctx->stats->backend = TG_BACKEND_CPU;
+	/* the strips' D8 steps (route_strips.c) time what they ran on the GPU */
+	device = ctx->stats->kernel_ms > 0 || ctx->stats->transfer_ms > 0;
+	ctx->stats->backend = device ? TG_BACKEND_GPU : TG_BACKEND_CPU;
 	ctx->stats->chunks = s->n;
 	snprintf(ctx->stats->method, sizeof ctx->stats->method, "%s", method);
-	snprintf(ctx->stats->note, sizeof ctx->stats->note, "%d strips of at most %d rows within %s",
-			 s->n, s->max_rows, s->job->budget_name);
+	snprintf(ctx->stats->note, sizeof ctx->stats->note, "%d strips of at most %d rows within %s%s",
+			 s->n, s->max_rows, s->job->budget_name,
+			 device ? "; each strip's D8 routing and accumulation on the GPU" : "");
 }
 
 /* A phase run strip by strip begins: the phases each strip runs are told as part of it. */
@@ -697,6 +704,10 @@ tg_run_strips(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *e
 	if (tg_op_seams_of(op->kind) >= TG_SEAMS_ROUTE && job->spill.write == NULL)
 		return tg_error_set(err, TG_EUNSUPPORTED, "%s in strips needs somewhere to spill its surface",
 							job->function);
+	/* a GPU the call insists on must be there before the first strip is read */
+	st = tg_backend_ready(ctx, err);
+	if (st != TG_OK)
+		return st;
 	/* the strips fill the budget with what they hold: nothing freed may stay */
 	tg_blocks_keep_none(ctx);
 	st = plan_strips(ctx, job, strip_bytes_per_cell(op), &s, err);
