@@ -1047,15 +1047,6 @@ accumulation_bytes_per_cell(tg_accum_method method, tg_routing routing, bool wei
 	return sizeof(double) + (weight_plane ? sizeof(double) : 0) + own;
 }
 
-bool
-device_fits(const tg_ctx *ctx, size_t need)
-{
-	size_t		budget = 0;
-	tg_error	ignored = {};
-
-	return tg_cuda_memory_budget(ctx, &budget, &ignored) == TG_OK && need <= budget;
-}
-
 template tg_status accumulate<float>(const tg_ctx *, const device_route<float> &,
 									 const tg_flow_params *, cell_weights, tg_accum_method, bool,
 									 double *, int *, const char **, tg_error *);

@@ -124,6 +124,15 @@ tg_cuda_memory_budget(const tg_ctx *ctx, size_t *budget, tg_error *err)
 	return TG_OK;
 }
 
+bool
+tg_cuda_fits_budget(const tg_ctx *ctx, size_t need)
+{
+	size_t		budget = 0;
+	tg_error	ignored = {};
+
+	return tg_cuda_memory_budget(ctx, &budget, &ignored) == TG_OK && need <= budget;
+}
+
 tg_status
 tg_cuda_check_budget(const tg_ctx *ctx, size_t need, const char *what, tg_error *err)
 {

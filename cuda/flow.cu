@@ -163,7 +163,7 @@ accumulation_impl(const tg_ctx *ctx, const tg_band *dem, const double *weight,
 							  accumulation_bytes_per_cell(method, p->routing, weight != nullptr, gather),
 							  sizeof(double) * (weight ? 2 : 1) + products_bytes}));
 	};
-	const bool	gather = device_fits(ctx, peak(true));
+	const bool	gather = tg_cuda_fits_budget(ctx, peak(true));
 
 	st = tg_cuda_check_budget(ctx, peak(gather), "flow accumulation", err);
 	if (st != TG_OK)

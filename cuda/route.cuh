@@ -88,8 +88,6 @@ tg_status	d8_chains(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *ki
  */
 size_t		accumulation_bytes_per_cell(tg_accum_method method, tg_routing routing, bool weight_plane,
 										bool gather);
-/* Whether `need` bytes fit the device's budget now (no error: a question, not a check). */
-bool		device_fits(const tg_ctx *ctx, size_t need);
 
 /* accum_tiled.cu: D8 accumulation in two levels, for integer-valued weights (sums exact in any order) */
 tg_status	accumulate_d8_tiled(const tg_ctx *ctx, const tg_route_view &r, const uint8_t *kind,

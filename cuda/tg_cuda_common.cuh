@@ -41,6 +41,8 @@ void		tg_cuda_fail(tg_error *err, cudaError_t rc, const char *what,
 tg_status	tg_cuda_memory_budget(const tg_ctx *ctx, size_t *budget, tg_error *err);
 /* TG_ENOMEM (on the device) when `need` bytes exceed that budget. */
 tg_status	tg_cuda_check_budget(const tg_ctx *ctx, size_t need, const char *what, tg_error *err);
+/* Whether `need` bytes fit that budget now: a question for a choice, not a check (no error). */
+bool		tg_cuda_fits_budget(const tg_ctx *ctx, size_t need);
 
 /* Accumulate event-timed milliseconds into the run statistics. */
 float		tg_cuda_elapsed_ms(cudaEvent_t from, cudaEvent_t to);

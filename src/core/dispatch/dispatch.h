@@ -200,8 +200,9 @@ bool		tg_gpu_chosen(const tg_ctx *ctx, int64_t cells);
  * and report through tg_error; they are called from the calling thread of a
  * core call only, and only through the dispatcher: by dispatch.c's entry
  * points above, and by the gpu steps handed to tg_run_step (drainage's
- * passes, a strip's and a part's D8 routing and accumulation).  Each takes the same arguments as its CPU
- * counterpart (tg_cpu_* in the domain folders).
+ * passes, a strip's and a part's D8 routing and accumulation).  Each takes
+ * the same arguments as its CPU counterpart (tg_cpu_* in the domain
+ * folders).
  * ------------------------------------------------------------------------ */
 
 /*
@@ -296,10 +297,10 @@ tg_status	tg_cuda_bmmq_build(const tg_ctx *ctx, const tg_band *tiles, int ntiles
 
 /*
  * A part's routing and D8 accumulation (scale/parts/'s link; a strip's in
- * scale/strips/) on the device: z
- * the routing surface of `rows` rows (NaN: nodata), the part's own being
- * own_rows of them from own0, routed with `given` as tg_cpu_route_surface
- * routes them (p's geometry that of the rows); out, for the own rows, their
+ * scale/strips/) on the device: z the routing surface of `rows` rows (NaN:
+ * nodata), the part's own being own_rows of them from own0, routed with
+ * `given` as tg_cpu_route_surface routes them (p's geometry that of the
+ * rows); out, for the own rows, their
  * directions (D8 indices) and the accumulation of `weight` (own rows) with
  * directions out of them taken as exits, as tg_cpu_accumulate gives it.
  */
