@@ -260,8 +260,8 @@ SELECT * FROM pg_temp.try($$SELECT tg_create_result('"Results"."filled tiles"', 
 SELECT tg_create_result('"Results"."filled tiles"', $$SELECT * FROM tg_flow_direction(coverage => 'tiles')$$, replace => true);
 SELECT pixel_types FROM raster_columns WHERE r_table_schema = 'Results' AND r_table_name = 'filled tiles';
 -- the raster constraints are PostGIS's own (AddRasterConstraints on a copy):
--- the same raster_columns rows and constraint definitions, and they hold
--- for later rows
+-- the same raster_columns rows and constraint definitions (a single tile
+-- size written = ANY (ARRAY[n]), PostGIS's = n), and they hold for later rows
 SELECT tg_create_result('"Results".chain', $$SELECT * FROM tg_hydrology(coverage => 'tiles')$$);
 CREATE TABLE "Results".chain_copy AS SELECT * FROM "Results".chain;
 SET client_min_messages = warning;
@@ -272,9 +272,9 @@ SELECT r_table_name, r_raster_column, srid, scale_x, blocksize_x, blocksize_y, s
 FROM raster_columns WHERE r_table_schema = 'Results' AND r_table_name IN ('chain', 'chain_copy')
 ORDER BY 2, 1;
 SELECT count(*) AS constraints, count(*) FILTER (WHERE a.def = b.def) AS same
-FROM (SELECT conname, regexp_replace(pg_get_constraintdef(oid), ' NOT VALID$', '') AS def
+FROM (SELECT conname, regexp_replace(regexp_replace(pg_get_constraintdef(oid), ' NOT VALID$', ''), 'ANY \(ARRAY\[(\d+)\]\)', '\1') AS def
       FROM pg_constraint WHERE conrelid = '"Results".chain'::regclass AND contype = 'c') a
-FULL JOIN (SELECT conname, regexp_replace(pg_get_constraintdef(oid), ' NOT VALID$', '') AS def
+FULL JOIN (SELECT conname, regexp_replace(regexp_replace(pg_get_constraintdef(oid), ' NOT VALID$', ''), 'ANY \(ARRAY\[(\d+)\]\)', '\1') AS def
            FROM pg_constraint WHERE conrelid = '"Results".chain_copy'::regclass AND contype = 'c') b USING (conname);
 -- any query's rasters (read from the rows as written): several bands, rows
 -- whose bands differ, a NULL tile, values not compressed
@@ -289,9 +289,9 @@ RESET client_min_messages;
 SELECT r_raster_column, num_bands, pixel_types, nodata_values, out_db, ST_AsText(extent) AS extent
 FROM raster_columns WHERE r_table_schema = 'Results' AND r_table_name = 'mixed' ORDER BY 1;
 SELECT count(*) AS constraints, count(*) FILTER (WHERE a.def = b.def) AS same
-FROM (SELECT conname, regexp_replace(pg_get_constraintdef(oid), ' NOT VALID$', '') AS def
+FROM (SELECT conname, regexp_replace(regexp_replace(pg_get_constraintdef(oid), ' NOT VALID$', ''), 'ANY \(ARRAY\[(\d+)\]\)', '\1') AS def
       FROM pg_constraint WHERE conrelid = '"Results".mixed'::regclass AND contype = 'c') a
-FULL JOIN (SELECT conname, regexp_replace(pg_get_constraintdef(oid), ' NOT VALID$', '') AS def
+FULL JOIN (SELECT conname, regexp_replace(regexp_replace(pg_get_constraintdef(oid), ' NOT VALID$', ''), 'ANY \(ARRAY\[(\d+)\]\)', '\1') AS def
            FROM pg_constraint WHERE conrelid = '"Results".mixed_copy'::regclass AND contype = 'c') b USING (conname);
 SELECT terra_gpu._raster_bands(two) AS two, terra_gpu._raster_bands(mixed) AS mixed,
        ST_AsBinary(terra_gpu._raster_header(two)) = ST_AsBinary(ST_MakeEmptyRaster(two)) AS header_as_postgis

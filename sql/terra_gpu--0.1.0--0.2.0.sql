@@ -1300,11 +1300,15 @@ BEGIN
 		adds := adds || pg_catalog.format('ADD CONSTRAINT %I CHECK (round(st_scaley(%s)::numeric, 10) = round(%s::numeric, 10))',
 										  'enforce_scaley_' || col, c, v.scaley);
 	END IF;
-	adds := adds || pg_catalog.format('ADD CONSTRAINT %I CHECK (st_width(%s) IN (%s))', 'enforce_width_' || col, c, v.widths)
-		|| pg_catalog.format('ADD CONSTRAINT %I CHECK (st_height(%s) IN (%s))', 'enforce_height_' || col, c, v.heights);
+	-- ANY (ARRAY[...]) even for one size: raster_columns reads a list's first
+	-- value up to its bracket, so these may be NOT VALID like those below
+	adds := adds || pg_catalog.format('ADD CONSTRAINT %I CHECK (st_width(%s) = ANY (ARRAY[%s])) NOT VALID',
+									  'enforce_width_' || col, c, v.widths)
+		|| pg_catalog.format('ADD CONSTRAINT %I CHECK (st_height(%s) = ANY (ARRAY[%s])) NOT VALID',
+							 'enforce_height_' || col, c, v.heights);
 	IF v.aligned THEN
 		adds := adds || pg_catalog.format(
-			'ADD CONSTRAINT %I CHECK (st_samealignment(%s, %L::raster))', 'enforce_same_alignment_' || col, c,
+			'ADD CONSTRAINT %I CHECK (st_samealignment(%s, %L::raster)) NOT VALID', 'enforce_same_alignment_' || col, c,
 			(SELECT ST_MakeEmptyRaster(1, 1, m.upperleftx, m.upperlefty, m.scalex, m.scaley, m.skewx, m.skewy, m.srid)::text
 			 FROM ST_MetaData(first) m));
 	END IF;

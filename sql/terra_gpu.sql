@@ -1997,11 +1997,13 @@ COMMENT ON FUNCTION terra_gpu._creation_schema(text) IS
 -- bands, pixel types, nodata, out-db, extent), from the tiles' headers and
 -- band headers (terra_gpu._raster_header, _raster_bands): tg_create_result
 -- takes them from the rows as it writes them, so that no tile is read back;
--- without them, one pass over the column reads them.  The bands' three
--- constraints and the extent are added NOT VALID, as PostGIS adds the
--- extent: every row was just seen to hold the one value, and every later row
--- is checked.  A property the rows disagree on gets no constraint, as with
--- PostGIS.
+-- without them, one pass over the column reads them.  Every constraint but
+-- the SRID, scales and band count (whose text raster_columns cannot read
+-- with a NOT VALID after it) is added NOT VALID, as PostGIS adds the extent:
+-- every row was just seen to hold the one value, every later row is checked,
+-- and PostgreSQL's validation, which fetches each tile again per constraint,
+-- is left to the three that need it.  A property the rows disagree on gets
+-- no constraint, as with PostGIS.
 CREATE FUNCTION terra_gpu._add_raster_constraints(rel regclass, col name,
 	headers raster[] DEFAULT NULL, bands text[] DEFAULT NULL)
 	RETURNS void
@@ -2052,11 +2054,15 @@ BEGIN
 		adds := adds || pg_catalog.format('ADD CONSTRAINT %I CHECK (round(st_scaley(%s)::numeric, 10) = round(%s::numeric, 10))',
 										  'enforce_scaley_' || col, c, v.scaley);
 	END IF;
-	adds := adds || pg_catalog.format('ADD CONSTRAINT %I CHECK (st_width(%s) IN (%s))', 'enforce_width_' || col, c, v.widths)
-		|| pg_catalog.format('ADD CONSTRAINT %I CHECK (st_height(%s) IN (%s))', 'enforce_height_' || col, c, v.heights);
+	-- ANY (ARRAY[...]) even for one size: raster_columns reads a list's first
+	-- value up to its bracket, so these may be NOT VALID like those below
+	adds := adds || pg_catalog.format('ADD CONSTRAINT %I CHECK (st_width(%s) = ANY (ARRAY[%s])) NOT VALID',
+									  'enforce_width_' || col, c, v.widths)
+		|| pg_catalog.format('ADD CONSTRAINT %I CHECK (st_height(%s) = ANY (ARRAY[%s])) NOT VALID',
+							 'enforce_height_' || col, c, v.heights);
 	IF v.aligned THEN
 		adds := adds || pg_catalog.format(
-			'ADD CONSTRAINT %I CHECK (st_samealignment(%s, %L::raster))', 'enforce_same_alignment_' || col, c,
+			'ADD CONSTRAINT %I CHECK (st_samealignment(%s, %L::raster)) NOT VALID', 'enforce_same_alignment_' || col, c,
 			(SELECT ST_MakeEmptyRaster(1, 1, m.upperleftx, m.upperlefty, m.scalex, m.scaley, m.skewx, m.skewy, m.srid)::text
 			 FROM ST_MetaData(first) m));
 	END IF;
