@@ -943,6 +943,13 @@ typedef struct tg_tile_writer
 	tg_status	(*write) (void *arg, int tile, tg_tile_value *values, int nvalues, bool *kept,
 						  tg_error *err);
 	void	   *arg;
+
+	/*
+	 * May be NULL.  Called once before the first tile when the run holds the
+	 * grid in memory (CPU or GPU path): the bytes of memory_budget it leaves
+	 * unused, which the writer may fill with the tiles it keeps.
+	 */
+	tg_status	(*room) (void *arg, size_t bytes, tg_error *err);
 	bool		compress;		/* LZ4-compress the tiles (on the call's threads) */
 	size_t		header_room;	/* bytes before compressed data the writer fills in */
 	size_t		max_value_size;	/* a result raster larger than this is refused (TG_ELIMIT) */

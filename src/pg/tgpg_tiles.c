@@ -990,6 +990,38 @@ writer_write(void *arg, int tile, tg_tile_value *values, int nvalues, bool *kept
 	return w->guard->error ? TG_ECALLBACK : TG_OK;
 }
 
+/*
+ * The rows wait for the executor in the tuplestore, which PostgreSQL spills
+ * to a temporary file beyond work_mem: a write and a read back of every
+ * result byte.  Where the run leaves part of terra_gpu.max_memory_mb unused
+ * they stay in memory up to that part instead (nothing is written yet, so
+ * the empty store is replaced).
+ */
+static void
+make_room(writer_state *w, size_t bytes)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) w->fcinfo->resultinfo;
+	const size_t kbytes = Min(bytes >> 10, (size_t) INT_MAX);
+	MemoryContext old;
+
+	if (w->result != TGPG_RESULT_ROWS || kbytes <= (size_t) work_mem)
+		return;
+	old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	tuplestore_end(rsinfo->setResult);
+	rsinfo->setResult = tuplestore_begin_heap((rsinfo->allowedModes & SFRM_Materialize_Random) != 0, false,
+											  (int) kbytes);
+	MemoryContextSwitchTo(old);
+}
+
+static tg_status
+writer_room(void *arg, size_t bytes, tg_error *err)
+{
+	writer_state *w = arg;
+
+	TGPG_GUARDED(w->guard, make_room(w, bytes));
+	return w->guard->error ? TG_ECALLBACK : TG_OK;
+}
+
 /* ------------------------------------------------------------------------
  * Spill: a temporary file, removed when the transaction ends
  * ------------------------------------------------------------------------ */
@@ -1108,6 +1140,7 @@ tgpg_call_run(tgpg_call *c, const tg_op *op, tgpg_result result)
 	job.ninputs = c->ninputs;
 	job.writer.write = writer_write;
 	job.writer.arg = &w;
+	job.writer.room = writer_room;
 	job.writer.header_room = VARHDRSZ_COMPRESSED;
 	job.writer.max_value_size = MaxAllocSize;
 #ifdef USE_LZ4

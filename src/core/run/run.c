@@ -147,6 +147,16 @@ run_on_gpu(const tg_ctx *call, const tg_op *op, const tg_job *job, tg_error *err
 	return st;
 }
 
+/* Tell the writer what the run leaves of the budget, planning to hold `planned` bytes. */
+static tg_status
+tell_room(const tg_job *job, size_t planned, tg_error *err)
+{
+	if (job->writer.room == NULL)
+		return TG_OK;
+	return job->writer.room(job->writer.arg, planned < job->memory_budget ? job->memory_budget - planned : 0,
+							err);
+}
+
 tg_status
 tg_run(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err)
 {
@@ -170,10 +180,16 @@ tg_run(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err)
 		st = !job->whole && tg_op_in_strips(op, ctx, &why_not) ? tg_run_strips(&call, op, job, err)
 			: beyond_budget(ctx, op, job, false, why_not, err);
 	else if (cells * tg_op_bytes_per_cell(op, false) <= job->memory_budget)
-		st = run_in_memory(&call, op, job, err);
+	{
+		if ((st = tell_room(job, cells * tg_op_bytes_per_cell(op, false), err)) == TG_OK)
+			st = run_in_memory(&call, op, job, err);
+	}
 	else if ((on_gpu = tg_gpu_chosen(ctx, (int64_t) cells)) &&
 			 tg_op_gpu_host_bytes(op, job) <= job->memory_budget)
-		st = run_on_gpu(&call, op, job, err);
+	{
+		if ((st = tell_room(job, tg_op_gpu_host_bytes(op, job), err)) == TG_OK)
+			st = run_on_gpu(&call, op, job, err);
+	}
 	else if (!job->whole && tg_op_in_strips(op, ctx, &why_not))
 		st = tg_run_strips(&call, op, job, err);
 	else

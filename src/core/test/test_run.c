@@ -826,3 +826,21 @@ test_run(void)
 	free(weights);
 	free(dem);
 }
+	/* a run in memory tells the writer what it leaves of the budget, before any tile; strips tell nothing */
+	{
+		results		r;
+		tg_error	err;
+		size_t		need;
+
+		op = base_op(TG_OP_HYDROLOGY);
+		need = (size_t) GW * GH * tg_op_bytes_per_cell(&op, false);
+		check(run_on(tiles, NULL, &op, 2, need + 12345, false, false, &r, NULL, &err) == TG_OK &&
+			  r.room_calls == 1 && r.room == 12345 && r.written_at_room == 0 && r.written == tiles->layout.ntiles,
+			  "room in memory: %d calls, %zu bytes, %d tiles before, %d written (%s)", r.room_calls, r.room,
+			  r.written_at_room, r.written, err.message);
+		res_free(&r);
+		check(run_on(tiles, NULL, &op, 2, need / 3, false, false, &r, NULL, &err) == TG_OK &&
+			  r.room_calls == 0 && r.written == tiles->layout.ntiles,
+			  "room in strips: %d calls, %d written (%s)", r.room_calls, r.written, err.message);
+		res_free(&r);
+	}

@@ -268,6 +268,18 @@ log_progress(void *arg, const char *phase, double fraction)
 }
 
 tg_status
+static tg_status
+res_room(void *arg, size_t bytes, tg_error *err)
+{
+	results    *r = arg;
+
+	(void) err;
+	r->room_calls++;
+	r->room = bytes;
+	r->written_at_room = r->written;
+	return TG_OK;
+}
+
 run_job(coverage *c, coverage *weights, const tg_op *op, int threads, size_t budget, bool compress,
 		bool keep, tg_part *part, results *r, tg_run_stats *stats, tg_error *err)
 {
@@ -285,6 +297,7 @@ run_job(coverage *c, coverage *weights, const tg_op *op, int threads, size_t bud
 	job.writer.write = res_write;
 	job.writer.arg = r;
 	job.writer.compress = compress;
+	job.writer.room = res_room;
 	job.writer.header_room = 8;
 	job.spill.write = spill_write;
 	job.spill.read = spill_read;

@@ -47,6 +47,9 @@ typedef struct results
 	int			last;
 	bool		keep;			/* the writer keeps every value, as a raster form does */
 	tg_tile_value kept[128][3];
+	int			room_calls;		/* times the run told the writer its room */
+	size_t		room;			/* the last room told */
+	int			written_at_room;	/* tiles written by then */
 } results;
 
 /* The backend tg_run takes (run_job), the parts' (run_parts), whatever the reference's */
