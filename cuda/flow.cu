@@ -326,6 +326,15 @@ direction_impl(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, u
 	return TG_OK;
 }
 
+/* Device bytes of part_d8_impl over n cells, own of them its own, with `masked` cells of crossing flats. */
+size_t
+part_d8_bytes(const tg_flow_params *p, size_t n, size_t own, size_t masked)
+{
+	return n * route_bytes_per_cell(p, sizeof(double)) +
+		own * accumulation_bytes_per_cell(TG_ACC_INDEGREE, TG_ROUTE_D8, true, false) +
+		masked * (sizeof(size_t) + sizeof(int32_t));
+}
+
 /*
  * A part's routing with its crossing flats' masks and the D8 accumulation of
  * its own rows (a part's link, scale/parts/): the rows around the own ones shape the
@@ -357,10 +366,7 @@ part_d8_impl(const tg_ctx *ctx, const double *z, int W, int rows, int own0, int 
 
 	if (p->routing != TG_ROUTE_D8 || p->fill || own0 < 0 || own0 + own_rows > rows)
 		return tg_error_set(err, TG_EINVAL, "a part's D8 link on the GPU takes a D8 routing of a filled surface");
-	st = tg_cuda_check_budget(ctx, n * route_bytes_per_cell(p, sizeof(double)) +
-							  own * accumulation_bytes_per_cell(TG_ACC_INDEGREE, TG_ROUTE_D8, true, false) +
-							  given->count * (sizeof(size_t) + sizeof(int32_t)),
-							  "a part's flow accumulation", err);
+	st = tg_cuda_check_budget(ctx, part_d8_bytes(p, n, own, given->count), "a part's flow accumulation", err);
 	if (st != TG_OK)
 		return st;
 	TG_CUDA_CHECK(compute.init(), "creating timing events");
@@ -422,6 +428,20 @@ tg_cuda_part_d8(const tg_ctx *ctx, const double *z, int W, int rows, int own0, i
 {
 	return tg_cuda_catch_all(err, [&] {
 		return part_d8_impl(ctx, z, W, rows, own0, own_rows, params, given, weight, d8, acc, err);
+	});
+}
+
+extern "C" tg_status
+tg_cuda_part_d8_rows(const tg_ctx *ctx, int W, const tg_flow_params *params, int64_t *rows, tg_error *err)
+{
+	return tg_cuda_catch_all(err, [&] {
+		const size_t row = part_d8_bytes(params, (size_t) W, (size_t) W, 0);
+		size_t		budget = 0;
+		tg_status	st = tg_cuda_memory_budget(ctx, &budget, err);
+
+		if (st == TG_OK)
+			*rows = (int64_t) (budget / 16 * 15 / row) - 4;
+		return st;
 	});
 }
 

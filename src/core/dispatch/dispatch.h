@@ -309,6 +309,14 @@ tg_status	tg_cuda_part_d8(const tg_ctx *ctx, const double *z, int W, int rows, i
 							uint8_t *d8, double *acc, tg_error *err);
 
 /*
+ * The most own rows of W cells whose tg_cuda_part_d8 (two rows around them
+ * on each side) fits the device's budget, a sixteenth of it left to the
+ * crossing flats' masks.
+ */
+tg_status	tg_cuda_part_d8_rows(const tg_ctx *ctx, int W, const tg_flow_params *p, int64_t *rows,
+								 tg_error *err);
+
+/*
  * drainage.c's passes over D8 receivers.  down: per cell the receiver's
  * neighbour index, TG_NO_DIRECTION where the path ends, TG_DOWN_NODATA on
  * nodata.  Labels: a cell's is its mark where it has one (mark NULL: the

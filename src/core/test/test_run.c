@@ -553,6 +553,64 @@ test_parts_on_gpu(coverage *tiles)
 }
 
 /*
+ * Strips sized to the device (strips.c): where the device takes fewer rows
+ * than the host budget gives a strip, the GPU still takes every strip's D8
+ * step, in more strips, and the tiles equal the CPU's in memory.
+ */
+static void
+test_strips_on_small_device(coverage *tiles)
+{
+	const tg_op op = base_op(TG_OP_HYDROLOGY);
+	const size_t budget = (size_t) GW * GH * tg_op_bytes_per_cell(&op, false) / 3;
+	tg_flow_params p = op.flow;
+	tg_device_info info;
+	results		ref,
+				host,
+				small;
+	tg_run_stats stats;
+	tg_error	err;
+	tg_ctx		probe;
+	int64_t		rows = 0;
+	int			host_strips = 0,
+				host_rows = 0,
+				small_strips = 0,
+				small_rows = 0;
+
+	tg_device_query(0, &info);
+	if (!info.available)
+	{
+		printf("skipped: strips sized to the device (no GPU)\n");
+		return;
+	}
+	check(run_on(tiles, NULL, &op, 2, SIZE_MAX, false, false, &ref, NULL, &err) == TG_OK, "reference: %s",
+		  err.message);
+	/* the CPU's strips within the budget */
+	check(run_on(tiles, NULL, &op, 2, budget, false, false, &host, &stats, &err) == TG_OK &&
+		  sscanf(stats.note, "%d strips of at most %d rows", &host_strips, &host_rows) == 2,
+		  "strips within the budget: %s (%s)", stats.note, err.message);
+	/* the smallest limit that takes a row of tiles: the one grid does not fit it, a strip of a tile row does */
+	tg_ctx_init(&probe);
+	p.fill = false;
+	for (probe.device_memory_limit = 1 << 16; rows < TILE_H && probe.device_memory_limit < (1u << 30);
+		 probe.device_memory_limit *= 2)
+		check(tg_cuda_part_d8_rows(&probe, GW, &p, &rows, &err) == TG_OK, "rows on the device: %s", err.message);
+	run_device_limit = probe.device_memory_limit / 2;
+	run_backend = TG_BACKEND_GPU;
+	check(run_on(tiles, NULL, &op, 2, budget, false, false, &small, &stats, &err) == TG_OK &&
+		  sscanf(stats.note, "%d strips of at most %d rows", &small_strips, &small_rows) == 2 &&
+		  strstr(stats.note, "within the GPU's memory; each strip's D8 routing and accumulation on the GPU") &&
+		  small_rows == rows && small_rows < host_rows && small_strips > host_strips &&
+		  same_tiles(tiles, &ref, &small, tg_op_outputs(&op)) && same_tiles(tiles, &ref, &host, tg_op_outputs(&op)),
+		  "strips sized to a device of %zu bytes: %s (%d rows there; the CPU's within the budget: %d strips of %d rows)",
+		  run_device_limit, stats.note, (int) rows, host_strips, host_rows);
+	run_device_limit = 0;
+	run_backend = TG_BACKEND_CPU;
+	res_free(&ref);
+	res_free(&host);
+	res_free(&small);
+}
+
+/*
  * The memory check's table (ops.c): a call whose estimate fits the budget
  * exactly runs as one grid, never refused nor sent to strips, and the host
  * memory it measured at its peak (tg_last_run's peak_host_bytes) stays
@@ -800,6 +858,7 @@ test_run(void)
 	test_parts(tiles);
 	test_parts_link_off_grid(tiles);
 	test_parts_on_gpu(tiles);
+	test_strips_on_small_device(tiles);
 	test_streamed_tiles(tiles, weights);
 	test_memory_estimates(tiles, whole);
 
@@ -815,17 +874,6 @@ test_run(void)
 			  "fdd8 accumulation beyond the budget: %s / %s", err.message, err.detail);
 		res_free(&r);
 	}
-	for (int t = 0; t < tiles->layout.ntiles; t++)
-	{
-		free(tiles->tiles[t].bytes);
-		free(weights->tiles[t].bytes);
-	}
-	free(whole->tiles[0].bytes);
-	free(tiles);
-	free(whole);
-	free(weights);
-	free(dem);
-}
 	/* a run in memory tells the writer what it leaves of the budget, before any tile; strips tell nothing */
 	{
 		results		r;
@@ -844,3 +892,14 @@ test_run(void)
 			  "room in strips: %d calls, %d written (%s)", r.room_calls, r.written, err.message);
 		res_free(&r);
 	}
+	for (int t = 0; t < tiles->layout.ntiles; t++)
+	{
+		free(tiles->tiles[t].bytes);
+		free(weights->tiles[t].bytes);
+	}
+	free(whole->tiles[0].bytes);
+	free(tiles);
+	free(whole);
+	free(weights);
+	free(dem);
+}

@@ -235,6 +235,7 @@ spill_read(void *arg, size_t offset, void *data, size_t bytes, tg_error *err)
 }
 
 tg_backend run_backend = TG_BACKEND_CPU;
+size_t		run_device_limit = 0;
 tg_backend parts_backend = TG_BACKEND_CPU;
 int			encode_starts;
 bool		write_went_back;
@@ -267,7 +268,6 @@ log_progress(void *arg, const char *phase, double fraction)
 	}
 }
 
-tg_status
 static tg_status
 res_room(void *arg, size_t bytes, tg_error *err)
 {
@@ -280,6 +280,7 @@ res_room(void *arg, size_t bytes, tg_error *err)
 	return TG_OK;
 }
 
+tg_status
 run_job(coverage *c, coverage *weights, const tg_op *op, int threads, size_t budget, bool compress,
 		bool keep, tg_part *part, results *r, tg_run_stats *stats, tg_error *err)
 {
@@ -296,8 +297,8 @@ run_job(coverage *c, coverage *weights, const tg_op *op, int threads, size_t bud
 	job.ninputs = weights ? 2 : 1;
 	job.writer.write = res_write;
 	job.writer.arg = r;
-	job.writer.compress = compress;
 	job.writer.room = res_room;
+	job.writer.compress = compress;
 	job.writer.header_room = 8;
 	job.spill.write = spill_write;
 	job.spill.read = spill_read;
@@ -305,6 +306,7 @@ run_job(coverage *c, coverage *weights, const tg_op *op, int threads, size_t bud
 	job.part = part;
 	tg_ctx_init(&ctx);
 	ctx.backend = run_backend;
+	ctx.device_memory_limit = run_device_limit;
 	ctx.progress = log_progress;
 	write_went_back = false;
 	write_last = 0;

@@ -28,6 +28,7 @@
 #include "scale/strips/strips.h"
 #include "terrain/terrain.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -44,6 +45,7 @@ typedef struct strips
 	int		   *row0;
 	int		   *nrows;
 	int			max_rows;		/* the most rows a strip could have had */
+	bool		device_sized;	/* max_rows is what the GPU's step takes, less than the budget's */
 	tg_grid_band dem;			/* the DEM's type (typed by the first tile read) */
 	bool		spill_single;	/* the spill holds floats: every value is exact in one */
 } strips;
@@ -57,17 +59,19 @@ strips_free(const tg_ctx *ctx, strips *s)
 
 /*
  * Strips of whole tile rows, each holding bytes_per_cell per cell with two
- * rows of halo within the budget: a boundary may fall at row r only where
- * no tile covers both r - 1 and r.
+ * rows of halo within the budget, and at most device_rows rows: a boundary
+ * may fall at row r only where no tile covers both r - 1 and r.
  */
 static tg_status
-plan_strips(const tg_ctx *ctx, const tg_job *job, size_t bytes_per_cell, strips *s, tg_error *err)
+plan_strips(const tg_ctx *ctx, const tg_job *job, size_t bytes_per_cell, int device_rows, strips *s,
+			tg_error *err)
 {
 	const tg_layout *l = job->layout;
 	const size_t by_budget = job->memory_budget / ((size_t) l->width * bytes_per_cell),
 				by_cells = TG_MAX_GRID_CELLS / l->width,
 				fit = by_budget < by_cells ? by_budget : by_cells;
-	const int	most = (int) (fit > 2 ? (fit - 2 < INT32_MAX ? fit - 2 : INT32_MAX) : 0);
+	const int	by_host = (int) (fit > 2 ? (fit - 2 < INT32_MAX ? fit - 2 : INT32_MAX) : 0),
+				most = device_rows < by_host ? device_rows : by_host;
 	uint8_t    *cut;
 	int			r0 = 0;
 
@@ -76,6 +80,7 @@ plan_strips(const tg_ctx *ctx, const tg_job *job, size_t bytes_per_cell, strips 
 	s->width = l->width;
 	s->height = l->height;
 	s->max_rows = most;
+	s->device_sized = most < by_host;
 	if (most < 1)
 		return tg_error_set(err, TG_ELIMIT, "%s over %s: not even 3 rows of %d cells fit in %zu MB",
 							job->function, l->name, l->width, job->memory_budget >> 20);
@@ -165,7 +170,7 @@ strip_stats(const tg_ctx *ctx, const strips *s, const char *method)
 	ctx->stats->chunks = s->n;
 	snprintf(ctx->stats->method, sizeof ctx->stats->method, "%s", method);
 	snprintf(ctx->stats->note, sizeof ctx->stats->note, "%d strips of at most %d rows within %s%s",
-			 s->n, s->max_rows, s->job->budget_name,
+			 s->n, s->max_rows, s->device_sized ? "the GPU's memory" : s->job->budget_name,
 			 device ? "; each strip's D8 routing and accumulation on the GPU" : "");
 }
 
@@ -695,6 +700,33 @@ strip_bytes_per_cell(const tg_op *op)
 	return op->flow.fill && fill > most ? fill : most;
 }
 
+/*
+ * The most rows a strip may have for its D8 step (route_strips.c) to fit the
+ * device where the GPU takes it: strips sized by the host budget alone would
+ * send the step to the CPU under auto (or fail under gpu) on a device
+ * smaller than them.  INT_MAX where the GPU takes no step, or where not even
+ * the tallest tile's rows would fit.
+ */
+static int
+rows_on_device(const tg_ctx *ctx, const tg_op *op, const tg_layout *l)
+{
+	tg_flow_params p = op->flow;
+	int64_t		rows = 0;
+	int			tallest = 0;
+	tg_error	ignored;
+
+	if (tg_op_seams_of(op->kind) != TG_SEAMS_FLOW || p.routing != TG_ROUTE_D8 ||
+		ctx->backend == TG_BACKEND_CPU || !tg_gpu_chosen(ctx, (int64_t) l->width * l->height))
+		return INT_MAX;
+	p.fill = false;				/* the step routes the routing surface, filled already */
+	tg_error_clear(&ignored);
+	if (tg_cuda_part_d8_rows(ctx, l->width, &p, &rows, &ignored) != TG_OK)
+		return INT_MAX;
+	for (int t = 0; t < l->ntiles; t++)
+		tallest = l->tiles[t].height > tallest ? l->tiles[t].height : tallest;
+	return rows >= tallest && rows < INT_MAX ? (int) rows : INT_MAX;
+}
+
 tg_status
 tg_run_strips(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err)
 {
@@ -710,7 +742,7 @@ tg_run_strips(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *e
 		return st;
 	/* the strips fill the budget with what they hold: nothing freed may stay */
 	tg_blocks_keep_none(ctx);
-	st = plan_strips(ctx, job, strip_bytes_per_cell(op), &s, err);
+	st = plan_strips(ctx, job, strip_bytes_per_cell(op), rows_on_device(ctx, op, job->layout), &s, err);
 	if (st == TG_OK)
 		switch (tg_op_seams_of(op->kind))
 		{
