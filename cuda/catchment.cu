@@ -13,6 +13,7 @@
  */
 #include "route.cuh"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace
@@ -165,9 +166,17 @@ rusle_impl(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
 
 	for (int f = 0; f < 4; f++)
 		factor_bytes += factors[f].values ? sizeof(double) : 0;
-	st = tg_cuda_check_budget(ctx, n * (route_bytes_per_cell(&p->flow, sizeof(V)) +
-								accumulation_bytes_per_cell(p->method, p->flow.routing, false, true) +
-								factor_bytes + (ls ? 4 : 0) + (soil ? 4 : 0)), "RUSLE", err);
+
+	/* the factors beside the routing, and the largest of its build, the accumulation and the products */
+	auto peak = [&](bool gather) {
+		return n * (route_kept_bytes_per_cell(&p->flow, sizeof(V)) + factor_bytes +
+					std::max({ROUTE_SCRATCH_BYTES_PER_CELL,
+							  accumulation_bytes_per_cell(p->method, p->flow.routing, false, gather),
+							  sizeof(double) + (ls ? 4 : 0) + (soil ? 4 : 0)}));
+	};
+	const bool	gather = tg_cuda_fits_budget(ctx, peak(true));
+
+	st = tg_cuda_check_budget(ctx, peak(gather), "RUSLE", err);
 	if (st != TG_OK)
 		return st;
 	if (!rows.alloc((size_t) H * 3))
@@ -202,7 +211,7 @@ rusle_impl(const tg_ctx *ctx, const tg_band *dem, const tg_rusle_params *p,
 	TG_CUDA_CHECK(cudaEventRecord(routed.stop), "recording an event");
 	TG_CUDA_CHECK(d_acc.alloc(n), "allocating the accumulation");
 	/* the upslope area in cells: every cell weighs 1 */
-	st = accumulate<V>(ctx, route, &p->flow, cell_weights(), p->method, true, d_acc.p, &rounds, &used, err);
+	st = accumulate<V>(ctx, route, &p->flow, cell_weights(), p->method, gather, d_acc.p, &rounds, &used, err);
 	if (st != TG_OK)
 		return st;
 	if (ls)

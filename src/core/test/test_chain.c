@@ -213,10 +213,11 @@ test_cuda_hydro(void)
 
 /*
  * A device without room for the gathered shares (32 bytes a cell beside the
- * routing's): the multiple-flow accumulation reads the routing's shares
- * instead, and gives the same bits on the GPU.  The caps bracket the peak
- * without them (63 bytes a cell here: a 64-bit surface) from the one with
- * them (93): at 78 the call runs on the GPU, at 60 it is refused.
+ * routing's): the multiple-flow accumulation, and RUSLE's, read the
+ * routing's shares instead, and give the same bits on the GPU.  The caps
+ * bracket the peak without them (63 bytes a cell here: a 64-bit surface, no
+ * factor rasters) from the one with them (93): at 78 the call runs on the
+ * GPU, at 60 it is refused.
  */
 static void
 test_cuda_shares_not_gathered(void)
@@ -230,6 +231,8 @@ test_cuda_shares_not_gathered(void)
 	double	   *z,
 			   *gathered = malloc(sizeof(double) * n),
 			   *read = malloc(sizeof(double) * n);
+	float	   *rusle_gathered = malloc(sizeof(float) * 2 * n),
+			   *rusle_read = malloc(sizeof(float) * 2 * n);
 	tg_band		b;
 
 	tg_device_query(0, &info);
@@ -238,6 +241,8 @@ test_cuda_shares_not_gathered(void)
 		printf("skipped: CUDA accumulation without gathered shares (no GPU)\n");
 		free(gathered);
 		free(read);
+		free(rusle_gathered);
+		free(rusle_read);
 		return;
 	}
 	z = random_terrain(W, H, 41, 0.02);
@@ -248,6 +253,7 @@ test_cuda_shares_not_gathered(void)
 			tg_flow_params p = flow_params(routings[r], W, H, 1, true);
 			tg_run_stats stats;
 			tg_ctx		ctx = cpu_ctx(&stats);
+			tg_rusle_params rp = rusle_params(p);
 			tg_error	err;
 
 			ctx.backend = TG_BACKEND_GPU;
@@ -264,10 +270,27 @@ test_cuda_shares_not_gathered(void)
 			tg_error_clear(&err);
 			check(tg_flow_accumulation(&ctx, &b, NULL, &p, methods[m], TG_UNITS_CELLS, read, &err) == TG_ENOMEM &&
 				  err.on_device, "cuda routing %d method %d in 60 bytes a cell: refused (%s)", r, m, err.message);
+
+			rp.method = methods[m];
+			ctx.device_memory_limit = 0;
+			check(tg_rusle(&ctx, &b, &rp, rusle_gathered, rusle_gathered + n, &err) == TG_OK,
+				  "cuda rusle routing %d method %d, room for every buffer: %s", r, m, err.message);
+			ctx.device_memory_limit = 78 * n;
+			memset(rusle_read, 0x77, sizeof(float) * 2 * n);
+			check(tg_rusle(&ctx, &b, &rp, rusle_read, rusle_read + n, &err) == TG_OK &&
+				  stats.backend == TG_BACKEND_GPU && memcmp(rusle_gathered, rusle_read, sizeof(float) * 2 * n) == 0,
+				  "cuda rusle routing %d method %d in 78 bytes a cell: on the GPU, the same LS and soil loss (%s)",
+				  r, m, err.message);
+			ctx.device_memory_limit = 60 * n;
+			tg_error_clear(&err);
+			check(tg_rusle(&ctx, &b, &rp, rusle_read, rusle_read + n, &err) == TG_ENOMEM && err.on_device,
+				  "cuda rusle routing %d method %d in 60 bytes a cell: refused (%s)", r, m, err.message);
 		}
 	free(z);
 	free(gathered);
 	free(read);
+	free(rusle_gathered);
+	free(rusle_read);
 }
 
 /*
