@@ -1030,6 +1030,14 @@ int			tg_op_outputs(const tg_op *op);
  */
 int			tg_op_halo(const tg_op *op);
 
+/*
+ * Where an operation's result reads only some tiles (a viewshed within
+ * max_distance: its observers' windows), true, with in_reach[t] (one per
+ * tile of l) set for the tiles that may change it; a change elsewhere
+ * leaves every result tile as it is.  False where any tile may.
+ */
+bool		tg_op_reach(const tg_op *op, const tg_layout *l, bool *in_reach);
+
 tg_status	tg_run(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err);
 
 /*

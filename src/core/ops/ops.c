@@ -7,6 +7,7 @@
 #include "ops/ops.h"
 #include "terrain/terrain.h"
 #include "hydro/drainage/drainage.h"
+#include "viewshed/viewshed.h"
 
 #include <math.h>
 #include <string.h>
@@ -93,6 +94,41 @@ tg_op_halo(const tg_op *op)
 	if (tg_op_seams_of(op->kind) != TG_SEAMS_WINDOW)
 		return -1;
 	return op->kind == TG_OP_TERRAIN ? tg_terrain_halo(&op->terrain) : 1;
+}
+
+bool
+tg_op_reach(const tg_op *op, const tg_layout *l, bool *in_reach)
+{
+	const int	n = op->kind == TG_OP_VIEWSHED ? 1 : op->kind == TG_OP_VIEWSHED_COUNT ? op->nobservers : 0;
+
+	if (n == 0 || !(op->view.max_distance > 0 && isfinite(op->view.max_distance)))
+		return false;
+	memset(in_reach, 0, sizeof(bool) * (size_t) l->ntiles);
+	for (int k = 0; k < n; k++)
+	{
+		tg_viewshed_params p = op->view;
+		double		cx = p.cell_x,
+					cy = p.cell_y;
+		int			x0,
+					y0,
+					x1,
+					y1;
+
+		if (op->kind == TG_OP_VIEWSHED_COUNT)
+		{
+			p.observer_col = op->observer_cols[k];
+			p.observer_row = op->observer_rows[k];
+		}
+		if (p.observer_col < 0 || p.observer_col >= l->width || p.observer_row < 0 || p.observer_row >= l->height)
+			return false;
+		if (p.geom.geographic)
+			tg_row_spacing(&p.geom, p.observer_row, &cx, &cy);
+		tg_view_window(&p, l->width, l->height, cx, cy, &x0, &y0, &x1, &y1);
+		for (int t = 0; t < l->ntiles; t++)
+			in_reach[t] |= l->tiles[t].col0 <= x1 && x0 < l->tiles[t].col0 + l->tiles[t].width &&
+				l->tiles[t].row0 <= y1 && y0 < l->tiles[t].row0 + l->tiles[t].height;
+	}
+	return true;
 }
 
 tg_op_memory

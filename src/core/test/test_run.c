@@ -611,6 +611,80 @@ test_strips_on_small_device(coverage *tiles)
 }
 
 /*
+ * A viewshed within max_distance reads only the tiles tg_op_reach names:
+ * its tiles are those of the squares around its observers, and a DEM
+ * raised everywhere else gives the same result tiles, byte for byte, while
+ * a raise within the reach changes some.  Without max_distance any tile
+ * may matter.
+ */
+static void
+test_viewshed_reach(const int16_t *dem)
+{
+	static const int cols[2] = {40, 180},
+				rows[2] = {30, 150};
+	coverage   *c = malloc(sizeof *c),
+			   *raised = malloc(sizeof *raised);
+	int16_t    *z = malloc(sizeof(int16_t) * GW * GH);
+	tg_op		op = base_op(TG_OP_VIEWSHED_COUNT);
+	bool		in_reach[128];
+	results		before,
+				after;
+	tg_error	err;
+
+	op.nobservers = 2;
+	op.observer_cols = cols;
+	op.observer_rows = rows;
+	op.view.max_distance = 200;	/* 7 cells of 30 */
+	make_coverage(c, dem, true);
+	check(tg_op_reach(&op, &c->layout, in_reach), "a cumulative viewshed within max_distance has a reach");
+	for (int t = 0; t < c->layout.ntiles; t++)
+	{
+		const tg_tile_place *pl = &c->layout.tiles[t];
+		bool		near = false;
+
+		for (int k = 0; k < 2; k++)
+			near |= pl->col0 <= cols[k] + 7 && cols[k] - 7 < pl->col0 + pl->width &&
+				pl->row0 <= rows[k] + 7 && rows[k] - 7 < pl->row0 + pl->height;
+		check(in_reach[t] == near, "tile %d (%lld, %lld): in reach %d, within 7 cells of an observer %d", t,
+			  (long long) pl->col0, (long long) pl->row0, in_reach[t], near);
+	}
+	for (int inside = 0; inside < 2; inside++)
+	{
+		size_t		raised_cells = 0;
+
+		memcpy(z, dem, sizeof(int16_t) * GW * GH);
+		for (int t = 0; t < c->layout.ntiles; t++)
+			if (in_reach[t] == (inside == 1))
+				for (int y = (int) c->layout.tiles[t].row0; y < c->layout.tiles[t].row0 + c->layout.tiles[t].height; y++)
+					for (int x = (int) c->layout.tiles[t].col0; x < c->layout.tiles[t].col0 + c->layout.tiles[t].width; x++)
+						if (z[(size_t) y * GW + x] != ND && (x != cols[0] || y != rows[0]) && (x != cols[1] || y != rows[1]))
+						{
+							z[(size_t) y * GW + x] += 400;
+							raised_cells++;
+						}
+		make_coverage(raised, z, true);
+		check(run_on(c, NULL, &op, 2, SIZE_MAX, false, false, &before, NULL, &err) == TG_OK &&
+			  run_on(raised, NULL, &op, 2, SIZE_MAX, false, false, &after, NULL, &err) == TG_OK &&
+			  same_tiles(c, &before, &after, 1) == (inside == 0),
+			  "cumulative viewshed, %zu cells raised %s its reach: the same tiles %s", raised_cells,
+			  inside ? "within" : "beyond", inside ? "no more" : "as before");
+		res_free(&before);
+		res_free(&after);
+		for (int t = 0; t < raised->layout.ntiles; t++)
+			free(raised->tiles[t].bytes);
+	}
+	op.view.max_distance = 0;
+	check(!tg_op_reach(&op, &c->layout, in_reach), "an unlimited viewshed has no reach");
+	op = base_op(TG_OP_SLOPE);
+	check(!tg_op_reach(&op, &c->layout, in_reach), "slope has no reach (a halo)");
+	for (int t = 0; t < c->layout.ntiles; t++)
+		free(c->tiles[t].bytes);
+	free(c);
+	free(raised);
+	free(z);
+}
+
+/*
  * The memory check's table (ops.c): a call whose estimate fits the budget
  * exactly runs as one grid, never refused nor sent to strips, and the host
  * memory it measured at its peak (tg_last_run's peak_host_bytes) stays
@@ -861,6 +935,7 @@ test_run(void)
 	test_strips_on_small_device(tiles);
 	test_streamed_tiles(tiles, weights);
 	test_memory_estimates(tiles, whole);
+	test_viewshed_reach(dem);
 
 	/* what cannot run in strips says so, before reading a pixel */
 	{

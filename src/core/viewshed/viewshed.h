@@ -43,6 +43,35 @@ typedef struct tg_view_setup
 } tg_view_setup;
 
 /*
+ * The cells an observer's rays read and decide, [x0, x1] x [y0, y1] of a W x
+ * H grid: the square within max_distance (cx, cy: the spacing at the
+ * observer), clipped to the grid, or the whole grid where unlimited.
+ */
+static inline void
+tg_view_window(const tg_viewshed_params *p, int W, int H, double cx, double cy, int *x0, int *y0, int *x1,
+			   int *y1)
+{
+	const int	ox = p->observer_col,
+				oy = p->observer_row;
+
+	*x0 = 0;
+	*y0 = 0;
+	*x1 = W - 1;
+	*y1 = H - 1;
+	if (p->max_distance > 0 && isfinite(p->max_distance))
+	{
+		/* the square of cells within max_distance: rays end on its edge */
+		const double rx = ceil(p->max_distance / cx),
+					ry = ceil(p->max_distance / cy);
+
+		*x0 = rx < ox ? ox - (int) rx : 0;
+		*y0 = ry < oy ? oy - (int) ry : 0;
+		*x1 = rx < W - 1 - ox ? ox + (int) rx : W - 1;
+		*y1 = ry < H - 1 - oy ? oy + (int) ry : H - 1;
+	}
+}
+
+/*
  * The window, rays and eye of a call (z: the decoded DEM, or NULL to read the
  * observer's cell from the band), and the host-side finish both backends
  * share: the observer's own cell, slopes to degrees for `angle`
@@ -80,23 +109,8 @@ tg_view_prepare(const tg_band *dem, const tg_viewshed_params *p, const double *z
 	s->height = H;
 	s->ox = p->observer_col;
 	s->oy = p->observer_row;
-	s->x0 = 0;
-	s->y0 = 0;
-	s->x1 = W - 1;
-	s->y1 = H - 1;
-	s->max_d2 = INFINITY;
-	if (p->max_distance > 0 && isfinite(p->max_distance))
-	{
-		/* the square of cells within max_distance: rays end on its edge */
-		double		rx = ceil(p->max_distance / cx),
-					ry = ceil(p->max_distance / cy);
-
-		s->x0 = rx < s->ox ? s->ox - (int) rx : 0;
-		s->y0 = ry < s->oy ? s->oy - (int) ry : 0;
-		s->x1 = rx < W - 1 - s->ox ? s->ox + (int) rx : W - 1;
-		s->y1 = ry < H - 1 - s->oy ? s->oy + (int) ry : H - 1;
-		s->max_d2 = p->max_distance * p->max_distance;
-	}
+	tg_view_window(p, W, H, cx, cy, &s->x0, &s->y0, &s->x1, &s->y1);
+	s->max_d2 = p->max_distance > 0 && isfinite(p->max_distance) ? p->max_distance * p->max_distance : INFINITY;
 	{
 		int			w = s->x1 - s->x0 + 1,
 					h = s->y1 - s->y0 + 1;
