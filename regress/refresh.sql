@@ -290,6 +290,27 @@ RESET terra_gpu.coverage_tiles;
 SELECT array_agg(s.rid) AS tiles_given, count(*) FILTER (WHERE s.rast::bytea = a.rast::bytea) AS equal_to_all_read
 FROM some_tiles s JOIN tg_slope(coverage => 'rf.dem') a USING (rid);
 
+-- A viewshed within max_distance reads only the tiles its observer's window
+-- crosses (7 cells around cell 30, 30: 3 x 3 tiles): a change elsewhere
+-- computes nothing, one within recomputes it; both equal a full recompute.
+-- After a change of tiling any tile may matter again.
+CREATE TABLE rf.view_dem AS SELECT * FROM rf.slope_dem;
+ALTER TABLE rf.view_dem ADD PRIMARY KEY (rid);
+SELECT tg_create_result('rf.view', $$SELECT * FROM tg_viewshed(coverage => 'rf.view_dem',
+       observer => ST_SetSRID(ST_MakePoint(500305, 4000655), 32632), max_distance => 70)$$);
+SELECT function, halo, reach FROM terra_gpu.product WHERE product = 'rf.view'::regclass;
+UPDATE rf.view_dem SET rast = ST_MapAlgebra(rast, 1, '32BF', '[rast] + 50') WHERE rid IN (1, 9, 64);
+SELECT * FROM tg_refresh('rf.view');
+SELECT pg_temp.differing('rf.view', pg_temp.full_of('rf.view')) AS view_differing;
+UPDATE rf.view_dem SET rast = ST_MapAlgebra(rast, 1, '32BF', '[rast] + 50') WHERE rid IN (1, 20);
+SELECT * FROM tg_refresh('rf.view');
+SELECT pg_temp.differing('rf.view', pg_temp.full_of('rf.view')) AS view_differing;
+DELETE FROM rf.view_dem WHERE rid = 64;
+SELECT * FROM tg_refresh('rf.view');
+SELECT reach IS NULL AS any_tile_now FROM terra_gpu.product WHERE product = 'rf.view'::regclass;
+UPDATE rf.view_dem SET rast = ST_MapAlgebra(rast, 1, '32BF', '[rast] + 50') WHERE rid = 1;
+SELECT * FROM tg_refresh('rf.view');
+
 -- a dropped product takes its recipe, tiles and changes with it
 DROP TABLE rf.slope;
 SELECT count(*) AS recipes, (SELECT count(*) FROM terra_gpu.product_tile WHERE product::oid NOT IN (SELECT product FROM terra_gpu.product)) AS orphan_tiles

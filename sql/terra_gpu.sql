@@ -2278,6 +2278,7 @@ CREATE TABLE terra_gpu.product (
 	id_column name NOT NULL,
 	function text NOT NULL,
 	halo integer CHECK (halo >= 0),
+	reach bigint[],
 	query text NOT NULL,
 	search_path text NOT NULL,
 	compression text NOT NULL,
@@ -2286,7 +2287,7 @@ CREATE TABLE terra_gpu.product (
 	retiled boolean NOT NULL DEFAULT false,
 	refreshed_at timestamptz NOT NULL DEFAULT pg_catalog.now());
 COMMENT ON TABLE terra_gpu.product IS
-'One row per product of tg_create_result that tg_refresh can bring up to date: its source table and columns, the coverage function and its halo in cells (NULL: a global operation), the query and search_path it was written with and the source''s name in it, its storage; captured: the source''s triggers record its changed tiles (its creator owned it); retiled: the source was truncated since';
+'One row per product of tg_create_result that tg_refresh can bring up to date: its source table and columns, the coverage function and its halo in cells (NULL: a global operation), the source tiles a change must touch to change the product where it reads only some (reach: a viewshed within max_distance, the tiles its observers'' windows cross; NULL: any tile), the query and search_path it was written with and the source''s name in it, its storage; captured: the source''s triggers record its changed tiles (its creator owned it); retiled: the source was truncated since';
 
 CREATE TABLE terra_gpu.product_tile (
 	product regclass NOT NULL,
@@ -2396,12 +2397,13 @@ BEGIN
 END $$;
 
 CREATE FUNCTION terra_gpu._coverage_reads(reset boolean,
-	OUT source regclass, OUT rast_column name, OUT id_column name, OUT function text, OUT halo integer)
+	OUT source regclass, OUT rast_column name, OUT id_column name, OUT function text, OUT halo integer,
+	OUT reach bigint[])
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'tgpg_coverage_reads'
 	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
 COMMENT ON FUNCTION terra_gpu._coverage_reads(boolean) IS
-'Internal (tg_create_result): the tables the coverage calls of this backend read since the last reset, with the call''s function and halo (NULL: global); reset forgets them';
+'Internal (tg_create_result): the tables the coverage calls of this backend read since the last reset, with the call''s function, halo (NULL: global) and, where the result reads only some tiles, their ids (reach); reset forgets them';
 
 -- The georeference of the tiles of a product's source as they are now:
 -- those with the given ids, or every tile (NULL); no digests.
@@ -2431,7 +2433,8 @@ DECLARE
 	captured boolean := true;
 BEGIN
 	SELECT count(*) AS n, min(c.source::oid)::regclass AS source, min(c.rast_column::text) AS rast_column,
-		   min(c.id_column::text) AS id_column, min(c.function) AS function, min(c.halo) AS halo
+		   min(c.id_column::text) AS id_column, min(c.function) AS function, min(c.halo) AS halo,
+		   min(c.reach) AS reach
 	INTO r FROM terra_gpu._coverage_reads(true) c;
 	IF r.n <> 1 OR r.id_column IS NULL THEN
 		RETURN false;
@@ -2447,10 +2450,10 @@ BEGIN
 			captured := false;
 		END;
 	END IF;
-	INSERT INTO terra_gpu.product (product, source, rast_column, id_column, function, halo, query,
+	INSERT INTO terra_gpu.product (product, source, rast_column, id_column, function, halo, reach, query,
 								   search_path, compression, source_name, captured)
-	VALUES (rel, r.source, r.rast_column, r.id_column, r.function, r.halo, query, search_path, compression,
-			terra_gpu._name_on_path(r.source, search_path), captured)
+	VALUES (rel, r.source, r.rast_column, r.id_column, r.function, r.halo, r.reach, query, search_path,
+			compression, terra_gpu._name_on_path(r.source, search_path), captured)
 	RETURNING * INTO p;
 	INSERT INTO terra_gpu.product_tile SELECT * FROM terra_gpu._product_tiles(p, NULL);
 	IF digests IS NULL THEN
@@ -2793,13 +2796,23 @@ BEGIN
 										  t.skew_x, t.skew_y, t.srid)) THEN
 		why := 'tiles of its source were added, removed or moved';
 		retile := true;
+	ELSIF p.reach IS NOT NULL AND NOT (changed && p.reach) THEN
+		-- no changed tile lies where the product reads (a viewshed's windows)
+		mode := 'incremental';
+		tiles_computed := 0;
+		tiles_rewritten := 0;
+	ELSIF p.reach IS NOT NULL THEN
+		why := format('a changed tile lies within max_distance of an observer of %s (any cell within reach may change)',
+					  p.function);
 	ELSIF p.halo IS NULL AND p.function NOT IN ('tg_fill', 'tg_flow_direction', 'tg_flow_accumulation', 'tg_hydrology') THEN
 		why := format('%s is a global operation that does not run in bands (a change may reach any tile)', p.function);
 	ELSIF p.halo IS NULL AND NOT terra_gpu._product_bands_meet(p.product) THEN
 		why := 'its rows of tiles leave rows of the grid between them empty, or are uneven (it cannot run in bands)';
 	END IF;
 
-	IF why IS NULL AND p.halo IS NULL THEN
+	IF mode IS NOT NULL THEN
+		NULL;					-- nothing the product reads changed
+	ELSIF why IS NULL AND p.halo IS NULL THEN
 		-- a global operation: in bands, those whose tiles or messages changed computed
 		BEGIN
 			SELECT b.tiles_computed, b.tiles_rewritten INTO tiles_computed, tiles_rewritten
@@ -2845,10 +2858,12 @@ BEGIN
 			PERFORM terra_gpu._product_digests(p);
 		END IF;
 	END IF;
-	UPDATE terra_gpu.product x SET retiled = false, refreshed_at = now() WHERE x.product = p.product;
+	-- the tiles a viewshed reads are known by id: after a change of tiling, any tile may be
+	UPDATE terra_gpu.product x SET retiled = false, refreshed_at = now(), reach = CASE WHEN retile THEN NULL ELSE x.reach END
+	WHERE x.product = p.product;
 END $$;
 COMMENT ON FUNCTION tg_refresh(regclass) IS
-'Bring a product of tg_create_result up to date with its source, in the caller''s transaction: a local operation (slope, the terrain derivatives) recomputes only the tiles within its halo of the changed ones; fill, directions, accumulation and tg_hydrology run in bands (rows of tiles), recomputing the bands whose tiles or seams with the others changed (mode bands); the drainage products, or a change of tiling, recompute in full (said in a NOTICE); either way only the tiles whose values changed are rewritten';
+'Bring a product of tg_create_result up to date with its source, in the caller''s transaction: a local operation (slope, the terrain derivatives) recomputes only the tiles within its halo of the changed ones; fill, directions, accumulation and tg_hydrology run in bands (rows of tiles), recomputing the bands whose tiles or seams with the others changed (mode bands); a viewshed within max_distance computes nothing where no changed tile lies within its observers'' windows; the drainage products, or a change of tiling, recompute in full (said in a NOTICE); either way only the tiles whose values changed are rewritten';
 
 CREATE FUNCTION tg_refresh_all(
 	source regclass,

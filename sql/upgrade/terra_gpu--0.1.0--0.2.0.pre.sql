@@ -34,6 +34,7 @@ CREATE TABLE terra_gpu.product (
 	id_column name NOT NULL,
 	function text NOT NULL,
 	halo integer CHECK (halo >= 0),
+	reach bigint[],
 	query text NOT NULL,
 	search_path text NOT NULL,
 	compression text NOT NULL,
@@ -42,7 +43,7 @@ CREATE TABLE terra_gpu.product (
 	retiled boolean NOT NULL DEFAULT false,
 	refreshed_at timestamptz NOT NULL DEFAULT pg_catalog.now());
 COMMENT ON TABLE terra_gpu.product IS
-'One row per product of tg_create_result that tg_refresh can bring up to date: its source table and columns, the coverage function and its halo in cells (NULL: a global operation), the query and search_path it was written with and the source''s name in it, its storage; captured: the source''s triggers record its changed tiles (its creator owned it); retiled: the source was truncated since';
+'One row per product of tg_create_result that tg_refresh can bring up to date: its source table and columns, the coverage function and its halo in cells (NULL: a global operation), the source tiles a change must touch to change the product where it reads only some (reach: a viewshed within max_distance, the tiles its observers'' windows cross; NULL: any tile), the query and search_path it was written with and the source''s name in it, its storage; captured: the source''s triggers record its changed tiles (its creator owned it); retiled: the source was truncated since';
 
 CREATE TABLE terra_gpu.product_tile (
 	product regclass NOT NULL,

@@ -263,8 +263,12 @@ void		tgpg_raster_close(tgpg_raster *r, Datum datum);
 char	   *tgpg_refresh_scope(Oid relid, const char *relname, const char *id_column);
 bool	   *tgpg_refresh_wanted(Oid relid, const char *relname, const char *id_column, const tg_layout *l);
 
-/* A table a finished coverage call read (tgpg_recipe.c): halo of its operation, or -1 */
+/*
+ * A table a finished coverage call over layout l read (tgpg_recipe.c): op
+ * for the DEM (input 0), whose halo and reach the recipe keeps; NULL for the
+ * others.
+ */
 void		tgpg_remember_read(Oid relid, const char *rast_column, const char *id_column,
-							   const char *function, int halo);
+							   const char *function, const tg_op *op, const tg_layout *l);
 
 #endif							/* TGPG_H */

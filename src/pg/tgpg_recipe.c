@@ -8,9 +8,11 @@
 
 #include "access/detoast.h"
 #include "access/tupmacs.h"
+#include "catalog/pg_type.h"
 #include "common/cryptohash.h"
 #include "common/sha2.h"
 #include "funcapi.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -26,23 +28,59 @@ typedef struct coverage_read
 	NameData	id_column;		/* empty: none */
 	char		function[NAMEDATALEN];
 	int			halo;			/* of the DEM (input 0): tg_op_halo; -1 for the others */
+	int64	   *reach;			/* the ids of the tiles its result reads (tg_op_reach) */
+	int			nreach;			/* of them; -1: it may read any */
 } coverage_read;
 
 static List *coverage_reads = NIL;	/* in TopMemoryContext */
 
 void
-tgpg_remember_read(Oid relid, const char *rast_column, const char *id_column, const char *function, int halo)
+tgpg_remember_read(Oid relid, const char *rast_column, const char *id_column, const char *function,
+				   const tg_op *op, const tg_layout *l)
 {
-	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-	coverage_read *r = palloc0(sizeof *r);
+	MemoryContext old;
+	coverage_read *r;
+	bool	   *in_reach;
 
+	/* a recipe is of one read: a second says there were several, a third adds nothing */
+	if (list_length(coverage_reads) >= 2)
+		return;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	r = palloc0(sizeof *r);
 	r->relid = relid;
 	namestrcpy(&r->rast_column, rast_column);
 	namestrcpy(&r->id_column, id_column ? id_column : "");
 	strlcpy(r->function, function, sizeof r->function);
-	r->halo = halo;
+	r->halo = op ? tg_op_halo(op) : -1;
+	r->nreach = -1;
+	in_reach = palloc(sizeof(bool) * (l->ntiles + 1));
+	if (op && tg_op_reach(op, l, in_reach))
+	{
+		r->reach = palloc(sizeof(int64) * (l->ntiles + 1));
+		r->nreach = 0;
+		for (int t = 0; t < l->ntiles; t++)
+			if (in_reach[t])
+				r->reach[r->nreach++] = l->tiles[t].id;
+	}
+	pfree(in_reach);
 	coverage_reads = lappend(coverage_reads, r);
 	MemoryContextSwitchTo(old);
+}
+
+static void
+forget_reads(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, coverage_reads)
+	{
+		coverage_read *r = lfirst(lc);
+
+		if (r->reach)
+			pfree(r->reach);
+	}
+	list_free_deep(coverage_reads);
+	coverage_reads = NIL;
 }
 
 /*
@@ -61,8 +99,8 @@ tgpg_coverage_reads(PG_FUNCTION_ARGS)
 	foreach(lc, coverage_reads)
 	{
 		coverage_read *r = lfirst(lc);
-		Datum		values[5];
-		bool		nulls[5] = {false, false, false, false, false};
+		Datum		values[6];
+		bool		nulls[6] = {false, false, false, false, false, false};
 
 		values[0] = ObjectIdGetDatum(r->relid);
 		values[1] = NameGetDatum(&r->rast_column);
@@ -71,13 +109,20 @@ tgpg_coverage_reads(PG_FUNCTION_ARGS)
 		values[3] = CStringGetTextDatum(r->function);
 		values[4] = Int32GetDatum(r->halo);
 		nulls[4] = r->halo < 0;
+		nulls[5] = r->nreach < 0;
+		if (r->nreach >= 0)
+		{
+			Datum	   *ids = palloc(sizeof(Datum) * (r->nreach + 1));
+
+			for (int k = 0; k < r->nreach; k++)
+				ids[k] = Int64GetDatum(r->reach[k]);
+			values[5] = PointerGetDatum(construct_array(ids, r->nreach, INT8OID, sizeof(int64), FLOAT8PASSBYVAL,
+														TYPALIGN_DOUBLE));
+		}
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	if (PG_GETARG_BOOL(0))
-	{
-		list_free_deep(coverage_reads);
-		coverage_reads = NIL;
-	}
+		forget_reads();
 	return (Datum) 0;
 }
 

@@ -1176,7 +1176,7 @@ tgpg_call_run(tgpg_call *c, const tg_op *op, tgpg_result result)
 		for (int k = 0; k < c->ninputs; k++)
 			if (c->inputs[k]->table)
 				tgpg_remember_read(c->inputs[k]->relid, c->inputs[k]->rast_column, c->inputs[k]->id_column,
-								   c->function, k == 0 ? tg_op_halo(op) : -1);
+								   c->function, k == 0 ? op : NULL, c->layout);
 	for (int k = 0; k < c->ninputs; k++)
 		if (c->inputs[k]->connected && guard.error == NULL)
 			finish_reading(c->inputs[k]);
