@@ -107,8 +107,8 @@ tg_op_reach(const tg_op *op, const tg_layout *l, bool *in_reach)
 	for (int k = 0; k < n; k++)
 	{
 		tg_viewshed_params p = op->view;
-		double		cx = p.cell_x,
-					cy = p.cell_y;
+		double		cx,
+					cy;
 		int			x0,
 					y0,
 					x1,
@@ -121,8 +121,7 @@ tg_op_reach(const tg_op *op, const tg_layout *l, bool *in_reach)
 		}
 		if (p.observer_col < 0 || p.observer_col >= l->width || p.observer_row < 0 || p.observer_row >= l->height)
 			return false;
-		if (p.geom.geographic)
-			tg_row_spacing(&p.geom, p.observer_row, &cx, &cy);
+		tg_view_spacing(&p, &cx, &cy);
 		tg_view_window(&p, l->width, l->height, cx, cy, &x0, &y0, &x1, &y1);
 		for (int t = 0; t < l->ntiles; t++)
 			in_reach[t] |= l->tiles[t].col0 <= x1 && x0 < l->tiles[t].col0 + l->tiles[t].width &&
@@ -168,13 +167,10 @@ tg_op_gpu_host_bytes(const tg_op *op, const tg_job *job)
 {
 	const tg_layout *l = job->layout;
 	const tg_op_memory m = tg_op_memory_of(op);
-	int			tallest = 0;
 
 	if (job->whole)
 		return (size_t) l->width * l->height * (m.gpu_host + m.gpu_planes);
-	for (int t = 0; t < l->ntiles; t++)
-		tallest = l->tiles[t].height > tallest ? l->tiles[t].height : tallest;
-	return (size_t) l->width * l->height * m.gpu_host + 2 * (size_t) tallest * l->width * m.gpu_planes;
+	return (size_t) l->width * l->height * m.gpu_host + 2 * (size_t) tg_layout_tallest(l) * l->width * m.gpu_planes;
 }
 
 tg_op_seams

@@ -138,6 +138,17 @@ typedef struct tg_grid_band
  */
 tg_status	tg_read_input(const tg_ctx *ctx, const tg_layout *grid, const tg_input *in,
 						  tg_grid_band *g, int row0, int nrows, tg_error *err);
+
+/* The height of a layout's tallest tile (0 without tiles). */
+static inline int
+tg_layout_tallest(const tg_layout *l)
+{
+	int			tallest = 0;
+
+	for (int t = 0; t < l->ntiles; t++)
+		tallest = l->tiles[t].height > tallest ? l->tiles[t].height : tallest;
+	return tallest;
+}
 void		tg_grid_band_free(const tg_ctx *ctx, tg_grid_band *g);
 
 /*

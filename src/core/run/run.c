@@ -164,7 +164,9 @@ tg_run(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err)
 	const double t0 = tg_stats_begin(ctx, (int64_t) l->width * l->height);
 	const char *why_not = NULL;
 	const tg_band smallest = {.pixtype = TG_PT_8BUI};	/* whatever the DEM's type */
-	const size_t cells = (size_t) l->width * l->height;
+	const size_t cells = (size_t) l->width * l->height,
+				in_memory = cells * tg_op_bytes_per_cell(op, false),	/* host bytes of each one-grid path */
+				gpu_host = tg_op_gpu_host_bytes(op, job);
 	bool		on_gpu = false;
 	tg_ctx		call;
 	tg_status	st;
@@ -179,15 +181,14 @@ tg_run(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err)
 	else if (cells > TG_MAX_GRID_CELLS)
 		st = !job->whole && tg_op_in_strips(op, ctx, &why_not) ? tg_run_strips(&call, op, job, err)
 			: beyond_budget(ctx, op, job, false, why_not, err);
-	else if (cells * tg_op_bytes_per_cell(op, false) <= job->memory_budget)
+	else if (in_memory <= job->memory_budget)
 	{
-		if ((st = tell_room(job, cells * tg_op_bytes_per_cell(op, false), err)) == TG_OK)
+		if ((st = tell_room(job, in_memory, err)) == TG_OK)
 			st = run_in_memory(&call, op, job, err);
 	}
-	else if ((on_gpu = tg_gpu_chosen(ctx, (int64_t) cells)) &&
-			 tg_op_gpu_host_bytes(op, job) <= job->memory_budget)
+	else if ((on_gpu = tg_gpu_chosen(ctx, (int64_t) cells)) && gpu_host <= job->memory_budget)
 	{
-		if ((st = tell_room(job, tg_op_gpu_host_bytes(op, job), err)) == TG_OK)
+		if ((st = tell_room(job, gpu_host, err)) == TG_OK)
 			st = run_on_gpu(&call, op, job, err);
 	}
 	else if (!job->whole && tg_op_in_strips(op, ctx, &why_not))

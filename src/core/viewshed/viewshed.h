@@ -42,6 +42,16 @@ typedef struct tg_view_setup
 	tg_view_output output;
 } tg_view_setup;
 
+/* The spacing at the observer, metres (map units): the grid's, or on a geographic one its row's. */
+static inline void
+tg_view_spacing(const tg_viewshed_params *p, double *cx, double *cy)
+{
+	*cx = p->cell_x;
+	*cy = p->cell_y;
+	if (p->geom.geographic)
+		tg_row_spacing(&p->geom, p->observer_row, cx, cy);
+}
+
 /*
  * The cells an observer's rays read and decide, [x0, x1] x [y0, y1] of a W x
  * H grid: the square within max_distance (cx, cy: the spacing at the
@@ -84,8 +94,8 @@ tg_view_prepare(const tg_band *dem, const tg_viewshed_params *p, const double *z
 	const int	W = dem->width,
 				H = dem->height;
 	double		zo,
-				cx = p->cell_x,
-				cy = p->cell_y;
+				cx,
+				cy;
 
 	if (p->observer_col < 0 || p->observer_col >= W || p->observer_row < 0 || p->observer_row >= H)
 		return tg_error_set(err, TG_EINVAL, "the observer (column %d, row %d, counting from 1) is outside the %d x %d raster",
@@ -99,8 +109,7 @@ tg_view_prepare(const tg_band *dem, const tg_viewshed_params *p, const double *z
 	if (!(p->earth_radius >= 0) || !(p->refraction >= 0 && p->refraction < 1))
 		return tg_error_set(err, TG_EINVAL, "earth_radius must be >= 0 and refraction in [0, 1), got %g and %g",
 							p->earth_radius, p->refraction);
-	if (p->geom.geographic)
-		tg_row_spacing(&p->geom, p->observer_row, &cx, &cy);
+	tg_view_spacing(p, &cx, &cy);
 	if (!(cx > 0) || !(cy > 0) || !isfinite(cx) || !isfinite(cy))
 		return tg_error_set(err, TG_EINVAL, "cell size must be positive, got %g x %g", cx, cy);
 

@@ -712,7 +712,6 @@ rows_on_device(const tg_ctx *ctx, const tg_op *op, const tg_layout *l)
 {
 	tg_flow_params p = op->flow;
 	int64_t		rows = 0;
-	int			tallest = 0;
 	tg_error	ignored;
 
 	if (tg_op_seams_of(op->kind) != TG_SEAMS_FLOW || p.routing != TG_ROUTE_D8 ||
@@ -722,9 +721,7 @@ rows_on_device(const tg_ctx *ctx, const tg_op *op, const tg_layout *l)
 	tg_error_clear(&ignored);
 	if (tg_cuda_part_d8_rows(ctx, l->width, &p, &rows, &ignored) != TG_OK)
 		return INT_MAX;
-	for (int t = 0; t < l->ntiles; t++)
-		tallest = l->tiles[t].height > tallest ? l->tiles[t].height : tallest;
-	return rows >= tallest && rows < INT_MAX ? (int) rows : INT_MAX;
+	return rows >= tg_layout_tallest(l) && rows < INT_MAX ? (int) rows : INT_MAX;
 }
 
 tg_status
