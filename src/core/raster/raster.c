@@ -148,62 +148,102 @@ load_f64(const uint8_t *p)
 	return v;
 }
 
-double
-tg_pixel_load(tg_pixtype pt, const void *pixels, size_t index)
-{
-	const uint8_t *p = (const uint8_t *) pixels + index * (size_t) tg_pixtype_size(pt);
+/*
+ * Pixels [from, from + count) as doubles, and doubles into pixels: one loop
+ * per stored type, the switch outside it (result tiles convert every cell).
+ */
+#define LOAD_PIXELS(T, VALUE)												\
+	do {																\
+		const uint8_t *p_ = (const uint8_t *) pixels + from * sizeof(T);	\
+		for (int x_ = 0; x_ < count; x_++)								\
+		{																\
+			T			raw_;											\
+			memcpy(&raw_, p_ + (size_t) x_ * sizeof(T), sizeof(T));		\
+			out[x_] = (double) (VALUE);									\
+		}																\
+	} while (0)
 
+#define STORE_PIXELS(T, CAST)												\
+	do {																\
+		uint8_t    *p_ = (uint8_t *) pixels + to * sizeof(T);				\
+		for (int x_ = 0; x_ < count; x_++)								\
+		{																\
+			const T		v_ = (T) CAST in[x_];							\
+			memcpy(p_ + (size_t) x_ * sizeof(T), &v_, sizeof(T));		\
+		}																\
+	} while (0)
+
+static void
+load_pixels(tg_pixtype pt, const void *pixels, size_t from, int count, double *out)
+{
+	switch (pt)
+	{
+		case TG_PT_1BB: LOAD_PIXELS(uint8_t, raw_ & 0x01); return;
+		case TG_PT_2BUI: LOAD_PIXELS(uint8_t, raw_ & 0x03); return;
+		case TG_PT_4BUI: LOAD_PIXELS(uint8_t, raw_ & 0x0F); return;
+		case TG_PT_8BSI: LOAD_PIXELS(int8_t, raw_); return;
+		case TG_PT_8BUI: LOAD_PIXELS(uint8_t, raw_); return;
+		case TG_PT_16BSI: LOAD_PIXELS(int16_t, raw_); return;
+		case TG_PT_16BUI: LOAD_PIXELS(uint16_t, raw_); return;
+		case TG_PT_32BSI: LOAD_PIXELS(int32_t, raw_); return;
+		case TG_PT_32BUI: LOAD_PIXELS(uint32_t, raw_); return;
+		case TG_PT_32BF: LOAD_PIXELS(float, raw_); return;
+		case TG_PT_64BF: LOAD_PIXELS(double, raw_); return;
+	}
+	for (int x = 0; x < count; x++)
+		out[x] = NAN;
+}
+
+static void
+store_pixels(tg_pixtype pt, void *pixels, size_t to, int count, const double *in)
+{
 	switch (pt)
 	{
 		case TG_PT_1BB:
-			return (double) (p[0] & 0x01);
 		case TG_PT_2BUI:
-			return (double) (p[0] & 0x03);
 		case TG_PT_4BUI:
-			return (double) (p[0] & 0x0F);
-		case TG_PT_8BSI:
-			return (double) (int8_t) p[0];
-		case TG_PT_8BUI:
-			return (double) p[0];
-		case TG_PT_16BSI:
-			{
-				int16_t		v;
-
-				memcpy(&v, p, 2);
-				return v;
-			}
-		case TG_PT_16BUI:
-			{
-				uint16_t	v;
-
-				memcpy(&v, p, 2);
-				return v;
-			}
-		case TG_PT_32BSI:
-			{
-				int32_t		v;
-
-				memcpy(&v, p, 4);
-				return v;
-			}
-		case TG_PT_32BUI:
-			{
-				uint32_t	v;
-
-				memcpy(&v, p, 4);
-				return v;
-			}
-		case TG_PT_32BF:
-			{
-				float		v;
-
-				memcpy(&v, p, 4);
-				return v;
-			}
-		case TG_PT_64BF:
-			return load_f64(p);
+		case TG_PT_8BUI: STORE_PIXELS(uint8_t, ); return;
+		case TG_PT_8BSI: STORE_PIXELS(uint8_t, (int8_t)); return;
+		case TG_PT_16BSI: STORE_PIXELS(int16_t, ); return;
+		case TG_PT_16BUI: STORE_PIXELS(uint16_t, ); return;
+		case TG_PT_32BSI: STORE_PIXELS(int32_t, ); return;
+		case TG_PT_32BUI: STORE_PIXELS(uint32_t, ); return;
+		case TG_PT_32BF: STORE_PIXELS(float, ); return;
+		case TG_PT_64BF: STORE_PIXELS(double, ); return;
 	}
-	return NAN;
+}
+
+double
+tg_pixel_load(tg_pixtype pt, const void *pixels, size_t index)
+{
+	double		v;
+
+	load_pixels(pt, pixels, index, 1, &v);
+	return v;
+}
+
+void
+tg_pixel_store(tg_pixtype pt, void *pixels, size_t index, double v)
+{
+	store_pixels(pt, pixels, index, 1, &v);
+}
+
+void
+tg_pixels_to_band(tg_pixtype type, const void *pixels, size_t from, bool has_marker, double marker,
+				  const tg_band_spec *spec, void *dst, size_t to, int count)
+{
+	double		chunk[256];
+
+	for (int done = 0; done < count; done += 256)
+	{
+		const int	n = count - done < 256 ? count - done : 256;
+
+		load_pixels(type, pixels, from + done, n, chunk);
+		for (int x = 0; x < n; x++)
+			if (isnan(chunk[x]) || (has_marker && chunk[x] == marker))
+				chunk[x] = spec->nodata;
+		store_pixels(spec->pixtype, dst, to + done, n, chunk);
+	}
 }
 
 tg_status
@@ -489,63 +529,6 @@ tg_raster_size(const tg_raster_info *info, const tg_band_spec *bands,
 							info->width, info->height, info->num_bands, total);
 	*size = total;
 	return TG_OK;
-}
-
-void
-tg_pixel_store(tg_pixtype pt, void *pixels, size_t index, double v)
-{
-	uint8_t    *p = (uint8_t *) pixels + index * (size_t) tg_pixtype_size(pt);
-
-	switch (pt)
-	{
-		case TG_PT_1BB:
-		case TG_PT_2BUI:
-		case TG_PT_4BUI:
-		case TG_PT_8BUI:
-			p[0] = (uint8_t) v;
-			break;
-		case TG_PT_8BSI:
-			p[0] = (uint8_t) (int8_t) v;
-			break;
-		case TG_PT_16BSI:
-			{
-				int16_t		x = (int16_t) v;
-
-				memcpy(p, &x, 2);
-				break;
-			}
-		case TG_PT_16BUI:
-			{
-				uint16_t	x = (uint16_t) v;
-
-				memcpy(p, &x, 2);
-				break;
-			}
-		case TG_PT_32BSI:
-			{
-				int32_t		x = (int32_t) v;
-
-				memcpy(p, &x, 4);
-				break;
-			}
-		case TG_PT_32BUI:
-			{
-				uint32_t	x = (uint32_t) v;
-
-				memcpy(p, &x, 4);
-				break;
-			}
-		case TG_PT_32BF:
-			{
-				float		x = (float) v;
-
-				memcpy(p, &x, 4);
-				break;
-			}
-		case TG_PT_64BF:
-			memcpy(p, &v, 8);
-			break;
-	}
 }
 
 tg_status

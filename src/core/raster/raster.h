@@ -53,6 +53,14 @@ tg_status	tg_raster_write(uint8_t *buf, size_t len, const tg_raster_info *info,
 double		tg_pixel_load(tg_pixtype pt, const void *pixels, size_t index);
 void		tg_pixel_store(tg_pixtype pt, void *pixels, size_t index, double value);
 
+/*
+ * Pixels [from, from + count) of an array of `type` into pixels [to, to +
+ * count) of a band of `spec`: NaN and, with has_marker, the marker become
+ * the band's nodata; every other value is stored as tg_pixel_store stores it.
+ */
+void		tg_pixels_to_band(tg_pixtype type, const void *pixels, size_t from, bool has_marker,
+							  double marker, const tg_band_spec *spec, void *dst, size_t to, int count);
+
 /* Decode one row into doubles (or floats), nodata (and NaN) as NaN. */
 void		tg_band_row_to_f64(const tg_band *band, int row, double *dst);
 void		tg_band_row_to_f32(const tg_band *band, int row, float *dst);

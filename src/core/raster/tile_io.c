@@ -199,9 +199,16 @@ static tg_status
 nodata_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 {
 	tg_grid_band *g = arg;
+	const size_t size = (size_t) tg_pixtype_size(g->band.pixtype),
+				n = (size_t) (y1 - y0) * g->band.width;
+	uint8_t    *at = (uint8_t *) g->band.data + (size_t) y0 * g->band.width * size;
 
-	for (size_t i = (size_t) y0 * g->band.width; i < (size_t) y1 * g->band.width; i++)
-		tg_pixel_store(g->band.pixtype, (void *) g->band.data, i, g->band.nodata);
+	if (n == 0)
+		return TG_OK;
+	/* one pixel stored, then copied onto the rest in doubling runs */
+	tg_pixel_store(g->band.pixtype, at, 0, g->band.nodata);
+	for (size_t have = 1; have < n; have *= 2)
+		memcpy(at + have * size, at, (have < n - have ? have : n - have) * size);
 	return TG_OK;
 }
 
@@ -464,34 +471,25 @@ convert_row(const tg_plane *p, size_t from, const tg_band_spec *spec, void *dst,
 	const int	size = tg_pixtype_size(spec->pixtype);
 	uint8_t    *d = (uint8_t *) dst + to * size;
 
-	if (p->type == spec->pixtype)
+	/* floats of the band's own type: copied, NaN replaced */
+	if (p->type == spec->pixtype && spec->pixtype == TG_PT_32BF)
 	{
 		memcpy(d, (const uint8_t *) p->data + from * size, (size_t) count * size);
-		if (spec->pixtype == TG_PT_32BF)
-			for (int x = 0; x < count; x++)
-			{
-				if (isnan(((float *) d)[x]))
-					((float *) d)[x] = (float) spec->nodata;
-			}
-		else if (spec->pixtype == TG_PT_64BF)
-			for (int x = 0; x < count; x++)
-			{
-				if (isnan(((double *) d)[x]))
-					((double *) d)[x] = spec->nodata;
-			}
-		else if (p->has_marker && p->marker != spec->nodata)
-			for (int x = 0; x < count; x++)
-				if (tg_pixel_load(spec->pixtype, d, x) == p->marker)
-					tg_pixel_store(spec->pixtype, d, x, spec->nodata);
-		return;
+		for (int x = 0; x < count; x++)
+			if (isnan(((float *) d)[x]))
+				((float *) d)[x] = (float) spec->nodata;
 	}
-	for (int x = 0; x < count; x++)
+	else if (p->type == spec->pixtype && spec->pixtype == TG_PT_64BF)
 	{
-		const double v = tg_pixel_load(p->type, p->data, from + x);
-		const bool	none = isnan(v) || (p->has_marker && v == p->marker);
-
-		tg_pixel_store(spec->pixtype, d, x, none ? spec->nodata : v);
+		memcpy(d, (const uint8_t *) p->data + from * size, (size_t) count * size);
+		for (int x = 0; x < count; x++)
+			if (isnan(((double *) d)[x]))
+				((double *) d)[x] = spec->nodata;
 	}
+	else if (p->type == spec->pixtype && (!p->has_marker || p->marker == spec->nodata))
+		memcpy(d, (const uint8_t *) p->data + from * size, (size_t) count * size);
+	else
+		tg_pixels_to_band(p->type, p->data, from, p->has_marker, p->marker, spec, dst, to, count);
 }
 
 /* Task i * nout + o: output o of the batch's tile i (a task per raster, so that a row of tiles balances). */

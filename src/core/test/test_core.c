@@ -524,6 +524,68 @@ random_case_free(random_case *c)
 	free(c->valid);
 }
 
+/*
+ * tg_pixels_to_band against its definition, pixel by pixel: NaN and the
+ * marker become the band's nodata, the rest is stored as tg_pixel_store
+ * stores it; for every pair of types, rows longer than one chunk, offsets.
+ */
+static void
+test_pixels_to_band(void)
+{
+	enum
+	{
+		N = 700
+	};
+	const size_t nt = sizeof all_pixtypes / sizeof all_pixtypes[0];
+	int			differ = 0;
+
+	for (size_t a = 0; a < nt; a++)
+		for (size_t b = 0; b < nt; b++)
+		{
+			const tg_pixtype from = all_pixtypes[a];
+			const tg_band_spec spec = {.pixtype = all_pixtypes[b], .nodata = nodata_for(all_pixtypes[b])};
+			const double marker = from == TG_PT_1BB ? 1 : from == TG_PT_2BUI ? 2 : 7;
+			uint8_t		src[(N + 3) * 8],
+						got[(N + 5) * 8],
+						want[(N + 5) * 8];
+
+			memset(got, 0xA5, sizeof got);
+			memset(want, 0xA5, sizeof want);
+			for (int i = 0; i < N + 3; i++)
+			{
+				/* within every type's range: C's conversion of values outside is undefined */
+				double		v = (double) (rng_next() % 120) + (tg_pixtype_is_float(from) ? 0.25 : 0);
+
+				if (i % 97 == 5)
+					v = marker;
+				tg_pixel_store(from, src, i, i % 89 == 3 && tg_pixtype_is_float(from) ? NAN : v);
+			}
+			for (int m = 0; m < 2; m++)
+			{
+				tg_pixels_to_band(from, src, 3, m, marker, &spec, got, 5, N);
+				for (int x = 0; x < N; x++)
+				{
+					const double v = tg_pixel_load(from, src, 3 + x);
+
+					tg_pixel_store(spec.pixtype, want, 5 + x, isnan(v) || (m && v == marker) ? spec.nodata : v);
+				}
+				differ += memcmp(got, want, sizeof got) != 0;
+			}
+		}
+	check(differ == 0, "tg_pixels_to_band: %d of %zu type pairs and markers differ from the pixel-by-pixel conversion",
+		  differ, 2 * nt * nt);
+	{
+		/* a 16BUI plane with marker 65535 into an 8BUI band of nodata 255, by hand */
+		const uint16_t plane[4] = {3, 65535, 128, 0};
+		const tg_band_spec spec = {.pixtype = TG_PT_8BUI, .nodata = 255};
+		uint8_t		band[4];
+
+		tg_pixels_to_band(TG_PT_16BUI, plane, 0, true, 65535, &spec, band, 0, 4);
+		check(band[0] == 3 && band[1] == 255 && band[2] == 128 && band[3] == 0,
+			  "tg_pixels_to_band: 16BUI codes into 8BUI: %d %d %d %d", band[0], band[1], band[2], band[3]);
+	}
+}
+
 static void
 test_slope_random_vs_reference(void)
 {
@@ -796,7 +858,7 @@ main(int argc, char **argv)
 		{"multiband", test_multiband_and_flags}, {"truncations", test_truncations},
 		{"bad_headers", test_bad_headers}, {"slope_postgis", test_slope_postgis_values},
 		{"slope_plane", test_slope_plane}, {"slope_random", test_slope_random_vs_reference},
-		{"slope_nodata", test_slope_nodata_cases}, {"codecs", test_codecs},
+		{"slope_nodata", test_slope_nodata_cases}, {"pixels_to_band", test_pixels_to_band}, {"codecs", test_codecs},
 		{"cancel", test_cancel_and_dispatch},
 		{"cuda_parity", test_cuda_parity}, {"hydro", test_hydro}, {"chain", test_hydro_chain},
 		{"strips", test_strips}, {"bmmq", test_bmmq},

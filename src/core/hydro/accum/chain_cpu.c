@@ -56,8 +56,13 @@ export_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 				i1 = (size_t) y1 * r->width;
 
 	if (out->surface)
-		for (size_t i = i0; i < i1; i++)
-			tg_pixel_store(out->surface_type, out->surface, i, isnan(r->z[i]) ? out->surface_nodata : r->z[i]);
+	{
+		const tg_band_spec spec = {out->surface_type, true, out->surface_nodata};
+
+		for (int y = y0; y < y1; y++)
+			tg_pixels_to_band(TG_PT_64BF, r->z, (size_t) y * r->width, false, 0, &spec, out->surface,
+							  (size_t) y * r->width, r->width);
+	}
 	if (out->receivers)
 		tg_route_receivers(&v, out->acc, i0, i1, out->receivers);
 	return TG_OK;
