@@ -4,8 +4,8 @@
  * what each needs), the call's threads decompress, check and place them;
  * on the way out the threads cut, convert, serialize and compress a batch
  * of result tiles, and the calling thread hands them to the writer in tile
- * order.  Only the calling thread touches the callbacks and the caller's
- * allocator.
+ * order while they encode the next batch.  Only the calling thread touches
+ * the callbacks and the caller's allocator.
  */
 #include "raster/raster.h"
 
@@ -587,14 +587,14 @@ finish_tile(const tg_ctx *ctx, encoded *e, int nout, bool kept)
 
 /* Scratch room for the largest raster of the first n tiles of the batch, on every thread. */
 static tg_status
-ensure_scratch(const tg_ctx *ctx, write_job *j, int n, tg_error *err)
+ensure_scratch(const tg_ctx *ctx, write_job *j, const encoded *batch, int n, tg_error *err)
 {
 	size_t		most = 0;
 
 	for (int i = 0; i < n; i++)
 		for (int o = 0; o < j->nout; o++)
-			if (j->batch[i].packed[o] && j->batch[i].raw_size[o] > most)
-				most = j->batch[i].raw_size[o];
+			if (batch[i].packed[o] && batch[i].raw_size[o] > most)
+				most = batch[i].raw_size[o];
 	if (most <= j->scratch_size)
 		return TG_OK;
 	tg_free(ctx, j->scratch);
@@ -608,28 +608,83 @@ ensure_scratch(const tg_ctx *ctx, write_job *j, int n, tg_error *err)
 	return TG_OK;
 }
 
+/* A batch encoded before, handed to the writer tile by tile beside the next one's encoding. */
+typedef struct handing
+{
+	const tg_ctx *ctx;
+	const tg_job *job;
+	encoded    *batch;
+	int			n;
+	int			written;
+	int			nout;
+} handing;
+
+static tg_status
+hand_one(const tg_ctx *ctx, void *arg, bool *more, tg_error *err)
+{
+	handing    *h = arg;
+	encoded    *e = &h->batch[h->written];
+	bool		kept = false;
+	const double t0 = tg_clock_ms();
+	tg_status	st;
+
+	if (h->written >= h->n)
+	{
+		*more = false;
+		return TG_OK;
+	}
+	st = h->job->writer.write(h->job->writer.arg, e->tile, e->values, h->nout, &kept, err);
+	tg_phase_charge(ctx, "store", tg_clock_ms() - t0);
+	finish_tile(h->ctx, e, h->nout, st == TG_OK && kept);
+	h->written++;
+	*more = h->written < h->n;
+	return st;
+}
+
+/* Free what the writer has not been handed of a batch. */
+static void
+drop_unwritten(handing *h)
+{
+	for (; h->written < h->n; h->written++)
+		finish_tile(h->ctx, &h->batch[h->written], h->nout, false);
+	h->n = h->written = 0;
+}
+
+/*
+ * Batches of tiles are encoded by the threads while the calling thread hands
+ * the batch before to the writer (tg_parallel_beside): the writer's copies
+ * overlap the compression instead of following it.
+ */
 tg_status
 tg_write_tiles(const tg_ctx *ctx, const tg_job *job, const tg_output *outs, int nout, int row0,
 			   int nrows, tg_error *err)
 {
 	const tg_layout *l = job->layout;
-	const int	most = batch_size(ctx);
 	const tg_ctx q = quiet(ctx);
-	encoded    *batch = tg_alloc(ctx, most * sizeof(encoded));
-	write_job	j = {job, outs, nout, row0, batch, NULL, 0};
-	int			next = 0,
-				done = 0;
+	write_job	j = {job, outs, nout, row0, NULL, NULL, 0};
+	handing		before = {ctx, job, NULL, 0, 0, nout};
+	encoded    *batches;
+	int			most = 0,
+				next = 0,
+				done = 0,
+				current = 0;
 	tg_status	st = TG_OK;
 
-	if (batch == NULL)
-		return tg_error_set(err, TG_ENOMEM, "could not allocate a batch of tiles");
 	/* progress is the whole grid's: a band written alone counts from the tiles above it */
 	for (int k = 0; k < l->ntiles; k++)
-		done += l->tiles[k].row0 < row0;
-	while (st == TG_OK && next < l->ntiles)
 	{
-		int			n = 0,
-					written = 0;
+		done += l->tiles[k].row0 < row0;
+		most += l->tiles[k].row0 >= row0 && l->tiles[k].row0 < row0 + nrows;
+	}
+	if (most > batch_size(ctx))
+		most = batch_size(ctx);
+	batches = tg_alloc(ctx, 2 * (size_t) (most ? most : 1) * sizeof(encoded));
+	if (batches == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a batch of tiles");
+	while (st == TG_OK && (next < l->ntiles || before.written < before.n))
+	{
+		encoded    *batch = batches + (size_t) current * most;
+		int			n = 0;
 
 		/* the next tiles lying in the rows, in grid order */
 		for (; next < l->ntiles && n < most; next++)
@@ -647,26 +702,22 @@ tg_write_tiles(const tg_ctx *ctx, const tg_job *job, const tg_output *outs, int 
 				break;
 		}
 		if (st == TG_OK && n > 0)
-			st = ensure_scratch(ctx, &j, n, err);
-		if (st == TG_OK && n > 0)
-			st = tg_parallel(&q, (int64_t) n * nout, encode_task, &j, err);
-		for (; st == TG_OK && written < n; written++)
-		{
-			bool		kept = false;
-			const double t0 = tg_clock_ms();
-
-			st = job->writer.write(job->writer.arg, batch[written].tile, batch[written].values, nout,
-								   &kept, err);
-			tg_phase_charge(ctx, "store", tg_clock_ms() - t0);
-			finish_tile(ctx, &batch[written], nout, st == TG_OK && kept);
-		}
-		for (; written < n; written++)
-			finish_tile(ctx, &batch[written], nout, false);
-		done += n;
+			st = ensure_scratch(ctx, &j, batch, n, err);
+		j.batch = batch;
+		if (st == TG_OK)
+			st = tg_parallel_beside(&q, (int64_t) n * nout, encode_task, &j, hand_one, &before, err);
+		done += before.n;
+		drop_unwritten(&before);
 		if (st == TG_OK)
 			report(ctx, "write", (double) done / l->ntiles);
+		/* this batch is handed over beside the next one's encoding (or alone, after the last) */
+		before.batch = batch;
+		before.n = n;
+		before.written = 0;
+		current ^= 1;
 	}
-	tg_free(ctx, batch);
+	drop_unwritten(&before);
+	tg_free(ctx, batches);
 	tg_free(ctx, j.scratch);
 	return st;
 }

@@ -539,23 +539,41 @@ run_inline(const tg_ctx *ctx, int64_t ntasks, tg_task_fn fn, void *arg, tg_error
 	return TG_OK;
 }
 
-tg_status
-tg_parallel(const tg_ctx *ctx, int64_t ntasks, tg_task_fn fn, void *arg, tg_error *err)
+/* The calling thread's work beside a region (tg_parallel_beside): step by step until done. */
+typedef struct beside_work
+{
+	tg_beside_fn fn;
+	void	   *arg;
+	bool		more;
+	tg_status	status;
+	tg_error	error;
+} beside_work;
+
+static void
+beside_step(const tg_ctx *ctx, beside_work *b)
+{
+	tg_error_clear(&b->error);
+	b->status = b->fn(ctx, b->arg, &b->more, &b->error);
+	if (b->status != TG_OK)
+		b->more = false;
+}
+
+static tg_status
+parallel(const tg_ctx *ctx, int64_t ntasks, tg_task_fn fn, void *arg, beside_work *beside, tg_error *err)
 {
 	tg_pool    *pool = ctx->pool;
 	job			j;
 	int			want,
 				workers;
 	bool		canceled = false;
+	double		polled = tg_clock_ms();
 
 	if (ntasks <= 0)
 		return TG_OK;
 	want = tg_threads_wanted(ctx);
 	if (want > ntasks)
 		want = (int) ntasks;
-	if (ctx->worker != 0 || pool == NULL || want <= 1)
-		return run_inline(ctx, ntasks, fn, arg, err);
-	workers = start_workers(pool, want);
+	workers = ctx->worker != 0 || pool == NULL || want <= 1 ? 1 : start_workers(pool, want);
 	if (workers > want)
 		workers = want;
 	if (workers <= 1)
@@ -579,24 +597,43 @@ tg_parallel(const tg_ctx *ctx, int64_t ntasks, tg_task_fn fn, void *arg, tg_erro
 	pthread_cond_broadcast(&pool->work);
 	while (j.finished < workers)
 	{
-		struct timespec until;
-
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += POLL_MS * 1000000L;
-		if (until.tv_nsec >= 1000000000L)
+		if (beside && beside->more)
 		{
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
+			/* a step of the calling thread's own work, then the polls when they are due */
+			pthread_mutex_unlock(&pool->lock);
+			beside_step(ctx, beside);
+			if (beside->status != TG_OK)
+				atomic_store(&j.stop, true);
+			if (tg_clock_ms() - polled < POLL_MS)
+			{
+				pthread_mutex_lock(&pool->lock);
+				continue;
+			}
 		}
-		pthread_cond_timedwait(&pool->idle, &pool->lock, &until);
-		if (j.finished >= workers)
-			break;
-		/* the callbacks may take a while: not under the lock */
-		pthread_mutex_unlock(&pool->lock);
+		else
+		{
+			struct timespec until;
+
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_nsec += POLL_MS * 1000000L;
+			if (until.tv_nsec >= 1000000000L)
+			{
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&pool->idle, &pool->lock, &until);
+			if (j.finished >= workers)
+				break;
+			/* the callbacks may take a while: not under the lock */
+			pthread_mutex_unlock(&pool->lock);
+		}
+		polled = tg_clock_ms();
 		if (!canceled && tg_canceled(ctx))
 		{
 			canceled = true;
 			atomic_store(&j.stop, true);
+			if (beside)
+				beside->more = false;
 		}
 		report(ctx, (double) atomic_load(&j.done) / ntasks);
 		pthread_mutex_lock(&pool->lock);
@@ -608,6 +645,8 @@ tg_parallel(const tg_ctx *ctx, int64_t ntasks, tg_task_fn fn, void *arg, tg_erro
 
 	if (canceled)
 		return tg_error_set(err, TG_ECANCELED, "canceled");
+	if (beside && beside->status != TG_OK)
+		return TG_OK;			/* the caller reports it */
 	if (j.error_task < ntasks)
 	{
 		if (err)
@@ -616,6 +655,35 @@ tg_parallel(const tg_ctx *ctx, int64_t ntasks, tg_task_fn fn, void *arg, tg_erro
 	}
 	report(ctx, 1.0);
 	return TG_OK;
+}
+
+tg_status
+tg_parallel(const tg_ctx *ctx, int64_t ntasks, tg_task_fn fn, void *arg, tg_error *err)
+{
+	return parallel(ctx, ntasks, fn, arg, NULL, err);
+}
+
+tg_status
+tg_parallel_beside(const tg_ctx *ctx, int64_t ntasks, tg_task_fn fn, void *arg, tg_beside_fn beside,
+				   void *beside_arg, tg_error *err)
+{
+	beside_work b = {.fn = beside, .arg = beside_arg, .more = true, .status = TG_OK};
+	tg_status	st = parallel(ctx, ntasks, fn, arg, &b, err);
+
+	/* what is left of it once the tasks are done (or all of it, run inline) */
+	while (st == TG_OK && b.more)
+	{
+		if (tg_canceled(ctx))
+			return tg_error_set(err, TG_ECANCELED, "canceled");
+		beside_step(ctx, &b);
+	}
+	if (st == TG_OK && b.status != TG_OK)
+	{
+		if (err)
+			*err = b.error;
+		return b.status;
+	}
+	return st;
 }
 
 /* ------------------------------------------------------------------------

@@ -162,6 +162,18 @@ void		tg_stats_end(const tg_ctx *ctx, double t0);
 tg_status	tg_parallel(const tg_ctx *ctx, int64_t ntasks, tg_task_fn fn, void *arg, tg_error *err);
 
 /*
+ * tg_parallel while the calling thread does work of its own that only it may
+ * do (a caller's callbacks), step by step: beside(ctx, beside_arg, &more)
+ * runs one short step (the polls for cancellation and progress come between
+ * steps) and clears *more when none is left.  Returns once both are done; a
+ * failing step stops the tasks and its error is returned.
+ */
+typedef tg_status (*tg_beside_fn) (const tg_ctx *ctx, void *arg, bool *more, tg_error *err);
+
+tg_status	tg_parallel_beside(const tg_ctx *ctx, int64_t ntasks, tg_task_fn fn, void *arg,
+							   tg_beside_fn beside, void *beside_arg, tg_error *err);
+
+/*
  * Rows of a grid in tasks of whole rows, about TG_TASK_CELLS cells each (the
  * partition depends on the grid only, never on the thread count).
  */

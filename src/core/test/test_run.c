@@ -838,6 +838,36 @@ test_streamed_tiles(coverage *tiles, coverage *weights)
 	tg_tracked_bytes = tracked;
 }
 
+/*
+ * A writer failing on a tile: the batch after it is being encoded while the
+ * calling thread hands the tiles over; the call stops with the writer's
+ * error, nothing is handed after it, nothing leaks.
+ */
+static void
+test_writer_failing(coverage *tiles)
+{
+	tg_op		op;
+
+	for (int threads = 1; threads <= 4; threads *= 2)
+		for (int at = 1; at <= 21; at += 10)
+			for (int keep = 0; keep <= 1; keep++)
+			{
+				results		r;
+				tg_error	err;
+				tg_status	st;
+
+				op = base_op(TG_OP_HYDROLOGY);
+				writer_fails_at = at;
+				st = run_on(tiles, NULL, &op, threads, (size_t) 1 << 30, true, keep, &r, NULL, &err);
+				writer_fails_at = 0;
+				check(st == TG_ECALLBACK && r.written == at - 1 && r.in_order &&
+					  strstr(err.message, "the writer failed") != NULL,
+					  "writer failing on tile %d, %d threads, keep %d: status %d, %d handed over (%s)", at,
+					  threads, keep, st, r.written, err.message);
+				res_free(&r);
+			}
+}
+
 void
 test_run(void)
 {
@@ -967,6 +997,7 @@ test_run(void)
 			  "room in strips: %d calls, %d written (%s)", r.room_calls, r.written, err.message);
 		res_free(&r);
 	}
+	test_writer_failing(tiles);
 	for (int t = 0; t < tiles->layout.ntiles; t++)
 	{
 		free(tiles->tiles[t].bytes);

@@ -175,6 +175,8 @@ res_write(void *arg, int tile, tg_tile_value *v, int n, bool *kept, tg_error *er
 {
 	results    *r = arg;
 
+	if (writer_fails_at && r->written + 1 == writer_fails_at)
+		return tg_error_set(err, TG_ECALLBACK, "the writer failed on its tile %d", writer_fails_at);
 	r->in_order = r->in_order && tile > r->last;
 	r->last = tile;
 	for (int o = 0; o < n; o++)
@@ -236,6 +238,7 @@ spill_read(void *arg, size_t offset, void *data, size_t bytes, tg_error *err)
 
 tg_backend run_backend = TG_BACKEND_CPU;
 size_t		run_device_limit = 0;
+int			writer_fails_at = 0;
 tg_backend parts_backend = TG_BACKEND_CPU;
 int			encode_starts;
 bool		write_went_back;

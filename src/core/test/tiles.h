@@ -55,6 +55,7 @@ typedef struct results
 /* The backend tg_run takes (run_job), the parts' (run_parts), whatever the reference's */
 extern tg_backend run_backend;
 extern size_t run_device_limit;	/* tg_ctx.device_memory_limit of run_job's runs (0: none) */
+extern int	writer_fails_at;	/* the writer fails on its tile of this number (1-based; 0: never) */
 extern tg_backend parts_backend;
 extern int	encode_starts;		/* times a run's encode phase began */
 /* the last run's "write" progress: whether it ever went back, and its last fraction */
