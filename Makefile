@@ -98,11 +98,15 @@ $(DATA_built): sql/$(EXTENSION).sql $(EXTENSION).control
 
 $(OBJS): $(CORE_HDRS) $(wildcard src/pg/*.h)
 
-# a build with CUDA and one without link different objects: switching relinks
-CUDA_STAMP = build/with_cuda_$(WITH_CUDA)
-$(CUDA_STAMP):
-	mkdir -p build && rm -f build/with_cuda_* && touch $@
-$(shlib): $(CUDA_STAMP)
+# A build with CUDA and one without link different objects: switching relinks
+# the extension and the test programs.  The mode of the last make is kept in a
+# file rewritten when it changes (PostgreSQL's makefiles mark every target
+# .SECONDARY, so a missing stamp or CUDA archive alone would not be remade).
+CUDA_MODE = build/cuda_mode
+ifneq ($(shell cat $(CUDA_MODE) 2>/dev/null),$(WITH_CUDA))
+$(shell mkdir -p build && echo $(WITH_CUDA) > $(CUDA_MODE))
+endif
+$(shlib): $(CUDA_MODE)
 
 # The terrain derivatives' row loops vectorise: sqrt without errno, no FP
 # traps to keep in order, and no fused multiply-adds (they round as the GPU's
@@ -141,7 +145,7 @@ PARTS_FUZZ_ITERATIONS ?= 100000
 
 CORE_TEST_SRCS = $(filter-out src/core/test/fuzz_%.c,$(wildcard src/core/test/*.c))
 
-build/test_core: $(CORE_TEST_SRCS) src/core/test/test.h $(CORE_SRCS) $(CORE_HDRS) $(CORE_CUDA)
+build/test_core: $(CORE_TEST_SRCS) src/core/test/test.h $(CORE_SRCS) $(CORE_HDRS) $(CORE_CUDA) $(CUDA_MODE)
 	mkdir -p build
 	$(CC) $(CORE_TEST_CFLAGS) -o $@ $(CORE_TEST_SRCS) $(CORE_SRCS) \
 		$(if $(filter 0,$(WITH_CUDA)),cuda/tg_cuda_stub.c) $(CORE_TEST_LIBS)
@@ -196,7 +200,7 @@ check-layering: all
 # (the terrain derivatives built as in the extension)
 BENCH_CORE_SRCS = bench/bench_core.c bench/bench_studies.c
 
-build/bench_core: $(BENCH_CORE_SRCS) bench/bench_core.h $(CORE_SRCS) $(CORE_HDRS) $(CORE_CUDA)
+build/bench_core: $(BENCH_CORE_SRCS) bench/bench_core.h $(CORE_SRCS) $(CORE_HDRS) $(CORE_CUDA) $(CUDA_MODE)
 	mkdir -p build
 	$(CC) $(CORE_TEST_CFLAGS) $(TERRAIN_CPU_CFLAGS) -c -o build/terrain_cpu.o src/core/terrain/terrain_cpu.c
 	$(CC) $(CORE_TEST_CFLAGS) -o $@ $(BENCH_CORE_SRCS) $(filter-out src/core/terrain/terrain_cpu.c,$(CORE_SRCS)) \
