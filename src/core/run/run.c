@@ -81,17 +81,50 @@ check_results(const tg_op *op, const tg_job *job, const tg_band *dem, tg_error *
 	return st;
 }
 
+/*
+ * The rows of the tiles a job wants, where a local operation asks for fewer
+ * than the grid's: [*row0, *row0 + *nrows).  False where every row is wanted.
+ */
+static bool
+wanted_rows(const tg_op *op, const tg_job *job, int *row0, int *nrows)
+{
+	const tg_layout *l = job->layout;
+	int			first = l->height,
+				end = 0;
+
+	if (job->wanted == NULL || job->whole || job->ninputs != 1 || tg_op_seams_of(op->kind) != TG_SEAMS_WINDOW)
+		return false;
+	for (int t = 0; t < l->ntiles; t++)
+		if (job->wanted[t])
+		{
+			first = l->tiles[t].row0 < first ? l->tiles[t].row0 : first;
+			end = l->tiles[t].row0 + l->tiles[t].height > end ? l->tiles[t].row0 + l->tiles[t].height : end;
+		}
+	/* no tile straddles the rows' bounds: each wanted tile's rows are whole */
+	for (int t = 0; t < l->ntiles; t++)
+		if (l->tiles[t].row0 < end && l->tiles[t].row0 + l->tiles[t].height > first &&
+			(l->tiles[t].row0 < first || l->tiles[t].row0 + l->tiles[t].height > end))
+			return false;
+	*row0 = first;
+	*nrows = end - first;
+	return end > first && end - first < l->height;
+}
+
 static tg_status
 run_in_memory(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err)
 {
 	tg_grid_band grids[8];
 	tg_op_result r;
 	tg_status	st = TG_OK;
+	int			row0,
+				nrows;
 
 	memset(grids, 0, sizeof grids);
 	memset(&r, 0, sizeof r);
 	if (job->ninputs < 1 || job->ninputs > 8)
 		return tg_error_set(err, TG_EINVAL, "an operation takes 1 to 8 inputs, got %d", job->ninputs);
+	if (wanted_rows(op, job, &row0, &nrows))
+		return tg_run_local_rows(ctx, op, job, row0, nrows, err);
 	tg_phase(ctx, "decode");
 	for (int k = 0; k < job->ninputs && st == TG_OK; k++)
 		st = tg_read_input(ctx, job->layout, &job->inputs[k], &grids[k], 0, job->layout->height, err);

@@ -239,6 +239,7 @@ spill_read(void *arg, size_t offset, void *data, size_t bytes, tg_error *err)
 tg_backend run_backend = TG_BACKEND_CPU;
 size_t		run_device_limit = 0;
 int			writer_fails_at = 0;
+const bool *run_wanted = NULL;
 tg_backend parts_backend = TG_BACKEND_CPU;
 int			encode_starts;
 bool		write_went_back;
@@ -307,6 +308,7 @@ run_job(coverage *c, coverage *weights, const tg_op *op, int threads, size_t bud
 	job.spill.read = spill_read;
 	job.memory_budget = budget;
 	job.part = part;
+	job.wanted = run_wanted;
 	tg_ctx_init(&ctx);
 	ctx.backend = run_backend;
 	ctx.device_memory_limit = run_device_limit;

@@ -56,6 +56,7 @@ typedef struct results
 extern tg_backend run_backend;
 extern size_t run_device_limit;	/* tg_ctx.device_memory_limit of run_job's runs (0: none) */
 extern int	writer_fails_at;	/* the writer fails on its tile of this number (1-based; 0: never) */
+extern const bool *run_wanted;	/* tg_job.wanted of run_job's runs (NULL: every tile) */
 extern tg_backend parts_backend;
 extern int	encode_starts;		/* times a run's encode phase began */
 /* the last run's "write" progress: whether it ever went back, and its last fraction */

@@ -196,9 +196,8 @@ progress(const tg_ctx *ctx, const char *phase, int done, int total)
  * its window reads
  * ------------------------------------------------------------------------ */
 static tg_status
-local_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *err)
+local_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, const char *phase, tg_error *err)
 {
-	const char *phase = op->kind == TG_OP_SLOPE ? "slope in strips" : "terrain in strips";
 	const int	halo = op->kind == TG_OP_TERRAIN ? tg_terrain_halo(&op->terrain) : 1;
 	tg_status	st = TG_OK;
 
@@ -233,7 +232,35 @@ local_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *err)
 		tg_free(ctx, z);
 		progress(ctx, phase, k + 1, s->n);
 	}
-	strip_stats(ctx, s, phase);
+	return st;
+}
+
+tg_status
+tg_run_local_rows(const tg_ctx *ctx, const tg_op *op, const tg_job *job, int row0, int nrows, tg_error *err)
+{
+	strips		s;
+	tg_status	st;
+
+	memset(&s, 0, sizeof s);
+	s.job = job;
+	s.width = job->layout->width;
+	s.height = job->layout->height;
+	s.n = 1;
+	s.max_rows = nrows;
+	s.row0 = tg_alloc(ctx, sizeof(int));
+	s.nrows = tg_alloc(ctx, sizeof(int));
+	if (s.row0 == NULL || s.nrows == NULL)
+	{
+		strips_free(ctx, &s);
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the rows asked for");
+	}
+	s.row0[0] = row0;
+	s.nrows[0] = nrows;
+	st = local_in_strips(ctx, op, &s, "rows asked for", err);
+	if (ctx->stats)
+		snprintf(ctx->stats->note, sizeof ctx->stats->note, "rows %d to %d of %d: those of the tiles asked for",
+				 row0, row0 + nrows - 1, s.height);
+	strips_free(ctx, &s);
 	return st;
 }
 
@@ -746,7 +773,9 @@ tg_run_strips(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *e
 			case TG_SEAMS_WINDOW:
 				tg_job_notice(job, "%s spans %d x %d cells, more than %s holds: computing it in %d strips of rows",
 							  job->layout->name, s.width, s.height, job->budget_name, s.n);
-				st = local_in_strips(ctx, op, &s, err);
+				st = local_in_strips(ctx, op, &s, op->kind == TG_OP_SLOPE ? "slope in strips" : "terrain in strips",
+									 err);
+				strip_stats(ctx, &s, op->kind == TG_OP_SLOPE ? "slope in strips" : "terrain in strips");
 				break;
 			case TG_SEAMS_FILL:
 				st = fill_in_strips(ctx, op, &s, err);

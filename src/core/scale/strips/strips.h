@@ -13,6 +13,14 @@
 tg_status	tg_run_strips(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err);
 
 /*
+ * A local operation (slope, the terrain derivatives) over rows [row0, row0 +
+ * nrows) only, read with their halo: those of the tiles a job wants, where
+ * the tiles around are read for their edge rows alone (a refresh).
+ */
+tg_status	tg_run_local_rows(const tg_ctx *ctx, const tg_op *op, const tg_job *job, int row0, int nrows,
+							  tg_error *err);
+
+/*
  * Flow directions and accumulation of a grid larger than memory, in strips
  * of rows (route_strips.c, CPU): the same directions as tg_flow_direction and
  * the same accumulation as tg_flow_accumulation (D8 in cells exactly, weighted
