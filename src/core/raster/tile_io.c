@@ -471,25 +471,23 @@ convert_row(const tg_plane *p, size_t from, const tg_band_spec *spec, void *dst,
 	const int	size = tg_pixtype_size(spec->pixtype);
 	uint8_t    *d = (uint8_t *) dst + to * size;
 
-	/* floats of the band's own type: copied, NaN replaced */
-	if (p->type == spec->pixtype && spec->pixtype == TG_PT_32BF)
+	/* another type, or integers whose marker is not the band's nodata: converted */
+	if (p->type != spec->pixtype ||
+		(!tg_pixtype_is_float(spec->pixtype) && p->has_marker && p->marker != spec->nodata))
 	{
-		memcpy(d, (const uint8_t *) p->data + from * size, (size_t) count * size);
+		tg_pixels_to_band(p->type, p->data, from, p->has_marker, p->marker, spec, dst, to, count);
+		return;
+	}
+	/* the band's own type: copied, a float's NaN replaced */
+	memcpy(d, (const uint8_t *) p->data + from * size, (size_t) count * size);
+	if (spec->pixtype == TG_PT_32BF)
 		for (int x = 0; x < count; x++)
 			if (isnan(((float *) d)[x]))
 				((float *) d)[x] = (float) spec->nodata;
-	}
-	else if (p->type == spec->pixtype && spec->pixtype == TG_PT_64BF)
-	{
-		memcpy(d, (const uint8_t *) p->data + from * size, (size_t) count * size);
+	if (spec->pixtype == TG_PT_64BF)
 		for (int x = 0; x < count; x++)
 			if (isnan(((double *) d)[x]))
 				((double *) d)[x] = spec->nodata;
-	}
-	else if (p->type == spec->pixtype && (!p->has_marker || p->marker == spec->nodata))
-		memcpy(d, (const uint8_t *) p->data + from * size, (size_t) count * size);
-	else
-		tg_pixels_to_band(p->type, p->data, from, p->has_marker, p->marker, spec, dst, to, count);
 }
 
 /* Task i * nout + o: output o of the batch's tile i (a task per raster, so that a row of tiles balances). */
@@ -623,7 +621,7 @@ static tg_status
 hand_one(const tg_ctx *ctx, void *arg, bool *more, tg_error *err)
 {
 	handing    *h = arg;
-	encoded    *e = &h->batch[h->written];
+	encoded    *e;
 	bool		kept = false;
 	const double t0 = tg_clock_ms();
 	tg_status	st;
@@ -633,6 +631,7 @@ hand_one(const tg_ctx *ctx, void *arg, bool *more, tg_error *err)
 		*more = false;
 		return TG_OK;
 	}
+	e = &h->batch[h->written];
 	st = h->job->writer.write(h->job->writer.arg, e->tile, e->values, h->nout, &kept, err);
 	tg_phase_charge(ctx, "store", tg_clock_ms() - t0);
 	finish_tile(h->ctx, e, h->nout, st == TG_OK && kept);

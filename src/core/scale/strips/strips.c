@@ -247,20 +247,12 @@ tg_run_local_rows(const tg_ctx *ctx, const tg_op *op, const tg_job *job, int row
 	s.height = job->layout->height;
 	s.n = 1;
 	s.max_rows = nrows;
-	s.row0 = tg_alloc(ctx, sizeof(int));
-	s.nrows = tg_alloc(ctx, sizeof(int));
-	if (s.row0 == NULL || s.nrows == NULL)
-	{
-		strips_free(ctx, &s);
-		return tg_error_set(err, TG_ENOMEM, "could not allocate the rows asked for");
-	}
-	s.row0[0] = row0;
-	s.nrows[0] = nrows;
+	s.row0 = &row0;				/* one strip: nothing to allocate or free */
+	s.nrows = &nrows;
 	st = local_in_strips(ctx, op, &s, "rows asked for", err);
 	if (ctx->stats)
 		snprintf(ctx->stats->note, sizeof ctx->stats->note, "rows %d to %d of %d: those of the tiles asked for",
 				 row0, row0 + nrows - 1, s.height);
-	strips_free(ctx, &s);
 	return st;
 }
 
@@ -771,12 +763,15 @@ tg_run_strips(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *e
 		switch (tg_op_seams_of(op->kind))
 		{
 			case TG_SEAMS_WINDOW:
-				tg_job_notice(job, "%s spans %d x %d cells, more than %s holds: computing it in %d strips of rows",
-							  job->layout->name, s.width, s.height, job->budget_name, s.n);
-				st = local_in_strips(ctx, op, &s, op->kind == TG_OP_SLOPE ? "slope in strips" : "terrain in strips",
-									 err);
-				strip_stats(ctx, &s, op->kind == TG_OP_SLOPE ? "slope in strips" : "terrain in strips");
-				break;
+				{
+					const char *phase = op->kind == TG_OP_SLOPE ? "slope in strips" : "terrain in strips";
+
+					tg_job_notice(job, "%s spans %d x %d cells, more than %s holds: computing it in %d strips of rows",
+								  job->layout->name, s.width, s.height, job->budget_name, s.n);
+					st = local_in_strips(ctx, op, &s, phase, err);
+					strip_stats(ctx, &s, phase);
+					break;
+				}
 			case TG_SEAMS_FILL:
 				st = fill_in_strips(ctx, op, &s, err);
 				break;
