@@ -187,6 +187,13 @@ typedef struct tg_output
 tg_status	tg_write_tiles(const tg_ctx *ctx, const tg_job *job, const tg_output *outs, int nout,
 						   int row0, int nrows, tg_error *err);
 
+/*
+ * The same from planes of `width` columns starting at column col0: every
+ * tile it writes (those of the rows the job wants) lies within them.
+ */
+tg_status	tg_write_window(const tg_ctx *ctx, const tg_job *job, const tg_output *outs, int nout,
+							int row0, int nrows, int col0, int width, tg_error *err);
+
 /* Say something about the run (job->notice), printf-style. */
 void		tg_job_notice(const tg_job *job, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 

@@ -453,6 +453,8 @@ typedef struct write_job
 	const tg_output *outs;
 	int			nout;
 	int			row0;			/* the planes' first row */
+	int			col0;			/* and first column */
+	int			width;			/* their width */
 	encoded    *batch;
 	/*
 	 * Compressing, each thread serializes a tile into a scratch buffer of its
@@ -512,7 +514,7 @@ encode_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 		return st;
 	for (int b = 0; b < out->nbands; b++)
 		for (int y = 0; y < t->height; y++)
-			convert_row(&out->planes[b], (size_t) (t->row0 + y - j->row0) * l->width + t->col0,
+			convert_row(&out->planes[b], (size_t) (t->row0 + y - j->row0) * j->width + (t->col0 - j->col0),
 						&out->specs[b], band_data[b], (size_t) y * t->width, t->width);
 	/* the payload after the length word, kept only where it saves room */
 	if (e->packed[o])
@@ -658,9 +660,16 @@ tg_status
 tg_write_tiles(const tg_ctx *ctx, const tg_job *job, const tg_output *outs, int nout, int row0,
 			   int nrows, tg_error *err)
 {
+	return tg_write_window(ctx, job, outs, nout, row0, nrows, 0, job->layout->width, err);
+}
+
+tg_status
+tg_write_window(const tg_ctx *ctx, const tg_job *job, const tg_output *outs, int nout, int row0,
+				int nrows, int col0, int width, tg_error *err)
+{
 	const tg_layout *l = job->layout;
 	const tg_ctx q = quiet(ctx);
-	write_job	j = {job, outs, nout, row0, NULL, NULL, 0};
+	write_job	j = {job, outs, nout, row0, col0, width, NULL, NULL, 0};
 	handing		before = {ctx, job, NULL, 0, 0, nout};
 	encoded    *batches;
 	int			most = 0,
@@ -694,6 +703,12 @@ tg_write_tiles(const tg_ctx *ctx, const tg_job *job, const tg_output *outs, int 
 			{
 				done++;			/* not asked for: counts as written */
 				continue;
+			}
+			if (l->tiles[next].col0 < col0 || l->tiles[next].col0 + l->tiles[next].width > col0 + width)
+			{
+				st = tg_error_set(err, TG_EINVAL, "tile %d lies outside the columns %d to %d written", next,
+								  col0, col0 + width - 1);
+				break;
 			}
 			st = prepare_tile(ctx, &j, &batch[n], next, err);
 			n++;

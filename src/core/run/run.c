@@ -82,32 +82,42 @@ check_results(const tg_op *op, const tg_job *job, const tg_band *dem, tg_error *
 }
 
 /*
- * The rows of the tiles a job wants, where a local operation asks for fewer
- * than the grid's: [*row0, *row0 + *nrows).  False where every row is wanted.
+ * The window of the tiles a job wants, where a local operation asks for
+ * fewer than the grid's.  False where every cell is wanted, or where a tile
+ * reaches over the window's edge (each tile in the window is then whole).
  */
 static bool
-wanted_rows(const tg_op *op, const tg_job *job, int *row0, int *nrows)
+wanted_window(const tg_op *op, const tg_job *job, tg_grid_window *w)
 {
 	const tg_layout *l = job->layout;
-	int			first = l->height,
-				end = 0;
+	int64_t		r0 = l->height,
+				r1 = 0,
+				c0 = l->width,
+				c1 = 0;
 
 	if (job->wanted == NULL || job->whole || job->ninputs != 1 || tg_op_seams_of(op->kind) != TG_SEAMS_WINDOW)
 		return false;
 	for (int t = 0; t < l->ntiles; t++)
 		if (job->wanted[t])
 		{
-			first = l->tiles[t].row0 < first ? l->tiles[t].row0 : first;
-			end = l->tiles[t].row0 + l->tiles[t].height > end ? l->tiles[t].row0 + l->tiles[t].height : end;
+			const tg_tile_place *p = &l->tiles[t];
+
+			r0 = p->row0 < r0 ? p->row0 : r0;
+			r1 = p->row0 + p->height > r1 ? p->row0 + p->height : r1;
+			c0 = p->col0 < c0 ? p->col0 : c0;
+			c1 = p->col0 + p->width > c1 ? p->col0 + p->width : c1;
 		}
-	/* no tile straddles the rows' bounds: each wanted tile's rows are whole */
 	for (int t = 0; t < l->ntiles; t++)
-		if (l->tiles[t].row0 < end && l->tiles[t].row0 + l->tiles[t].height > first &&
-			(l->tiles[t].row0 < first || l->tiles[t].row0 + l->tiles[t].height > end))
+	{
+		const tg_tile_place *p = &l->tiles[t];
+		const bool	meets = p->row0 < r1 && p->row0 + p->height > r0 && p->col0 < c1 && p->col0 + p->width > c0,
+					within = p->row0 >= r0 && p->row0 + p->height <= r1 && p->col0 >= c0 && p->col0 + p->width <= c1;
+
+		if (meets && !within)
 			return false;
-	*row0 = first;
-	*nrows = end - first;
-	return end > first && end - first < l->height;
+	}
+	*w = (tg_grid_window) {(int) r0, (int) (r1 - r0), (int) c0, (int) (c1 - c0)};
+	return r1 > r0 && (r1 - r0 < l->height || c1 - c0 < l->width);
 }
 
 static tg_status
@@ -116,15 +126,14 @@ run_in_memory(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *e
 	tg_grid_band grids[8];
 	tg_op_result r;
 	tg_status	st = TG_OK;
-	int			row0,
-				nrows;
+	tg_grid_window	w;
 
 	memset(grids, 0, sizeof grids);
 	memset(&r, 0, sizeof r);
 	if (job->ninputs < 1 || job->ninputs > 8)
 		return tg_error_set(err, TG_EINVAL, "an operation takes 1 to 8 inputs, got %d", job->ninputs);
-	if (wanted_rows(op, job, &row0, &nrows))
-		return tg_run_local_rows(ctx, op, job, row0, nrows, err);
+	if (wanted_window(op, job, &w))
+		return tg_run_local_window(ctx, op, job, &w, err);
 	tg_phase(ctx, "decode");
 	for (int k = 0; k < job->ninputs && st == TG_OK; k++)
 		st = tg_read_input(ctx, job->layout, &job->inputs[k], &grids[k], 0, job->layout->height, err);

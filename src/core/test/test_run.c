@@ -869,67 +869,85 @@ test_writer_failing(coverage *tiles)
 }
 
 /*
- * A local operation asked for some tiles only (a refresh) computes the rows
- * of those tiles: each tile written equals the full run's byte for byte,
- * no other is written, on the CPU and, where built, the GPU.
+ * A local operation asked for some tiles only (a refresh) computes the
+ * window of those tiles: each tile written equals the full run's byte for
+ * byte, no other is written, on the CPU and, where built, the GPU; for the
+ * slope (a halo of one cell) and the geomorphons (of their search radius,
+ * more than a tile's height).
  */
 static void
-test_wanted_rows(coverage *tiles)
+test_wanted_window(coverage *tiles)
 {
 	const tg_layout *l = &tiles->layout;
 	const int	cols = (GW + TILE_W - 1) / TILE_W;
-	/* a block of 2 x 2 in the middle, one tile, the first row, the last (shorter) row, all but one */
-	const char *names[] = {"a block", "one tile", "the first row", "the last row", "all but one"};
-	tg_op		op = base_op(TG_OP_SLOPE);
+	/* a 2 x 2 block, one tile, the first row, the last (shorter) row, all but one, the last (narrower) column, the left edge */
+	const char *names[] = {"a block", "one tile", "the first row", "the last row", "all but one", "the last column",
+	"a tile at the left edge"};
 	tg_device_info info;
-	results		full;
 	tg_error	err;
 
 	tg_device_query(0, &info);
-	check(run_on(tiles, NULL, &op, 2, SIZE_MAX, true, false, &full, NULL, &err) == TG_OK,
-		  "wanted rows: the full run: %s", err.message);
-	for (int c = 0; c < 5; c++)
-		for (int b = 0; b < 2; b++)
+	for (int o = 0; o < 2; o++)
+	{
+		tg_op		op = base_op(o == 0 ? TG_OP_SLOPE : TG_OP_TERRAIN);
+		results		full;
+
+		if (o == 1)
 		{
-			bool		wanted[128];
-			results		r;
-			tg_run_stats stats;
-			int			asked = 0,
-						same = 0,
-						extra = 0;
-
-			for (int t = 0; t < l->ntiles; t++)
-			{
-				const int	row = l->tiles[t].row0 / TILE_H,
-							col = l->tiles[t].col0 / TILE_W;
-
-				wanted[t] = c == 0 ? (row == 4 || row == 5) && (col == 1 || col == 2)
-					: c == 1 ? t == cols * 6 + 3
-					: c == 2 ? row == 0 : c == 3 ? row == (GH - 1) / TILE_H : t != 17;
-				asked += wanted[t];
-			}
-			run_backend = b ? TG_BACKEND_GPU : TG_BACKEND_CPU;
-			if (b && !info.available)
-				continue;
-			run_wanted = wanted;
-			memset(&stats, 0, sizeof stats);
-			check(run_on(tiles, NULL, &op, 2, SIZE_MAX, true, false, &r, &stats, &err) == TG_OK,
-				  "wanted rows, %s: %s", names[c], err.message);
-			run_wanted = NULL;
-			for (int t = 0; t < l->ntiles; t++)
-				if (!wanted[t])
-					extra += r.tile[t][0] != NULL;
-				else
-					same += r.tile[t][0] && r.size[t][0] == full.size[t][0] &&
-						memcmp(r.tile[t][0] + 4, full.tile[t][0] + 4, full.size[t][0] - 4) == 0;
-			check(r.written == asked && same == asked && extra == 0 && r.in_order &&
-				  (c == 4 || strstr(stats.note, "those of the tiles asked for") != NULL),
-				  "wanted rows, %s on the %s: %d of %d tiles equal the full run's, %d not asked for written (%s)",
-				  names[c], b ? "GPU" : "CPU", same, asked, extra, stats.note);
-			res_free(&r);
+			op.terrain.nproducts = 1;
+			op.terrain.products[0] = TG_TERRAIN_GEOMORPHONS;
+			op.terrain.types[0] = TG_PT_8BUI;
+			op.terrain.scale = 1;
+			op.terrain.search_radius = 21;
+			op.terrain.flat_threshold = 1;
 		}
+		run_backend = TG_BACKEND_CPU;
+		check(run_on(tiles, NULL, &op, 2, SIZE_MAX, true, false, &full, NULL, &err) == TG_OK,
+			  "wanted window: the full run: %s", err.message);
+		for (int c = 0; c < 7; c++)
+			for (int b = 0; b < 2; b++)
+			{
+				bool		wanted[128];
+				results		r;
+				tg_run_stats stats;
+				int			asked = 0,
+							same = 0,
+							extra = 0;
+
+				for (int t = 0; t < l->ntiles; t++)
+				{
+					const int	row = l->tiles[t].row0 / TILE_H,
+								col = l->tiles[t].col0 / TILE_W;
+
+					wanted[t] = c == 0 ? (row == 4 || row == 5) && (col == 1 || col == 2)
+						: c == 1 ? t == cols * 6 + 3
+						: c == 2 ? row == 0 : c == 3 ? row == (GH - 1) / TILE_H
+						: c == 4 ? t != 17 : c == 5 ? col == cols - 1 : row == 7 && col == 0;
+					asked += wanted[t];
+				}
+				run_backend = b ? TG_BACKEND_GPU : TG_BACKEND_CPU;
+				if (b && !info.available)
+					continue;
+				run_wanted = wanted;
+				memset(&stats, 0, sizeof stats);
+				check(run_on(tiles, NULL, &op, 2, SIZE_MAX, true, false, &r, &stats, &err) == TG_OK,
+					  "wanted window, %s: %s", names[c], err.message);
+				run_wanted = NULL;
+				for (int t = 0; t < l->ntiles; t++)
+					if (!wanted[t])
+						extra += r.tile[t][0] != NULL;
+					else
+						same += r.tile[t][0] && r.size[t][0] == full.size[t][0] &&
+							memcmp(r.tile[t][0] + 4, full.tile[t][0] + 4, full.size[t][0] - 4) == 0;
+				check(r.written == asked && same == asked && extra == 0 && r.in_order &&
+					  (c == 4 || strstr(stats.note, "those of the tiles asked for") != NULL),
+					  "wanted window, %s of the %s on the %s: %d of %d tiles equal the full run's, %d not asked for written (%s)",
+					  names[c], o ? "geomorphons" : "slope", b ? "GPU" : "CPU", same, asked, extra, stats.note);
+				res_free(&r);
+			}
+		res_free(&full);
+	}
 	run_backend = TG_BACKEND_CPU;
-	res_free(&full);
 }
 
 void
@@ -1062,7 +1080,7 @@ test_run(void)
 		res_free(&r);
 	}
 	test_writer_failing(tiles);
-	test_wanted_rows(tiles);
+	test_wanted_window(tiles);
 	for (int t = 0; t < tiles->layout.ntiles; t++)
 	{
 		free(tiles->tiles[t].bytes);

@@ -47,6 +47,8 @@ typedef struct strips
 	int			max_rows;		/* the most rows a strip could have had */
 	bool		device_sized;	/* max_rows is what the GPU's step takes, less than the budget's */
 	tg_grid_band dem;			/* the DEM's type (typed by the first tile read) */
+	int			col0;			/* a local operation's columns written (a refresh's window), */
+	int			ncols;			/* 0 for every column */
 	bool		spill_single;	/* the spill holds floats: every value is exact in one */
 } strips;
 
@@ -199,6 +201,10 @@ static tg_status
 local_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, const char *phase, tg_error *err)
 {
 	const int	halo = op->kind == TG_OP_TERRAIN ? tg_terrain_halo(&op->terrain) : 1;
+	/* the columns computed: those written and their halo, within the grid */
+	const int	c0 = s->ncols > 0 && s->col0 - halo > 0 ? s->col0 - halo : 0,
+				c1 = s->ncols > 0 && s->col0 + s->ncols + halo < s->width ? s->col0 + s->ncols + halo : s->width,
+				cw = c1 - c0;
 	tg_status	st = TG_OK;
 
 	strips_phase(ctx, phase, s->n);
@@ -214,20 +220,24 @@ local_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, const char *phase
 					   &count, err);
 		if (st != TG_OK)
 			break;
+		/* the computed columns moved to the front, row after row (never onto a row not yet moved) */
+		if (cw < s->width)
+			for (int y = 0; y < count; y++)
+				memmove(z + (size_t) y * cw, z + (size_t) y * s->width + c0, (size_t) cw * sizeof(double));
 		/* the rows as a 64BF band (nodata NaN) with the DEM's nodata, which plans the outputs alike */
 		memset(&rows, 0, sizeof rows);
 		rows.band = s->dem.band;
 		rows.band.pixtype = TG_PT_64BF;
-		rows.band.width = s->width;
+		rows.band.width = cw;
 		rows.band.height = count;
 		rows.band.data = z;
 		st = tg_op_compute(ctx, op, s->job->layout, &rows, NULL, &r, err);
 		for (int o = 0; st == TG_OK && o < r.nout; o++)
 			for (int b = 0; b < r.outs[o].nbands; b++)
 				r.outs[o].planes[b].data = (const uint8_t *) r.outs[o].planes[b].data +
-					(size_t) (s->row0[k] - first) * s->width * tg_pixtype_size(r.outs[o].planes[b].type);
+					(size_t) (s->row0[k] - first) * cw * tg_pixtype_size(r.outs[o].planes[b].type);
 		if (st == TG_OK)
-			st = write_strip(ctx, s, r.outs, r.nout, k, err);
+			st = tg_write_window(ctx, s->job, r.outs, r.nout, s->row0[k], s->nrows[k], c0, cw, err);
 		tg_op_free(ctx, &r);
 		tg_free(ctx, z);
 		progress(ctx, phase, k + 1, s->n);
@@ -236,9 +246,11 @@ local_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, const char *phase
 }
 
 tg_status
-tg_run_local_rows(const tg_ctx *ctx, const tg_op *op, const tg_job *job, int row0, int nrows, tg_error *err)
+tg_run_local_window(const tg_ctx *ctx, const tg_op *op, const tg_job *job, const tg_grid_window *w, tg_error *err)
 {
 	strips		s;
+	int			row0 = w->row0,
+				nrows = w->nrows;
 	tg_status	st;
 
 	memset(&s, 0, sizeof s);
@@ -249,10 +261,13 @@ tg_run_local_rows(const tg_ctx *ctx, const tg_op *op, const tg_job *job, int row
 	s.max_rows = nrows;
 	s.row0 = &row0;				/* one strip: nothing to allocate or free */
 	s.nrows = &nrows;
-	st = local_in_strips(ctx, op, &s, "rows asked for", err);
+	s.col0 = w->col0;
+	s.ncols = w->ncols;
+	st = local_in_strips(ctx, op, &s, "tiles asked for", err);
 	if (ctx->stats)
-		snprintf(ctx->stats->note, sizeof ctx->stats->note, "rows %d to %d of %d: those of the tiles asked for",
-				 row0, row0 + nrows - 1, s.height);
+		snprintf(ctx->stats->note, sizeof ctx->stats->note,
+				 "rows %d to %d, columns %d to %d of %d x %d: those of the tiles asked for",
+				 w->row0, w->row0 + w->nrows - 1, w->col0, w->col0 + w->ncols - 1, s.width, s.height);
 	return st;
 }
 

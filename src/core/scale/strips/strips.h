@@ -12,13 +12,22 @@
 /* op in strips beyond the memory budget (strips.c), where tg_op_in_strips allows it. */
 tg_status	tg_run_strips(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err);
 
+/* Rows [row0, row0 + nrows) and columns [col0, col0 + ncols) of a grid. */
+typedef struct tg_grid_window
+{
+	int			row0;
+	int			nrows;
+	int			col0;
+	int			ncols;
+} tg_grid_window;
+
 /*
- * A local operation (slope, the terrain derivatives) over rows [row0, row0 +
- * nrows) only, read with their halo: those of the tiles a job wants, where
- * the tiles around are read for their edge rows alone (a refresh).
+ * A local operation (slope, the terrain derivatives) over a window of the
+ * grid only, read and computed with its halo: that of the tiles a job wants,
+ * where the tiles around are read for their edge cells alone (a refresh).
  */
-tg_status	tg_run_local_rows(const tg_ctx *ctx, const tg_op *op, const tg_job *job, int row0, int nrows,
-							  tg_error *err);
+tg_status	tg_run_local_window(const tg_ctx *ctx, const tg_op *op, const tg_job *job, const tg_grid_window *w,
+								tg_error *err);
 
 /*
  * Flow directions and accumulation of a grid larger than memory, in strips
