@@ -14,6 +14,7 @@ variables.
 import argparse
 import os
 import re
+import statistics
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
@@ -33,15 +34,19 @@ def timed(sql, db):
     return ms, rows[-1] if rows else ""
 
 
-def timed_twice(refresh, update, db):
+def timed_twice(refresh, update, db, repeat=1):
     """A refresh as the first call of a session (cold: libraries loaded,
     functions compiled) and again after the same change in that session
-    (warm): both times (ms) and the last row."""
-    out = psql_script("SET terra_gpu.backend = '%s';\n\\timing on\n%s;\n%s;\n%s;\n"
-                      % (BACKEND, refresh, update, refresh), db)
+    (warm), `repeat` times: the cold time (ms), the warm times (ms) and the
+    last row."""
+    script = "SET terra_gpu.backend = '%s';\n\\timing on\n%s;\n" % (BACKEND, refresh)
+    script += ("%s;\n%s;\n" % (update, refresh)) * repeat
+    out = psql_script(script, db)
     times = [float(t) for t in re.findall(r"^Time: ([0-9.]+) ms", out, re.M)]
     rows = [line for line in out.splitlines() if line and not line.startswith("Time:")]
-    return times[-3], times[-1], rows[-1]
+    # the refreshes' times: the first, then every other one (an update before each)
+    refreshes = times[-(2 * repeat + 1):][0::2]
+    return refreshes[0], refreshes[1:], rows[-1]
 
 
 def differing(a, b, db):
@@ -72,6 +77,8 @@ def main():
     ap.add_argument("--tile", type=int, default=256)
     ap.add_argument("--raise-m", type=float, default=5.0)
     ap.add_argument("--backend", default="cpu")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="warm refreshes timed (each after the same change again): their median is reported")
     ap.add_argument("--products", default="slope,tg_hydrology,bmmq",
                     help="of slope, tg_hydrology, bmmq (a BMMQ index of 16 equal bins)")
     args = ap.parse_args()
@@ -89,7 +96,7 @@ def main():
         dem.name, dem.width, dem.height, dem.cells, ntiles, args.tile, args.tile, tile, args.raise_m,
         args.backend, machine_description()))
     print()
-    print("| product | full (tg_create_result) ms | refresh ms, cold session | refresh ms, warm | warm / full "
+    print("| product | full (tg_create_result) ms | refresh ms, cold session | refresh ms, warm (median) | warm / full "
           "| mode | tiles computed | tiles rewritten | differing from full |")
     print("|---|---|---|---|---|---|---|---|---|")
     wanted = args.products.split(",")
@@ -106,9 +113,15 @@ def main():
               % (table, args.raise_m, tile))
     psql(update, db)
     seams = []
+    spreads = []
     for name, query, product, full_ms in made:
-        cold, ms, row = timed_twice("SELECT mode, tiles_computed, tiles_rewritten FROM tg_refresh('%s')" % product,
-                                    update, db)
+        cold, warm, row = timed_twice("SELECT mode, tiles_computed, tiles_rewritten FROM tg_refresh('%s')" % product,
+                                      update, db, args.repeat)
+        ms = statistics.median(warm)
+        if len(warm) > 1:
+            spreads.append("%s: %d warm refreshes, %.0f to %.0f ms (%.1f to %.1f %% of the full call)"
+                           % (name, len(warm), min(warm), max(warm), 100.0 * min(warm) / full_ms,
+                              100.0 * max(warm) / full_ms))
         mode, computed, rewritten = row.split("|")
         seam = psql("SELECT count(DISTINCT band), coalesce(sum(pg_column_size(x.*)), 0), "
                     "pg_total_relation_size('%s') FROM terra_gpu.product_seam x WHERE x.product = '%s'::regclass"
@@ -122,7 +135,8 @@ def main():
               % (name, full_ms, cold, ms, 100.0 * ms / full_ms, mode, computed, rewritten, diff))
         psql("DROP TABLE %s, %s_full" % (product, product), db)
     if "bmmq" in wanted:
-        cold, ms, _ = timed_twice("SELECT tg_bmmq_refresh('refresh_bench_ix')", update, db)
+        cold, warm, _ = timed_twice("SELECT tg_bmmq_refresh('refresh_bench_ix')", update, db, args.repeat)
+        ms = statistics.median(warm)
         changed = int(psql("SELECT count(*) FROM terra_gpu.bmmq_tile t JOIN terra_gpu.bmmq_index i ON i.id = t.index_id "
                            "WHERE i.name = 'refresh_bench_ix' AND t.xmin = (SELECT xmin FROM terra_gpu.bmmq_index "
                            "WHERE name = 'refresh_bench_ix')", db))
@@ -132,9 +146,9 @@ def main():
         print("| BMMQ index (16 bins) | %.0f | %.0f | %.0f | %.1f %% | incremental | %d | %d | %d |"
               % (bmmq_ms, cold, ms, 100.0 * ms / bmmq_ms, changed, changed, diff))
         psql("SELECT tg_bmmq_drop('refresh_bench_ix'), tg_bmmq_drop('refresh_bench_ix_full')", db)
-    if seams:
+    if seams or spreads:
         print()
-        for line in seams:
+        for line in seams + spreads:
             print("- " + line)
     psql("DROP TABLE %s" % table, db)
 
