@@ -72,7 +72,10 @@ def bmmq_differing(a, b, db):
 def main():
     global BACKEND
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("dem")
+    ap.add_argument("dem", help="a DEM file, or with --table the name it is reported by")
+    ap.add_argument("--table", help="refresh products of this tiled table as it is (its tile id column rid, "
+                    "raster column rast: scale_sql.py --keep leaves one) instead of loading the DEM; the "
+                    "table keeps the raised tile")
     ap.add_argument("--db")
     ap.add_argument("--tile", type=int, default=256)
     ap.add_argument("--raise-m", type=float, default=5.0)
@@ -84,16 +87,25 @@ def main():
     args = ap.parse_args()
     BACKEND = args.backend
     db = args.db
-    dem = Dem(args.dem)
-    table = "refresh_bench"
-    load_dem(dem, table, db, tile=args.tile, keep_empty=True)
+    if args.table:
+        table = args.table
+        name = args.dem
+        width, height = (int(v) for v in psql(
+            "SELECT round((max(ST_UpperLeftX(rast) + ST_Width(rast) * ST_ScaleX(rast)) - min(ST_UpperLeftX(rast))) "
+            "/ min(ST_ScaleX(rast))), round((min(ST_UpperLeftY(rast) + ST_Height(rast) * ST_ScaleY(rast)) "
+            "- max(ST_UpperLeftY(rast))) / min(ST_ScaleY(rast))) FROM %s" % table, db).split("|"))
+    else:
+        dem = Dem(args.dem)
+        table = "refresh_bench"
+        load_dem(dem, table, db, tile=args.tile, keep_empty=True)
+        name, width, height = dem.name, dem.width, dem.height
     ntiles = int(psql("SELECT count(*) FROM %s" % table, db))
     # the tile nearest the middle of the coverage
     tile = psql("WITH c AS (SELECT avg(ST_UpperLeftX(rast)) AS x, avg(ST_UpperLeftY(rast)) AS y FROM %s) "
                 "SELECT rid FROM %s, c ORDER BY (ST_UpperLeftX(rast) - c.x) ^ 2 + (ST_UpperLeftY(rast) - c.y) ^ 2, rid "
                 "LIMIT 1" % (table, table), db)
     print("# %s: %d x %d = %d cells, %d tiles of %d x %d, tile %s raised %g m; backend %s; %s" % (
-        dem.name, dem.width, dem.height, dem.cells, ntiles, args.tile, args.tile, tile, args.raise_m,
+        name, width, height, width * height, ntiles, args.tile, args.tile, tile, args.raise_m,
         args.backend, machine_description()))
     print()
     print("| product | full (tg_create_result) ms | refresh ms, cold session | refresh ms, warm (median) | warm / full "
@@ -150,7 +162,8 @@ def main():
         print()
         for line in seams + spreads:
             print("- " + line)
-    psql("DROP TABLE %s" % table, db)
+    if not args.table:
+        psql("DROP TABLE %s" % table, db)
 
 
 if __name__ == "__main__":
