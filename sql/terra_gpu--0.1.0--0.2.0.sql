@@ -1720,7 +1720,7 @@ CREATE OR REPLACE FUNCTION terra_gpu._product_bands_meet(product regclass)
  LANGUAGE sql
  STABLE
  SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
-RETURN (NOT (EXISTS (SELECT FROM (SELECT b.r0, b.h, b.even, lead(b.r0) OVER (ORDER BY b.r0) AS next FROM (SELECT round((t.upperleft_y / t.scale_y)) AS r0, max(t.height) AS h, (min(t.height) = max(t.height)) AS even FROM terra_gpu.product_tile t WHERE ((t.product)::oid = (_product_bands_meet.product)::oid) GROUP BY (round((t.upperleft_y / t.scale_y)))) b) x WHERE ((NOT x.even) OR (x.next <> (x.r0 + (x.h)::double precision))))));
+RETURN (NOT (EXISTS (SELECT FROM (SELECT b.r0, b.h, b.even, lead(b.r0) OVER (ORDER BY b.r0) AS next FROM (SELECT round(((t.upperleft_y - top.y) / t.scale_y)) AS r0, max(t.height) AS h, (min(t.height) = max(t.height)) AS even FROM terra_gpu.product_tile t, (SELECT x_1.upperleft_y AS y FROM terra_gpu.product_tile x_1 WHERE ((x_1.product)::oid = (_product_bands_meet.product)::oid) ORDER BY (x_1.upperleft_y / x_1.scale_y) LIMIT 1) top WHERE ((t.product)::oid = (_product_bands_meet.product)::oid) GROUP BY (round(((t.upperleft_y - top.y) / t.scale_y)))) b) x WHERE ((NOT x.even) OR (x.next <> (x.r0 + (x.h)::double precision))))));
 COMMENT ON FUNCTION terra_gpu._product_bands_meet(regclass) IS 'Internal (tg_refresh): whether each row of a product''s tiles is of one height and begins where the one above ends';
 CREATE OR REPLACE FUNCTION terra_gpu._product_bands(p terra_gpu.product, changed bigint[], OUT bands integer, OUT bands_computed integer, OUT tiles_computed integer, OUT tiles_rewritten integer)
  RETURNS record

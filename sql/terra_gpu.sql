@@ -2615,14 +2615,21 @@ COMMENT ON FUNCTION terra_gpu._product_band_run(regclass, bigint[]) IS
 'Internal (terra_gpu._product_band): a product''s recipe over some of its source tiles, its rows rewritten where their values changed';
 
 -- Do the product's rows of tiles, one under the other, leave no row of the
--- grid between them (the parts of a coverage must meet)?
+-- grid between them (the parts of a coverage must meet)?  Rows are counted
+-- from the top row of tiles: a grid whose corners lie on half a pixel
+-- (SRTM's) divided by its pixel size lands on n + 0.5, which rounds either
+-- way.
 CREATE FUNCTION terra_gpu._product_bands_meet(product regclass) RETURNS boolean
 	LANGUAGE sql STABLE
 	RETURN NOT EXISTS (
 		SELECT FROM (SELECT b.r0, b.h, b.even, lead(b.r0) OVER (ORDER BY b.r0) AS next
-					 FROM (SELECT round(t.upperleft_y / t.scale_y) AS r0, max(t.height) AS h,
+					 FROM (SELECT round((t.upperleft_y - top.y) / t.scale_y) AS r0, max(t.height) AS h,
 								  min(t.height) = max(t.height) AS even
-						   FROM terra_gpu.product_tile t WHERE t.product = _product_bands_meet.product GROUP BY 1) b) x
+						   FROM terra_gpu.product_tile t,
+								(SELECT x.upperleft_y AS y FROM terra_gpu.product_tile x
+								 WHERE x.product = _product_bands_meet.product
+								 ORDER BY x.upperleft_y / x.scale_y LIMIT 1) top
+						   WHERE t.product = _product_bands_meet.product GROUP BY 1) b) x
 		WHERE NOT x.even OR x.next <> x.r0 + x.h);
 COMMENT ON FUNCTION terra_gpu._product_bands_meet(regclass) IS
 'Internal (tg_refresh): whether each row of a product''s tiles is of one height and begins where the one above ends';
