@@ -311,6 +311,20 @@ SELECT reach IS NULL AS any_tile_now FROM terra_gpu.product WHERE product = 'rf.
 UPDATE rf.view_dem SET rast = ST_MapAlgebra(rast, 1, '32BF', '[rast] + 50') WHERE rid = 1;
 SELECT * FROM tg_refresh('rf.view');
 
+-- rows of tiles on half a pixel (an SRTM grid's corners, rows of 13): the
+-- rows meet, so a refresh runs in bands
+CREATE TABLE rf.srtm AS
+SELECT (row_number() OVER ())::int AS rid, t AS rast
+FROM ST_Tile(ST_MapAlgebra(ST_AddBand(ST_MakeEmptyRaster(20, 65, 7.9995833333333334, 47.000416666666666,
+                                                         0.00083333333333333333, -0.00083333333333333333, 0, 0, 4326),
+                                      '16BSI'::text, 0, -9999),
+                           1, '16BSI', '500 + ([rast.x] * 7 + [rast.y] * 13) % 23'), 20, 13) AS t;
+ALTER TABLE rf.srtm ADD PRIMARY KEY (rid);
+SELECT tg_create_result('rf.srtm_fill', 'SELECT * FROM tg_fill(coverage => ''rf.srtm'')');
+UPDATE rf.srtm SET rast = ST_MapAlgebra(rast, 1, NULL, '[rast] + 5') WHERE rid = 3;
+SELECT mode, tiles_changed FROM tg_refresh('rf.srtm_fill');
+SELECT pg_temp.differing('rf.srtm_fill', pg_temp.full_of('rf.srtm_fill')) AS srtm_differing;
+
 -- a dropped product takes its recipe, tiles and changes with it
 DROP TABLE rf.slope;
 SELECT count(*) AS recipes, (SELECT count(*) FROM terra_gpu.product_tile WHERE product::oid NOT IN (SELECT product FROM terra_gpu.product)) AS orphan_tiles
