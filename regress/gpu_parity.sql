@@ -304,3 +304,24 @@ SELECT tg_geomorphons(rast, search_radius => 10, backend => 'gpu') IS NOT NULL A
 SELECT backend, chunks > 1 AS in_strips FROM tg_last_run();
 SELECT pg_temp.agree(gpu, cpu, true) AS geomorphons_same FROM terrain_strips;
 RESET terra_gpu.max_device_memory_mb;
+
+-- a global product refreshed where a GPU is ready: recomputed in full (its
+-- bands would cost more), only the changed tiles rewritten, equal to a recompute
+CREATE TABLE gp_dem AS
+SELECT (row_number() OVER ())::integer AS rid, t AS rast
+FROM dems d, ST_Tile(d.rast, 64, 64) t WHERE d.w = 700 AND d.pt = '16BSI';
+ALTER TABLE gp_dem ADD PRIMARY KEY (rid);
+SET client_min_messages = warning;
+SELECT tg_create_result('gp_hydrology', 'SELECT * FROM tg_hydrology(coverage => ''gp_dem'')') IS NOT NULL AS created;
+UPDATE gp_dem SET rast = ST_MapAlgebra(rast, 1, NULL, '[rast] + 50') WHERE rid = 40;
+RESET client_min_messages;
+SELECT mode, tiles_changed, tiles_computed, tiles_rewritten > 0 AS rewrote FROM tg_refresh('gp_hydrology');
+SET client_min_messages = warning;
+SELECT tg_create_result('gp_recomputed', 'SELECT * FROM tg_hydrology(coverage => ''gp_dem'')') IS NOT NULL AS created;
+RESET client_min_messages;
+SELECT count(*) AS tiles,
+       count(*) FILTER (WHERE x.filled::bytea IS DISTINCT FROM y.filled::bytea
+                           OR x.direction::bytea IS DISTINCT FROM y.direction::bytea
+                           OR x.accumulation::bytea IS DISTINCT FROM y.accumulation::bytea) AS differing
+FROM gp_hydrology x FULL JOIN gp_recomputed y USING (rid);
+DROP TABLE gp_hydrology, gp_recomputed, gp_dem;

@@ -1897,6 +1897,12 @@ BEGIN
 		why := format('%s is a global operation that does not run in bands (a change may reach any tile)', p.function);
 	ELSIF p.halo IS NULL AND NOT terra_gpu._product_bands_meet(p.product) THEN
 		why := 'its rows of tiles leave rows of the grid between them empty, or are uneven (it cannot run in bands)';
+	ELSIF p.halo IS NULL AND current_setting('terra_gpu.backend') <> 'cpu'
+		  AND (SELECT g.available FROM @extschema@.tg_gpu_info() g) THEN
+		-- every band a refresh computes runs each of the coordinator's steps
+		-- in this backend, and the steps grow with the bands: on a GPU the
+		-- whole product costs less
+		why := 'a GPU is ready, and on it the whole product costs less than its bands';
 	END IF;
 
 	IF mode IS NOT NULL THEN
@@ -1951,7 +1957,7 @@ BEGIN
 	UPDATE terra_gpu.product x SET retiled = false, refreshed_at = now(), reach = CASE WHEN retile THEN NULL ELSE x.reach END
 	WHERE x.product = p.product;
 END $function$;
-COMMENT ON FUNCTION @extschema@.tg_refresh(regclass) IS 'Bring a product of tg_create_result up to date with its source, in the caller''s transaction: a local operation (slope, the terrain derivatives) recomputes only the tiles within its halo of the changed ones; fill, directions, accumulation and tg_hydrology run in bands (rows of tiles), recomputing the bands whose tiles or seams with the others changed (mode bands); a viewshed within max_distance computes nothing where no changed tile lies within its observers'' windows; the drainage products, or a change of tiling, recompute in full (said in a NOTICE); either way only the tiles whose values changed are rewritten';
+COMMENT ON FUNCTION @extschema@.tg_refresh(regclass) IS 'Bring a product of tg_create_result up to date with its source, in the caller''s transaction: a local operation (slope, the terrain derivatives) recomputes only the tiles within its halo of the changed ones; fill, directions, accumulation and tg_hydrology run in bands (rows of tiles), recomputing the bands whose tiles or seams with the others changed (mode bands), or in full where a GPU is ready (terra_gpu.backend not cpu); a viewshed within max_distance computes nothing where no changed tile lies within its observers'' windows; the drainage products, or a change of tiling, recompute in full (said in a NOTICE); either way only the tiles whose values changed are rewritten';
 CREATE OR REPLACE FUNCTION @extschema@.tg_refresh_all(source regclass, OUT product regclass, OUT bmmq_index text, OUT mode text, OUT tiles_changed integer, OUT tiles_computed integer, OUT tiles_rewritten integer)
  RETURNS SETOF record
  LANGUAGE plpgsql

@@ -2815,6 +2815,12 @@ BEGIN
 		why := format('%s is a global operation that does not run in bands (a change may reach any tile)', p.function);
 	ELSIF p.halo IS NULL AND NOT terra_gpu._product_bands_meet(p.product) THEN
 		why := 'its rows of tiles leave rows of the grid between them empty, or are uneven (it cannot run in bands)';
+	ELSIF p.halo IS NULL AND current_setting('terra_gpu.backend') <> 'cpu'
+		  AND (SELECT g.available FROM @extschema@.tg_gpu_info() g) THEN
+		-- every band a refresh computes runs each of the coordinator's steps
+		-- in this backend, and the steps grow with the bands: on a GPU the
+		-- whole product costs less
+		why := 'a GPU is ready, and on it the whole product costs less than its bands';
 	END IF;
 
 	IF mode IS NOT NULL THEN
@@ -2870,7 +2876,7 @@ BEGIN
 	WHERE x.product = p.product;
 END $$;
 COMMENT ON FUNCTION tg_refresh(regclass) IS
-'Bring a product of tg_create_result up to date with its source, in the caller''s transaction: a local operation (slope, the terrain derivatives) recomputes only the tiles within its halo of the changed ones; fill, directions, accumulation and tg_hydrology run in bands (rows of tiles), recomputing the bands whose tiles or seams with the others changed (mode bands); a viewshed within max_distance computes nothing where no changed tile lies within its observers'' windows; the drainage products, or a change of tiling, recompute in full (said in a NOTICE); either way only the tiles whose values changed are rewritten';
+'Bring a product of tg_create_result up to date with its source, in the caller''s transaction: a local operation (slope, the terrain derivatives) recomputes only the tiles within its halo of the changed ones; fill, directions, accumulation and tg_hydrology run in bands (rows of tiles), recomputing the bands whose tiles or seams with the others changed (mode bands), or in full where a GPU is ready (terra_gpu.backend not cpu); a viewshed within max_distance computes nothing where no changed tile lies within its observers'' windows; the drainage products, or a change of tiling, recompute in full (said in a NOTICE); either way only the tiles whose values changed are rewritten';
 
 CREATE FUNCTION tg_refresh_all(
 	source regclass,
