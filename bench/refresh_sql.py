@@ -34,10 +34,10 @@ def timed(sql, db):
     return ms, rows[-1] if rows else ""
 
 
-def timed_twice(refresh, update, db, repeat=1):
+def timed_cold_and_warm(refresh, update, db, repeat=1):
     """A refresh as the first call of a session (cold: libraries loaded,
-    functions compiled) and again after the same change in that session
-    (warm), `repeat` times: the cold time (ms), the warm times (ms) and the
+    functions compiled), then `repeat` times again after the same change in
+    that session (warm): the cold time (ms), the warm times (ms) and the
     last row."""
     script = "SET terra_gpu.backend = '%s';\n\\timing on\n%s;\n" % (BACKEND, refresh)
     script += ("%s;\n%s;\n" % (update, refresh)) * repeat
@@ -89,23 +89,25 @@ def main():
     db = args.db
     if args.table:
         table = args.table
-        name = args.dem
-        width, height = (int(v) for v in psql(
+        dem_name = args.dem
+        width, height, tile_w, tile_h = (int(v) for v in psql(
             "SELECT round((max(ST_UpperLeftX(rast) + ST_Width(rast) * ST_ScaleX(rast)) - min(ST_UpperLeftX(rast))) "
             "/ min(ST_ScaleX(rast))), round((min(ST_UpperLeftY(rast) + ST_Height(rast) * ST_ScaleY(rast)) "
-            "- max(ST_UpperLeftY(rast))) / min(ST_ScaleY(rast))) FROM %s" % table, db).split("|"))
+            "- max(ST_UpperLeftY(rast))) / min(ST_ScaleY(rast))), max(ST_Width(rast)), max(ST_Height(rast)) "
+            "FROM %s" % table, db).split("|"))
     else:
         dem = Dem(args.dem)
         table = "refresh_bench"
         load_dem(dem, table, db, tile=args.tile, keep_empty=True)
-        name, width, height = dem.name, dem.width, dem.height
+        dem_name, width, height = dem.name, dem.width, dem.height
+        tile_w = tile_h = args.tile
     ntiles = int(psql("SELECT count(*) FROM %s" % table, db))
     # the tile nearest the middle of the coverage
     tile = psql("WITH c AS (SELECT avg(ST_UpperLeftX(rast)) AS x, avg(ST_UpperLeftY(rast)) AS y FROM %s) "
                 "SELECT rid FROM %s, c ORDER BY (ST_UpperLeftX(rast) - c.x) ^ 2 + (ST_UpperLeftY(rast) - c.y) ^ 2, rid "
                 "LIMIT 1" % (table, table), db)
     print("# %s: %d x %d = %d cells, %d tiles of %d x %d, tile %s raised %g m; backend %s; %s" % (
-        name, width, height, width * height, ntiles, args.tile, args.tile, tile, args.raise_m,
+        dem_name, width, height, width * height, ntiles, tile_w, tile_h, tile, args.raise_m,
         args.backend, machine_description()))
     print()
     print("| product | full (tg_create_result) ms | refresh ms, cold session | refresh ms, warm (median) | warm / full "
@@ -127,8 +129,8 @@ def main():
     seams = []
     spreads = []
     for name, query, product, full_ms in made:
-        cold, warm, row = timed_twice("SELECT mode, tiles_computed, tiles_rewritten FROM tg_refresh('%s')" % product,
-                                      update, db, args.repeat)
+        cold, warm, row = timed_cold_and_warm("SELECT mode, tiles_computed, tiles_rewritten FROM tg_refresh('%s')" % product,
+                                              update, db, args.repeat)
         ms = statistics.median(warm)
         if len(warm) > 1:
             spreads.append("%s: %d warm refreshes, %.0f to %.0f ms (%.1f to %.1f %% of the full call)"
@@ -147,7 +149,7 @@ def main():
               % (name, full_ms, cold, ms, 100.0 * ms / full_ms, mode, computed, rewritten, diff))
         psql("DROP TABLE %s, %s_full" % (product, product), db)
     if "bmmq" in wanted:
-        cold, warm, _ = timed_twice("SELECT tg_bmmq_refresh('refresh_bench_ix')", update, db, args.repeat)
+        cold, warm, _ = timed_cold_and_warm("SELECT tg_bmmq_refresh('refresh_bench_ix')", update, db, args.repeat)
         ms = statistics.median(warm)
         changed = int(psql("SELECT count(*) FROM terra_gpu.bmmq_tile t JOIN terra_gpu.bmmq_index i ON i.id = t.index_id "
                            "WHERE i.name = 'refresh_bench_ix' AND t.xmin = (SELECT xmin FROM terra_gpu.bmmq_index "

@@ -1625,13 +1625,82 @@ BEGIN
 	RETURN name;
 END $function$;
 COMMENT ON FUNCTION terra_gpu._name_on_path(regclass,text) IS 'Internal (tg_create_result, tg_refresh): a table''s name as it is written on a search_path';
-CREATE OR REPLACE FUNCTION terra_gpu._product_near(rel regclass, tiles bigint[], halo integer)
- RETURNS bigint[]
+CREATE OR REPLACE FUNCTION terra_gpu._gpu_chosen(cells bigint)
+ RETURNS boolean
+ LANGUAGE c
+ PARALLEL RESTRICTED STRICT
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS 'MODULE_PATHNAME', $function$tgpg_gpu_chosen$function$;
+COMMENT ON FUNCTION terra_gpu._gpu_chosen(bigint) IS 'Internal (tg_refresh): whether a call of so many cells runs on the GPU under this session''s settings (terra_gpu.backend, min_cells_for_gpu, device): the dispatcher''s own policy';
+CREATE OR REPLACE FUNCTION terra_gpu._product_cells(product regclass)
+ RETURNS TABLE(tile_id bigint, r0 bigint, c0 bigint, width integer, height integer)
  LANGUAGE sql
  STABLE
  SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
-RETURN ARRAY(WITH ref AS (SELECT t.upperleft_x AS x, t.upperleft_y AS y FROM terra_gpu.product_tile t WHERE ((t.product)::oid = (_product_near.rel)::oid) ORDER BY t.tile_id LIMIT 1), g AS (SELECT t.tile_id, round(((t.upperleft_x - ref.x) / t.scale_x)) AS c0, round(((t.upperleft_y - ref.y) / t.scale_y)) AS r0, t.width, t.height FROM terra_gpu.product_tile t, ref WHERE ((t.product)::oid = (_product_near.rel)::oid)), c AS MATERIALIZED (SELECT (g.c0 - (_product_near.halo)::double precision) AS c0, ((g.c0 + (g.width)::double precision) + (_product_near.halo)::double precision) AS c1, (g.r0 - (_product_near.halo)::double precision) AS r0, ((g.r0 + (g.height)::double precision) + (_product_near.halo)::double precision) AS r1 FROM g WHERE (g.tile_id = ANY (_product_near.tiles))) SELECT o.tile_id FROM g o WHERE (EXISTS (SELECT FROM c WHERE ((o.c0 < c.c1) AND (c.c0 < (o.c0 + (o.width)::double precision)) AND (o.r0 < c.r1) AND (c.r0 < (o.r0 + (o.height)::double precision))))) ORDER BY o.tile_id);
-COMMENT ON FUNCTION terra_gpu._product_near(regclass,bigint[],integer) IS 'Internal (tg_refresh): the ids of a product''s tiles within halo cells of the given tiles (those included)';
+BEGIN ATOMIC
+ SELECT t.tile_id,
+     (round(((t.upperleft_y - o.upperleft_y) / t.scale_y)))::bigint AS round,
+     (round(((t.upperleft_x - o.upperleft_x) / t.scale_x)))::bigint AS round,
+     t.width,
+     t.height
+    FROM terra_gpu.product_tile t,
+     ( SELECT x.upperleft_x,
+             x.upperleft_y
+            FROM terra_gpu.product_tile x
+           WHERE ((x.product)::oid = (_product_cells.product)::oid)
+           ORDER BY x.tile_id
+          LIMIT 1) o
+   WHERE ((t.product)::oid = (_product_cells.product)::oid);
+END;
+COMMENT ON FUNCTION terra_gpu._product_cells(regclass) IS 'Internal (tg_refresh): each of a product''s tiles as its top row and left column of cells on the grid (from its first tile''s corner) and its size';
+CREATE OR REPLACE FUNCTION terra_gpu._product_halo(rel regclass, changed bigint[], halo integer, OUT outputs bigint[], OUT reads bigint[])
+ RETURNS record
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+BEGIN ATOMIC
+ WITH g AS MATERIALIZED (
+          SELECT _product_cells.tile_id,
+             _product_cells.r0,
+             _product_cells.c0,
+             _product_cells.width,
+             _product_cells.height
+            FROM terra_gpu._product_cells(_product_halo.rel) _product_cells(tile_id, r0, c0, width, height)
+         ), c AS MATERIALIZED (
+          SELECT (g.c0 - _product_halo.halo) AS c0,
+             ((g.c0 + g.width) + _product_halo.halo) AS c1,
+             (g.r0 - _product_halo.halo) AS r0,
+             ((g.r0 + g.height) + _product_halo.halo) AS r1
+            FROM g
+           WHERE (g.tile_id = ANY (_product_halo.changed))
+         ), o AS MATERIALIZED (
+          SELECT g.tile_id,
+             g.r0,
+             g.c0,
+             g.width,
+             g.height
+            FROM g
+           WHERE (EXISTS ( SELECT
+                    FROM c
+                   WHERE ((g.c0 < c.c1) AND (c.c0 < (g.c0 + g.width)) AND (g.r0 < c.r1) AND (c.r0 < (g.r0 + g.height)))))
+         ), r AS (
+          SELECT (o.c0 - _product_halo.halo) AS c0,
+             ((o.c0 + o.width) + _product_halo.halo) AS c1,
+             (o.r0 - _product_halo.halo) AS r0,
+             ((o.r0 + o.height) + _product_halo.halo) AS r1
+            FROM o
+         )
+  SELECT ARRAY( SELECT o.tile_id
+            FROM o
+           ORDER BY o.tile_id) AS "array",
+     ARRAY( SELECT g.tile_id
+            FROM g
+           WHERE (EXISTS ( SELECT
+                    FROM r
+                   WHERE ((g.c0 < r.c1) AND (r.c0 < (g.c0 + g.width)) AND (g.r0 < r.r1) AND (r.r0 < (g.r0 + g.height)))))
+           ORDER BY g.tile_id) AS "array";
+END;
+COMMENT ON FUNCTION terra_gpu._product_halo(regclass,bigint[],integer) IS 'Internal (tg_refresh): the ids of a product''s tiles within halo cells of the changed ones (those included), and of its tiles within halo cells of those';
 CREATE OR REPLACE FUNCTION terra_gpu._product_write(p terra_gpu.product, reads bigint[], keep bigint[], retile boolean, OUT computed integer, OUT written integer)
  RETURNS record
  LANGUAGE plpgsql
@@ -1720,7 +1789,7 @@ CREATE OR REPLACE FUNCTION terra_gpu._product_bands_meet(product regclass)
  LANGUAGE sql
  STABLE
  SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
-RETURN (NOT (EXISTS (SELECT FROM (SELECT b.r0, b.h, b.even, lead(b.r0) OVER (ORDER BY b.r0) AS next FROM (SELECT round(((t.upperleft_y - top.y) / t.scale_y)) AS r0, max(t.height) AS h, (min(t.height) = max(t.height)) AS even FROM terra_gpu.product_tile t, (SELECT x_1.upperleft_y AS y FROM terra_gpu.product_tile x_1 WHERE ((x_1.product)::oid = (_product_bands_meet.product)::oid) ORDER BY (x_1.upperleft_y / x_1.scale_y) LIMIT 1) top WHERE ((t.product)::oid = (_product_bands_meet.product)::oid) GROUP BY (round(((t.upperleft_y - top.y) / t.scale_y)))) b) x WHERE ((NOT x.even) OR (x.next <> (x.r0 + (x.h)::double precision))))));
+RETURN (NOT (EXISTS (SELECT FROM (SELECT b.r0, b.h, b.even, lead(b.r0) OVER (ORDER BY b.r0) AS next FROM (SELECT g.r0, max(g.height) AS h, (min(g.height) = max(g.height)) AS even FROM terra_gpu._product_cells(_product_bands_meet.product) g(tile_id, r0, c0, width, height) GROUP BY g.r0) b) x WHERE ((NOT x.even) OR (x.next <> (x.r0 + x.h))))));
 COMMENT ON FUNCTION terra_gpu._product_bands_meet(regclass) IS 'Internal (tg_refresh): whether each row of a product''s tiles is of one height and begins where the one above ends';
 CREATE OR REPLACE FUNCTION terra_gpu._product_bands(p terra_gpu.product, changed bigint[], OUT bands integer, OUT bands_computed integer, OUT tiles_computed integer, OUT tiles_rewritten integer)
  RETURNS record
@@ -1750,9 +1819,9 @@ DECLARE
 BEGIN
 	SELECT array_agg(b.ids ORDER BY b.y), array_agg(b.dirty ORDER BY b.y)
 	INTO band_tiles, dirty
-	FROM (SELECT round(t.upperleft_y / t.scale_y) AS y, string_agg(t.tile_id::text, ',' ORDER BY t.tile_id) AS ids,
-				 bool_or(t.tile_id = ANY (changed)) AS dirty
-		  FROM terra_gpu.product_tile t WHERE t.product = p.product GROUP BY 1) b;
+	FROM (SELECT g.r0 AS y, string_agg(g.tile_id::text, ',' ORDER BY g.tile_id) AS ids,
+				 bool_or(g.tile_id = ANY (changed)) AS dirty
+		  FROM terra_gpu._product_cells(p.product) g GROUP BY 1) b;
 	n := cardinality(band_tiles);
 	bands := n;
 	SELECT array_agg(format('band %s', g) ORDER BY g) INTO names FROM generate_series(0, n - 1) g;
@@ -1823,6 +1892,7 @@ DECLARE
 	p terra_gpu.product;
 	changed bigint[];
 	outputs bigint[];
+	reads bigint[];
 	why text;
 	retile boolean := false;
 	col name;
@@ -1897,12 +1967,12 @@ BEGIN
 		why := format('%s is a global operation that does not run in bands (a change may reach any tile)', p.function);
 	ELSIF p.halo IS NULL AND NOT terra_gpu._product_bands_meet(p.product) THEN
 		why := 'its rows of tiles leave rows of the grid between them empty, or are uneven (it cannot run in bands)';
-	ELSIF p.halo IS NULL AND current_setting('terra_gpu.backend') <> 'cpu'
-		  AND (SELECT g.available FROM @extschema@.tg_gpu_info() g) THEN
+	ELSIF p.halo IS NULL AND terra_gpu._gpu_chosen((SELECT sum(t.width::bigint * t.height)::bigint
+												   FROM terra_gpu.product_tile t WHERE t.product = p.product)) THEN
 		-- every band a refresh computes runs each of the coordinator's steps
-		-- in this backend, and the steps grow with the bands: on a GPU the
-		-- whole product costs less
-		why := 'a GPU is ready, and on it the whole product costs less than its bands';
+		-- in this backend, and the steps grow with the bands: where the
+		-- dispatcher sends the whole product to the GPU, it costs less
+		why := 'it runs on the GPU, and there the whole product costs less than its bands';
 	END IF;
 
 	IF mode IS NOT NULL THEN
@@ -1922,9 +1992,8 @@ BEGIN
 		-- a local operation: the tiles within its halo of a changed one,
 		-- computed from the tiles within its halo of those
 		mode := 'incremental';
-		outputs := terra_gpu._product_near(p.product, changed, p.halo);
-		SELECT * INTO tiles_computed, tiles_rewritten
-		FROM terra_gpu._product_write(p, terra_gpu._product_near(p.product, outputs, p.halo), outputs, false);
+		SELECT * INTO outputs, reads FROM terra_gpu._product_halo(p.product, changed, p.halo);
+		SELECT * INTO tiles_computed, tiles_rewritten FROM terra_gpu._product_write(p, reads, outputs, false);
 	END IF;
 	IF mode IS NULL THEN
 		mode := 'full';
@@ -1957,7 +2026,7 @@ BEGIN
 	UPDATE terra_gpu.product x SET retiled = false, refreshed_at = now(), reach = CASE WHEN retile THEN NULL ELSE x.reach END
 	WHERE x.product = p.product;
 END $function$;
-COMMENT ON FUNCTION @extschema@.tg_refresh(regclass) IS 'Bring a product of tg_create_result up to date with its source, in the caller''s transaction: a local operation (slope, the terrain derivatives) recomputes only the tiles within its halo of the changed ones; fill, directions, accumulation and tg_hydrology run in bands (rows of tiles), recomputing the bands whose tiles or seams with the others changed (mode bands), or in full where a GPU is ready (terra_gpu.backend not cpu); a viewshed within max_distance computes nothing where no changed tile lies within its observers'' windows; the drainage products, or a change of tiling, recompute in full (said in a NOTICE); either way only the tiles whose values changed are rewritten';
+COMMENT ON FUNCTION @extschema@.tg_refresh(regclass) IS 'Bring a product of tg_create_result up to date with its source, in the caller''s transaction: a local operation (slope, the terrain derivatives) recomputes only the tiles within its halo of the changed ones; fill, directions, accumulation and tg_hydrology run in bands (rows of tiles), recomputing the bands whose tiles or seams with the others changed (mode bands), or in full where the dispatcher would run the whole product on the GPU (terra_gpu.backend, min_cells_for_gpu); a viewshed within max_distance computes nothing where no changed tile lies within its observers'' windows; the drainage products, or a change of tiling, recompute in full (said in a NOTICE); either way only the tiles whose values changed are rewritten';
 CREATE OR REPLACE FUNCTION @extschema@.tg_refresh_all(source regclass, OUT product regclass, OUT bmmq_index text, OUT mode text, OUT tiles_changed integer, OUT tiles_computed integer, OUT tiles_rewritten integer)
  RETURNS SETOF record
  LANGUAGE plpgsql

@@ -2482,27 +2482,56 @@ END $$;
 COMMENT ON FUNCTION terra_gpu._name_on_path(regclass, text) IS
 'Internal (tg_create_result, tg_refresh): a table''s name as it is written on a search_path';
 
--- The product's tiles within halo cells of the given ones (rectangles of
--- cells on the grid of its first tile).  The given tiles' rectangles are
--- found first, so that each catalog row is compared with those few only: the
--- cost grows with the tiles of the product times the given ones.
-CREATE FUNCTION terra_gpu._product_near(rel regclass, tiles bigint[], halo integer) RETURNS bigint[]
+CREATE FUNCTION terra_gpu._gpu_chosen(cells bigint) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'tgpg_gpu_chosen'
+	LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION terra_gpu._gpu_chosen(bigint) IS
+'Internal (tg_refresh): whether a call of so many cells runs on the GPU under this session''s settings (terra_gpu.backend, min_cells_for_gpu, device): the dispatcher''s own policy';
+
+-- Each of a product's tiles as a rectangle of cells: its top row and left
+-- column on the grid, counted from its first tile's corner, and its size.
+-- Corners differ by whole pixels; a grid's corners divided by the pixel size
+-- need not be whole (SRTM's lie on half a pixel, and n + 0.5 rounds either
+-- way).  The one placement of tiles every part of the refresh uses.
+CREATE FUNCTION terra_gpu._product_cells(product regclass)
+	RETURNS TABLE (tile_id bigint, r0 bigint, c0 bigint, width integer, height integer)
 	LANGUAGE sql STABLE
-	RETURN ARRAY(
-		WITH ref AS (SELECT t.upperleft_x AS x, t.upperleft_y AS y FROM terra_gpu.product_tile t
-					 WHERE t.product = rel ORDER BY t.tile_id LIMIT 1),
-		g AS (SELECT t.tile_id, round((t.upperleft_x - ref.x) / t.scale_x) AS c0,
-					 round((t.upperleft_y - ref.y) / t.scale_y) AS r0, t.width, t.height
-			  FROM terra_gpu.product_tile t, ref WHERE t.product = rel),
-		c AS MATERIALIZED (SELECT g.c0 - halo AS c0, g.c0 + g.width + halo AS c1,
-								  g.r0 - halo AS r0, g.r0 + g.height + halo AS r1
-						   FROM g WHERE g.tile_id = ANY (tiles))
-		SELECT o.tile_id FROM g o
-		WHERE EXISTS (SELECT FROM c WHERE o.c0 < c.c1 AND c.c0 < o.c0 + o.width
-					  AND o.r0 < c.r1 AND c.r0 < o.r0 + o.height)
-		ORDER BY 1);
-COMMENT ON FUNCTION terra_gpu._product_near(regclass, bigint[], integer) IS
-'Internal (tg_refresh): the ids of a product''s tiles within halo cells of the given tiles (those included)';
+BEGIN ATOMIC
+	SELECT t.tile_id, round((t.upperleft_y - o.upperleft_y) / t.scale_y)::bigint,
+		   round((t.upperleft_x - o.upperleft_x) / t.scale_x)::bigint, t.width, t.height
+	FROM terra_gpu.product_tile t,
+		 (SELECT x.upperleft_x, x.upperleft_y FROM terra_gpu.product_tile x
+		  WHERE x.product = _product_cells.product ORDER BY x.tile_id LIMIT 1) o
+	WHERE t.product = _product_cells.product;
+END;
+COMMENT ON FUNCTION terra_gpu._product_cells(regclass) IS
+'Internal (tg_refresh): each of a product''s tiles as its top row and left column of cells on the grid (from its first tile''s corner) and its size';
+
+-- The tiles a local operation's refresh computes (within halo cells of the
+-- changed ones) and those it reads (within halo cells of those), from one
+-- reading of the product's tiles.  The changed tiles' rectangles are found
+-- first, so that each tile is compared with those few only.
+CREATE FUNCTION terra_gpu._product_halo(rel regclass, changed bigint[], halo integer,
+	OUT outputs bigint[], OUT reads bigint[])
+	LANGUAGE sql STABLE
+BEGIN ATOMIC
+	WITH g AS MATERIALIZED (SELECT * FROM terra_gpu._product_cells(rel)),
+	c AS MATERIALIZED (SELECT g.c0 - halo AS c0, g.c0 + g.width + halo AS c1,
+							  g.r0 - halo AS r0, g.r0 + g.height + halo AS r1
+					   FROM g WHERE g.tile_id = ANY (changed)),
+	o AS MATERIALIZED (SELECT g.* FROM g
+					   WHERE EXISTS (SELECT FROM c WHERE g.c0 < c.c1 AND c.c0 < g.c0 + g.width
+									 AND g.r0 < c.r1 AND c.r0 < g.r0 + g.height)),
+	r AS (SELECT o.c0 - halo AS c0, o.c0 + o.width + halo AS c1,
+				 o.r0 - halo AS r0, o.r0 + o.height + halo AS r1 FROM o)
+	SELECT ARRAY(SELECT o.tile_id FROM o ORDER BY 1),
+		   ARRAY(SELECT g.tile_id FROM g
+				 WHERE EXISTS (SELECT FROM r WHERE g.c0 < r.c1 AND r.c0 < g.c0 + g.width
+							   AND g.r0 < r.r1 AND r.r0 < g.r0 + g.height)
+				 ORDER BY 1);
+END;
+COMMENT ON FUNCTION terra_gpu._product_halo(regclass, bigint[], integer) IS
+'Internal (tg_refresh): the ids of a product''s tiles within halo cells of the changed ones (those included), and of its tiles within halo cells of those';
 
 -- Rewrite the rows of a product whose values differ from its query's: the
 -- query reads the source tiles `reads` and keeps the rows `keep` (NULL: all
@@ -2615,21 +2644,13 @@ COMMENT ON FUNCTION terra_gpu._product_band_run(regclass, bigint[]) IS
 'Internal (terra_gpu._product_band): a product''s recipe over some of its source tiles, its rows rewritten where their values changed';
 
 -- Do the product's rows of tiles, one under the other, leave no row of the
--- grid between them (the parts of a coverage must meet)?  Rows are counted
--- from the top row of tiles: a grid whose corners lie on half a pixel
--- (SRTM's) divided by its pixel size lands on n + 0.5, which rounds either
--- way.
+-- grid between them (the parts of a coverage must meet)?
 CREATE FUNCTION terra_gpu._product_bands_meet(product regclass) RETURNS boolean
 	LANGUAGE sql STABLE
 	RETURN NOT EXISTS (
 		SELECT FROM (SELECT b.r0, b.h, b.even, lead(b.r0) OVER (ORDER BY b.r0) AS next
-					 FROM (SELECT round((t.upperleft_y - top.y) / t.scale_y) AS r0, max(t.height) AS h,
-								  min(t.height) = max(t.height) AS even
-						   FROM terra_gpu.product_tile t,
-								(SELECT x.upperleft_y AS y FROM terra_gpu.product_tile x
-								 WHERE x.product = _product_bands_meet.product
-								 ORDER BY x.upperleft_y / x.scale_y LIMIT 1) top
-						   WHERE t.product = _product_bands_meet.product GROUP BY 1) b) x
+					 FROM (SELECT g.r0, max(g.height) AS h, min(g.height) = max(g.height) AS even
+						   FROM terra_gpu._product_cells(product) g GROUP BY 1) b) x
 		WHERE NOT x.even OR x.next <> x.r0 + x.h);
 COMMENT ON FUNCTION terra_gpu._product_bands_meet(regclass) IS
 'Internal (tg_refresh): whether each row of a product''s tiles is of one height and begins where the one above ends';
@@ -2663,9 +2684,9 @@ DECLARE
 BEGIN
 	SELECT array_agg(b.ids ORDER BY b.y), array_agg(b.dirty ORDER BY b.y)
 	INTO band_tiles, dirty
-	FROM (SELECT round(t.upperleft_y / t.scale_y) AS y, string_agg(t.tile_id::text, ',' ORDER BY t.tile_id) AS ids,
-				 bool_or(t.tile_id = ANY (changed)) AS dirty
-		  FROM terra_gpu.product_tile t WHERE t.product = p.product GROUP BY 1) b;
+	FROM (SELECT g.r0 AS y, string_agg(g.tile_id::text, ',' ORDER BY g.tile_id) AS ids,
+				 bool_or(g.tile_id = ANY (changed)) AS dirty
+		  FROM terra_gpu._product_cells(p.product) g GROUP BY 1) b;
 	n := cardinality(band_tiles);
 	bands := n;
 	SELECT array_agg(format('band %s', g) ORDER BY g) INTO names FROM generate_series(0, n - 1) g;
@@ -2741,6 +2762,7 @@ DECLARE
 	p terra_gpu.product;
 	changed bigint[];
 	outputs bigint[];
+	reads bigint[];
 	why text;
 	retile boolean := false;
 	col name;
@@ -2815,12 +2837,12 @@ BEGIN
 		why := format('%s is a global operation that does not run in bands (a change may reach any tile)', p.function);
 	ELSIF p.halo IS NULL AND NOT terra_gpu._product_bands_meet(p.product) THEN
 		why := 'its rows of tiles leave rows of the grid between them empty, or are uneven (it cannot run in bands)';
-	ELSIF p.halo IS NULL AND current_setting('terra_gpu.backend') <> 'cpu'
-		  AND (SELECT g.available FROM @extschema@.tg_gpu_info() g) THEN
+	ELSIF p.halo IS NULL AND terra_gpu._gpu_chosen((SELECT sum(t.width::bigint * t.height)::bigint
+												   FROM terra_gpu.product_tile t WHERE t.product = p.product)) THEN
 		-- every band a refresh computes runs each of the coordinator's steps
-		-- in this backend, and the steps grow with the bands: on a GPU the
-		-- whole product costs less
-		why := 'a GPU is ready, and on it the whole product costs less than its bands';
+		-- in this backend, and the steps grow with the bands: where the
+		-- dispatcher sends the whole product to the GPU, it costs less
+		why := 'it runs on the GPU, and there the whole product costs less than its bands';
 	END IF;
 
 	IF mode IS NOT NULL THEN
@@ -2840,9 +2862,8 @@ BEGIN
 		-- a local operation: the tiles within its halo of a changed one,
 		-- computed from the tiles within its halo of those
 		mode := 'incremental';
-		outputs := terra_gpu._product_near(p.product, changed, p.halo);
-		SELECT * INTO tiles_computed, tiles_rewritten
-		FROM terra_gpu._product_write(p, terra_gpu._product_near(p.product, outputs, p.halo), outputs, false);
+		SELECT * INTO outputs, reads FROM terra_gpu._product_halo(p.product, changed, p.halo);
+		SELECT * INTO tiles_computed, tiles_rewritten FROM terra_gpu._product_write(p, reads, outputs, false);
 	END IF;
 	IF mode IS NULL THEN
 		mode := 'full';
@@ -2876,7 +2897,7 @@ BEGIN
 	WHERE x.product = p.product;
 END $$;
 COMMENT ON FUNCTION tg_refresh(regclass) IS
-'Bring a product of tg_create_result up to date with its source, in the caller''s transaction: a local operation (slope, the terrain derivatives) recomputes only the tiles within its halo of the changed ones; fill, directions, accumulation and tg_hydrology run in bands (rows of tiles), recomputing the bands whose tiles or seams with the others changed (mode bands), or in full where a GPU is ready (terra_gpu.backend not cpu); a viewshed within max_distance computes nothing where no changed tile lies within its observers'' windows; the drainage products, or a change of tiling, recompute in full (said in a NOTICE); either way only the tiles whose values changed are rewritten';
+'Bring a product of tg_create_result up to date with its source, in the caller''s transaction: a local operation (slope, the terrain derivatives) recomputes only the tiles within its halo of the changed ones; fill, directions, accumulation and tg_hydrology run in bands (rows of tiles), recomputing the bands whose tiles or seams with the others changed (mode bands), or in full where the dispatcher would run the whole product on the GPU (terra_gpu.backend, min_cells_for_gpu); a viewshed within max_distance computes nothing where no changed tile lies within its observers'' windows; the drainage products, or a change of tiling, recompute in full (said in a NOTICE); either way only the tiles whose values changed are rewritten';
 
 CREATE FUNCTION tg_refresh_all(
 	source regclass,

@@ -176,6 +176,14 @@ typedef struct tg_device_info
 
 void		tg_device_query(int device, tg_device_info *info);
 
+/*
+ * Whether the dispatcher's policy sends a call of `cells` cells to the GPU
+ * (backend gpu: always; auto: a device ready and enough cells): for the
+ * memory check of a whole call (run/run.c), which estimates from the path
+ * taken, and for a refresh choosing between bands and the whole product.
+ */
+bool		tg_gpu_chosen(const tg_ctx *ctx, int64_t cells);
+
 /* ------------------------------------------------------------------------
  * PostGIS raster values (serialized format RFC1, version 0)
  * ------------------------------------------------------------------------ */

@@ -169,6 +169,25 @@ tgpg_gpu_info(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
+/*
+ * Whether a call of the given cells would run on the GPU under this
+ * backend's settings (terra_gpu.backend, min_cells_for_gpu, device): the
+ * dispatcher's own policy.  Starts CUDA here where it asks a device; the last
+ * call's statistics stay as they were.
+ */
+PG_FUNCTION_INFO_V1(tgpg_gpu_chosen);
+Datum
+tgpg_gpu_chosen(PG_FUNCTION_ARGS)
+{
+	tg_ctx		ctx;
+
+	tg_ctx_init(&ctx);
+	ctx.backend = (tg_backend) tgpg_backend;
+	ctx.min_cells_for_gpu = tgpg_min_cells_for_gpu;
+	ctx.device = tgpg_device;
+	PG_RETURN_BOOL(tg_gpu_chosen(&ctx, PG_GETARG_INT64(0)));
+}
+
 /* What this backend's last terra_gpu call ran on and how long it took. */
 PG_FUNCTION_INFO_V1(tgpg_last_run);
 Datum

@@ -187,13 +187,6 @@ tg_status	tg_run_step(const tg_ctx *ctx, int64_t cells, tg_step_fn cpu, tg_step_
  */
 tg_status	tg_backend_ready(const tg_ctx *ctx, tg_error *err);
 
-/*
- * Whether the policy sends a call of `cells` to the GPU (backend gpu: always;
- * auto: a device ready and enough cells), for the memory check of a whole
- * call (run/run.c), which estimates from the path taken.
- */
-bool		tg_gpu_chosen(const tg_ctx *ctx, int64_t cells);
-
 /* ------------------------------------------------------------------------
  * The CUDA backend (cuda/, or cuda/tg_cuda_stub.c without nvcc).  Its entry
  * points never throw, never longjmp, free every device buffer on every path
