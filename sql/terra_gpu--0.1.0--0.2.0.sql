@@ -1879,7 +1879,12 @@ BEGIN
 		END LOOP;
 		s := s + 1;
 	END LOOP;
-	DELETE FROM terra_gpu.product_seam x WHERE x.product = p.product AND (x.step >= s OR x.band >= n);
+	-- a reply kept from before is of the band's tiles then: a changed band's
+	-- from a step it sat out this time must go too (were its messages there
+	-- the same again, it would be taken)
+	DELETE FROM terra_gpu.product_seam x
+	WHERE x.product = p.product
+	  AND (x.step >= s OR x.band >= n OR (dirty[x.band + 1] AND octet_length(sent[x.step * n + x.band + 1]) = 0));
 	bands_computed := (SELECT count(*) FROM unnest(computed) c WHERE c);
 END $function$;
 COMMENT ON FUNCTION terra_gpu._product_bands(terra_gpu.product,bigint[]) IS 'Internal (tg_refresh): a global product refreshed in bands, each band computed only where its tiles or the messages it received changed; its bands, those computed, their tiles and the rows rewritten';
