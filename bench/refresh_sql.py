@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""tg_refresh against the full call on a real DEM: one tile raised by a few
-metres, then the product refreshed (slope: the tiles within its halo; a
+"""tg_refresh against the full call on a real DEM: one tile (or a block of
+tiles) raised by a few metres, then the product refreshed (slope: the tiles within its halo; a
 tg_hydrology product: in bands of one row of tiles, those whose tiles or
 messages changed computed, only changed tiles rewritten; a BMMQ index: the
 trees of the changed tiles), timed against tg_create_result
@@ -79,6 +79,8 @@ def main():
     ap.add_argument("--db")
     ap.add_argument("--tile", type=int, default=256)
     ap.add_argument("--raise-m", type=float, default=5.0)
+    ap.add_argument("--block", type=int, default=1,
+                    help="raise a block of BLOCK x BLOCK tiles around the middle tile instead of that tile alone")
     ap.add_argument("--backend", default="cpu")
     ap.add_argument("--repeat", type=int, default=1,
                     help="warm refreshes timed (each after the same change again): their median is reported")
@@ -102,12 +104,22 @@ def main():
         dem_name, width, height = dem.name, dem.width, dem.height
         tile_w = tile_h = args.tile
     ntiles = int(psql("SELECT count(*) FROM %s" % table, db))
-    # the tile nearest the middle of the coverage
+    # the tile nearest the middle of the coverage, and the block of tiles
+    # whose corners lie within block / 2 tiles of its corner (it and its
+    # neighbours, block x block of them where the tiles are of one size)
     tile = psql("WITH c AS (SELECT avg(ST_UpperLeftX(rast)) AS x, avg(ST_UpperLeftY(rast)) AS y FROM %s) "
                 "SELECT rid FROM %s, c ORDER BY (ST_UpperLeftX(rast) - c.x) ^ 2 + (ST_UpperLeftY(rast) - c.y) ^ 2, rid "
                 "LIMIT 1" % (table, table), db)
-    print("# %s: %d x %d = %d cells, %d tiles of %d x %d, tile %s raised %g m; backend %s; %s" % (
-        dem_name, width, height, width * height, ntiles, tile_w, tile_h, tile, args.raise_m,
+    lo, hi = -((args.block - 1) // 2), args.block // 2
+    tiles = psql("WITH m AS (SELECT ST_UpperLeftX(rast) AS x, ST_UpperLeftY(rast) AS y, ST_Width(rast) * ST_ScaleX(rast) AS w, "
+                 "ST_Height(rast) * ST_ScaleY(rast) AS h FROM %s WHERE rid = %s) "
+                 "SELECT string_agg(rid::text, ',' ORDER BY rid) FROM %s, m "
+                 "WHERE round((ST_UpperLeftX(rast) - m.x) / m.w) BETWEEN %d AND %d "
+                 "AND round((ST_UpperLeftY(rast) - m.y) / m.h) BETWEEN %d AND %d"
+                 % (table, tile, table, lo, hi, lo, hi), db)
+    raised = "tile %s" % tile if args.block == 1 else "%d tiles around tile %s" % (len(tiles.split(",")), tile)
+    print("# %s: %d x %d = %d cells, %d tiles of %d x %d, %s raised %g m; backend %s; %s" % (
+        dem_name, width, height, width * height, ntiles, tile_w, tile_h, raised, args.raise_m,
         args.backend, machine_description()))
     print()
     print("| product | full (tg_create_result) ms | refresh ms, cold session | refresh ms, warm (median) | warm / full "
@@ -123,8 +135,8 @@ def main():
         made.append((name, query, product, full_ms))
     if "bmmq" in wanted:
         bmmq_ms, _ = timed("SELECT tg_bmmq_build('refresh_bench_ix', '%s', nbins => 16)" % table, db)
-    update = ("UPDATE %s SET rast = ST_MapAlgebra(rast, 1, NULL, '[rast] + %g') WHERE rid = %s"
-              % (table, args.raise_m, tile))
+    update = ("UPDATE %s SET rast = ST_MapAlgebra(rast, 1, NULL, '[rast] + %g') WHERE rid IN (%s)"
+              % (table, args.raise_m, tiles))
     psql(update, db)
     seams = []
     spreads = []
