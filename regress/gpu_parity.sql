@@ -311,31 +311,28 @@ CREATE TABLE gp_dem AS
 SELECT (row_number() OVER ())::integer AS rid, t AS rast
 FROM dems d, ST_Tile(d.rast, 64, 64) t WHERE d.w = 700 AND d.pt = '16BSI';
 ALTER TABLE gp_dem ADD PRIMARY KEY (rid);
+-- the refreshed product against a recompute of its query: its tiles, and
+-- those that differ
+CREATE FUNCTION pg_temp.gp_against_recompute(OUT tiles bigint, OUT differing bigint)
+	LANGUAGE plpgsql SET client_min_messages = warning AS $$
+BEGIN
+	PERFORM tg_create_result('gp_recomputed', 'SELECT * FROM tg_hydrology(coverage => ''gp_dem'')', replace => true);
+	SELECT count(*), count(*) FILTER (WHERE x.filled::bytea IS DISTINCT FROM y.filled::bytea
+										OR x.direction::bytea IS DISTINCT FROM y.direction::bytea
+										OR x.accumulation::bytea IS DISTINCT FROM y.accumulation::bytea)
+	INTO tiles, differing FROM gp_hydrology x FULL JOIN gp_recomputed y USING (rid);
+END $$;
 SET client_min_messages = warning;
 SELECT tg_create_result('gp_hydrology', 'SELECT * FROM tg_hydrology(coverage => ''gp_dem'')') IS NOT NULL AS created;
 UPDATE gp_dem SET rast = ST_MapAlgebra(rast, 1, NULL, '[rast] + 50') WHERE rid = 40;
 RESET client_min_messages;
 SELECT mode, tiles_changed, tiles_computed, tiles_rewritten > 0 AS rewrote FROM tg_refresh('gp_hydrology');
-SET client_min_messages = warning;
-SELECT tg_create_result('gp_recomputed', 'SELECT * FROM tg_hydrology(coverage => ''gp_dem'')') IS NOT NULL AS created;
-RESET client_min_messages;
-SELECT count(*) AS tiles,
-       count(*) FILTER (WHERE x.filled::bytea IS DISTINCT FROM y.filled::bytea
-                           OR x.direction::bytea IS DISTINCT FROM y.direction::bytea
-                           OR x.accumulation::bytea IS DISTINCT FROM y.accumulation::bytea) AS differing
-FROM gp_hydrology x FULL JOIN gp_recomputed y USING (rid);
+SELECT * FROM pg_temp.gp_against_recompute();
 -- below terra_gpu.min_cells_for_gpu the dispatcher keeps the product on the
 -- CPU: the refresh runs in bands (the first after a full one computes them all)
 SET terra_gpu.min_cells_for_gpu = 1000000;
 UPDATE gp_dem SET rast = ST_MapAlgebra(rast, 1, NULL, '[rast] - 50') WHERE rid = 40;
 SELECT mode, tiles_changed, tiles_computed, tiles_rewritten > 0 AS rewrote FROM tg_refresh('gp_hydrology');
 SET terra_gpu.min_cells_for_gpu = 0;
-SET client_min_messages = warning;
-SELECT tg_create_result('gp_recomputed', 'SELECT * FROM tg_hydrology(coverage => ''gp_dem'')', replace => true) IS NOT NULL AS created;
-RESET client_min_messages;
-SELECT count(*) AS tiles,
-       count(*) FILTER (WHERE x.filled::bytea IS DISTINCT FROM y.filled::bytea
-                           OR x.direction::bytea IS DISTINCT FROM y.direction::bytea
-                           OR x.accumulation::bytea IS DISTINCT FROM y.accumulation::bytea) AS differing
-FROM gp_hydrology x FULL JOIN gp_recomputed y USING (rid);
+SELECT * FROM pg_temp.gp_against_recompute();
 DROP TABLE gp_hydrology, gp_recomputed, gp_dem;
