@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """tg_refresh against the full call on a real DEM: one tile (or a block of
-tiles) raised by a few metres, then the product refreshed (slope: the tiles within its halo; a
-tg_hydrology product: in bands of one row of tiles, those whose tiles or
-messages changed computed, only changed tiles rewritten; a BMMQ index: the
-trees of the changed tiles), timed against tg_create_result
-of the same query (tg_bmmq_build for the index), with the tiles rewritten and
-a check against the full recompute (byte for byte; row for row for the
-index).  The DEM is loaded as raster2pgsql -k does (all-nodata tiles kept).
+tiles) raised by a few metres, then the product refreshed (slope: the
+tiles within its halo; a tg_hydrology product: in bands of one row of
+tiles, those whose tiles or messages changed computed, or in full where it
+runs on the GPU, only changed tiles rewritten; a BMMQ index: the trees of
+the changed tiles), timed against tg_create_result of the same query
+(tg_bmmq_build for the index), with the tiles rewritten and a check
+against the full recompute (byte for byte; row for row for the index).
+The DEM is loaded as raster2pgsql -k does (all-nodata tiles kept).
 Prints a Markdown table; never passes or fails on time.  Connection: PG*
 variables.
 """

@@ -181,10 +181,7 @@ tgpg_gpu_chosen(PG_FUNCTION_ARGS)
 {
 	tg_ctx		ctx;
 
-	tg_ctx_init(&ctx);
-	ctx.backend = (tg_backend) tgpg_backend;
-	ctx.min_cells_for_gpu = tgpg_min_cells_for_gpu;
-	ctx.device = tgpg_device;
+	tgpg_ctx_settings(&ctx, tgpg_backend);
 	PG_RETURN_BOOL(tg_gpu_chosen(&ctx, PG_GETARG_INT64(0)));
 }
 

@@ -83,6 +83,8 @@ void		tgpg_finish(tgpg_guard *g, tg_status st, const tg_error *err);
  * guard), NOTICEs of progress, the statistics tg_last_run() reports.
  */
 void		tgpg_ctx_init(tg_ctx *ctx, tgpg_guard *g, int backend);
+/* Only the settings (backend, GPU threshold and device, memory, threads): a context that runs nothing. */
+void		tgpg_ctx_settings(tg_ctx *ctx, int backend);
 const tg_run_stats *tgpg_last_run_stats(const char **function);
 /* Host memory one coverage call may hold: terra_gpu.max_memory_mb, else half the RAM. */
 size_t		tgpg_memory_budget(void);

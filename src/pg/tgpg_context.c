@@ -92,7 +92,7 @@ tgpg_finish(tgpg_guard *g, tg_status st, const tg_error *err)
 }
 
 void
-tgpg_ctx_init(tg_ctx *ctx, tgpg_guard *g, int backend)
+tgpg_ctx_settings(tg_ctx *ctx, int backend)
 {
 	tg_ctx_init(ctx);
 	ctx->backend = (tg_backend) backend;
@@ -101,6 +101,12 @@ tgpg_ctx_init(tg_ctx *ctx, tgpg_guard *g, int backend)
 	ctx->device_memory_limit = (size_t) tgpg_max_device_memory_mb * 1024 * 1024;
 	ctx->route_cache_limit = (size_t) tgpg_route_cache_mb * 1024 * 1024;
 	ctx->threads = tgpg_threads;
+}
+
+void
+tgpg_ctx_init(tg_ctx *ctx, tgpg_guard *g, int backend)
+{
+	tgpg_ctx_settings(ctx, backend);
 	ctx->cancel = pg_interrupt_pending;
 	ctx->cancel_arg = g;
 	ctx->progress = pg_progress;
