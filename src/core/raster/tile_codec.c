@@ -10,8 +10,8 @@
  * byte (control bit 0, lowest bit first) or a back-reference (bit 1) of two
  * bytes, low nibble of the first = length - 3, its high nibble and the
  * second byte = the offset back into the output (12 bits); a length nibble
- * of 15 means a third byte adds up to 255 more.  Copies may overlap their
- * source, so they go byte by byte.
+ * of 15 means a third byte adds up to 255 more.  A copy may overlap its
+ * source (a run repeats what it has just written): those go byte by byte.
  */
 #include "raster/raster.h"
 
@@ -42,6 +42,14 @@ tg_pglz_decompress(const uint8_t *src, size_t src_size, uint8_t *dst, size_t dst
 	{
 		unsigned	control = *sp++;
 
+		/* eight literals at once (the common case in rasters' noisy low bytes) */
+		if (control == 0 && send - sp >= 8 && dend - dp >= 8)
+		{
+			memcpy(dp, sp, 8);
+			dp += 8;
+			sp += 8;
+			continue;
+		}
 		for (int item = 0; item < 8 && sp < send && dp < dend; item++, control >>= 1)
 		{
 			size_t		length,
@@ -65,8 +73,14 @@ tg_pglz_decompress(const uint8_t *src, size_t src_size, uint8_t *dst, size_t dst
 			}
 			if (offset == 0 || offset > (size_t) (dp - dst) || length > (size_t) (dend - dp))
 				return false;
-			for (const uint8_t *from = dp - offset; length > 0; length--)
-				*dp++ = *from++;
+			if (offset >= length)
+				memcpy(dp, dp - offset, length);
+			else if (offset == 1)
+				memset(dp, dp[-1], length);
+			else
+				for (size_t i = 0; i < length; i++)
+					dp[i] = (dp - offset)[i];
+			dp += length;
 		}
 	}
 	/* every byte decoded, no input left over */

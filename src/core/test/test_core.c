@@ -822,6 +822,56 @@ test_codecs(void)
 		check(tg_pglz_decompress(z, sizeof z, out, 9) && memcmp(out, "abcabcabc", 9) == 0,
 			  "pglz back-reference");
 	}
+	/*
+	 * Random valid pglz streams, each item drawn (runs of eight literals,
+	 * copies of every length at offsets shorter than, equal to and longer
+	 * than the length) and the expected output written by the format's
+	 * definition, one byte after the other.
+	 */
+	rng_state = 4242;
+	{
+		bool		ok = true;
+
+		for (int trial = 0; trial < 2000 && ok; trial++)
+		{
+			uint8_t		z[4096],
+						want[8192],
+						got[8192];
+			size_t		zn = 0,
+						n = 0;
+
+			while (zn + 1 + 8 * 3 <= sizeof z && n + 8 * 273 <= sizeof want)
+			{
+				const size_t at = zn++;
+				const bool	literals = rng_next() % 4 == 0;
+
+				z[at] = 0;
+				for (int item = 0; item < 8; item++)
+				{
+					size_t		length = 3 + rng_next() % (rng_next() % 2 ? 16 : 271),
+								offset = 1 + rng_next() % (rng_next() % 2 ? 4 : 4095);
+
+					if (literals || n == 0 || rng_next() % 3 == 0)
+					{
+						z[zn++] = want[n++] = (uint8_t) rng_next();
+						continue;
+					}
+					if (offset > n)
+						offset = n;
+					z[at] |= (uint8_t) (1 << item);
+					z[zn++] = (uint8_t) ((offset >> 4 & 0xf0) | (length >= 18 ? 15 : length - 3));
+					z[zn++] = (uint8_t) (offset & 0xff);
+					if (length >= 18)
+						z[zn++] = (uint8_t) (length - 18);
+					for (size_t i = 0; i < length; i++, n++)
+						want[n] = want[n - offset];
+				}
+			}
+			ok = tg_pglz_decompress(z, zn, got, n) && memcmp(got, want, n) == 0 &&
+				!tg_pglz_decompress(z, zn, got, n - 1) && !tg_pglz_decompress(z, zn - 1, got, n);
+		}
+		check(ok, "pglz: random streams of literals and (overlapping) copies decode as defined");
+	}
 	/* corrupt input is refused, never read or written beyond its buffers */
 	rng_state = 77;
 	for (int trial = 0; trial < 20000; trial++)
