@@ -439,12 +439,12 @@ tg_band_get(const tg_band *band, size_t i)
 	do {																\
 		T			raw_;												\
 		const uint8_t *p_ = (const uint8_t *) band->data + base * sizeof(T); \
-		for (x = 0; x < band->width; x++)								\
+		for (x = x0; x < x1; x++)										\
 		{																\
 			double		v_;												\
 			memcpy(&raw_, p_ + (size_t) x * sizeof(T), sizeof(T));		\
 			v_ = (double) (VALUE);										\
-			dst[x] = tg_is_nodata(v_, band->has_nodata, false, is_float, band->nodata) \
+			dst[x - x0] = tg_is_nodata(v_, band->has_nodata, false, is_float, band->nodata) \
 				? (DST) NAN : (DST) v_;									\
 		}																\
 	} while (0)
@@ -457,8 +457,8 @@ tg_band_get(const tg_band *band, size_t i)
 																		\
 		if (band->is_nodata)											\
 		{																\
-			for (x = 0; x < band->width; x++)							\
-				dst[x] = (DST) NAN;										\
+			for (x = x0; x < x1; x++)									\
+				dst[x - x0] = (DST) NAN;								\
 			return;														\
 		}																\
 		switch (band->pixtype)											\
@@ -478,14 +478,23 @@ tg_band_get(const tg_band *band, size_t i)
 	} while (0)
 
 void
-tg_band_row_to_f64(const tg_band *band, int row, double *dst)
+tg_band_span_to_f64(const tg_band *band, int row, int x0, int x1, double *dst)
 {
 	DECODE_BAND_ROW(double);
 }
 
 void
+tg_band_row_to_f64(const tg_band *band, int row, double *dst)
+{
+	tg_band_span_to_f64(band, row, 0, band->width, dst);
+}
+
+void
 tg_band_row_to_f32(const tg_band *band, int row, float *dst)
 {
+	const int	x0 = 0,
+				x1 = band->width;
+
 	DECODE_BAND_ROW(float);
 }
 

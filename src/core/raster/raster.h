@@ -64,6 +64,8 @@ void		tg_pixels_to_band(tg_pixtype type, const void *pixels, size_t from, bool h
 /* Decode one row into doubles (or floats), nodata (and NaN) as NaN. */
 void		tg_band_row_to_f64(const tg_band *band, int row, double *dst);
 void		tg_band_row_to_f32(const tg_band *band, int row, float *dst);
+/* The same for pixels [x0, x1) of the row, into dst[0 .. x1 - x0). */
+void		tg_band_span_to_f64(const tg_band *band, int row, int x0, int x1, double *dst);
 
 /* Does a float hold every value of this type exactly? */
 bool		tg_pixtype_exact_in_f32(tg_pixtype pt);
@@ -126,7 +128,11 @@ tg_nbr_dy(int k)
 #define TG_MAX_OUTPUTS 8
 #define TG_MAX_OUTPUT_BANDS 8
 
-/* One input's values over the grid, or over rows [row0, row0 + nrows) as doubles. */
+/*
+ * One input's values over the grid, or over rows [row0, row0 + nrows) as
+ * doubles: every column, or (ncols > 0) columns [col0, col0 + ncols) only,
+ * each row then ncols long.
+ */
 typedef struct tg_grid_band
 {
 	tg_band		band;			/* the grid's own band: the pixel type and nodata of the first
@@ -136,6 +142,8 @@ typedef struct tg_grid_band
 	double	   *rows;
 	int			row0;
 	int			nrows;
+	int			col0;
+	int			ncols;
 } tg_grid_band;
 
 /*

@@ -73,8 +73,6 @@ typedef struct read_job
 	const tg_input *in;
 	tg_grid_band *g;
 	fetched    *batch;
-	int			row0,
-				nrows;
 } read_job;
 
 /* The tile's serialized raster, decompressed first if it came compressed. */
@@ -229,6 +227,21 @@ nan_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
 	return TG_OK;
 }
 
+/* The length of a row of g->rows (those of a grid `width` wide): the columns held. */
+static int
+rows_width(const tg_grid_band *g, int width)
+{
+	return g->ncols > 0 ? g->ncols : width;
+}
+
+/* Does the tile meet the rows (and columns) g holds? */
+static bool
+meets_rows(const tg_grid_band *g, const tg_tile_place *t)
+{
+	return t->row0 < g->row0 + g->nrows && t->row0 + t->height > g->row0 &&
+		(g->ncols == 0 || (t->col0 < g->col0 + g->ncols && t->col0 + t->width > g->col0));
+}
+
 /* Copy a tile's band into the grid or the rows; a foreign nodata marker is translated. */
 static void
 place_tile(tg_grid_band *g, const tg_band *src, const tg_tile_place *t)
@@ -244,13 +257,13 @@ place_tile(tg_grid_band *g, const tg_band *src, const tg_tile_place *t)
 	{
 		if (g->as_rows)
 		{
-			double	   *row = g->rows + (size_t) (t->row0 + y - g->row0) * dst->width + t->col0;
+			const int64_t left = g->ncols > 0 ? g->col0 : 0,
+						right = left + rows_width(g, dst->width);
+			const int	x0 = left > t->col0 ? (int) (left - t->col0) : 0,
+						x1 = right - t->col0 < src->width ? (int) (right - t->col0) : src->width;
+			double	   *row = g->rows + (size_t) (t->row0 + y - g->row0) * (right - left) + (t->col0 + x0 - left);
 
-			if (src->is_nodata)
-				for (int x = 0; x < src->width; x++)
-					row[x] = NAN;
-			else
-				tg_band_row_to_f64(src, y, row);
+			tg_band_span_to_f64(src, y, x0, x1, row);
 			continue;
 		}
 		{
@@ -301,7 +314,7 @@ decode_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 		tg_error_hint(err, "Every tile of a coverage must share the band's pixel type.");
 		return TG_EINVAL;
 	}
-	if (!j->g->as_rows || (t->row0 < j->row0 + j->nrows && t->row0 + t->height > j->row0))
+	if (!j->g->as_rows || meets_rows(j->g, t))
 		place_tile(j->g, &src, t);
 	return TG_OK;
 }
@@ -355,7 +368,7 @@ tg_read_input(const tg_ctx *ctx, const tg_layout *grid, const tg_input *in, tg_g
 	const int	most = batch_size(ctx);
 	const tg_ctx q = quiet(ctx);
 	fetched    *batch = tg_alloc(ctx, most * sizeof(fetched));
-	read_job	j = {grid, in, g, batch, row0, nrows};
+	read_job	j = {grid, in, g, batch};
 	int64_t		done = 0;
 	bool		end = false;
 	double		t0;
@@ -364,7 +377,8 @@ tg_read_input(const tg_ctx *ctx, const tg_layout *grid, const tg_input *in, tg_g
 	if (batch == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a batch of tiles");
 	if (g->as_rows &&
-		(st = tg_parallel_rows(&q, grid->width, nrows, nan_rows, &(nan_job) {g->rows, (size_t) grid->width},
+		(st = tg_parallel_rows(&q, rows_width(g, grid->width), nrows, nan_rows,
+							   &(nan_job) {g->rows, (size_t) rows_width(g, grid->width)},
 							   err)) != TG_OK)
 	{
 		tg_free(ctx, batch);

@@ -64,6 +64,7 @@ tg_part_read(const tg_ctx *ctx, const tg_job *job, tg_grid_band *g, int row0, in
 	g->rows = *z + W * above;
 	g->row0 = row0;
 	g->nrows = nrows;
+	g->ncols = 0;				/* every column */
 	return tg_read_input(ctx, job->layout, &job->inputs[0], g, row0, nrows, err);
 }
 

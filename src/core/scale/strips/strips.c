@@ -127,22 +127,27 @@ plan_strips(const tg_ctx *ctx, const tg_job *job, size_t bytes_per_cell, int dev
 	return TG_OK;
 }
 
-/* Rows [row0 - halo, row0 + nrows + halo) of the DEM, clipped, as doubles (NaN = nodata). */
+/*
+ * Rows [row0 - halo, row0 + nrows + halo) of the DEM, clipped, as doubles
+ * (NaN = nodata): every column, or (ncols > 0) columns [col0, col0 + ncols).
+ */
 static tg_status
-read_rows(const tg_ctx *ctx, strips *s, const tg_input *in, tg_grid_band *g, int row0, int nrows,
-		  int halo, double **rows, int *first, int *count, tg_error *err)
+read_window(const tg_ctx *ctx, strips *s, const tg_input *in, tg_grid_band *g, int row0, int nrows,
+			int halo, int col0, int ncols, double **rows, int *first, int *count, tg_error *err)
 {
 	tg_status	st;
 
 	*first = row0 - halo > 0 ? row0 - halo : 0;
 	*count = (row0 + nrows + halo < s->height ? row0 + nrows + halo : s->height) - *first;
-	*rows = tg_alloc(ctx, sizeof(double) * (size_t) s->width * *count + 1);
+	*rows = tg_alloc(ctx, sizeof(double) * (size_t) (ncols > 0 ? ncols : s->width) * *count + 1);
 	if (*rows == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a strip of %d rows", *count);
 	g->as_rows = true;
 	g->rows = *rows;
 	g->row0 = *first;
 	g->nrows = *count;
+	g->col0 = col0;
+	g->ncols = ncols;
 	st = tg_read_input(ctx, s->job->layout, in, g, *first, *count, err);
 	if (st != TG_OK)
 	{
@@ -150,6 +155,14 @@ read_rows(const tg_ctx *ctx, strips *s, const tg_input *in, tg_grid_band *g, int
 		*rows = NULL;
 	}
 	return st;
+}
+
+/* The same over every column. */
+static tg_status
+read_rows(const tg_ctx *ctx, strips *s, const tg_input *in, tg_grid_band *g, int row0, int nrows,
+		  int halo, double **rows, int *first, int *count, tg_error *err)
+{
+	return read_window(ctx, s, in, g, row0, nrows, halo, 0, 0, rows, first, count, err);
 }
 
 /* Write the tiles of strip k from nouts outputs, each a plane over its rows. */
@@ -216,14 +229,11 @@ local_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, const char *phase
 		int			first,
 					count;
 
-		st = read_rows(ctx, s, &s->job->inputs[0], &s->dem, s->row0[k], s->nrows[k], halo, &z, &first,
-					   &count, err);
+		/* the computed columns only (all of them where they are the grid's) */
+		st = read_window(ctx, s, &s->job->inputs[0], &s->dem, s->row0[k], s->nrows[k], halo, c0,
+						 cw < s->width ? cw : 0, &z, &first, &count, err);
 		if (st != TG_OK)
 			break;
-		/* the computed columns moved to the front, row after row (never onto a row not yet moved) */
-		if (cw < s->width)
-			for (int y = 0; y < count; y++)
-				memmove(z + (size_t) y * cw, z + (size_t) y * s->width + c0, (size_t) cw * sizeof(double));
 		/* the rows as a 64BF band (nodata NaN) with the DEM's nodata, which plans the outputs alike */
 		memset(&rows, 0, sizeof rows);
 		rows.band = s->dem.band;
