@@ -1679,11 +1679,16 @@ BEGIN ATOMIC
              g.c0,
              g.width,
              g.height
-            FROM g
-           WHERE (EXISTS ( SELECT
+            FROM g,
+             ( SELECT min(c.c0) AS c0,
+                     max(c.c1) AS c1,
+                     min(c.r0) AS r0,
+                     max(c.r1) AS r1
+                    FROM c) b
+           WHERE ((g.c0 < b.c1) AND (b.c0 < (g.c0 + g.width)) AND (g.r0 < b.r1) AND (b.r0 < (g.r0 + g.height)) AND (EXISTS ( SELECT
                     FROM c
-                   WHERE ((g.c0 < c.c1) AND (c.c0 < (g.c0 + g.width)) AND (g.r0 < c.r1) AND (c.r0 < (g.r0 + g.height)))))
-         ), r AS (
+                   WHERE ((g.c0 < c.c1) AND (c.c0 < (g.c0 + g.width)) AND (g.r0 < c.r1) AND (c.r0 < (g.r0 + g.height))))))
+         ), r AS MATERIALIZED (
           SELECT (o.c0 - _product_halo.halo) AS c0,
              ((o.c0 + o.width) + _product_halo.halo) AS c1,
              (o.r0 - _product_halo.halo) AS r0,
@@ -1694,10 +1699,15 @@ BEGIN ATOMIC
             FROM o
            ORDER BY o.tile_id) AS "array",
      ARRAY( SELECT g.tile_id
-            FROM g
-           WHERE (EXISTS ( SELECT
+            FROM g,
+             ( SELECT min(r.c0) AS c0,
+                     max(r.c1) AS c1,
+                     min(r.r0) AS r0,
+                     max(r.r1) AS r1
+                    FROM r) b
+           WHERE ((g.c0 < b.c1) AND (b.c0 < (g.c0 + g.width)) AND (g.r0 < b.r1) AND (b.r0 < (g.r0 + g.height)) AND (EXISTS ( SELECT
                     FROM r
-                   WHERE ((g.c0 < r.c1) AND (r.c0 < (g.c0 + g.width)) AND (g.r0 < r.r1) AND (r.r0 < (g.r0 + g.height)))))
+                   WHERE ((g.c0 < r.c1) AND (r.c0 < (g.c0 + g.width)) AND (g.r0 < r.r1) AND (r.r0 < (g.r0 + g.height))))))
            ORDER BY g.tile_id) AS "array";
 END;
 COMMENT ON FUNCTION terra_gpu._product_halo(regclass,bigint[],integer) IS 'Internal (tg_refresh): the ids of a product''s tiles within halo cells of the changed ones (those included), and of its tiles within halo cells of those';

@@ -2510,7 +2510,8 @@ COMMENT ON FUNCTION terra_gpu._product_cells(regclass) IS
 -- The tiles a local operation's refresh computes (within halo cells of the
 -- changed ones) and those it reads (within halo cells of those), from one
 -- reading of the product's tiles.  The changed tiles' rectangles are found
--- first, so that each tile is compared with those few only.
+-- first, and each tile within their bounding box is compared with those few
+-- only; likewise for the rectangles computed.
 CREATE FUNCTION terra_gpu._product_halo(rel regclass, changed bigint[], halo integer,
 	OUT outputs bigint[], OUT reads bigint[])
 	LANGUAGE sql STABLE
@@ -2519,14 +2520,18 @@ BEGIN ATOMIC
 	c AS MATERIALIZED (SELECT g.c0 - halo AS c0, g.c0 + g.width + halo AS c1,
 							  g.r0 - halo AS r0, g.r0 + g.height + halo AS r1
 					   FROM g WHERE g.tile_id = ANY (changed)),
-	o AS MATERIALIZED (SELECT g.* FROM g
-					   WHERE EXISTS (SELECT FROM c WHERE g.c0 < c.c1 AND c.c0 < g.c0 + g.width
+	o AS MATERIALIZED (SELECT g.* FROM g,
+						   (SELECT min(c.c0) AS c0, max(c.c1) AS c1, min(c.r0) AS r0, max(c.r1) AS r1 FROM c) b
+					   WHERE g.c0 < b.c1 AND b.c0 < g.c0 + g.width AND g.r0 < b.r1 AND b.r0 < g.r0 + g.height
+					   AND EXISTS (SELECT FROM c WHERE g.c0 < c.c1 AND c.c0 < g.c0 + g.width
 									 AND g.r0 < c.r1 AND c.r0 < g.r0 + g.height)),
-	r AS (SELECT o.c0 - halo AS c0, o.c0 + o.width + halo AS c1,
-				 o.r0 - halo AS r0, o.r0 + o.height + halo AS r1 FROM o)
+	r AS MATERIALIZED (SELECT o.c0 - halo AS c0, o.c0 + o.width + halo AS c1,
+							  o.r0 - halo AS r0, o.r0 + o.height + halo AS r1 FROM o)
 	SELECT ARRAY(SELECT o.tile_id FROM o ORDER BY 1),
-		   ARRAY(SELECT g.tile_id FROM g
-				 WHERE EXISTS (SELECT FROM r WHERE g.c0 < r.c1 AND r.c0 < g.c0 + g.width
+		   ARRAY(SELECT g.tile_id FROM g,
+					 (SELECT min(r.c0) AS c0, max(r.c1) AS c1, min(r.r0) AS r0, max(r.r1) AS r1 FROM r) b
+				 WHERE g.c0 < b.c1 AND b.c0 < g.c0 + g.width AND g.r0 < b.r1 AND b.r0 < g.r0 + g.height
+				 AND EXISTS (SELECT FROM r WHERE g.c0 < r.c1 AND r.c0 < g.c0 + g.width
 							   AND g.r0 < r.r1 AND r.r0 < g.r0 + g.height)
 				 ORDER BY 1);
 END;
