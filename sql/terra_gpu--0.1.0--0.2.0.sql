@@ -1728,14 +1728,17 @@ BEGIN
 	SELECT string_agg(format('q.%I', a.attname), ', ' ORDER BY a.attnum) INTO qcols
 	FROM pg_attribute a WHERE a.attrelid = p.product AND a.attnum > 0 AND NOT a.attisdropped AND a.attname <> 'rid';
 	-- a row is rewritten where its digest differs from the catalog's: the
-	-- stored rows are not read
+	-- stored rows are not read.  The rows kept are named to the product's
+	-- key and the catalog's, so that each is found by its index whatever the
+	-- statistics of a product just written say.
 	statement := format(
 		'WITH q AS MATERIALIZED (SELECT q.*, %5$s AS tg_refresh_digest FROM (%1$s) q WHERE $1 IS NULL OR q.rid = ANY ($1)), '
-		'u AS (UPDATE %2$s p SET (%3$s) = ROW(%4$s) '
-		'      FROM q LEFT JOIN terra_gpu.product_tile t ON t.product = $2 AND t.tile_id = q.rid '
-		'      WHERE p.rid = q.rid AND t.digest IS DISTINCT FROM q.tg_refresh_digest RETURNING p.rid, q.tg_refresh_digest), '
+		'c AS MATERIALIZED (SELECT q.* FROM q WHERE q.tg_refresh_digest IS DISTINCT FROM '
+		'      (SELECT t.digest FROM terra_gpu.product_tile t WHERE t.product = $2 AND t.tile_id = q.rid)), '
+		'u AS (UPDATE %2$s p SET (%3$s) = ROW(%4$s) FROM c q '
+		'      WHERE p.rid = q.rid AND ($1 IS NULL OR p.rid = ANY ($1)) RETURNING p.rid, q.tg_refresh_digest), '
 		'ud AS (UPDATE terra_gpu.product_tile t SET digest = u.tg_refresh_digest FROM u '
-		'       WHERE t.product = $2 AND t.tile_id = u.rid)',
+		'       WHERE t.product = $2 AND t.tile_id = u.rid AND ($1 IS NULL OR t.tile_id = ANY ($1)))',
 		p.query, p.product, cols, qcols, digest);
 	IF retile THEN
 		statement := statement || format(
