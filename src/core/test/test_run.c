@@ -459,7 +459,7 @@ test_parts(coverage *tiles)
 	check_parts("fill, parts scanned whole", &op, tiles);
 	op = base_op(TG_OP_HYDROLOGY);
 	check_parts("d8 hydrology, parts scanned whole", &op, tiles);
-	tg_part_scan_rows = 256;
+	tg_part_scan_rows = 64;
 	tg_flat_block_rows = 64;
 
 	/*
@@ -547,7 +547,7 @@ test_parts_on_gpu(coverage *tiles)
 	tg_part_scan_rows = 3;
 	tg_flat_block_rows = 3;
 	check_d8_parts(tiles, ", parts on the GPU");
-	tg_part_scan_rows = 256;
+	tg_part_scan_rows = 64;
 	tg_flat_block_rows = 64;
 	parts_backend = TG_BACKEND_CPU;
 }

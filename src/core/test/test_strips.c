@@ -102,9 +102,9 @@ test_fill_strips(void)
 				bool		same = true,
 							ran;
 
-				tg_part_scan_rows = split < 4 ? 256 : 2;
+				tg_part_scan_rows = split < 4 ? 64 : 2;
 				ran = fill_in_strips(z, W, H, rows, nb, got);
-				tg_part_scan_rows = 256;
+				tg_part_scan_rows = 64;
 				if (!ran)
 				{
 					check(false, "fill %dx%d in %d strips ran", W, H, nb);

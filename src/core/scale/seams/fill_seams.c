@@ -330,7 +330,8 @@ tg_fill_strips_end(const tg_ctx *ctx, tg_fill_strips *fb)
  * receives at most one edge per label it knows.
  */
 #define SCAN_MAX_SUBSTRIPS 64
-int			tg_part_scan_rows = 256;
+/* a part of one row of 256-row tiles (a refresh's band) scans on 4 threads */
+int			tg_part_scan_rows = 64;
 
 typedef struct scan_edge
 {
