@@ -433,7 +433,8 @@ tg_band_get(const tg_band *band, size_t i)
  * One loop per stored type: this runs for every cell of every CPU operation,
  * so the type switch stays outside it.  Same semantics as tg_band_get() and
  * tg_band_value_is_nodata(); DST is the destination's type (double, or float
- * where tg_pixtype_exact_in_f32() says every value fits).
+ * where tg_pixtype_exact_in_f32() says every value fits).  Pixels [x0, x1)
+ * of the row go to dst[0 .. x1 - x0).
  */
 #define DECODE_ROW(DST, T, VALUE)											\
 	do {																\
