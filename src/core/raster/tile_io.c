@@ -252,15 +252,16 @@ place_tile(tg_grid_band *g, const tg_band *src, const tg_tile_place *t)
 	const int	y0 = g->as_rows ? (int) (g->row0 > t->row0 ? g->row0 - t->row0 : 0) : 0;
 	const int	y1 = g->as_rows ? (int) (g->row0 + g->nrows - t->row0 < src->height ?
 										 g->row0 + g->nrows - t->row0 : src->height) : src->height;
+	/* as rows: the grid's columns they hold, and the tile's columns among them */
+	const int64_t left = g->ncols > 0 ? g->col0 : 0,
+				right = left + rows_width(g, dst->width);
+	const int	x0 = left > t->col0 ? (int) (left - t->col0) : 0,
+				x1 = right - t->col0 < src->width ? (int) (right - t->col0) : src->width;
 
 	for (int y = y0; y < y1; y++)
 	{
 		if (g->as_rows)
 		{
-			const int64_t left = g->ncols > 0 ? g->col0 : 0,
-						right = left + rows_width(g, dst->width);
-			const int	x0 = left > t->col0 ? (int) (left - t->col0) : 0,
-						x1 = right - t->col0 < src->width ? (int) (right - t->col0) : src->width;
 			double	   *row = g->rows + (size_t) (t->row0 + y - g->row0) * (right - left) + (t->col0 + x0 - left);
 
 			tg_band_span_to_f64(src, y, x0, x1, row);
