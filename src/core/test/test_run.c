@@ -376,6 +376,7 @@ test_parts(coverage *tiles)
 {
 	static const int gap[2] = {0, 2};
 	const size_t usual_bulk = tg_seam_flat_bulk_cells;
+	const int	usual_scan = tg_part_scan_rows;
 	coverage   *parts = malloc(NPARTS * sizeof(coverage));
 	tg_op		op = base_op(TG_OP_FILL);
 	tg_part		part = {{(uint8_t *) "TGP1", 4}, {NULL, 0}, {test_alloc, test_free, NULL}, NULL};
@@ -459,7 +460,7 @@ test_parts(coverage *tiles)
 	check_parts("fill, parts scanned whole", &op, tiles);
 	op = base_op(TG_OP_HYDROLOGY);
 	check_parts("d8 hydrology, parts scanned whole", &op, tiles);
-	tg_part_scan_rows = 64;
+	tg_part_scan_rows = usual_scan;
 	tg_flat_block_rows = 64;
 
 	/*
@@ -535,6 +536,7 @@ test_parts(coverage *tiles)
 static void
 test_parts_on_gpu(coverage *tiles)
 {
+	const int	usual_scan = tg_part_scan_rows;
 	tg_device_info info;
 
 	tg_device_query(0, &info);
@@ -547,7 +549,7 @@ test_parts_on_gpu(coverage *tiles)
 	tg_part_scan_rows = 3;
 	tg_flat_block_rows = 3;
 	check_d8_parts(tiles, ", parts on the GPU");
-	tg_part_scan_rows = 64;
+	tg_part_scan_rows = usual_scan;
 	tg_flat_block_rows = 64;
 	parts_backend = TG_BACKEND_CPU;
 }

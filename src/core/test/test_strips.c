@@ -77,6 +77,7 @@ static void
 test_fill_strips(void)
 {
 	static const int shapes[][2] = {{1, 1}, {7, 1}, {1, 9}, {12, 10}, {40, 33}, {160, 97}};
+	const int	usual_scan = tg_part_scan_rows;
 
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
 		for (int terrain = 0; terrain < 3; terrain++)
@@ -102,9 +103,9 @@ test_fill_strips(void)
 				bool		same = true,
 							ran;
 
-				tg_part_scan_rows = split < 4 ? 64 : 2;
+				tg_part_scan_rows = split < 4 ? usual_scan : 2;
 				ran = fill_in_strips(z, W, H, rows, nb, got);
-				tg_part_scan_rows = 64;
+				tg_part_scan_rows = usual_scan;
 				if (!ran)
 				{
 					check(false, "fill %dx%d in %d strips ran", W, H, nb);
