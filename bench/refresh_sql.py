@@ -28,20 +28,17 @@ PRODUCTS = [
 ]
 
 
-def timed(sql, db):
-    """Server-side time (ms, psql's \\timing) of one statement, and its last row."""
-    out = psql_script("SET terra_gpu.backend = '%s';\n\\timing on\n%s;\n" % (BACKEND, sql.rstrip(";")), db)
+def timed(sql, db, warm=False):
+    """Server-side time (ms, psql's \\timing) of one statement, and its last
+    row; warm: of its second run in one session (the first pays for loading
+    libraries and, on the GPU, starting the device, which warm refreshes do
+    not)."""
+    sql = sql.rstrip(";")
+    out = psql_script("SET terra_gpu.backend = '%s';\n%s\\timing on\n%s;\n"
+                      % (BACKEND, sql + ";\n" if warm else "", sql), db)
     ms = float(re.findall(r"^Time: ([0-9.]+) ms", out, re.M)[-1])
     rows = [line for line in out.splitlines() if line and not line.startswith("Time:")]
     return ms, rows[-1] if rows else ""
-
-
-def timed_warm(sql, db):
-    """Server-side time (ms) of a statement run a second time in one session:
-    the first call pays for loading libraries and, on the GPU, starting the
-    device, which the warm refreshes it is set against do not."""
-    script = "SET terra_gpu.backend = '%s';\n%s;\n\\timing on\n%s;\n" % (BACKEND, sql.rstrip(";"), sql.rstrip(";"))
-    return float(re.findall(r"^Time: ([0-9.]+) ms", psql_script(script, db), re.M)[-1])
 
 
 def timed_cold_and_warm(refresh, update, db, repeat=1):
@@ -141,7 +138,8 @@ def main():
         if name not in wanted:
             continue
         product = "refresh_bench_" + re.sub(r"\W", "_", name)
-        full_ms = timed_warm("SELECT tg_create_result('%s', $q$%s$q$, replace => true)" % (product, query % table), db)
+        full_ms, _ = timed("SELECT tg_create_result('%s', $q$%s$q$, replace => true)" % (product, query % table), db,
+                           warm=True)
         made.append((name, query, product, full_ms))
     if "bmmq" in wanted:
         bmmq_ms, _ = timed("SELECT tg_bmmq_build('refresh_bench_ix', '%s', nbins => 16)" % table, db)
