@@ -484,10 +484,14 @@ struct tg_label_graph
 	size_t		cap;			/* a power of two */
 };
 
+/*
+ * The high bits of the product: its low bits depend on the key's low bits
+ * alone (the high label), so every pair of one label would start at one slot.
+ */
 static inline size_t
 slot_of(uint64_t key, size_t cap)
 {
-	return (size_t) ((key * 0x9E3779B97F4A7C15ull) & (cap - 1));
+	return (size_t) ((key * 0x9E3779B97F4A7C15ull) >> (64 - __builtin_ctzll(cap)));
 }
 
 tg_status
