@@ -135,6 +135,21 @@ SELECT * FROM pg_temp.try($$SELECT terra_gpu._part_run('tg_fill', 'sec_dem', '{}
 RESET ROLE;
 -- a packed reply that claims 512 MB from one byte of zlib stream is refused before any allocation
 SELECT * FROM pg_temp.try($$SELECT * FROM terra_gpu._parts_step('tg_fill', ARRAY['w1'], ARRAY['\x018080808002ab'::bytea], NULL)$$);
+-- the coordinator of a product's bands keeps its state in the backend, the
+-- driver a token: only the token of the transaction's latest run is taken
+BEGIN;
+SELECT s.next_state AS first_run FROM terra_gpu._bands_step('tg_fill', ARRAY['band 0', 'band 1'], NULL, NULL) s \gset
+SELECT s.phase, s.round, cardinality(s.messages) AS messages, octet_length(s.next_state) AS token_bytes,
+	   s.next_state AS second_run
+FROM terra_gpu._bands_step('tg_fill', ARRAY['band 0', 'band 1'], NULL, NULL) s \gset
+SELECT :'phase' AS phase, :round AS round, :messages AS messages, :token_bytes AS token_bytes;
+SELECT * FROM pg_temp.try(format('SELECT * FROM terra_gpu._bands_step(%L, ARRAY[%L, %L], NULL, %L::bytea)',
+								 'tg_fill', 'band 0', 'band 1', :'first_run'));
+-- the latest run's token is taken (then its replies are wanted)
+SELECT * FROM pg_temp.try(format('SELECT * FROM terra_gpu._bands_step(%L, ARRAY[%L, %L], NULL, %L::bytea)',
+								 'tg_fill', 'band 0', 'band 1', :'second_run'));
+SELECT * FROM pg_temp.try($$SELECT * FROM terra_gpu._bands_step('tg_fill', ARRAY['band 0', 'band 1'], NULL, '\x00'::bytea)$$);
+COMMIT;
 
 -------------------------------------------------------------------------------
 -- 4. The stale triggers of BMMQ indexes: only on tables the caller owns; a

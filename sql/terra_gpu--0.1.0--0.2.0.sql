@@ -1771,10 +1771,9 @@ COMMENT ON FUNCTION terra_gpu._product_write(terra_gpu.product,bigint[],bigint[]
 CREATE OR REPLACE FUNCTION terra_gpu._bands_step(operation text, bands text[], replies bytea[], state bytea, OUT phase text, OUT round integer, OUT messages bytea[], OUT next_state bytea)
  RETURNS record
  LANGUAGE c
- IMMUTABLE PARALLEL SAFE
  SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_bands_step$function$;
-COMMENT ON FUNCTION terra_gpu._bands_step(text,text[],bytea[],bytea) IS 'Internal (tg_refresh): the coordinator''s step over a product''s bands, as terra_gpu._parts_step but its messages not compressed (they stay in this backend); every reply is read with its lengths checked';
+COMMENT ON FUNCTION terra_gpu._bands_step(text,text[],bytea[],bytea) IS 'Internal (tg_refresh): the coordinator''s step over a product''s bands, as terra_gpu._parts_step but its messages not compressed and its state kept in this backend until the run ends or the transaction does (state: NULL to begin, then the token each step returns); every reply is read with its lengths checked';
 CREATE OR REPLACE FUNCTION terra_gpu._product_band(product regclass, band integer, tiles bigint[], message bytea)
  RETURNS bytea
  LANGUAGE c

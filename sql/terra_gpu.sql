@@ -2623,9 +2623,9 @@ CREATE FUNCTION terra_gpu._bands_step(
 	OUT messages bytea[],
 	OUT next_state bytea)
 	AS 'MODULE_PATHNAME', 'tgpg_bands_step'
-	LANGUAGE C IMMUTABLE PARALLEL SAFE;
+	LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION terra_gpu._bands_step(text, text[], bytea[], bytea) IS
-'Internal (tg_refresh): the coordinator''s step over a product''s bands, as terra_gpu._parts_step but its messages not compressed (they stay in this backend); every reply is read with its lengths checked';
+'Internal (tg_refresh): the coordinator''s step over a product''s bands, as terra_gpu._parts_step but its messages not compressed and its state kept in this backend until the run ends or the transaction does (state: NULL to begin, then the token each step returns); every reply is read with its lengths checked';
 
 CREATE FUNCTION terra_gpu._product_band(product regclass, band integer, tiles bigint[], message bytea)
 	RETURNS bytea

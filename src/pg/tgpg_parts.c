@@ -384,12 +384,93 @@ unpack_array(ArrayType *a, int n, const char *what)
 }
 
 /*
- * The coordinator's step; compress: the messages are packed compressed (they
- * cross the network), else as they are (a product's bands, in this backend,
- * where only their digests are kept).
+ * A product's bands: the coordinator's state stays in this backend between
+ * steps (it grows to megabytes, and the driver would copy it several times
+ * a step), under the transaction's memory; the driver holds a token, which
+ * names the run the state is of.
+ */
+typedef struct kept_coordinator
+{
+	uint64		run;			/* 0: none */
+	uint8_t    *data;
+	size_t		size;
+	MemoryContext cxt;
+} kept_coordinator;
+
+static kept_coordinator kept_coord = {0, NULL, 0, NULL};
+static uint64 coordinator_runs = 0;
+
+#define TOKEN_MAGIC 0x54474254u	/* "TGBT" */
+#define TOKEN_SIZE (sizeof(uint32) + sizeof(uint64))
+
+static void
+kept_coordinator_reset(void *arg)
+{
+	kept_coord.run = 0;
+	kept_coord.data = NULL;
+	kept_coord.size = 0;
+	kept_coord.cxt = NULL;
+}
+
+/* The state the token names; 22023 where it names no run of this transaction's. */
+static tg_part_bytes
+kept_state_of(bytea *token)
+{
+	uint32		magic;
+	uint64		run;
+
+	if (VARSIZE_ANY_EXHDR(token) != TOKEN_SIZE)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("the coordinator's state is not a token of a run in this transaction")));
+	memcpy(&magic, VARDATA_ANY(token), sizeof magic);
+	memcpy(&run, VARDATA_ANY(token) + sizeof magic, sizeof run);
+	if (magic != TOKEN_MAGIC || run == 0 || run != kept_coord.run)
+		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						errmsg("the coordinator's state is not a token of a run in this transaction")));
+	return (tg_part_bytes) {kept_coord.data, kept_coord.size};
+}
+
+/* Keep the state for the next step (state_in may be the kept one: it goes after); its token. */
+static bytea *
+keep_state(const tg_part_bytes *state, bool first)
+{
+	uint8_t    *data;
+	bytea	   *token = palloc(VARHDRSZ + TOKEN_SIZE);
+	const uint32 magic = TOKEN_MAGIC;
+
+	if (kept_coord.cxt == NULL)
+	{
+		MemoryContextCallback *cb;
+
+		kept_coord.cxt = AllocSetContextCreate(TopTransactionContext, "terra_gpu coordinator",
+											   ALLOCSET_DEFAULT_SIZES);
+		cb = MemoryContextAlloc(kept_coord.cxt, sizeof *cb);
+		cb->func = kept_coordinator_reset;
+		cb->arg = NULL;
+		MemoryContextRegisterResetCallback(kept_coord.cxt, cb);
+	}
+	data = MemoryContextAllocHuge(kept_coord.cxt, Max(state->size, 1));
+	memcpy(data, state->data, state->size);
+	if (kept_coord.data)
+		pfree(kept_coord.data);
+	kept_coord.data = data;
+	kept_coord.size = state->size;
+	if (first)
+		kept_coord.run = ++coordinator_runs;
+	SET_VARSIZE(token, VARHDRSZ + TOKEN_SIZE);
+	memcpy(VARDATA(token), &magic, sizeof magic);
+	memcpy(VARDATA(token) + sizeof magic, &kept_coord.run, sizeof kept_coord.run);
+	return token;
+}
+
+/*
+ * The coordinator's step; bands: a product's bands in this backend, whose
+ * messages go as they are (only their digests are kept) and whose state is
+ * kept here (a token in and out); else parts on other servers, the messages
+ * compressed and the state itself in and out.
  */
 static Datum
-parts_step(FunctionCallInfo fcinfo, bool compress)
+parts_step(FunctionCallInfo fcinfo, bool bands)
 {
 	TupleDesc	desc;
 	int			kind,
@@ -424,7 +505,9 @@ parts_step(FunctionCallInfo fcinfo, bool compress)
 		names[i] = nulls[i] ? "?" : TextDatumGetCString(servers[i]);
 	if (!PG_ARGISNULL(2))
 		replies = unpack_array(PG_GETARG_ARRAYTYPE_P(2), n, "replies");
-	if (!PG_ARGISNULL(3))
+	if (!PG_ARGISNULL(3) && bands)
+		state_in = kept_state_of(PG_GETARG_BYTEA_PP(3));
+	else if (!PG_ARGISNULL(3))
 	{
 		bytea	   *b = PG_GETARG_BYTEA_P(3);
 
@@ -444,18 +527,31 @@ parts_step(FunctionCallInfo fcinfo, bool compress)
 	{
 		isnull[2] = isnull[3] = true;
 		values[2] = values[3] = (Datum) 0;
+		/* the run is over: its state goes now, not with the transaction */
+		if (bands && kept_coord.data)
+		{
+			pfree(kept_coord.data);
+			kept_coord.data = NULL;
+			kept_coord.size = 0;
+			kept_coord.run = 0;
+		}
 	}
 	else
 	{
-		bytea	   *b = palloc(VARHDRSZ + state_out.size);
-
 		out = palloc(n * sizeof(Datum));
 		for (int i = 0; i < n; i++)
-			out[i] = PointerGetDatum(pack(msgs[i].data, msgs[i].size, compress));
+			out[i] = PointerGetDatum(pack(msgs[i].data, msgs[i].size, !bands));
 		values[2] = PointerGetDatum(construct_array(out, n, BYTEAOID, -1, false, TYPALIGN_INT));
-		SET_VARSIZE(b, VARHDRSZ + state_out.size);
-		memcpy(VARDATA(b), state_out.data, state_out.size);
-		values[3] = PointerGetDatum(b);
+		if (bands)
+			values[3] = PointerGetDatum(keep_state(&state_out, PG_ARGISNULL(3)));
+		else
+		{
+			bytea	   *b = palloc(VARHDRSZ + state_out.size);
+
+			SET_VARSIZE(b, VARHDRSZ + state_out.size);
+			memcpy(VARDATA(b), state_out.data, state_out.size);
+			values[3] = PointerGetDatum(b);
+		}
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, isnull)));
 }
@@ -464,12 +560,12 @@ PG_FUNCTION_INFO_V1(tgpg_parts_step);
 Datum
 tgpg_parts_step(PG_FUNCTION_ARGS)
 {
-	return parts_step(fcinfo, true);
+	return parts_step(fcinfo, false);
 }
 
 PG_FUNCTION_INFO_V1(tgpg_bands_step);
 Datum
 tgpg_bands_step(PG_FUNCTION_ARGS)
 {
-	return parts_step(fcinfo, false);
+	return parts_step(fcinfo, true);
 }

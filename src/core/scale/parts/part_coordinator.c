@@ -67,7 +67,15 @@ static tg_status
 write_state(const coordinator *c, tg_part_bytes *out, tg_error *err)
 {
 	writer		w = {.ctx = c->ctx};
+	size_t		size = 4 + 1 + 4 + 1 + 4 + SLOTS;
 
+	/* its size first: the state grows to megabytes, and doubling would copy it over and over */
+	for (int s = 0; s < SLOTS; s++)
+		for (int i = 0; c->slot[s] && i < c->n; i++)
+			size += sizeof(size_t) + c->slot[s][i].size;
+	if ((w.data = tg_alloc(c->ctx, size)) == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the coordinator's state of %zu bytes", size);
+	w.cap = size;
 	put_i32(&w, (int32_t) STATE_MAGIC);
 	put_u8(&w, (uint8_t) c->kind);
 	put_i32(&w, c->n);
@@ -211,6 +219,11 @@ tg_parts_step(const tg_ctx *ctx, tg_op_kind kind, int n, const char *const *name
 	}
 	*round = c.round;
 	c.last = *phase;
+	/* the DEM rows around each part: sent in these phases, and the fill's levels solved from them */
+	if (*phase == TG_PART_SCAN || *phase == TG_PART_SURFACE || *phase == TG_PART_FINISH)
+		st = tg_parts_dem_rows(&c, err);
+	if (st != TG_OK)
+		goto done;
 	if ((*phase == TG_PART_SURFACE || *phase == TG_PART_FINISH) && c.fill && c.kind != TG_OP_SLOPE &&
 		(c.kind == TG_OP_FILL) == (*phase == TG_PART_FINISH))
 	{

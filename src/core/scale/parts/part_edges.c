@@ -51,9 +51,13 @@ near(double a, double b, double tolerance)
 	return fabs(a - b) <= tolerance;
 }
 
-/* Part i's edges reply: its width, height and georeference, its first and last rows of the DEM. */
+/*
+ * Part i's edges reply: its width, height and georeference; with rows, its
+ * first and last rows of the DEM too (only the phases that send them need
+ * them, and decoding them at every step of a flow's rounds costs).
+ */
 static tg_status
-read_edges(coordinator *c, int i, int halo, int *width, tg_georef *geo, tg_error *err)
+read_edges(coordinator *c, int i, int halo, bool rows, int *width, tg_georef *geo, tg_error *err)
 {
 	reader		r;
 	tg_op_kind	k = TG_OP_SLOPE;	/* open_reader sets it */
@@ -73,6 +77,8 @@ read_edges(coordinator *c, int i, int halo, int *width, tg_georef *geo, tg_error
 	/* every value takes a byte at least: a claim beyond the reply's bytes is refused before allocating */
 	if (2 * cells > r.left)
 		return tg_error_set(err, TG_EDATA, "the edges reply of %s is shorter than its rows", c->names[i]);
+	if (!rows)
+		return TG_OK;
 	c->dem_first[i] = tg_alloc(c->ctx, cells * sizeof(double) + 1);
 	c->dem_last[i] = tg_alloc(c->ctx, cells * sizeof(double) + 1);
 	if (!c->dem_first[i] || !c->dem_last[i])
@@ -108,19 +114,14 @@ tg_parts_place(coordinator *c, tg_error *err)
 	c->row0 = tg_alloc(c->ctx, n * sizeof(int));
 	c->col0 = tg_alloc(c->ctx, n * sizeof(int));
 	c->height = tg_alloc(c->ctx, n * sizeof(int));
-	c->dem_first = tg_alloc(c->ctx, n * sizeof(double *));
-	c->dem_last = tg_alloc(c->ctx, n * sizeof(double *));
-	if (!width || !geo || !aligned || !offset || !column || !c->order || !c->row0 || !c->col0 || !c->height ||
-		!c->dem_first || !c->dem_last)
+	if (!width || !geo || !aligned || !offset || !column || !c->order || !c->row0 || !c->col0 || !c->height)
 	{
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate %d parts", n);
 		goto done;
 	}
-	memset(c->dem_first, 0, n * sizeof(double *));
-	memset(c->dem_last, 0, n * sizeof(double *));
 	for (int i = 0; i < n && st == TG_OK; i++)
 	{
-		st = read_edges(c, i, halo, &width[i], &geo[i], err);
+		st = read_edges(c, i, halo, false, &width[i], &geo[i], err);
 		c->order[i] = i;
 	}
 	/*
@@ -177,9 +178,41 @@ tg_parts_place(coordinator *c, tg_error *err)
 		}
 	}
 	c->W = (int) (end_col - first_col);
-	/* the edge rows as wide as the grid, nodata where a part has no tiles */
+	if (st == TG_OK)
+		c->lat_top = geo[c->order[0]].upperleft_y + 0.5 * geo[c->order[0]].scale_y;
+done:
+	tg_free(c->ctx, column);
+	tg_free(c->ctx, width);
+	tg_free(c->ctx, geo);
+	tg_free(c->ctx, aligned);
+	tg_free(c->ctx, offset);
+	return st;
+}
+
+/* Every part's first and last DEM rows (once placed), as wide as the grid. */
+tg_status
+tg_parts_dem_rows(coordinator *c, tg_error *err)
+{
+	const int	n = c->n,
+				halo = dem_halo(c->kind);
+	tg_status	st = TG_OK;
+
+	if (c->dem_first)
+		return TG_OK;
+	c->dem_first = tg_alloc(c->ctx, n * sizeof(double *));
+	c->dem_last = tg_alloc(c->ctx, n * sizeof(double *));
+	if (!c->dem_first || !c->dem_last)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate the edges of %d parts", n);
+	memset(c->dem_first, 0, n * sizeof(double *));
+	memset(c->dem_last, 0, n * sizeof(double *));
+	/* nodata where a part has no tiles */
 	for (int i = 0; i < n && st == TG_OK; i++)
-		if (width[i] != c->W)
+	{
+		int			width;
+		tg_georef	geo;
+
+		st = read_edges(c, i, halo, true, &width, &geo, err);
+		if (st == TG_OK && width != c->W)
 		{
 			double	  **rows[2] = {&c->dem_first[i], &c->dem_last[i]};
 
@@ -195,20 +228,13 @@ tg_parts_place(coordinator *c, tg_error *err)
 				for (size_t x = 0; x < (size_t) c->W * halo; x++)
 					wide[x] = NAN;
 				for (int y = 0; y < halo; y++)
-					memcpy(wide + (size_t) y * c->W + c->col0[i], *rows[e] + (size_t) y * width[i],
-						   (size_t) width[i] * sizeof(double));
+					memcpy(wide + (size_t) y * c->W + c->col0[i], *rows[e] + (size_t) y * width,
+						   (size_t) width * sizeof(double));
 				tg_free(c->ctx, *rows[e]);
 				*rows[e] = wide;
 			}
 		}
-	if (st == TG_OK)
-		c->lat_top = geo[c->order[0]].upperleft_y + 0.5 * geo[c->order[0]].scale_y;
-done:
-	tg_free(c->ctx, column);
-	tg_free(c->ctx, width);
-	tg_free(c->ctx, geo);
-	tg_free(c->ctx, aligned);
-	tg_free(c->ctx, offset);
+	}
 	return st;
 }
 

@@ -265,6 +265,7 @@ tg_status	tg_part_read_with_halos(const tg_ctx *ctx, const tg_job *job, tg_grid_
 tg_status	tg_part_edges(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_grid_band *g,
 						tg_part_bytes *reply, tg_error *err);
 tg_status	tg_parts_place(coordinator *c, tg_error *err);
+tg_status	tg_parts_dem_rows(coordinator *c, tg_error *err);
 void	tg_parts_put_dem_halos(writer *w, const coordinator *c, int i);
 
 /* part_fill.c */
