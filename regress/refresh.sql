@@ -266,7 +266,7 @@ SET ROLE tg_refresh_other;
 SELECT * FROM pg_temp.try($$SELECT tg_refresh('rf.slope')$$);
 SELECT * FROM pg_temp.try($$SELECT tg_refresh('rf.hydro')$$);
 SELECT * FROM pg_temp.try($$SELECT terra_gpu._product_band('rf.hydro', 0, '{1,2,3,4,5}', '\x00'::bytea)$$);
-SELECT * FROM pg_temp.try($$SELECT terra_gpu._product_band_run('rf.hydro', '{1,2,3,4,5}')$$);
+SELECT * FROM pg_temp.try($$SELECT terra_gpu._product_band_run('rf.hydro', '{1,2,3,4,5}', true)$$);
 -- it sees the recipe of what it may read, and changes none
 SELECT product FROM terra_gpu.product ORDER BY 1;
 SELECT * FROM pg_temp.try($$DELETE FROM terra_gpu.product WHERE product = 'rf.slope'::regclass$$);

@@ -1717,8 +1717,6 @@ CREATE OR REPLACE FUNCTION terra_gpu._product_write(p terra_gpu.product, reads b
  SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS $function$
 DECLARE
-	pinned text := pg_catalog.current_setting('search_path');
-	tilecomp text;
 	cols text;
 	qcols text;
 	digest text;
@@ -1750,7 +1748,18 @@ BEGIN
 	ELSE
 		statement := statement || ' SELECT (SELECT count(*) FROM q), (SELECT count(*) FROM u)';
 	END IF;
-
+	SELECT * INTO computed, written FROM terra_gpu._product_exec(p, reads, keep, statement);
+END $function$;
+COMMENT ON FUNCTION terra_gpu._product_write(terra_gpu.product,bigint[],bigint[],boolean) IS 'Internal (tg_refresh): run a product''s query (over some source tiles, or all) and rewrite the rows whose values changed';
+CREATE OR REPLACE FUNCTION terra_gpu._product_exec(p terra_gpu.product, reads bigint[], keep bigint[], statement text, OUT computed integer, OUT written integer)
+ RETURNS record
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
+AS $function$
+DECLARE
+	pinned text := pg_catalog.current_setting('search_path');
+	tilecomp text;
+BEGIN
 	-- the coverage forms hand back lz4-compressed tiles only for lz4 columns (as tg_create_result)
 	tilecomp := current_setting('terra_gpu.tile_compression');
 	IF p.compression <> 'lz4' THEN
@@ -1767,7 +1776,7 @@ BEGIN
 	PERFORM set_config('terra_gpu.coverage_tiles', '', true);
 	PERFORM set_config('terra_gpu.tile_compression', tilecomp, true);
 END $function$;
-COMMENT ON FUNCTION terra_gpu._product_write(terra_gpu.product,bigint[],bigint[],boolean) IS 'Internal (tg_refresh): run a product''s query (over some source tiles, or all) and rewrite the rows whose values changed';
+COMMENT ON FUNCTION terra_gpu._product_exec(terra_gpu.product,bigint[],bigint[],text) IS 'Internal (tg_refresh): a statement over a product''s query, run with its recipe''s settings over some source tiles';
 CREATE OR REPLACE FUNCTION terra_gpu._bands_step(operation text, bands text[], replies bytea[], state bytea, OUT phase text, OUT round integer, OUT messages bytea[], OUT next_state bytea)
  RETURNS record
  LANGUAGE c
@@ -1781,7 +1790,7 @@ CREATE OR REPLACE FUNCTION terra_gpu._product_band(product regclass, band intege
  SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
 AS 'MODULE_PATHNAME', $function$tgpg_product_band$function$;
 COMMENT ON FUNCTION terra_gpu._product_band(regclass,integer,bigint[],bytea) IS 'Internal (tg_refresh): one band''s phase of a product the caller owns (its recipe over the band''s source tiles, terra_gpu._product_band_run), as the coordinator''s message says; the band''s reply.  What the band keeps between phases stays in this transaction';
-CREATE OR REPLACE FUNCTION terra_gpu._product_band_run(product regclass, tiles bigint[])
+CREATE OR REPLACE FUNCTION terra_gpu._product_band_run(product regclass, tiles bigint[], finish boolean)
  RETURNS void
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'tg_upgrade_postgis', 'pg_temp'
@@ -1793,9 +1802,14 @@ BEGIN
 		RAISE EXCEPTION 'must be owner of table %', product USING ERRCODE = '42501';
 	END IF;
 	SELECT * INTO STRICT p FROM terra_gpu.product x WHERE x.product = _product_band_run.product;
-	PERFORM terra_gpu._product_write(p, tiles, tiles, false);
+	IF finish THEN
+		PERFORM terra_gpu._product_write(p, tiles, tiles, false);
+	ELSE
+		PERFORM terra_gpu._product_exec(p, tiles, tiles,
+			format('SELECT count(*)::integer, 0 FROM (%s) q', p.query));
+	END IF;
 END $function$;
-COMMENT ON FUNCTION terra_gpu._product_band_run(regclass,bigint[]) IS 'Internal (terra_gpu._product_band): a product''s recipe over some of its source tiles, its rows rewritten where their values changed';
+COMMENT ON FUNCTION terra_gpu._product_band_run(regclass,bigint[],boolean) IS 'Internal (terra_gpu._product_band): a product''s recipe over some of its source tiles; in the finish phase its rows rewritten where their values changed';
 CREATE OR REPLACE FUNCTION terra_gpu._product_bands_meet(product regclass)
  RETURNS boolean
  LANGUAGE sql

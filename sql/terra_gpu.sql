@@ -2546,8 +2546,6 @@ CREATE FUNCTION terra_gpu._product_write(p terra_gpu.product, reads bigint[], ke
 	OUT computed integer, OUT written integer)
 	LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
-	pinned text := pg_catalog.current_setting('search_path');
-	tilecomp text;
 	cols text;
 	qcols text;
 	digest text;
@@ -2579,7 +2577,22 @@ BEGIN
 	ELSE
 		statement := statement || ' SELECT (SELECT count(*) FROM q), (SELECT count(*) FROM u)';
 	END IF;
+	SELECT * INTO computed, written FROM terra_gpu._product_exec(p, reads, keep, statement);
+END $$;
+COMMENT ON FUNCTION terra_gpu._product_write(terra_gpu.product, bigint[], bigint[], boolean) IS
+'Internal (tg_refresh): run a product''s query (over some source tiles, or all) and rewrite the rows whose values changed';
 
+-- Under _product_write and _product_band_run: a statement over the product's
+-- query ($1: keep, $2: the product; two integers out) run with the recipe's
+-- search path and the coverage forms set to read `reads` (NULL: every tile)
+-- and encode the tiles of `keep` in the product's compression.
+CREATE FUNCTION terra_gpu._product_exec(p terra_gpu.product, reads bigint[], keep bigint[], statement text,
+	OUT computed integer, OUT written integer)
+	LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+	pinned text := pg_catalog.current_setting('search_path');
+	tilecomp text;
+BEGIN
 	-- the coverage forms hand back lz4-compressed tiles only for lz4 columns (as tg_create_result)
 	tilecomp := current_setting('terra_gpu.tile_compression');
 	IF p.compression <> 'lz4' THEN
@@ -2596,8 +2609,8 @@ BEGIN
 	PERFORM set_config('terra_gpu.coverage_tiles', '', true);
 	PERFORM set_config('terra_gpu.tile_compression', tilecomp, true);
 END $$;
-COMMENT ON FUNCTION terra_gpu._product_write(terra_gpu.product, bigint[], bigint[], boolean) IS
-'Internal (tg_refresh): run a product''s query (over some source tiles, or all) and rewrite the rows whose values changed';
+COMMENT ON FUNCTION terra_gpu._product_exec(terra_gpu.product, bigint[], bigint[], text) IS
+'Internal (tg_refresh): a statement over a product''s query, run with its recipe''s settings over some source tiles';
 
 -------------------------------------------------------------------------------
 -- A global product refreshed in bands.  The coverage's parts (scale/parts/)
@@ -2635,9 +2648,9 @@ COMMENT ON FUNCTION terra_gpu._product_band(regclass, integer, bigint[], bytea) 
 'Internal (tg_refresh): one band''s phase of a product the caller owns (its recipe over the band''s source tiles, terra_gpu._product_band_run), as the coordinator''s message says; the band''s reply.  What the band keeps between phases stays in this transaction';
 
 -- Under terra_gpu._product_band: the recipe over the band's tiles; in the
--- finish phase its rows are rewritten where their digests changed (the
--- other phases give no rows).
-CREATE FUNCTION terra_gpu._product_band_run(product regclass, tiles bigint[]) RETURNS void
+-- finish phase its rows are rewritten where their digests changed, the
+-- other phases give no rows (their statement only counts them).
+CREATE FUNCTION terra_gpu._product_band_run(product regclass, tiles bigint[], finish boolean) RETURNS void
 	LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
 	p terra_gpu.product;
@@ -2646,10 +2659,15 @@ BEGIN
 		RAISE EXCEPTION 'must be owner of table %', product USING ERRCODE = '42501';
 	END IF;
 	SELECT * INTO STRICT p FROM terra_gpu.product x WHERE x.product = _product_band_run.product;
-	PERFORM terra_gpu._product_write(p, tiles, tiles, false);
+	IF finish THEN
+		PERFORM terra_gpu._product_write(p, tiles, tiles, false);
+	ELSE
+		PERFORM terra_gpu._product_exec(p, tiles, tiles,
+			format('SELECT count(*)::integer, 0 FROM (%s) q', p.query));
+	END IF;
 END $$;
-COMMENT ON FUNCTION terra_gpu._product_band_run(regclass, bigint[]) IS
-'Internal (terra_gpu._product_band): a product''s recipe over some of its source tiles, its rows rewritten where their values changed';
+COMMENT ON FUNCTION terra_gpu._product_band_run(regclass, bigint[], boolean) IS
+'Internal (terra_gpu._product_band): a product''s recipe over some of its source tiles; in the finish phase its rows rewritten where their values changed';
 
 -- Do the product's rows of tiles, one under the other, leave no row of the
 -- grid between them (the parts of a coverage must meet)?

@@ -1063,9 +1063,12 @@ tg_status	tg_parts_step(const tg_ctx *ctx, tg_op_kind kind, int n, const char *c
 /* ------------------------------------------------------------------------
  * The bytes of the messages between servers (raster/tile_codec.c)
  * ------------------------------------------------------------------------ */
-/* zlib streams (header and checksum included): the room, the size made (0: failed), all of src into dst_size bytes */
+/*
+ * zlib streams (header and checksum included): the room, the size made at
+ * level 1 (fastest) to 9 (smallest) (0: failed), all of src into dst_size bytes
+ */
 size_t		tg_zlib_bound(size_t size);
-size_t		tg_zlib_compress(const uint8_t *src, size_t src_size, uint8_t *dst, size_t dst_capacity);
+size_t		tg_zlib_compress(const uint8_t *src, size_t src_size, uint8_t *dst, size_t dst_capacity, int level);
 bool		tg_zlib_decompress(const uint8_t *src, size_t src_size, uint8_t *dst, size_t dst_size);
 
 /*

@@ -27,8 +27,9 @@
  * happens; so does the layout of the part's table (every tile's place),
  * read once in the first phase: the transaction reads one snapshot
  * (repeatable read), and a flow of many rounds would otherwise read every
- * tile's header again in each.  Messages and replies travel
- * zlib-compressed where that makes them smaller.
+ * tile's header again in each.  Messages and replies between servers travel
+ * zlib-compressed (smallest) where that makes them smaller; a band's replies,
+ * kept beside its product, are compressed fastest, its messages not at all.
  */
 #include "tgpg.h"
 
@@ -207,9 +208,12 @@ tgpg_part_keep_reply(tg_part *part)
 #define PACK_HEADER 11			/* at most: the byte and a varint of 64 bits */
 #define PACK_SMALL 32			/* messages shorter than this go as they are */
 #define ZLIB_MAX_RATIO 1032		/* deflate's greatest expansion of plain bytes */
+#define ZLIB_NONE 0				/* pack as they are */
+#define ZLIB_FASTEST 1			/* a band's replies, kept beside its product */
+#define ZLIB_SMALLEST 9			/* what crosses the network */
 
 static bytea *
-pack(const uint8_t *data, size_t size, bool compress)
+pack(const uint8_t *data, size_t size, int zlib_level)
 {
 	const size_t room = tg_zlib_bound(size);
 	bytea	   *out;
@@ -231,8 +235,8 @@ pack(const uint8_t *data, size_t size, bool compress)
 	/* compressed: 1, the size as a varint, the stream; kept where shorter than 0 and the bytes */
 	p[0] = 1;
 	head += tg_varint_put(size, p + 1);
-	if (compress && size >= PACK_SMALL)
-		n = tg_zlib_compress(data, size, p + head, room);
+	if (zlib_level != ZLIB_NONE && size >= PACK_SMALL)
+		n = tg_zlib_compress(data, size, p + head, room, zlib_level);
 	if (n == 0 || head + n >= size + 1)
 	{
 		p[0] = 0;
@@ -280,11 +284,12 @@ unpack(bytea *in, const char *what)
  * ------------------------------------------------------------------------ */
 /*
  * One part's phase: the query (its parameters the n values of types) run
- * with the part pending for its first coverage call, the part's state kept
- * in slot; the reply, packed.
+ * with the part pending for its first coverage call, the message (unpacked)
+ * its phase's, the part's state kept in slot; the reply, packed at zlib_level.
  */
 static bytea *
-run_part(const char *query, int nargs, Oid *types, Datum *values, bytea *message, int slot)
+run_part(const char *query, int nargs, Oid *types, Datum *values, tg_part_bytes message, int slot,
+		 int zlib_level)
 {
 	pending_part p;
 
@@ -292,7 +297,7 @@ run_part(const char *query, int nargs, Oid *types, Datum *values, bytea *message
 		ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						errmsg("a part's phase cannot run inside another")));
 	memset(&p, 0, sizeof p);
-	p.part.message = unpack(message, "the message");
+	p.part.message = message;
 	p.cxt = CurrentMemoryContext;
 	keep_between_phases(&p.part, slot);
 	/* a product's bands keep their states side by side: together, within the budget */
@@ -320,14 +325,15 @@ run_part(const char *query, int nargs, Oid *types, Datum *values, bytea *message
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("the part's query ran no coverage function as a part"),
 						errhint("The query calls a terra_gpu coverage function once, over the worker's table.")));
-	return pack(p.part.reply.data, p.part.reply.size, true);
+	return pack(p.part.reply.data, p.part.reply.size, zlib_level);
 }
 
 PG_FUNCTION_INFO_V1(tgpg_part_exec);
 Datum
 tgpg_part_exec(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BYTEA_P(run_part(text_to_cstring(PG_GETARG_TEXT_PP(0)), 0, NULL, NULL, PG_GETARG_BYTEA_PP(1), 0));
+	PG_RETURN_BYTEA_P(run_part(text_to_cstring(PG_GETARG_TEXT_PP(0)), 0, NULL, NULL,
+							   unpack(PG_GETARG_BYTEA_PP(1), "the message"), 0, ZLIB_SMALLEST));
 }
 
 /* ------------------------------------------------------------------------
@@ -339,8 +345,9 @@ tgpg_product_band(PG_FUNCTION_ARGS)
 {
 	Oid			product = PG_GETARG_OID(0);
 	int			band = PG_GETARG_INT32(1);
-	Oid			types[2] = {REGCLASSOID, INT8ARRAYOID};
-	Datum		values[2] = {PG_GETARG_DATUM(0), PG_GETARG_DATUM(2)};
+	Oid			types[3] = {REGCLASSOID, INT8ARRAYOID, BOOLOID};
+	Datum		values[3];
+	tg_part_bytes message;
 
 	if (!pg_class_ownercheck(product, GetUserId()))
 		ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -349,8 +356,13 @@ tgpg_product_band(PG_FUNCTION_ARGS)
 	if (band < 0 || band >= MAX_SLOTS)
 		ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						errmsg("band %d is out of range (0 to %d)", band, MAX_SLOTS - 1)));
-	PG_RETURN_BYTEA_P(run_part("SELECT terra_gpu._product_band_run($1, $2)", 2, types, values,
-							   PG_GETARG_BYTEA_PP(3), band));
+	message = unpack(PG_GETARG_BYTEA_PP(3), "the message");
+	values[0] = PG_GETARG_DATUM(0);
+	values[1] = PG_GETARG_DATUM(2);
+	/* only the finish phase gives rows to write */
+	values[2] = BoolGetDatum(tg_part_message_phase(&message) == TG_PART_FINISH);
+	PG_RETURN_BYTEA_P(run_part("SELECT terra_gpu._product_band_run($1, $2, $3)", 3, types, values, message, band,
+							   ZLIB_FASTEST));
 }
 
 /* ------------------------------------------------------------------------
@@ -540,7 +552,7 @@ parts_step(FunctionCallInfo fcinfo, bool bands)
 	{
 		out = palloc(n * sizeof(Datum));
 		for (int i = 0; i < n; i++)
-			out[i] = PointerGetDatum(pack(msgs[i].data, msgs[i].size, !bands));
+			out[i] = PointerGetDatum(pack(msgs[i].data, msgs[i].size, bands ? ZLIB_NONE : ZLIB_SMALLEST));
 		values[2] = PointerGetDatum(construct_array(out, n, BYTEAOID, -1, false, TYPALIGN_INT));
 		if (bands)
 			values[3] = PointerGetDatum(keep_state(&state_out, PG_ARGISNULL(3)));

@@ -120,11 +120,13 @@ tg_zlib_bound(size_t size)
 }
 
 size_t
-tg_zlib_compress(const uint8_t *src, size_t src_size, uint8_t *dst, size_t dst_capacity)
+tg_zlib_compress(const uint8_t *src, size_t src_size, uint8_t *dst, size_t dst_capacity, int level)
 {
 	unsigned long n = dst_capacity;
 
-	return compress2(dst, &n, src, src_size, ZLIB_BEST_COMPRESSION) == ZLIB_OK ? (size_t) n : 0;
+	if (level < 1 || level > ZLIB_BEST_COMPRESSION)
+		return 0;
+	return compress2(dst, &n, src, src_size, level) == ZLIB_OK ? (size_t) n : 0;
 }
 
 bool

@@ -789,9 +789,14 @@ test_codecs(void)
 	n = tg_lz4_compress(src, sizeof src, packed, sizeof packed);
 	check(n > 0 && n < sizeof src && tg_lz4_decompress(packed, n, back, sizeof back) &&
 		  memcmp(src, back, sizeof src) == 0, "lz4 round trip");
-	n = tg_zlib_compress(src, sizeof src, packed, tg_zlib_bound(sizeof src));
+	n = tg_zlib_compress(src, sizeof src, packed, tg_zlib_bound(sizeof src), 1);
 	check(n > 0 && n < sizeof src && tg_zlib_decompress(packed, n, back, sizeof back) &&
-		  memcmp(src, back, sizeof src) == 0, "zlib round trip");
+		  memcmp(src, back, sizeof src) == 0, "zlib round trip, fastest");
+	check(tg_zlib_compress(src, sizeof src, packed, tg_zlib_bound(sizeof src), 0) == 0 &&
+		  tg_zlib_compress(src, sizeof src, packed, tg_zlib_bound(sizeof src), 10) == 0, "zlib refuses a level outside 1 to 9");
+	n = tg_zlib_compress(src, sizeof src, packed, tg_zlib_bound(sizeof src), 9);
+	check(n > 0 && n < sizeof src && tg_zlib_decompress(packed, n, back, sizeof back) &&
+		  memcmp(src, back, sizeof src) == 0, "zlib round trip, smallest");
 	check(!tg_zlib_decompress(packed, n, back, sizeof back - 1) && !tg_zlib_decompress(packed, n - 1, back, sizeof back),
 		  "zlib refuses a stream of another size or cut short");
 	packed[n / 2] ^= 0x10;
