@@ -8,6 +8,8 @@
  */
 #include "test_hydro.h"
 
+#include "hydro/fill/fill.h"
+
 /*
  * H rows cut into strips for the tests in strips: split 0 one row each, 1 one
  * strip, 2 three rows each, 3 random heights of 1 to 9; returns the count.
@@ -605,9 +607,61 @@ test_route_strips_gpu(void)
 	free(frac);
 }
 
+/*
+ * The label graph's two kinds: looked up (a pair once, at its lowest
+ * height) and listed (every pair as added); the solve takes the lower of
+ * a repeated pair either way, and over both kinds at once.
+ */
+static void
+test_label_graphs(void)
+{
+	/* 0 is where water leaves; 1 spills to 0 at 5; 2 to 1 at 8, or at 6; 3 to 2 at 4, or to 0 at 9 */
+	static const uint32_t a[] = {0, 1, 2, 2, 3};
+	static const uint32_t b[] = {1, 2, 1, 3, 0};
+	static const double h[] = {5, 8, 6, 4, 9};
+	static const double want[] = {-INFINITY, 5, 6, 6};
+	tg_ctx		ctx = cpu_ctx(NULL);
+	tg_error	err;
+	tg_label_graph *looked = NULL,
+			   *listed = NULL,
+			   *first = NULL,
+			   *rest = NULL;
+	bool		ok;
+
+	tg_error_clear(&err);
+	ok = tg_label_graph_create(&ctx, &looked, &err) == TG_OK && tg_label_graph_create_list(&ctx, &listed, &err) == TG_OK &&
+		tg_label_graph_create_list(&ctx, &first, &err) == TG_OK && tg_label_graph_create(&ctx, &rest, &err) == TG_OK;
+	for (int e = 0; ok && e < 5; e++)
+		ok = tg_label_graph_add(&ctx, looked, a[e], b[e], h[e], &err) == TG_OK &&
+			tg_label_graph_add(&ctx, listed, a[e], b[e], h[e], &err) == TG_OK &&
+			tg_label_graph_add(&ctx, e < 2 ? first : rest, a[e], b[e], h[e], &err) == TG_OK;
+	check(ok, "label graphs built");
+	check(ok && tg_label_graph_edges(looked) == 4 && tg_label_graph_edges(listed) == 5,
+		  "a looked-up graph keeps the pair 1-2 once, a listed one twice");
+	for (int kind = 0; ok && kind < 3; kind++)
+	{
+		tg_label_graph *const both[2] = {first, rest};
+		tg_label_graph *const *graphs = kind == 0 ? &looked : kind == 1 ? &listed : both;
+		double	   *level = NULL;
+		bool		same;
+
+		ok = tg_label_graph_solve(&ctx, graphs, kind == 2 ? 2 : 1, 4, &level, &err) == TG_OK;
+		same = ok;
+		for (int l = 0; same && l < 4; l++)
+			same = level[l] == want[l];
+		check(same, "the %s graph solves to the lowest spill levels", kind == 0 ? "looked-up" : kind == 1 ? "listed" : "split");
+		tg_free(&ctx, level);
+	}
+	tg_label_graph_free(&ctx, looked);
+	tg_label_graph_free(&ctx, listed);
+	tg_label_graph_free(&ctx, first);
+	tg_label_graph_free(&ctx, rest);
+}
+
 void
 test_strips(void)
 {
+	test_label_graphs();
 	test_fill_strips();
 	test_route_strips();
 	test_seams_adversarial();

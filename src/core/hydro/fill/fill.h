@@ -50,6 +50,12 @@ typedef struct tg_flood
 tg_status	tg_flood_run(const tg_ctx *ctx, const tg_flood *f, tg_error *err);
 
 tg_status	tg_label_graph_create(const tg_ctx *ctx, tg_label_graph **g, tg_error *err);
+/*
+ * A graph of pairs already unique (a strip's edges, exported from its own
+ * graph): each add appends, a repeated pair is kept as another edge (the
+ * solve takes the lower), and nothing is looked up.
+ */
+tg_status	tg_label_graph_create_list(const tg_ctx *ctx, tg_label_graph **g, tg_error *err);
 void		tg_label_graph_free(const tg_ctx *ctx, tg_label_graph *g);
 tg_status	tg_label_graph_add(const tg_ctx *ctx, tg_label_graph *g, uint32_t a, uint32_t b,
 							   double height, tg_error *err);

@@ -482,6 +482,7 @@ struct tg_label_graph
 	edge_slot  *slots;
 	size_t		count;
 	size_t		cap;			/* a power of two */
+	bool		listed;			/* slots[0 .. count) in the order added, no lookup */
 };
 
 /*
@@ -499,6 +500,16 @@ tg_label_graph_create(const tg_ctx *ctx, tg_label_graph **g, tg_error *err)
 {
 	*g = calloc(1, sizeof **g);
 	return *g ? TG_OK : tg_error_set(err, TG_ENOMEM, "could not allocate the fill's label graph");
+}
+
+tg_status
+tg_label_graph_create_list(const tg_ctx *ctx, tg_label_graph **g, tg_error *err)
+{
+	tg_status	st = tg_label_graph_create(ctx, g, err);
+
+	if (st == TG_OK)
+		(*g)->listed = true;
+	return st;
 }
 
 void
@@ -553,6 +564,25 @@ tg_label_graph_add(const tg_ctx *ctx, tg_label_graph *g, uint32_t a, uint32_t b,
 
 	if (a == b)
 		return TG_OK;
+	if (g->listed)
+	{
+		if (g->count == g->cap)
+		{
+			size_t		cap = g->cap ? 2 * g->cap : 1024;
+			edge_slot  *slots = calloc(cap, sizeof(edge_slot));
+
+			if (slots == NULL)
+				return tg_error_set(err, TG_ENOMEM, "could not grow the fill's label graph to %zu edges", cap);
+			if (g->count)
+				memcpy(slots, g->slots, g->count * sizeof(edge_slot));
+			free(g->slots);
+			g->slots = slots;
+			g->cap = cap;
+		}
+		g->slots[g->count].key = key;
+		g->slots[g->count++].height = height;
+		return TG_OK;
+	}
 	if (2 * (g->count + 1) > g->cap)
 	{
 		size_t		cap = g->cap ? 2 * g->cap : 1024;

@@ -41,6 +41,11 @@ struct tg_spill_graph
 	int			width;
 	int			nstrips;		/* added so far */
 	uint32_t   *prev_last;		/* labels of the last added strip's last row */
+	/*
+	 * Listed, not looked up: a strip's edges come from its own graph, each
+	 * pair once, and every cell of the rows facing a seam is a label of its
+	 * own, so that its three meetings across are pairs of their own too.
+	 */
 	tg_label_graph *graph;
 };
 
@@ -115,7 +120,7 @@ tg_spill_graph_begin(const tg_ctx *ctx, int width, tg_spill_graph **out, tg_erro
 	memset(g, 0, sizeof *g);
 	g->width = width;
 	g->prev_last = tg_alloc(ctx, (width ? width : 1) * sizeof(uint32_t));
-	st = g->prev_last ? tg_label_graph_create(ctx, &g->graph, err)
+	st = g->prev_last ? tg_label_graph_create_list(ctx, &g->graph, err)
 		: tg_error_set(err, TG_ENOMEM, "could not allocate the fill's spill graph");
 	if (st != TG_OK)
 	{
