@@ -202,7 +202,13 @@ tg_parts_dem_rows(coordinator *c, tg_error *err)
 	c->dem_first = tg_alloc(c->ctx, n * sizeof(double *));
 	c->dem_last = tg_alloc(c->ctx, n * sizeof(double *));
 	if (!c->dem_first || !c->dem_last)
+	{
+		/* coordinator_free frees the rows of both arrays, or of neither */
+		tg_free(c->ctx, c->dem_first);
+		tg_free(c->ctx, c->dem_last);
+		c->dem_first = c->dem_last = NULL;
 		return tg_error_set(err, TG_ENOMEM, "could not allocate the edges of %d parts", n);
+	}
 	memset(c->dem_first, 0, n * sizeof(double *));
 	memset(c->dem_last, 0, n * sizeof(double *));
 	/* nodata where a part has no tiles */
