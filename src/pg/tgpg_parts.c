@@ -102,19 +102,24 @@ kept_free(void *ptr, void *arg)
 	pfree(ptr);
 }
 
+/* cxt (one under the transaction's), on_reset called as it goes. */
+static MemoryContext
+with_reset(MemoryContext cxt, MemoryContextCallbackFunction on_reset)
+{
+	MemoryContextCallback *cb = MemoryContextAlloc(cxt, sizeof *cb);
+
+	cb->func = on_reset;
+	cb->arg = NULL;
+	MemoryContextRegisterResetCallback(cxt, cb);
+	return cxt;
+}
+
 static void
 keep_between_phases(tg_part *part, int slot)
 {
 	if (kept_cxt == NULL)
-	{
-		MemoryContextCallback *cb;
-
-		kept_cxt = AllocSetContextCreate(TopTransactionContext, "terra_gpu part", ALLOCSET_DEFAULT_SIZES);
-		cb = MemoryContextAlloc(kept_cxt, sizeof *cb);
-		cb->func = kept_reset;
-		cb->arg = NULL;
-		MemoryContextRegisterResetCallback(kept_cxt, cb);
-	}
+		kept_cxt = with_reset(AllocSetContextCreate(TopTransactionContext, "terra_gpu part", ALLOCSET_DEFAULT_SIZES),
+							  kept_reset);
 	if (slot >= nkept)
 	{
 		int			n = Max(slot + 1, 2 * nkept);
@@ -418,10 +423,18 @@ static uint64 coordinator_runs = 0;
 static void
 kept_coordinator_reset(void *arg)
 {
-	kept_coord.run = 0;
+	kept_coord = (kept_coordinator) {0, NULL, 0, NULL};
+}
+
+/* The run is over: its state goes now, not with the transaction. */
+static void
+forget_state(void)
+{
+	if (kept_coord.data)
+		pfree(kept_coord.data);
 	kept_coord.data = NULL;
 	kept_coord.size = 0;
-	kept_coord.cxt = NULL;
+	kept_coord.run = 0;
 }
 
 /* The state the token names; 22023 where it names no run of this transaction's. */
@@ -451,16 +464,9 @@ keep_state(const tg_part_bytes *state, bool first)
 	const uint32 magic = TOKEN_MAGIC;
 
 	if (kept_coord.cxt == NULL)
-	{
-		MemoryContextCallback *cb;
-
-		kept_coord.cxt = AllocSetContextCreate(TopTransactionContext, "terra_gpu coordinator",
-											   ALLOCSET_DEFAULT_SIZES);
-		cb = MemoryContextAlloc(kept_coord.cxt, sizeof *cb);
-		cb->func = kept_coordinator_reset;
-		cb->arg = NULL;
-		MemoryContextRegisterResetCallback(kept_coord.cxt, cb);
-	}
+		kept_coord.cxt = with_reset(AllocSetContextCreate(TopTransactionContext, "terra_gpu coordinator",
+														  ALLOCSET_DEFAULT_SIZES),
+									kept_coordinator_reset);
 	data = MemoryContextAllocHuge(kept_coord.cxt, Max(state->size, 1));
 	memcpy(data, state->data, state->size);
 	if (kept_coord.data)
@@ -539,14 +545,8 @@ parts_step(FunctionCallInfo fcinfo, bool bands)
 	{
 		isnull[2] = isnull[3] = true;
 		values[2] = values[3] = (Datum) 0;
-		/* the run is over: its state goes now, not with the transaction */
-		if (bands && kept_coord.data)
-		{
-			pfree(kept_coord.data);
-			kept_coord.data = NULL;
-			kept_coord.size = 0;
-			kept_coord.run = 0;
-		}
+		if (bands)
+			forget_state();
 	}
 	else
 	{
