@@ -96,7 +96,7 @@ typedef struct tg_allocator
  */
 typedef void (*tg_progress_fn) (void *arg, const char *phase, double fraction);
 
-#define TG_MAX_PHASES 12
+#define TG_MAX_PHASES 24
 
 /* One phase of a call and its wall time. */
 typedef struct tg_phase_time
@@ -117,6 +117,7 @@ typedef struct tg_run_stats
 	double		core_ms;		/* wall time inside the core, host clock */
 	int			chunks;			/* device passes (strips, sweeps, rounds) */
 	int			iterations;		/* fill sweeps or accumulation rounds, where it applies */
+	int			gpu_fallbacks;	/* steps auto sent to the CPU when the device could not hold them */
 	char		method[32];		/* the algorithm that ran, where there is a choice */
 	char		note[320];		/* why auto chose the CPU, or empty */
 	int			threads;		/* the most threads that ran at once (1: the calling thread) */

@@ -95,6 +95,8 @@ run_on(const tg_ctx *ctx, const tg_ctx *call, tg_backend *use, tg_step_fn cpu, t
 		if (st == TG_ENOMEM && gpu_err.on_device && ctx->backend == TG_BACKEND_AUTO)
 		{
 			note(ctx, "GPU out of memory, ran on the CPU: %s", gpu_err.message);
+			if (ctx->stats)
+				ctx->stats->gpu_fallbacks++;
 			*use = TG_BACKEND_CPU;
 		}
 		else if (st != TG_OK)

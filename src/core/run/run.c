@@ -176,6 +176,7 @@ run_on_gpu(const tg_ctx *call, const tg_op *op, const tg_job *job, tg_error *err
 			snprintf(call->stats->note, sizeof call->stats->note, "GPU out of memory, ran in strips: %s",
 					 err->message);
 		tg_error_clear(err);
+		tg_phase(call, "one grid refused: to strips");
 		return tg_run_strips(call, op, job, err);
 	}
 	if ((st == TG_ENOMEM && err->on_device) || st == TG_ENODEVICE)

@@ -176,6 +176,7 @@ static void
 strip_stats(const tg_ctx *ctx, const strips *s, const char *method)
 {
 	bool		device;
+	char		fallbacks[80] = "";
 
 	if (ctx->stats == NULL)
 		return;
@@ -184,9 +185,12 @@ strip_stats(const tg_ctx *ctx, const strips *s, const char *method)
 	ctx->stats->backend = device ? TG_BACKEND_GPU : TG_BACKEND_CPU;
 	ctx->stats->chunks = s->n;
 	snprintf(ctx->stats->method, sizeof ctx->stats->method, "%s", method);
-	snprintf(ctx->stats->note, sizeof ctx->stats->note, "%d strips of at most %d rows within %s%s",
+	if (device && ctx->stats->gpu_fallbacks > 0)
+		snprintf(fallbacks, sizeof fallbacks, " (%d of them on the CPU: the device could not hold them)",
+				 ctx->stats->gpu_fallbacks);
+	snprintf(ctx->stats->note, sizeof ctx->stats->note, "%d strips of at most %d rows within %s%s%s",
 			 s->n, s->max_rows, s->device_sized ? "the GPU's memory" : s->job->budget_name,
-			 device ? "; each strip's D8 routing and accumulation on the GPU" : "");
+			 device ? "; each strip's D8 routing and accumulation on the GPU" : "", fallbacks);
 }
 
 /* A phase run strip by strip begins: the phases each strip runs are told as part of it. */
