@@ -326,13 +326,12 @@ direction_impl(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, u
 	return TG_OK;
 }
 
-/* Device bytes of part_d8_impl over n cells, own of them its own, with `masked` cells of crossing flats. */
+/* Device bytes of part_d8_impl over n cells, own of them its own, besides the crossing flats' masks. */
 size_t
-part_d8_bytes(const tg_flow_params *p, size_t n, size_t own, size_t masked)
+part_d8_bytes(const tg_flow_params *p, size_t n, size_t own)
 {
 	return n * route_bytes_per_cell(p, sizeof(double)) +
-		own * accumulation_bytes_per_cell(TG_ACC_INDEGREE, TG_ROUTE_D8, true, false) +
-		masked * (sizeof(size_t) + sizeof(int32_t));
+		own * accumulation_bytes_per_cell(TG_ACC_INDEGREE, TG_ROUTE_D8, true, false);
 }
 
 /*
@@ -348,8 +347,12 @@ part_d8_impl(const tg_ctx *ctx, const double *z, int W, int rows, int own0, int 
 {
 	const size_t n = (size_t) W * rows,
 				own = (size_t) W * own_rows,
-				off = (size_t) W * own0;
+				off = (size_t) W * own0,
+				base = part_d8_bytes(p, n, own),
+				per_mask = sizeof(size_t) + sizeof(int32_t);
 	const tg_band band = {TG_PT_64BF, false, false, false, 0, W, rows, z};
+	size_t		budget = 0,
+				batch;
 	device_route<double> route;
 	dbuf<double> d_weight,
 				d_acc;
@@ -366,13 +369,20 @@ part_d8_impl(const tg_ctx *ctx, const double *z, int W, int rows, int own0, int 
 
 	if (p->routing != TG_ROUTE_D8 || p->fill || own0 < 0 || own0 + own_rows > rows)
 		return tg_error_set(err, TG_EINVAL, "a part's D8 link on the GPU takes a D8 routing of a filled surface");
-	st = tg_cuda_check_budget(ctx, part_d8_bytes(p, n, own, given->count), "a part's flow accumulation", err);
+	st = tg_cuda_memory_budget(ctx, &budget, err);
+	if (st != TG_OK)
+		return st;
+	/* the crossing flats' masks go up in batches of what the budget leaves, tg_given_masks_batch at most */
+	batch = std::min({given->count, std::max(tg_given_masks_batch, (size_t) 1),
+					  budget > base ? (budget - base) / per_mask : 0});
+	st = tg_cuda_check_budget(ctx, base + (given->count > 0 ? std::max(batch, (size_t) 1) * per_mask : 0),
+							  "a part's flow accumulation", err);
 	if (st != TG_OK)
 		return st;
 	TG_CUDA_CHECK(compute.init(), "creating timing events");
 	TG_CUDA_CHECK(down.init(), "creating timing events");
 	TG_CUDA_CHECK(cudaEventRecord(compute.start), "recording an event");
-	st = build_route<double>(ctx, &band, p, route, &transfer_ms, &rounds, err, given);
+	st = build_route<double>(ctx, &band, p, route, &transfer_ms, &rounds, err, given, batch);
 	if (st != TG_OK)
 		return st;
 	TG_CUDA_CHECK(d_weight.alloc(own), "allocating weights");
@@ -435,7 +445,7 @@ extern "C" tg_status
 tg_cuda_part_d8_rows(const tg_ctx *ctx, int W, const tg_flow_params *params, int64_t *rows, tg_error *err)
 {
 	return tg_cuda_catch_all(err, [&] {
-		const size_t row = part_d8_bytes(params, (size_t) W, (size_t) W, 0);
+		const size_t row = part_d8_bytes(params, (size_t) W, (size_t) W);
 		size_t		budget = 0;
 		tg_status	st = tg_cuda_memory_budget(ctx, &budget, err);
 

@@ -347,7 +347,7 @@ tgk_given_masks(const size_t *__restrict__ cell, const int32_t *__restrict__ val
 template <typename V>
 tg_status
 drain_flats(const tg_ctx *ctx, device_route<V> &r, double flat_exponent, const tg_flat_masks *given,
-			int *rounds, tg_error *err)
+			size_t given_batch, int *rounds, tg_error *err)
 {
 	const size_t n = r.n;
 	dbuf<uint64_t> dist;
@@ -377,17 +377,24 @@ drain_flats(const tg_ctx *ctx, device_route<V> &r, double flat_exponent, const t
 	TG_CUDA_CHECK(cudaGetLastError(), "combining flat gradients");
 	if (given && given->count > 0)
 	{
+		const size_t batch = given_batch > 0 ? std::min(given->count, given_batch) : given->count;
 		dbuf<size_t> cell;
 		dbuf<int32_t> value;
 
-		TG_CUDA_CHECK(cell.alloc(given->count), "allocating given flat masks");
-		TG_CUDA_CHECK(value.alloc(given->count), "allocating given flat masks");
-		TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, cell.p, given->cell, given->count * sizeof(size_t)),
-					  "copying given flat masks to the GPU");
-		TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, value.p, given->mask, given->count * sizeof(int32_t)),
-					  "copying given flat masks to the GPU");
-		tgk_given_masks<<<grid_for(given->count), 256>>>(cell.p, value.p, given->count, mask.p);
-		TG_CUDA_CHECK(cudaGetLastError(), "setting given flat masks");
+		TG_CUDA_CHECK(cell.alloc(batch), "allocating given flat masks");
+		TG_CUDA_CHECK(value.alloc(batch), "allocating given flat masks");
+		/* a copy waits for the work queued before it: the previous batch's kernel is done with the buffers */
+		for (size_t off = 0; off < given->count; off += batch)
+		{
+			const size_t m = std::min(batch, given->count - off);
+
+			TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, cell.p, given->cell + off, m * sizeof(size_t)),
+						  "copying given flat masks to the GPU");
+			TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, value.p, given->mask + off, m * sizeof(int32_t)),
+						  "copying given flat masks to the GPU");
+			tgk_given_masks<<<grid_for(m), 256>>>(cell.p, value.p, m, mask.p);
+			TG_CUDA_CHECK(cudaGetLastError(), "setting given flat masks");
+		}
 	}
 	tgk_flat_route<V><<<grid_for(n), 256>>>(r.z.p, r.flat.p, mask.p, r.width, r.height,
 											 r.routing, flat_exponent, r.d8.p,
@@ -404,6 +411,8 @@ route_kept_bytes_per_cell(const tg_flow_params *p, size_t value_size)
 	return value_size + 3 + (p->routing == TG_ROUTE_D8 ? 0 : 8 * sizeof(float));
 }
 
+size_t		tg_given_masks_batch = (size_t) 1 << 20;
+
 size_t
 route_bytes_per_cell(const tg_flow_params *p, size_t value_size)
 {
@@ -415,7 +424,7 @@ route_bytes_per_cell(const tg_flow_params *p, size_t value_size)
 template <typename V>
 tg_status
 build_route(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, device_route<V> &r,
-			double *transfer_ms, int *rounds, tg_error *err, const tg_flat_masks *given)
+			double *transfer_ms, int *rounds, tg_error *err, const tg_flat_masks *given, size_t given_batch)
 {
 	const int	W = dem->width,
 				H = dem->height;
@@ -475,12 +484,13 @@ build_route(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, devi
 											p->routing == TG_ROUTE_D8 ? nullptr : r.frac.p,
 											r.flat.p);
 	TG_CUDA_CHECK(cudaGetLastError(), "computing flow directions");
-	return drain_flats<V>(ctx, r, p->routing == TG_ROUTE_MFD_MD ? 1.1 : p->exponent, given, rounds, err);
+	return drain_flats<V>(ctx, r, p->routing == TG_ROUTE_MFD_MD ? 1.1 : p->exponent, given, given_batch, rounds,
+						  err);
 }
 
 template tg_status build_route<float>(const tg_ctx *, const tg_band *, const tg_flow_params *,
 									  device_route<float> &, double *, int *, tg_error *,
-									  const tg_flat_masks *);
+									  const tg_flat_masks *, size_t);
 template tg_status build_route<double>(const tg_ctx *, const tg_band *, const tg_flow_params *,
 									   device_route<double> &, double *, int *, tg_error *,
-									   const tg_flat_masks *);
+									   const tg_flat_masks *, size_t);

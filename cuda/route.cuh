@@ -42,12 +42,13 @@ size_t		route_bytes_per_cell(const tg_flow_params *p, size_t value_size);
  * Upload the DEM and compute its routing on the device (fill with
  * p->fill).  rounds: relaxation rounds of the fill and the flats.  given:
  * flat-mask values decided elsewhere (a part's flats that cross its edges),
- * as tg_cpu_route_surface takes them.
+ * as tg_cpu_route_surface takes them, given_batch of them at a time on the
+ * device (all at once where 0).
  */
 template <typename V>
 tg_status	build_route(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p,
 						device_route<V> &r, double *transfer_ms, int *rounds, tg_error *err,
-						const tg_flat_masks *given = nullptr);
+						const tg_flat_masks *given = nullptr, size_t given_batch = 0);
 
 /*
  * Each cell's weight on the device: a plane of one per cell (a weight

@@ -80,6 +80,8 @@ tg_cuda_part_d8(const tg_ctx *ctx, const double *z, int W, int rows, int own0, i
 	return no_cuda(err);
 }
 
+size_t		tg_given_masks_batch = (size_t) 1 << 20;
+
 tg_status
 tg_cuda_part_d8_rows(const tg_ctx *ctx, int W, const tg_flow_params *p, int64_t *rows, tg_error *err)
 {

@@ -304,8 +304,11 @@ tg_status	tg_cuda_part_d8(const tg_ctx *ctx, const double *z, int W, int rows, i
 /*
  * The most own rows of W cells whose tg_cuda_part_d8 (two rows around them
  * on each side) fits the device's budget, a sixteenth of it left to the
- * crossing flats' masks.
+ * crossing flats' masks: however many there are, they go to the device in
+ * batches of what the budget leaves, tg_given_masks_batch at most (a
+ * variable for the tests, which set it small).
  */
+extern size_t tg_given_masks_batch;
 tg_status	tg_cuda_part_d8_rows(const tg_ctx *ctx, int W, const tg_flow_params *p, int64_t *rows,
 								 tg_error *err);
 

@@ -593,6 +593,19 @@ test_route_strips_gpu(void)
 			check(ran && differ == 0, "cuda strips %dx%d (terrain %d, case %d) in %d strips: the GPU's D8 "
 				  "routing and accumulation equal the CPU's bit for bit (%zu cells differ, %zu crossing flat cells)",
 				  W, H, t, c, nb, differ, flats);
+			if (t != 4)
+				continue;
+			/* the crossing flats' masks sent to the device a few at a time */
+			tg_given_masks_batch = 7;
+			ran = route_in_strips(surf, &p, c == 1 ? TG_UNITS_AREA : TG_UNITS_CELLS, c == 2 ? weight : NULL, rows,
+								  nb, 2, TG_BACKEND_GPU, d8_gpu, frac, acc_gpu, &flats);
+			tg_given_masks_batch = (size_t) 1 << 20;
+			differ = 0;
+			for (size_t i = 0; ran && i < n; i++)
+				differ += d8_cpu[i] != d8_gpu[i] || memcmp(&acc_cpu[i], &acc_gpu[i], sizeof(double)) != 0;
+			check(ran && differ == 0 && flats > 7, "cuda strips %dx%d (terraces, case %d) in %d strips, the masks of "
+				  "%zu crossing flat cells sent 7 at a time: the CPU's D8 routing and accumulation bit for bit "
+				  "(%zu cells differ)", W, H, c, nb, flats, differ);
 		}
 		free(z);
 	}
