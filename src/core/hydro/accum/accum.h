@@ -38,6 +38,9 @@ tg_status	tg_row_contour_widths(const tg_ctx *ctx, const tg_grid_geometry *g, do
  */
 void		tg_route_receivers(const tg_route_view *v, const double *acc, size_t i0, size_t i1,
 							   uint16_t *receivers);
+/* The same for rows [0, nrows) of v after cell `skip` (both arrays indexed as v), on the call's threads. */
+tg_status	tg_route_receivers_rows(const tg_ctx *ctx, const tg_route_view *v, const double *acc, size_t skip,
+									int nrows, uint16_t *receivers, tg_error *err);
 /* weight: per-cell weights (tg_cell_weights), NULL for 1 each */
 tg_status	tg_cpu_accumulate(const tg_ctx *ctx, const tg_route *r, const tg_flow_params *p,
 							  const double *weight, tg_accum_method method, double *acc,

@@ -826,3 +826,30 @@ tg_route_receivers(const tg_route_view *v, const double *acc, size_t i0, size_t 
 		receivers[i] = mask;
 	}
 }
+
+typedef struct receivers_job
+{
+	const tg_route_view *v;
+	const double *acc;
+	size_t		skip;
+	uint16_t   *out;
+} receivers_job;
+
+static tg_status
+receiver_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const receivers_job *j = arg;
+	const size_t W = (size_t) j->v->width;
+
+	tg_route_receivers(j->v, j->acc, j->skip + (size_t) y0 * W, j->skip + (size_t) y1 * W, j->out);
+	return TG_OK;
+}
+
+tg_status
+tg_route_receivers_rows(const tg_ctx *ctx, const tg_route_view *v, const double *acc, size_t skip, int nrows,
+						uint16_t *receivers, tg_error *err)
+{
+	receivers_job j = {v, acc, skip, receivers};
+
+	return tg_parallel_rows(ctx, v->width, nrows, receiver_rows, &j, err);
+}

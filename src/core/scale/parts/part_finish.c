@@ -10,24 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct receivers_job
-{
-	tg_route_view v;
-	const double *acc;			/* over the routing's cells */
-	size_t		skip;			/* the routing's cells before the part's own */
-	uint16_t   *out;			/* indexed as the routing */
-} receivers_job;
-
-static tg_status
-receiver_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
-{
-	const receivers_job *j = arg;
-	const size_t W = (size_t) j->v.width;
-
-	tg_route_receivers(&j->v, j->acc, j->skip + (size_t) y0 * W, j->skip + (size_t) y1 * W, j->out);
-	return TG_OK;
-}
-
 /*
  * The receivers of every cell of the part (as tg_hydrology exports them:
  * the ESRI codes of the neighbours that get a share, fdd8 by the cell's
@@ -42,36 +24,39 @@ part_receivers(const tg_ctx *ctx, const tg_op *op, part_state *s, const double *
 	const size_t W = (size_t) s->W,
 				n = W * s->H;
 	tg_route	route;
-	receivers_job j;
+	tg_route_view v;
+	const double *acc_of_routing;
+	size_t		skip;
+	uint16_t   *rec;
 	tg_status	st;
 
 	*out = NULL;
 	if (s->d8 != NULL)
 	{
 		route = (tg_route) {s->W, s->H, TG_ROUTE_D8, s->z + 2 * W, s->d8, NULL};
-		j.acc = acc;
-		j.skip = 0;
+		acc_of_routing = acc;
+		skip = 0;
 	}
 	else if (s->flow_d8 != NULL)
 	{
 		/* the routing has rows around the part; acc is the own rows of its accumulation */
 		route = flow_route(op, s);
-		j.acc = s->flow_acc;
-		j.skip = flow_own0(s) * W;
+		acc_of_routing = s->flow_acc;
+		skip = flow_own0(s) * W;
 	}
 	else
 		return tg_error_set(err, TG_EDATA, "a finish message reached a part that kept no routing");
-	j.v = tg_cpu_route_view(&route, op->flow.threshold);
-	if ((j.out = tg_alloc(ctx, (j.skip + n) * sizeof(uint16_t) + 1)) == NULL)
+	v = tg_cpu_route_view(&route, op->flow.threshold);
+	if ((rec = tg_alloc(ctx, (skip + n) * sizeof(uint16_t) + 1)) == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a part's receivers (%zu cells)", n);
-	st = tg_parallel_rows(ctx, s->W, s->H, receiver_rows, &j, err);
+	st = tg_route_receivers_rows(ctx, &v, acc_of_routing, skip, s->H, rec, err);
 	if (st != TG_OK)
 	{
-		tg_free(ctx, j.out);
+		tg_free(ctx, rec);
 		return st;
 	}
-	memmove(j.out, j.out + j.skip, n * sizeof(uint16_t));
-	*out = j.out;
+	memmove(rec, rec + skip, n * sizeof(uint16_t));
+	*out = rec;
 	return TG_OK;
 }
 

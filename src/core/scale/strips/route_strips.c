@@ -541,10 +541,10 @@ tg_route_strips_accumulate(const tg_ctx *ctx, tg_route_strips *rb, int row0, int
 	{
 		const tg_route_view v = tg_cpu_route_view(&strip, 0);
 
-		tg_route_receivers(&v, acc, 0, (size_t) rb->W * nrows, receivers);
+		st = tg_route_receivers_rows(ctx, &v, acc, 0, nrows, receivers, err);
 	}
 	tg_route_free(ctx, &strip);
-	if (rb->units == TG_UNITS_SCA)
+	if (st == TG_OK && rb->units == TG_UNITS_SCA)
 	{
 		tg_grid_geometry g = strip_geometry(rb, row0, nrows);
 
@@ -1015,7 +1015,7 @@ tg_route_strips_flow_result(const tg_ctx *ctx, tg_route_strips *rb, int row0, in
 			return tg_error_set(err, TG_ENOMEM, "could not allocate a strip's shares (%zu cells)", nb);
 		st = spill->read(spill->arg, shares_at(rb, base, row0, nrows, 0, row0), frac, 8 * nb * sizeof(float), err);
 		if (st == TG_OK)
-			tg_route_receivers(&v, acc, 0, nb, receivers);
+			st = tg_route_receivers_rows(ctx, &v, acc, 0, nrows, receivers, err);
 		tg_free(ctx, frac);
 	}
 	if (st == TG_OK && rb->units == TG_UNITS_SCA)
