@@ -390,6 +390,42 @@ spill_bytes(const strips *s)
 	return s->spill_single ? sizeof(float) : sizeof(double);
 }
 
+/* The spill's floats to and from a strip's doubles, a chunk at a time, converted on the call's threads. */
+#define SPILL_CHUNK_CELLS ((size_t) 1 << 22)
+
+typedef struct convert_job
+{
+	const void *in;
+	void	   *out;
+	size_t		n;
+	bool		widen;			/* floats to doubles, else doubles to floats */
+} convert_job;
+
+static tg_status
+convert_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
+{
+	const convert_job *c = arg;
+	size_t		lo,
+				hi;
+
+	tg_list_range(c->n, task, &lo, &hi);
+	if (c->widen)
+		for (size_t i = lo; i < hi; i++)
+			((double *) c->out)[i] = ((const float *) c->in)[i];
+	else
+		for (size_t i = lo; i < hi; i++)
+			((float *) c->out)[i] = (float) ((const double *) c->in)[i];
+	return TG_OK;
+}
+
+static tg_status
+convert(const tg_ctx *ctx, const void *in, void *out, size_t n, bool widen, tg_error *err)
+{
+	convert_job c = {in, out, n, widen};
+
+	return tg_parallel(ctx, tg_list_tasks(n), convert_task, &c, err);
+}
+
 static tg_status
 spill_rows(const tg_ctx *ctx, strips *s, int k, double *rows, void *arg, tg_error *err)
 {
@@ -403,16 +439,16 @@ spill_rows(const tg_ctx *ctx, strips *s, int k, double *rows, void *arg, tg_erro
 		s->spill_single = exact_in_float(s->dem.band.pixtype);
 	if (!s->spill_single)
 		return sp->write(sp->arg, offset, rows, n * sizeof(double), err);
-	chunk = tg_alloc(ctx, sizeof(float) * (1 << 20));
+	chunk = tg_alloc(ctx, sizeof(float) * SPILL_CHUNK_CELLS);
 	if (chunk == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a spill buffer");
-	for (size_t i = 0; i < n && st == TG_OK; i += 1 << 20)
+	for (size_t i = 0; i < n && st == TG_OK; i += SPILL_CHUNK_CELLS)
 	{
-		const size_t m = n - i < (1 << 20) ? n - i : (1 << 20);
+		const size_t m = n - i < SPILL_CHUNK_CELLS ? n - i : SPILL_CHUNK_CELLS;
 
-		for (size_t j = 0; j < m; j++)
-			chunk[j] = (float) rows[i + j];
-		st = sp->write(sp->arg, offset + i * sizeof(float), chunk, m * sizeof(float), err);
+		st = convert(ctx, rows + i, chunk, m, false, err);
+		if (st == TG_OK)
+			st = sp->write(sp->arg, offset + i * sizeof(float), chunk, m * sizeof(float), err);
 	}
 	tg_free(ctx, chunk);
 	return st;
@@ -426,21 +462,28 @@ surface_strip(const tg_ctx *ctx, strips *s, int k, double **rows, tg_error *err)
 	const int	first = s->row0[k] - 2 > 0 ? s->row0[k] - 2 : 0;
 	const int	end = s->row0[k] + s->nrows[k] + 2 < s->height ? s->row0[k] + s->nrows[k] + 2 : s->height;
 	const size_t n = (size_t) s->width * (end - first);
-	tg_status	st;
+	float	   *chunk;
+	tg_status	st = TG_OK;
 
 	*rows = tg_alloc(ctx, sizeof(double) * n + 1);
 	if (*rows == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a strip of the surface");
 	if (!s->spill_single)
 		st = sp->read(sp->arg, (size_t) s->width * first * sizeof(double), *rows, n * sizeof(double), err);
+	else if ((chunk = tg_alloc(ctx, sizeof(float) * SPILL_CHUNK_CELLS)) == NULL)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate a spill buffer");
 	else
 	{
-		/* the floats into the buffer's upper half, widened in place from the front */
-		float	   *in = (float *) (*rows + n) - n;
+		for (size_t i = 0; i < n && st == TG_OK; i += SPILL_CHUNK_CELLS)
+		{
+			const size_t m = n - i < SPILL_CHUNK_CELLS ? n - i : SPILL_CHUNK_CELLS;
 
-		st = sp->read(sp->arg, (size_t) s->width * first * sizeof(float), in, n * sizeof(float), err);
-		for (size_t i = 0; st == TG_OK && i < n; i++)
-			(*rows)[i] = in[i];
+			st = sp->read(sp->arg, ((size_t) s->width * first + i) * sizeof(float), chunk, m * sizeof(float),
+						  err);
+			if (st == TG_OK)
+				st = convert(ctx, chunk, *rows + i, m, true, err);
+		}
+		tg_free(ctx, chunk);
 	}
 	if (st != TG_OK)
 	{
