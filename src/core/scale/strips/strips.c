@@ -186,8 +186,8 @@ strip_stats(const tg_ctx *ctx, const strips *s, const char *method)
 	ctx->stats->chunks = s->n;
 	snprintf(ctx->stats->method, sizeof ctx->stats->method, "%s", method);
 	if (device && ctx->stats->gpu_fallbacks > 0)
-		snprintf(fallbacks, sizeof fallbacks, " (%d of them on the CPU: the device could not hold them)",
-				 ctx->stats->gpu_fallbacks);
+		snprintf(fallbacks, sizeof fallbacks, " but %d step%s the device could not hold, on the CPU",
+				 ctx->stats->gpu_fallbacks, ctx->stats->gpu_fallbacks == 1 ? "" : "s");
 	snprintf(ctx->stats->note, sizeof ctx->stats->note, "%d strips of at most %d rows within %s%s%s",
 			 s->n, s->max_rows, s->device_sized ? "the GPU's memory" : s->job->budget_name,
 			 device ? "; each strip's D8 routing and accumulation on the GPU" : "", fallbacks);
