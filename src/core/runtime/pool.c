@@ -72,7 +72,7 @@ struct tg_pool
 	int			nblocks;
 	size_t		largest;
 	size_t		kept_bytes;
-	bool		keep_none;		/* the call counts every byte it holds against a budget */
+	size_t		keep_within;	/* 0, or the budget the call plans to fill: blocks kept only within it */
 	/* the call's live allocations of tg_tracked_bytes or more, for its peak (any thread) */
 	pthread_mutex_t held_lock;
 	held_block	held[MAX_HELD];
@@ -857,6 +857,33 @@ forget_block(tg_pool *pool, int k)
 	pool->blocks[k] = pool->blocks[--pool->nblocks];
 }
 
+/* What the call holds now, kept blocks included. */
+static size_t
+held_bytes(tg_pool *pool)
+{
+	size_t		n;
+
+	pthread_mutex_lock(&pool->held_lock);
+	n = pool->held_bytes;
+	pthread_mutex_unlock(&pool->held_lock);
+	return n;
+}
+
+/* The smallest kept block goes back to its allocator (there is one). */
+static void
+give_back_smallest(tg_pool *pool)
+{
+	int			smallest = -1;
+
+	for (int j = 0; j < pool->nblocks; j++)
+		if (pool->blocks[j].kept && (smallest < 0 || pool->blocks[j].size < pool->blocks[smallest].size))
+			smallest = j;
+	pool->kept_bytes -= pool->blocks[smallest].size;
+	held_drop(pool, pool->blocks[smallest].p);
+	pool->blocks[smallest].allocator.free(pool->blocks[smallest].p, pool->blocks[smallest].allocator.arg);
+	forget_block(pool, smallest);
+}
+
 void *
 tg_block_take(const tg_ctx *ctx, size_t size)
 {
@@ -875,7 +902,12 @@ tg_block_take(const tg_ctx *ctx, size_t size)
 			best = k;
 	}
 	if (best < 0)
+	{
+		/* a fresh block beside the kept ones would pass the budget: they go back first */
+		while (pool->keep_within > 0 && pool->kept_bytes > 0 && held_bytes(pool) + size > pool->keep_within)
+			give_back_smallest(pool);
 		return NULL;
+	}
 	pool->blocks[best].kept = false;
 	pool->kept_bytes -= pool->blocks[best].size;
 	return pool->blocks[best].p;
@@ -886,7 +918,7 @@ tg_block_track(const tg_ctx *ctx, void *p, size_t size)
 {
 	tg_pool    *pool = blocks_of(ctx);
 
-	if (pool == NULL || size < tg_kept_block_bytes || pool->nblocks == MAX_BLOCKS || pool->keep_none)
+	if (pool == NULL || size < tg_kept_block_bytes || pool->nblocks == MAX_BLOCKS)
 		return;
 	pool->blocks[pool->nblocks++] = (block) {p, size, ctx->allocator, false};
 	if (size > pool->largest)
@@ -915,29 +947,20 @@ tg_block_keep(const tg_ctx *ctx, void *p)
 	pool->kept_bytes += pool->blocks[k].size;
 	/* beyond the cap, the smallest kept blocks go back */
 	while (pool->kept_bytes > KEPT_LARGEST_TIMES * pool->largest)
-	{
-		int			smallest = -1;
-
-		for (int j = 0; j < pool->nblocks; j++)
-			if (pool->blocks[j].kept && (smallest < 0 || pool->blocks[j].size < pool->blocks[smallest].size))
-				smallest = j;
-		pool->kept_bytes -= pool->blocks[smallest].size;
-		held_drop(pool, pool->blocks[smallest].p);
-		pool->blocks[smallest].allocator.free(pool->blocks[smallest].p, pool->blocks[smallest].allocator.arg);
-		forget_block(pool, smallest);
-	}
+		give_back_smallest(pool);
 	return true;
 }
 
 void
-tg_blocks_keep_none(const tg_ctx *ctx)
+tg_blocks_keep_within(const tg_ctx *ctx, size_t budget)
 {
 	tg_pool    *pool = blocks_of(ctx);
 
 	if (pool == NULL)
 		return;
-	pool->keep_none = true;
-	give_back_kept(pool);
+	pool->keep_within = budget > 0 ? budget : 1;
+	while (pool->kept_bytes > 0 && held_bytes(pool) > pool->keep_within)
+		give_back_smallest(pool);
 }
 
 /* At the end of the call: what is kept goes back; blocks in use are the caller's. */

@@ -208,8 +208,12 @@ extern size_t tg_tracked_bytes;
 void	   *tg_block_take(const tg_ctx *ctx, size_t size);
 void		tg_block_track(const tg_ctx *ctx, void *p, size_t size);
 bool		tg_block_keep(const tg_ctx *ctx, void *p);
-/* From now on the call keeps no block: one planned to fill a memory budget (strips). */
-void		tg_blocks_keep_none(const tg_ctx *ctx);
+/*
+ * From now on the call keeps freed blocks only while all it holds stays
+ * within budget: a call planned to fill a memory budget (strips), whose
+ * strips allocate the same buffers strip after strip.
+ */
+void		tg_blocks_keep_within(const tg_ctx *ctx, size_t budget);
 
 /*
  * memcpy and memset on the call's threads (large ones only are split): into

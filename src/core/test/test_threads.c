@@ -350,6 +350,46 @@ slow_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 	return TG_OK;
 }
 
+/*
+ * Blocks kept within a budget (strips): a freed block serves the next
+ * allocation it fits, and where a fresh one would take the call past the
+ * budget, the kept blocks go back first, so the call's peak stays within it.
+ */
+static void
+test_blocks_within(void)
+{
+	const size_t mb = (size_t) 1 << 20,
+				tracked = tg_tracked_bytes,
+				kept = tg_kept_block_bytes;
+	tg_run_stats stats;
+	tg_ctx		ctx = ctx_with(1, &stats),
+				call;
+	void	   *a,
+			   *b,
+			   *c,
+			   *d;
+
+	tg_tracked_bytes = tg_kept_block_bytes = 1024;
+	memset(&stats, 0, sizeof stats);
+	tg_call_open(&ctx, &call);
+	tg_blocks_keep_within(&call, 3 * mb);
+	a = tg_alloc(&call, mb);
+	tg_free(&call, a);
+	b = tg_alloc(&call, mb);
+	check(a != NULL && b == a, "blocks within a budget: a freed block serves the next allocation it fits");
+	tg_free(&call, b);
+	c = tg_alloc(&call, 5 * mb / 2);	/* with the kept megabyte: 3.5 MB */
+	tg_free(&call, c);
+	d = tg_alloc(&call, mb);			/* with the kept 2.5 MB, which it does not fit (twice its size): 3.5 MB */
+	check(c != NULL && d != NULL, "blocks within a budget: allocations");
+	tg_free(&call, d);
+	tg_call_close(&call);
+	check(stats.peak_host_bytes == 5 * mb / 2, "blocks within a budget of 3 MB: peak %zu bytes, 2.5 MB expected",
+		  stats.peak_host_bytes);
+	tg_tracked_bytes = tracked;
+	tg_kept_block_bytes = kept;
+}
+
 static void
 test_pool(void)
 {
@@ -576,6 +616,7 @@ test_threads(void)
 	char		name[96];
 
 	test_pool();
+	test_blocks_within();
 	make_terrain(zi, TW, TH, 1, true);
 	make_terrain(zf, TW, TH, 1.37, false);
 	make_terrain(zw, TW, TH, 30000, true);	/* integer, beyond the fill's buckets */

@@ -828,8 +828,8 @@ tg_run_strips(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *e
 	st = tg_backend_ready(ctx, err);
 	if (st != TG_OK)
 		return st;
-	/* the strips fill the budget with what they hold: nothing freed may stay */
-	tg_blocks_keep_none(ctx);
+	/* the strips fill the budget with what they hold: what is freed stays only within it */
+	tg_blocks_keep_within(ctx, job->memory_budget);
 	st = plan_strips(ctx, job, strip_bytes_per_cell(op), rows_on_device(ctx, op, job->layout), &s, err);
 	if (st == TG_OK)
 		switch (tg_op_seams_of(op->kind))
