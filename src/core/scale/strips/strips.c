@@ -418,73 +418,59 @@ convert_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 	return TG_OK;
 }
 
+/* n cells of the surface from cell `first` of the grid on, into the spill (write) or out of it. */
 static tg_status
-convert(const tg_ctx *ctx, const void *in, void *out, size_t n, bool widen, tg_error *err)
-{
-	convert_job c = {in, out, n, widen};
-
-	return tg_parallel(ctx, tg_list_tasks(n), convert_task, &c, err);
-}
-
-static tg_status
-spill_rows(const tg_ctx *ctx, strips *s, int k, double *rows, void *arg, tg_error *err)
+spill_cells(const tg_ctx *ctx, const strips *s, size_t first, double *cells, size_t n, bool write,
+			tg_error *err)
 {
 	const tg_spill *sp = &s->job->spill;
-	const size_t n = (size_t) s->width * s->nrows[k];
-	const size_t offset = (size_t) s->width * s->row0[k] * spill_bytes(s);
 	float	   *chunk;
 	tg_status	st = TG_OK;
 
-	if (k == 0)					/* the first tile read gave the pixel type */
-		s->spill_single = exact_in_float(s->dem.band.pixtype);
 	if (!s->spill_single)
-		return sp->write(sp->arg, offset, rows, n * sizeof(double), err);
+		return write ? sp->write(sp->arg, first * sizeof(double), cells, n * sizeof(double), err)
+			: sp->read(sp->arg, first * sizeof(double), cells, n * sizeof(double), err);
 	chunk = tg_alloc(ctx, sizeof(float) * SPILL_CHUNK_CELLS);
 	if (chunk == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a spill buffer");
 	for (size_t i = 0; i < n && st == TG_OK; i += SPILL_CHUNK_CELLS)
 	{
-		const size_t m = n - i < SPILL_CHUNK_CELLS ? n - i : SPILL_CHUNK_CELLS;
+		const size_t m = n - i < SPILL_CHUNK_CELLS ? n - i : SPILL_CHUNK_CELLS,
+					at = (first + i) * sizeof(float);
+		convert_job c = {write ? (const void *) (cells + i) : chunk, write ? (void *) chunk : cells + i, m, !write};
 
-		st = convert(ctx, rows + i, chunk, m, false, err);
+		if (!write)
+			st = sp->read(sp->arg, at, chunk, m * sizeof(float), err);
 		if (st == TG_OK)
-			st = sp->write(sp->arg, offset + i * sizeof(float), chunk, m * sizeof(float), err);
+			st = tg_parallel(ctx, tg_list_tasks(m), convert_task, &c, err);
+		if (st == TG_OK && write)
+			st = sp->write(sp->arg, at, chunk, m * sizeof(float), err);
 	}
 	tg_free(ctx, chunk);
 	return st;
+}
+
+static tg_status
+spill_rows(const tg_ctx *ctx, strips *s, int k, double *rows, void *arg, tg_error *err)
+{
+	if (k == 0)					/* the first tile read gave the pixel type */
+		s->spill_single = exact_in_float(s->dem.band.pixtype);
+	return spill_cells(ctx, s, (size_t) s->width * s->row0[k], rows, (size_t) s->width * s->nrows[k], true, err);
 }
 
 /* Strip k of the spilled surface with two rows of halo, as route_strips.c takes it. */
 static tg_status
 surface_strip(const tg_ctx *ctx, strips *s, int k, double **rows, tg_error *err)
 {
-	const tg_spill *sp = &s->job->spill;
 	const int	first = s->row0[k] - 2 > 0 ? s->row0[k] - 2 : 0;
 	const int	end = s->row0[k] + s->nrows[k] + 2 < s->height ? s->row0[k] + s->nrows[k] + 2 : s->height;
 	const size_t n = (size_t) s->width * (end - first);
-	float	   *chunk;
-	tg_status	st = TG_OK;
+	tg_status	st;
 
 	*rows = tg_alloc(ctx, sizeof(double) * n + 1);
 	if (*rows == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a strip of the surface");
-	if (!s->spill_single)
-		st = sp->read(sp->arg, (size_t) s->width * first * sizeof(double), *rows, n * sizeof(double), err);
-	else if ((chunk = tg_alloc(ctx, sizeof(float) * SPILL_CHUNK_CELLS)) == NULL)
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate a spill buffer");
-	else
-	{
-		for (size_t i = 0; i < n && st == TG_OK; i += SPILL_CHUNK_CELLS)
-		{
-			const size_t m = n - i < SPILL_CHUNK_CELLS ? n - i : SPILL_CHUNK_CELLS;
-
-			st = sp->read(sp->arg, ((size_t) s->width * first + i) * sizeof(float), chunk, m * sizeof(float),
-						  err);
-			if (st == TG_OK)
-				st = convert(ctx, chunk, *rows + i, m, true, err);
-		}
-		tg_free(ctx, chunk);
-	}
+	st = spill_cells(ctx, s, (size_t) s->width * first, *rows, n, false, err);
 	if (st != TG_OK)
 	{
 		tg_free(ctx, *rows);
