@@ -22,10 +22,6 @@
  * computes the confluence's order and goes on from there, one atomic per
  * confluence.
  */
-#include <cub/device/device_select.cuh>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
-
 #include "levels.cuh"
 #include "tg_cuda_common.cuh"
 #include "hydro/hydro.h"
@@ -317,22 +313,6 @@ unsigned
 grid_for(size_t n)
 {
 	return (unsigned) std::min<size_t>(tg_div_up(n, THREADS), 65535u * 8u);
-}
-
-/* out[0, *count) = the indices i < n where flag[i], in order (flag: any iterator) */
-template <typename Flags>
-tg_status
-select_cells(Flags flag, size_t n, uint32_t *out, uint32_t *count, tg_error *err)
-{
-	const thrust::counting_iterator<uint32_t> cells(0);
-	size_t		bytes = 0;
-	dbuf<uint8_t> tmp;
-
-	TG_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, bytes, cells, flag, out, count, (int64_t) n),
-				  "sizing a selection");
-	TG_CUDA_CHECK(tmp.alloc(bytes), "allocating a selection's scratch");
-	TG_CUDA_CHECK(cub::DeviceSelect::Flagged(tmp.p, bytes, cells, flag, out, count, (int64_t) n), "selecting cells");
-	return TG_OK;
 }
 
 tg_status

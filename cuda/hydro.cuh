@@ -9,6 +9,10 @@
 #include <cstdint>
 #include <type_traits>
 
+#include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
+
 #include "tg_cuda_common.cuh"
 #include "hydro/hydro.h"
 #include "tg_pixels.cuh"
@@ -24,6 +28,22 @@ grid_for(size_t n, unsigned block = 256)
 #define TG_GRID_STRIDE(i, n) \
 	for (size_t i = (size_t) blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
 		 i += (size_t) gridDim.x * blockDim.x)
+
+/* out[0, *count) = the indices i < n where flag[i], in order (flag: any iterator; count on the device) */
+template <typename Flags>
+tg_status
+select_cells(Flags flag, size_t n, uint32_t *out, uint32_t *count, tg_error *err)
+{
+	const thrust::counting_iterator<uint32_t> cells(0);
+	size_t		bytes = 0;
+	dbuf<uint8_t> tmp;
+
+	TG_CUDA_CHECK(cub::DeviceSelect::Flagged(nullptr, bytes, cells, flag, out, count, (int64_t) n),
+				  "sizing a selection");
+	TG_CUDA_CHECK(tmp.alloc(bytes), "allocating a selection's scratch");
+	TG_CUDA_CHECK(cub::DeviceSelect::Flagged(tmp.p, bytes, cells, flag, out, count, (int64_t) n), "selecting cells");
+	return TG_OK;
+}
 
 /* out[i] = v for every cell: buffers start on the device, nothing crosses PCIe. */
 template <typename T>

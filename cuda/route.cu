@@ -114,7 +114,9 @@ flat_union(uint32_t *parent, uint32_t a, uint32_t b)
  * through another cell's merge: with the north neighbour flat, that one
  * alone (its own merges take in north-west and north-east; west joins it
  * through west's north-east); otherwise west, else north-west, and
- * north-east.
+ * north-east.  Flat cells are never in the first or last column; the
+ * first row's cells have no north (a strip's own rows: flats are joined
+ * within them only).
  */
 __global__ void
 tgk_flat_merge(const uint8_t *__restrict__ flat, int W, int H, uint32_t *parent)
@@ -123,18 +125,18 @@ tgk_flat_merge(const uint8_t *__restrict__ flat, int W, int H, uint32_t *parent)
 	{
 		if (!flat[i])
 			continue;
-		/* flat cells are interior: every neighbour is inside */
+		const bool	north = i >= (size_t) W;
 		const size_t up = i - (size_t) W;
 
-		if (flat[up])
+		if (north && flat[up])
 			flat_union(parent, (uint32_t) i, (uint32_t) up);
 		else
 		{
 			if (flat[i - 1])
 				flat_union(parent, (uint32_t) i, (uint32_t) (i - 1));
-			else if (flat[up - 1])
+			else if (north && flat[up - 1])
 				flat_union(parent, (uint32_t) i, (uint32_t) (up - 1));
-			if (flat[up + 1])
+			if (north && flat[up + 1])
 				flat_union(parent, (uint32_t) i, (uint32_t) (up + 1));
 		}
 	}
@@ -494,3 +496,253 @@ template tg_status build_route<float>(const tg_ctx *, const tg_band *, const tg_
 template tg_status build_route<double>(const tg_ctx *, const tg_band *, const tg_flow_params *,
 									   device_route<double> &, double *, int *, tg_error *,
 									   const tg_flat_masks *, size_t);
+
+/* ------------------------------------------------------------------------
+ * The flats that cross the edges of a strip's own rows, as
+ * tg_cpu_crossing_flats lists them (hydro/flats/flat_masks.c)
+ * ------------------------------------------------------------------------ */
+namespace
+{
+/*
+ * Flat cells of the window z (count rows): valid, every neighbour at least as
+ * high (a comparison with NaN is false), not on the window's edge.
+ */
+__global__ void
+tgk_window_flats(const double *__restrict__ z, int W, int count, uint8_t *__restrict__ flat)
+{
+	TG_GRID_STRIDE(i, (size_t) W * count)
+	{
+		const int	x = (int) (i % W),
+					y = (int) (i / W);
+		uint8_t		f = 0;
+
+		if (x > 0 && x < W - 1 && y > 0 && y < count - 1)
+		{
+			const double *up = z + i - W,
+					   *down = z + i + W,
+						v = z[i];
+
+			f = (up[-1] >= v) & (up[0] >= v) & (up[1] >= v) & (z[i - 1] >= v) & (z[i + 1] >= v) &
+				(down[-1] >= v) & (down[0] >= v) & (down[1] >= v);
+		}
+		flat[i] = f;
+	}
+}
+
+__global__ void
+tgk_crossing_start(size_t n, uint32_t *__restrict__ parent, uint8_t *__restrict__ crosses)
+{
+	TG_GRID_STRIDE(i, n)
+	{
+		parent[i] = (uint32_t) i;
+		crosses[i] = 0;
+	}
+}
+
+/*
+ * A flat crosses where a cell of it in the own rows' first or last row has
+ * a flat neighbour of equal elevation in a row beyond them: its root marked.
+ * own: the flags from own row 0 (window row y0) on; label: roots.
+ */
+__global__ void
+tgk_crossing_mark(const double *__restrict__ z, const uint8_t *__restrict__ flat, int W, int count, int y0,
+				  int nrows, const uint32_t *__restrict__ label, uint8_t *__restrict__ crosses)
+{
+	TG_GRID_STRIDE(t, (size_t) 2 * W)
+	{
+		const int	x = (int) (t % W),
+					y = t < (size_t) W ? 0 : nrows - 1;	/* own row */
+		const size_t i = (size_t) (y0 + y) * W + x;
+
+		if ((t >= (size_t) W && nrows == 1) || !flat[i])
+			continue;
+		for (int k = 0; k < 8; k++)
+		{
+			const int	nx = x + tg_nbr_dx(k),
+						ny = y0 + y + tg_nbr_dy(k);
+
+			if (nx < 0 || nx >= W || ny < 0 || ny >= count || (ny >= y0 && ny < y0 + nrows))
+				continue;
+			const size_t ni = (size_t) ny * W + nx;
+
+			if (flat[ni] && z[ni] == z[i])
+				crosses[label[(size_t) y * W + x]] = 1;
+		}
+	}
+}
+
+/* An own cell listed: flat, in a crossing flat. */
+struct crossing_cell
+{
+	const uint8_t *flat;		/* from own row 0 */
+	const uint32_t *label;
+	const uint8_t *crosses;
+
+	__device__ bool operator()(uint32_t i) const
+	{
+		return flat[i] && crosses[label[i]];
+	}
+};
+
+/* A crossing flat's root: the flats are numbered in the order of these. */
+struct crossing_root
+{
+	const uint8_t *flat;
+	const uint32_t *label;
+	const uint8_t *crosses;
+
+	__device__ bool operator()(uint32_t i) const
+	{
+		return flat[i] && label[i] == i && crosses[i];
+	}
+};
+
+/* Each listed cell's seeds and its flat's number (the rank of its root among the crossing roots). */
+__global__ void
+tgk_crossing_describe(const double *__restrict__ z, const uint8_t *__restrict__ flat, int W, int y0,
+					  const uint32_t *__restrict__ label, const uint32_t *__restrict__ cell, const uint32_t *count,
+					  const uint32_t *__restrict__ root, const uint32_t *nroots, uint8_t *__restrict__ seed,
+					  int32_t *__restrict__ number)
+{
+	TG_GRID_STRIDE(g, (size_t) *count)
+	{
+		const uint32_t c = cell[g],
+					r = label[c];
+		const size_t i = (size_t) y0 * W + c;		/* in the window */
+		uint32_t	lo = 0,
+					hi = *nroots;
+		uint8_t		s = 0;
+
+		while (lo < hi)
+		{
+			const uint32_t mid = lo + (hi - lo) / 2;
+
+			if (root[mid] < r)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		number[g] = (int32_t) lo;
+		/* flat cells are inside the window's edges: every neighbour is in it */
+		for (int k = 0; k < 8; k++)
+		{
+			const size_t ni = (size_t) ((ptrdiff_t) i + (ptrdiff_t) tg_nbr_dy(k) * W + tg_nbr_dx(k));
+
+			if (!flat[ni] && z[ni] == z[i])
+				s |= TG_SEED_DRAINS;
+			if (z[ni] > z[i])
+				s |= TG_SEED_HIGHER;
+		}
+		seed[g] = s;
+	}
+}
+
+tg_status
+crossing_impl(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows, tg_crossing_list *list,
+			  tg_error *err)
+{
+	const size_t n = (size_t) W * count,
+				own = (size_t) W * nrows,
+				off = (size_t) W * y0;
+	dbuf<double> d_z;
+	dbuf<uint8_t> flat,
+				crosses,
+				d_seed;
+	dbuf<uint32_t> label,
+				cells,
+				roots,
+				counts;
+	dbuf<int32_t> d_number;
+	event_timer up,
+				compute,
+				down;
+	uint32_t	found[2];
+	tg_status	st;
+
+	memset(list, 0, sizeof *list);
+	if (own > INT32_MAX || y0 < 0 || y0 + nrows > count || nrows < 1)
+		return tg_error_set(err, TG_EINVAL, "a strip's crossing flats take at most %d own cells, within the window",
+							INT32_MAX);
+	/* window and flags; labels, marks, the listed cells and their roots; the list */
+	st = tg_cuda_check_budget(ctx, n * (sizeof(double) + 1) + own * (4 + 1 + 4 + 4 + 1 + 4),
+							  "a strip's crossing flats", err);
+	if (st != TG_OK)
+		return st;
+	TG_CUDA_CHECK(up.init(), "creating timing events");
+	TG_CUDA_CHECK(compute.init(), "creating timing events");
+	TG_CUDA_CHECK(down.init(), "creating timing events");
+	TG_CUDA_CHECK(d_z.alloc(n), "allocating a strip's surface");
+	TG_CUDA_CHECK(flat.alloc(n), "allocating flat flags");
+	TG_CUDA_CHECK(label.alloc(own), "allocating flat labels");
+	TG_CUDA_CHECK(crosses.alloc(own), "allocating crossing marks");
+	TG_CUDA_CHECK(cells.alloc(own), "allocating the crossing cells");
+	TG_CUDA_CHECK(counts.alloc(2), "allocating counts");
+	TG_CUDA_CHECK(cudaEventRecord(up.start), "recording an event");
+	TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, d_z.p, z, n * sizeof(double)), "copying a strip to the GPU");
+	TG_CUDA_CHECK(cudaEventRecord(up.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventRecord(compute.start), "recording an event");
+	tgk_window_flats<<<grid_for(n), 256>>>(d_z.p, W, count, flat.p);
+	TG_CUDA_CHECK(cudaGetLastError(), "finding flat cells");
+	tgk_crossing_start<<<grid_for(own), 256>>>(own, label.p, crosses.p);
+	TG_CUDA_CHECK(cudaGetLastError(), "starting flat labels");
+	tgk_flat_merge<<<grid_for(own), 256>>>(flat.p + off, W, nrows, label.p);
+	TG_CUDA_CHECK(cudaGetLastError(), "joining flats");
+	tgk_flat_resolve<<<grid_for(own), 256>>>(flat.p + off, own, label.p);
+	TG_CUDA_CHECK(cudaGetLastError(), "labelling flats");
+	tgk_crossing_mark<<<grid_for((size_t) 2 * W), 256>>>(d_z.p, flat.p, W, count, y0, nrows, label.p, crosses.p);
+	TG_CUDA_CHECK(cudaGetLastError(), "marking crossing flats");
+	st = select_cells(thrust::make_transform_iterator(thrust::counting_iterator<uint32_t>(0),
+													  crossing_cell{flat.p + off, label.p, crosses.p}),
+					  own, cells.p, counts.p, err);
+	if (st != TG_OK)
+		return st;
+	TG_CUDA_CHECK(cudaMemcpy(&found[0], counts.p, sizeof(uint32_t), cudaMemcpyDeviceToHost),
+				  "counting crossing cells");
+	TG_CUDA_CHECK(roots.alloc(found[0]), "allocating crossing flats");
+	st = select_cells(thrust::make_transform_iterator(thrust::counting_iterator<uint32_t>(0),
+													  crossing_root{flat.p + off, label.p, crosses.p}),
+					  own, roots.p, counts.p + 1, err);
+	if (st != TG_OK)
+		return st;
+	TG_CUDA_CHECK(cudaMemcpy(&found[1], counts.p + 1, sizeof(uint32_t), cudaMemcpyDeviceToHost),
+				  "counting crossing flats");
+	TG_CUDA_CHECK(d_seed.alloc(found[0]), "allocating crossing seeds");
+	TG_CUDA_CHECK(d_number.alloc(found[0]), "allocating crossing flat numbers");
+	tgk_crossing_describe<<<grid_for(found[0]), 256>>>(d_z.p, flat.p, W, y0, label.p, cells.p, counts.p, roots.p,
+														counts.p + 1, d_seed.p, d_number.p);
+	TG_CUDA_CHECK(cudaGetLastError(), "describing crossing cells");
+	TG_CUDA_CHECK(cudaEventRecord(compute.stop), "recording an event");
+
+	/* on an error from here on the caller frees the list (dispatch.c) */
+	list->cell = static_cast<uint32_t *>(tg_alloc(ctx, (found[0] ? found[0] : 1) * sizeof(uint32_t)));
+	list->seed = static_cast<uint8_t *>(tg_alloc(ctx, found[0] ? found[0] : 1));
+	list->flat = static_cast<int32_t *>(tg_alloc(ctx, (found[0] ? found[0] : 1) * sizeof(int32_t)));
+	if (list->cell == NULL || list->seed == NULL || list->flat == NULL)
+		return tg_cuda_host_oom(err, "a strip's crossing flats");
+	TG_CUDA_CHECK(cudaEventRecord(down.start), "recording an event");
+	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, list->cell, cells.p, found[0] * sizeof(uint32_t)),
+				  "copying crossing cells back from the GPU");
+	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, list->seed, d_seed.p, found[0]), "copying crossing seeds back from the GPU");
+	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, list->flat, d_number.p, found[0] * sizeof(int32_t)),
+				  "copying crossing flat numbers back from the GPU");
+	TG_CUDA_CHECK(cudaEventRecord(down.stop), "recording an event");
+	TG_CUDA_CHECK(cudaEventSynchronize(down.stop), "listing crossing flats");
+	list->n = found[0];
+	list->nflats = found[1];
+	if (ctx->stats)
+	{
+		ctx->stats->kernel_ms += compute.elapsed();
+		ctx->stats->transfer_ms += up.elapsed() + down.elapsed();
+	}
+	return TG_OK;
+}
+}								/* namespace */
+
+extern "C" tg_status
+tg_cuda_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
+					   tg_crossing_list *list, tg_error *err)
+{
+	return tg_cuda_catch_all(err, [&] {
+		return crossing_impl(ctx, z, W, count, y0, nrows, list, err);
+	});
+}

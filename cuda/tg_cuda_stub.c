@@ -89,6 +89,13 @@ tg_cuda_part_d8_rows(const tg_ctx *ctx, int W, const tg_flow_params *p, int64_t 
 }
 
 tg_status
+tg_cuda_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
+					   tg_crossing_list *list, tg_error *err)
+{
+	return no_cuda(err);
+}
+
+tg_status
 tg_cuda_bmmq_build(const tg_ctx *ctx, const tg_band *tiles, int ntiles, const double *bounds,
 				   int nbounds, tg_bmmq_tree *trees, tg_error *err)
 {

@@ -149,6 +149,44 @@ tg_run_step(const tg_ctx *ctx, int64_t cells, tg_step_fn cpu, tg_step_fn gpu, co
 	return st == TG_OK ? run_on(ctx, ctx, &use, cpu, gpu, args, false, err) : st;
 }
 
+typedef struct crossing_args
+{
+	const double *z;
+	int			W,
+				count,
+				y0,
+				nrows;
+	tg_crossing_list *list;
+} crossing_args;
+
+static tg_status
+crossing_cpu(const tg_ctx *ctx, const void *arg, tg_error *err)
+{
+	const crossing_args *a = arg;
+
+	return tg_cpu_crossing_flats(ctx, a->z, a->W, a->count, a->y0, a->nrows, a->list, err);
+}
+
+static tg_status
+crossing_gpu(const tg_ctx *ctx, const void *arg, tg_error *err)
+{
+	const crossing_args *a = arg;
+	tg_status	st = tg_cuda_crossing_flats(ctx, a->z, a->W, a->count, a->y0, a->nrows, a->list, err);
+
+	if (st != TG_OK)
+		tg_crossing_list_free(ctx, a->list);
+	return st;
+}
+
+tg_status
+tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
+				  tg_crossing_list *list, tg_error *err)
+{
+	crossing_args a = {z, W, count, y0, nrows, list};
+
+	return tg_run_step(ctx, (int64_t) W * nrows, crossing_cpu, crossing_gpu, &a, err);
+}
+
 tg_status
 tg_backend_ready(const tg_ctx *ctx, tg_error *err)
 {

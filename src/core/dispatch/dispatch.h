@@ -181,6 +181,14 @@ tg_status	tg_run_step(const tg_ctx *ctx, int64_t cells, tg_step_fn cpu, tg_step_
 						tg_error *err);
 
 /*
+ * The flats that cross the edges of rows [y0, y0 + nrows) of z (W x count),
+ * as flats.h's tg_cpu_crossing_flats lists them, listed as a step of the
+ * call (tg_run_step): a strip's or a part's scan.
+ */
+tg_status	tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
+							  tg_crossing_list *list, tg_error *err);
+
+/*
  * Whether the steps of a call can run: with backend gpu, a usable device
  * (else TG_ENODEVICE, as the first step would fail), checked before a call
  * made of many steps reads anything.
@@ -193,7 +201,8 @@ tg_status	tg_backend_ready(const tg_ctx *ctx, tg_error *err);
  * and report through tg_error; they are called from the calling thread of a
  * core call only, and only through the dispatcher: by dispatch.c's entry
  * points above, and by the gpu steps handed to tg_run_step (drainage's
- * passes, a strip's and a part's D8 routing and accumulation).  Each takes
+ * passes, a strip's and a part's D8 routing and accumulation and crossing
+ * flats).  Each takes
  * the same arguments as its CPU counterpart (tg_cpu_* in the domain
  * folders).
  * ------------------------------------------------------------------------ */
@@ -311,6 +320,9 @@ tg_status	tg_cuda_part_d8(const tg_ctx *ctx, const double *z, int W, int rows, i
 extern size_t tg_given_masks_batch;
 tg_status	tg_cuda_part_d8_rows(const tg_ctx *ctx, int W, const tg_flow_params *p, int64_t *rows,
 								 tg_error *err);
+
+tg_status	tg_cuda_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
+								   tg_crossing_list *list, tg_error *err);
 
 /*
  * drainage.c's passes over D8 receivers.  down: per cell the receiver's

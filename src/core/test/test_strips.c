@@ -621,6 +621,82 @@ test_route_strips_gpu(void)
 }
 
 /*
+ * A strip's crossing flats listed on the device equal the CPU's list (cells
+ * in raster order, seeds, flat numbers) for every strip of every split: the
+ * seams' adversaries filled, terraces with nodata, random plains, and grids
+ * of one to three columns; the first and last strips have no rows beyond on
+ * one side, one-row strips both edges in one row.
+ */
+static bool
+same_crossing(const tg_crossing_list *a, const tg_crossing_list *b)
+{
+	return a->n == b->n && a->nflats == b->nflats && memcmp(a->cell, b->cell, a->n * sizeof(uint32_t)) == 0 &&
+		memcmp(a->seed, b->seed, a->n) == 0 && memcmp(a->flat, b->flat, a->n * sizeof(int32_t)) == 0;
+}
+
+static void
+test_crossing_flats_gpu(void)
+{
+	static const int shapes[][2] = {{150, 120}, {1, 9}, {2, 11}, {3, 14}, {41, 37}};
+	tg_device_info info;
+
+	tg_device_query(0, &info);
+	for (size_t s = 0; info.available && s < sizeof shapes / sizeof shapes[0]; s++)
+		for (int t = 0; t < 7; t++)
+		{
+			const int	W = shapes[s][0],
+						H = shapes[s][1];
+			const size_t n = (size_t) W * H;
+			double	   *z = t < 4 ? seam_terrain(t, W, H) : t == 4 ? terraced_terrain(W, H)
+				: random_terrain(W, H, t == 5 ? 4 : 40, t == 5 ? 0.03 : 0.0);
+			double	   *surf = malloc(sizeof(double) * n);
+			int			rows[150];
+			size_t		cells = 0,
+						differ = 0,
+						windows = 0;
+
+			fill64(TG_BACKEND_CPU, z, W, H, TG_FILL_PRIORITY_FLOOD, 0, surf);
+			for (size_t i = 0; i < n; i++)
+				surf[i] = (t == 3 ? z[i] : surf[i]) == ND ? NAN : (t == 3 ? z[i] : surf[i]);
+			for (int c = 0; c < 3; c++)
+			{
+				const int	nb = split_rows(H, c == 0 ? 2 : c == 1 ? 3 : 0, rows);
+
+				for (int k = 0, r0 = 0; k < nb; r0 += rows[k++])
+				{
+					const int	first = r0 >= 2 ? r0 - 2 : 0,
+								end = r0 + rows[k] + 2 <= H ? r0 + rows[k] + 2 : H;
+					tg_ctx		ctx = cpu_ctx(NULL);
+					tg_crossing_list cpu = {0},
+								gpu = {0};
+					tg_error	err;
+					bool		ran;
+
+					tg_error_clear(&err);
+					ran = tg_cpu_crossing_flats(&ctx, surf + (size_t) first * W, W, end - first, r0 - first, rows[k],
+												&cpu, &err) == TG_OK;
+					ran = ran && tg_cuda_crossing_flats(&ctx, surf + (size_t) first * W, W, end - first, r0 - first,
+														rows[k], &gpu, &err) == TG_OK;
+					if (!ran)
+						printf("crossing flats: %s\n", err.message);
+					differ += !ran || !same_crossing(&cpu, &gpu);
+					cells += ran ? cpu.n : 0;
+					windows++;
+					tg_crossing_list_free(&ctx, &cpu);
+					tg_crossing_list_free(&ctx, &gpu);
+				}
+			}
+			check(differ == 0 && (s > 0 || t > 4 || cells > 0),
+				  "cuda crossing flats %dx%d (terrain %d): %zu strips' lists equal the CPU's (%zu differ, %zu cells)",
+				  W, H, t, windows, differ, cells);
+			free(z);
+			free(surf);
+		}
+	if (!info.available)
+		printf("skipped: CUDA crossing flats (no GPU)\n");
+}
+
+/*
  * The label graph's two kinds: looked up (a pair once, at its lowest
  * height) and listed (every pair as added); the solve takes the lower of
  * a repeated pair either way, and over both kinds at once.
@@ -679,4 +755,5 @@ test_strips(void)
 	test_route_strips();
 	test_seams_adversarial();
 	test_route_strips_gpu();
+	test_crossing_flats_gpu();
 }

@@ -25,7 +25,7 @@ typedef struct flat_job
 				H;
 	int			above,
 				below;			/* rows of z and flat beyond [0, H) that the seeds see (a strip's) */
-	bool		numbers_only;	/* the flat numbers wanted, not the lists (tg_crossing_flats) */
+	bool		numbers_only;	/* the flat numbers wanted, not the lists (tg_cpu_crossing_flats) */
 	int32_t    *parent;			/* union-find, then each flat cell's flat number */
 	int64_t    *first;			/* per flat: where its cells start in cells[] (nflats + 1) */
 	uint32_t   *cells;			/* the flats' cells, flat by flat, each in row-major order */

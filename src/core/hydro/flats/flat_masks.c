@@ -1,7 +1,7 @@
 /*
  * flat_masks.c — the flat mask of a routing surface (tg_flat_mask: the
  * flats labelled, their distances walked, M made), and the flats that reach
- * over the edges of a strip or a part's rows (tg_crossing_flats), whose
+ * over the edges of a strip or a part's rows (tg_cpu_crossing_flats), whose
  * distances the seams solve over the whole grid.
  */
 #include "hydro/fill/fill.h"
@@ -218,8 +218,8 @@ tg_crossing_list_free(const tg_ctx *ctx, tg_crossing_list *list)
  * last row has a flat neighbour of equal elevation beyond.
  */
 tg_status
-tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
-				  tg_crossing_list *list, tg_error *err)
+tg_cpu_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
+					  tg_crossing_list *list, tg_error *err)
 {
 	const size_t n = (size_t) W * count,
 				own = (size_t) W * nrows,

@@ -50,10 +50,11 @@ extern int	tg_flat_block_rows;
  * those rows, its seeds (next to a draining cell of equal elevation, next to
  * a higher one) and its flat's number among them (0, 1, ... in the order of
  * their first cells), listed on the call's threads (flat_masks.c; free the
- * list with tg_crossing_list_free).  Their masks, once the breadth-first
- * distances over the whole flats are known (towards the drains, away from
- * higher ground, and the flat's greatest distance away), are tg_flat_mask's
- * M = 2 T + (H - A), 0 where undrained.
+ * list with tg_crossing_list_free; dispatch.h's tg_crossing_flats gives the
+ * same list on the backend the call chooses).  Their masks, once the
+ * breadth-first distances over the whole flats are known (towards the
+ * drains, away from higher ground, and the flat's greatest distance away),
+ * are tg_flat_mask's M = 2 T + (H - A), 0 where undrained.
  */
 #define TG_SEED_DRAINS 1
 #define TG_SEED_HIGHER 2
@@ -65,8 +66,8 @@ typedef struct tg_crossing_list
 	int32_t    *flat;
 	int64_t		nflats;
 } tg_crossing_list;
-tg_status	tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
-							  tg_crossing_list *list, tg_error *err);
+tg_status	tg_cpu_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
+								  tg_crossing_list *list, tg_error *err);
 void		tg_crossing_list_free(const tg_ctx *ctx, tg_crossing_list *list);
 
 /*
