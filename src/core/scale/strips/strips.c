@@ -50,6 +50,8 @@ typedef struct strips
 	int			col0;			/* a local operation's columns written (a refresh's window), */
 	int			ncols;			/* 0 for every column */
 	bool		spill_single;	/* the spill holds floats: every value is exact in one */
+	size_t		strip_bytes;	/* what a strip of max_rows holds (the plan's bytes a cell) */
+	void	   *surface;		/* the spilled surface, in memory where it fits beside a strip, else NULL */
 } strips;
 
 static void
@@ -57,6 +59,7 @@ strips_free(const tg_ctx *ctx, strips *s)
 {
 	tg_free(ctx, s->row0);
 	tg_free(ctx, s->nrows);
+	tg_free(ctx, s->surface);
 }
 
 /*
@@ -83,6 +86,7 @@ plan_strips(const tg_ctx *ctx, const tg_job *job, size_t bytes_per_cell, int dev
 	s->height = l->height;
 	s->max_rows = most;
 	s->device_sized = most < by_host;
+	s->strip_bytes = ((size_t) most + 2) * l->width * bytes_per_cell;
 	if (most < 1)
 		return tg_error_set(err, TG_ELIMIT, "%s over %s: not even 3 rows of %d cells fit in %zu MB",
 							job->function, l->name, l->width, job->memory_budget >> 20);
@@ -188,9 +192,10 @@ strip_stats(const tg_ctx *ctx, const strips *s, const char *method)
 	if (device && ctx->stats->gpu_fallbacks > 0)
 		snprintf(fallbacks, sizeof fallbacks, " but %d step%s the device could not hold, on the CPU",
 				 ctx->stats->gpu_fallbacks, ctx->stats->gpu_fallbacks == 1 ? "" : "s");
-	snprintf(ctx->stats->note, sizeof ctx->stats->note, "%d strips of at most %d rows within %s%s%s",
+	snprintf(ctx->stats->note, sizeof ctx->stats->note, "%d strips of at most %d rows within %s%s%s%s",
 			 s->n, s->max_rows, s->device_sized ? "the GPU's memory" : s->job->budget_name,
-			 device ? "; each strip's D8 routing and accumulation on the GPU" : "", fallbacks);
+			 device ? "; each strip's D8 routing and accumulation on the GPU" : "", fallbacks,
+			 s->surface ? "; the surface between passes kept in memory" : "");
 }
 
 /* A phase run strip by strip begins: the phases each strip runs are told as part of it. */
@@ -418,6 +423,21 @@ convert_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 	return TG_OK;
 }
 
+/*
+ * The spilled surface kept in memory instead of the spill where it fits in
+ * the budget beside a strip (strips sized to the device leave room): the
+ * passes after the fill read it on the threads, not through the file.
+ */
+static void
+keep_surface(const tg_ctx *ctx, strips *s)
+{
+	const size_t bytes = (size_t) s->width * s->height * spill_bytes(s);
+
+	if (s->surface == NULL && s->strip_bytes <= s->job->memory_budget &&
+		bytes <= s->job->memory_budget - s->strip_bytes)
+		s->surface = tg_alloc(ctx, bytes);
+}
+
 /* n cells of the surface from cell `first` of the grid on, into the spill (write) or out of it. */
 static tg_status
 spill_cells(const tg_ctx *ctx, const strips *s, size_t first, double *cells, size_t n, bool write,
@@ -427,6 +447,20 @@ spill_cells(const tg_ctx *ctx, const strips *s, size_t first, double *cells, siz
 	float	   *chunk;
 	tg_status	st = TG_OK;
 
+	if (s->surface && !s->spill_single)
+	{
+		double	   *kept = (double *) s->surface + first;
+
+		tg_parallel_memcpy(ctx, write ? kept : cells, write ? cells : kept, n * sizeof(double));
+		return TG_OK;
+	}
+	if (s->surface)
+	{
+		float	   *kept = (float *) s->surface + first;
+		convert_job c = {write ? (const void *) cells : kept, write ? (void *) kept : cells, n, !write};
+
+		return tg_parallel(ctx, tg_list_tasks(n), convert_task, &c, err);
+	}
 	if (!s->spill_single)
 		return write ? sp->write(sp->arg, first * sizeof(double), cells, n * sizeof(double), err)
 			: sp->read(sp->arg, first * sizeof(double), cells, n * sizeof(double), err);
@@ -454,7 +488,10 @@ static tg_status
 spill_rows(const tg_ctx *ctx, strips *s, int k, double *rows, void *arg, tg_error *err)
 {
 	if (k == 0)					/* the first tile read gave the pixel type */
+	{
 		s->spill_single = exact_in_float(s->dem.band.pixtype);
+		keep_surface(ctx, s);
+	}
 	return spill_cells(ctx, s, (size_t) s->width * s->row0[k], rows, (size_t) s->width * s->nrows[k], true, err);
 }
 
