@@ -8,6 +8,9 @@
  * what the CPU's queues do (the two distances together, packed); the flats
  * themselves are labelled by union-find.
  */
+#include <thrust/binary_search.h>
+#include <thrust/execution_policy.h>
+
 #include "hydro.cuh"
 #include "route.cuh"
 
@@ -609,20 +612,9 @@ tgk_crossing_describe(const double *__restrict__ z, const uint8_t *__restrict__ 
 		const uint32_t c = cell[g],
 					r = label[c];
 		const size_t i = (size_t) y0 * W + c;		/* in the window */
-		uint32_t	lo = 0,
-					hi = *nroots;
 		uint8_t		s = 0;
 
-		while (lo < hi)
-		{
-			const uint32_t mid = lo + (hi - lo) / 2;
-
-			if (root[mid] < r)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		number[g] = (int32_t) lo;
+		number[g] = (int32_t) (thrust::lower_bound(thrust::seq, root, root + *nroots, r) - root);
 		/* flat cells are inside the window's edges: every neighbour is in it */
 		for (int k = 0; k < 8; k++)
 		{
