@@ -604,7 +604,8 @@ test_strips_on_small_device(coverage *tiles)
 	check(run_on(tiles, NULL, &op, 2, budget, false, false, &small, &stats, &err) == TG_OK &&
 		  sscanf(stats.note, "%d strips of at most %d rows", &small_strips, &small_rows) == 2 &&
 		  strstr(stats.note, "within the GPU's memory; each strip's D8 routing and accumulation on the GPU") &&
-		  strstr(stats.note, "the surface between passes kept in memory") && small_rows == rows && small_rows < host_rows && small_strips > host_strips &&
+		  strstr(stats.note, "the surface between passes kept in memory") &&
+		  small_rows == rows && small_rows < host_rows && small_strips > host_strips &&
 		  same_tiles(tiles, &ref, &small, tg_op_outputs(&op)) && same_tiles(tiles, &ref, &host, tg_op_outputs(&op)),
 		  "strips sized to a device of %zu bytes: %s (%d rows there; the CPU's within the budget: %d strips of %d rows)",
 		  run_device_limit, stats.note, (int) rows, host_strips, host_rows);

@@ -657,7 +657,11 @@ test_crossing_flats_gpu(void)
 
 			fill64(TG_BACKEND_CPU, z, W, H, TG_FILL_PRIORITY_FLOOD, 0, surf);
 			for (size_t i = 0; i < n; i++)
-				surf[i] = (t == 3 ? z[i] : surf[i]) == ND ? NAN : (t == 3 ? z[i] : surf[i]);
+			{
+				const double v = t == 3 ? z[i] : surf[i];	/* the walled floor left unfilled */
+
+				surf[i] = v == ND ? NAN : v;
+			}
 			for (int c = 0; c < 3; c++)
 			{
 				const int	nb = split_rows(H, c == 0 ? 2 : c == 1 ? 3 : 0, rows);
