@@ -459,18 +459,13 @@ cmp_key(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Seeds in the order of their distances (then cells); already so where all are equal. */
+/* Seeds by (distance, cell), where their distances span more values than there are seeds. */
 static tg_status
-sort_seeds(const tg_ctx *ctx, const int32_t *d, uint32_t *seeds, size_t n, tg_error *err)
+sort_seeds_wide(const tg_ctx *ctx, const int32_t *d, uint32_t *seeds, size_t n, tg_error *err)
 {
-	uint64_t   *key;
-	size_t		k = 1;
+	uint64_t   *key = tg_alloc(ctx, n * sizeof(uint64_t));
 
-	while (k < n && d[seeds[k]] == d[seeds[0]])
-		k++;
-	if (k >= n)
-		return TG_OK;
-	if ((key = tg_alloc(ctx, n * sizeof(uint64_t))) == NULL)
+	if (key == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not sort %zu cells of flats", n);
 	for (size_t i = 0; i < n; i++)
 		key[i] = (uint64_t) (uint32_t) d[seeds[i]] << 32 | seeds[i];
@@ -478,6 +473,52 @@ sort_seeds(const tg_ctx *ctx, const int32_t *d, uint32_t *seeds, size_t n, tg_er
 	for (size_t i = 0; i < n; i++)
 		seeds[i] = (uint32_t) key[i];
 	tg_free(ctx, key);
+	return TG_OK;
+}
+
+/*
+ * Seeds in the order of their distances, by counting where the distances
+ * span at most as many values as there are seeds: the walk takes them a
+ * distance at a time, and the distances it leaves do not depend on the
+ * order within one (a level's front lowers the same cells in any order).
+ */
+static tg_status
+sort_seeds(const tg_ctx *ctx, const int32_t *d, uint32_t *seeds, size_t n, tg_error *err)
+{
+	int32_t		lo = d[seeds[0]],
+				hi = lo;
+	size_t	   *start;
+	uint32_t   *sorted;
+	size_t		range;
+
+	for (size_t i = 1; i < n; i++)
+	{
+		lo = d[seeds[i]] < lo ? d[seeds[i]] : lo;
+		hi = d[seeds[i]] > hi ? d[seeds[i]] : hi;
+	}
+	if (lo == hi)
+		return TG_OK;
+	range = (size_t) ((int64_t) hi - lo) + 1;
+	if (range > n)
+		return sort_seeds_wide(ctx, d, seeds, n, err);
+	start = tg_alloc(ctx, (range + 1) * sizeof(size_t));
+	sorted = tg_alloc(ctx, n * sizeof(uint32_t));
+	if (start == NULL || sorted == NULL)
+	{
+		tg_free(ctx, start);
+		tg_free(ctx, sorted);
+		return tg_error_set(err, TG_ENOMEM, "could not sort %zu cells of flats over %zu distances", n, range);
+	}
+	memset(start, 0, (range + 1) * sizeof(size_t));
+	for (size_t i = 0; i < n; i++)
+		start[d[seeds[i]] - lo + 1]++;
+	for (size_t v = 1; v <= range; v++)
+		start[v] += start[v - 1];
+	for (size_t i = 0; i < n; i++)
+		sorted[start[d[seeds[i]] - lo]++] = seeds[i];
+	memcpy(seeds, sorted, n * sizeof(uint32_t));
+	tg_free(ctx, start);
+	tg_free(ctx, sorted);
 	return TG_OK;
 }
 
