@@ -50,8 +50,9 @@ typedef struct strips
 	int			col0;			/* a local operation's columns written (a refresh's window), */
 	int			ncols;			/* 0 for every column */
 	bool		spill_single;	/* the spill holds floats: every value is exact in one */
-	size_t		strip_bytes;	/* what a strip of max_rows holds (the plan's bytes a cell) */
+	size_t		strip_bytes;	/* what the tallest strip holds (the plan's bytes a cell) */
 	void	   *surface;		/* the spilled surface, in memory where it fits beside a strip, else NULL */
+	bool		surface_moved;	/* it was, until the flats crossing strips needed the room */
 } strips;
 
 static void
@@ -86,7 +87,6 @@ plan_strips(const tg_ctx *ctx, const tg_job *job, size_t bytes_per_cell, int dev
 	s->height = l->height;
 	s->max_rows = most;
 	s->device_sized = most < by_host;
-	s->strip_bytes = ((size_t) most + 2) * l->width * bytes_per_cell;
 	if (most < 1)
 		return tg_error_set(err, TG_ELIMIT, "%s over %s: not even 3 rows of %d cells fit in %zu MB",
 							job->function, l->name, l->width, job->memory_budget >> 20);
@@ -126,6 +126,8 @@ plan_strips(const tg_ctx *ctx, const tg_job *job, size_t bytes_per_cell, int dev
 		s->row0[s->n] = r0;
 		s->nrows[s->n++] = best - r0;
 		r0 = best;
+		if (((size_t) s->nrows[s->n - 1] + 2) * l->width * bytes_per_cell > s->strip_bytes)
+			s->strip_bytes = ((size_t) s->nrows[s->n - 1] + 2) * l->width * bytes_per_cell;
 	}
 	tg_free(ctx, cut);
 	return TG_OK;
@@ -195,7 +197,9 @@ strip_stats(const tg_ctx *ctx, const strips *s, const char *method)
 	snprintf(ctx->stats->note, sizeof ctx->stats->note, "%d strips of at most %d rows within %s%s%s%s",
 			 s->n, s->max_rows, s->device_sized ? "the GPU's memory" : s->job->budget_name,
 			 device ? "; each strip's D8 routing and accumulation on the GPU" : "", fallbacks,
-			 s->surface ? "; the surface between passes kept in memory" : "");
+			 s->surface ? "; the surface between passes kept in memory"
+			 : s->surface_moved ? "; the surface between passes moved to the temporary file for the crossing flats"
+			 : "");
 }
 
 /* A phase run strip by strip begins: the phases each strip runs are told as part of it. */
@@ -425,17 +429,45 @@ convert_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 
 /*
  * The spilled surface kept in memory instead of the spill where it fits in
- * the budget beside a strip (strips sized to the device leave room): the
+ * the budget beside the tallest strip and `beside` bytes more (strips sized
+ * to the device, or rounded down to whole rows of tiles, leave room): the
  * passes after the fill read it on the threads, not through the file.
  */
+static bool
+surface_fits(const strips *s, size_t beside)
+{
+	const size_t bytes = (size_t) s->width * s->height * spill_bytes(s),
+				budget = s->job->memory_budget;
+
+	return s->strip_bytes <= budget && beside <= budget - s->strip_bytes &&
+		bytes <= budget - s->strip_bytes - beside;
+}
+
 static void
 keep_surface(const tg_ctx *ctx, strips *s)
 {
-	const size_t bytes = (size_t) s->width * s->height * spill_bytes(s);
+	if (s->surface == NULL && surface_fits(s, 0))
+		s->surface = tg_alloc(ctx, (size_t) s->width * s->height * spill_bytes(s));
+}
 
-	if (s->surface == NULL && s->strip_bytes <= s->job->memory_budget &&
-		bytes <= s->job->memory_budget - s->strip_bytes)
-		s->surface = tg_alloc(ctx, bytes);
+/*
+ * The flats that cross strips (flat_bytes while they are solved) grow as the
+ * strips are scanned: where they no longer fit beside the surface and a
+ * strip, the surface goes to the spill (laid out there as in memory).
+ */
+static tg_status
+surface_room(const tg_ctx *ctx, strips *s, size_t flat_bytes, tg_error *err)
+{
+	const tg_spill *sp = &s->job->spill;
+	tg_status	st;
+
+	if (s->surface == NULL || surface_fits(s, flat_bytes))
+		return TG_OK;
+	st = sp->write(sp->arg, 0, s->surface, (size_t) s->width * s->height * spill_bytes(s), err);
+	tg_free(ctx, s->surface);
+	s->surface = NULL;
+	s->surface_moved = true;
+	return st;
 }
 
 /* n cells of the surface from cell `first` of the grid on, into the spill (write) or out of it. */
@@ -537,9 +569,11 @@ route_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_accum_units units
 	strips_phase(ctx, "flats in strips", s->n);
 	for (int k = 0; k < s->n && st == TG_OK; k++)
 	{
-		double	   *z;
+		double	   *z = NULL;
 
-		st = surface_strip(ctx, s, k, &z, err);
+		st = surface_room(ctx, s, tg_route_strips_flat_bytes(*rb, true), err);
+		if (st == TG_OK)
+			st = surface_strip(ctx, s, k, &z, err);
 		if (st == TG_OK)
 			st = tg_route_strips_scan(ctx, *rb, s->row0[k], s->nrows[k], z, err);
 		tg_free(ctx, z);
@@ -548,6 +582,9 @@ route_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_accum_units units
 	if (st != TG_OK)
 		return st;
 	need = tg_route_strips_flat_bytes(*rb, true);
+	st = surface_room(ctx, s, need, err);
+	if (st != TG_OK)
+		return st;
 	if (need > job->memory_budget)
 	{
 		tg_error_set(err, TG_ELIMIT, "%s over %s: %zu cells of flats cross strip boundaries, and resolving them "
