@@ -890,9 +890,9 @@ tg_block_take(const tg_ctx *ctx, size_t size)
 	tg_pool    *pool = blocks_of(ctx);
 	int			best = -1;
 
-	if (pool == NULL || size < tg_kept_block_bytes)
+	if (pool == NULL || size < tg_tracked_bytes)
 		return NULL;
-	for (int k = 0; k < pool->nblocks; k++)
+	for (int k = 0; k < pool->nblocks && size >= tg_kept_block_bytes; k++)
 	{
 		const block *b = &pool->blocks[k];
 
@@ -903,7 +903,7 @@ tg_block_take(const tg_ctx *ctx, size_t size)
 	}
 	if (best < 0)
 	{
-		/* a fresh block beside the kept ones would pass the budget: they go back first */
+		/* a fresh block (of any size the peak counts) beside the kept ones would pass the budget: they go back first */
 		while (pool->keep_within > 0 && pool->kept_bytes > 0 && held_bytes(pool) + size > pool->keep_within)
 			give_back_smallest(pool);
 		return NULL;

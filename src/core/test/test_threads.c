@@ -386,6 +386,21 @@ test_blocks_within(void)
 	tg_call_close(&call);
 	check(stats.peak_host_bytes == 5 * mb / 2, "blocks within a budget of 3 MB: peak %zu bytes, 2.5 MB expected",
 		  stats.peak_host_bytes);
+
+	/* blocks below the kept size are never served from the kept ones, but still counted: those go back too */
+	tg_kept_block_bytes = 2 * mb;
+	memset(&stats, 0, sizeof stats);
+	tg_call_open(&ctx, &call);
+	tg_blocks_keep_within(&call, 3 * mb);
+	c = tg_alloc(&call, 5 * mb / 2);
+	tg_free(&call, c);
+	d = tg_alloc(&call, mb);			/* smaller than a kept block: fresh, with the kept 2.5 MB 3.5 MB */
+	check(d != NULL, "blocks within a budget: a small allocation");
+	tg_free(&call, d);
+	tg_call_close(&call);
+	check(stats.peak_host_bytes == 5 * mb / 2,
+		  "blocks within a budget of 3 MB, a fresh block smaller than those kept: peak %zu bytes, 2.5 MB expected",
+		  stats.peak_host_bytes);
 	tg_tracked_bytes = tracked;
 	tg_kept_block_bytes = kept;
 }
