@@ -219,12 +219,17 @@ res_free(results *r)
 	memset(r, 0, sizeof *r);
 }
 
-/* the surface (8 bytes per cell) and multiple flow's shares and accumulation (40) */
-static uint8_t spill_space[GW * GH * 48];
+/*
+ * The surface (8 bytes per cell), multiple flow's shares and accumulation
+ * (40) and the crossing flats parked (8 per crossing cell at most)
+ */
+static uint8_t spill_space[GW * GH * 56];
 
 static tg_status
 spill_write(void *arg, size_t offset, const void *data, size_t bytes, tg_error *err)
 {
+	if (offset > sizeof spill_space || bytes > sizeof spill_space - offset)
+		return tg_error_set(err, TG_ELIMIT, "spill write of %zu bytes at %zu, past the test's spill", bytes, offset);
 	memcpy(spill_space + offset, data, bytes);
 	return TG_OK;
 }
@@ -232,6 +237,8 @@ spill_write(void *arg, size_t offset, const void *data, size_t bytes, tg_error *
 static tg_status
 spill_read(void *arg, size_t offset, void *data, size_t bytes, tg_error *err)
 {
+	if (offset > sizeof spill_space || bytes > sizeof spill_space - offset)
+		return tg_error_set(err, TG_ELIMIT, "spill read of %zu bytes at %zu, past the test's spill", bytes, offset);
 	memcpy(data, spill_space + offset, bytes);
 	return TG_OK;
 }

@@ -978,6 +978,13 @@ tg_seam_flats_forget_walk(tg_seam_flats *f)
 }
 
 void
+tg_seam_flats_forget_columns(tg_seam_flats *f)
+{
+	let_go(f, f->col);
+	f->col = NULL;
+}
+
+void
 tg_seam_flats_free(tg_seam_flats *f)
 {
 	tg_seam_flats_forget_walk(f);

@@ -63,6 +63,12 @@ struct tg_route_strips
 	/* cells of flats that cross a strip boundary (scale/seams/) */
 	tg_seam_flats flats;
 	int32_t    *flat_mask;		/* per cell, after solve_flats */
+	/* parked: their columns and masks in the spill from flats_at, a strip's window of them read back */
+	const tg_spill *flats_spill;
+	size_t		flats_at;
+	int32_t    *window_col;		/* cells [window_first, window_first + window_n) */
+	int32_t    *window_mask;
+	size_t		window_first;
 
 	/* accumulation */
 	tg_strip_ends *strips;
@@ -146,6 +152,8 @@ tg_route_strips_end(const tg_ctx *ctx, tg_route_strips *rb)
 		return;
 	tg_seam_flats_free(&rb->flats);
 	tg_free(ctx, rb->flat_mask);
+	tg_free(ctx, rb->window_col);
+	tg_free(ctx, rb->window_mask);
 	for (int b = 0; b < rb->nstrips; b++)
 		tg_free(ctx, rb->strips[b].dest);
 	tg_free(ctx, rb->strips);
@@ -241,9 +249,34 @@ tg_route_strips_flat_bytes(const tg_route_strips *rb, bool solving)
 	/*
 	 * Kept while scanning: row, column, seeds, flat (13); solving: column,
 	 * flat, the neighbour bits and links, two distances and the walk's two
-	 * fronts, or the masks (33 at most); afterwards column and mask.
+	 * fronts, or the masks (33 at most); afterwards column and mask, unless
+	 * parked.
 	 */
-	return rb->flats.n * (solving ? 33 : 8) + ((size_t) rb->H + 1) * sizeof(uint32_t);
+	const size_t per_cell = solving ? 33 : rb->flats_spill ? 0 : 8;
+
+	return rb->flats.n * per_cell + ((size_t) rb->H + 1) * sizeof(uint32_t);
+}
+
+tg_status
+tg_route_strips_park_flats(const tg_ctx *ctx, tg_route_strips *rb, const tg_spill *spill, size_t at,
+						   tg_error *err)
+{
+	const size_t n = rb->flats.n;
+	tg_status	st;
+
+	if (!rb->flats_solved || rb->flats_spill != NULL)
+		return tg_error_set(err, TG_EINVAL, "park the flats once, after solving them");
+	st = spill->write(spill->arg, at, rb->flats.col, n * sizeof(int32_t), err);
+	if (st == TG_OK)
+		st = spill->write(spill->arg, at + n * sizeof(int32_t), rb->flat_mask, n * sizeof(int32_t), err);
+	if (st != TG_OK)
+		return st;
+	tg_seam_flats_forget_columns(&rb->flats);
+	tg_free(ctx, rb->flat_mask);
+	rb->flat_mask = NULL;
+	rb->flats_spill = spill;
+	rb->flats_at = at;
+	return TG_OK;
 }
 
 /* ------------------------------------------------------------------------
@@ -261,25 +294,72 @@ strip_geometry(const tg_route_strips *rb, int row0, int nrows)
 	return g;
 }
 
+/* The rows of a strip's crossing cells its routing reads: its own and one of halo each side, given. */
+static void
+mask_rows(const tg_route_strips *rb, int row0, int nrows, int *lo, int *hi)
+{
+	int			first,
+				count;
+
+	halo_rows(rb, row0, nrows, &first, &count);
+	*lo = row0 - 1 > first ? row0 - 1 : first;
+	*hi = row0 + nrows + 1 < first + count ? row0 + nrows + 1 : first + count;
+}
+
+/* Parked flats: the strip's window of them read back (on the calling thread: the spill is the caller's). */
+static tg_status
+flats_window(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows, tg_error *err)
+{
+	const tg_spill *sp = rb->flats_spill;
+	int			lo,
+				hi;
+	size_t		a,
+				m;
+	tg_status	st;
+
+	if (sp == NULL || !rb->flats_solved || nrows < 1 || row0 < 0 || row0 + nrows > rb->H)
+		return TG_OK;
+	mask_rows(rb, row0, nrows, &lo, &hi);
+	a = rb->flats.row_start[lo];
+	m = rb->flats.row_start[hi] - a;
+	tg_free(ctx, rb->window_col);
+	tg_free(ctx, rb->window_mask);
+	rb->window_col = tg_alloc(ctx, (m ? m : 1) * sizeof(int32_t));
+	rb->window_mask = tg_alloc(ctx, (m ? m : 1) * sizeof(int32_t));
+	rb->window_first = a;
+	if (rb->window_col == NULL || rb->window_mask == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a strip's %zu cells of flats across strips", m);
+	st = sp->read(sp->arg, rb->flats_at + a * sizeof(int32_t), rb->window_col, m * sizeof(int32_t), err);
+	if (st == TG_OK)
+		st = sp->read(sp->arg, rb->flats_at + (rb->flats.n + a) * sizeof(int32_t), rb->window_mask,
+					  m * sizeof(int32_t), err);
+	return st;
+}
+
 /*
  * The routing of rows [first, first + count) around a strip's own ones:
  * *p the grid's parameters with these rows' geometry, *given the masks of
  * the crossing flats' cells in the strip and its inner halo rows (given->cell
- * allocated; free it).
+ * allocated; free it).  Parked flats: flats_window read them for this strip.
  */
 static tg_status
 strip_masks(const tg_ctx *ctx, const tg_route_strips *rb, int row0, int nrows, int first, int count,
 			tg_flow_params *p, tg_flat_masks *given, tg_error *err)
 {
 	const int	W = rb->W;
-	const int	lo = row0 - 1 > first ? row0 - 1 : first,
-				hi = row0 + nrows + 1 < first + count ? row0 + nrows + 1 : first + count;
+	const bool	parked = rb->flats_spill != NULL;
+	const size_t shift = parked ? rb->window_first : 0;
+	const int32_t *col = parked ? rb->window_col : rb->flats.col,
+			   *mask = parked ? rb->window_mask : rb->flat_mask;
+	int			lo,
+				hi;
 	size_t	   *cells = NULL;
 
+	mask_rows(rb, row0, nrows, &lo, &hi);
 	*p = rb->p;
 	p->geom = strip_geometry(rb, first, count);
 	given->count = (size_t) (rb->flats.row_start[hi] - rb->flats.row_start[lo]);
-	given->mask = rb->flat_mask + rb->flats.row_start[lo];
+	given->mask = mask + (rb->flats.row_start[lo] - shift);
 	given->cell = NULL;
 	if (given->count == 0)
 		return TG_OK;
@@ -288,7 +368,7 @@ strip_masks(const tg_ctx *ctx, const tg_route_strips *rb, int row0, int nrows, i
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a strip's flat cells");
 	for (int y = lo; y < hi; y++)
 		for (uint32_t c = rb->flats.row_start[y]; c < rb->flats.row_start[y + 1]; c++)
-			cells[c - rb->flats.row_start[lo]] = (size_t) (y - first) * W + (size_t) rb->flats.col[c];
+			cells[c - rb->flats.row_start[lo]] = (size_t) (y - first) * W + (size_t) col[c - shift];
 	given->cell = cells;
 	return TG_OK;
 }
@@ -367,7 +447,9 @@ tg_route_strips_directions(const tg_ctx *ctx, tg_route_strips *rb, int row0, int
 	tg_route	strip;
 	tg_status	st;
 
-	st = route_strip(ctx, rb, row0, nrows, z, &strip, err);
+	st = flats_window(ctx, rb, row0, nrows, err);
+	if (st == TG_OK)
+		st = route_strip(ctx, rb, row0, nrows, z, &strip, err);
 	if (st != TG_OK)
 		return st;
 	st = tg_cpu_export_directions(ctx, &strip, &rb->p, NULL, d8, frac, err);
@@ -447,7 +529,9 @@ accumulate_strip(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows, co
 	tg_status	st;
 
 	memset(strip, 0, sizeof *strip);
-	st = tg_cell_weights(ctx, weight, &g, rb->units, &w, err);
+	st = flats_window(ctx, rb, row0, nrows, err);
+	if (st == TG_OK)
+		st = tg_cell_weights(ctx, weight, &g, rb->units, &w, err);
 	if (st == TG_OK && with_inflows)
 	{
 		const int64_t begin = (int64_t) row0 * rb->W,

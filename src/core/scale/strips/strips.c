@@ -53,6 +53,7 @@ typedef struct strips
 	size_t		strip_bytes;	/* what the tallest strip holds (the plan's bytes a cell) */
 	void	   *surface;		/* the spilled surface, in memory where it fits beside a strip, else NULL */
 	bool		surface_moved;	/* it was, until the flats crossing strips needed the room */
+	bool		flats_parked;	/* the solved crossing flats waited in the spill */
 } strips;
 
 static void
@@ -105,6 +106,7 @@ plan_strips(const tg_ctx *ctx, const tg_job *job, size_t bytes_per_cell, int dev
 	while (r0 < l->height)
 	{
 		int			best = -1;
+		size_t		bytes;
 
 		for (int r = r0 + 1; r <= l->height && r - r0 <= most; r++)
 			if (cut[r])
@@ -123,11 +125,13 @@ plan_strips(const tg_ctx *ctx, const tg_job *job, size_t bytes_per_cell, int dev
 			tg_error_hint(err, "Raise %s to at least %zu.", job->budget_name, need_mb);
 			return TG_ELIMIT;
 		}
+		/* the strip's rows and one of halo on each side */
+		bytes = ((size_t) (best - r0) + 2) * l->width * bytes_per_cell;
 		s->row0[s->n] = r0;
 		s->nrows[s->n++] = best - r0;
 		r0 = best;
-		if (((size_t) s->nrows[s->n - 1] + 2) * l->width * bytes_per_cell > s->strip_bytes)
-			s->strip_bytes = ((size_t) s->nrows[s->n - 1] + 2) * l->width * bytes_per_cell;
+		if (bytes > s->strip_bytes)
+			s->strip_bytes = bytes;
 	}
 	tg_free(ctx, cut);
 	return TG_OK;
@@ -194,12 +198,12 @@ strip_stats(const tg_ctx *ctx, const strips *s, const char *method)
 	if (device && ctx->stats->gpu_fallbacks > 0)
 		snprintf(fallbacks, sizeof fallbacks, " but %d step%s the device could not hold, on the CPU",
 				 ctx->stats->gpu_fallbacks, ctx->stats->gpu_fallbacks == 1 ? "" : "s");
-	snprintf(ctx->stats->note, sizeof ctx->stats->note, "%d strips of at most %d rows within %s%s%s%s",
+	snprintf(ctx->stats->note, sizeof ctx->stats->note, "%d strips of at most %d rows within %s%s%s%s%s",
 			 s->n, s->max_rows, s->device_sized ? "the GPU's memory" : s->job->budget_name,
 			 device ? "; each strip's D8 routing and accumulation on the GPU" : "", fallbacks,
 			 s->surface ? "; the surface between passes kept in memory"
 			 : s->surface_moved ? "; the surface between passes moved to the temporary file for the crossing flats"
-			 : "");
+			 : "", s->flats_parked ? "; the crossing flats between strips in the temporary file" : "");
 }
 
 /* A phase run strip by strip begins: the phases each strip runs are told as part of it. */
@@ -427,6 +431,13 @@ convert_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 	return TG_OK;
 }
 
+/* The whole routing surface, in memory or in the spill. */
+static size_t
+surface_bytes(const strips *s)
+{
+	return (size_t) s->width * s->height * spill_bytes(s);
+}
+
 /*
  * The spilled surface kept in memory instead of the spill where it fits in
  * the budget beside the tallest strip and `beside` bytes more (strips sized
@@ -436,7 +447,7 @@ convert_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 static bool
 surface_fits(const strips *s, size_t beside)
 {
-	const size_t bytes = (size_t) s->width * s->height * spill_bytes(s),
+	const size_t bytes = surface_bytes(s),
 				budget = s->job->memory_budget;
 
 	return s->strip_bytes <= budget && beside <= budget - s->strip_bytes &&
@@ -447,7 +458,7 @@ static void
 keep_surface(const tg_ctx *ctx, strips *s)
 {
 	if (s->surface == NULL && surface_fits(s, 0))
-		s->surface = tg_alloc(ctx, (size_t) s->width * s->height * spill_bytes(s));
+		s->surface = tg_alloc(ctx, surface_bytes(s));
 }
 
 /*
@@ -463,11 +474,24 @@ surface_room(const tg_ctx *ctx, strips *s, size_t flat_bytes, tg_error *err)
 
 	if (s->surface == NULL || surface_fits(s, flat_bytes))
 		return TG_OK;
-	st = sp->write(sp->arg, 0, s->surface, (size_t) s->width * s->height * spill_bytes(s), err);
+	st = sp->write(sp->arg, 0, s->surface, surface_bytes(s), err);
 	tg_free(ctx, s->surface);
 	s->surface = NULL;
 	s->surface_moved = true;
 	return st;
+}
+
+/*
+ * The solved crossing flats (kept bytes) fit beside the tallest strip and the
+ * surface where that is in memory; else they wait in the spill between strips.
+ */
+static bool
+flats_fit(const strips *s, size_t kept)
+{
+	const size_t budget = s->job->memory_budget,
+				held = s->strip_bytes + (s->surface ? surface_bytes(s) : 0);
+
+	return held <= budget && kept <= budget - held;
 }
 
 /* n cells of the surface from cell `first` of the grid on, into the spill (write) or out of it. */
@@ -496,7 +520,7 @@ spill_cells(const tg_ctx *ctx, const strips *s, size_t first, double *cells, siz
 	if (!s->spill_single)
 		return write ? sp->write(sp->arg, first * sizeof(double), cells, n * sizeof(double), err)
 			: sp->read(sp->arg, first * sizeof(double), cells, n * sizeof(double), err);
-	chunk = tg_alloc(ctx, sizeof(float) * SPILL_CHUNK_CELLS);
+	chunk = tg_alloc(ctx, sizeof(float) * (n < SPILL_CHUNK_CELLS ? n : SPILL_CHUNK_CELLS) + 1);
 	if (chunk == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a spill buffer");
 	for (size_t i = 0; i < n && st == TG_OK; i += SPILL_CHUNK_CELLS)
@@ -598,6 +622,15 @@ route_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_accum_units units
 	st = tg_route_strips_solve_flats(ctx, *rb, err);
 	if (st == TG_OK)
 		tg_job_notice(job, "flats across strips resolved (%zu cells)", tg_route_strips_flat_cells(*rb));
+	if (st == TG_OK && !flats_fit(s, tg_route_strips_flat_bytes(*rb, false)))
+	{
+		/* after the surface and, for multiple flow, the shares spread there */
+		const bool	spreads = op->kind != TG_OP_DIRECTIONS && op->flow.routing != TG_ROUTE_D8;
+
+		st = tg_route_strips_park_flats(ctx, *rb, &job->spill,
+										surface_bytes(s) + (spreads ? tg_route_strips_spill_bytes(*rb) : 0), err);
+		s->flats_parked = st == TG_OK;
+	}
 	return st;
 }
 
@@ -735,10 +768,10 @@ accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *
 	const bool	d8 = op->flow.routing == TG_ROUTE_D8,
 				hydrology = op->kind == TG_OP_HYDROLOGY;
 	const tg_spill *spill = &s->job->spill;
-	const size_t base = (size_t) W * s->height * spill_bytes(s);
 	tg_route_strips *rb;
 	tg_grid_band wg;
 	tg_status	st = route_strips(ctx, op, s, op->units, &rb, err);
+	size_t		base = surface_bytes(s);	/* bytes a cell the fill pass chose */
 
 	memset(&wg, 0, sizeof wg);
 	for (int pass = 0; pass < 2 && st == TG_OK; pass++)

@@ -65,6 +65,13 @@ tg_status	tg_route_strips_solve_flats(const tg_ctx *ctx, tg_route_strips *rb, tg
 size_t		tg_route_strips_flat_cells(const tg_route_strips *rb);
 /* Memory the crossing flats take while solving them (solving) or after. */
 size_t		tg_route_strips_flat_bytes(const tg_route_strips *rb, bool solving);
+/*
+ * After solve_flats: the crossing cells' columns and masks (8 bytes a cell)
+ * parked in the spill from `at` (8 bytes a crossing cell there), each strip's
+ * window of them read back as it is routed.
+ */
+tg_status	tg_route_strips_park_flats(const tg_ctx *ctx, tg_route_strips *rb, const tg_spill *spill, size_t at,
+									   tg_error *err);
 tg_status	tg_route_strips_directions(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
 									   const double *z, uint8_t *d8, float *frac, tg_error *err);
 tg_status	tg_route_strips_link(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
