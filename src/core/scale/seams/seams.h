@@ -186,9 +186,11 @@ extern size_t tg_seam_flat_bulk_cells;
 tg_status	tg_seam_flats_walk(const tg_ctx *ctx, tg_seam_flats *f, const tg_flat_lowered *lowered, tg_error *err);
 /* Every cell's mask (n), its flat joined across the seams. */
 tg_status	tg_seam_flats_masks(const tg_ctx *ctx, const tg_seam_flats *f, int32_t *mask, tg_error *err);
-/* The distances and links let go (the rows and columns stay); the columns too (row_start stays); everything let go. */
+/* The distances and links let go (the rows and columns stay). */
 void		tg_seam_flats_forget_walk(tg_seam_flats *f);
+/* The columns let go (row_start stays: the caller keeps the columns elsewhere). */
 void		tg_seam_flats_forget_columns(tg_seam_flats *f);
+/* Everything let go. */
 void		tg_seam_flats_free(tg_seam_flats *f);
 
 /* Cell c's distance p (0 towards the drains, 1 away from higher ground); 0 where none reached it. */

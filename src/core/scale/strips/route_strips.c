@@ -66,7 +66,7 @@ struct tg_route_strips
 	/* parked: their columns and masks in the spill from flats_at, a strip's window of them read back */
 	const tg_spill *flats_spill;
 	size_t		flats_at;
-	int32_t    *window_col;		/* cells [window_first, window_first + window_n) */
+	int32_t    *window_col;		/* the strip's cells from window_first on */
 	int32_t    *window_mask;
 	size_t		window_first;
 
