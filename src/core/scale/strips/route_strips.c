@@ -294,6 +294,12 @@ strip_geometry(const tg_route_strips *rb, int row0, int nrows)
 	return g;
 }
 
+static bool
+strip_in_grid(const tg_route_strips *rb, int row0, int nrows)
+{
+	return rb->flats_solved && nrows >= 1 && row0 >= 0 && row0 + nrows <= rb->H;
+}
+
 /* The rows of a strip's crossing cells its routing reads: its own and one of halo each side, given. */
 static void
 mask_rows(const tg_route_strips *rb, int row0, int nrows, int *lo, int *hi)
@@ -317,8 +323,8 @@ flats_window(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows, tg_err
 				m;
 	tg_status	st;
 
-	if (sp == NULL || !rb->flats_solved || nrows < 1 || row0 < 0 || row0 + nrows > rb->H)
-		return TG_OK;
+	if (sp == NULL || !strip_in_grid(rb, row0, nrows))
+		return TG_OK;			/* routing the strip says what is wrong with it */
 	mask_rows(rb, row0, nrows, &lo, &hi);
 	a = rb->flats.row_start[lo];
 	m = rb->flats.row_start[hi] - a;
@@ -371,12 +377,6 @@ strip_masks(const tg_ctx *ctx, const tg_route_strips *rb, int row0, int nrows, i
 			cells[c - rb->flats.row_start[lo]] = (size_t) (y - first) * W + (size_t) col[c - shift];
 	given->cell = cells;
 	return TG_OK;
-}
-
-static bool
-strip_in_grid(const tg_route_strips *rb, int row0, int nrows)
-{
-	return rb->flats_solved && nrows >= 1 && row0 >= 0 && row0 + nrows <= rb->H;
 }
 
 /* The routing of the strip's own rows (strip->z, d8, frac: nrows * W). */

@@ -438,6 +438,15 @@ surface_bytes(const strips *s)
 	return (size_t) s->width * s->height * spill_bytes(s);
 }
 
+/* The tallest strip, a and b bytes more fit in the budget together. */
+static bool
+fits_beside_strip(const strips *s, size_t a, size_t b)
+{
+	const size_t budget = s->job->memory_budget;
+
+	return s->strip_bytes <= budget && a <= budget - s->strip_bytes && b <= budget - s->strip_bytes - a;
+}
+
 /*
  * The spilled surface kept in memory instead of the spill where it fits in
  * the budget beside the tallest strip and `beside` bytes more (strips sized
@@ -447,11 +456,7 @@ surface_bytes(const strips *s)
 static bool
 surface_fits(const strips *s, size_t beside)
 {
-	const size_t bytes = surface_bytes(s),
-				budget = s->job->memory_budget;
-
-	return s->strip_bytes <= budget && beside <= budget - s->strip_bytes &&
-		bytes <= budget - s->strip_bytes - beside;
+	return fits_beside_strip(s, beside, surface_bytes(s));
 }
 
 static void
@@ -488,10 +493,7 @@ surface_room(const tg_ctx *ctx, strips *s, size_t flat_bytes, tg_error *err)
 static bool
 flats_fit(const strips *s, size_t kept)
 {
-	const size_t budget = s->job->memory_budget,
-				held = s->strip_bytes + (s->surface ? surface_bytes(s) : 0);
-
-	return held <= budget && kept <= budget - held;
+	return fits_beside_strip(s, s->surface ? surface_bytes(s) : 0, kept);
 }
 
 /* n cells of the surface from cell `first` of the grid on, into the spill (write) or out of it. */
@@ -771,7 +773,7 @@ accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *
 	tg_route_strips *rb;
 	tg_grid_band wg;
 	tg_status	st = route_strips(ctx, op, s, op->units, &rb, err);
-	size_t		base = surface_bytes(s);	/* bytes a cell the fill pass chose */
+	const size_t base = surface_bytes(s);	/* bytes a cell the fill pass chose */
 
 	memset(&wg, 0, sizeof wg);
 	for (int pass = 0; pass < 2 && st == TG_OK; pass++)
