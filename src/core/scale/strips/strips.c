@@ -438,6 +438,32 @@ surface_bytes(const strips *s)
 	return (size_t) s->width * s->height * spill_bytes(s);
 }
 
+/*
+ * Where things lie in the spill, in this order: the routing surface where it
+ * is not in memory (from 0, as in memory), multiple flow's shares spread
+ * between strips (for accumulation, not directions), the crossing flats
+ * where they are parked.
+ */
+typedef enum spill_part
+{
+	SPILL_SURFACE,
+	SPILL_SPREAD,
+	SPILL_FLATS
+} spill_part;
+
+static size_t
+spill_at(const strips *s, const tg_op *op, const tg_route_strips *rb, spill_part part)
+{
+	const bool	spreads = op->kind != TG_OP_DIRECTIONS && op->flow.routing != TG_ROUTE_D8;
+	size_t		at = 0;
+
+	if (part > SPILL_SURFACE)
+		at += surface_bytes(s);
+	if (part > SPILL_SPREAD && spreads)
+		at += tg_route_strips_spill_bytes(rb);
+	return at;
+}
+
 /* The tallest strip, a and b bytes more fit in the budget together. */
 static bool
 fits_beside_strip(const strips *s, size_t a, size_t b)
@@ -626,11 +652,7 @@ route_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_accum_units units
 		tg_job_notice(job, "flats across strips resolved (%zu cells)", tg_route_strips_flat_cells(*rb));
 	if (st == TG_OK && !flats_fit(s, tg_route_strips_flat_bytes(*rb, false)))
 	{
-		/* after the surface and, for multiple flow, the shares spread there */
-		const bool	spreads = op->kind != TG_OP_DIRECTIONS && op->flow.routing != TG_ROUTE_D8;
-
-		st = tg_route_strips_park_flats(ctx, *rb, &job->spill,
-										surface_bytes(s) + (spreads ? tg_route_strips_spill_bytes(*rb) : 0), err);
+		st = tg_route_strips_park_flats(ctx, *rb, &job->spill, spill_at(s, op, *rb, SPILL_FLATS), err);
 		s->flats_parked = st == TG_OK;
 	}
 	return st;
@@ -773,7 +795,7 @@ accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *
 	tg_route_strips *rb;
 	tg_grid_band wg;
 	tg_status	st = route_strips(ctx, op, s, op->units, &rb, err);
-	const size_t base = surface_bytes(s);	/* bytes a cell the fill pass chose */
+	const size_t base = st == TG_OK ? spill_at(s, op, rb, SPILL_SPREAD) : 0;
 
 	memset(&wg, 0, sizeof wg);
 	for (int pass = 0; pass < 2 && st == TG_OK; pass++)
