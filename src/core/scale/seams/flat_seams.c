@@ -54,9 +54,12 @@ let_go(const tg_seam_flats *f, void *p)
 		f->mem.free(p, f->mem.arg);
 }
 
-/* Room for `need` cells in every per-cell array (doubled as needed, the cells kept). */
+/*
+ * Room for `need` cells in every per-cell array (doubled as needed, the cells
+ * kept: copied on the call's threads, which also fault the fresh pages in).
+ */
 static bool
-room(tg_seam_flats *f, size_t need)
+room(const tg_ctx *ctx, tg_seam_flats *f, size_t need)
 {
 	size_t		cap = f->cap ? f->cap : 4096;
 	int32_t    *row,
@@ -82,10 +85,10 @@ room(tg_seam_flats *f, size_t need)
 	}
 	if (f->n)
 	{
-		memcpy(row, f->row, f->n * sizeof(int32_t));
-		memcpy(col, f->col, f->n * sizeof(int32_t));
-		memcpy(flat, f->flat, f->n * sizeof(int32_t));
-		memcpy(seed, f->seed, f->n);
+		tg_parallel_memcpy(ctx, row, f->row, f->n * sizeof(int32_t));
+		tg_parallel_memcpy(ctx, col, f->col, f->n * sizeof(int32_t));
+		tg_parallel_memcpy(ctx, flat, f->flat, f->n * sizeof(int32_t));
+		tg_parallel_memcpy(ctx, seed, f->seed, f->n);
 	}
 	let_go(f, f->row);
 	let_go(f, f->col);
@@ -149,7 +152,7 @@ tg_seam_flats_append(const tg_ctx *ctx, tg_seam_flats *f, int row0, const tg_cro
 	/* the walk links neighbours by position: cells in raster order, each once */
 	if (row0 < 0 || (f->n > 0 && row0 + (int64_t) (list->cell[0] / f->W) <= f->row[f->n - 1]))
 		return tg_error_set(err, TG_EDATA, "cells of flats across seams out of raster order (row %d)", row0);
-	if (!room(f, f->n + list->n))
+	if (!room(ctx, f, f->n + list->n))
 		return tg_error_set(err, TG_ENOMEM, "could not keep the %zu cells of flats across seams", f->n + list->n);
 	st = tg_parallel(ctx, tg_list_tasks(list->n), append_task, &a, err);
 	if (st == TG_OK)

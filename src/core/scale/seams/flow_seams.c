@@ -102,8 +102,7 @@ tg_strip_link(const tg_ctx *ctx, const tg_route *strip, const double *acc, int r
 			(*nexits)++;
 		}
 	/* the exit each first- and last-row cell's path leaves by */
-	for (size_t i = 0; i < nb; i++)
-		memo[i] = unknown;
+	tg_parallel_memset(ctx, memo, 0xFF, nb * sizeof(uint32_t));	/* every cell `unknown` */
 	for (int side = 0; side < 2; side++)
 		for (int x = 0; x < W; x++)
 		{

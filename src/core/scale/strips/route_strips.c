@@ -342,6 +342,30 @@ flats_window(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows, tg_err
 	return st;
 }
 
+/* The crossing flats' cells of rows [lo, hi) as indices into a strip's rows from `first` on. */
+typedef struct mask_cells_job
+{
+	const tg_route_strips *rb;
+	const int32_t *col;			/* the cells' columns, from cell `shift` on */
+	size_t		shift;
+	int			lo,
+				first;
+	size_t	   *cells;
+} mask_cells_job;
+
+static tg_status
+mask_cells_rows(const tg_ctx *ctx, void *arg, int y0, int y1, tg_error *err)
+{
+	const mask_cells_job *j = arg;
+	const uint32_t *row_start = j->rb->flats.row_start;
+	const size_t W = (size_t) j->rb->W;
+
+	for (int y = j->lo + y0; y < j->lo + y1; y++)
+		for (uint32_t c = row_start[y]; c < row_start[y + 1]; c++)
+			j->cells[c - row_start[j->lo]] = (size_t) (y - j->first) * W + (size_t) j->col[c - j->shift];
+	return TG_OK;
+}
+
 /*
  * The routing of rows [first, first + count) around a strip's own ones:
  * *p the grid's parameters with these rows' geometry, *given the masks of
@@ -352,14 +376,14 @@ static tg_status
 strip_masks(const tg_ctx *ctx, const tg_route_strips *rb, int row0, int nrows, int first, int count,
 			tg_flow_params *p, tg_flat_masks *given, tg_error *err)
 {
-	const int	W = rb->W;
 	const bool	parked = rb->flats_spill != NULL;
 	const size_t shift = parked ? rb->window_first : 0;
 	const int32_t *col = parked ? rb->window_col : rb->flats.col,
 			   *mask = parked ? rb->window_mask : rb->flat_mask;
 	int			lo,
 				hi;
-	size_t	   *cells = NULL;
+	mask_cells_job j;
+	tg_status	st;
 
 	mask_rows(rb, row0, nrows, &lo, &hi);
 	*p = rb->p;
@@ -369,13 +393,16 @@ strip_masks(const tg_ctx *ctx, const tg_route_strips *rb, int row0, int nrows, i
 	given->cell = NULL;
 	if (given->count == 0)
 		return TG_OK;
-	cells = tg_alloc(ctx, given->count * sizeof(size_t));
-	if (cells == NULL)
+	j = (mask_cells_job) {rb, col, shift, lo, first, tg_alloc(ctx, given->count * sizeof(size_t))};
+	if (j.cells == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a strip's flat cells");
-	for (int y = lo; y < hi; y++)
-		for (uint32_t c = rb->flats.row_start[y]; c < rb->flats.row_start[y + 1]; c++)
-			cells[c - rb->flats.row_start[lo]] = (size_t) (y - first) * W + (size_t) col[c - shift];
-	given->cell = cells;
+	st = tg_parallel_rows(ctx, rb->W, hi - lo, mask_cells_rows, &j, err);
+	if (st != TG_OK)
+	{
+		tg_free(ctx, j.cells);
+		return st;
+	}
+	given->cell = j.cells;
 	return TG_OK;
 }
 
