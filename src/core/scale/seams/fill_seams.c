@@ -381,15 +381,15 @@ height_key(double h)
 	return u >> 63 ? ~u : u | (uint64_t) 1 << 63;
 }
 
-/* Byte `digit` (0: the least significant) of an edge's key: height, then a, then b. */
+/* Byte `digit` (0: the least significant) of an edge's key: height (as h, its height_key), then a, then b. */
 static inline unsigned
-edge_digit(const scan_edge *e, int digit)
+edge_digit(const scan_edge *e, uint64_t h, int digit)
 {
 	if (digit < 4)
 		return (e->b >> (8 * digit)) & 0xFF;
 	if (digit < 8)
 		return (e->a >> (8 * (digit - 4))) & 0xFF;
-	return (unsigned) (height_key(e->height) >> (8 * (digit - 8))) & 0xFF;
+	return (unsigned) (h >> (8 * (digit - 8))) & 0xFF;
 }
 
 #define EDGE_DIGITS 16
@@ -412,20 +412,15 @@ sort_scan_edges(scan_edge *e, scan_edge *tmp, size_t n, edge_counts count)
 	{
 		const uint64_t h = height_key(e[i].height);
 
-		for (int d = 0; d < 4; d++)
-		{
-			count[d][(e[i].b >> (8 * d)) & 0xFF]++;
-			count[4 + d][(e[i].a >> (8 * d)) & 0xFF]++;
-		}
-		for (int d = 0; d < 8; d++)
-			count[8 + d][(h >> (8 * d)) & 0xFF]++;
+		for (int d = 0; d < EDGE_DIGITS; d++)
+			count[d][edge_digit(&e[i], h, d)]++;
 	}
 	for (int d = 0; n > 0 && d < EDGE_DIGITS; d++)
 	{
 		size_t		at = 0;
 		scan_edge  *swap;
 
-		if (count[d][edge_digit(&e[0], d)] == n)
+		if (count[d][edge_digit(&e[0], height_key(e[0].height), d)] == n)
 			continue;
 		for (int v = 0; v < 256; v++)
 		{
@@ -435,7 +430,7 @@ sort_scan_edges(scan_edge *e, scan_edge *tmp, size_t n, edge_counts count)
 			at += c;
 		}
 		for (size_t i = 0; i < n; i++)
-			to[count[d][edge_digit(&from[i], d)]++] = from[i];
+			to[count[d][edge_digit(&from[i], height_key(from[i].height), d)]++] = from[i];
 		swap = from;
 		from = to;
 		to = swap;
