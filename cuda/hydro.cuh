@@ -330,6 +330,16 @@ struct fill_op
 	}
 };
 
+/*
+ * Flat labels by union-find (route.cu): with parent[i] = i beforehand for the
+ * flat cells of a W x H grid, none in its first or last column, each flat
+ * cell's label after the merge and the resolve is the smallest index of its
+ * flat (8-connected flat cells of the grid).  The routing's flats, a strip's
+ * crossing flats and the fill scan's flats.
+ */
+__global__ void tgk_flat_merge(const uint8_t *__restrict__ flat, int W, int H, uint32_t *parent);
+__global__ void tgk_flat_resolve(const uint8_t *__restrict__ flat, size_t n, uint32_t *label);
+
 /* Host-side entry points shared between the hydrology .cu files. */
 template <typename V>
 tg_status	fill_surface(const tg_ctx *ctx, const V *z, const uint8_t *kind, int W, int H,

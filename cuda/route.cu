@@ -64,6 +64,8 @@ struct distances_op
 	}
 };
 
+}								/* namespace */
+
 /*
  * Flat labels: the smallest cell index of each flat (8-connected flat cells),
  * by lock-free union-find (as Playne & Hawick 2018 label components).
@@ -76,6 +78,8 @@ struct distances_op
  * DEM came out split into two labels in about one run in three, so their
  * directions changed from run to run.
  */
+namespace
+{
 __device__ __forceinline__ uint32_t
 flat_root(const uint32_t *parent, uint32_t x)
 {
@@ -111,6 +115,8 @@ flat_union(uint32_t *parent, uint32_t a, uint32_t b)
 		a = old;				/* a had been linked to old: merge old and b */
 	}
 }
+
+}								/* namespace */
 
 /*
  * Merge each flat cell with the flat neighbours it is not already joined to
@@ -156,6 +162,8 @@ tgk_flat_resolve(const uint8_t *__restrict__ flat, size_t n, uint32_t *label)
 	}
 }
 
+namespace
+{
 /* Receivers and shares from the surface's gradients; flags the flat cells. */
 template <typename V>
 __global__ void
