@@ -53,7 +53,7 @@ RANK = {folder: rank for rank, layer in enumerate(LAYERS) for folder in layer}
 # what the kernels' host code may call: the helpers below every domain
 CUDA_CALLS = {"runtime", "raster"}
 # the core folders whose files call the CUDA backend (each through the dispatcher's policy)
-BACKEND_CALLERS = {"dispatch", "hydro/drainage", "scale/strips", "scale/parts"}
+BACKEND_CALLERS = {"dispatch", "hydro/drainage", "scale/seams", "scale/strips", "scale/parts"}
 MAX_FILE_LINES = 1200
 MAX_FUNCTION_LINES = 150
 

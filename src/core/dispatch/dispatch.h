@@ -173,7 +173,7 @@ tg_status	tg_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_view
  * auto, the device runs out of memory.  For the passes of a call already
  * open (no statistics reset, no phases of its own): drainage's passes, a
  * strip's and a part's D8 routing and accumulation call the CUDA backend
- * through it.
+ * through it, and so does the seams' fill scan.
  */
 typedef tg_status (*tg_step_fn) (const tg_ctx *ctx, const void *args, tg_error *err);
 
@@ -201,10 +201,9 @@ tg_status	tg_backend_ready(const tg_ctx *ctx, tg_error *err);
  * and report through tg_error; they are called from the calling thread of a
  * core call only, and only through the dispatcher: by dispatch.c's entry
  * points above, and by the gpu steps handed to tg_run_step (drainage's
- * passes, a strip's and a part's D8 routing and accumulation and crossing
- * flats).  Each takes
- * the same arguments as its CPU counterpart (tg_cpu_* in the domain
- * folders).
+ * passes, a strip's and a part's fill scan, D8 routing and accumulation and
+ * crossing flats).  Each takes the same arguments as its CPU counterpart
+ * (tg_cpu_* in the domain folders, the seams' own for the fill scan).
  * ------------------------------------------------------------------------ */
 
 /*
@@ -323,6 +322,31 @@ tg_status	tg_cuda_part_d8_rows(const tg_ctx *ctx, int W, const tg_flow_params *p
 
 tg_status	tg_cuda_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
 								   tg_crossing_list *list, tg_error *err);
+
+/*
+ * A strip's fill scan (scale/seams/fill_seams.c) on the device: rows
+ * [y0, y0 + nrows) of z (W x count, NaN = nodata, with the row above and the
+ * row below where there is one) flooded from their outlets (label 0) and
+ * from their first row (labels top_base + x, where there is a row above)
+ * and last row (bottom_base + x, where there is a row below).  edges: every
+ * pair of labels that meet, each at the lowest height max(lf, lf') of the
+ * neighbours where they do (a pair may be listed more than once; arrays
+ * allocated with ctx's allocator, the caller frees them); first and last:
+ * the labels of the first and last rows (W each; 0 on nodata).  The labels
+ * inside differ from the CPU's flood, but the levels solved from them do
+ * not.
+ */
+typedef struct tg_scan_edges
+{
+	size_t		n;
+	uint32_t   *a;
+	uint32_t   *b;
+	double	   *height;
+} tg_scan_edges;
+
+tg_status	tg_cuda_fill_scan(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
+							  uint32_t top_base, uint32_t bottom_base, tg_scan_edges *edges, uint32_t *first,
+							  uint32_t *last, tg_error *err);
 
 /*
  * drainage.c's passes over D8 receivers.  down: per cell the receiver's

@@ -33,7 +33,7 @@ split_rows(int H, int split, int *rows)
 
 /* Fill in strips (scale/seams/fill_seams.c) against the in-memory priority-flood. */
 static bool
-fill_in_strips(const double *z, int W, int H, const int *rows, int nb, double *out)
+fill_in_strips(const double *z, int W, int H, const int *rows, int nb, tg_backend backend, double *out)
 {
 	tg_ctx		ctx = cpu_ctx(NULL);
 	tg_error	err;
@@ -43,6 +43,7 @@ fill_in_strips(const double *z, int W, int H, const int *rows, int nb, double *o
 	int			r0;
 
 	tg_error_clear(&err);
+	ctx.backend = backend;
 	ok = tg_fill_strips_begin(&ctx, W, H, &fb, &err) == TG_OK;
 	for (int pass = 0; pass < 2 && ok; pass++)
 	{
@@ -106,7 +107,7 @@ test_fill_strips(void)
 							ran;
 
 				tg_part_scan_rows = split < 4 ? usual_scan : 2;
-				ran = fill_in_strips(z, W, H, rows, nb, got);
+				ran = fill_in_strips(z, W, H, rows, nb, TG_BACKEND_CPU, got);
 				tg_part_scan_rows = usual_scan;
 				if (!ran)
 				{
@@ -469,7 +470,7 @@ test_seams_adversarial(void)
 			for (int split = 0; split < 4; split++)
 			{
 				const int	nb = split_rows(H, split, rows);
-				bool		same = fill_in_strips(z, W, H, rows, nb, got);
+				bool		same = fill_in_strips(z, W, H, rows, nb, TG_BACKEND_CPU, got);
 
 				for (size_t i = 0; same && i < n; i++)
 					same = filled[i] == ND ? isnan(got[i]) : got[i] == filled[i];
@@ -621,6 +622,73 @@ test_route_strips_gpu(void)
 }
 
 /*
+ * The fill in strips with every strip scanned (and finished) on the device,
+ * whose labels are not the CPU flood's: the filled surface is the in-memory
+ * fill's, bit for bit, on the seams' adversaries (a flat snaking through
+ * every strip, one lake over all of them, nodata islands in a plain, a
+ * walled floor), random terrain with nodata, noise of pits and flats, and
+ * grids of one to three columns, in strips of three rows, random heights,
+ * one row and one strip.
+ */
+static void
+test_fill_strips_gpu(void)
+{
+	static const int shapes[][2] = {{150, 120}, {1, 9}, {2, 11}, {3, 14}, {41, 37}, {31, 47}};
+	tg_device_info info;
+
+	tg_device_query(0, &info);
+	for (size_t s = 0; info.available && s < sizeof shapes / sizeof shapes[0]; s++)
+		for (int t = 0; t < 7; t++)
+		{
+			const int	W = shapes[s][0],
+						H = shapes[s][1];
+			const size_t n = (size_t) W * H;
+			double	   *z = t < 4 ? seam_terrain(t, W, H) : t == 4 ? random_terrain(W, H, 5, 0.05)
+				: t == 5 ? random_terrain(W, H, 40, 0.0) : malloc(sizeof(double) * n);
+			double	   *ref = malloc(sizeof(double) * n),
+					   *got = malloc(sizeof(double) * n);
+			int		   *rows = malloc(sizeof(int) * H);
+			size_t		differ = 0,
+						raised = 0;
+			int			runs = 0;
+
+			if (t == 6)			/* noise: pits everywhere, flats of equal values */
+				for (size_t i = 0; i < n; i++)
+					z[i] = rng_uniform() < 0.03 ? ND : floor(rng_uniform() * 12);
+			fill64(TG_BACKEND_CPU, z, W, H, TG_FILL_PRIORITY_FLOOD, 0, ref);
+			for (size_t i = 0; i < n; i++)
+				raised += ref[i] != z[i];
+			for (int split = 0; split < 4; split++)
+			{
+				const int	nb = split_rows(H, (split + 2) % 4, rows);
+
+				if (!fill_in_strips(z, W, H, rows, nb, TG_BACKEND_GPU, got))
+				{
+					differ += n;
+					continue;
+				}
+				runs++;
+				for (size_t i = 0; i < n; i++)
+				{
+					const double r = ref[i] == ND ? NAN : ref[i];
+
+					differ += !((isnan(r) && isnan(got[i])) || r == got[i]);
+				}
+			}
+			/* the snake and the plain drain as they are: nothing to raise */
+			check(differ == 0 && runs == 4 && (s > 0 || t == 0 || t == 2 || raised > 0),
+				  "cuda fill scan %dx%d (terrain %d): 4 splits filled as in memory (%zu cells differ, %zu raised)",
+				  W, H, t, differ, raised);
+			free(z);
+			free(ref);
+			free(got);
+			free(rows);
+		}
+	if (!info.available)
+		printf("skipped: CUDA fill scan (no GPU)\n");
+}
+
+/*
  * A strip's crossing flats listed on the device equal the CPU's list (cells
  * in raster order, seeds, flat numbers) for every strip of every split: the
  * seams' adversaries filled, terraces with nodata, random plains, and grids
@@ -759,5 +827,6 @@ test_strips(void)
 	test_route_strips();
 	test_seams_adversarial();
 	test_route_strips_gpu();
+	test_fill_strips_gpu();
 	test_crossing_flats_gpu();
 }

@@ -17,8 +17,10 @@
  *     W(c) = max(lf(c), level(label(c)))
  * which is the fill of the strip as a grid of its own whose seeded cells
  * stand at max(z, level): tg_fill on the call's backend and threads
- * finishes every strip.  Memory: one strip's cells, plus two labels per
- * column per strip and the edges between labels.
+ * finishes every strip.  The scan runs where the call's policy sends a step
+ * (on the GPU, cuda/fill_scan.cu, with labels of its own that give the same
+ * levels).  Memory: one strip's cells, plus two labels per column per strip
+ * and the edges between labels.
  *
  * Use: begin; scan every strip top to bottom; solve; finish every strip (any
  * order); end.  A strip is given with the row above and below it where they
@@ -658,46 +660,97 @@ known_label(const part_scan *s, int k, uint32_t l)
 	return UINT32_MAX;
 }
 
-/* The part's first and last rows' labels as the coordinator knows them (0 where nodata). */
+/* The part's labels of a first or last row as the coordinator knows them (0 where nodata). */
 static tg_status
-edge_row_labels(const part_scan *s, int k, int y, uint32_t *out, tg_error *err)
+edge_row_labels(const part_scan *s, int k, const double *row, const uint32_t *labels, uint32_t *out,
+				tg_error *err)
 {
-	const size_t W = (size_t) s->width;
-
-	for (size_t x = 0; x < W; x++)
+	for (size_t x = 0; x < (size_t) s->width; x++)
 	{
-		out[x] = isnan(s->rows[(size_t) y * W + x]) ? 0 : known_label(s, k, s->label[(size_t) y * W + x]);
+		out[x] = isnan(row[x]) ? 0 : known_label(s, k, labels[x]);
 		if (out[x] == UINT32_MAX)
 			return tg_error_set(err, TG_EDATA, "a fill part's edge row holds an inner label");
 	}
 	return TG_OK;
 }
 
+/*
+ * The scan's result from its root range's edges (labels of the part) and
+ * its first and last rows' labels: in the labels the coordinator knows.
+ */
 static tg_status
-scan_rows(const tg_ctx *ctx, int width, int k, bool above, bool below, int nrows, const double *z,
-		  tg_fill_scan *out, tg_error *err)
+scan_result(const tg_ctx *ctx, const part_scan *s, int k, const scan_edge *kept, size_t nkept,
+			const uint32_t *first, const uint32_t *last, tg_fill_scan *out, tg_error *err)
 {
-	const size_t W = (size_t) width,
-				n = W * nrows;
-	part_scan	s;
+	const size_t W = (size_t) s->width;
 	tg_status	st = TG_OK;
 
-	memset(out, 0, sizeof *out);
+	out->nedges = nkept;
+	out->a = tg_alloc(ctx, (nkept + 1) * sizeof(uint32_t));
+	out->b = tg_alloc(ctx, (nkept + 1) * sizeof(uint32_t));
+	out->height = tg_alloc(ctx, (nkept + 1) * sizeof(double));
+	out->first = tg_alloc(ctx, W * sizeof(uint32_t) + 1);
+	out->last = tg_alloc(ctx, W * sizeof(uint32_t) + 1);
+	if (!out->a || !out->b || !out->height || !out->first || !out->last)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate a fill part's %zu label edges", nkept);
+	for (size_t i = 0; st == TG_OK && i < nkept; i++)
+	{
+		out->a[i] = known_label(s, k, kept[i].a);
+		out->b[i] = known_label(s, k, kept[i].b);
+		out->height[i] = kept[i].height;
+		if (out->a[i] == UINT32_MAX || out->b[i] == UINT32_MAX)
+			st = tg_error_set(err, TG_EDATA, "a fill part's graph kept an inner label");
+	}
+	if (st == TG_OK)
+		st = edge_row_labels(s, k, s->rows, first, out->first, err);
+	if (st == TG_OK)
+		st = edge_row_labels(s, k, s->rows + (size_t) (s->nrows - 1) * W, last, out->last, err);
+	return st;
+}
+
+/* A part's scan: its rows, with the row above and below where it has them. */
+typedef struct scan_step
+{
+	int			width;
+	int			k;
+	bool		above;
+	bool		below;
+	int			nrows;
+	const double *z;
+	tg_fill_scan *out;
+} scan_step;
+
+static part_scan
+scan_plan(const scan_step *a, int nsub)
+{
+	part_scan	s;
+
 	memset(&s, 0, sizeof s);
-	s.width = width;
-	s.nrows = nrows;
-	s.nsub = scan_substrips(width, nrows);
-	s.above = above;
-	s.below = below;
-	s.rows = z + (s.above ? W : 0);
+	s.width = a->width;
+	s.nrows = a->nrows;
+	s.nsub = nsub;
+	s.above = a->above;
+	s.below = a->below;
+	s.rows = a->z + (s.above ? (size_t) a->width : 0);
+	return s;
+}
+
+/* On the call's threads: sub-strips flooded, their graphs merged pairwise. */
+static tg_status
+scan_rows_cpu(const tg_ctx *ctx, const void *arg, tg_error *err)
+{
+	const scan_step *a = arg;
+	const size_t W = (size_t) a->width,
+				n = W * a->nrows;
+	part_scan	s = scan_plan(a, scan_substrips(a->width, a->nrows));
+	tg_status	st = TG_OK;
+
 	s.label = tg_alloc(ctx, (n ? n : 1) * sizeof(uint32_t));
 	s.lf = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
 	s.kept = tg_alloc(ctx, s.nsub * sizeof(scan_edge *));
 	s.nkept = tg_alloc(ctx, s.nsub * sizeof(size_t));
-	out->first = tg_alloc(ctx, W * sizeof(uint32_t) + 1);
-	out->last = tg_alloc(ctx, W * sizeof(uint32_t) + 1);
-	if (!s.label || !s.lf || !s.kept || !s.nkept || !out->first || !out->last)
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate a fill part of %zu x %d cells", W, nrows);
+	if (!s.label || !s.lf || !s.kept || !s.nkept)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate a fill part of %zu x %d cells", W, a->nrows);
 	if (st == TG_OK)
 		memset(s.kept, 0, s.nsub * sizeof(scan_edge *));
 	for (int j = 0; st == TG_OK && j < s.nsub; j++)
@@ -708,33 +761,67 @@ scan_rows(const tg_ctx *ctx, int width, int k, bool above, bool below, int nrows
 	for (s.span = 1; st == TG_OK && s.span < s.nsub; s.span *= 2)
 		st = tg_parallel(ctx, (s.nsub - s.span + 2 * s.span - 1) / (2 * s.span), merge_ranges, &s, err);
 	if (st == TG_OK)
-	{
-		/* the root range's edges, in the part's labels */
-		out->nedges = s.nkept[0];
-		out->a = tg_alloc(ctx, (out->nedges + 1) * sizeof(uint32_t));
-		out->b = tg_alloc(ctx, (out->nedges + 1) * sizeof(uint32_t));
-		out->height = tg_alloc(ctx, (out->nedges + 1) * sizeof(double));
-		if (!out->a || !out->b || !out->height)
-			st = tg_error_set(err, TG_ENOMEM, "could not allocate a fill part's %zu label edges", out->nedges);
-		for (size_t i = 0; st == TG_OK && i < out->nedges; i++)
-		{
-			out->a[i] = known_label(&s, k, s.kept[0][i].a);
-			out->b[i] = known_label(&s, k, s.kept[0][i].b);
-			out->height[i] = s.kept[0][i].height;
-			if (out->a[i] == UINT32_MAX || out->b[i] == UINT32_MAX)
-				st = tg_error_set(err, TG_EDATA, "a fill part's graph kept an inner label");
-		}
-	}
-	if (st == TG_OK)
-		st = edge_row_labels(&s, k, 0, out->first, err);
-	if (st == TG_OK)
-		st = edge_row_labels(&s, k, nrows - 1, out->last, err);
+		st = scan_result(ctx, &s, a->k, s.kept[0], s.nkept[0], s.label, s.label + n - W, a->out, err);
 	for (int j = 0; s.kept && j < s.nsub; j++)
 		tg_free(ctx, s.kept[j]);
 	tg_free(ctx, s.kept);
 	tg_free(ctx, s.nkept);
 	tg_free(ctx, s.label);
 	tg_free(ctx, s.lf);
+	return st;
+}
+
+/*
+ * On the device: the part as one sub-strip whose labels are all seeds; its
+ * meetings kept as the minimum spanning tree of those labels, as a
+ * sub-strip's are.
+ */
+static tg_status
+scan_rows_gpu(const tg_ctx *ctx, const void *arg, tg_error *err)
+{
+	const scan_step *a = arg;
+	const size_t W = (size_t) a->width;
+	const part_scan s = scan_plan(a, 1);
+	const scan_labels leaf = {{top_base(a->width, 0), UINT32_MAX - (uint32_t) W, UINT32_MAX - (uint32_t) W,
+	bottom_base(a->width, 0)}, (uint32_t) W};
+	tg_scan_edges edges;
+	uint32_t   *first = tg_alloc(ctx, 2 * W * sizeof(uint32_t));
+	scan_edge  *e = NULL,
+			   *kept = tg_alloc(ctx, (2 * W + 1) * sizeof(scan_edge));
+	size_t		nkept = 0;
+	tg_status	st;
+
+	memset(&edges, 0, sizeof edges);
+	st = first && kept ? tg_cuda_fill_scan(ctx, a->z, a->width, a->nrows + a->above + a->below, a->above, a->nrows,
+										   a->above ? top_base(a->width, 0) : 0,
+										   a->below ? bottom_base(a->width, 0) : 0, &edges, first, first + W, err)
+		: tg_error_set(err, TG_ENOMEM, "could not allocate a fill part's labels");
+	if (st == TG_OK && (e = tg_alloc(ctx, (edges.n + 1) * sizeof(scan_edge))) == NULL)
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate a fill part's %zu label edges", edges.n);
+	for (size_t i = 0; st == TG_OK && i < edges.n; i++)
+		e[i] = (scan_edge) {edges.height[i], edges.a[i], edges.b[i]};
+	tg_free(ctx, edges.a);
+	tg_free(ctx, edges.b);
+	tg_free(ctx, edges.height);
+	if (st == TG_OK)
+		st = keep_edges(ctx, &leaf, e, edges.n, kept, &nkept, err);
+	if (st == TG_OK)
+		st = scan_result(ctx, &s, a->k, kept, nkept, first, first + W, a->out, err);
+	tg_free(ctx, e);
+	tg_free(ctx, kept);
+	tg_free(ctx, first);
+	return st;
+}
+
+static tg_status
+scan_rows(const tg_ctx *ctx, int width, int k, bool above, bool below, int nrows, const double *z,
+		  tg_fill_scan *out, tg_error *err)
+{
+	const scan_step a = {width, k, above, below, nrows, z, out};
+	tg_status	st;
+
+	memset(out, 0, sizeof *out);
+	st = tg_run_step(ctx, (int64_t) width * nrows, scan_rows_cpu, scan_rows_gpu, &a, err);
 	if (st != TG_OK)
 		tg_fill_scan_free(ctx, out);
 	return st;

@@ -50,7 +50,8 @@ void		tg_spill_graph_end(const tg_ctx *ctx, tg_spill_graph *g);
 
 /*
  * Depression filling (epsilon 0) of a grid larger than memory, in strips
- * of rows (the scans on the CPU's threads, each strip finished by tg_fill):
+ * of rows (each strip scanned on the call's backend, as a step of it, and
+ * finished by tg_fill):
  * the same surface as tg_fill's priority-flood.  Scan every strip, top to
  * bottom, then solve, then finish each strip (in any order) to get its
  * filled rows.  z: the strip's rows as doubles (NaN = nodata), preceded by
