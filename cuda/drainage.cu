@@ -382,11 +382,7 @@ labels_impl(const tg_ctx *ctx, int W, int H, const uint8_t *down, const uint32_t
 	TG_CUDA_CHECK(cudaEventSynchronize(back.stop), "labelling basins");
 	if (broken)
 		return tg_error_set(err, TG_EDEVICE, "a flow path on the GPU did not reach its end");
-	if (ctx->stats)
-	{
-		ctx->stats->kernel_ms += work.elapsed();
-		ctx->stats->transfer_ms += up.elapsed() + back.elapsed();
-	}
+	charge_device_time(ctx, work.elapsed(), up.elapsed() + back.elapsed());
 	return TG_OK;
 }
 
@@ -658,11 +654,7 @@ orders_impl(const tg_ctx *ctx, int W, int H, const uint8_t *down, const uint8_t 
 				  "copying the orders back from the GPU");
 	TG_CUDA_CHECK(cudaEventRecord(back.stop), "recording an event");
 	TG_CUDA_CHECK(cudaEventSynchronize(back.stop), "ordering streams");
-	if (ctx->stats)
-	{
-		ctx->stats->kernel_ms += work.elapsed();
-		ctx->stats->transfer_ms += up.elapsed() + back.elapsed();
-	}
+	charge_device_time(ctx, work.elapsed(), up.elapsed() + back.elapsed());
 	return TG_OK;
 }
 }								/* namespace */

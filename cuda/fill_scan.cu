@@ -486,12 +486,7 @@ fill_scan_impl(const tg_ctx *ctx, const double *z, int W, int count, int y0, int
 		edges->height[i] = heights[i];
 	}
 	edges->n = keys.size();
-	if (ctx->stats)
-	{
-		ctx->stats->kernel_ms += compute.elapsed() - transfer_ms;
-		ctx->stats->transfer_ms += transfer_ms + down.elapsed();
-		ctx->stats->chunks += rounds;
-	}
+	charge_device_time(ctx, compute.elapsed() - transfer_ms, transfer_ms + down.elapsed(), rounds);
 	return TG_OK;
 }
 }								/* namespace */

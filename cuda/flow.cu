@@ -407,12 +407,7 @@ part_d8_impl(const tg_ctx *ctx, const double *z, int W, int rows, int own0, int 
 				  "copying the accumulation back from the GPU");
 	TG_CUDA_CHECK(cudaEventRecord(down.stop), "recording an event");
 	TG_CUDA_CHECK(cudaEventSynchronize(down.stop), "accumulating a part's flow");
-	if (ctx->stats)
-	{
-		ctx->stats->kernel_ms += compute.elapsed() - transfer_ms;
-		ctx->stats->transfer_ms += transfer_ms + down.elapsed();
-		ctx->stats->chunks += rounds;
-	}
+	charge_device_time(ctx, compute.elapsed() - transfer_ms, transfer_ms + down.elapsed(), rounds);
 	return TG_OK;
 }
 }								/* namespace */

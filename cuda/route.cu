@@ -729,11 +729,7 @@ crossing_impl(const tg_ctx *ctx, const double *z, int W, int count, int y0, int 
 	TG_CUDA_CHECK(cudaEventSynchronize(down.stop), "listing crossing flats");
 	list->n = found[0];
 	list->nflats = found[1];
-	if (ctx->stats)
-	{
-		ctx->stats->kernel_ms += compute.elapsed();
-		ctx->stats->transfer_ms += up.elapsed() + down.elapsed();
-	}
+	charge_device_time(ctx, compute.elapsed(), up.elapsed() + down.elapsed());
 	return TG_OK;
 }
 }								/* namespace */

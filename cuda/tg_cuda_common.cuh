@@ -105,6 +105,18 @@ struct dbuf
 	}
 };
 
+/* A step's device time (and relaxation rounds) added to the call's statistics, where it keeps them. */
+static inline void
+charge_device_time(const tg_ctx *ctx, double kernel_ms, double transfer_ms, int rounds = 0)
+{
+	if (ctx->stats)
+	{
+		ctx->stats->kernel_ms += kernel_ms;
+		ctx->stats->transfer_ms += transfer_ms;
+		ctx->stats->chunks += rounds;
+	}
+}
+
 /* Events around device work, summed into the run statistics. */
 struct event_timer
 {
