@@ -71,6 +71,35 @@ tg_status	tg_cpu_crossing_flats(const tg_ctx *ctx, const double *z, int W, int c
 void		tg_crossing_list_free(const tg_ctx *ctx, tg_crossing_list *list);
 
 /*
+ * The neighbours of crossing cell c on its flat (at most 8) where the
+ * crossing cells of many rows are linked (scale/seams/): bit k of nbr[c] is
+ * set where neighbour k (ESRI) is a crossing cell too; west and east are
+ * c - 1 and c + 1; north-west, north and north-east follow one another from
+ * up[c] on, south-west, south and south-east from down[c] on.
+ */
+TG_HD int
+tg_crossing_neighbours(const uint8_t *nbr, const uint32_t *up, const uint32_t *down, uint32_t c, uint32_t nb[8])
+{
+	const uint8_t bits = nbr[c];
+	int			count = 0;
+	uint32_t	j;
+
+	if (bits & (1u << 4))
+		nb[count++] = c - 1;
+	if (bits & (1u << 0))
+		nb[count++] = c + 1;
+	j = up[c];
+	for (int k = 5; k <= 7; k++)
+		if (bits & (1u << k))
+			nb[count++] = j++;
+	j = down[c];
+	for (int k = 3; k >= 1; k--)
+		if (bits & (1u << k))
+			nb[count++] = j++;
+	return count;
+}
+
+/*
  * The two breadth-first distances over flats (towards the drains, away from
  * higher ground), in place, on the call's threads (flat_distances.c).  A cell
  * joins its 8 neighbours of the same flat number.  Every cell of the flats

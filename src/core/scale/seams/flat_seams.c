@@ -379,24 +379,7 @@ tg_seam_flats_link(const tg_ctx *ctx, tg_seam_flats *f, int H, tg_error *err)
 static int
 neighbours(const tg_seam_flats *f, uint32_t c, uint32_t nb[8])
 {
-	const uint8_t bits = f->nbr[c];
-	int			count = 0;
-	uint32_t	j;
-
-	if (bits & (1u << 4))
-		nb[count++] = c - 1;
-	if (bits & (1u << 0))
-		nb[count++] = c + 1;
-	/* above: north-west, north, north-east in column order from the link; below likewise */
-	j = f->up[c];
-	for (int k = 5; k <= 7; k++)
-		if (bits & (1u << k))
-			nb[count++] = j++;
-	j = f->down[c];
-	for (int k = 3; k >= 1; k--)
-		if (bits & (1u << k))
-			nb[count++] = j++;
-	return count;
+	return tg_crossing_neighbours(f->nbr, f->up, f->down, c, nb);
 }
 
 /* ------------------------------------------------------------------------
