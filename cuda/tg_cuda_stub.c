@@ -96,6 +96,13 @@ tg_cuda_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int
 }
 
 tg_status
+tg_cuda_seam_flats_walk(const tg_ctx *ctx, size_t n, const uint8_t *nbr, const uint32_t *up, const uint32_t *down,
+						int32_t *d0, int32_t *d1, tg_error *err)
+{
+	return no_cuda(err);
+}
+
+tg_status
 tg_cuda_fill_scan(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows, uint32_t top_base,
 				  uint32_t bottom_base, tg_scan_edges *edges, uint32_t *first, uint32_t *last, tg_error *err)
 {

@@ -173,7 +173,7 @@ tg_status	tg_viewshed_count(const tg_ctx *ctx, const tg_band *dem, const tg_view
  * auto, the device runs out of memory.  For the passes of a call already
  * open (no statistics reset, no phases of its own): drainage's passes, a
  * strip's and a part's D8 routing and accumulation call the CUDA backend
- * through it, and so does the seams' fill scan.
+ * through it, and so do the seams' fill scan and first walk of flats.
  */
 typedef tg_status (*tg_step_fn) (const tg_ctx *ctx, const void *args, tg_error *err);
 
@@ -202,8 +202,9 @@ tg_status	tg_backend_ready(const tg_ctx *ctx, tg_error *err);
  * core call only, and only through the dispatcher: by dispatch.c's entry
  * points above, and by the gpu steps handed to tg_run_step (drainage's
  * passes, a strip's and a part's fill scan, D8 routing and accumulation and
- * crossing flats).  Each takes the same arguments as its CPU counterpart
- * (tg_cpu_* in the domain folders, the seams' own for the fill scan).
+ * crossing flats, the walk of the flats across them).  Each takes the same
+ * arguments as its CPU counterpart (tg_cpu_* in the domain folders, the
+ * seams' own for the fill scan and the walk).
  * ------------------------------------------------------------------------ */
 
 /*
@@ -322,6 +323,16 @@ tg_status	tg_cuda_part_d8_rows(const tg_ctx *ctx, int W, const tg_flow_params *p
 
 tg_status	tg_cuda_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
 								   tg_crossing_list *list, tg_error *err);
+
+/*
+ * The first walk of the flats across seams (scale/seams/flat_seams.c) on the
+ * device: n crossing cells linked as tg_crossing_neighbours reads them, each
+ * distance (d0 towards the drains, d1 away from higher ground) at 1 on its
+ * seeds and TG_FLAT_FAR elsewhere, as the link leaves them; walked in place,
+ * level by level, to every cell its seeds reach.
+ */
+tg_status	tg_cuda_seam_flats_walk(const tg_ctx *ctx, size_t n, const uint8_t *nbr, const uint32_t *up,
+									const uint32_t *down, int32_t *d0, int32_t *d1, tg_error *err);
 
 /*
  * A strip's fill scan (scale/seams/fill_seams.c) on the device: rows

@@ -649,6 +649,106 @@ gpu_terrain(int t, int W, int H)
 }
 
 /*
+ * The flats across strips of z (NaN = nodata) in strips of `rows`, linked,
+ * then walked once on `backend`: d (2 * n, both distances of every crossing
+ * cell in order); false where a step failed.
+ */
+static bool
+walk_seam_flats(const double *z, int W, int H, const int *rows, int nb, tg_backend backend, int32_t **d,
+				size_t *n)
+{
+	tg_ctx		ctx = cpu_ctx(NULL);
+	tg_error	err;
+	tg_seam_flats f;
+	bool		ok = true;
+
+	tg_error_clear(&err);
+	ctx.backend = backend;
+	tg_seam_flats_init(&f, &ctx.allocator, W);
+	for (int k = 0, r0 = 0; ok && k < nb; r0 += rows[k++])
+	{
+		const int	first = r0 >= 2 ? r0 - 2 : 0,
+					end = r0 + rows[k] + 2 <= H ? r0 + rows[k] + 2 : H;
+		tg_crossing_list list = {0};
+
+		ok = tg_cpu_crossing_flats(&ctx, z + (size_t) first * W, W, end - first, r0 - first, rows[k], &list,
+								   &err) == TG_OK &&
+			tg_seam_flats_append(&ctx, &f, r0, &list, &err) == TG_OK &&
+			(r0 == 0 || tg_seam_flats_seam(&ctx, &f, r0, &err) == TG_OK);
+		tg_crossing_list_free(&ctx, &list);
+	}
+	ok = ok && tg_seam_flats_link(&ctx, &f, H, &err) == TG_OK && tg_seam_flats_walk(&ctx, &f, NULL, &err) == TG_OK;
+	*n = f.n;
+	*d = malloc(2 * (f.n + 1) * sizeof(int32_t));
+	if (ok)
+	{
+		memcpy(*d, f.d[0], f.n * sizeof(int32_t));
+		memcpy(*d + f.n, f.d[1], f.n * sizeof(int32_t));
+	}
+	else
+		printf("flats across strips: %s\n", err.message);
+	tg_seam_flats_free(&f);
+	return ok;
+}
+
+/*
+ * The first walk of the flats across strips on the device gives every
+ * crossing cell the distances the threads give it, on every test terrain
+ * (filled, but the walled floor) in strips of three rows, random heights,
+ * one row and one strip.
+ */
+static void
+test_seam_walk_gpu(void)
+{
+	tg_device_info info;
+
+	tg_device_query(0, &info);
+	for (size_t s = 0; info.available && s < GPU_SHAPES; s++)
+		for (int t = 0; t < GPU_TERRAINS; t++)
+		{
+			const int	W = gpu_shapes[s][0],
+						H = gpu_shapes[s][1];
+			const size_t n = (size_t) W * H;
+			double	   *z = gpu_terrain(t, W, H),
+					   *surf = malloc(sizeof(double) * n);
+			int		   *rows = malloc(sizeof(int) * H);
+			size_t		cells = 0,
+						differ = 0;
+
+			fill64(TG_BACKEND_CPU, z, W, H, TG_FILL_PRIORITY_FLOOD, 0, surf);
+			for (size_t i = 0; i < n; i++)
+			{
+				const double v = t == 3 ? z[i] : surf[i];	/* the walled floor left unfilled */
+
+				surf[i] = v == ND ? NAN : v;
+			}
+			for (int split = 0; split < 4; split++)
+			{
+				const int	nb = split_rows(H, (split + 2) % 4, rows);
+				int32_t    *cpu = NULL,
+						   *gpu = NULL;
+				size_t		nc = 0,
+							ng = 0;
+				const bool	ran = walk_seam_flats(surf, W, H, rows, nb, TG_BACKEND_CPU, &cpu, &nc) &&
+					walk_seam_flats(surf, W, H, rows, nb, TG_BACKEND_GPU, &gpu, &ng);
+
+				differ += !ran || nc != ng || memcmp(cpu, gpu, 2 * nc * sizeof(int32_t)) != 0;
+				cells += nc;
+				free(cpu);
+				free(gpu);
+			}
+			check(differ == 0 && (s > 0 || t > 4 || cells > 0),
+				  "cuda walk of flats across strips %dx%d (terrain %d): 4 splits' distances equal the CPU's "
+				  "(%zu differ, %zu cells)", W, H, t, differ, cells);
+			free(z);
+			free(surf);
+			free(rows);
+		}
+	if (!info.available)
+		printf("skipped: CUDA walk of flats across strips (no GPU)\n");
+}
+
+/*
  * The fill in strips with every strip scanned (and finished) on the device,
  * whose labels are not the CPU flood's: the filled surface is the in-memory
  * fill's, bit for bit, on every test terrain in strips of three rows,
@@ -846,4 +946,5 @@ test_strips(void)
 	test_route_strips_gpu();
 	test_fill_strips_gpu();
 	test_crossing_flats_gpu();
+	test_seam_walk_gpu();
 }

@@ -25,6 +25,9 @@
  * level's cells lower their neighbours of the same flat to the next level
  * with one compare-and-swap, a small level on the calling thread alone.
  * Either way a cell ends at exactly its distance, whatever the threads.
+ * Where the call's policy sends a step to the GPU, the first walk runs
+ * there instead (cuda/seam_flats.cu), level by level over every flat at
+ * once: the same distances.
  *
  * The strips of one server hold every crossing cell, so one walk gives the
  * whole flats' distances; a part holds its own, and walks again from what
@@ -812,8 +815,8 @@ first_walk(const tg_ctx *ctx, tg_seam_flats *f, int p, uint32_t *room, uint32_t 
 	return st;
 }
 
-tg_status
-tg_seam_flats_walk(const tg_ctx *ctx, tg_seam_flats *f, const tg_flat_lowered *lowered, tg_error *err)
+static tg_status
+walk_on_threads(const tg_ctx *ctx, tg_seam_flats *f, const tg_flat_lowered *lowered, tg_error *err)
 {
 	const size_t n = f->n,
 				nf = f->nflats;
@@ -870,6 +873,29 @@ tg_seam_flats_walk(const tg_ctx *ctx, tg_seam_flats *f, const tg_flat_lowered *l
 	tg_free(ctx, room);
 	tg_free(ctx, seed_end);
 	return st;
+}
+
+static tg_status
+first_walk_cpu(const tg_ctx *ctx, const void *arg, tg_error *err)
+{
+	return walk_on_threads(ctx, (tg_seam_flats *) arg, NULL, err);
+}
+
+static tg_status
+first_walk_gpu(const tg_ctx *ctx, const void *arg, tg_error *err)
+{
+	tg_seam_flats *f = (tg_seam_flats *) arg;
+
+	return tg_cuda_seam_flats_walk(ctx, f->n, f->nbr, f->up, f->down, f->d[0], f->d[1], err);
+}
+
+/* The first walk (from the link's seeds) where the call's policy sends a step; later ones on the threads. */
+tg_status
+tg_seam_flats_walk(const tg_ctx *ctx, tg_seam_flats *f, const tg_flat_lowered *lowered, tg_error *err)
+{
+	if (lowered != NULL)
+		return walk_on_threads(ctx, f, lowered, err);
+	return tg_run_step(ctx, (int64_t) f->n, first_walk_cpu, first_walk_gpu, f, err);
 }
 
 /* ------------------------------------------------------------------------

@@ -178,10 +178,11 @@ tg_status	tg_seam_flats_seam(const tg_ctx *ctx, tg_seam_flats *f, int row, tg_er
 /* Every cell added: rows [0, H), the links, the distances at the seeds. */
 tg_status	tg_seam_flats_link(const tg_ctx *ctx, tg_seam_flats *f, int H, tg_error *err);
 /*
- * Both distances walked from every cell they reached (lowered NULL) or from the cells lowered.
- * Joined flats of at least tg_seam_flat_bulk_cells cells are scanned, then walked level by level, on
- * all the threads; smaller ones each by a search on one thread: the two give the same distances (the
- * tests send every flat down each way).
+ * Both distances walked from every cell they reached (lowered NULL: the seeds the link set, as a step
+ * of the call, on the GPU where its policy sends one) or from the cells lowered.  On the threads, joined
+ * flats of at least tg_seam_flat_bulk_cells cells are scanned, then walked level by level; smaller ones
+ * each by a search on one thread: the two give the same distances (the tests send every flat down each
+ * way), and so does the device.
  */
 extern size_t tg_seam_flat_bulk_cells;
 tg_status	tg_seam_flats_walk(const tg_ctx *ctx, tg_seam_flats *f, const tg_flat_lowered *lowered, tg_error *err);
