@@ -649,6 +649,43 @@ gpu_terrain(int t, int W, int H)
 }
 
 /*
+ * A device test case: shape s of gpu_shapes, terrain t, its heights z (ND
+ * = nodata) and its routing surface surf (filled, but for the walled
+ * floor; NaN = nodata).
+ */
+typedef void (*gpu_case_fn) (size_t s, int t, int W, int H, const double *z, const double *surf);
+
+/* Every device test case through fn; false, running none, without a device. */
+static bool
+each_gpu_case(gpu_case_fn fn)
+{
+	tg_device_info info;
+
+	tg_device_query(0, &info);
+	for (size_t s = 0; info.available && s < GPU_SHAPES; s++)
+		for (int t = 0; t < GPU_TERRAINS; t++)
+		{
+			const int	W = gpu_shapes[s][0],
+						H = gpu_shapes[s][1];
+			const size_t n = (size_t) W * H;
+			double	   *z = gpu_terrain(t, W, H),
+					   *surf = malloc(sizeof(double) * (n + 1));
+
+			fill64(TG_BACKEND_CPU, z, W, H, TG_FILL_PRIORITY_FLOOD, 0, surf);
+			for (size_t i = 0; i < n; i++)
+			{
+				const double v = t == 3 ? z[i] : surf[i];
+
+				surf[i] = v == ND ? NAN : v;
+			}
+			fn(s, t, W, H, z, surf);
+			free(z);
+			free(surf);
+		}
+	return info.available;
+}
+
+/*
  * The flats across strips of z (NaN = nodata) in strips of `rows`, linked,
  * then walked once on `backend`: d (2 * n, both distances of every crossing
  * cell in order); false where a step failed.
@@ -698,53 +735,37 @@ walk_seam_flats(const double *z, int W, int H, const int *rows, int nb, tg_backe
  * one row and one strip.
  */
 static void
+seam_walk_case(size_t s, int t, int W, int H, const double *z, const double *surf)
+{
+	int		   *rows = malloc(sizeof(int) * H);
+	size_t		cells = 0,
+				differ = 0;
+
+	for (int split = 0; split < 4; split++)
+	{
+		const int	nb = split_rows(H, (split + 2) % 4, rows);
+		int32_t    *cpu = NULL,
+				   *gpu = NULL;
+		size_t		nc = 0,
+					ng = 0;
+		const bool	ran = walk_seam_flats(surf, W, H, rows, nb, TG_BACKEND_CPU, &cpu, &nc) &&
+			walk_seam_flats(surf, W, H, rows, nb, TG_BACKEND_GPU, &gpu, &ng);
+
+		differ += !ran || nc != ng || memcmp(cpu, gpu, 2 * nc * sizeof(int32_t)) != 0;
+		cells += nc;
+		free(cpu);
+		free(gpu);
+	}
+	check(differ == 0 && (s > 0 || t > 4 || cells > 0),
+		  "cuda walk of flats across strips %dx%d (terrain %d): 4 splits' distances equal the CPU's "
+		  "(%zu differ, %zu cells)", W, H, t, differ, cells);
+	free(rows);
+}
+
+static void
 test_seam_walk_gpu(void)
 {
-	tg_device_info info;
-
-	tg_device_query(0, &info);
-	for (size_t s = 0; info.available && s < GPU_SHAPES; s++)
-		for (int t = 0; t < GPU_TERRAINS; t++)
-		{
-			const int	W = gpu_shapes[s][0],
-						H = gpu_shapes[s][1];
-			const size_t n = (size_t) W * H;
-			double	   *z = gpu_terrain(t, W, H),
-					   *surf = malloc(sizeof(double) * n);
-			int		   *rows = malloc(sizeof(int) * H);
-			size_t		cells = 0,
-						differ = 0;
-
-			fill64(TG_BACKEND_CPU, z, W, H, TG_FILL_PRIORITY_FLOOD, 0, surf);
-			for (size_t i = 0; i < n; i++)
-			{
-				const double v = t == 3 ? z[i] : surf[i];	/* the walled floor left unfilled */
-
-				surf[i] = v == ND ? NAN : v;
-			}
-			for (int split = 0; split < 4; split++)
-			{
-				const int	nb = split_rows(H, (split + 2) % 4, rows);
-				int32_t    *cpu = NULL,
-						   *gpu = NULL;
-				size_t		nc = 0,
-							ng = 0;
-				const bool	ran = walk_seam_flats(surf, W, H, rows, nb, TG_BACKEND_CPU, &cpu, &nc) &&
-					walk_seam_flats(surf, W, H, rows, nb, TG_BACKEND_GPU, &gpu, &ng);
-
-				differ += !ran || nc != ng || memcmp(cpu, gpu, 2 * nc * sizeof(int32_t)) != 0;
-				cells += nc;
-				free(cpu);
-				free(gpu);
-			}
-			check(differ == 0 && (s > 0 || t > 4 || cells > 0),
-				  "cuda walk of flats across strips %dx%d (terrain %d): 4 splits' distances equal the CPU's "
-				  "(%zu differ, %zu cells)", W, H, t, differ, cells);
-			free(z);
-			free(surf);
-			free(rows);
-		}
-	if (!info.available)
+	if (!each_gpu_case(seam_walk_case))
 		printf("skipped: CUDA walk of flats across strips (no GPU)\n");
 }
 
@@ -755,55 +776,49 @@ test_seam_walk_gpu(void)
  * random heights, one row and one strip.
  */
 static void
+fill_scan_case(size_t s, int t, int W, int H, const double *z, const double *surf)
+{
+	const size_t n = (size_t) W * H;
+	double	   *ref = malloc(sizeof(double) * n),
+			   *got = malloc(sizeof(double) * n);
+	int		   *rows = malloc(sizeof(int) * H);
+	size_t		differ = 0,
+				raised = 0;
+	int			runs = 0;
+
+	fill64(TG_BACKEND_CPU, z, W, H, TG_FILL_PRIORITY_FLOOD, 0, ref);
+	for (size_t i = 0; i < n; i++)
+		raised += ref[i] != z[i];
+	for (int split = 0; split < 4; split++)
+	{
+		const int	nb = split_rows(H, (split + 2) % 4, rows);
+
+		if (!fill_in_strips(z, W, H, rows, nb, TG_BACKEND_GPU, got))
+		{
+			differ += n;
+			continue;
+		}
+		runs++;
+		for (size_t i = 0; i < n; i++)
+		{
+			const double r = ref[i] == ND ? NAN : ref[i];
+
+			differ += !((isnan(r) && isnan(got[i])) || r == got[i]);
+		}
+	}
+	/* the bowl, the walled floor and the noise hold water */
+	check(differ == 0 && runs == 4 && (s > 0 || (t != 1 && t != 3 && t != 7) || raised > 0),
+		  "cuda fill scan %dx%d (terrain %d): 4 splits filled as in memory (%zu cells differ, %zu raised)",
+		  W, H, t, differ, raised);
+	free(ref);
+	free(got);
+	free(rows);
+}
+
+static void
 test_fill_strips_gpu(void)
 {
-	tg_device_info info;
-
-	tg_device_query(0, &info);
-	for (size_t s = 0; info.available && s < GPU_SHAPES; s++)
-		for (int t = 0; t < GPU_TERRAINS; t++)
-		{
-			const int	W = gpu_shapes[s][0],
-						H = gpu_shapes[s][1];
-			const size_t n = (size_t) W * H;
-			double	   *z = gpu_terrain(t, W, H);
-			double	   *ref = malloc(sizeof(double) * n),
-					   *got = malloc(sizeof(double) * n);
-			int		   *rows = malloc(sizeof(int) * H);
-			size_t		differ = 0,
-						raised = 0;
-			int			runs = 0;
-
-			fill64(TG_BACKEND_CPU, z, W, H, TG_FILL_PRIORITY_FLOOD, 0, ref);
-			for (size_t i = 0; i < n; i++)
-				raised += ref[i] != z[i];
-			for (int split = 0; split < 4; split++)
-			{
-				const int	nb = split_rows(H, (split + 2) % 4, rows);
-
-				if (!fill_in_strips(z, W, H, rows, nb, TG_BACKEND_GPU, got))
-				{
-					differ += n;
-					continue;
-				}
-				runs++;
-				for (size_t i = 0; i < n; i++)
-				{
-					const double r = ref[i] == ND ? NAN : ref[i];
-
-					differ += !((isnan(r) && isnan(got[i])) || r == got[i]);
-				}
-			}
-			/* the bowl, the walled floor and the noise hold water */
-			check(differ == 0 && runs == 4 && (s > 0 || (t != 1 && t != 3 && t != 7) || raised > 0),
-				  "cuda fill scan %dx%d (terrain %d): 4 splits filled as in memory (%zu cells differ, %zu raised)",
-				  W, H, t, differ, raised);
-			free(z);
-			free(ref);
-			free(got);
-			free(rows);
-		}
-	if (!info.available)
+	if (!each_gpu_case(fill_scan_case))
 		printf("skipped: CUDA fill scan (no GPU)\n");
 }
 
@@ -822,66 +837,50 @@ same_crossing(const tg_crossing_list *a, const tg_crossing_list *b)
 }
 
 static void
+crossing_flats_case(size_t s, int t, int W, int H, const double *z, const double *surf)
+{
+	int			rows[150];
+	size_t		cells = 0,
+				differ = 0,
+				windows = 0;
+
+	for (int c = 0; c < 3; c++)
+	{
+		const int	nb = split_rows(H, c == 0 ? 2 : c == 1 ? 3 : 0, rows);
+
+		for (int k = 0, r0 = 0; k < nb; r0 += rows[k++])
+		{
+			const int	first = r0 >= 2 ? r0 - 2 : 0,
+						end = r0 + rows[k] + 2 <= H ? r0 + rows[k] + 2 : H;
+			tg_ctx		ctx = cpu_ctx(NULL);
+			tg_crossing_list cpu = {0},
+						gpu = {0};
+			tg_error	err;
+			bool		ran;
+
+			tg_error_clear(&err);
+			ran = tg_cpu_crossing_flats(&ctx, surf + (size_t) first * W, W, end - first, r0 - first, rows[k],
+										&cpu, &err) == TG_OK;
+			ran = ran && tg_cuda_crossing_flats(&ctx, surf + (size_t) first * W, W, end - first, r0 - first,
+												rows[k], &gpu, &err) == TG_OK;
+			if (!ran)
+				printf("crossing flats: %s\n", err.message);
+			differ += !ran || !same_crossing(&cpu, &gpu);
+			cells += ran ? cpu.n : 0;
+			windows++;
+			tg_crossing_list_free(&ctx, &cpu);
+			tg_crossing_list_free(&ctx, &gpu);
+		}
+	}
+	check(differ == 0 && (s > 0 || t > 4 || cells > 0),
+		  "cuda crossing flats %dx%d (terrain %d): %zu strips' lists equal the CPU's (%zu differ, %zu cells)",
+		  W, H, t, windows, differ, cells);
+}
+
+static void
 test_crossing_flats_gpu(void)
 {
-	tg_device_info info;
-
-	tg_device_query(0, &info);
-	for (size_t s = 0; info.available && s < GPU_SHAPES; s++)
-		for (int t = 0; t < GPU_TERRAINS; t++)
-		{
-			const int	W = gpu_shapes[s][0],
-						H = gpu_shapes[s][1];
-			const size_t n = (size_t) W * H;
-			double	   *z = gpu_terrain(t, W, H);
-			double	   *surf = malloc(sizeof(double) * n);
-			int			rows[150];
-			size_t		cells = 0,
-						differ = 0,
-						windows = 0;
-
-			fill64(TG_BACKEND_CPU, z, W, H, TG_FILL_PRIORITY_FLOOD, 0, surf);
-			for (size_t i = 0; i < n; i++)
-			{
-				const double v = t == 3 ? z[i] : surf[i];	/* the walled floor left unfilled */
-
-				surf[i] = v == ND ? NAN : v;
-			}
-			for (int c = 0; c < 3; c++)
-			{
-				const int	nb = split_rows(H, c == 0 ? 2 : c == 1 ? 3 : 0, rows);
-
-				for (int k = 0, r0 = 0; k < nb; r0 += rows[k++])
-				{
-					const int	first = r0 >= 2 ? r0 - 2 : 0,
-								end = r0 + rows[k] + 2 <= H ? r0 + rows[k] + 2 : H;
-					tg_ctx		ctx = cpu_ctx(NULL);
-					tg_crossing_list cpu = {0},
-								gpu = {0};
-					tg_error	err;
-					bool		ran;
-
-					tg_error_clear(&err);
-					ran = tg_cpu_crossing_flats(&ctx, surf + (size_t) first * W, W, end - first, r0 - first, rows[k],
-												&cpu, &err) == TG_OK;
-					ran = ran && tg_cuda_crossing_flats(&ctx, surf + (size_t) first * W, W, end - first, r0 - first,
-														rows[k], &gpu, &err) == TG_OK;
-					if (!ran)
-						printf("crossing flats: %s\n", err.message);
-					differ += !ran || !same_crossing(&cpu, &gpu);
-					cells += ran ? cpu.n : 0;
-					windows++;
-					tg_crossing_list_free(&ctx, &cpu);
-					tg_crossing_list_free(&ctx, &gpu);
-				}
-			}
-			check(differ == 0 && (s > 0 || t > 4 || cells > 0),
-				  "cuda crossing flats %dx%d (terrain %d): %zu strips' lists equal the CPU's (%zu differ, %zu cells)",
-				  W, H, t, windows, differ, cells);
-			free(z);
-			free(surf);
-		}
-	if (!info.available)
+	if (!each_gpu_case(crossing_flats_case))
 		printf("skipped: CUDA crossing flats (no GPU)\n");
 }
 
