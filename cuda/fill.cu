@@ -130,7 +130,7 @@ fill_impl(const tg_ctx *ctx, const tg_band *dem, const tg_fill_params *params, d
 	TG_CUDA_CHECK(down.init(), "creating timing events");
 
 	TG_CUDA_CHECK(cudaEventRecord(compute.start), "recording an event");
-	tgk_classify<V><<<grid_for(n), 256>>>(z.p, W, H, kind.p);
+	tgk_classify<V><<<grid_for(n), 256>>>(z.p, W, H, 0, H, KIND_INTERIOR, kind.p);
 	TG_CUDA_CHECK(cudaGetLastError(), "classifying cells");
 	st = fill_surface<V>(ctx, z.p, kind.p, W, H, params->method, params->epsilon, w.p,
 						 &iterations, err);

@@ -33,37 +33,6 @@ constexpr uint32_t NO_EXIT = 0xFFFFFFFFu;
 /* Pointer-jumping passes per check of the convergence flags. */
 constexpr int JUMP_BATCH = 4;
 
-/* The own rows' kinds: nodata, outlet (as the CPU flood seeds it), seed of a row, interior. */
-__global__ void
-tgk_scan_classify(const double *__restrict__ z, int W, int count, int y0, int nrows, uint8_t *__restrict__ kind)
-{
-	const bool	above = y0 > 0,
-				below = y0 + nrows < count;
-
-	TG_GRID_STRIDE(i, (size_t) W * nrows)
-	{
-		const int	x = (int) (i % W),
-					y = (int) (i / W),
-					wy = y0 + y;
-		uint8_t		k = KIND_NODATA;
-
-		if (!isnan(z[(size_t) wy * W + x]))
-		{
-			bool		outlet = x == 0 || x == W - 1 || (y == 0 && !above) || (y == nrows - 1 && !below);
-
-			/* next to nodata, in the own rows or the rows beyond them */
-			for (int d = 0; d < 8 && !outlet; d++)
-			{
-				const int	ny = wy + tg_nbr_dy(d);
-
-				outlet = ny >= 0 && ny < count && isnan(z[(size_t) ny * W + x + tg_nbr_dx(d)]);
-			}
-			k = outlet ? KIND_OUTLET : y == 0 || y == nrows - 1 ? KIND_SEED : KIND_INTERIOR;
-		}
-		kind[i] = k;
-	}
-}
-
 /*
  * Each interior cell's lowest lower neighbour (the first of equals), or,
  * without one, a flat cell (parent NO_EXIT until its flat's exit is known);
@@ -182,19 +151,24 @@ tgk_scan_label(const uint8_t *__restrict__ kind, int W, uint32_t top_base, uint3
 	}
 }
 
-/* The neighbours a cell meets itself: east, south-west, south, south-east (each pair once). */
+/*
+ * Whether cell i meets another label at its j-th forward neighbour *m
+ * (east, south-west, south, south-east: each pair of cells once): both
+ * valid, the neighbour in the rows [0, nrows).
+ */
 __device__ __forceinline__ bool
-forward(int W, int nrows, int x, int y, int j, size_t *m)
+meets(const double *__restrict__ lf, const uint32_t *__restrict__ label, int W, int nrows, size_t i, int j,
+	  size_t *m)
 {
 	const int	dx = j == 0 ? 1 : j - 2,
 				dy = j == 0 ? 0 : 1,
-				nx = x + dx,
-				ny = y + dy;
+				nx = (int) (i % W) + dx,
+				ny = (int) (i / W) + dy;
 
 	if (nx < 0 || nx >= W || ny >= nrows)
 		return false;
 	*m = (size_t) ny * W + nx;
-	return true;
+	return !isnan(lf[i]) && !isnan(lf[*m]) && label[*m] != label[i];
 }
 
 /* Meetings of two labels per row (rows [0, nrows)). */
@@ -204,17 +178,13 @@ tgk_scan_count(const double *__restrict__ lf, const uint32_t *__restrict__ label
 {
 	TG_GRID_STRIDE(i, (size_t) W * nrows)
 	{
-		const int	x = (int) (i % W),
-					y = (int) (i / W);
 		unsigned	c = 0;
 		size_t		m;
 
-		if (isnan(lf[i]))
-			continue;
 		for (int j = 0; j < 4; j++)
-			c += forward(W, nrows, x, y, j, &m) && !isnan(lf[m]) && label[m] != label[i];
+			c += meets(lf, label, W, nrows, i, j, &m);
 		if (c)
-			atomicAdd(&per_row[y], c);
+			atomicAdd(&per_row[i / W], c);
 	}
 }
 
@@ -226,19 +196,15 @@ tgk_scan_meet(const double *__restrict__ lf, const uint32_t *__restrict__ label,
 	TG_GRID_STRIDE(t, (size_t) W * (y_end - y_begin))
 	{
 		const size_t i = (size_t) y_begin * W + t;
-		const int	x = (int) (i % W),
-					y = (int) (i / W);
 		size_t		m;
 
-		if (isnan(lf[i]))
-			continue;
 		for (int j = 0; j < 4; j++)
 		{
-			if (!forward(W, nrows, x, y, j, &m) || isnan(lf[m]) || label[m] == label[i])
+			if (!meets(lf, label, W, nrows, i, j, &m))
 				continue;
 			const uint32_t a = label[i] < label[m] ? label[i] : label[m],
 						b = label[i] < label[m] ? label[m] : label[i],
-						at = atomicAdd(&cursor[y - y_begin], 1u);
+						at = atomicAdd(&cursor[i / W - y_begin], 1u);
 
 			key[at] = (uint64_t) a << 32 | b;
 			height[at] = lf[i] > lf[m] ? lf[i] : lf[m];
@@ -279,7 +245,7 @@ scan_labels(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nr
 	TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, d_z.p, z, (size_t) W * count * sizeof(double)),
 				  "copying a strip to the GPU");
 	TG_CUDA_CHECK(cudaEventRecord(up.stop), "recording an event");
-	tgk_scan_classify<<<grid_for(n), 256>>>(d_z.p, W, count, y0, nrows, kind.p);
+	tgk_classify<double><<<grid_for(n), 256>>>(d_z.p, W, count, y0, nrows, KIND_SEED, kind.p);
 	TG_CUDA_CHECK(cudaGetLastError(), "classifying a strip's cells");
 	st = fill_surface<double>(ctx, d_z.p + (size_t) W * y0, kind.p, W, nrows, TG_FILL_PRIORITY_FLOOD, 0, lf, rounds,
 							  err);

@@ -71,22 +71,39 @@ tgk_decode(const typename PF::storage *__restrict__ in, size_t n, bool has_nodat
 	}
 }
 
+/*
+ * The kinds of rows [y0, y0 + nrows) of z's `count` rows (kind: those rows
+ * alone): nodata; outlet where water leaves — the grid's edge, the first
+ * or last of these rows where nothing lies beyond it, a cell next to nodata
+ * in any of the rows; interior.  The first and last rows' other cells are
+ * edge_kind: interior on a whole grid, seeds of a strip's fill scan.
+ */
 template <typename V>
 __global__ void
-tgk_classify(const V *__restrict__ z, int W, int H, uint8_t *__restrict__ kind)
+tgk_classify(const V *__restrict__ z, int W, int count, int y0, int nrows, uint8_t edge_kind,
+			 uint8_t *__restrict__ kind)
 {
-	TG_GRID_STRIDE(i, (size_t) W * H)
+	const bool	above = y0 > 0,
+				below = y0 + nrows < count;
+
+	TG_GRID_STRIDE(i, (size_t) W * nrows)
 	{
-		int			x = (int) (i % W),
-					y = (int) (i / W);
+		const int	x = (int) (i % W),
+					y = (int) (i / W),
+					wy = y0 + y;
 		uint8_t		k = KIND_NODATA;
 
-		if (!isnan(z[i]))
+		if (!isnan(z[(size_t) wy * W + x]))
 		{
-			k = (x == 0 || y == 0 || x == W - 1 || y == H - 1) ? KIND_OUTLET : KIND_INTERIOR;
-			for (int d = 0; d < 8 && k == KIND_INTERIOR; d++)
-				if (isnan(z[(size_t) (y + tg_nbr_dy(d)) * W + x + tg_nbr_dx(d)]))
-					k = KIND_OUTLET;
+			bool		outlet = x == 0 || x == W - 1 || (y == 0 && !above) || (y == nrows - 1 && !below);
+
+			for (int d = 0; d < 8 && !outlet; d++)
+			{
+				const int	ny = wy + tg_nbr_dy(d);
+
+				outlet = ny >= 0 && ny < count && isnan(z[(size_t) ny * W + x + tg_nbr_dx(d)]);
+			}
+			k = outlet ? KIND_OUTLET : y == 0 || y == nrows - 1 ? edge_kind : KIND_INTERIOR;
 		}
 		kind[i] = k;
 	}

@@ -454,7 +454,7 @@ build_route(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, devi
 	if (st != TG_OK)
 		return st;
 	TG_CUDA_CHECK(r.kind.alloc(n), "allocating cell kinds");
-	tgk_classify<V><<<grid_for(n), 256>>>(r.z.p, W, H, r.kind.p);
+	tgk_classify<V><<<grid_for(n), 256>>>(r.z.p, W, H, 0, H, KIND_INTERIOR, r.kind.p);
 	TG_CUDA_CHECK(cudaGetLastError(), "classifying cells");
 	if (p->fill)
 	{
