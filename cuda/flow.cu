@@ -326,6 +326,66 @@ direction_impl(const tg_ctx *ctx, const tg_band *dem, const tg_flow_params *p, u
 	return TG_OK;
 }
 
+/* A part's weights spread from its rows' (tg_part_weights' row). */
+__global__ void
+tgk_weights_of_rows(const double *__restrict__ row, int W, size_t n, double *__restrict__ w)
+{
+	TG_GRID_STRIDE(i, n)
+		w[i] = row[i / (size_t) W];
+}
+
+/* The amounts added to their cells in their order, as the threads add them: a run of one cell by its first. */
+__global__ void
+tgk_add_amounts(const tg_cell_amount *__restrict__ add, size_t nadd, int64_t first, size_t n,
+				double *__restrict__ w)
+{
+	TG_GRID_STRIDE(j, nadd)
+	{
+		const int64_t cell = add[j].cell;
+		double		v;
+
+		if ((j > 0 && add[j - 1].cell == cell) || cell < first || (size_t) (cell - first) >= n)
+			continue;
+		v = w[cell - first];
+		for (size_t k = j; k < nadd && add[k].cell == cell; k++)
+			v += add[k].amount;
+		w[cell - first] = v;
+	}
+}
+
+/* What each of a part's own cells puts in (tg_part_weights), into d_w on the device. */
+tg_status
+part_weights_to_device(const tg_ctx *ctx, const tg_part_weights *w, int W, int own_rows, double *d_w,
+					   tg_error *err)
+{
+	const size_t own = (size_t) W * own_rows;
+	dbuf<double> d_row;
+	dbuf<tg_cell_amount> d_add;
+
+	if (w->cell)
+		TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, d_w, w->cell, own * sizeof(double)),
+					  "copying weights to the GPU");
+	else if (w->row)
+	{
+		TG_CUDA_CHECK(d_row.alloc(own_rows), "allocating row weights");
+		TG_CUDA_CHECK(cudaMemcpy(d_row.p, w->row, own_rows * sizeof(double), cudaMemcpyHostToDevice),
+					  "copying row weights to the GPU");
+		tgk_weights_of_rows<<<grid_for(own), 256>>>(d_row.p, W, own, d_w);
+		TG_CUDA_CHECK(cudaGetLastError(), "spreading row weights");
+	}
+	else
+		return tg_error_set(err, TG_EINVAL, "a part's accumulation needs its cells' or its rows' weights");
+	if (w->nadd > 0)
+	{
+		TG_CUDA_CHECK(d_add.alloc(w->nadd), "allocating inflows");
+		TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, d_add.p, w->add, w->nadd * sizeof(tg_cell_amount)),
+					  "copying inflows to the GPU");
+		tgk_add_amounts<<<grid_for(w->nadd), 256>>>(d_add.p, w->nadd, w->first, own, d_w);
+		TG_CUDA_CHECK(cudaGetLastError(), "adding inflows");
+	}
+	return TG_OK;
+}
+
 /* Device bytes of part_d8_impl over n cells, own of them its own, besides the crossing flats' masks. */
 size_t
 part_d8_bytes(const tg_flow_params *p, size_t n, size_t own)
@@ -342,8 +402,8 @@ part_d8_bytes(const tg_flow_params *p, size_t n, size_t own)
  */
 tg_status
 part_d8_impl(const tg_ctx *ctx, const double *z, int W, int rows, int own0, int own_rows,
-			 const tg_flow_params *p, const tg_flat_masks *given, const double *weight, uint8_t *d8,
-			 double *acc, tg_error *err)
+			 const tg_flow_params *p, const tg_flat_masks *given, const tg_part_weights *weight, uint8_t *d8,
+			 double *acc, uint16_t *receivers, tg_error *err)
 {
 	const size_t n = (size_t) W * rows,
 				own = (size_t) W * own_rows,
@@ -390,8 +450,9 @@ part_d8_impl(const tg_ctx *ctx, const double *z, int W, int rows, int own0, int 
 	TG_CUDA_CHECK(indeg.alloc(own), "allocating donor counts");
 	TG_CUDA_CHECK(order.alloc(own), "allocating the order");
 	TG_CUDA_CHECK(links.alloc(own), "allocating donor masks");
-	TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, d_weight.p, weight, own * sizeof(double)),
-				  "copying weights to the GPU");
+	st = part_weights_to_device(ctx, weight, W, own_rows, d_weight.p, err);
+	if (st != TG_OK)
+		return st;
 	/* the own rows alone: their routing out of them leaves the grid */
 	v = route.view(p->threshold);
 	v.height = own_rows;
@@ -400,11 +461,20 @@ part_d8_impl(const tg_ctx *ctx, const double *z, int W, int rows, int own0, int 
 				   order.p, &launches, err);
 	if (st != TG_OK)
 		return st;
+	if (receivers)
+	{
+		/* the donor masks are done with: their buffer holds the receiver masks */
+		tgk_export_receivers<<<grid_for(own), 256>>>(v, route.kind.p + off, d_acc.p, links.p);
+		TG_CUDA_CHECK(cudaGetLastError(), "finding receivers");
+	}
 	TG_CUDA_CHECK(cudaEventRecord(compute.stop), "recording an event");
 	TG_CUDA_CHECK(cudaEventRecord(down.start), "recording an event");
 	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, d8, route.d8.p + off, own), "copying directions back from the GPU");
 	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, acc, d_acc.p, own * sizeof(double)),
 				  "copying the accumulation back from the GPU");
+	if (receivers)
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, receivers, links.p, own * sizeof(uint16_t)),
+					  "copying receivers back from the GPU");
 	TG_CUDA_CHECK(cudaEventRecord(down.stop), "recording an event");
 	TG_CUDA_CHECK(cudaEventSynchronize(down.stop), "accumulating a part's flow");
 	charge_device_time(ctx, compute.elapsed() - transfer_ms, transfer_ms + down.elapsed(), rounds);
@@ -428,11 +498,11 @@ tg_cuda_flow_accumulation(const tg_ctx *ctx, const tg_band *dem, const double *w
 
 extern "C" tg_status
 tg_cuda_part_d8(const tg_ctx *ctx, const double *z, int W, int rows, int own0, int own_rows,
-				const tg_flow_params *params, const tg_flat_masks *given, const double *weight, uint8_t *d8,
-				double *acc, tg_error *err)
+				const tg_flow_params *params, const tg_flat_masks *given, const tg_part_weights *weight,
+				uint8_t *d8, double *acc, uint16_t *receivers, tg_error *err)
 {
 	return tg_cuda_catch_all(err, [&] {
-		return part_d8_impl(ctx, z, W, rows, own0, own_rows, params, given, weight, d8, acc, err);
+		return part_d8_impl(ctx, z, W, rows, own0, own_rows, params, given, weight, d8, acc, receivers, err);
 	});
 }
 

@@ -303,12 +303,36 @@ tg_status	tg_cuda_bmmq_build(const tg_ctx *ctx, const tg_band *tiles, int ntiles
  * nodata), the part's own being own_rows of them from own0, routed with
  * `given` as tg_cpu_route_surface routes them (p's geometry that of the
  * rows); out, for the own rows, their
- * directions (D8 indices) and the accumulation of `weight` (own rows) with
- * directions out of them taken as exits, as tg_cpu_accumulate gives it.
+ * directions (D8 indices) and the accumulation of `weight` with directions
+ * out of them taken as exits, as tg_cpu_accumulate gives it, and where
+ * `receivers` is given each cell's receiver mask, as tg_route_receivers.
  */
+typedef struct tg_cell_amount
+{
+	int64_t		cell;
+	double		amount;
+} tg_cell_amount;
+
+/*
+ * What each own cell of a part puts into its D8 accumulation on the device,
+ * as the threads' dense weights would hold it: cell[i] where `cell` is
+ * given (per own cell), else its row's row[y] (per own row: a grid without
+ * a weight raster need not send a plane of them); then add[j].amount added
+ * to own cell add[j].cell - first, in their order (cells ascending, own).
+ */
+typedef struct tg_part_weights
+{
+	const double *cell;
+	const double *row;
+	const tg_cell_amount *add;
+	size_t		nadd;
+	int64_t		first;
+} tg_part_weights;
+
 tg_status	tg_cuda_part_d8(const tg_ctx *ctx, const double *z, int W, int rows, int own0, int own_rows,
-							const tg_flow_params *p, const tg_flat_masks *given, const double *weight,
-							uint8_t *d8, double *acc, tg_error *err);
+							const tg_flow_params *p, const tg_flat_masks *given,
+							const tg_part_weights *weight, uint8_t *d8, double *acc, uint16_t *receivers,
+							tg_error *err);
 
 /*
  * The most own rows of W cells whose tg_cuda_part_d8 (two rows around them

@@ -157,12 +157,13 @@ memory_spill_read(void *arg, size_t offset, void *data, size_t bytes, tg_error *
  * Directions and accumulation in strips (route_strips.c) of surface `surf`
  * (NaN = nodata), with the strip sizes `rows`, on `threads` threads, each
  * strip's D8 routing and accumulation on `backend`.  d8: ESRI codes, frac: 8
- * planes of the whole grid, acc: the accumulation.
+ * planes of the whole grid, acc: the accumulation, receivers (where given):
+ * the receiver masks.
  */
 static bool
 route_in_strips(const double *surf, const tg_flow_params *p, tg_accum_units units,
 			   const double *weight, const int *rows, int nb, int threads, tg_backend backend, uint8_t *d8,
-			   float *frac, double *acc, size_t *flat_cells)
+			   float *frac, double *acc, uint16_t *receivers, size_t *flat_cells)
 {
 	const int	W = p->geom.width,
 				H = p->geom.height;
@@ -205,10 +206,11 @@ route_in_strips(const double *surf, const tg_flow_params *p, tg_accum_units unit
 											&err) == TG_OK;
 			else if (pass == 3 && p->routing == TG_ROUTE_D8)
 				ok = tg_route_strips_accumulate(&ctx, rb, r0, rows[k], z, weight ? &wb : NULL,
-												acc + (size_t) r0 * W, NULL, &err) == TG_OK;
+												acc + (size_t) r0 * W, receivers ? receivers + (size_t) r0 * W : NULL,
+												&err) == TG_OK;
 			else if (pass == 3)
 				ok = tg_route_strips_flow_result(&ctx, rb, r0, rows[k], &spill, 0, acc + (size_t) r0 * W,
-												 NULL, &err) == TG_OK;
+												 receivers ? receivers + (size_t) r0 * W : NULL, &err) == TG_OK;
 			r0 += rows[k];
 		}
 		if (pass == 0 && ok)
@@ -316,7 +318,7 @@ test_route_strips(void)
 					double		acc_diff = 0;
 
 					if (!route_in_strips(surf, &p, units, weighted ? weight : NULL, rows, nb, 1, TG_BACKEND_CPU,
-										 d8, frac, acc, &flats))
+										 d8, frac, acc, NULL, &flats))
 					{
 						check(false, "routing in strips %dx%d in %d strips ran", W, H, nb);
 						continue;
@@ -357,7 +359,7 @@ test_route_strips(void)
 						double	   *acc3 = malloc(sizeof(double) * n + 1);
 
 						check(route_in_strips(surf, &p, units, weighted ? weight : NULL, rows, nb, 3,
-											  TG_BACKEND_CPU, d8, frac, acc3, &flats) &&
+											  TG_BACKEND_CPU, d8, frac, acc3, NULL, &flats) &&
 							  memcmp(acc, acc3, sizeof(double) * n) == 0,
 							  "%s accumulation in strips %dx%d (terrain %d): 3 threads give 1 thread's",
 							  routing_label(routing), W, H, terrain);
@@ -497,7 +499,7 @@ test_seams_adversarial(void)
 
 						tg_seam_flat_bulk_cells = run < 3 ? SIZE_MAX : 1;
 						ran = route_in_strips(surf, &p, TG_UNITS_CELLS, NULL, rows, nb, threads,
-											  TG_BACKEND_CPU, d8, frac, acc, &flats);
+											  TG_BACKEND_CPU, d8, frac, acc, NULL, &flats);
 						tg_seam_flat_bulk_cells = usual_bulk;
 
 						for (size_t i = 0; ran && i < n; i++)
@@ -538,9 +540,10 @@ test_seams_adversarial(void)
 
 /*
  * Each strip's D8 routing and accumulation on the GPU (as a part's link):
- * directions and accumulations equal the CPU strips' bit for bit, in cells,
- * in areas of a geographic grid and with fractional weights, on the seams'
- * adversarial DEMs and terraces whose flats cross every boundary.
+ * directions, accumulations and receivers equal the CPU strips' bit for
+ * bit, in cells, in areas of a geographic grid and with fractional weights,
+ * on the seams' adversarial DEMs and terraces whose flats cross every
+ * boundary.
  */
 static void
 test_route_strips_gpu(void)
@@ -555,6 +558,8 @@ test_route_strips_gpu(void)
 			   *acc_gpu = malloc(sizeof(double) * n);
 	uint8_t    *d8_cpu = malloc(n),
 			   *d8_gpu = malloc(n);
+	uint16_t   *recv_cpu = malloc(sizeof(uint16_t) * n),
+			   *recv_gpu = malloc(sizeof(uint16_t) * n);
 	float	   *frac = malloc(sizeof(float) * 8 * n);
 	int			rows[120];
 
@@ -586,24 +591,26 @@ test_route_strips_gpu(void)
 			p.geom.lat_step = -0.01;
 			p.geom.lon_step = 0.01;
 			ran = route_in_strips(surf, &p, c == 1 ? TG_UNITS_AREA : TG_UNITS_CELLS, c == 2 ? weight : NULL, rows,
-								  nb, 2, TG_BACKEND_CPU, d8_cpu, frac, acc_cpu, &flats) &&
+								  nb, 2, TG_BACKEND_CPU, d8_cpu, frac, acc_cpu, recv_cpu, &flats) &&
 				route_in_strips(surf, &p, c == 1 ? TG_UNITS_AREA : TG_UNITS_CELLS, c == 2 ? weight : NULL, rows,
-								nb, 2, TG_BACKEND_GPU, d8_gpu, frac, acc_gpu, &flats);
+								nb, 2, TG_BACKEND_GPU, d8_gpu, frac, acc_gpu, recv_gpu, &flats);
 			for (size_t i = 0; ran && i < n; i++)
-				differ += d8_cpu[i] != d8_gpu[i] || memcmp(&acc_cpu[i], &acc_gpu[i], sizeof(double)) != 0;
-			check(ran && differ == 0, "cuda strips %dx%d (terrain %d, case %d) in %d strips: the GPU's D8 "
-				  "routing and accumulation equal the CPU's bit for bit (%zu cells differ, %zu crossing flat cells)",
-				  W, H, t, c, nb, differ, flats);
+				differ += d8_cpu[i] != d8_gpu[i] || recv_cpu[i] != recv_gpu[i] ||
+					memcmp(&acc_cpu[i], &acc_gpu[i], sizeof(double)) != 0;
+			check(ran && differ == 0, "cuda strips %dx%d (terrain %d, case %d, %s) in %d strips: with the GPU, "
+				  "routing, receivers and accumulation equal the CPU's bit for bit (%zu cells differ, %zu crossing "
+				  "flat cells)", W, H, t, c, "d8", nb, differ, flats);
 			if (t != 4)
 				continue;
 			/* the crossing flats' masks sent to the device a few at a time */
 			tg_given_masks_batch = 7;
 			ran = route_in_strips(surf, &p, c == 1 ? TG_UNITS_AREA : TG_UNITS_CELLS, c == 2 ? weight : NULL, rows,
-								  nb, 2, TG_BACKEND_GPU, d8_gpu, frac, acc_gpu, &flats);
+								  nb, 2, TG_BACKEND_GPU, d8_gpu, frac, acc_gpu, recv_gpu, &flats);
 			tg_given_masks_batch = (size_t) 1 << 20;
 			differ = 0;
 			for (size_t i = 0; ran && i < n; i++)
-				differ += d8_cpu[i] != d8_gpu[i] || memcmp(&acc_cpu[i], &acc_gpu[i], sizeof(double)) != 0;
+				differ += d8_cpu[i] != d8_gpu[i] || recv_cpu[i] != recv_gpu[i] ||
+					memcmp(&acc_cpu[i], &acc_gpu[i], sizeof(double)) != 0;
 			check(ran && differ == 0 && flats > 7, "cuda strips %dx%d (terraces, case %d) in %d strips, the masks of "
 				  "%zu crossing flat cells sent 7 at a time: the CPU's D8 routing and accumulation bit for bit "
 				  "(%zu cells differ)", W, H, c, nb, flats, differ);
@@ -618,6 +625,8 @@ test_route_strips_gpu(void)
 	free(acc_gpu);
 	free(d8_cpu);
 	free(d8_gpu);
+	free(recv_cpu);
+	free(recv_gpu);
 	free(frac);
 }
 

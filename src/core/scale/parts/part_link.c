@@ -105,28 +105,45 @@ tg_part_route(const tg_ctx *ctx, const tg_op *op, const part_state *s, tg_route 
  * s->d8 and s->acc, on the backend the call's policy chooses: the same
  * directions and the same sums either way.
  */
+/* The geometry of the part's own rows, what its cells' weights are computed over. */
+static tg_grid_geometry
+own_geometry(const tg_op *op, const part_state *s)
+{
+	tg_grid_geometry g = op->flow.geom;
+
+	g.height = s->H;
+	return g;
+}
+
 typedef struct link_step
 {
 	const tg_op *op;
 	part_state *s;
-	const double *weight;		/* of the own rows */
 } link_step;
 
 static tg_status
 link_cpu(const tg_ctx *ctx, const void *arg, tg_error *err)
 {
 	const link_step *l = arg;
+	const tg_grid_geometry g = own_geometry(l->op, l->s);
+	double	   *weight = NULL;
 	tg_route	sub,
 				strip;
 	size_t		own;
-	tg_status	st = tg_part_route(ctx, l->op, l->s, &sub, &own, err);
+	tg_status	st = tg_cell_weights(ctx, NULL, &g, l->op->units, &weight, err);
 
+	if (st == TG_OK)
+		st = tg_part_route(ctx, l->op, l->s, &sub, &own, err);
 	if (st != TG_OK)
+	{
+		tg_free(ctx, weight);
 		return st;
+	}
 	strip = own_rows_d8(l->s, &sub, own);
 	tg_parallel_memcpy(ctx, l->s->d8, strip.d8, (size_t) l->s->W * l->s->H);
-	st = tg_cpu_accumulate(ctx, &strip, &l->op->flow, l->weight, TG_ACC_INDEGREE, l->s->acc, err);
+	st = tg_cpu_accumulate(ctx, &strip, &l->op->flow, weight, TG_ACC_INDEGREE, l->s->acc, err);
 	tg_route_free(ctx, &sub);
+	tg_free(ctx, weight);
 	return st;
 }
 
@@ -137,18 +154,27 @@ link_gpu(const tg_ctx *ctx, const void *arg, tg_error *err)
 	const part_state *s = l->s;
 	int			first,
 				count;
+	const tg_grid_geometry g = own_geometry(l->op, s);
+	double	   *row_w = NULL;
 	tg_flow_params p;
 	tg_flat_masks given;
-	tg_status	st;
+	tg_status	st = tg_row_weights(ctx, &g, l->op->units, &row_w, err);
 
-	routed_rows(s, &first, &count);
-	st = crossing_masks(ctx, l->op, s, first, count, &given, &p, err);
 	if (st != TG_OK)
 		return st;
-	p.fill = false;				/* the part's surface is filled already, where asked */
-	st = tg_cuda_part_d8(ctx, s->z + (size_t) first * s->W, s->W, count, 2 - first, s->H, &p, &given, l->weight,
-						 s->d8, s->acc, err);
-	free_masks(ctx, &given);
+	routed_rows(s, &first, &count);
+	st = crossing_masks(ctx, l->op, s, first, count, &given, &p, err);
+	if (st == TG_OK)
+	{
+		/* no weight raster: each cell puts in its row's weight, spread on the device */
+		const tg_part_weights w = {NULL, row_w, NULL, 0, 0};
+
+		p.fill = false;			/* the part's surface is filled already, where asked */
+		st = tg_cuda_part_d8(ctx, s->z + (size_t) first * s->W, s->W, count, 2 - first, s->H, &p, &given, &w,
+							 s->d8, s->acc, NULL, err);
+		free_masks(ctx, &given);
+	}
+	tg_free(ctx, row_w);
 	return st;
 }
 
@@ -163,7 +189,6 @@ tg_part_link(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_er
 	tg_strip_exit *exits = NULL;
 	int64_t    *dest;
 	writer		w = {.ctx = ctx};
-	double	   *weight = NULL;
 	tg_route	strip;
 	tg_status	st = TG_OK;
 
@@ -183,15 +208,12 @@ tg_part_link(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_er
 			st = tg_error_set(err, TG_ENOMEM, "could not keep a part's directions and accumulation");
 	}
 	if (st == TG_OK)
-		st = tg_cell_weights(ctx, NULL, &op->flow.geom, op->units, &weight, err);
-	if (st == TG_OK)
 	{
-		link_step	l = {op, s, weight};
+		link_step	l = {op, s};
 
 		tg_phase(ctx, "link: routing and accumulation of the part");
 		st = tg_run_step(ctx, (int64_t) W * s->H, link_cpu, link_gpu, &l, err);
 	}
-	tg_free(ctx, weight);
 	strip = (tg_route) {s->W, s->H, TG_ROUTE_D8, s->z + 2 * W, s->d8, NULL};
 	if (st == TG_OK)
 		st = tg_strip_link(ctx, &strip, s->acc, s->row0, &exits, &nexits, &cap, dest, err);
@@ -254,7 +276,7 @@ add_inflows(const tg_ctx *ctx, const tg_op *op, const part_state *s, const tg_st
 	const int64_t begin = (int64_t) s->row0 * W;
 	const tg_route strip = {W, H, TG_ROUTE_D8, s->z + 2 * (size_t) W, s->d8, NULL};
 	const tg_route_view v = tg_cpu_route_view(&strip, op->flow.threshold);
-	tg_grid_geometry g = op->flow.geom;
+	const tg_grid_geometry g = own_geometry(op, s);
 	double	   *acc = s->acc,
 			   *rw = NULL;
 	uint8_t    *mark = tg_alloc(ctx, nb / 8 + 1);
@@ -266,7 +288,6 @@ add_inflows(const tg_ctx *ctx, const tg_op *op, const part_state *s, const tg_st
 	tg_status	st;
 
 	/* a cell's weight as tg_cell_weights gives it without a weight raster: its row's */
-	g.height = H;
 	st = tg_row_weights(ctx, &g, op->units, &rw, err);
 	if (st == TG_OK && (mark == NULL || root == NULL))
 		st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's inflows (%zu cells)", nb);

@@ -112,11 +112,8 @@ typedef struct tg_strip_exit
 	double		acc;			/* the strip's own accumulation, then the total leaving */
 } tg_strip_exit;
 
-typedef struct tg_strip_inflow
-{
-	int64_t		cell;
-	double		amount;
-} tg_strip_inflow;
+/* water entering a strip or part at a cell: what its accumulation adds to the cell's weight */
+typedef tg_cell_amount tg_strip_inflow;
 
 typedef struct tg_strip_ends
 {

@@ -489,9 +489,12 @@ tg_route_strips_directions(const tg_ctx *ctx, tg_route_strips *rb, int row0, int
  * ------------------------------------------------------------------------ */
 
 /*
- * A strip's D8 routing and the accumulation of w over its own rows, on the
- * backend the call's policy chooses (as a part's link: the same directions
- * and the same sums either way); strip: the own rows' directions.
+ * A strip's routing and the accumulation over its own rows of what each
+ * cell puts in (the weight raster's rows or 1 each, times the area where
+ * asked; the inflows added where with_inflows); strip: the own rows'
+ * routing; receivers, where given, their receiver masks; on the backend
+ * the call's policy chooses (as a part's link: the same directions and the
+ * same sums either way).
  */
 typedef struct strip_step
 {
@@ -499,21 +502,56 @@ typedef struct strip_step
 	int			row0;
 	int			nrows;
 	const double *z;
-	const double *w;
+	const tg_band *weight;		/* the weight raster's own rows, or NULL */
+	bool		with_inflows;
 	tg_route   *strip;
 	double	   *acc;
+	uint16_t   *receivers;
 } strip_step;
 
+/* The inflows into the strip's own rows: rb->inflows[*j0, *j0 + *n). */
+static void
+strip_inflows(const strip_step *a, size_t *j0, size_t *n)
+{
+	const tg_route_strips *rb = a->rb;
+	const int64_t begin = (int64_t) a->row0 * rb->W,
+				end = (int64_t) (a->row0 + a->nrows) * rb->W;
+	size_t		j = a->with_inflows ? tg_first_cell_at(rb->inflows, rb->ninflows, sizeof(tg_strip_inflow), begin)
+		: rb->ninflows;
+
+	*j0 = j;
+	while (j < rb->ninflows && rb->inflows[j].cell < end)
+		j++;
+	*n = j - *j0;
+}
+
 static tg_status
-strip_d8_cpu(const tg_ctx *ctx, const void *arg, tg_error *err)
+strip_route_cpu(const tg_ctx *ctx, const void *arg, tg_error *err)
 {
 	const strip_step *a = arg;
-	tg_status	st = route_strip(ctx, a->rb, a->row0, a->nrows, a->z, a->strip, err);
+	const tg_grid_geometry g = strip_geometry(a->rb, a->row0, a->nrows);
+	const int64_t begin = (int64_t) a->row0 * a->rb->W;
+	double	   *w = NULL;
+	size_t		j0,
+				n;
+	tg_status	st = tg_cell_weights(ctx, a->weight, &g, a->rb->units, &w, err);
 
+	strip_inflows(a, &j0, &n);
+	for (size_t j = j0; st == TG_OK && j < j0 + n; j++)
+		w[a->rb->inflows[j].cell - begin] += a->rb->inflows[j].amount;
 	if (st == TG_OK)
-		st = tg_cpu_accumulate(ctx, a->strip, &a->rb->p, a->w, TG_ACC_INDEGREE, a->acc, err);
-	if (st != TG_OK)
-		tg_route_free(ctx, a->strip);
+		st = route_strip(ctx, a->rb, a->row0, a->nrows, a->z, a->strip, err);
+	if (st == TG_OK)
+	{
+		const tg_route_view v = tg_cpu_route_view(a->strip, 0);
+
+		st = tg_cpu_accumulate(ctx, a->strip, &a->rb->p, w, TG_ACC_INDEGREE, a->acc, err);
+		if (st == TG_OK && a->receivers)
+			st = tg_route_receivers_rows(ctx, &v, a->acc, 0, a->nrows, a->receivers, err);
+		if (st != TG_OK)
+			tg_route_free(ctx, a->strip);
+	}
+	tg_free(ctx, w);
 	return st;
 }
 
@@ -521,60 +559,60 @@ static tg_status
 strip_d8_gpu(const tg_ctx *ctx, const void *arg, tg_error *err)
 {
 	const strip_step *a = arg;
-	const int	W = a->rb->W;
+	const tg_route_strips *rb = a->rb;
+	const int	W = rb->W;
+	const tg_grid_geometry g = strip_geometry(rb, a->row0, a->nrows);
 	int			first,
 				count;
+	double	   *cell_w = NULL,
+			   *row_w = NULL;
+	size_t		j0,
+				n;
+	tg_part_weights w;
 	tg_flow_params p;
-	tg_flat_masks given;
+	tg_flat_masks given = {0};
 	tg_status	st;
 
 	memset(a->strip, 0, sizeof *a->strip);
-	if (!strip_in_grid(a->rb, a->row0, a->nrows))
+	if (!strip_in_grid(rb, a->row0, a->nrows))
 		return tg_error_set(err, TG_EINVAL, "route a strip of the grid after solving the flats");
-	halo_rows(a->rb, a->row0, a->nrows, &first, &count);
-	st = strip_masks(ctx, a->rb, a->row0, a->nrows, first, count, &p, &given, err);
-	if (st != TG_OK)
-		return st;
+	/* without a weight raster a cell puts in its row's weight: the device spreads them */
+	st = a->weight ? tg_cell_weights(ctx, a->weight, &g, rb->units, &cell_w, err)
+		: tg_row_weights(ctx, &g, rb->units, &row_w, err);
+	strip_inflows(a, &j0, &n);
+	w = (tg_part_weights) {cell_w, row_w, rb->inflows + j0, n, (int64_t) a->row0 * W};
+	halo_rows(rb, a->row0, a->nrows, &first, &count);
+	if (st == TG_OK)
+		st = strip_masks(ctx, rb, a->row0, a->nrows, first, count, &p, &given, err);
 	p.fill = false;				/* the surface is the routing surface, filled already where asked */
-	*a->strip = (tg_route) {W, a->nrows, TG_ROUTE_D8, NULL, tg_alloc(ctx, (size_t) W * a->nrows + 1), NULL};
-	st = a->strip->d8 == NULL ? tg_error_set(err, TG_ENOMEM, "could not allocate a strip's directions")
-		: tg_cuda_part_d8(ctx, a->z, W, count, a->row0 - first, a->nrows, &p, &given, a->w, a->strip->d8,
-						  a->acc, err);
+	if (st == TG_OK)
+	{
+		*a->strip = (tg_route) {W, a->nrows, TG_ROUTE_D8, NULL, tg_alloc(ctx, (size_t) W * a->nrows + 1), NULL};
+		st = a->strip->d8 == NULL ? tg_error_set(err, TG_ENOMEM, "could not allocate a strip's directions")
+			: tg_cuda_part_d8(ctx, a->z, W, count, a->row0 - first, a->nrows, &p, &given, &w, a->strip->d8,
+							  a->acc, a->receivers, err);
+		if (st != TG_OK)
+			tg_route_free(ctx, a->strip);
+	}
 	tg_free(ctx, (void *) given.cell);
-	if (st != TG_OK)
-		tg_route_free(ctx, a->strip);
+	tg_free(ctx, cell_w);
+	tg_free(ctx, row_w);
 	return st;
 }
 
-/* The strip's routing, weights and (inflows added where given) accumulation. */
+/* The strip's routing, weights, accumulation (inflows added where asked) and receivers (where given). */
 static tg_status
 accumulate_strip(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows, const double *z,
-				const tg_band *weight, bool with_inflows, tg_route *strip, double *acc, tg_error *err)
+				const tg_band *weight, bool with_inflows, tg_route *strip, double *acc, uint16_t *receivers,
+				tg_error *err)
 {
-	tg_grid_geometry g = strip_geometry(rb, row0, nrows);
-	double	   *w = NULL;
+	strip_step	a = {rb, row0, nrows, z, weight, with_inflows, strip, acc, receivers};
 	tg_status	st;
 
 	memset(strip, 0, sizeof *strip);
 	st = flats_window(ctx, rb, row0, nrows, err);
 	if (st == TG_OK)
-		st = tg_cell_weights(ctx, weight, &g, rb->units, &w, err);
-	if (st == TG_OK && with_inflows)
-	{
-		const int64_t begin = (int64_t) row0 * rb->W,
-					end = (int64_t) (row0 + nrows) * rb->W;
-
-		for (size_t j = tg_first_cell_at(rb->inflows, rb->ninflows, sizeof(tg_strip_inflow), begin);
-			 j < rb->ninflows && rb->inflows[j].cell < end; j++)
-			w[rb->inflows[j].cell - begin] += rb->inflows[j].amount;
-	}
-	if (st == TG_OK)
-	{
-		strip_step	a = {rb, row0, nrows, z, w, strip, acc};
-
-		st = tg_run_step(ctx, (int64_t) rb->W * nrows, strip_d8_cpu, strip_d8_gpu, &a, err);
-	}
-	tg_free(ctx, w);
+		st = tg_run_step(ctx, (int64_t) rb->W * nrows, strip_route_cpu, strip_d8_gpu, &a, err);
 	return st;
 }
 
@@ -600,7 +638,7 @@ tg_route_strips_link(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows
 		st = tg_error_set(err, TG_EINVAL, "link the strips of a D8 routing before solving the flow");
 		goto done;
 	}
-	st = accumulate_strip(ctx, rb, row0, nrows, z, weight, false, &strip, acc, err);
+	st = accumulate_strip(ctx, rb, row0, nrows, z, weight, false, &strip, acc, NULL, err);
 	if (st != TG_OK)
 		goto done;
 	routed = true;
@@ -645,15 +683,9 @@ tg_route_strips_accumulate(const tg_ctx *ctx, tg_route_strips *rb, int row0, int
 
 	if (!rb->flow_solved || rb->p.routing != TG_ROUTE_D8)
 		return tg_error_set(err, TG_EINVAL, "accumulate a strip of a D8 routing after solving the flow");
-	st = accumulate_strip(ctx, rb, row0, nrows, z, weight, true, &strip, acc, err);
+	st = accumulate_strip(ctx, rb, row0, nrows, z, weight, true, &strip, acc, receivers, err);
 	if (st != TG_OK)
 		return st;
-	if (receivers)
-	{
-		const tg_route_view v = tg_cpu_route_view(&strip, 0);
-
-		st = tg_route_receivers_rows(ctx, &v, acc, 0, nrows, receivers, err);
-	}
 	tg_route_free(ctx, &strip);
 	if (st == TG_OK && rb->units == TG_UNITS_SCA)
 	{
@@ -764,7 +796,7 @@ tg_route_strips_spread(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nro
 	acc = tg_alloc(ctx, (nb ? nb : 1) * sizeof(double));
 	if (acc == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a strip's accumulation (%zu cells)", nb);
-	st = accumulate_strip(ctx, rb, row0, nrows, z, weight, false, &strip, acc, err);
+	st = accumulate_strip(ctx, rb, row0, nrows, z, weight, false, &strip, acc, NULL, err);
 	if (st != TG_OK)
 		goto done;
 	routed = true;
