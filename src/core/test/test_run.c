@@ -658,7 +658,8 @@ test_strips_on_small_device(coverage *tiles)
 	run_backend = TG_BACKEND_GPU;
 	check(run_on(tiles, NULL, &op, 2, budget, false, false, &small, &stats, &err) == TG_OK &&
 		  sscanf(stats.note, "%d strips of at most %d rows", &small_strips, &small_rows) == 2 &&
-		  strstr(stats.note, "within the GPU's memory; each strip's D8 routing and accumulation on the GPU") &&
+		  strstr(stats.note, "within the GPU's memory; each strip's fill, crossing flats, D8 routing and accumulation "
+				 "on the GPU") &&
 		  (strstr(stats.note, "the surface between passes kept in memory") ||
 		   strstr(stats.note, "the surface between passes moved to the temporary file")) &&
 		  small_rows == rows && small_rows < host_rows && small_strips > host_strips &&

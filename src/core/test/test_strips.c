@@ -543,7 +543,8 @@ test_seams_adversarial(void)
  * directions, accumulations and receivers equal the CPU strips' bit for
  * bit, in cells, in areas of a geographic grid and with fractional weights,
  * on the seams' adversarial DEMs and terraces whose flats cross every
- * boundary.
+ * boundary.  Multiple flow with the GPU asked for runs each strip on the
+ * threads (the device's step routes D8 alone): the same bits again.
  */
 static void
 test_route_strips_gpu(void)
@@ -566,11 +567,12 @@ test_route_strips_gpu(void)
 	tg_device_query(0, &info);
 	for (size_t i = 0; i < n; i++)
 		weight[i] = 0.25 + rng_uniform();
-	for (int t = 0; info.available && t < 5; t++)
+	/* the seams' adversaries, terraces, then the plain again in multiple flow */
+	for (int t = 0; info.available && t < 6; t++)
 	{
-		double	   *z = t < 4 ? seam_terrain(t, W, H) : terraced_terrain(W, H);
+		double	   *z = t < 4 ? seam_terrain(t, W, H) : t == 4 ? terraced_terrain(W, H) : seam_terrain(2, W, H);
 		const bool	fill = t != 3;
-		tg_flow_params p = flow_params(TG_ROUTE_D8, W, H, 1, fill);
+		tg_flow_params p = flow_params(t == 5 ? TG_ROUTE_MFD_MD : TG_ROUTE_D8, W, H, 1, fill);
 
 		fill64(TG_BACKEND_CPU, z, W, H, TG_FILL_PRIORITY_FLOOD, 0, surf);
 		for (size_t i = 0; i < n; i++)
@@ -599,7 +601,7 @@ test_route_strips_gpu(void)
 					memcmp(&acc_cpu[i], &acc_gpu[i], sizeof(double)) != 0;
 			check(ran && differ == 0, "cuda strips %dx%d (terrain %d, case %d, %s) in %d strips: with the GPU, "
 				  "routing, receivers and accumulation equal the CPU's bit for bit (%zu cells differ, %zu crossing "
-				  "flat cells)", W, H, t, c, "d8", nb, differ, flats);
+				  "flat cells)", W, H, t, c, t == 5 ? "mfd-md" : "d8", nb, differ, flats);
 			if (t != 4)
 				continue;
 			/* the crossing flats' masks sent to the device a few at a time */

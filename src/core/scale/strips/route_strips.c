@@ -492,9 +492,9 @@ tg_route_strips_directions(const tg_ctx *ctx, tg_route_strips *rb, int row0, int
  * A strip's routing and the accumulation over its own rows of what each
  * cell puts in (the weight raster's rows or 1 each, times the area where
  * asked; the inflows added where with_inflows); strip: the own rows'
- * routing; receivers, where given, their receiver masks; on the backend
- * the call's policy chooses (as a part's link: the same directions and the
- * same sums either way).
+ * routing; receivers, where given, their receiver masks.  D8 runs on the
+ * backend the call's policy chooses (as a part's link: the same directions
+ * and the same sums either way), other routings on the threads.
  */
 typedef struct strip_step
 {
@@ -611,8 +611,10 @@ accumulate_strip(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows, co
 
 	memset(strip, 0, sizeof *strip);
 	st = flats_window(ctx, rb, row0, nrows, err);
-	if (st == TG_OK)
+	if (st == TG_OK && rb->p.routing == TG_ROUTE_D8)
 		st = tg_run_step(ctx, (int64_t) rb->W * nrows, strip_route_cpu, strip_d8_gpu, &a, err);
+	else if (st == TG_OK)
+		st = strip_route_cpu(ctx, &a, err);
 	return st;
 }
 

@@ -182,15 +182,31 @@ write_strip(const tg_ctx *ctx, strips *s, const tg_output *outs, int nouts, int 
 	return tg_write_tiles(ctx, s->job, outs, nouts, s->row0[k], s->nrows[k], err);
 }
 
+/* What of each strip an operation's steps run on the device where the call's policy sends them there. */
+static const char *
+device_steps(const tg_op *op)
+{
+	const tg_op_seams seams = tg_op_seams_of(op->kind);
+
+	if (seams == TG_SEAMS_WINDOW)
+		return op->kind == TG_OP_SLOPE ? "slope" : "terrain derivatives";
+	if (seams == TG_SEAMS_FILL)
+		return "fill";
+	if (seams != TG_SEAMS_ROUTE && op->flow.routing == TG_ROUTE_D8)
+		return op->flow.fill ? "fill, crossing flats, D8 routing and accumulation"
+			: "crossing flats, D8 routing and accumulation";
+	return op->flow.fill ? "fill and crossing flats" : "crossing flats";
+}
+
 static void
-strip_stats(const tg_ctx *ctx, const strips *s, const char *method)
+strip_stats(const tg_ctx *ctx, const strips *s, const tg_op *op, const char *method)
 {
 	bool		device;
 	char		fallbacks[80] = "";
 
 	if (ctx->stats == NULL)
 		return;
-	/* the strips' D8 steps (route_strips.c) time what they ran on the GPU */
+	/* the strips' steps on the device time what they ran there */
 	device = ctx->stats->kernel_ms > 0 || ctx->stats->transfer_ms > 0;
 	ctx->stats->backend = device ? TG_BACKEND_GPU : TG_BACKEND_CPU;
 	ctx->stats->chunks = s->n;
@@ -198,9 +214,9 @@ strip_stats(const tg_ctx *ctx, const strips *s, const char *method)
 	if (device && ctx->stats->gpu_fallbacks > 0)
 		snprintf(fallbacks, sizeof fallbacks, " but %d step%s the device could not hold, on the CPU",
 				 ctx->stats->gpu_fallbacks, ctx->stats->gpu_fallbacks == 1 ? "" : "s");
-	snprintf(ctx->stats->note, sizeof ctx->stats->note, "%d strips of at most %d rows within %s%s%s%s%s",
+	snprintf(ctx->stats->note, sizeof ctx->stats->note, "%d strips of at most %d rows within %s%s%s%s%s%s%s",
 			 s->n, s->max_rows, s->device_sized ? "the GPU's memory" : s->job->budget_name,
-			 device ? "; each strip's D8 routing and accumulation on the GPU" : "", fallbacks,
+			 device ? "; each strip's " : "", device ? device_steps(op) : "", device ? " on the GPU" : "", fallbacks,
 			 s->surface ? "; the surface between passes kept in memory"
 			 : s->surface_moved ? "; the surface between passes moved to the temporary file for the crossing flats"
 			 : "", s->flats_parked ? "; the crossing flats between strips in the temporary file" : "");
@@ -383,7 +399,7 @@ fill_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *err)
 	tg_job_notice(s->job, "%s spans %d x %d cells, more than %s holds: filling it in %d strips of rows",
 				  s->job->layout->name, s->width, s->height, s->job->budget_name, s->n);
 	st = surface_strips(ctx, s, true, write_filled, (void *) op, err);
-	strip_stats(ctx, s, "priority-flood in strips");
+	strip_stats(ctx, s, op, "priority-flood in strips");
 	return st;
 }
 
@@ -757,7 +773,7 @@ directions_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *er
 		progress(ctx, "directions in strips", k + 1, s->n);
 	}
 	tg_route_strips_end(ctx, rb);
-	strip_stats(ctx, s, "directions in strips");
+	strip_stats(ctx, s, op, "directions in strips");
 	return st;
 }
 
@@ -874,7 +890,7 @@ accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *
 		}
 	}
 	tg_route_strips_end(ctx, rb);
-	strip_stats(ctx, s, d8 ? "d8 in strips" : "multiple flow in strips");
+	strip_stats(ctx, s, op, d8 ? "d8 in strips" : "multiple flow in strips");
 	return st;
 }
 
@@ -958,7 +974,7 @@ tg_run_strips(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *e
 					tg_job_notice(job, "%s spans %d x %d cells, more than %s holds: computing it in %d strips of rows",
 								  job->layout->name, s.width, s.height, job->budget_name, s.n);
 					st = local_in_strips(ctx, op, &s, phase, err);
-					strip_stats(ctx, &s, phase);
+					strip_stats(ctx, &s, op, phase);
 					break;
 				}
 			case TG_SEAMS_FILL:
