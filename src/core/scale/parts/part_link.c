@@ -100,11 +100,6 @@ tg_part_route(const tg_ctx *ctx, const tg_op *op, const part_state *s, tg_route 
 	return st;
 }
 
-/*
- * The link's routing and D8 accumulation of the part's own rows into
- * s->d8 and s->acc, on the backend the call's policy chooses: the same
- * directions and the same sums either way.
- */
 /* The geometry of the part's own rows, what its cells' weights are computed over. */
 static tg_grid_geometry
 own_geometry(const tg_op *op, const part_state *s)
@@ -115,6 +110,11 @@ own_geometry(const tg_op *op, const part_state *s)
 	return g;
 }
 
+/*
+ * The link's routing and D8 accumulation of the part's own rows into
+ * s->d8 and s->acc, on the backend the call's policy chooses: the same
+ * directions and the same sums either way.
+ */
 typedef struct link_step
 {
 	const tg_op *op;

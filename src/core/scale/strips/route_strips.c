@@ -580,7 +580,7 @@ strip_d8_gpu(const tg_ctx *ctx, const void *arg, tg_error *err)
 	st = a->weight ? tg_cell_weights(ctx, a->weight, &g, rb->units, &cell_w, err)
 		: tg_row_weights(ctx, &g, rb->units, &row_w, err);
 	strip_inflows(a, &j0, &n);
-	w = (tg_part_weights) {cell_w, row_w, rb->inflows + j0, n, (int64_t) a->row0 * W};
+	w = (tg_part_weights) {cell_w, row_w, n > 0 ? rb->inflows + j0 : NULL, n, (int64_t) a->row0 * W};
 	halo_rows(rb, a->row0, a->nrows, &first, &count);
 	if (st == TG_OK)
 		st = strip_masks(ctx, rb, a->row0, a->nrows, first, count, &p, &given, err);

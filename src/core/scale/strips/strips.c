@@ -182,7 +182,7 @@ write_strip(const tg_ctx *ctx, strips *s, const tg_output *outs, int nouts, int 
 	return tg_write_tiles(ctx, s->job, outs, nouts, s->row0[k], s->nrows[k], err);
 }
 
-/* What of each strip an operation's steps run on the device where the call's policy sends them there. */
+/* The steps of each strip an operation runs on the device where the call's policy sends them (the note's words). */
 static const char *
 device_steps(const tg_op *op)
 {
