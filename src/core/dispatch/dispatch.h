@@ -297,16 +297,7 @@ tg_status	tg_cuda_bmmq_build(const tg_ctx *ctx, const tg_band *tiles, int ntiles
 							   const double *bounds, int nbounds, tg_bmmq_tree *trees,
 							   tg_error *err);
 
-/*
- * A part's routing and D8 accumulation (scale/parts/'s link; a strip's in
- * scale/strips/) on the device: z the routing surface of `rows` rows (NaN:
- * nodata), the part's own being own_rows of them from own0, routed with
- * `given` as tg_cpu_route_surface routes them (p's geometry that of the
- * rows); out, for the own rows, their
- * directions (D8 indices) and the accumulation of `weight` with directions
- * out of them taken as exits, as tg_cpu_accumulate gives it, and where
- * `receivers` is given each cell's receiver mask, as tg_route_receivers.
- */
+/* An amount added at a cell of the grid (cells numbered row * width + column). */
 typedef struct tg_cell_amount
 {
 	int64_t		cell;
@@ -329,6 +320,16 @@ typedef struct tg_part_weights
 	int64_t		first;
 } tg_part_weights;
 
+/*
+ * A part's routing and D8 accumulation (scale/parts/'s link; a strip's in
+ * scale/strips/) on the device: z the routing surface of `rows` rows (NaN:
+ * nodata), the part's own being own_rows of them from own0, routed with
+ * `given` as tg_cpu_route_surface routes them (p's geometry that of the
+ * rows); out, for the own rows, their
+ * directions (D8 indices) and the accumulation of `weight` with directions
+ * out of them taken as exits, as tg_cpu_accumulate gives it, and where
+ * `receivers` is given each cell's receiver mask, as tg_route_receivers.
+ */
 tg_status	tg_cuda_part_d8(const tg_ctx *ctx, const double *z, int W, int rows, int own0, int own_rows,
 							const tg_flow_params *p, const tg_flat_masks *given,
 							const tg_part_weights *weight, uint8_t *d8, double *acc, uint16_t *receivers,
