@@ -386,6 +386,110 @@ part_weights_to_device(const tg_ctx *ctx, const tg_part_weights *w, int W, int o
 	return TG_OK;
 }
 
+/*
+ * The paths out of a part's own rows, by pointer jumping: each own cell
+ * holds the next cell of its path, or its end marked EXIT_FINAL (the own
+ * cell it leaves from, or TG_NO_EXIT, which has the mark too); every round
+ * each unfinished cell takes its next cell's pointer, so a pointer spans
+ * at least twice as many cells as the round before and 31 rounds finish any
+ * path of fewer than 2^31 cells.  A cell whose next cell changes within a
+ * round reads its old or its new pointer: both lie on the path.
+ */
+constexpr uint32_t EXIT_FINAL = 0x80000000u;
+
+__global__ void
+tgk_exit_first_hop(const uint8_t *__restrict__ d8, int W, int rows, uint32_t *__restrict__ to)
+{
+	const size_t n = (size_t) W * rows;
+
+	TG_GRID_STRIDE(i, n)
+	{
+		const int	k = d8[i];
+		const int	ny = (int) (i / W) + (k == TG_NO_DIRECTION ? 0 : tg_nbr_dy(k));
+
+		if (k == TG_NO_DIRECTION)
+			to[i] = TG_NO_EXIT;
+		else if (ny < 0 || ny >= rows)
+			to[i] = EXIT_FINAL | (uint32_t) i;
+		else
+			to[i] = (uint32_t) ((size_t) ny * W + (int) (i % W) + tg_nbr_dx(k));
+	}
+}
+
+__global__ void
+tgk_exit_jump(uint32_t *to, size_t n, unsigned *unfinished)
+{
+	TG_GRID_STRIDE(i, n)
+	{
+		const uint32_t t = to[i];
+		uint32_t	u;
+
+		if (t & EXIT_FINAL)
+			continue;
+		u = to[t];
+		to[i] = u;
+		if (!(u & EXIT_FINAL))
+			*unfinished = 1;
+	}
+}
+
+/* The first and last rows' directions, accumulation and exits, side by side (tg_edge_paths). */
+__global__ void
+tgk_edge_paths(const uint8_t *__restrict__ d8, const double *__restrict__ acc, const uint32_t *__restrict__ to,
+			   int W, int rows, uint8_t *__restrict__ e_d8, double *__restrict__ e_acc, uint32_t *__restrict__ e_exit)
+{
+	TG_GRID_STRIDE(j, 2 * (size_t) W)
+	{
+		const size_t i = (j < (size_t) W ? 0 : (size_t) (rows - 1) * W) + j % W;
+		const uint32_t u = to[i];
+
+		e_d8[j] = d8[i];
+		e_acc[j] = acc[i];
+		e_exit[j] = u == TG_NO_EXIT ? TG_NO_EXIT : u & ~EXIT_FINAL;
+	}
+}
+
+/* The paths out of the own rows (v their routing, d_acc their accumulation), jumping in `to` (a plane of them). */
+tg_status
+edge_paths_out(const tg_route_view &v, const double *d_acc, uint32_t *to, const tg_edge_paths &edges,
+			   tg_error *err)
+{
+	const size_t n = (size_t) v.width * v.height,
+				e = 2 * (size_t) v.width;
+	dbuf<unsigned> unfinished;
+	dbuf<uint8_t> e_d8;
+	dbuf<double> e_acc;
+	dbuf<uint32_t> e_exit;
+	unsigned	more = 1;
+
+	if (n >= EXIT_FINAL - 1)
+		return tg_error_set(err, TG_ELIMIT, "%zu cells are too many to follow their paths out on the GPU", n);
+	TG_CUDA_CHECK(unfinished.alloc(1), "allocating a flag");
+	tgk_exit_first_hop<<<grid_for(n), 256>>>(v.d8, v.width, v.height, to);
+	TG_CUDA_CHECK(cudaGetLastError(), "following the paths out");
+	for (int round = 0; more; round++)
+	{
+		if (round > 32)
+			return tg_error_set(err, TG_EDATA, "the D8 routing has a cycle");
+		TG_CUDA_CHECK(cudaMemset(unfinished.p, 0, sizeof(unsigned)), "clearing a flag");
+		tgk_exit_jump<<<grid_for(n), 256>>>(to, n, unfinished.p);
+		TG_CUDA_CHECK(cudaGetLastError(), "following the paths out");
+		TG_CUDA_CHECK(cudaMemcpy(&more, unfinished.p, sizeof more, cudaMemcpyDeviceToHost),
+					  "following the paths out");
+	}
+	TG_CUDA_CHECK(e_d8.alloc(e), "allocating the paths out");
+	TG_CUDA_CHECK(e_acc.alloc(e), "allocating the paths out");
+	TG_CUDA_CHECK(e_exit.alloc(e), "allocating the paths out");
+	tgk_edge_paths<<<grid_for(e), 256>>>(v.d8, d_acc, to, v.width, v.height, e_d8.p, e_acc.p, e_exit.p);
+	TG_CUDA_CHECK(cudaGetLastError(), "gathering the paths out");
+	TG_CUDA_CHECK(cudaMemcpy(edges.d8, e_d8.p, e, cudaMemcpyDeviceToHost), "copying the paths out back");
+	TG_CUDA_CHECK(cudaMemcpy(edges.acc, e_acc.p, e * sizeof(double), cudaMemcpyDeviceToHost),
+				  "copying the paths out back");
+	TG_CUDA_CHECK(cudaMemcpy(edges.exit, e_exit.p, e * sizeof(uint32_t), cudaMemcpyDeviceToHost),
+				  "copying the paths out back");
+	return TG_OK;
+}
+
 /* Device bytes of part_d8_impl over n cells, own of them its own, besides the crossing flats' masks. */
 size_t
 part_d8_bytes(const tg_flow_params *p, size_t n, size_t own)
@@ -400,20 +504,21 @@ part_d8_bytes(const tg_flow_params *p, size_t n, size_t own)
  * routing only; in the own rows' accumulation a direction out of them is an
  * exit, as in the CPU's accumulation of those rows copied alone.
  */
+template <typename V>
 tg_status
-part_d8_impl(const tg_ctx *ctx, const double *z, int W, int rows, int own0, int own_rows,
-			 const tg_flow_params *p, const tg_flat_masks *given, const tg_part_weights *weight, uint8_t *d8,
-			 double *acc, uint16_t *receivers, tg_error *err)
+part_d8_impl(const tg_ctx *ctx, const tg_band *z, int own0, int own_rows, const tg_flow_params *p,
+			 const tg_flat_masks *given, const tg_part_weights *weight, const tg_part_d8_out *out, tg_error *err)
 {
+	const int	W = z->width,
+				rows = z->height;
 	const size_t n = (size_t) W * rows,
 				own = (size_t) W * own_rows,
 				off = (size_t) W * own0,
 				base = part_d8_bytes(p, n, own),
 				per_mask = sizeof(size_t) + sizeof(int32_t);
-	const tg_band band = {TG_PT_64BF, false, false, false, 0, W, rows, z};
 	size_t		budget = 0,
 				batch;
-	device_route<double> route;
+	device_route<V> route;
 	dbuf<double> d_weight,
 				d_acc;
 	dbuf<uint32_t> indeg,
@@ -427,7 +532,8 @@ part_d8_impl(const tg_ctx *ctx, const double *z, int W, int rows, int own0, int 
 	tg_route_view v;
 	tg_status	st;
 
-	if (p->routing != TG_ROUTE_D8 || p->fill || own0 < 0 || own0 + own_rows > rows)
+	if (p->routing != TG_ROUTE_D8 || p->fill || own0 < 0 || own0 + own_rows > rows ||
+		(z->pixtype != TG_PT_32BF && z->pixtype != TG_PT_64BF))
 		return tg_error_set(err, TG_EINVAL, "a part's D8 link on the GPU takes a D8 routing of a filled surface");
 	st = tg_cuda_memory_budget(ctx, &budget, err);
 	if (st != TG_OK)
@@ -442,7 +548,7 @@ part_d8_impl(const tg_ctx *ctx, const double *z, int W, int rows, int own0, int 
 	TG_CUDA_CHECK(compute.init(), "creating timing events");
 	TG_CUDA_CHECK(down.init(), "creating timing events");
 	TG_CUDA_CHECK(cudaEventRecord(compute.start), "recording an event");
-	st = build_route<double>(ctx, &band, p, route, &transfer_ms, &rounds, err, given, batch);
+	st = build_route<V>(ctx, z, p, route, &transfer_ms, &rounds, err, given, batch);
 	if (st != TG_OK)
 		return st;
 	TG_CUDA_CHECK(d_weight.alloc(own), "allocating weights");
@@ -461,19 +567,27 @@ part_d8_impl(const tg_ctx *ctx, const double *z, int W, int rows, int own0, int 
 				   order.p, &launches, err);
 	if (st != TG_OK)
 		return st;
-	if (receivers)
+	if (out->receivers)
 	{
 		/* the donor masks are done with: their buffer holds the receiver masks */
 		tgk_export_receivers<<<grid_for(own), 256>>>(v, route.kind.p + off, d_acc.p, links.p);
 		TG_CUDA_CHECK(cudaGetLastError(), "finding receivers");
 	}
+	/* the order is done with too: the paths out jump in it */
+	if (out->edges.exit)
+		st = edge_paths_out(v, d_acc.p, order.p, out->edges, err);
+	if (st != TG_OK)
+		return st;
 	TG_CUDA_CHECK(cudaEventRecord(compute.stop), "recording an event");
 	TG_CUDA_CHECK(cudaEventRecord(down.start), "recording an event");
-	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, d8, route.d8.p + off, own), "copying directions back from the GPU");
-	TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, acc, d_acc.p, own * sizeof(double)),
-				  "copying the accumulation back from the GPU");
-	if (receivers)
-		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, receivers, links.p, own * sizeof(uint16_t)),
+	if (out->d8)
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out->d8, route.d8.p + off, own),
+					  "copying directions back from the GPU");
+	if (out->acc)
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out->acc, d_acc.p, own * sizeof(double)),
+					  "copying the accumulation back from the GPU");
+	if (out->receivers)
+		TG_CUDA_CHECK(tg_cuda_copy_to_host(ctx, out->receivers, links.p, own * sizeof(uint16_t)),
 					  "copying receivers back from the GPU");
 	TG_CUDA_CHECK(cudaEventRecord(down.stop), "recording an event");
 	TG_CUDA_CHECK(cudaEventSynchronize(down.stop), "accumulating a part's flow");
@@ -497,12 +611,15 @@ tg_cuda_flow_accumulation(const tg_ctx *ctx, const tg_band *dem, const double *w
 }
 
 extern "C" tg_status
-tg_cuda_part_d8(const tg_ctx *ctx, const double *z, int W, int rows, int own0, int own_rows,
-				const tg_flow_params *params, const tg_flat_masks *given, const tg_part_weights *weight,
-				uint8_t *d8, double *acc, uint16_t *receivers, tg_error *err)
+tg_cuda_part_d8(const tg_ctx *ctx, const tg_band *z, int own0, int own_rows, const tg_flow_params *params,
+				const tg_flat_masks *given, const tg_part_weights *weight, const tg_part_d8_out *out,
+				tg_error *err)
 {
 	return tg_cuda_catch_all(err, [&] {
-		return part_d8_impl(ctx, z, W, rows, own0, own_rows, params, given, weight, d8, acc, receivers, err);
+		/* a surface of floats is routed in floats, as the one grid's */
+		if (z->pixtype == TG_PT_32BF)
+			return part_d8_impl<float>(ctx, z, own0, own_rows, params, given, weight, out, err);
+		return part_d8_impl<double>(ctx, z, own0, own_rows, params, given, weight, out, err);
 	});
 }
 

@@ -73,9 +73,9 @@ tg_cuda_flow_direction(const tg_ctx *ctx, const tg_band *dem, const tg_flow_para
 }
 
 tg_status
-tg_cuda_part_d8(const tg_ctx *ctx, const double *z, int W, int rows, int own0, int own_rows,
+tg_cuda_part_d8(const tg_ctx *ctx, const tg_band *z, int own0, int own_rows,
 				const tg_flow_params *p, const tg_flat_masks *given, const tg_part_weights *weight,
-				uint8_t *d8, double *acc, uint16_t *receivers, tg_error *err)
+				const tg_part_d8_out *out, tg_error *err)
 {
 	return no_cuda(err);
 }

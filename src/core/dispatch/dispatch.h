@@ -321,19 +321,44 @@ typedef struct tg_part_weights
 } tg_part_weights;
 
 /*
- * A part's routing and D8 accumulation (scale/parts/'s link; a strip's in
- * scale/strips/) on the device: z the routing surface of `rows` rows (NaN:
- * nodata), the part's own being own_rows of them from own0, routed with
- * `given` as tg_cpu_route_surface routes them (p's geometry that of the
- * rows); out, for the own rows, their
- * directions (D8 indices) and the accumulation of `weight` with directions
- * out of them taken as exits, as tg_cpu_accumulate gives it, and where
- * `receivers` is given each cell's receiver mask, as tg_route_receivers.
+ * The D8 paths out of a part's own rows from their first and last rows (2 *
+ * W cells: the first row's, then the last's; one row alone: twice): each
+ * cell's direction and accumulation, and the own cell (numbered from the
+ * first own row's first) its path leaves the own rows from, TG_NO_EXIT
+ * where the path ends in them.  What the seams' link reads
+ * (scale/seams/flow_seams.c), without the rows between.
  */
-tg_status	tg_cuda_part_d8(const tg_ctx *ctx, const double *z, int W, int rows, int own0, int own_rows,
+#define TG_NO_EXIT UINT32_MAX
+
+typedef struct tg_edge_paths
+{
+	uint8_t    *d8;
+	double	   *acc;
+	uint32_t   *exit;
+} tg_edge_paths;
+
+/* What tg_cuda_part_d8 copies back of the own rows, each where given. */
+typedef struct tg_part_d8_out
+{
+	uint8_t    *d8;				/* directions (D8 indices) */
+	double	   *acc;			/* the accumulation */
+	uint16_t   *receivers;		/* receiver masks */
+	tg_edge_paths edges;		/* the paths out (edges.exit given: all three) */
+} tg_part_d8_out;
+
+/*
+ * A part's routing and D8 accumulation (scale/parts/'s link; a strip's in
+ * scale/strips/) on the device: z the routing surface's rows (32BF or 64BF,
+ * NaN: nodata), the part's own being own_rows of them from own0, routed with
+ * `given` as tg_cpu_route_surface routes them (p's geometry that of the
+ * rows); out, for the own rows, their directions and the accumulation of
+ * `weight` with directions out of them taken as exits, as tg_cpu_accumulate
+ * gives it, each cell's receiver mask, as tg_route_receivers, and the paths
+ * out of them, as tg_edge_paths_of.
+ */
+tg_status	tg_cuda_part_d8(const tg_ctx *ctx, const tg_band *z, int own0, int own_rows,
 							const tg_flow_params *p, const tg_flat_masks *given,
-							const tg_part_weights *weight, uint8_t *d8, double *acc, uint16_t *receivers,
-							tg_error *err);
+							const tg_part_weights *weight, const tg_part_d8_out *out, tg_error *err);
 
 /*
  * The most own rows of W cells whose tg_cuda_part_d8 (two rows around them

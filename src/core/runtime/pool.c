@@ -727,13 +727,22 @@ tg_parallel_rows(const tg_ctx *ctx, int width, int height, tg_rows_fn fn, void *
 #define MEMCPY_MIN_PART ((size_t) 1 << 20)
 #define MEMCPY_MAX_PART ((size_t) 8 << 20)
 
+typedef enum bytes_how
+{
+	BYTES_COPY,
+	BYTES_SET,					/* every byte to `value` */
+	BYTES_WIDEN,				/* floats to doubles: `bytes` counts the doubles' */
+	BYTES_NARROW				/* doubles to floats: likewise */
+} bytes_how;
+
 typedef struct bytes_job
 {
 	char	   *dst;
-	const char *src;			/* NULL: set every byte to `value` */
+	const char *src;
+	bytes_how	how;
 	int			value;
 	size_t		bytes;
-	size_t		part;
+	size_t		part;			/* a multiple of the page size: parts of doubles hold whole cells */
 } bytes_job;
 
 static tg_status
@@ -743,10 +752,16 @@ bytes_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 	size_t		off = (size_t) task * m->part;
 	size_t		len = m->bytes - off < m->part ? m->bytes - off : m->part;
 
-	if (m->src)
+	if (m->how == BYTES_COPY)
 		memcpy(m->dst + off, m->src + off, len);
-	else
+	else if (m->how == BYTES_SET)
 		memset(m->dst + off, m->value, len);
+	else if (m->how == BYTES_WIDEN)
+		for (size_t i = 0; i < len / sizeof(double); i++)
+			((double *) (m->dst + off))[i] = ((const float *) (m->src + off / 2))[i];
+	else
+		for (size_t i = 0; i < len / sizeof(double); i++)
+			((float *) (m->dst + off / 2))[i] = (float) ((const double *) (m->src + off))[i];
 	return TG_OK;
 }
 
@@ -772,7 +787,7 @@ parallel_bytes(const tg_ctx *ctx, bytes_job *m)
 void
 tg_parallel_memcpy(const tg_ctx *ctx, void *dst, const void *src, size_t bytes)
 {
-	bytes_job	m = {dst, src, 0, bytes, 0};
+	bytes_job	m = {dst, src, BYTES_COPY, 0, bytes, 0};
 
 	parallel_bytes(ctx, &m);
 }
@@ -780,7 +795,23 @@ tg_parallel_memcpy(const tg_ctx *ctx, void *dst, const void *src, size_t bytes)
 void
 tg_parallel_memset(const tg_ctx *ctx, void *dst, int value, size_t bytes)
 {
-	bytes_job	m = {dst, NULL, value, bytes, 0};
+	bytes_job	m = {dst, NULL, BYTES_SET, value, bytes, 0};
+
+	parallel_bytes(ctx, &m);
+}
+
+void
+tg_parallel_widen(const tg_ctx *ctx, double *dst, const float *src, size_t n)
+{
+	bytes_job	m = {(char *) dst, (const char *) src, BYTES_WIDEN, 0, n * sizeof(double), 0};
+
+	parallel_bytes(ctx, &m);
+}
+
+void
+tg_parallel_narrow(const tg_ctx *ctx, float *dst, const double *src, size_t n)
+{
+	bytes_job	m = {(char *) dst, (const char *) src, BYTES_NARROW, 0, n * sizeof(double), 0};
 
 	parallel_bytes(ctx, &m);
 }

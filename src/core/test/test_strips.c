@@ -155,13 +155,14 @@ memory_spill_read(void *arg, size_t offset, void *data, size_t bytes, tg_error *
 
 /*
  * Directions and accumulation in strips (route_strips.c) of surface `surf`
- * (NaN = nodata), with the strip sizes `rows`, on `threads` threads, each
- * strip's D8 routing and accumulation on `backend`.  d8: ESRI codes, frac: 8
- * planes of the whole grid, acc: the accumulation, receivers (where given):
- * the receiver masks.
+ * (NaN = nodata; handed over as floats where `single`: its values must be
+ * floats), with the strip sizes `rows`, on `threads` threads, each strip's
+ * D8 routing and accumulation on `backend`.  d8: ESRI codes, frac: 8 planes
+ * of the whole grid, acc: the accumulation, receivers (where given): the
+ * receiver masks.
  */
 static bool
-route_in_strips(const double *surf, const tg_flow_params *p, tg_accum_units units,
+route_in_strips(const double *surf, bool single, const tg_flow_params *p, tg_accum_units units,
 			   const double *weight, const int *rows, int nb, int threads, tg_backend backend, uint8_t *d8,
 			   float *frac, double *acc, uint16_t *receivers, size_t *flat_cells)
 {
@@ -171,9 +172,13 @@ route_in_strips(const double *surf, const tg_flow_params *p, tg_accum_units unit
 	tg_ctx		ctx = cpu_ctx(NULL);
 	tg_error	err;
 	tg_route_strips *rb = NULL;
-	float	   *bfrac = malloc(sizeof(float) * 8 * n + 1);
+	float	   *bfrac = malloc(sizeof(float) * 8 * n + 1),
+			   *surf32 = malloc(sizeof(float) * n + 1);
 	tg_spill	spill = {memory_spill_write, memory_spill_read, malloc(40 * n + 1)};
 	bool		ok;
+
+	for (size_t i = 0; i < n; i++)
+		surf32[i] = (float) surf[i];
 
 	ctx.threads = threads;
 	ctx.backend = backend;
@@ -185,27 +190,34 @@ route_in_strips(const double *surf, const tg_flow_params *p, tg_accum_units unit
 
 		for (int k = 0; k < nb && ok; k++)
 		{
-			/* the strip with two halo rows each side, as a reader hands it over */
-			const double *z = surf + (size_t) (r0 >= 2 ? r0 - 2 : 0) * W;
-			tg_band		wb = band_f64(weight ? weight + (size_t) r0 * W : surf, W, rows[k]);
+			/* the strip with two halo rows each side, as the strips hand it over */
+			const int	first = r0 >= 2 ? r0 - 2 : 0,
+						count = (r0 + rows[k] + 2 < H ? r0 + rows[k] + 2 : H) - first;
+			tg_band		z = band_f64(surf + (size_t) first * W, W, count),
+						wb = band_f64(weight ? weight + (size_t) r0 * W : surf, W, rows[k]);
 
+			if (single)
+			{
+				z.pixtype = TG_PT_32BF;
+				z.data = surf32 + (size_t) first * W;
+			}
 			if (pass == 0)
-				ok = tg_route_strips_scan(&ctx, rb, r0, rows[k], z, &err) == TG_OK;
+				ok = tg_route_strips_scan(&ctx, rb, r0, rows[k], &z, &err) == TG_OK;
 			else if (pass == 1)
 			{
-				ok = tg_route_strips_directions(&ctx, rb, r0, rows[k], z, d8 + (size_t) r0 * W,
+				ok = tg_route_strips_directions(&ctx, rb, r0, rows[k], &z, d8 + (size_t) r0 * W,
 												bfrac, &err) == TG_OK;
 				for (int j = 0; j < 8 && ok; j++)
 					memcpy(frac + (size_t) j * n + (size_t) r0 * W, bfrac + (size_t) j * rows[k] * W,
 						   sizeof(float) * rows[k] * W);
 			}
 			else if (pass == 2 && p->routing == TG_ROUTE_D8)
-				ok = tg_route_strips_link(&ctx, rb, r0, rows[k], z, weight ? &wb : NULL, &err) == TG_OK;
+				ok = tg_route_strips_link(&ctx, rb, r0, rows[k], &z, weight ? &wb : NULL, &err) == TG_OK;
 			else if (pass == 2)
-				ok = tg_route_strips_spread(&ctx, rb, r0, rows[k], z, weight ? &wb : NULL, &spill, 0,
+				ok = tg_route_strips_spread(&ctx, rb, r0, rows[k], &z, weight ? &wb : NULL, &spill, 0,
 											&err) == TG_OK;
 			else if (pass == 3 && p->routing == TG_ROUTE_D8)
-				ok = tg_route_strips_accumulate(&ctx, rb, r0, rows[k], z, weight ? &wb : NULL,
+				ok = tg_route_strips_accumulate(&ctx, rb, r0, rows[k], &z, weight ? &wb : NULL,
 												acc + (size_t) r0 * W, receivers ? receivers + (size_t) r0 * W : NULL,
 												&err) == TG_OK;
 			else if (pass == 3)
@@ -225,6 +237,7 @@ route_in_strips(const double *surf, const tg_flow_params *p, tg_accum_units unit
 	*flat_cells = rb ? tg_route_strips_flat_cells(rb) : 0;
 	tg_route_strips_end(&ctx, rb);
 	free(bfrac);
+	free(surf32);
 	free(spill.arg);
 	return ok;
 }
@@ -317,7 +330,7 @@ test_route_strips(void)
 								frac_diff = 0;
 					double		acc_diff = 0;
 
-					if (!route_in_strips(surf, &p, units, weighted ? weight : NULL, rows, nb, 1, TG_BACKEND_CPU,
+					if (!route_in_strips(surf, false, &p, units, weighted ? weight : NULL, rows, nb, 1, TG_BACKEND_CPU,
 										 d8, frac, acc, NULL, &flats))
 					{
 						check(false, "routing in strips %dx%d in %d strips ran", W, H, nb);
@@ -358,7 +371,7 @@ test_route_strips(void)
 						/* the water between strips is carried the same way on any number of threads */
 						double	   *acc3 = malloc(sizeof(double) * n + 1);
 
-						check(route_in_strips(surf, &p, units, weighted ? weight : NULL, rows, nb, 3,
+						check(route_in_strips(surf, false, &p, units, weighted ? weight : NULL, rows, nb, 3,
 											  TG_BACKEND_CPU, d8, frac, acc3, NULL, &flats) &&
 							  memcmp(acc, acc3, sizeof(double) * n) == 0,
 							  "%s accumulation in strips %dx%d (terrain %d): 3 threads give 1 thread's",
@@ -498,7 +511,7 @@ test_seams_adversarial(void)
 						double		worst = 0;
 
 						tg_seam_flat_bulk_cells = run < 3 ? SIZE_MAX : 1;
-						ran = route_in_strips(surf, &p, TG_UNITS_CELLS, NULL, rows, nb, threads,
+						ran = route_in_strips(surf, false, &p, TG_UNITS_CELLS, NULL, rows, nb, threads,
 											  TG_BACKEND_CPU, d8, frac, acc, NULL, &flats);
 						tg_seam_flat_bulk_cells = usual_bulk;
 
@@ -538,12 +551,27 @@ test_seams_adversarial(void)
 		}
 }
 
+/* Do two runs in strips give the same routing, receivers and accumulation, bit for bit? */
+static size_t
+strips_differ(size_t n, const uint8_t *d8_a, const uint8_t *d8_b, const uint16_t *recv_a, const uint16_t *recv_b,
+			  const double *acc_a, const double *acc_b)
+{
+	size_t		differ = 0;
+
+	for (size_t i = 0; i < n; i++)
+		differ += d8_a[i] != d8_b[i] || recv_a[i] != recv_b[i] || memcmp(&acc_a[i], &acc_b[i], sizeof(double)) != 0;
+	return differ;
+}
+
 /*
  * Each strip's D8 routing and accumulation on the GPU (as a part's link):
  * directions, accumulations and receivers equal the CPU strips' bit for
  * bit, in cells, in areas of a geographic grid and with fractional weights,
  * on the seams' adversarial DEMs and terraces whose flats cross every
- * boundary.  Multiple flow with the GPU asked for runs each strip on the
+ * boundary, the surface handed over as floats (routed in floats on the
+ * device) or doubles.  The surfaces are rounded to floats first, so that
+ * both forms hold them: the CPU's strips too give the same bits from
+ * either.  Multiple flow with the GPU asked for runs each strip on the
  * threads (the device's step routes D8 alone): the same bits again.
  */
 static void
@@ -556,11 +584,11 @@ test_route_strips_gpu(void)
 	double	   *surf = malloc(sizeof(double) * n),
 			   *weight = malloc(sizeof(double) * n),
 			   *acc_cpu = malloc(sizeof(double) * n),
-			   *acc_gpu = malloc(sizeof(double) * n);
+			   *acc_other = malloc(sizeof(double) * n);
 	uint8_t    *d8_cpu = malloc(n),
-			   *d8_gpu = malloc(n);
+			   *d8_other = malloc(n);
 	uint16_t   *recv_cpu = malloc(sizeof(uint16_t) * n),
-			   *recv_gpu = malloc(sizeof(uint16_t) * n);
+			   *recv_other = malloc(sizeof(uint16_t) * n);
 	float	   *frac = malloc(sizeof(float) * 8 * n);
 	int			rows[120];
 
@@ -568,7 +596,7 @@ test_route_strips_gpu(void)
 	for (size_t i = 0; i < n; i++)
 		weight[i] = 0.25 + rng_uniform();
 	/* the seams' adversaries, terraces, then the plain again in multiple flow */
-	for (int t = 0; info.available && t < 6; t++)
+	for (int t = 0; t < 6; t++)
 	{
 		double	   *z = t < 4 ? seam_terrain(t, W, H) : t == 4 ? terraced_terrain(W, H) : seam_terrain(2, W, H);
 		const bool	fill = t != 3;
@@ -579,40 +607,48 @@ test_route_strips_gpu(void)
 		{
 			const double v = fill ? surf[i] : z[i];
 
-			surf[i] = v == ND ? NAN : v;
+			/* rounding keeps the order of heights: a filled surface stays filled */
+			surf[i] = v == ND ? NAN : (float) v;
 		}
 		for (int c = 0; c < 3; c++)
 		{
 			const int	nb = split_rows(H, c == 0 ? 2 : c == 1 ? 3 : 0, rows);	/* 3 rows, 1-9, 1 */
+			const tg_accum_units units = c == 1 ? TG_UNITS_AREA : TG_UNITS_CELLS;
+			const double *w = c == 2 ? weight : NULL;
+			const bool	single = c != 1;
 			size_t		flats = 0,
-						differ = 0;
+						differ;
 			bool		ran;
 
 			p.geom.geographic = c == 1;
 			p.geom.lat_top = 47.25;
 			p.geom.lat_step = -0.01;
 			p.geom.lon_step = 0.01;
-			ran = route_in_strips(surf, &p, c == 1 ? TG_UNITS_AREA : TG_UNITS_CELLS, c == 2 ? weight : NULL, rows,
-								  nb, 2, TG_BACKEND_CPU, d8_cpu, frac, acc_cpu, recv_cpu, &flats) &&
-				route_in_strips(surf, &p, c == 1 ? TG_UNITS_AREA : TG_UNITS_CELLS, c == 2 ? weight : NULL, rows,
-								nb, 2, TG_BACKEND_GPU, d8_gpu, frac, acc_gpu, recv_gpu, &flats);
-			for (size_t i = 0; ran && i < n; i++)
-				differ += d8_cpu[i] != d8_gpu[i] || recv_cpu[i] != recv_gpu[i] ||
-					memcmp(&acc_cpu[i], &acc_gpu[i], sizeof(double)) != 0;
-			check(ran && differ == 0, "cuda strips %dx%d (terrain %d, case %d, %s) in %d strips: with the GPU, "
+			ran = route_in_strips(surf, false, &p, units, w, rows, nb, 2, TG_BACKEND_CPU, d8_cpu, frac, acc_cpu,
+								  recv_cpu, &flats) &&
+				route_in_strips(surf, true, &p, units, w, rows, nb, 2, TG_BACKEND_CPU, d8_other, frac, acc_other,
+								recv_other, &flats);
+			differ = ran ? strips_differ(n, d8_cpu, d8_other, recv_cpu, recv_other, acc_cpu, acc_other) : 0;
+			check(ran && differ == 0, "strips %dx%d (terrain %d, case %d, %s) in %d strips: the surface as floats "
+				  "gives the doubles' routing, receivers and accumulation bit for bit (%zu cells differ)", W, H, t, c,
+				  t == 5 ? "mfd-md" : "d8", nb, differ);
+			if (!info.available)
+				continue;
+			ran = route_in_strips(surf, single, &p, units, w, rows, nb, 2, TG_BACKEND_GPU, d8_other, frac,
+								  acc_other, recv_other, &flats);
+			differ = ran ? strips_differ(n, d8_cpu, d8_other, recv_cpu, recv_other, acc_cpu, acc_other) : 0;
+			check(ran && differ == 0, "cuda strips %dx%d (terrain %d, case %d, %s, %s) in %d strips: with the GPU, "
 				  "routing, receivers and accumulation equal the CPU's bit for bit (%zu cells differ, %zu crossing "
-				  "flat cells)", W, H, t, c, t == 5 ? "mfd-md" : "d8", nb, differ, flats);
+				  "flat cells)", W, H, t, c, t == 5 ? "mfd-md" : "d8", single ? "floats" : "doubles", nb, differ,
+				  flats);
 			if (t != 4)
 				continue;
 			/* the crossing flats' masks sent to the device a few at a time */
 			tg_given_masks_batch = 7;
-			ran = route_in_strips(surf, &p, c == 1 ? TG_UNITS_AREA : TG_UNITS_CELLS, c == 2 ? weight : NULL, rows,
-								  nb, 2, TG_BACKEND_GPU, d8_gpu, frac, acc_gpu, recv_gpu, &flats);
+			ran = route_in_strips(surf, single, &p, units, w, rows, nb, 2, TG_BACKEND_GPU, d8_other, frac,
+								  acc_other, recv_other, &flats);
 			tg_given_masks_batch = (size_t) 1 << 20;
-			differ = 0;
-			for (size_t i = 0; ran && i < n; i++)
-				differ += d8_cpu[i] != d8_gpu[i] || recv_cpu[i] != recv_gpu[i] ||
-					memcmp(&acc_cpu[i], &acc_gpu[i], sizeof(double)) != 0;
+			differ = ran ? strips_differ(n, d8_cpu, d8_other, recv_cpu, recv_other, acc_cpu, acc_other) : 0;
 			check(ran && differ == 0 && flats > 7, "cuda strips %dx%d (terraces, case %d) in %d strips, the masks of "
 				  "%zu crossing flat cells sent 7 at a time: the CPU's D8 routing and accumulation bit for bit "
 				  "(%zu cells differ)", W, H, c, nb, flats, differ);
@@ -624,12 +660,107 @@ test_route_strips_gpu(void)
 	free(surf);
 	free(weight);
 	free(acc_cpu);
-	free(acc_gpu);
+	free(acc_other);
 	free(d8_cpu);
-	free(d8_gpu);
+	free(d8_other);
 	free(recv_cpu);
-	free(recv_gpu);
+	free(recv_other);
 	free(frac);
+}
+
+/*
+ * The paths out of a part's own rows on the device (pointer jumping) on a
+ * snake: lanes on even rows joined by a gap at alternate ends of the walls
+ * between them, descending all the way, so that every path from the first
+ * own row runs through every lane (thousands of cells: a dozen rounds)
+ * and leaves by the last lane's gap.  The exits are known; the edge rows'
+ * directions and accumulation equal the full planes of the same call, and
+ * the threads' walk (tg_edge_paths_of) gives the same paths.
+ */
+static void
+test_edge_paths_gpu(void)
+{
+	const int	W = 150,
+				H = 120,
+				own0 = 2,
+				own_rows = H - 4;
+	const size_t n = (size_t) W * H,
+				own = (size_t) W * own_rows;
+	tg_device_info info;
+	tg_ctx		ctx = cpu_ctx(NULL);
+	tg_error	err;
+	double	   *z = malloc(sizeof(double) * n),
+			   *row_w = malloc(sizeof(double) * own_rows),
+			   *acc = malloc(sizeof(double) * own);
+	uint8_t    *d8 = malloc(own);
+	tg_edge_paths dev = {0},
+				host = {0};
+	const tg_band zb = band_f64(z, W, H);
+	tg_flow_params p = flow_params(TG_ROUTE_D8, W, H, 1, false);
+	const tg_flat_masks none = {0};
+	const tg_part_weights w = {NULL, row_w, NULL, 0, 0};
+	tg_part_d8_out out = {d8, acc, NULL, {0}};
+	size_t		wrong = 0,
+				differ = 0;
+	bool		ran;
+
+	tg_device_query(0, &info);
+	if (!info.available)
+	{
+		printf("skipped: CUDA paths out of a part (no GPU)\n");
+		goto done;
+	}
+	for (int y = 0; y < H; y++)
+		for (int x = 0; x < W; x++)
+		{
+			const int	lane = y / 2;
+			const bool	rightwards = lane % 2 == 0;
+			const double start = (double) lane * (W + 1);
+
+			if (y % 2 == 0)
+				z[(size_t) y * W + x] = -(start + (rightwards ? x : W - 1 - x));
+			else
+				z[(size_t) y * W + x] = x == (rightwards ? W - 1 : 0) ? -(start + W) : 1e6;
+		}
+	for (int y = 0; y < own_rows; y++)
+		row_w[y] = 1;
+	tg_error_clear(&err);
+	ctx.backend = TG_BACKEND_GPU;
+	ran = tg_edge_paths_alloc(&ctx, W, &dev) && tg_edge_paths_alloc(&ctx, W, &host);
+	out.edges = dev;
+	ran = ran && tg_cuda_part_d8(&ctx, &zb, own0, own_rows, &p, &none, &w, &out, &err) == TG_OK;
+	if (ran)
+	{
+		const tg_route strip = {W, own_rows, TG_ROUTE_D8, NULL, d8, NULL};
+
+		ran = tg_edge_paths_of(&ctx, &strip, acc, &host, &err) == TG_OK;
+	}
+	for (int e = 0; ran && e < 2 * W; e++)
+	{
+		const int	x = e % W,
+					y = e < W ? 0 : own_rows - 1;
+		const size_t i = (size_t) y * W + x;
+		/* the last own row (a wall) drains into the halo below; the first row down the snake to its gap */
+		const uint32_t expect = e < W ? (uint32_t) ((own_rows - 1) * W + W - 1) : (uint32_t) i;
+
+		wrong += dev.exit[e] != expect || dev.d8[e] != d8[i] || memcmp(&dev.acc[e], &acc[i], sizeof(double)) != 0;
+		differ += dev.exit[e] != host.exit[e] || dev.d8[e] != host.d8[e] ||
+			memcmp(&dev.acc[e], &host.acc[e], sizeof(double)) != 0;
+	}
+	if (!ran)
+		printf("paths out on the device: %s\n", err.message);
+	/* every own cell but the last row's walls (which drain into the halo) reaches the last gap */
+	check(ran && wrong == 0 && differ == 0 && dev.acc[2 * W - 1] == (double) (own - (W - 1)),
+		  "cuda paths out of %d own rows of a %dx%d snake: every first-row path leaves by the last lane's gap "
+		  "(which gathers %g cells), the edges' directions and accumulation are the planes', the threads' walk "
+		  "agrees (%zu wrong, %zu differ)", own_rows, W, H, ran ? dev.acc[2 * W - 1] : 0.0, wrong, differ);
+done:
+	tg_edge_paths_free(&ctx, &dev);
+	tg_edge_paths_free(&ctx, &host);
+	free(z);
+	free(row_w);
+	free(acc);
+	free(d8);
 }
 
 /*
@@ -954,6 +1085,7 @@ test_strips(void)
 	test_route_strips();
 	test_seams_adversarial();
 	test_route_strips_gpu();
+	test_edge_paths_gpu();
 	test_fill_strips_gpu();
 	test_crossing_flats_gpu();
 	test_seam_walk_gpu();

@@ -168,10 +168,11 @@ link_gpu(const tg_ctx *ctx, const void *arg, tg_error *err)
 	{
 		/* no weight raster: each cell puts in its row's weight, spread on the device */
 		const tg_part_weights w = {NULL, row_w, NULL, 0, 0};
+		const tg_part_d8_out out = {s->d8, s->acc, NULL, {0}};
+		const tg_band z = {TG_PT_64BF, false, false, false, 0, s->W, count, s->z + (size_t) first * s->W};
 
 		p.fill = false;			/* the part's surface is filled already, where asked */
-		st = tg_cuda_part_d8(ctx, s->z + (size_t) first * s->W, s->W, count, 2 - first, s->H, &p, &given, &w,
-							 s->d8, s->acc, NULL, err);
+		st = tg_cuda_part_d8(ctx, &z, 2 - first, s->H, &p, &given, &w, &out, err);
 		free_masks(ctx, &given);
 	}
 	tg_free(ctx, row_w);
@@ -190,6 +191,7 @@ tg_part_link(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_er
 	int64_t    *dest;
 	writer		w = {.ctx = ctx};
 	tg_route	strip;
+	tg_edge_paths edges = {0};
 	tg_status	st = TG_OK;
 
 	if (s == NULL || s->mask == NULL)
@@ -215,8 +217,13 @@ tg_part_link(const tg_ctx *ctx, const tg_op *op, tg_part *part, reader *r, tg_er
 		st = tg_run_step(ctx, (int64_t) W * s->H, link_cpu, link_gpu, &l, err);
 	}
 	strip = (tg_route) {s->W, s->H, TG_ROUTE_D8, s->z + 2 * W, s->d8, NULL};
+	if (st == TG_OK && !tg_edge_paths_alloc(ctx, s->W, &edges))
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate a part's paths out");
 	if (st == TG_OK)
-		st = tg_strip_link(ctx, &strip, s->acc, s->row0, &exits, &nexits, &cap, dest, err);
+		st = tg_edge_paths_of(ctx, &strip, s->acc, &edges, err);
+	if (st == TG_OK)
+		st = tg_strip_link(ctx, s->W, s->H, s->row0, &edges, &exits, &nexits, &cap, dest, err);
+	tg_edge_paths_free(ctx, &edges);
 	if (st == TG_OK)
 	{
 		double	   *amount = tg_alloc(ctx, (nexits + 1) * sizeof(double));

@@ -54,59 +54,54 @@ tg_cmp_leading_cell(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/*
- * The exits of a strip's D8 routing (its own rows; its first row is row0
- * of the grid) and its accumulation alone, appended to *exits in raster
- * order; and into dest (2 * width: first row, then last row) the exit each
- * cell of its first and last rows drains by, TG_NO_CELL where none.
- */
+bool
+tg_edge_paths_alloc(const tg_ctx *ctx, int width, tg_edge_paths *edges)
+{
+	const size_t n = 2 * (size_t) width + 1;
+
+	edges->d8 = tg_alloc(ctx, n);
+	edges->acc = tg_alloc(ctx, n * sizeof(double));
+	edges->exit = tg_alloc(ctx, n * sizeof(uint32_t));
+	if (edges->d8 && edges->acc && edges->exit)
+		return true;
+	tg_edge_paths_free(ctx, edges);
+	return false;
+}
+
+void
+tg_edge_paths_free(const tg_ctx *ctx, tg_edge_paths *edges)
+{
+	tg_free(ctx, edges->d8);
+	tg_free(ctx, edges->acc);
+	tg_free(ctx, edges->exit);
+	memset(edges, 0, sizeof *edges);
+}
+
 tg_status
-tg_strip_link(const tg_ctx *ctx, const tg_route *strip, const double *acc, int row0,
-			  tg_strip_exit **exits, size_t *nexits, size_t *cap, int64_t *dest, tg_error *err)
+tg_edge_paths_of(const tg_ctx *ctx, const tg_route *strip, const double *acc, const tg_edge_paths *edges,
+				 tg_error *err)
 {
 	const int	W = strip->width,
 				nrows = strip->height;
 	const size_t nb = (size_t) W * nrows;
 	uint32_t   *memo = tg_alloc(ctx, (nb ? nb : 1) * sizeof(uint32_t));
 	uint32_t   *path = tg_alloc(ctx, (nb ? nb : 1) * sizeof(uint32_t));
-	const uint32_t unknown = UINT32_MAX,
-				none = UINT32_MAX - 1;
+	const uint32_t unknown = 0xFEFEFEFEu;	/* memset's byte four times; cell numbers stay below it */
 	tg_status	st = TG_OK;
 
-	if (memo == NULL || path == NULL || nb >= none)
+	if (memo == NULL || path == NULL || nb >= unknown)
 	{
 		st = memo && path ? tg_error_set(err, TG_ELIMIT, "a strip of %zu cells is too large to link", nb)
 			: tg_error_set(err, TG_ENOMEM, "could not allocate a strip's links (%zu cells)", nb);
 		goto done;
 	}
-	for (int y = 0; y < nrows; y += (nrows > 1 ? nrows - 1 : 1))
-		for (int x = 0; x < W; x++)
-		{
-			size_t		i = (size_t) y * W + x;
-			int			k = strip->d8[i],
-						ny;
-
-			if (k == TG_NO_DIRECTION)
-				continue;
-			ny = y + tg_nbr_dy(k);
-			if (ny >= 0 && ny < nrows)
-				continue;
-			if (!tg_grow(ctx, (void **) exits, cap, *nexits + 1, sizeof(tg_strip_exit)))
-			{
-				st = tg_error_set(err, TG_ENOMEM, "could not keep the strip exits");
-				goto done;
-			}
-			(*exits)[*nexits].cell = (int64_t) (row0 + y) * W + x;
-			(*exits)[*nexits].receiver = (int64_t) (row0 + ny) * W + x + tg_nbr_dx(k);
-			(*exits)[*nexits].acc = acc[i];
-			(*nexits)++;
-		}
-	/* the exit each first- and last-row cell's path leaves by */
-	tg_parallel_memset(ctx, memo, 0xFF, nb * sizeof(uint32_t));	/* every cell `unknown` */
+	/* every cell's exit `unknown` until a path through it is followed to its end */
+	tg_parallel_memset(ctx, memo, 0xFE, nb * sizeof(uint32_t));
 	for (int side = 0; side < 2; side++)
 		for (int x = 0; x < W; x++)
 		{
-			uint32_t	c = (uint32_t) ((side == 0 ? 0 : (size_t) (nrows - 1) * W) + x),
+			const uint32_t start = (uint32_t) ((side == 0 ? 0 : (size_t) (nrows - 1) * W) + x);
+			uint32_t	c = start,
 						result;
 			size_t		len = 0;
 
@@ -118,7 +113,7 @@ tg_strip_link(const tg_ctx *ctx, const tg_route *strip, const double *acc, int r
 				path[len++] = c;
 				if (k == TG_NO_DIRECTION)
 				{
-					memo[c] = none;
+					memo[c] = TG_NO_EXIT;
 					break;
 				}
 				ny = (int) (c / W) + tg_nbr_dy(k);
@@ -132,12 +127,44 @@ tg_strip_link(const tg_ctx *ctx, const tg_route *strip, const double *acc, int r
 			result = memo[c];
 			while (len > 0)
 				memo[path[--len]] = result;
-			dest[(size_t) side * W + x] = result == none ? TG_NO_CELL : (int64_t) row0 * W + result;
+			edges->d8[(size_t) side * W + x] = strip->d8[start];
+			edges->acc[(size_t) side * W + x] = acc[start];
+			edges->exit[(size_t) side * W + x] = result;
 		}
 done:
 	tg_free(ctx, memo);
 	tg_free(ctx, path);
 	return st;
+}
+
+tg_status
+tg_strip_link(const tg_ctx *ctx, int W, int nrows, int row0, const tg_edge_paths *edges,
+			  tg_strip_exit **exits, size_t *nexits, size_t *cap, int64_t *dest, tg_error *err)
+{
+	/* one row alone is its first and its last: its exits once */
+	for (int side = 0; side < (nrows > 1 ? 2 : 1); side++)
+		for (int x = 0; x < W; x++)
+		{
+			const size_t e = (size_t) side * W + x;
+			const int	y = side == 0 ? 0 : nrows - 1,
+						k = edges->d8[e];
+			int			ny;
+
+			if (k == TG_NO_DIRECTION)
+				continue;
+			ny = y + tg_nbr_dy(k);
+			if (ny >= 0 && ny < nrows)
+				continue;
+			if (!tg_grow(ctx, (void **) exits, cap, *nexits + 1, sizeof(tg_strip_exit)))
+				return tg_error_set(err, TG_ENOMEM, "could not keep the strip exits");
+			(*exits)[*nexits].cell = (int64_t) (row0 + y) * W + x;
+			(*exits)[*nexits].receiver = (int64_t) (row0 + ny) * W + x + tg_nbr_dx(k);
+			(*exits)[*nexits].acc = edges->acc[e];
+			(*nexits)++;
+		}
+	for (size_t e = 0; e < 2 * (size_t) W; e++)
+		dest[e] = edges->exit[e] == TG_NO_EXIT ? TG_NO_CELL : (int64_t) row0 * W + edges->exit[e];
+	return TG_OK;
 }
 
 /* qsort order of strips by their first row. */

@@ -122,7 +122,23 @@ typedef struct tg_strip_ends
 	int64_t    *dest;			/* 2 * width: the first row's exits, then the last row's */
 } tg_strip_ends;
 
-tg_status	tg_strip_link(const tg_ctx *ctx, const tg_route *strip, const double *acc, int row0,
+/*
+ * The paths out of a strip's own rows (tg_edge_paths, each array 2 * width
+ * given) from its D8 routing and its accumulation alone, as the device's
+ * step gives them.
+ */
+tg_status	tg_edge_paths_of(const tg_ctx *ctx, const tg_route *strip, const double *acc,
+							 const tg_edge_paths *edges, tg_error *err);
+/* Room for a strip's paths out of width cells a row (false: out of memory, none kept); and freed. */
+bool		tg_edge_paths_alloc(const tg_ctx *ctx, int width, tg_edge_paths *edges);
+void		tg_edge_paths_free(const tg_ctx *ctx, tg_edge_paths *edges);
+/*
+ * A strip's exits (its first row row0 of the grid), from the paths out of
+ * its first and last rows, appended to *exits in raster order; and into
+ * dest (2 * width) the exit each of those cells drains by, TG_NO_CELL where
+ * none.
+ */
+tg_status	tg_strip_link(const tg_ctx *ctx, int W, int nrows, int row0, const tg_edge_paths *edges,
 						  tg_strip_exit **exits, size_t *nexits, size_t *cap, int64_t *dest, tg_error *err);
 /* qsort order of tg_strip_ends by their first row. */
 int			tg_cmp_strip_rows(const void *a, const void *b);

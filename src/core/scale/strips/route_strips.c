@@ -34,7 +34,7 @@
  * (D8), or spread every strip, settle and read any strip's result (multiple
  * flow).
  * z is always the routing surface of rows [row0 - 2, row0 + nrows + 2)
- * clipped to the grid.
+ * clipped to the grid, as floats (exact) or doubles.
  */
 #include "scale/strips/strips.h"
 
@@ -171,6 +171,29 @@ halo_rows(const tg_route_strips *rb, int row0, int nrows, int *first, int *count
 	*count = (row0 + nrows + 2 <= rb->H ? row0 + nrows + 2 : rb->H) - *first;
 }
 
+/* Is z the routing surface of a strip's rows with their halo? */
+static bool
+surface_of_rows(const tg_route_strips *rb, const tg_band *z, int row0, int nrows)
+{
+	int			first,
+				count;
+
+	halo_rows(rb, row0, nrows, &first, &count);
+	return z->width == rb->W && z->height == count && (z->pixtype == TG_PT_32BF || z->pixtype == TG_PT_64BF);
+}
+
+/* z's values as doubles into out (its cells), on the call's threads. */
+static void
+widen_surface(const tg_ctx *ctx, const tg_band *z, double *out)
+{
+	const size_t n = (size_t) z->width * z->height;
+
+	if (z->pixtype == TG_PT_64BF)
+		tg_parallel_memcpy(ctx, out, z->data, n * sizeof(double));
+	else
+		tg_parallel_widen(ctx, out, z->data, n);
+}
+
 /* A strip linked or spread: its rows and (D8) the exits its edge rows drain by, taken over. */
 static tg_status
 keep_strip(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows, int64_t *dest, tg_error *err)
@@ -191,18 +214,28 @@ keep_strip(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows, int64_t 
 
 tg_status
 tg_route_strips_scan(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
-					 const double *z, tg_error *err)
+					 const tg_band *z, tg_error *err)
 {
 	int			first,
 				count;
 	tg_crossing_list list;
+	double	   *wide = NULL;
 	tg_status	st;
 
-	if (row0 != rb->next_row || nrows < 1 || row0 + nrows > rb->H || rb->flats_solved)
-		return tg_error_set(err, TG_EINVAL, "strips must be scanned top to bottom (row %d, expected %d)",
-							row0, rb->next_row);
+	if (row0 != rb->next_row || nrows < 1 || row0 + nrows > rb->H || rb->flats_solved ||
+		!surface_of_rows(rb, z, row0, nrows))
+		return tg_error_set(err, TG_EINVAL, "strips must be scanned top to bottom, each with its halo (row %d, "
+							"expected %d)", row0, rb->next_row);
 	halo_rows(rb, row0, nrows, &first, &count);
-	st = tg_crossing_flats(ctx, z, rb->W, count, row0 - first, nrows, &list, err);
+	if (z->pixtype != TG_PT_64BF)
+	{
+		wide = tg_alloc(ctx, (size_t) rb->W * count * sizeof(double) + 1);
+		if (wide == NULL)
+			return tg_error_set(err, TG_ENOMEM, "could not allocate a strip's surface (%d rows)", count);
+		widen_surface(ctx, z, wide);
+	}
+	st = tg_crossing_flats(ctx, wide ? wide : z->data, rb->W, count, row0 - first, nrows, &list, err);
+	tg_free(ctx, wide);
 	if (st == TG_OK)
 	{
 		st = tg_seam_flats_append(ctx, &rb->flats, row0, &list, err);
@@ -408,7 +441,7 @@ strip_masks(const tg_ctx *ctx, const tg_route_strips *rb, int row0, int nrows, i
 
 /* The routing of the strip's own rows (strip->z, d8, frac: nrows * W). */
 static tg_status
-route_strip(const tg_ctx *ctx, const tg_route_strips *rb, int row0, int nrows, const double *z,
+route_strip(const tg_ctx *ctx, const tg_route_strips *rb, int row0, int nrows, const tg_band *z,
 		   tg_route *strip, tg_error *err)
 {
 	const int	W = rb->W;
@@ -424,15 +457,15 @@ route_strip(const tg_ctx *ctx, const tg_route_strips *rb, int row0, int nrows, c
 	tg_status	st;
 
 	memset(strip, 0, sizeof *strip);
-	if (!strip_in_grid(rb, row0, nrows))
-		return tg_error_set(err, TG_EINVAL, "route a strip of the grid after solving the flats");
+	if (!strip_in_grid(rb, row0, nrows) || !surface_of_rows(rb, z, row0, nrows))
+		return tg_error_set(err, TG_EINVAL, "route a strip of the grid, with its halo, after solving the flats");
 	halo_rows(rb, row0, nrows, &first, &count);
 	n = (size_t) W * count;
 	off = (size_t) (row0 - first) * W;
 	sub_z = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
 	if (sub_z == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a strip's surface (%zu cells)", n);
-	memcpy(sub_z, z, n * sizeof(double));
+	widen_surface(ctx, z, sub_z);
 	st = strip_masks(ctx, rb, row0, nrows, first, count, &p, &given, err);
 	if (st != TG_OK)
 	{
@@ -469,7 +502,7 @@ route_strip(const tg_ctx *ctx, const tg_route_strips *rb, int row0, int nrows, c
 
 tg_status
 tg_route_strips_directions(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
-						   const double *z, uint8_t *d8, float *frac, tg_error *err)
+						   const tg_band *z, uint8_t *d8, float *frac, tg_error *err)
 {
 	tg_route	strip;
 	tg_status	st;
@@ -491,22 +524,25 @@ tg_route_strips_directions(const tg_ctx *ctx, tg_route_strips *rb, int row0, int
 /*
  * A strip's routing and the accumulation over its own rows of what each
  * cell puts in (the weight raster's rows or 1 each, times the area where
- * asked; the inflows added where with_inflows); strip: the own rows'
- * routing; receivers, where given, their receiver masks.  D8 runs on the
- * backend the call's policy chooses (as a part's link: the same directions
- * and the same sums either way), other routings on the threads.
+ * asked; the inflows added where with_inflows), and what of them is asked
+ * for: strip the own rows' routing (multiple flow's spread), acc their
+ * accumulation, receivers their receiver masks, edges the paths out of
+ * them.  D8 runs on the backend the call's policy chooses (as a part's
+ * link: the same directions and the same sums either way), other routings
+ * on the threads.
  */
 typedef struct strip_step
 {
 	const tg_route_strips *rb;
 	int			row0;
 	int			nrows;
-	const double *z;
+	const tg_band *z;
 	const tg_band *weight;		/* the weight raster's own rows, or NULL */
 	bool		with_inflows;
 	tg_route   *strip;
 	double	   *acc;
 	uint16_t   *receivers;
+	const tg_edge_paths *edges;
 } strip_step;
 
 /* The inflows into the strip's own rows: rb->inflows[*j0, *j0 + *n). */
@@ -531,26 +567,36 @@ strip_route_cpu(const tg_ctx *ctx, const void *arg, tg_error *err)
 	const strip_step *a = arg;
 	const tg_grid_geometry g = strip_geometry(a->rb, a->row0, a->nrows);
 	const int64_t begin = (int64_t) a->row0 * a->rb->W;
-	double	   *w = NULL;
+	const size_t nb = (size_t) a->rb->W * a->nrows;
+	double	   *w = NULL,
+			   *acc = a->acc ? a->acc : tg_alloc(ctx, (nb ? nb : 1) * sizeof(double));
+	tg_route	own,
+			   *strip = a->strip ? a->strip : &own;
 	size_t		j0,
 				n;
-	tg_status	st = tg_cell_weights(ctx, a->weight, &g, a->rb->units, &w, err);
+	tg_status	st = acc ? tg_cell_weights(ctx, a->weight, &g, a->rb->units, &w, err)
+		: tg_error_set(err, TG_ENOMEM, "could not allocate a strip's accumulation (%zu cells)", nb);
 
+	memset(strip, 0, sizeof *strip);
 	strip_inflows(a, &j0, &n);
 	for (size_t j = j0; st == TG_OK && j < j0 + n; j++)
 		w[a->rb->inflows[j].cell - begin] += a->rb->inflows[j].amount;
 	if (st == TG_OK)
-		st = route_strip(ctx, a->rb, a->row0, a->nrows, a->z, a->strip, err);
+		st = route_strip(ctx, a->rb, a->row0, a->nrows, a->z, strip, err);
 	if (st == TG_OK)
 	{
-		const tg_route_view v = tg_cpu_route_view(a->strip, 0);
+		const tg_route_view v = tg_cpu_route_view(strip, 0);
 
-		st = tg_cpu_accumulate(ctx, a->strip, &a->rb->p, w, TG_ACC_INDEGREE, a->acc, err);
+		st = tg_cpu_accumulate(ctx, strip, &a->rb->p, w, TG_ACC_INDEGREE, acc, err);
 		if (st == TG_OK && a->receivers)
-			st = tg_route_receivers_rows(ctx, &v, a->acc, 0, a->nrows, a->receivers, err);
-		if (st != TG_OK)
-			tg_route_free(ctx, a->strip);
+			st = tg_route_receivers_rows(ctx, &v, acc, 0, a->nrows, a->receivers, err);
+		if (st == TG_OK && a->edges)
+			st = tg_edge_paths_of(ctx, strip, acc, a->edges, err);
+		if (st != TG_OK || strip == &own)
+			tg_route_free(ctx, strip);
 	}
+	if (acc != a->acc)
+		tg_free(ctx, acc);
 	tg_free(ctx, w);
 	return st;
 }
@@ -562,6 +608,7 @@ strip_d8_gpu(const tg_ctx *ctx, const void *arg, tg_error *err)
 	const tg_route_strips *rb = a->rb;
 	const int	W = rb->W;
 	const tg_grid_geometry g = strip_geometry(rb, a->row0, a->nrows);
+	const tg_part_d8_out out = {NULL, a->acc, a->receivers, a->edges ? *a->edges : (tg_edge_paths) {0}};
 	int			first,
 				count;
 	double	   *cell_w = NULL,
@@ -573,9 +620,9 @@ strip_d8_gpu(const tg_ctx *ctx, const void *arg, tg_error *err)
 	tg_flat_masks given = {0};
 	tg_status	st;
 
-	memset(a->strip, 0, sizeof *a->strip);
-	if (!strip_in_grid(rb, a->row0, a->nrows))
-		return tg_error_set(err, TG_EINVAL, "route a strip of the grid after solving the flats");
+	if (!strip_in_grid(rb, a->row0, a->nrows) || !surface_of_rows(rb, a->z, a->row0, a->nrows) || a->strip)
+		return tg_error_set(err, TG_EINVAL, "route a strip of the grid, with its halo, after solving the flats, "
+							"for its D8 products");
 	/* without a weight raster a cell puts in its row's weight: the device spreads them */
 	st = a->weight ? tg_cell_weights(ctx, a->weight, &g, rb->units, &cell_w, err)
 		: tg_row_weights(ctx, &g, rb->units, &row_w, err);
@@ -586,53 +633,38 @@ strip_d8_gpu(const tg_ctx *ctx, const void *arg, tg_error *err)
 		st = strip_masks(ctx, rb, a->row0, a->nrows, first, count, &p, &given, err);
 	p.fill = false;				/* the surface is the routing surface, filled already where asked */
 	if (st == TG_OK)
-	{
-		*a->strip = (tg_route) {W, a->nrows, TG_ROUTE_D8, NULL, tg_alloc(ctx, (size_t) W * a->nrows + 1), NULL};
-		st = a->strip->d8 == NULL ? tg_error_set(err, TG_ENOMEM, "could not allocate a strip's directions")
-			: tg_cuda_part_d8(ctx, a->z, W, count, a->row0 - first, a->nrows, &p, &given, &w, a->strip->d8,
-							  a->acc, a->receivers, err);
-		if (st != TG_OK)
-			tg_route_free(ctx, a->strip);
-	}
+		st = tg_cuda_part_d8(ctx, a->z, a->row0 - first, a->nrows, &p, &given, &w, &out, err);
 	tg_free(ctx, (void *) given.cell);
 	tg_free(ctx, cell_w);
 	tg_free(ctx, row_w);
 	return st;
 }
 
-/* The strip's routing, weights, accumulation (inflows added where asked) and receivers (where given). */
+/* The strip's step (its crossing flats' window read back first where parked). */
 static tg_status
-accumulate_strip(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows, const double *z,
-				const tg_band *weight, bool with_inflows, tg_route *strip, double *acc, uint16_t *receivers,
-				tg_error *err)
+accumulate_strip(const tg_ctx *ctx, tg_route_strips *rb, const strip_step *a, tg_error *err)
 {
-	strip_step	a = {rb, row0, nrows, z, weight, with_inflows, strip, acc, receivers};
-	tg_status	st;
+	tg_status	st = flats_window(ctx, rb, a->row0, a->nrows, err);
 
-	memset(strip, 0, sizeof *strip);
-	st = flats_window(ctx, rb, row0, nrows, err);
-	if (st == TG_OK && rb->p.routing == TG_ROUTE_D8)
-		st = tg_run_step(ctx, (int64_t) rb->W * nrows, strip_route_cpu, strip_d8_gpu, &a, err);
+	if (st == TG_OK && rb->p.routing == TG_ROUTE_D8 && a->strip == NULL)
+		st = tg_run_step(ctx, (int64_t) rb->W * a->nrows, strip_route_cpu, strip_d8_gpu, a, err);
 	else if (st == TG_OK)
-		st = strip_route_cpu(ctx, &a, err);
+		st = strip_route_cpu(ctx, a, err);
 	return st;
 }
 
 tg_status
 tg_route_strips_link(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
-					 const double *z, const tg_band *weight, tg_error *err)
+					 const tg_band *z, const tg_band *weight, tg_error *err)
 {
-	const int	W = rb->W;
-	const size_t nb = (size_t) W * nrows;
-	tg_route	strip;
-	double	   *acc = tg_alloc(ctx, (nb ? nb : 1) * sizeof(double));
-	int64_t    *dest = tg_alloc(ctx, 2 * (size_t) W * sizeof(int64_t));
-	bool		routed = false;
+	int64_t    *dest = tg_alloc(ctx, 2 * (size_t) rb->W * sizeof(int64_t));
+	tg_edge_paths edges = {0};
+	strip_step	a = {rb, row0, nrows, z, weight, false, NULL, NULL, NULL, &edges};
 	tg_status	st = TG_OK;
 
-	if (acc == NULL || dest == NULL)
+	if (dest == NULL || !tg_edge_paths_alloc(ctx, rb->W, &edges))
 	{
-		st = tg_error_set(err, TG_ENOMEM, "could not allocate a strip's links (%zu cells)", nb);
+		st = tg_error_set(err, TG_ENOMEM, "could not allocate a strip's links (%d cells a row)", rb->W);
 		goto done;
 	}
 	if (rb->flow_solved || rb->p.routing != TG_ROUTE_D8)
@@ -640,21 +672,16 @@ tg_route_strips_link(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows
 		st = tg_error_set(err, TG_EINVAL, "link the strips of a D8 routing before solving the flow");
 		goto done;
 	}
-	st = accumulate_strip(ctx, rb, row0, nrows, z, weight, false, &strip, acc, NULL, err);
-	if (st != TG_OK)
-		goto done;
-	routed = true;
-	st = tg_strip_link(ctx, &strip, acc, row0, &rb->exits, &rb->nexits, &rb->exit_cap, dest, err);
-	if (st != TG_OK)
-		goto done;
-	st = keep_strip(ctx, rb, row0, nrows, dest, err);
+	st = accumulate_strip(ctx, rb, &a, err);
+	if (st == TG_OK)
+		st = tg_strip_link(ctx, rb->W, nrows, row0, &edges, &rb->exits, &rb->nexits, &rb->exit_cap, dest, err);
+	if (st == TG_OK)
+		st = keep_strip(ctx, rb, row0, nrows, dest, err);
 	if (st == TG_OK)
 		dest = NULL;
 
 done:
-	if (routed)
-		tg_route_free(ctx, &strip);
-	tg_free(ctx, acc);
+	tg_edge_paths_free(ctx, &edges);
 	tg_free(ctx, dest);
 	return st;
 }
@@ -677,18 +704,15 @@ tg_route_strips_solve_flow(const tg_ctx *ctx, tg_route_strips *rb, tg_error *err
 
 tg_status
 tg_route_strips_accumulate(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
-						   const double *z, const tg_band *weight, double *acc, uint16_t *receivers,
+						   const tg_band *z, const tg_band *weight, double *acc, uint16_t *receivers,
 						   tg_error *err)
 {
-	tg_route	strip;
+	const strip_step a = {rb, row0, nrows, z, weight, true, NULL, acc, receivers, NULL};
 	tg_status	st;
 
 	if (!rb->flow_solved || rb->p.routing != TG_ROUTE_D8)
 		return tg_error_set(err, TG_EINVAL, "accumulate a strip of a D8 routing after solving the flow");
-	st = accumulate_strip(ctx, rb, row0, nrows, z, weight, true, &strip, acc, receivers, err);
-	if (st != TG_OK)
-		return st;
-	tg_route_free(ctx, &strip);
+	st = accumulate_strip(ctx, rb, &a, err);
 	if (st == TG_OK && rb->units == TG_UNITS_SCA)
 	{
 		tg_grid_geometry g = strip_geometry(rb, row0, nrows);
@@ -782,13 +806,14 @@ merge_waits(tg_route_strips *rb)
 }
 
 tg_status
-tg_route_strips_spread(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows, const double *z,
+tg_route_strips_spread(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows, const tg_band *z,
 					   const tg_band *weight, const tg_spill *spill, size_t base, tg_error *err)
 {
 	const int	W = rb->W;
 	const size_t nb = (size_t) W * nrows;
 	double	   *acc = NULL;
 	tg_route	strip;
+	strip_step	a = {rb, row0, nrows, z, weight, false, &strip, NULL, NULL, NULL};
 	tg_route_view v;
 	bool		routed = false;
 	tg_status	st = TG_OK;
@@ -798,7 +823,8 @@ tg_route_strips_spread(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nro
 	acc = tg_alloc(ctx, (nb ? nb : 1) * sizeof(double));
 	if (acc == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a strip's accumulation (%zu cells)", nb);
-	st = accumulate_strip(ctx, rb, row0, nrows, z, weight, false, &strip, acc, NULL, err);
+	a.acc = acc;
+	st = accumulate_strip(ctx, rb, &a, err);
 	if (st != TG_OK)
 		goto done;
 	routed = true;

@@ -419,33 +419,8 @@ spill_bytes(const strips *s)
 	return s->spill_single ? sizeof(float) : sizeof(double);
 }
 
-/* The spill's floats to and from a strip's doubles, a chunk at a time, converted on the call's threads. */
+/* A strip's doubles go to the spill's floats a chunk at a time. */
 #define SPILL_CHUNK_CELLS ((size_t) 1 << 22)
-
-typedef struct convert_job
-{
-	const void *in;
-	void	   *out;
-	size_t		n;
-	bool		widen;			/* floats to doubles, else doubles to floats */
-} convert_job;
-
-static tg_status
-convert_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
-{
-	const convert_job *c = arg;
-	size_t		lo,
-				hi;
-
-	tg_list_range(c->n, task, &lo, &hi);
-	if (c->widen)
-		for (size_t i = lo; i < hi; i++)
-			((double *) c->out)[i] = ((const float *) c->in)[i];
-	else
-		for (size_t i = lo; i < hi; i++)
-			((float *) c->out)[i] = (float) ((const double *) c->in)[i];
-	return TG_OK;
-}
 
 /* The whole routing surface, in memory or in the spill. */
 static size_t
@@ -538,10 +513,9 @@ flats_fit(const strips *s, size_t kept)
 	return fits_beside_strip(s, s->surface ? surface_bytes(s) : 0, kept);
 }
 
-/* n cells of the surface from cell `first` of the grid on, into the spill (write) or out of it. */
+/* n cells of the surface from cell `first` of the grid on, into memory where it is kept, else the spill. */
 static tg_status
-spill_cells(const tg_ctx *ctx, const strips *s, size_t first, double *cells, size_t n, bool write,
-			tg_error *err)
+spill_cells(const tg_ctx *ctx, const strips *s, size_t first, const double *cells, size_t n, tg_error *err)
 {
 	const tg_spill *sp = &s->job->spill;
 	float	   *chunk;
@@ -549,36 +523,25 @@ spill_cells(const tg_ctx *ctx, const strips *s, size_t first, double *cells, siz
 
 	if (s->surface && !s->spill_single)
 	{
-		double	   *kept = (double *) s->surface + first;
-
-		tg_parallel_memcpy(ctx, write ? kept : cells, write ? cells : kept, n * sizeof(double));
+		tg_parallel_memcpy(ctx, (double *) s->surface + first, cells, n * sizeof(double));
 		return TG_OK;
 	}
 	if (s->surface)
 	{
-		float	   *kept = (float *) s->surface + first;
-		convert_job c = {write ? (const void *) cells : kept, write ? (void *) kept : cells, n, !write};
-
-		return tg_parallel(ctx, tg_list_tasks(n), convert_task, &c, err);
+		tg_parallel_narrow(ctx, (float *) s->surface + first, cells, n);
+		return TG_OK;
 	}
 	if (!s->spill_single)
-		return write ? sp->write(sp->arg, first * sizeof(double), cells, n * sizeof(double), err)
-			: sp->read(sp->arg, first * sizeof(double), cells, n * sizeof(double), err);
+		return sp->write(sp->arg, first * sizeof(double), cells, n * sizeof(double), err);
 	chunk = tg_alloc(ctx, sizeof(float) * (n < SPILL_CHUNK_CELLS ? n : SPILL_CHUNK_CELLS) + 1);
 	if (chunk == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a spill buffer");
 	for (size_t i = 0; i < n && st == TG_OK; i += SPILL_CHUNK_CELLS)
 	{
-		const size_t m = n - i < SPILL_CHUNK_CELLS ? n - i : SPILL_CHUNK_CELLS,
-					at = (first + i) * sizeof(float);
-		convert_job c = {write ? (const void *) (cells + i) : chunk, write ? (void *) chunk : cells + i, m, !write};
+		const size_t m = n - i < SPILL_CHUNK_CELLS ? n - i : SPILL_CHUNK_CELLS;
 
-		if (!write)
-			st = sp->read(sp->arg, at, chunk, m * sizeof(float), err);
-		if (st == TG_OK)
-			st = tg_parallel(ctx, tg_list_tasks(m), convert_task, &c, err);
-		if (st == TG_OK && write)
-			st = sp->write(sp->arg, at, chunk, m * sizeof(float), err);
+		tg_parallel_narrow(ctx, chunk, cells + i, m);
+		st = sp->write(sp->arg, (first + i) * sizeof(float), chunk, m * sizeof(float), err);
 	}
 	tg_free(ctx, chunk);
 	return st;
@@ -592,27 +555,43 @@ spill_rows(const tg_ctx *ctx, strips *s, int k, double *rows, void *arg, tg_erro
 		s->spill_single = exact_in_float(s->dem.band.pixtype);
 		keep_surface(ctx, s);
 	}
-	return spill_cells(ctx, s, (size_t) s->width * s->row0[k], rows, (size_t) s->width * s->nrows[k], true, err);
+	return spill_cells(ctx, s, (size_t) s->width * s->row0[k], rows, (size_t) s->width * s->nrows[k], err);
 }
 
-/* Strip k of the spilled surface with two rows of halo, as route_strips.c takes it. */
+/*
+ * Strip k of the spilled surface with two rows of halo, as route_strips.c
+ * takes it, in the spill's type (floats where they hold it exactly): where
+ * the surface is kept in memory a view of it, else read into *owned (to be
+ * freed).
+ */
 static tg_status
-surface_strip(const tg_ctx *ctx, strips *s, int k, double **rows, tg_error *err)
+surface_strip(const tg_ctx *ctx, strips *s, int k, tg_band *z, void **owned, tg_error *err)
 {
+	const tg_spill *sp = &s->job->spill;
 	const int	first = s->row0[k] - 2 > 0 ? s->row0[k] - 2 : 0;
 	const int	end = s->row0[k] + s->nrows[k] + 2 < s->height ? s->row0[k] + s->nrows[k] + 2 : s->height;
-	const size_t n = (size_t) s->width * (end - first);
+	const size_t size = spill_bytes(s),
+				at = (size_t) s->width * first * size,
+				bytes = (size_t) s->width * (end - first) * size;
 	tg_status	st;
 
-	*rows = tg_alloc(ctx, sizeof(double) * n + 1);
-	if (*rows == NULL)
+	*owned = NULL;
+	*z = (tg_band) {s->spill_single ? TG_PT_32BF : TG_PT_64BF, false, false, false, 0, s->width, end - first, NULL};
+	if (s->surface)
+	{
+		z->data = (const uint8_t *) s->surface + at;
+		return TG_OK;
+	}
+	*owned = tg_alloc(ctx, bytes + 1);
+	if (*owned == NULL)
 		return tg_error_set(err, TG_ENOMEM, "could not allocate a strip of the surface");
-	st = spill_cells(ctx, s, (size_t) s->width * first, *rows, n, false, err);
+	st = sp->read(sp->arg, at, *owned, bytes, err);
 	if (st != TG_OK)
 	{
-		tg_free(ctx, *rows);
-		*rows = NULL;
+		tg_free(ctx, *owned);
+		*owned = NULL;
 	}
+	z->data = *owned;
 	return st;
 }
 
@@ -637,14 +616,15 @@ route_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_accum_units units
 	strips_phase(ctx, "flats in strips", s->n);
 	for (int k = 0; k < s->n && st == TG_OK; k++)
 	{
-		double	   *z = NULL;
+		tg_band		z;
+		void	   *owned = NULL;
 
 		st = surface_room(ctx, s, tg_route_strips_flat_bytes(*rb, true), err);
 		if (st == TG_OK)
-			st = surface_strip(ctx, s, k, &z, err);
+			st = surface_strip(ctx, s, k, &z, &owned, err);
 		if (st == TG_OK)
-			st = tg_route_strips_scan(ctx, *rb, s->row0[k], s->nrows[k], z, err);
-		tg_free(ctx, z);
+			st = tg_route_strips_scan(ctx, *rb, s->row0[k], s->nrows[k], &z, err);
+		tg_free(ctx, owned);
 		progress(ctx, "flats in strips", k + 1, s->n);
 	}
 	if (st != TG_OK)
@@ -686,13 +666,14 @@ directions_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *er
 	for (int k = 0; k < s->n && st == TG_OK; k++)
 	{
 		const size_t n = (size_t) W * s->nrows[k];
-		double	   *z = NULL;
+		tg_band		z;
+		void	   *owned = NULL;
 		uint8_t    *d8 = NULL;
 		float	   *frac = NULL;
 		uint16_t   *mask = NULL;
 		tg_output	out;
 
-		st = surface_strip(ctx, s, k, &z, err);
+		st = surface_strip(ctx, s, k, &z, &owned, err);
 		if (st == TG_OK)
 		{
 			d8 = codes ? tg_alloc(ctx, n + 1) : NULL;
@@ -702,7 +683,7 @@ directions_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *er
 				st = tg_error_set(err, TG_ENOMEM, "could not allocate a strip of directions");
 		}
 		if (st == TG_OK)
-			st = tg_route_strips_directions(ctx, rb, s->row0[k], s->nrows[k], z, d8, frac, err);
+			st = tg_route_strips_directions(ctx, rb, s->row0[k], s->nrows[k], &z, d8, frac, err);
 		if (st == TG_OK)
 			st = tg_op_plan(op, &s->dem.band, &out, err);
 		if (st == TG_OK)
@@ -766,7 +747,7 @@ directions_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *er
 				}
 			st = write_strip(ctx, s, &out, 1, k, err);
 		}
-		tg_free(ctx, z);
+		tg_free(ctx, owned);
 		tg_free(ctx, d8);
 		tg_free(ctx, frac);
 		tg_free(ctx, mask);
@@ -821,21 +802,22 @@ accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *
 		strips_phase(ctx, phase, s->n);
 		for (int k = 0; k < s->n && st == TG_OK; k++)
 		{
-			double	   *z = NULL,
-					   *wrows = NULL,
+			double	   *wrows = NULL,
 					   *acc = NULL;
+			void	   *owned = NULL;
 			uint16_t   *receivers = NULL;
-			tg_band		weight;
+			tg_band		z,
+						weight;
 			tg_output	out[3];
 
 			if (d8 || pass == 0 || hydrology)
-				st = surface_strip(ctx, s, k, &z, err);
+				st = surface_strip(ctx, s, k, &z, &owned, err);
 			if (st == TG_OK && op->weight_input > 0 && (d8 || pass == 0))
 				st = weight_strip(ctx, s, op, k, &wg, &wrows, &weight, err);
 			if (st == TG_OK && pass == 0)
-				st = d8 ? tg_route_strips_link(ctx, rb, s->row0[k], s->nrows[k], z,
+				st = d8 ? tg_route_strips_link(ctx, rb, s->row0[k], s->nrows[k], &z,
 											   op->weight_input > 0 ? &weight : NULL, err)
-					: tg_route_strips_spread(ctx, rb, s->row0[k], s->nrows[k], z,
+					: tg_route_strips_spread(ctx, rb, s->row0[k], s->nrows[k], &z,
 											 op->weight_input > 0 ? &weight : NULL, spill, base, err);
 			else if (st == TG_OK)
 			{
@@ -846,7 +828,7 @@ accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *
 				if (acc == NULL || (hydrology && receivers == NULL))
 					st = tg_error_set(err, TG_ENOMEM, "could not allocate a strip of the accumulation");
 				else if (d8)
-					st = tg_route_strips_accumulate(ctx, rb, s->row0[k], s->nrows[k], z,
+					st = tg_route_strips_accumulate(ctx, rb, s->row0[k], s->nrows[k], &z,
 													op->weight_input > 0 ? &weight : NULL, acc, receivers, err);
 				else
 					st = tg_route_strips_flow_result(ctx, rb, s->row0[k], s->nrows[k], spill, base, acc,
@@ -856,9 +838,10 @@ accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *
 				if (st == TG_OK && hydrology)
 				{
 					/* the surface's own rows, after its rows of halo above (two, none on the first strip) */
-					const double *own = z + (size_t) (s->row0[k] >= 2 ? 2 : s->row0[k]) * W;
+					const size_t above = (size_t) (s->row0[k] >= 2 ? 2 : s->row0[k]) * W;
 
-					out[0].planes[0] = (tg_plane) {own, TG_PT_64BF, false, 0};
+					out[0].planes[0] = (tg_plane) {(const uint8_t *) z.data + above * tg_pixtype_size(z.pixtype),
+						z.pixtype, false, 0};
 					out[1].planes[0] = (tg_plane) {receivers, TG_PT_16BUI, true, TG_NODATA_RECEIVERS};
 					out[2].planes[0] = (tg_plane) {acc, TG_PT_64BF, false, 0};
 					st = write_strip(ctx, s, out, 3, k, err);
@@ -869,7 +852,7 @@ accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *
 					st = write_strip(ctx, s, out, 1, k, err);
 				}
 			}
-			tg_free(ctx, z);
+			tg_free(ctx, owned);
 			tg_free(ctx, wrows);
 			tg_free(ctx, acc);
 			tg_free(ctx, receivers);

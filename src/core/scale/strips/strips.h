@@ -33,9 +33,10 @@ tg_status	tg_run_local_window(const tg_ctx *ctx, const tg_op *op, const tg_job *
  * Flow directions and accumulation of a grid larger than memory, in strips
  * of rows (route_strips.c, CPU): the same directions as tg_flow_direction and
  * the same accumulation as tg_flow_accumulation (D8 in cells exactly, weighted
- * and multiple-flow sums to rounding).  Every call gives z, the routing surface (filled or not,
- * as p->fill says the caller prepared it; NaN = nodata) of rows
- * [row0 - 2, row0 + nrows + 2) clipped to the grid.
+ * and multiple-flow sums to rounding).  Every call gives z, the routing
+ * surface (filled or not, as p->fill says the caller prepared it; 32BF or
+ * 64BF, NaN = nodata) of rows [row0 - 2, row0 + nrows + 2) clipped to the
+ * grid.
  *   1. scan every strip, top to bottom; solve_flats;
  *   2. directions: tg_route_strips_directions of any strip (d8: ESRI codes,
  *      frac: 8 planes of shares, either NULL);
@@ -60,7 +61,7 @@ size_t		tg_route_strips_bytes_per_cell(tg_routing routing, bool accumulate);
 tg_status	tg_route_strips_begin(const tg_ctx *ctx, const tg_flow_params *p, tg_accum_units units,
 								  tg_route_strips **rb, tg_error *err);
 tg_status	tg_route_strips_scan(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
-								 const double *z, tg_error *err);
+								 const tg_band *z, tg_error *err);
 tg_status	tg_route_strips_solve_flats(const tg_ctx *ctx, tg_route_strips *rb, tg_error *err);
 size_t		tg_route_strips_flat_cells(const tg_route_strips *rb);
 /* Memory the crossing flats take while solving them (solving) or after. */
@@ -73,15 +74,15 @@ size_t		tg_route_strips_flat_bytes(const tg_route_strips *rb, bool solving);
 tg_status	tg_route_strips_park_flats(const tg_ctx *ctx, tg_route_strips *rb, const tg_spill *spill, size_t at,
 									   tg_error *err);
 tg_status	tg_route_strips_directions(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
-									   const double *z, uint8_t *d8, float *frac, tg_error *err);
+									   const tg_band *z, uint8_t *d8, float *frac, tg_error *err);
 tg_status	tg_route_strips_link(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
-								 const double *z, const tg_band *weight, tg_error *err);
+								 const tg_band *z, const tg_band *weight, tg_error *err);
 tg_status	tg_route_strips_solve_flow(const tg_ctx *ctx, tg_route_strips *rb, tg_error *err);
 tg_status	tg_route_strips_accumulate(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
-									   const double *z, const tg_band *weight, double *acc,
+									   const tg_band *z, const tg_band *weight, double *acc,
 									   uint16_t *receivers, tg_error *err);
 tg_status	tg_route_strips_spread(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows,
-								   const double *z, const tg_band *weight, const tg_spill *spill,
+								   const tg_band *z, const tg_band *weight, const tg_spill *spill,
 								   size_t base, tg_error *err);
 tg_status	tg_route_strips_settle(const tg_ctx *ctx, tg_route_strips *rb, const tg_spill *spill,
 								   size_t base, tg_error *err);
