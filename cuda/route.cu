@@ -518,8 +518,9 @@ namespace
  * Flat cells of the window z (count rows): valid, every neighbour at least as
  * high (a comparison with NaN is false), not on the window's edge.
  */
+template <typename V>
 __global__ void
-tgk_window_flats(const double *__restrict__ z, int W, int count, uint8_t *__restrict__ flat)
+tgk_window_flats(const V *__restrict__ z, int W, int count, uint8_t *__restrict__ flat)
 {
 	TG_GRID_STRIDE(i, (size_t) W * count)
 	{
@@ -529,7 +530,7 @@ tgk_window_flats(const double *__restrict__ z, int W, int count, uint8_t *__rest
 
 		if (x > 0 && x < W - 1 && y > 0 && y < count - 1)
 		{
-			const double *up = z + i - W,
+			const V    *up = z + i - W,
 					   *down = z + i + W,
 						v = z[i];
 
@@ -555,8 +556,9 @@ tgk_crossing_start(size_t n, uint32_t *__restrict__ parent, uint8_t *__restrict_
  * a flat neighbour of equal elevation in a row beyond them: its root marked.
  * own: the flags from own row 0 (window row y0) on; label: roots.
  */
+template <typename V>
 __global__ void
-tgk_crossing_mark(const double *__restrict__ z, const uint8_t *__restrict__ flat, int W, int count, int y0,
+tgk_crossing_mark(const V *__restrict__ z, const uint8_t *__restrict__ flat, int W, int count, int y0,
 				  int nrows, const uint32_t *__restrict__ label, uint8_t *__restrict__ crosses)
 {
 	TG_GRID_STRIDE(t, (size_t) 2 * W)
@@ -609,8 +611,9 @@ struct crossing_root
 };
 
 /* Each listed cell's seeds and its flat's number (the rank of its root among the crossing roots). */
+template <typename V>
 __global__ void
-tgk_crossing_describe(const double *__restrict__ z, const uint8_t *__restrict__ flat, int W, int y0,
+tgk_crossing_describe(const V *__restrict__ z, const uint8_t *__restrict__ flat, int W, int y0,
 					  const uint32_t *__restrict__ label, const uint32_t *__restrict__ cell, const uint32_t *count,
 					  const uint32_t *__restrict__ root, const uint32_t *nroots, uint8_t *__restrict__ seed,
 					  int32_t *__restrict__ number)
@@ -637,14 +640,16 @@ tgk_crossing_describe(const double *__restrict__ z, const uint8_t *__restrict__ 
 	}
 }
 
+template <typename V>
 tg_status
-crossing_impl(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows, tg_crossing_list *list,
-			  tg_error *err)
+crossing_impl(const tg_ctx *ctx, const tg_band *z, int y0, int nrows, tg_crossing_list *list, tg_error *err)
 {
+	const int	W = z->width,
+				count = z->height;
 	const size_t n = (size_t) W * count,
 				own = (size_t) W * nrows,
 				off = (size_t) W * y0;
-	dbuf<double> d_z;
+	dbuf<V>		d_z;
 	dbuf<uint8_t> flat,
 				crosses,
 				d_seed;
@@ -664,7 +669,7 @@ crossing_impl(const tg_ctx *ctx, const double *z, int W, int count, int y0, int 
 		return tg_error_set(err, TG_EINVAL, "a strip's crossing flats take at most %d own cells, within the window",
 							INT32_MAX);
 	/* window and flags; labels, marks, the listed cells and their roots; the list */
-	st = tg_cuda_check_budget(ctx, n * (sizeof(double) + 1) + own * (4 + 1 + 4 + 4 + 1 + 4),
+	st = tg_cuda_check_budget(ctx, n * (sizeof(V) + 1) + own * (4 + 1 + 4 + 4 + 1 + 4),
 							  "a strip's crossing flats", err);
 	if (st != TG_OK)
 		return st;
@@ -678,7 +683,7 @@ crossing_impl(const tg_ctx *ctx, const double *z, int W, int count, int y0, int 
 	TG_CUDA_CHECK(cells.alloc(own), "allocating the crossing cells");
 	TG_CUDA_CHECK(counts.alloc(2), "allocating counts");
 	TG_CUDA_CHECK(cudaEventRecord(up.start), "recording an event");
-	TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, d_z.p, z, n * sizeof(double)), "copying a strip to the GPU");
+	TG_CUDA_CHECK(tg_cuda_copy_to_device(ctx, d_z.p, z->data, n * sizeof(V)), "copying a strip to the GPU");
 	TG_CUDA_CHECK(cudaEventRecord(up.stop), "recording an event");
 	TG_CUDA_CHECK(cudaEventRecord(compute.start), "recording an event");
 	tgk_window_flats<<<grid_for(n), 256>>>(d_z.p, W, count, flat.p);
@@ -735,10 +740,12 @@ crossing_impl(const tg_ctx *ctx, const double *z, int W, int count, int y0, int 
 }								/* namespace */
 
 extern "C" tg_status
-tg_cuda_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
-					   tg_crossing_list *list, tg_error *err)
+tg_cuda_crossing_flats(const tg_ctx *ctx, const tg_band *z, int y0, int nrows, tg_crossing_list *list,
+					   tg_error *err)
 {
 	return tg_cuda_catch_all(err, [&] {
-		return crossing_impl(ctx, z, W, count, y0, nrows, list, err);
+		if (z->pixtype == TG_PT_32BF)
+			return crossing_impl<float>(ctx, z, y0, nrows, list, err);
+		return crossing_impl<double>(ctx, z, y0, nrows, list, err);
 	});
 }

@@ -89,8 +89,8 @@ tg_cuda_part_d8_rows(const tg_ctx *ctx, int W, const tg_flow_params *p, int64_t 
 }
 
 tg_status
-tg_cuda_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
-					   tg_crossing_list *list, tg_error *err)
+tg_cuda_crossing_flats(const tg_ctx *ctx, const tg_band *z, int y0, int nrows, tg_crossing_list *list,
+					   tg_error *err)
 {
 	return no_cuda(err);
 }

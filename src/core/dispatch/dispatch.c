@@ -151,27 +151,39 @@ tg_run_step(const tg_ctx *ctx, int64_t cells, tg_step_fn cpu, tg_step_fn gpu, co
 
 typedef struct crossing_args
 {
-	const double *z;
-	int			W,
-				count,
-				y0,
+	const tg_band *z;
+	int			y0,
 				nrows;
 	tg_crossing_list *list;
 } crossing_args;
 
+/* The threads list them from doubles: floats widened first. */
 static tg_status
 crossing_cpu(const tg_ctx *ctx, const void *arg, tg_error *err)
 {
 	const crossing_args *a = arg;
+	const size_t n = (size_t) a->z->width * a->z->height;
+	double	   *wide = NULL;
+	tg_status	st;
 
-	return tg_cpu_crossing_flats(ctx, a->z, a->W, a->count, a->y0, a->nrows, a->list, err);
+	if (a->z->pixtype != TG_PT_64BF)
+	{
+		wide = tg_alloc(ctx, n * sizeof(double) + 1);
+		if (wide == NULL)
+			return tg_error_set(err, TG_ENOMEM, "could not allocate a strip's surface (%zu cells)", n);
+		tg_parallel_widen(ctx, wide, a->z->data, n);
+	}
+	st = tg_cpu_crossing_flats(ctx, wide ? wide : a->z->data, a->z->width, a->z->height, a->y0, a->nrows, a->list,
+							   err);
+	tg_free(ctx, wide);
+	return st;
 }
 
 static tg_status
 crossing_gpu(const tg_ctx *ctx, const void *arg, tg_error *err)
 {
 	const crossing_args *a = arg;
-	tg_status	st = tg_cuda_crossing_flats(ctx, a->z, a->W, a->count, a->y0, a->nrows, a->list, err);
+	tg_status	st = tg_cuda_crossing_flats(ctx, a->z, a->y0, a->nrows, a->list, err);
 
 	if (st != TG_OK)
 		tg_crossing_list_free(ctx, a->list);
@@ -179,12 +191,13 @@ crossing_gpu(const tg_ctx *ctx, const void *arg, tg_error *err)
 }
 
 tg_status
-tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
-				  tg_crossing_list *list, tg_error *err)
+tg_crossing_flats(const tg_ctx *ctx, const tg_band *z, int y0, int nrows, tg_crossing_list *list, tg_error *err)
 {
-	crossing_args a = {z, W, count, y0, nrows, list};
+	crossing_args a = {z, y0, nrows, list};
 
-	return tg_run_step(ctx, (int64_t) W * nrows, crossing_cpu, crossing_gpu, &a, err);
+	if (z->pixtype != TG_PT_32BF && z->pixtype != TG_PT_64BF)
+		return tg_error_set(err, TG_EINVAL, "crossing flats are listed from floats or doubles");
+	return tg_run_step(ctx, (int64_t) z->width * nrows, crossing_cpu, crossing_gpu, &a, err);
 }
 
 tg_status

@@ -181,12 +181,12 @@ tg_status	tg_run_step(const tg_ctx *ctx, int64_t cells, tg_step_fn cpu, tg_step_
 						tg_error *err);
 
 /*
- * The flats that cross the edges of rows [y0, y0 + nrows) of z (W x count),
- * as flats.h's tg_cpu_crossing_flats lists them, listed as a step of the
- * call (tg_run_step): a strip's or a part's scan.
+ * The flats that cross the edges of rows [y0, y0 + nrows) of z (32BF or
+ * 64BF, NaN: nodata), as flats.h's tg_cpu_crossing_flats lists them, listed
+ * as a step of the call (tg_run_step): a strip's or a part's scan.
  */
-tg_status	tg_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
-							  tg_crossing_list *list, tg_error *err);
+tg_status	tg_crossing_flats(const tg_ctx *ctx, const tg_band *z, int y0, int nrows, tg_crossing_list *list,
+							  tg_error *err);
 
 /*
  * Whether the steps of a call can run: with backend gpu, a usable device
@@ -371,8 +371,8 @@ extern size_t tg_given_masks_batch;
 tg_status	tg_cuda_part_d8_rows(const tg_ctx *ctx, int W, const tg_flow_params *p, int64_t *rows,
 								 tg_error *err);
 
-tg_status	tg_cuda_crossing_flats(const tg_ctx *ctx, const double *z, int W, int count, int y0, int nrows,
-								   tg_crossing_list *list, tg_error *err);
+tg_status	tg_cuda_crossing_flats(const tg_ctx *ctx, const tg_band *z, int y0, int nrows, tg_crossing_list *list,
+								   tg_error *err);
 
 /*
  * The first walk of the flats across seams (scale/seams/flat_seams.c) on the

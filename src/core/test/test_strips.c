@@ -969,7 +969,8 @@ test_fill_strips_gpu(void)
  * in raster order, seeds, flat numbers) for every strip of every split: the
  * seams' adversaries filled, terraces with nodata, random plains, and grids
  * of one to three columns; the first and last strips have no rows beyond on
- * one side, one-row strips both edges in one row.
+ * one side, one-row strips both edges in one row.  One split hands the
+ * device the surface rounded to floats, the CPU the same values as doubles.
  */
 static bool
 same_crossing(const tg_crossing_list *a, const tg_crossing_list *b)
@@ -982,13 +983,20 @@ static void
 crossing_flats_case(size_t s, int t, int W, int H, const double *z, const double *surf)
 {
 	int			rows[150];
+	const size_t n = (size_t) W * H;
 	size_t		cells = 0,
 				differ = 0,
 				windows = 0;
+	float	   *surf32 = malloc(sizeof(float) * n + 1);
+	double	   *rounded = malloc(sizeof(double) * n + 1);
 
+	for (size_t i = 0; i < n; i++)
+		rounded[i] = surf32[i] = (float) surf[i];
 	for (int c = 0; c < 3; c++)
 	{
 		const int	nb = split_rows(H, c == 0 ? 2 : c == 1 ? 3 : 0, rows);
+		const bool	single = c == 1;
+		const double *cpu_z = single ? rounded : surf;
 
 		for (int k = 0, r0 = 0; k < nb; r0 += rows[k++])
 		{
@@ -1000,11 +1008,17 @@ crossing_flats_case(size_t s, int t, int W, int H, const double *z, const double
 			tg_error	err;
 			bool		ran;
 
+			tg_band		zb = band_f64(surf + (size_t) first * W, W, end - first);
+
+			if (single)
+			{
+				zb.pixtype = TG_PT_32BF;
+				zb.data = surf32 + (size_t) first * W;
+			}
 			tg_error_clear(&err);
-			ran = tg_cpu_crossing_flats(&ctx, surf + (size_t) first * W, W, end - first, r0 - first, rows[k],
+			ran = tg_cpu_crossing_flats(&ctx, cpu_z + (size_t) first * W, W, end - first, r0 - first, rows[k],
 										&cpu, &err) == TG_OK;
-			ran = ran && tg_cuda_crossing_flats(&ctx, surf + (size_t) first * W, W, end - first, r0 - first,
-												rows[k], &gpu, &err) == TG_OK;
+			ran = ran && tg_cuda_crossing_flats(&ctx, &zb, r0 - first, rows[k], &gpu, &err) == TG_OK;
 			if (!ran)
 				printf("crossing flats: %s\n", err.message);
 			differ += !ran || !same_crossing(&cpu, &gpu);
@@ -1015,8 +1029,10 @@ crossing_flats_case(size_t s, int t, int W, int H, const double *z, const double
 		}
 	}
 	check(differ == 0 && (s > 0 || t > 4 || cells > 0),
-		  "cuda crossing flats %dx%d (terrain %d): %zu strips' lists equal the CPU's (%zu differ, %zu cells)",
-		  W, H, t, windows, differ, cells);
+		  "cuda crossing flats %dx%d (terrain %d): %zu strips' lists equal the CPU's, from doubles and floats "
+		  "(%zu differ, %zu cells)", W, H, t, windows, differ, cells);
+	free(surf32);
+	free(rounded);
 }
 
 static void

@@ -60,6 +60,7 @@ flats_begin(const tg_ctx *ctx, tg_part *part, reader *r, tg_error *err)
 	int			first,
 				count;
 	tg_crossing_list list;
+	tg_band		z;
 	tg_status	st;
 
 	if (s->index > 0)
@@ -69,7 +70,8 @@ flats_begin(const tg_ctx *ctx, tg_part *part, reader *r, tg_error *err)
 	if (r->bad)
 		return tg_error_set(err, TG_EDATA, "a flats message's neighbour rows do not decode");
 	routed_rows(s, &first, &count);
-	st = tg_crossing_flats(ctx, s->z + (size_t) first * W, s->W, count, 2 - first, s->H, &list, err);
+	z = (tg_band) {TG_PT_64BF, false, false, false, 0, s->W, count, s->z + (size_t) first * W};
+	st = tg_crossing_flats(ctx, &z, 2 - first, s->H, &list, err);
 	if (st != TG_OK)
 		return st;
 	st = keep_crossing(part, &list, err);

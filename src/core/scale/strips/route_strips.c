@@ -219,7 +219,6 @@ tg_route_strips_scan(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows
 	int			first,
 				count;
 	tg_crossing_list list;
-	double	   *wide = NULL;
 	tg_status	st;
 
 	if (row0 != rb->next_row || nrows < 1 || row0 + nrows > rb->H || rb->flats_solved ||
@@ -227,15 +226,7 @@ tg_route_strips_scan(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows
 		return tg_error_set(err, TG_EINVAL, "strips must be scanned top to bottom, each with its halo (row %d, "
 							"expected %d)", row0, rb->next_row);
 	halo_rows(rb, row0, nrows, &first, &count);
-	if (z->pixtype != TG_PT_64BF)
-	{
-		wide = tg_alloc(ctx, (size_t) rb->W * count * sizeof(double) + 1);
-		if (wide == NULL)
-			return tg_error_set(err, TG_ENOMEM, "could not allocate a strip's surface (%d rows)", count);
-		widen_surface(ctx, z, wide);
-	}
-	st = tg_crossing_flats(ctx, wide ? wide : z->data, rb->W, count, row0 - first, nrows, &list, err);
-	tg_free(ctx, wide);
+	st = tg_crossing_flats(ctx, z, row0 - first, nrows, &list, err);
 	if (st == TG_OK)
 	{
 		st = tg_seam_flats_append(ctx, &rb->flats, row0, &list, err);
