@@ -157,24 +157,17 @@ typedef struct crossing_args
 	tg_crossing_list *list;
 } crossing_args;
 
-/* The threads list them from doubles: floats widened first. */
+/* The threads list them from doubles: floats decoded first. */
 static tg_status
 crossing_cpu(const tg_ctx *ctx, const void *arg, tg_error *err)
 {
 	const crossing_args *a = arg;
-	const size_t n = (size_t) a->z->width * a->z->height;
 	double	   *wide = NULL;
-	tg_status	st;
+	tg_status	st = a->z->pixtype == TG_PT_64BF ? TG_OK : tg_band_decode(ctx, a->z, &wide, err);
 
-	if (a->z->pixtype != TG_PT_64BF)
-	{
-		wide = tg_alloc(ctx, n * sizeof(double) + 1);
-		if (wide == NULL)
-			return tg_error_set(err, TG_ENOMEM, "could not allocate a strip's surface (%zu cells)", n);
-		tg_parallel_widen(ctx, wide, a->z->data, n);
-	}
-	st = tg_cpu_crossing_flats(ctx, wide ? wide : a->z->data, a->z->width, a->z->height, a->y0, a->nrows, a->list,
-							   err);
+	if (st == TG_OK)
+		st = tg_cpu_crossing_flats(ctx, wide ? wide : a->z->data, a->z->width, a->z->height, a->y0, a->nrows,
+								   a->list, err);
 	tg_free(ctx, wide);
 	return st;
 }

@@ -731,8 +731,7 @@ typedef enum bytes_how
 {
 	BYTES_COPY,
 	BYTES_SET,					/* every byte to `value` */
-	BYTES_WIDEN,				/* floats to doubles: `bytes` counts the doubles' */
-	BYTES_NARROW				/* doubles to floats: likewise */
+	BYTES_NARROW				/* doubles to floats: `bytes` counts the doubles' */
 } bytes_how;
 
 typedef struct bytes_job
@@ -756,9 +755,6 @@ bytes_task(const tg_ctx *ctx, void *arg, int64_t task, tg_error *err)
 		memcpy(m->dst + off, m->src + off, len);
 	else if (m->how == BYTES_SET)
 		memset(m->dst + off, m->value, len);
-	else if (m->how == BYTES_WIDEN)
-		for (size_t i = 0; i < len / sizeof(double); i++)
-			((double *) (m->dst + off))[i] = ((const float *) (m->src + off / 2))[i];
 	else
 		for (size_t i = 0; i < len / sizeof(double); i++)
 			((float *) (m->dst + off / 2))[i] = (float) ((const double *) (m->src + off))[i];
@@ -796,14 +792,6 @@ void
 tg_parallel_memset(const tg_ctx *ctx, void *dst, int value, size_t bytes)
 {
 	bytes_job	m = {dst, NULL, BYTES_SET, value, bytes, 0};
-
-	parallel_bytes(ctx, &m);
-}
-
-void
-tg_parallel_widen(const tg_ctx *ctx, double *dst, const float *src, size_t n)
-{
-	bytes_job	m = {(char *) dst, (const char *) src, BYTES_WIDEN, 0, n * sizeof(double), 0};
 
 	parallel_bytes(ctx, &m);
 }

@@ -221,8 +221,7 @@ void		tg_blocks_keep_within(const tg_ctx *ctx, size_t budget);
  */
 void		tg_parallel_memcpy(const tg_ctx *ctx, void *dst, const void *src, size_t bytes);
 void		tg_parallel_memset(const tg_ctx *ctx, void *dst, int value, size_t bytes);
-/* n floats widened to doubles, or doubles narrowed to floats, likewise. */
-void		tg_parallel_widen(const tg_ctx *ctx, double *dst, const float *src, size_t n);
+/* n doubles narrowed to floats, likewise (raster.h's tg_band_decode widens a band). */
 void		tg_parallel_narrow(const tg_ctx *ctx, float *dst, const double *src, size_t n);
 
 /* Index of the thread running a task (0 .. threads - 1); 0 on the calling thread. */

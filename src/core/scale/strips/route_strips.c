@@ -182,18 +182,6 @@ surface_of_rows(const tg_route_strips *rb, const tg_band *z, int row0, int nrows
 	return z->width == rb->W && z->height == count && (z->pixtype == TG_PT_32BF || z->pixtype == TG_PT_64BF);
 }
 
-/* z's values as doubles into out (its cells), on the call's threads. */
-static void
-widen_surface(const tg_ctx *ctx, const tg_band *z, double *out)
-{
-	const size_t n = (size_t) z->width * z->height;
-
-	if (z->pixtype == TG_PT_64BF)
-		tg_parallel_memcpy(ctx, out, z->data, n * sizeof(double));
-	else
-		tg_parallel_widen(ctx, out, z->data, n);
-}
-
 /* A strip linked or spread: its rows and (D8) the exits its edge rows drain by, taken over. */
 static tg_status
 keep_strip(const tg_ctx *ctx, tg_route_strips *rb, int row0, int nrows, int64_t *dest, tg_error *err)
@@ -441,7 +429,7 @@ route_strip(const tg_ctx *ctx, const tg_route_strips *rb, int row0, int nrows, c
 	size_t		n,
 				nb = (size_t) W * nrows,
 				off;
-	double	   *sub_z;
+	double	   *sub_z = NULL;
 	tg_flow_params p;
 	tg_flat_masks given;
 	tg_route	sub;
@@ -453,11 +441,10 @@ route_strip(const tg_ctx *ctx, const tg_route_strips *rb, int row0, int nrows, c
 	halo_rows(rb, row0, nrows, &first, &count);
 	n = (size_t) W * count;
 	off = (size_t) (row0 - first) * W;
-	sub_z = tg_alloc(ctx, (n ? n : 1) * sizeof(double));
-	if (sub_z == NULL)
-		return tg_error_set(err, TG_ENOMEM, "could not allocate a strip's surface (%zu cells)", n);
-	widen_surface(ctx, z, sub_z);
-	st = strip_masks(ctx, rb, row0, nrows, first, count, &p, &given, err);
+	/* the routing fills and resolves flats in place: a copy of the surface, in doubles */
+	st = tg_band_decode(ctx, z, &sub_z, err);
+	if (st == TG_OK)
+		st = strip_masks(ctx, rb, row0, nrows, first, count, &p, &given, err);
 	if (st != TG_OK)
 	{
 		tg_free(ctx, sub_z);
