@@ -406,13 +406,6 @@ fill_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *err)
 /* ------------------------------------------------------------------------
  * Directions and D8 accumulation: the surface spilled once, read in strips
  * ------------------------------------------------------------------------ */
-/* Is every value of this pixel type (and NaN) exact as a float? */
-static bool
-exact_in_float(tg_pixtype t)
-{
-	return t != TG_PT_32BSI && t != TG_PT_32BUI && t != TG_PT_64BF;
-}
-
 static size_t
 spill_bytes(const strips *s)
 {
@@ -552,7 +545,7 @@ spill_rows(const tg_ctx *ctx, strips *s, int k, double *rows, void *arg, tg_erro
 {
 	if (k == 0)					/* the first tile read gave the pixel type */
 	{
-		s->spill_single = exact_in_float(s->dem.band.pixtype);
+		s->spill_single = tg_pixtype_exact_in_f32(s->dem.band.pixtype);
 		keep_surface(ctx, s);
 	}
 	return spill_cells(ctx, s, (size_t) s->width * s->row0[k], rows, (size_t) s->width * s->nrows[k], err);
