@@ -615,7 +615,10 @@ test_strips_surface(coverage *tiles)
  * than the host budget gives a strip, the GPU still takes every strip's D8
  * step, in more strips, the surface between the passes held in the room the
  * budget leaves (until the crossing flats need it), and the tiles equal the
- * CPU's in memory.
+ * CPU's in memory.  Where the GPU takes the steps the host holds less of a
+ * strip: the surface is kept in memory (until the crossing flats need the
+ * room) at budgets where the CPU's steps leave no room for it (a step the device could not hold run again on the
+ * CPU once the surface moved out), the tiles again the one grid's.
  */
 static void
 test_strips_on_small_device(coverage *tiles)
@@ -634,7 +637,10 @@ test_strips_on_small_device(coverage *tiles)
 	int			host_strips = 0,
 				host_rows = 0,
 				small_strips = 0,
-				small_rows = 0;
+				small_rows = 0,
+				kept[2] = {0, 0},
+				again = 0,
+				differ = 0;
 
 	tg_device_query(0, &info);
 	if (!info.available)
@@ -667,10 +673,36 @@ test_strips_on_small_device(coverage *tiles)
 		  "strips sized to a device of %zu bytes: %s (%d rows there; the CPU's within the budget: %d strips of %d rows)",
 		  run_device_limit, stats.note, (int) rows, host_strips, host_rows);
 	run_device_limit = 0;
+	res_free(&small);
+	for (int percent = 4; percent <= 40; percent++)
+	{
+		bool		in_memory[2] = {false, false},
+					in_strips = true;
+
+		for (int gpu = 0; gpu < 2; gpu++)
+		{
+			run_backend = gpu ? TG_BACKEND_AUTO : TG_BACKEND_CPU;
+			if (run_on(tiles, NULL, &op, 2, budget * percent / 33, false, false, &small, &stats, &err) != TG_OK)
+			{
+				in_strips = false;	/* not even a row of tiles fits */
+				continue;
+			}
+			in_strips &= strstr(stats.note, "strips of at most") != NULL;
+			in_memory[gpu] = strstr(stats.note, "kept in memory") || strstr(stats.note, "moved to the temporary file");
+			again += strstr(stats.note, "for a step the device could not hold") != NULL;
+			differ += !same_tiles(tiles, &ref, &small, tg_op_outputs(&op));
+			res_free(&small);
+		}
+		kept[0] += in_strips && in_memory[1] && !in_memory[0];
+		kept[1] += in_strips && in_memory[0] && !in_memory[1];
+	}
+	check(differ == 0 && kept[0] > 0 && kept[1] == 0,
+		  "budgets where both run in strips: the surface in memory after the fill with the GPU's steps alone in %d, "
+		  "on the CPU alone in %d (%d steps run again after it moved out); %d runs' tiles differ from the one "
+		  "grid's", kept[0], kept[1], again, differ);
 	run_backend = TG_BACKEND_CPU;
 	res_free(&ref);
 	res_free(&host);
-	res_free(&small);
 }
 
 /*

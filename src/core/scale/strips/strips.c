@@ -46,13 +46,17 @@ typedef struct strips
 	int		   *nrows;
 	int			max_rows;		/* the most rows a strip could have had */
 	bool		device_sized;	/* max_rows is what the GPU's step takes, less than the budget's */
+	bool		gpu_steps;		/* the GPU takes the strips' steps (D8 routing and accumulation) */
 	tg_grid_band dem;			/* the DEM's type (typed by the first tile read) */
 	int			col0;			/* a local operation's columns written (a refresh's window), */
 	int			ncols;			/* 0 for every column */
 	bool		spill_single;	/* the spill holds floats: every value is exact in one */
-	size_t		strip_bytes;	/* what the tallest strip holds (the plan's bytes a cell) */
+	size_t		strip_cells;	/* the tallest strip's, its halo rows included */
+	size_t		strip_bytes;	/* what it holds where the CPU takes its steps (the plan's bytes a cell) */
+	size_t		device_strip_bytes; /* what it holds on the host where the GPU takes them */
 	void	   *surface;		/* the spilled surface, in memory where it fits beside a strip, else NULL */
-	bool		surface_moved;	/* it was, until the flats crossing strips needed the room */
+	bool		device_terms;	/* it fits beside the tallest strip only while the GPU takes the steps */
+	const char *surface_moved;	/* why it went to the spill after all, or NULL */
 	bool		flats_parked;	/* the solved crossing flats waited in the spill */
 } strips;
 
@@ -106,7 +110,7 @@ plan_strips(const tg_ctx *ctx, const tg_job *job, size_t bytes_per_cell, int dev
 	while (r0 < l->height)
 	{
 		int			best = -1;
-		size_t		bytes;
+		size_t		cells;
 
 		for (int r = r0 + 1; r <= l->height && r - r0 <= most; r++)
 			if (cut[r])
@@ -126,14 +130,15 @@ plan_strips(const tg_ctx *ctx, const tg_job *job, size_t bytes_per_cell, int dev
 			return TG_ELIMIT;
 		}
 		/* the strip's rows and one of halo on each side */
-		bytes = ((size_t) (best - r0) + 2) * l->width * bytes_per_cell;
+		cells = ((size_t) (best - r0) + 2) * l->width;
 		s->row0[s->n] = r0;
 		s->nrows[s->n++] = best - r0;
 		r0 = best;
-		if (bytes > s->strip_bytes)
-			s->strip_bytes = bytes;
+		if (cells > s->strip_cells)
+			s->strip_cells = cells;
 	}
 	tg_free(ctx, cut);
+	s->strip_bytes = s->strip_cells * bytes_per_cell;
 	return TG_OK;
 }
 
@@ -214,12 +219,13 @@ strip_stats(const tg_ctx *ctx, const strips *s, const tg_op *op, const char *met
 	if (device && ctx->stats->gpu_fallbacks > 0)
 		snprintf(fallbacks, sizeof fallbacks, " but %d step%s the device could not hold, on the CPU",
 				 ctx->stats->gpu_fallbacks, ctx->stats->gpu_fallbacks == 1 ? "" : "s");
-	snprintf(ctx->stats->note, sizeof ctx->stats->note, "%d strips of at most %d rows within %s%s%s%s%s%s%s",
+	snprintf(ctx->stats->note, sizeof ctx->stats->note, "%d strips of at most %d rows within %s%s%s%s%s%s%s%s",
 			 s->n, s->max_rows, s->device_sized ? "the GPU's memory" : s->job->budget_name,
 			 device ? "; each strip's " : "", device ? device_steps(op) : "", device ? " on the GPU" : "", fallbacks,
 			 s->surface ? "; the surface between passes kept in memory"
-			 : s->surface_moved ? "; the surface between passes moved to the temporary file for the crossing flats"
-			 : "", s->flats_parked ? "; the crossing flats between strips in the temporary file" : "");
+			 : s->surface_moved ? "; the surface between passes moved to the temporary file " : "",
+			 s->surface ? "" : s->surface_moved ? s->surface_moved : "",
+			 s->flats_parked ? "; the crossing flats between strips in the temporary file" : "");
 }
 
 /* A phase run strip by strip begins: the phases each strip runs are told as part of it. */
@@ -315,6 +321,165 @@ tg_run_local_window(const tg_ctx *ctx, const tg_op *op, const tg_job *job, const
 }
 
 /* ------------------------------------------------------------------------
+ * The routing surface between passes: in memory where it fits, else spilled
+ * ------------------------------------------------------------------------ */
+static size_t
+spill_bytes(const strips *s)
+{
+	return s->spill_single ? sizeof(float) : sizeof(double);
+}
+
+/* A strip's doubles go to the spill's floats a chunk at a time. */
+#define SPILL_CHUNK_CELLS ((size_t) 1 << 22)
+
+/* The whole routing surface, in memory or in the spill. */
+static size_t
+surface_bytes(const strips *s)
+{
+	return (size_t) s->width * s->height * spill_bytes(s);
+}
+
+/*
+ * Where things lie in the spill, in this order: the routing surface where it
+ * is not in memory (from 0, as in memory), multiple flow's shares spread
+ * between strips (for accumulation, not directions), the crossing flats
+ * where they are parked.
+ */
+typedef enum spill_part
+{
+	SPILL_SURFACE,
+	SPILL_SPREAD,
+	SPILL_FLATS
+} spill_part;
+
+static size_t
+spill_at(const strips *s, const tg_op *op, const tg_route_strips *rb, spill_part part)
+{
+	const bool	spreads = op->kind != TG_OP_DIRECTIONS && op->flow.routing != TG_ROUTE_D8;
+	size_t		at = 0;
+
+	if (part > SPILL_SURFACE)
+		at += surface_bytes(s);
+	if (part > SPILL_SPREAD && spreads)
+		at += tg_route_strips_spill_bytes(rb);
+	return at;
+}
+
+/* A strip holding `strip` bytes, a and b bytes more fit in the budget together. */
+static bool
+fits_in_budget(const strips *s, size_t strip, size_t a, size_t b)
+{
+	const size_t budget = s->job->memory_budget;
+
+	return strip <= budget && a <= budget - strip && b <= budget - strip - a;
+}
+
+/* What the tallest strip holds on the host as the steps run now. */
+static size_t
+strip_held(const strips *s)
+{
+	return s->device_terms ? s->device_strip_bytes : s->strip_bytes;
+}
+
+/*
+ * The spilled surface kept in memory instead of the spill where it fits in
+ * the budget beside the tallest strip and `beside` bytes more (strips sized
+ * to the device, or rounded down to whole rows of tiles, leave room): the
+ * passes after the fill read it on the threads, not through the file.
+ */
+static bool
+surface_fits(const strips *s, size_t beside)
+{
+	return fits_in_budget(s, strip_held(s), beside, surface_bytes(s));
+}
+
+/*
+ * Where the GPU takes the steps the host holds a fraction of what the CPU's
+ * steps hold: the surface may then fit beside a strip on those terms alone,
+ * which hold while every step runs on the device (step_ctx).
+ */
+static void
+keep_surface(const tg_ctx *ctx, strips *s)
+{
+	if (s->surface != NULL)
+		return;
+	s->device_terms = false;
+	if (!surface_fits(s, 0))
+		s->device_terms = s->gpu_steps && fits_in_budget(s, s->device_strip_bytes, 0, surface_bytes(s));
+	if (surface_fits(s, 0))
+		s->surface = tg_alloc(ctx, surface_bytes(s));
+	if (s->surface == NULL)
+		s->device_terms = false;
+}
+
+/* The surface kept in memory goes to the spill (laid out there as in memory), for `why`. */
+static tg_status
+surface_to_spill(const tg_ctx *ctx, strips *s, const char *why, tg_error *err)
+{
+	const tg_spill *sp = &s->job->spill;
+	tg_status	st = sp->write(sp->arg, 0, s->surface, surface_bytes(s), err);
+
+	tg_free(ctx, s->surface);
+	s->surface = NULL;
+	s->device_terms = false;
+	s->surface_moved = why;
+	return st;
+}
+
+/*
+ * The flats that cross strips (flat_bytes while they are solved) grow as the
+ * strips are scanned: where they no longer fit beside the surface and a
+ * strip, the surface goes to the spill.
+ */
+static tg_status
+surface_room(const tg_ctx *ctx, strips *s, size_t flat_bytes, tg_error *err)
+{
+	if (s->surface == NULL || surface_fits(s, flat_bytes))
+		return TG_OK;
+	return surface_to_spill(ctx, s, "for the crossing flats", err);
+}
+
+/*
+ * The solved crossing flats (kept bytes) fit beside the tallest strip and the
+ * surface where that is in memory; else they wait in the spill between strips.
+ */
+static bool
+flats_fit(const strips *s, size_t kept)
+{
+	return fits_in_budget(s, strip_held(s), s->surface ? surface_bytes(s) : 0, kept);
+}
+
+/*
+ * The context a strip's step runs in: while the surface is kept on the
+ * device's terms the step may not move to the CPU within them (the CPU's
+ * step would not fit beside the surface), so it runs on the device alone.
+ */
+static const tg_ctx *
+step_ctx(const tg_ctx *ctx, const strips *s, tg_ctx *device_only)
+{
+	if (!s->device_terms)
+		return ctx;
+	*device_only = *ctx;
+	device_only->backend = TG_BACKEND_GPU;
+	return device_only;
+}
+
+/*
+ * After a step run in step_ctx: where the device could not hold it and the
+ * call's policy lets the CPU take it, the surface goes to the spill to make
+ * the room, and the step is to run again (true) as the policy chooses.
+ */
+static bool
+step_again(const tg_ctx *ctx, strips *s, tg_status *st, tg_error *err)
+{
+	if (*st != TG_ENOMEM || !err->on_device || !s->device_terms || ctx->backend != TG_BACKEND_AUTO)
+		return false;
+	tg_error_clear(err);
+	*st = surface_to_spill(ctx, s, "for a step the device could not hold", err);
+	return *st == TG_OK;
+}
+
+/* ------------------------------------------------------------------------
  * The filled surface, strip by strip
  * ------------------------------------------------------------------------ */
 
@@ -347,6 +512,7 @@ surface_strips(const tg_ctx *ctx, strips *s, bool fill, strip_rows_fn done, void
 					   *w = NULL;
 			int			first,
 						count;
+			tg_ctx		device_only;
 
 			st = read_rows(ctx, s, &s->job->inputs[0], &s->dem, s->row0[k], s->nrows[k], 1, &z, &first,
 						   &count, err);
@@ -357,8 +523,12 @@ surface_strips(const tg_ctx *ctx, strips *s, bool fill, strip_rows_fn done, void
 			else if (fill)
 			{
 				w = tg_alloc(ctx, sizeof(double) * (size_t) W * s->nrows[k] + 1);
-				st = w ? tg_fill_strips_finish(ctx, fb, s->row0[k], s->nrows[k], z, w, err)
+				st = w ? tg_fill_strips_finish(step_ctx(ctx, s, &device_only), fb, s->row0[k], s->nrows[k], z, w,
+											   err)
 					: tg_error_set(err, TG_ENOMEM, "could not allocate a filled strip");
+				/* raising the strip's edges again raises nothing more */
+				if (step_again(ctx, s, &st, err))
+					st = tg_fill_strips_finish(ctx, fb, s->row0[k], s->nrows[k], z, w, err);
 				if (st == TG_OK)
 					st = done(ctx, s, k, w, arg, err);
 			}
@@ -406,106 +576,6 @@ fill_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *err)
 /* ------------------------------------------------------------------------
  * Directions and D8 accumulation: the surface spilled once, read in strips
  * ------------------------------------------------------------------------ */
-static size_t
-spill_bytes(const strips *s)
-{
-	return s->spill_single ? sizeof(float) : sizeof(double);
-}
-
-/* A strip's doubles go to the spill's floats a chunk at a time. */
-#define SPILL_CHUNK_CELLS ((size_t) 1 << 22)
-
-/* The whole routing surface, in memory or in the spill. */
-static size_t
-surface_bytes(const strips *s)
-{
-	return (size_t) s->width * s->height * spill_bytes(s);
-}
-
-/*
- * Where things lie in the spill, in this order: the routing surface where it
- * is not in memory (from 0, as in memory), multiple flow's shares spread
- * between strips (for accumulation, not directions), the crossing flats
- * where they are parked.
- */
-typedef enum spill_part
-{
-	SPILL_SURFACE,
-	SPILL_SPREAD,
-	SPILL_FLATS
-} spill_part;
-
-static size_t
-spill_at(const strips *s, const tg_op *op, const tg_route_strips *rb, spill_part part)
-{
-	const bool	spreads = op->kind != TG_OP_DIRECTIONS && op->flow.routing != TG_ROUTE_D8;
-	size_t		at = 0;
-
-	if (part > SPILL_SURFACE)
-		at += surface_bytes(s);
-	if (part > SPILL_SPREAD && spreads)
-		at += tg_route_strips_spill_bytes(rb);
-	return at;
-}
-
-/* The tallest strip, a and b bytes more fit in the budget together. */
-static bool
-fits_beside_strip(const strips *s, size_t a, size_t b)
-{
-	const size_t budget = s->job->memory_budget;
-
-	return s->strip_bytes <= budget && a <= budget - s->strip_bytes && b <= budget - s->strip_bytes - a;
-}
-
-/*
- * The spilled surface kept in memory instead of the spill where it fits in
- * the budget beside the tallest strip and `beside` bytes more (strips sized
- * to the device, or rounded down to whole rows of tiles, leave room): the
- * passes after the fill read it on the threads, not through the file.
- */
-static bool
-surface_fits(const strips *s, size_t beside)
-{
-	return fits_beside_strip(s, beside, surface_bytes(s));
-}
-
-static void
-keep_surface(const tg_ctx *ctx, strips *s)
-{
-	if (s->surface == NULL && surface_fits(s, 0))
-		s->surface = tg_alloc(ctx, surface_bytes(s));
-}
-
-/*
- * The flats that cross strips (flat_bytes while they are solved) grow as the
- * strips are scanned: where they no longer fit beside the surface and a
- * strip, the surface goes to the spill (laid out there as in memory).
- */
-static tg_status
-surface_room(const tg_ctx *ctx, strips *s, size_t flat_bytes, tg_error *err)
-{
-	const tg_spill *sp = &s->job->spill;
-	tg_status	st;
-
-	if (s->surface == NULL || surface_fits(s, flat_bytes))
-		return TG_OK;
-	st = sp->write(sp->arg, 0, s->surface, surface_bytes(s), err);
-	tg_free(ctx, s->surface);
-	s->surface = NULL;
-	s->surface_moved = true;
-	return st;
-}
-
-/*
- * The solved crossing flats (kept bytes) fit beside the tallest strip and the
- * surface where that is in memory; else they wait in the spill between strips.
- */
-static bool
-flats_fit(const strips *s, size_t kept)
-{
-	return fits_beside_strip(s, s->surface ? surface_bytes(s) : 0, kept);
-}
-
 /* n cells of the surface from cell `first` of the grid on, into memory where it is kept, else the spill. */
 static tg_status
 spill_cells(const tg_ctx *ctx, const strips *s, size_t first, const double *cells, size_t n, tg_error *err)
@@ -611,11 +681,15 @@ route_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_accum_units units
 	{
 		tg_band		z;
 		void	   *owned = NULL;
+		tg_ctx		device_only;
 
 		st = surface_room(ctx, s, tg_route_strips_flat_bytes(*rb, true), err);
 		if (st == TG_OK)
 			st = surface_strip(ctx, s, k, &z, &owned, err);
 		if (st == TG_OK)
+			st = tg_route_strips_scan(step_ctx(ctx, s, &device_only), *rb, s->row0[k], s->nrows[k], &z, err);
+		/* the strip's view of the surface moved with it: read from the spill */
+		if (step_again(ctx, s, &st, err) && (st = surface_strip(ctx, s, k, &z, &owned, err)) == TG_OK)
 			st = tg_route_strips_scan(ctx, *rb, s->row0[k], s->nrows[k], &z, err);
 		tg_free(ctx, owned);
 		progress(ctx, "flats in strips", k + 1, s->n);
@@ -802,16 +876,24 @@ accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *
 			tg_band		z,
 						weight;
 			tg_output	out[3];
+			tg_ctx		device_only;
 
 			if (d8 || pass == 0 || hydrology)
 				st = surface_strip(ctx, s, k, &z, &owned, err);
 			if (st == TG_OK && op->weight_input > 0 && (d8 || pass == 0))
 				st = weight_strip(ctx, s, op, k, &wg, &wrows, &weight, err);
-			if (st == TG_OK && pass == 0)
-				st = d8 ? tg_route_strips_link(ctx, rb, s->row0[k], s->nrows[k], &z,
-											   op->weight_input > 0 ? &weight : NULL, err)
-					: tg_route_strips_spread(ctx, rb, s->row0[k], s->nrows[k], &z,
-											 op->weight_input > 0 ? &weight : NULL, spill, base, err);
+			if (st == TG_OK && pass == 0 && d8)
+			{
+				st = tg_route_strips_link(step_ctx(ctx, s, &device_only), rb, s->row0[k], s->nrows[k], &z,
+										  op->weight_input > 0 ? &weight : NULL, err);
+				/* the strip's view of the surface moved with it: read from the spill */
+				if (step_again(ctx, s, &st, err) && (st = surface_strip(ctx, s, k, &z, &owned, err)) == TG_OK)
+					st = tg_route_strips_link(ctx, rb, s->row0[k], s->nrows[k], &z,
+											  op->weight_input > 0 ? &weight : NULL, err);
+			}
+			else if (st == TG_OK && pass == 0)
+				st = tg_route_strips_spread(ctx, rb, s->row0[k], s->nrows[k], &z,
+											op->weight_input > 0 ? &weight : NULL, spill, base, err);
 			else if (st == TG_OK)
 			{
 				const size_t n = (size_t) W * s->nrows[k];
@@ -821,8 +903,15 @@ accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *
 				if (acc == NULL || (hydrology && receivers == NULL))
 					st = tg_error_set(err, TG_ENOMEM, "could not allocate a strip of the accumulation");
 				else if (d8)
-					st = tg_route_strips_accumulate(ctx, rb, s->row0[k], s->nrows[k], &z,
-													op->weight_input > 0 ? &weight : NULL, acc, receivers, err);
+				{
+					st = tg_route_strips_accumulate(step_ctx(ctx, s, &device_only), rb, s->row0[k], s->nrows[k],
+													&z, op->weight_input > 0 ? &weight : NULL, acc, receivers,
+													err);
+					if (step_again(ctx, s, &st, err) && (st = surface_strip(ctx, s, k, &z, &owned, err)) == TG_OK)
+						st = tg_route_strips_accumulate(ctx, rb, s->row0[k], s->nrows[k], &z,
+														op->weight_input > 0 ? &weight : NULL, acc, receivers,
+														err);
+				}
 				else
 					st = tg_route_strips_flow_result(ctx, rb, s->row0[k], s->nrows[k], spill, base, acc,
 													 receivers, err);
@@ -901,33 +990,55 @@ strip_bytes_per_cell(const tg_op *op)
 }
 
 /*
+ * Bytes per cell of a strip on the host where the GPU takes its D8 steps,
+ * the surface being a view of the one kept in memory: the DEM's rows read
+ * and filled as doubles (16); then the crossing flats' cells (8 at most),
+ * the accumulation (8), tg_hydrology's receivers (2) and a weight raster's
+ * rows read and spread (16).
+ */
+static size_t
+strip_bytes_on_device(const tg_op *op)
+{
+	const size_t fill = 2 * sizeof(double),
+				route = sizeof(size_t) + sizeof(double) + (op->kind == TG_OP_HYDROLOGY ? sizeof(uint16_t) : 0) +
+		(op->weight_input > 0 ? 2 * sizeof(double) : 0);
+
+	return fill > route ? fill : route;
+}
+
+/*
  * The most rows a strip may have for its D8 step (route_strips.c) to fit the
  * device where the GPU takes it: strips sized by the host budget alone would
  * send the step to the CPU under auto (or fail under gpu) on a device
- * smaller than them.  INT_MAX where the GPU takes no step, or where not even
- * the tallest tile's rows would fit.
+ * smaller than them.  INT_MAX where the GPU takes no step (*steps false:
+ * where not even the tallest tile's rows would fit, the CPU takes them), or
+ * where the device sets no bound.
  */
 static int
-rows_on_device(const tg_ctx *ctx, const tg_op *op, const tg_layout *l)
+rows_on_device(const tg_ctx *ctx, const tg_op *op, const tg_layout *l, bool *steps)
 {
 	tg_flow_params p = op->flow;
 	int64_t		rows = 0;
 	tg_error	ignored;
 
+	*steps = false;
 	if (tg_op_seams_of(op->kind) != TG_SEAMS_FLOW || p.routing != TG_ROUTE_D8 ||
 		ctx->backend == TG_BACKEND_CPU || !tg_gpu_chosen(ctx, (int64_t) l->width * l->height))
 		return INT_MAX;
 	p.fill = false;				/* the step routes the routing surface, filled already */
 	tg_error_clear(&ignored);
-	if (tg_cuda_part_d8_rows(ctx, l->width, &p, &rows, &ignored) != TG_OK)
+	if (tg_cuda_part_d8_rows(ctx, l->width, &p, &rows, &ignored) != TG_OK || rows < tg_layout_tallest(l))
 		return INT_MAX;
-	return rows >= tg_layout_tallest(l) && rows < INT_MAX ? (int) rows : INT_MAX;
+	*steps = true;
+	return rows < INT_MAX ? (int) rows : INT_MAX;
 }
 
 tg_status
 tg_run_strips(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *err)
 {
 	strips		s;
+	int			device_rows;
+	bool		gpu_steps;
 	tg_status	st;
 
 	if (tg_op_seams_of(op->kind) >= TG_SEAMS_ROUTE && job->spill.write == NULL)
@@ -939,7 +1050,10 @@ tg_run_strips(const tg_ctx *ctx, const tg_op *op, const tg_job *job, tg_error *e
 		return st;
 	/* the strips fill the budget with what they hold: what is freed stays only within it */
 	tg_blocks_keep_within(ctx, job->memory_budget);
-	st = plan_strips(ctx, job, strip_bytes_per_cell(op), rows_on_device(ctx, op, job->layout), &s, err);
+	device_rows = rows_on_device(ctx, op, job->layout, &gpu_steps);
+	st = plan_strips(ctx, job, strip_bytes_per_cell(op), device_rows, &s, err);
+	s.gpu_steps = gpu_steps;
+	s.device_strip_bytes = s.strip_cells * strip_bytes_on_device(op);
 	if (st == TG_OK)
 		switch (tg_op_seams_of(op->kind))
 		{
