@@ -264,7 +264,7 @@ tg_route_strips_flat_bytes(const tg_route_strips *rb, bool solving)
 	 * fronts, or the masks (33 at most); afterwards column and mask, unless
 	 * parked.
 	 */
-	const size_t per_cell = solving ? 33 : rb->flats_spill ? 0 : 8;
+	const size_t per_cell = solving ? 33 : !rb->flats_solved ? 13 : rb->flats_spill ? 0 : 8;
 
 	return rb->flats.n * per_cell + ((size_t) rb->H + 1) * sizeof(uint32_t);
 }

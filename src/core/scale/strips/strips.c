@@ -57,6 +57,7 @@ typedef struct strips
 	void	   *surface;		/* the spilled surface, in memory where it fits beside a strip, else NULL */
 	bool		device_terms;	/* it fits beside the tallest strip only while the GPU takes the steps */
 	const char *surface_moved;	/* why it went to the spill after all, or NULL */
+	bool		surface_back;	/* it came back once the crossing flats were solved */
 	bool		flats_parked;	/* the solved crossing flats waited in the spill */
 } strips;
 
@@ -224,7 +225,8 @@ strip_stats(const tg_ctx *ctx, const strips *s, const tg_op *op, const char *met
 			 device ? "; each strip's " : "", device ? device_steps(op) : "", device ? " on the GPU" : "", fallbacks,
 			 s->surface ? "; the surface between passes kept in memory"
 			 : s->surface_moved ? "; the surface between passes moved to the temporary file " : "",
-			 s->surface ? "" : s->surface_moved ? s->surface_moved : "",
+			 s->surface_back ? ", in the temporary file while the crossing flats were solved"
+			 : s->surface ? "" : s->surface_moved ? s->surface_moved : "",
 			 s->flats_parked ? "; the crossing flats between strips in the temporary file" : "");
 }
 
@@ -399,14 +401,14 @@ surface_fits(const strips *s, size_t beside)
  * which hold while every step runs on the device (step_ctx).
  */
 static void
-keep_surface(const tg_ctx *ctx, strips *s)
+keep_surface(const tg_ctx *ctx, strips *s, size_t beside)
 {
 	if (s->surface != NULL)
 		return;
 	s->device_terms = false;
-	if (!surface_fits(s, 0))
-		s->device_terms = s->gpu_steps && fits_in_budget(s, s->device_strip_bytes, 0, surface_bytes(s));
-	if (surface_fits(s, 0))
+	if (!surface_fits(s, beside))
+		s->device_terms = s->gpu_steps && fits_in_budget(s, s->device_strip_bytes, beside, surface_bytes(s));
+	if (surface_fits(s, beside))
 		s->surface = tg_alloc(ctx, surface_bytes(s));
 	if (s->surface == NULL)
 		s->device_terms = false;
@@ -431,12 +433,35 @@ surface_to_spill(const tg_ctx *ctx, strips *s, const char *why, tg_error *err)
  * strips are scanned: where they no longer fit beside the surface and a
  * strip, the surface goes to the spill.
  */
+static const char moved_for_flats[] = "for the crossing flats";
+
 static tg_status
 surface_room(const tg_ctx *ctx, strips *s, size_t flat_bytes, tg_error *err)
 {
 	if (s->surface == NULL || surface_fits(s, flat_bytes))
 		return TG_OK;
-	return surface_to_spill(ctx, s, "for the crossing flats", err);
+	return surface_to_spill(ctx, s, moved_for_flats, err);
+}
+
+/*
+ * Once the crossing flats are solved the surface moved out for them comes
+ * back where it fits beside what they keep (flat_bytes): the passes after
+ * read it in memory, not each through the file.
+ */
+static tg_status
+surface_back(const tg_ctx *ctx, strips *s, size_t flat_bytes, tg_error *err)
+{
+	const tg_spill *sp = &s->job->spill;
+	tg_status	st;
+
+	if (s->surface_moved != moved_for_flats)
+		return TG_OK;
+	keep_surface(ctx, s, flat_bytes);
+	if (s->surface == NULL)
+		return TG_OK;
+	st = sp->read(sp->arg, 0, s->surface, surface_bytes(s), err);
+	s->surface_back = st == TG_OK;
+	return st;
 }
 
 /*
@@ -616,7 +641,7 @@ spill_rows(const tg_ctx *ctx, strips *s, int k, double *rows, void *arg, tg_erro
 	if (k == 0)					/* the first tile read gave the pixel type */
 	{
 		s->spill_single = tg_pixtype_exact_in_f32(s->dem.band.pixtype);
-		keep_surface(ctx, s);
+		keep_surface(ctx, s, 0);
 	}
 	return spill_cells(ctx, s, (size_t) s->width * s->row0[k], rows, (size_t) s->width * s->nrows[k], err);
 }
@@ -683,7 +708,7 @@ route_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_accum_units units
 		void	   *owned = NULL;
 		tg_ctx		device_only;
 
-		st = surface_room(ctx, s, tg_route_strips_flat_bytes(*rb, true), err);
+		st = surface_room(ctx, s, tg_route_strips_flat_bytes(*rb, false), err);
 		if (st == TG_OK)
 			st = surface_strip(ctx, s, k, &z, &owned, err);
 		if (st == TG_OK)
@@ -718,7 +743,7 @@ route_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_accum_units units
 		st = tg_route_strips_park_flats(ctx, *rb, &job->spill, spill_at(s, op, *rb, SPILL_FLATS), err);
 		s->flats_parked = st == TG_OK;
 	}
-	return st;
+	return st == TG_OK ? surface_back(ctx, s, tg_route_strips_flat_bytes(*rb, false), err) : st;
 }
 
 static tg_status

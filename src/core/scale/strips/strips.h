@@ -64,7 +64,7 @@ tg_status	tg_route_strips_scan(const tg_ctx *ctx, tg_route_strips *rb, int row0,
 								 const tg_band *z, tg_error *err);
 tg_status	tg_route_strips_solve_flats(const tg_ctx *ctx, tg_route_strips *rb, tg_error *err);
 size_t		tg_route_strips_flat_cells(const tg_route_strips *rb);
-/* Memory the crossing flats take while solving them (solving) or after. */
+/* Memory the crossing flats take while solving them (solving), or now (while scanning, or after). */
 size_t		tg_route_strips_flat_bytes(const tg_route_strips *rb, bool solving);
 /*
  * After solve_flats: the crossing cells' columns and masks (8 bytes a cell)
