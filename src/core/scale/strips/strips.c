@@ -428,13 +428,13 @@ surface_to_spill(const tg_ctx *ctx, strips *s, const char *why, tg_error *err)
 	return st;
 }
 
-/*
- * The flats that cross strips (flat_bytes while they are solved) grow as the
- * strips are scanned: where they no longer fit beside the surface and a
- * strip, the surface goes to the spill.
- */
 static const char moved_for_flats[] = "for the crossing flats";
 
+/*
+ * The flats that cross strips (flat_bytes: what they hold as the strips are
+ * scanned, then while they are solved) grow: where they no longer fit beside
+ * the surface and a strip, the surface goes to the spill.
+ */
 static tg_status
 surface_room(const tg_ctx *ctx, strips *s, size_t flat_bytes, tg_error *err)
 {
