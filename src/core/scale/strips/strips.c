@@ -56,8 +56,7 @@ typedef struct strips
 	size_t		device_strip_bytes; /* what it holds on the host where the GPU takes them */
 	void	   *surface;		/* the spilled surface, in memory where it fits beside a strip, else NULL */
 	bool		device_terms;	/* it fits beside the tallest strip only while the GPU takes the steps */
-	const char *surface_moved;	/* why it went to the spill after all, or NULL */
-	bool		surface_back;	/* it came back once the crossing flats were solved */
+	const char *surface_moved;	/* why it went to the spill after all (it came back where kept), or NULL */
 	bool		flats_parked;	/* the solved crossing flats waited in the spill */
 } strips;
 
@@ -225,7 +224,7 @@ strip_stats(const tg_ctx *ctx, const strips *s, const tg_op *op, const char *met
 			 device ? "; each strip's " : "", device ? device_steps(op) : "", device ? " on the GPU" : "", fallbacks,
 			 s->surface ? "; the surface between passes kept in memory"
 			 : s->surface_moved ? "; the surface between passes moved to the temporary file " : "",
-			 s->surface_back ? ", in the temporary file while the crossing flats were solved"
+			 s->surface && s->surface_moved ? ", in the temporary file while the crossing flats were solved"
 			 : s->surface ? "" : s->surface_moved ? s->surface_moved : "",
 			 s->flats_parked ? "; the crossing flats between strips in the temporary file" : "");
 }
@@ -452,16 +451,13 @@ static tg_status
 surface_back(const tg_ctx *ctx, strips *s, size_t flat_bytes, tg_error *err)
 {
 	const tg_spill *sp = &s->job->spill;
-	tg_status	st;
 
 	if (s->surface_moved != moved_for_flats)
 		return TG_OK;
 	keep_surface(ctx, s, flat_bytes);
 	if (s->surface == NULL)
 		return TG_OK;
-	st = sp->read(sp->arg, 0, s->surface, surface_bytes(s), err);
-	s->surface_back = st == TG_OK;
-	return st;
+	return sp->read(sp->arg, 0, s->surface, surface_bytes(s), err);
 }
 
 /*
@@ -472,6 +468,43 @@ static bool
 flats_fit(const strips *s, size_t kept)
 {
 	return fits_in_budget(s, strip_held(s), s->surface ? surface_bytes(s) : 0, kept);
+}
+
+/*
+ * Strip k of the spilled surface with two rows of halo, as route_strips.c
+ * takes it, in the spill's type (floats where they hold it exactly): where
+ * the surface is kept in memory a view of it, else read into *owned (to be
+ * freed).
+ */
+static tg_status
+surface_strip(const tg_ctx *ctx, strips *s, int k, tg_band *z, void **owned, tg_error *err)
+{
+	const tg_spill *sp = &s->job->spill;
+	const int	first = s->row0[k] - 2 > 0 ? s->row0[k] - 2 : 0;
+	const int	end = s->row0[k] + s->nrows[k] + 2 < s->height ? s->row0[k] + s->nrows[k] + 2 : s->height;
+	const size_t size = spill_bytes(s),
+				at = (size_t) s->width * first * size,
+				bytes = (size_t) s->width * (end - first) * size;
+	tg_status	st;
+
+	*owned = NULL;
+	*z = (tg_band) {s->spill_single ? TG_PT_32BF : TG_PT_64BF, false, false, false, 0, s->width, end - first, NULL};
+	if (s->surface)
+	{
+		z->data = (const uint8_t *) s->surface + at;
+		return TG_OK;
+	}
+	*owned = tg_alloc(ctx, bytes + 1);
+	if (*owned == NULL)
+		return tg_error_set(err, TG_ENOMEM, "could not allocate a strip of the surface");
+	st = sp->read(sp->arg, at, *owned, bytes, err);
+	if (st != TG_OK)
+	{
+		tg_free(ctx, *owned);
+		*owned = NULL;
+	}
+	z->data = *owned;
+	return st;
 }
 
 /*
@@ -490,17 +523,21 @@ step_ctx(const tg_ctx *ctx, const strips *s, tg_ctx *device_only)
 }
 
 /*
- * After a step run in step_ctx: where the device could not hold it and the
- * call's policy lets the CPU take it, the surface goes to the spill to make
- * the room, and the step is to run again (true) as the policy chooses.
+ * After a step of strip k run in step_ctx: where the device could not hold
+ * it and the call's policy lets the CPU take it, the surface goes to the
+ * spill to make the room (a step that read it, z: its view of the strip
+ * read back into *owned), and the step is to run again (true) as the policy
+ * chooses.
  */
 static bool
-step_again(const tg_ctx *ctx, strips *s, tg_status *st, tg_error *err)
+step_again(const tg_ctx *ctx, strips *s, int k, tg_band *z, void **owned, tg_status *st, tg_error *err)
 {
 	if (*st != TG_ENOMEM || !err->on_device || !s->device_terms || ctx->backend != TG_BACKEND_AUTO)
 		return false;
 	tg_error_clear(err);
 	*st = surface_to_spill(ctx, s, "for a step the device could not hold", err);
+	if (*st == TG_OK && z)
+		*st = surface_strip(ctx, s, k, z, owned, err);
 	return *st == TG_OK;
 }
 
@@ -552,7 +589,7 @@ surface_strips(const tg_ctx *ctx, strips *s, bool fill, strip_rows_fn done, void
 											   err)
 					: tg_error_set(err, TG_ENOMEM, "could not allocate a filled strip");
 				/* raising the strip's edges again raises nothing more */
-				if (step_again(ctx, s, &st, err))
+				if (step_again(ctx, s, k, NULL, NULL, &st, err))
 					st = tg_fill_strips_finish(ctx, fb, s->row0[k], s->nrows[k], z, w, err);
 				if (st == TG_OK)
 					st = done(ctx, s, k, w, arg, err);
@@ -647,43 +684,6 @@ spill_rows(const tg_ctx *ctx, strips *s, int k, double *rows, void *arg, tg_erro
 }
 
 /*
- * Strip k of the spilled surface with two rows of halo, as route_strips.c
- * takes it, in the spill's type (floats where they hold it exactly): where
- * the surface is kept in memory a view of it, else read into *owned (to be
- * freed).
- */
-static tg_status
-surface_strip(const tg_ctx *ctx, strips *s, int k, tg_band *z, void **owned, tg_error *err)
-{
-	const tg_spill *sp = &s->job->spill;
-	const int	first = s->row0[k] - 2 > 0 ? s->row0[k] - 2 : 0;
-	const int	end = s->row0[k] + s->nrows[k] + 2 < s->height ? s->row0[k] + s->nrows[k] + 2 : s->height;
-	const size_t size = spill_bytes(s),
-				at = (size_t) s->width * first * size,
-				bytes = (size_t) s->width * (end - first) * size;
-	tg_status	st;
-
-	*owned = NULL;
-	*z = (tg_band) {s->spill_single ? TG_PT_32BF : TG_PT_64BF, false, false, false, 0, s->width, end - first, NULL};
-	if (s->surface)
-	{
-		z->data = (const uint8_t *) s->surface + at;
-		return TG_OK;
-	}
-	*owned = tg_alloc(ctx, bytes + 1);
-	if (*owned == NULL)
-		return tg_error_set(err, TG_ENOMEM, "could not allocate a strip of the surface");
-	st = sp->read(sp->arg, at, *owned, bytes, err);
-	if (st != TG_OK)
-	{
-		tg_free(ctx, *owned);
-		*owned = NULL;
-	}
-	z->data = *owned;
-	return st;
-}
-
-/*
  * The surface into the spill, then every strip scanned for flats that
  * cross strip boundaries, and those solved.
  */
@@ -713,8 +713,7 @@ route_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_accum_units units
 			st = surface_strip(ctx, s, k, &z, &owned, err);
 		if (st == TG_OK)
 			st = tg_route_strips_scan(step_ctx(ctx, s, &device_only), *rb, s->row0[k], s->nrows[k], &z, err);
-		/* the strip's view of the surface moved with it: read from the spill */
-		if (step_again(ctx, s, &st, err) && (st = surface_strip(ctx, s, k, &z, &owned, err)) == TG_OK)
+		if (step_again(ctx, s, k, &z, &owned, &st, err))
 			st = tg_route_strips_scan(ctx, *rb, s->row0[k], s->nrows[k], &z, err);
 		tg_free(ctx, owned);
 		progress(ctx, "flats in strips", k + 1, s->n);
@@ -911,8 +910,7 @@ accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *
 			{
 				st = tg_route_strips_link(step_ctx(ctx, s, &device_only), rb, s->row0[k], s->nrows[k], &z,
 										  op->weight_input > 0 ? &weight : NULL, err);
-				/* the strip's view of the surface moved with it: read from the spill */
-				if (step_again(ctx, s, &st, err) && (st = surface_strip(ctx, s, k, &z, &owned, err)) == TG_OK)
+				if (step_again(ctx, s, k, &z, &owned, &st, err))
 					st = tg_route_strips_link(ctx, rb, s->row0[k], s->nrows[k], &z,
 											  op->weight_input > 0 ? &weight : NULL, err);
 			}
@@ -932,7 +930,7 @@ accumulation_in_strips(const tg_ctx *ctx, const tg_op *op, strips *s, tg_error *
 					st = tg_route_strips_accumulate(step_ctx(ctx, s, &device_only), rb, s->row0[k], s->nrows[k],
 													&z, op->weight_input > 0 ? &weight : NULL, acc, receivers,
 													err);
-					if (step_again(ctx, s, &st, err) && (st = surface_strip(ctx, s, k, &z, &owned, err)) == TG_OK)
+					if (step_again(ctx, s, k, &z, &owned, &st, err))
 						st = tg_route_strips_accumulate(ctx, rb, s->row0[k], s->nrows[k], &z,
 														op->weight_input > 0 ? &weight : NULL, acc, receivers,
 														err);
